@@ -1,0 +1,286 @@
+// Package context is the tree that dsh is built on: fibers, effects, services
+// and scopes.
+//
+// A root Context is made with New. Every plugin applied through a context gets
+// its own Fiber, and everything registered through the plugin's context —
+// listeners, services, child plugins, explicit effects — belongs to that fiber
+// and is undone in reverse order when it is disposed. Services are mounted
+// under typed keys; a plugin that injects a key runs only while the key has an
+// active provider. Scopes (Context.Scoped) carry a tag, usually an agent id,
+// that event listeners use to hear only their agent.
+//
+// *Context also satisfies the standard library's context.Context: Done closes
+// when the fiber's activation ends, so goroutines a plugin starts stop with it.
+//
+// The package shares its name with the standard library's; import it under a
+// short alias when both are needed:
+//
+//	import dshctx "github.com/dsh-go/dsh/context"
+package context
+
+import (
+	stdctx "context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Context is a view on one activation of a fiber. It is what a plugin receives
+// in Apply and what it registers through. A Context must not be copied.
+type Context struct {
+	life   *life
+	parent *Context
+}
+
+var _ stdctx.Context = (*Context)(nil)
+
+// Option configures a root context.
+type Option func(*tree)
+
+// WithLogger makes the tree log through l instead of a default stderr logger.
+func WithLogger(l hclog.Logger) Option {
+	return func(t *tree) {
+		if l != nil {
+			t.logger = l
+		}
+	}
+}
+
+// New returns the root of a new tree. The root is active until Dispose; it can
+// provide and read every service.
+func New(opts ...Option) *Context {
+	t := newTree()
+	for _, o := range opts {
+		o(t)
+	}
+	if t.logger == nil {
+		t.logger = hclog.New(&hclog.LoggerOptions{Name: "dsh", Output: os.Stderr, Level: hclog.Info})
+	}
+	f := &Fiber{tree: t, name: "root", state: StateActive}
+	l := newLife(f)
+	f.life = l
+	t.root = f
+	return l.ctx
+}
+
+// Fiber returns the fiber this context is a view on.
+func (c *Context) Fiber() *Fiber { return c.life.fiber }
+
+// Tag returns the scope tag of the context ("" outside any scope).
+func (c *Context) Tag() string { return c.life.fiber.tag }
+
+// Logger returns the fiber's logger.
+func (c *Context) Logger() hclog.Logger { return c.life.fiber.Logger() }
+
+// Root returns the root context of the tree.
+func (c *Context) Root() *Context {
+	r := c.life.fiber.tree.root
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.life != nil {
+		return r.life.ctx
+	}
+	return c
+}
+
+// Active reports whether things can still be registered through c.
+func (c *Context) Active() bool {
+	f := c.life.fiber
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return c.life.phase == phaseActive
+}
+
+// Dispose disposes the fiber behind c; see Fiber.Dispose.
+func (c *Context) Dispose() { c.life.fiber.Dispose() }
+
+// Plugin applies p with config in a new child fiber and returns the fiber.
+// The fiber is applied at once when every service it injects is active, and
+// stays pending otherwise. The returned error covers only bad arguments and an
+// inactive c; whether Apply failed is reported by the fiber's Await.
+func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
+	if p == nil {
+		return nil, errs.New(errs.InvalidArgument, "Plugin: the plugin is nil; pass a value that implements Apply")
+	}
+	f := &Fiber{
+		tree:      c.life.fiber.tree,
+		parent:    c.life.fiber,
+		parentCtx: c,
+		name:      pluginName(p),
+		tag:       c.life.fiber.tag,
+		plugin:    p,
+		config:    config,
+	}
+	if inj, ok := p.(Injector); ok {
+		for _, k := range inj.Inject() {
+			if k == nil || k.Name() == "" {
+				return nil, errs.New(errs.InvalidArgument,
+					fmt.Sprintf("plugin %q injects a nil or unnamed service key; build keys with NewKey", f.name))
+			}
+			f.inject = append(f.inject, k.Name())
+		}
+	}
+	if err := c.adopt(f, f.name); err != nil {
+		return nil, err
+	}
+	f.tree.track(f)
+	f.load()
+	return f, nil
+}
+
+// Scoped returns a child scope carrying tag. Listeners registered through it,
+// and through plugins applied in it, hear only events dispatched with that
+// tag. Disposing the scope removes everything registered through it.
+func (c *Context) Scoped(tag string) (*Context, error) {
+	if tag == "" {
+		return nil, errs.New(errs.InvalidArgument, "Scoped: the tag is empty; pass the id the scope belongs to, such as an agent id")
+	}
+	parent := c.life.fiber
+	f := &Fiber{
+		tree:      parent.tree,
+		parent:    parent,
+		parentCtx: c,
+		name:      "scope:" + tag,
+		tag:       tag,
+		state:     StateActive,
+	}
+	l := newLife(f)
+	f.life = l
+	if err := c.adopt(f, f.name); err != nil {
+		return nil, err
+	}
+	return l.ctx, nil
+}
+
+// adopt registers child as an effect of c, so disposing c disposes it.
+func (c *Context) adopt(child *Fiber, label string) error {
+	e, err := c.life.add(label, func() error { child.Dispose(); return nil }, child)
+	if err != nil {
+		return err
+	}
+	child.mu.Lock()
+	child.link = e
+	child.mu.Unlock()
+	return nil
+}
+
+// Disposer undoes what a setup did. Its error is logged; it never stops the
+// other disposers.
+type Disposer func() error
+
+// Effect runs setup now and registers the disposer it returns, to run when
+// the fiber is disposed or unloaded. The returned off function runs the
+// disposer early (once). If setup fails nothing is registered.
+func (c *Context) Effect(label string, setup func() (Disposer, error)) (off func(), err error) {
+	if setup == nil {
+		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("Effect %q: setup is nil", label))
+	}
+	if !c.Active() {
+		return nil, c.life.fiber.inactive()
+	}
+	d, err := setup()
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		d = func() error { return nil }
+	}
+	off, err = c.OnDispose(label, d)
+	if err != nil {
+		// The fiber went away while setup ran: undo at once so nothing leaks.
+		runDisposer(c.life.fiber, &effect{label: label, dispose: d})
+		return nil, err
+	}
+	return off, nil
+}
+
+// OnDispose registers d to run when the fiber is disposed or unloaded. The
+// returned off function runs it early, once. It is the primitive that event
+// listeners and services build on.
+func (c *Context) OnDispose(label string, d Disposer) (off func(), err error) {
+	if d == nil {
+		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("OnDispose %q: the disposer is nil", label))
+	}
+	e, err := c.life.add(label, d, nil)
+	if err != nil {
+		return nil, err
+	}
+	l := c.life
+	return func() {
+		if l.drop(e) {
+			runDisposer(l.fiber, e)
+		}
+	}, nil
+}
+
+// Deadline implements context.Context; fibers have no deadline.
+func (c *Context) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done implements context.Context: the channel closes when this activation of
+// the fiber ends (dispose, unload, or a failed Apply).
+func (c *Context) Done() <-chan struct{} {
+	f := c.life.fiber
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.life.done == nil {
+		c.life.done = make(chan struct{})
+	}
+	return c.life.done
+}
+
+// Err implements context.Context. It is nil while the fiber is active and a
+// CONTEXT_INACTIVE error wrapping context.Canceled afterwards.
+func (c *Context) Err() error {
+	f := c.life.fiber
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.life.phase == phaseActive {
+		return nil
+	}
+	if c.life.err == nil {
+		// Built on demand: most fibers are disposed without anyone asking.
+		return canceled{c.life.fiber.inactive()}
+	}
+	return canceled{c.life.err}
+}
+
+// canceled makes errors.Is(err, context.Canceled) hold for an ended fiber
+// while keeping the harness code.
+type canceled struct{ err error }
+
+func (c canceled) Error() string { return c.err.Error() }
+func (c canceled) Unwrap() []error {
+	return []error{c.err, stdctx.Canceled}
+}
+
+type ctxKey struct{}
+
+// Value implements context.Context; values chain to the parent context.
+func (c *Context) Value(key any) any {
+	if key == (ctxKey{}) {
+		return c
+	}
+	if c.parent != nil {
+		return c.parent.Value(key)
+	}
+	return nil
+}
+
+// FromStd returns the dsh context inside a standard context derived from one.
+func FromStd(ctx stdctx.Context) (*Context, bool) {
+	if ctx == nil {
+		return nil, false
+	}
+	c, ok := ctx.Value(ctxKey{}).(*Context)
+	return c, ok
+}
+
+func pluginName(p Plugin) string {
+	if n, ok := p.(Named); ok && n.Name() != "" {
+		return n.Name()
+	}
+	return fmt.Sprintf("%T", p)
+}

@@ -1,0 +1,383 @@
+package context
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/hashicorp/go-hclog"
+)
+
+// State is where a fiber is in its life.
+type State int32
+
+// The states of a fiber. A fiber starts pending, becomes loading when every
+// service it injects is active, and active once Apply returned nil. Losing a
+// service takes an active fiber back through unloading to pending.
+const (
+	StatePending   State = iota // waiting for an injected service
+	StateLoading                // Apply is running
+	StateActive                 // Apply returned nil
+	StateFailed                 // Apply returned an error or panicked
+	StateUnloading              // its effects are being undone
+	StateDisposed               // gone for good
+)
+
+var stateNames = [...]string{"pending", "loading", "active", "failed", "unloading", "disposed"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", int32(s))
+}
+
+// Fiber is the unit of ownership: one per applied plugin, one per scope, one
+// for the root. It owns everything registered through its contexts and undoes
+// it in reverse order when it is disposed.
+type Fiber struct {
+	tree      *tree
+	parent    *Fiber
+	parentCtx *Context
+	name      string
+	tag       string
+	plugin    Plugin
+	config    any
+	inject    []string
+
+	// tmu serializes transitions: a load and an unload never overlap, and a
+	// dispose waits for an in-flight Apply.
+	tmu sync.Mutex
+
+	mu      sync.Mutex
+	state   State
+	life    *life // the current activation; nil while pending, failed or disposed
+	err     error // why Apply failed
+	changed chan struct{}
+	link    *effect // this fiber's entry in its parent's effects
+
+	logger atomic.Pointer[hclog.Logger]
+}
+
+// Name is the fiber's name: the plugin's Name, its Go type, or "scope:<tag>".
+func (f *Fiber) Name() string { return f.name }
+
+// Tag is the scope tag the fiber carries ("" outside any scope).
+func (f *Fiber) Tag() string { return f.tag }
+
+// State reports the fiber's current state.
+func (f *Fiber) State() State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+// Err returns why the fiber failed, or nil.
+func (f *Fiber) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// Await blocks until the fiber has settled — active, failed or disposed — or
+// ctx ends. It returns nil for an active fiber, the apply error for a failed
+// one, and a CONTEXT_INACTIVE error for a fiber disposed before it settled.
+func (f *Fiber) Await(ctx interface{ Done() <-chan struct{} }) error {
+	for {
+		f.mu.Lock()
+		st, err := f.state, f.err
+		if f.changed == nil {
+			f.changed = make(chan struct{})
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		switch st {
+		case StateActive:
+			return nil
+		case StateFailed:
+			return err
+		case StateDisposed:
+			if err != nil {
+				return err
+			}
+			return f.inactive()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return errs.Wrap(errs.ContextInactive, contextErr(ctx),
+				fmt.Sprintf("stopped waiting for fiber %q while it was %s", f.name, st))
+		}
+	}
+}
+
+func contextErr(ctx any) error {
+	if e, ok := ctx.(interface{ Err() error }); ok {
+		return e.Err()
+	}
+	return nil
+}
+
+// Dispose undoes everything the fiber registered, in reverse order, and marks
+// it disposed. It waits for an in-flight Apply to return first. Disposing
+// twice is harmless. A plugin must not dispose its own fiber from inside
+// Apply; return an error instead.
+func (f *Fiber) Dispose() {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	f.mu.Lock()
+	st, l := f.state, f.life
+	f.mu.Unlock()
+	if st == StateDisposed {
+		return
+	}
+	if l != nil {
+		f.setState(StateUnloading, nil)
+		l.end(nil)
+	}
+	f.tree.forget(f)
+	f.mu.Lock()
+	f.life = nil
+	link := f.link
+	f.link = nil
+	f.mu.Unlock()
+	f.setState(StateDisposed, nil)
+	if link != nil {
+		link.owner.drop(link)
+	}
+}
+
+// Children returns the plugin and scope fibers currently registered through
+// the fiber's active context, in registration order.
+func (f *Fiber) Children() []*Fiber {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.life == nil {
+		return nil
+	}
+	var out []*Fiber
+	for _, e := range f.life.effects {
+		if e.child != nil {
+			out = append(out, e.child)
+		}
+	}
+	return out
+}
+
+// Parent returns the fiber this one was created under; nil for the root.
+func (f *Fiber) Parent() *Fiber { return f.parent }
+
+// Logger returns the fiber's logger, named after it.
+func (f *Fiber) Logger() hclog.Logger {
+	if l := f.logger.Load(); l != nil {
+		return *l
+	}
+	l := f.tree.logger
+	if f.parent != nil {
+		l = l.Named(f.name)
+	}
+	f.logger.Store(&l)
+	return l
+}
+
+func (f *Fiber) inactive() *errs.Error {
+	return errs.New(errs.ContextInactive,
+		fmt.Sprintf("the context of fiber %q is inactive: it was unloaded or disposed; register and read through the context of an active fiber", f.name))
+}
+
+// setState records a transition and tells the watchers. It must be called
+// with tmu held (or during construction).
+func (f *Fiber) setState(to State, err error) {
+	f.mu.Lock()
+	from := f.state
+	f.state = to
+	if err != nil {
+		f.err = err
+	}
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
+	f.mu.Unlock()
+	if from != to {
+		f.tree.notify(FiberChange{Fiber: f, From: from, To: to, Err: err})
+	}
+}
+
+// load applies the plugin if the fiber is pending and every injected service
+// is active.
+func (f *Fiber) load() {
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	if f.State() != StatePending || !f.tree.ready(f) {
+		return
+	}
+	l := newLife(f)
+	f.mu.Lock()
+	f.life = l
+	f.mu.Unlock()
+	f.setState(StateLoading, nil)
+
+	if err := f.apply(l.ctx); err != nil {
+		l.end(nil)
+		f.mu.Lock()
+		f.life = nil
+		f.mu.Unlock()
+		f.Logger().Error("plugin failed", "error", err)
+		f.setState(StateFailed, err)
+		return
+	}
+	f.setState(StateActive, nil)
+	f.tree.activate(l)
+}
+
+// apply runs Apply and turns a panic into an error.
+func (f *Fiber) apply(ctx *Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.Logger().Debug("plugin panic", "stack", string(debug.Stack()))
+			err = errs.New(errs.PluginFailed, fmt.Sprintf("plugin %q panicked in Apply: %v", f.name, r)).WithReason("context/panic")
+		}
+	}()
+	if e := f.plugin.Apply(ctx, f.config); e != nil {
+		return errs.Wrap(errs.PluginFailed, e, fmt.Sprintf("plugin %q failed to apply", f.name))
+	}
+	return nil
+}
+
+// unload takes an active fiber back to pending because an injected service
+// went away; it runs its effects while the service can still be read.
+func (f *Fiber) unload(why *errs.Error) {
+	// A fiber already on its way out is left alone: it may be the very fiber
+	// whose teardown withdrew the service, and its tmu is held.
+	if st := f.State(); st != StateActive && st != StateLoading {
+		return
+	}
+	f.tmu.Lock()
+	defer f.tmu.Unlock()
+	f.mu.Lock()
+	st, l := f.state, f.life
+	f.mu.Unlock()
+	if st != StateActive || l == nil {
+		return
+	}
+	f.setState(StateUnloading, nil)
+	l.end(why)
+	f.mu.Lock()
+	f.life = nil
+	f.mu.Unlock()
+	f.setState(StatePending, nil)
+}
+
+// life is one activation of a fiber: the effects registered through it and
+// the channel behind Context.Done.
+type life struct {
+	fiber   *Fiber
+	ctx     *Context
+	phase   phase // guarded by fiber.mu
+	effects []*effect
+	done    chan struct{}
+	err     error
+}
+
+type phase uint8
+
+const (
+	phaseActive    phase = iota // effects may be added
+	phaseUnloading              // effects are being undone; services still readable
+	phaseEnded
+)
+
+type effect struct {
+	label   string
+	dispose func() error
+	owner   *life
+	child   *Fiber // set when the effect is a child plugin or scope
+}
+
+func newLife(f *Fiber) *life {
+	l := &life{fiber: f}
+	l.ctx = &Context{life: l, parent: f.parentCtx}
+	return l
+}
+
+// add registers an effect; it fails once the activation is winding down.
+func (l *life) add(label string, dispose func() error, child *Fiber) (*effect, error) {
+	f := l.fiber
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l.phase != phaseActive {
+		return nil, f.inactive()
+	}
+	e := &effect{label: label, dispose: dispose, owner: l, child: child}
+	l.effects = append(l.effects, e)
+	return e, nil
+}
+
+// drop removes an effect without running it and reports whether it was still
+// registered; whoever gets true owns running its disposer.
+func (l *life) drop(e *effect) bool {
+	f := l.fiber
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Most effects are removed in reverse order of registration, so search
+	// from the end.
+	for i := len(l.effects) - 1; i >= 0; i-- {
+		if l.effects[i] == e {
+			copy(l.effects[i:], l.effects[i+1:])
+			l.effects[len(l.effects)-1] = nil
+			l.effects = l.effects[:len(l.effects)-1]
+			return true
+		}
+	}
+	return false
+}
+
+// end closes Done, then runs every effect in reverse order. why is what Err
+// reports afterwards; nil means the plain "inactive" error. A failing or
+// panicking disposer is logged and the rest still run.
+func (l *life) end(why error) {
+	f := l.fiber
+	f.mu.Lock()
+	if l.phase != phaseActive {
+		f.mu.Unlock()
+		return
+	}
+	l.phase = phaseUnloading
+	l.err = why
+	if l.done != nil {
+		close(l.done)
+	} else {
+		l.done = closedChan
+	}
+	effects := l.effects
+	l.effects = nil
+	f.mu.Unlock()
+
+	for i := len(effects) - 1; i >= 0; i-- {
+		runDisposer(f, effects[i])
+	}
+
+	f.mu.Lock()
+	l.phase = phaseEnded
+	f.mu.Unlock()
+}
+
+func runDisposer(f *Fiber, e *effect) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.Logger().Error("disposer panicked", "effect", e.label, "panic", r)
+		}
+	}()
+	if err := e.dispose(); err != nil {
+		f.Logger().Error("disposer failed", "effect", e.label, "error", err)
+	}
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
