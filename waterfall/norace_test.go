@@ -1,0 +1,5 @@
+//go:build !race
+
+package waterfall_test
+
+const raceEnabled = false

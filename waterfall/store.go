@@ -1,0 +1,188 @@
+package waterfall
+
+import (
+	stdctx "context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+)
+
+// Option changes how a listener is registered.
+type Option uint8
+
+const (
+	// Prepend puts the listener before every listener registered so far.
+	Prepend Option = 1 << iota
+	// Global makes a listener registered through a scope hear events of every
+	// tag, as if it had been registered outside any scope. It still belongs
+	// to the scope's fiber and goes away with it.
+	Global
+)
+
+// entry is one registered listener. seq orders listeners: registration order,
+// with prepended ones (negative seq) first.
+type entry[L any] struct {
+	fn    L
+	seq   int64
+	fiber *dshctx.Fiber
+}
+
+type list[L any] struct{ entries []entry[L] }
+
+// store holds one event's listeners for one tree. Dispatch reads immutable
+// snapshots through atomic pointers and never locks; registration copies the
+// affected list under mu.
+type store[L any] struct {
+	mu       sync.Mutex
+	next     int64
+	prev     int64
+	untagged atomicList[L]
+	tagged   sync.Map // tag → *atomicList[L]
+}
+
+func (s *store[L]) add(tag string, fn L, fiber *dshctx.Fiber, opts Option) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var seq int64
+	if opts&Prepend != 0 {
+		s.prev--
+		seq = s.prev
+	} else {
+		s.next++
+		seq = s.next
+	}
+	al := &s.untagged
+	if tag != "" {
+		v, _ := s.tagged.LoadOrStore(tag, &atomicList[L]{})
+		al = v.(*atomicList[L])
+	}
+	old := al.load()
+	entries := make([]entry[L], 0, len(old)+1)
+	e := entry[L]{fn: fn, seq: seq, fiber: fiber}
+	if seq < 0 {
+		entries = append(append(entries, e), old...)
+	} else {
+		entries = append(append(entries, old...), e)
+	}
+	al.store(&list[L]{entries: entries})
+	return seq
+}
+
+func (s *store[L]) remove(tag string, seq int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	al := &s.untagged
+	if tag != "" {
+		v, ok := s.tagged.Load(tag)
+		if !ok {
+			return
+		}
+		al = v.(*atomicList[L])
+	}
+	old := al.load()
+	var entries []entry[L]
+	if n := len(old); n > 0 && old[n-1].seq == seq {
+		// Removing the newest entry, the usual case when a fiber unwinds,
+		// shares the array: published arrays are never written again, and
+		// add always copies into a fresh one.
+		entries = old[:n-1]
+	} else {
+		entries = make([]entry[L], 0, len(old))
+		for _, e := range old {
+			if e.seq != seq {
+				entries = append(entries, e)
+			}
+		}
+	}
+	if len(entries) == 0 {
+		if tag != "" {
+			// Forget the tag entirely so agents that come and go leave nothing.
+			s.tagged.Delete(tag)
+		}
+		al.store(nil)
+		return
+	}
+	al.store(&list[L]{entries: entries})
+}
+
+// lists returns the snapshots a dispatch with tag walks: listeners outside
+// any scope, and those of the tag's scope.
+func (s *store[L]) lists(tag string) (u, t []entry[L]) {
+	u = s.untagged.load()
+	if tag != "" {
+		if v, ok := s.tagged.Load(tag); ok {
+			t = v.(*atomicList[L]).load()
+		}
+	}
+	return u, t
+}
+
+// register validates a listener and ties it to ctx's fiber.
+func register[L any](ctx *dshctx.Context, local *dshctx.Local[store[L]], event string, fn L, isNil bool, opts []Option) (func(), error) {
+	if event == "" {
+		return nil, errs.New(errs.InvalidArgument, "the event was declared with an empty name; give it a name such as \"agent/request\"")
+	}
+	if ctx == nil {
+		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("On %q: the context is nil", event))
+	}
+	if isNil {
+		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("On %q: the listener is nil", event))
+	}
+	var o Option
+	for _, x := range opts {
+		o |= x
+	}
+	tag := ctx.Tag()
+	if o&Global != 0 {
+		tag = ""
+	}
+	s := local.Get(ctx)
+	if !ctx.Active() {
+		return nil, ctx.Err()
+	}
+	seq := s.add(tag, fn, ctx.Fiber(), o)
+	off, err := ctx.OnDispose(event, func() error { s.remove(tag, seq); return nil })
+	if err != nil {
+		// The fiber ended between the check and the registration.
+		s.remove(tag, seq)
+		return nil, err
+	}
+	return off, nil
+}
+
+// merge steps through the two snapshots in seq order. It returns the entry at
+// combined position (i, j) and the position after it; ok is false at the end.
+func merge[L any](u, t []entry[L], i, j int32) (e *entry[L], ni, nj int32, ok bool) {
+	switch {
+	case int(i) < len(u) && (int(j) >= len(t) || u[i].seq < t[j].seq):
+		return &u[i], i + 1, j, true
+	case int(j) < len(t):
+		return &t[j], i, j + 1, true
+	}
+	return nil, i, j, false
+}
+
+func checkDispatch(event string, at *dshctx.Context) error {
+	if event == "" {
+		return errs.New(errs.InvalidArgument, "dispatch of an event declared with an empty name")
+	}
+	if at == nil {
+		return errs.New(errs.InvalidArgument, fmt.Sprintf("dispatch %q: the context to dispatch at is nil", event))
+	}
+	return nil
+}
+
+func panicError(event string, fiber *dshctx.Fiber, r any) error {
+	fiber.Logger().Debug("listener panic", "event", event, "stack", string(debug.Stack()))
+	return errs.New(errs.ListenerFailed, fmt.Sprintf("listener of %q in fiber %q panicked: %v", event, fiber.Name(), r)).WithReason("event/panic")
+}
+
+func orBackground(ctx stdctx.Context) stdctx.Context {
+	if ctx == nil {
+		return stdctx.Background()
+	}
+	return ctx
+}
