@@ -180,6 +180,10 @@ func panicError(event string, fiber *dshctx.Fiber, r any) error {
 	return errs.New(errs.ListenerFailed, fmt.Sprintf("listener of %q in fiber %q panicked: %v", event, fiber.Name(), r)).WithReason("event/panic")
 }
 
+func defaultPanic(event string, r any) error {
+	return errs.New(errs.ListenerFailed, fmt.Sprintf("the default step of %q panicked: %v", event, r)).WithReason("event/panic")
+}
+
 func orBackground(ctx stdctx.Context) stdctx.Context {
 	if ctx == nil {
 		return stdctx.Background()

@@ -77,7 +77,7 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 	ctx = orBackground(ctx)
 	u, t := w.local.Get(at).lists(at.Tag())
 	if len(u) == 0 && len(t) == 0 {
-		return w.def(ctx, p)
+		return w.runDefault(ctx, p)
 	}
 	c := w.pool.Get().(*call[P, R])
 	c.u, c.t = u, t
@@ -90,6 +90,18 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 	c.u, c.t, c.cur = nil, nil, nil
 	w.pool.Put(c)
 	return r, err
+}
+
+// runDefault answers a dispatch nobody listens to, with the same panic
+// guard a chain has.
+func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			var zero R
+			r, err = zero, defaultPanic(w.name, x)
+		}
+	}()
+	return w.def(ctx, p)
 }
 
 // call is the state of one dispatch. It is pooled, so a dispatch allocates
@@ -117,7 +129,11 @@ func (c *call[P, R]) run(ctx stdctx.Context, p P) (r R, err error) {
 	defer func() {
 		if x := recover(); x != nil {
 			var zero R
-			r, err = zero, panicError(c.w.name, c.cur.fiber, x)
+			if c.cur == nil {
+				r, err = zero, defaultPanic(c.w.name, x)
+			} else {
+				r, err = zero, panicError(c.w.name, c.cur.fiber, x)
+			}
 		}
 	}()
 	c.pos = -1
@@ -150,7 +166,11 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
 	}
 	e, ni, nj, ok := merge(c.u, c.t, n.i, n.j)
 	if !ok {
-		return c.w.def(ctx, p)
+		prev := c.cur
+		c.cur = nil
+		r, err := c.w.def(ctx, p)
+		c.cur = prev
+		return r, err
 	}
 	prev := c.cur
 	c.cur = e

@@ -375,3 +375,17 @@ func TestConcurrentDispatchAndRegistration(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestDefaultStepPanicIsAnError(t *testing.T) {
+	root := quietRoot(t)
+	w := waterfall.New("test/default-panic", func(stdctx.Context, int) (int, error) { panic("default broke") })
+	for _, withListener := range []bool{false, true} {
+		if withListener {
+			w.On(root, passOn)
+		}
+		_, err := w.Dispatch(stdctx.Background(), root, 1)
+		if !errs.HasCode(err, errs.ListenerFailed) || !strings.Contains(err.Error(), "default step") {
+			t.Fatalf("listener=%v: %v", withListener, err)
+		}
+	}
+}
