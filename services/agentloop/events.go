@@ -1,0 +1,80 @@
+package agentloop
+
+import (
+	stdctx "context"
+
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/waterfall"
+)
+
+// RequestEvent is the payload of agent/request.
+type RequestEvent struct {
+	Agent   agents.Agent
+	Turn    int
+	Step    int
+	Request llm.Request
+}
+
+// StepResult is the payload and result of agent/step-result: the assembled
+// assistant message of one step, before it is recorded.
+type StepResult struct {
+	Agent   agents.Agent
+	Turn    int
+	Step    int
+	Message llm.Message
+	Usage   llm.Usage
+	Finish  llm.FinishReason
+}
+
+// Continuation is the payload of agent/turn-continuation.
+type Continuation struct {
+	Agent agents.Agent
+	Turn  int
+	Step  int
+	// ToolCalls is how many tool calls the step executed.
+	ToolCalls int
+	// Steering is how many steering messages arrived during the step.
+	Steering int
+	Finish   llm.FinishReason
+}
+
+// Events of the agent loop, dispatched in the agent's scope.
+var (
+	// EventRequest may replace the model request of a step. Listeners get
+	// the request by value with a read-only history, so changing their copy
+	// never changes what another listener sees.
+	EventRequest = waterfall.New("agent/request", func(_ stdctx.Context, e RequestEvent) (llm.Request, error) {
+		return e.Request, nil
+	})
+	// EventStepResult may rewrite a step's assistant message before it is
+	// recorded and its tools run.
+	EventStepResult = waterfall.New("agent/step-result", func(_ stdctx.Context, r StepResult) (StepResult, error) {
+		return r, nil
+	})
+	// EventContinuation decides whether the turn takes another step. By
+	// default it does when the step ran tools or steering arrived.
+	EventContinuation = waterfall.New("agent/turn-continuation", func(_ stdctx.Context, c Continuation) (bool, error) {
+		return c.ToolCalls > 0 || c.Steering > 0, nil
+	})
+)
+
+// Turn end reasons, strongest first: when several apply, the turn reports
+// the first of this list.
+const (
+	ReasonDisposed  = "disposed"
+	ReasonAborted   = "aborted"
+	ReasonError     = "error"
+	ReasonMaxTokens = "max-tokens"
+	ReasonCompleted = "completed"
+)
+
+var precedence = map[string]int{ReasonDisposed: 5, ReasonAborted: 4, ReasonError: 3, ReasonMaxTokens: 2, ReasonCompleted: 1}
+
+// stronger returns the reason that wins between a and b.
+func stronger(a, b string) string {
+	if precedence[b] > precedence[a] {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,311 @@
+package agentloop
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+// Codes of the agent loop.
+const (
+	// StreamIncomplete: the model stream ended without a finish.
+	StreamIncomplete errs.Code = "AGENT_STREAM_INCOMPLETE"
+	// ModelError: the model finished with an error.
+	ModelError errs.Code = "AGENT_MODEL_ERROR"
+	// TooManySteps: a turn reached the step limit.
+	TooManySteps errs.Code = "AGENT_TOO_MANY_STEPS"
+)
+
+// drive runs turns while messages are queued, then goes idle and exits.
+func (a *ReactLoopAgent) drive() {
+	for {
+		a.mu.Lock()
+		a.cancelled = false // a cancel governs one turn: the one in this iteration
+		if a.inbox.queued.len() == 0 && a.inbox.steering.len() > 0 && !a.disposed {
+			// Steering that arrived with no turn running starts one.
+			for _, m := range a.inbox.steering.drain() {
+				a.inbox.queued.push(m)
+			}
+		}
+		msg, ok := a.inbox.queued.pop()
+		if !ok || a.disposed {
+			a.mu.Unlock()
+			// Report idle while still counted as driving, so a message
+			// that arrives meanwhile is picked up here and WhenIdle
+			// returns only after the status says idle.
+			a.setStatus(agents.StatusIdle)
+			a.mu.Lock()
+			if a.inbox.queued.len()+a.inbox.steering.len() > 0 && !a.disposed {
+				a.mu.Unlock()
+				continue
+			}
+			a.driving = false
+			if a.idle != nil {
+				close(a.idle)
+				a.idle = nil
+			}
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		a.runTurn(msg)
+	}
+}
+
+// checkStop reports why the turn must stop now, or "".
+func (a *ReactLoopAgent) checkStop() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.disposed:
+		return ReasonDisposed
+	case a.cancelled:
+		return ReasonAborted
+	}
+	return ""
+}
+
+// runTurn runs one turn for msg. Whatever fails inside, the turn ends with a
+// reason and the driver goes on.
+func (a *ReactLoopAgent) runTurn(msg llm.Message) {
+	// The turn is dropped, unrecorded, when it was cancelled before it
+	// started: right after it was taken from the queue and after the
+	// status turned running.
+	if a.checkStop() != "" {
+		return
+	}
+	a.setStatus(agents.StatusRunning)
+	if a.checkStop() != "" {
+		return
+	}
+	a.mu.Lock()
+	a.turn++
+	turn := a.turn
+	a.mu.Unlock()
+
+	ctx := stdctx.Background()
+	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
+	a.sess.Append(ctx, session.Event{Type: session.UserMessage, Turn: turn, Message: &msg, RequestID: msg.ID})
+
+	reason, err := a.steps(turn)
+	end := session.Event{Type: session.TurnEnd, Turn: turn, Reason: reason}
+	if err != nil {
+		end.Error = err.Error()
+		a.reportError(err)
+	}
+	a.sess.Append(ctx, end)
+	if ferr := a.sess.Flush(ctx); ferr != nil {
+		a.reportError(errs.Wrap(session.FlushFailed, ferr, fmt.Sprintf("flushing session %q failed", a.sess.ID())))
+	}
+
+	// Steering that came too late for this turn starts the next one, ahead
+	// of what was queued.
+	a.mu.Lock()
+	if left := a.inbox.steering.drain(); len(left) > 0 && !a.disposed {
+		a.inbox.queued.items = append(left, a.inbox.queued.items...)
+	}
+	a.mu.Unlock()
+}
+
+// steps runs the steps of a turn and returns how it ended.
+func (a *ReactLoopAgent) steps(turn int) (reason string, err error) {
+	outcome := ReasonCompleted
+	maxSteps := a.opts.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = a.loop.cfg.MaxSteps
+	}
+	for step := 1; ; step++ {
+		if r := a.checkStop(); r != "" {
+			return stronger(outcome, r), nil
+		}
+		if step > maxSteps {
+			return stronger(outcome, ReasonError), errs.New(TooManySteps, fmt.Sprintf(
+				"turn %d of agent %q reached %d steps without finishing; raise max_steps if that is expected", turn, a.id, maxSteps))
+		}
+		cont, maxed, err := a.step(turn, step)
+		if maxed {
+			outcome = stronger(outcome, ReasonMaxTokens)
+		}
+		if err != nil {
+			return stronger(outcome, a.failureReason()), err
+		}
+		if r := a.checkStop(); r != "" {
+			return stronger(outcome, r), nil
+		}
+		if !cont {
+			return outcome, nil
+		}
+	}
+}
+
+// failureReason tells an error apart from an abort or a dispose.
+func (a *ReactLoopAgent) failureReason() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.disposed:
+		return ReasonDisposed
+	case a.aborting || a.cancelled:
+		return ReasonAborted
+	}
+	return ReasonError
+}
+
+// step runs one step. cont says whether the turn goes on; maxed whether the
+// model hit its output ceiling.
+func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	a.mu.Lock()
+	if a.disposed || a.cancelled {
+		a.mu.Unlock()
+		cancel()
+		return false, false, nil
+	}
+	a.abortStep, a.aborting = cancel, false
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.abortStep = nil
+		a.mu.Unlock()
+		cancel()
+	}()
+
+	rec := stdctx.Background()
+	a.sess.Append(rec, session.Event{Type: session.StepStart, Turn: turn, Step: step})
+	steered := a.recordSteering(turn, step)
+
+	system, err := a.loop.prompt.Assemble(ctx, a.scope)
+	if err != nil {
+		return false, false, err
+	}
+	req, err := EventRequest.Dispatch(ctx, a.scope, RequestEvent{Agent: a, Turn: turn, Step: step, Request: llm.Request{
+		AgentID:   a.id,
+		Provider:  a.opts.Provider,
+		Model:     a.opts.Model,
+		System:    system,
+		History:   a.sess.History(),
+		Tools:     a.loop.tools.Specs(a.id),
+		MaxTokens: a.opts.MaxTokens,
+	}})
+	if err != nil {
+		return false, false, err
+	}
+
+	asm, err := a.stream(ctx, req, turn, step)
+	if err != nil {
+		return false, false, err
+	}
+	finish, finishErr := asm.Finish()
+	switch finish {
+	case "":
+		return false, false, errs.New(StreamIncomplete, fmt.Sprintf(
+			"the model stream of provider %q ended without a finish reason", req.Provider))
+	case llm.FinishError:
+		return false, false, errs.New(ModelError, fmt.Sprintf("provider %q reported an error: %s", req.Provider, finishErr))
+	}
+
+	res, err := EventStepResult.Dispatch(ctx, a.scope, StepResult{
+		Agent: a, Turn: turn, Step: step, Message: asm.Message(), Usage: asm.Usage(), Finish: finish,
+	})
+	if err != nil {
+		return false, false, err
+	}
+	res.Message.Role = llm.RoleAssistant
+	usage := res.Usage
+	a.sess.Append(rec, session.Event{Type: session.AssistantMessage, Turn: turn, Step: step,
+		Message: &res.Message, Usage: &usage, Finish: res.Finish})
+
+	maxed = res.Finish == llm.FinishMaxTokens
+	executed := 0
+	for i, call := range res.Message.ToolCalls {
+		if maxed {
+			// A reply cut at the output ceiling may carry half-written
+			// calls: none run, and the history still answers each one.
+			a.answerUnrun(turn, step, res.Message.ToolCalls[i:], "not executed: the reply hit the output token limit")
+			break
+		}
+		c := call
+		a.sess.Append(rec, session.Event{Type: session.ToolCall, Turn: turn, Step: step, ToolCall: &c})
+		result, err := a.loop.tools.Execute(ctx, a.scope, tools.Call{
+			AgentID: a.id, ID: call.ID, Name: call.Name, Arguments: rawArgs(call.Arguments),
+		})
+		if err != nil {
+			a.answerUnrun(turn, step, res.Message.ToolCalls[i:], "not executed: the turn ended")
+			return false, maxed, err
+		}
+		a.sess.Append(rec, session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &llm.Message{
+			Role: llm.RoleTool, ToolCallID: call.ID, Content: result.Content, IsError: result.IsError,
+		}})
+		executed++
+	}
+
+	steered += a.recordSteering(turn, step)
+	cont, err = EventContinuation.Dispatch(ctx, a.scope, Continuation{
+		Agent: a, Turn: turn, Step: step, ToolCalls: executed, Steering: steered, Finish: res.Finish,
+	})
+	if err != nil {
+		return false, maxed, err
+	}
+	a.sess.Append(rec, session.Event{Type: session.StepEnd, Turn: turn, Step: step})
+	return cont, maxed, nil
+}
+
+// stream calls the model and records each chunk as it arrives.
+func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int) (*llm.Assembler, error) {
+	s, err := a.loop.llm.Stream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	asm := &llm.Assembler{}
+	for {
+		c, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return asm, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		asm.Add(c)
+		a.sess.Append(stdctx.Background(), session.Event{Type: session.AssistantChunk, Turn: turn, Step: step, Chunk: &c})
+		if c.Kind == llm.ChunkFinish {
+			return asm, nil
+		}
+	}
+}
+
+// recordSteering moves the steering FIFO into the session.
+func (a *ReactLoopAgent) recordSteering(turn, step int) int {
+	a.mu.Lock()
+	msgs := a.inbox.steering.drain()
+	a.mu.Unlock()
+	for i := range msgs {
+		a.sess.Append(stdctx.Background(), session.Event{Type: session.SteeringMessage, Turn: turn, Step: step, Message: &msgs[i], RequestID: msgs[i].ID})
+	}
+	return len(msgs)
+}
+
+// answerUnrun records an error result for calls that will not run, so the
+// next request never carries a call without its answer.
+func (a *ReactLoopAgent) answerUnrun(turn, step int, calls []llm.ToolCall, why string) {
+	for _, c := range calls {
+		a.sess.Append(stdctx.Background(), session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &llm.Message{
+			Role: llm.RoleTool, ToolCallID: c.ID, Content: why, IsError: true,
+		}})
+	}
+}
+
+func rawArgs(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(s)
+}

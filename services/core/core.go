@@ -1,0 +1,36 @@
+// Package core mounts the core services — agents, sessions, llm, tools and
+// systemPrompt — on a context, in the order they depend on each other. The
+// agent loop and the agent controller are applied on top with their own
+// configuration.
+package core
+
+import (
+	stdctx "context"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/systemprompt"
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+// Plugins are the core service plugins.
+func Plugins() []dshctx.Plugin {
+	return []dshctx.Plugin{agents.Plugin, session.Plugin, llm.Plugin, tools.Plugin, systemprompt.Plugin}
+}
+
+// Mount applies the core service plugins in ctx and returns the first
+// failure.
+func Mount(ctx *dshctx.Context) error {
+	for _, p := range Plugins() {
+		f, err := ctx.Plugin(p, nil)
+		if err != nil {
+			return err
+		}
+		if err := f.Await(stdctx.Background()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package llm
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+)
+
+// Codes of the model service.
+const (
+	// ProviderUnknown: a request names a provider nobody registered.
+	ProviderUnknown errs.Code = "LLM_PROVIDER_UNKNOWN"
+	// ProviderFailed: the provider could not start or continue a stream.
+	ProviderFailed errs.Code = "LLM_PROVIDER_FAILED"
+)
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Request is one model call. It is a value: a listener of agent/request that
+// changes its copy and returns it replaces the request without touching the
+// one it was handed; History is read-only.
+type Request struct {
+	// AgentID is the agent the call is for; providers may key state on it.
+	AgentID string
+	// Provider names the registered provider to call.
+	Provider string
+	// Model is the provider's model name.
+	Model       string
+	System      string
+	History     History
+	Tools       []ToolSpec
+	MaxTokens   int
+	Temperature *float64
+}
+
+// Stream yields the chunks of one model call. Recv returns io.EOF after the
+// last chunk. Close releases the stream early and is safe to call twice.
+type Stream interface {
+	Recv() (Chunk, error)
+	Close() error
+}
+
+// Provider is a model adapter.
+type Provider interface {
+	Stream(ctx stdctx.Context, req Request) (Stream, error)
+}
+
+// Key is the service key of the model service.
+var Key = dshctx.NewKey[*Service]("llm")
+
+// Service is the registry of providers.
+type Service struct {
+	mu        sync.RWMutex
+	providers map[string]Provider
+}
+
+// NewService returns an empty registry.
+func NewService() *Service { return &Service{providers: map[string]Provider{}} }
+
+// Plugin provides the llm service.
+var Plugin = dshctx.Define("llm", func(ctx *dshctx.Context, _ any) error {
+	return Key.Provide(ctx, NewService())
+})
+
+// Register makes p callable as name for as long as ctx's fiber lives.
+func (s *Service) Register(ctx *dshctx.Context, name string, p Provider) error {
+	if name == "" || p == nil {
+		return errs.New(errs.InvalidArgument, "llm.Register: a provider needs a name and a non-nil value")
+	}
+	_, err := ctx.Effect("llm provider "+name, func() (dshctx.Disposer, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, taken := s.providers[name]; taken {
+			return nil, errs.New(errs.ServiceConflict, fmt.Sprintf("llm provider %q is already registered; give the second one another name", name))
+		}
+		s.providers[name] = p
+		return func() error {
+			s.mu.Lock()
+			delete(s.providers, name)
+			s.mu.Unlock()
+			return nil
+		}, nil
+	})
+	return err
+}
+
+// Names lists the registered providers, sorted.
+func (s *Service) Names() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.providers))
+	for n := range s.providers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Stream starts a model call with the provider the request names.
+func (s *Service) Stream(ctx stdctx.Context, req Request) (Stream, error) {
+	s.mu.RLock()
+	p := s.providers[req.Provider]
+	s.mu.RUnlock()
+	if p == nil {
+		known := s.Names()
+		return nil, errs.New(ProviderUnknown, fmt.Sprintf(
+			"agent %q asks for model provider %q, which is not registered (registered: %s); load its plugin or fix the agent's provider",
+			req.AgentID, req.Provider, orNone(known)))
+	}
+	return p.Stream(ctx, req)
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

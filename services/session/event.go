@@ -1,0 +1,102 @@
+// Package session is the sessions service: one append-only event log per
+// agent, and the model history derived from it.
+//
+// Every step of the agent loop is recorded as events with contiguous
+// sequence numbers. The conversation sent to the model is never stored on its
+// own: it is derived from the log by Derive, event by event, so replaying a
+// log yields the identical history. Each append is also emitted as a
+// session/event in the agent's scope, and the loop awaits the session/flush
+// checkpoint at every turn end, which is where persistence plugins hook in.
+package session
+
+import (
+	"time"
+
+	"github.com/dsh-go/dsh/services/llm"
+)
+
+// Type names an event.
+type Type string
+
+// Event types, in the order a turn produces them.
+const (
+	TurnStart        Type = "turn/start"
+	UserMessage      Type = "user/message"
+	StepStart        Type = "step/start"
+	AssistantChunk   Type = "assistant/chunk"
+	AssistantMessage Type = "assistant/message"
+	ToolCall         Type = "tool/call"
+	ToolResult       Type = "tool/result"
+	SteeringMessage  Type = "steering/message"
+	StepEnd          Type = "step/end"
+	TurnEnd          Type = "turn/end"
+)
+
+// Event is one entry of a session log. Fields that do not apply to the type
+// are empty. Pointer fields are shared with the log: read them, never write
+// them.
+type Event struct {
+	Seq  int64     `json:"seq"`
+	Type Type      `json:"type"`
+	Time time.Time `json:"time"`
+	Turn int       `json:"turn,omitempty"`
+	Step int       `json:"step,omitempty"`
+	// Message is the message of user/message, assistant/message,
+	// steering/message and tool/result.
+	Message *llm.Message `json:"message,omitempty"`
+	// Chunk is the chunk of assistant/chunk.
+	Chunk *llm.Chunk `json:"chunk,omitempty"`
+	// ToolCall is the call of tool/call.
+	ToolCall *llm.ToolCall `json:"tool_call,omitempty"`
+	// Usage is the usage of assistant/message.
+	Usage *llm.Usage `json:"usage,omitempty"`
+	// Finish is the finish reason of assistant/message.
+	Finish llm.FinishReason `json:"finish,omitempty"`
+	// Reason is why a turn ended (turn/end).
+	Reason string `json:"reason,omitempty"`
+	// Error describes a failure that ended a turn.
+	Error string `json:"error,omitempty"`
+	// RequestID is the sender's id of an admitted message, so retries can
+	// be recognized from the log.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// clone returns a copy sharing no pointers with e.
+func (e Event) clone() Event {
+	if e.Message != nil {
+		m := e.Message.Clone()
+		e.Message = &m
+	}
+	if e.Chunk != nil {
+		c := *e.Chunk
+		if c.ToolCall != nil {
+			tc := *c.ToolCall
+			c.ToolCall = &tc
+		}
+		if c.Usage != nil {
+			u := *c.Usage
+			c.Usage = &u
+		}
+		e.Chunk = &c
+	}
+	if e.ToolCall != nil {
+		tc := *e.ToolCall
+		e.ToolCall = &tc
+	}
+	if e.Usage != nil {
+		u := *e.Usage
+		e.Usage = &u
+	}
+	return e
+}
+
+// Derive applies one event to a history log: the single rule that turns the
+// event log into the conversation sent to the model.
+func Derive(log *llm.Log, e Event) {
+	switch e.Type {
+	case UserMessage, SteeringMessage, AssistantMessage, ToolResult:
+		if e.Message != nil {
+			log.Append(*e.Message)
+		}
+	}
+}

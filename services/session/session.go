@@ -1,0 +1,132 @@
+package session
+
+import (
+	stdctx "context"
+	"fmt"
+	"sync"
+	"time"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/waterfall"
+)
+
+// Codes of the sessions service.
+const (
+	// SessionExists: a session id is already in use.
+	SessionExists errs.Code = "SESSION_EXISTS"
+	// NoPersistence: resuming needs a persistence backend and none is loaded.
+	NoPersistence errs.Code = "SESSION_NO_PERSISTENCE"
+	// FlushFailed: a session/flush listener failed at a turn end.
+	FlushFailed errs.Code = "SESSION_FLUSH_FAILED"
+	// BadLog: a log to replay is not contiguous or not well formed.
+	BadLog errs.Code = "SESSION_BAD_LOG"
+)
+
+// Appended is the payload of session/event.
+type Appended struct {
+	Session *Session
+	Event   Event
+}
+
+// Flush is the payload of session/flush: everything up to and including
+// Seq should be made durable.
+type Flush struct {
+	Session *Session
+	Seq     int64
+}
+
+// Events of the sessions service, dispatched in the session's agent scope.
+var (
+	// EventAppended is emitted after every append.
+	EventAppended = waterfall.NewEmit[Appended]("session/event")
+	// EventFlush is the checkpoint the agent loop awaits at each turn end.
+	// Persistence listeners write, then call next; an error is reported
+	// through agent/error and does not stop the agent.
+	EventFlush = waterfall.New[Flush, struct{}]("session/flush", nil)
+)
+
+// Session is one agent's event log.
+type Session struct {
+	id      string
+	agentID string
+	at      *dshctx.Context
+
+	mu      sync.Mutex
+	events  []Event
+	history llm.Log
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// AgentID returns the id of the agent the session belongs to.
+func (s *Session) AgentID() string { return s.agentID }
+
+// Append records e with the next sequence number and the current time,
+// updates the derived history and emits session/event. It returns the event
+// as stored.
+func (s *Session) Append(ctx stdctx.Context, e Event) Event {
+	s.mu.Lock()
+	e.Seq = int64(len(s.events)) + 1
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	s.events = append(s.events, e)
+	Derive(&s.history, e)
+	s.mu.Unlock()
+	EventAppended.Emit(ctx, s.at, Appended{Session: s, Event: e})
+	return e
+}
+
+// Len returns the number of events.
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.events)
+}
+
+// Events returns copies of the events from seq from (1-based) on.
+func (s *Session) Events(from int64) []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if from < 1 {
+		from = 1
+	}
+	if from > int64(len(s.events)) {
+		return nil
+	}
+	out := make([]Event, 0, int64(len(s.events))-from+1)
+	for _, e := range s.events[from-1:] {
+		out = append(out, e.clone())
+	}
+	return out
+}
+
+// History returns the conversation derived from the log, read-only.
+func (s *Session) History() llm.History {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.history.View()
+}
+
+// Flush runs the session/flush checkpoint for everything appended so far.
+func (s *Session) Flush(ctx stdctx.Context) error {
+	seq := int64(s.Len())
+	_, err := EventFlush.Dispatch(ctx, s.at, Flush{Session: s, Seq: seq})
+	return err
+}
+
+// Replay derives the history of a log, checking that it is contiguous.
+func Replay(events []Event) (llm.History, error) {
+	var log llm.Log
+	for i, e := range events {
+		if e.Seq != int64(i)+1 {
+			return llm.History{}, errs.New(BadLog, fmt.Sprintf(
+				"event %d of the log has seq %d; a session log starts at 1 and has no gaps", i, e.Seq))
+		}
+		Derive(&log, e)
+	}
+	return log.View(), nil
+}

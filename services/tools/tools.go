@@ -1,0 +1,166 @@
+// Package tools is the tools service: a registry of tools, global or scoped
+// to one agent, and their execution through the tools/execute waterfall,
+// where plugins add permission checks, sandboxes and logging around a call.
+package tools
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/waterfall"
+)
+
+// Codes of the tools service.
+const (
+	// ToolPanicked: a tool's Execute panicked; the turn that ran it fails.
+	ToolPanicked errs.Code = "TOOL_PANICKED"
+)
+
+// Key is the service key.
+var Key = dshctx.NewKey[*Service]("tools")
+
+// Plugin provides the service.
+var Plugin = dshctx.Define("tools", func(ctx *dshctx.Context, _ any) error {
+	return Key.Provide(ctx, New())
+})
+
+// Call is one tool invocation.
+type Call struct {
+	AgentID   string
+	ID        string
+	Name      string
+	Arguments json.RawMessage
+}
+
+// Result is what the model is told about a call. A failed call is a result
+// with IsError, so the model can react to it.
+type Result struct {
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// Tool is an executable tool.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments.
+	Parameters json.RawMessage
+	Execute    func(ctx stdctx.Context, call Call) (Result, error)
+}
+
+// Execution is the payload of tools/execute. Tool is nil when no tool of
+// that name is registered for the agent.
+type Execution struct {
+	Call Call
+	Tool *Tool
+}
+
+// EventExecute wraps every tool call. The default runs the tool: an error
+// it returns becomes an error result, a panic fails the call.
+var EventExecute = waterfall.New("tools/execute", runTool)
+
+func runTool(ctx stdctx.Context, x Execution) (r Result, err error) {
+	if x.Tool == nil {
+		return Result{Content: fmt.Sprintf("unknown tool %q", x.Call.Name), IsError: true}, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = Result{}, errs.New(ToolPanicked, fmt.Sprintf("tool %q panicked: %v", x.Call.Name, p))
+		}
+	}()
+	res, e := x.Tool.Execute(ctx, x.Call)
+	if e != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return Result{Content: e.Error(), IsError: true}, nil
+	}
+	return res, nil
+}
+
+// Service holds tools by scope tag ("" is global).
+type Service struct {
+	mu    sync.RWMutex
+	byTag map[string]map[string]*Tool
+}
+
+// New returns an empty registry.
+func New() *Service { return &Service{byTag: map[string]map[string]*Tool{}} }
+
+// Register adds t in ctx's scope until ctx's fiber goes away. A tool in an
+// agent's scope shadows a global tool of the same name for that agent.
+func (s *Service) Register(ctx *dshctx.Context, t Tool) error {
+	if t.Name == "" || t.Execute == nil {
+		return errs.New(errs.InvalidArgument, "tools.Register: a tool needs a name and an Execute function")
+	}
+	if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+		return errs.New(errs.InvalidArgument, fmt.Sprintf("tools.Register: the parameters schema of %q is not valid JSON", t.Name))
+	}
+	tag := ctx.Tag()
+	tool := &t
+	_, err := ctx.Effect("tool "+t.Name, func() (dshctx.Disposer, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		m := s.byTag[tag]
+		if m == nil {
+			m = map[string]*Tool{}
+			s.byTag[tag] = m
+		}
+		if _, taken := m[t.Name]; taken {
+			return nil, errs.New(errs.ServiceConflict, fmt.Sprintf("tool %q is already registered in this scope", t.Name))
+		}
+		m[t.Name] = tool
+		return func() error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			delete(m, t.Name)
+			if len(m) == 0 && tag != "" {
+				delete(s.byTag, tag)
+			}
+			return nil
+		}, nil
+	})
+	return err
+}
+
+// Lookup returns the tool name as the agent with tag sees it.
+func (s *Service) Lookup(tag, name string) *Tool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t := s.byTag[tag][name]; t != nil {
+		return t
+	}
+	return s.byTag[""][name]
+}
+
+// Specs describes the tools visible to the agent with tag, sorted by name.
+func (s *Service) Specs(tag string) []llm.ToolSpec {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seen := map[string]*Tool{}
+	for n, t := range s.byTag[""] {
+		seen[n] = t
+	}
+	if tag != "" {
+		for n, t := range s.byTag[tag] {
+			seen[n] = t
+		}
+	}
+	out := make([]llm.ToolSpec, 0, len(seen))
+	for _, t := range seen {
+		out = append(out, llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Execute runs call for the agent whose scope is at, through tools/execute.
+func (s *Service) Execute(ctx stdctx.Context, at *dshctx.Context, call Call) (Result, error) {
+	return EventExecute.Dispatch(ctx, at, Execution{Call: call, Tool: s.Lookup(at.Tag(), call.Name)})
+}
