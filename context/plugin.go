@@ -43,5 +43,5 @@ type defined struct {
 }
 
 func (d *defined) Apply(ctx *Context, config any) error { return d.apply(ctx, config) }
-func (d *defined) Name() string                          { return d.name }
-func (d *defined) Inject() []ServiceKey                  { return d.inject }
+func (d *defined) Name() string                         { return d.name }
+func (d *defined) Inject() []ServiceKey                 { return d.inject }
