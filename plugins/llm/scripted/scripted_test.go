@@ -1,0 +1,84 @@
+package scripted_test
+
+import (
+	stdctx "context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/llm"
+)
+
+func collect(t *testing.T, p *scripted.Provider, req llm.Request) llm.Message {
+	t.Helper()
+	s, err := p.Stream(stdctx.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a llm.Assembler
+	for {
+		c, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Add(c)
+	}
+	return a.Message()
+}
+
+func TestRepliesInOrderPerAgent(t *testing.T) {
+	p, err := scripted.New(scripted.Config{Replies: []scripted.Reply{{Text: "one"}, {Text: "two"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, agent := range []string{"a", "a", "b", "a"} {
+		got = append(got, agent+":"+collect(t, p, llm.Request{AgentID: agent}).Content)
+	}
+	if want := "[a:one a:two b:one a:one]"; fmtSlice(got) != want {
+		t.Fatalf("got %v want %v", got, want)
+	}
+}
+
+func TestEchoWithoutReplies(t *testing.T) {
+	p, _ := scripted.New(scripted.Config{})
+	m := collect(t, p, llm.Request{History: llm.NewHistory(llm.Message{Role: llm.RoleUser, Content: "ping"})})
+	if m.Content != "You said: ping" {
+		t.Fatalf("echo %q", m.Content)
+	}
+}
+
+func TestBadScript(t *testing.T) {
+	if _, err := scripted.New(scripted.Config{Replies: []scripted.Reply{{Finish: "done"}}}); !errs.HasCode(err, errs.InvalidArgument) {
+		t.Fatalf("bad finish: %v", err)
+	}
+	if _, err := scripted.New(scripted.Config{Replies: []scripted.Reply{{ToolCalls: []scripted.Call{{}}}}}); !errs.HasCode(err, errs.InvalidArgument) {
+		t.Fatalf("nameless call: %v", err)
+	}
+}
+
+func TestCancelledStreamStops(t *testing.T) {
+	p, _ := scripted.New(scripted.Config{Replies: []scripted.Reply{{Text: "a b c"}}})
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	s, _ := p.Stream(ctx, llm.Request{})
+	cancel()
+	if _, err := s.Recv(); !errors.Is(err, stdctx.Canceled) {
+		t.Fatalf("recv after cancel: %v", err)
+	}
+}
+
+func fmtSlice(xs []string) string {
+	out := "["
+	for i, x := range xs {
+		if i > 0 {
+			out += " "
+		}
+		out += x
+	}
+	return out + "]"
+}
