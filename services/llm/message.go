@@ -8,7 +8,10 @@
 // the step's message with an Assembler.
 package llm
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Role says who a message comes from.
 type Role string
@@ -76,42 +79,56 @@ func (u Usage) Add(o Usage) Usage {
 	}
 }
 
-// History is a read-only view of a conversation: a prefix of an append-only
-// list. Appending to a History returns a new one and never changes what
-// another view sees, so the agent loop hands the same history to every
-// listener without copying it.
+// History is a read-only view of a conversation: a window on an
+// append-only list kept in fixed-size pages. Appending to a History returns
+// a new one and never changes what another view sees, so the agent loop
+// hands the same history to every listener without copying it.
 type History struct {
-	msgs []Message
+	pages [][]Message
+	off   int // index of the first message in pages
+	n     int
 }
+
+const pageSize = 128
 
 // NewHistory returns a history holding copies of msgs.
 func NewHistory(msgs ...Message) History {
-	h := History{msgs: make([]Message, len(msgs))}
-	for i, m := range msgs {
-		h.msgs[i] = m.Clone()
+	var l Log
+	for _, m := range msgs {
+		l.Append(m)
 	}
-	return h
+	return l.View()
+}
+
+func (h History) at(i int) *Message {
+	j := h.off + i
+	return &h.pages[j/pageSize][j%pageSize]
 }
 
 // Len returns the number of messages.
-func (h History) Len() int { return len(h.msgs) }
+func (h History) Len() int { return h.n }
 
 // At returns a copy of message i.
-func (h History) At(i int) Message { return h.msgs[i].Clone() }
+func (h History) At(i int) Message {
+	if i < 0 || i >= h.n {
+		panic(fmt.Sprintf("llm.History.At(%d) with length %d", i, h.n))
+	}
+	return h.at(i).Clone()
+}
 
 // Last returns a copy of the last message and whether there is one.
 func (h History) Last() (Message, bool) {
-	if len(h.msgs) == 0 {
+	if h.n == 0 {
 		return Message{}, false
 	}
-	return h.At(len(h.msgs) - 1), true
+	return h.At(h.n - 1), true
 }
 
 // All iterates over copies of the messages in order.
 func (h History) All() func(yield func(int, Message) bool) {
 	return func(yield func(int, Message) bool) {
-		for i := range h.msgs {
-			if !yield(i, h.msgs[i].Clone()) {
+		for i := range h.n {
+			if !yield(i, h.at(i).Clone()) {
 				return
 			}
 		}
@@ -120,43 +137,58 @@ func (h History) All() func(yield func(int, Message) bool) {
 
 // Messages returns copies of all messages.
 func (h History) Messages() []Message {
-	out := make([]Message, len(h.msgs))
-	for i := range h.msgs {
-		out[i] = h.msgs[i].Clone()
+	out := make([]Message, h.n)
+	for i := range h.n {
+		out[i] = h.at(i).Clone()
 	}
 	return out
 }
 
-// Append returns a history with msgs added. The receiver is unchanged.
+// Append returns a history with msgs added. The receiver and every other
+// view are unchanged; the result owns fresh pages.
 func (h History) Append(msgs ...Message) History {
-	// Cap the receiver so append never writes into an array another view
-	// may see beyond its length.
-	out := h.msgs[:len(h.msgs):len(h.msgs)]
-	for _, m := range msgs {
-		out = append(out, m.Clone())
+	var l Log
+	for i := range h.n {
+		l.Append(*h.at(i))
 	}
-	return History{msgs: out}
+	for _, m := range msgs {
+		l.Append(m)
+	}
+	return l.View()
 }
 
-// Slice returns the messages [from, to) as a history, for plugins that
-// compact a conversation.
+// Slice returns the messages [from, to) as a history, without copying, for
+// plugins that compact a conversation.
 func (h History) Slice(from, to int) History {
-	return History{msgs: h.msgs[from:to:to]}
+	if from < 0 || to < from || to > h.n {
+		panic(fmt.Sprintf("llm.History.Slice(%d, %d) with length %d", from, to, h.n))
+	}
+	return History{pages: h.pages, off: h.off + from, n: to - from}
 }
 
 // Log is the append-only list behind Histories. Its owner appends; every
-// View stays valid and unchanged while it does, because a view never sees
-// past its own length and a view's Append copies. A Log is not safe for
+// View stays valid and unchanged while it does, because a view never reads
+// past its own length and pages are never moved. A Log is not safe for
 // concurrent appends; guard it with the owner's lock.
-type Log struct{ msgs []Message }
+type Log struct {
+	pages [][]Message
+	n     int
+}
 
 // Append adds a copy of m.
-func (l *Log) Append(m Message) { l.msgs = append(l.msgs, m.Clone()) }
+func (l *Log) Append(m Message) {
+	if l.n%pageSize == 0 {
+		l.pages = append(l.pages, make([]Message, 0, pageSize))
+	}
+	last := len(l.pages) - 1
+	l.pages[last] = append(l.pages[last], m.Clone())
+	l.n++
+}
 
 // Len returns the number of messages.
-func (l *Log) Len() int { return len(l.msgs) }
+func (l *Log) Len() int { return l.n }
 
 // View returns the current content as a read-only History, without copying.
 func (l *Log) View() History {
-	return History{msgs: l.msgs[:len(l.msgs):len(l.msgs)]}
+	return History{pages: l.pages[:len(l.pages):len(l.pages)], n: l.n}
 }

@@ -53,10 +53,28 @@ type Session struct {
 	agentID string
 	at      *dshctx.Context
 
-	mu      sync.Mutex
-	events  []Event
+	mu sync.Mutex
+	// events is the log in fixed-size pages: appending never copies earlier
+	// events, however long the session grows.
+	events  [][]Event
+	n       int
 	history llm.Log
 }
+
+const pageSize = 256
+
+// push appends e to the paged log; the caller holds mu.
+func (s *Session) push(e Event) {
+	if s.n%pageSize == 0 {
+		s.events = append(s.events, make([]Event, 0, pageSize))
+	}
+	last := len(s.events) - 1
+	s.events[last] = append(s.events[last], e)
+	s.n++
+}
+
+// event returns event i (0-based); the caller holds mu.
+func (s *Session) event(i int) *Event { return &s.events[i/pageSize][i%pageSize] }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }
@@ -69,11 +87,11 @@ func (s *Session) AgentID() string { return s.agentID }
 // as stored.
 func (s *Session) Append(ctx stdctx.Context, e Event) Event {
 	s.mu.Lock()
-	e.Seq = int64(len(s.events)) + 1
+	e.Seq = int64(s.n) + 1
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	s.events = append(s.events, e)
+	s.push(e)
 	Derive(&s.history, e)
 	s.mu.Unlock()
 	EventAppended.Emit(ctx, s.at, Appended{Session: s, Event: e})
@@ -84,7 +102,7 @@ func (s *Session) Append(ctx stdctx.Context, e Event) Event {
 func (s *Session) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.events)
+	return s.n
 }
 
 // Events returns copies of the events from seq from (1-based) on.
@@ -94,12 +112,12 @@ func (s *Session) Events(from int64) []Event {
 	if from < 1 {
 		from = 1
 	}
-	if from > int64(len(s.events)) {
+	if from > int64(s.n) {
 		return nil
 	}
-	out := make([]Event, 0, int64(len(s.events))-from+1)
-	for _, e := range s.events[from-1:] {
-		out = append(out, e.clone())
+	out := make([]Event, 0, int64(s.n)-from+1)
+	for i := int(from - 1); i < s.n; i++ {
+		out = append(out, s.event(i).clone())
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func (st *Store) open(at *dshctx.Context, agentID, sessionID string, events []Ev
 	s := &Session{id: sessionID, agentID: agentID, at: at}
 	for _, e := range events {
 		e = e.clone()
-		s.events = append(s.events, e)
+		s.push(e)
 		Derive(&s.history, e)
 	}
 	st.mu.Lock()

@@ -53,8 +53,11 @@ type Call struct {
 // Provider is the scripted model.
 type Provider struct {
 	cfg Config
-	mu  sync.Mutex
-	pos map[string]int
+	// streams holds each reply already cut into chunks; streams share
+	// them read-only.
+	streams [][]llm.Chunk
+	mu      sync.Mutex
+	pos     map[string]int
 }
 
 // New returns a provider for cfg after checking it.
@@ -72,7 +75,11 @@ func New(cfg Config) (*Provider, error) {
 			}
 		}
 	}
-	return &Provider{cfg: cfg, pos: map[string]int{}}, nil
+	p := &Provider{cfg: cfg, pos: map[string]int{}}
+	for _, r := range cfg.Replies {
+		p.streams = append(p.streams, chunks(r))
+	}
+	return p, nil
 }
 
 // Plugin registers the scripted provider with the llm service. Its config is
@@ -105,17 +112,14 @@ var Plugin = dshctx.Define("llm.scripted", func(ctx *dshctx.Context, config any)
 
 // Stream answers with the agent's next reply.
 func (p *Provider) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, error) {
-	var r Reply
-	if len(p.cfg.Replies) == 0 {
-		r = Reply{Text: echo(req.History)}
-	} else {
-		p.mu.Lock()
-		n := p.pos[req.AgentID]
-		p.pos[req.AgentID] = n + 1
-		p.mu.Unlock()
-		r = p.cfg.Replies[n%len(p.cfg.Replies)]
+	if len(p.streams) == 0 {
+		return &stream{ctx: ctx, chunks: chunks(Reply{Text: echo(req.History)}), delay: p.cfg.Delay}, nil
 	}
-	return &stream{ctx: ctx, chunks: chunks(r), delay: p.cfg.Delay}, nil
+	p.mu.Lock()
+	n := p.pos[req.AgentID]
+	p.pos[req.AgentID] = n + 1
+	p.mu.Unlock()
+	return &stream{ctx: ctx, chunks: p.streams[n%len(p.streams)], delay: p.cfg.Delay}, nil
 }
 
 func echo(h llm.History) string {

@@ -1,0 +1,154 @@
+package agentloop_test
+
+import (
+	stdctx "context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/agentloop"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/waterfall"
+)
+
+// runTurn sends one message and waits for its turn to end.
+func runTurn(tb testing.TB, a agents.Agent) {
+	if err := a.Followup(user("hello there")); err != nil {
+		tb.Fatal(err)
+	}
+	if err := a.WhenIdle(stdctx.Background()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkTurn is one turn of one step with the zero-latency scripted
+// model and no tools, session appends included.
+func BenchmarkTurn(b *testing.B) {
+	e := newEnv(b, []scripted.Reply{{Text: "Sure, here is a short answer."}}, agentloop.Config{})
+	a := e.create("a").Agent
+	b.ReportAllocs()
+	for b.Loop() {
+		runTurn(b, a)
+	}
+}
+
+// BenchmarkStep measures one step: a turn of 100 steps (a continuation
+// listener asks for more), reported per step, so the wake-up of the driver
+// goroutine is spread thin.
+func BenchmarkStep(b *testing.B) {
+	const steps = 100
+	e := newEnv(b, []scripted.Reply{{Text: "Sure, here is a short answer."}}, agentloop.Config{MaxSteps: steps})
+	agentloop.EventContinuation.On(e.root, func(_ stdctx.Context, c agentloop.Continuation, _ waterfall.Next[agentloop.Continuation, bool]) (bool, error) {
+		return c.Step < steps, nil
+	})
+	a := e.create("a").Agent
+	b.ReportAllocs()
+	for b.Loop() {
+		runTurn(b, a)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*steps), "ns/step")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkTurnAtDepth measures a turn after n earlier turns on the same
+// agent; the cost must not grow with the history.
+func BenchmarkTurnAtDepth(b *testing.B) {
+	for _, depth := range []int{10, 2000} {
+		b.Run(fmt.Sprintf("turn=%d", depth), func(b *testing.B) {
+			e := newEnv(b, []scripted.Reply{{Text: "Sure, here is a short answer."}}, agentloop.Config{})
+			a := e.create("a").Agent
+			for range depth {
+				runTurn(b, a)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				runTurn(b, a)
+			}
+		})
+	}
+}
+
+// BenchmarkIdleAgents reports the heap held by each of 10,000 idle agents.
+func BenchmarkIdleAgents(b *testing.B) {
+	const n = 10_000
+	for b.Loop() {
+		e := newEnv(b, nil, agentloop.Config{})
+		before := heapInUse()
+		goroutines := runtime.NumGoroutine()
+		handles := make([]*agents.Handle, n)
+		for i := range n {
+			h, err := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: fmt.Sprintf("agent-%05d", i), Options: agents.Options{Provider: "scripted"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			handles[i] = h
+		}
+		after := heapInUse()
+		b.ReportMetric(float64(after-before)/n, "B/agent")
+		b.ReportMetric(float64(runtime.NumGoroutine()-goroutines), "goroutines")
+		for _, h := range handles {
+			h.Dispose(stdctx.Background())
+		}
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestManyAgentsWithCancelsAndDisposes runs turns on many agents at once
+// while cancelling and disposing some at random; it must finish without a
+// deadlock or a race, and every surviving agent must go idle.
+func TestManyAgentsWithCancelsAndDisposes(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 200
+	}
+	e := newEnv(t, []scripted.Reply{{Text: "one two three four five"}}, agentloop.Config{})
+	handles := make([]*agents.Handle, n)
+	for i := range handles {
+		h, err := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: fmt.Sprintf("a%d", i), Options: agents.Options{Provider: "scripted"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles[i] = h
+	}
+	var wg sync.WaitGroup
+	for i, h := range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(i), 7))
+			for range 3 {
+				h.Agent.Followup(user("go"))
+			}
+			switch r.IntN(4) {
+			case 0:
+				h.Agent.Cancel(nil)
+			case 1:
+				h.Dispose(stdctx.Background())
+			case 2:
+				h.Agent.Abort()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, h := range handles {
+		idle(t, h.Agent)
+		for _, ev := range h.Agent.Session().Events(1) {
+			_ = ev
+		}
+		h.Dispose(stdctx.Background())
+	}
+	if left := len(e.registry.List()); left != 0 {
+		t.Fatalf("%d agents left", left)
+	}
+}
