@@ -93,7 +93,7 @@ func (a *ReactLoopAgent) runTurn(msg llm.Message) {
 
 	ctx := stdctx.Background()
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
-	a.sess.Append(ctx, session.Event{Type: session.UserMessage, Turn: turn, Message: &msg, RequestID: msg.ID})
+	a.sess.Append(ctx, session.Event{Type: session.UserMessage, Turn: turn, Message: &msg, RequestID: msg.RequestID})
 
 	reason, err := a.steps(turn)
 	end := session.Event{Type: session.TurnEnd, Turn: turn, Reason: reason}
@@ -288,7 +288,7 @@ func (a *ReactLoopAgent) recordSteering(turn, step int) int {
 	msgs := a.inbox.steering.drain()
 	a.mu.Unlock()
 	for i := range msgs {
-		a.sess.Append(stdctx.Background(), session.Event{Type: session.SteeringMessage, Turn: turn, Step: step, Message: &msgs[i], RequestID: msgs[i].ID})
+		a.sess.Append(stdctx.Background(), session.Event{Type: session.SteeringMessage, Turn: turn, Step: step, Message: &msgs[i], RequestID: msgs[i].RequestID})
 	}
 	return len(msgs)
 }

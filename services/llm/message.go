@@ -41,6 +41,9 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// IsError marks a tool message that reports a failure.
 	IsError bool `json:"is_error,omitempty"`
+	// RequestID is the sender's id for a message delivered from outside,
+	// so a retried delivery is recognized. Providers do not send it.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Clone returns a copy that shares nothing mutable with m.

@@ -59,6 +59,10 @@ type Session struct {
 	events  [][]Event
 	n       int
 	history llm.Log
+	// requests maps the RequestID of every recorded outside message to the
+	// message id: derived from the log like the history, so it survives a
+	// resume.
+	requests map[string]string
 }
 
 const pageSize = 256
@@ -71,6 +75,27 @@ func (s *Session) push(e Event) {
 	last := len(s.events) - 1
 	s.events[last] = append(s.events[last], e)
 	s.n++
+}
+
+// index records what the log derives besides the history; the caller holds
+// mu.
+func (s *Session) index(e Event) {
+	Derive(&s.history, e)
+	if e.RequestID != "" && e.Message != nil {
+		if s.requests == nil {
+			s.requests = map[string]string{}
+		}
+		s.requests[e.RequestID] = e.Message.ID
+	}
+}
+
+// Request returns the id of the recorded message that was delivered with
+// requestID.
+func (s *Session) Request(requestID string) (messageID string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	messageID, ok = s.requests[requestID]
+	return messageID, ok
 }
 
 // event returns event i (0-based); the caller holds mu.
@@ -92,7 +117,7 @@ func (s *Session) Append(ctx stdctx.Context, e Event) Event {
 		e.Time = time.Now()
 	}
 	s.push(e)
-	Derive(&s.history, e)
+	s.index(e)
 	s.mu.Unlock()
 	EventAppended.Emit(ctx, s.at, Appended{Session: s, Event: e})
 	return e

@@ -56,7 +56,7 @@ func (st *Store) open(at *dshctx.Context, agentID, sessionID string, events []Ev
 	for _, e := range events {
 		e = e.clone()
 		s.push(e)
-		Derive(&s.history, e)
+		s.index(e)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

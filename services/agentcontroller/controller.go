@@ -1,0 +1,348 @@
+// Package agentcontroller is the agentController service: the one way a
+// message from outside — a person at the CLI, a schedule, a webhook, a
+// plugin acting for someone — enters an agent's inbox.
+//
+// Deliver prepares the sender's content, builds the message, asks the
+// agent-controller/admission waterfall for a decision and, once admitted,
+// inserts the message with nothing in between that could let the agent
+// change. Deliveries to one agent run in arrival order on one chain, so a
+// held message keeps later ones to the same agent waiting while other agents
+// proceed. Messages the agent's own machinery produces do not pass here.
+package agentcontroller
+
+import (
+	stdctx "context"
+		"fmt"
+	"sync"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/google/uuid"
+)
+
+func init() {
+	// Message ids are made on every delivery; the pool spares a read of
+	// the system's random source per id.
+	uuid.EnableRandPool()
+}
+
+// Key is the service key.
+var Key = dshctx.NewKey[*Controller]("agentController")
+
+// Plugin provides the controller. It has no configuration.
+var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ any) error {
+	reg, err := agents.Key.Get(ctx)
+	if err != nil {
+		return err
+	}
+	c := &Controller{registry: reg, chains: map[string]*chain{}, accepted: map[acceptKey]string{}}
+	c.stop, c.cancel = stdctx.WithCancel(stdctx.Background())
+	// Registered first, so it runs last: by then the listeners below are
+	// gone and every pending delivery has settled.
+	if _, err := ctx.OnDispose("agent controller", func() error { c.shutdown(); return nil }); err != nil {
+		return err
+	}
+	if _, err := session.EventAppended.On(ctx, c.onAppended); err != nil {
+		return err
+	}
+	if _, err := agents.EventDisposed.On(ctx, c.onDisposed); err != nil {
+		return err
+	}
+	return Key.Provide(ctx, c)
+}, agents.Key)
+
+// Controller is the agentController service.
+type Controller struct {
+	registry *agents.Registry
+	stop     stdctx.Context
+	cancel   stdctx.CancelFunc
+	pending  sync.WaitGroup
+
+	mu      sync.Mutex
+	stopped bool
+	// chains holds the deliveries of agents that have some in flight; an
+	// agent with none has no entry.
+	chains map[string]*chain
+	// accepted maps request ids admitted into an inbox to their message
+	// ids until the session records them; from then on the session's
+	// own index answers.
+	accepted map[acceptKey]string
+}
+
+type acceptKey struct{ agent, request string }
+
+// chain orders the deliveries to one agent.
+type chain struct{ queue []*delivery }
+
+type delivery struct {
+	// turn is closed when the delivery reaches the head of its chain.
+	turn chan struct{}
+	// abandoned marks a delivery whose sender gave up while it waited; it
+	// is dropped when its turn comes. Guarded by Controller.mu.
+	abandoned bool
+}
+
+// Deliver brings a message into agent's inbox through the admission stage
+// and returns its id once it is there. See the package documentation for
+// the order of events and Request for the sender's hooks.
+func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request) (string, error) {
+	if agent == nil {
+		return "", errs.New(errs.InvalidArgument, "Deliver: the agent is nil; resolve it from the agents service first")
+	}
+	if req.Mode != Followup && req.Mode != Steer {
+		return "", errs.New(errs.InvalidArgument, fmt.Sprintf("Deliver: mode %q is neither %q nor %q", req.Mode, Followup, Steer))
+	}
+	if ctx == nil {
+		ctx = stdctx.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	d, head, err := c.enqueue(agent.ID())
+	if err != nil {
+		return "", err
+	}
+	if !head {
+		select {
+		case <-d.turn:
+		case <-ctx.Done():
+			c.abandon(agent.ID(), d)
+			return "", ctx.Err()
+		case <-c.stop.Done():
+			c.abandon(agent.ID(), d)
+			return "", stopped()
+		}
+	}
+	defer c.settle(agent.ID(), d)
+	return c.run(ctx, agent, req)
+}
+
+// enqueue appends a delivery to the agent's chain; head says it may run now.
+func (c *Controller) enqueue(agentID string) (*delivery, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, false, stopped()
+	}
+	ch := c.chains[agentID]
+	if ch == nil {
+		ch = &chain{}
+		c.chains[agentID] = ch
+	}
+	d := &delivery{}
+	ch.queue = append(ch.queue, d)
+	c.pending.Add(1)
+	if len(ch.queue) == 1 {
+		return d, true, nil
+	}
+	d.turn = make(chan struct{})
+	return d, false, nil
+}
+
+// abandon marks a waiting delivery as given up; it keeps its place.
+func (c *Controller) abandon(agentID string, d *delivery) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-d.turn:
+		// Its turn came as the sender gave up: pass the turn on now.
+		c.advanceLocked(agentID)
+	default:
+		d.abandoned = true
+	}
+}
+
+// settle removes the head delivery and hands the turn on.
+func (c *Controller) settle(agentID string, d *delivery) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advanceLocked(agentID)
+}
+
+// advanceLocked pops the head, drops abandoned deliveries behind it and
+// wakes the next live one. The caller holds mu.
+func (c *Controller) advanceLocked(agentID string) {
+	ch := c.chains[agentID]
+	ch.queue[0] = nil
+	ch.queue = ch.queue[1:]
+	c.pending.Done()
+	for len(ch.queue) > 0 && ch.queue[0].abandoned {
+		ch.queue[0] = nil
+		ch.queue = ch.queue[1:]
+		c.pending.Done()
+	}
+	if len(ch.queue) == 0 {
+		delete(c.chains, agentID)
+		return
+	}
+	close(ch.queue[0].turn)
+}
+
+// run does the delivery once it heads its chain.
+func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request) (string, error) {
+	signal, release := c.signal(ctx)
+	defer release()
+	if err := c.check(ctx, agent); err != nil {
+		return "", err
+	}
+	if req.RequestID != "" {
+		if id, ok := c.acceptedID(agent, req.RequestID); ok {
+			return id, nil
+		}
+	}
+
+	prepared := Prepared{Content: req.Content}
+	if req.Prepare != nil {
+		var err error
+		if prepared, err = req.Prepare(signal); err != nil {
+			return "", err
+		}
+	}
+	delivered := false
+	defer func() {
+		if !delivered && prepared.Release != nil {
+			prepared.Release()
+		}
+	}()
+
+	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, RequestID: req.RequestID}
+	decision, err := c.decide(signal, agent, msg, req)
+	if cerr := ctx.Err(); cerr != nil {
+		return "", cerr // the sender's cancellation wins over any decision
+	}
+	if err != nil {
+		return "", err
+	}
+	if decision.Kind == DecisionReject {
+		return "", AgentAdmissionRejected(decision.Reason, decision.Message, decision.Presented, nil)
+	}
+
+	if err := c.check(ctx, agent); err != nil {
+		return "", err
+	}
+	// From here to the insertion nothing waits: the agent cannot change
+	// between the check above and the insertion below except by a
+	// concurrent dispose, which the inbox itself reports.
+	if req.BeforeInsert != nil {
+		if err := req.BeforeInsert(msg); err != nil {
+			return "", err
+		}
+	}
+	if req.Mode == Steer {
+		err = agent.Steer(msg)
+	} else {
+		err = agent.Followup(msg)
+	}
+	if errs.HasCode(err, agents.AgentDisposed) {
+		return "", agentGone(agent.ID())
+	}
+	if err != nil {
+		return "", err
+	}
+	delivered = true
+	if req.RequestID != "" {
+		c.mu.Lock()
+		c.accepted[acceptKey{agent.ID(), req.RequestID}] = msg.ID
+		c.mu.Unlock()
+	}
+	EventInserted.Emit(stdctx.Background(), agent.Context(), Inserted{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source})
+	return msg.ID, nil
+}
+
+// signal returns the context admission sees: it ends when the sender
+// cancels or the controller stops.
+func (c *Controller) signal(ctx stdctx.Context) (stdctx.Context, func()) {
+	if ctx.Done() == nil {
+		return c.stop, func() {}
+	}
+	sig, cancel := stdctx.WithCancel(ctx)
+	stop := stdctx.AfterFunc(c.stop, cancel)
+	return sig, func() { stop(); cancel() }
+}
+
+// check fails when the sender gave up, the controller stopped or the agent
+// left the registry.
+func (c *Controller) check(ctx stdctx.Context, agent agents.Agent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.stop.Err() != nil {
+		return stopped()
+	}
+	if !c.registry.Has(agent) {
+		return agentGone(agent.ID())
+	}
+	return nil
+}
+
+// decide runs the admission stage and maps its failures.
+func (c *Controller) decide(signal stdctx.Context, agent agents.Agent, msg llm.Message, req Request) (Decision, error) {
+	d, err := EventAdmission.Dispatch(signal, agent.Context(), Admission{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source})
+	if err == nil && d.Kind != DecisionAdmit && d.Kind != DecisionReject {
+		err = errs.New(errs.InvalidArgument, fmt.Sprintf("an admission listener returned decision kind %q; use Admit() or Reject()", d.Kind))
+	}
+	if err == nil {
+		return d, nil
+	}
+	// A listener that gave up because the sender cancelled or the
+	// controller stopped is not a failing check: report why it gave up.
+	if c.stop.Err() != nil {
+		return Decision{}, stopped()
+	}
+	if err := signal.Err(); err != nil {
+		return Decision{}, err
+	}
+	return Decision{}, AgentAdmissionRejected(ReasonAdmissionFailed,
+		fmt.Sprintf("the admission check for agent %q failed", agent.ID()), false, err)
+}
+
+// acceptedID finds a request id the agent already accepted: in the inbox,
+// or recorded in its session.
+func (c *Controller) acceptedID(agent agents.Agent, requestID string) (string, bool) {
+	c.mu.Lock()
+	id, ok := c.accepted[acceptKey{agent.ID(), requestID}]
+	c.mu.Unlock()
+	if ok {
+		return id, true
+	}
+	if s := agent.Session(); s != nil {
+		return s.Request(requestID)
+	}
+	return "", false
+}
+
+// onAppended forgets accepted request ids once the session records them.
+func (c *Controller) onAppended(_ stdctx.Context, a session.Appended) error {
+	if a.Event.RequestID == "" {
+		return nil
+	}
+	c.mu.Lock()
+	delete(c.accepted, acceptKey{a.Session.AgentID(), a.Event.RequestID})
+	c.mu.Unlock()
+	return nil
+}
+
+// onDisposed forgets what a disposed agent had accepted.
+func (c *Controller) onDisposed(_ stdctx.Context, a agents.Agent) error {
+	c.mu.Lock()
+	for k := range c.accepted {
+		if k.agent == a.ID() {
+			delete(c.accepted, k)
+		}
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// shutdown refuses new deliveries, rejects pending ones and waits until
+// every one of them has settled.
+func (c *Controller) shutdown() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.cancel()
+	c.pending.Wait()
+}

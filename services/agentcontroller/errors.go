@@ -1,0 +1,66 @@
+package agentcontroller
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dsh-go/dsh/errs"
+)
+
+// RejectedCode marks every refusal of a delivery, whatever its reason.
+const RejectedCode errs.Code = "AGENT_ADMISSION_REJECTED"
+
+// The fixed reasons the controller itself gives.
+const (
+	// ReasonAdmissionFailed: an admission listener returned an error or
+	// panicked; the failure is the cause.
+	ReasonAdmissionFailed = "agent-controller/admission-failed"
+	// ReasonAgentGone: the agent left the registry before the message
+	// entered its inbox.
+	ReasonAgentGone = "agent-controller/agent-gone"
+	// ReasonStopped: the controller was disposed before the message entered
+	// the inbox.
+	ReasonStopped = "agent-controller/stopped"
+)
+
+// AgentAdmissionRejected builds the refusal error: code RejectedCode, the
+// reason, the message for the sender, and whether it was presented.
+func AgentAdmissionRejected(reason, message string, presented bool, cause error) *errs.Error {
+	e := errs.Wrap(RejectedCode, cause, message).WithReason(reason)
+	e.Details = map[string]any{"presented": presented}
+	return e
+}
+
+// IsRejected reports whether err is a refusal of a delivery. It matches by
+// code, so it also holds for an error that crossed a process boundary.
+func IsRejected(err error) bool { return errs.HasCode(err, RejectedCode) }
+
+// Refusal is what a sender needs to report a refusal.
+type Refusal struct {
+	Reason    string
+	Message   string
+	Presented bool
+}
+
+// RefusalOf extracts the refusal from err, recognizing it by code.
+func RefusalOf(err error) (Refusal, bool) {
+	e, ok := errors.AsType[*errs.Error](err)
+	for ok && e.Code != RejectedCode {
+		e, ok = errors.AsType[*errs.Error](e.Cause)
+	}
+	if !ok {
+		return Refusal{}, false
+	}
+	presented, _ := e.Details["presented"].(bool)
+	return Refusal{Reason: e.Reason, Message: e.Message, Presented: presented}, true
+}
+
+func agentGone(id string) *errs.Error {
+	return AgentAdmissionRejected(ReasonAgentGone,
+		fmt.Sprintf("agent %q left before the message entered its inbox", id), false, nil)
+}
+
+func stopped() *errs.Error {
+	return AgentAdmissionRejected(ReasonStopped,
+		"the agent controller stopped before the message entered the inbox", false, nil)
+}

@@ -1,0 +1,135 @@
+package agentcontroller
+
+import (
+	stdctx "context"
+
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/waterfall"
+)
+
+// Mode says how a delivered message enters the inbox.
+type Mode string
+
+// Delivery modes.
+const (
+	// Followup queues the message for a later turn.
+	Followup Mode = "followup"
+	// Steer hands the message to the running turn.
+	Steer Mode = "steer"
+)
+
+// SourceKind says who brings a message.
+type SourceKind string
+
+// Source kinds. Schedules and webhooks have nobody waiting for an answer.
+const (
+	SourceUser     SourceKind = "user"
+	SourceSchedule SourceKind = "schedule"
+	SourceWebhook  SourceKind = "webhook"
+	SourcePlugin   SourceKind = "plugin"
+)
+
+// Source describes the sender of a delivery.
+type Source struct {
+	Kind SourceKind `json:"kind"`
+	// RPCID identifies the call or request that carried the message.
+	RPCID string `json:"rpc_id,omitempty"`
+	// Unattended marks a sender with no person waiting, whatever its kind.
+	Unattended bool `json:"unattended,omitempty"`
+}
+
+// IsUnattended reports whether nobody waits behind the message: a listener
+// must never hold such a message waiting for a person.
+func (s Source) IsUnattended() bool {
+	return s.Unattended || s.Kind == SourceSchedule || s.Kind == SourceWebhook
+}
+
+// Prepared is the durable content Prepare made of the sender's input.
+type Prepared struct {
+	Content string
+	// Release undoes what Prepare stored (an attachment, say). The
+	// controller calls it when the message does not enter the inbox:
+	// refused, cancelled, the agent gone, or insertion failed.
+	Release func()
+}
+
+// Request is one delivery.
+type Request struct {
+	Mode   Mode
+	Source Source
+	// RequestID lets a sender retry safely: a request id the agent already
+	// accepted returns the original message id without a second insertion.
+	RequestID string
+	// Content is the message text when Prepare is nil.
+	Content string
+	// Prepare turns the sender's input into message content. It runs after
+	// every earlier delivery to the same agent settled; its error reaches
+	// the sender unchanged.
+	Prepare func(ctx stdctx.Context) (Prepared, error)
+	// BeforeInsert runs right before the message enters the inbox, after
+	// admission; an error keeps the message out and reaches the sender
+	// unchanged.
+	BeforeInsert func(msg llm.Message) error
+}
+
+// DecisionKind is admit or reject.
+type DecisionKind string
+
+// Decision kinds.
+const (
+	DecisionAdmit  DecisionKind = "admit"
+	DecisionReject DecisionKind = "reject"
+)
+
+// Decision is the outcome of the admission stage.
+type Decision struct {
+	Kind DecisionKind `json:"kind"`
+	// Reason names a refusal, namespaced by its plugin ("admission/rate-limited").
+	Reason string `json:"reason,omitempty"`
+	// Message explains a refusal to the sender.
+	Message string `json:"message,omitempty"`
+	// Presented says the refusing plugin already showed the refusal in its
+	// own interface, so the sender need not.
+	Presented bool `json:"presented,omitempty"`
+}
+
+// Admit is the decision that lets a message in.
+func Admit() Decision { return Decision{Kind: DecisionAdmit} }
+
+// Reject builds a refusal.
+func Reject(reason, message string, presented bool) Decision {
+	return Decision{Kind: DecisionReject, Reason: reason, Message: message, Presented: presented}
+}
+
+// Admission is the payload of agent-controller/admission. The listener's
+// ctx is the signal: it ends when the sender cancels or the controller
+// stops, and a holding listener must return once it does.
+type Admission struct {
+	Agent   agents.Agent
+	Message llm.Message
+	Mode    Mode
+	Source  Source
+}
+
+// Inserted is the payload of agent/inbox/inserted.
+type Inserted struct {
+	Agent   agents.Agent
+	Message llm.Message
+	Mode    Mode
+	Source  Source
+}
+
+// Events of the agent controller, dispatched in the agent's scope.
+var (
+	// EventAdmission decides whether a message enters the inbox. Admit by
+	// returning next's decision, hold by waiting before next, refuse by
+	// returning a Reject without calling next. The innermost step admits.
+	EventAdmission = waterfall.New("agent-controller/admission", func(stdctx.Context, Admission) (Decision, error) {
+		return Admit(), nil
+	})
+	// EventInserted is emitted once a delivered message is in the inbox.
+	// React to admitted messages here; admission listeners never run after
+	// insertion.
+	EventInserted = waterfall.NewEmit[Inserted]("agent/inbox/inserted")
+)
