@@ -12,7 +12,7 @@ package agentcontroller
 
 import (
 	stdctx "context"
-		"fmt"
+	"fmt"
 	"sync"
 
 	dshctx "github.com/dsh-go/dsh/context"

@@ -14,7 +14,9 @@ import (
 // memoryBackend serves one saved log for resume.
 type memoryBackend struct{ logs map[string][]session.Event }
 
-func (m memoryBackend) Load(_ stdctx.Context, id string) ([]session.Event, error) { return m.logs[id], nil }
+func (m memoryBackend) Load(_ stdctx.Context, id string) ([]session.Event, error) {
+	return m.logs[id], nil
+}
 
 func TestRetriedRequestIDIsInsertedOnce(t *testing.T) {
 	e := newEnv(t)

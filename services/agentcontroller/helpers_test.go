@@ -27,17 +27,21 @@ type recorder struct {
 	gone  bool
 }
 
-func (r *recorder) ID() string                      { return r.id }
-func (r *recorder) Status() agents.Status           { return agents.StatusIdle }
-func (r *recorder) Session() *session.Session       { return nil }
-func (r *recorder) Context() *dshctx.Context        { return r.scope }
-func (r *recorder) Abort()                          {}
-func (r *recorder) Cancel(error)                    {}
-func (r *recorder) WhenIdle(stdctx.Context) error   { return nil }
-func (r *recorder) Followup(m llm.Message) error    { return r.add(m, "followup") }
-func (r *recorder) Steer(m llm.Message) error       { return r.add(m, "steer") }
-func (r *recorder) Pending() int                    { r.mu.Lock(); defer r.mu.Unlock(); return len(r.inbox) }
-func (r *recorder) messages() []string              { r.mu.Lock(); defer r.mu.Unlock(); return append([]string(nil), r.inbox...) }
+func (r *recorder) ID() string                    { return r.id }
+func (r *recorder) Status() agents.Status         { return agents.StatusIdle }
+func (r *recorder) Session() *session.Session     { return nil }
+func (r *recorder) Context() *dshctx.Context      { return r.scope }
+func (r *recorder) Abort()                        {}
+func (r *recorder) Cancel(error)                  {}
+func (r *recorder) WhenIdle(stdctx.Context) error { return nil }
+func (r *recorder) Followup(m llm.Message) error  { return r.add(m, "followup") }
+func (r *recorder) Steer(m llm.Message) error     { return r.add(m, "steer") }
+func (r *recorder) Pending() int                  { r.mu.Lock(); defer r.mu.Unlock(); return len(r.inbox) }
+func (r *recorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.inbox...)
+}
 func (r *recorder) add(m llm.Message, mode string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
