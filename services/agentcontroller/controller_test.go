@@ -58,8 +58,8 @@ func TestDeliverAdmitsAndReturnsTheMessageID(t *testing.T) {
 	if _, err := e.ctl.Deliver(stdctx.Background(), a, steerReq); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(a.messages(), []string{"hello", "turn left"}) || !slices.Equal(a.modes, []string{"followup", "steer"}) {
-		t.Fatalf("inbox %v modes %v", a.messages(), a.modes)
+	if !slices.Equal(a.Messages(), []string{"hello", "turn left"}) || !slices.Equal(a.Modes(), []string{"followup", "steer"}) {
+		t.Fatalf("inbox %v modes %v", a.Messages(), a.Modes())
 	}
 	if len(inserted) != 2 || inserted[0] != id {
 		t.Fatalf("inserted events %v", inserted)
@@ -99,8 +99,8 @@ func TestPrepareRunsInArrivalOrderAfterEarlierSettled(t *testing.T) {
 			t.Fatal(r.err)
 		}
 	}
-	if !slices.Equal(a.messages(), []string{"hold-1", "2", "3"}) {
-		t.Fatalf("inbox order %v", a.messages())
+	if !slices.Equal(a.Messages(), []string{"hold-1", "2", "3"}) {
+		t.Fatalf("inbox order %v", a.Messages())
 	}
 }
 
@@ -114,8 +114,8 @@ func TestHeldMessageBlocksOnlyItsAgent(t *testing.T) {
 	if _, err := e.ctl.Deliver(stdctx.Background(), b, send("b goes through")); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(b.messages(), []string{"b goes through"}) || len(a.messages()) != 0 {
-		t.Fatalf("a %v b %v", a.messages(), b.messages())
+	if !slices.Equal(b.Messages(), []string{"b goes through"}) || len(a.Messages()) != 0 {
+		t.Fatalf("a %v b %v", a.Messages(), b.Messages())
 	}
 	close(g.release)
 	if r := wait(t, held); r.err != nil {
@@ -147,8 +147,8 @@ func TestCancelWhileWaitingReturnsAtOnceAndKeepsOrder(t *testing.T) {
 	close(g.release)
 	wait(t, first)
 	wait(t, third)
-	if !slices.Equal(a.messages(), []string{"hold-1", "3"}) || preparedCancelled.Load() {
-		t.Fatalf("inbox %v, cancelled one prepared: %v", a.messages(), preparedCancelled.Load())
+	if !slices.Equal(a.Messages(), []string{"hold-1", "3"}) || preparedCancelled.Load() {
+		t.Fatalf("inbox %v, cancelled one prepared: %v", a.Messages(), preparedCancelled.Load())
 	}
 }
 
@@ -169,8 +169,8 @@ func TestCancelWhileHeldReachesTheListener(t *testing.T) {
 	if r := wait(t, ch); !errors.Is(r.err, stdctx.Canceled) {
 		t.Fatalf("got %v", r.err)
 	}
-	if len(a.messages()) != 0 || !released {
-		t.Fatalf("inbox %v released %v", a.messages(), released)
+	if len(a.Messages()) != 0 || !released {
+		t.Fatalf("inbox %v released %v", a.Messages(), released)
 	}
 }
 
@@ -217,8 +217,8 @@ func TestRefusalCarriesReasonMessageAndPresented(t *testing.T) {
 	if !ok || ref.Reason != "my-plugin/not-ready" || ref.Message != "Prepare the workspace first." || !ref.Presented {
 		t.Fatalf("refusal %+v", ref)
 	}
-	if released != 1 || len(a.messages()) != 0 {
-		t.Fatalf("released %d inbox %v", released, a.messages())
+	if released != 1 || len(a.Messages()) != 0 {
+		t.Fatalf("released %d inbox %v", released, a.Messages())
 	}
 	// Recognized by code after crossing a process boundary as JSON.
 	b, _ := errs.Encode(err)
@@ -247,7 +247,7 @@ func TestFailingListenerIsAdmissionFailed(t *testing.T) {
 			if errors.Unwrap(err) == nil {
 				t.Fatal("the failure must be the cause")
 			}
-			if len(a.messages()) != 0 {
+			if len(a.Messages()) != 0 {
 				t.Fatal("inserted anyway")
 			}
 		})
@@ -274,8 +274,8 @@ func TestSenderHookErrorsPassThroughUnchanged(t *testing.T) {
 	if _, err := e.ctl.Deliver(stdctx.Background(), a, req); err != hookErr {
 		t.Fatalf("BeforeInsert error changed: %v", err)
 	}
-	if len(a.messages()) != 0 || !released || seen.Content != "x" || seen.ID == "" {
-		t.Fatalf("inbox %v released %v seen %+v", a.messages(), released, seen)
+	if len(a.Messages()) != 0 || !released || seen.Content != "x" || seen.ID == "" {
+		t.Fatalf("inbox %v released %v seen %+v", a.Messages(), released, seen)
 	}
 	if _, err := e.ctl.Deliver(stdctx.Background(), a, agentcontroller.Request{Mode: "sideways"}); !errs.HasCode(err, errs.InvalidArgument) {
 		t.Fatalf("bad mode: %v", err)
@@ -310,7 +310,7 @@ func TestDisposeRejectsPendingAndWaitsForThem(t *testing.T) {
 			t.Fatalf("pending delivery got %v", r.err)
 		}
 	}
-	if len(a.messages()) != 0 {
+	if len(a.Messages()) != 0 {
 		t.Fatal("inserted after stop")
 	}
 }

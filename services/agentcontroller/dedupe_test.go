@@ -28,12 +28,12 @@ func TestRetriedRequestIDIsInsertedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	id2, err := e.ctl.Deliver(stdctx.Background(), a, req)
-	if err != nil || id2 != id1 || len(a.messages()) != 1 {
-		t.Fatalf("retry gave %q (first %q), inbox %v, %v", id2, id1, a.messages(), err)
+	if err != nil || id2 != id1 || len(a.Messages()) != 1 {
+		t.Fatalf("retry gave %q (first %q), inbox %v, %v", id2, id1, a.Messages(), err)
 	}
 	// The same request id for another agent is a different request.
 	b := e.agent("b")
-	if id3, _ := e.ctl.Deliver(stdctx.Background(), b, req); id3 == id1 || len(b.messages()) != 1 {
+	if id3, _ := e.ctl.Deliver(stdctx.Background(), b, req); id3 == id1 || len(b.Messages()) != 1 {
 		t.Fatal("request ids are per agent")
 	}
 }
