@@ -1,43 +1,141 @@
 // Command dsh runs the agents described in a config file.
 //
-// This first cut only builds the context tree and reports what is active;
-// configuration, agents and the interactive loop arrive with the host.
+//	dsh run                      interactive session with the first agent
+//	dsh run -p "prompt"          one turn, answer on stdout, then exit
+//	dsh config check             validate the config and print its plugin tree
+//	dsh plugins                  list the plugins compiled in
+//
+// Exit codes: 0 the turn completed, 1 it failed, 2 bad usage or config,
+// 3 admission refused the prompt, 4 the answer hit the token limit, 130
+// interrupted.
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	dshctx "github.com/dsh-go/dsh/context"
-	"github.com/hashicorp/go-hclog"
+	"github.com/dsh-go/dsh/host"
+	_ "github.com/dsh-go/dsh/plugins/all"
+	"github.com/spf13/cobra"
 )
 
+// Exit codes of dsh.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitRefused     = 3
+	exitMaxTokens   = 4
+	exitInterrupted = 130
+)
+
+// exitError carries an exit code out of a command.
+type exitCode struct {
+	code int
+	err  error
+}
+
+func (e *exitCode) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "run" {
-		fmt.Fprintln(stderr, "usage: dsh run")
-		return 2
-	}
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
-	root := dshctx.New(dshctx.WithLogger(hclog.New(&hclog.LoggerOptions{Name: "dsh", Output: stderr})))
-	defer root.Dispose()
-	printTree(stdout, root.Fiber(), 0)
-	return 0
+// globals are the flags every command shares.
+type globals struct {
+	config   string
+	logLevel string
+	logJSON  bool
+	sets     []string
 }
 
-func printTree(w io.Writer, f *dshctx.Fiber, depth int) {
-	fmt.Fprintf(w, "%s%s (%s)\n", strings.Repeat("  ", depth), f.Name(), f.State())
-	for _, c := range f.Children() {
-		printTree(w, c, depth+1)
+func (g *globals) loadOptions() host.LoadOptions {
+	sets := append([]string(nil), g.sets...)
+	if g.logLevel != "" {
+		sets = append(sets, "log.level="+g.logLevel)
+	}
+	if g.logJSON {
+		sets = append(sets, "log.json=true")
+	}
+	return host.LoadOptions{Path: g.config, Sets: sets}
+}
+
+func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "dsh",
+		Short:         "dsh runs AI agents from a config file, with plugins",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.config, "config", "", "config file (default $DSH_CONFIG, else ./config.yaml)")
+	pf.StringVar(&g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error, off")
+	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON lines")
+	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set agents.main.model=deepseek-chat (repeatable)")
+
+	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand())
+
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ec *exitCode
+	if errors.As(err, &ec) {
+		if ec.err != nil {
+			fmt.Fprintln(stderr, "dsh:", ec.err)
+		}
+		return ec.code
+	}
+	fmt.Fprintln(stderr, "dsh:", err)
+	return exitUsage
+}
+
+func configCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "inspect the config"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "check",
+		Short: "validate the config and print the resolved plugin tree, without starting agents",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := host.Load(g.loadOptions())
+			if err != nil {
+				return &exitCode{code: exitUsage, err: err}
+			}
+			fmt.Fprint(cmd.OutOrStdout(), host.Describe(cfg))
+			fmt.Fprintln(cmd.OutOrStdout(), "ok")
+			return nil
+		},
+	})
+	return cmd
+}
+
+func pluginsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "plugins",
+		Short: "list the in-process plugins compiled into this binary",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			width := 0
+			for _, info := range host.Registered() {
+				width = max(width, len(info.ID))
+			}
+			for _, info := range host.Registered() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-*s  %s\n", width, info.ID, strings.TrimSpace(info.Doc))
+			}
+			return nil
+		},
 	}
 }

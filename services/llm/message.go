@@ -62,13 +62,13 @@ type ToolCall struct {
 
 // Usage counts the tokens of one model call.
 type Usage struct {
-	InputTokens     int `json:"input_tokens,omitempty"`
-	OutputTokens    int `json:"output_tokens,omitempty"`
-	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	InputTokens     int `json:"input_tokens,omitempty" koanf:"input_tokens"`
+	OutputTokens    int `json:"output_tokens,omitempty" koanf:"output_tokens"`
+	ReasoningTokens int `json:"reasoning_tokens,omitempty" koanf:"reasoning_tokens"`
 	// CacheHitTokens and CacheMissTokens split InputTokens by whether the
 	// provider served them from its prompt cache.
-	CacheHitTokens  int `json:"cache_hit_tokens,omitempty"`
-	CacheMissTokens int `json:"cache_miss_tokens,omitempty"`
+	CacheHitTokens  int `json:"cache_hit_tokens,omitempty" koanf:"cache_hit_tokens"`
+	CacheMissTokens int `json:"cache_miss_tokens,omitempty" koanf:"cache_miss_tokens"`
 }
 
 // Add returns the sum of two usages.

@@ -9,9 +9,17 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/waterfall"
 )
+
+func init() {
+	host.Register(host.Info{
+		ID: "admission.max-pending", Doc: "refuses messages to an agent whose inbox already holds max messages",
+		Plugin: Plugin, Config: func() any { return &Config{} },
+	})
+}
 
 // Reason is the refusal reason.
 const Reason = "admission/inbox-full"

@@ -12,10 +12,18 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/waterfall"
 )
+
+func init() {
+	host.Register(host.Info{
+		ID: "admission.rate-limit", Doc: "refuses messages beyond a per-agent, per-source-kind rate (token bucket)",
+		Plugin: Plugin, Config: func() any { return &Config{} },
+	})
+}
 
 // Reason is the refusal reason.
 const Reason = "admission/rate-limited"

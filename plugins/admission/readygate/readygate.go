@@ -15,10 +15,18 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/waterfall"
 )
+
+func init() {
+	host.Register(host.Info{
+		ID: "admission.ready-gate", Doc: "holds messages until a plugin reports the agent ready; refuses after a timeout",
+		Plugin: Plugin, Config: func() any { return &Config{} },
+	})
+}
 
 // Reason is the refusal reason.
 const Reason = "admission/not-ready"

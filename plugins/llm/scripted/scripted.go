@@ -16,8 +16,16 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/llm"
 )
+
+func init() {
+	host.Register(host.Info{
+		ID: "llm.scripted", Doc: "an offline model that answers from a script (or echoes)",
+		Plugin: Plugin, Config: func() any { return &Config{} },
+	})
+}
 
 // Config is the plugin's configuration.
 type Config struct {
@@ -60,20 +68,31 @@ type Provider struct {
 	pos     map[string]int
 }
 
-// New returns a provider for cfg after checking it.
-func New(cfg Config) (*Provider, error) {
+// Validate checks the script.
+func (cfg Config) Validate() error {
+	if cfg.Delay < 0 {
+		return errs.New(errs.InvalidArgument, "scripted: delay cannot be negative")
+	}
 	for i, r := range cfg.Replies {
 		switch llm.FinishReason(r.Finish) {
 		case "", llm.FinishStop, llm.FinishToolCalls, llm.FinishMaxTokens, llm.FinishError:
 		default:
-			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf(
+			return errs.New(errs.InvalidArgument, fmt.Sprintf(
 				"scripted: replies[%d].finish is %q; use stop, tool-calls, max-tokens or error", i, r.Finish))
 		}
 		for j, c := range r.ToolCalls {
 			if c.Name == "" {
-				return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("scripted: replies[%d].tool_calls[%d] has no name", i, j))
+				return errs.New(errs.InvalidArgument, fmt.Sprintf("scripted: replies[%d].tool_calls[%d] has no name", i, j))
 			}
 		}
+	}
+	return nil
+}
+
+// New returns a provider for cfg after checking it.
+func New(cfg Config) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	p := &Provider{cfg: cfg, pos: map[string]int{}}
 	for _, r := range cfg.Replies {

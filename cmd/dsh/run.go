@@ -1,0 +1,462 @@
+package main
+
+import (
+	"bufio"
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/spf13/cobra"
+)
+
+type runFlags struct {
+	prompt  string
+	agentID string
+	json    bool
+	watch   bool
+}
+
+func runCommand(g *globals) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "run the configured agents: one prompt (-p or stdin) or an interactive session",
+		Long: `Run builds the tree from the config, starts the agents and talks to one of them.
+
+With -p, or a prompt piped on stdin, it sends the prompt, streams the answer to
+stdout (tool calls and reasoning to stderr) and exits when the turn ends:
+0 completed, 1 failed, 3 refused by admission, 4 token limit, 130 interrupted.
+On a terminal it opens an interactive session; type /help there.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd, g, f) },
+	}
+	cmd.Flags().StringVarP(&f.prompt, "prompt", "p", "", "send this prompt, print the answer and exit")
+	cmd.Flags().StringVar(&f.agentID, "agent", "", "the agent to talk to (default the first configured)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "write the session events as JSON lines instead of the answer")
+	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config when the file changes")
+	return cmd
+}
+
+func run(cmd *cobra.Command, g *globals, f *runFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	opts := g.loadOptions()
+	cfg, err := host.Load(opts)
+	if err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+	h, err := host.Start(cfg, host.Options{LogOutput: stderr})
+	if err != nil {
+		return &exitCode{code: exitError, err: err}
+	}
+	defer func() {
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Close(ctx); err != nil {
+			fmt.Fprintln(stderr, "dsh: shutdown:", err)
+		}
+	}()
+	if f.watch {
+		stop := watch(h, opts, time.Second/2)
+		defer stop()
+	}
+	agent, err := pickAgent(h, f.agentID)
+	if err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+
+	stdin := cmd.InOrStdin()
+	prompt := f.prompt
+	if prompt == "" && !isTerminal(stdin) {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return &exitCode{code: exitUsage, err: fmt.Errorf("reading the prompt from stdin: %w", err)}
+		}
+		prompt = strings.TrimSpace(string(b))
+		if prompt == "" {
+			return &exitCode{code: exitUsage, err: fmt.Errorf("no prompt: pass -p \"...\" or pipe one on stdin")}
+		}
+	}
+	if prompt != "" {
+		code := headless(h, agent, prompt, f.json, stdout, stderr, signals)
+		if code != exitOK {
+			return &exitCode{code: code}
+		}
+		return nil
+	}
+	return interactive(h, agent, stdin, stdout, stderr, signals)
+}
+
+func pickAgent(h *host.Host, id string) (agents.Agent, error) {
+	if id != "" {
+		a, ok := h.Agent(id)
+		if !ok {
+			var ids []string
+			for _, a := range h.Agents() {
+				ids = append(ids, a.ID())
+			}
+			return nil, fmt.Errorf("no agent %q; configured agents: %s", id, strings.Join(ids, ", "))
+		}
+		return a, nil
+	}
+	list := h.Agents()
+	if len(list) == 0 {
+		return nil, fmt.Errorf("the config starts no agents; add one under agents:")
+	}
+	return list[0], nil
+}
+
+// isTerminal reports whether r is a character device, such as a terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// syncWriter serializes writes from the event listeners and the UI.
+type syncWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (s syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// tracker follows one agent's session: it renders events and tells when
+// the turn of a given message ended.
+type tracker struct {
+	out, diag io.Writer
+	json      bool
+
+	mu        sync.Mutex
+	turnOf    map[string]int        // message id → turn
+	ended     map[int]session.Event // turn → its turn/end
+	running   bool
+	changed   chan struct{}
+	lastText  byte
+	encodeErr error
+}
+
+func newTracker(out, diag io.Writer, jsonOut bool) *tracker {
+	return &tracker{out: out, diag: diag, json: jsonOut, turnOf: map[string]int{}, ended: map[int]session.Event{}, changed: make(chan struct{})}
+}
+
+func (t *tracker) listen(_ stdctx.Context, a session.Appended) error {
+	e := a.Event
+	if t.json {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		t.out.Write(append(b, '\n'))
+	} else {
+		t.render(e)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch e.Type {
+	case session.TurnStart:
+		t.running = true
+	case session.UserMessage, session.SteeringMessage:
+		if e.Message != nil {
+			t.turnOf[e.Message.ID] = e.Turn
+		}
+	case session.TurnEnd:
+		t.running = false
+		t.ended[e.Turn] = e
+	}
+	close(t.changed)
+	t.changed = make(chan struct{})
+	return nil
+}
+
+func (t *tracker) render(e session.Event) {
+	switch e.Type {
+	case session.AssistantChunk:
+		if e.Chunk == nil || e.Chunk.Text == "" {
+			return
+		}
+		switch e.Chunk.Kind.String() {
+		case "text":
+			io.WriteString(t.out, e.Chunk.Text)
+			t.mu.Lock()
+			t.lastText = e.Chunk.Text[len(e.Chunk.Text)-1]
+			t.mu.Unlock()
+		case "reasoning":
+			io.WriteString(t.diag, e.Chunk.Text)
+		}
+	case session.ToolCall:
+		fmt.Fprintf(t.diag, "\n→ %s %s\n", e.ToolCall.Name, e.ToolCall.Arguments)
+	case session.ToolResult:
+		mark := "←"
+		if e.Message.IsError {
+			mark = "← error:"
+		}
+		fmt.Fprintf(t.diag, "%s %s\n", mark, oneLine(e.Message.Content, 200))
+	case session.TurnEnd:
+		t.mu.Lock()
+		needNL := t.lastText != 0 && t.lastText != '\n'
+		t.lastText = 0
+		t.mu.Unlock()
+		if needNL {
+			io.WriteString(t.out, "\n")
+		}
+		if e.Error != "" {
+			fmt.Fprintf(t.diag, "turn failed: %s\n", e.Error)
+		}
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// endOf returns the turn/end of the turn that took message id, if it ended.
+func (t *tracker) endOf(id string) (session.Event, bool, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	turn, started := t.turnOf[id]
+	if started {
+		if e, ok := t.ended[turn]; ok {
+			return e, true, t.changed
+		}
+	}
+	return session.Event{}, false, t.changed
+}
+
+func (t *tracker) busy() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running
+}
+
+// headless sends one prompt and waits for its turn to end.
+func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+	var mu sync.Mutex
+	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
+	t := newTracker(out, diag, jsonOut)
+	off, err := session.EventAppended.On(agent.Context(), t.listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "dsh:", err)
+		return exitError
+	}
+	defer off()
+
+	type delivered struct {
+		id  string
+		err error
+	}
+	done := make(chan delivered, 1)
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	go func() {
+		id, err := h.Controller().Deliver(ctx, agent, agentcontroller.Request{
+			Mode: agentcontroller.Followup, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}, Content: prompt,
+		})
+		done <- delivered{id, err}
+	}()
+
+	var id string
+	interrupted := false
+	for id == "" {
+		select {
+		case d := <-done:
+			if d.err != nil {
+				if ref, ok := agentcontroller.RefusalOf(d.err); ok {
+					if !ref.Presented {
+						fmt.Fprintf(diag, "refused: %s\n", ref.Message)
+					}
+					return exitRefused
+				}
+				if interrupted {
+					return exitInterrupted
+				}
+				fmt.Fprintln(diag, "dsh:", d.err)
+				return exitError
+			}
+			id = d.id
+		case <-signals:
+			if interrupted {
+				return exitInterrupted
+			}
+			interrupted = true
+			cancel()
+		}
+	}
+	for {
+		e, ok, changed := t.endOf(id)
+		if ok {
+			return exitFor(e, interrupted)
+		}
+		select {
+		case <-changed:
+		case <-signals:
+			if interrupted {
+				return exitInterrupted
+			}
+			interrupted = true
+			agent.Cancel(fmt.Errorf("interrupted"))
+			// A turn that had not started is dropped and never ends.
+			go func() {
+				agent.WhenIdle(stdctx.Background())
+				t.mu.Lock()
+				close(t.changed)
+				t.changed = make(chan struct{})
+				t.mu.Unlock()
+			}()
+		}
+		if interrupted && agent.Status() != agents.StatusRunning {
+			if e, ok, _ := t.endOf(id); ok {
+				return exitFor(e, true)
+			}
+			if agent.Pending() == 0 && agent.Status() == agents.StatusIdle {
+				return exitInterrupted
+			}
+		}
+	}
+}
+
+func exitFor(end session.Event, interrupted bool) int {
+	switch end.Reason {
+	case "completed":
+		return exitOK
+	case "max-tokens":
+		return exitMaxTokens
+	case "aborted":
+		if interrupted {
+			return exitInterrupted
+		}
+	}
+	return exitError
+}
+
+// interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
+// with no turn running.
+func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal) error {
+	var mu sync.Mutex
+	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
+	t := newTracker(out, diag, false)
+	off, err := session.EventAppended.On(agent.Context(), t.listen)
+	if err != nil {
+		return &exitCode{code: exitError, err: err}
+	}
+	defer func() { off() }()
+	turnEnded := make(chan struct{}, 16)
+	offEnd, _ := session.EventAppended.On(agent.Context(), func(_ stdctx.Context, a session.Appended) error {
+		if a.Event.Type == session.TurnEnd {
+			select {
+			case turnEnded <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	})
+	defer func() { offEnd() }()
+
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+
+	fmt.Fprintf(out, "dsh: talking to agent %s. Type /help for commands, Ctrl-D to quit.\n> ", agent.ID())
+	deliver := func(text string, mode agentcontroller.Mode) {
+		go func() {
+			_, err := h.Controller().Deliver(stdctx.Background(), agent, agentcontroller.Request{
+				Mode: mode, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}, Content: text,
+			})
+			if ref, ok := agentcontroller.RefusalOf(err); ok {
+				if !ref.Presented {
+					fmt.Fprintf(diag, "refused: %s\n> ", ref.Message)
+				}
+			} else if err != nil {
+				fmt.Fprintf(diag, "dsh: %v\n> ", err)
+			}
+		}()
+	}
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(out)
+				return nil
+			}
+			line = strings.TrimSpace(line)
+			switch {
+			case line == "":
+				if !t.busy() {
+					fmt.Fprint(out, "> ")
+				}
+			case line == "/quit" || line == "/exit":
+				return nil
+			case line == "/help":
+				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/quit        leave (Ctrl-D does too)\nanything else is sent to the agent; while it is busy, it is queued\n> ")
+			case line == "/cancel":
+				agent.Cancel(fmt.Errorf("cancelled from the prompt"))
+				fmt.Fprint(diag, "(cancelled)\n")
+			case line == "/agents":
+				for _, a := range h.Agents() {
+					fmt.Fprintf(out, "%s  %s  %d waiting\n", a.ID(), a.Status(), a.Pending())
+				}
+				if !t.busy() {
+					fmt.Fprint(out, "> ")
+				}
+			case strings.HasPrefix(line, "/steer"):
+				text := strings.TrimSpace(strings.TrimPrefix(line, "/steer"))
+				if text == "" {
+					fmt.Fprint(diag, "usage: /steer TEXT\n")
+					continue
+				}
+				deliver(text, agentcontroller.Steer)
+				fmt.Fprint(diag, "(steering)\n")
+			case strings.HasPrefix(line, "/"):
+				fmt.Fprintf(diag, "unknown command %s; /help lists them\n", strings.Fields(line)[0])
+			default:
+				if t.busy() || agent.Pending() > 0 {
+					fmt.Fprint(diag, "(queued)\n")
+				}
+				deliver(line, agentcontroller.Followup)
+			}
+		case <-turnEnded:
+			if !t.busy() && agent.Pending() == 0 {
+				fmt.Fprint(out, "> ")
+			}
+		case <-signals:
+			if t.busy() || agent.Pending() > 0 {
+				agent.Cancel(fmt.Errorf("interrupted"))
+				fmt.Fprint(diag, "\n(turn cancelled; Ctrl-C again or Ctrl-D to quit)\n")
+				continue
+			}
+			fmt.Fprintln(out)
+			return nil
+		}
+	}
+}

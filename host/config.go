@@ -1,0 +1,669 @@
+// Package host turns a config file into a running tree: it loads and checks
+// config.yaml, keeps the registry of in-process plugins that entries refer
+// to by id, mounts the core services, applies the configured plugins,
+// creates the agents with their presets, and reloads all of it when the file
+// changes.
+package host
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+	yamlv3 "go.yaml.in/yaml/v3"
+)
+
+// ConfigInvalid is the code of every config error.
+const ConfigInvalid errs.Code = "CONFIG_INVALID"
+
+// Config is the whole config file.
+type Config struct {
+	// Plugins are mounted on the root: they hear every agent.
+	Plugins []Entry `koanf:"plugins"`
+	// Presets are named lists of entries mounted in an agent's scope.
+	Presets map[string][]Entry `koanf:"presets"`
+	// Agents start with the host.
+	Agents []AgentConfig `koanf:"agents"`
+	Log    LogConfig     `koanf:"log"`
+
+	// File is where the config came from ("" when built in code).
+	File string `koanf:"-"`
+	// decoded holds each entry's decoded plugin config, by entry.
+	decoded map[*Entry]any
+}
+
+// Entry is one plugin to apply.
+type Entry struct {
+	// ID names the entry; reloads match entries by it. Defaults to Use.
+	ID string `koanf:"id"`
+	// Use is the id of an in-process plugin.
+	Use string `koanf:"use"`
+	// Exec is the path of a plugin binary.
+	Exec string `koanf:"exec"`
+	// SHA256 pins the binary's checksum.
+	SHA256 string `koanf:"sha256"`
+	// Config is passed to the plugin, decoded into its own config type.
+	Config map[string]any `koanf:"config"`
+	// Disabled entries are checked but not applied.
+	Disabled bool `koanf:"disabled"`
+}
+
+// AgentConfig is one agent to start.
+type AgentConfig struct {
+	ID           string `koanf:"id"`
+	Provider     string `koanf:"provider"`
+	Model        string `koanf:"model"`
+	SystemPrompt string `koanf:"system_prompt"`
+	MaxTokens    int    `koanf:"max_tokens"`
+	MaxSteps     int    `koanf:"max_steps"`
+	// Preset and Presets name presets to mount in the agent's scope, in
+	// order (Preset first).
+	Preset  string   `koanf:"preset"`
+	Presets []string `koanf:"presets"`
+}
+
+// PresetNames returns the agent's presets in order.
+func (a AgentConfig) PresetNames() []string {
+	var out []string
+	if a.Preset != "" {
+		out = append(out, a.Preset)
+	}
+	return append(out, a.Presets...)
+}
+
+// LogConfig sets up logging.
+type LogConfig struct {
+	// Level is trace, debug, info, warn or error (default info).
+	Level string `koanf:"level"`
+	// JSON writes log lines as JSON.
+	JSON bool `koanf:"json"`
+}
+
+// LoadOptions say where the config comes from and what overrides it.
+type LoadOptions struct {
+	// Path is the file (the --config flag). Empty means $DSH_CONFIG, else
+	// ./config.yaml.
+	Path string
+	// Environ is the environment to read DSH_ overrides from (os.Environ()
+	// when nil).
+	Environ []string
+	// Sets are --set key.path=value overrides, applied last.
+	Sets []string
+}
+
+// ResolvePath returns the config file Load would read.
+func ResolvePath(opts LoadOptions) string {
+	if opts.Path != "" {
+		return opts.Path
+	}
+	if p := lookupEnv(opts.environ(), "DSH_CONFIG"); p != "" {
+		return p
+	}
+	return "config.yaml"
+}
+
+func (o LoadOptions) environ() []string {
+	if o.Environ == nil {
+		return os.Environ()
+	}
+	return o.Environ
+}
+
+func lookupEnv(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Load reads, overrides, decodes and checks the config. Every problem is
+// reported at once in one CONFIG_INVALID error whose lines name the file,
+// the line, the key path and what was expected.
+func Load(opts LoadOptions) (*Config, error) {
+	path := ResolvePath(opts)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, errs.New(ConfigInvalid, fmt.Sprintf(
+				"config file %q not found: pass --config FILE, set DSH_CONFIG, or create ./config.yaml", path))
+		}
+		return nil, errs.Wrap(ConfigInvalid, err, fmt.Sprintf("cannot read config file %q", path))
+	}
+	return Parse(path, data, opts)
+}
+
+// Parse is Load for config text already in memory; file names it in errors.
+func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
+	lines := newLineIndex(data)
+	k := koanf.New("\x00") // no key splitting: overrides address lists too
+	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
+		return nil, errs.Wrap(ConfigInvalid, err, fmt.Sprintf("%s: not valid YAML", file))
+	}
+	raw := k.Raw()
+	p := &problems{file: file, lines: lines}
+
+	for _, kv := range opts.environ() {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "DSH_") || name == "DSH_CONFIG" {
+			continue
+		}
+		segs := strings.Split(strings.ToLower(strings.TrimPrefix(name, "DSH_")), "__")
+		if err := override(raw, segs, value); err != nil {
+			p.addf("", "environment variable %s: %v", name, err)
+		}
+	}
+	for _, set := range opts.Sets {
+		key, value, ok := strings.Cut(set, "=")
+		if !ok || key == "" {
+			p.addf("", "--set %q: write key.path=value", set)
+			continue
+		}
+		if err := override(raw, strings.Split(key, "."), value); err != nil {
+			p.addf("", "--set %s: %v", key, err)
+		}
+	}
+
+	cfg := &Config{File: file}
+	decodeStrict(raw, cfg, "", p)
+	if !p.empty() {
+		return nil, p.err()
+	}
+	cfg.check(p)
+	if !p.empty() {
+		return nil, p.err()
+	}
+	return cfg, nil
+}
+
+// check validates what decoding cannot: ids, references and each entry's
+// plugin config.
+func (c *Config) check(p *problems) {
+	c.decoded = map[*Entry]any{}
+	c.checkEntries(c.Plugins, "plugins", p)
+	names := make([]string, 0, len(c.Presets))
+	for name := range c.Presets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c.checkEntries(c.Presets[name], "presets."+name, p)
+	}
+	seen := map[string]int{}
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		at := fmt.Sprintf("agents[%d]", i)
+		switch {
+		case a.ID == "":
+			p.add(at, "the agent has no id; add id: <name>")
+		case seen[a.ID] > 0:
+			p.add(at+".id", fmt.Sprintf("agent id %q is used twice (also agents[%d]); ids must be unique", a.ID, seen[a.ID]-1))
+		}
+		seen[a.ID] = i + 1
+		if a.Provider == "" {
+			p.add(at, "the agent has no provider; set provider: to a model provider such as scripted")
+		}
+		for j, name := range a.PresetNames() {
+			if _, ok := c.Presets[name]; !ok {
+				key := at + ".preset"
+				if a.Preset == "" || j > 0 {
+					key = fmt.Sprintf("%s.presets[%d]", at, j-boolInt(a.Preset != ""))
+				}
+				p.add(key, fmt.Sprintf("preset %q is not defined; defined presets: %s", name, orNone(names)))
+			}
+		}
+		if a.MaxTokens < 0 || a.MaxSteps < 0 {
+			p.add(at, "max_tokens and max_steps cannot be negative")
+		}
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "", "trace", "debug", "info", "warn", "error", "off":
+	default:
+		p.add("log.level", fmt.Sprintf("%q is not a log level; use trace, debug, info, warn, error or off", c.Log.Level))
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (c *Config) checkEntries(list []Entry, at string, p *problems) {
+	seen := map[string]int{}
+	for i := range list {
+		e := &list[i]
+		key := fmt.Sprintf("%s[%d]", at, i)
+		if e.ID == "" {
+			e.ID = e.Use
+			if e.ID == "" {
+				e.ID = e.Exec
+			}
+		}
+		if j, dup := seen[e.ID]; dup && e.ID != "" {
+			p.add(key+".id", fmt.Sprintf("entry id %q is used twice in %s (also %s[%d]); give each entry its own id", e.ID, at, at, j))
+		}
+		seen[e.ID] = i
+		switch {
+		case e.Use != "" && e.Exec != "":
+			p.add(key, "an entry has either use: (an in-process plugin) or exec: (a plugin binary), not both")
+		case e.Use == "" && e.Exec == "":
+			p.add(key, "the entry names no plugin; add use: <plugin id> (see dsh plugins) or exec: <binary>")
+		case e.Exec != "":
+			p.add(key+".exec", "plugin binaries (exec:) are not supported yet; use an in-process plugin with use:")
+		default:
+			info, ok := Lookup(e.Use)
+			if !ok {
+				msg := fmt.Sprintf("unknown plugin %q", e.Use)
+				if near := nearest(e.Use); near != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", near)
+				}
+				p.add(key+".use", msg+"; registered plugins: "+strings.Join(registeredIDs(), ", "))
+				continue
+			}
+			if info.Config == nil {
+				if len(e.Config) > 0 {
+					p.add(key+".config", fmt.Sprintf("plugin %q takes no config; remove the config key", e.Use))
+				}
+				continue
+			}
+			out := info.Config()
+			before := len(p.list)
+			decodeStrict(e.Config, out, key+".config", p)
+			if v, ok := out.(interface{ Validate() error }); ok && len(p.list) == before {
+				if err := v.Validate(); err != nil {
+					p.add(key+".config", messageOf(err))
+				}
+			}
+			c.decoded[e] = out
+		}
+	}
+}
+
+// messageOf is an error's text without its code, for a config problem line.
+func messageOf(err error) string {
+	if e, ok := err.(*errs.Error); ok && e.Cause == nil {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// PluginConfig returns the decoded config of an entry checked by Load.
+func (c *Config) PluginConfig(e *Entry) any { return c.decoded[e] }
+
+func registeredIDs() []string {
+	var ids []string
+	for _, info := range Registered() {
+		ids = append(ids, info.ID)
+	}
+	return ids
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// override sets the value at path in raw. Path segments walk mappings by
+// key and lists by index or by the id of an element.
+func override(raw map[string]any, path []string, value string) error {
+	var v any
+	if err := yamlv3.Unmarshal([]byte(value), &v); err != nil {
+		v = value
+	}
+	var cur any = raw
+	for i, seg := range path {
+		last := i == len(path)-1
+		switch node := cur.(type) {
+		case map[string]any:
+			if last {
+				node[seg] = v
+				return nil
+			}
+			next, ok := node[seg]
+			if !ok {
+				next = map[string]any{}
+				node[seg] = next
+			}
+			cur = next
+		case []any:
+			idx := -1
+			if n, err := strconv.Atoi(seg); err == nil && n >= 0 && n < len(node) {
+				idx = n
+			} else {
+				for j, el := range node {
+					if m, ok := el.(map[string]any); ok && fmt.Sprint(m["id"]) == seg {
+						idx = j
+					}
+				}
+			}
+			if idx < 0 {
+				return fmt.Errorf("no list element with index or id %q under %s", seg, strings.Join(path[:i], "."))
+			}
+			if last {
+				node[idx] = v
+				return nil
+			}
+			cur = node[idx]
+		default:
+			return fmt.Errorf("%s is a single value, not a mapping or list", strings.Join(path[:i], "."))
+		}
+	}
+	return nil
+}
+
+// decodeStrict decodes in into out; unknown keys and wrong types become
+// problems at their key path under at.
+func decodeStrict(in any, out any, at string, p *problems) {
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:      out,
+		TagName:     "koanf",
+		ErrorUnused: true,
+		DecodeHook:  mapstructure.StringToTimeDurationHookFunc(),
+		// Squash lets plugin configs embed shared option structs.
+		Squash: true,
+	})
+	if err != nil {
+		p.add(at, err.Error())
+		return
+	}
+	if err := dec.Decode(in); err != nil {
+		for _, d := range decodeErrors(err) {
+			key := joinPath(at, d.name)
+			inner := d.err
+			var msg string
+			switch e := inner.(type) {
+			case *mapstructure.UnconvertibleTypeError:
+				msg = fmt.Sprintf("expected %s, got %s", describeType(e.Expected.Type()), describeValue(e.Value))
+			case *mapstructure.ParseError:
+				msg = fmt.Sprintf("expected %s, got %s", describeType(e.Expected.Type()), describeValue(e.Value))
+			default:
+				text := inner.Error()
+				if keys, ok := strings.CutPrefix(text, "has invalid keys: "); ok {
+					allowed := allowedKeys(reflect.TypeOf(out), d.name)
+					for _, k := range strings.Split(keys, ", ") {
+						p.add(joinPath(key, k), fmt.Sprintf("unknown key %q; expected one of: %s", k, strings.Join(allowed, ", ")))
+					}
+					continue
+				}
+				msg = text
+			}
+			p.add(key, msg)
+		}
+	}
+}
+
+func joinPath(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	case strings.HasPrefix(b, "["):
+		return a + b
+	}
+	return a + "." + b
+}
+
+type leaf struct {
+	name string
+	err  error
+}
+
+// decodeErrors flattens mapstructure's joined errors into their leaves.
+func decodeErrors(err error) []leaf {
+	var out []leaf
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range x.Unwrap() {
+				walk(inner)
+			}
+		case *mapstructure.DecodeError:
+			switch x.Unwrap().(type) {
+			case interface{ Unwrap() []error }, *mapstructure.DecodeError:
+				walk(x.Unwrap())
+				return
+			}
+			out = append(out, leaf{x.Name(), x.Unwrap()})
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap()) // "decoding failed due to the following error(s)"
+		default:
+			out = append(out, leaf{"", e})
+		}
+	}
+	walk(err)
+	return out
+}
+
+// allowedKeys lists the koanf keys of the struct found at path in t.
+func allowedKeys(t reflect.Type, path string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for _, seg := range splitPath(path) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Slice, reflect.Map:
+			t = t.Elem()
+			if !strings.HasPrefix(seg, "[") {
+				// A map key names an element, not a field.
+				continue
+			}
+			continue
+		case reflect.Struct:
+			if f, ok := fieldByTag(t, seg); ok {
+				t = f.Type
+			}
+		}
+	}
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	var keys []string
+	collectKeys(t, &keys)
+	sort.Strings(keys)
+	return keys
+}
+
+func collectKeys(t reflect.Type, keys *[]string) {
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("koanf"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && (opts == "squash" || tag == "") {
+			collectKeys(f.Type, keys)
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		*keys = append(*keys, tag)
+	}
+}
+
+func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("koanf"), ",")
+		if tag == name {
+			return f, true
+		}
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if g, ok := fieldByTag(f.Type, name); ok {
+				return g, true
+			}
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// splitPath splits "agents[0].provider" into agents, [0], provider.
+func splitPath(path string) []string {
+	var out []string
+	for _, part := range strings.Split(path, ".") {
+		for part != "" {
+			i := strings.Index(part, "[")
+			switch {
+			case i < 0:
+				out = append(out, part)
+				part = ""
+			case i == 0:
+				j := strings.Index(part, "]")
+				if j < 0 {
+					out = append(out, part)
+					part = ""
+					continue
+				}
+				out = append(out, part[:j+1])
+				part = part[j+1:]
+			default:
+				out = append(out, part[:i])
+				part = part[i:]
+			}
+		}
+	}
+	return out
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+func describeType(t reflect.Type) string {
+	if t == durationType {
+		return "a duration such as 30s or 1m"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a mapping of keys to values"
+	case reflect.Pointer:
+		return describeType(t.Elem())
+	}
+	return t.String()
+}
+
+func describeValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nothing"
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	case bool:
+		return fmt.Sprintf("%v", x)
+	case int, int64, float64, uint64:
+		return fmt.Sprintf("the number %v", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+// problems collects config errors.
+type problems struct {
+	file  string
+	lines lineIndex
+	list  []string
+}
+
+func (p *problems) add(path, msg string) {
+	loc := p.file
+	if line := p.lines.line(path); line > 0 {
+		loc = fmt.Sprintf("%s:%d", p.file, line)
+	}
+	if path != "" {
+		p.list = append(p.list, fmt.Sprintf("%s: %s: %s", loc, path, msg))
+		return
+	}
+	p.list = append(p.list, fmt.Sprintf("%s: %s", loc, msg))
+}
+
+func (p *problems) addf(path, format string, args ...any) { p.add(path, fmt.Sprintf(format, args...)) }
+
+func (p *problems) empty() bool { return len(p.list) == 0 }
+
+func (p *problems) err() error {
+	noun := "problem"
+	if len(p.list) > 1 {
+		noun = "problems"
+	}
+	e := errs.New(ConfigInvalid, fmt.Sprintf("%d config %s:\n  %s", len(p.list), noun, strings.Join(p.list, "\n  ")))
+	e.Details = map[string]any{"problems": p.list}
+	return e
+}
+
+// lineIndex maps key paths ("agents[0].provider") to YAML line numbers.
+type lineIndex map[string]int
+
+func newLineIndex(data []byte) lineIndex {
+	var doc yamlv3.Node
+	idx := lineIndex{}
+	if yamlv3.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return idx
+	}
+	var walk func(n *yamlv3.Node, path string)
+	walk = func(n *yamlv3.Node, path string) {
+		switch n.Kind {
+		case yamlv3.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				key := joinPath(path, n.Content[i].Value)
+				idx[key] = n.Content[i].Line
+				walk(n.Content[i+1], key)
+			}
+		case yamlv3.SequenceNode:
+			for i, el := range n.Content {
+				key := fmt.Sprintf("%s[%d]", path, i)
+				idx[key] = el.Line
+				walk(el, key)
+			}
+		}
+	}
+	walk(doc.Content[0], "")
+	return idx
+}
+
+// line returns the line of path or of its nearest ancestor that has one.
+func (l lineIndex) line(path string) int {
+	for path != "" {
+		if n, ok := l[path]; ok {
+			return n
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i <= 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}

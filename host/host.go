@@ -1,0 +1,435 @@
+package host
+
+import (
+	stdctx "context"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agentloop"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/core"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/hashicorp/go-hclog"
+)
+
+// StartFailed is the code of a config that decoded but could not be applied.
+const StartFailed errs.Code = "HOST_START_FAILED"
+
+// Options tune a Host.
+type Options struct {
+	// LogOutput receives the logs (stderr when nil).
+	LogOutput io.Writer
+	// Logger replaces the logger built from the config's log settings.
+	Logger hclog.Logger
+}
+
+// Host is a running config: the tree, its plugins and its agents.
+type Host struct {
+	root       *dshctx.Context
+	log        hclog.Logger
+	registry   *agents.Registry
+	controller *agentcontroller.Controller
+	models     *llm.Service
+
+	mu      sync.Mutex
+	cfg     *Config
+	plugins []*mounted
+	agents  map[string]*runningAgent
+	order   []string // agent ids in config order
+}
+
+type mounted struct {
+	entry Entry
+	fiber *dshctx.Fiber
+}
+
+type runningAgent struct {
+	cfg     AgentConfig
+	presets [][]Entry // the preset entries it was built with, to spot changes
+	handle  *agents.Handle
+}
+
+// Start builds the tree for cfg: the core services, the agent controller and
+// loop, the root plugins in order, then the agents with their presets. On
+// any failure everything started is disposed and the error says which entry
+// or agent failed.
+func Start(cfg *Config, opts Options) (*Host, error) {
+	logger := opts.Logger
+	if logger == nil {
+		out := opts.LogOutput
+		if out == nil {
+			out = os.Stderr
+		}
+		logger = hclog.New(&hclog.LoggerOptions{
+			Name: "dsh", Output: out, JSONFormat: cfg.Log.JSON,
+			Level: hclog.LevelFromString(orDefault(cfg.Log.Level, "info")),
+		})
+	}
+	root := dshctx.New(dshctx.WithLogger(logger))
+	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}}
+	if err := h.mountCore(); err != nil {
+		root.Dispose()
+		return nil, err
+	}
+	for i := range cfg.Plugins {
+		e := &cfg.Plugins[i]
+		if e.Disabled {
+			continue
+		}
+		m, err := h.apply(root, cfg, e, fmt.Sprintf("plugins[%d]", i))
+		if err != nil {
+			root.Dispose()
+			return nil, err
+		}
+		h.plugins = append(h.plugins, m)
+	}
+	for _, ac := range cfg.Agents {
+		if err := h.startAgent(cfg, ac); err != nil {
+			root.Dispose()
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (h *Host) mountCore() error {
+	if err := core.Mount(h.root); err != nil {
+		return err
+	}
+	for _, p := range []dshctx.Plugin{agentcontroller.Plugin, agentloop.Plugin} {
+		f, err := h.root.Plugin(p, nil)
+		if err != nil {
+			return err
+		}
+		if err := f.Await(stdctx.Background()); err != nil {
+			return err
+		}
+	}
+	h.registry, _ = agents.Key.Get(h.root)
+	h.controller, _ = agentcontroller.Key.Get(h.root)
+	h.models, _ = llm.Key.Get(h.root)
+	return nil
+}
+
+// apply mounts one entry in ctx and waits for it.
+func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mounted, error) {
+	info, ok := Lookup(e.Use)
+	if !ok {
+		return nil, errs.New(StartFailed, fmt.Sprintf("%s: plugin %q is not registered", at, e.Use))
+	}
+	f, err := ctx.Plugin(info.Plugin, cfg.PluginConfig(e))
+	if err == nil {
+		err = f.Await(stdctx.Background())
+	}
+	if err != nil {
+		if f != nil {
+			f.Dispose()
+		}
+		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf("%s (id %q, use %s) failed to start", at, e.ID, e.Use))
+	}
+	return &mounted{entry: *e, fiber: f}, nil
+}
+
+// startAgent creates one agent and mounts its presets in its scope.
+func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
+	if !h.hasProvider(ac.Provider) {
+		return errs.New(StartFailed, fmt.Sprintf(
+			"agent %q uses model provider %q, which no plugin registers (registered: %s); add a plugin entry such as use: llm.%s",
+			ac.ID, ac.Provider, orNone(h.models.Names()), ac.Provider))
+	}
+	var presets [][]Entry
+	for _, name := range ac.PresetNames() {
+		presets = append(presets, cfg.Presets[name])
+	}
+	handle, err := h.registry.Create(stdctx.Background(), agents.CreateOptions{
+		AgentID: ac.ID,
+		Options: agents.Options{Provider: ac.Provider, Model: ac.Model, SystemPrompt: ac.SystemPrompt, MaxTokens: ac.MaxTokens, MaxSteps: ac.MaxSteps},
+		Setup: func(scope *dshctx.Context) error {
+			for i, name := range ac.PresetNames() {
+				list := presets[i]
+				for j := range list {
+					if list[j].Disabled {
+						continue
+					}
+					if _, err := h.apply(scope, cfg, &list[j], fmt.Sprintf("presets.%s[%d]", name, j)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return errs.Wrap(StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))
+	}
+	h.agents[ac.ID] = &runningAgent{cfg: ac, presets: presets, handle: handle}
+	h.order = append(h.order, ac.ID)
+	return nil
+}
+
+func (h *Host) hasProvider(name string) bool {
+	for _, n := range h.models.Names() {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Root returns the root context.
+func (h *Host) Root() *dshctx.Context { return h.root }
+
+// Logger returns the host's logger.
+func (h *Host) Logger() hclog.Logger { return h.log }
+
+// Controller returns the agent controller, the way in for every message.
+func (h *Host) Controller() *agentcontroller.Controller { return h.controller }
+
+// Config returns the running config.
+func (h *Host) Config() *Config {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg
+}
+
+// Agent returns a running agent by id.
+func (h *Host) Agent(id string) (agents.Agent, bool) { return h.registry.Get(id) }
+
+// Agents returns the running agents in config order.
+func (h *Host) Agents() []agents.Agent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]agents.Agent, 0, len(h.order))
+	for _, id := range h.order {
+		out = append(out, h.agents[id].handle.Agent)
+	}
+	return out
+}
+
+// PluginFiber returns the fiber of the root entry with id, for status and
+// tests.
+func (h *Host) PluginFiber(id string) (*dshctx.Fiber, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.plugins {
+		if m.entry.ID == id {
+			return m.fiber, true
+		}
+	}
+	return nil, false
+}
+
+// Close disposes the agents (their turns end, sessions flush), then the
+// whole tree.
+func (h *Host) Close(ctx stdctx.Context) error {
+	h.mu.Lock()
+	ids := append([]string(nil), h.order...)
+	h.mu.Unlock()
+	var first error
+	for i := len(ids) - 1; i >= 0; i-- {
+		h.mu.Lock()
+		ra := h.agents[ids[i]]
+		h.mu.Unlock()
+		if err := ra.handle.Dispose(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	h.root.Dispose()
+	return first
+}
+
+// Reload moves the running host to cfg. Entries are matched by id: an
+// unchanged entry keeps running untouched, a changed one restarts with its
+// new config, a removed one is disposed and a new one applied (after the
+// kept ones). Agents whose settings or presets changed are recreated. If
+// anything fails to start, the changes are rolled back and the old config
+// keeps running.
+func (h *Host) Reload(cfg *Config) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.cfg
+
+	// Root plugins.
+	newByID := map[string]*Entry{}
+	for i := range cfg.Plugins {
+		if !cfg.Plugins[i].Disabled {
+			newByID[cfg.Plugins[i].ID] = &cfg.Plugins[i]
+		}
+	}
+	var keep, stop []*mounted
+	kept := map[string]bool{}
+	for _, m := range h.plugins {
+		if e, ok := newByID[m.entry.ID]; ok && reflect.DeepEqual(*e, m.entry) {
+			keep = append(keep, m)
+			kept[m.entry.ID] = true
+		} else {
+			stop = append(stop, m)
+		}
+	}
+	for i := len(stop) - 1; i >= 0; i-- {
+		stop[i].fiber.Dispose()
+	}
+	var started []*mounted
+	rollback := func(cause error) error {
+		for i := len(started) - 1; i >= 0; i-- {
+			started[i].fiber.Dispose()
+		}
+		restored := keep
+		for _, m := range stop {
+			e := m.entry
+			again, err := h.apply(h.root, old, findEntry(old, e.ID, &e), "plugins(restored)")
+			if err != nil {
+				h.log.Error("could not restore a plugin after a failed reload", "id", e.ID, "error", err)
+				continue
+			}
+			restored = append(restored, again)
+		}
+		h.plugins = restored
+		return errs.Wrap(StartFailed, cause, "reload failed; the previous config keeps running")
+	}
+	for i := range cfg.Plugins {
+		e := &cfg.Plugins[i]
+		if e.Disabled || kept[e.ID] {
+			continue
+		}
+		m, err := h.apply(h.root, cfg, e, fmt.Sprintf("plugins[%d]", i))
+		if err != nil {
+			return rollback(err)
+		}
+		started = append(started, m)
+	}
+	h.plugins = append(keep, started...)
+
+	// Agents.
+	wanted := map[string]AgentConfig{}
+	for _, ac := range cfg.Agents {
+		wanted[ac.ID] = ac
+	}
+	var order []string
+	for _, id := range h.order {
+		ra := h.agents[id]
+		ac, still := wanted[id]
+		if still && reflect.DeepEqual(ac, ra.cfg) && reflect.DeepEqual(presetsOf(cfg, ac), ra.presets) {
+			order = append(order, id)
+			continue
+		}
+		if err := ra.handle.Dispose(stdctx.Background()); err != nil {
+			h.log.Warn("agent did not stop cleanly", "agent", id, "error", err)
+		}
+		delete(h.agents, id)
+	}
+	h.order = order
+	for _, ac := range cfg.Agents {
+		if _, running := h.agents[ac.ID]; running {
+			continue
+		}
+		if err := h.startAgent(cfg, ac); err != nil {
+			h.log.Error("agent failed to start after reload", "agent", ac.ID, "error", err)
+			h.cfg = cfg
+			return err
+		}
+	}
+	h.reorder(cfg)
+	h.cfg = cfg
+	if lvl := hclog.LevelFromString(orDefault(cfg.Log.Level, "info")); lvl != hclog.NoLevel {
+		h.log.SetLevel(lvl)
+	}
+	return nil
+}
+
+// reorder puts the running agents in config order.
+func (h *Host) reorder(cfg *Config) {
+	h.order = h.order[:0]
+	for _, ac := range cfg.Agents {
+		if _, ok := h.agents[ac.ID]; ok {
+			h.order = append(h.order, ac.ID)
+		}
+	}
+}
+
+func presetsOf(cfg *Config, ac AgentConfig) [][]Entry {
+	var out [][]Entry
+	for _, name := range ac.PresetNames() {
+		out = append(out, cfg.Presets[name])
+	}
+	return out
+}
+
+// findEntry returns the entry of cfg with id, so its decoded config is
+// found; fallback when it is not there.
+func findEntry(cfg *Config, id string, fallback *Entry) *Entry {
+	for i := range cfg.Plugins {
+		if cfg.Plugins[i].ID == id {
+			return &cfg.Plugins[i]
+		}
+	}
+	return fallback
+}
+
+// Describe renders the resolved plugin tree of cfg: root plugins, presets
+// and agents, for dsh config check.
+func Describe(cfg *Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "config %s\n", orDefault(cfg.File, "(built in)"))
+	b.WriteString("root plugins (hear every agent):\n")
+	if len(cfg.Plugins) == 0 {
+		b.WriteString("  (none)\n")
+	}
+	for _, e := range cfg.Plugins {
+		b.WriteString("  " + describeEntry(e) + "\n")
+	}
+	if len(cfg.Presets) > 0 {
+		b.WriteString("presets:\n")
+		names := make([]string, 0, len(cfg.Presets))
+		for n := range cfg.Presets {
+			names = append(names, n)
+		}
+		sortStrings(names)
+		for _, n := range names {
+			b.WriteString("  " + n + ":\n")
+			for _, e := range cfg.Presets[n] {
+				b.WriteString("    " + describeEntry(e) + "\n")
+			}
+		}
+	}
+	b.WriteString("agents:\n")
+	if len(cfg.Agents) == 0 {
+		b.WriteString("  (none)\n")
+	}
+	for _, a := range cfg.Agents {
+		fmt.Fprintf(&b, "  %s  provider=%s", a.ID, a.Provider)
+		if a.Model != "" {
+			fmt.Fprintf(&b, " model=%s", a.Model)
+		}
+		if ps := a.PresetNames(); len(ps) > 0 {
+			fmt.Fprintf(&b, " presets=%s", strings.Join(ps, ","))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func describeEntry(e Entry) string {
+	s := e.ID
+	if e.Use != "" && e.Use != e.ID {
+		s += " (use " + e.Use + ")"
+	}
+	if e.Disabled {
+		s += " [disabled]"
+	}
+	return s
+}

@@ -1,0 +1,14 @@
+// Package all links every built-in plugin into a binary. Import it for its
+// side effect, as cmd/dsh does:
+//
+//	import _ "github.com/dsh-go/dsh/plugins/all"
+package all
+
+import (
+	_ "github.com/dsh-go/dsh/plugins/admission/maxpending"
+	_ "github.com/dsh-go/dsh/plugins/admission/ratelimit"
+	_ "github.com/dsh-go/dsh/plugins/admission/readygate"
+	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
+	_ "github.com/dsh-go/dsh/plugins/tools/clock"
+	_ "github.com/dsh-go/dsh/plugins/tools/permission"
+)

@@ -1,0 +1,57 @@
+// Package clock is the tools.clock plugin: a harmless tool that tells the
+// model the current date and time, in UTC or a named time zone.
+package clock
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+func init() {
+	host.Register(host.Info{ID: "tools.clock", Doc: "a tool that tells the current date and time", Plugin: Plugin})
+}
+
+// Now is the time source; tests replace it.
+var Now = time.Now
+
+var schema = json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string","description":"IANA time zone such as Europe/Paris; default UTC"}}}`)
+
+// Plugin registers the clock tool in its context's scope.
+var Plugin = dshctx.Define("tools.clock", func(ctx *dshctx.Context, _ any) error {
+	svc, err := tools.Key.Get(ctx)
+	if err != nil {
+		return err
+	}
+	return svc.Register(ctx, tools.Tool{
+		Name:        "clock",
+		Description: "Returns the current date and time.",
+		Parameters:  schema,
+		Execute:     run,
+	})
+}, tools.Key)
+
+func run(_ stdctx.Context, c tools.Call) (tools.Result, error) {
+	var args struct {
+		Timezone string `json:"timezone"`
+	}
+	if len(c.Arguments) > 0 {
+		if err := json.Unmarshal(c.Arguments, &args); err != nil {
+			return tools.Result{}, fmt.Errorf("the arguments are not a JSON object with an optional timezone: %v", err)
+		}
+	}
+	loc := time.UTC
+	if args.Timezone != "" {
+		l, err := time.LoadLocation(args.Timezone)
+		if err != nil {
+			return tools.Result{}, fmt.Errorf("unknown time zone %q", args.Timezone)
+		}
+		loc = l
+	}
+	return tools.Result{Content: Now().In(loc).Format(time.RFC1123)}, nil
+}
