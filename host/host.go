@@ -141,6 +141,7 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mo
 		}
 		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf("%s (id %q, use %s) failed to start", at, e.ID, e.Use))
 	}
+	h.log.Debug("plugin started", "at", at, "id", e.ID, "use", e.Use, "scope", ctx.Tag())
 	return &mounted{entry: *e, fiber: f}, nil
 }
 
@@ -176,6 +177,7 @@ func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
 	if err != nil {
 		return errs.Wrap(StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))
 	}
+	h.log.Debug("agent started", "agent", ac.ID, "provider", ac.Provider, "session", handle.Agent.Session().ID())
 	h.agents[ac.ID] = &runningAgent{cfg: ac, presets: presets, handle: handle}
 	h.order = append(h.order, ac.ID)
 	return nil

@@ -192,6 +192,15 @@ func (t *tracker) listen(_ stdctx.Context, a session.Appended) error {
 
 func (t *tracker) render(e session.Event) {
 	switch e.Type {
+	case session.StepStart:
+		// Each step's answer starts on its own line.
+		t.mu.Lock()
+		needNL := t.lastText != 0 && t.lastText != '\n'
+		t.lastText = 0
+		t.mu.Unlock()
+		if needNL {
+			io.WriteString(t.out, "\n")
+		}
 	case session.AssistantChunk:
 		if e.Chunk == nil || e.Chunk.Text == "" {
 			return

@@ -97,7 +97,9 @@ func (a *ReactLoopAgent) runTurn(msg llm.Message) {
 
 	reason, err := a.steps(turn)
 	end := session.Event{Type: session.TurnEnd, Turn: turn, Reason: reason}
-	if err != nil {
+	// An abort or a dispose also surfaces as an error from whatever it
+	// interrupted; only a real failure is recorded and reported as one.
+	if err != nil && reason == ReasonError {
 		end.Error = err.Error()
 		a.reportError(err)
 	}

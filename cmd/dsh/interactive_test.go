@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// screen collects what the program writes to its terminal.
+type screen struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *screen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// waitFor waits until the screen shows want after position from, and
+// returns the position after it.
+func (s *screen) waitFor(t *testing.T, from int, want string) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		text := s.String()
+		if i := strings.Index(text[min(from, len(text)):], want); i >= 0 {
+			return from + i + len(want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the screen never showed %q; it shows:\n%s", want, s.String())
+	return 0
+}
+
+func TestInteractiveSession(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	// No replies: the scripted model echoes the last user message, one
+	// word every 60ms, slow enough to type while it answers.
+	os.WriteFile(cfg, []byte(`plugins:
+  - use: llm.scripted
+    config: {delay: 60ms}
+agents:
+  - id: main
+    provider: scripted
+log:
+  level: warn
+`), 0o644)
+	cmd := exec.Command(dshBin, "run", "--config", cfg)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{}
+	go io.Copy(scr, tty)
+	pos := scr.waitFor(t, 0, "> ")
+
+	io.WriteString(tty, "hello there\r")
+	pos = scr.waitFor(t, pos, "You said: hello there")
+	pos = scr.waitFor(t, pos, "> ")
+
+	// Typed while busy: queued, then answered in its own turn.
+	io.WriteString(tty, "first message\r")
+	pos = scr.waitFor(t, pos, "You ")
+	io.WriteString(tty, "second message\r")
+	pos = scr.waitFor(t, pos, "(queued)")
+	pos = scr.waitFor(t, pos, "You said: second message")
+	pos = scr.waitFor(t, pos, "> ")
+
+	// /steer joins the running turn: the next step answers it.
+	io.WriteString(tty, "steer me\r")
+	pos = scr.waitFor(t, pos, "You ")
+	io.WriteString(tty, "/steer go left\r")
+	pos = scr.waitFor(t, pos, "(steering)")
+	pos = scr.waitFor(t, pos, "You said: go left")
+	pos = scr.waitFor(t, pos, "> ")
+
+	// Ctrl-C cancels the running turn and keeps the session.
+	io.WriteString(tty, "a long answer please\r")
+	pos = scr.waitFor(t, pos, "You ")
+	io.WriteString(tty, "\x03")
+	pos = scr.waitFor(t, pos, "(turn cancelled")
+	io.WriteString(tty, "/agents\r")
+	pos = scr.waitFor(t, pos, "main  idle")
+
+	// Ctrl-D leaves cleanly.
+	io.WriteString(tty, "\x04")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, scr.String())
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("did not exit on Ctrl-D:\n%s", scr.String())
+	}
+}

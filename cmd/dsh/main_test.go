@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var dshBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dsh-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	dshBin = filepath.Join(dir, "dsh")
+	if out, err := exec.Command("go", "build", "-o", dshBin, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// writeConfig writes a config whose scripted model gives replies.
+func writeConfig(t *testing.T, replies string, extra string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	cfg := "plugins:\n  - use: llm.scripted\n    config:\n      replies:\n" + replies + "  - use: tools.clock\n" + extra +
+		"agents:\n  - id: main\n    provider: scripted\nlog:\n  level: warn\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+func runDsh(t *testing.T, stdin string, args ...string) outcome {
+	t.Helper()
+	cmd := exec.Command(dshBin, args...)
+	cmd.Env = append(os.Environ(), "DSH_CONFIG=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin = strings.NewReader(stdin)
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return outcome{code, out.String(), errb.String()}
+}
+
+func TestHeadlessExitCodesAndStreams(t *testing.T) {
+	cases := []struct {
+		name    string
+		replies string
+		extra   string
+		code    int
+		stdout  string
+		stderr  string
+	}{
+		{"completed with a tool call", "        - text: \"checking \"\n          tool_calls: [{name: clock}]\n        - text: done\n", "", 0, "checking \ndone\n", "→ clock {}"},
+		{"model error", "        - finish: error\n          error: overloaded\n", "", 1, "", "overloaded"},
+		{"max tokens", "        - text: cut\n          finish: max-tokens\n", "", 4, "cut\n", ""},
+		{"refused", "        - text: never\n", "  - use: admission.ready-gate\n    config: {timeout: 10ms}\n", 3, "", "refused: agent \"main\" is not ready yet"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeConfig(t, tc.replies, tc.extra)
+			o := runDsh(t, "", "run", "--config", cfg, "-p", "hello")
+			if o.code != tc.code || o.stdout != tc.stdout || !strings.Contains(o.stderr, tc.stderr) {
+				t.Fatalf("exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want it to contain %q)", o.code, tc.code, o.stdout, tc.stdout, o.stderr, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestPromptFromStdinAndJSON(t *testing.T) {
+	cfg := writeConfig(t, "        - text: hi there\n", "")
+	o := runDsh(t, "from stdin\n", "run", "--config", cfg, "--json")
+	if o.code != 0 {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	var types []string
+	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+		var ev struct {
+			Type    string `json:"type"`
+			Message *struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == "user/message" && ev.Message.Content != "from stdin" {
+			t.Fatalf("prompt %q", ev.Message.Content)
+		}
+	}
+	if types[0] != "turn/start" || types[len(types)-1] != "turn/end" {
+		t.Fatalf("events %v", types)
+	}
+	if o := runDsh(t, "", "run", "--config", cfg); o.code != 2 || !strings.Contains(o.stderr, "no prompt") {
+		t.Fatalf("empty stdin: %d %q", o.code, o.stderr)
+	}
+}
+
+func TestInterruptExits130(t *testing.T) {
+	cfg := writeConfig(t, "        - text: \"a b c d e f g h i j k l m n o p\"\n", "")
+	os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "      replies:", "      delay: 1s\n      replies:", 1)), 0o644)
+	cmd := exec.Command(dshBin, "run", "--config", cfg, "-p", "slow please")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 130 {
+		t.Fatalf("want exit 130, got %v (stderr %q)", err, errb.String())
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestConfigCheckAndPlugins(t *testing.T) {
+	cfg := writeConfig(t, "        - text: x\n", "")
+	o := runDsh(t, "", "config", "check", "--config", cfg)
+	if o.code != 0 || !strings.Contains(o.stdout, "main  provider=scripted") || !strings.HasSuffix(o.stdout, "ok\n") {
+		t.Fatalf("check: %d %q %q", o.code, o.stdout, o.stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("agents:\n  - id: main\n    provder: x\n"), 0o644)
+	o = runDsh(t, "", "config", "check", "--config", bad)
+	if o.code != 2 || !strings.Contains(o.stderr, `bad.yaml:3: agents[0].provder: unknown key "provder"`) {
+		t.Fatalf("bad check: %d %q", o.code, o.stderr)
+	}
+	o = runDsh(t, "", "plugins")
+	if o.code != 0 || !strings.Contains(o.stdout, "admission.rate-limit") || !strings.Contains(o.stdout, "llm.scripted") {
+		t.Fatalf("plugins: %q", o.stdout)
+	}
+	// Logs go to stderr, never into the answer.
+	o = runDsh(t, "", "run", "--config", cfg, "--log-level", "debug", "-p", "x")
+	if o.code != 0 || o.stdout != "x\n" || o.stderr == "" {
+		t.Fatalf("log split: %d stdout %q", o.code, o.stdout)
+	}
+}
+
+func TestShippedConfigRunsOffline(t *testing.T) {
+	o := runDsh(t, "", "run", "--config", "../../config.yaml", "-p", "hi")
+	if o.code != 0 || !strings.Contains(o.stdout, "Hello!") || !strings.Contains(o.stderr, "→ clock") {
+		t.Fatalf("shipped config: %d\nstdout %q\nstderr %q", o.code, o.stdout, o.stderr)
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	stdctx "context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/hashicorp/go-hclog"
+)
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("never: %s", what)
+}
+
+func TestWatchReloadsOnChangeAndKeepsOldOnBreakage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	base := "plugins:\n  - use: llm.scripted\n  - id: limits\n    use: admission.rate-limit\n    config: {per_minute: 10}\nagents:\n  - id: main\n    provider: scripted\n"
+	os.WriteFile(path, []byte(base), 0o644)
+	opts := host.LoadOptions{Path: path, Environ: []string{}}
+	cfg, err := host.Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	stop := watch(h, opts, 20*time.Millisecond)
+	defer stop()
+
+	before, _ := h.PluginFiber("limits")
+	os.WriteFile(path, []byte(strings.Replace(base, "per_minute: 10", "per_minute: 20", 1)), 0o644)
+	eventually(t, "the changed entry restarted", func() bool {
+		f, ok := h.PluginFiber("limits")
+		return ok && f != before
+	})
+	after, _ := h.PluginFiber("limits")
+
+	os.WriteFile(path, []byte("plugins: [\n"), 0o644)
+	eventually(t, "the broken file was reported", func() bool {
+		return strings.Contains(logs.String(), "keeping the running config")
+	})
+	if f, ok := h.PluginFiber("limits"); !ok || f != after {
+		t.Fatal("a broken file must leave the running config alone")
+	}
+}
