@@ -145,13 +145,12 @@ func Load(opts LoadOptions) (*Config, error) {
 
 // Parse is Load for config text already in memory; file names it in errors.
 func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
-	lines := newLineIndex(data)
 	k := koanf.New("\x00") // no key splitting: overrides address lists too
 	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
 		return nil, errs.Wrap(ConfigInvalid, err, fmt.Sprintf("%s: not valid YAML", file))
 	}
 	raw := k.Raw()
-	p := &problems{file: file, lines: lines}
+	p := &problems{file: file, data: data}
 
 	for _, kv := range opts.environ() {
 		name, value, _ := strings.Cut(kv, "=")
@@ -593,11 +592,15 @@ func describeValue(v any) string {
 // problems collects config errors.
 type problems struct {
 	file  string
-	lines lineIndex
+	data  []byte
+	lines lineIndex // built on the first problem: a good config never pays for it
 	list  []string
 }
 
 func (p *problems) add(path, msg string) {
+	if p.lines == nil {
+		p.lines = newLineIndex(p.data)
+	}
 	loc := p.file
 	if line := p.lines.line(path); line > 0 {
 		loc = fmt.Sprintf("%s:%d", p.file, line)
