@@ -1,5 +1,11 @@
 package context
 
+import (
+	"fmt"
+
+	"github.com/dsh-go/dsh/errs"
+)
+
 // Plugin is the unit of behaviour mounted on the tree. Apply runs inside a
 // fresh fiber; everything it registers through ctx belongs to that fiber and
 // is undone when the fiber is disposed or unloaded.
@@ -45,3 +51,22 @@ type defined struct {
 func (d *defined) Apply(ctx *Context, config any) error { return d.apply(ctx, config) }
 func (d *defined) Name() string                         { return d.name }
 func (d *defined) Inject() []ServiceKey                 { return d.inject }
+
+// ConfigAs returns a plugin's config as a T. It accepts a T, a *T (what the
+// host decodes entries into) and nil, which gives the zero T; anything else
+// is an error naming the plugin and the type it wants.
+func ConfigAs[T any](plugin string, config any) (T, error) {
+	var zero T
+	switch c := config.(type) {
+	case nil:
+		return zero, nil
+	case T:
+		return c, nil
+	case *T:
+		if c == nil {
+			return zero, nil
+		}
+		return *c, nil
+	}
+	return zero, errs.New(errs.InvalidArgument, fmt.Sprintf("%s: config is a %T; want a %T", plugin, config, zero))
+}

@@ -193,14 +193,7 @@ func (t *tracker) listen(_ stdctx.Context, a session.Appended) error {
 func (t *tracker) render(e session.Event) {
 	switch e.Type {
 	case session.StepStart:
-		// Each step's answer starts on its own line.
-		t.mu.Lock()
-		needNL := t.lastText != 0 && t.lastText != '\n'
-		t.lastText = 0
-		t.mu.Unlock()
-		if needNL {
-			io.WriteString(t.out, "\n")
-		}
+		t.endLine() // each step's answer starts on its own line
 	case session.AssistantChunk:
 		if e.Chunk == nil || e.Chunk.Text == "" {
 			return
@@ -223,16 +216,21 @@ func (t *tracker) render(e session.Event) {
 		}
 		fmt.Fprintf(t.diag, "%s %s\n", mark, oneLine(e.Message.Content, 200))
 	case session.TurnEnd:
-		t.mu.Lock()
-		needNL := t.lastText != 0 && t.lastText != '\n'
-		t.lastText = 0
-		t.mu.Unlock()
-		if needNL {
-			io.WriteString(t.out, "\n")
-		}
+		t.endLine()
 		if e.Error != "" {
 			fmt.Fprintf(t.diag, "turn failed: %s\n", e.Error)
 		}
+	}
+}
+
+// endLine ends the answer's current line, if it has one open.
+func (t *tracker) endLine() {
+	t.mu.Lock()
+	open := t.lastText != 0 && t.lastText != '\n'
+	t.lastText = 0
+	t.mu.Unlock()
+	if open {
+		io.WriteString(t.out, "\n")
 	}
 }
 

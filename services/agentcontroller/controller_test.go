@@ -38,6 +38,18 @@ func (g *holdGate) install(t testing.TB, e *env) {
 	})
 }
 
+// waitQueue waits until n deliveries to agentID are in flight.
+func waitQueue(t *testing.T, e *env, agentID string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for agentcontroller.QueueLen(e.ctl, agentID) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("never %d deliveries in flight to %s", n, agentID)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestDeliverAdmitsAndReturnsTheMessageID(t *testing.T) {
 	e := newEnv(t)
 	a := e.agent("a")
@@ -86,8 +98,9 @@ func TestPrepareRunsInArrivalOrderAfterEarlierSettled(t *testing.T) {
 	first := e.deliverAsync(stdctx.Background(), a, prep("hold-1"))
 	g.waitHolding(t)
 	second := e.deliverAsync(stdctx.Background(), a, prep("2"))
+	waitQueue(t, e, "a", 2) // arrival order is the order of enqueueing
 	third := e.deliverAsync(stdctx.Background(), a, prep("3"))
-	time.Sleep(20 * time.Millisecond)
+	waitQueue(t, e, "a", 3)
 	mu.Lock()
 	if !slices.Equal(prepared, []string{"hold-1"}) {
 		t.Fatalf("later deliveries prepared while an earlier one was held: %v", prepared)
@@ -138,8 +151,9 @@ func TestCancelWhileWaitingReturnsAtOnceAndKeepsOrder(t *testing.T) {
 		return agentcontroller.Prepared{Content: "never"}, nil
 	}
 	second := e.deliverAsync(ctx, a, cancelled)
+	waitQueue(t, e, "a", 2)
 	third := e.deliverAsync(stdctx.Background(), a, send("3"))
-	time.Sleep(10 * time.Millisecond)
+	waitQueue(t, e, "a", 3)
 	cancel()
 	if r := wait(t, second); !errors.Is(r.err, stdctx.Canceled) {
 		t.Fatalf("cancelled sender got %v", r.err)
@@ -300,7 +314,7 @@ func TestDisposeRejectsPendingAndWaitsForThem(t *testing.T) {
 	held := e.deliverAsync(stdctx.Background(), a, send("held"))
 	<-holding
 	waiting := e.deliverAsync(stdctx.Background(), a, send("waiting"))
-	time.Sleep(10 * time.Millisecond)
+	waitQueue(t, e, "a", 2)
 	e.fiber.Dispose()
 	if !listenerDone.Load() {
 		t.Fatal("dispose finished before the held delivery's listener settled")

@@ -65,21 +65,14 @@ var Plugin = dshctx.Define("agentLoop", apply,
 	agents.Key, session.Key, llm.Key, tools.Key, systemprompt.Key)
 
 func apply(ctx *dshctx.Context, config any) error {
-	var cfg Config
-	switch c := config.(type) {
-	case nil:
-	case Config:
-		cfg = c
-	case *Config:
-		cfg = *c
-	default:
-		return errs.New(errs.InvalidArgument, fmt.Sprintf("agentLoop: config is a %T; want agentloop.Config", config))
+	cfg, err := dshctx.ConfigAs[Config]("agentLoop", config)
+	if err != nil {
+		return err
 	}
 	if cfg.MaxSteps <= 0 {
 		cfg.MaxSteps = DefaultMaxSteps
 	}
 	l := &Loop{ctx: ctx, cfg: cfg}
-	var err error
 	if l.registry, err = agents.Key.Get(ctx); err != nil {
 		return err
 	}

@@ -33,21 +33,14 @@ type Config struct {
 
 // Plugin is admission.max-pending. Its config is a Config or *Config.
 var Plugin = dshctx.Define("admission.max-pending", func(ctx *dshctx.Context, config any) error {
-	var cfg Config
-	switch c := config.(type) {
-	case Config:
-		cfg = c
-	case *Config:
-		if c != nil {
-			cfg = *c
-		}
-	default:
-		return errs.New(errs.InvalidArgument, fmt.Sprintf("admission.max-pending: config is %T; want maxpending.Config", config))
+	cfg, err := dshctx.ConfigAs[Config]("admission.max-pending", config)
+	if err != nil {
+		return err
 	}
 	if cfg.Max < 1 {
 		return errs.New(errs.InvalidArgument, fmt.Sprintf("admission.max-pending: max is %d; set how many messages may wait, at least 1", cfg.Max))
 	}
-	_, err := agentcontroller.EventAdmission.On(ctx, func(ctx stdctx.Context, a agentcontroller.Admission, next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
+	_, err = agentcontroller.EventAdmission.On(ctx, func(ctx stdctx.Context, a agentcontroller.Admission, next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
 		if n := a.Agent.Pending(); n >= cfg.Max {
 			return agentcontroller.Reject(Reason, fmt.Sprintf(
 				"agent %q already has %d messages waiting (the limit is %d); retry when it has caught up", a.Agent.ID(), n, cfg.Max), false), nil

@@ -130,7 +130,7 @@ func (l *Limiter) listen(ctx stdctx.Context, a agentcontroller.Admission, next w
 
 // Plugin is admission.rate-limit. Its config is a Config or *Config.
 var Plugin = dshctx.Define("admission.rate-limit", func(ctx *dshctx.Context, config any) error {
-	cfg, err := configOf(config)
+	cfg, err := dshctx.ConfigAs[Config]("admission.rate-limit", config)
 	if err != nil {
 		return err
 	}
@@ -148,16 +148,4 @@ func (l *Limiter) Mount(ctx *dshctx.Context) error {
 	}
 	_, err := agents.EventDisposed.On(ctx, func(_ stdctx.Context, a agents.Agent) error { l.forget(a.ID()); return nil })
 	return err
-}
-
-func configOf(config any) (Config, error) {
-	switch c := config.(type) {
-	case Config:
-		return c, nil
-	case *Config:
-		if c != nil {
-			return *c, nil
-		}
-	}
-	return Config{}, errs.New(errs.InvalidArgument, fmt.Sprintf("admission.rate-limit: config is %T; want ratelimit.Config with per_minute set", config))
 }

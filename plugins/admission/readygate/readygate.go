@@ -133,17 +133,9 @@ func (g *Gate) listen(ctx stdctx.Context, a agentcontroller.Admission, next wate
 
 // Plugin is admission.ready-gate. Its config is a Config, *Config or nil.
 var Plugin = dshctx.Define("admission.ready-gate", func(ctx *dshctx.Context, config any) error {
-	var cfg Config
-	switch c := config.(type) {
-	case nil:
-	case Config:
-		cfg = c
-	case *Config:
-		if c != nil {
-			cfg = *c
-		}
-	default:
-		return errs.New(errs.InvalidArgument, fmt.Sprintf("admission.ready-gate: config is %T; want readygate.Config", config))
+	cfg, err := dshctx.ConfigAs[Config]("admission.ready-gate", config)
+	if err != nil {
+		return err
 	}
 	if cfg.Timeout < 0 || cfg.UnattendedTimeout < 0 {
 		return errs.New(errs.InvalidArgument, "admission.ready-gate: timeouts cannot be negative")

@@ -104,15 +104,9 @@ func New(cfg Config) (*Provider, error) {
 // Plugin registers the scripted provider with the llm service. Its config is
 // a Config or *Config.
 var Plugin = dshctx.Define("llm.scripted", func(ctx *dshctx.Context, config any) error {
-	var cfg Config
-	switch c := config.(type) {
-	case nil:
-	case Config:
-		cfg = c
-	case *Config:
-		cfg = *c
-	default:
-		return errs.New(errs.InvalidArgument, fmt.Sprintf("llm.scripted: config is a %T; want scripted.Config", config))
+	cfg, err := dshctx.ConfigAs[Config]("llm.scripted", config)
+	if err != nil {
+		return err
 	}
 	p, err := New(cfg)
 	if err != nil {

@@ -39,19 +39,11 @@ func (c Config) Allowed(name string) bool {
 
 // Plugin is tools.permission. Its config is a Config or *Config.
 var Plugin = dshctx.Define("tools.permission", func(ctx *dshctx.Context, config any) error {
-	var cfg Config
-	switch c := config.(type) {
-	case nil:
-	case Config:
-		cfg = c
-	case *Config:
-		if c != nil {
-			cfg = *c
-		}
-	default:
-		return fmt.Errorf("tools.permission: config is %T; want permission.Config", config)
+	cfg, err := dshctx.ConfigAs[Config]("tools.permission", config)
+	if err != nil {
+		return err
 	}
-	_, err := tools.EventExecute.On(ctx, func(ctx stdctx.Context, x tools.Execution, next waterfall.Next[tools.Execution, tools.Result]) (tools.Result, error) {
+	_, err = tools.EventExecute.On(ctx, func(ctx stdctx.Context, x tools.Execution, next waterfall.Next[tools.Execution, tools.Result]) (tools.Result, error) {
 		if !cfg.Allowed(x.Call.Name) {
 			return tools.Result{Content: fmt.Sprintf("the tool %q is not permitted for this agent", x.Call.Name), IsError: true}, nil
 		}
