@@ -14,11 +14,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
-	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
-	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
 	"github.com/dsh-go/dsh/services/llm"
@@ -26,28 +23,7 @@ import (
 
 // Config is the configuration of llm.openai and llm.deepseek.
 type Config struct {
-	// Name is the provider name agents use (default "openai" or
-	// "deepseek").
-	Name string `koanf:"name"`
-	// BaseURL is the API root; /chat/completions is appended.
-	BaseURL string `koanf:"base_url"`
-	// APIKeyEnv names the environment variable holding the API key. Empty
-	// sends no key, for local servers. The key itself is never logged.
-	APIKeyEnv string `koanf:"api_key_env"`
-	// Model is used when the agent names none.
-	Model string `koanf:"model"`
-	// MaxTokens bounds each answer when the agent sets no max_tokens.
-	MaxTokens   int      `koanf:"max_tokens"`
-	Temperature *float64 `koanf:"temperature"`
-	// Timeout bounds the wait for the response headers (default 60s).
-	Timeout time.Duration `koanf:"timeout"`
-	// Headers are added to every request.
-	Headers map[string]string `koanf:"headers"`
-	// Retries is how often a 429 or 5xx before the stream is retried
-	// (default 3; -1 for none).
-	Retries int `koanf:"retries"`
-	// RetryBackoff is the first retry's delay bound (default 500ms).
-	RetryBackoff time.Duration `koanf:"retry_backoff"`
+	httpx.Common `koanf:",squash"`
 	// Thinking turns DeepSeek's thinking mode on or off (unset: the
 	// model's default).
 	Thinking *bool `koanf:"thinking"`
@@ -77,20 +53,6 @@ func init() {
 			Config: func() any { return &Config{} },
 		})
 	}
-}
-
-// Validate checks the configuration.
-func (c Config) Validate() error {
-	if c.Timeout < 0 || c.RetryBackoff < 0 {
-		return fmt.Errorf("timeout and retry_backoff cannot be negative")
-	}
-	if c.MaxTokens < 0 {
-		return fmt.Errorf("max_tokens cannot be negative")
-	}
-	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
-		return fmt.Errorf("base_url %q must start with http:// or https://", c.BaseURL)
-	}
-	return nil
 }
 
 // Plugin and DeepSeekPlugin register the providers.
@@ -127,8 +89,8 @@ type Provider struct {
 	client *httpx.Client
 }
 
-// NewOpenAI and NewDeepSeek build providers outside a tree, for embedding
-// and tests; getenv reads the API key.
+// NewOpenAI builds an OpenAI provider outside a tree, for embedding and
+// tests; getenv reads the API key.
 func NewOpenAI(cfg Config, getenv func(string) string) (*Provider, error) {
 	return New(openAI, cfg, getenv)
 }
@@ -140,52 +102,19 @@ func NewDeepSeek(cfg Config, getenv func(string) string) (*Provider, error) {
 
 // New builds a provider of flavor f.
 func New(f flavor, cfg Config, getenv func(string) string) (*Provider, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, errs.New(errs.InvalidArgument, f.id+": "+err.Error())
-	}
-	name := cfg.Name
-	if name == "" {
-		name = f.name
-	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = f.baseURL
-	}
-	keyEnv := cfg.APIKeyEnv
-	if keyEnv == "" && cfg.BaseURL == "" {
-		keyEnv = f.keyEnv // the hosted API needs its key
+	s, err := cfg.Resolve(httpx.Defaults{ID: f.id, Name: f.name, BaseURL: f.baseURL, KeyEnv: f.keyEnv}, getenv)
+	if err != nil {
+		return nil, err
 	}
 	header := http.Header{}
-	if keyEnv != "" {
-		key := getenv(keyEnv)
-		if key == "" {
-			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf(
-				"%s: the environment variable %s is empty; set it to your API key (or set api_key_env: to the variable that holds it)", f.id, keyEnv))
-		}
-		header.Set("Authorization", "Bearer "+key)
-	}
-	for k, v := range cfg.Headers {
-		header.Set(k, v)
-	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = 60 * time.Second
-	}
-	retries := cfg.Retries
-	switch {
-	case retries == 0:
-		retries = 3
-	case retries < 0:
-		retries = 0
+	if s.Key != "" {
+		header.Set("Authorization", "Bearer "+s.Key)
 	}
 	return &Provider{
-		flavor: f, cfg: cfg, name: name,
-		url:    strings.TrimSuffix(base, "/") + "/chat/completions",
-		header: header,
-		client: &httpx.Client{
-			Provider: name, KeyEnv: keyEnv, HTTP: http.DefaultClient,
-			Retries: retries, Backoff: cfg.RetryBackoff, HeaderTimeout: timeout,
-		},
+		flavor: f, cfg: cfg, name: s.Name,
+		url:    s.BaseURL + "/chat/completions",
+		header: cfg.Header(header),
+		client: s.Client,
 	}, nil
 }
 

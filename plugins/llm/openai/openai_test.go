@@ -3,76 +3,30 @@ package openai_test
 import (
 	stdctx "context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
+	"github.com/dsh-go/dsh/plugins/llm/internal/llmtest"
 	"github.com/dsh-go/dsh/plugins/llm/openai"
 	"github.com/dsh-go/dsh/services/llm"
 )
 
-// replay is a fake server that answers each request with the next
-// response: a recorded stream file, or a status with headers and body.
-type replay struct {
-	mu       sync.Mutex
-	answers  []answer
-	requests [][]byte
-	headers  []http.Header
-}
+type answer = llmtest.Answer
 
-type answer struct {
-	file   string
-	status int
-	header map[string]string
-	body   string
-}
-
-func (r *replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	r.requests = append(r.requests, body)
-	r.headers = append(r.headers, req.Header.Clone())
-	a := r.answers[0]
-	if len(r.answers) > 1 {
-		r.answers = r.answers[1:]
-	}
-	r.mu.Unlock()
-	for k, v := range a.header {
-		w.Header().Set(k, v)
-	}
-	if a.file == "" {
-		w.WriteHeader(a.status)
-		io.WriteString(w, a.body)
-		return
-	}
-	data, err := os.ReadFile("testdata/" + a.file)
-	if err != nil {
-		panic(err)
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	w.Write(data)
-}
-
-func server(t *testing.T, answers ...answer) (*httptest.Server, *replay) {
-	r := &replay{answers: answers}
-	s := httptest.NewServer(r)
-	t.Cleanup(s.Close)
-	return s, r
+func server(t *testing.T, answers ...answer) (*httptest.Server, *llmtest.Replay) {
+	return llmtest.Serve(t, "testdata", answers...)
 }
 
 func provider(t *testing.T, s *httptest.Server, deepseek bool) *openai.Provider {
 	t.Helper()
-	cfg := openai.Config{BaseURL: s.URL, APIKeyEnv: "TEST_KEY", Model: "m", RetryBackoff: time.Millisecond}
+	cfg := openai.Config{Common: httpx.Common{BaseURL: s.URL, APIKeyEnv: "TEST_KEY", Model: "m", RetryBackoff: time.Millisecond}}
 	env := func(k string) string {
 		if k == "TEST_KEY" {
 			return "sk-test"
@@ -93,25 +47,7 @@ func provider(t *testing.T, s *httptest.Server, deepseek bool) *openai.Provider 
 }
 
 func collect(t *testing.T, p *openai.Provider, req llm.Request) (*llm.Assembler, []llm.Chunk, error) {
-	t.Helper()
-	s, err := p.Stream(stdctx.Background(), req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer s.Close()
-	var a llm.Assembler
-	var chunks []llm.Chunk
-	for {
-		c, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return &a, chunks, nil
-		}
-		if err != nil {
-			return &a, chunks, err
-		}
-		a.Add(c)
-		chunks = append(chunks, c)
-	}
+	return llmtest.Collect(p, req)
 }
 
 func hello() llm.Request {
@@ -119,7 +55,7 @@ func hello() llm.Request {
 }
 
 func TestTextStream(t *testing.T) {
-	s, rec := server(t, answer{file: "text.sse"})
+	s, rec := server(t, answer{File: "text.sse"})
 	a, chunks, err := collect(t, provider(t, s, false), hello())
 	if err != nil {
 		t.Fatal(err)
@@ -137,17 +73,17 @@ func TestTextStream(t *testing.T) {
 		t.Fatal("usage must come before the finish, which ends the stream")
 	}
 	var body map[string]any
-	json.Unmarshal(rec.requests[0], &body)
+	json.Unmarshal(rec.Requests()[0], &body)
 	if body["stream"] != true || body["model"] != "m" || body["stream_options"].(map[string]any)["include_usage"] != true {
-		t.Fatalf("request %s", rec.requests[0])
+		t.Fatalf("request %s", rec.Requests()[0])
 	}
-	if rec.headers[0].Get("Authorization") != "Bearer sk-test" {
+	if rec.Headers()[0].Get("Authorization") != "Bearer sk-test" {
 		t.Fatal("no API key sent")
 	}
 }
 
 func TestParallelToolCallsJoinedByIndex(t *testing.T) {
-	s, _ := server(t, answer{file: "parallel_tools.sse"})
+	s, _ := server(t, answer{File: "parallel_tools.sse"})
 	a, _, err := collect(t, provider(t, s, false), hello())
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +99,7 @@ func TestParallelToolCallsJoinedByIndex(t *testing.T) {
 }
 
 func TestDeepSeekReasoningAndCacheUsage(t *testing.T) {
-	s, _ := server(t, answer{file: "deepseek_reasoning_tool.sse"})
+	s, _ := server(t, answer{File: "deepseek_reasoning_tool.sse"})
 	a, _, err := collect(t, provider(t, s, true), hello())
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +114,7 @@ func TestDeepSeekReasoningAndCacheUsage(t *testing.T) {
 }
 
 func TestUsageChunkWithNullOrMissingChoices(t *testing.T) {
-	s, _ := server(t, answer{file: "vllm_usage.sse"})
+	s, _ := server(t, answer{File: "vllm_usage.sse"})
 	a, _, err := collect(t, provider(t, s, false), hello())
 	if err != nil || a.Message().Content != "ok" || a.Usage().InputTokens != 5 {
 		t.Fatalf("%v %+v %+v", err, a.Message(), a.Usage())
@@ -187,7 +123,7 @@ func TestUsageChunkWithNullOrMissingChoices(t *testing.T) {
 
 func TestFinishReasons(t *testing.T) {
 	for file, want := range map[string]llm.FinishReason{"length.sse": llm.FinishMaxTokens, "filtered.sse": llm.FinishError, "unknown_finish.sse": llm.FinishError} {
-		s, _ := server(t, answer{file: file})
+		s, _ := server(t, answer{File: file})
 		a, _, err := collect(t, provider(t, s, false), hello())
 		if err != nil {
 			t.Fatal(err)
@@ -212,12 +148,12 @@ func TestBrokenStreamsAreErrors(t *testing.T) {
 		"error_mid.sse": {openai.ReasonAPIError, "server had an error"},
 	}
 	for file, want := range cases {
-		s, rec := server(t, answer{file: file}, answer{file: "text.sse"})
+		s, rec := server(t, answer{File: file}, answer{File: "text.sse"})
 		_, _, err := collect(t, provider(t, s, false), hello())
 		if !errs.Has(err, llm.ProviderFailed, want.reason) || !strings.Contains(err.Error(), want.text) || !strings.Contains(err.Error(), "openai") {
 			t.Fatalf("%s: %v", file, err)
 		}
-		if len(rec.requests) != 1 {
+		if len(rec.Requests()) != 1 {
 			t.Fatalf("%s: an error after streaming began must not be retried", file)
 		}
 	}
@@ -225,25 +161,25 @@ func TestBrokenStreamsAreErrors(t *testing.T) {
 
 func TestRetriesHonourRetryAfter(t *testing.T) {
 	s, rec := server(t,
-		answer{status: 429, header: map[string]string{"Retry-After": "0"}, body: `{"error":{"message":"slow down"}}`},
-		answer{status: 503, body: "overloaded"},
-		answer{file: "text.sse"})
+		answer{Status: 429, Header: map[string]string{"Retry-After": "0"}, Body: `{"error":{"message":"slow down"}}`},
+		answer{Status: 503, Body: "overloaded"},
+		answer{File: "text.sse"})
 	a, _, err := collect(t, provider(t, s, false), hello())
-	if err != nil || a.Message().Content != "Hello, world" || len(rec.requests) != 3 {
-		t.Fatalf("%v, %d requests", err, len(rec.requests))
+	if err != nil || a.Message().Content != "Hello, world" || len(rec.Requests()) != 3 {
+		t.Fatalf("%v, %d requests", err, len(rec.Requests()))
 	}
 	// Out of retries: the last failure is reported.
-	s2, rec2 := server(t, answer{status: 500, body: `{"error":{"message":"boom"}}`})
+	s2, rec2 := server(t, answer{Status: 500, Body: `{"error":{"message":"boom"}}`})
 	_, _, err = collect(t, provider(t, s2, false), hello())
-	if !errs.Has(err, llm.ProviderFailed, httpx.ReasonServerError) || !strings.Contains(err.Error(), "boom") || len(rec2.requests) != 4 {
-		t.Fatalf("%v after %d requests", err, len(rec2.requests))
+	if !errs.Has(err, llm.ProviderFailed, httpx.ReasonServerError) || !strings.Contains(err.Error(), "boom") || len(rec2.Requests()) != 4 {
+		t.Fatalf("%v after %d requests", err, len(rec2.Requests()))
 	}
 }
 
 func TestUnauthorizedNamesTheVariable(t *testing.T) {
-	s, rec := server(t, answer{status: 401, body: `{"error":{"message":"Authentication Fails (no such user)","type":"authentication_error"}}`})
+	s, rec := server(t, answer{Status: 401, Body: `{"error":{"message":"Authentication Fails (no such user)","type":"authentication_error"}}`})
 	_, _, err := collect(t, provider(t, s, true), hello())
-	if !errs.Has(err, llm.ProviderFailed, httpx.ReasonUnauthorized) || !strings.Contains(err.Error(), "set TEST_KEY") || len(rec.requests) != 1 {
+	if !errs.Has(err, llm.ProviderFailed, httpx.ReasonUnauthorized) || !strings.Contains(err.Error(), "set TEST_KEY") || len(rec.Requests()) != 1 {
 		t.Fatalf("%v", err)
 	}
 	if strings.Contains(err.Error(), "sk-test") {
@@ -298,7 +234,7 @@ func TestRequestCarriesToolResultsAndDeepSeekReasoning(t *testing.T) {
 		llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Content: "noon"},
 	)
 	for _, deepseek := range []bool{true, false} {
-		s, rec := server(t, answer{file: "text.sse"})
+		s, rec := server(t, answer{File: "text.sse"})
 		req := llm.Request{AgentID: "a", System: "be brief", History: history, Tools: []llm.ToolSpec{{Name: "clock", Description: "time"}}}
 		if _, _, err := collect(t, provider(t, s, deepseek), req); err != nil {
 			t.Fatal(err)
@@ -307,9 +243,9 @@ func TestRequestCarriesToolResultsAndDeepSeekReasoning(t *testing.T) {
 			Messages []map[string]any `json:"messages"`
 			Tools    []map[string]any `json:"tools"`
 		}
-		json.Unmarshal(rec.requests[0], &body)
+		json.Unmarshal(rec.Requests()[0], &body)
 		if len(body.Messages) != 4 || body.Messages[0]["role"] != "system" || body.Messages[3]["tool_call_id"] != "c1" || body.Messages[3]["content"] != "noon" {
-			t.Fatalf("messages %s", rec.requests[0])
+			t.Fatalf("messages %s", rec.Requests()[0])
 		}
 		_, sent := body.Messages[2]["reasoning_content"]
 		if sent != deepseek {

@@ -1,0 +1,196 @@
+package anthropic
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/internal/sse"
+	"github.com/dsh-go/dsh/services/llm"
+)
+
+// Reasons of stream failures (code llm.ProviderFailed).
+const (
+	ReasonTruncated = "llm/stream-truncated"
+	ReasonBadChunk  = "llm/bad-chunk"
+	ReasonAPIError  = "llm/api-error"
+)
+
+// Stream starts one message.
+func (p *Provider) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, error) {
+	body, err := p.body(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Open(ctx, p.url, p.header, body)
+	if err != nil {
+		return nil, err
+	}
+	return &stream{provider: p.name, body: resp.Body, events: sse.NewReader(resp.Body), tools: map[int]int{}}, nil
+}
+
+type wireUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+type wireEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message struct {
+		Usage wireUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *wireUsage `json:"usage"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type stream struct {
+	provider string
+	body     io.ReadCloser
+	events   *sse.Reader
+	pending  []llm.Chunk
+	// tools maps a content block index to its tool call index.
+	tools  map[int]int
+	usage  llm.Usage
+	finish llm.Chunk
+	done   bool
+	err    error
+	wire   wireEvent
+}
+
+func (s *stream) Recv() (llm.Chunk, error) {
+	for len(s.pending) == 0 {
+		if s.err != nil {
+			return llm.Chunk{}, s.err
+		}
+		if s.done {
+			return llm.Chunk{}, io.EOF
+		}
+		s.err = s.read()
+	}
+	c := s.pending[0]
+	s.pending = s.pending[1:]
+	return c, nil
+}
+
+func (s *stream) Close() error { return s.body.Close() }
+
+func (s *stream) fail(reason, msg string) error {
+	return errs.New(llm.ProviderFailed, fmt.Sprintf("%s: %s", s.provider, msg)).WithReason(reason)
+}
+
+func (s *stream) read() error {
+	ev, err := s.events.Next()
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return s.fail(ReasonTruncated, "the stream ended before message_stop; the answer may be incomplete")
+	}
+	if err != nil {
+		return s.fail(ReasonTruncated, "reading the stream failed: "+err.Error())
+	}
+	s.wire = wireEvent{}
+	if err := json.Unmarshal(ev.Data, &s.wire); err != nil {
+		return s.fail(ReasonBadChunk, fmt.Sprintf("malformed event at line %d of the stream: %v: %s", ev.Line, err, clip(ev.Data)))
+	}
+	w := &s.wire
+	switch w.Type {
+	case "message_start":
+		s.usage = usageOf(w.Message.Usage)
+	case "content_block_start":
+		if w.ContentBlock.Type == "tool_use" {
+			i := len(s.tools)
+			s.tools[w.Index] = i
+			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkToolCall, ToolCall: &llm.ToolCallDelta{Index: i, ID: w.ContentBlock.ID, Name: w.ContentBlock.Name}})
+		}
+	case "content_block_delta":
+		switch w.Delta.Type {
+		case "text_delta":
+			if w.Delta.Text != "" {
+				s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkText, Text: w.Delta.Text})
+			}
+		case "thinking_delta":
+			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkReasoning, Text: w.Delta.Thinking})
+		case "signature_delta":
+			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkReasoning, Signature: w.Delta.Signature})
+		case "input_json_delta":
+			i, ok := s.tools[w.Index]
+			if !ok {
+				return s.fail(ReasonBadChunk, fmt.Sprintf("tool input for content block %d, which is not a tool_use block (line %d)", w.Index, ev.Line))
+			}
+			if w.Delta.PartialJSON != "" {
+				s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkToolCall, ToolCall: &llm.ToolCallDelta{Index: i, Arguments: w.Delta.PartialJSON}})
+			}
+		}
+	case "message_delta":
+		if w.Usage != nil {
+			s.usage.OutputTokens = w.Usage.OutputTokens
+		}
+		if w.Delta.StopReason != "" {
+			s.finish = finishOf(w.Delta.StopReason)
+		}
+	case "message_stop":
+		s.done = true
+		u := s.usage
+		s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkUsage, Usage: &u})
+		if s.finish.Kind == 0 {
+			s.finish = llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishStop}
+		}
+		s.pending = append(s.pending, s.finish)
+	case "error":
+		return s.fail(ReasonAPIError, fmt.Sprintf("the API reported %s mid-stream: %s", w.Error.Type, w.Error.Message))
+	}
+	// ping, content_block_stop and event types added later need nothing.
+	return nil
+}
+
+func usageOf(u wireUsage) llm.Usage {
+	return llm.Usage{
+		InputTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+		OutputTokens:    u.OutputTokens,
+		CacheHitTokens:  u.CacheReadInputTokens,
+		CacheMissTokens: u.InputTokens + u.CacheCreationInputTokens,
+	}
+}
+
+// finishOf maps a stop_reason; unknown ones become an error finish that
+// keeps the raw value.
+func finishOf(raw string) llm.Chunk {
+	switch raw {
+	case "end_turn", "stop_sequence":
+		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishStop}
+	case "max_tokens", "model_context_window_exceeded":
+		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishMaxTokens}
+	case "tool_use":
+		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishToolCalls}
+	case "refusal":
+		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishError, Error: "the model refused to answer (stop_reason refusal)"}
+	}
+	return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishError, Error: fmt.Sprintf("unknown stop_reason %q", raw)}
+}
+
+func clip(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "…"
+	}
+	return string(b)
+}

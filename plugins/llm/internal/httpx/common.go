@@ -1,0 +1,113 @@
+package httpx
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+)
+
+// Common is the configuration every HTTP model provider shares. Provider
+// configs embed it (koanf squashes it into their own keys).
+type Common struct {
+	// Name is the provider name agents use; each provider has a default.
+	Name string `koanf:"name"`
+	// BaseURL is the API root.
+	BaseURL string `koanf:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key. The
+	// key itself is never logged.
+	APIKeyEnv string `koanf:"api_key_env"`
+	// Model is used when the agent names none.
+	Model string `koanf:"model"`
+	// MaxTokens bounds each answer when the agent sets no max_tokens.
+	MaxTokens   int      `koanf:"max_tokens"`
+	Temperature *float64 `koanf:"temperature"`
+	// Timeout bounds the wait for the response headers (default 60s).
+	Timeout time.Duration `koanf:"timeout"`
+	// Headers are added to every request.
+	Headers map[string]string `koanf:"headers"`
+	// Retries is how often a 429 or 5xx before the stream is retried
+	// (default 3; -1 for none).
+	Retries int `koanf:"retries"`
+	// RetryBackoff is the first retry's delay bound (default 500ms).
+	RetryBackoff time.Duration `koanf:"retry_backoff"`
+}
+
+// Validate checks the shared settings.
+func (c Common) Validate() error {
+	if c.Timeout < 0 || c.RetryBackoff < 0 {
+		return fmt.Errorf("timeout and retry_backoff cannot be negative")
+	}
+	if c.MaxTokens < 0 {
+		return fmt.Errorf("max_tokens cannot be negative")
+	}
+	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
+		return fmt.Errorf("base_url %q must start with http:// or https://", c.BaseURL)
+	}
+	return nil
+}
+
+// Defaults are what a provider fills in when the config leaves it out.
+type Defaults struct {
+	// ID is the plugin id, for errors ("llm.deepseek").
+	ID, Name, BaseURL, KeyEnv string
+}
+
+// Setup is the resolved shared configuration.
+type Setup struct {
+	Name, BaseURL, Model string
+	// Key is the API key; KeyEnv where it came from.
+	Key, KeyEnv string
+	Client      *Client
+}
+
+// Resolve applies defaults, reads the API key through getenv and builds
+// the client. The hosted API's key variable is required; a config with
+// its own base_url (a local server) needs a key only when it names one.
+func (c Common) Resolve(d Defaults, getenv func(string) string) (Setup, error) {
+	if err := c.Validate(); err != nil {
+		return Setup{}, errs.New(errs.InvalidArgument, d.ID+": "+err.Error())
+	}
+	s := Setup{Name: c.Name, BaseURL: strings.TrimSuffix(c.BaseURL, "/"), Model: c.Model, KeyEnv: c.APIKeyEnv}
+	if s.Name == "" {
+		s.Name = d.Name
+	}
+	if s.BaseURL == "" {
+		s.BaseURL = d.BaseURL
+	}
+	if s.KeyEnv == "" && c.BaseURL == "" {
+		s.KeyEnv = d.KeyEnv
+	}
+	if s.KeyEnv != "" {
+		if s.Key = getenv(s.KeyEnv); s.Key == "" {
+			return Setup{}, errs.New(errs.InvalidArgument, fmt.Sprintf(
+				"%s: the environment variable %s is empty; set it to your API key (or set api_key_env: to the variable that holds it)", d.ID, s.KeyEnv))
+		}
+	}
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	retries := c.Retries
+	switch {
+	case retries == 0:
+		retries = 3
+	case retries < 0:
+		retries = 0
+	}
+	s.Client = &Client{
+		Provider: s.Name, KeyEnv: s.KeyEnv, HTTP: http.DefaultClient,
+		Retries: retries, Backoff: c.RetryBackoff, HeaderTimeout: timeout,
+	}
+	return s, nil
+}
+
+// Header returns the configured extra headers on top of base.
+func (c Common) Header(base http.Header) http.Header {
+	for k, v := range c.Headers {
+		base.Set(k, v)
+	}
+	return base
+}

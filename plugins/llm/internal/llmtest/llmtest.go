@@ -1,0 +1,110 @@
+// Package llmtest holds what the model providers' tests share: a local
+// server that replays recorded streams byte for byte, and a helper that
+// drains a stream into an assembler.
+package llmtest
+
+import (
+	stdctx "context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/dsh-go/dsh/services/llm"
+)
+
+// Answer is one response of the replay server: a recorded stream file, or
+// a status with headers and a body.
+type Answer struct {
+	File   string
+	Status int
+	Header map[string]string
+	Body   string
+}
+
+// Replay answers each request with the next Answer (the last one repeats)
+// and keeps what it was sent.
+type Replay struct {
+	dir      string
+	mu       sync.Mutex
+	answers  []Answer
+	requests [][]byte
+	headers  []http.Header
+}
+
+// Serve starts a replay server over the files in dir, closed at cleanup.
+func Serve(t testing.TB, dir string, answers ...Answer) (*httptest.Server, *Replay) {
+	r := &Replay{dir: dir, answers: answers}
+	s := httptest.NewServer(r)
+	t.Cleanup(s.Close)
+	return s, r
+}
+
+// Requests returns the bodies received so far.
+func (r *Replay) Requests() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]byte(nil), r.requests...)
+}
+
+// Headers returns the headers received so far.
+func (r *Replay) Headers() []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]http.Header(nil), r.headers...)
+}
+
+func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.requests = append(r.requests, body)
+	r.headers = append(r.headers, req.Header.Clone())
+	a := r.answers[0]
+	if len(r.answers) > 1 {
+		r.answers = r.answers[1:]
+	}
+	r.mu.Unlock()
+	for k, v := range a.Header {
+		w.Header().Set(k, v)
+	}
+	if a.File == "" {
+		w.WriteHeader(a.Status)
+		io.WriteString(w, a.Body)
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(r.dir, a.File))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	w.Write(data)
+}
+
+// Collect drains one stream of p into an assembler and the chunk list; the
+// error is the stream's, if it failed.
+func Collect(p llm.Provider, req llm.Request) (*llm.Assembler, []llm.Chunk, error) {
+	s, err := p.Stream(stdctx.Background(), req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	var a llm.Assembler
+	var chunks []llm.Chunk
+	for {
+		c, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return &a, chunks, nil
+		}
+		if err != nil {
+			return &a, chunks, err
+		}
+		a.Add(c)
+		chunks = append(chunks, c)
+	}
+}
