@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	stdctx "context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +76,7 @@ type stream struct {
 	done   bool
 	err    error
 	wire   wireEvent
+	json   sse.JSONDecoder
 }
 
 func (s *stream) Recv() (llm.Chunk, error) {
@@ -109,7 +109,7 @@ func (s *stream) read() error {
 		return s.fail(ReasonTruncated, "reading the stream failed: "+err.Error())
 	}
 	s.wire = wireEvent{}
-	if err := json.Unmarshal(ev.Data, &s.wire); err != nil {
+	if err := s.json.Decode(ev.Data, &s.wire); err != nil {
 		return s.fail(ReasonBadChunk, fmt.Sprintf("malformed event at line %d of the stream: %v: %s", ev.Line, err, clip(ev.Data)))
 	}
 	w := &s.wire

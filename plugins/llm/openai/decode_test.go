@@ -2,13 +2,19 @@ package openai
 
 import (
 	"bytes"
+	stdctx "context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
 	"github.com/dsh-go/dsh/plugins/llm/internal/sse"
+	"github.com/dsh-go/dsh/services/llm"
 )
 
 func newTestStream(data []byte) *stream {
@@ -72,4 +78,39 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			}
 		}
 	}))/float64(chunks/b.N), "allocs/chunk")
+}
+
+// BenchmarkFirstToken measures how long the first chunk takes from the
+// server's write on the socket to the stream's Recv returning it: the time
+// before the agent loop can append it to the session.
+func BenchmarkFirstToken(b *testing.B) {
+	written := make(chan time.Time, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(time.Millisecond) // the model "thinks"; the client waits on the socket
+		written <- time.Now()
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	p, err := NewOpenAI(Config{Common: httpx.Common{BaseURL: srv.URL, Model: "m"}}, func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for b.Loop() {
+		s, err := p.Stream(stdctx.Background(), llm.Request{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Recv(); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(<-written)
+		s.Close()
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs-to-first-chunk")
 }

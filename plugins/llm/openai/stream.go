@@ -2,7 +2,6 @@ package openai
 
 import (
 	stdctx "context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,6 +87,7 @@ type stream struct {
 	done     bool
 	err      error
 	wire     wireChunk
+	json     sse.JSONDecoder
 }
 
 func (s *stream) Recv() (llm.Chunk, error) {
@@ -136,7 +136,7 @@ func (s *stream) read() error {
 		return nil
 	}
 	s.wire = wireChunk{}
-	if err := json.Unmarshal(ev.Data, &s.wire); err != nil {
+	if err := s.json.Decode(ev.Data, &s.wire); err != nil {
 		return s.fail(ReasonBadChunk, fmt.Sprintf("malformed chunk at line %d of the stream: %v: %s", ev.Line, err, clip(ev.Data)), nil)
 	}
 	if e := s.wire.Error; e != nil {
