@@ -135,6 +135,15 @@ func (s *stream) read() error {
 		s.pending = append(s.pending, fin)
 		return nil
 	}
+	if content, reasoning, ok := fastDelta(ev.Data); ok {
+		if reasoning != "" {
+			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkReasoning, Text: reasoning})
+		}
+		if content != "" {
+			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkText, Text: content})
+		}
+		return nil
+	}
 	s.wire = wireChunk{}
 	if err := s.json.Decode(ev.Data, &s.wire); err != nil {
 		return s.fail(ReasonBadChunk, fmt.Sprintf("malformed chunk at line %d of the stream: %v: %s", ev.Line, err, clip(ev.Data)), nil)
