@@ -1,6 +1,7 @@
 package context
 
 import (
+	stdctx "context"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -84,7 +85,7 @@ func (f *Fiber) Err() error {
 // Await blocks until the fiber has settled — active, failed or disposed — or
 // ctx ends. It returns nil for an active fiber, the apply error for a failed
 // one, and a CONTEXT_INACTIVE error for a fiber disposed before it settled.
-func (f *Fiber) Await(ctx interface{ Done() <-chan struct{} }) error {
+func (f *Fiber) Await(ctx stdctx.Context) error {
 	for {
 		f.mu.Lock()
 		st, err := f.state, f.err
@@ -107,17 +108,10 @@ func (f *Fiber) Await(ctx interface{ Done() <-chan struct{} }) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return errs.Wrap(errs.ContextInactive, contextErr(ctx),
+			return errs.Wrap(errs.ContextInactive, ctx.Err(),
 				fmt.Sprintf("stopped waiting for fiber %q while it was %s", f.name, st))
 		}
 	}
-}
-
-func contextErr(ctx any) error {
-	if e, ok := ctx.(interface{ Err() error }); ok {
-		return e.Err()
-	}
-	return nil
 }
 
 // Dispose undoes everything the fiber registered, in reverse order, and marks

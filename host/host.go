@@ -257,9 +257,10 @@ func (h *Host) Close(ctx stdctx.Context) error {
 // Reload moves the running host to cfg. Entries are matched by id: an
 // unchanged entry keeps running untouched, a changed one restarts with its
 // new config, a removed one is disposed and a new one applied (after the
-// kept ones). Agents whose settings or presets changed are recreated. If
-// anything fails to start, the changes are rolled back and the old config
-// keeps running.
+// kept ones). Agents whose settings or presets changed are recreated. If a
+// plugin fails to start, the plugin changes are rolled back and the old
+// config keeps running; an agent that cannot start on its new settings is
+// started again on its previous ones, and the error says so.
 func (h *Host) Reload(cfg *Config) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -322,6 +323,7 @@ func (h *Host) Reload(cfg *Config) error {
 		wanted[ac.ID] = ac
 	}
 	var order []string
+	previous := map[string]AgentConfig{}
 	for _, id := range h.order {
 		ra := h.agents[id]
 		ac, still := wanted[id]
@@ -332,17 +334,29 @@ func (h *Host) Reload(cfg *Config) error {
 		if err := ra.handle.Dispose(stdctx.Background()); err != nil {
 			h.log.Warn("agent did not stop cleanly", "agent", id, "error", err)
 		}
+		previous[id] = ra.cfg
 		delete(h.agents, id)
 	}
 	h.order = order
+	var failed error
 	for _, ac := range cfg.Agents {
 		if _, running := h.agents[ac.ID]; running {
 			continue
 		}
-		if err := h.startAgent(cfg, ac); err != nil {
-			h.log.Error("agent failed to start after reload", "agent", ac.ID, "error", err)
-			h.cfg = cfg
-			return err
+		err := h.startAgent(cfg, ac)
+		if err == nil {
+			continue
+		}
+		// The plugins are already on the new config; an agent that cannot
+		// start on it goes back to its previous settings, if it had some.
+		h.log.Error("agent failed to start after reload", "agent", ac.ID, "error", err)
+		if failed == nil {
+			failed = err
+		}
+		if prev, ok := previous[ac.ID]; ok {
+			if rerr := h.startAgent(old, prev); rerr != nil {
+				h.log.Error("agent could not be restored either", "agent", ac.ID, "error", rerr)
+			}
 		}
 	}
 	h.reorder(cfg)
@@ -350,7 +364,7 @@ func (h *Host) Reload(cfg *Config) error {
 	if lvl := hclog.LevelFromString(orDefault(cfg.Log.Level, "info")); lvl != hclog.NoLevel {
 		h.log.SetLevel(lvl)
 	}
-	return nil
+	return failed
 }
 
 // reorder puts the running agents in config order.

@@ -262,3 +262,16 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+func TestReloadKeepsAnAgentThatCannotStartOnItsNewSettings(t *testing.T) {
+	h := start(t, reloadBase)
+	bad := strings.Replace(reloadBase, "  - id: main\n    provider: scripted\n", "  - id: main\n    provider: missing\n", 1)
+	err := h.Reload(mustParse(t, bad))
+	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), `"missing"`) {
+		t.Fatalf("got %v", err)
+	}
+	if _, ok := h.Agent("main"); !ok {
+		t.Fatal("the agent is gone")
+	}
+	deliver(t, h, "main", "still answers")
+}

@@ -116,7 +116,7 @@ func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request
 			return "", stopped()
 		}
 	}
-	defer c.settle(agent.ID(), d)
+	defer c.settle(agent.ID())
 	return c.run(ctx, agent, req)
 }
 
@@ -156,7 +156,7 @@ func (c *Controller) abandon(agentID string, d *delivery) {
 }
 
 // settle removes the head delivery and hands the turn on.
-func (c *Controller) settle(agentID string, d *delivery) {
+func (c *Controller) settle(agentID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.advanceLocked(agentID)

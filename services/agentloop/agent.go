@@ -126,7 +126,9 @@ func (a *ReactLoopAgent) Cancel(cause error) {
 		a.aborting = true
 		a.abortStep()
 	}
-	_ = cause
+	if cause != nil {
+		a.scope.Logger().Debug("turn cancelled", "agent", a.id, "cause", cause)
+	}
 }
 
 // WhenIdle returns once the agent has no turn running and nothing queued.
