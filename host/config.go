@@ -6,6 +6,8 @@
 package host
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"reflect"
@@ -55,6 +57,18 @@ type Entry struct {
 	Config map[string]any `koanf:"config"`
 	// Disabled entries are checked but not applied.
 	Disabled bool `koanf:"disabled"`
+
+	// For exec entries only:
+
+	// Timeout bounds each call into the plugin (0: no bound).
+	Timeout time.Duration `koanf:"timeout"`
+	// StartTimeout bounds the start and handshake (default 10s).
+	StartTimeout time.Duration `koanf:"start_timeout"`
+	// OnUnavailable is what the plugin's listeners do while it is down:
+	// "fail" (refuse, the default) or "skip" (pass the event on).
+	OnUnavailable string `koanf:"on_unavailable"`
+	// MaxRestarts bounds restarts after crashes (default 5).
+	MaxRestarts int `koanf:"max_restarts"`
 }
 
 // AgentConfig is one agent to start.
@@ -260,7 +274,7 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 		case e.Use == "" && e.Exec == "":
 			p.add(key, "the entry names no plugin; add use: <plugin id> (see dsh plugins) or exec: <binary>")
 		case e.Exec != "":
-			p.add(key+".exec", "plugin binaries (exec:) are not supported yet; use an in-process plugin with use:")
+			checkExec(e, key, p)
 		default:
 			info, ok := Lookup(e.Use)
 			if !ok {
@@ -296,6 +310,29 @@ func messageOf(err error) string {
 		return e.Message
 	}
 	return err.Error()
+}
+
+// checkExec validates an exec: entry: the binary, its checksum and the
+// supervision settings.
+func checkExec(e *Entry, key string, p *problems) {
+	if st, err := os.Stat(e.Exec); err != nil {
+		p.add(key+".exec", fmt.Sprintf("plugin binary %q not found; build it or fix the path (relative paths start from the working directory)", e.Exec))
+	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+		p.add(key+".exec", fmt.Sprintf("plugin binary %q is not an executable file; chmod +x it", e.Exec))
+	}
+	if e.SHA256 != "" {
+		if b, err := hex.DecodeString(e.SHA256); err != nil || len(b) != sha256.Size {
+			p.add(key+".sha256", "expected 64 hex digits, the output of sha256sum")
+		}
+	}
+	switch e.OnUnavailable {
+	case "", "fail", "skip":
+	default:
+		p.add(key+".on_unavailable", fmt.Sprintf("%q is not an option; use fail or skip", e.OnUnavailable))
+	}
+	if e.Timeout < 0 || e.StartTimeout < 0 || e.MaxRestarts < 0 {
+		p.add(key, "timeout, start_timeout and max_restarts cannot be negative")
+	}
 }
 
 // PluginConfig returns the decoded config of an entry checked by Load.

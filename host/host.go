@@ -127,11 +127,15 @@ func (h *Host) mountCore() error {
 
 // apply mounts one entry in ctx and waits for it.
 func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mounted, error) {
-	info, ok := Lookup(e.Use)
-	if !ok {
-		return nil, errs.New(StartFailed, fmt.Sprintf("%s: plugin %q is not registered", at, e.Use))
+	var p dshctx.Plugin = execPlugin{entry: *e}
+	if e.Exec == "" {
+		info, ok := Lookup(e.Use)
+		if !ok {
+			return nil, errs.New(StartFailed, fmt.Sprintf("%s: plugin %q is not registered", at, e.Use))
+		}
+		p = info.Plugin
 	}
-	f, err := ctx.Plugin(info.Plugin, cfg.PluginConfig(e))
+	f, err := ctx.Plugin(p, cfg.PluginConfig(e))
 	if err == nil {
 		err = f.Await(stdctx.Background())
 	}
@@ -139,7 +143,11 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mo
 		if f != nil {
 			f.Dispose()
 		}
-		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf("%s (id %q, use %s) failed to start", at, e.ID, e.Use))
+		what := "use " + e.Use
+		if e.Exec != "" {
+			what = "exec " + e.Exec
+		}
+		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf("%s (id %q, %s) failed to start", at, e.ID, what))
 	}
 	h.log.Debug("plugin started", "at", at, "id", e.ID, "use", e.Use, "scope", ctx.Tag())
 	return &mounted{entry: *e, fiber: f}, nil

@@ -1,0 +1,96 @@
+package host
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/waterfall"
+)
+
+// A bridge connects one host event to the listeners of plugin binaries: it
+// knows the event's JSON form on the wire and how to register a proxy
+// listener that forwards each dispatch to the plugin process.
+type bridge struct {
+	register func(ctx *dshctx.Context, r *remote, prepend bool) error
+}
+
+// bridges holds the events plugin binaries can listen to, by name.
+var bridges = map[string]bridge{
+	agentcontroller.EventAdmission.Name(): waterfallBridge(agentcontroller.EventAdmission, encodeAdmission, decodeAdmission,
+		func(a agentcontroller.Admission) string { return a.Agent.ID() }),
+}
+
+// admissionWire is agent-controller/admission on the wire. The agent
+// travels as its id; a plugin can change the message, mode and source.
+type admissionWire struct {
+	AgentID string                 `json:"agent_id"`
+	Message llm.Message            `json:"message"`
+	Mode    agentcontroller.Mode   `json:"mode"`
+	Source  agentcontroller.Source `json:"source"`
+}
+
+func encodeAdmission(a agentcontroller.Admission) any {
+	return admissionWire{AgentID: a.Agent.ID(), Message: a.Message, Mode: a.Mode, Source: a.Source}
+}
+
+func decodeAdmission(orig agentcontroller.Admission, data []byte) (agentcontroller.Admission, error) {
+	var w admissionWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return orig, err
+	}
+	out := orig
+	out.Message, out.Mode, out.Source = w.Message, w.Mode, w.Source
+	return out, nil
+}
+
+// errSkip tells a proxy listener that the plugin is down and its entry says
+// to skip it.
+var errSkip = errors.New("plugin unavailable; skipped")
+
+// waterfallBridge builds the bridge of a waterfall whose payload P travels
+// as encode(P), whose result R travels as its own JSON, and whose dispatch
+// is about the agent scope(P) names.
+func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], encode func(P) any, decode func(orig P, data []byte) (P, error), scope func(P) string) bridge {
+	return bridge{register: func(ctx *dshctx.Context, r *remote, prepend bool) error {
+		var opts []waterfall.Option
+		if prepend {
+			opts = append(opts, waterfall.Prepend)
+		}
+		_, err := w.On(ctx, func(c stdctx.Context, p P, next waterfall.Next[P, R]) (R, error) {
+			var zero R
+			payload, err := json.Marshal(encode(p))
+			if err != nil {
+				return zero, err
+			}
+			out, err := r.call(c, w.Name(), scope(p), payload, func(nc stdctx.Context, replaced []byte) ([]byte, error) {
+				np := p
+				if replaced != nil {
+					if np, err = decode(p, replaced); err != nil {
+						return nil, err
+					}
+				}
+				res, err := next.Call(nc, np)
+				if err != nil {
+					return nil, err
+				}
+				return json.Marshal(res)
+			})
+			if errors.Is(err, errSkip) {
+				return next.Call(c, p)
+			}
+			if err != nil {
+				return zero, err
+			}
+			var res R
+			if err := json.Unmarshal(out, &res); err != nil {
+				return zero, r.protocolError("its result for %s is not valid JSON: %v", w.Name(), err)
+			}
+			return res, nil
+		}, opts...)
+		return err
+	}}
+}

@@ -1,0 +1,363 @@
+package host
+
+import (
+	stdctx "context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/sdk"
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+)
+
+// Codes of plugin binaries.
+const (
+	// PluginStartFailed: the binary could not be started or did not
+	// complete the handshake.
+	PluginStartFailed errs.Code = "PLUGIN_START_FAILED"
+	// PluginCrashed: the process died during a call.
+	PluginCrashed errs.Code = "PLUGIN_CRASHED"
+	// PluginProtocol: the plugin broke the protocol.
+	PluginProtocol errs.Code = "PLUGIN_PROTOCOL"
+	// PluginTimeout: a call took longer than the entry's timeout.
+	PluginTimeout errs.Code = "PLUGIN_TIMEOUT"
+)
+
+// ReasonUnavailable is the refusal reason while a plugin is down and its
+// entry says on_unavailable: fail.
+const ReasonUnavailable = "host/plugin-unavailable"
+
+// remote is one plugin binary: its process, its client, its supervisor.
+type remote struct {
+	entry Entry
+	log   hclog.Logger
+
+	mu       sync.Mutex
+	client   *plugin.Client
+	rpc      pluginv1.PluginClient
+	restarts int
+	closed   bool
+	down     chan struct{} // closed by the supervisor when it stops
+	stop     chan struct{}
+}
+
+// execPlugin is the dshctx.Plugin of an exec: entry.
+type execPlugin struct{ entry Entry }
+
+func (p execPlugin) Name() string { return "exec:" + p.entry.ID }
+
+// Apply starts the binary, checks what it listens to, configures it and
+// registers a proxy listener for each of its events in ctx, so a plugin in
+// a preset hears only its agent.
+func (p execPlugin) Apply(ctx *dshctx.Context, _ any) error {
+	r := &remote{entry: p.entry, log: ctx.Logger(), stop: make(chan struct{}), down: make(chan struct{})}
+	desc, err := r.start(ctx)
+	if err != nil {
+		return err
+	}
+	// Disposal stops the supervisor, then the process (gracefully first).
+	if _, err := ctx.OnDispose("plugin process", func() error { r.close(); return nil }); err != nil {
+		r.close()
+		return err
+	}
+	for _, l := range desc.Listeners {
+		b, ok := bridges[l.Event]
+		if !ok || l.Kind != pluginv1.Kind_KIND_WATERFALL {
+			return errs.New(PluginProtocol, fmt.Sprintf(
+				"plugin %q (%s) listens to %q as %s, which plugin binaries cannot listen to yet; known: %s",
+				p.entry.ID, p.entry.Exec, l.Event, l.Kind, bridgeNames()))
+		}
+		if err := b.register(ctx, r, l.Prepend); err != nil {
+			return err
+		}
+	}
+	go r.supervise(ctx)
+	return nil
+}
+
+func bridgeNames() string {
+	var names []string
+	for n := range bridges {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	return orNone(names)
+}
+
+// start launches the process, dispenses the client, describes and
+// configures the plugin.
+func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
+	e := r.entry
+	cmd := exec.Command(e.Exec)
+	setParentDeathSignal(cmd)
+	cfg := &plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.VersionedPlugins(nil),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           r.log,
+		StartTimeout:     e.StartTimeout,
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	if e.SHA256 != "" {
+		sum, _ := hex.DecodeString(e.SHA256)
+		cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+	}
+	client := plugin.NewClient(cfg)
+	fail := func(err error, what string) (*pluginv1.DescribeResponse, error) {
+		client.Kill()
+		return nil, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): %s", e.ID, e.Exec, what))
+	}
+	conn, err := client.Client()
+	if err != nil {
+		return fail(err, startHint(err))
+	}
+	raw, err := conn.Dispense(sdk.PluginName)
+	if err != nil {
+		return fail(err, "the plugin does not serve the dsh protocol")
+	}
+	rpc := raw.(pluginv1.PluginClient)
+	desc, err := rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
+	if err != nil {
+		return fail(err, "Describe failed")
+	}
+	config := []byte("{}")
+	if len(e.Config) > 0 {
+		if config, err = json.Marshal(e.Config); err != nil {
+			return fail(err, "its config cannot be sent as JSON")
+		}
+	}
+	res, err := rpc.Configure(ctx, &pluginv1.ConfigureRequest{ConfigJson: config, EntryId: e.ID})
+	if err != nil {
+		return fail(err, "Configure failed")
+	}
+	if res.Error != nil {
+		client.Kill()
+		return nil, errs.Wrap(errs.CodeOf(sdk.ErrorFromProto(res.Error)), sdk.ErrorFromProto(res.Error),
+			fmt.Sprintf("plugin %q (%s) rejected its config", e.ID, e.Exec))
+	}
+	r.mu.Lock()
+	r.client, r.rpc = client, rpc
+	r.mu.Unlock()
+	r.log.Debug("plugin started", "name", desc.Name, "version", desc.Version, "listeners", len(desc.Listeners))
+	return desc, nil
+}
+
+// startHint says what a start failure most likely means.
+func startHint(err error) string {
+	text := err.Error()
+	switch {
+	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
+		return "the binary does not match the sha256 in the config; rebuild or update the checksum"
+	case strings.Contains(text, "Incompatible API version"), strings.Contains(text, "Incompatible core API version"):
+		return "it speaks another protocol version (" + text + ")"
+	case strings.Contains(text, "Unrecognized remote plugin message"):
+		return "the handshake is corrupted: the plugin wrote to stdout before its handshake line; log to stderr instead"
+	case strings.Contains(text, "timeout while waiting for plugin to start"):
+		return "it did not answer the handshake in time"
+	case strings.Contains(text, "executable file not found"), strings.Contains(text, "no such file"), strings.Contains(text, "permission denied"):
+		return "the binary is missing or not executable"
+	}
+	return "it could not be started"
+}
+
+// current returns the live client, or nil while the plugin is down.
+func (r *remote) current() pluginv1.PluginClient {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client == nil || r.client.Exited() {
+		return nil
+	}
+	return r.rpc
+}
+
+func (r *remote) protocolError(format string, args ...any) error {
+	return errs.New(PluginProtocol, fmt.Sprintf("plugin %q (%s) broke the protocol: ", r.entry.ID, r.entry.Exec)+fmt.Sprintf(format, args...))
+}
+
+// call runs one waterfall invocation on a stream: the plugin may ask for
+// next once, which runs in this goroutine (the waterfall requires it), and
+// then answers.
+func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, next func(stdctx.Context, []byte) ([]byte, error)) ([]byte, error) {
+	rpc := r.current()
+	if rpc == nil {
+		if r.entry.OnUnavailable == "skip" {
+			return nil, errSkip
+		}
+		return nil, errs.New(PluginCrashed, fmt.Sprintf("plugin %q (%s) is not running; it is being restarted", r.entry.ID, r.entry.Exec)).WithReason(ReasonUnavailable)
+	}
+	if r.entry.Timeout > 0 {
+		var cancel stdctx.CancelFunc
+		ctx, cancel = stdctx.WithTimeout(ctx, r.entry.Timeout)
+		defer cancel()
+	}
+	cctx, cancel := stdctx.WithCancel(ctx)
+	defer cancel()
+	stream, err := rpc.Call(cctx)
+	if err != nil {
+		return nil, r.callError(ctx, err)
+	}
+	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, PayloadJson: payload, ScopeTag: scope}}}); err != nil {
+		return nil, r.callError(ctx, err)
+	}
+	// A reader goroutine lets a plugin that gives up (ends the stream)
+	// cancel a next that is still running.
+	type received struct {
+		msg *pluginv1.PluginMessage
+		err error
+	}
+	inbox := make(chan received, 1)
+	var inNext atomic.Pointer[stdctx.CancelFunc]
+	go func() {
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				if f := inNext.Load(); f != nil {
+					(*f)()
+				}
+				inbox <- received{err: err}
+				return
+			}
+			inbox <- received{msg: m}
+			if m.GetResult() != nil {
+				return
+			}
+		}
+	}()
+	usedNext := false
+	for {
+		in := <-inbox
+		if in.err != nil {
+			return nil, r.callError(ctx, in.err)
+		}
+		switch m := in.msg.Msg.(type) {
+		case *pluginv1.PluginMessage_Result:
+			if m.Result.Error != nil {
+				return nil, sdk.ErrorFromProto(m.Result.Error)
+			}
+			return m.Result.ResultJson, nil
+		case *pluginv1.PluginMessage_Next:
+			if usedNext {
+				return nil, r.protocolError("it asked for next twice in one call of %s", event)
+			}
+			usedNext = true
+			var replaced []byte
+			if m.Next.ReplacePayload {
+				replaced = m.Next.PayloadJson
+			}
+			nctx, ncancel := stdctx.WithCancel(cctx)
+			inNext.Store(&ncancel)
+			out, err := next(nctx, replaced)
+			inNext.Store(nil)
+			ncancel()
+			res := &pluginv1.NextResult{ResultJson: out, Error: sdk.ErrorToProto(err)}
+			if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: res}}); err != nil {
+				return nil, r.callError(ctx, err)
+			}
+		default:
+			return nil, r.protocolError("it sent an unknown message during %s", event)
+		}
+	}
+}
+
+// callError explains why a call's stream failed.
+func (r *remote) callError(ctx stdctx.Context, err error) error {
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), stdctx.DeadlineExceeded) && r.entry.Timeout > 0 {
+			return errs.New(PluginTimeout, fmt.Sprintf("plugin %q (%s) did not answer within %s", r.entry.ID, r.entry.Exec, r.entry.Timeout))
+		}
+		return ctx.Err()
+	}
+	r.mu.Lock()
+	exited := r.client != nil && r.client.Exited()
+	r.mu.Unlock()
+	if exited {
+		return errs.Wrap(PluginCrashed, err, fmt.Sprintf("plugin %q (%s) exited during the call", r.entry.ID, r.entry.Exec))
+	}
+	return errs.Wrap(PluginCrashed, err, fmt.Sprintf("the call to plugin %q (%s) failed", r.entry.ID, r.entry.Exec))
+}
+
+// supervise restarts the process when it exits, with exponential backoff,
+// until the entry's restart limit.
+func (r *remote) supervise(ctx stdctx.Context) {
+	defer close(r.down)
+	backoff := 100 * time.Millisecond
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+		r.mu.Lock()
+		exited := r.client != nil && r.client.Exited()
+		limit := r.entry.MaxRestarts
+		if limit == 0 {
+			limit = 5
+		}
+		giveUp := r.restarts >= limit
+		r.mu.Unlock()
+		if !exited {
+			continue
+		}
+		if giveUp {
+			r.log.Error("plugin exited and reached its restart limit; it stays down", "restarts", limit)
+			return
+		}
+		r.log.Warn("plugin exited; restarting", "in", backoff)
+		select {
+		case <-r.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+		r.mu.Lock()
+		r.restarts++
+		old := r.client
+		r.mu.Unlock()
+		old.Kill()
+		if _, err := r.start(stdctx.Background()); err != nil {
+			r.log.Error("plugin restart failed", "error", err)
+			r.mu.Lock()
+			r.client = old // still exited: the next tick tries again
+			r.mu.Unlock()
+		}
+	}
+}
+
+// close stops the supervisor and the process.
+func (r *remote) close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	r.mu.Unlock()
+	close(r.stop)
+	<-r.down
+	r.mu.Lock()
+	client := r.client
+	r.mu.Unlock()
+	if client != nil {
+		client.Kill()
+	}
+}

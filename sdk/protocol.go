@@ -1,0 +1,66 @@
+// Package sdk is what a dsh plugin binary imports. A plugin declares the
+// events it listens to, with handlers shaped like in-process listeners —
+// payload and next in, result or error out — and calls Serve. The host
+// starts the binary over hashicorp/go-plugin with gRPC, and the plugin's
+// listeners join the host's waterfalls like any other: they can hold, call
+// next, replace the payload, or refuse.
+//
+//	func main() {
+//		p := sdk.New("no-robots", "1.0.0")
+//		p.Admission(func(ctx context.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
+//			if a.Source.Unattended {
+//				return sdk.Reject("no-robots/unattended", "only people may write here", false), nil
+//			}
+//			return next(ctx, a)
+//		})
+//		p.Serve()
+//	}
+//
+// Plugins in other languages implement sdk/proto/pluginv1/plugin.proto.
+package sdk
+
+import (
+	stdctx "context"
+
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+)
+
+// ProtocolVersion is the dsh plugin protocol this SDK speaks.
+const ProtocolVersion = 1
+
+// Handshake is shared by the host and every plugin: a plugin started by
+// anything else exits with a message instead of serving.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "DSH_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "d5h-pl4g1n-8c0f",
+}
+
+// PluginName is the name the plugin is dispensed under.
+const PluginName = "dsh"
+
+// GRPCPlugin adapts the protocol to go-plugin. The host uses it with no
+// Impl to get a client; a plugin binary serves with Impl set.
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl pluginv1.PluginServer
+}
+
+// GRPCServer registers the plugin's service.
+func (g *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	pluginv1.RegisterPluginServer(s, g.Impl)
+	return nil
+}
+
+// GRPCClient returns a pluginv1.PluginClient.
+func (g *GRPCPlugin) GRPCClient(_ stdctx.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return pluginv1.NewPluginClient(c), nil
+}
+
+// VersionedPlugins is the plugin set per protocol version, so a future v2
+// can be served next to v1 and negotiated.
+func VersionedPlugins(server pluginv1.PluginServer) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{ProtocolVersion: {PluginName: &GRPCPlugin{Impl: server}}}
+}

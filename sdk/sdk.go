@@ -1,0 +1,186 @@
+package sdk
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Call is one waterfall invocation as the plugin sees it.
+type Call struct {
+	Event string
+	// Payload is the event's payload as JSON.
+	Payload json.RawMessage
+	// Scope is the agent id the event is about ("" outside any agent).
+	Scope string
+}
+
+// Next runs the rest of the host's chain, other plugins included, and
+// returns its result as JSON. A nil payload passes the original one on.
+// Call it at most once.
+type Next func(ctx stdctx.Context, payload json.RawMessage) (json.RawMessage, error)
+
+// WaterfallFunc handles a waterfall event. ctx ends when the host's
+// dispatch is cancelled; returning early cancels a next still running.
+type WaterfallFunc func(ctx stdctx.Context, call Call, next Next) (json.RawMessage, error)
+
+// EmitFunc handles a notification.
+type EmitFunc func(ctx stdctx.Context, call Call) error
+
+// Option changes how a listener is registered.
+type Option func(*pluginv1.Listener)
+
+// Prepend puts the listener before those the host registered earlier.
+func Prepend() Option { return func(l *pluginv1.Listener) { l.Prepend = true } }
+
+// Plugin is a plugin binary under construction.
+type Plugin struct {
+	name, version string
+	listeners     []*pluginv1.Listener
+	waterfalls    map[string]WaterfallFunc
+	emits         map[string]EmitFunc
+	configure     func(config json.RawMessage) error
+	// Logger writes to the host, which re-logs each line with the
+	// plugin's id.
+	Logger hclog.Logger
+}
+
+// New starts a plugin named name.
+func New(name, version string) *Plugin {
+	return &Plugin{
+		name: name, version: version,
+		waterfalls: map[string]WaterfallFunc{}, emits: map[string]EmitFunc{},
+		Logger: hclog.New(&hclog.LoggerOptions{Name: name, Output: os.Stderr, JSONFormat: true, Level: hclog.Trace}),
+	}
+}
+
+// Waterfall listens to a waterfall event.
+func (p *Plugin) Waterfall(event string, fn WaterfallFunc, opts ...Option) {
+	l := &pluginv1.Listener{Event: event, Kind: pluginv1.Kind_KIND_WATERFALL}
+	for _, o := range opts {
+		o(l)
+	}
+	p.listeners = append(p.listeners, l)
+	p.waterfalls[event] = fn
+}
+
+// Emit listens to a notification.
+func (p *Plugin) Emit(event string, fn EmitFunc) {
+	p.listeners = append(p.listeners, &pluginv1.Listener{Event: event, Kind: pluginv1.Kind_KIND_EMIT})
+	p.emits[event] = fn
+}
+
+// OnConfigure receives the config entry's config (a JSON object) before
+// any event; an error fails the plugin's fiber in the host.
+func (p *Plugin) OnConfigure(fn func(config json.RawMessage) error) { p.configure = fn }
+
+// Serve runs the plugin until the host stops it. Run directly instead of by
+// a dsh host, it says so and exits.
+func (p *Plugin) Serve() {
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: VersionedPlugins(&server{p: p}),
+		GRPCServer:       plugin.DefaultGRPCServer,
+		Logger:           p.Logger,
+	})
+}
+
+// server answers the protocol for a Plugin.
+type server struct {
+	pluginv1.UnimplementedPluginServer
+	p *Plugin
+}
+
+// Server returns the protocol server of p, for tests that serve it on their
+// own gRPC server.
+func (p *Plugin) Server() pluginv1.PluginServer { return &server{p: p} }
+
+// Describe implements the protocol.
+func (s *server) Describe(_ stdctx.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	p := s.p
+	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners}, nil
+}
+
+// Configure implements the protocol.
+func (s *server) Configure(_ stdctx.Context, req *pluginv1.ConfigureRequest) (*pluginv1.ConfigureResponse, error) {
+	p := s.p
+	if p.configure == nil {
+		return &pluginv1.ConfigureResponse{}, nil
+	}
+	return &pluginv1.ConfigureResponse{Error: ErrorToProto(p.configure(req.ConfigJson))}, nil
+}
+
+// Emit implements the protocol.
+func (s *server) Emit(ctx stdctx.Context, req *pluginv1.EmitRequest) (*pluginv1.EmitResponse, error) {
+	p := s.p
+	fn := p.emits[req.Event]
+	if fn == nil {
+		return &pluginv1.EmitResponse{Error: ErrorToProto(errs.New(errs.InvalidArgument, "no listener for "+req.Event))}, nil
+	}
+	return &pluginv1.EmitResponse{Error: ErrorToProto(fn(ctx, Call{Event: req.Event, Payload: req.PayloadJson, Scope: req.ScopeTag}))}, nil
+}
+
+// Call implements the protocol: one waterfall invocation on one stream.
+func (s *server) Call(stream pluginv1.Plugin_CallServer) error {
+	p := s.p
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return status.Error(codes.InvalidArgument, "a call must begin with CallStart")
+	}
+	fn := p.waterfalls[start.Event]
+	if fn == nil {
+		return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallResult{
+			Error: ErrorToProto(errs.New(errs.InvalidArgument, fmt.Sprintf("plugin %s does not listen to %q", p.name, start.Event))),
+		}}})
+	}
+	used := false
+	next := func(ctx stdctx.Context, payload json.RawMessage) (json.RawMessage, error) {
+		if used {
+			return nil, errs.New(errs.NextMisuse, fmt.Sprintf("next of %q was called twice by plugin %s", start.Event, p.name))
+		}
+		used = true
+		msg := &pluginv1.NextRequest{ReplacePayload: payload != nil, PayloadJson: payload}
+		if err := stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Next{Next: msg}}); err != nil {
+			return nil, err
+		}
+		in, err := stream.Recv()
+		if err != nil {
+			return nil, err
+		}
+		res := in.GetNextResult()
+		if res == nil {
+			return nil, errs.New(errs.Internal, "the host answered next with something other than NextResult")
+		}
+		if res.Error != nil {
+			return nil, ErrorFromProto(res.Error)
+		}
+		return res.ResultJson, nil
+	}
+	result, err := safeCall(fn, stream.Context(), Call{Event: start.Event, Payload: start.PayloadJson, Scope: start.ScopeTag}, next)
+	return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallResult{
+		ResultJson: result, Error: ErrorToProto(err),
+	}}})
+}
+
+// safeCall turns a handler's panic into an error, so one bad call does not
+// take the plugin process down.
+func safeCall(fn WaterfallFunc, ctx stdctx.Context, call Call, next Next) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errs.New(errs.ListenerFailed, fmt.Sprintf("plugin listener of %q panicked: %v", call.Event, r))
+		}
+	}()
+	return fn(ctx, call, next)
+}
