@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	stdctx "context"
 	"encoding/json"
 	"errors"
@@ -66,6 +67,11 @@ func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], encode func(P) any,
 			if err != nil {
 				return zero, err
 			}
+			// The chain's own result is kept: when the plugin returns what
+			// next gave it, the host uses the original value, which may
+			// carry more than its JSON shows.
+			var fromNext R
+			var fromNextJSON []byte
 			out, err := r.call(c, w.Name(), scope(p), payload, func(nc stdctx.Context, replaced []byte) ([]byte, error) {
 				np := p
 				if replaced != nil {
@@ -77,7 +83,9 @@ func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], encode func(P) any,
 				if err != nil {
 					return nil, err
 				}
-				return json.Marshal(res)
+				fromNext = res
+				fromNextJSON, err = json.Marshal(res)
+				return fromNextJSON, err
 			})
 			if errors.Is(err, errSkip) {
 				return next.Call(c, p)
@@ -88,6 +96,11 @@ func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], encode func(P) any,
 			var res R
 			if err := json.Unmarshal(out, &res); err != nil {
 				return zero, r.protocolError("its result for %s is not valid JSON: %v", w.Name(), err)
+			}
+			if fromNextJSON != nil {
+				if again, err := json.Marshal(res); err == nil && bytes.Equal(again, fromNextJSON) {
+					return fromNext, nil
+				}
 			}
 			return res, nil
 		}, opts...)

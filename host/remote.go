@@ -162,13 +162,13 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 
 // startHint says what a start failure most likely means.
 func startHint(err error) string {
-	text := err.Error()
+	text := strings.ToLower(err.Error())
 	switch {
 	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
 		return "the binary does not match the sha256 in the config; rebuild or update the checksum"
-	case strings.Contains(text, "Incompatible API version"), strings.Contains(text, "Incompatible core API version"):
-		return "it speaks another protocol version (" + text + ")"
-	case strings.Contains(text, "Unrecognized remote plugin message"):
+	case strings.Contains(text, "incompatible api version"), strings.Contains(text, "incompatible core api version"):
+		return "it speaks another protocol version (" + err.Error() + ")"
+	case strings.Contains(text, "unrecognized remote plugin message"):
 		return "the handshake is corrupted: the plugin wrote to stdout before its handshake line; log to stderr instead"
 	case strings.Contains(text, "timeout while waiting for plugin to start"):
 		return "it did not answer the handshake in time"

@@ -219,6 +219,11 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request) (s
 	if decision.Kind == DecisionReject {
 		return "", AgentAdmissionRejected(decision.Reason, decision.Message, decision.Presented, nil)
 	}
+	if m := decision.admitted; m != nil {
+		// Listeners may rewrite the content; the identity stays the
+		// controller's.
+		msg.Content = m.Content
+	}
 
 	if err := c.check(ctx, agent); err != nil {
 		return "", err

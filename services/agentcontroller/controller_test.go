@@ -359,3 +359,22 @@ func TestRefusalJSONShape(t *testing.T) {
 		t.Fatalf("json %s", b)
 	}
 }
+
+func TestListenerMayRewriteTheMessage(t *testing.T) {
+	e := newEnv(t)
+	a := e.agent("a")
+	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, ad agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+		ad.Message.Content = strings.ReplaceAll(ad.Message.Content, "hunter2", "[redacted]")
+		return next.Call(ctx, ad)
+	})
+	var seen llm.Message
+	req := send("my password is hunter2")
+	req.BeforeInsert = func(m llm.Message) error { seen = m; return nil }
+	id, err := e.ctl.Deliver(stdctx.Background(), a, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Messages(); len(got) != 1 || got[0] != "my password is [redacted]" || seen.ID != id {
+		t.Fatalf("inbox %v, BeforeInsert saw %+v", got, seen)
+	}
+}

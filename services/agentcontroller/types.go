@@ -92,6 +92,10 @@ type Decision struct {
 	// Presented says the refusing plugin already showed the refusal in its
 	// own interface, so the sender need not.
 	Presented bool `json:"presented,omitempty"`
+	// admitted is the message as the innermost step received it: a
+	// listener may pass a rewritten message down with next (to redact it,
+	// say), and that is what enters the inbox.
+	admitted *llm.Message
 }
 
 // Admit is the decision that lets a message in.
@@ -125,8 +129,10 @@ var (
 	// EventAdmission decides whether a message enters the inbox. Admit by
 	// returning next's decision, hold by waiting before next, refuse by
 	// returning a Reject without calling next. The innermost step admits.
-	EventAdmission = waterfall.New("agent-controller/admission", func(stdctx.Context, Admission) (Decision, error) {
-		return Admit(), nil
+	EventAdmission = waterfall.New("agent-controller/admission", func(_ stdctx.Context, a Admission) (Decision, error) {
+		d := Admit()
+		d.admitted = &a.Message
+		return d, nil
 	})
 	// EventInserted is emitted once a delivered message is in the inbox.
 	// React to admitted messages here; admission listeners never run after

@@ -1,0 +1,306 @@
+package host_test
+
+import (
+	stdctx "context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/hashicorp/go-hclog"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds the test plugin and the example plugin once per run.
+func binaries(t *testing.T) (testplugin, example string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "dsh-plugins")
+		if buildErr != nil {
+			return
+		}
+		for out, pkg := range map[string]string{"testplugin": "./internal/testplugin", "no-secrets": "../examples/plugin-admission"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "testplugin"), filepath.Join(binDir, "no-secrets")
+}
+
+func startExec(t *testing.T, yaml string) (*host.Host, *logBuffer) {
+	t.Helper()
+	cfg, err := host.Parse("exec.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(stdctx.Background()) })
+	return h, logs
+}
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *logBuffer) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+func send(h *host.Host, ctx stdctx.Context, agentID, text string) (string, error) {
+	a, _ := h.Agent(agentID)
+	_, err := h.Controller().Deliver(ctx, a, agentcontroller.Request{Mode: agentcontroller.Followup, Content: text})
+	if err != nil {
+		return "", err
+	}
+	a.WhenIdle(stdctx.Background())
+	evs := a.Session().Events(1)
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Message != nil && evs[i].Message.Role == "user" {
+			return evs[i].Message.Content, nil
+		}
+	}
+	return "", nil
+}
+
+func execConfig(bin, config string, extra string) string {
+	return fmt.Sprintf(`plugins:
+  - use: llm.scripted
+  - id: guard
+    exec: %s
+    config: %s
+%sagents:
+  - id: main
+    provider: scripted
+`, bin, config, extra)
+}
+
+func TestPluginAdmitsRefusesAndReplaces(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{refuse_word: spam, upper: true}`, ""))
+	got, err := send(h, stdctx.Background(), "main", "hello")
+	if err != nil || got != "HELLO" {
+		t.Fatalf("admit with a replaced payload: %q %v", got, err)
+	}
+	_, err = send(h, stdctx.Background(), "main", "buy spam")
+	ref, ok := agentcontroller.RefusalOf(err)
+	if !agentcontroller.IsRejected(err) || !ok || ref.Reason != "testplugin/refused" || ref.Message != "no spam here (main)" {
+		t.Fatalf("refusal from a plugin must be recognized by code: %v", err)
+	}
+}
+
+func TestExampleAdmissionPlugin(t *testing.T) {
+	_, example := binaries(t)
+	h, _ := startExec(t, execConfig(example, `{word: password}`, ""))
+	if _, err := send(h, stdctx.Background(), "main", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := send(h, stdctx.Background(), "main", "my Password is 123"); !agentcontroller.IsRejected(err) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestPluginHoldsThenAdmitsAndCancelReachesIt(t *testing.T) {
+	bin, _ := binaries(t)
+	marker := filepath.Join(t.TempDir(), "cancelled")
+	h, _ := startExec(t, execConfig(bin, fmt.Sprintf(`{hold_word: wait, hold_ms: 50, marker: %q}`, marker), ""))
+	if got, err := send(h, stdctx.Background(), "main", "wait a bit"); err != nil || got != "wait a bit" {
+		t.Fatalf("hold then admit: %q %v", got, err)
+	}
+	h2, _ := startExec(t, execConfig(bin, fmt.Sprintf(`{hold_word: wait, hold_ms: 60000, marker: %q}`, marker), ""))
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := send(h2, ctx, "main", "wait forever")
+	if !errs.HasCode(err, "") && err == nil {
+		t.Fatal("a cancelled delivery must fail")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(marker); string(b) == "cancelled" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the cancellation never reached the plugin (err %v)", err)
+}
+
+func TestPresetPluginHearsOnlyItsAgent(t *testing.T) {
+	bin, _ := binaries(t)
+	yaml := fmt.Sprintf(`plugins:
+  - use: llm.scripted
+presets:
+  guarded:
+    - exec: %s
+      config: {refuse_word: spam}
+agents:
+  - id: a
+    provider: scripted
+    preset: guarded
+  - id: b
+    provider: scripted
+`, bin)
+	h, _ := startExec(t, yaml)
+	if _, err := send(h, stdctx.Background(), "a", "spam"); !agentcontroller.IsRejected(err) {
+		t.Fatalf("a: %v", err)
+	}
+	if _, err := send(h, stdctx.Background(), "b", "spam"); err != nil {
+		t.Fatalf("b must not hear a's plugin: %v", err)
+	}
+}
+
+func TestCrashMidCallFailsTheCallAndRestarts(t *testing.T) {
+	bin, _ := binaries(t)
+	h, logs := startExec(t, execConfig(bin, `{crash_word: boom}`, ""))
+	_, err := send(h, stdctx.Background(), "main", "boom")
+	if !errs.Has(err, agentcontroller.RejectedCode, agentcontroller.ReasonAdmissionFailed) || !errs.HasCode(err, host.PluginCrashed) || !strings.Contains(err.Error(), `"guard"`) {
+		t.Fatalf("crash: %v", err)
+	}
+	a, _ := h.Agent("main")
+	if a.Pending() != 0 || a.Session().Len() != 0 {
+		t.Fatal("nothing may be inserted after a crash")
+	}
+	// While down, fail closed; once restarted, it serves again.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := send(h, stdctx.Background(), "main", "after")
+		if err == nil {
+			break
+		}
+		if !errs.HasCode(err, agentcontroller.RejectedCode) || time.Now().After(deadline) {
+			t.Fatalf("while restarting: %v\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "restarting") {
+		t.Fatalf("no restart logged:\n%s", logs.String())
+	}
+}
+
+func TestSkipWhileUnavailable(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{crash_word: boom, refuse_word: spam}`, "    on_unavailable: skip\n    max_restarts: 1\n"))
+	send(h, stdctx.Background(), "main", "boom") // crashes it
+	// Until it is back, its listener is skipped, so spam passes.
+	if _, err := send(h, stdctx.Background(), "main", "spam"); err != nil && !agentcontroller.IsRejected(err) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestSlowPluginTimesOut(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{hold_word: wait, hold_ms: 60000}`, "    timeout: 100ms\n"))
+	_, err := send(h, stdctx.Background(), "main", "wait")
+	if !errs.HasCode(err, host.PluginTimeout) || !strings.Contains(err.Error(), "100ms") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	bin, _ := binaries(t)
+	data, _ := os.ReadFile(bin)
+	sum := sha256.Sum256(data)
+	good := hex.EncodeToString(sum[:])
+	bad := strings.Repeat("0", 64)
+	cases := []struct {
+		name, extra, env, want string
+	}{
+		{"checksum mismatch", "    sha256: \"" + bad + "\"\n", "", "does not match the sha256"},
+		{"garbage on stdout", "", "TESTPLUGIN_GARBAGE=1", "wrote to stdout before its handshake"},
+		{"protocol version", "", "TESTPLUGIN_PROTOCOL=2", "another protocol version"},
+		{"config rejected", "", "", "rejected its config"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				k, v, _ := strings.Cut(tc.env, "=")
+				t.Setenv(k, v)
+			}
+			config := "{}"
+			if tc.name == "config rejected" {
+				config = "{fail: true}"
+			}
+			cfg, err := host.Parse("exec.yaml", []byte(execConfig(bin, config, tc.extra)), host.LoadOptions{Environ: []string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error saying %q, got %v", tc.want, err)
+			}
+		})
+	}
+	// The right checksum starts.
+	h, _ := startExec(t, execConfig(bin, "{}", "    sha256: \""+good+"\"\n"))
+	if _, err := send(h, stdctx.Background(), "main", "hi"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDisposeLeavesNoProcess(t *testing.T) {
+	bin, _ := binaries(t)
+	cfg, _ := host.Parse("exec.yaml", []byte(execConfig(bin, "{}", "")), host.LoadOptions{Environ: []string{}})
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := pluginPIDs(t, bin)
+	if len(pids) == 0 {
+		t.Fatal("no plugin process found")
+	}
+	h.Close(stdctx.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pluginPIDs(t, bin)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("plugin processes left: %v", pluginPIDs(t, bin))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pluginPIDs lists live processes running bin (zombies excluded).
+func pluginPIDs(t *testing.T, bin string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || exe != bin {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if fields := strings.Fields(string(stat)); len(fields) > 2 && fields[2] == "Z" {
+			continue
+		}
+		if syscall.Kill(pid, 0) == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

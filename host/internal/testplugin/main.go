@@ -1,0 +1,80 @@
+// Command testplugin is the plugin binary the host's tests drive. Its
+// behaviour comes from its config entry, and two environment variables
+// break its start on purpose (garbage on stdout, a wrong protocol version).
+package main
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dsh-go/dsh/sdk"
+	"github.com/hashicorp/go-plugin"
+)
+
+type config struct {
+	// RefuseWord refuses messages that contain it.
+	RefuseWord string `json:"refuse_word"`
+	// HoldWord holds messages that contain it until the call is cancelled
+	// or HoldMs passes; a cancellation is written to Marker.
+	HoldWord string `json:"hold_word"`
+	HoldMs   int    `json:"hold_ms"`
+	Marker   string `json:"marker"`
+	// Upper passes the message on upper-cased.
+	Upper bool `json:"upper"`
+	// CrashWord exits the process in the middle of the call.
+	CrashWord string `json:"crash_word"`
+	// Fail makes Configure fail.
+	Fail bool `json:"fail"`
+}
+
+func main() {
+	if os.Getenv("TESTPLUGIN_GARBAGE") != "" {
+		fmt.Println("hello from a plugin that prints before its handshake")
+	}
+	var cfg config
+	p := sdk.New("testplugin", "0.1.0")
+	p.OnConfigure(func(raw json.RawMessage) error {
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return err
+		}
+		if cfg.Fail {
+			return fmt.Errorf("testplugin: fail is set")
+		}
+		return nil
+	})
+	p.Admission(func(ctx stdctx.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
+		text := a.Message.Content
+		switch {
+		case cfg.CrashWord != "" && strings.Contains(text, cfg.CrashWord):
+			os.Exit(3)
+		case cfg.RefuseWord != "" && strings.Contains(text, cfg.RefuseWord):
+			return sdk.Reject("testplugin/refused", "no "+cfg.RefuseWord+" here ("+a.AgentID+")", false), nil
+		case cfg.HoldWord != "" && strings.Contains(text, cfg.HoldWord):
+			select {
+			case <-ctx.Done():
+				if cfg.Marker != "" {
+					os.WriteFile(cfg.Marker, []byte("cancelled"), 0o644)
+				}
+				return sdk.Decision{}, ctx.Err()
+			case <-time.After(time.Duration(cfg.HoldMs) * time.Millisecond):
+			}
+		}
+		if cfg.Upper {
+			a.Message.Content = strings.ToUpper(text)
+		}
+		return next(ctx, a)
+	})
+	if os.Getenv("TESTPLUGIN_PROTOCOL") == "2" {
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  plugin.HandshakeConfig{ProtocolVersion: 2, MagicCookieKey: sdk.Handshake.MagicCookieKey, MagicCookieValue: sdk.Handshake.MagicCookieValue},
+			VersionedPlugins: map[int]plugin.PluginSet{2: {sdk.PluginName: &sdk.GRPCPlugin{Impl: p.Server()}}},
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+		return
+	}
+	p.Serve()
+}
