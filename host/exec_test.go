@@ -308,3 +308,50 @@ func pluginPIDs(t *testing.T, bin string) []int {
 	}
 	return pids
 }
+
+func TestPluginThatNeverAnswersTheHandshake(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "silent")
+	os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755)
+	cfg, err := host.Parse("exec.yaml", []byte(execConfig(script, "{}", "    start_timeout: 300ms\n")), host.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if !errs.HasCode(err, host.PluginStartFailed) || !strings.Contains(err.Error(), "did not answer the handshake in time") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestPluginDiesWithAKilledHost starts dsh with a plugin, kills dsh with
+// SIGKILL — no chance to clean up — and expects the plugin gone too.
+func TestPluginDiesWithAKilledHost(t *testing.T) {
+	bin, _ := binaries(t)
+	dir := t.TempDir()
+	dsh := filepath.Join(dir, "dsh")
+	if out, err := exec.Command("go", "build", "-o", dsh, "../cmd/dsh").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte(execConfig(bin, "{}", "")), 0o644)
+	cmd := exec.Command(dsh, "run", "--config", cfg)
+	stdin, _ := cmd.StdinPipe() // dsh waits for the prompt on stdin
+	defer stdin.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for len(pluginPIDs(t, bin)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for len(pluginPIDs(t, bin)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("orphaned plugin processes: %v", pluginPIDs(t, bin))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

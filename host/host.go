@@ -48,6 +48,7 @@ type Host struct {
 type mounted struct {
 	entry Entry
 	fiber *dshctx.Fiber
+	exec  *execPlugin // for exec: entries
 }
 
 type runningAgent struct {
@@ -127,8 +128,12 @@ func (h *Host) mountCore() error {
 
 // apply mounts one entry in ctx and waits for it.
 func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mounted, error) {
-	var p dshctx.Plugin = execPlugin{entry: *e}
-	if e.Exec == "" {
+	var p dshctx.Plugin
+	var ep *execPlugin
+	if e.Exec != "" {
+		ep = &execPlugin{entry: *e}
+		p = ep
+	} else {
 		info, ok := Lookup(e.Use)
 		if !ok {
 			return nil, errs.New(StartFailed, fmt.Sprintf("%s: plugin %q is not registered", at, e.Use))
@@ -150,7 +155,7 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mo
 		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf("%s (id %q, %s) failed to start", at, e.ID, what))
 	}
 	h.log.Debug("plugin started", "at", at, "id", e.ID, "use", e.Use, "scope", ctx.Tag())
-	return &mounted{entry: *e, fiber: f}, nil
+	return &mounted{entry: *e, fiber: f, exec: ep}, nil
 }
 
 // startAgent creates one agent and mounts its presets in its scope.

@@ -53,16 +53,21 @@ type remote struct {
 	stop     chan struct{}
 }
 
-// execPlugin is the dshctx.Plugin of an exec: entry.
-type execPlugin struct{ entry Entry }
+// execPlugin is the dshctx.Plugin of an exec: entry. remote is the running
+// plugin once Apply succeeded.
+type execPlugin struct {
+	entry  Entry
+	remote *remote
+}
 
-func (p execPlugin) Name() string { return "exec:" + p.entry.ID }
+func (p *execPlugin) Name() string { return "exec:" + p.entry.ID }
 
 // Apply starts the binary, checks what it listens to, configures it and
 // registers a proxy listener for each of its events in ctx, so a plugin in
 // a preset hears only its agent.
-func (p execPlugin) Apply(ctx *dshctx.Context, _ any) error {
+func (p *execPlugin) Apply(ctx *dshctx.Context, _ any) error {
 	r := &remote{entry: p.entry, log: ctx.Logger(), stop: make(chan struct{}), down: make(chan struct{})}
+	p.remote = r
 	desc, err := r.start(ctx)
 	if err != nil {
 		return err
