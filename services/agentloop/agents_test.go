@@ -159,8 +159,18 @@ func TestAgentEventsAndStatusOnlyOnChange(t *testing.T) {
 		return nil
 	})
 	h, _ := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: "a", Options: agents.Options{Provider: "scripted"}})
+	// Hold the first turn until the second message is queued, so the two
+	// turns run back to back: one change to running, one back to idle.
+	queued := make(chan struct{})
+	agentloop.EventRequest.On(e.root, func(ctx stdctx.Context, ev agentloop.RequestEvent, next waterfall.Next[agentloop.RequestEvent, llm.Request]) (llm.Request, error) {
+		if ev.Turn == 1 {
+			<-queued
+		}
+		return next.Call(ctx, ev)
+	})
 	h.Agent.Followup(user("1"))
-	h.Agent.Followup(user("2")) // two turns back to back: one running, one idle
+	h.Agent.Followup(user("2"))
+	close(queued)
 	idle(t, h.Agent)
 	h.Dispose(stdctx.Background())
 	mu.Lock()
