@@ -355,3 +355,57 @@ func TestPluginDiesWithAKilledHost(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestPluginOnToolsAndNotifications(t *testing.T) {
+	bin, _ := binaries(t)
+	events := filepath.Join(t.TempDir(), "events")
+	yaml := fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - tool_calls: [{name: clock}]
+        - text: done
+  - use: tools.clock
+  - id: guard
+    exec: %s
+    config: {deny_tool: clock, events_file: %q}
+agents:
+  - id: main
+    provider: scripted
+`, bin, events)
+	h, _ := startExec(t, yaml)
+	if _, err := send(h, stdctx.Background(), "main", "what time is it"); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := h.Agent("main")
+	var result string
+	for _, e := range a.Session().Events(1) {
+		if e.Type == "tool/result" {
+			result = e.Message.Content
+		}
+	}
+	if result != "denied by testplugin" {
+		t.Fatalf("the plugin's tools/execute listener did not refuse: %q", result)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(events)
+		if strings.HasPrefix(string(b), "main ") && strings.Contains(string(b), `"content":"what time is it"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the notification never reached the plugin: %q", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestPluginOnAnUnknownEventFailsClearly(t *testing.T) {
+	bin, _ := binaries(t)
+	t.Setenv("TESTPLUGIN_UNKNOWN", "1")
+	cfg, _ := host.Parse("exec.yaml", []byte(execConfig(bin, "{}", "")), host.LoadOptions{Environ: []string{}})
+	_, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if !errs.HasCode(err, host.PluginProtocol) || !strings.Contains(err.Error(), `"no/such-event"`) || !strings.Contains(err.Error(), "agent-controller/admission") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Codes of plugin binaries.
@@ -51,6 +53,45 @@ type remote struct {
 	closed   bool
 	down     chan struct{} // closed by the supervisor when it stops
 	stop     chan struct{}
+	// emits queues notifications for the sender goroutine, so an emitter
+	// never waits for the plugin.
+	emits    chan *pluginv1.EmitRequest
+	emitDone chan struct{}
+}
+
+// enqueueEmit queues a notification; when the queue is full the
+// notification is dropped with a warning rather than block the emitter.
+func (r *remote) enqueueEmit(req *pluginv1.EmitRequest) {
+	select {
+	case r.emits <- req:
+	default:
+		r.log.Warn("plugin is behind on notifications; dropped one", "event", req.Event)
+	}
+}
+
+// sendEmits delivers queued notifications in order until stop.
+func (r *remote) sendEmits() {
+	defer close(r.emitDone)
+	for {
+		select {
+		case <-r.stop:
+			return
+		case req := <-r.emits:
+			rpc := r.current()
+			if rpc == nil {
+				continue // down: a notification is not worth waiting for
+			}
+			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), max(r.entry.Timeout, 10*time.Second))
+			res, err := rpc.Emit(ctx, req)
+			cancel()
+			if err == nil && res.Error != nil {
+				err = sdk.ErrorFromProto(res.Error)
+			}
+			if err != nil {
+				r.log.Warn("plugin failed a notification", "event", req.Event, "error", err)
+			}
+		}
+	}
 }
 
 // execPlugin is the dshctx.Plugin of an exec: entry. remote is the running
@@ -66,20 +107,25 @@ func (p *execPlugin) Name() string { return "exec:" + p.entry.ID }
 // registers a proxy listener for each of its events in ctx, so a plugin in
 // a preset hears only its agent.
 func (p *execPlugin) Apply(ctx *dshctx.Context, _ any) error {
-	r := &remote{entry: p.entry, log: ctx.Logger(), stop: make(chan struct{}), down: make(chan struct{})}
+	r := &remote{entry: p.entry, log: ctx.Logger(), stop: make(chan struct{}), down: make(chan struct{}),
+		emits: make(chan *pluginv1.EmitRequest, 1024), emitDone: make(chan struct{})}
 	p.remote = r
 	desc, err := r.start(ctx)
 	if err != nil {
 		return err
 	}
-	// Disposal stops the supervisor, then the process (gracefully first).
+	// The supervisor and the notification sender run from here on, so
+	// close can always wait for them; disposal stops them, then the
+	// process (gracefully first).
+	go r.supervise(ctx)
+	go r.sendEmits()
 	if _, err := ctx.OnDispose("plugin process", func() error { r.close(); return nil }); err != nil {
 		r.close()
 		return err
 	}
 	for _, l := range desc.Listeners {
 		b, ok := bridges[l.Event]
-		if !ok || l.Kind != pluginv1.Kind_KIND_WATERFALL {
+		if !ok || l.Kind != b.kind {
 			return errs.New(PluginProtocol, fmt.Sprintf(
 				"plugin %q (%s) listens to %q as %s, which plugin binaries cannot listen to yet; known: %s",
 				p.entry.ID, p.entry.Exec, l.Event, l.Kind, bridgeNames()))
@@ -88,7 +134,6 @@ func (p *execPlugin) Apply(ctx *dshctx.Context, _ any) error {
 			return err
 		}
 	}
-	go r.supervise(ctx)
 	return nil
 }
 
@@ -284,10 +329,13 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 
 // callError explains why a call's stream failed.
 func (r *remote) callError(ctx stdctx.Context, err error) error {
+	// The deadline travels with the call, so the plugin's side may end the
+	// stream a moment before the host's own timer fires.
+	timedOut := errors.Is(ctx.Err(), stdctx.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
+	if timedOut && r.entry.Timeout > 0 {
+		return errs.New(PluginTimeout, fmt.Sprintf("plugin %q (%s) did not answer within %s", r.entry.ID, r.entry.Exec, r.entry.Timeout))
+	}
 	if ctx.Err() != nil {
-		if errors.Is(ctx.Err(), stdctx.DeadlineExceeded) && r.entry.Timeout > 0 {
-			return errs.New(PluginTimeout, fmt.Sprintf("plugin %q (%s) did not answer within %s", r.entry.ID, r.entry.Exec, r.entry.Timeout))
-		}
 		return ctx.Err()
 	}
 	r.mu.Lock()
@@ -359,6 +407,7 @@ func (r *remote) close() {
 	r.mu.Unlock()
 	close(r.stop)
 	<-r.down
+	<-r.emitDone
 	r.mu.Lock()
 	client := r.client
 	r.mu.Unlock()

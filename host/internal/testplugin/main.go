@@ -29,6 +29,12 @@ type config struct {
 	CrashWord string `json:"crash_word"`
 	// Fail makes Configure fail.
 	Fail bool `json:"fail"`
+	// DenyTool refuses calls of that tool.
+	DenyTool string `json:"deny_tool"`
+	// EventsFile receives one line per message inserted into an inbox.
+	EventsFile string `json:"events_file"`
+	// Unknown listens to an event the host does not bridge.
+	Unknown bool `json:"unknown"`
 }
 
 func main() {
@@ -68,6 +74,31 @@ func main() {
 		}
 		return next(ctx, a)
 	})
+	p.Waterfall("tools/execute", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
+		var x struct {
+			Call struct{ Name string } `json:"call"`
+		}
+		json.Unmarshal(call.Payload, &x)
+		if cfg.DenyTool != "" && x.Call.Name == cfg.DenyTool {
+			return json.Marshal(map[string]any{"content": "denied by testplugin", "is_error": true})
+		}
+		return next(ctx, nil)
+	})
+	p.Emit("agent/inbox/inserted", func(ctx stdctx.Context, call sdk.Call) error {
+		if cfg.EventsFile == "" {
+			return nil
+		}
+		f, err := os.OpenFile(cfg.EventsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = fmt.Fprintf(f, "%s %s\n", call.Scope, call.Payload)
+		return err
+	})
+	if os.Getenv("TESTPLUGIN_UNKNOWN") != "" {
+		p.Waterfall("no/such-event", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) { return next(ctx, nil) })
+	}
 	if os.Getenv("TESTPLUGIN_PROTOCOL") == "2" {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  plugin.HandshakeConfig{ProtocolVersion: 2, MagicCookieKey: sdk.Handshake.MagicCookieKey, MagicCookieValue: sdk.Handshake.MagicCookieValue},
