@@ -89,7 +89,9 @@ func TestPluginAppliesInOwnFiberWithConfig(t *testing.T) {
 	if inner.Fiber() != f || inner.Fiber() == root.Fiber() {
 		t.Fatal("the plugin must run in its own fiber")
 	}
-	_ = got
+	if got != nil {
+		t.Fatalf("Apply got config %v, want the nil it was given", got)
+	}
 
 	g, _ := root.Plugin(dshctx.PluginFunc(func(*dshctx.Context, any) error { return nil }), 42)
 	if !strings.Contains(g.Name(), "PluginFunc") {
@@ -299,8 +301,6 @@ func TestStdContextDoneErrValue(t *testing.T) {
 		t.Fatal("active context has an error")
 	}
 	type key struct{}
-	parent := stdctx.WithValue(stdctx.Background(), key{}, "v")
-	_ = parent
 	got, ok := dshctx.FromStd(stdctx.WithValue(ctx, key{}, "v"))
 	if !ok || got != ctx {
 		t.Fatal("FromStd must find the dsh context in a derived context")

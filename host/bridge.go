@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
@@ -27,9 +28,13 @@ type bridge struct {
 // bridges holds the events plugin binaries can listen to, by name.
 var bridges = map[string]bridge{
 	agentcontroller.EventAdmission.Name(): waterfallBridge(agentcontroller.EventAdmission, encodeAdmission, decodeAdmission,
-		func(a agentcontroller.Admission) string { return a.Agent.ID() }),
+		func(a agentcontroller.Admission) string { return a.Agent.ID() },
+		func(msg string) agentcontroller.Decision {
+			return agentcontroller.Reject(ReasonUnavailable, msg, false)
+		}),
 	tools.EventExecute.Name(): waterfallBridge(tools.EventExecute, encodeExecution, decodeExecution,
-		func(x tools.Execution) string { return x.Call.AgentID }),
+		func(x tools.Execution) string { return x.Call.AgentID },
+		func(msg string) tools.Result { return tools.Result{Content: msg, IsError: true} }),
 	agentcontroller.EventInserted.Name(): emitBridge(agentcontroller.EventInserted, func(in agentcontroller.Inserted) (string, any) {
 		return in.Agent.ID(), admissionWire{AgentID: in.Agent.ID(), Message: in.Message, Mode: in.Mode, Source: in.Source}
 	}),
@@ -124,8 +129,10 @@ var errSkip = errors.New("plugin unavailable; skipped")
 
 // waterfallBridge builds the bridge of a waterfall whose payload P travels
 // as encode(P), whose result R travels as its own JSON, and whose dispatch
-// is about the agent scope(P) names.
-func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], encode func(P) any, decode func(orig P, data []byte) (P, error), scope func(P) string) bridge {
+// is about the agent scope(P) names. refuse is the result that stands for
+// the plugin while it is down and its entry fails closed.
+func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], encode func(P) any, decode func(orig P, data []byte) (P, error),
+	scope func(P) string, refuse func(msg string) R) bridge {
 	return bridge{kind: pluginv1.Kind_KIND_WATERFALL, register: func(ctx *dshctx.Context, r *remote, prepend bool) error {
 		var opts []waterfall.Option
 		if prepend {
@@ -159,6 +166,9 @@ func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], encode func(P) any,
 			})
 			if errors.Is(err, errSkip) {
 				return next.Call(c, p)
+			}
+			if errs.Has(err, PluginCrashed, ReasonUnavailable) {
+				return refuse(err.(*errs.Error).Message), nil
 			}
 			if err != nil {
 				return zero, err

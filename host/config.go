@@ -67,7 +67,7 @@ type Entry struct {
 	// OnUnavailable is what the plugin's listeners do while it is down:
 	// "fail" (refuse, the default) or "skip" (pass the event on).
 	OnUnavailable string `koanf:"on_unavailable"`
-	// MaxRestarts bounds restarts after crashes (default 5).
+	// MaxRestarts bounds restarts after crashes (default 5; -1: never).
 	MaxRestarts int `koanf:"max_restarts"`
 }
 
@@ -330,8 +330,8 @@ func checkExec(e *Entry, key string, p *problems) {
 	default:
 		p.add(key+".on_unavailable", fmt.Sprintf("%q is not an option; use fail or skip", e.OnUnavailable))
 	}
-	if e.Timeout < 0 || e.StartTimeout < 0 || e.MaxRestarts < 0 {
-		p.add(key, "timeout, start_timeout and max_restarts cannot be negative")
+	if e.Timeout < 0 || e.StartTimeout < 0 || e.MaxRestarts < -1 {
+		p.add(key, "timeout and start_timeout cannot be negative; max_restarts is -1 (never restart) or more")
 	}
 }
 

@@ -409,3 +409,20 @@ func TestPluginOnAnUnknownEventFailsClearly(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestDownPluginFailsClosedWithItsReason(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{crash_word: boom}`, "    max_restarts: -1\n"))
+	send(h, stdctx.Background(), "main", "boom")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := send(h, stdctx.Background(), "main", "hello")
+		if ref, ok := agentcontroller.RefusalOf(err); ok && ref.Reason == host.ReasonUnavailable {
+			return
+		}
+		if err == nil || time.Now().After(deadline) {
+			t.Fatalf("a down plugin must refuse with %s, got %v", host.ReasonUnavailable, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

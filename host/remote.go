@@ -251,7 +251,7 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 		if r.entry.OnUnavailable == "skip" {
 			return nil, errSkip
 		}
-		return nil, errs.New(PluginCrashed, fmt.Sprintf("plugin %q (%s) is not running; it is being restarted", r.entry.ID, r.entry.Exec)).WithReason(ReasonUnavailable)
+		return nil, errs.New(PluginCrashed, fmt.Sprintf("plugin %q (%s) is not running", r.entry.ID, r.entry.Exec)).WithReason(ReasonUnavailable)
 	}
 	if r.entry.Timeout > 0 {
 		var cancel stdctx.CancelFunc
@@ -363,8 +363,11 @@ func (r *remote) supervise(ctx stdctx.Context) {
 		r.mu.Lock()
 		exited := r.client != nil && r.client.Exited()
 		limit := r.entry.MaxRestarts
-		if limit == 0 {
+		switch {
+		case limit == 0:
 			limit = 5
+		case limit < 0:
+			limit = 0 // -1: never restart
 		}
 		giveUp := r.restarts >= limit
 		r.mu.Unlock()
