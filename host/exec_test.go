@@ -426,3 +426,19 @@ func TestDownPluginFailsClosedWithItsReason(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestPluginLogsReachTheHostUnderTheEntryID(t *testing.T) {
+	bin, _ := binaries(t)
+	_, logs := startExec(t, execConfig(bin, `{refuse_word: spam}`, ""))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := logs.String()
+		if strings.Contains(out, "exec:guard") && strings.Contains(out, "configured") && strings.Contains(out, "refuse_word=spam") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin's log line never reached the host log:\n%s", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -50,6 +50,7 @@ func main() {
 		if cfg.Fail {
 			return fmt.Errorf("testplugin: fail is set")
 		}
+		p.Logger.Info("configured", "refuse_word", cfg.RefuseWord)
 		return nil
 	})
 	p.Admission(func(ctx stdctx.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
