@@ -117,7 +117,7 @@ func (p *execPlugin) Apply(ctx *dshctx.Context, _ any) error {
 	// The supervisor and the notification sender run from here on, so
 	// close can always wait for them; disposal stops them, then the
 	// process (gracefully first).
-	go r.supervise(ctx)
+	go r.supervise()
 	go r.sendEmits()
 	if _, err := ctx.OnDispose("plugin process", func() error { r.close(); return nil }); err != nil {
 		r.close()
@@ -282,11 +282,13 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 				if f := inNext.Load(); f != nil {
 					(*f)()
 				}
-				inbox <- received{err: err}
-				return
 			}
-			inbox <- received{msg: m}
-			if m.GetResult() != nil {
+			select {
+			case inbox <- received{msg: m, err: err}:
+			case <-cctx.Done():
+				return // the call is over; nobody reads any more
+			}
+			if err != nil || m.GetResult() != nil {
 				return
 			}
 		}
@@ -349,7 +351,7 @@ func (r *remote) callError(ctx stdctx.Context, err error) error {
 
 // supervise restarts the process when it exits, with exponential backoff,
 // until the entry's restart limit.
-func (r *remote) supervise(ctx stdctx.Context) {
+func (r *remote) supervise() {
 	defer close(r.down)
 	backoff := 100 * time.Millisecond
 	tick := time.NewTicker(50 * time.Millisecond)
