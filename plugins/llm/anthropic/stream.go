@@ -68,31 +68,16 @@ type stream struct {
 	provider string
 	body     io.ReadCloser
 	events   *sse.Reader
-	pending  []llm.Chunk
+	queue    sse.Queue
 	// tools maps a content block index to its tool call index.
 	tools  map[int]int
 	usage  llm.Usage
 	finish llm.Chunk
-	done   bool
-	err    error
 	wire   wireEvent
 	json   sse.JSONDecoder
 }
 
-func (s *stream) Recv() (llm.Chunk, error) {
-	for len(s.pending) == 0 {
-		if s.err != nil {
-			return llm.Chunk{}, s.err
-		}
-		if s.done {
-			return llm.Chunk{}, io.EOF
-		}
-		s.err = s.read()
-	}
-	c := s.pending[0]
-	s.pending = s.pending[1:]
-	return c, nil
-}
+func (s *stream) Recv() (llm.Chunk, error) { return s.queue.Next(s.read) }
 
 func (s *stream) Close() error { return s.body.Close() }
 
@@ -120,25 +105,25 @@ func (s *stream) read() error {
 		if w.ContentBlock.Type == "tool_use" {
 			i := len(s.tools)
 			s.tools[w.Index] = i
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkToolCall, ToolCall: &llm.ToolCallDelta{Index: i, ID: w.ContentBlock.ID, Name: w.ContentBlock.Name}})
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkToolCall, ToolCall: &llm.ToolCallDelta{Index: i, ID: w.ContentBlock.ID, Name: w.ContentBlock.Name}})
 		}
 	case "content_block_delta":
 		switch w.Delta.Type {
 		case "text_delta":
 			if w.Delta.Text != "" {
-				s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkText, Text: w.Delta.Text})
+				s.queue.Push(llm.Chunk{Kind: llm.ChunkText, Text: w.Delta.Text})
 			}
 		case "thinking_delta":
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkReasoning, Text: w.Delta.Thinking})
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkReasoning, Text: w.Delta.Thinking})
 		case "signature_delta":
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkReasoning, Signature: w.Delta.Signature})
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkReasoning, Signature: w.Delta.Signature})
 		case "input_json_delta":
 			i, ok := s.tools[w.Index]
 			if !ok {
 				return s.fail(ReasonBadChunk, fmt.Sprintf("tool input for content block %d, which is not a tool_use block (line %d)", w.Index, ev.Line))
 			}
 			if w.Delta.PartialJSON != "" {
-				s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkToolCall, ToolCall: &llm.ToolCallDelta{Index: i, Arguments: w.Delta.PartialJSON}})
+				s.queue.Push(llm.Chunk{Kind: llm.ChunkToolCall, ToolCall: &llm.ToolCallDelta{Index: i, Arguments: w.Delta.PartialJSON}})
 			}
 		}
 	case "message_delta":
@@ -149,13 +134,13 @@ func (s *stream) read() error {
 			s.finish = finishOf(w.Delta.StopReason)
 		}
 	case "message_stop":
-		s.done = true
+		s.queue.Done = true
 		u := s.usage
-		s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkUsage, Usage: &u})
+		s.queue.Push(llm.Chunk{Kind: llm.ChunkUsage, Usage: &u})
 		if s.finish.Kind == 0 {
 			s.finish = llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishStop}
 		}
-		s.pending = append(s.pending, s.finish)
+		s.queue.Push(s.finish)
 	case "error":
 		return s.fail(ReasonAPIError, fmt.Sprintf("the API reported %s mid-stream: %s", w.Error.Type, w.Error.Message))
 	}

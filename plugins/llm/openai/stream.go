@@ -81,32 +81,14 @@ type stream struct {
 	provider string
 	body     io.ReadCloser
 	events   *sse.Reader
-	pending  []llm.Chunk
+	queue    sse.Queue
 	usage    *llm.Usage
 	finish   *llm.Chunk
-	done     bool
-	err      error
 	wire     wireChunk
 	json     sse.JSONDecoder
 }
 
-func (s *stream) Recv() (llm.Chunk, error) {
-	for len(s.pending) == 0 {
-		if s.err != nil {
-			return llm.Chunk{}, s.err
-		}
-		if s.done {
-			return llm.Chunk{}, io.EOF
-		}
-		s.err = s.read()
-	}
-	c := s.pending[0]
-	s.pending = s.pending[1:]
-	if len(s.pending) == 0 {
-		s.pending = s.pending[:0:cap(s.pending)]
-	}
-	return c, nil
-}
+func (s *stream) Recv() (llm.Chunk, error) { return s.queue.Next(s.read) }
 
 func (s *stream) Close() error { return s.body.Close() }
 
@@ -124,23 +106,23 @@ func (s *stream) read() error {
 		return s.fail(ReasonTruncated, "reading the stream failed", err)
 	}
 	if string(ev.Data) == "[DONE]" {
-		s.done = true
+		s.queue.Done = true
 		if s.usage != nil {
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkUsage, Usage: s.usage})
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkUsage, Usage: s.usage})
 		}
 		fin := llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishStop}
 		if s.finish != nil {
 			fin = *s.finish
 		}
-		s.pending = append(s.pending, fin)
+		s.queue.Push(fin)
 		return nil
 	}
 	if content, reasoning, ok := fastDelta(ev.Data); ok {
 		if reasoning != "" {
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkReasoning, Text: reasoning})
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkReasoning, Text: reasoning})
 		}
 		if content != "" {
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkText, Text: content})
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkText, Text: content})
 		}
 		return nil
 	}
@@ -154,13 +136,13 @@ func (s *stream) read() error {
 	if ch := &s.wire.Choices[0]; ch.Index == 0 {
 		d := &ch.Delta
 		if r := firstNonEmpty(d.ReasoningContent, d.Reasoning); r != "" {
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkReasoning, Text: r})
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkReasoning, Text: r})
 		}
 		if d.Content != "" {
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkText, Text: d.Content})
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkText, Text: d.Content})
 		}
 		for _, tc := range d.ToolCalls {
-			s.pending = append(s.pending, llm.Chunk{Kind: llm.ChunkToolCall, ToolCall: &llm.ToolCallDelta{
+			s.queue.Push(llm.Chunk{Kind: llm.ChunkToolCall, ToolCall: &llm.ToolCallDelta{
 				Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments,
 			}})
 		}
