@@ -7,15 +7,17 @@ import (
 	"io"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
 	"github.com/dsh-go/dsh/plugins/llm/internal/sse"
 	"github.com/dsh-go/dsh/services/llm"
 )
 
-// Reasons of stream failures (code llm.ProviderFailed).
+// Reasons of stream failures (code llm.ProviderFailed), shared by the
+// providers.
 const (
-	ReasonTruncated = "llm/stream-truncated"
-	ReasonBadChunk  = "llm/bad-chunk"
-	ReasonAPIError  = "llm/api-error"
+	ReasonTruncated = httpx.ReasonTruncated
+	ReasonBadChunk  = httpx.ReasonBadChunk
+	ReasonAPIError  = httpx.ReasonAPIError
 )
 
 // Stream starts one chat completion.

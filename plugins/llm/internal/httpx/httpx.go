@@ -30,6 +30,12 @@ const (
 	ReasonBadRequest   = "llm/bad-request"
 	ReasonNetwork      = "llm/network"
 	ReasonTimeout      = "llm/timeout"
+	// ReasonTruncated: the stream ended before its end marker.
+	ReasonTruncated = "llm/stream-truncated"
+	// ReasonBadChunk: an event could not be decoded.
+	ReasonBadChunk = "llm/bad-chunk"
+	// ReasonAPIError: the API reported an error inside the stream.
+	ReasonAPIError = "llm/api-error"
 )
 
 // Client opens streams for one provider.
