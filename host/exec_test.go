@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -440,5 +443,64 @@ func TestPluginLogsReachTheHostUnderTheEntryID(t *testing.T) {
 			t.Fatalf("the plugin's log line never reached the host log:\n%s", out)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// recorded keeps the requests of the test.recorder provider.
+var recorded struct {
+	sync.Mutex
+	reqs []llm.Request
+}
+
+type recorderProvider struct{}
+
+func (recorderProvider) Stream(_ stdctx.Context, req llm.Request) (llm.Stream, error) {
+	recorded.Lock()
+	recorded.reqs = append(recorded.reqs, req)
+	recorded.Unlock()
+	p, _ := scripted.New(scripted.Config{Replies: []scripted.Reply{{Text: "ok"}}})
+	return p.Stream(stdctx.Background(), req)
+}
+
+func init() {
+	host.Register(host.Info{ID: "test.recorder", Doc: "a model that records its requests (tests only)",
+		Plugin: dshctx.Define("test.recorder", func(ctx *dshctx.Context, _ any) error {
+			svc, err := llm.Key.Get(ctx)
+			if err != nil {
+				return err
+			}
+			return svc.Register(ctx, "rec", recorderProvider{})
+		}, llm.Key)})
+}
+
+func TestPluginOnTheAgentLoopRequest(t *testing.T) {
+	bin, _ := binaries(t)
+	recorded.Lock()
+	recorded.reqs = nil
+	recorded.Unlock()
+	h, _ := startExec(t, fmt.Sprintf(`plugins:
+  - use: test.recorder
+  - id: guard
+    exec: %s
+    config: {system_suffix: " +plugin"}
+agents:
+  - id: main
+    provider: rec
+    system_prompt: base
+`, bin))
+	if _, err := send(h, stdctx.Background(), "main", "hi there"); err != nil {
+		t.Fatal(err)
+	}
+	recorded.Lock()
+	defer recorded.Unlock()
+	if len(recorded.reqs) != 1 {
+		t.Fatalf("%d requests", len(recorded.reqs))
+	}
+	req := recorded.reqs[0]
+	if req.System != "base +plugin" || req.AgentID != "main" || req.Provider != "rec" {
+		t.Fatalf("the plugin's change did not reach the model: %+v", req)
+	}
+	if m, ok := req.History.Last(); !ok || m.Content != "hi there" {
+		t.Fatalf("the history did not survive the round trip: %+v", req.History.Messages())
 	}
 }

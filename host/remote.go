@@ -295,7 +295,13 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 	}()
 	usedNext := false
 	for {
-		in := <-inbox
+		var in received
+		select {
+		case in = <-inbox:
+		case <-cctx.Done():
+			// The reader may give up without handing over its error.
+			return nil, r.callError(ctx, cctx.Err())
+		}
 		if in.err != nil {
 			return nil, r.callError(ctx, in.err)
 		}

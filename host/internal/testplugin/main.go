@@ -35,6 +35,8 @@ type config struct {
 	EventsFile string `json:"events_file"`
 	// Unknown listens to an event the host does not bridge.
 	Unknown bool `json:"unknown"`
+	// SystemSuffix is appended to the system prompt of every model request.
+	SystemSuffix string `json:"system_suffix"`
 }
 
 func main() {
@@ -84,6 +86,19 @@ func main() {
 			return json.Marshal(map[string]any{"content": "denied by testplugin", "is_error": true})
 		}
 		return next(ctx, nil)
+	})
+	p.Waterfall("agent/request", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
+		if cfg.SystemSuffix == "" {
+			return next(ctx, nil)
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(call.Payload, &ev); err != nil {
+			return nil, err
+		}
+		req := ev["request"].(map[string]any)
+		req["system"] = fmt.Sprint(req["system"]) + cfg.SystemSuffix
+		changed, _ := json.Marshal(ev)
+		return next(ctx, changed)
 	})
 	p.Emit("agent/inbox/inserted", func(ctx stdctx.Context, call sdk.Call) error {
 		if cfg.EventsFile == "" {
