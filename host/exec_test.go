@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -502,5 +503,32 @@ agents:
 	}
 	if m, ok := req.History.Last(); !ok || m.Content != "hi there" {
 		t.Fatalf("the history did not survive the round trip: %+v", req.History.Messages())
+	}
+}
+
+// TestPluginThatGivesUpCancelsTheHostsNext: the plugin asks for next, then
+// answers without waiting for it; the rest of the chain, still holding in
+// the host, must see its context end.
+func TestPluginThatGivesUpCancelsTheHostsNext(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{give_up_word: patience, give_up_ms: 100}`, ""))
+	cancelled := make(chan struct{})
+	agentcontroller.EventAdmission.On(h.Root(), func(ctx stdctx.Context, a agentcontroller.Admission, next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
+		select {
+		case <-ctx.Done():
+			close(cancelled)
+			return agentcontroller.Decision{}, ctx.Err()
+		case <-time.After(30 * time.Second):
+			return next.Call(ctx, a)
+		}
+	})
+	_, err := send(h, stdctx.Background(), "main", "patience please")
+	if ref, ok := agentcontroller.RefusalOf(err); !ok || ref.Reason != "testplugin/gave-up" {
+		t.Fatalf("got %v", err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host's next was never cancelled")
 	}
 }

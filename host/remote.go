@@ -275,13 +275,15 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 	}
 	inbox := make(chan received, 1)
 	var inNext atomic.Pointer[stdctx.CancelFunc]
+	var gaveUp atomic.Bool // the plugin answered or left while next ran
 	go func() {
 		for {
 			m, err := stream.Recv()
-			if err != nil {
-				if f := inNext.Load(); f != nil {
-					(*f)()
-				}
+			if f := inNext.Load(); f != nil {
+				// Anything from the plugin while next runs means it no
+				// longer waits for it: stop the rest of the chain.
+				gaveUp.Store(true)
+				(*f)()
 			}
 			select {
 			case inbox <- received{msg: m, err: err}:
@@ -325,6 +327,9 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 			out, err := next(nctx, replaced)
 			inNext.Store(nil)
 			ncancel()
+			if gaveUp.Load() {
+				continue // its answer is in the inbox; it wants no NextResult
+			}
 			res := &pluginv1.NextResult{ResultJson: out, Error: sdk.ErrorToProto(err)}
 			if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: res}}); err != nil {
 				return nil, r.callError(ctx, err)

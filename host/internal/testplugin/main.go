@@ -37,6 +37,10 @@ type config struct {
 	Unknown bool `json:"unknown"`
 	// SystemSuffix is appended to the system prompt of every model request.
 	SystemSuffix string `json:"system_suffix"`
+	// GiveUpWord makes the listener call next, then stop waiting for it
+	// and refuse on its own after GiveUpMs.
+	GiveUpWord string `json:"give_up_word"`
+	GiveUpMs   int    `json:"give_up_ms"`
 }
 
 func main() {
@@ -60,6 +64,10 @@ func main() {
 		switch {
 		case cfg.CrashWord != "" && strings.Contains(text, cfg.CrashWord):
 			os.Exit(3)
+		case cfg.GiveUpWord != "" && strings.Contains(text, cfg.GiveUpWord):
+			go next(ctx, a) // the rest of the chain; its answer is not awaited
+			time.Sleep(time.Duration(cfg.GiveUpMs) * time.Millisecond)
+			return sdk.Reject("testplugin/gave-up", "stopped waiting", false), nil
 		case cfg.RefuseWord != "" && strings.Contains(text, cfg.RefuseWord):
 			return sdk.Reject("testplugin/refused", "no "+cfg.RefuseWord+" here ("+a.AgentID+")", false), nil
 		case cfg.HoldWord != "" && strings.Contains(text, cfg.HoldWord):
