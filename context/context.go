@@ -94,8 +94,21 @@ func (c *Context) Active() bool {
 	return c.life.phase == phaseActive
 }
 
-// Dispose disposes the fiber behind c; see Fiber.Dispose.
-func (c *Context) Dispose() { c.life.fiber.Dispose() }
+// Dispose disposes the fiber behind c; see Fiber.Dispose. Called while the
+// fiber is still applying through this very context — from inside its own
+// Apply, typically — it cannot wait for that apply to finish, so the fiber
+// is disposed right after Apply returns instead.
+func (c *Context) Dispose() {
+	f := c.life.fiber
+	f.mu.Lock()
+	if f.state == StateLoading && f.life == c.life {
+		f.disposeAfterLoad = true
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	f.Dispose()
+}
 
 // Plugin applies p with config in a new child fiber and returns the fiber.
 // The fiber is applied at once when every service it injects is active, and

@@ -363,3 +363,16 @@ func TestBadInput(t *testing.T) {
 	_, err = dshctx.NewKey[int]("n").Get(nil)
 	wantCode(t, err, errs.InvalidArgument)
 }
+
+func TestDisposeFromInsideApplyHappensRightAfter(t *testing.T) {
+	root, _ := newRoot(t)
+	undone := false
+	f := mustPlugin(t, root, dshctx.Define("quitter", func(ctx *dshctx.Context, _ any) error {
+		ctx.OnDispose("mark", func() error { undone = true; return nil })
+		ctx.Dispose() // must not deadlock waiting for this very Apply
+		return nil
+	}))
+	if f.State() != dshctx.StateDisposed || !undone {
+		t.Fatalf("state %s, undone %v", f.State(), undone)
+	}
+}

@@ -58,6 +58,9 @@ type Fiber struct {
 	err     error // why Apply failed
 	changed chan struct{}
 	link    *effect // this fiber's entry in its parent's effects
+	// disposeAfterLoad is set when the fiber's own context asked to be
+	// disposed while its Apply ran.
+	disposeAfterLoad bool
 
 	logger atomic.Pointer[hclog.Logger]
 }
@@ -116,8 +119,8 @@ func (f *Fiber) Await(ctx stdctx.Context) error {
 
 // Dispose undoes everything the fiber registered, in reverse order, and marks
 // it disposed. It waits for an in-flight Apply to return first. Disposing
-// twice is harmless. A plugin must not dispose its own fiber from inside
-// Apply; return an error instead.
+// twice is harmless. From inside Apply, use the Context's Dispose, which
+// cannot wait for itself and disposes right after Apply returns.
 func (f *Fiber) Dispose() {
 	f.tmu.Lock()
 	defer f.tmu.Unlock()
@@ -201,10 +204,21 @@ func (f *Fiber) setState(to State, err error) {
 }
 
 // load applies the plugin if the fiber is pending and every injected service
-// is active.
+// is active, then honours a dispose its context asked for meanwhile.
 func (f *Fiber) load() {
 	f.tmu.Lock()
-	defer f.tmu.Unlock()
+	f.loadLocked()
+	f.tmu.Unlock()
+	f.mu.Lock()
+	again := f.disposeAfterLoad
+	f.disposeAfterLoad = false
+	f.mu.Unlock()
+	if again {
+		f.Dispose()
+	}
+}
+
+func (f *Fiber) loadLocked() {
 	if f.State() != StatePending || !f.tree.ready(f) {
 		return
 	}
