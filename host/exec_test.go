@@ -210,11 +210,22 @@ func TestCrashMidCallFailsTheCallAndRestarts(t *testing.T) {
 
 func TestSkipWhileUnavailable(t *testing.T) {
 	bin, _ := binaries(t)
-	h, _ := startExec(t, execConfig(bin, `{crash_word: boom, refuse_word: spam}`, "    on_unavailable: skip\n    max_restarts: 1\n"))
-	send(h, stdctx.Background(), "main", "boom") // crashes it
-	// Until it is back, its listener is skipped, so spam passes.
-	if _, err := send(h, stdctx.Background(), "main", "spam"); err != nil && !agentcontroller.IsRejected(err) {
-		t.Fatalf("got %v", err)
+	h, _ := startExec(t, execConfig(bin, `{crash_word: boom, refuse_word: spam}`, "    on_unavailable: skip\n    max_restarts: -1\n"))
+	if _, err := send(h, stdctx.Background(), "main", "spam"); !agentcontroller.IsRejected(err) {
+		t.Fatalf("while running, the plugin refuses spam: %v", err)
+	}
+	send(h, stdctx.Background(), "main", "boom") // crashes it for good
+	// Once the host sees it down, its listener is skipped and spam passes.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := send(h, stdctx.Background(), "main", "spam")
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a down plugin with on_unavailable: skip must be passed over: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 
@@ -427,7 +428,7 @@ func Describe(cfg *Config) string {
 		for n := range cfg.Presets {
 			names = append(names, n)
 		}
-		sortStrings(names)
+		sort.Strings(names)
 		for _, n := range names {
 			b.WriteString("  " + n + ":\n")
 			for _, e := range cfg.Presets[n] {

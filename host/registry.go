@@ -99,5 +99,3 @@ func distance(a, b string) int {
 	}
 	return prev[len(b)]
 }
-
-func sortStrings(xs []string) { sort.Strings(xs) }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,7 +143,7 @@ func bridgeNames() string {
 	for n := range bridges {
 		names = append(names, n)
 	}
-	sortStrings(names)
+	sort.Strings(names)
 	return orNone(names)
 }
 
