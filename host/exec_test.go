@@ -543,3 +543,21 @@ func TestPluginThatGivesUpCancelsTheHostsNext(t *testing.T) {
 		t.Fatal("the host's next was never cancelled")
 	}
 }
+
+// TestPluginWaitsForASlowNext: when the rest of the chain takes longer than
+// the host's watch delay, the plugin still gets next's answer and its own
+// answer is the call's result.
+func TestPluginWaitsForASlowNext(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{upper: true}`, ""))
+	agentcontroller.EventAdmission.On(h.Root(), func(ctx stdctx.Context, a agentcontroller.Admission, next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
+		time.Sleep(20 * time.Millisecond)
+		return next.Call(ctx, a)
+	})
+	for range 3 {
+		got, err := send(h, stdctx.Background(), "main", "slow")
+		if err != nil || got != "SLOW" {
+			t.Fatalf("got %q, %v", got, err)
+		}
+	}
+}
