@@ -13,3 +13,22 @@ func PluginRPC(h *Host, id string) pluginv1.PluginClient {
 	}
 	return nil
 }
+
+// PluginPID returns the process id of the root exec: entry with id, or 0.
+func PluginPID(h *Host, id string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.plugins {
+		if m.entry.ID == id && m.exec != nil && m.exec.remote != nil {
+			r := m.exec.remote
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.client != nil {
+				if rc := r.client.ReattachConfig(); rc != nil {
+					return rc.Pid
+				}
+			}
+		}
+	}
+	return 0
+}
