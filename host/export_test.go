@@ -32,3 +32,16 @@ func PluginPID(h *Host, id string) int {
 	}
 	return 0
 }
+
+// BridgedEvents returns the events plugin binaries can listen to, each
+// with its kind ("waterfall" or "emit").
+func BridgedEvents() map[string]string {
+	out := map[string]string{}
+	for name, b := range bridges {
+		out[name] = "emit"
+		if b.kind == pluginv1.Kind_KIND_WATERFALL {
+			out[name] = "waterfall"
+		}
+	}
+	return out
+}

@@ -16,7 +16,8 @@
 //		p.Serve()
 //	}
 //
-// Plugins in other languages implement sdk/proto/pluginv1/plugin.proto.
+// Plugins in other languages implement sdk/proto/pluginv1/plugin.proto;
+// sdk/proto/pluginv1/EVENTS.md gives the JSON of every event.
 package sdk
 
 import (

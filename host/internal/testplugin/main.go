@@ -1,6 +1,7 @@
 // Command testplugin is the plugin binary the host's tests drive. Its
-// behaviour comes from its config entry, and two environment variables
-// break its start on purpose (garbage on stdout, a wrong protocol version).
+// behaviour comes from its config entry; environment variables break its
+// start on purpose (garbage on stdout, a wrong protocol version) or turn it
+// into a recorder of everything the host sends (TESTPLUGIN_RECORD).
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dsh-go/dsh/sdk"
@@ -49,6 +51,11 @@ func main() {
 	}
 	var cfg config
 	p := sdk.New("testplugin", "0.1.0")
+	if file := os.Getenv("TESTPLUGIN_RECORD"); file != "" {
+		record(p, file)
+		p.Serve()
+		return
+	}
 	p.OnConfigure(func(raw json.RawMessage) error {
 		if err := json.Unmarshal(raw, &cfg); err != nil {
 			return err
@@ -132,4 +139,46 @@ func main() {
 		return
 	}
 	p.Serve()
+}
+
+// bridged lists every event the host lets plugin binaries hear.
+var bridged = struct{ waterfalls, emits []string }{
+	waterfalls: []string{"agent-controller/admission", "tools/execute", "agent/request", "agent/step-result", "agent/turn-continuation"},
+	emits:      []string{"agent/inbox/inserted", "agent/status", "session/event"},
+}
+
+// record listens to every bridged event, passes each waterfall on
+// unchanged, and appends one JSON line per event to file: the event, its
+// scope, its payload and, for waterfalls, the result next returned.
+func record(p *sdk.Plugin, file string) {
+	var mu sync.Mutex
+	write := func(line map[string]any) error {
+		b, err := json.Marshal(line)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.Write(append(b, '\n'))
+		return err
+	}
+	for _, event := range bridged.waterfalls {
+		p.Waterfall(event, func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
+			out, err := next(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			return out, write(map[string]any{"event": call.Event, "scope": call.Scope, "payload": call.Payload, "result": out})
+		})
+	}
+	for _, event := range bridged.emits {
+		p.Emit(event, func(ctx stdctx.Context, call sdk.Call) error {
+			return write(map[string]any{"event": call.Event, "scope": call.Scope, "payload": call.Payload})
+		})
+	}
 }

@@ -1,0 +1,178 @@
+package host_test
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+)
+
+// eventsReference is the wire reference for plugin authors.
+const eventsReference = "../sdk/proto/pluginv1/EVENTS.md"
+
+// TestEventsReferenceMatchesTheWire runs a turn with a tool call through a
+// plugin that records every event it hears, and holds each JSON example of
+// the reference to what the host really sent: some recorded payload (or
+// result) of that event must have the example's shape. It also fails when
+// an event plugins can hear has no example.
+func TestEventsReferenceMatchesTheWire(t *testing.T) {
+	examples := readExamples(t)
+	for name, kind := range host.BridgedEvents() {
+		parts := []string{"payload"}
+		if kind == "waterfall" {
+			parts = append(parts, "result")
+		}
+		for _, part := range parts {
+			if _, ok := examples[name+" "+part]; !ok {
+				t.Errorf("%s documents no %s of %s; add a ```json %s %s block", eventsReference, part, name, name, part)
+			}
+		}
+	}
+
+	recorded := recordATurn(t)
+	for key, example := range examples {
+		event, part, _ := strings.Cut(key, " ")
+		want := shape(example)
+		var seen []string
+		for _, line := range recorded[event] {
+			got := shape(line[part])
+			if got == want {
+				seen = nil
+				break
+			}
+			seen = append(seen, got)
+		}
+		if len(recorded[event]) == 0 {
+			t.Errorf("%s has an example of %s, which the host never sent in the test turn", eventsReference, event)
+		} else if seen != nil {
+			t.Errorf("the %s example of %s has the shape\n\t%s\nbut the host sent\n\t%s", part, event, want, strings.Join(seen, "\n\t"))
+		}
+	}
+}
+
+// readExamples returns the reference's JSON examples by "event part".
+func readExamples(t *testing.T) map[string]any {
+	t.Helper()
+	doc, err := os.ReadFile(eventsReference)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for _, m := range regexp.MustCompile("(?s)```json (\\S+) (payload|result)\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+		var v any
+		if err := json.Unmarshal([]byte(m[3]), &v); err != nil {
+			t.Fatalf("%s: the %s example of %s is not JSON: %v", eventsReference, m[2], m[1], err)
+		}
+		out[m[1]+" "+m[2]] = v
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s has no examples", eventsReference)
+	}
+	return out
+}
+
+// recordATurn runs one turn with a tool call through the recording plugin
+// and returns what it heard, by event.
+func recordATurn(t *testing.T) map[string][]map[string]any {
+	bin, _ := binaries(t)
+	file := filepath.Join(t.TempDir(), "recorded")
+	t.Setenv("TESTPLUGIN_RECORD", file)
+	h, _ := startExec(t, fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - tool_calls: [{name: clock, arguments: '{"timezone": "UTC"}'}]
+        - text: It is 00:51 UTC.
+          usage: {input_tokens: 412, output_tokens: 18}
+  - use: tools.clock
+  - id: recorder
+    exec: %s
+agents:
+  - id: main
+    provider: scripted
+    model: demo
+    system_prompt: You are a concise assistant.
+`, bin))
+	a, _ := h.Agent("main")
+	_, err := h.Controller().Deliver(stdctx.Background(), a, agentcontroller.Request{
+		Mode: agentcontroller.Followup, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"},
+		RequestID: "req-42", Content: "what time is it",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.WhenIdle(stdctx.Background())
+	// Notifications arrive on their own schedule; wait for every event.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recorded := map[string][]map[string]any{}
+		raw, _ := os.ReadFile(file)
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil {
+				name, _ := rec["event"].(string)
+				recorded[name] = append(recorded[name], rec)
+			}
+		}
+		missing := 0
+		for name := range host.BridgedEvents() {
+			if len(recorded[name]) == 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return recorded
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bridged events never reached the recording plugin; heard: %v", missing, slices.Sorted(maps.Keys(recorded)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// shape describes a JSON value by its structure alone: object keys, the
+// distinct shapes of array elements, and scalar types.
+func shape(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ":" + shape(v[k])
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case []any:
+		var elems []string
+		for _, e := range v {
+			if s := shape(e); !slices.Contains(elems, s) {
+				elems = append(elems, s)
+			}
+		}
+		sort.Strings(elems)
+		return "[" + strings.Join(elems, "|") + "]"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
