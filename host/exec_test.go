@@ -250,7 +250,9 @@ func TestStartFailures(t *testing.T) {
 	}{
 		{"checksum mismatch", "    sha256: \"" + bad + "\"\n", "", "does not match the sha256"},
 		{"garbage on stdout", "", "TESTPLUGIN_GARBAGE=1", "wrote to stdout before its handshake"},
-		{"protocol version", "", "TESTPLUGIN_PROTOCOL=2", "another protocol version"},
+		{"protocol version", "", "TESTPLUGIN_PROTOCOL=2", "another protocol version than this host (dsh protocol 1)"},
+		{"exits before the handshake", "", "TESTPLUGIN_EXIT=1", `it exited without a handshake; a dsh plugin calls sdk.Serve (see examples/plugin-admission) (its stderr ended with "testplugin: leaving before the handshake")`},
+		{"not a program", "", "", "not a program this machine can run"},
 		{"config rejected", "", "", "rejected its config"},
 	}
 	for _, tc := range cases {
@@ -259,11 +261,17 @@ func TestStartFailures(t *testing.T) {
 				k, v, _ := strings.Cut(tc.env, "=")
 				t.Setenv(k, v)
 			}
-			config := "{}"
-			if tc.name == "config rejected" {
+			config, exe := "{}", bin
+			switch tc.name {
+			case "config rejected":
 				config = "{fail: true}"
+			case "not a program":
+				exe = filepath.Join(t.TempDir(), "plugin")
+				if err := os.WriteFile(exe, []byte("not a program\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
-			cfg, err := host.Parse("exec.yaml", []byte(execConfig(bin, config, tc.extra)), host.LoadOptions{Environ: []string{}})
+			cfg, err := host.Parse("exec.yaml", []byte(execConfig(exe, config, tc.extra)), host.LoadOptions{Environ: []string{}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -152,6 +152,9 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 	e := r.entry
 	cmd := exec.Command(e.Exec)
 	setParentDeathSignal(cmd)
+	// The end of what the plugin wrote to stderr goes into a start
+	// failure's message: it is usually the reason.
+	stderr := &tail{max: 512}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(nil),
@@ -162,6 +165,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 		StartTimeout:     e.StartTimeout,
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
+		Stderr:           stderr,
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 10 * time.Second
@@ -172,7 +176,10 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 	}
 	client := plugin.NewClient(cfg)
 	fail := func(err error, what string) (*pluginv1.DescribeResponse, error) {
-		client.Kill()
+		client.Kill() // also waits for the stderr copy
+		if last := stderr.String(); last != "" {
+			what += fmt.Sprintf(" (its stderr ended with %q)", last)
+		}
 		return nil, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): %s", e.ID, e.Exec, what))
 	}
 	conn, err := client.Client()
@@ -210,6 +217,29 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 	return desc, nil
 }
 
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
+
 // startHint says what a start failure most likely means.
 func startHint(err error) string {
 	text := strings.ToLower(err.Error())
@@ -217,11 +247,15 @@ func startHint(err error) string {
 	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
 		return "the binary does not match the sha256 in the config; rebuild or update the checksum"
 	case strings.Contains(text, "incompatible api version"), strings.Contains(text, "incompatible core api version"):
-		return "it speaks another protocol version (" + err.Error() + ")"
+		return fmt.Sprintf("it speaks another protocol version than this host (dsh protocol %d); rebuild it against this dsh's sdk", sdk.ProtocolVersion)
+	case strings.Contains(text, "failed to read any lines"), strings.Contains(text, "plugin exited before we could connect"):
+		return "it exited without a handshake; a dsh plugin calls sdk.Serve (see examples/plugin-admission)"
 	case strings.Contains(text, "unrecognized remote plugin message"):
 		return "the handshake is corrupted: the plugin wrote to stdout before its handshake line; log to stderr instead"
 	case strings.Contains(text, "timeout while waiting for plugin to start"):
 		return "it did not answer the handshake in time"
+	case strings.Contains(text, "exec format error"):
+		return "the file is not a program this machine can run; build the plugin for this OS and architecture"
 	case strings.Contains(text, "executable file not found"), strings.Contains(text, "no such file"), strings.Contains(text, "permission denied"):
 		return "the binary is missing or not executable"
 	}

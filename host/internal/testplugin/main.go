@@ -46,6 +46,10 @@ type config struct {
 }
 
 func main() {
+	if os.Getenv("TESTPLUGIN_EXIT") != "" {
+		fmt.Fprintln(os.Stderr, "testplugin: leaving before the handshake")
+		os.Exit(1)
+	}
 	if os.Getenv("TESTPLUGIN_GARBAGE") != "" {
 		fmt.Println("hello from a plugin that prints before its handshake")
 	}
