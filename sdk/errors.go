@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
@@ -15,13 +17,17 @@ func ErrorToProto(err error) *pluginv1.Error {
 	if err == nil {
 		return nil
 	}
-	e, ok := err.(*errs.Error)
-	if !ok {
+	var e *errs.Error
+	if !errors.As(err, &e) {
 		return &pluginv1.Error{Code: string(PluginError), Message: err.Error()}
 	}
 	out := &pluginv1.Error{Code: string(e.Code), Reason: e.Reason, Message: e.Message}
 	if e.Cause != nil {
 		out.Message += ": " + e.Cause.Error()
+	}
+	// Keep what wrapped it, as in fmt.Errorf("checking %s: %w", …).
+	if outer, inner := err.Error(), e.Error(); outer != inner && strings.HasSuffix(outer, inner) {
+		out.Message = strings.TrimSuffix(outer, inner) + out.Message
 	}
 	if len(e.Details) > 0 {
 		out.DetailsJson, _ = json.Marshal(e.Details)

@@ -16,6 +16,9 @@
 //		p.Serve()
 //	}
 //
+// Admission and ToolExecute take typed values; Waterfall and Emit take any
+// event the host bridges, with its payload as JSON.
+//
 // Plugins in other languages implement sdk/proto/pluginv1/plugin.proto;
 // sdk/proto/pluginv1/EVENTS.md gives the JSON of every event.
 package sdk

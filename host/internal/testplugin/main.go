@@ -96,15 +96,11 @@ func main() {
 		}
 		return next(ctx, a)
 	})
-	p.Waterfall("tools/execute", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
-		var x struct {
-			Call struct{ Name string } `json:"call"`
-		}
-		json.Unmarshal(call.Payload, &x)
+	p.ToolExecute(func(ctx stdctx.Context, x sdk.ToolExecution, next sdk.ToolNext) (sdk.ToolResult, error) {
 		if cfg.DenyTool != "" && x.Call.Name == cfg.DenyTool {
-			return json.Marshal(map[string]any{"content": "denied by testplugin", "is_error": true})
+			return sdk.Deny("denied by testplugin"), nil
 		}
-		return next(ctx, nil)
+		return next(ctx, x)
 	})
 	p.Waterfall("agent/request", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
 		if cfg.SystemSuffix == "" {

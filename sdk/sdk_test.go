@@ -1,0 +1,266 @@
+package sdk_test
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/sdk"
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// serve runs p's protocol server in memory and returns a client that
+// plays the host.
+func serve(t *testing.T, p *sdk.Plugin) pluginv1.PluginClient {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	pluginv1.RegisterPluginServer(srv, p.Server())
+	go srv.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///bufconn",
+		grpc.WithContextDialer(func(ctx stdctx.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		srv.Stop()
+	})
+	return pluginv1.NewPluginClient(conn)
+}
+
+// hostCall runs one waterfall call the way the host does. rest stands for
+// the rest of the host's chain: it gets the payload next passes on (nil:
+// unchanged) and returns the chain's result. It reports what the plugin
+// answered and the payloads rest saw.
+func hostCall(t *testing.T, c pluginv1.PluginClient, event string, payload any, rest func(replaced json.RawMessage) (json.RawMessage, *pluginv1.Error)) (*pluginv1.CallResult, int) {
+	t.Helper()
+	body, _ := json.Marshal(payload)
+	stream, err := c.Call(stdctx.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.CloseSend()
+	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, PayloadJson: body, ScopeTag: "main"}}}); err != nil {
+		t.Fatal(err)
+	}
+	nexts := 0
+	for {
+		in, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("the plugin ended the call without a result: %v", err)
+		}
+		switch m := in.Msg.(type) {
+		case *pluginv1.PluginMessage_Result:
+			return m.Result, nexts
+		case *pluginv1.PluginMessage_Next:
+			nexts++
+			var replaced json.RawMessage
+			if m.Next.ReplacePayload {
+				replaced = m.Next.PayloadJson
+			}
+			out, e := rest(replaced)
+			if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: &pluginv1.NextResult{ResultJson: out, Error: e}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestAdmissionAdmitsReplacesAndRefuses(t *testing.T) {
+	p := sdk.New("guard", "1.0.0")
+	p.Admission(func(ctx stdctx.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
+		switch {
+		case strings.Contains(a.Message.Content, "spam"):
+			return sdk.Reject("guard/spam", "no spam", false), nil
+		case strings.Contains(a.Message.Content, "secret"):
+			a.Message.Content = "[redacted]"
+		}
+		return next(ctx, a)
+	})
+	c := serve(t, p)
+	admit := func(json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+		return json.RawMessage(`{"kind":"admit"}`), nil
+	}
+	payload := func(text string) sdk.Admission {
+		return sdk.Admission{AgentID: "main", Message: sdk.Message{Role: "user", Content: text}, Mode: "followup", Source: sdk.Source{Kind: "user"}}
+	}
+
+	var passed json.RawMessage
+	res, nexts := hostCall(t, c, sdk.AdmissionEvent, payload("hello"), func(r json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+		passed = r
+		return admit(r)
+	})
+	if string(res.ResultJson) != `{"kind":"admit"}` || nexts != 1 || passed != nil {
+		t.Fatalf("admit: result %s after %d nexts, payload passed %s (an unchanged admission must pass none)", res.ResultJson, nexts, passed)
+	}
+
+	res, _ = hostCall(t, c, sdk.AdmissionEvent, payload("my secret"), func(r json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+		passed = r
+		return admit(r)
+	})
+	var got sdk.Admission
+	if err := json.Unmarshal(passed, &got); err != nil || got.Message.Content != "[redacted]" || got.AgentID != "main" {
+		t.Fatalf("replace: next got %s (%v)", passed, err)
+	}
+
+	res, nexts = hostCall(t, c, sdk.AdmissionEvent, payload("buy spam"), admit)
+	var d sdk.Decision
+	json.Unmarshal(res.ResultJson, &d)
+	if nexts != 0 || d != sdk.Reject("guard/spam", "no spam", false) {
+		t.Fatalf("refuse: %s after %d nexts", res.ResultJson, nexts)
+	}
+
+	// A refusal further down the chain comes back as next's error, code
+	// and reason intact.
+	res, _ = hostCall(t, c, sdk.AdmissionEvent, payload("hi"), func(json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+		return nil, &pluginv1.Error{Code: "AGENT_ADMISSION_REJECTED", Reason: "admission/rate-limited", Message: "slow down"}
+	})
+	if err := sdk.ErrorFromProto(res.Error); !errs.Has(err, "AGENT_ADMISSION_REJECTED", "admission/rate-limited") {
+		t.Fatalf("the chain's error did not come back intact: %v", err)
+	}
+}
+
+func TestToolExecuteDeniesAndRewritesArguments(t *testing.T) {
+	p := sdk.New("tools-guard", "1.0.0")
+	p.ToolExecute(func(ctx stdctx.Context, x sdk.ToolExecution, next sdk.ToolNext) (sdk.ToolResult, error) {
+		if x.Call.Name == "shell" {
+			return sdk.Deny("shell is not allowed here"), nil
+		}
+		if x.Call.Name == "clock" {
+			x.Call.Arguments = json.RawMessage(`{"timezone":"UTC"}`)
+		}
+		return next(ctx, x)
+	})
+	c := serve(t, p)
+	call := func(name, args string) sdk.ToolExecution {
+		return sdk.ToolExecution{AgentID: "main", Call: sdk.ToolCall{ID: "call_1", Name: name, Arguments: json.RawMessage(args)}, Known: true}
+	}
+	var passed json.RawMessage
+	tool := func(r json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+		passed = r
+		return json.RawMessage(`{"content":"ran"}`), nil
+	}
+
+	res, nexts := hostCall(t, c, sdk.ToolEvent, call("shell", `{"cmd":"rm -rf /"}`), tool)
+	var r sdk.ToolResult
+	json.Unmarshal(res.ResultJson, &r)
+	if nexts != 0 || r != sdk.Deny("shell is not allowed here") {
+		t.Fatalf("deny: %s after %d nexts", res.ResultJson, nexts)
+	}
+
+	res, _ = hostCall(t, c, sdk.ToolEvent, call("clock", `{"timezone":"Europe/Paris"}`), tool)
+	var x sdk.ToolExecution
+	if err := json.Unmarshal(passed, &x); err != nil || string(x.Call.Arguments) != `{"timezone":"UTC"}` || string(res.ResultJson) != `{"content":"ran"}` {
+		t.Fatalf("rewrite: next got %s, result %s", passed, res.ResultJson)
+	}
+
+	passed = json.RawMessage("untouched")
+	hostCall(t, c, sdk.ToolEvent, call("search", `{"q":"go"}`), tool)
+	if passed != nil {
+		t.Fatalf("unchanged arguments must pass no payload, passed %s", passed)
+	}
+}
+
+func TestNextTwiceAndPanicsAreErrorsNotCrashes(t *testing.T) {
+	p := sdk.New("clumsy", "1.0.0")
+	p.Waterfall("agent/request", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
+		if _, err := next(ctx, nil); err != nil {
+			return nil, err
+		}
+		return next(ctx, nil)
+	})
+	p.Waterfall("agent/step-result", func(stdctx.Context, sdk.Call, sdk.Next) (json.RawMessage, error) {
+		panic("oops")
+	})
+	c := serve(t, p)
+	pass := func(json.RawMessage) (json.RawMessage, *pluginv1.Error) { return json.RawMessage(`{}`), nil }
+
+	res, nexts := hostCall(t, c, "agent/request", map[string]any{}, pass)
+	if err := sdk.ErrorFromProto(res.Error); nexts != 1 || !errs.HasCode(err, errs.NextMisuse) {
+		t.Fatalf("a second next must fail with %s without reaching the host; got %v after %d nexts", errs.NextMisuse, err, nexts)
+	}
+	res, _ = hostCall(t, c, "agent/step-result", map[string]any{}, pass)
+	if err := sdk.ErrorFromProto(res.Error); !errs.HasCode(err, errs.ListenerFailed) || !strings.Contains(err.Error(), "oops") {
+		t.Fatalf("a panic must come back as %s; got %v", errs.ListenerFailed, err)
+	}
+	// The process still serves.
+	if _, err := c.Describe(stdctx.Background(), &pluginv1.DescribeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDescribeAndConfigure(t *testing.T) {
+	p := sdk.New("described", "2.3.4")
+	p.Admission(func(ctx stdctx.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
+		return next(ctx, a)
+	}, sdk.Prepend())
+	p.Emit("agent/status", func(stdctx.Context, sdk.Call) error { return nil })
+	p.OnConfigure(func(raw json.RawMessage) error {
+		var cfg struct{ Limit int }
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return err
+		}
+		if cfg.Limit < 1 {
+			return errs.New(errs.InvalidArgument, fmt.Sprintf("limit must be at least 1, got %d", cfg.Limit)).WithReason("described/limit")
+		}
+		return nil
+	})
+	c := serve(t, p)
+	desc, err := c.Describe(stdctx.Background(), &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Name != "described" || desc.Version != "2.3.4" || len(desc.Listeners) != 2 ||
+		desc.Listeners[0].Event != sdk.AdmissionEvent || !desc.Listeners[0].Prepend || desc.Listeners[0].Kind != pluginv1.Kind_KIND_WATERFALL ||
+		desc.Listeners[1].Kind != pluginv1.Kind_KIND_EMIT {
+		t.Fatalf("describe: %v", desc)
+	}
+	res, err := c.Configure(stdctx.Background(), &pluginv1.ConfigureRequest{ConfigJson: []byte(`{"limit":0}`)})
+	if err != nil || !errs.Has(sdk.ErrorFromProto(res.Error), errs.InvalidArgument, "described/limit") {
+		t.Fatalf("a rejected config must come back by code and reason: %v %v", res, err)
+	}
+	if res, err = c.Configure(stdctx.Background(), &pluginv1.ConfigureRequest{ConfigJson: []byte(`{"limit":3}`)}); err != nil || res.Error != nil {
+		t.Fatalf("a good config: %v %v", res, err)
+	}
+}
+
+func TestErrorsCrossTheBoundaryByCodeAndReason(t *testing.T) {
+	inner := errs.New("AGENT_ADMISSION_REJECTED", "too long").WithReason("guard/too-long")
+	inner.Details = map[string]any{"limit": float64(4000)}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"as is", inner, "too long"},
+		{"wrapped", fmt.Errorf("checking message 7: %w", inner), "checking message 7: too long"},
+		{"with a cause", errs.Wrap("AGENT_ADMISSION_REJECTED", errors.New("disk full"), "cannot log").WithReason("guard/io"), "cannot log: disk full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			back := sdk.ErrorFromProto(sdk.ErrorToProto(tc.err))
+			var e *errs.Error
+			if !errors.As(back, &e) || e.Code != "AGENT_ADMISSION_REJECTED" || e.Reason != errs.ReasonOf(tc.err) || e.Message != tc.want {
+				t.Fatalf("got %#v", back)
+			}
+		})
+	}
+	if e := sdk.ErrorFromProto(sdk.ErrorToProto(inner)).(*errs.Error); e.Details["limit"] != float64(4000) {
+		t.Fatalf("details lost: %v", e.Details)
+	}
+	if e := sdk.ErrorFromProto(sdk.ErrorToProto(errors.New("plain"))); !errs.HasCode(e, sdk.PluginError) {
+		t.Fatalf("an error without a code travels as %s, got %v", sdk.PluginError, e)
+	}
+}
