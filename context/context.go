@@ -113,7 +113,9 @@ func (c *Context) Dispose() {
 // Plugin applies p with config in a new child fiber and returns the fiber.
 // The fiber is applied at once when every service it injects is active, and
 // stays pending otherwise. The returned error covers only bad arguments and an
-// inactive c; whether Apply failed is reported by the fiber's Await.
+// inactive c; whether Apply failed is reported by the fiber's Await, and
+// only a later re-apply's failure, which nobody awaits, is logged as an
+// error.
 func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 	if p == nil {
 		return nil, errs.New(errs.InvalidArgument, "Plugin: the plugin is nil; pass a value that implements Apply")

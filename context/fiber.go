@@ -61,6 +61,9 @@ type Fiber struct {
 	// disposeAfterLoad is set when the fiber's own context asked to be
 	// disposed while its Apply ran.
 	disposeAfterLoad bool
+	// wasActive is set once an Apply succeeded: a later failure (a re-apply
+	// after an injected service changed) has nobody awaiting it.
+	wasActive bool
 
 	logger atomic.Pointer[hclog.Logger]
 }
@@ -233,10 +236,23 @@ func (f *Fiber) loadLocked() {
 		f.mu.Lock()
 		f.life = nil
 		f.mu.Unlock()
-		f.Logger().Error("plugin failed", "error", err)
+		// The first Apply's error is the caller's to report: Plugin's
+		// caller gets it from Await, and logging it here too would show an
+		// operator every start-up failure twice. A re-apply has no caller.
+		f.mu.Lock()
+		reapply := f.wasActive
+		f.mu.Unlock()
+		if reapply {
+			f.Logger().Error("plugin failed", "error", err)
+		} else {
+			f.Logger().Debug("plugin failed", "error", err)
+		}
 		f.setState(StateFailed, err)
 		return
 	}
+	f.mu.Lock()
+	f.wasActive = true
+	f.mu.Unlock()
 	f.setState(StateActive, nil)
 	f.tree.activate(l)
 }

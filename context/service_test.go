@@ -210,3 +210,40 @@ func TestDisposedPendingFiberAwaitReturns(t *testing.T) {
 	dep2 := mustPlugin(t, root, dshctx.Define("dep2", func(*dshctx.Context, any) error { return nil }, counterKey))
 	wantCode(t, dep2.Await(ctx), errs.ContextInactive)
 }
+
+// TestOnlyFailuresNobodyAwaitsAreLoggedAsErrors: the first Apply's error
+// goes to Await (logging it too made the CLI show every start-up failure
+// twice); a re-apply after the injected service changed has no caller, so
+// its failure is logged as an error.
+func TestOnlyFailuresNobodyAwaitsAreLoggedAsErrors(t *testing.T) {
+	root, logs := newRoot(t)
+	failing := mustPlugin(t, root, dshctx.Define("broken", func(*dshctx.Context, any) error {
+		return errs.New(errs.InvalidArgument, "broken from the start")
+	}))
+	wantCode(t, failing.Await(stdctx.Background()), errs.PluginFailed)
+	if out := logs.String(); strings.Contains(out, "[ERROR]") || !strings.Contains(out, "[DEBUG] broken: plugin failed") {
+		t.Fatalf("a first failure must be logged at debug level only:\n%s", out)
+	}
+
+	applies := 0
+	dep := mustPlugin(t, root, dshctx.Define("fragile", func(ctx *dshctx.Context, _ any) error {
+		applies++
+		if applies > 1 {
+			return errs.New(errs.InvalidArgument, "cannot work with the new counter")
+		}
+		_, err := counterKey.Get(ctx)
+		return err
+	}, counterKey))
+	prov := mustPlugin(t, root, provider("prov", &counter{}))
+	if err := dep.Await(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	prov.Dispose()
+	mustPlugin(t, root, provider("prov2", &counter{}))
+	if dep.State() != dshctx.StateFailed {
+		t.Fatalf("the re-apply should have failed, the fiber is %s", dep.State())
+	}
+	if out := logs.String(); !strings.Contains(out, "[ERROR] fragile: plugin failed") {
+		t.Fatalf("a re-apply's failure must be logged as an error:\n%s", out)
+	}
+}
