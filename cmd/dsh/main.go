@@ -75,7 +75,9 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Short:         "dsh runs AI agents from a config file, with plugins",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionText(),
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

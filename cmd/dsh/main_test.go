@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dsh-go/dsh/sdk"
 )
 
 var dshBin string
@@ -171,5 +175,13 @@ func TestShippedConfigRunsOffline(t *testing.T) {
 	o := runDsh(t, "", "run", "--config", "../../config.yaml", "-p", "hi")
 	if o.code != 0 || !strings.Contains(o.stdout, "Hello!") || !strings.Contains(o.stderr, "→ clock") {
 		t.Fatalf("shipped config: %d\nstdout %q\nstderr %q", o.code, o.stdout, o.stderr)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	o := runDsh(t, "", "--version")
+	want := fmt.Sprintf(", %s %s/%s, plugin protocol %d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, sdk.ProtocolVersion)
+	if o.code != 0 || !strings.HasPrefix(o.stdout, "dsh ") || !strings.HasSuffix(o.stdout, want) {
+		t.Fatalf("--version: exit %d, %q; want \"dsh <version>…%s\"", o.code, o.stdout, want)
 	}
 }
