@@ -275,9 +275,17 @@ func TestStartFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+			logs := &logBuffer{}
+			_, err = host.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error saying %q, got %v", tc.want, err)
+			}
+			// The error says it all; killing what failed to start is not
+			// worth a warning of its own.
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, "[WARN]") || strings.Contains(line, "[ERROR]") {
+					t.Errorf("a start failure logged more than the error it returns: %s", line)
+				}
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -155,13 +156,15 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 	// The end of what the plugin wrote to stderr goes into a start
 	// failure's message: it is usually the reason.
 	stderr := &tail{max: 512}
+	quiet := &exitedQuietly{Logger: r.log}
+	quiet.starting.Store(true)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(nil),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		Logger:           r.log,
+		Logger:           quiet,
 		StartTimeout:     e.StartTimeout,
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
@@ -210,11 +213,44 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 		return nil, errs.Wrap(errs.CodeOf(sdk.ErrorFromProto(res.Error)), sdk.ErrorFromProto(res.Error),
 			fmt.Sprintf("plugin %q (%s) rejected its config", e.ID, e.Exec))
 	}
+	quiet.starting.Store(false)
 	r.mu.Lock()
 	r.client, r.rpc = client, rpc
 	r.mu.Unlock()
 	r.log.Debug("plugin started", "name", desc.Name, "version", desc.Version, "listeners", len(desc.Listeners))
 	return desc, nil
+}
+
+// exitedQuietly is the logger go-plugin gets. While a plugin starts, its
+// process exiting or being killed is what a failed start returns as its
+// error; go-plugin also logs it (the process "exited", it "failed to exit
+// gracefully"), which showed every start failure twice, so those lines are
+// demoted to debug until the start succeeded. A plugin that crashes or
+// ignores the shutdown later gets them at their own level, and everything
+// else — the plugin's own log lines included — passes through unchanged.
+type exitedQuietly struct {
+	hclog.Logger
+	starting atomic.Bool
+}
+
+func (l *exitedQuietly) demoted(msg string) bool {
+	return l.starting.Load() && (msg == "plugin failed to exit gracefully" || msg == "plugin process exited")
+}
+
+func (l *exitedQuietly) Warn(msg string, args ...any) {
+	if l.demoted(msg) {
+		l.Logger.Debug(msg, args...)
+		return
+	}
+	l.Logger.Warn(msg, args...)
+}
+
+func (l *exitedQuietly) Error(msg string, args ...any) {
+	if l.demoted(msg) {
+		l.Logger.Debug(msg, args...)
+		return
+	}
+	l.Logger.Error(msg, args...)
 }
 
 // tail keeps the last max bytes written to it.
