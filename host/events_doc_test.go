@@ -113,7 +113,9 @@ agents:
 		t.Fatal(err)
 	}
 	a.WhenIdle(stdctx.Background())
-	// Notifications arrive on their own schedule; wait for every event.
+	// Notifications arrive on their own schedule: wait for every event
+	// name and for every event of the session log.
+	logged := a.Session().Len()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		recorded := map[string][]map[string]any{}
@@ -131,11 +133,12 @@ agents:
 				missing++
 			}
 		}
-		if missing == 0 {
+		if missing == 0 && len(recorded["session/event"]) >= logged {
 			return recorded
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d bridged events never reached the recording plugin; heard: %v", missing, slices.Sorted(maps.Keys(recorded)))
+			t.Fatalf("%d bridged events never reached the recording plugin, and %d of %d session events did; heard: %v",
+				missing, len(recorded["session/event"]), logged, slices.Sorted(maps.Keys(recorded)))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
