@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -28,6 +29,18 @@ func (k ChunkKind) String() string {
 
 // MarshalText writes the kind's name.
 func (k ChunkKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a kind's name, so a chunk written as JSON (a
+// persisted session, a plugin's payload) reads back as the same chunk.
+func (k *ChunkKind) UnmarshalText(text []byte) error {
+	for i, name := range chunkKindNames {
+		if i > 0 && name == string(text) {
+			*k = ChunkKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown chunk kind %q; known: %s", text, strings.Join(chunkKindNames[1:], ", "))
+}
 
 // FinishReason says why the model stopped.
 type FinishReason string
