@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +84,11 @@ type AgentConfig struct {
 	// order (Preset first).
 	Preset  string   `koanf:"preset"`
 	Presets []string `koanf:"presets"`
+	// Session names the agent's session. With a persistence plugin (such
+	// as session.jsonl) the agent resumes it when it was persisted, and
+	// starts it under that id otherwise; empty means a fresh session each
+	// start.
+	Session string `koanf:"session"`
 }
 
 // PresetNames returns the agent's presets in order.
@@ -212,7 +218,7 @@ func (c *Config) check(p *problems) {
 	for _, name := range names {
 		c.checkEntries(c.Presets[name], "presets."+name, p)
 	}
-	seen := map[string]int{}
+	seen, sessions := map[string]int{}, map[string]int{}
 	for i := range c.Agents {
 		a := &c.Agents[i]
 		at := fmt.Sprintf("agents[%d]", i)
@@ -238,6 +244,15 @@ func (c *Config) check(p *problems) {
 		if a.MaxTokens < 0 || a.MaxSteps < 0 {
 			p.add(at, "max_tokens and max_steps cannot be negative")
 		}
+		switch {
+		case a.Session == "":
+		case !validSessionID.MatchString(a.Session):
+			p.add(at+".session", fmt.Sprintf("session id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", a.Session))
+		case sessions[a.Session] > 0:
+			p.add(at+".session", fmt.Sprintf("session %q is also agents[%d]'s; two agents cannot share a session", a.Session, sessions[a.Session]-1))
+		default:
+			sessions[a.Session] = i + 1
+		}
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "", "trace", "debug", "info", "warn", "error", "off":
@@ -245,6 +260,10 @@ func (c *Config) check(p *problems) {
 		p.add("log.level", fmt.Sprintf("%q is not a log level; use trace, debug, info, warn, error or off", c.Log.Level))
 	}
 }
+
+// validSessionID keeps session ids usable as file names by persistence
+// plugins.
+var validSessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 func boolInt(b bool) int {
 	if b {

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -170,24 +171,22 @@ func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
 	for _, name := range ac.PresetNames() {
 		presets = append(presets, cfg.Presets[name])
 	}
-	handle, err := h.registry.Create(stdctx.Background(), agents.CreateOptions{
-		AgentID: ac.ID,
-		Options: agents.Options{Provider: ac.Provider, Model: ac.Model, SystemPrompt: ac.SystemPrompt, MaxTokens: ac.MaxTokens, MaxSteps: ac.MaxSteps},
-		Setup: func(scope *dshctx.Context) error {
-			for i, name := range ac.PresetNames() {
-				list := presets[i]
-				for j := range list {
-					if list[j].Disabled {
-						continue
-					}
-					if _, err := h.apply(scope, cfg, &list[j], fmt.Sprintf("presets.%s[%d]", name, j)); err != nil {
-						return err
-					}
+	options := agents.Options{Provider: ac.Provider, Model: ac.Model, SystemPrompt: ac.SystemPrompt, MaxTokens: ac.MaxTokens, MaxSteps: ac.MaxSteps}
+	setup := func(scope *dshctx.Context) error {
+		for i, name := range ac.PresetNames() {
+			list := presets[i]
+			for j := range list {
+				if list[j].Disabled {
+					continue
+				}
+				if _, err := h.apply(scope, cfg, &list[j], fmt.Sprintf("presets.%s[%d]", name, j)); err != nil {
+					return err
 				}
 			}
-			return nil
-		},
-	})
+		}
+		return nil
+	}
+	handle, err := h.createOrResume(ac, options, setup)
 	if err != nil {
 		return errs.Wrap(StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))
 	}
@@ -195,6 +194,27 @@ func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
 	h.agents[ac.ID] = &runningAgent{cfg: ac, presets: presets, handle: handle}
 	h.order = append(h.order, ac.ID)
 	return nil
+}
+
+// createOrResume starts an agent: in a fresh session, or in the one its
+// config names — resumed when the persistence plugin holds it, new under
+// that id when it does not yet.
+func (h *Host) createOrResume(ac AgentConfig, options agents.Options, setup func(*dshctx.Context) error) (*agents.Handle, error) {
+	if ac.Session == "" {
+		return h.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: ac.ID, Options: options, Setup: setup})
+	}
+	handle, err := h.registry.Resume(stdctx.Background(), agents.ResumeOptions{AgentID: ac.ID, ResumeSessionID: ac.Session, Options: options, Setup: setup})
+	switch {
+	case err == nil:
+		h.log.Info("agent resumed its session", "agent", ac.ID, "session", ac.Session, "events", handle.Agent.Session().Len())
+		return handle, nil
+	case errs.HasCode(err, session.NoPersistence):
+		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf(
+			"agent %q names session %q, which needs a persistence plugin; add a plugin entry such as use: session.jsonl, or remove session:", ac.ID, ac.Session))
+	case errs.HasCode(err, session.NotFound):
+		return h.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: ac.ID, SessionID: ac.Session, Options: options, Setup: setup})
+	}
+	return nil, err
 }
 
 func (h *Host) hasProvider(name string) bool {
@@ -447,6 +467,9 @@ func Describe(cfg *Config) string {
 		}
 		if ps := a.PresetNames(); len(ps) > 0 {
 			fmt.Fprintf(&b, " presets=%s", strings.Join(ps, ","))
+		}
+		if a.Session != "" {
+			fmt.Fprintf(&b, " session=%s", a.Session)
 		}
 		b.WriteString("\n")
 	}

@@ -185,3 +185,39 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("--version: exit %d, %q; want \"dsh <version>…%s\"", o.code, o.stdout, want)
 	}
 }
+
+// TestASessionSurvivesRestarts: with session.jsonl and a session id, a
+// second dsh run continues the first one's session.
+func TestASessionSurvivesRestarts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	cfg := writeConfig(t, "        - text: noted\n", fmt.Sprintf("  - use: session.jsonl\n    config: {dir: %q}\n", dir))
+	t.Setenv("DSH_AGENTS__MAIN__SESSION", "main")
+	for _, prompt := range []string{"first", "second"} {
+		if o := runDsh(t, "", "run", "--config", cfg, "-p", prompt); o.code != 0 {
+			t.Fatalf("run %q: exit %d: %s", prompt, o.code, o.stderr)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "main.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var e struct {
+			Seq     int64  `json:"seq"`
+			Type    string `json:"type"`
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Seq != int64(i)+1 {
+			t.Fatalf("line %d: seq %d, %v", i+1, e.Seq, err)
+		}
+		if e.Type == "user/message" {
+			users = append(users, e.Message.Content)
+		}
+	}
+	if strings.Join(users, ",") != "first,second" {
+		t.Fatalf("the session file holds the prompts %v", users)
+	}
+}

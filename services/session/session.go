@@ -22,6 +22,8 @@ const (
 	FlushFailed errs.Code = "SESSION_FLUSH_FAILED"
 	// BadLog: a log to replay is not contiguous or not well formed.
 	BadLog errs.Code = "SESSION_BAD_LOG"
+	// NotFound: the persistence backend holds no session with that id.
+	NotFound errs.Code = "SESSION_NOT_FOUND"
 )
 
 // Appended is the payload of session/event.

@@ -16,6 +16,8 @@ var Key = dshctx.NewKey[*Store]("sessions")
 // Store.SetBackend; it also listens to session/event and session/flush to
 // write.
 type Backend interface {
+	// Load returns the persisted log of a session, or an error with code
+	// NotFound when none is persisted under that id.
 	Load(ctx stdctx.Context, sessionID string) ([]Event, error)
 }
 

@@ -1,0 +1,212 @@
+package jsonl_test
+
+import (
+	stdctx "context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
+	_ "github.com/dsh-go/dsh/plugins/session/jsonl"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// config is a host config whose agent "main" keeps session s1 in dir;
+// persist false leaves the persistence plugin out.
+func config(t *testing.T, dir string, persist bool) *host.Config {
+	t.Helper()
+	plugin := fmt.Sprintf("  - use: session.jsonl\n    config: {dir: %q}\n", dir)
+	if !persist {
+		plugin = ""
+	}
+	yaml := "plugins:\n  - use: llm.scripted\n" + plugin + "agents:\n  - id: main\n    provider: scripted\n    session: s1\n"
+	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func start(t *testing.T, dir string, persist bool) *host.Host {
+	t.Helper()
+	h, err := host.Start(config(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// startFails returns why a host with the session in dir does not start.
+func startFails(t *testing.T, dir string, persist bool) error {
+	t.Helper()
+	h, err := host.Start(config(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
+	if err == nil {
+		h.Close(stdctx.Background())
+		t.Fatal("the host started")
+	}
+	return err
+}
+
+// oneTurn writes a session of one turn and returns its file and lines.
+func oneTurn(t *testing.T, dir string) (path string, lines []string) {
+	t.Helper()
+	h := start(t, dir, true)
+	say(t, h, "one")
+	h.Close(stdctx.Background())
+	path = filepath.Join(dir, "s1.jsonl")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, strings.SplitAfter(strings.TrimSuffix(string(raw), "\n"), "\n")
+}
+
+func say(t *testing.T, h *host.Host, text string) {
+	t.Helper()
+	a, _ := h.Agent("main")
+	if _, err := h.Controller().Deliver(stdctx.Background(), a, agentcontroller.Request{Mode: agentcontroller.Followup, Content: text}); err != nil {
+		t.Fatal(err)
+	}
+	a.WhenIdle(stdctx.Background())
+}
+
+func userMessages(h *host.Host) []string {
+	a, _ := h.Agent("main")
+	var out []string
+	for _, m := range a.Session().History().Messages() {
+		if m.Role == llm.RoleUser {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+func TestAnAgentResumesItsSessionAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, dir, true)
+	say(t, h, "first")
+	say(t, h, "second")
+	a, _ := h.Agent("main")
+	written := a.Session().Events(1)
+	h.Close(stdctx.Background())
+
+	raw, err := os.ReadFile(filepath.Join(dir, "s1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(raw), "\n"); lines != len(written) {
+		t.Fatalf("the file has %d lines for %d events", lines, len(written))
+	}
+
+	h = start(t, dir, true)
+	defer h.Close(stdctx.Background())
+	if got := userMessages(h); strings.Join(got, ",") != "first,second" {
+		t.Fatalf("the resumed history holds %v", got)
+	}
+	say(t, h, "third")
+	a, _ = h.Agent("main")
+	if a.Session().ID() != "s1" || a.Session().Len() <= len(written) {
+		t.Fatalf("the session did not continue: %s with %d events", a.Session().ID(), a.Session().Len())
+	}
+	for i, e := range a.Session().Events(1) {
+		if e.Seq != int64(i)+1 {
+			t.Fatalf("event %d has seq %d after the resume", i, e.Seq)
+		}
+	}
+}
+
+func TestASessionNeedsAPersistencePlugin(t *testing.T) {
+	if err := startFails(t, t.TempDir(), false); !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), "use: session.jsonl") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestDamagedFiles(t *testing.T) {
+	dir := t.TempDir()
+	path, lines := oneTurn(t, dir)
+
+	t.Run("a last line cut short is dropped", func(t *testing.T) {
+		// Cut in the middle of the last line: a write that a kill stopped.
+		last := lines[len(lines)-1]
+		os.WriteFile(path, []byte(strings.Join(lines[:len(lines)-1], "")+last[:len(last)/2]), 0o600)
+		h := start(t, dir, true)
+		defer h.Close(stdctx.Background())
+		a, _ := h.Agent("main")
+		if a.Session().Len() != len(lines)-1 {
+			t.Fatalf("resumed %d events, want the %d whole ones", a.Session().Len(), len(lines)-1)
+		}
+		// What comes next lands on lines of its own: the file resumes
+		// again, whole.
+		say(t, h, "again")
+		n := a.Session().Len()
+		h.Close(stdctx.Background())
+		h2 := start(t, dir, true)
+		defer h2.Close(stdctx.Background())
+		a, _ = h2.Agent("main")
+		if a.Session().Len() != n {
+			t.Fatalf("after the repair the file resumed %d events, want %d", a.Session().Len(), n)
+		}
+	})
+	t.Run("a bad line in the middle is an error that names it", func(t *testing.T) {
+		bad := append([]string{}, lines...)
+		bad[1] = "{not json\n"
+		os.WriteFile(path, []byte(strings.Join(bad, "")), 0o600)
+		if err := startFails(t, dir, true); !errs.HasCode(err, session.BadLog) || !strings.Contains(err.Error(), path+":2: not a session event") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("a missing event is an error that says where", func(t *testing.T) {
+		os.WriteFile(path, []byte(lines[0]+strings.Join(lines[2:], "")), 0o600)
+		if err := startFails(t, dir, true); !errs.HasCode(err, session.BadLog) || !strings.Contains(err.Error(), path+":2: event 3 where 2 was expected") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+func TestBadSessionIDsAreConfigErrors(t *testing.T) {
+	_, err := host.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n    session: ../etc/passwd\n"), host.LoadOptions{Environ: []string{}})
+	if !errs.HasCode(err, host.ConfigInvalid) || !strings.Contains(err.Error(), "agents[0].session: session id \"../etc/passwd\" can hold only") {
+		t.Fatalf("got %v", err)
+	}
+	_, err = host.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: a\n    provider: scripted\n    session: s1\n  - id: b\n    provider: scripted\n    session: s1\n"), host.LoadOptions{Environ: []string{}})
+	if !errs.HasCode(err, host.ConfigInvalid) || !strings.Contains(err.Error(), "agents[1].session: session \"s1\" is also agents[0]'s") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestAFailedWriteIsRetried: events that could not be written at one
+// checkpoint stay pending and reach the file at the next one.
+func TestAFailedWriteIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s1.jsonl")
+	h := start(t, dir, true)
+	say(t, h, "one")
+	// A directory where the file should be: the next checkpoint cannot
+	// write.
+	os.Rename(path, path+".aside")
+	os.Mkdir(path, 0o700)
+	say(t, h, "two")
+	os.Remove(path)
+	os.Rename(path+".aside", path)
+	say(t, h, "three")
+	a, _ := h.Agent("main")
+	n := a.Session().Len()
+	h.Close(stdctx.Background())
+
+	h = start(t, dir, true)
+	defer h.Close(stdctx.Background())
+	a, _ = h.Agent("main")
+	if got := userMessages(h); strings.Join(got, ",") != "one,two,three" || a.Session().Len() != n {
+		t.Fatalf("resumed %v and %d events, want one,two,three and %d", got, a.Session().Len(), n)
+	}
+}
