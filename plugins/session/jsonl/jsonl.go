@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -104,8 +105,12 @@ type files struct {
 	dir string
 	log hclog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards pending; never held during file I/O
 	pending map[string][]session.Event
+	// writing serializes the appends to one file; sessions share these
+	// few locks by hash, so other sessions' events keep flowing while one
+	// file syncs.
+	writing [16]sync.Mutex
 }
 
 func (w *files) path(sessionID string) (string, error) {
@@ -126,13 +131,22 @@ func (w *files) add(sessionID string, e session.Event) {
 // syncs it. Events stay pending until they are on disk, so a failed write
 // is retried at the next checkpoint.
 func (w *files) write(sessionID string, seq int64) error {
+	h := fnv.New32a()
+	h.Write([]byte(sessionID))
+	lock := &w.writing[h.Sum32()%uint32(len(w.writing))]
+	lock.Lock()
+	defer lock.Unlock()
+
+	// With the file's lock held only appends change the pending list, so
+	// its first n events stay put while they are written.
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	events := w.pending[sessionID]
 	n := 0
 	for n < len(events) && events[n].Seq <= seq {
 		n++
 	}
+	batch := events[:n:n]
+	w.mu.Unlock()
 	if n == 0 {
 		return nil
 	}
@@ -142,7 +156,7 @@ func (w *files) write(sessionID string, seq int64) error {
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf) // one event per line
-	for _, e := range events[:n] {
+	for _, e := range batch {
 		if err := enc.Encode(e); err != nil {
 			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: event %d of session %q cannot be written as JSON", e.Seq, sessionID))
 		}
@@ -150,11 +164,13 @@ func (w *files) write(sessionID string, seq int64) error {
 	if err := appendSync(path, buf.Bytes()); err != nil {
 		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: cannot write %s", path))
 	}
-	if rest := events[n:]; len(rest) > 0 {
+	w.mu.Lock()
+	if rest := w.pending[sessionID][n:]; len(rest) > 0 {
 		w.pending[sessionID] = append([]session.Event(nil), rest...)
 	} else {
 		delete(w.pending, sessionID)
 	}
+	w.mu.Unlock()
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
@@ -208,5 +209,57 @@ func TestAFailedWriteIsRetried(t *testing.T) {
 	a, _ = h.Agent("main")
 	if got := userMessages(h); strings.Join(got, ",") != "one,two,three" || a.Session().Len() != n {
 		t.Fatalf("resumed %v and %d events, want one,two,three and %d", got, a.Session().Len(), n)
+	}
+}
+
+// TestManyAgentsWriteAtOnce: sessions flushing at the same time each end up
+// whole in their own file.
+func TestManyAgentsWriteAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	yaml := fmt.Sprintf("plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: %q}\nagents:\n", dir)
+	ids := []string{"a1", "a2", "a3", "a4", "a5", "a6"}
+	for _, id := range ids {
+		yaml += fmt.Sprintf("  - id: %s\n    provider: scripted\n    session: s-%s\n", id, id)
+	}
+	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(turns int) *host.Host {
+		h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a, _ := h.Agent(id)
+				for i := range turns {
+					if _, err := h.Controller().Deliver(stdctx.Background(), a, agentcontroller.Request{Mode: agentcontroller.Followup, Content: fmt.Sprintf("%s-%d", id, i)}); err != nil {
+						t.Error(err)
+					}
+					a.WhenIdle(stdctx.Background())
+				}
+			}()
+		}
+		wg.Wait()
+		return h
+	}
+	h := run(3)
+	lens := map[string]int{}
+	for _, id := range ids {
+		a, _ := h.Agent(id)
+		lens[id] = a.Session().Len()
+	}
+	h.Close(stdctx.Background())
+	h = run(0)
+	defer h.Close(stdctx.Background())
+	for _, id := range ids {
+		a, _ := h.Agent(id)
+		if a.Session().Len() != lens[id] {
+			t.Errorf("%s resumed %d events of %d", id, a.Session().Len(), lens[id])
+		}
 	}
 }
