@@ -263,3 +263,21 @@ func TestManyAgentsWriteAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestAReloadedAgentKeepsItsConversation: a reload that restarts the agent
+// (its config changed) resumes the session it was in.
+func TestAReloadedAgentKeepsItsConversation(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, dir, true)
+	defer h.Close(stdctx.Background())
+	say(t, h, "before")
+	changed := config(t, dir, true)
+	changed.Agents[0].SystemPrompt = "Be brief."
+	if err := h.Reload(changed); err != nil {
+		t.Fatal(err)
+	}
+	say(t, h, "after")
+	if got := userMessages(h); strings.Join(got, ",") != "before,after" {
+		t.Fatalf("after the reload the history holds %v", got)
+	}
+}
