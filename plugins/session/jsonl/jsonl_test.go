@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
 	_ "github.com/dsh-go/dsh/plugins/session/jsonl"
+	_ "github.com/dsh-go/dsh/plugins/tools/clock"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
@@ -279,5 +282,63 @@ func TestAReloadedAgentKeepsItsConversation(t *testing.T) {
 	say(t, h, "after")
 	if got := userMessages(h); strings.Join(got, ",") != "before,after" {
 		t.Fatalf("after the reload the history holds %v", got)
+	}
+}
+
+// TestResumedHistoryIsTheSame: every kind of event — reasoning, tool calls
+// and results, usage, chunks — reads back into the very history the model
+// saw before the restart.
+func TestResumedHistoryIsTheSame(t *testing.T) {
+	dir := t.TempDir()
+	yaml := fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - reasoning: "the user wants the time"
+          text: "Let me look. "
+          tool_calls: [{name: clock, arguments: '{"timezone": "UTC"}'}]
+          usage: {input_tokens: 40, output_tokens: 9}
+        - text: "It is noon."
+          usage: {input_tokens: 60, output_tokens: 4, cache_hit_tokens: 32}
+  - use: tools.clock
+  - use: session.jsonl
+    config: {dir: %q}
+agents:
+  - id: main
+    provider: scripted
+    session: s1
+`, dir)
+	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	say(t, h, "what time is it")
+	a, _ := h.Agent("main")
+	before, events := a.Session().History().Messages(), a.Session().Events(1)
+	h.Close(stdctx.Background())
+
+	h, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	a, _ = h.Agent("main")
+	if after := a.Session().History().Messages(); !reflect.DeepEqual(before, after) {
+		t.Fatalf("history before the restart:\n%+v\nafter:\n%+v", before, after)
+	}
+	resumed := a.Session().Events(1)
+	for i := range events {
+		// Times come back in UTC without the monotonic reading.
+		if !events[i].Time.Equal(resumed[i].Time) {
+			t.Fatalf("event %d: time %v read back as %v", i, events[i].Time, resumed[i].Time)
+		}
+		events[i].Time, resumed[i].Time = time.Time{}, time.Time{}
+	}
+	if !reflect.DeepEqual(events, resumed) {
+		t.Fatalf("events before the restart:\n%+v\nafter:\n%+v", events, resumed)
 	}
 }
