@@ -113,3 +113,37 @@ log:
 		t.Fatalf("did not exit on Ctrl-D:\n%s", scr.String())
 	}
 }
+
+// TestInteractiveSessionSaysItResumed: opening a session that was persisted
+// says so before the first prompt.
+func TestInteractiveSessionSaysItResumed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte(`plugins:
+  - use: llm.scripted
+  - use: session.jsonl
+    config: {dir: `+filepath.Join(dir, "sessions")+`}
+agents:
+  - id: main
+    provider: scripted
+    session: main
+log:
+  level: warn
+`), 0o644)
+	if o := runDsh(t, "", "run", "--config", cfg, "-p", "remember me"); o.code != 0 {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	cmd := exec.Command(dshBin, "run", "--config", cfg)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{}
+	go io.Copy(scr, tty)
+	scr.waitFor(t, 0, "Session main resumed with 2 messages.")
+	io.WriteString(tty, "\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, scr.String())
+	}
+}

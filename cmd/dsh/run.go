@@ -394,7 +394,11 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 		}
 	}()
 
-	fmt.Fprintf(out, "dsh: talking to agent %s. Type /help for commands, Ctrl-D to quit.\n> ", agent.ID())
+	resumed := ""
+	if n := len(agent.Session().History().Messages()); n > 0 {
+		resumed = fmt.Sprintf(" Session %s resumed with %d messages.", agent.Session().ID(), n)
+	}
+	fmt.Fprintf(out, "dsh: talking to agent %s.%s Type /help for commands, Ctrl-D to quit.\n> ", agent.ID(), resumed)
 	deliver := func(text string, mode agentcontroller.Mode) {
 		go func() {
 			_, err := h.Controller().Deliver(stdctx.Background(), agent, agentcontroller.Request{
