@@ -246,6 +246,37 @@ func (c *Context) Done() <-chan struct{} {
 	return c.life.done
 }
 
+// AfterFunc arranges for fn to run in its own goroutine once Done closes —
+// at once if it already has — and returns a stop function that cancels
+// that if fn has not started (it reports whether it did). The standard
+// library's context.WithCancel, WithTimeout and AfterFunc use it, so a
+// context derived from a *Context needs no goroutine watching Done.
+func (c *Context) AfterFunc(fn func()) (stop func() bool) {
+	l := c.life
+	f := l.fiber
+	f.mu.Lock()
+	if l.phase != phaseActive {
+		f.mu.Unlock()
+		go fn()
+		return func() bool { return false }
+	}
+	key := &fn
+	if l.after == nil {
+		l.after = map[*func()]struct{}{}
+	}
+	l.after[key] = struct{}{}
+	f.mu.Unlock()
+	return func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if _, ok := l.after[key]; ok {
+			delete(l.after, key)
+			return true
+		}
+		return false
+	}
+}
+
 // Err implements context.Context. It is nil while the fiber is active and a
 // CONTEXT_INACTIVE error wrapping context.Canceled afterwards.
 func (c *Context) Err() error {

@@ -5,6 +5,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -374,5 +375,51 @@ func TestDisposeFromInsideApplyHappensRightAfter(t *testing.T) {
 	}))
 	if f.State() != dshctx.StateDisposed || !undone {
 		t.Fatalf("state %s, undone %v", f.State(), undone)
+	}
+}
+
+// TestDerivedStdContextsNeedNoWatcher: context.WithCancel on a *Context
+// uses its AfterFunc instead of a goroutine per derived context, and the
+// derived context still ends with the fiber.
+func TestDerivedStdContextsNeedNoWatcher(t *testing.T) {
+	root, _ := newRoot(t)
+	var pctx *dshctx.Context
+	f := mustPlugin(t, root, dshctx.Define("p", func(ctx *dshctx.Context, _ any) error {
+		pctx = ctx
+		return nil
+	}))
+	before := runtime.NumGoroutine()
+	var cancels []stdctx.CancelFunc
+	var derived []stdctx.Context
+	for range 100 {
+		c, cancel := stdctx.WithCancel(pctx)
+		derived, cancels = append(derived, c), append(cancels, cancel)
+	}
+	if n := runtime.NumGoroutine(); n > before+5 {
+		t.Fatalf("100 derived contexts started %d goroutines", n-before)
+	}
+	// A cancelled child stops its AfterFunc: nothing fires for it later.
+	cancels[0]()
+	f.Dispose()
+	for i, c := range derived {
+		select {
+		case <-c.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("derived context %d did not end with the fiber", i)
+		}
+		if i > 0 && !errors.Is(c.Err(), stdctx.Canceled) {
+			t.Fatalf("derived context %d: %v", i, c.Err())
+		}
+	}
+	for _, cancel := range cancels {
+		cancel()
+	}
+	// Deriving from an ended context ends at once.
+	c, cancel := stdctx.WithCancel(pctx)
+	defer cancel()
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a context derived from an ended fiber's context never ended")
 	}
 }

@@ -304,6 +304,9 @@ type life struct {
 	effects []*effect
 	done    chan struct{}
 	err     error
+	// after holds the functions Context.AfterFunc registered, to start
+	// when done closes.
+	after map[*func()]struct{}
 }
 
 type phase uint8
@@ -378,7 +381,13 @@ func (l *life) end(why error) {
 	}
 	effects := l.effects
 	l.effects = nil
+	after := l.after
+	l.after = nil
 	f.mu.Unlock()
+
+	for fn := range after {
+		go (*fn)()
+	}
 
 	for i := len(effects) - 1; i >= 0; i-- {
 		runDisposer(f, effects[i])
