@@ -70,6 +70,30 @@ type Entry struct {
 	OnUnavailable string `koanf:"on_unavailable"`
 	// MaxRestarts bounds restarts after crashes (default 5; -1: never).
 	MaxRestarts int `koanf:"max_restarts"`
+	// Args are passed to the binary, as in exec: /usr/bin/python3 with
+	// args: [plugin.py].
+	Args []string `koanf:"args"`
+	// Env adds variables to the environment the binary inherits from dsh,
+	// and overrides inherited ones of the same name.
+	Env map[string]string `koanf:"env"`
+}
+
+// execOnly reports the exec-only settings an entry sets, by key.
+func (e *Entry) execOnly() []string {
+	var keys []string
+	for _, set := range []struct {
+		key string
+		on  bool
+	}{
+		{"sha256", e.SHA256 != ""}, {"timeout", e.Timeout != 0}, {"start_timeout", e.StartTimeout != 0},
+		{"on_unavailable", e.OnUnavailable != ""}, {"max_restarts", e.MaxRestarts != 0},
+		{"args", len(e.Args) > 0}, {"env", len(e.Env) > 0},
+	} {
+		if set.on {
+			keys = append(keys, set.key)
+		}
+	}
+	return keys
 }
 
 // AgentConfig is one agent to start.
@@ -295,6 +319,13 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 		case e.Exec != "":
 			checkExec(e, key, p)
 		default:
+			if keys := e.execOnly(); len(keys) > 0 {
+				list := strings.Join(keys, ", ")
+				if n := len(keys); n > 1 {
+					list = strings.Join(keys[:n-1], ", ") + " and " + keys[n-1]
+				}
+				p.add(key, fmt.Sprintf("%s: for exec: entries only; remove from this use: entry", list))
+			}
 			info, ok := Lookup(e.Use)
 			if !ok {
 				msg := fmt.Sprintf("unknown plugin %q", e.Use)
@@ -352,7 +383,14 @@ func checkExec(e *Entry, key string, p *problems) {
 	if e.Timeout < 0 || e.StartTimeout < 0 || e.MaxRestarts < -1 {
 		p.add(key, "timeout and start_timeout cannot be negative; max_restarts is -1 (never restart) or more")
 	}
+	for _, name := range sortedKeys(e.Env) {
+		if !envName.MatchString(name) {
+			p.add(key+".env", fmt.Sprintf("%q is not an environment variable name; use letters, digits and '_', not starting with a digit", name))
+		}
+	}
 }
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // PluginConfig returns the decoded config of an entry checked by Load.
 func (c *Config) PluginConfig(e *Entry) any { return c.decoded[e] }

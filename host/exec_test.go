@@ -598,3 +598,18 @@ func TestMTLSWarmUpRunsBeforeGRPCInitializes(t *testing.T) {
 		t.Fatalf("mtlswarm initializes at %d, google.golang.org/grpc at %d, of %d packages", warm, grpc, len(order))
 	}
 }
+
+// TestArgsAndEnvReachThePlugin: an entry's args are the binary's command
+// line, and its env is added to what the plugin inherits — winning over an
+// inherited variable of the same name.
+func TestArgsAndEnvReachThePlugin(t *testing.T) {
+	bin, _ := binaries(t)
+	t.Setenv("TESTPLUGIN_REFUSE", "inherited")
+	h, _ := startExec(t, execConfig(bin, "{}", "    args: [--refuse=eggs]\n    env: {TESTPLUGIN_REFUSE: ham}\n"))
+	for text, refused := range map[string]bool{"buy eggs": true, "buy ham": true, "inherited word": false, "buy bread": false} {
+		_, err := send(h, stdctx.Background(), "main", text)
+		if agentcontroller.IsRejected(err) != refused {
+			t.Errorf("%q: refused %v, want %v (%v)", text, !refused, refused, err)
+		}
+	}
+}

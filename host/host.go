@@ -481,6 +481,9 @@ func describeEntry(e Entry) string {
 	if e.Use != "" && e.Use != e.ID {
 		s += " (use " + e.Use + ")"
 	}
+	if e.Exec != "" && e.Exec != e.ID {
+		s += " (exec " + strings.Join(append([]string{e.Exec}, e.Args...), " ") + ")"
+	}
 	if e.Disabled {
 		s += " [disabled]"
 	}

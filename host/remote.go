@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -151,7 +152,13 @@ func bridgeNames() string {
 // configures the plugin.
 func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 	e := r.entry
-	cmd := exec.Command(e.Exec)
+	cmd := exec.Command(e.Exec, e.Args...)
+	// The entry's variables go after the inherited ones, so they win; hence
+	// SkipHostEnv below, or go-plugin would append os.Environ after them.
+	cmd.Env = os.Environ()
+	for _, name := range sortedKeys(e.Env) {
+		cmd.Env = append(cmd.Env, name+"="+e.Env[name])
+	}
 	setParentDeathSignal(cmd)
 	// The end of what the plugin wrote to stderr goes into a start
 	// failure's message: it is usually the reason.
@@ -169,6 +176,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 		Stderr:           stderr,
+		SkipHostEnv:      true,
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 10 * time.Second
@@ -251,6 +259,15 @@ func (l *exitedQuietly) Error(msg string, args ...any) {
 		return
 	}
 	l.Logger.Error(msg, args...)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // tail keeps the last max bytes written to it.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,8 @@ import (
 type config struct {
 	// RefuseWord refuses messages that contain it.
 	RefuseWord string `json:"refuse_word"`
+	// RefuseWords come from the command line and the environment.
+	RefuseWords []string `json:"-"`
 	// HoldWord holds messages that contain it until the call is cancelled
 	// or HoldMs passes; a cancellation is written to Marker.
 	HoldWord string `json:"hold_word"`
@@ -64,6 +67,15 @@ func main() {
 		if err := json.Unmarshal(raw, &cfg); err != nil {
 			return err
 		}
+		// The entry's args and env can also name a word to refuse.
+		for _, arg := range os.Args[1:] {
+			if word, ok := strings.CutPrefix(arg, "--refuse="); ok {
+				cfg.RefuseWords = append(cfg.RefuseWords, word)
+			}
+		}
+		if word := os.Getenv("TESTPLUGIN_REFUSE"); word != "" {
+			cfg.RefuseWords = append(cfg.RefuseWords, word)
+		}
 		if cfg.Fail {
 			return fmt.Errorf("testplugin: fail is set")
 		}
@@ -81,6 +93,8 @@ func main() {
 			return sdk.Reject("testplugin/gave-up", "stopped waiting", false), nil
 		case cfg.RefuseWord != "" && strings.Contains(text, cfg.RefuseWord):
 			return sdk.Reject("testplugin/refused", "no "+cfg.RefuseWord+" here ("+a.AgentID+")", false), nil
+		case slices.ContainsFunc(cfg.RefuseWords, func(w string) bool { return strings.Contains(text, w) }):
+			return sdk.Reject("testplugin/refused", "refused by a word from args or env", false), nil
 		case cfg.HoldWord != "" && strings.Contains(text, cfg.HoldWord):
 			select {
 			case <-ctx.Done():
