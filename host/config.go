@@ -9,15 +9,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/rawbytes"
@@ -270,7 +273,7 @@ func (c *Config) check(p *problems) {
 		}
 		switch {
 		case a.Session == "":
-		case !validSessionID.MatchString(a.Session):
+		case !session.ValidID(a.Session):
 			p.add(at+".session", fmt.Sprintf("session id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", a.Session))
 		case sessions[a.Session] > 0:
 			p.add(at+".session", fmt.Sprintf("session %q is also agents[%d]'s; two agents cannot share a session", a.Session, sessions[a.Session]-1))
@@ -284,10 +287,6 @@ func (c *Config) check(p *problems) {
 		p.add("log.level", fmt.Sprintf("%q is not a log level; use trace, debug, info, warn, error or off", c.Log.Level))
 	}
 }
-
-// validSessionID keeps session ids usable as file names by persistence
-// plugins.
-var validSessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 func boolInt(b bool) int {
 	if b {
@@ -383,7 +382,7 @@ func checkExec(e *Entry, key string, p *problems) {
 	if e.Timeout < 0 || e.StartTimeout < 0 || e.MaxRestarts < -1 {
 		p.add(key, "timeout and start_timeout cannot be negative; max_restarts is -1 (never restart) or more")
 	}
-	for _, name := range sortedKeys(e.Env) {
+	for _, name := range slices.Sorted(maps.Keys(e.Env)) {
 		if !envName.MatchString(name) {
 			p.add(key+".env", fmt.Sprintf("%q is not an environment variable name; use letters, digits and '_', not starting with a digit", name))
 		}

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -156,7 +158,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
 	// The entry's variables go after the inherited ones, so they win; hence
 	// SkipHostEnv below, or go-plugin would append os.Environ after them.
 	cmd.Env = os.Environ()
-	for _, name := range sortedKeys(e.Env) {
+	for _, name := range slices.Sorted(maps.Keys(e.Env)) {
 		cmd.Env = append(cmd.Env, name+"="+e.Env[name])
 	}
 	setParentDeathSignal(cmd)
@@ -259,15 +261,6 @@ func (l *exitedQuietly) Error(msg string, args ...any) {
 		return
 	}
 	l.Logger.Error(msg, args...)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // tail keeps the last max bytes written to it.

@@ -3,11 +3,20 @@ package session
 import (
 	stdctx "context"
 	"fmt"
+	"regexp"
 	"sync"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 )
+
+// validID is the shape of a session id that persistence can use as a
+// file name on every system.
+var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ValidID reports whether id can name a persisted session: letters,
+// digits, '.', '_' and '-', starting with a letter or digit.
+func ValidID(id string) bool { return validID.MatchString(id) }
 
 // Key is the service key of the sessions service.
 var Key = dshctx.NewKey[*Store]("sessions")

@@ -21,7 +21,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -54,9 +53,6 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
-
-// validID keeps session ids usable as file names on every system.
-var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Plugin writes the sessions of every agent it hears — all of them on the
 // root, one agent's in a preset — and serves them back for resuming.
@@ -114,7 +110,7 @@ type files struct {
 }
 
 func (w *files) path(sessionID string) (string, error) {
-	if !validID.MatchString(sessionID) {
+	if !session.ValidID(sessionID) {
 		return "", errs.New(errs.InvalidArgument, fmt.Sprintf(
 			"session.jsonl: session id %q cannot name a file; use letters, digits, '.', '_' and '-', starting with a letter or digit", sessionID))
 	}
