@@ -53,6 +53,7 @@ var Plugin = dshctx.Define("llm.anthropic", func(ctx *dshctx.Context, config any
 	if err != nil {
 		return err
 	}
+	p.client.Log = ctx.Logger()
 	svc, err := llm.Key.Get(ctx)
 	if err != nil {
 		return err

@@ -26,11 +26,9 @@ func (p *Provider) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, erro
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.client.Open(ctx, p.url, p.header, body)
-	if err != nil {
-		return nil, err
-	}
-	return &stream{provider: p.name, body: resp.Body, events: sse.NewReader(resp.Body), tools: map[int]int{}}, nil
+	return p.client.Stream(ctx, p.url, p.header, body, func(b io.ReadCloser) llm.Stream {
+		return &stream{provider: p.name, body: b, events: sse.NewReader(b), tools: map[int]int{}}
+	})
 }
 
 type wireUsage struct {
@@ -92,8 +90,11 @@ func (s *stream) read() error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return s.fail(ReasonTruncated, "the stream ended before message_stop; the answer may be incomplete")
 	}
+	if errs.CodeOf(err) != "" {
+		return err // a stall, already saying what and where
+	}
 	if err != nil {
-		return s.fail(ReasonTruncated, "reading the stream failed: "+err.Error())
+		return errs.Wrap(llm.ProviderFailed, err, s.provider+": reading the stream failed").WithReason(ReasonTruncated)
 	}
 	s.wire = wireEvent{}
 	if err := s.json.Decode(ev.Data, &s.wire); err != nil {

@@ -71,6 +71,7 @@ func plugin(f flavor) dshctx.Plugin {
 		if err != nil {
 			return err
 		}
+		p.client.Log = ctx.Logger()
 		svc, err := llm.Key.Get(ctx)
 		if err != nil {
 			return err

@@ -26,11 +26,9 @@ func (p *Provider) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, erro
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.client.Open(ctx, p.url, p.header, body)
-	if err != nil {
-		return nil, err
-	}
-	return &stream{provider: p.name, body: resp.Body, events: sse.NewReader(resp.Body)}, nil
+	return p.client.Stream(ctx, p.url, p.header, body, func(b io.ReadCloser) llm.Stream {
+		return &stream{provider: p.name, body: b, events: sse.NewReader(b)}
+	})
 }
 
 // The wire types hold plain strings where the API may send null: null
@@ -103,6 +101,9 @@ func (s *stream) read() error {
 	ev, err := s.events.Next()
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return s.fail(ReasonTruncated, "the stream ended before [DONE]; the answer may be incomplete", nil)
+	}
+	if errs.CodeOf(err) != "" {
+		return err // a stall, already saying what and where
 	}
 	if err != nil {
 		return s.fail(ReasonTruncated, "reading the stream failed", err)

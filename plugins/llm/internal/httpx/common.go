@@ -16,8 +16,9 @@ type Common struct {
 	Name string `koanf:"name"`
 	// BaseURL is the API root.
 	BaseURL string `koanf:"base_url"`
-	// APIKeyEnv names the environment variable holding the API key. The
-	// key itself is never logged.
+	// APIKeyEnv names the environment variable holding the API key
+	// (default: the provider's own, such as DEEPSEEK_API_KEY, also with a
+	// base_url; "none" sends no key). The key itself is never logged.
 	APIKeyEnv string `koanf:"api_key_env"`
 	// Model is used when the agent names none.
 	Model string `koanf:"model"`
@@ -26,6 +27,10 @@ type Common struct {
 	Temperature *float64 `koanf:"temperature"`
 	// Timeout bounds the wait for the response headers (default 60s).
 	Timeout time.Duration `koanf:"timeout"`
+	// IdleTimeout bounds each wait for more of the stream once it has
+	// started (default 60s): a server that goes silent fails the turn
+	// instead of holding it forever.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
 	// Headers are added to every request.
 	Headers map[string]string `koanf:"headers"`
 	// Retries is how often a 429 or 5xx before the stream is retried
@@ -37,8 +42,8 @@ type Common struct {
 
 // Validate checks the shared settings.
 func (c Common) Validate() error {
-	if c.Timeout < 0 || c.RetryBackoff < 0 {
-		return fmt.Errorf("timeout and retry_backoff cannot be negative")
+	if c.Timeout < 0 || c.IdleTimeout < 0 || c.RetryBackoff < 0 {
+		return fmt.Errorf("timeout, idle_timeout and retry_backoff cannot be negative")
 	}
 	if c.MaxTokens < 0 {
 		return fmt.Errorf("max_tokens cannot be negative")
@@ -63,9 +68,19 @@ type Setup struct {
 	Client      *Client
 }
 
+// NoKey is the api_key_env value that sends no key, for a server behind a
+// base_url that must not see the provider's default key variable.
+const NoKey = "none"
+
+// DefaultTimeout is the default of timeout and idle_timeout.
+const DefaultTimeout = 60 * time.Second
+
 // Resolve applies defaults, reads the API key through getenv and builds
-// the client. The hosted API's key variable is required; a config with
-// its own base_url (a local server) needs a key only when it names one.
+// the client. The key variable is the configured one, else the provider's
+// default. It is required when named or when the hosted API is used; with
+// a base_url (a proxy, a local server) the default variable is used when
+// set, so a proxy still gets the key, and a server that needs none works
+// without it.
 func (c Common) Resolve(d Defaults, getenv func(string) string) (Setup, error) {
 	if err := c.Validate(); err != nil {
 		return Setup{}, errs.New(errs.InvalidArgument, d.ID+": "+err.Error())
@@ -77,18 +92,27 @@ func (c Common) Resolve(d Defaults, getenv func(string) string) (Setup, error) {
 	if s.BaseURL == "" {
 		s.BaseURL = d.BaseURL
 	}
-	if s.KeyEnv == "" && c.BaseURL == "" {
+	required := s.KeyEnv != "" || c.BaseURL == ""
+	switch s.KeyEnv {
+	case NoKey:
+		s.KeyEnv, required = "", false
+	case "":
 		s.KeyEnv = d.KeyEnv
 	}
 	if s.KeyEnv != "" {
-		if s.Key = getenv(s.KeyEnv); s.Key == "" {
+		s.Key = getenv(s.KeyEnv)
+		if s.Key == "" && required {
 			return Setup{}, errs.New(errs.InvalidArgument, fmt.Sprintf(
 				"%s: the environment variable %s is empty; set it to your API key (or set api_key_env: to the variable that holds it)", d.ID, s.KeyEnv))
 		}
 	}
 	timeout := c.Timeout
 	if timeout == 0 {
-		timeout = 60 * time.Second
+		timeout = DefaultTimeout
+	}
+	idle := c.IdleTimeout
+	if idle == 0 {
+		idle = DefaultTimeout
 	}
 	retries := c.Retries
 	switch {
@@ -98,8 +122,8 @@ func (c Common) Resolve(d Defaults, getenv func(string) string) (Setup, error) {
 		retries = 0
 	}
 	s.Client = &Client{
-		Provider: s.Name, KeyEnv: s.KeyEnv, HTTP: http.DefaultClient,
-		Retries: retries, Backoff: c.RetryBackoff, HeaderTimeout: timeout,
+		Provider: s.Name, KeyEnv: s.KeyEnv, KeySent: s.Key != "", HTTP: http.DefaultClient,
+		Retries: retries, Backoff: c.RetryBackoff, HeaderTimeout: timeout, IdleTimeout: idle,
 	}
 	return s, nil
 }

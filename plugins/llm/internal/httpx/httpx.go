@@ -1,14 +1,15 @@
 // Package httpx opens the streaming HTTP requests of the model providers:
 // it retries 429 and 5xx answers that come before any byte of the stream,
 // with exponential backoff and jitter and honouring Retry-After, bounds the
-// wait for the response headers, and turns HTTP failures into errors that
-// say what to do.
+// wait for the response headers and every wait for more of the stream, and
+// turns HTTP failures into errors that say what to do.
 package httpx
 
 import (
 	"bytes"
 	stdctx "context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/hashicorp/go-hclog"
 )
 
 // Reasons of provider failures (code llm.ProviderFailed).
@@ -30,6 +32,9 @@ const (
 	ReasonBadRequest   = "llm/bad-request"
 	ReasonNetwork      = "llm/network"
 	ReasonTimeout      = "llm/timeout"
+	// ReasonStalled: the stream started but no more of it arrived within
+	// the idle timeout.
+	ReasonStalled = "llm/stream-idle-timeout"
 	// ReasonTruncated: the stream ended before its end marker.
 	ReasonTruncated = "llm/stream-truncated"
 	// ReasonBadChunk: an event could not be decoded.
@@ -42,17 +47,30 @@ const (
 type Client struct {
 	// Provider names the provider in errors ("deepseek").
 	Provider string
-	// KeyEnv is the environment variable holding the API key, named in
-	// the error for a rejected key.
-	KeyEnv string
-	HTTP   *http.Client
+	// KeyEnv is the environment variable the API key was read from, named
+	// in the error for a rejected key; KeySent says whether it held one.
+	KeyEnv  string
+	KeySent bool
+	HTTP    *http.Client
 	// Retries is how many times a 429 or 5xx is retried.
 	Retries int
 	// Backoff is the first retry's delay bound; it doubles per attempt up
 	// to MaxBackoff, and each delay is drawn at random below its bound.
 	Backoff, MaxBackoff time.Duration
-	// HeaderTimeout bounds the wait for the response headers of one try.
+	// HeaderTimeout bounds the wait for the response headers of one try,
+	// and the read of an error answer's body.
 	HeaderTimeout time.Duration
+	// IdleTimeout bounds each wait for more of a stream that has started.
+	IdleTimeout time.Duration
+	// Log gets a line per retry; nil logs nothing.
+	Log hclog.Logger
+}
+
+func (c *Client) log() hclog.Logger {
+	if c.Log == nil {
+		return hclog.NewNullLogger()
+	}
+	return c.Log
 }
 
 // Open posts body to url and returns the response of the first try that
@@ -73,6 +91,10 @@ func (c *Client) Open(ctx stdctx.Context, url string, header http.Header, body [
 		if retryAfter > 0 {
 			wait = min(retryAfter, time.Minute)
 		}
+		// A retry can wait a minute on Retry-After: say so, or the user
+		// sees a hang.
+		c.log().Info("retrying the model request", "provider", c.Provider, "status", statusOf(err),
+			"wait", wait, "retry", attempt+1, "of", c.Retries, "retry_after", retryAfter > 0)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -124,26 +146,23 @@ func (c *Client) try(ctx stdctx.Context, url string, header http.Header, body []
 		return nil, -1, errs.Wrap(llm.ProviderFailed, err, fmt.Sprintf("%s: request to %s failed", c.Provider, url)).WithReason(ReasonNetwork)
 	}
 	if resp.StatusCode == http.StatusOK {
-		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+		resp.Body = c.watch(ctx, resp.Body, cancel, url)
 		return resp, 0, nil
 	}
 	defer cancel()
 	defer resp.Body.Close()
-	detail := errorDetail(resp.Body)
-	status := fmt.Sprintf("HTTP %d", resp.StatusCode)
+	detail := c.errorDetail(resp.Body, cancel)
+	code := resp.StatusCode
+	status := fmt.Sprintf("HTTP %d", code)
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		hint := "check the API key"
-		if c.KeyEnv != "" {
-			hint = "set " + c.KeyEnv + " to a valid API key"
-		}
-		return nil, -1, errs.New(llm.ProviderFailed, fmt.Sprintf("%s rejected the credentials (%s: %s); %s", c.Provider, status, detail, hint)).WithReason(ReasonUnauthorized)
-	case resp.StatusCode == http.StatusTooManyRequests:
-		return nil, retryAfter(resp.Header.Get("Retry-After")), errs.New(llm.ProviderFailed, fmt.Sprintf("%s is rate limiting (%s: %s)", c.Provider, status, detail)).WithReason(ReasonRateLimited)
-	case resp.StatusCode >= 500:
-		return nil, retryAfter(resp.Header.Get("Retry-After")), errs.New(llm.ProviderFailed, fmt.Sprintf("%s had a server error (%s: %s)", c.Provider, status, detail)).WithReason(ReasonServerError)
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return nil, -1, httpError(code, fmt.Sprintf("%s rejected the credentials (%s: %s); %s", c.Provider, status, detail, c.keyHint()), ReasonUnauthorized)
+	case code == http.StatusTooManyRequests:
+		return nil, retryAfter(resp.Header.Get("Retry-After")), httpError(code, fmt.Sprintf("%s is rate limiting (%s: %s)", c.Provider, status, detail), ReasonRateLimited)
+	case code >= 500:
+		return nil, retryAfter(resp.Header.Get("Retry-After")), httpError(code, fmt.Sprintf("%s had a server error (%s: %s)", c.Provider, status, detail), ReasonServerError)
 	}
-	return nil, -1, errs.New(llm.ProviderFailed, fmt.Sprintf("%s refused the request (%s: %s)", c.Provider, status, detail)).WithReason(ReasonBadRequest)
+	return nil, -1, httpError(code, fmt.Sprintf("%s refused the request (%s: %s)", c.Provider, status, detail), ReasonBadRequest)
 }
 
 // retryAfter parses Retry-After as seconds or an HTTP date; 0 means absent.
@@ -160,8 +179,45 @@ func retryAfter(v string) time.Duration {
 	return 0
 }
 
-// errorDetail extracts the message of an error body.
-func errorDetail(r io.Reader) string {
+// keyHint says which key was sent, so a rejected key is traced to its
+// variable, and a missing one to the variable that was not set.
+func (c *Client) keyHint() string {
+	switch {
+	case c.KeySent:
+		return "the key sent was read from " + c.KeyEnv + "; set " + c.KeyEnv + " to a valid API key"
+	case c.KeyEnv != "":
+		return "no API key was sent because " + c.KeyEnv + " is not set; set it to your API key (or api_key_env: to the variable that holds it)"
+	}
+	return "no API key was sent (api_key_env: " + NoKey + "); set api_key_env: to the variable that holds the key"
+}
+
+// statusOf names the failure of a try in the retry log line: the HTTP
+// status, or the missing answer.
+func statusOf(err error) any {
+	if e, ok := errors.AsType[*errs.Error](err); ok {
+		if st, ok := e.Details["status"]; ok {
+			return st
+		}
+	}
+	return "no response"
+}
+
+// httpError is a failure answer of the server; its status is kept in the
+// details, where callers and the retry log read it.
+func httpError(code int, msg, reason string) *errs.Error {
+	e := errs.New(llm.ProviderFailed, msg).WithReason(reason)
+	e.Details = map[string]any{"status": code}
+	return e
+}
+
+// errorDetail extracts the message of an error body. The body is read
+// under the header timeout: a server that sends an error status and then
+// stalls must not hold the request forever.
+func (c *Client) errorDetail(r io.Reader, cancel stdctx.CancelFunc) string {
+	if c.HeaderTimeout > 0 {
+		t := time.AfterFunc(c.HeaderTimeout, cancel)
+		defer t.Stop()
+	}
 	b, _ := io.ReadAll(io.LimitReader(r, 8<<10))
 	var shaped struct {
 		Error json.RawMessage `json:"error"`
@@ -186,15 +242,4 @@ func errorDetail(r io.Reader) string {
 		text = text[:300] + "…"
 	}
 	return text
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel stdctx.CancelFunc
-}
-
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
 }
