@@ -94,7 +94,7 @@ func (c *Client) Open(ctx stdctx.Context, url string, header http.Header, body [
 		// A retry can wait a minute on Retry-After: say so, or the user
 		// sees a hang.
 		c.log().Info("retrying the model request", "provider", c.Provider, "status", statusOf(err),
-			"wait", wait, "retry", attempt+1, "of", c.Retries, "retry_after", retryAfter > 0)
+			"wait", wait, "retry_after", retryAfter > 0, "retry", fmt.Sprintf("%d/%d", attempt+1, c.Retries))
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:

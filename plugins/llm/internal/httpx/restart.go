@@ -2,6 +2,7 @@ package httpx
 
 import (
 	stdctx "context"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -52,7 +53,7 @@ func (r *restarting) Recv() (llm.Chunk, error) {
 		}
 		r.retries++
 		r.c.log().Info("retrying the model request", "provider", r.c.Provider, "status", "stalled before the first chunk",
-			"idle_timeout", r.c.IdleTimeout, "retry", r.retries, "of", r.c.Retries)
+			"idle_timeout", r.c.IdleTimeout, "retry", fmt.Sprintf("%d/%d", r.retries, r.c.Retries))
 		r.cur.Close()
 		r.cur = nil
 		resp, err := r.c.Open(r.ctx, r.url, r.header, r.body)

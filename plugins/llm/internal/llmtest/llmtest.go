@@ -24,6 +24,10 @@ type Answer struct {
 	Status int
 	Header map[string]string
 	Body   string
+	// Stall sends the status and the Body (not a File) and then holds the
+	// connection open without another byte until the client goes away: a
+	// server that hangs after its headers or mid-stream.
+	Stall bool
 }
 
 // Replay answers each request with the next Answer (the last one repeats)
@@ -34,13 +38,17 @@ type Replay struct {
 	answers  []Answer
 	requests [][]byte
 	headers  []http.Header
+	// gone releases stalled answers at cleanup, before the server closes,
+	// so a test that fails with a stream open does not hang.
+	gone chan struct{}
 }
 
 // Serve starts a replay server over the files in dir, closed at cleanup.
 func Serve(t testing.TB, dir string, answers ...Answer) (*httptest.Server, *Replay) {
-	r := &Replay{dir: dir, answers: answers}
+	r := &Replay{dir: dir, answers: answers, gone: make(chan struct{})}
 	s := httptest.NewServer(r)
 	t.Cleanup(s.Close)
+	t.Cleanup(func() { close(r.gone) })
 	return s, r
 }
 
@@ -70,6 +78,21 @@ func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	for k, v := range a.Header {
 		w.Header().Set(k, v)
+	}
+	if a.Stall {
+		status := a.Status
+		if status == 0 {
+			status = http.StatusOK
+			w.Header().Set("Content-Type", "text/event-stream")
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, a.Body)
+		w.(http.Flusher).Flush()
+		select {
+		case <-req.Context().Done():
+		case <-r.gone:
+		}
+		return
 	}
 	if a.File == "" {
 		w.WriteHeader(a.Status)
