@@ -127,3 +127,20 @@ func TestCancelWhileWaitingEndsTheStreamWithTheCause(t *testing.T) {
 		t.Fatalf("a cancelled stream must end with the cancel's cause, got %v", err)
 	}
 }
+
+// A cancel during a Retry-After wait ends the wait at once, with its cause.
+func TestCancelDuringRetryWaitReturnsTheCause(t *testing.T) {
+	s, rec := server(t, answer{Status: 429, Header: map[string]string{"Retry-After": "30"}, Body: "slow down"})
+	p := tuned(t, s, func(*httpx.Common) {})
+	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
+	abort := errors.New("user pressed ctrl-c")
+	go func() {
+		for len(rec.Requests()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel(abort)
+	}()
+	if _, err := p.Stream(ctx, hello()); !errors.Is(err, abort) {
+		t.Fatalf("want the cancel's cause, got %v", err)
+	}
+}

@@ -83,7 +83,7 @@ func (c *Client) Open(ctx stdctx.Context, url string, header http.Header, body [
 		}
 		if retryAfter < 0 || attempt >= c.Retries || ctx.Err() != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, stdctx.Cause(ctx)
 			}
 			return nil, err
 		}
@@ -100,7 +100,7 @@ func (c *Client) Open(ctx stdctx.Context, url string, header http.Header, body [
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, stdctx.Cause(ctx)
 		}
 	}
 }
