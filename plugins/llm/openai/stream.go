@@ -18,6 +18,8 @@ const (
 	ReasonTruncated = httpx.ReasonTruncated
 	ReasonBadChunk  = httpx.ReasonBadChunk
 	ReasonAPIError  = httpx.ReasonAPIError
+	// ReasonStalled: nothing arrived within idle_timeout.
+	ReasonStalled = httpx.ReasonStalled
 )
 
 // Stream starts one chat completion.
