@@ -2,6 +2,9 @@ package jsonl_test
 
 import (
 	stdctx "context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
@@ -66,5 +69,20 @@ func TestATimedOutDisposeKeepsTheSessionUntilTheDriverStops(t *testing.T) {
 	}
 	if _, interrupted := again.Agent.Session().Interrupted(); interrupted {
 		t.Fatal("the old driver's turn end was not written")
+	}
+}
+
+// TestHostCloseReturnsAFailedFinalWrite: a session that could not be
+// written at shutdown makes the host's Close fail, so dsh can exit non-zero.
+func TestHostCloseReturnsAFailedFinalWrite(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, dir, true)
+	say(t, h, "one")
+	path := filepath.Join(dir, "s1.jsonl")
+	os.Remove(path)
+	os.Mkdir(path, 0o700)
+	say(t, h, "two")
+	if err := h.Close(stdctx.Background()); !errs.HasCode(err, session.FlushFailed) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("close with an unwritable session: %v", err)
 	}
 }
