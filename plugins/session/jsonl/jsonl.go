@@ -74,14 +74,14 @@ var Plugin = dshctx.Define("session.jsonl", func(ctx *dshctx.Context, config any
 	if err := store.SetBackend(ctx, w); err != nil {
 		return err
 	}
-	if _, err := session.EventAppended.On(ctx, func(c stdctx.Context, a session.Appended) error {
-		w.writerFor(c, a.Session).add(a.Event)
+	if _, err := session.EventAppended.On(ctx, func(_ stdctx.Context, a session.Appended) error {
+		w.writerFor(a.Session).add(a.Event)
 		return nil
 	}); err != nil {
 		return err
 	}
 	if _, err := session.EventFlush.On(ctx, func(c stdctx.Context, f session.Flush, next waterfall.Next[session.Flush, struct{}]) (struct{}, error) {
-		if err := w.writerFor(c, f.Session).write(f.Seq); err != nil {
+		if err := w.writerFor(f.Session).write(f.Seq); err != nil {
 			return struct{}{}, err
 		}
 		return next.Call(c, f)
@@ -146,7 +146,7 @@ func (w *files) lock(sessionID string) (*writer, error) {
 }
 
 // writerFor returns the writer that owns s.
-func (w *files) writerFor(_ stdctx.Context, s *session.Session) *writer {
+func (w *files) writerFor(s *session.Session) *writer {
 	if wr, ok := s.Lease().(*writer); ok && wr.files == w {
 		return wr
 	}
