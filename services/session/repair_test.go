@@ -224,3 +224,26 @@ func TestLeaseIsTakenFirstAndReleasedOnEveryFailure(t *testing.T) {
 		t.Fatal("close did not release the lease")
 	}
 }
+
+// TestAnOldGapInTheMiddleIsAnsweredInTheHistory: a log resumed by an older
+// dsh holds an interrupted turn followed by more turns; its unanswered call
+// is answered in the derived history, live and on replay alike.
+func TestAnOldGapInTheMiddleIsAnsweredInTheHistory(t *testing.T) {
+	evs := killedInTool()
+	prompt := llm.Message{Role: llm.RoleUser, Content: "again"}
+	evs = numbered(append(evs,
+		session.Event{Type: session.TurnStart, Turn: 3},
+		session.Event{Type: session.UserMessage, Turn: 3, Message: &prompt},
+		session.Event{Type: session.TurnEnd, Turn: 3, Reason: "completed"},
+	))
+	s, err := restore(t, session.NewStore(), "s1", evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid(t, s.History())
+	replayed, _ := session.Replay(s.Events(1))
+	valid(t, replayed)
+	if fmt.Sprint(replayed.Messages()) != fmt.Sprint(s.History().Messages()) {
+		t.Fatal("replay differs from the live history")
+	}
+}

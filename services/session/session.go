@@ -60,7 +60,7 @@ type Session struct {
 	// events, however long the session grows.
 	events  [][]Event
 	n       int
-	history llm.Log
+	history deriver
 	// requests maps the RequestID of every recorded outside message to the
 	// message id: derived from the log like the history, so it survives a
 	// resume.
@@ -89,7 +89,7 @@ func (s *Session) push(e Event) {
 // index records what the log derives besides the history; the caller holds
 // mu.
 func (s *Session) index(e Event) {
-	Derive(&s.history, e)
+	s.history.apply(e)
 	if e.RequestID != "" && e.Message != nil {
 		if s.requests == nil {
 			s.requests = map[string]string{}
@@ -160,7 +160,7 @@ func (s *Session) Events(from int64) []Event {
 func (s *Session) History() llm.History {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.history.View()
+	return s.history.log.View()
 }
 
 // Flush runs the session/flush checkpoint for everything appended so far.
@@ -189,7 +189,7 @@ func (s *Session) Interrupted() (Interruption, bool) {
 // that every event has a known type and that every tool result answers a
 // call an assistant message made.
 func Replay(events []Event) (llm.History, error) {
-	var log llm.Log
+	var d deriver
 	asked := map[string]bool{}
 	for i, e := range events {
 		if e.Seq != int64(i)+1 {
@@ -212,7 +212,7 @@ func Replay(events []Event) (llm.History, error) {
 			}
 			delete(asked, e.Message.ToolCallID)
 		}
-		Derive(&log, e)
+		d.apply(e)
 	}
-	return log.View(), nil
+	return d.log.View(), nil
 }
