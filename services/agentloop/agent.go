@@ -192,9 +192,13 @@ func (a *ReactLoopAgent) setStatus(to agents.Status) {
 func (a *ReactLoopAgent) teardown(ctx stdctx.Context) error {
 	a.mu.Lock()
 	first := !a.torn
+	var from agents.Status
 	if first {
 		a.torn = true
 		a.disposed = true
+		// The status turns disposed in the same step, so the driver, which
+		// may go idle any moment now, cannot report idle in between.
+		from, a.status = a.status, agents.StatusDisposed
 		a.inbox.queued.drain()
 		a.inbox.steering.drain()
 		if a.abortStep != nil {
@@ -211,7 +215,7 @@ func (a *ReactLoopAgent) teardown(ctx stdctx.Context) error {
 	a.mu.Unlock()
 	if first {
 		a.loop.sessions.Closing(a.sess)
-		a.setStatus(agents.StatusDisposed)
+		agents.EventStatus.Emit(stdctx.Background(), a.scope, agents.StatusChange{Agent: a, From: from, To: agents.StatusDisposed})
 	}
 	if wait != nil {
 		select {
