@@ -20,9 +20,11 @@ type Type string
 
 // Event types, in the order a turn produces them.
 const (
-	TurnStart        Type = "turn/start"
-	UserMessage      Type = "user/message"
-	StepStart        Type = "step/start"
+	TurnStart   Type = "turn/start"
+	UserMessage Type = "user/message"
+	StepStart   Type = "step/start"
+	// AssistantChunk is a stream chunk. Older logs record them; they
+	// derive nothing, and a log is valid with or without them.
 	AssistantChunk   Type = "assistant/chunk"
 	AssistantMessage Type = "assistant/message"
 	ToolCall         Type = "tool/call"
@@ -31,6 +33,18 @@ const (
 	StepEnd          Type = "step/end"
 	TurnEnd          Type = "turn/end"
 )
+
+// Known reports whether t is an event type of this version. A log with any
+// other type is refused: skipping it could drop a message and leave the
+// history invalid.
+func (t Type) Known() bool {
+	switch t {
+	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
+		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd:
+		return true
+	}
+	return false
+}
 
 // Event is one entry of a session log. Fields that do not apply to the type
 // are empty. Pointer fields are shared with the log: read them, never write
