@@ -23,13 +23,17 @@ const (
 	TurnStart        Type = "turn/start"
 	UserMessage      Type = "user/message"
 	StepStart        Type = "step/start"
-	AssistantChunk   Type = "assistant/chunk"
 	AssistantMessage Type = "assistant/message"
 	ToolCall         Type = "tool/call"
 	ToolResult       Type = "tool/result"
 	SteeringMessage  Type = "steering/message"
 	StepEnd          Type = "step/end"
 	TurnEnd          Type = "turn/end"
+
+	// AssistantChunk is a stream chunk, which logs written before chunks
+	// became agent/stream-chunk notifications hold. Nothing records it any
+	// more; a log that has it still loads, and replay ignores it.
+	AssistantChunk Type = "assistant/chunk"
 )
 
 // Event is one entry of a session log. Fields that do not apply to the type
@@ -44,7 +48,7 @@ type Event struct {
 	// Message is the message of user/message, assistant/message,
 	// steering/message and tool/result.
 	Message *llm.Message `json:"message,omitempty"`
-	// Chunk is the chunk of assistant/chunk.
+	// Chunk is the chunk of assistant/chunk, in old logs only.
 	Chunk *llm.Chunk `json:"chunk,omitempty"`
 	// ToolCall is the call of tool/call.
 	ToolCall *llm.ToolCall `json:"tool_call,omitempty"`
