@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/dsh-go/dsh/waterfall"
 )
@@ -139,6 +140,34 @@ func TestAbortDoesNotReachTheNextTurn(t *testing.T) {
 	a.Abort()
 	idle(t, a)
 	a.Followup(user("second"))
+	idle(t, a)
+	if ends := turnEnds(a.Session()); !slices.Equal(ends, []string{"aborted", "completed"}) {
+		t.Fatalf("turn ends %v", ends)
+	}
+}
+
+// TestAbortBeforeTheFirstStepEndsTheTurn: an abort while the turn records
+// its prompt (here: during the first checkpoint) ends the turn aborted
+// before the model is called.
+func TestAbortBeforeTheFirstStepEndsTheTurn(t *testing.T) {
+	e := newEnv(t, nil, agentloop.Config{})
+	calls := countRequests(e)
+	var once sync.Once
+	session.EventFlush.On(e.root, func(ctx stdctx.Context, f session.Flush, next waterfall.Next[session.Flush, struct{}]) (struct{}, error) {
+		once.Do(func() {
+			a, _ := e.registry.Get(f.Session.AgentID())
+			a.Abort()
+		})
+		return next.Call(ctx, f)
+	})
+	a := e.create("a").Agent
+	a.Followup(user("go"))
+	idle(t, a)
+	assertTrace(t, a.Session(), "turn/start", "user/message:go", "turn/end:aborted")
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the model was called %d times after the abort", n)
+	}
+	a.Followup(user("next"))
 	idle(t, a)
 	if ends := turnEnds(a.Session()); !slices.Equal(ends, []string{"aborted", "completed"}) {
 		t.Fatalf("turn ends %v", ends)

@@ -90,11 +90,27 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	if a.checkStop() != "" {
 		return
 	}
+	// Abort cancels this context: it spans the whole turn, so an abort
+	// between steps or during the first checkpoint is not lost either.
+	turnCtx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
 	a.mu.Lock()
+	if a.disposed || a.cancelled {
+		a.mu.Unlock()
+		return
+	}
 	a.turn++
 	turn := a.turn
+	a.abortStep = cancel
 	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.abortStep = nil
+		a.mu.Unlock()
+	}()
 
+	// Recording and checkpoints outlive an abort: they use their own
+	// context.
 	ctx := stdctx.Background()
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
 	for i := range msgs {
@@ -104,7 +120,7 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	// mid-turn loses the answer, never the question.
 	a.flush(ctx)
 
-	reason, err := a.steps(turn)
+	reason, err := a.steps(turnCtx, turn)
 	end := session.Event{Type: session.TurnEnd, Turn: turn, Reason: reason}
 	// An abort or a dispose also surfaces as an error from whatever it
 	// interrupted; only a real failure is recorded and reported as one.
@@ -134,7 +150,7 @@ func (a *ReactLoopAgent) flush(ctx stdctx.Context) {
 }
 
 // steps runs the steps of a turn and returns how it ended.
-func (a *ReactLoopAgent) steps(turn int) (reason string, err error) {
+func (a *ReactLoopAgent) steps(ctx stdctx.Context, turn int) (reason string, err error) {
 	outcome := ReasonCompleted
 	maxSteps := a.opts.MaxSteps
 	if maxSteps <= 0 {
@@ -148,7 +164,7 @@ func (a *ReactLoopAgent) steps(turn int) (reason string, err error) {
 			return stronger(outcome, ReasonError), errs.New(TooManySteps, fmt.Sprintf(
 				"turn %d of agent %q reached %d steps without finishing; raise max_steps if that is expected", turn, a.id, maxSteps))
 		}
-		cont, maxed, err := a.step(turn, step)
+		cont, maxed, err := a.step(ctx, turn, step)
 		if maxed {
 			outcome = stronger(outcome, ReasonMaxTokens)
 		}
@@ -179,25 +195,13 @@ func (a *ReactLoopAgent) failureReason() string {
 
 // step runs one step. cont says whether the turn goes on; maxed whether the
 // model hit its output ceiling.
-func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
-	ctx, cancel := stdctx.WithCancel(stdctx.Background())
-	a.mu.Lock()
-	if a.disposed || a.cancelled || a.aborting {
-		a.mu.Unlock()
-		cancel()
+//
+// An abort holds for the rest of its turn, also when the step it cancelled
+// finishes anyway: ctx is the turn's, and checkStop reports the abort.
+func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed bool, err error) {
+	if a.checkStop() != "" {
 		return false, false, nil
 	}
-	// aborting is not reset here: an abort holds for the rest of its turn,
-	// also when the step it cancelled finishes anyway.
-	a.abortStep = cancel
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.abortStep = nil
-		a.mu.Unlock()
-		cancel()
-	}()
-
 	rec := stdctx.Background()
 	a.sess.Append(rec, session.Event{Type: session.StepStart, Turn: turn, Step: step})
 	steered := a.recordSteering(turn, step)
