@@ -41,7 +41,8 @@ type Continuation struct {
 
 // StreamChunk is the payload of agent/stream-chunk: one chunk of the model
 // stream of a step, as it arrives. MessageID is the id the assembled
-// assistant message gets in the session.
+// assistant message gets in the session. The chunk's pointers may be
+// shared with the provider: read them, never write them.
 type StreamChunk struct {
 	Agent     agents.Agent
 	Turn      int
