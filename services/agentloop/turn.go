@@ -263,8 +263,8 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 			break
 		}
 		if r := a.checkStop(); r != "" {
-			// A provider that finished after an abort asked for these
-			// calls; none runs, each is still answered.
+			// Aborted while a tool or the provider finished anyway: no
+			// further call runs, each is still answered.
 			a.answerUnrun(turn, step, res.Message.ToolCalls[i:], "not executed: the turn was "+r)
 			return false, maxed, nil
 		}

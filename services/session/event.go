@@ -6,7 +6,9 @@
 // own: it is derived from the log by Derive, event by event, so replaying a
 // log yields the identical history. Each append is also emitted as a
 // session/event in the agent's scope, and the loop awaits the session/flush
-// checkpoint at every turn end, which is where persistence plugins hook in.
+// checkpoint once a turn's prompt is recorded and again at the turn's end,
+// which is where persistence plugins hook in. Stream chunks are not events:
+// the loop records the assembled assistant message.
 package session
 
 import (
