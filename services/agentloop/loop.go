@@ -2,13 +2,19 @@
 // the turn/step driver, and the factory the agents service creates agents
 // through.
 //
-// A turn takes one queued message and runs steps until the model is done:
-// each step drains steering, assembles the system prompt, passes the request
-// through agent/request, streams the model into the session, passes the
+// A turn takes every message queued when it starts (lines typed while the
+// agent worked become one turn, each recorded as its own user/message; a
+// message queued after the turn started waits for the next one), makes
+// them durable through session/flush, and runs steps until the model is
+// done: each step drains steering, assembles the system prompt, passes the
+// request through agent/request, streams the model (each chunk to
+// agent/stream-chunk, the assembled message into the session), passes the
 // result through agent/step-result, runs the tool calls through
 // tools/execute, and asks agent/turn-continuation whether to go on. A
-// failing plugin, model or tool ends the turn with reason "error"; the agent
-// keeps serving its next message.
+// failing or panicking plugin, model or tool ends the turn with reason
+// "error"; an Abort ends it "aborted" and the model is not called again,
+// even when the step it cancelled finishes anyway. The agent keeps serving
+// its next message.
 package agentloop
 
 import (

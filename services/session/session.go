@@ -43,7 +43,8 @@ type Flush struct {
 var (
 	// EventAppended is emitted after every append.
 	EventAppended = waterfall.NewEmit[Appended]("session/event")
-	// EventFlush is the checkpoint the agent loop awaits at each turn end.
+	// EventFlush is the checkpoint the agent loop awaits after recording a
+	// turn's prompt and again at its end.
 	// Persistence listeners write, then call next; an error is reported
 	// through agent/error and does not stop the agent.
 	EventFlush = waterfall.New[Flush, struct{}]("session/flush", nil)
