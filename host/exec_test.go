@@ -246,21 +246,17 @@ func TestStartFailures(t *testing.T) {
 	good := hex.EncodeToString(sum[:])
 	bad := strings.Repeat("0", 64)
 	cases := []struct {
-		name, extra, env, want string
+		name, extra, want string
 	}{
-		{"checksum mismatch", "    sha256: \"" + bad + "\"\n", "", "does not match the sha256"},
-		{"garbage on stdout", "", "TESTPLUGIN_GARBAGE=1", "wrote to stdout before its handshake"},
-		{"protocol version", "", "TESTPLUGIN_PROTOCOL=2", "another protocol version than this host (dsh protocol 1)"},
-		{"exits before the handshake", "", "TESTPLUGIN_EXIT=1", `it exited without a handshake; a dsh plugin calls sdk.Serve (see examples/plugin-admission) (its stderr ended with "testplugin: leaving before the handshake")`},
-		{"not a program", "", "", "not a program this machine can run"},
-		{"config rejected", "", "", "rejected its config"},
+		{"checksum mismatch", "    sha256: \"" + bad + "\"\n", "does not match the sha256"},
+		{"garbage on stdout", "    env: {TESTPLUGIN_GARBAGE: \"1\"}\n", "wrote to stdout before its handshake"},
+		{"protocol version", "    env: {TESTPLUGIN_PROTOCOL: \"2\"}\n", "another protocol version than this host (dsh protocol 1)"},
+		{"exits before the handshake", "    env: {TESTPLUGIN_EXIT: \"1\"}\n", `it exited without a handshake; a dsh plugin calls sdk.Serve (see examples/plugin-admission) (its stderr ended with "testplugin: leaving before the handshake")`},
+		{"not a program", "", "not a program this machine can run"},
+		{"config rejected", "", "rejected its config"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				k, v, _ := strings.Cut(tc.env, "=")
-				t.Setenv(k, v)
-			}
 			config, exe := "{}", bin
 			switch tc.name {
 			case "config rejected":
@@ -349,7 +345,7 @@ func TestPluginThatNeverAnswersTheHandshake(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
-	if !errs.HasCode(err, host.PluginStartFailed) || !strings.Contains(err.Error(), "did not answer the handshake in time") {
+	if !errs.Has(err, host.PluginTimeout, host.ReasonStartTimeout) || !strings.Contains(err.Error(), "within 300ms: it hung in the handshake") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -434,8 +430,7 @@ agents:
 
 func TestPluginOnAnUnknownEventFailsClearly(t *testing.T) {
 	bin, _ := binaries(t)
-	t.Setenv("TESTPLUGIN_UNKNOWN", "1")
-	cfg, _ := host.Parse("exec.yaml", []byte(execConfig(bin, "{}", "")), host.LoadOptions{Environ: []string{}})
+	cfg, _ := host.Parse("exec.yaml", []byte(execConfig(bin, "{}", "    env: {TESTPLUGIN_UNKNOWN: \"1\"}\n")), host.LoadOptions{Environ: []string{}})
 	_, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if !errs.HasCode(err, host.PluginProtocol) || !strings.Contains(err.Error(), `"no/such-event"`) || !strings.Contains(err.Error(), "agent-controller/admission") {
 		t.Fatalf("got %v", err)

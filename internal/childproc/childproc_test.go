@@ -51,11 +51,11 @@ func TestAChildDoesNotSeeTheHostsSecrets(t *testing.T) {
 	}
 	var out bytes.Buffer
 	p.Cmd.Stdout = &out
-	if err := p.Start(time.Second); err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	<-p.Done()
-	p.Stop(nil, time.Second)
+	p.Wait()
+	p.Stop(time.Second)
 	env := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "DEEPSEEK_API_KEY=") }) {
 		t.Fatalf("the provider key leaked into the child: %q", env)
@@ -116,11 +116,12 @@ func TestStopKillsTheWholeGroupEvenWhenItIgnoresSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(time.Second); err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go p.Wait()
 	grandchild := readPID(t, out)
-	if !p.Stop(nil, 100*time.Millisecond) {
+	if !p.Stop(100 * time.Millisecond) {
 		t.Fatal("Stop did not see the child exit")
 	}
 	waitGone(t, grandchild)
@@ -140,14 +141,16 @@ func TestStopIsBoundedWhenAnEscapedProcessHoldsThePipe(t *testing.T) {
 	}
 	pr, pw := io.Pipe()
 	p.Cmd.Stdout = pw // not an *os.File: Wait copies it
-	if err := p.Start(200 * time.Millisecond); err != nil {
+	p.Cmd.WaitDelay = 200 * time.Millisecond
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go p.Wait()
 	escaped := readPID(t, pr)
 	go io.Copy(io.Discard, pr)
 	t.Cleanup(func() { syscall.Kill(escaped, syscall.SIGKILL); pw.Close() })
 	start := time.Now()
-	if !p.Stop(nil, time.Second) {
+	if !p.Stop(time.Second) {
 		t.Fatalf("Stop gave up waiting; WaitDelay should have ended the copy (after %s)", time.Since(start))
 	}
 }
@@ -164,16 +167,17 @@ func TestAChildsGroupDiesWhenTheHostIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(time.Second); err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go p.Wait()
 	grandchild := readPID(t, out)
 	child := p.Pid()
 	p.CloseHostEnd()
 	select {
 	case <-p.Done():
 	case <-time.After(5 * time.Second):
-		p.Stop(nil, time.Second)
+		p.Stop(time.Second)
 		t.Fatal("the child did not notice the host was gone")
 	}
 	waitGone(t, grandchild)

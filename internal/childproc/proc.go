@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -32,13 +33,16 @@ type Spec struct {
 
 // Proc is one child process and its group.
 type Proc struct {
-	// Cmd is ready to start, by Start or by whoever runs it (go-plugin).
-	// Add to Cmd.Env rather than replace it.
+	// Cmd is ready to start. Add to Cmd.Env rather than replace it; set
+	// Cmd.WaitDelay when Cmd copies output to a writer that is not a file,
+	// so Wait is bounded even if something outside the group holds it.
 	Cmd *exec.Cmd
 	// hostEnd is the write end of the host pipe; closing it tells the
-	// child's group that dsh is gone.
+	// child's group that dsh is gone. childEnd is dsh's copy of the read
+	// end, closed once the child has its own.
 	hostEnd, childEnd *os.File
-	done              chan struct{} // closed when Start's Wait returned
+	pid               atomic.Int64
+	done              chan struct{} // closed when Wait returned
 	waitErr           error
 }
 
@@ -54,46 +58,39 @@ func New(spec Spec) (*Proc, error) {
 	}
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", HostFDEnv, hostFD))
-	return &Proc{Cmd: cmd, hostEnd: w, childEnd: r}, nil
+	return &Proc{Cmd: cmd, hostEnd: w, childEnd: r, done: make(chan struct{})}, nil
 }
 
-// Started is called once the child runs (or failed to start): dsh's copy of
-// the child's end of the host pipe is not needed any more.
-func (p *Proc) Started() { p.childEnd.Close() }
-
-// Start starts the child and reaps it in the background; Done closes when
-// it exited. waitDelay bounds how long Wait copies its output after the
-// child exited, in case something outside the group holds the pipes.
-func (p *Proc) Start(waitDelay time.Duration) error {
-	p.Cmd.WaitDelay = waitDelay
+// Start starts the child. Whoever starts it calls Wait once, as for
+// exec.Cmd.
+func (p *Proc) Start() error {
 	err := p.Cmd.Start()
-	p.Started()
+	p.childEnd.Close()
 	if err != nil {
 		p.hostEnd.Close()
+		close(p.done)
 		return err
 	}
-	p.done = make(chan struct{})
-	go func() {
-		p.waitErr = p.Cmd.Wait()
-		close(p.done)
-	}()
+	p.pid.Store(int64(p.Cmd.Process.Pid))
 	return nil
 }
 
-// Done is closed when a child started by Start exited; Err then says how.
+// Wait reaps the child and closes Done.
+func (p *Proc) Wait() error {
+	p.waitErr = p.Cmd.Wait()
+	close(p.done)
+	return p.waitErr
+}
+
+// Done is closed when Wait returned (or Start failed).
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
 // Err is the child's exit error once Done is closed.
 func (p *Proc) Err() error { return p.waitErr }
 
 // Pid is the child's process id, which is also its group's id; 0 before
-// it started.
-func (p *Proc) Pid() int {
-	if p.Cmd.Process == nil {
-		return 0
-	}
-	return p.Cmd.Process.Pid
-}
+// it started. It is safe to call while another goroutine starts it.
+func (p *Proc) Pid() int { return int(p.pid.Load()) }
 
 // Signal sends sig to the child's whole group. A group that is gone
 // already is not an error.
@@ -109,34 +106,30 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 }
 
 // Stop tears the group down within about twice grace: SIGTERM to the
-// group, up to grace for exited to close, SIGKILL to the group, then up to
-// grace again. exited is the signal that the child is gone (Done when
-// Start ran it). The group is killed even when the child exited at once, so
-// nothing it started outlives it. Stop reports whether exited closed.
-func (p *Proc) Stop(exited <-chan struct{}, grace time.Duration) bool {
+// group, up to grace for Done, SIGKILL to the group, then up to grace
+// again. The group is killed even when the child exited at once, so
+// nothing it started outlives it. Stop reports whether Done closed.
+func (p *Proc) Stop(grace time.Duration) bool {
 	defer p.hostEnd.Close()
 	if p.Pid() == 0 {
 		return true
-	}
-	if exited == nil {
-		exited = p.done
 	}
 	_ = p.Signal(syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-exited:
+	case <-p.done:
 	case <-t.C:
 	}
 	_ = p.Signal(syscall.SIGKILL)
 	select {
-	case <-exited:
+	case <-p.done:
 		return true
 	default:
 	}
 	t.Reset(grace)
 	select {
-	case <-exited:
+	case <-p.done:
 		return true
 	case <-t.C:
 		return false
