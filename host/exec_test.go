@@ -437,23 +437,6 @@ func TestPluginOnAnUnknownEventFailsClearly(t *testing.T) {
 	}
 }
 
-func TestDownPluginFailsClosedWithItsReason(t *testing.T) {
-	bin, _ := binaries(t)
-	h, _ := startExec(t, execConfig(bin, `{crash_word: boom}`, "    max_restarts: -1\n"))
-	send(h, stdctx.Background(), "main", "boom")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := send(h, stdctx.Background(), "main", "hello")
-		if ref, ok := agentcontroller.RefusalOf(err); ok && ref.Reason == host.ReasonUnavailable {
-			return
-		}
-		if err == nil || time.Now().After(deadline) {
-			t.Fatalf("a down plugin must refuse with %s, got %v", host.ReasonUnavailable, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestPluginLogsReachTheHostUnderTheEntryID(t *testing.T) {
 	bin, _ := binaries(t)
 	_, logs := startExec(t, execConfig(bin, `{refuse_word: spam}`, ""))
@@ -595,8 +578,8 @@ func TestMTLSWarmUpRunsBeforeGRPCInitializes(t *testing.T) {
 }
 
 // TestArgsAndEnvReachThePlugin: an entry's args are the binary's command
-// line, and its env is added to what the plugin inherits — winning over an
-// inherited variable of the same name.
+// line, and its env reaches the plugin, which inherits nothing else but
+// the base environment.
 func TestArgsAndEnvReachThePlugin(t *testing.T) {
 	bin, _ := binaries(t)
 	t.Setenv("TESTPLUGIN_REFUSE", "inherited")

@@ -48,6 +48,12 @@ type config struct {
 	// and refuse on its own after GiveUpMs.
 	GiveUpWord string `json:"give_up_word"`
 	GiveUpMs   int    `json:"give_up_ms"`
+	// EnvFile receives the plugin's environment, one variable a line.
+	EnvFile string `json:"env_file"`
+	// HangAfterFirst makes every start but the first hang in Configure:
+	// the first creates the file, later ones find it, write <file>.hung
+	// and hang.
+	HangAfterFirst string `json:"hang_after_first"`
 }
 
 func main() {
@@ -80,6 +86,18 @@ func main() {
 		}
 		if os.Getenv("TESTPLUGIN_HANG") == "configure" {
 			select {} // until the host kills it
+		}
+		if cfg.EnvFile != "" {
+			if err := os.WriteFile(cfg.EnvFile, []byte(strings.Join(os.Environ(), "\n")), 0o644); err != nil {
+				return err
+			}
+		}
+		if cfg.HangAfterFirst != "" {
+			if _, err := os.Stat(cfg.HangAfterFirst); err == nil {
+				os.WriteFile(cfg.HangAfterFirst+".hung", nil, 0o644)
+				select {} // until the host kills it
+			}
+			os.WriteFile(cfg.HangAfterFirst, nil, 0o644)
 		}
 		if cfg.Fail {
 			return fmt.Errorf("testplugin: fail is set")
