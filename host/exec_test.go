@@ -350,38 +350,91 @@ func TestPluginThatNeverAnswersTheHandshake(t *testing.T) {
 	}
 }
 
-// TestPluginDiesWithAKilledHost starts dsh with a plugin, kills dsh with
-// SIGKILL — no chance to clean up — and expects the plugin gone too.
-func TestPluginDiesWithAKilledHost(t *testing.T) {
-	bin, _ := binaries(t)
-	dir := t.TempDir()
-	dsh := filepath.Join(dir, "dsh")
-	if out, err := exec.Command("go", "build", "-o", dsh, "../cmd/dsh").CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+var (
+	dshOnce sync.Once
+	dshBin  string
+	dshErr  error
+)
+
+// dshBinary builds cmd/dsh once per run.
+func dshBinary(t *testing.T) string {
+	t.Helper()
+	binaries(t)
+	dshOnce.Do(func() {
+		dshBin = filepath.Join(binDir, "dsh")
+		if out, err := exec.Command("go", "build", "-o", dshBin, "../cmd/dsh").CombinedOutput(); err != nil {
+			dshErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if dshErr != nil {
+		t.Fatal(dshErr)
 	}
-	cfg := filepath.Join(dir, "config.yaml")
-	os.WriteFile(cfg, []byte(execConfig(bin, "{}", "")), 0o644)
-	cmd := exec.Command(dsh, "run", "--config", cfg)
+	return dshBin
+}
+
+// runDSH starts dsh run with config yaml until its plugin runs, as seen by
+// started.
+func runDSH(t *testing.T, yaml string, started func() bool) *exec.Cmd {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte(yaml), 0o644)
+	cmd := exec.Command(dshBinary(t), "run", "--config", cfg)
 	stdin, _ := cmd.StdinPipe() // dsh waits for the prompt on stdin
-	defer stdin.Close()
+	t.Cleanup(func() { stdin.Close() })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for len(pluginPIDs(t, bin)) == 0 {
+	for !started() {
 		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
 			t.Fatal("the plugin never started")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return cmd
+}
+
+// TestPluginDiesWithAKilledHost starts dsh with a plugin, kills dsh with
+// SIGKILL — no chance to clean up — and expects the plugin gone too.
+func TestPluginDiesWithAKilledHost(t *testing.T) {
+	bin, _ := binaries(t)
+	cmd := runDSH(t, execConfig(bin, "{}", ""), func() bool { return len(pluginPIDs(t, bin)) > 0 })
 	cmd.Process.Kill()
 	cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
 	for len(pluginPIDs(t, bin)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("orphaned plugin processes: %v", pluginPIDs(t, bin))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestAWrappedPluginAndItsGroupDieWithAKilledHost: behind a wrapper script
+// the plugin is dsh's grandchild, which the kernel's parent-death signal
+// does not reach, and the wrapper's other child neither; the plugin's SDK
+// sees the host pipe close and takes its whole group down.
+func TestAWrappedPluginAndItsGroupDieWithAKilledHost(t *testing.T) {
+	bin, _ := binaries(t)
+	dir := t.TempDir()
+	script, pidFile := filepath.Join(dir, "wrapper"), filepath.Join(dir, "sleep.pid")
+	os.WriteFile(script, []byte("#!/bin/sh\nsleep 300 &\necho $! > \"$PIDFILE\"\n\"$PLUGIN\"\n"), 0o755)
+	yaml := execConfig(script, "{}", fmt.Sprintf("    env: {PIDFILE: %q, PLUGIN: %q}\n", pidFile, bin))
+	cmd := runDSH(t, yaml, func() bool { return len(pluginPIDs(t, bin)) > 0 })
+	sleeper := readPIDFile(t, pidFile)
+	plugins := pluginPIDs(t, bin)
+	out, _ := exec.Command("ps", "-eo", "pid,ppid,pgid,stat,cmd").CombinedOutput()
+	t.Logf("dsh %d plugins %v sleeper %d\n%s", cmd.Process.Pid, plugins, sleeper, out)
+	cmd.Process.Kill()
+	cmd.Wait()
+	for _, pid := range plugins {
+		waitDead(t, pid, "the wrapped plugin")
+	}
+	out, _ = exec.Command("ps", "-eo", "pid,ppid,pgid,stat,cmd").CombinedOutput()
+	t.Logf("%s", out)
+	waitDead(t, sleeper, "the wrapper's other child")
 }
 
 func TestPluginOnToolsAndNotifications(t *testing.T) {
