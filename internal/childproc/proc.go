@@ -43,7 +43,10 @@ type Proc struct {
 	hostEnd, childEnd *os.File
 	pid               atomic.Int64
 	done              chan struct{} // closed when Wait returned
-	waitErr           error
+	// stopped is set by the first Stop: once the group is gone its id may
+	// be reused, and a second Stop must not signal a stranger.
+	stopped atomic.Bool
+	waitErr error
 }
 
 // New prepares the child of spec.
@@ -111,8 +114,13 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 // nothing it started outlives it. Stop reports whether Done closed.
 func (p *Proc) Stop(grace time.Duration) bool {
 	defer p.hostEnd.Close()
-	if p.Pid() == 0 {
-		return true
+	if p.Pid() == 0 || p.stopped.Swap(true) {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return p.Pid() == 0
+		}
 	}
 	_ = p.Signal(syscall.SIGTERM)
 	t := time.NewTimer(grace)
