@@ -96,6 +96,7 @@ func (p *execPlugin) Apply(ctx *dshctx.Context, _ any) error {
 	p.remote = r
 	desc, proc, err := r.start(ctx)
 	if err != nil {
+		r.cancelStop()
 		return err
 	}
 	r.mu.Lock()
