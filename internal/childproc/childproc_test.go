@@ -22,8 +22,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("CHILDPROC_HELPER") == "watch" {
-		helperWatch()
+	if mode := os.Getenv("CHILDPROC_HELPER"); mode != "" {
+		helperWatch(mode)
 		return
 	}
 	goleak.VerifyTestMain(m)
@@ -188,9 +188,38 @@ func TestAChildsGroupDiesWhenTheHostIsGone(t *testing.T) {
 	}
 }
 
-// helperWatch is the child of TestAChildsGroupDiesWhenTheHostIsGone: it
-// starts a grandchild, prints its pid and waits for the host to go.
-func helperWatch() {
+// TestAChildsGroupDiesWhenItsOutputBreaks: a write to a stdout nobody
+// reads any more raises SIGPIPE, which would end the child before the host
+// pipe's end-of-file reached it, leaving its grandchild; the watcher takes
+// it as the host being gone.
+func TestAChildsGroupDiesWhenItsOutputBreaks(t *testing.T) {
+	p, err := childproc.New(childproc.Spec{Path: os.Args[0], Env: map[string]string{"CHILDPROC_HELPER": "write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	grandchild := readPID(t, out)
+	out.Close() // the child's next write breaks; the host pipe stays open
+	go p.Wait()
+	defer p.Stop(time.Second)
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the child did not notice its output broke")
+	}
+	waitGone(t, grandchild)
+}
+
+// helperWatch is the child of the tests of WatchHost: it starts a
+// grandchild, prints its pid and waits for the host to go; in mode
+// "write" it keeps writing to stdout meanwhile.
+func helperWatch(mode string) {
 	if !childproc.WatchHost(childproc.KillOwnGroup) {
 		fmt.Println("no host pipe")
 		os.Exit(2)
@@ -201,5 +230,9 @@ func helperWatch() {
 		os.Exit(2)
 	}
 	fmt.Println(cmd.Process.Pid)
+	for mode == "write" {
+		fmt.Println("still here")
+		time.Sleep(5 * time.Millisecond)
+	}
 	select {}
 }
