@@ -281,6 +281,7 @@ func (c *Config) check(p *problems) {
 			sessions[a.Session] = i + 1
 		}
 	}
+	c.checkReferences(p)
 	switch strings.ToLower(c.Log.Level) {
 	case "", "trace", "debug", "info", "warn", "error", "off":
 	default:
@@ -348,7 +349,9 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 					p.add(key+".config", messageOf(err))
 				}
 			}
-			c.decoded[e] = out
+			if len(p.list) == before {
+				c.decoded[e] = out
+			}
 		}
 	}
 }

@@ -246,8 +246,11 @@ plugins:
   - use: llm.scripted
 agents:
   - id: main
-    provider: deepseek
+    provider: scripted
 `)
+	// Parse refuses an unregistered provider; Start still checks for
+	// configs built in code.
+	cfg.Agents[0].Provider = "deepseek"
 	_, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), `"deepseek"`) || !strings.Contains(err.Error(), "llm.deepseek") {
 		t.Fatalf("got %v", err)
@@ -265,8 +268,9 @@ func TestDescribe(t *testing.T) {
 
 func TestReloadKeepsAnAgentThatCannotStartOnItsNewSettings(t *testing.T) {
 	h := start(t, reloadBase)
-	bad := strings.Replace(reloadBase, "  - id: main\n    provider: scripted\n", "  - id: main\n    provider: missing\n", 1)
-	err := h.Reload(mustParse(t, bad))
+	bad := mustParse(t, reloadBase)
+	bad.Agents[0].Provider = "missing" // past Parse, as a config built in code
+	err := h.Reload(bad)
 	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), `"missing"`) {
 		t.Fatalf("got %v", err)
 	}
