@@ -118,4 +118,3 @@ func (c *Config) decodedOK(e *Entry) bool {
 	_, ok = c.decoded[e]
 	return ok
 }
-
