@@ -279,3 +279,33 @@ func TestReloadKeepsAnAgentThatCannotStartOnItsNewSettings(t *testing.T) {
 	}
 	deliver(t, h, "main", "still answers")
 }
+
+// TestReloadedAnnouncesEachReload: holders of an agent learn that a reload
+// may have replaced it, also when the reload failed.
+func TestReloadedAnnouncesEachReload(t *testing.T) {
+	h := start(t, reloadBase)
+	before, _ := h.Agent("main")
+	ch := h.Reloaded()
+	if err := h.Reload(mustParse(t, strings.Replace(reloadBase, "provider: scripted\n", "provider: scripted\n    model: other\n", 1))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("the reload was not announced")
+	}
+	if after, _ := h.Agent("main"); after == before {
+		t.Fatal("the changed agent was not recreated")
+	}
+	ch = h.Reloaded()
+	bad := mustParse(t, reloadBase)
+	bad.Agents[0].Provider = "missing"
+	if err := h.Reload(bad); err == nil {
+		t.Fatal("the reload should fail")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("a failed reload was not announced")
+	}
+}

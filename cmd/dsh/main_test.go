@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	dshBin = filepath.Join(dir, "dsh")
-	if out, err := exec.Command("go", "build", "-o", dshBin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", dshBin, ".")...).CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
 		panic(err)
 	}
