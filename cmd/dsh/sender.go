@@ -28,10 +28,12 @@ type sender struct {
 	done   chan struct{}
 }
 
+// outgoing names its agent by id: a reload may replace the agent while the
+// line waits, and the line goes to the agent running when it is sent.
 type outgoing struct {
-	agent agents.Agent
-	text  string
-	mode  agentcontroller.Mode
+	agentID string
+	text    string
+	mode    agentcontroller.Mode
 }
 
 func newSender(h *host.Host, diag io.Writer) *sender {
@@ -43,7 +45,7 @@ func newSender(h *host.Host, diag io.Writer) *sender {
 
 func (s *sender) enqueue(agent agents.Agent, text string, mode agentcontroller.Mode) {
 	s.mu.Lock()
-	s.queue = append(s.queue, outgoing{agent, text, mode})
+	s.queue = append(s.queue, outgoing{agent.ID(), text, mode})
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -95,7 +97,12 @@ func (s *sender) loop() {
 		s.active = true
 		s.mu.Unlock()
 
-		_, err := s.h.Controller().Deliver(s.ctx, o.agent, agentcontroller.Request{
+		agent, ok := s.h.Agent(o.agentID)
+		if !ok {
+			fmt.Fprintf(s.diag, "dsh: agent %s is gone after a config reload; not sent: %s\n> ", o.agentID, oneLine(o.text, 80))
+			continue
+		}
+		_, err := s.h.Controller().Deliver(s.ctx, agent, agentcontroller.Request{
 			Mode: o.mode, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}, Content: o.text,
 		})
 		if s.ctx.Err() != nil {
