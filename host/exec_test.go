@@ -524,6 +524,7 @@ func (recorderProvider) Stream(_ stdctx.Context, req llm.Request) (llm.Stream, e
 
 func init() {
 	host.Register(host.Info{ID: "test.recorder", Doc: "a model that records its requests (tests only)",
+		Provider: func(any) string { return "rec" },
 		Plugin: dshctx.Define("test.recorder", func(ctx *dshctx.Context, _ any) error {
 			svc, err := llm.Key.Get(ctx)
 			if err != nil {

@@ -34,6 +34,7 @@ func init() {
 		ID:     "session.jsonl",
 		Doc:    "keeps session logs as JSON lines in a directory, so agents can resume",
 		Plugin: Plugin, Config: func() any { return &Config{Dir: "sessions"} },
+		SessionStore: true,
 	})
 }
 
