@@ -25,7 +25,7 @@ package waterfall
 import (
 	stdctx "context"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -40,7 +40,6 @@ type Waterfall[P, R any] struct {
 	name  string
 	def   func(stdctx.Context, P) (R, error)
 	local *dshctx.Local[store[Listener[P, R]]]
-	pool  sync.Pool
 }
 
 // New declares a waterfall named name whose innermost step is def. A nil def
@@ -49,13 +48,11 @@ func New[P, R any](name string, def func(ctx stdctx.Context, p P) (R, error)) *W
 	if def == nil {
 		def = func(stdctx.Context, P) (R, error) { var zero R; return zero, nil }
 	}
-	w := &Waterfall[P, R]{
+	return &Waterfall[P, R]{
 		name:  name,
 		def:   def,
 		local: dshctx.NewLocal(func() *store[Listener[P, R]] { return &store[Listener[P, R]]{} }),
 	}
-	w.pool.New = func() any { return &call[P, R]{w: w} }
-	return w
 }
 
 // Name returns the event name.
@@ -79,21 +76,16 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 	if len(u) == 0 && len(t) == 0 {
 		return w.runDefault(ctx, p)
 	}
-	c := w.pool.Get().(*call[P, R])
-	c.u, c.t = u, t
 	// A context that can never be cancelled needs no check between hops.
-	c.cancellable = ctx.Done() != nil
-	r, err := c.run(ctx, p)
-	// Bump the generation so a next kept past the dispatch is refused, then
-	// recycle the call.
-	c.gen++
-	c.u, c.t, c.cur = nil, nil, nil
-	w.pool.Put(c)
+	c := &call[P, R]{w: w, u: u, t: t, cancellable: ctx.Done() != nil}
+	r, err := Next[P, R]{c: c}.Call(ctx, p)
+	// From here on a next kept by a listener is refused.
+	c.state.Or(finished)
 	return r, err
 }
 
-// runDefault answers a dispatch nobody listens to, with the same panic
-// guard a chain has.
+// runDefault answers a dispatch that reached the end of the chain, or that
+// nobody listens to, with the same panic guard a listener has.
 func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 	defer func() {
 		if x := recover(); x != nil {
@@ -104,41 +96,24 @@ func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 	return w.def(ctx, p)
 }
 
-// call is the state of one dispatch. It is pooled, so a dispatch allocates
-// nothing.
-//
-// pos is the combined index of the last step entered and gen counts the
-// dispatches the call has served; together they refuse a second next and a
-// next used after its dispatch finished. They are plain fields: a listener
-// that hands next to another goroutine must wait for its result before
-// returning, and that wait orders the accesses.
+// call is the state of one dispatch, made fresh for each one. Only state is
+// written after the dispatch starts, and only atomically, so a next handed
+// to another goroutine — even one its listener stopped waiting for — can
+// never race with this dispatch or another. An earlier version pooled the
+// call to save this one allocation, and a late next then raced with the
+// dispatch that reused it.
 type call[P, R any] struct {
 	w           *Waterfall[P, R]
 	u, t        []entry[Listener[P, R]]
-	cur         *entry[Listener[P, R]] // the listener running now, to name it in a panic
-	pos         int32
-	gen         uint32
 	cancellable bool
+	// state is the number of steps entered, with the finished bit set once
+	// the dispatch returned. Entering step k swaps k for k+1, so a second
+	// next and a next after the dispatch both fail that one swap.
+	state atomic.Int32
 }
 
-// run enters the chain. The one recover of the dispatch lives here: a hop
-// costs a few nanoseconds, and a deferred recover in every hop would double
-// that. A listener's panic therefore unwinds the listeners outside it, as a
-// panicking net/http handler unwinds its middleware.
-func (c *call[P, R]) run(ctx stdctx.Context, p P) (r R, err error) {
-	defer func() {
-		if x := recover(); x != nil {
-			var zero R
-			if c.cur == nil {
-				r, err = zero, defaultPanic(c.w.name, x)
-			} else {
-				r, err = zero, panicError(c.w.name, c.cur.fiber, x)
-			}
-		}
-	}()
-	c.pos = -1
-	return Next[P, R]{c: c, gen: c.gen}.Call(ctx, p)
-}
+// finished marks a dispatch that returned; no step count comes near it.
+const finished = 1 << 30
 
 // Next continues a waterfall from one listener. It is a small value; pass it
 // around freely, but call it at most once, and only before the listener
@@ -146,18 +121,26 @@ func (c *call[P, R]) run(ctx stdctx.Context, p P) (r R, err error) {
 type Next[P, R any] struct {
 	c    *call[P, R]
 	i, j int32
-	gen  uint32
 }
 
 // Call runs the rest of the chain with payload p and returns its result.
-// Call it from the listener's own goroutine: a listener that holds waits and
-// then calls next itself.
-func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
+// It may run on another goroutine than the listener's, if the listener
+// waits for it before returning. A next called twice, or after its
+// listener's dispatch returned, fails with NEXT_MISUSE; a listener that
+// stops waiting for a next already running (gives up on a timeout, say)
+// leaves the rest of the chain running on its own, and that result is lost.
+//
+// A listener that panics is reported as LISTENER_FAILED to whoever called
+// the next that ran it, on that caller's goroutine: the listeners outside
+// it see an error instead of being unwound.
+func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 	c := n.c
-	if c == nil || c.gen != n.gen || c.pos != n.i+n.j-1 {
+	if c == nil {
 		return n.misuse()
 	}
-	c.pos++
+	if k := n.i + n.j; !c.state.CompareAndSwap(k, k+1) {
+		return n.misuse()
+	}
 	if c.cancellable {
 		if err := ctx.Err(); err != nil {
 			var zero R
@@ -166,17 +149,15 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
 	}
 	e, ni, nj, ok := merge(c.u, c.t, n.i, n.j)
 	if !ok {
-		prev := c.cur
-		c.cur = nil
-		r, err := c.w.def(ctx, p)
-		c.cur = prev
-		return r, err
+		return c.w.runDefault(ctx, p)
 	}
-	prev := c.cur
-	c.cur = e
-	r, err := e.fn(ctx, p, Next[P, R]{c: c, i: ni, j: nj, gen: n.gen})
-	c.cur = prev
-	return r, err
+	defer func() {
+		if x := recover(); x != nil {
+			var zero R
+			r, err = zero, panicError(c.w.name, e.fiber, x)
+		}
+	}()
+	return e.fn(ctx, p, Next[P, R]{c: c, i: ni, j: nj})
 }
 
 func (n Next[P, R]) misuse() (R, error) {
@@ -185,9 +166,9 @@ func (n Next[P, R]) misuse() (R, error) {
 		return zero, errs.New(errs.NextMisuse, "next is the zero Next; use the one the listener received")
 	}
 	event := n.c.w.name
-	if n.c.gen != n.gen {
+	if n.c.state.Load()&finished != 0 {
 		return zero, errs.New(errs.NextMisuse, fmt.Sprintf(
-			"next of %q was called after the dispatch finished; call next before the listener returns", event))
+			"next of %q was called after the dispatch finished; call next before the listener returns and wait for its result", event))
 	}
 	return zero, errs.New(errs.NextMisuse, fmt.Sprintf(
 		"next of %q was called twice by one listener; call it once and reuse its result", event))

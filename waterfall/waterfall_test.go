@@ -146,7 +146,7 @@ func TestListenerPanicBecomesErrorNamingEventAndFiber(t *testing.T) {
 			t.Fatalf("error lacks %q: %v", want, err)
 		}
 	}
-	// The pooled call state survives a panic: the next dispatch works.
+	// A panic leaves nothing behind: the next dispatch works.
 	f.Dispose()
 	if got, err := w.Dispatch(stdctx.Background(), root, nil); err != nil || !slices.Equal(got, []string{"outer"}) {
 		t.Fatalf("after panic: %v %v", got, err)
