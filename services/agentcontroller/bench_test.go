@@ -47,7 +47,7 @@ func BenchmarkDeliver(b *testing.B) {
 	e := testkit.New(b)
 	var seen atomic.Int64
 	for range 2 {
-		agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+		agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 			if a.Message.Content == "" {
 				seen.Add(1)
 			}
@@ -105,7 +105,7 @@ func BenchmarkDeliver(b *testing.B) {
 func BenchmarkDeliverSerial(b *testing.B) {
 	e := testkit.New(b)
 	for range 2 {
-		agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+		agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 			return next.Call(ctx, a)
 		})
 	}

@@ -139,3 +139,15 @@ var (
 	// insertion.
 	EventInserted = waterfall.NewEmit[Inserted]("agent/inbox/inserted")
 )
+
+// Listener signatures of the controller's events, so a plugin can name
+// them.
+type (
+	// AdmissionListener decides, holds or rewrites a delivery; see
+	// EventAdmission.
+	AdmissionListener = waterfall.Listener[Admission, Decision]
+	// AdmissionNext passes a delivery on to the rest of the admission stage.
+	AdmissionNext = waterfall.Next[Admission, Decision]
+	// InsertedListener hears a message that entered an inbox.
+	InsertedListener = waterfall.EmitListener[Inserted]
+)
