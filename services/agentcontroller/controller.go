@@ -46,7 +46,7 @@ var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ any) e
 	if err != nil {
 		return err
 	}
-	c := &Controller{registry: reg, chains: map[string]*chain{}, emitting: map[string]*emitQueue{}, accepted: map[acceptKey]string{}}
+	c := &Controller{registry: reg, chains: map[string]*chain{}, emitting: map[string]emitQueue{}, accepted: map[acceptKey]string{}}
 	c.stop, c.cancel = stdctx.WithCancel(stdctx.Background())
 	// Registered first, so it runs last: by then the listeners below are
 	// gone and every pending delivery has settled.
@@ -76,7 +76,7 @@ type Controller struct {
 	chains map[string]*chain
 	// emitting holds the insertions of an agent whose inserted events are
 	// not all emitted yet; an agent with none has no entry.
-	emitting map[string]*emitQueue
+	emitting map[string]emitQueue
 	// accepted maps request ids admitted into an inbox to their message
 	// ids until the session records them; from then on the session's
 	// own index answers.
@@ -139,8 +139,8 @@ func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request
 			return "", stdctx.Cause(ctx)
 		}
 	}
-	if out.inserted {
-		c.emitInserted(agent.ID())
+	if out.emit {
+		c.emitInserted(out.event)
 	}
 	return out.id, out.err
 }
@@ -149,9 +149,12 @@ func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request
 type outcome struct {
 	id  string
 	err error
-	// inserted says the message entered the inbox and its inserted event
-	// is queued.
-	inserted bool
+	// emit says this delivery emits event, and then the ones queued behind
+	// it; false when the message did not enter the inbox or another
+	// goroutine emits its event. A value, not a pointer, so it costs no
+	// allocation.
+	emit  bool
+	event Inserted
 }
 
 // attempt lets a sender that cancels leave while its delivery runs on.
@@ -327,20 +330,23 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		return outcome{err: err}
 	}
 	delivered = true
+	in := Inserted{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source}
+	out := outcome{id: msg.ID}
 	c.mu.Lock()
 	if req.RequestID != "" {
 		c.accepted[acceptKey{agent.ID(), req.RequestID}] = msg.ID
 	}
-	// Queued while the delivery still heads the chain, so the events keep
-	// the order of the insertions.
-	q := c.emitting[agent.ID()]
-	if q == nil {
-		q = &emitQueue{}
+	// Decided while the delivery still heads the chain, so the events keep
+	// the order of the insertions: the first emits, later ones queue.
+	if q, busy := c.emitting[agent.ID()]; busy {
+		q.pending = append(q.pending, in)
 		c.emitting[agent.ID()] = q
+	} else {
+		c.emitting[agent.ID()] = emitQueue{}
+		out.emit, out.event = true, in
 	}
-	q.pending = append(q.pending, Inserted{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source})
 	c.mu.Unlock()
-	return outcome{id: msg.ID, inserted: true}
+	return out
 }
 
 // signal returns the context admission sees: it ends when the sender

@@ -4,31 +4,31 @@ import stdctx "context"
 
 // emitQueue orders one agent's inserted events. They are emitted outside
 // the agent's chain, so a listener that delivers to the same agent does not
-// wait for itself; one goroutine at a time emits them, in insertion order.
+// wait for itself. An entry exists while one goroutine emits the agent's
+// events; pending holds those inserted meanwhile, including by deliveries
+// its own listeners made. Kept by value in the map, an uncontended
+// insertion costs no allocation.
 type emitQueue struct {
-	pending  []Inserted
-	draining bool
+	pending []Inserted
 }
 
-// emitInserted emits the agent's queued inserted events, unless another
-// goroutine already does: that one emits the events queued meanwhile,
-// including those of deliveries its own listeners made.
-func (c *Controller) emitInserted(agentID string) {
-	c.mu.Lock()
-	q := c.emitting[agentID]
-	if q == nil || q.draining {
-		c.mu.Unlock()
-		return
-	}
-	q.draining = true
-	for len(q.pending) > 0 {
-		in := q.pending[0]
-		q.pending[0] = Inserted{}
-		q.pending = q.pending[1:]
-		c.mu.Unlock()
+// emitInserted emits in, then every event queued behind it, and ends the
+// agent's entry once none is left.
+func (c *Controller) emitInserted(in Inserted) {
+	id := in.Agent.ID()
+	for {
 		EventInserted.Emit(stdctx.Background(), in.Agent.Context(), in)
 		c.mu.Lock()
+		q := c.emitting[id]
+		if len(q.pending) == 0 {
+			delete(c.emitting, id)
+			c.mu.Unlock()
+			return
+		}
+		in = q.pending[0]
+		q.pending[0] = Inserted{}
+		q.pending = q.pending[1:]
+		c.emitting[id] = q
+		c.mu.Unlock()
 	}
-	delete(c.emitting, agentID)
-	c.mu.Unlock()
 }
