@@ -25,6 +25,7 @@ package waterfall
 import (
 	stdctx "context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -40,6 +41,7 @@ type Waterfall[P, R any] struct {
 	name  string
 	def   func(stdctx.Context, P) (R, error)
 	local *dshctx.Local[store[Listener[P, R]]]
+	pool  sync.Pool
 }
 
 // New declares a waterfall named name whose innermost step is def. A nil def
@@ -48,11 +50,13 @@ func New[P, R any](name string, def func(ctx stdctx.Context, p P) (R, error)) *W
 	if def == nil {
 		def = func(stdctx.Context, P) (R, error) { var zero R; return zero, nil }
 	}
-	return &Waterfall[P, R]{
+	w := &Waterfall[P, R]{
 		name:  name,
 		def:   def,
 		local: dshctx.NewLocal(func() *store[Listener[P, R]] { return &store[Listener[P, R]]{} }),
 	}
+	w.pool.New = func() any { return &call[P, R]{w: w} }
+	return w
 }
 
 // Name returns the event name.
@@ -72,15 +76,18 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 		return zero, err
 	}
 	ctx = orBackground(ctx)
-	u, t := w.local.Get(at).lists(at.Tag())
-	if len(u) == 0 && len(t) == 0 {
+	u, t := w.local.Get(at).snapshots(at.Tag())
+	if u == nil && t == nil {
 		return w.runDefault(ctx, p)
 	}
+	c := w.pool.Get().(*call[P, R])
+	gen := uint32(c.state.Load() >> 32)
 	// A context that can never be cancelled needs no check between hops.
-	c := &call[P, R]{w: w, u: u, t: t, cancellable: ctx.Done() != nil}
-	r, err := Next[P, R]{c: c}.Call(ctx, p)
-	// From here on a next kept by a listener is refused.
-	c.state.Or(finished)
+	r, err := Next[P, R]{c: c, u: u, t: t, gen: gen, cancellable: ctx.Done() != nil}.Call(ctx, p)
+	// A new generation with no step entered: every next of this dispatch,
+	// kept or still running on another goroutine, now fails its swap.
+	c.state.Store(uint64(gen+1) << 32)
+	w.pool.Put(c)
 	return r, err
 }
 
@@ -96,31 +103,27 @@ func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 	return w.def(ctx, p)
 }
 
-// call is the state of one dispatch, made fresh for each one. Only state is
-// written after the dispatch starts, and only atomically, so a next handed
-// to another goroutine — even one its listener stopped waiting for — can
-// never race with this dispatch or another. An earlier version pooled the
-// call to save this one allocation, and a late next then raced with the
-// dispatch that reused it.
+// call is the state of one dispatch. It is pooled, so a dispatch allocates
+// nothing, and made safe to pool by holding a single word that changes: the
+// dispatch's generation and the number of steps it entered. Everything else
+// a next needs travels in the Next value itself, so a next handed to another
+// goroutine — even one its listener stopped waiting for, while the call
+// already serves another dispatch — reads only that word, atomically, and
+// its swap fails once its generation is over.
 type call[P, R any] struct {
-	w           *Waterfall[P, R]
-	u, t        []entry[Listener[P, R]]
-	cancellable bool
-	// state is the number of steps entered, with the finished bit set once
-	// the dispatch returned. Entering step k swaps k for k+1, so a second
-	// next and a next after the dispatch both fail that one swap.
-	state atomic.Int32
+	w     *Waterfall[P, R] // set once by the pool
+	state atomic.Uint64    // generation << 32 | steps entered
 }
-
-// finished marks a dispatch that returned; no step count comes near it.
-const finished = 1 << 30
 
 // Next continues a waterfall from one listener. It is a small value; pass it
 // around freely, but call it at most once, and only before the listener
 // returns.
 type Next[P, R any] struct {
-	c    *call[P, R]
-	i, j int32
+	c           *call[P, R]
+	u, t        *list[Listener[P, R]] // the dispatch's snapshots, immutable
+	i, j        int32
+	gen         uint32
+	cancellable bool
 }
 
 // Call runs the rest of the chain with payload p and returns its result.
@@ -128,7 +131,8 @@ type Next[P, R any] struct {
 // waits for it before returning. A next called twice, or after its
 // listener's dispatch returned, fails with NEXT_MISUSE; a listener that
 // stops waiting for a next already running (gives up on a timeout, say)
-// leaves the rest of the chain running on its own, and that result is lost.
+// leaves the rest of the chain running on its own until its next hop, which
+// fails with NEXT_MISUSE, and that result is lost.
 //
 // A listener that panics is reported as LISTENER_FAILED to whoever called
 // the next that ran it, on that caller's goroutine: the listeners outside
@@ -138,16 +142,17 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 	if c == nil {
 		return n.misuse()
 	}
-	if k := n.i + n.j; !c.state.CompareAndSwap(k, k+1) {
+	k := uint64(n.gen)<<32 | uint64(uint32(n.i+n.j))
+	if !c.state.CompareAndSwap(k, k+1) {
 		return n.misuse()
 	}
-	if c.cancellable {
+	if n.cancellable {
 		if err := ctx.Err(); err != nil {
 			var zero R
 			return zero, err
 		}
 	}
-	e, ni, nj, ok := merge(c.u, c.t, n.i, n.j)
+	e, ni, nj, ok := merge(n.u.all(), n.t.all(), n.i, n.j)
 	if !ok {
 		return c.w.runDefault(ctx, p)
 	}
@@ -157,7 +162,9 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 			r, err = zero, panicError(c.w.name, e.fiber, x)
 		}
 	}()
-	return e.fn(ctx, p, Next[P, R]{c: c, i: ni, j: nj})
+	next := n
+	next.i, next.j = ni, nj
+	return e.fn(ctx, p, next)
 }
 
 func (n Next[P, R]) misuse() (R, error) {
@@ -166,7 +173,7 @@ func (n Next[P, R]) misuse() (R, error) {
 		return zero, errs.New(errs.NextMisuse, "next is the zero Next; use the one the listener received")
 	}
 	event := n.c.w.name
-	if n.c.state.Load()&finished != 0 {
+	if uint32(n.c.state.Load()>>32) != n.gen {
 		return zero, errs.New(errs.NextMisuse, fmt.Sprintf(
 			"next of %q was called after the dispatch finished; call next before the listener returns and wait for its result", event))
 	}
