@@ -83,7 +83,11 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 	c := w.pool.Get().(*call[P, R])
 	gen := uint32(c.state.Load() >> 32)
 	// A context that can never be cancelled needs no check between hops.
-	r, err := Next[P, R]{c: c, u: u, t: t, gen: gen, cancellable: ctx.Done() != nil}.Call(ctx, p)
+	n := Next[P, R]{c: c, u: u, t: t, gen: uint64(gen) << 1}
+	if ctx.Done() != nil {
+		n.gen |= 1
+	}
+	r, err := n.Call(ctx, p)
 	// A new generation with no step entered: every next of this dispatch,
 	// kept or still running on another goroutine, now fails its swap.
 	c.state.Store(uint64(gen+1) << 32)
@@ -118,12 +122,15 @@ type call[P, R any] struct {
 // Next continues a waterfall from one listener. It is a small value; pass it
 // around freely, but call it at most once, and only before the listener
 // returns.
+//
+// Its fields are packed into five words so that a listener's arguments
+// (ctx, payload, next) still fit the registers of the Go calling convention
+// for a small payload; spilling them to the stack doubled the cost of a hop.
 type Next[P, R any] struct {
-	c           *call[P, R]
-	u, t        *list[Listener[P, R]] // the dispatch's snapshots, immutable
-	i, j        int32
-	gen         uint32
-	cancellable bool
+	c    *call[P, R]
+	u, t *list[Listener[P, R]] // the dispatch's snapshots, immutable
+	pos  uint64                // combined position: u index << 32 | t index
+	gen  uint64                // generation << 1 | 1 if ctx can be cancelled
 }
 
 // Call runs the rest of the chain with payload p and returns its result.
@@ -142,17 +149,18 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 	if c == nil {
 		return n.misuse()
 	}
-	k := uint64(n.gen)<<32 | uint64(uint32(n.i+n.j))
+	i, j := int32(n.pos>>32), int32(uint32(n.pos))
+	k := n.gen>>1<<32 | uint64(uint32(i+j))
 	if !c.state.CompareAndSwap(k, k+1) {
 		return n.misuse()
 	}
-	if n.cancellable {
+	if n.gen&1 != 0 {
 		if err := ctx.Err(); err != nil {
 			var zero R
 			return zero, err
 		}
 	}
-	e, ni, nj, ok := merge(n.u.all(), n.t.all(), n.i, n.j)
+	e, ni, nj, ok := merge(n.u.all(), n.t.all(), i, j)
 	if !ok {
 		return c.w.runDefault(ctx, p)
 	}
@@ -163,7 +171,7 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 		}
 	}()
 	next := n
-	next.i, next.j = ni, nj
+	next.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
 	return e.fn(ctx, p, next)
 }
 
@@ -173,7 +181,7 @@ func (n Next[P, R]) misuse() (R, error) {
 		return zero, errs.New(errs.NextMisuse, "next is the zero Next; use the one the listener received")
 	}
 	event := n.c.w.name
-	if uint32(n.c.state.Load()>>32) != n.gen {
+	if n.c.state.Load()>>32 != n.gen>>1 {
 		return zero, errs.New(errs.NextMisuse, fmt.Sprintf(
 			"next of %q was called after the dispatch finished; call next before the listener returns and wait for its result", event))
 	}
