@@ -54,7 +54,10 @@ type Prepared struct {
 	Release func()
 }
 
-// Request is one delivery.
+// Request is one delivery. When the sender's context can be cancelled,
+// Prepare and BeforeInsert run on a goroutine of the controller's, so the
+// sender can be answered while they or a listener still run; they never
+// run at the same time as each other or as another delivery to the agent.
 type Request struct {
 	Mode   Mode
 	Source Source
