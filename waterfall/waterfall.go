@@ -113,7 +113,9 @@ func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 // a next needs travels in the Next value itself, so a next handed to another
 // goroutine — even one its listener stopped waiting for, while the call
 // already serves another dispatch — reads only that word, atomically, and
-// its swap fails once its generation is over.
+// its swap fails once its generation is over. (A stale next could match
+// again only after 2^32 further dispatches through the same pooled call,
+// at exactly its step.)
 type call[P, R any] struct {
 	w     *Waterfall[P, R] // set once by the pool
 	state atomic.Uint64    // generation << 32 | steps entered
