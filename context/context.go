@@ -59,7 +59,8 @@ func New(opts ...Option) *Context {
 	if t.logger == nil {
 		t.logger = hclog.New(&hclog.LoggerOptions{Name: "dsh", Output: os.Stderr, Level: hclog.Info})
 	}
-	f := &Fiber{tree: t, name: "root", state: StateActive}
+	f := &Fiber{tree: t, name: "root", state: StateActive, table: &scopeState{}}
+	f.scope = f
 	l := newLife(f)
 	f.life = l
 	t.root = f
@@ -126,6 +127,7 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 		parentCtx: c,
 		name:      pluginName(p),
 		tag:       c.life.fiber.tag,
+		scope:     c.life.fiber.scope,
 		plugin:    p,
 		config:    config,
 	}
@@ -148,7 +150,9 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 
 // Scoped returns a child scope carrying tag. Listeners registered through it,
 // and through plugins applied in it, hear only events dispatched with that
-// tag. Disposing the scope removes everything registered through it.
+// tag. Services provided in it are what the plugins in it see, shadowing the
+// ones around it; the scope's own context reads as code outside any plugin.
+// Disposing the scope removes everything registered through it.
 func (c *Context) Scoped(tag string) (*Context, error) {
 	if tag == "" {
 		return nil, errs.New(errs.InvalidArgument, "Scoped: the tag is empty; pass the id the scope belongs to, such as an agent id")
@@ -161,10 +165,23 @@ func (c *Context) Scoped(tag string) (*Context, error) {
 		name:      "scope:" + tag,
 		tag:       tag,
 		state:     StateActive,
+		outer:     parent.scope,
+		table:     &scopeState{},
 	}
+	f.scope = f
 	l := newLife(f)
 	f.life = l
+	t := parent.tree
+	t.mu.Lock()
+	if f.outer.table.inner == nil {
+		f.outer.table.inner = map[*Fiber]struct{}{}
+	}
+	f.outer.table.inner[f] = struct{}{}
+	t.mu.Unlock()
 	if err := c.adopt(f, f.name); err != nil {
+		t.mu.Lock()
+		delete(f.outer.table.inner, f)
+		t.mu.Unlock()
 		return nil, err
 	}
 	return l.ctx, nil

@@ -48,6 +48,18 @@ type Fiber struct {
 	config    any
 	inject    []string
 
+	// scope is the scope fiber the fiber registers services in: itself for
+	// a scope or the root, else its parent's scope.
+	scope *Fiber
+	// outer is the scope around a scope fiber; nil for the root and for
+	// plugin fibers.
+	outer *Fiber
+	// table is set on scope fibers and the root only.
+	table *scopeState
+	// bound holds, per injected key, the slot the current activation was
+	// applied with; guarded by tree.mu.
+	bound []*slot
+
 	// tmu serializes transitions: a load and an unload never overlap, and a
 	// dispose waits for an in-flight Apply.
 	tmu sync.Mutex
@@ -138,6 +150,11 @@ func (f *Fiber) Dispose() {
 		l.end(nil)
 	}
 	f.tree.forget(f)
+	if f.outer != nil {
+		f.tree.mu.Lock()
+		delete(f.outer.table.inner, f)
+		f.tree.mu.Unlock()
+	}
 	f.mu.Lock()
 	f.life = nil
 	link := f.link
@@ -222,7 +239,7 @@ func (f *Fiber) load() {
 }
 
 func (f *Fiber) loadLocked() {
-	if f.State() != StatePending || !f.tree.ready(f) {
+	if f.State() != StatePending || !f.parentActive() || !f.tree.bind(f) {
 		return
 	}
 	l := newLife(f)
@@ -233,6 +250,7 @@ func (f *Fiber) loadLocked() {
 
 	if err := f.apply(l.ctx); err != nil {
 		l.end(nil)
+		f.tree.unbind(f)
 		f.mu.Lock()
 		f.life = nil
 		f.mu.Unlock()
@@ -289,10 +307,24 @@ func (f *Fiber) unload(why *errs.Error) {
 	}
 	f.setState(StateUnloading, nil)
 	l.end(why)
+	f.tree.unbind(f)
 	f.mu.Lock()
 	f.life = nil
 	f.mu.Unlock()
 	f.setState(StatePending, nil)
+}
+
+// parentActive reports whether the activation f was created through is still
+// active. A fiber whose parent is winding down stays pending: a service
+// withdrawn during that teardown must not re-apply a fiber about to go.
+func (f *Fiber) parentActive() bool {
+	if f.parentCtx == nil {
+		return true
+	}
+	pl := f.parentCtx.life
+	pl.fiber.mu.Lock()
+	defer pl.fiber.mu.Unlock()
+	return pl.phase == phaseActive
 }
 
 // life is one activation of a fiber: the effects registered through it and
@@ -307,6 +339,9 @@ type life struct {
 	// after holds the functions Context.AfterFunc registered, to start
 	// when done closes.
 	after map[*func()]struct{}
+	// staged holds the services provided while the fiber was loading, to
+	// publish once Apply succeeded; guarded by tree.mu.
+	staged []*slot
 }
 
 type phase uint8
