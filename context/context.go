@@ -76,6 +76,20 @@ func (c *Context) Tag() string { return c.life.fiber.tag }
 // Logger returns the fiber's logger.
 func (c *Context) Logger() hclog.Logger { return c.life.fiber.Logger() }
 
+// Scope returns the context of the scope c is in: the nearest Scoped context
+// at or above c, or the root. A service that keeps something per scope
+// provides it through this context, so it lives exactly as long as the
+// scope. It returns nil once that scope is disposed.
+func (c *Context) Scope() *Context {
+	sc := c.life.fiber.scope
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.life == nil {
+		return nil
+	}
+	return sc.life.ctx
+}
+
 // Root returns the root context of the tree.
 func (c *Context) Root() *Context {
 	r := c.life.fiber.tree.root

@@ -214,3 +214,20 @@ func TestChildProviderDoesNotShadowItsParent(t *testing.T) {
 		t.Fatalf("scope a reads %v, %v", c, err)
 	}
 }
+
+func TestScopeReturnsTheEnclosingScopesContext(t *testing.T) {
+	root, _ := newRoot(t)
+	a, _ := root.Scoped("a")
+	var inside *dshctx.Context
+	mustPlugin(t, a, dshctx.Define("p", func(ctx *dshctx.Context, _ any) error {
+		inside = ctx.Scope()
+		return nil
+	}))
+	if inside != a || a.Scope() != a || root.Scope() != root {
+		t.Fatal("Scope must return the nearest scope's own context")
+	}
+	a.Dispose()
+	if a.Scope() != nil {
+		t.Fatal("a disposed scope has no context to register through")
+	}
+}

@@ -194,7 +194,7 @@ func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
 		Model:     a.opts.Model,
 		System:    system,
 		History:   a.sess.History(),
-		Tools:     a.loop.tools.Specs(a.id),
+		Tools:     a.loop.tools.Specs(a.scope),
 		MaxTokens: a.opts.MaxTokens,
 	}})
 	if err != nil {
