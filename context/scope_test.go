@@ -231,3 +231,36 @@ func TestScopeReturnsTheEnclosingScopesContext(t *testing.T) {
 		t.Fatal("a disposed scope has no context to register through")
 	}
 }
+
+func TestOwnProvidesOneServicePerScope(t *testing.T) {
+	root, _ := newRoot(t)
+	mustPlugin(t, root, provider("global", &counter{n: 1}))
+	a, _ := root.Scoped("a")
+	made := 0
+	build := func() *counter { made++; return &counter{n: 2} }
+	var inPlugin *counter
+	f := mustPlugin(t, a, dshctx.Define("p", func(ctx *dshctx.Context, _ any) error {
+		var err error
+		inPlugin, err = counterKey.Own(ctx, build)
+		return err
+	}))
+	if err := f.Await(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := counterKey.Own(a, build)
+	if err != nil || again != inPlugin || made != 1 {
+		t.Fatalf("Own must reuse the scope's service: made %d, %v", made, err)
+	}
+	if local, ok := counterKey.Local(a); !ok || local != inPlugin {
+		t.Fatal("Local must return the scope's own service")
+	}
+	// The service belongs to the scope, not to the plugin that asked first.
+	f.Dispose()
+	if local, ok := counterKey.Local(a); !ok || local != inPlugin {
+		t.Fatal("the scope's service must outlive the plugin that made it")
+	}
+	a.Dispose()
+	if c, _ := counterKey.Get(root); c.n != 1 {
+		t.Fatal("the root keeps its own")
+	}
+}

@@ -262,7 +262,7 @@ func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
 
 // stream calls the model and records each chunk as it arrives.
 func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int) (*llm.Assembler, error) {
-	s, err := a.loop.llm.Stream(ctx, req)
+	s, err := a.loop.llm.In(a.scope).Stream(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -132,43 +132,18 @@ func (s *Service) Register(ctx *dshctx.Context, t Tool) error {
 // own returns the service of ctx's scope, providing one there first if the
 // scope has none: outside any agent's scope that is s itself.
 func (s *Service) own(ctx *dshctx.Context) (*Service, error) {
-	for {
-		sc := ctx.Scope()
-		if sc == nil {
-			return nil, errs.New(errs.ContextInactive, "tools.Register: the scope of the context is gone; register through an active agent's context")
-		}
-		if sc.Tag() == "" {
-			return s, nil
-		}
-		if found := s.seenFrom(sc); found != s {
-			return found, nil
-		}
-		child := &Service{parent: s, tools: map[string]*Tool{}}
-		err := Key.Provide(sc, child)
-		if err == nil {
-			return child, nil
-		}
-		if !errs.HasCode(err, errs.ServiceConflict) {
-			return nil, err
-		}
-		// Another registration in this scope won the race; use its service.
+	if ctx.Tag() == "" {
+		return s, nil
 	}
+	return Key.Own(ctx, func() *Service { return &Service{parent: s, tools: map[string]*Tool{}} })
 }
 
-// seenFrom returns the service that code in at's scope sees, when it is s or
-// one made under s; s otherwise.
+// seenFrom returns the service of at's scope when it was made under s, and
+// s otherwise.
 func (s *Service) seenFrom(at *dshctx.Context) *Service {
-	sc := at.Scope()
-	if sc == nil || sc.Tag() == "" {
-		return s
-	}
-	found, err := Key.Get(sc)
-	if err != nil {
-		return s
-	}
-	for p := found; p != nil; p = p.parent {
-		if p == s {
-			return found
+	if at.Tag() != "" {
+		if in, ok := Key.Local(at); ok && in.parent == s {
+			return in
 		}
 	}
 	return s

@@ -72,8 +72,12 @@ var Plugin = dshctx.Define("session.jsonl", func(ctx *dshctx.Context, config any
 		return err
 	}
 	w := &files{dir: cfg.Dir, log: ctx.Logger(), pending: map[string][]session.Event{}}
-	if err := store.SetBackend(ctx, w); err != nil {
-		return err
+	// Only a root instance serves resumes: an agent resumes before its
+	// scope, and the presets in it, exist. In a preset it records its agent.
+	if ctx.Tag() == "" {
+		if err := store.SetBackend(ctx, w); err != nil {
+			return err
+		}
 	}
 	if _, err := session.EventAppended.On(ctx, func(_ stdctx.Context, a session.Appended) error {
 		w.add(a.Session.ID(), a.Event)
