@@ -12,9 +12,9 @@ package context
 // scopeState is what a scope fiber (or the root) holds for the services rule.
 type scopeState struct {
 	services map[string]*slot
-	// deps holds, by key, the plugin fibers created in this scope that
-	// inject the key.
-	deps map[string][]*Fiber
+	// deps holds the plugin fibers created in this scope that inject a
+	// service; a scope has few, so a list beats a map by key.
+	deps []*Fiber
 	// inner holds the scopes nested directly in this one, so a provider
 	// reaches the dependents that resolve through it and no others.
 	inner map[*Fiber]struct{}
@@ -47,7 +47,11 @@ func under(f, a *Fiber) bool {
 // dependentsOf lists the fibers in sc and its nested scopes that inject name,
 // appending to out.
 func dependentsOf(sc *Fiber, name string, out []*Fiber) []*Fiber {
-	out = append(out, sc.table.deps[name]...)
+	for _, d := range sc.table.deps {
+		if d.injects(name) {
+			out = append(out, d)
+		}
+	}
 	for in := range sc.table.inner {
 		out = dependentsOf(in, name, out)
 	}

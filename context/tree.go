@@ -2,6 +2,7 @@ package context
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -26,19 +27,14 @@ type tree struct {
 
 func newTree() *tree { return &tree{} }
 
-// track records f as a dependent, in its scope, of every key it injects.
+// track records f as a dependent in its scope.
 func (t *tree) track(f *Fiber) {
 	if len(f.inject) == 0 {
 		return
 	}
 	t.mu.Lock()
 	sc := f.scope.table
-	if sc.deps == nil {
-		sc.deps = map[string][]*Fiber{}
-	}
-	for _, k := range f.inject {
-		sc.deps[k] = append(sc.deps[k], f)
-	}
+	sc.deps = append(sc.deps, f)
 	t.mu.Unlock()
 }
 
@@ -49,18 +45,11 @@ func (t *tree) forget(f *Fiber) {
 	}
 	t.mu.Lock()
 	sc := f.scope.table
-	for _, k := range f.inject {
-		deps := sc.deps[k]
-		for i, d := range deps {
-			if d == f {
-				deps = append(deps[:i], deps[i+1:]...)
-				break
-			}
-		}
-		if len(deps) == 0 {
-			delete(sc.deps, k)
-		} else {
-			sc.deps[k] = deps
+	// Fibers mostly go in reverse order of creation: search from the end.
+	for i := len(sc.deps) - 1; i >= 0; i-- {
+		if sc.deps[i] == f {
+			sc.deps = slices.Delete(sc.deps, i, i+1)
+			break
 		}
 	}
 	clear(f.bound)
