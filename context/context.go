@@ -59,8 +59,7 @@ func New(opts ...Option) *Context {
 	if t.logger == nil {
 		t.logger = hclog.New(&hclog.LoggerOptions{Name: "dsh", Output: os.Stderr, Level: hclog.Info})
 	}
-	f := &Fiber{tree: t, name: "root", state: StateActive, table: &scopeState{}}
-	f.scope = f
+	f := &Fiber{tree: t, name: "root", state: StateActive, isScope: true}
 	l := newLife(f)
 	f.life = l
 	t.root = f
@@ -81,7 +80,7 @@ func (c *Context) Logger() hclog.Logger { return c.life.fiber.Logger() }
 // provides it through this context, so it lives exactly as long as the
 // scope. It returns nil once that scope is disposed.
 func (c *Context) Scope() *Context {
-	sc := c.life.fiber.scope
+	sc := c.life.fiber.home()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.life == nil {
@@ -137,11 +136,9 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 	}
 	f := &Fiber{
 		tree:      c.life.fiber.tree,
-		parent:    c.life.fiber,
 		parentCtx: c,
 		name:      pluginName(p),
 		tag:       c.life.fiber.tag,
-		scope:     c.life.fiber.scope,
 		plugin:    p,
 		config:    config,
 	}
@@ -174,28 +171,15 @@ func (c *Context) Scoped(tag string) (*Context, error) {
 	parent := c.life.fiber
 	f := &Fiber{
 		tree:      parent.tree,
-		parent:    parent,
 		parentCtx: c,
 		name:      "scope:" + tag,
 		tag:       tag,
 		state:     StateActive,
-		outer:     parent.scope,
-		table:     &scopeState{},
+		isScope:   true,
 	}
-	f.scope = f
 	l := newLife(f)
 	f.life = l
-	t := parent.tree
-	t.mu.Lock()
-	if f.outer.table.inner == nil {
-		f.outer.table.inner = map[*Fiber]struct{}{}
-	}
-	f.outer.table.inner[f] = struct{}{}
-	t.mu.Unlock()
 	if err := c.adopt(f, f.name); err != nil {
-		t.mu.Lock()
-		delete(f.outer.table.inner, f)
-		t.mu.Unlock()
 		return nil, err
 	}
 	return l.ctx, nil

@@ -39,8 +39,9 @@ func (s State) String() string {
 // for the root. It owns everything registered through its contexts and undoes
 // it in reverse order when it is disposed.
 type Fiber struct {
-	tree      *tree
-	parent    *Fiber
+	tree *tree
+	// parentCtx is the context the fiber was created through; its fiber is
+	// the parent. Nil for the root.
 	parentCtx *Context
 	name      string
 	tag       string
@@ -48,17 +49,11 @@ type Fiber struct {
 	config    any
 	inject    []string
 
-	// scope is the scope fiber the fiber registers services in: itself for
-	// a scope or the root, else its parent's scope.
-	scope *Fiber
-	// outer is the scope around a scope fiber; nil for the root and for
-	// plugin fibers.
-	outer *Fiber
-	// table is set on scope fibers and the root only.
+	// table is, for a scope, its services and dependents and, for a plugin
+	// that injects services, the slots it was applied with. Made on first
+	// use, so an idle agent's scope and most plugins cost one nil pointer;
+	// guarded by tree.mu.
 	table *scopeState
-	// bound holds, per injected key, the slot the current activation was
-	// applied with; guarded by tree.mu.
-	bound []*slot
 
 	// tmu serializes transitions: a load and an unload never overlap, and a
 	// dispose waits for an in-flight Apply.
@@ -76,6 +71,8 @@ type Fiber struct {
 	// wasActive is set once an Apply succeeded: a later failure (a re-apply
 	// after an injected service changed) has nobody awaiting it.
 	wasActive bool
+	// isScope is set on the root and on Scoped fibers: they hold services.
+	isScope bool
 
 	logger atomic.Pointer[hclog.Logger]
 }
@@ -150,11 +147,7 @@ func (f *Fiber) Dispose() {
 		l.end(nil)
 	}
 	f.tree.forget(f)
-	if f.outer != nil {
-		f.tree.mu.Lock()
-		delete(f.outer.table.inner, f)
-		f.tree.mu.Unlock()
-	}
+	f.tree.unlink(f)
 	f.mu.Lock()
 	f.life = nil
 	link := f.link
@@ -184,7 +177,12 @@ func (f *Fiber) Children() []*Fiber {
 }
 
 // Parent returns the fiber this one was created under; nil for the root.
-func (f *Fiber) Parent() *Fiber { return f.parent }
+func (f *Fiber) Parent() *Fiber {
+	if f.parentCtx == nil {
+		return nil
+	}
+	return f.parentCtx.life.fiber
+}
 
 // Logger returns the fiber's logger, named after it.
 func (f *Fiber) Logger() hclog.Logger {
@@ -192,7 +190,7 @@ func (f *Fiber) Logger() hclog.Logger {
 		return *l
 	}
 	l := f.tree.logger
-	if f.parent != nil {
+	if f.parentCtx != nil {
 		l = l.Named(f.name)
 	}
 	f.logger.Store(&l)
@@ -339,9 +337,6 @@ type life struct {
 	// after holds the functions Context.AfterFunc registered, to start
 	// when done closes.
 	after map[*func()]struct{}
-	// staged holds the services provided while the fiber was loading, to
-	// publish once Apply succeeded; guarded by tree.mu.
-	staged []*slot
 }
 
 type phase uint8

@@ -6,10 +6,13 @@ import "github.com/dsh-go/dsh/errs"
 // scope around it — and whether there is one that is active.
 func (k Key[T]) Local(c *Context) (T, bool) {
 	var zero T
-	sc := c.life.fiber.scope
+	sc := c.life.fiber.home()
 	t := sc.tree
 	t.mu.RLock()
-	s := sc.table.services[k.name]
+	var s *slot
+	if sc.table != nil {
+		s = sc.table.services[k.name]
+	}
 	t.mu.RUnlock()
 	if s == nil || s.state == slotStaged {
 		return zero, false
@@ -30,7 +33,7 @@ func (k Key[T]) Own(c *Context, make func() T) (T, error) {
 		sc := c.Scope()
 		if sc == nil {
 			var zero T
-			return zero, c.life.fiber.scope.inactive()
+			return zero, c.life.fiber.home().inactive()
 		}
 		v := make()
 		err := k.Provide(sc, v)

@@ -55,25 +55,22 @@ func (k Key[T]) Provide(c *Context, v T) error {
 	}
 	f := c.life.fiber
 	t := f.tree
-	s := &slot{name: k.name, value: v, provider: f, scope: f.scope, life: c.life}
+	s := &slot{name: k.name, value: v, provider: f, scope: f.home(), life: c.life}
 	if f.State() == StateActive {
 		s.state = slotActive
 	}
 	t.mu.Lock()
-	tab := f.scope.table
+	tab := s.scope.tab()
 	if old := tab.services[k.name]; old != nil {
 		t.mu.Unlock()
 		return errs.New(errs.ServiceConflict, fmt.Sprintf(
 			"service %q is already provided in %s by fiber %q; fiber %q cannot provide it there too: dispose the first provider, provide it in another scope, or use another key",
-			k.name, f.scope.scopeName(), old.provider.name, f.name))
+			k.name, s.scope.scopeName(), old.provider.name, f.name))
 	}
 	if tab.services == nil {
 		tab.services = map[string]*slot{}
 	}
 	tab.services[k.name] = s
-	if s.state == slotStaged {
-		c.life.staged = append(c.life.staged, s)
-	}
 	t.mu.Unlock()
 
 	_, err := c.OnDispose("service "+k.name, func() error {
@@ -99,7 +96,7 @@ func (k Key[T]) Provide(c *Context, v T) error {
 // further out are applied again against that one.
 func (t *tree) withdraw(s *slot) {
 	t.mu.Lock()
-	tab := s.scope.table
+	tab := s.scope.tab()
 	if tab.services[s.name] != s {
 		t.mu.Unlock()
 		return
@@ -147,7 +144,7 @@ func (k Key[T]) Get(c *Context) (T, error) {
 	}
 	t := f.tree
 	t.mu.RLock()
-	s := resolve(f.scope, k.name, nil)
+	s := resolve(f.home(), k.name, nil)
 	t.mu.RUnlock()
 	if owner := pluginFiber(f); owner != nil && !owner.injects(k.name) && (s == nil || pluginFiber(s.provider) != owner) {
 		return zero, notInjected(owner, k.name)
@@ -155,7 +152,7 @@ func (k Key[T]) Get(c *Context) (T, error) {
 	if s == nil || s.state == slotStaged {
 		return zero, errs.New(errs.ServiceUnavailable, fmt.Sprintf(
 			"service %q has no active provider in %s or the scopes around it: apply the plugin that provides it first, at the root or in this scope",
-			k.name, f.scope.scopeName()))
+			k.name, f.home().scopeName()))
 	}
 	return s.value.(T), nil
 }
@@ -172,7 +169,7 @@ func notInjected(owner *Fiber, key string) error {
 
 // scopeName is how errors name a scope.
 func (f *Fiber) scopeName() string {
-	if f.outer == nil {
+	if f.parentCtx == nil {
 		return "the root scope"
 	}
 	return fmt.Sprintf("scope %q", f.tag)
@@ -183,11 +180,11 @@ func (f *Fiber) scopeName() string {
 // plugin: code reading through an agent's context did not write the plugin
 // that made the scope, so it is not held to that plugin's inject list.
 func pluginFiber(f *Fiber) *Fiber {
-	for ; f != nil; f = f.parent {
+	for ; f != nil; f = f.Parent() {
 		if f.plugin != nil {
 			return f
 		}
-		if f.table != nil {
+		if f.isScope {
 			return nil
 		}
 	}

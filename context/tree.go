@@ -33,8 +33,9 @@ func (t *tree) track(f *Fiber) {
 		return
 	}
 	t.mu.Lock()
-	sc := f.scope.table
-	sc.deps = append(sc.deps, f)
+	home := f.home()
+	home.tab().deps = append(home.table.deps, f)
+	t.link(home)
 	t.mu.Unlock()
 }
 
@@ -44,7 +45,7 @@ func (t *tree) forget(f *Fiber) {
 		return
 	}
 	t.mu.Lock()
-	sc := f.scope.table
+	sc := f.home().tab()
 	// Fibers mostly go in reverse order of creation: search from the end.
 	for i := len(sc.deps) - 1; i >= 0; i-- {
 		if sc.deps[i] == f {
@@ -52,7 +53,9 @@ func (t *tree) forget(f *Fiber) {
 			break
 		}
 	}
-	clear(f.bound)
+	if f.table != nil {
+		f.table.bound = nil
+	}
 	t.mu.Unlock()
 }
 
@@ -81,14 +84,17 @@ func (t *tree) wake(s *slot) {
 
 // activate publishes the services an activation staged while it was loading.
 func (t *tree) activate(l *life) {
-	t.mu.Lock()
-	staged := l.staged
-	l.staged = nil
+	// A fiber provides into its own scope only, so that is the one table
+	// to look through.
+	home := l.fiber.home()
 	var woke []*slot
-	for _, s := range staged {
-		if s.state == slotStaged && s.scope.table.services[s.name] == s {
-			s.state = slotActive
-			woke = append(woke, s)
+	t.mu.Lock()
+	if home.table != nil {
+		for _, s := range home.table.services {
+			if s.life == l && s.state == slotStaged {
+				s.state = slotActive
+				woke = append(woke, s)
+			}
 		}
 	}
 	t.mu.Unlock()
