@@ -9,6 +9,19 @@
 // active provider. Scopes (Context.Scoped) carry a tag, usually an agent id,
 // that event listeners use to hear only their agent.
 //
+// Scopes own services (cordis isolate): a service is registered in the scope
+// of the fiber that provides it — the nearest Scoped context, or the root —
+// and a lookup walks from the reader's scope out to the root, so the nearest
+// provider wins. A preset mounted in an agent's scope therefore provides
+// what that agent's plugins see, the root and other agents keep theirs, and
+// the same preset works for any number of agents; two providers of one key
+// conflict only within one scope. A plugin that injects a key is applied
+// against what the key resolves to from its scope, unloaded when that
+// provider goes (and applied again against one further out, if any), and
+// applied again when a closer provider arrives. Code that reads through a
+// scope's own context, such as an agent's, is outside any plugin and may
+// read every service; Key.Own keeps one instance of a service per scope.
+//
 // *Context also satisfies the standard library's context.Context: Done closes
 // when the fiber's activation ends, so goroutines a plugin starts stop with it.
 //

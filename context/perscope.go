@@ -36,7 +36,7 @@ func (k Key[T]) Own(c *Context, make func() T) (T, error) {
 			return zero, c.life.fiber.home().inactive()
 		}
 		v := make()
-		err := k.Provide(sc, v)
+		err := k.provide(sc, v, true)
 		if err == nil {
 			return v, nil
 		}

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"strings"
 	"testing"
+	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -262,5 +263,47 @@ func TestOwnProvidesOneServicePerScope(t *testing.T) {
 	a.Dispose()
 	if c, _ := counterKey.Get(root); c.n != 1 {
 		t.Fatal("the root keeps its own")
+	}
+}
+
+// TestOwnInsideADependentDoesNotReapplyIt: a plugin in an agent's scope that
+// injects the root's service and, later, makes the scope's own instance
+// through a child must keep running: re-applying it would dispose the child
+// that is still making the instance.
+func TestOwnInsideADependentDoesNotReapplyIt(t *testing.T) {
+	root, _ := newRoot(t)
+	mustPlugin(t, root, provider("global", &counter{n: 1}))
+	a, _ := root.Scoped("a")
+	var parentCtx *dshctx.Context
+	applies := 0
+	parent := mustPlugin(t, a, dshctx.Define("parent", func(ctx *dshctx.Context, _ any) error {
+		applies++
+		parentCtx = ctx
+		return nil
+	}, counterKey))
+	done := make(chan error, 1)
+	go func() {
+		child, err := parentCtx.Plugin(dshctx.Define("child", func(ctx *dshctx.Context, _ any) error {
+			_, err := counterKey.Own(ctx, func() *counter { return &counter{n: 2} })
+			return err
+		}), nil)
+		if err == nil {
+			err = child.Await(stdctx.Background())
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("deadlock: the child's Own re-applied its own parent, which waits to dispose the child")
+	}
+	if applies != 1 || parent.State() != dshctx.StateActive {
+		t.Fatalf("parent applied %d times, %s", applies, parent.State())
+	}
+	if c, _ := counterKey.Get(a); c.n != 2 {
+		t.Fatal("the scope must read its own instance")
 	}
 }

@@ -38,6 +38,10 @@ type slot struct {
 	scope    *Fiber // the scope the service is registered in
 	life     *life
 	state    slotState
+	// quiet marks a per-scope instance made by Own: it falls back to the
+	// one around it, so dependents applied with that one need not be
+	// applied again — and one may be made from inside such a dependent.
+	quiet bool
 }
 
 // Provide mounts v as the service k in the scope of c — the nearest scope
@@ -46,7 +50,9 @@ type slot struct {
 // and the scopes nested in it see v; a provider in a nested scope shadows it
 // there. A provider that is still loading makes the service visible once
 // its Apply succeeded.
-func (k Key[T]) Provide(c *Context, v T) error {
+func (k Key[T]) Provide(c *Context, v T) error { return k.provide(c, v, false) }
+
+func (k Key[T]) provide(c *Context, v T, quiet bool) error {
 	if k.name == "" {
 		return errs.New(errs.InvalidArgument, "Provide: the key has no name; build keys with NewKey")
 	}
@@ -55,7 +61,7 @@ func (k Key[T]) Provide(c *Context, v T) error {
 	}
 	f := c.life.fiber
 	t := f.tree
-	s := &slot{name: k.name, value: v, provider: f, scope: f.home(), life: c.life}
+	s := &slot{name: k.name, value: v, provider: f, scope: f.home(), life: c.life, quiet: quiet}
 	if f.State() == StateActive {
 		s.state = slotActive
 	}

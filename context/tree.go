@@ -73,7 +73,7 @@ func (t *tree) wake(s *slot) {
 		case StatePending:
 			d.load()
 		case StateActive:
-			if t.shadowed(d, s.name) {
+			if !s.quiet && t.shadowed(d, s.name) {
 				d.unload(errs.New(errs.ContextInactive, fmt.Sprintf(
 					"service %q is now provided closer to fiber %q, by fiber %q", s.name, d.name, s.provider.name)))
 				d.load()
