@@ -46,7 +46,8 @@ func (f *Fiber) outer() *Fiber {
 	return f.parentCtx.life.fiber.home()
 }
 
-// tab returns scope f's table, making it. Called with tree.mu held.
+// tab returns f's table, making it: a scope's services and dependents, or a
+// plugin's bound slots. Called with tree.mu held.
 func (f *Fiber) tab() *scopeState {
 	if f.table == nil {
 		f.table = &scopeState{}

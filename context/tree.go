@@ -34,7 +34,8 @@ func (t *tree) track(f *Fiber) {
 	}
 	t.mu.Lock()
 	home := f.home()
-	home.tab().deps = append(home.table.deps, f)
+	tab := home.tab()
+	tab.deps = append(tab.deps, f)
 	t.link(home)
 	t.mu.Unlock()
 }

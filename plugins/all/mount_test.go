@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/plugins/admission/readygate"
+	"github.com/dsh-go/dsh/services/session"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"go.uber.org/goleak"
 )
@@ -114,6 +115,11 @@ func TestPresetServiceIsEachAgentsOwn(t *testing.T) {
 			t.Fatalf("agent %s: %v", a.ID(), err)
 		}
 		gates = append(gates, g)
+		// A root service reads through the agent's context too: that code
+		// is outside any plugin, so no inject list applies.
+		if _, err := session.Key.Get(a.Context()); err != nil {
+			t.Fatalf("reading the root's sessions through agent %s: %v", a.ID(), err)
+		}
 	}
 	if len(gates) != 2 || gates[0] == gates[1] {
 		t.Fatal("each agent must read the gate of its own preset")
