@@ -9,8 +9,8 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/plugins/admission/readygate"
-	"github.com/dsh-go/dsh/services/session"
 	_ "github.com/dsh-go/dsh/plugins/all"
+	"github.com/dsh-go/dsh/services/session"
 	"go.uber.org/goleak"
 )
 
