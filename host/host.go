@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -167,11 +168,6 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mo
 
 // startAgent creates one agent and mounts its presets in its scope.
 func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
-	if !h.hasProvider(ac.Provider) {
-		return errs.New(StartFailed, fmt.Sprintf(
-			"agent %q uses model provider %q, which no plugin registers (registered: %s); add a plugin entry such as use: llm.%s",
-			ac.ID, ac.Provider, orNone(h.models.Names()), ac.Provider))
-	}
 	var presets [][]Entry
 	for _, name := range ac.PresetNames() {
 		presets = append(presets, cfg.Presets[name])
@@ -188,6 +184,13 @@ func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
 					return err
 				}
 			}
+		}
+		// Checked once the presets are mounted: a provider of the agent's
+		// own scope counts as much as one at the root.
+		if models := h.models.In(scope); !slices.Contains(models.Names(), ac.Provider) {
+			return errs.New(StartFailed, fmt.Sprintf(
+				"agent %q uses model provider %q, which no plugin registers for it (registered: %s); add a plugin entry such as use: llm.%s",
+				ac.ID, ac.Provider, orNone(models.Names()), ac.Provider))
 		}
 		return nil
 	}
@@ -220,15 +223,6 @@ func (h *Host) createOrResume(ac AgentConfig, options agents.Options, setup func
 		return h.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: ac.ID, SessionID: ac.Session, Options: options, Setup: setup})
 	}
 	return nil, err
-}
-
-func (h *Host) hasProvider(name string) bool {
-	for _, n := range h.models.Names() {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Root returns the root context.
