@@ -12,6 +12,9 @@ import (
 // would have to skip, keys encoding/json would match case-insensitively,
 // strings it cannot take as they are. A differential fuzz test holds it to
 // the full decoder's answers.
+// fastPath lets BenchmarkStreamEndToEnd measure with and without it.
+var fastPath = true
+
 func fastDelta(data []byte) (content, reasoning string, ok bool) {
 	p := parser{b: data}
 	if !p.object(levelChunk) {

@@ -122,7 +122,7 @@ func (s *stream) read() error {
 		s.queue.Push(fin)
 		return nil
 	}
-	if content, reasoning, ok := fastDelta(ev.Data); ok {
+	if content, reasoning, ok := fastDelta(ev.Data); fastPath && ok {
 		if reasoning != "" {
 			s.queue.Push(llm.Chunk{Kind: llm.ChunkReasoning, Text: reasoning})
 		}
