@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -608,26 +607,6 @@ func TestPluginWaitsForASlowNext(t *testing.T) {
 		if err != nil || got != "SLOW" {
 			t.Fatalf("got %q, %v", got, err)
 		}
-	}
-}
-
-// TestMTLSWarmUpRunsBeforeGRPCInitializes: the P-521 warm-up only pays off
-// if it starts while gRPC and protobuf are still initializing; a heavy
-// import added to internal/mtlswarm would quietly move it after them.
-func TestMTLSWarmUpRunsBeforeGRPCInitializes(t *testing.T) {
-	bin, _ := binaries(t)
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "PLUGIN_CLIENT_CERT=unused")
-	out, _ := cmd.CombinedOutput() // it exits: no host started it
-	var order []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
-			order = append(order, f[1])
-		}
-	}
-	warm, grpc := slices.Index(order, "github.com/dsh-go/dsh/internal/mtlswarm"), slices.Index(order, "google.golang.org/grpc")
-	if warm < 0 || grpc < 0 || warm > grpc {
-		t.Fatalf("mtlswarm initializes at %d, google.golang.org/grpc at %d, of %d packages", warm, grpc, len(order))
 	}
 }
 

@@ -26,8 +26,6 @@ package sdk
 import (
 	stdctx "context"
 
-	// Warms the P-521 tables AutoMTLS needs while the plugin initializes.
-	_ "github.com/dsh-go/dsh/internal/mtlswarm"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"

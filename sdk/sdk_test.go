@@ -112,8 +112,8 @@ func TestAdmissionAdmitsReplacesAndRefuses(t *testing.T) {
 		return admit(r)
 	})
 	var got sdk.Admission
-	if err := json.Unmarshal(passed, &got); err != nil || got.Message.Content != "[redacted]" || got.AgentID != "main" {
-		t.Fatalf("replace: next got %s (%v)", passed, err)
+	if err := json.Unmarshal(passed, &got); err != nil || got.Message.Content != "[redacted]" || got.AgentID != "main" || string(res.ResultJson) != `{"kind":"admit"}` {
+		t.Fatalf("replace: next got %s (%v), the call's result %s", passed, err, res.ResultJson)
 	}
 
 	res, nexts = hostCall(t, c, sdk.AdmissionEvent, payload("buy spam"), admit)

@@ -36,7 +36,6 @@ type ReactLoopAgent struct {
 	abortStep stdctx.CancelFunc
 	aborting  bool
 	idle      chan struct{} // closed when the driver goes idle
-	stopped   chan struct{} // closed when a disposed agent's driver is gone
 	torn      bool
 	// finishing is a one-slot semaphore around finish: the disposer and a
 	// driver that outlived a dispose deadline may both try it.

@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	stdctx "context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -114,37 +113,4 @@ func BenchmarkFirstToken(b *testing.B) {
 		s.Close()
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs-to-first-chunk")
-}
-
-// FuzzFastDelta holds the fast path to the full decoder: whenever it
-// accepts a chunk, the full decoder must accept it too and read the same
-// text and reasoning, and nothing else.
-func FuzzFastDelta(f *testing.F) {
-	for _, seed := range []string{
-		`{"id":"x","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}`,
-		`{"choices":[{"index":0,"delta":{"content":null,"reasoning_content":"th\"ink\n"},"logprobs":null,"finish_reason":null}],"usage":null}`,
-		`{"choices":[{"index":0,"delta":{"reasoning":"r","content":"\u00e9"}}]}`,
-		`{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b"}}]}`,
-		`{"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[]}}]}`,
-		`{"choices":[{"index":0,"delta":{"content":"a"}}],"choices":[{"index":0,"delta":{"reasoning":"b"}}]}`,
-		`{"choices":[{"index":0,"delta":{"content":"a"},"delta":{"reasoning":"b"}}]}`,
-		`{"id":"c","created":1.5e3,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"x"},"finish_reason":null,"stop_reason":null}],"usage":null}`,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		content, reasoning, ok := fastDelta(data)
-		if !ok {
-			return
-		}
-		var w wireChunk
-		if err := json.Unmarshal(data, &w); err != nil {
-			t.Fatalf("fast path accepted what the decoder rejects (%v): %q", err, data)
-		}
-		d := w.Choices[0].Delta
-		full := firstNonEmpty(d.ReasoningContent, d.Reasoning)
-		if d.Content != content || full != reasoning || len(d.ToolCalls) > 0 || w.Choices[0].FinishReason != "" || w.Usage != nil || w.Error != nil {
-			t.Fatalf("fast path read %q/%q, the decoder %+v", content, reasoning, w)
-		}
-	})
 }

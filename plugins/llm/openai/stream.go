@@ -122,15 +122,6 @@ func (s *stream) read() error {
 		s.queue.Push(fin)
 		return nil
 	}
-	if content, reasoning, ok := fastDelta(ev.Data); ok {
-		if reasoning != "" {
-			s.queue.Push(llm.Chunk{Kind: llm.ChunkReasoning, Text: reasoning})
-		}
-		if content != "" {
-			s.queue.Push(llm.Chunk{Kind: llm.ChunkText, Text: content})
-		}
-		return nil
-	}
 	s.wire = wireChunk{}
 	if err := s.json.Decode(ev.Data, &s.wire); err != nil {
 		return s.fail(ReasonBadChunk, fmt.Sprintf("malformed chunk at line %d of the stream: %v: %s", ev.Line, err, clip(ev.Data)), nil)
