@@ -129,8 +129,7 @@ func TestSecondProviderNamesBothFibers(t *testing.T) {
 func TestServiceOfLoadingProviderIsStagedUntilActive(t *testing.T) {
 	root, _ := newRoot(t)
 	var seen dshctx.State
-	var dep *dshctx.Fiber
-	dep = mustPlugin(t, root, dshctx.Define("dep", func(*dshctx.Context, any) error { return nil }, counterKey))
+	dep := mustPlugin(t, root, dshctx.Define("dep", func(*dshctx.Context, any) error { return nil }, counterKey))
 	mustPlugin(t, root, dshctx.Define("prov", func(ctx *dshctx.Context, _ any) error {
 		if err := counterKey.Provide(ctx, &counter{}); err != nil {
 			return err

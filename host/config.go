@@ -550,11 +550,8 @@ func allowedKeys(t reflect.Type, path string) []string {
 		}
 		switch t.Kind() {
 		case reflect.Slice, reflect.Map:
+			// A map key or list index names an element, not a field.
 			t = t.Elem()
-			if !strings.HasPrefix(seg, "[") {
-				// A map key names an element, not a field.
-				continue
-			}
 			continue
 		case reflect.Struct:
 			if f, ok := fieldByTag(t, seg); ok {

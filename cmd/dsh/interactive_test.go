@@ -99,7 +99,7 @@ log:
 	io.WriteString(tty, "\x03")
 	pos = scr.waitFor(t, pos, "(turn cancelled")
 	io.WriteString(tty, "/agents\r")
-	pos = scr.waitFor(t, pos, "main  idle")
+	scr.waitFor(t, pos, "main  idle")
 
 	// Ctrl-D leaves cleanly.
 	io.WriteString(tty, "\x04")
@@ -247,7 +247,7 @@ log:
 	os.WriteFile(cfg, []byte(strings.Replace(base, "provider: a", "provider: b", 1)), 0o644)
 	pos = scr.waitFor(t, pos, "(config reloaded; agent main restarted")
 	io.WriteString(tty, "hello again\r")
-	pos = scr.waitFor(t, pos, "answered by b")
+	scr.waitFor(t, pos, "answered by b")
 	io.WriteString(tty, "\x04")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, scr.String())

@@ -124,7 +124,7 @@ func pickAgent(h *host.Host, id string) (agents.Agent, error) {
 	}
 	list := h.Agents()
 	if len(list) == 0 {
-		return nil, fmt.Errorf("the config starts no agents; add one under agents:")
+		return nil, fmt.Errorf("the config starts no agents; add one under the agents key")
 	}
 	return list[0], nil
 }
@@ -149,14 +149,13 @@ type tracker struct {
 	// dim shows reasoning dimmed, for a terminal.
 	dim bool
 
-	mu        sync.Mutex
-	turnOf    map[string]int        // message id → turn
-	ended     map[int]session.Event // turn → its turn/end
-	running   bool
-	changed   chan struct{}
-	lastText  byte
-	thinking  bool // a reasoning line is open on diag
-	encodeErr error
+	mu       sync.Mutex
+	turnOf   map[string]int        // message id → turn
+	ended    map[int]session.Event // turn → its turn/end
+	running  bool
+	changed  chan struct{}
+	lastText byte
+	thinking bool // a reasoning line is open on diag
 }
 
 func newTracker(out, diag io.Writer, jsonOut bool) *tracker {

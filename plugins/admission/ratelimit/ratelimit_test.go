@@ -19,7 +19,7 @@ func TestBucketPerAgentAndSourceKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	take := func(agent string, kind agentcontroller.SourceKind) bool { ok, _ := l.Take(agent, kind); return ok }
-	if !take("a", "user") || !take("a", "user") {
+	if first, second := take("a", "user"), take("a", "user"); !first || !second {
 		t.Fatal("the burst must pass")
 	}
 	ok, retry := l.Take("a", "user")
