@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentloop"
@@ -151,4 +152,36 @@ func TestManyAgentsWithCancelsAndDisposes(t *testing.T) {
 	if left := len(e.registry.List()); left != 0 {
 		t.Fatalf("%d agents left", left)
 	}
+}
+
+// BenchmarkFirstTurn measures a fresh agent's first turn — its creation
+// included — against a steady turn of the same agent, in the same
+// iteration, so the ratio holds on a noisy machine. The standing target is
+// first ≤ 1.5× steady.
+func BenchmarkFirstTurn(b *testing.B) {
+	e := newEnv(b, []scripted.Reply{{Text: "Sure, here is a short answer."}}, agentloop.Config{})
+	// One agent warms the process up: code paths, pools, the scheduler.
+	warm := e.create("warm").Agent
+	runTurn(b, warm)
+	var first, steady time.Duration
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		start := time.Now()
+		h := e.create(fmt.Sprintf("a%d", n))
+		runTurn(b, h.Agent)
+		mid := time.Now()
+		runTurn(b, h.Agent)
+		first += mid.Sub(start)
+		steady += time.Since(mid)
+		b.StopTimer()
+		if err := h.Dispose(stdctx.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(first.Nanoseconds())/float64(n), "first-ns/op")
+	b.ReportMetric(float64(steady.Nanoseconds())/float64(n), "steady-ns/op")
+	b.ReportMetric(float64(first)/float64(steady), "first/steady")
 }

@@ -10,6 +10,7 @@ package llm
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 )
 
@@ -88,19 +89,38 @@ func (u Usage) Add(o Usage) Usage {
 // hands the same history to every listener without copying it, and a
 // listener may read it on any goroutine while the log goes on appending.
 type History struct {
-	pages []*page
+	pages [][]Message
 	off   int // index of the first message in pages
 	n     int
 }
 
-const pageSize = 128
+// Pages grow from firstPage messages to pageSize and stay there: a short
+// conversation — most of them, and every fresh agent's — does not pay for
+// a full page up front, and a long one still never copies what it holds.
+//
+// A page is made at its full length and never resliced, so the log fills
+// it in place: a view holds the page's header, which never changes, and
+// reads only slots below its own length, which are never written again.
+const (
+	firstPage = 8
+	pageSize  = 128
+	// doubling is how many messages the pages before the first full one
+	// hold: 8 + 16 + 32 + 64.
+	doubling = firstPage * (pageSize/firstPage - 1)
+)
 
-// page is a fixed array, so the log fills it in place: a view holds the
-// page's pointer, which never changes, and reads only slots below its own
-// length, which are never written again. A slice per page would not do:
-// its header, stored in the page list a view shares, changes length on
-// every append.
-type page [pageSize]Message
+// locate returns the page and the slot of message j.
+func locate(j int) (page, slot int) {
+	if j < doubling {
+		page = bits.Len(uint(j/firstPage+1)) - 1
+		return page, j - firstPage*(1<<page-1)
+	}
+	j -= doubling
+	return bits.Len(uint(pageSize/firstPage)) - 1 + j/pageSize, j % pageSize
+}
+
+// pageLen is the length of page k.
+func pageLen(k int) int { return min(firstPage<<k, pageSize) }
 
 // NewHistory returns a history holding copies of msgs.
 func NewHistory(msgs ...Message) History {
@@ -112,8 +132,8 @@ func NewHistory(msgs ...Message) History {
 }
 
 func (h History) at(i int) *Message {
-	j := h.off + i
-	return &h.pages[j/pageSize][j%pageSize]
+	p, s := locate(h.off + i)
+	return &h.pages[p][s]
 }
 
 // Len returns the number of messages.
@@ -184,16 +204,17 @@ func (h History) Slice(from, to int) History {
 // writes past it or into a fresh copy. A Log is not safe for concurrent
 // appends; guard it with the owner's lock.
 type Log struct {
-	pages []*page
+	pages [][]Message
 	n     int
 }
 
 // Append adds a copy of m.
 func (l *Log) Append(m Message) {
-	if l.n%pageSize == 0 {
-		l.pages = append(l.pages, new(page))
+	p, s := locate(l.n)
+	if p == len(l.pages) {
+		l.pages = append(l.pages, make([]Message, pageLen(p)))
 	}
-	l.pages[l.n/pageSize][l.n%pageSize] = m.Clone()
+	l.pages[p][s] = m.Clone()
 	l.n++
 }
 

@@ -79,10 +79,18 @@ const pageSize = 256
 
 // push appends e to the paged log; the caller holds mu.
 func (s *Session) push(e Event) {
-	if s.n%pageSize == 0 {
-		s.events = append(s.events, make([]Event, 0, pageSize))
-	}
 	last := len(s.events) - 1
+	if last < 0 || len(s.events[last]) == pageSize {
+		// The first page starts small and grows by appending, so a fresh
+		// session costs a few events, not a full page; later pages are
+		// made whole, so a long session never copies what it holds.
+		size := pageSize
+		if last < 0 {
+			size = 16
+		}
+		s.events = append(s.events, make([]Event, 0, size))
+		last++
+	}
 	s.events[last] = append(s.events[last], e)
 	s.n++
 }
