@@ -18,6 +18,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
@@ -492,14 +493,14 @@ func (recorderProvider) Stream(_ stdctx.Context, req llm.Request) (llm.Stream, e
 }
 
 func init() {
-	host.Register(host.Info{ID: "test.recorder", Doc: "a model that records its requests (tests only)",
-		Plugin: dshctx.Define("test.recorder", func(ctx *dshctx.Context, _ any) error {
+	plugin.Register("test.recorder", "a model that records its requests (tests only)",
+		func(ctx *dshctx.Context, _ plugin.None) error {
 			svc, err := llm.Key.Get(ctx)
 			if err != nil {
 				return err
 			}
 			return svc.Register(ctx, "rec", recorderProvider{})
-		}, llm.Key)})
+		}, llm.Key)
 }
 
 func TestPluginOnTheAgentLoopRequest(t *testing.T) {

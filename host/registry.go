@@ -1,72 +1,16 @@
 package host
 
-import (
-	"fmt"
-	"regexp"
-	"sort"
-	"sync"
+import "github.com/dsh-go/dsh/plugin"
 
-	dshctx "github.com/dsh-go/dsh/context"
-)
-
-// Info describes an in-process plugin that config entries can use by id.
-type Info struct {
-	// ID is namespaced, lower-case, dot separated: "admission.rate-limit".
-	ID string
-	// Doc is one line saying what the plugin does.
-	Doc string
-	// Plugin is applied for every entry that uses the id.
-	Plugin dshctx.Plugin
-	// Config returns a pointer to a fresh config value; the entry's config
-	// is decoded into it, strictly, and passed to Apply. Nil means the
-	// plugin takes no config, and an entry that gives one is an error.
-	Config func() any
-}
-
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Info{}
-	validID    = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)+$`)
-)
-
-// Register makes a plugin available to config entries. Call it from an
-// init function. Like database/sql.Register it panics on a malformed or
-// duplicate id: that is a defect of the binary, found the first time it
-// starts, not an input error.
-func Register(info Info) {
-	if !validID.MatchString(info.ID) {
-		panic(fmt.Sprintf("host.Register: plugin id %q is not namespaced lower-case (want e.g. \"admission.rate-limit\")", info.ID))
-	}
-	if info.Plugin == nil {
-		panic(fmt.Sprintf("host.Register: plugin %q has no Plugin", info.ID))
-	}
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[info.ID]; dup {
-		panic(fmt.Sprintf("host.Register: plugin %q registered twice", info.ID))
-	}
-	registry[info.ID] = info
-}
+// Info describes a registered in-process plugin; plugins register through
+// package plugin, which the host only reads.
+type Info = plugin.Info
 
 // Lookup returns the plugin registered under id.
-func Lookup(id string) (Info, bool) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	info, ok := registry[id]
-	return info, ok
-}
+func Lookup(id string) (Info, bool) { return plugin.Lookup(id) }
 
 // Registered lists the registered plugins sorted by id.
-func Registered() []Info {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	out := make([]Info, 0, len(registry))
-	for _, info := range registry {
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
+func Registered() []Info { return plugin.List() }
 
 // nearest returns the registered id closest to id, if one is close.
 func nearest(id string) string {
