@@ -137,8 +137,12 @@ func TestListIsSortedByID(t *testing.T) {
 
 func TestRegisterPanicsOnADefectOfTheBinary(t *testing.T) {
 	for name, register := range map[string]func(){
-		"duplicate": func() { plugin.Register("test.greeter", "again", func(*dshctx.Context, plugin.None) error { return nil }) },
-		"malformed": func() { plugin.Register("Clock", "no namespace", func(*dshctx.Context, plugin.None) error { return nil }) },
+		"duplicate": func() {
+			plugin.Register("test.greeter", "again", func(*dshctx.Context, plugin.None) error { return nil })
+		},
+		"malformed": func() {
+			plugin.Register("Clock", "no namespace", func(*dshctx.Context, plugin.None) error { return nil })
+		},
 		"nil apply": func() { plugin.Register[plugin.None]("test.nil-apply", "", nil) },
 	} {
 		func() {
