@@ -64,21 +64,30 @@ type Entry struct {
 
 	// For exec entries only:
 
-	// Timeout bounds each call into the plugin (0: no bound).
-	Timeout time.Duration `koanf:"timeout"`
-	// StartTimeout bounds the start and handshake (default 10s).
+	// Timeout bounds each call into the plugin. Unset means
+	// DefaultCallTimeout; 0 means no bound.
+	Timeout *time.Duration `koanf:"timeout"`
+	// StartTimeout bounds the whole start: handshake, Describe and
+	// Configure (default 10s).
 	StartTimeout time.Duration `koanf:"start_timeout"`
 	// OnUnavailable is what the plugin's listeners do while it is down:
 	// "fail" (refuse, the default) or "skip" (pass the event on).
 	OnUnavailable string `koanf:"on_unavailable"`
-	// MaxRestarts bounds restarts after crashes (default 5; -1: never).
+	// MaxRestarts bounds the restarts after crashes within RestartWindow
+	// (default 5; -1: never restart).
 	MaxRestarts int `koanf:"max_restarts"`
+	// RestartWindow is how long a crash counts against MaxRestarts and
+	// the backoff (default 10m).
+	RestartWindow time.Duration `koanf:"restart_window"`
 	// Args are passed to the binary, as in exec: /usr/bin/python3 with
 	// args: [plugin.py].
 	Args []string `koanf:"args"`
-	// Env adds variables to the environment the binary inherits from dsh,
-	// and overrides inherited ones of the same name.
+	// Env is set in the binary's environment, over the minimal one it
+	// gets from dsh (see internal/childproc).
 	Env map[string]string `koanf:"env"`
+	// EnvPassthrough names variables of dsh's environment the binary may
+	// see; no other variable reaches it.
+	EnvPassthrough []string `koanf:"env_passthrough"`
 }
 
 // execOnly reports the exec-only settings an entry sets, by key.
@@ -88,9 +97,10 @@ func (e *Entry) execOnly() []string {
 		key string
 		on  bool
 	}{
-		{"sha256", e.SHA256 != ""}, {"timeout", e.Timeout != 0}, {"start_timeout", e.StartTimeout != 0},
+		{"sha256", e.SHA256 != ""}, {"timeout", e.Timeout != nil}, {"start_timeout", e.StartTimeout != 0},
 		{"on_unavailable", e.OnUnavailable != ""}, {"max_restarts", e.MaxRestarts != 0},
-		{"args", len(e.Args) > 0}, {"env", len(e.Env) > 0},
+		{"restart_window", e.RestartWindow != 0}, {"args", len(e.Args) > 0}, {"env", len(e.Env) > 0},
+		{"env_passthrough", len(e.EnvPassthrough) > 0},
 	} {
 		if set.on {
 			keys = append(keys, set.key)
@@ -379,12 +389,20 @@ func checkExec(e *Entry, key string, p *problems) {
 	default:
 		p.add(key+".on_unavailable", fmt.Sprintf("%q is not an option; use fail or skip", e.OnUnavailable))
 	}
-	if e.Timeout < 0 || e.StartTimeout < 0 || e.MaxRestarts < -1 {
+	if (e.Timeout != nil && *e.Timeout < 0) || e.StartTimeout < 0 || e.MaxRestarts < -1 {
 		p.add(key, "timeout and start_timeout cannot be negative; max_restarts is -1 (never restart) or more")
+	}
+	if e.RestartWindow < 0 {
+		p.add(key+".restart_window", "restart_window cannot be negative; it is how long a crash counts against max_restarts (default 10m)")
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.Env)) {
 		if !envName.MatchString(name) {
 			p.add(key+".env", fmt.Sprintf("%q is not an environment variable name; use letters, digits and '_', not starting with a digit", name))
+		}
+	}
+	for i, name := range e.EnvPassthrough {
+		if !envName.MatchString(name) {
+			p.add(fmt.Sprintf("%s.env_passthrough[%d]", key, i), fmt.Sprintf("%q is not an environment variable name; list names only, such as GITHUB_TOKEN", name))
 		}
 	}
 }
