@@ -8,6 +8,7 @@ package host
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -207,7 +207,7 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 		return nil, errs.Wrap(ConfigInvalid, err, fmt.Sprintf("%s: not valid YAML", file))
 	}
 	raw := k.Raw()
-	p := &problems{file: file, data: data}
+	p := &problems{file: file, data: data, sources: map[string]string{}}
 
 	for _, kv := range opts.environ() {
 		name, value, _ := strings.Cut(kv, "=")
@@ -215,9 +215,13 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 			continue
 		}
 		segs := strings.Split(strings.ToLower(strings.TrimPrefix(name, "DSH_")), "__")
-		if err := override(raw, segs, value); err != nil {
-			p.addf("", "environment variable %s: %v", name, err)
+		source := "environment variable " + name
+		at, err := override(raw, segs, value, source)
+		if err != nil {
+			p.addf("", "%s: %v", source, err)
+			continue
 		}
+		p.sources[normalPath(at)] = source
 	}
 	for _, set := range opts.Sets {
 		key, value, ok := strings.Cut(set, "=")
@@ -225,13 +229,17 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 			p.addf("", "--set %q: write key.path=value", set)
 			continue
 		}
-		if err := override(raw, strings.Split(key, "."), value); err != nil {
-			p.addf("", "--set %s: %v", key, err)
+		source := "--set " + key
+		at, err := override(raw, strings.Split(key, "."), value, source)
+		if err != nil {
+			p.addf("", "%s: %v", source, err)
+			continue
 		}
+		p.sources[normalPath(at)] = source
 	}
 
 	cfg := &Config{File: file}
-	decodeStrict(raw, cfg, "", p)
+	decodeStrict(raw, cfg, "", p, true)
 	if !p.empty() {
 		return nil, p.err()
 	}
@@ -291,6 +299,7 @@ func (c *Config) check(p *problems) {
 			sessions[a.Session] = i + 1
 		}
 	}
+	c.checkReferences(p)
 	switch strings.ToLower(c.Log.Level) {
 	case "", "trace", "debug", "info", "warn", "error", "off":
 	default:
@@ -306,6 +315,13 @@ func boolInt(b bool) int {
 }
 
 func (c *Config) checkEntries(list []Entry, at string, p *problems) {
+	// What overrides put in a config map reaches plugins as plain values;
+	// typed configs have taken theirs by now.
+	defer func() {
+		for i := range list {
+			resolveUntyped(list[i].Config)
+		}
+	}()
 	seen := map[string]int{}
 	for i := range list {
 		e := &list[i]
@@ -352,13 +368,15 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 			}
 			out := info.Config()
 			before := len(p.list)
-			decodeStrict(e.Config, out, key+".config", p)
+			decodeStrict(e.Config, out, key+".config", p, false)
 			if v, ok := out.(interface{ Validate() error }); ok && len(p.list) == before {
 				if err := v.Validate(); err != nil {
 					p.add(key+".config", messageOf(err))
 				}
 			}
-			c.decoded[e] = out
+			if len(p.list) == before {
+				c.decoded[e] = out
+			}
 		}
 	}
 }
@@ -427,62 +445,19 @@ func orNone(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
-// override sets the value at path in raw. Path segments walk mappings by
-// key and lists by index or by the id of an element.
-func override(raw map[string]any, path []string, value string) error {
-	var v any
-	if err := yamlv3.Unmarshal([]byte(value), &v); err != nil {
-		v = value
-	}
-	var cur any = raw
-	for i, seg := range path {
-		last := i == len(path)-1
-		switch node := cur.(type) {
-		case map[string]any:
-			if last {
-				node[seg] = v
-				return nil
-			}
-			next, ok := node[seg]
-			if !ok {
-				next = map[string]any{}
-				node[seg] = next
-			}
-			cur = next
-		case []any:
-			idx := -1
-			if n, err := strconv.Atoi(seg); err == nil && n >= 0 && n < len(node) {
-				idx = n
-			} else {
-				for j, el := range node {
-					if m, ok := el.(map[string]any); ok && fmt.Sprint(m["id"]) == seg {
-						idx = j
-					}
-				}
-			}
-			if idx < 0 {
-				return fmt.Errorf("no list element with index or id %q under %s", seg, strings.Join(path[:i], "."))
-			}
-			if last {
-				node[idx] = v
-				return nil
-			}
-			cur = node[idx]
-		default:
-			return fmt.Errorf("%s is a single value, not a mapping or list", strings.Join(path[:i], "."))
-		}
-	}
-	return nil
-}
-
 // decodeStrict decodes in into out; unknown keys and wrong types become
 // problems at their key path under at.
-func decodeStrict(in any, out any, at string, p *problems) {
+//
+// Override values are decoded by the type of the field they land on; keep
+// leaves those landing in untyped slots for a later, typed decode.
+func decodeStrict(in any, out any, at string, p *problems, keep bool) {
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		Result:      out,
 		TagName:     "koanf",
 		ErrorUnused: true,
-		DecodeHook:  mapstructure.StringToTimeDurationHookFunc(),
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.DecodeHookFuncType(overrideHook(keep)),
+			mapstructure.StringToTimeDurationHookFunc()),
 		// Squash lets plugin configs embed shared option structs.
 		Squash: true,
 	})
@@ -494,6 +469,10 @@ func decodeStrict(in any, out any, at string, p *problems) {
 		for _, d := range decodeErrors(err) {
 			key := joinPath(at, d.name)
 			inner := d.err
+			if oe, ok := errors.AsType[*overrideError](inner); ok {
+				p.addFrom(oe.source, key, oe.msg)
+				continue
+			}
 			var msg string
 			switch e := inner.(type) {
 			case *mapstructure.UnconvertibleTypeError:
@@ -706,9 +685,16 @@ type problems struct {
 	data  []byte
 	lines lineIndex // built on the first problem: a good config never pays for it
 	list  []string
+	// sources maps the key paths that overrides set to the flag or
+	// variable that set them: a problem there is theirs, not the file's.
+	sources map[string]string
 }
 
 func (p *problems) add(path, msg string) {
+	if source := p.sourceOf(path); source != "" {
+		p.addFrom(source, path, msg)
+		return
+	}
 	if p.lines == nil {
 		p.lines = newLineIndex(p.data)
 	}
@@ -721,6 +707,26 @@ func (p *problems) add(path, msg string) {
 		return
 	}
 	p.list = append(p.list, fmt.Sprintf("%s: %s", loc, msg))
+}
+
+// addFrom adds a problem in a value an override set, named by its source.
+func (p *problems) addFrom(source, path, msg string) {
+	p.list = append(p.list, fmt.Sprintf("%s: %s: %s", source, path, msg))
+}
+
+// sourceOf returns the override that set path or one of its ancestors.
+func (p *problems) sourceOf(path string) string {
+	for path = normalPath(path); path != ""; {
+		if s, ok := p.sources[path]; ok {
+			return s
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i <= 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return ""
 }
 
 func (p *problems) addf(path, format string, args ...any) { p.add(path, fmt.Sprintf(format, args...)) }

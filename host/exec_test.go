@@ -531,7 +531,7 @@ func init() {
 				return err
 			}
 			return svc.Register(ctx, "rec", recorderProvider{})
-		}, llm.Key)
+		}, llm.Key).ProvidesModel(func(plugin.None) string { return "rec" })
 }
 
 func TestPluginOnTheAgentLoopRequest(t *testing.T) {

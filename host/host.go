@@ -45,6 +45,11 @@ type Host struct {
 	plugins []*mounted
 	agents  map[string]*runningAgent
 	order   []string // agent ids in config order
+
+	// reloaded is closed by the next Reload. It has its own lock: Reload
+	// holds mu for as long as agents take to restart.
+	reloadMu sync.Mutex
+	reloaded chan struct{}
 }
 
 type mounted struct {
@@ -76,7 +81,7 @@ func Start(cfg *Config, opts Options) (*Host, error) {
 		})
 	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}}
+	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, reloaded: make(chan struct{})}
 	if err := h.mountCore(); err != nil {
 		root.Dispose()
 		return nil, err
@@ -296,6 +301,7 @@ func (h *Host) Close(ctx stdctx.Context) error {
 // config keeps running; an agent that cannot start on its new settings is
 // started again on its previous ones, and the error says so.
 func (h *Host) Reload(cfg *Config) error {
+	defer h.announceReload()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old := h.cfg
@@ -399,6 +405,22 @@ func (h *Host) Reload(cfg *Config) error {
 		h.log.SetLevel(lvl)
 	}
 	return failed
+}
+
+// Reloaded returns a channel closed when the next Reload has finished,
+// whether it succeeded or not. A reload may recreate agents, so whoever
+// holds an agents.Agent looks it up again by id then.
+func (h *Host) Reloaded() <-chan struct{} {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	return h.reloaded
+}
+
+func (h *Host) announceReload() {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	close(h.reloaded)
+	h.reloaded = make(chan struct{})
 }
 
 // reorder puts the running agents in config order.

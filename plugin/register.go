@@ -83,6 +83,19 @@ func (p *Plugin[C]) Apply(ctx *dshctx.Context, config any) error {
 }
 
 func (p *Plugin[C]) config(config any) (C, error) {
+	cfg, err := p.convert(config)
+	if err != nil {
+		return cfg, err
+	}
+	if err := validate(&cfg); err != nil {
+		return cfg, errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf("%s: the config is invalid; fix the entry's config", p.id)).
+			WithReason(ReasonInvalidConfig)
+	}
+	return cfg, nil
+}
+
+// convert accepts the forms a config reaches Apply in; see Apply.
+func (p *Plugin[C]) convert(config any) (C, error) {
 	var cfg C
 	switch c := config.(type) {
 	case nil:
@@ -98,10 +111,6 @@ func (p *Plugin[C]) config(config any) (C, error) {
 	default:
 		return cfg, errs.New(errs.InvalidArgument, fmt.Sprintf(
 			"%s: the config is a %T; pass a %s, a pointer to one, or nil for the defaults", p.id, config, typeName[C]())).
-			WithReason(ReasonInvalidConfig)
-	}
-	if err := validate(&cfg); err != nil {
-		return cfg, errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf("%s: the config is invalid; fix the entry's config", p.id)).
 			WithReason(ReasonInvalidConfig)
 	}
 	return cfg, nil

@@ -129,7 +129,7 @@ func TestListIsSortedByID(t *testing.T) {
 	for _, info := range plugin.List() {
 		ids = append(ids, info.ID)
 	}
-	want := []string{"test.bare", "test.greeter", "test.injects", "test.pointer-rules"}
+	want := []string{"test.bare", "test.greeter", "test.injects", "test.model", "test.pointer-rules", "test.store"}
 	if strings.Join(ids, ",") != strings.Join(want, ",") {
 		t.Fatalf("List: %v, want %v", ids, want)
 	}

@@ -23,6 +23,13 @@ type Info struct {
 	// passes it to Apply. Nil means the plugin takes no config, and an
 	// entry that gives one is an error.
 	Config func() any
+	// Provider, for a plugin that registers a model provider, returns the
+	// provider name an entry registers given its decoded config; see
+	// ProvidesModel.
+	Provider func(config any) string
+	// SessionStore marks a plugin that persists sessions; see
+	// StoresSessions.
+	SessionStore bool
 }
 
 var (

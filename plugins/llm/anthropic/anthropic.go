@@ -46,7 +46,12 @@ var Plugin = plugin.Register("llm.anthropic", `model provider "anthropic": the M
 		return err
 	}
 	return svc.Register(ctx, p.name, p)
-}, llm.Key)
+}, llm.Key).ProvidesModel(func(c Config) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return defaults.Name
+})
 
 // Provider streams messages.
 type Provider struct {

@@ -65,7 +65,12 @@ func register(f flavor) *plugin.Plugin[Config] {
 			return err
 		}
 		return svc.Register(ctx, p.name, p)
-	}, llm.Key)
+	}, llm.Key).ProvidesModel(func(c Config) string {
+		if c.Name != "" {
+			return c.Name
+		}
+		return f.name
+	})
 }
 
 // Provider streams chat completions.

@@ -104,12 +104,16 @@ var Plugin = plugin.Register("llm.scripted", "an offline model that answers from
 	if err != nil {
 		return err
 	}
-	name := cfg.Name
-	if name == "" {
-		name = "scripted"
+	return svc.Register(ctx, cfg.providerName(), p)
+}, llm.Key).ProvidesModel(Config.providerName)
+
+// providerName is the name agents refer to the provider by.
+func (cfg Config) providerName() string {
+	if cfg.Name == "" {
+		return "scripted"
 	}
-	return svc.Register(ctx, name, p)
-}, llm.Key)
+	return cfg.Name
+}
 
 // Stream answers with the agent's next reply.
 func (p *Provider) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, error) {

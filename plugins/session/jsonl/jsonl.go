@@ -80,7 +80,7 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 	// disk; then every lock this plugin holds is let go.
 	_, err = ctx.OnDispose("write pending session events", w.close)
 	return err
-}, session.Key)
+}, session.Key).StoresSessions()
 
 // files is the plugin's state: the writers of the sessions it holds.
 type files struct {
