@@ -59,8 +59,13 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 	}
 	w := &files{dir: cfg.Dir, log: ctx.Logger(), sink: appendSync,
 		held: map[string]*writer{}, adopted: map[*session.Session]*writer{}}
-	if err := store.SetBackend(ctx, w); err != nil {
-		return err
+	// Only a root instance serves resumes: an agent resumes before its
+	// scope, and the presets in it, exist. In a preset it records its
+	// agent, taking the session's lock when it first hears of it.
+	if ctx.Tag() == "" {
+		if err := store.SetBackend(ctx, w); err != nil {
+			return err
+		}
 	}
 	if _, err := session.EventAppended.On(ctx, func(_ stdctx.Context, a session.Appended) error {
 		w.writerFor(a.Session).add(a.Event)
