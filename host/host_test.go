@@ -10,7 +10,9 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/plugin"
+	_ "github.com/dsh-go/dsh/plugins/all" // the built-ins the configs use
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
@@ -77,7 +79,7 @@ func findInstances(label string) []*instance {
 
 func start(t *testing.T, yaml string) *host.Host {
 	t.Helper()
-	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,9 +154,9 @@ func TestPresetsAreScopedAndIndependent(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, yaml string) *host.Config {
+func mustParse(t *testing.T, yaml string) *config.Config {
 	t.Helper()
-	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +219,7 @@ func TestReloadFailureKeepsTheOldConfig(t *testing.T) {
 	// before the store fails, so the rollback must bring back its old config.
 	text := strings.Replace(reloadBase, "  - id: two\n", "  - id: gate\n    use: session.jsonl\n    config: {dir: /dev/null/sessions}\n  - id: two\n", 1)
 	text = strings.Replace(text, "label: one-v1", "label: one-v2", 1)
-	cfg, err := host.Parse("bad.yaml", []byte(text), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("bad.yaml", []byte(text), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

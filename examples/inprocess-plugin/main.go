@@ -17,12 +17,13 @@ import (
 	"strings"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all" // the built-in plugins: llm.scripted, ...
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/session"
 )
 
-const config = `
+const configYAML = `
 plugins:
   - use: llm.scripted          # an offline model: calls the tool, then answers
     config:
@@ -44,17 +45,17 @@ log:
 `
 
 func main() {
-	if err := run(os.Stdout, config, "main", []string{"hello there", "HELLO THERE"}); err != nil {
+	if err := run(os.Stdout, configYAML, "main", []string{"hello there", "HELLO THERE"}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-// run starts a host from config and sends each prompt to the agent
+// run starts a host from the YAML text and sends each prompt to the agent
 // through the agent controller, printing the tool results and the answer,
 // or the refusal.
-func run(out io.Writer, config, agentID string, prompts []string) error {
-	cfg, err := host.Parse("example.yaml", []byte(config), host.LoadOptions{Environ: []string{}})
+func run(out io.Writer, yaml, agentID string, prompts []string) error {
+	cfg, err := config.Parse("example.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		return err
 	}

@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 )
 
 func TestExampleRuns(t *testing.T) {
 	var out strings.Builder
-	if err := run(&out, config, "main", []string{"hello there", "HELLO THERE", "OK"}); err != nil {
+	if err := run(&out, configYAML, "main", []string{"hello there", "HELLO THERE", "OK"}); err != nil {
 		t.Fatal(err)
 	}
 	want := `"hello there" answered: [4 words] Counted.
@@ -26,7 +26,7 @@ func TestExampleRuns(t *testing.T) {
 // preset has no word_count, while the root's admission listener still
 // governs it.
 func TestTheToolBelongsToThePresetsAgents(t *testing.T) {
-	two := strings.Replace(config, "agents:\n", "agents:\n  - id: plain\n    provider: scripted\n", 1)
+	two := strings.Replace(configYAML, "agents:\n", "agents:\n  - id: plain\n    provider: scripted\n", 1)
 	var out strings.Builder
 	if err := run(&out, two, "plain", []string{"hello there", "HELLO THERE"}); err != nil {
 		t.Fatal(err)
@@ -41,10 +41,10 @@ func TestTheToolBelongsToThePresetsAgents(t *testing.T) {
 }
 
 func TestConfigDefaultsAndRules(t *testing.T) {
-	parse := func(entry string) (*host.Config, error) {
+	parse := func(entry string) (*config.Config, error) {
 		text := "plugins:\n  - use: llm.scripted\n  - use: example.no-shouting\n" + entry +
 			"agents:\n  - id: main\n    provider: scripted\n"
-		return host.Parse("t.yaml", []byte(text), host.LoadOptions{Environ: []string{}})
+		return config.Parse("t.yaml", []byte(text), config.LoadOptions{Environ: []string{}})
 	}
 	cfg, err := parse("")
 	if err != nil {
@@ -54,7 +54,7 @@ func TestConfigDefaultsAndRules(t *testing.T) {
 		t.Fatalf("an entry without config gets the defaults; got %+v", got)
 	}
 	_, err = parse("    config: {min_letters: 0}\n")
-	if !errs.HasCode(err, host.ConfigInvalid) || !strings.Contains(err.Error(), "t.yaml:4: plugins[1].config: min_letters is 0; set at least 1") {
+	if !errs.HasCode(err, config.Invalid) || !strings.Contains(err.Error(), "t.yaml:4: plugins[1].config: min_letters is 0; set at least 1") {
 		t.Fatalf("Validate must be a config error naming the line; got %v", err)
 	}
 }

@@ -1,21 +1,11 @@
-package host
+package config
 
 import "github.com/dsh-go/dsh/plugin"
-
-// Info describes a registered in-process plugin; plugins register through
-// package plugin, which the host only reads.
-type Info = plugin.Info
-
-// Lookup returns the plugin registered under id.
-func Lookup(id string) (Info, bool) { return plugin.Lookup(id) }
-
-// Registered lists the registered plugins sorted by id.
-func Registered() []Info { return plugin.List() }
 
 // nearest returns the registered id closest to id, if one is close.
 func nearest(id string) string {
 	best, bestDist := "", len(id)/2+2
-	for _, info := range Registered() {
+	for _, info := range plugin.List() {
 		if d := distance(id, info.ID); d < bestDist {
 			best, bestDist = info.ID, d
 		}

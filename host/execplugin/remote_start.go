@@ -1,4 +1,4 @@
-package host
+package execplugin
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/internal/childproc"
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
@@ -193,7 +194,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 }
 
 // checkSum compares the binary with the entry's sha256, if it has one.
-func checkSum(e Entry) error {
+func checkSum(e config.Entry) error {
 	if e.SHA256 == "" {
 		return nil
 	}
