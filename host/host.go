@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -175,11 +176,6 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, a
 
 // startAgent creates one agent and mounts its presets in its scope.
 func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
-	if !h.hasProvider(ac.Provider) {
-		return errs.New(StartFailed, fmt.Sprintf(
-			"agent %q uses model provider %q, which no plugin registers (registered: %s); add a plugin entry such as use: llm.%s",
-			ac.ID, ac.Provider, orNone(h.models.Names()), ac.Provider))
-	}
 	var presets [][]config.Entry
 	for _, name := range ac.PresetNames() {
 		presets = append(presets, cfg.Presets[name])
@@ -196,6 +192,13 @@ func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
 					return err
 				}
 			}
+		}
+		// Checked once the presets are mounted: a provider of the agent's
+		// own scope counts as much as one at the root.
+		if models := h.models.In(scope); !slices.Contains(models.Names(), ac.Provider) {
+			return errs.New(StartFailed, fmt.Sprintf(
+				"agent %q uses model provider %q, which no plugin registers for it (registered: %s); add a plugin entry such as use: llm.%s",
+				ac.ID, ac.Provider, orNone(models.Names()), ac.Provider))
 		}
 		return nil
 	}
@@ -228,15 +231,6 @@ func (h *Host) createOrResume(ac config.AgentConfig, options agents.Options, set
 		return h.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: ac.ID, SessionID: ac.Session, Options: options, Setup: setup})
 	}
 	return nil, err
-}
-
-func (h *Host) hasProvider(name string) bool {
-	for _, n := range h.models.Names() {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Root returns the root context.

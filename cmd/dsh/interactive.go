@@ -77,6 +77,7 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 	fmt.Fprintf(out, "dsh: talking to agent %s.%s Type /help for commands, Ctrl-D to quit.\n> ", agent.ID(), resumedNote(agent))
 	busy := func() bool { return cur.t.busy() || cur.agent.Pending() > 0 || send.waiting() > 0 }
 	reloaded := h.Reloaded()
+	owed := false // a turn ended while something was still busy
 	for {
 		select {
 		case line, ok := <-lines:
@@ -122,8 +123,17 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 				send.enqueue(cur.agent, line, agentcontroller.Followup)
 			}
 		case <-turnEnded:
+			// A turn can end before the delivery that started it has
+			// returned to the sender; the prompt then waits for settled.
+			owed = true
 			if !busy() {
 				fmt.Fprint(out, "> ")
+				owed = false
+			}
+		case <-send.settled:
+			if owed && !busy() {
+				fmt.Fprint(out, "> ")
+				owed = false
 			}
 		case <-reloaded:
 			reloaded = h.Reloaded()

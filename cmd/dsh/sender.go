@@ -22,6 +22,9 @@ type sender struct {
 	queue  []outgoing
 	active bool // a delivery is under way
 	wake   chan struct{}
+	// settled is signalled each time a delivery has returned, so the UI
+	// can prompt once nothing is under way.
+	settled chan struct{}
 
 	ctx    stdctx.Context
 	cancel stdctx.CancelFunc
@@ -38,7 +41,7 @@ type outgoing struct {
 
 func newSender(h *host.Host, diag io.Writer) *sender {
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
-	s := &sender{h: h, diag: diag, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	s := &sender{h: h, diag: diag, wake: make(chan struct{}, 1), settled: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -107,6 +110,13 @@ func (s *sender) loop() {
 		})
 		if s.ctx.Err() != nil {
 			return
+		}
+		s.mu.Lock()
+		s.active = false
+		s.mu.Unlock()
+		select {
+		case s.settled <- struct{}{}:
+		default:
 		}
 		if ref, ok := agentcontroller.RefusalOf(err); ok {
 			if !ref.Presented {

@@ -9,17 +9,18 @@ import (
 )
 
 // checkReferences finds, without starting anything, what Start would
-// refuse: agents naming a provider nothing registers, a session with no
-// store to keep it, presets listed twice, and provider names registered
-// twice — by two entries, or by a preset that every agent using it mounts
-// again.
+// refuse: agents naming a provider nothing registers for them, a session
+// with no store to keep it, presets listed twice, and one provider name
+// registered twice in one scope. Scopes own what is registered in them: a
+// preset's provider belongs to each agent that mounts the preset and may
+// shadow a root provider of the same name, but two providers of one name
+// at the root, or among one agent's presets, are a conflict.
 func (c *Config) checkReferences(p *problems) {
-	// Where each provider name is registered, in start order: root entries
-	// once, then each agent's presets once per agent.
-	type origin struct{ at, what string }
-	registered := map[string]origin{}
 	known := true // false when an entry's provider name cannot be known
-	register := func(list []Entry, at, what, agent string) {
+	reported := map[string]bool{}
+	// register records the providers of list in scope (name → who) and
+	// reports a name the scope already has.
+	register := func(scope map[string]string, list []Entry, at, forAgent string) {
 		for i := range list {
 			e := &list[i]
 			if e.Disabled {
@@ -34,23 +35,19 @@ func (c *Config) checkReferences(p *problems) {
 				continue
 			}
 			key := fmt.Sprintf("%s[%d]", at, i)
-			if prev, dup := registered[name]; dup {
-				msg := fmt.Sprintf("model provider %q is already registered %s", name, prev.what)
-				if what != "" {
-					msg = fmt.Sprintf("model provider %q is registered again %s; it is already registered %s", name, what, prev.what)
+			if prev, dup := scope[name]; dup {
+				msg := fmt.Sprintf("model provider %q is already registered by %s%s; provider names are unique within a scope: load it once, or give this one another config: {name: ...}", name, prev, forAgent)
+				if !reported[key+msg] {
+					reported[key+msg] = true
+					p.add(key, msg)
 				}
-				p.add(key, msg+"; provider names are unique: load each provider once, under plugins:, or give this one another config: {name: ...}")
 				continue
 			}
-			by := fmt.Sprintf("by %s (id %q)", key, e.ID)
-			if agent != "" {
-				by += fmt.Sprintf(" for agent %q", agent)
-			}
-			registered[name] = origin{key, by}
+			scope[name] = fmt.Sprintf("%s (id %q)", key, e.ID)
 		}
 	}
-	register(c.Plugins, "plugins", "", "")
-	root := slices.Sorted(maps.Keys(registered))
+	root := map[string]string{}
+	register(root, c.Plugins, "plugins", "")
 
 	store := false
 	for i := range c.Plugins {
@@ -62,6 +59,7 @@ func (c *Config) checkReferences(p *problems) {
 	for i := range c.Agents {
 		a := &c.Agents[i]
 		at := fmt.Sprintf("agents[%d]", i)
+		own := map[string]string{} // the providers of the agent's own scope
 		seen := map[string]string{}
 		for j, name := range a.PresetNames() {
 			key := at + ".preset"
@@ -74,11 +72,20 @@ func (c *Config) checkReferences(p *problems) {
 			}
 			seen[name] = key
 			if list, ok := c.Presets[name]; ok {
-				register(list, "presets."+name, fmt.Sprintf("when preset %q is mounted for agent %q", name, a.ID), a.ID)
+				register(own, list, "presets."+name, fmt.Sprintf(" in the scope of agent %q", a.ID))
 			}
 		}
-		if a.Provider != "" && known && !slices.Contains(root, a.Provider) {
-			msg := fmt.Sprintf("model provider %q is not registered by any plugin under plugins: (registered: %s)", a.Provider, orNone(root))
+		_, atRoot := root[a.Provider]
+		_, inScope := own[a.Provider]
+		if a.Provider != "" && known && !atRoot && !inScope {
+			names := slices.Sorted(maps.Keys(root))
+			for n := range own {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+			slices.Sort(names)
+			msg := fmt.Sprintf("model provider %q is not registered for this agent, under plugins: or in its presets (registered: %s)", a.Provider, orNone(names))
 			if _, ok := plugin.Lookup("llm." + a.Provider); ok {
 				msg += fmt.Sprintf("; add a plugin entry such as use: llm.%s", a.Provider)
 			} else {
