@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -26,10 +27,10 @@ func hundredEntries() []byte {
 // every plugin mounted and the agent created, then torn down.
 func BenchmarkDecodeAndApply100(b *testing.B) {
 	data := hundredEntries()
-	opts := host.LoadOptions{Environ: []string{}}
+	opts := config.LoadOptions{Environ: []string{}}
 	b.ReportAllocs()
 	for b.Loop() {
-		cfg, err := host.Parse("bench.yaml", data, opts)
+		cfg, err := config.Parse("bench.yaml", data, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,10 +47,10 @@ func BenchmarkDecodeAndApply100(b *testing.B) {
 // BenchmarkDecode100 is the decoding alone.
 func BenchmarkDecode100(b *testing.B) {
 	data := hundredEntries()
-	opts := host.LoadOptions{Environ: []string{}}
+	opts := config.LoadOptions{Environ: []string{}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := host.Parse("bench.yaml", data, opts); err != nil {
+		if _, err := config.Parse("bench.yaml", data, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,3 +1,8 @@
+// Package host turns a checked config into a running tree and keeps it
+// running: it mounts the core services, applies the configured plugins —
+// in-process ones by id from package plugin, binaries through package
+// execplugin — creates the agents with their presets, and reloads all of
+// it when the config changes. Package config loads and checks the file.
 package host
 
 import (
@@ -13,6 +18,9 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/host/execplugin"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
@@ -42,7 +50,7 @@ type Host struct {
 	models     *llm.Service
 
 	mu      sync.Mutex
-	cfg     *Config
+	cfg     *config.Config
 	plugins []*mounted
 	agents  map[string]*runningAgent
 	order   []string // agent ids in config order
@@ -54,14 +62,14 @@ type Host struct {
 }
 
 type mounted struct {
-	entry Entry
+	entry config.Entry
 	fiber *dshctx.Fiber
-	exec  *execPlugin // for exec: entries
+	exec  *execplugin.Plugin // for exec: entries
 }
 
 type runningAgent struct {
-	cfg     AgentConfig
-	presets [][]Entry // the preset entries it was built with, to spot changes
+	cfg     config.AgentConfig
+	presets [][]config.Entry // the preset entries it was built with, to spot changes
 	handle  *agents.Handle
 }
 
@@ -69,7 +77,7 @@ type runningAgent struct {
 // loop, the root plugins in order, then the agents with their presets. On
 // any failure everything started is disposed and the error says which entry
 // or agent failed.
-func Start(cfg *Config, opts Options) (*Host, error) {
+func Start(cfg *config.Config, opts Options) (*Host, error) {
 	logger := opts.Logger
 	if logger == nil {
 		out := opts.LogOutput
@@ -135,14 +143,14 @@ func (h *Host) mountCore() error {
 }
 
 // apply mounts one entry in ctx and waits for it.
-func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mounted, error) {
+func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, at string) (*mounted, error) {
 	var p dshctx.Plugin
-	var ep *execPlugin
+	var ep *execplugin.Plugin
 	if e.Exec != "" {
-		ep = &execPlugin{entry: *e}
+		ep = execplugin.New(*e)
 		p = ep
 	} else {
-		info, ok := Lookup(e.Use)
+		info, ok := plugin.Lookup(e.Use)
 		if !ok {
 			return nil, errs.New(StartFailed, fmt.Sprintf("%s: plugin %q is not registered", at, e.Use))
 		}
@@ -167,8 +175,8 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mo
 }
 
 // startAgent creates one agent and mounts its presets in its scope.
-func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
-	var presets [][]Entry
+func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
+	var presets [][]config.Entry
 	for _, name := range ac.PresetNames() {
 		presets = append(presets, cfg.Presets[name])
 	}
@@ -207,7 +215,7 @@ func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
 // createOrResume starts an agent: in a fresh session, or in the one its
 // config names — resumed when the persistence plugin holds it, new under
 // that id when it does not yet.
-func (h *Host) createOrResume(ac AgentConfig, options agents.Options, setup func(*dshctx.Context) error) (*agents.Handle, error) {
+func (h *Host) createOrResume(ac config.AgentConfig, options agents.Options, setup func(*dshctx.Context) error) (*agents.Handle, error) {
 	if ac.Session == "" {
 		return h.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: ac.ID, Options: options, Setup: setup})
 	}
@@ -235,7 +243,7 @@ func (h *Host) Logger() hclog.Logger { return h.log }
 func (h *Host) Controller() *agentcontroller.Controller { return h.controller }
 
 // Config returns the running config.
-func (h *Host) Config() *Config {
+func (h *Host) Config() *config.Config {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cfg
@@ -268,6 +276,19 @@ func (h *Host) PluginFiber(id string) (*dshctx.Fiber, bool) {
 	return nil, false
 }
 
+// ExecPlugin returns the plugin binary of the root exec: entry with id, for
+// status and tests.
+func (h *Host) ExecPlugin(id string) (*execplugin.Plugin, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.plugins {
+		if m.entry.ID == id && m.exec != nil {
+			return m.exec, true
+		}
+	}
+	return nil, false
+}
+
 // Close disposes the agents (their turns end, sessions flush), then the
 // whole tree.
 func (h *Host) Close(ctx stdctx.Context) error {
@@ -294,14 +315,14 @@ func (h *Host) Close(ctx stdctx.Context) error {
 // plugin fails to start, the plugin changes are rolled back and the old
 // config keeps running; an agent that cannot start on its new settings is
 // started again on its previous ones, and the error says so.
-func (h *Host) Reload(cfg *Config) error {
+func (h *Host) Reload(cfg *config.Config) error {
 	defer h.announceReload()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old := h.cfg
 
 	// Root plugins.
-	newByID := map[string]*Entry{}
+	newByID := map[string]*config.Entry{}
 	for i := range cfg.Plugins {
 		if !cfg.Plugins[i].Disabled {
 			newByID[cfg.Plugins[i].ID] = &cfg.Plugins[i]
@@ -352,12 +373,12 @@ func (h *Host) Reload(cfg *Config) error {
 	h.plugins = append(keep, started...)
 
 	// Agents.
-	wanted := map[string]AgentConfig{}
+	wanted := map[string]config.AgentConfig{}
 	for _, ac := range cfg.Agents {
 		wanted[ac.ID] = ac
 	}
 	var order []string
-	previous := map[string]AgentConfig{}
+	previous := map[string]config.AgentConfig{}
 	for _, id := range h.order {
 		ra := h.agents[id]
 		ac, still := wanted[id]
@@ -418,7 +439,7 @@ func (h *Host) announceReload() {
 }
 
 // reorder puts the running agents in config order.
-func (h *Host) reorder(cfg *Config) {
+func (h *Host) reorder(cfg *config.Config) {
 	h.order = h.order[:0]
 	for _, ac := range cfg.Agents {
 		if _, ok := h.agents[ac.ID]; ok {
@@ -427,8 +448,8 @@ func (h *Host) reorder(cfg *Config) {
 	}
 }
 
-func presetsOf(cfg *Config, ac AgentConfig) [][]Entry {
-	var out [][]Entry
+func presetsOf(cfg *config.Config, ac config.AgentConfig) [][]config.Entry {
+	var out [][]config.Entry
 	for _, name := range ac.PresetNames() {
 		out = append(out, cfg.Presets[name])
 	}
@@ -437,7 +458,7 @@ func presetsOf(cfg *Config, ac AgentConfig) [][]Entry {
 
 // findEntry returns the entry of cfg with id, so its decoded config is
 // found; fallback when it is not there.
-func findEntry(cfg *Config, id string, fallback *Entry) *Entry {
+func findEntry(cfg *config.Config, id string, fallback *config.Entry) *config.Entry {
 	for i := range cfg.Plugins {
 		if cfg.Plugins[i].ID == id {
 			return &cfg.Plugins[i]
@@ -448,7 +469,7 @@ func findEntry(cfg *Config, id string, fallback *Entry) *Entry {
 
 // Describe renders the resolved plugin tree of cfg: root plugins, presets
 // and agents, for dsh config check.
-func Describe(cfg *Config) string {
+func Describe(cfg *config.Config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "config %s\n", orDefault(cfg.File, "(built in)"))
 	b.WriteString("root plugins (hear every agent):\n")
@@ -492,7 +513,7 @@ func Describe(cfg *Config) string {
 	return b.String()
 }
 
-func describeEntry(e Entry) string {
+func describeEntry(e config.Entry) string {
 	s := e.ID
 	if e.Use != "" && e.Use != e.ID {
 		s += " (use " + e.Use + ")"
@@ -504,4 +525,11 @@ func describeEntry(e Entry) string {
 		s += " [disabled]"
 	}
 	return s
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
 }

@@ -10,6 +10,9 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugin"
+	_ "github.com/dsh-go/dsh/plugins/all" // the built-ins the configs use
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
@@ -39,12 +42,9 @@ var (
 )
 
 func init() {
-	host.Register(host.Info{
-		ID:     "test.counter",
-		Doc:    "counts admitted messages (tests only)",
-		Config: func() any { return &counterConfig{} },
-		Plugin: dshctx.Define("test.counter", func(ctx *dshctx.Context, config any) error {
-			in := &instance{label: config.(*counterConfig).Label, tag: ctx.Tag()}
+	plugin.Register("test.counter", "counts admitted messages (tests only)",
+		func(ctx *dshctx.Context, cfg counterConfig) error {
+			in := &instance{label: cfg.Label, tag: ctx.Tag()}
 			instancesMu.Lock()
 			instances = append(instances, in)
 			instancesMu.Unlock()
@@ -56,8 +56,7 @@ func init() {
 				return next.Call(c, a)
 			})
 			return err
-		}),
-	})
+		})
 }
 
 func resetInstances() {
@@ -80,7 +79,7 @@ func findInstances(label string) []*instance {
 
 func start(t *testing.T, yaml string) *host.Host {
 	t.Helper()
-	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,9 +154,9 @@ func TestPresetsAreScopedAndIndependent(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, yaml string) *host.Config {
+func mustParse(t *testing.T, yaml string) *config.Config {
 	t.Helper()
-	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +214,12 @@ func TestReloadRestartsOnlyWhatChanged(t *testing.T) {
 func TestReloadFailureKeepsTheOldConfig(t *testing.T) {
 	resetInstances()
 	h := start(t, reloadBase)
-	// A ready-gate with a negative timeout decodes but fails in Apply.
-	// The changed entry "one" is stopped and restarted before the gate
-	// fails, so the rollback must bring back its old config.
-	text := strings.Replace(reloadBase, "  - id: two\n", "  - id: gate\n    use: admission.ready-gate\n    config: {timeout: -1s}\n  - id: two\n", 1)
+	// A session store whose dir cannot be created passes config check but
+	// fails in Apply. The changed entry "one" is stopped and restarted
+	// before the store fails, so the rollback must bring back its old config.
+	text := strings.Replace(reloadBase, "  - id: two\n", "  - id: gate\n    use: session.jsonl\n    config: {dir: /dev/null/sessions}\n  - id: two\n", 1)
 	text = strings.Replace(text, "label: one-v1", "label: one-v2", 1)
-	cfg, err := host.Parse("bad.yaml", []byte(text), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("bad.yaml", []byte(text), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugin"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/spf13/cobra"
 )
@@ -57,7 +59,7 @@ type globals struct {
 	sets     []string
 }
 
-func (g *globals) loadOptions() host.LoadOptions {
+func (g *globals) loadOptions() config.LoadOptions {
 	sets := append([]string(nil), g.sets...)
 	if g.logLevel != "" {
 		sets = append(sets, "log.level="+g.logLevel)
@@ -65,7 +67,7 @@ func (g *globals) loadOptions() host.LoadOptions {
 	if g.logJSON {
 		sets = append(sets, "log.json=true")
 	}
-	return host.LoadOptions{Path: g.config, Sets: sets}
+	return config.LoadOptions{Path: g.config, Sets: sets}
 }
 
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -112,7 +114,7 @@ func configCommand(g *globals) *cobra.Command {
 		Short: "validate the config and print the resolved plugin tree, without starting agents",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := host.Load(g.loadOptions())
+			cfg, err := config.Load(g.loadOptions())
 			if err != nil {
 				return &exitCode{code: exitUsage, err: err}
 			}
@@ -131,10 +133,10 @@ func pluginsCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			width := 0
-			for _, info := range host.Registered() {
+			for _, info := range plugin.List() {
 				width = max(width, len(info.ID))
 			}
-			for _, info := range host.Registered() {
+			for _, info := range plugin.List() {
 				fmt.Fprintf(cmd.OutOrStdout(), "%-*s  %s\n", width, info.ID, strings.TrimSpace(info.Doc))
 			}
 			return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
@@ -55,7 +56,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		return &exitCode{code: exitUsage, err: fmt.Errorf("-p was given an empty prompt; pass the text to send, e.g. -p \"hello\", or leave -p out for an interactive session on a terminal")}
 	}
 	opts := g.loadOptions()
-	cfg, err := host.Load(opts)
+	cfg, err := config.Load(opts)
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 )
 
 // watch polls the config file and reloads the host when its content
 // changes. Polling, rather than file events, also sees editors that replace
 // the file. A config that fails to load or apply is logged and the running
 // one stays.
-func watch(h *host.Host, opts host.LoadOptions, every time.Duration) (stop func()) {
-	path := host.ResolvePath(opts)
+func watch(h *host.Host, opts config.LoadOptions, every time.Duration) (stop func()) {
+	path := config.ResolvePath(opts)
 	last, _ := os.ReadFile(path)
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -33,7 +34,7 @@ func watch(h *host.Host, opts host.LoadOptions, every time.Duration) (stop func(
 			}
 			last = cur
 			log := h.Logger()
-			cfg, err := host.Load(opts)
+			cfg, err := config.Load(opts)
 			if err != nil {
 				log.Error("config changed but does not load; keeping the running config", "file", path, "error", err)
 				continue

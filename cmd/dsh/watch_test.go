@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -46,8 +47,8 @@ func TestWatchReloadsOnChangeAndKeepsOldOnBreakage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	base := "plugins:\n  - use: llm.scripted\n  - id: limits\n    use: admission.rate-limit\n    config: {per_minute: 10}\nagents:\n  - id: main\n    provider: scripted\n"
 	os.WriteFile(path, []byte(base), 0o644)
-	opts := host.LoadOptions{Path: path, Environ: []string{}}
-	cfg, err := host.Load(opts)
+	opts := config.LoadOptions{Path: path, Environ: []string{}}
+	cfg, err := config.Load(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,10 @@
-// Command inprocess-plugin shows how to write an in-process dsh plugin and
-// run it from a config, the way the dsh binary does.
+// Command inprocess-plugin shows how to write in-process dsh plugins and run
+// them from a config, the way the dsh binary does.
 //
-// The plugin, "example.no-shouting", is an admission listener: it refuses
-// prompts written in capital letters and lets everything else through. It
-// registers itself under a namespaced id at init, so config entries can
-// use it; mounted in a preset it would govern one agent only.
+// It has two plugins, each registered once under a namespaced id:
+// example.no-shouting (noshouting.go), an admission listener mounted on the
+// root so it governs every agent, and example.word-count (wordcount.go), a
+// tool mounted in a preset so only the agent that lists the preset has it.
 //
 //	go run ./examples/inprocess-plugin
 package main
@@ -16,89 +16,46 @@ import (
 	"os"
 	"strings"
 
-	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all" // the built-in plugins: llm.scripted, ...
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/session"
-	"github.com/dsh-go/dsh/waterfall"
 )
 
-// Config is the plugin's own config; the entry's `config:` is decoded into
-// it strictly, so a typo in a key is an error that names the line.
-type Config struct {
-	// MinLetters is how many letters a prompt needs before it can count as
-	// shouting.
-	MinLetters int `koanf:"min_letters"`
-}
-
-// Validate is called after decoding; its error becomes a config error.
-func (c Config) Validate() error {
-	if c.MinLetters < 1 {
-		return fmt.Errorf("min_letters must be at least 1")
-	}
-	return nil
-}
-
-func init() {
-	host.Register(host.Info{
-		ID:     "example.no-shouting",
-		Doc:    "refuses prompts written in capital letters",
-		Plugin: noShouting,
-		Config: func() any { return &Config{MinLetters: 3} },
-	})
-}
-
-// noShouting is the plugin. Everything it registers through ctx belongs to
-// its fiber and goes away when the entry is removed or the host stops.
-var noShouting = dshctx.Define("example.no-shouting", func(ctx *dshctx.Context, config any) error {
-	cfg := config.(*Config)
-	_, err := agentcontroller.EventAdmission.On(ctx, func(c stdctx.Context, a agentcontroller.Admission, next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
-		if shouting(a.Message.Content, cfg.MinLetters) {
-			return agentcontroller.Reject("example/shouting", "Please do not shout.", false), nil
-		}
-		return next.Call(c, a) // admit: pass the message on
-	})
-	return err
-})
-
-func shouting(s string, minLetters int) bool {
-	letters := 0
-	for _, r := range s {
-		if r >= 'a' && r <= 'z' {
-			return false
-		}
-		if r >= 'A' && r <= 'Z' {
-			letters++
-		}
-	}
-	return letters >= minLetters
-}
-
-const config = `
+const configYAML = `
 plugins:
-  - use: llm.scripted          # an offline model that echoes
+  - use: llm.scripted          # an offline model: calls the tool, then answers
+    config:
+      replies:
+        - tool_calls: [{name: word_count, arguments: '{"text": "the quick brown fox"}'}]
+        - text: Counted.
   - id: manners
     use: example.no-shouting
     config: {min_letters: 4}
+presets:
+  counting:
+    - use: example.word-count  # this agent's own tool
 agents:
   - id: main
     provider: scripted
+    preset: counting
 log:
   level: error
 `
 
 func main() {
-	if err := run(os.Stdout, []string{"hello there", "HELLO THERE"}); err != nil {
+	if err := run(os.Stdout, configYAML, "main", []string{"hello there", "HELLO THERE"}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-// run starts a host from config and sends each prompt through the agent
-// controller, printing the answer or the refusal.
-func run(out io.Writer, prompts []string) error {
-	cfg, err := host.Parse("example.yaml", []byte(config), host.LoadOptions{Environ: []string{}})
+// run starts a host from the YAML text and sends each prompt to the agent
+// through the agent controller, printing the tool results and the answer,
+// or the refusal.
+func run(out io.Writer, yaml, agentID string, prompts []string) error {
+	cfg, err := config.Parse("example.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		return err
 	}
@@ -108,10 +65,13 @@ func run(out io.Writer, prompts []string) error {
 	}
 	defer h.Close(stdctx.Background())
 
-	agent, _ := h.Agent("main")
+	agent, _ := h.Agent(agentID)
 	var answer strings.Builder
 	session.EventAppended.On(agent.Context(), func(_ stdctx.Context, a session.Appended) error {
-		if a.Event.Type == session.AssistantMessage {
+		switch a.Event.Type {
+		case session.ToolResult:
+			fmt.Fprintf(&answer, "[%s] ", a.Event.Message.Content)
+		case session.AssistantMessage:
 			answer.WriteString(a.Event.Message.Content)
 		}
 		return nil

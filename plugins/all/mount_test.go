@@ -8,6 +8,8 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/admission/readygate"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/dsh-go/dsh/services/session"
@@ -43,7 +45,7 @@ func entry(t *testing.T, id string) string {
 // the root or in a preset that two agents share.
 func TestEveryBuiltinMountsAtTheRootOrInASharedPreset(t *testing.T) {
 	t.Setenv("DSH_TEST_MOUNT_KEY", "not-a-real-key")
-	infos := host.Registered()
+	infos := plugin.List()
 	if len(infos) < 9 {
 		t.Fatalf("only %d built-ins registered", len(infos))
 	}
@@ -51,7 +53,7 @@ func TestEveryBuiltinMountsAtTheRootOrInASharedPreset(t *testing.T) {
 		for _, where := range []string{"root", "preset"} {
 			t.Run(info.ID+"/"+where, func(t *testing.T) {
 				text := mountConfig(t, info.ID, where == "preset")
-				cfg, err := host.Parse("mount.yaml", []byte(text), host.LoadOptions{Environ: []string{}})
+				cfg, err := config.Parse("mount.yaml", []byte(text), config.LoadOptions{Environ: []string{}})
 				if err != nil {
 					t.Fatalf("config:\n%s\n%v", text, err)
 				}
@@ -99,7 +101,7 @@ func mountConfig(t *testing.T, id string, inPreset bool) string {
 // while the root — which has none — reads nothing.
 func TestPresetServiceIsEachAgentsOwn(t *testing.T) {
 	text := mountConfig(t, "admission.ready-gate", true)
-	cfg, err := host.Parse("mount.yaml", []byte(text), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("mount.yaml", []byte(text), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

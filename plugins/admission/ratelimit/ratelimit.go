@@ -12,18 +12,11 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/waterfall"
 )
-
-func init() {
-	host.Register(host.Info{
-		ID: "admission.rate-limit", Doc: "refuses messages beyond a per-agent, per-source-kind rate (token bucket)",
-		Plugin: Plugin, Config: func() any { return &Config{} },
-	})
-}
 
 // Reason is the refusal reason.
 const Reason = "admission/rate-limited"
@@ -128,12 +121,8 @@ func (l *Limiter) listen(ctx stdctx.Context, a agentcontroller.Admission, next w
 	return next.Call(ctx, a)
 }
 
-// Plugin is admission.rate-limit. Its config is a Config or *Config.
-var Plugin = dshctx.Define("admission.rate-limit", func(ctx *dshctx.Context, config any) error {
-	cfg, err := dshctx.ConfigAs[Config]("admission.rate-limit", config)
-	if err != nil {
-		return err
-	}
+// Plugin is admission.rate-limit.
+var Plugin = plugin.Register("admission.rate-limit", "refuses messages beyond a per-agent, per-source-kind rate (token bucket)", func(ctx *dshctx.Context, cfg Config) error {
 	l, err := New(cfg, nil)
 	if err != nil {
 		return err

@@ -15,18 +15,11 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/waterfall"
 )
-
-func init() {
-	host.Register(host.Info{
-		ID: "admission.ready-gate", Doc: "holds messages until a plugin reports the agent ready; refuses after a timeout",
-		Plugin: Plugin, Config: func() any { return &Config{} },
-	})
-}
 
 // Reason is the refusal reason.
 const Reason = "admission/not-ready"
@@ -131,15 +124,16 @@ func (g *Gate) listen(ctx stdctx.Context, a agentcontroller.Admission, next wate
 	return next.Call(ctx, a)
 }
 
-// Plugin is admission.ready-gate. Its config is a Config, *Config or nil.
-var Plugin = dshctx.Define("admission.ready-gate", func(ctx *dshctx.Context, config any) error {
-	cfg, err := dshctx.ConfigAs[Config]("admission.ready-gate", config)
-	if err != nil {
-		return err
+// Validate checks the config before anything starts.
+func (c Config) Validate() error {
+	if c.Timeout < 0 || c.UnattendedTimeout < 0 {
+		return errs.New(errs.InvalidArgument, "timeouts cannot be negative; set timeout and unattended_timeout to 0 (the default) or more")
 	}
-	if cfg.Timeout < 0 || cfg.UnattendedTimeout < 0 {
-		return errs.New(errs.InvalidArgument, "admission.ready-gate: timeouts cannot be negative")
-	}
+	return nil
+}
+
+// Plugin is admission.ready-gate.
+var Plugin = plugin.Register("admission.ready-gate", "holds messages until a plugin reports the agent ready; refuses after a timeout", func(ctx *dshctx.Context, cfg Config) error {
 	g := NewGate(cfg)
 	if _, err := agentcontroller.EventAdmission.On(ctx, g.listen); err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
 	"github.com/dsh-go/dsh/services/llm"
 )
@@ -32,29 +32,10 @@ type Config struct {
 	ThinkingBudget int `koanf:"thinking_budget"`
 }
 
-func init() {
-	host.Register(host.Info{
-		ID:     "llm.anthropic",
-		Doc:    `model provider "anthropic": the Messages API, streaming`,
-		Plugin: Plugin,
-		Config: func() any { return &Config{} },
-		Provider: func(c any) string {
-			if c, ok := c.(*Config); ok && c.Name != "" {
-				return c.Name
-			}
-			return defaults.Name
-		},
-	})
-}
-
 var defaults = httpx.Defaults{ID: "llm.anthropic", Name: "anthropic", BaseURL: "https://api.anthropic.com", KeyEnv: "ANTHROPIC_API_KEY"}
 
 // Plugin registers the provider with the llm service.
-var Plugin = dshctx.Define("llm.anthropic", func(ctx *dshctx.Context, config any) error {
-	cfg, err := dshctx.ConfigAs[Config]("llm.anthropic", config)
-	if err != nil {
-		return err
-	}
+var Plugin = plugin.Register("llm.anthropic", `model provider "anthropic": the Messages API, streaming`, func(ctx *dshctx.Context, cfg Config) error {
 	p, err := New(cfg, os.Getenv)
 	if err != nil {
 		return err
@@ -65,7 +46,12 @@ var Plugin = dshctx.Define("llm.anthropic", func(ctx *dshctx.Context, config any
 		return err
 	}
 	return svc.Register(ctx, p.name, p)
-}, llm.Key)
+}, llm.Key).ProvidesModel(func(c Config) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return defaults.Name
+})
 
 // Provider streams messages.
 type Provider struct {

@@ -16,7 +16,7 @@ import (
 	"os"
 
 	dshctx "github.com/dsh-go/dsh/context"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
 	"github.com/dsh-go/dsh/services/llm"
 )
@@ -44,35 +44,17 @@ var (
 	deepSeek = flavor{id: "llm.deepseek", name: "deepseek", baseURL: "https://api.deepseek.com", keyEnv: "DEEPSEEK_API_KEY", sendReasoning: true}
 )
 
-func init() {
-	for _, f := range []flavor{openAI, deepSeek} {
-		host.Register(host.Info{
-			ID:     f.id,
-			Doc:    fmt.Sprintf("model provider %q: OpenAI-compatible chat completions, streaming (%s)", f.name, f.baseURL),
-			Plugin: plugin(f),
-			Config: func() any { return &Config{} },
-			Provider: func(c any) string {
-				if c, ok := c.(*Config); ok && c.Name != "" {
-					return c.Name
-				}
-				return f.name
-			},
-		})
-	}
-}
-
 // Plugin and DeepSeekPlugin register the providers.
 var (
-	Plugin         = plugin(openAI)
-	DeepSeekPlugin = plugin(deepSeek)
+	Plugin         = register(openAI)
+	DeepSeekPlugin = register(deepSeek)
 )
 
-func plugin(f flavor) dshctx.Plugin {
-	return dshctx.Define(f.id, func(ctx *dshctx.Context, config any) error {
-		cfg, err := dshctx.ConfigAs[Config](f.id, config)
-		if err != nil {
-			return err
-		}
+// register registers flavor f under its id; the flavors share Config and
+// differ only in what an unset key defaults to.
+func register(f flavor) *plugin.Plugin[Config] {
+	doc := fmt.Sprintf("model provider %q: OpenAI-compatible chat completions, streaming (%s)", f.name, f.baseURL)
+	return plugin.Register(f.id, doc, func(ctx *dshctx.Context, cfg Config) error {
 		p, err := New(f, cfg, os.Getenv)
 		if err != nil {
 			return err
@@ -83,7 +65,12 @@ func plugin(f flavor) dshctx.Plugin {
 			return err
 		}
 		return svc.Register(ctx, p.name, p)
-	}, llm.Key)
+	}, llm.Key).ProvidesModel(func(c Config) string {
+		if c.Name != "" {
+			return c.Name
+		}
+		return f.name
+	})
 }
 
 // Provider streams chat completions.

@@ -16,22 +16,9 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/llm"
 )
-
-func init() {
-	host.Register(host.Info{
-		ID: "llm.scripted", Doc: "an offline model that answers from a script (or echoes)",
-		Plugin: Plugin, Config: func() any { return &Config{} },
-		Provider: func(c any) string {
-			if c, ok := c.(*Config); ok && c.Name != "" {
-				return c.Name
-			}
-			return "scripted"
-		},
-	})
-}
 
 // Config is the plugin's configuration.
 type Config struct {
@@ -107,13 +94,8 @@ func New(cfg Config) (*Provider, error) {
 	return p, nil
 }
 
-// Plugin registers the scripted provider with the llm service. Its config is
-// a Config or *Config.
-var Plugin = dshctx.Define("llm.scripted", func(ctx *dshctx.Context, config any) error {
-	cfg, err := dshctx.ConfigAs[Config]("llm.scripted", config)
-	if err != nil {
-		return err
-	}
+// Plugin registers the scripted provider with the llm service.
+var Plugin = plugin.Register("llm.scripted", "an offline model that answers from a script (or echoes)", func(ctx *dshctx.Context, cfg Config) error {
 	p, err := New(cfg)
 	if err != nil {
 		return err
@@ -122,12 +104,16 @@ var Plugin = dshctx.Define("llm.scripted", func(ctx *dshctx.Context, config any)
 	if err != nil {
 		return err
 	}
-	name := cfg.Name
-	if name == "" {
-		name = "scripted"
+	return svc.Register(ctx, cfg.providerName(), p)
+}, llm.Key).ProvidesModel(Config.providerName)
+
+// providerName is the name agents refer to the provider by.
+func (cfg Config) providerName() string {
+	if cfg.Name == "" {
+		return "scripted"
 	}
-	return svc.Register(ctx, name, p)
-}, llm.Key)
+	return cfg.Name
+}
 
 // Stream answers with the agent's next reply.
 func (p *Provider) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/hashicorp/go-hclog"
 )
@@ -20,7 +21,7 @@ func BenchmarkTurn(b *testing.B) {
 			if persist {
 				plugin = fmt.Sprintf("  - use: session.jsonl\n    config: {dir: %q}\n", b.TempDir())
 			}
-			cfg, err := host.Parse("bench.yaml", []byte("plugins:\n  - use: llm.scripted\n"+plugin+"agents:\n  - id: main\n    provider: scripted\n    session: s1\n"), host.LoadOptions{Environ: []string{}})
+			cfg, err := config.Parse("bench.yaml", []byte("plugins:\n  - use: llm.scripted\n"+plugin+"agents:\n  - id: main\n    provider: scripted\n    session: s1\n"), config.LoadOptions{Environ: []string{}})
 			if err != nil {
 				b.Fatal(err)
 			}

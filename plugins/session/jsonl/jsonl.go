@@ -23,20 +23,11 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
-
-func init() {
-	host.Register(host.Info{
-		ID:     "session.jsonl",
-		Doc:    "keeps session logs as JSON lines in a directory, so agents can resume",
-		Plugin: Plugin, Config: func() any { return &Config{Dir: "sessions"} },
-		SessionStore: true,
-	})
-}
 
 // Config is the plugin's configuration.
 type Config struct {
@@ -44,6 +35,9 @@ type Config struct {
 	// missing. Relative paths start from the working directory.
 	Dir string `koanf:"dir" json:"dir"`
 }
+
+// Defaults keeps sessions in ./sessions unless the entry says otherwise.
+func (Config) Defaults() Config { return Config{Dir: "sessions"} }
 
 // Validate checks the config before anything starts.
 func (c Config) Validate() error {
@@ -55,14 +49,7 @@ func (c Config) Validate() error {
 
 // Plugin writes the sessions of every agent it hears — all of them on the
 // root, one agent's in a preset — and serves them back for resuming.
-var Plugin = dshctx.Define("session.jsonl", func(ctx *dshctx.Context, config any) error {
-	cfg := Config{Dir: "sessions"}
-	if c, ok := config.(*Config); ok && c != nil {
-		cfg = *c
-	}
-	if err := cfg.Validate(); err != nil {
-		return errs.New(errs.InvalidArgument, "session.jsonl: "+err.Error())
-	}
+var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines in a directory, so agents can resume", func(ctx *dshctx.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf("session.jsonl: cannot create the session directory %q", cfg.Dir))
 	}
@@ -98,7 +85,7 @@ var Plugin = dshctx.Define("session.jsonl", func(ctx *dshctx.Context, config any
 	// disk; then every lock this plugin holds is let go.
 	_, err = ctx.OnDispose("write pending session events", w.close)
 	return err
-}, session.Key)
+}, session.Key).StoresSessions()
 
 // files is the plugin's state: the writers of the sessions it holds.
 type files struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
 	_ "github.com/dsh-go/dsh/plugins/session/jsonl"
 	_ "github.com/dsh-go/dsh/plugins/tools/clock"
@@ -25,16 +26,16 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// config is a host config whose agent "main" keeps session s1 in dir;
+// hostConfig is a config whose agent "main" keeps session s1 in dir;
 // persist false leaves the persistence plugin out.
-func config(t *testing.T, dir string, persist bool) *host.Config {
+func hostConfig(t *testing.T, dir string, persist bool) *config.Config {
 	t.Helper()
 	plugin := fmt.Sprintf("  - use: session.jsonl\n    config: {dir: %q}\n", dir)
 	if !persist {
 		plugin = ""
 	}
 	yaml := "plugins:\n  - use: llm.scripted\n" + plugin + "agents:\n  - id: main\n    provider: scripted\n    session: s1\n"
-	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func config(t *testing.T, dir string, persist bool) *host.Config {
 
 func start(t *testing.T, dir string, persist bool) *host.Host {
 	t.Helper()
-	h, err := host.Start(config(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
+	h, err := host.Start(hostConfig(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func start(t *testing.T, dir string, persist bool) *host.Host {
 // startFails returns why a host with the session in dir does not start.
 func startFails(t *testing.T, dir string, persist bool) error {
 	t.Helper()
-	h, err := host.Start(config(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
+	h, err := host.Start(hostConfig(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
 	if err == nil {
 		h.Close(stdctx.Background())
 		t.Fatal("the host started")
@@ -133,7 +134,7 @@ func TestAnAgentResumesItsSessionAfterARestart(t *testing.T) {
 // session: without a store cannot start.
 func TestASessionNeedsAPersistencePlugin(t *testing.T) {
 	yaml := "plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n    session: s1\n"
-	if _, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}}); !errs.HasCode(err, host.ConfigInvalid) || !strings.Contains(err.Error(), "use: session.jsonl") {
+	if _, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}}); !errs.HasCode(err, config.Invalid) || !strings.Contains(err.Error(), "use: session.jsonl") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -184,12 +185,12 @@ func TestDamagedFiles(t *testing.T) {
 }
 
 func TestBadSessionIDsAreConfigErrors(t *testing.T) {
-	_, err := host.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n    session: ../etc/passwd\n"), host.LoadOptions{Environ: []string{}})
-	if !errs.HasCode(err, host.ConfigInvalid) || !strings.Contains(err.Error(), "agents[0].session: session id \"../etc/passwd\" can hold only") {
+	_, err := config.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n    session: ../etc/passwd\n"), config.LoadOptions{Environ: []string{}})
+	if !errs.HasCode(err, config.Invalid) || !strings.Contains(err.Error(), "agents[0].session: session id \"../etc/passwd\" can hold only") {
 		t.Fatalf("got %v", err)
 	}
-	_, err = host.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: a\n    provider: scripted\n    session: s1\n  - id: b\n    provider: scripted\n    session: s1\n"), host.LoadOptions{Environ: []string{}})
-	if !errs.HasCode(err, host.ConfigInvalid) || !strings.Contains(err.Error(), "agents[1].session: session \"s1\" is also agents[0]'s") {
+	_, err = config.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: a\n    provider: scripted\n    session: s1\n  - id: b\n    provider: scripted\n    session: s1\n"), config.LoadOptions{Environ: []string{}})
+	if !errs.HasCode(err, config.Invalid) || !strings.Contains(err.Error(), "agents[1].session: session \"s1\" is also agents[0]'s") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -230,7 +231,7 @@ func TestManyAgentsWriteAtOnce(t *testing.T) {
 	for _, id := range ids {
 		yaml += fmt.Sprintf("  - id: %s\n    provider: scripted\n    session: s-%s\n", id, id)
 	}
-	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func TestAReloadedAgentKeepsItsConversation(t *testing.T) {
 	h := start(t, dir, true)
 	defer h.Close(stdctx.Background())
 	say(t, h, "before")
-	changed := config(t, dir, true)
+	changed := hostConfig(t, dir, true)
 	changed.Agents[0].SystemPrompt = "Be brief."
 	if err := h.Reload(changed); err != nil {
 		t.Fatal(err)
@@ -314,7 +315,7 @@ agents:
     provider: scripted
     session: s1
 `, dir)
-	cfg, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

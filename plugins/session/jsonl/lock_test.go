@@ -15,6 +15,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/plugins/session/jsonl"
 	"github.com/dsh-go/dsh/services/agentloop"
@@ -36,8 +37,8 @@ func init() {
 	if dir == "" {
 		return
 	}
-	cfg, err := host.Parse("hold.yaml", []byte(fmt.Sprintf(
-		"plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: %q}\nagents:\n  - id: main\n    provider: scripted\n    session: s1\n", dir)), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("hold.yaml", []byte(fmt.Sprintf(
+		"plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: %q}\nagents:\n  - id: main\n    provider: scripted\n    session: s1\n", dir)), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)

@@ -9,13 +9,9 @@ import (
 	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/tools"
 )
-
-func init() {
-	host.Register(host.Info{ID: "tools.clock", Doc: "a tool that tells the current date and time", Plugin: Plugin})
-}
 
 // Now is the time source; tests replace it.
 var Now = time.Now
@@ -23,7 +19,7 @@ var Now = time.Now
 var schema = json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string","description":"IANA time zone such as Europe/Paris; default UTC"}}}`)
 
 // Plugin registers the clock tool in its context's scope.
-var Plugin = dshctx.Define("tools.clock", func(ctx *dshctx.Context, _ any) error {
+var Plugin = plugin.Register("tools.clock", "a tool that tells the current date and time", func(ctx *dshctx.Context, _ plugin.None) error {
 	svc, err := tools.Key.Get(ctx)
 	if err != nil {
 		return err

@@ -9,17 +9,10 @@ import (
 	"slices"
 
 	dshctx "github.com/dsh-go/dsh/context"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/dsh-go/dsh/waterfall"
 )
-
-func init() {
-	host.Register(host.Info{
-		ID: "tools.permission", Doc: "refuses calls of denied tools (or of tools outside an allow list)",
-		Plugin: Plugin, Config: func() any { return &Config{} },
-	})
-}
 
 // Config is the plugin's configuration.
 type Config struct {
@@ -37,13 +30,9 @@ func (c Config) Allowed(name string) bool {
 	return len(c.Allow) == 0 || slices.Contains(c.Allow, name)
 }
 
-// Plugin is tools.permission. Its config is a Config or *Config.
-var Plugin = dshctx.Define("tools.permission", func(ctx *dshctx.Context, config any) error {
-	cfg, err := dshctx.ConfigAs[Config]("tools.permission", config)
-	if err != nil {
-		return err
-	}
-	_, err = tools.EventExecute.On(ctx, func(ctx stdctx.Context, x tools.Execution, next waterfall.Next[tools.Execution, tools.Result]) (tools.Result, error) {
+// Plugin is tools.permission.
+var Plugin = plugin.Register("tools.permission", "refuses calls of denied tools (or of tools outside an allow list)", func(ctx *dshctx.Context, cfg Config) error {
+	_, err := tools.EventExecute.On(ctx, func(ctx stdctx.Context, x tools.Execution, next waterfall.Next[tools.Execution, tools.Result]) (tools.Result, error) {
 		if !cfg.Allowed(x.Call.Name) {
 			return tools.Result{Content: fmt.Sprintf("the tool %q is not permitted for this agent", x.Call.Name), IsError: true}, nil
 		}

@@ -1,9 +1,11 @@
-package host
+package config
 
 import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/dsh-go/dsh/plugin"
 )
 
 // checkReferences finds, without starting anything, what Start would
@@ -24,7 +26,7 @@ func (c *Config) checkReferences(p *problems) {
 			if e.Disabled {
 				continue
 			}
-			info, found := Lookup(e.Use)
+			info, found := plugin.Lookup(e.Use)
 			if e.Use != "" && (!found || info.Provider != nil && !c.decodedOK(e)) {
 				known = false // a misspelled or misconfigured provider, maybe
 			}
@@ -49,7 +51,7 @@ func (c *Config) checkReferences(p *problems) {
 
 	store := false
 	for i := range c.Plugins {
-		if info, ok := Lookup(c.Plugins[i].Use); ok && info.SessionStore && !c.Plugins[i].Disabled {
+		if info, ok := plugin.Lookup(c.Plugins[i].Use); ok && info.SessionStore && !c.Plugins[i].Disabled {
 			store = true
 		}
 	}
@@ -84,7 +86,7 @@ func (c *Config) checkReferences(p *problems) {
 			}
 			slices.Sort(names)
 			msg := fmt.Sprintf("model provider %q is not registered for this agent, under plugins: or in its presets (registered: %s)", a.Provider, orNone(names))
-			if _, ok := Lookup("llm." + a.Provider); ok {
+			if _, ok := plugin.Lookup("llm." + a.Provider); ok {
 				msg += fmt.Sprintf("; add a plugin entry such as use: llm.%s", a.Provider)
 			} else {
 				msg += "; add the provider's plugin (see dsh plugins) or fix the name"
@@ -102,7 +104,7 @@ func (c *Config) providerOf(e *Entry) (string, bool) {
 	if e.Disabled || e.Use == "" {
 		return "", false
 	}
-	info, ok := Lookup(e.Use)
+	info, ok := plugin.Lookup(e.Use)
 	if !ok || info.Provider == nil || !c.decodedOK(e) {
 		return "", false
 	}
@@ -115,7 +117,7 @@ func (c *Config) decodedOK(e *Entry) bool {
 	if e.Use == "" {
 		return true
 	}
-	info, ok := Lookup(e.Use)
+	info, ok := plugin.Lookup(e.Use)
 	if !ok {
 		return false
 	}

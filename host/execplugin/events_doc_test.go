@@ -1,4 +1,4 @@
-package host_test
+package execplugin_test
 
 import (
 	stdctx "context"
@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/execplugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 )
 
 // eventsReference is the wire reference for plugin authors.
-const eventsReference = "../sdk/proto/pluginv1/EVENTS.md"
+const eventsReference = "../../sdk/proto/pluginv1/EVENTS.md"
 
 // TestEventsReferenceMatchesTheWire runs a turn with a tool call through a
 // plugin that records every event it hears, and holds each JSON example of
@@ -28,7 +28,7 @@ const eventsReference = "../sdk/proto/pluginv1/EVENTS.md"
 // an event plugins can hear has no example.
 func TestEventsReferenceMatchesTheWire(t *testing.T) {
 	examples := readExamples(t)
-	for name, kind := range host.BridgedEvents() {
+	for name, kind := range execplugin.BridgedEvents() {
 		parts := []string{"payload"}
 		if kind == "waterfall" {
 			parts = append(parts, "result")
@@ -129,7 +129,7 @@ agents:
 			}
 		}
 		missing := 0
-		for name := range host.BridgedEvents() {
+		for name := range execplugin.BridgedEvents() {
 			if len(recorded[name]) == 0 {
 				missing++
 			}

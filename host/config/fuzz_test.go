@@ -1,4 +1,4 @@
-package host_test
+package config_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all"
 )
 
@@ -17,7 +17,7 @@ import (
 // every bad config of the golden tests.
 func FuzzParse(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/bad/*.yaml")
-	seeds = append(seeds, "../config.yaml")
+	seeds = append(seeds, "../../config.yaml")
 	for _, path := range seeds {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -26,12 +26,12 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := host.Parse("fuzz.yaml", data, host.LoadOptions{Environ: []string{}})
+		cfg, err := config.Parse("fuzz.yaml", data, config.LoadOptions{Environ: []string{}})
 		switch {
 		case err == nil && cfg == nil:
 			t.Fatal("no config and no error")
-		case err != nil && !errs.HasCode(err, host.ConfigInvalid):
-			t.Fatalf("want %s, got %v", host.ConfigInvalid, err)
+		case err != nil && !errs.HasCode(err, config.Invalid):
+			t.Fatalf("want %s, got %v", config.Invalid, err)
 		case err != nil && !strings.Contains(err.Error(), "fuzz.yaml"):
 			t.Fatalf("the error does not name the file: %v", err)
 		}

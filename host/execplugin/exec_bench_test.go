@@ -1,4 +1,4 @@
-package host_test
+package execplugin_test
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/host/execplugin"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
@@ -22,7 +24,7 @@ import (
 
 func benchHost(b *testing.B) (*host.Host, agentcontroller.Admission, *dshctx.Context) {
 	bin, _ := binaries(&testing.T{})
-	cfg, err := host.Parse("bench.yaml", []byte(execConfig(bin, "{}", "")), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("bench.yaml", []byte(execConfig(bin, "{}", "")), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func benchHost(b *testing.B) (*host.Host, agentcontroller.Admission, *dshctx.Con
 // same connection for comparison.
 func BenchmarkPluginCall(b *testing.B) {
 	h, adm, at := benchHost(b)
-	rpc := host.PluginRPC(h, "guard")
+	rpc := execplugin.RPC(binary(h, "guard"))
 	b.Run("waterfall-with-next", func(b *testing.B) {
 		lat := make([]time.Duration, 0, 1<<16)
 		for b.Loop() {
@@ -76,7 +78,7 @@ func reportP50(b *testing.B, lat []time.Duration) {
 // which this shared machine's noise disturbs far less than wall time.
 func BenchmarkPluginConcurrent(b *testing.B) {
 	h, adm, at := benchHost(b)
-	pid := host.PluginPID(h, "guard")
+	pid := execplugin.PID(binary(h, "guard"))
 	const inFlight = 1000
 	calls := 0
 	hostCPU, pluginCPU := processCPU(0), processCPU(pid)
@@ -125,17 +127,17 @@ func processCPU(pid int) time.Duration {
 // handshake, Describe and Configure, and its listener registered.
 func BenchmarkPluginStart(b *testing.B) {
 	bin, _ := binaries(&testing.T{})
-	cfg, err := host.Parse("bench.yaml", []byte(execConfig(bin, "{}", "")), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("bench.yaml", []byte(execConfig(bin, "{}", "")), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	base, err := host.Parse("bench.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n"), host.LoadOptions{Environ: []string{}})
+	base, err := config.Parse("bench.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n"), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var with, without time.Duration
 	for b.Loop() {
-		for _, c := range []*host.Config{cfg, base} {
+		for _, c := range []*config.Config{cfg, base} {
 			t0 := time.Now()
 			h, err := host.Start(c, host.Options{Logger: hclog.NewNullLogger()})
 			if err != nil {

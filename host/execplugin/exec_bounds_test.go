@@ -1,4 +1,4 @@
-package host_test
+package execplugin_test
 
 import (
 	stdctx "context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/host/execplugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/hashicorp/go-hclog"
 )
@@ -124,12 +126,12 @@ func TestAStartThatHangsFailsWithTheTimeoutNamingThePhase(t *testing.T) {
 	for phase, want := range map[string]string{"describe": "it hung in Describe", "configure": "it hung in Configure"} {
 		t.Run(phase, func(t *testing.T) {
 			extra := fmt.Sprintf("    start_timeout: 1s\n    env: {TESTPLUGIN_HANG: %s}\n", phase)
-			cfg, err := host.Parse("exec.yaml", []byte(execConfig(bin, "{}", extra)), host.LoadOptions{Environ: []string{}})
+			cfg, err := config.Parse("exec.yaml", []byte(execConfig(bin, "{}", extra)), config.LoadOptions{Environ: []string{}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
-			if !errs.Has(err, host.PluginTimeout, host.ReasonStartTimeout) || !strings.Contains(err.Error(), "within 1s: "+want) {
+			if !errs.Has(err, execplugin.PluginTimeout, execplugin.ReasonStartTimeout) || !strings.Contains(err.Error(), "within 1s: "+want) {
 				t.Fatalf("got %v", err)
 			}
 			if pids := pluginPIDs(t, bin); len(pids) > 0 {
@@ -187,8 +189,8 @@ func TestARestartThatHangsDoesNotBlockShutdown(t *testing.T) {
 func TestDownPluginFailsClosedWithItsReason(t *testing.T) {
 	h, _ := hangingRestart(t, "")
 	_, err := send(h, stdctx.Background(), "main", "hello")
-	if ref, ok := agentcontroller.RefusalOf(err); !ok || ref.Reason != host.ReasonUnavailable || !strings.Contains(ref.Message, "being restarted") {
-		t.Fatalf("a down plugin must refuse with %s, got %v", host.ReasonUnavailable, err)
+	if ref, ok := agentcontroller.RefusalOf(err); !ok || ref.Reason != execplugin.ReasonUnavailable || !strings.Contains(ref.Message, "being restarted") {
+		t.Fatalf("a down plugin must refuse with %s, got %v", execplugin.ReasonUnavailable, err)
 	}
 }
 
@@ -239,7 +241,7 @@ func TestAGivenUpPluginSaysSo(t *testing.T) {
 		_, err := send(h, stdctx.Background(), "main", "hello")
 		ref, _ := agentcontroller.RefusalOf(err)
 		switch {
-		case ref.Reason == host.ReasonGivenUp:
+		case ref.Reason == execplugin.ReasonGivenUp:
 			if !strings.Contains(ref.Message, `"guard"`) || !strings.Contains(ref.Message, "given up after 2 crashes within 10m0s") {
 				t.Fatalf("the refusal does not say the plugin was given up: %q", ref.Message)
 			}
@@ -280,8 +282,8 @@ func TestAPluginThatHonoursTheDeadlineIsATimeout(t *testing.T) {
 	late, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
 	defer cancel()
 	ctx := laggingDeadline{late, time.Now().Add(300 * time.Millisecond)}
-	err := host.CallAdmission(h, "guard", ctx, "wait")
-	if !errs.HasCode(err, host.PluginTimeout) || !errors.Is(err, stdctx.DeadlineExceeded) || late.Err() != nil {
+	err := execplugin.CallAdmission(binary(h, "guard"), ctx, "wait")
+	if !errs.HasCode(err, execplugin.PluginTimeout) || !errors.Is(err, stdctx.DeadlineExceeded) || late.Err() != nil {
 		t.Fatalf("got %v (the host's timer fired: %v)", err, late.Err())
 	}
 }

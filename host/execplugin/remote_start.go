@@ -1,4 +1,4 @@
-package host
+package execplugin
 
 import (
 	"bytes"
@@ -16,11 +16,14 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/internal/childproc"
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultStartTimeout bounds a plugin's whole start when the entry sets no
@@ -159,7 +162,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	}
 	rpc := raw.(pluginv1.PluginClient)
 	desc, err := rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
-	if ctx.Err() != nil {
+	if expired(ctx, err) {
 		return timedOut(phaseDescribe, err)
 	}
 	if err != nil {
@@ -172,7 +175,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		}
 	}
 	res, err := rpc.Configure(ctx, &pluginv1.ConfigureRequest{ConfigJson: config, EntryId: e.ID})
-	if ctx.Err() != nil {
+	if expired(ctx, err) {
 		return timedOut(phaseConfigure, err)
 	}
 	if err != nil {
@@ -193,7 +196,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 }
 
 // checkSum compares the binary with the entry's sha256, if it has one.
-func checkSum(e Entry) error {
+func checkSum(e config.Entry) error {
 	if e.SHA256 == "" {
 		return nil
 	}
@@ -313,4 +316,16 @@ func startHint(err error) string {
 		return "the binary is missing or not executable"
 	}
 	return "it could not be started"
+}
+
+// expired reports whether a start call ended because ctx did. gRPC runs its
+// own timer from ctx's deadline and can fail the call with DeadlineExceeded
+// a moment before ctx's timer fires; waiting for ctx then keeps that from
+// passing for a plugin error. Only a ctx with a deadline is waited for, so
+// the wait is bounded by it.
+func expired(ctx stdctx.Context, err error) bool {
+	if _, bounded := ctx.Deadline(); bounded && status.Code(err) == codes.DeadlineExceeded {
+		<-ctx.Done()
+	}
+	return ctx.Err() != nil
 }

@@ -1,4 +1,4 @@
-package host_test
+package config_test
 
 import (
 	"flag"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/plugins/admission/ratelimit"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
@@ -25,8 +25,8 @@ func TestConfigErrorsGolden(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			_, err := host.Load(host.LoadOptions{Path: file, Environ: []string{}})
-			if !errs.HasCode(err, host.ConfigInvalid) {
+			_, err := config.Load(config.LoadOptions{Path: file, Environ: []string{}})
+			if !errs.HasCode(err, config.Invalid) {
 				t.Fatalf("want CONFIG_INVALID, got %v", err)
 			}
 			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
@@ -46,12 +46,12 @@ func TestConfigErrorsGolden(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
-	_, err := host.Load(host.LoadOptions{Path: "testdata/nope.yaml", Environ: []string{}})
-	if !errs.HasCode(err, host.ConfigInvalid) || !strings.Contains(err.Error(), `"testdata/nope.yaml" not found`) || !strings.Contains(err.Error(), "--config") {
+	_, err := config.Load(config.LoadOptions{Path: "testdata/nope.yaml", Environ: []string{}})
+	if !errs.HasCode(err, config.Invalid) || !strings.Contains(err.Error(), `"testdata/nope.yaml" not found`) || !strings.Contains(err.Error(), "--config") {
 		t.Fatalf("got %v", err)
 	}
 	// Without --config, DSH_CONFIG names the file.
-	_, err = host.Load(host.LoadOptions{Environ: []string{"DSH_CONFIG=testdata/also-nope.yaml"}})
+	_, err = config.Load(config.LoadOptions{Environ: []string{"DSH_CONFIG=testdata/also-nope.yaml"}})
 	if err == nil || !strings.Contains(err.Error(), "also-nope.yaml") {
 		t.Fatalf("DSH_CONFIG ignored: %v", err)
 	}
@@ -79,7 +79,7 @@ log:
 `
 
 func TestGoodConfigDecodesPluginConfigs(t *testing.T) {
-	cfg, err := host.Parse("good.yaml", []byte(good), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("good.yaml", []byte(good), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestEnvThenFlagOverrides(t *testing.T) {
 		"DSH_PLUGINS__LIMITS__CONFIG__PER_MINUTE=99",
 		"HOME=/root", // not ours
 	}
-	cfg, err := host.Parse("good.yaml", []byte(good), host.LoadOptions{Environ: env})
+	cfg, err := config.Parse("good.yaml", []byte(good), config.LoadOptions{Environ: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,14 +111,14 @@ func TestEnvThenFlagOverrides(t *testing.T) {
 	if rl := cfg.PluginConfig(&cfg.Plugins[1]).(*ratelimit.Config); rl.PerMinute != 99 {
 		t.Fatalf("env override into a plugin config: %v", rl.PerMinute)
 	}
-	cfg, err = host.Parse("good.yaml", []byte(good), host.LoadOptions{Environ: env, Sets: []string{"agents.main.model=from-flag", "log.level=warn"}})
+	cfg, err = config.Parse("good.yaml", []byte(good), config.LoadOptions{Environ: env, Sets: []string{"agents.main.model=from-flag", "log.level=warn"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Agents[0].Model != "from-flag" || cfg.Log.Level != "warn" || cfg.Agents[1].Model != "helper-env" {
 		t.Fatalf("flags must win over env: %+v %+v", cfg.Agents, cfg.Log)
 	}
-	_, err = host.Parse("good.yaml", []byte(good), host.LoadOptions{Environ: []string{"DSH_AGENTS__GHOST__MODEL=x"}, Sets: []string{"novalue"}})
+	_, err = config.Parse("good.yaml", []byte(good), config.LoadOptions{Environ: []string{"DSH_AGENTS__GHOST__MODEL=x"}, Sets: []string{"novalue"}})
 	if err == nil || !strings.Contains(err.Error(), "DSH_AGENTS__GHOST__MODEL") || !strings.Contains(err.Error(), `--set "novalue"`) {
 		t.Fatalf("bad overrides: %v", err)
 	}
@@ -140,7 +140,7 @@ func TestOverridesAreTypedByTheirField(t *testing.T) {
 		"plugins.model.config.replies=[{text: from a flag}]",
 		"plugins.model.config.name=scripted",
 	}
-	cfg, err := host.Parse("good.yaml", []byte(good), host.LoadOptions{Environ: env, Sets: sets})
+	cfg, err := config.Parse("good.yaml", []byte(good), config.LoadOptions{Environ: env, Sets: sets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestOverridesAreTypedByTheirField(t *testing.T) {
 // a plain number or bool is one, anything else stays text.
 func TestOverridesIntoAPluginBinaryConfig(t *testing.T) {
 	yaml := "plugins:\n  - use: llm.scripted\n  - id: bin\n    exec: /bin/true\n    config: {word: x}\nagents:\n  - id: main\n    provider: scripted\n"
-	cfg, err := host.Parse("bin.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}, Sets: []string{
+	cfg, err := config.Parse("bin.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}, Sets: []string{
 		"plugins.bin.config.word=#1 rule: stop", "plugins.bin.config.count=3", "plugins.bin.config.on=true", "plugins.bin.config.list=[a, b]",
 	}})
 	if err != nil {
@@ -195,8 +195,8 @@ func TestOverrideErrorsNameTheFlagOrVariable(t *testing.T) {
 			`--set plugins.model.config.replies: plugins[0].config.replies: expected a list in YAML flow style`,
 		},
 	}} {
-		_, err := host.Parse("good.yaml", []byte(good), host.LoadOptions{Environ: append([]string{}, tc.env...), Sets: tc.sets})
-		if !errs.HasCode(err, host.ConfigInvalid) {
+		_, err := config.Parse("good.yaml", []byte(good), config.LoadOptions{Environ: append([]string{}, tc.env...), Sets: tc.sets})
+		if !errs.HasCode(err, config.Invalid) {
 			t.Fatalf("got %v", err)
 		}
 		for _, want := range tc.want {

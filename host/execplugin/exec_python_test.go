@@ -1,4 +1,4 @@
-package host_test
+package execplugin_test
 
 import (
 	stdctx "context"
@@ -22,7 +22,7 @@ func TestPythonPlugin(t *testing.T) {
 		}
 		t.Skipf("python3 with grpc, protobuf and cryptography is not installed (apt-get install python3-grpcio python3-protobuf python3-cryptography): %s", out)
 	}
-	script, _ := filepath.Abs("../examples/python-admission/plugin.py")
+	script, _ := filepath.Abs("../../examples/python-admission/plugin.py")
 	h, logs := startExec(t, execConfig(script, `{word: password}`, ""))
 	if _, err := send(h, stdctx.Background(), "main", "hello from python"); err != nil {
 		t.Fatalf("admit: %v\n%s", err, logs.String())

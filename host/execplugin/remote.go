@@ -1,15 +1,22 @@
-package host
+// Package execplugin is the bridge to plugin binaries (exec: entries): it
+// starts the binary through go-plugin in its own process group, speaks the
+// gRPC protocol of sdk/proto/pluginv1, proxies the events the binary
+// listens to, and supervises it — call timeouts, restarts within a window,
+// bounded teardown. Package host mounts one Plugin per exec: entry.
+package execplugin
 
 import (
 	stdctx "context"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
@@ -51,7 +58,7 @@ const DefaultCallTimeout = 30 * time.Second
 
 // remote is one plugin binary: its process, its client, its supervisor.
 type remote struct {
-	entry Entry
+	entry config.Entry
 	log   hclog.Logger
 
 	mu      sync.Mutex
@@ -72,26 +79,30 @@ type remote struct {
 	drops    dropCounter
 }
 
-func newRemote(e Entry, log hclog.Logger) *remote {
+func newRemote(e config.Entry, log hclog.Logger) *remote {
 	r := &remote{entry: e, log: log, stop: make(chan struct{}), down: make(chan struct{}),
 		emits: make(chan *pluginv1.EmitRequest, emitQueue), emitDone: make(chan struct{})}
 	r.stopCtx, r.cancelStop = stdctx.WithCancel(stdctx.Background())
 	return r
 }
 
-// execPlugin is the dshctx.Plugin of an exec: entry. remote is the running
+// Plugin is the dshctx.Plugin of an exec: entry. remote is the running
 // plugin once Apply succeeded.
-type execPlugin struct {
-	entry  Entry
+type Plugin struct {
+	entry  config.Entry
 	remote *remote
 }
 
-func (p *execPlugin) Name() string { return "exec:" + p.entry.ID }
+// New returns the plugin of an exec: entry; applying it starts the binary.
+func New(e config.Entry) *Plugin { return &Plugin{entry: e} }
+
+// Name names the fiber after the entry.
+func (p *Plugin) Name() string { return "exec:" + p.entry.ID }
 
 // Apply starts the binary, checks what it listens to, configures it and
 // registers a proxy listener for each of its events in ctx, so a plugin in
 // a preset hears only its agent.
-func (p *execPlugin) Apply(ctx *dshctx.Context, _ any) error {
+func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 	r := newRemote(p.entry, ctx.Logger())
 	p.remote = r
 	desc, proc, err := r.start(ctx)
@@ -131,7 +142,10 @@ func bridgeNames() string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return orNone(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // current returns the live client, or nil while the plugin is down.

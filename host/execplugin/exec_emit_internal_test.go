@@ -1,4 +1,4 @@
-package host
+package execplugin
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 )
@@ -23,7 +24,7 @@ func (l *lines) String() string              { l.mu.Lock(); defer l.mu.Unlock();
 // (not one each), and what is left unreported is reported at the end.
 func TestDroppedNotificationsAreCountedAndReported(t *testing.T) {
 	out := &lines{}
-	r := newRemote(Entry{ID: "slow"}, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
+	r := newRemote(config.Entry{ID: "slow"}, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
 	// No sender runs: the plugin is as far behind as it gets.
 	for range emitQueue + 5 {
 		r.enqueueEmit(&pluginv1.EmitRequest{Event: "agent/status"})
@@ -43,7 +44,7 @@ func TestDroppedNotificationsAreCountedAndReported(t *testing.T) {
 // TestTheDefaultCallTimeout: an entry without timeout: gets
 // DefaultCallTimeout; timeout: 0 means no bound.
 func TestTheDefaultCallTimeout(t *testing.T) {
-	cfg, err := Parse("t.yaml", []byte("plugins:\n  - id: a\n    exec: /bin/sh\n  - id: b\n    exec: /bin/sh\n    timeout: 0\n  - id: c\n    exec: /bin/sh\n    timeout: 2s\n"), LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("t.yaml", []byte("plugins:\n  - id: a\n    exec: /bin/sh\n  - id: b\n    exec: /bin/sh\n    timeout: 0\n  - id: c\n    exec: /bin/sh\n    timeout: 2s\n"), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package host
+package execplugin
 
 import (
 	stdctx "context"
 	"sync"
 	"time"
 
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
@@ -29,7 +30,7 @@ type dropCounter struct {
 }
 
 // drop counts one and reports when the last report is old enough.
-func (d *dropCounter) drop(log hclog.Logger, e Entry, event string) {
+func (d *dropCounter) drop(log hclog.Logger, e config.Entry, event string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.total++
@@ -40,14 +41,14 @@ func (d *dropCounter) drop(log hclog.Logger, e Entry, event string) {
 	}
 }
 
-func (d *dropCounter) report(log hclog.Logger, e Entry, event string) {
+func (d *dropCounter) report(log hclog.Logger, e config.Entry, event string) {
 	log.Warn("plugin is behind on notifications; they were dropped, not delivered later",
 		"plugin", e.ID, "dropped", d.unreported, "dropped_total", d.total, "queue", emitQueue, "last_event", event)
 	d.unreported = 0
 }
 
 // flush reports what was dropped since the last report.
-func (d *dropCounter) flush(log hclog.Logger, e Entry) {
+func (d *dropCounter) flush(log hclog.Logger, e config.Entry) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.unreported > 0 {

@@ -1,4 +1,4 @@
-package host_test
+package execplugin_test
 
 import (
 	stdctx "context"
@@ -17,6 +17,10 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/host/execplugin"
+	"github.com/dsh-go/dsh/plugin"
+	_ "github.com/dsh-go/dsh/plugins/all" // the built-ins the configs use
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
@@ -38,7 +42,7 @@ func binaries(t *testing.T) (testplugin, example string) {
 		if buildErr != nil {
 			return
 		}
-		for out, pkg := range map[string]string{"testplugin": "./internal/testplugin", "no-secrets": "../examples/plugin-admission"} {
+		for out, pkg := range map[string]string{"testplugin": "../internal/testplugin", "no-secrets": "../../examples/plugin-admission"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg)
 			if b, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
@@ -54,7 +58,7 @@ func binaries(t *testing.T) (testplugin, example string) {
 
 func startExec(t *testing.T, yaml string) (*host.Host, *logBuffer) {
 	t.Helper()
-	cfg, err := host.Parse("exec.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("exec.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +99,7 @@ func send(h *host.Host, ctx stdctx.Context, agentID, text string) (string, error
 	return "", nil
 }
 
-func execConfig(bin, config string, extra string) string {
+func execConfig(bin, pluginConfig string, extra string) string {
 	return fmt.Sprintf(`plugins:
   - use: llm.scripted
   - id: guard
@@ -104,7 +108,7 @@ func execConfig(bin, config string, extra string) string {
 %sagents:
   - id: main
     provider: scripted
-`, bin, config, extra)
+`, bin, pluginConfig, extra)
 }
 
 func TestPluginAdmitsRefusesAndReplaces(t *testing.T) {
@@ -184,7 +188,7 @@ func TestCrashMidCallFailsTheCallAndRestarts(t *testing.T) {
 	bin, _ := binaries(t)
 	h, logs := startExec(t, execConfig(bin, `{crash_word: boom}`, ""))
 	_, err := send(h, stdctx.Background(), "main", "boom")
-	if !errs.Has(err, agentcontroller.RejectedCode, agentcontroller.ReasonAdmissionFailed) || !errs.HasCode(err, host.PluginCrashed) || !strings.Contains(err.Error(), `"guard"`) {
+	if !errs.Has(err, agentcontroller.RejectedCode, agentcontroller.ReasonAdmissionFailed) || !errs.HasCode(err, execplugin.PluginCrashed) || !strings.Contains(err.Error(), `"guard"`) {
 		t.Fatalf("crash: %v", err)
 	}
 	a, _ := h.Agent("main")
@@ -233,7 +237,7 @@ func TestSlowPluginTimesOut(t *testing.T) {
 	bin, _ := binaries(t)
 	h, _ := startExec(t, execConfig(bin, `{hold_word: wait, hold_ms: 60000}`, "    timeout: 100ms\n"))
 	_, err := send(h, stdctx.Background(), "main", "wait")
-	if !errs.HasCode(err, host.PluginTimeout) || !strings.Contains(err.Error(), "100ms") {
+	if !errs.HasCode(err, execplugin.PluginTimeout) || !strings.Contains(err.Error(), "100ms") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -256,17 +260,17 @@ func TestStartFailures(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			config, exe := "{}", bin
+			pluginConfig, exe := "{}", bin
 			switch tc.name {
 			case "config rejected":
-				config = "{fail: true}"
+				pluginConfig = "{fail: true}"
 			case "not a program":
 				exe = filepath.Join(t.TempDir(), "plugin")
 				if err := os.WriteFile(exe, []byte("not a program\n"), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cfg, err := host.Parse("exec.yaml", []byte(execConfig(exe, config, tc.extra)), host.LoadOptions{Environ: []string{}})
+			cfg, err := config.Parse("exec.yaml", []byte(execConfig(exe, pluginConfig, tc.extra)), config.LoadOptions{Environ: []string{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,7 +297,7 @@ func TestStartFailures(t *testing.T) {
 
 func TestDisposeLeavesNoProcess(t *testing.T) {
 	bin, _ := binaries(t)
-	cfg, _ := host.Parse("exec.yaml", []byte(execConfig(bin, "{}", "")), host.LoadOptions{Environ: []string{}})
+	cfg, _ := config.Parse("exec.yaml", []byte(execConfig(bin, "{}", "")), config.LoadOptions{Environ: []string{}})
 	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -339,12 +343,12 @@ func pluginPIDs(t *testing.T, bin string) []int {
 func TestPluginThatNeverAnswersTheHandshake(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "silent")
 	os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755)
-	cfg, err := host.Parse("exec.yaml", []byte(execConfig(script, "{}", "    start_timeout: 300ms\n")), host.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("exec.yaml", []byte(execConfig(script, "{}", "    start_timeout: 300ms\n")), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
-	if !errs.Has(err, host.PluginTimeout, host.ReasonStartTimeout) || !strings.Contains(err.Error(), "within 300ms: it hung in the handshake") {
+	if !errs.Has(err, execplugin.PluginTimeout, execplugin.ReasonStartTimeout) || !strings.Contains(err.Error(), "within 300ms: it hung in the handshake") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -361,7 +365,7 @@ func dshBinary(t *testing.T) string {
 	binaries(t)
 	dshOnce.Do(func() {
 		dshBin = filepath.Join(binDir, "dsh")
-		if out, err := exec.Command("go", "build", "-o", dshBin, "../cmd/dsh").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", dshBin, "../../cmd/dsh").CombinedOutput(); err != nil {
 			dshErr = fmt.Errorf("%v\n%s", err, out)
 		}
 	})
@@ -482,9 +486,9 @@ agents:
 
 func TestPluginOnAnUnknownEventFailsClearly(t *testing.T) {
 	bin, _ := binaries(t)
-	cfg, _ := host.Parse("exec.yaml", []byte(execConfig(bin, "{}", "    env: {TESTPLUGIN_UNKNOWN: \"1\"}\n")), host.LoadOptions{Environ: []string{}})
+	cfg, _ := config.Parse("exec.yaml", []byte(execConfig(bin, "{}", "    env: {TESTPLUGIN_UNKNOWN: \"1\"}\n")), config.LoadOptions{Environ: []string{}})
 	_, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
-	if !errs.HasCode(err, host.PluginProtocol) || !strings.Contains(err.Error(), `"no/such-event"`) || !strings.Contains(err.Error(), "agent-controller/admission") {
+	if !errs.HasCode(err, execplugin.PluginProtocol) || !strings.Contains(err.Error(), `"no/such-event"`) || !strings.Contains(err.Error(), "agent-controller/admission") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -522,15 +526,14 @@ func (recorderProvider) Stream(_ stdctx.Context, req llm.Request) (llm.Stream, e
 }
 
 func init() {
-	host.Register(host.Info{ID: "test.recorder", Doc: "a model that records its requests (tests only)",
-		Provider: func(any) string { return "rec" },
-		Plugin: dshctx.Define("test.recorder", func(ctx *dshctx.Context, _ any) error {
+	plugin.Register("test.recorder", "a model that records its requests (tests only)",
+		func(ctx *dshctx.Context, _ plugin.None) error {
 			svc, err := llm.Key.Get(ctx)
 			if err != nil {
 				return err
 			}
 			return svc.Register(ctx, "rec", recorderProvider{})
-		}, llm.Key)})
+		}, llm.Key).ProvidesModel(func(plugin.None) string { return "rec" })
 }
 
 func TestPluginOnTheAgentLoopRequest(t *testing.T) {
@@ -623,4 +626,10 @@ func TestArgsAndEnvReachThePlugin(t *testing.T) {
 			t.Errorf("%q: refused %v, want %v (%v)", text, !refused, refused, err)
 		}
 	}
+}
+
+// binary returns the plugin binary of the root exec: entry id.
+func binary(h *host.Host, id string) *execplugin.Plugin {
+	p, _ := h.ExecPlugin(id)
+	return p
 }

@@ -1,9 +1,9 @@
-// Package host turns a config file into a running tree: it loads and checks
-// config.yaml, keeps the registry of in-process plugins that entries refer
-// to by id, mounts the core services, applies the configured plugins,
-// creates the agents with their presets, and reloads all of it when the file
-// changes.
-package host
+// Package config loads and checks dsh's config file: it reads config.yaml,
+// applies DSH_ variables and --set overrides typed by the field they land
+// on, decodes each entry's plugin config strictly into the type the plugin
+// registered, and reports every problem with its file:line, without
+// starting anything. Package host starts what a checked Config describes.
+package config
 
 import (
 	"crypto/sha256"
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
@@ -28,8 +29,8 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 )
 
-// ConfigInvalid is the code of every config error.
-const ConfigInvalid errs.Code = "CONFIG_INVALID"
+// Invalid is the code of every config error.
+const Invalid errs.Code = "CONFIG_INVALID"
 
 // Config is the whole config file.
 type Config struct {
@@ -192,10 +193,10 @@ func Load(opts LoadOptions) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil, errs.New(ConfigInvalid, fmt.Sprintf(
+			return nil, errs.New(Invalid, fmt.Sprintf(
 				"config file %q not found: pass --config FILE, set DSH_CONFIG, or create ./config.yaml", path))
 		}
-		return nil, errs.Wrap(ConfigInvalid, err, fmt.Sprintf("cannot read config file %q", path))
+		return nil, errs.Wrap(Invalid, err, fmt.Sprintf("cannot read config file %q", path))
 	}
 	return Parse(path, data, opts)
 }
@@ -204,7 +205,7 @@ func Load(opts LoadOptions) (*Config, error) {
 func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 	k := koanf.New("\x00") // no key splitting: overrides address lists too
 	if err := k.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
-		return nil, errs.Wrap(ConfigInvalid, err, fmt.Sprintf("%s: not valid YAML", file))
+		return nil, errs.Wrap(Invalid, err, fmt.Sprintf("%s: not valid YAML", file))
 	}
 	raw := k.Raw()
 	p := &problems{file: file, data: data, sources: map[string]string{}}
@@ -351,7 +352,7 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 				}
 				p.add(key, fmt.Sprintf("%s: for exec: entries only; remove from this use: entry", list))
 			}
-			info, ok := Lookup(e.Use)
+			info, ok := plugin.Lookup(e.Use)
 			if !ok {
 				msg := fmt.Sprintf("unknown plugin %q", e.Use)
 				if near := nearest(e.Use); near != "" {
@@ -432,7 +433,7 @@ func (c *Config) PluginConfig(e *Entry) any { return c.decoded[e] }
 
 func registeredIDs() []string {
 	var ids []string
-	for _, info := range Registered() {
+	for _, info := range plugin.List() {
 		ids = append(ids, info.ID)
 	}
 	return ids
@@ -735,7 +736,7 @@ func (p *problems) err() error {
 	if len(p.list) > 1 {
 		noun = "problems"
 	}
-	e := errs.New(ConfigInvalid, fmt.Sprintf("%d config %s:\n  %s", len(p.list), noun, strings.Join(p.list, "\n  ")))
+	e := errs.New(Invalid, fmt.Sprintf("%d config %s:\n  %s", len(p.list), noun, strings.Join(p.list, "\n  ")))
 	e.Details = map[string]any{"problems": p.list}
 	return e
 }

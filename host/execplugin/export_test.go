@@ -1,0 +1,55 @@
+package execplugin
+
+import (
+	stdctx "context"
+	"encoding/json"
+
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+)
+
+// RPC returns the live gRPC client of p, or nil while it is down.
+func RPC(p *Plugin) pluginv1.PluginClient {
+	if p == nil || p.remote == nil {
+		return nil
+	}
+	return p.remote.current()
+}
+
+// PID returns the process id of p's binary, or 0.
+func PID(p *Plugin) int {
+	if p == nil || p.remote == nil {
+		return 0
+	}
+	r := p.remote
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc.client != nil {
+		if rc := r.proc.client.ReattachConfig(); rc != nil {
+			return rc.Pid
+		}
+	}
+	return 0
+}
+
+// BridgedEvents returns the events plugin binaries can listen to, each
+// with its kind ("waterfall" or "emit").
+func BridgedEvents() map[string]string {
+	out := map[string]string{}
+	for name, b := range bridges {
+		out[name] = "emit"
+		if b.kind == pluginv1.Kind_KIND_WATERFALL {
+			out[name] = "waterfall"
+		}
+	}
+	return out
+}
+
+// CallAdmission runs one agent-controller/admission call with text into p,
+// under ctx, as the bridge would; nil means the plugin passed it on.
+func CallAdmission(p *Plugin, ctx stdctx.Context, text string) error {
+	payload, _ := json.Marshal(map[string]any{"agent_id": "main", "message": map[string]any{"role": "user", "content": text}, "mode": "followup"})
+	_, err := p.remote.call(ctx, "agent-controller/admission", "main", payload, func(stdctx.Context, []byte) ([]byte, error) {
+		return []byte(`{"kind":"admit"}`), nil
+	})
+	return err
+}
