@@ -18,7 +18,7 @@ func TestTwoProcessesOnOneSession(t *testing.T) {
 	work := t.TempDir()
 	o := &outcome{fault: "second dsh on a session in use"}
 	defer record(o)
-	slow := writeFile(t, work, "stream.yaml", fmt.Sprintf(streamYAML, "one two three four five six seven eight nine ten"))
+	slow := writeFile(t, work, "stream.yaml", fmt.Sprintf(streamYAML, longAnswer()))
 	fast := writeFile(t, work, "echo.yaml", echoYAML)
 	for i := range 3 * scale() {
 		o.tries++
@@ -30,6 +30,11 @@ func TestTwoProcessesOnOneSession(t *testing.T) {
 		code := other.wait(t)
 		stderr := other.stderr.String()
 		pid := strconv.Itoa(holder.cmd.Process.Pid)
+		select {
+		case <-holder.done:
+			t.Fatalf("the holder ended before the second process was decided; the test needs a longer answer")
+		default:
+		}
 		if code == 0 || !strings.Contains(stderr, "SESSION_LOCKED") || !strings.Contains(stderr, pid) {
 			t.Fatalf("the second process: exit %d, want a refusal naming SESSION_LOCKED and the holder's pid %s\nstderr: %s", code, pid, stderr)
 		}

@@ -116,6 +116,7 @@ func TestPluginKilledUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for n := 0; n < quota || kills.Load() < int64(minKills); n++ {
 				text := fmt.Sprintf("%s-prompt-%d", id, n)
+				sent := time.Now()
 				_, err := h.Controller().Deliver(stdctx.Background(), agent, agentcontroller.Request{Mode: agentcontroller.Followup, Content: text})
 				mu.Lock()
 				o.tries++
@@ -127,7 +128,9 @@ func TestPluginKilledUnderLoad(t *testing.T) {
 					}
 				} else {
 					admitted[id] = append(admitted[id], text)
-					if down {
+					// Only a prompt sent after the kill proves the plugin
+					// is back; one in flight may have been served before.
+					if down && sent.After(killedAt) {
 						if !killedAt.IsZero() {
 							o.recover = append(o.recover, time.Since(killedAt))
 						}

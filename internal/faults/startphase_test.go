@@ -49,7 +49,9 @@ func TestPluginStuckInEachStartPhase(t *testing.T) {
 					t.Fatal(err)
 				}
 				start := time.Now()
-				h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+				h, err := within(t, "host.Start", func() (*host.Host, error) {
+					return host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+				})
 				if err == nil {
 					h.Close(stdctx.Background())
 					t.Fatal("a plugin that hangs in its start did not fail the start")
@@ -91,7 +93,7 @@ func TestPluginStuckAtShutdown(t *testing.T) {
 
 		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), hangLimit)
 		start := time.Now()
-		err = h.Close(ctx)
+		_, err = within(t, "Host.Close", func() (struct{}, error) { return struct{}{}, h.Close(ctx) })
 		o.recover = append(o.recover, time.Since(start))
 		expired := ctx.Err()
 		cancel()
@@ -129,4 +131,27 @@ func alive(pid int) bool {
 	}
 	f := strings.Fields(string(stat))
 	return len(f) > 2 && f[2] != "Z" && f[2] != "X"
+}
+
+// within runs fn and fails the test if it does not return within hangLimit,
+// so that a hang shows as a failure instead of the test binary's timeout.
+// A hung fn is left behind: the test has failed anyway.
+func within[T any](t *testing.T, what string, fn func() (T, error)) (T, error) {
+	t.Helper()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-time.After(hangLimit):
+		t.Fatalf("%s hung for %v", what, hangLimit)
+		panic("unreachable")
+	}
 }
