@@ -87,6 +87,9 @@ var bridges = map[string]bridge{
 	agents.EventStatus.Name(): emitBridge(agents.EventStatus, func(c agents.StatusChange) (string, any) {
 		return c.Agent.ID(), map[string]any{"agent_id": c.Agent.ID(), "from": c.From, "to": c.To}
 	}),
+	agentloop.EventStreamChunk.Name(): emitBridge(agentloop.EventStreamChunk, func(c agentloop.StreamChunk) (string, any) {
+		return c.Agent.ID(), map[string]any{"agent_id": c.Agent.ID(), "turn": c.Turn, "step": c.Step, "message_id": c.MessageID, "chunk": c.Chunk}
+	}),
 	session.EventAppended.Name(): emitBridge(session.EventAppended, func(a session.Appended) (string, any) {
 		return a.Session.AgentID(), map[string]any{"agent_id": a.Session.AgentID(), "session_id": a.Session.ID(), "event": a.Event}
 	}),

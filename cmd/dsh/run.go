@@ -15,7 +15,9 @@ import (
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/spf13/cobra"
 )
@@ -161,6 +163,38 @@ func newTracker(out, diag io.Writer, jsonOut bool) *tracker {
 	return &tracker{out: out, diag: diag, json: jsonOut, turnOf: map[string]int{}, ended: map[int]session.Event{}, changed: make(chan struct{})}
 }
 
+// follow subscribes t to the agent's session events and, for the text
+// output, to its stream chunks, which are not session events.
+func (t *tracker) follow(agent agents.Agent) (off func(), err error) {
+	offLog, err := session.EventAppended.On(agent.Context(), t.listen)
+	if err != nil || t.json {
+		return offLog, err
+	}
+	offChunks, err := agentloop.EventStreamChunk.On(agent.Context(), t.chunk)
+	if err != nil {
+		offLog()
+		return nil, err
+	}
+	return func() { offChunks(); offLog() }, nil
+}
+
+// chunk streams the answer to out and the reasoning to diag.
+func (t *tracker) chunk(_ stdctx.Context, c agentloop.StreamChunk) error {
+	if c.Chunk.Text == "" {
+		return nil
+	}
+	switch c.Chunk.Kind {
+	case llm.ChunkText:
+		io.WriteString(t.out, c.Chunk.Text)
+		t.mu.Lock()
+		t.lastText = c.Chunk.Text[len(c.Chunk.Text)-1]
+		t.mu.Unlock()
+	case llm.ChunkReasoning:
+		io.WriteString(t.diag, c.Chunk.Text)
+	}
+	return nil
+}
+
 func (t *tracker) listen(_ stdctx.Context, a session.Appended) error {
 	e := a.Event
 	if t.json {
@@ -194,19 +228,6 @@ func (t *tracker) render(e session.Event) {
 	switch e.Type {
 	case session.StepStart:
 		t.endLine() // each step's answer starts on its own line
-	case session.AssistantChunk:
-		if e.Chunk == nil || e.Chunk.Text == "" {
-			return
-		}
-		switch e.Chunk.Kind.String() {
-		case "text":
-			io.WriteString(t.out, e.Chunk.Text)
-			t.mu.Lock()
-			t.lastText = e.Chunk.Text[len(e.Chunk.Text)-1]
-			t.mu.Unlock()
-		case "reasoning":
-			io.WriteString(t.diag, e.Chunk.Text)
-		}
 	case session.ToolCall:
 		fmt.Fprintf(t.diag, "\n→ %s %s\n", e.ToolCall.Name, e.ToolCall.Arguments)
 	case session.ToolResult:
@@ -266,7 +287,7 @@ func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, std
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	t := newTracker(out, diag, jsonOut)
-	off, err := session.EventAppended.On(agent.Context(), t.listen)
+	off, err := t.follow(agent)
 	if err != nil {
 		fmt.Fprintln(stderr, "dsh:", err)
 		return exitError
@@ -367,7 +388,7 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	t := newTracker(out, diag, false)
-	off, err := session.EventAppended.On(agent.Context(), t.listen)
+	off, err := t.follow(agent)
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}

@@ -38,7 +38,10 @@ type ReactLoopAgent struct {
 	idle      chan struct{} // closed when the driver goes idle
 	stopped   chan struct{} // closed when a disposed agent's driver is gone
 	torn      bool
-	tornDown  chan struct{}
+	// finishing is a one-slot semaphore around finish: the disposer and a
+	// driver that outlived a dispose deadline may both try it.
+	finishing chan struct{}
+	finished  bool // guarded by finishing
 }
 
 var _ agents.Agent = (*ReactLoopAgent)(nil)
@@ -100,7 +103,24 @@ func (a *ReactLoopAgent) wakeLocked() {
 		return
 	}
 	a.driving = true
-	go a.drive()
+	go func() {
+		a.drive()
+		a.driverGone()
+	}()
+}
+
+// driverGone runs when the driver exits. A driver that outlived its
+// dispose deadline held the session until now; it lets it go itself.
+func (a *ReactLoopAgent) driverGone() {
+	a.mu.Lock()
+	disposed := a.disposed && !a.driving
+	a.mu.Unlock()
+	if !disposed {
+		return
+	}
+	if err := a.finish(stdctx.Background()); err != nil {
+		a.scope.Logger().Error("disposing the agent after its turn stopped failed", "agent", a.id, "error", err)
+	}
 }
 
 // Abort stops the step in flight; the turn ends aborted and queued messages
@@ -166,27 +186,24 @@ func (a *ReactLoopAgent) setStatus(to agents.Status) {
 }
 
 // teardown stops the agent for good: no new messages, the step in flight
-// aborted, and it returns once the driver is gone or ctx ends. Later calls
-// wait for the first.
+// aborted; once the driver is gone, finish writes and lets go. When ctx
+// ends first, the agent stays half-disposed — unregistered, but its id and
+// its session held — until its driver stops, and a later call waits again.
 func (a *ReactLoopAgent) teardown(ctx stdctx.Context) error {
 	a.mu.Lock()
-	if a.torn {
-		ch := a.tornDown
-		a.mu.Unlock()
-		select {
-		case <-ch:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
+	first := !a.torn
+	var from agents.Status
+	if first {
+		a.torn = true
+		a.disposed = true
+		// The status turns disposed in the same step, so the driver, which
+		// may go idle any moment now, cannot report idle in between.
+		from, a.status = a.status, agents.StatusDisposed
+		a.inbox.queued.drain()
+		a.inbox.steering.drain()
+		if a.abortStep != nil {
+			a.abortStep()
 		}
-	}
-	a.torn = true
-	a.tornDown = make(chan struct{})
-	a.disposed = true
-	a.inbox.queued.drain()
-	a.inbox.steering.drain()
-	if a.abortStep != nil {
-		a.abortStep()
 	}
 	var wait chan struct{}
 	if a.driving {
@@ -196,19 +213,49 @@ func (a *ReactLoopAgent) teardown(ctx stdctx.Context) error {
 		wait = a.idle
 	}
 	a.mu.Unlock()
-	defer close(a.tornDown)
-
-	a.setStatus(agents.StatusDisposed)
-	var err error
+	if first {
+		a.loop.sessions.Closing(a.sess)
+		agents.EventStatus.Emit(stdctx.Background(), a.scope, agents.StatusChange{Agent: a, From: from, To: agents.StatusDisposed})
+	}
 	if wait != nil {
 		select {
 		case <-wait:
-		case <-ctx.Done():
-			err = errs.Wrap(errs.ContextInactive, ctx.Err(), fmt.Sprintf("agent %q did not finish its turn before the dispose deadline", a.id))
+		default:
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				a.loop.registry.Retire(a)
+				return errs.Wrap(agents.DisposeTimeout, ctx.Err(), fmt.Sprintf(
+					"agent %q did not finish its turn before the dispose deadline; its id and session %q stay taken until the turn stops, and are then written and released", a.id, a.sess.ID()))
+			}
 		}
 	}
+	return a.finish(ctx)
+}
+
+// finish runs once the driver is gone: the final flush, then the session,
+// the id and the scope are let go. A failed flush keeps all of them — the
+// events stay in memory — and the next call retries.
+func (a *ReactLoopAgent) finish(ctx stdctx.Context) error {
+	select {
+	case a.finishing <- struct{}{}:
+	case <-ctx.Done():
+		return errs.Wrap(agents.DisposeTimeout, ctx.Err(), fmt.Sprintf("agent %q: the dispose deadline passed while its session %q was being written", a.id, a.sess.ID()))
+	}
+	defer func() { <-a.finishing }()
+	if a.finished {
+		return nil
+	}
+	if err := a.sess.Flush(ctx); err != nil {
+		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
+			"agent %q: the final write of session %q failed; its events stay in memory and the session stays held — dispose again to retry", a.id, a.sess.ID()))
+	}
+	a.finished = true
+	var err error
+	if cerr := a.loop.sessions.Close(a.sess); cerr != nil {
+		err = errs.Wrap(session.FlushFailed, cerr, fmt.Sprintf("agent %q: releasing session %q failed", a.id, a.sess.ID()))
+	}
 	a.loop.registry.Unregister(a)
-	a.loop.sessions.Remove(a.sess.ID())
 	agents.EventDisposed.Emit(stdctx.Background(), a.scope, a)
 	a.scope.Dispose()
 	return err
@@ -217,4 +264,21 @@ func (a *ReactLoopAgent) teardown(ctx stdctx.Context) error {
 // reportError emits agent/error.
 func (a *ReactLoopAgent) reportError(err error) {
 	agents.EventError.Emit(stdctx.Background(), a.scope, agents.ErrorReport{Agent: a, Err: err})
+}
+
+// loopGone disposes the agent with the loop. An agent whose dispose already
+// timed out is not waited for again — its driver lets go when it stops —
+// so a stuck tool cannot hang the shutdown of the whole tree.
+func (a *ReactLoopAgent) loopGone() error {
+	a.mu.Lock()
+	torn, driving := a.torn, a.driving
+	a.mu.Unlock()
+	switch {
+	case !torn:
+		return a.teardown(stdctx.Background())
+	case driving:
+		return errs.New(agents.DisposeTimeout, fmt.Sprintf(
+			"agent %q is still running the turn its dispose deadline interrupted; session %q is written and released when it stops", a.id, a.sess.ID()))
+	}
+	return a.finish(stdctx.Background())
 }

@@ -124,6 +124,7 @@ func TestResumeReplaysTheLog(t *testing.T) {
 	}
 	h, _ := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: "a", SessionID: "s1", Options: agents.Options{Provider: "scripted"}})
 	h.Agent.Followup(user("one"))
+	idle(t, h.Agent)
 	h.Agent.Followup(user("two"))
 	idle(t, h.Agent)
 	before := h.Agent.Session().History().Messages()
@@ -237,6 +238,7 @@ func TestFailingFlushIsReportedAndLoopGoesOn(t *testing.T) {
 	})
 	a := e.create("a").Agent
 	a.Followup(user("1"))
+	idle(t, a)
 	a.Followup(user("2"))
 	idle(t, a)
 	if ends := turnEnds(a.Session()); !slices.Equal(ends, []string{"completed", "completed"}) {
@@ -244,12 +246,15 @@ func TestFailingFlushIsReportedAndLoopGoesOn(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(reports) != 2 || !errs.HasCode(reports[0], session.FlushFailed) || !strings.Contains(reports[0].Error(), "disk full") {
+	// Two checkpoints per turn: after the prompt, and at the end.
+	if len(reports) != 4 || !errs.HasCode(reports[0], session.FlushFailed) || !strings.Contains(reports[0].Error(), "disk full") {
 		t.Fatalf("reports %v", reports)
 	}
 }
 
-func TestFlushSeesTheWholeTurn(t *testing.T) {
+// TestFlushSeesThePromptThenTheWholeTurn: the first checkpoint of a turn
+// covers its user message, the last one the whole turn.
+func TestFlushSeesThePromptThenTheWholeTurn(t *testing.T) {
 	e := newEnv(t, nil, agentloop.Config{})
 	var seqs []int64
 	session.EventFlush.On(e.root, func(ctx stdctx.Context, f session.Flush, next waterfall.Next[session.Flush, struct{}]) (struct{}, error) {
@@ -262,7 +267,51 @@ func TestFlushSeesTheWholeTurn(t *testing.T) {
 	a := e.create("a").Agent
 	a.Followup(user("1"))
 	idle(t, a)
-	if len(seqs) != 1 || seqs[0] != int64(a.Session().Len()) {
+	if len(seqs) != 2 || seqs[0] != 2 || seqs[1] != int64(a.Session().Len()) {
 		t.Fatalf("flushes %v, log %d", seqs, a.Session().Len())
 	}
+}
+
+// TestThePromptIsDurableBeforeTheModelIsCalled: by the time the provider
+// is asked, a session/flush checkpoint has covered every user message of
+// the turn, so a process killed mid-stream keeps the prompt.
+func TestThePromptIsDurableBeforeTheModelIsCalled(t *testing.T) {
+	e := newEnv(t, nil, agentloop.Config{})
+	var mu sync.Mutex
+	var flushed int64
+	session.EventFlush.On(e.root, func(ctx stdctx.Context, f session.Flush, next waterfall.Next[session.Flush, struct{}]) (struct{}, error) {
+		mu.Lock()
+		flushed = f.Seq
+		mu.Unlock()
+		return next.Call(ctx, f)
+	})
+	var atCall []int64
+	var prompts []int64
+	e.registerProvider("durable", providerFunc(func(_ stdctx.Context, req llm.Request) (llm.Stream, error) {
+		mu.Lock()
+		atCall = append(atCall, flushed)
+		mu.Unlock()
+		return &sliceStream{chunks: []llm.Chunk{{Kind: llm.ChunkText, Text: "ok"}, {Kind: llm.ChunkFinish, Finish: llm.FinishStop}}}, nil
+	}))
+	h, err := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: "a", Options: agents.Options{Provider: "durable"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Dispose(stdctx.Background())
+	h.Agent.Followup(user("keep me"))
+	idle(t, h.Agent)
+	for _, ev := range h.Agent.Session().Events(1) {
+		if ev.Type == session.UserMessage {
+			prompts = append(prompts, ev.Seq)
+		}
+	}
+	if len(atCall) != 1 || len(prompts) != 1 || atCall[0] < prompts[0] {
+		t.Fatalf("the model was called with the log flushed up to %v; the prompt is event %v", atCall, prompts)
+	}
+}
+
+type providerFunc func(stdctx.Context, llm.Request) (llm.Stream, error)
+
+func (f providerFunc) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, error) {
+	return f(ctx, req)
 }

@@ -39,6 +39,18 @@ type Continuation struct {
 	Finish   llm.FinishReason
 }
 
+// StreamChunk is the payload of agent/stream-chunk: one chunk of the model
+// stream of a step, as it arrives. MessageID is the id the assembled
+// assistant message gets in the session. The chunk's pointers may be
+// shared with the provider: read them, never write them.
+type StreamChunk struct {
+	Agent     agents.Agent
+	Turn      int
+	Step      int
+	MessageID string
+	Chunk     llm.Chunk
+}
+
 // Events of the agent loop, dispatched in the agent's scope.
 var (
 	// EventRequest may replace the model request of a step. Listeners get
@@ -54,6 +66,11 @@ var (
 	})
 	// EventContinuation decides whether the turn takes another step. By
 	// default it does when the step ran tools or steering arrived.
+	// EventStreamChunk is emitted for each chunk of a model stream, for
+	// live listeners (a UI): chunks are not session events, and the log
+	// records the assembled assistant/message instead. A slow listener
+	// slows the stream; hand the chunk off if the work is heavy.
+	EventStreamChunk  = waterfall.NewEmit[StreamChunk]("agent/stream-chunk")
 	EventContinuation = waterfall.New("agent/turn-continuation", func(_ stdctx.Context, c Continuation) (bool, error) {
 		return c.ToolCalls > 0 || c.Steering > 0, nil
 	})

@@ -86,18 +86,13 @@ func idle(t testing.TB, a agents.Agent) {
 	}
 }
 
-// trace renders the session as "type" strings, chunks collapsed into one
-// "assistant/chunk*" entry, and turn ends with their reason.
+// trace renders the session as "type" strings, with turn ends' reasons,
+// tool names and user texts.
 func trace(s *session.Session) []string {
 	var out []string
 	for _, e := range s.Events(1) {
 		item := string(e.Type)
 		switch e.Type {
-		case session.AssistantChunk:
-			if len(out) > 0 && out[len(out)-1] == "assistant/chunk*" {
-				continue
-			}
-			item = "assistant/chunk*"
 		case session.TurnEnd:
 			item += ":" + e.Reason
 		case session.ToolCall:

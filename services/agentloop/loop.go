@@ -2,13 +2,19 @@
 // the turn/step driver, and the factory the agents service creates agents
 // through.
 //
-// A turn takes one queued message and runs steps until the model is done:
-// each step drains steering, assembles the system prompt, passes the request
-// through agent/request, streams the model into the session, passes the
+// A turn takes every message queued when it starts (lines typed while the
+// agent worked become one turn, each recorded as its own user/message; a
+// message queued after the turn started waits for the next one), makes
+// them durable through session/flush, and runs steps until the model is
+// done: each step drains steering, assembles the system prompt, passes the
+// request through agent/request, streams the model (each chunk to
+// agent/stream-chunk, the assembled message into the session), passes the
 // result through agent/step-result, runs the tool calls through
 // tools/execute, and asks agent/turn-continuation whether to go on. A
-// failing plugin, model or tool ends the turn with reason "error"; the agent
-// keeps serving its next message.
+// failing or panicking plugin, model or tool ends the turn with reason
+// "error"; an Abort ends it "aborted" and the model is not called again,
+// even when the step it cancelled finishes anyway. The agent keeps serving
+// its next message.
 package agentloop
 
 import (
@@ -122,17 +128,15 @@ func (l *Loop) Create(ctx stdctx.Context, opts agents.CreateOptions) (*agents.Ha
 }
 
 // Resume makes an agent that continues a persisted session: the history and
-// the turn count come from the loaded log.
+// the turn count come from the loaded log. The session's lease is taken
+// before the log is read; a log that ends inside a turn is closed as
+// interrupted (see session.Store.Resume).
 func (l *Loop) Resume(ctx stdctx.Context, opts agents.ResumeOptions) (*agents.Handle, error) {
 	if opts.ResumeSessionID == "" {
 		return nil, errs.New(errs.InvalidArgument, "agentLoop.Resume: ResumeSessionID is empty")
 	}
-	events, err := l.sessions.Load(ctx, opts.ResumeSessionID)
-	if err != nil {
-		return nil, err
-	}
 	return l.build(opts.AgentID, opts.Options, opts.Setup, func(scope *dshctx.Context) (*session.Session, error) {
-		return l.sessions.Restore(scope, opts.AgentID, opts.ResumeSessionID, events)
+		return l.sessions.Resume(ctx, scope, opts.AgentID, opts.ResumeSessionID)
 	})
 }
 
@@ -158,7 +162,7 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 		}
 		if err != nil {
 			if sess != nil {
-				l.sessions.Remove(sess.ID())
+				l.sessions.Close(sess)
 			}
 			scope.Dispose()
 			l.registry.Release(id)
@@ -168,7 +172,8 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 	if sess, err = open(scope); err != nil {
 		return nil, err
 	}
-	a := &ReactLoopAgent{loop: l, id: id, scope: scope, sess: sess, opts: opts, status: agents.StatusIdle}
+	a := &ReactLoopAgent{loop: l, id: id, scope: scope, sess: sess, opts: opts, status: agents.StatusIdle,
+		finishing: make(chan struct{}, 1)}
 	for _, e := range sess.Events(1) {
 		if e.Type == session.TurnStart {
 			a.turn = e.Turn
@@ -185,15 +190,17 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 		}
 	}
 	// The loop's fiber owns the agent: if the loop goes away, so does it.
-	off, err := l.ctx.OnDispose("agent "+id, func() error { return a.teardown(stdctx.Background()) })
+	off, err := l.ctx.OnDispose("agent "+id, a.loopGone)
 	if err != nil {
 		return nil, err
 	}
 	l.registry.Publish(a)
 	agents.EventCreated.Emit(stdctx.Background(), scope, a)
 	return agents.NewHandle(a, func(ctx stdctx.Context) error {
-		err := a.teardown(ctx)
-		off() // runs teardown again, which returns at once
-		return err
+		if err := a.teardown(ctx); err != nil {
+			return err
+		}
+		off() // runs loopGone, which finds the agent finished
+		return nil
 	}), nil
 }

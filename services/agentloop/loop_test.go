@@ -38,8 +38,8 @@ func TestTurnWithToolCallRecordsEventsInOrder(t *testing.T) {
 	idle(t, a)
 	assertTrace(t, a.Session(),
 		"turn/start", "user/message:time?",
-		"step/start", "assistant/chunk*", "assistant/message", "tool/call:clock", "tool/result", "step/end",
-		"step/start", "assistant/chunk*", "assistant/message", "step/end",
+		"step/start", "assistant/message", "tool/call:clock", "tool/result", "step/end",
+		"step/start", "assistant/message", "step/end",
 		"turn/end:completed")
 	if gotArgs != `{"tz":"UTC"}` {
 		t.Fatalf("tool got arguments %q", gotArgs)
@@ -58,23 +58,44 @@ func TestTurnWithToolCallRecordsEventsInOrder(t *testing.T) {
 	}
 }
 
-func TestQueuedMessagesMakeSeparateTurnsInOrder(t *testing.T) {
+// TestMessagesQueuedBeforeATurnStartsShareIt: what is queued while a turn
+// runs goes, all of it and in order, into the next turn, each message its
+// own user/message event; a message queued once that turn has started
+// waits for the one after.
+func TestMessagesQueuedBeforeATurnStartsShareIt(t *testing.T) {
 	e := newEnv(t, nil, agentloop.Config{}) // echo replies
 	a := e.create("a").Agent
-	for _, m := range []string{"one", "two", "three"} {
-		if err := a.Followup(user(m)); err != nil {
+	hold := map[int]chan struct{}{1: make(chan struct{}), 2: make(chan struct{})}
+	entered := make(chan int, 2)
+	agentloop.EventRequest.On(e.root, func(ctx stdctx.Context, ev agentloop.RequestEvent, next waterfall.Next[agentloop.RequestEvent, llm.Request]) (llm.Request, error) {
+		if ch, ok := hold[ev.Turn]; ok {
+			entered <- ev.Turn
+			<-ch
+		}
+		return next.Call(ctx, ev)
+	})
+	follow := func(text string) {
+		if err := a.Followup(user(text)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	follow("one")
+	<-entered // turn 1 is running
+	follow("two")
+	follow("three")
+	close(hold[1])
+	<-entered // turn 2 is running, with what was queued
+	follow("four")
+	close(hold[2])
 	idle(t, a)
-	var users []string
-	for _, ev := range a.Session().Events(1) {
-		if ev.Type == session.UserMessage {
-			users = append(users, ev.Message.Content)
-		}
-	}
-	if !slices.Equal(users, []string{"one", "two", "three"}) || len(turnEnds(a.Session())) != 3 {
-		t.Fatalf("turns %v ends %v", users, turnEnds(a.Session()))
+	assertTrace(t, a.Session(),
+		"turn/start", "user/message:one", "step/start", "assistant/message", "step/end", "turn/end:completed",
+		"turn/start", "user/message:two", "user/message:three", "step/start", "assistant/message", "step/end", "turn/end:completed",
+		"turn/start", "user/message:four", "step/start", "assistant/message", "step/end", "turn/end:completed")
+	// The model saw both messages of turn 2 in one request.
+	h := a.Session().History()
+	if got := h.At(2).Content + "|" + h.At(3).Content + "|" + h.At(4).Content; got != "two|three|You said: three" {
+		t.Fatalf("history after turn 2: %v", h.Messages())
 	}
 }
 
@@ -154,8 +175,8 @@ func TestSteeringJoinsTheRunningTurn(t *testing.T) {
 	idle(t, a)
 	assertTrace(t, a.Session(),
 		"turn/start", "user/message:go",
-		"step/start", "assistant/chunk*", "assistant/message", "tool/call:wait", "tool/result", "steering/message:faster", "step/end",
-		"step/start", "assistant/chunk*", "assistant/message", "step/end",
+		"step/start", "assistant/message", "tool/call:wait", "tool/result", "steering/message:faster", "step/end",
+		"step/start", "assistant/message", "step/end",
 		"turn/end:completed")
 }
 
@@ -183,9 +204,9 @@ func TestLateSteeringIsQueuedForTheNextTurn(t *testing.T) {
 	idle(t, a)
 	assertTrace(t, a.Session(),
 		"turn/start", "user/message:start",
-		"step/start", "assistant/chunk*", "assistant/message", "step/end", "turn/end:completed",
+		"step/start", "assistant/message", "step/end", "turn/end:completed",
 		"turn/start", "user/message:late",
-		"step/start", "assistant/chunk*", "assistant/message", "step/end", "turn/end:completed")
+		"step/start", "assistant/message", "step/end", "turn/end:completed")
 }
 
 func TestFailuresEndTheTurnNotTheLoop(t *testing.T) {
@@ -232,6 +253,7 @@ func TestFailuresEndTheTurnNotTheLoop(t *testing.T) {
 			})
 			a := e.create("a").Agent
 			a.Followup(user("one"))
+			idle(t, a)
 			a.Followup(user("two"))
 			idle(t, a)
 			if ends := turnEnds(a.Session()); !slices.Equal(ends, []string{"error", "completed"}) {
@@ -343,9 +365,9 @@ func TestCancelGovernsExactlyOneTurn(t *testing.T) {
 	idle(t, a)
 	assertTrace(t, a.Session(),
 		"turn/start", "user/message:first",
-		"step/start", "assistant/chunk*", "assistant/message", "tool/call:wait", "tool/result", "turn/end:aborted",
+		"step/start", "assistant/message", "tool/call:wait", "tool/result", "turn/end:aborted",
 		"turn/start", "user/message:later",
-		"step/start", "assistant/chunk*", "assistant/message", "step/end", "turn/end:completed")
+		"step/start", "assistant/message", "step/end", "turn/end:completed")
 }
 
 func TestCancelDropsATurnAboutToStart(t *testing.T) {

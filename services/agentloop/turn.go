@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/google/uuid"
 )
 
 // Codes of the agent loop.
@@ -29,14 +30,17 @@ func (a *ReactLoopAgent) drive() {
 	for {
 		a.mu.Lock()
 		a.cancelled = false // a cancel governs one turn: the one in this iteration
+		a.aborting = false  // so does an abort
 		if a.inbox.queued.len() == 0 && a.inbox.steering.len() > 0 && !a.disposed {
 			// Steering that arrived with no turn running starts one.
 			for _, m := range a.inbox.steering.drain() {
 				a.inbox.queued.push(m)
 			}
 		}
-		msg, ok := a.inbox.queued.pop()
-		if !ok || a.disposed {
+		// Everything queued by now goes into this turn together; what is
+		// queued after it started waits for the next.
+		msgs := a.inbox.queued.drain()
+		if len(msgs) == 0 || a.disposed {
 			a.mu.Unlock()
 			// Report idle while still counted as driving, so a message
 			// that arrives meanwhile is picked up here and WhenIdle
@@ -56,7 +60,7 @@ func (a *ReactLoopAgent) drive() {
 			return
 		}
 		a.mu.Unlock()
-		a.runTurn(msg)
+		a.runTurn(msgs)
 	}
 }
 
@@ -67,15 +71,15 @@ func (a *ReactLoopAgent) checkStop() string {
 	switch {
 	case a.disposed:
 		return ReasonDisposed
-	case a.cancelled:
+	case a.cancelled || a.aborting:
 		return ReasonAborted
 	}
 	return ""
 }
 
-// runTurn runs one turn for msg. Whatever fails inside, the turn ends with a
-// reason and the driver goes on.
-func (a *ReactLoopAgent) runTurn(msg llm.Message) {
+// runTurn runs one turn for msgs, the messages drained from the queue.
+// Whatever fails inside, the turn ends with a reason and the driver goes on.
+func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	// The turn is dropped, unrecorded, when it was cancelled before it
 	// started: right after it was taken from the queue and after the
 	// status turned running.
@@ -86,16 +90,37 @@ func (a *ReactLoopAgent) runTurn(msg llm.Message) {
 	if a.checkStop() != "" {
 		return
 	}
+	// Abort cancels this context: it spans the whole turn, so an abort
+	// between steps or during the first checkpoint is not lost either.
+	turnCtx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
 	a.mu.Lock()
+	if a.disposed || a.cancelled {
+		a.mu.Unlock()
+		return
+	}
 	a.turn++
 	turn := a.turn
+	a.abortStep = cancel
 	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.abortStep = nil
+		a.mu.Unlock()
+	}()
 
+	// Recording and checkpoints outlive an abort: they use their own
+	// context.
 	ctx := stdctx.Background()
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
-	a.sess.Append(ctx, session.Event{Type: session.UserMessage, Turn: turn, Message: &msg, RequestID: msg.RequestID})
+	for i := range msgs {
+		a.sess.Append(ctx, session.Event{Type: session.UserMessage, Turn: turn, Message: &msgs[i], RequestID: msgs[i].RequestID})
+	}
+	// The prompt is durable before the model sees it: a process killed
+	// mid-turn loses the answer, never the question.
+	a.flush(ctx)
 
-	reason, err := a.steps(turn)
+	reason, err := a.steps(turnCtx, turn)
 	end := session.Event{Type: session.TurnEnd, Turn: turn, Reason: reason}
 	// An abort or a dispose also surfaces as an error from whatever it
 	// interrupted; only a real failure is recorded and reported as one.
@@ -104,9 +129,7 @@ func (a *ReactLoopAgent) runTurn(msg llm.Message) {
 		a.reportError(err)
 	}
 	a.sess.Append(ctx, end)
-	if ferr := a.sess.Flush(ctx); ferr != nil {
-		a.reportError(errs.Wrap(session.FlushFailed, ferr, fmt.Sprintf("flushing session %q failed", a.sess.ID())))
-	}
+	a.flush(ctx)
 
 	// Steering that came too late for this turn starts the next one, ahead
 	// of what was queued.
@@ -117,8 +140,17 @@ func (a *ReactLoopAgent) runTurn(msg llm.Message) {
 	a.mu.Unlock()
 }
 
+// flush runs the session/flush checkpoint; a failure is reported and the
+// turn goes on, and the next checkpoint covers what this one missed.
+func (a *ReactLoopAgent) flush(ctx stdctx.Context) {
+	if err := a.sess.Flush(ctx); err != nil {
+		a.reportError(errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
+			"flushing session %q of agent %q failed; the events stay in memory and the next checkpoint writes them", a.sess.ID(), a.id)))
+	}
+}
+
 // steps runs the steps of a turn and returns how it ended.
-func (a *ReactLoopAgent) steps(turn int) (reason string, err error) {
+func (a *ReactLoopAgent) steps(ctx stdctx.Context, turn int) (reason string, err error) {
 	outcome := ReasonCompleted
 	maxSteps := a.opts.MaxSteps
 	if maxSteps <= 0 {
@@ -132,7 +164,7 @@ func (a *ReactLoopAgent) steps(turn int) (reason string, err error) {
 			return stronger(outcome, ReasonError), errs.New(TooManySteps, fmt.Sprintf(
 				"turn %d of agent %q reached %d steps without finishing; raise max_steps if that is expected", turn, a.id, maxSteps))
 		}
-		cont, maxed, err := a.step(turn, step)
+		cont, maxed, err := a.step(ctx, turn, step)
 		if maxed {
 			outcome = stronger(outcome, ReasonMaxTokens)
 		}
@@ -163,23 +195,13 @@ func (a *ReactLoopAgent) failureReason() string {
 
 // step runs one step. cont says whether the turn goes on; maxed whether the
 // model hit its output ceiling.
-func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
-	ctx, cancel := stdctx.WithCancel(stdctx.Background())
-	a.mu.Lock()
-	if a.disposed || a.cancelled {
-		a.mu.Unlock()
-		cancel()
+//
+// An abort holds for the rest of its turn, also when the step it cancelled
+// finishes anyway: ctx is the turn's, and checkStop reports the abort.
+func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed bool, err error) {
+	if a.checkStop() != "" {
 		return false, false, nil
 	}
-	a.abortStep, a.aborting = cancel, false
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.abortStep = nil
-		a.mu.Unlock()
-		cancel()
-	}()
-
 	rec := stdctx.Background()
 	a.sess.Append(rec, session.Event{Type: session.StepStart, Turn: turn, Step: step})
 	steered := a.recordSteering(turn, step)
@@ -201,7 +223,8 @@ func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
 		return false, false, err
 	}
 
-	asm, err := a.stream(ctx, req, turn, step)
+	msgID := uuid.NewString()
+	asm, err := a.stream(ctx, req, turn, step, msgID)
 	if err != nil {
 		return false, false, err
 	}
@@ -214,13 +237,18 @@ func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
 		return false, false, errs.New(ModelError, fmt.Sprintf("provider %q reported an error: %s", req.Provider, finishErr))
 	}
 
+	msg := asm.Message()
+	msg.ID = msgID
 	res, err := EventStepResult.Dispatch(ctx, a.scope, StepResult{
-		Agent: a, Turn: turn, Step: step, Message: asm.Message(), Usage: asm.Usage(), Finish: finish,
+		Agent: a, Turn: turn, Step: step, Message: msg, Usage: asm.Usage(), Finish: finish,
 	})
 	if err != nil {
 		return false, false, err
 	}
 	res.Message.Role = llm.RoleAssistant
+	if res.Message.ID == "" {
+		res.Message.ID = msgID
+	}
 	usage := res.Usage
 	a.sess.Append(rec, session.Event{Type: session.AssistantMessage, Turn: turn, Step: step,
 		Message: &res.Message, Usage: &usage, Finish: res.Finish})
@@ -233,6 +261,12 @@ func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
 			// calls: none run, and the history still answers each one.
 			a.answerUnrun(turn, step, res.Message.ToolCalls[i:], "not executed: the reply hit the output token limit")
 			break
+		}
+		if r := a.checkStop(); r != "" {
+			// Aborted while a tool or the provider finished anyway: no
+			// further call runs, each is still answered.
+			a.answerUnrun(turn, step, res.Message.ToolCalls[i:], "not executed: the turn was "+r)
+			return false, maxed, nil
 		}
 		c := call
 		a.sess.Append(rec, session.Event{Type: session.ToolCall, Turn: turn, Step: step, ToolCall: &c})
@@ -249,6 +283,10 @@ func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
 		executed++
 	}
 
+	if a.checkStop() != "" {
+		// Steering that arrives now waits for the next turn.
+		return false, maxed, nil
+	}
 	steered += a.recordSteering(turn, step)
 	cont, err = EventContinuation.Dispatch(ctx, a.scope, Continuation{
 		Agent: a, Turn: turn, Step: step, ToolCalls: executed, Steering: steered, Finish: res.Finish,
@@ -260,8 +298,9 @@ func (a *ReactLoopAgent) step(turn, step int) (cont, maxed bool, err error) {
 	return cont, maxed, nil
 }
 
-// stream calls the model and records each chunk as it arrives.
-func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int) (*llm.Assembler, error) {
+// stream calls the model and hands each chunk to agent/stream-chunk as it
+// arrives; only the assembled message goes into the session.
+func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int, msgID string) (*llm.Assembler, error) {
 	s, err := a.loop.llm.Stream(ctx, req)
 	if err != nil {
 		return nil, err
@@ -276,8 +315,12 @@ func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step 
 		if err != nil {
 			return nil, err
 		}
+		if ctx.Err() != nil {
+			// Aborted or disposed: stop reading a provider that does not.
+			return nil, stdctx.Cause(ctx)
+		}
 		asm.Add(c)
-		a.sess.Append(stdctx.Background(), session.Event{Type: session.AssistantChunk, Turn: turn, Step: step, Chunk: &c})
+		EventStreamChunk.Emit(ctx, a.scope, StreamChunk{Agent: a, Turn: turn, Step: step, MessageID: msgID, Chunk: c})
 		if c.Kind == llm.ChunkFinish {
 			return asm, nil
 		}

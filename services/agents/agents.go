@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -33,7 +34,14 @@ const (
 	NoFactory errs.Code = "AGENT_NO_FACTORY"
 	// FactoryExists: a second factory tried to register.
 	FactoryExists errs.Code = "AGENT_FACTORY_EXISTS"
+	// DisposeTimeout: a dispose deadline passed before the agent's turn
+	// stopped. The agent's id and session stay taken until it does.
+	DisposeTimeout errs.Code = "AGENT_DISPOSE_TIMEOUT"
 )
+
+// ReasonStopping goes with AgentExists when the id belongs to an agent whose
+// dispose timed out and whose turn has not stopped yet.
+const ReasonStopping = "agents/stopping"
 
 // Status is an agent's coarse state.
 type Status string
@@ -69,12 +77,12 @@ type Agent interface {
 }
 
 // Handle owns one agent: disposing it stops the agent's loop, waits until it
-// is quiet, unregisters it, removes its session and disposes its scope.
+// is quiet, writes its session a last time, unregisters it, releases its
+// session and disposes its scope.
 type Handle struct {
 	Agent   Agent
-	once    sync.Once
+	done    atomic.Bool
 	dispose func(stdctx.Context) error
-	err     error
 }
 
 // NewHandle is for factories: it ties dispose to agent.
@@ -82,11 +90,21 @@ func NewHandle(agent Agent, dispose func(stdctx.Context) error) *Handle {
 	return &Handle{Agent: agent, dispose: dispose}
 }
 
-// Dispose tears the agent down. It is idempotent; later calls return the
-// first call's result.
+// Dispose tears the agent down, bounded by ctx, and returns what kept it
+// from finishing: the deadline passed while a turn was still running
+// (DisposeTimeout), or the final write of the session failed (the session's
+// FlushFailed; its events stay in memory). Until a call succeeds the agent's
+// id and session stay taken, and calling Dispose again waits and retries;
+// once one succeeded, later calls return nil.
 func (h *Handle) Dispose(ctx stdctx.Context) error {
-	h.once.Do(func() { h.err = h.dispose(ctx) })
-	return h.err
+	if h.done.Load() {
+		return nil
+	}
+	if err := h.dispose(ctx); err != nil {
+		return err
+	}
+	h.done.Store(true)
+	return nil
 }
 
 // Options configure an agent's model use.
@@ -157,12 +175,15 @@ type Registry struct {
 	mu       sync.RWMutex
 	agents   map[string]Agent
 	reserved map[string]bool
+	// stopping holds the ids of agents whose dispose timed out, until their
+	// turn stops.
+	stopping map[string]Agent
 	factory  Factory
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{agents: map[string]Agent{}, reserved: map[string]bool{}}
+	return &Registry{agents: map[string]Agent{}, reserved: map[string]bool{}, stopping: map[string]Agent{}}
 }
 
 // Get returns the live agent with id.
@@ -247,6 +268,10 @@ func (r *Registry) Reserve(id string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, stopping := r.stopping[id]; stopping {
+		return errs.New(AgentExists, fmt.Sprintf(
+			"agent %q is still stopping: a dispose deadline passed while its turn ran, and the id is free once that turn stops; retry then", id)).WithReason(ReasonStopping)
+	}
 	if _, live := r.agents[id]; live || r.reserved[id] {
 		return errs.New(AgentExists, fmt.Sprintf("agent %q already exists; dispose it first or pick another id", id))
 	}
@@ -269,11 +294,25 @@ func (r *Registry) Publish(a Agent) {
 	r.mu.Unlock()
 }
 
-// Unregister removes a live agent.
+// Unregister removes a live or stopping agent and frees its id.
 func (r *Registry) Unregister(a Agent) {
 	r.mu.Lock()
 	if r.agents[a.ID()] == a {
 		delete(r.agents, a.ID())
+	}
+	if r.stopping[a.ID()] == a {
+		delete(r.stopping, a.ID())
+	}
+	r.mu.Unlock()
+}
+
+// Retire takes a live agent out of the registry but keeps its id taken: for
+// an agent that was disposed and whose turn has not stopped yet.
+func (r *Registry) Retire(a Agent) {
+	r.mu.Lock()
+	if r.agents[a.ID()] == a {
+		delete(r.agents, a.ID())
+		r.stopping[a.ID()] = a
 	}
 	r.mu.Unlock()
 }

@@ -4,8 +4,8 @@
 //
 // A provider turns a Request into a Stream of Chunks: text and reasoning
 // deltas, tool-call fragments joined by index, usage, and one finish. The
-// agent loop records each chunk in the session as it arrives and assembles
-// the step's message with an Assembler.
+// agent loop hands each chunk to live listeners as it arrives, assembles the
+// step's message with an Assembler and records only that message.
 package llm
 
 import (

@@ -18,7 +18,13 @@ const (
 	ProviderUnknown errs.Code = "LLM_PROVIDER_UNKNOWN"
 	// ProviderFailed: the provider could not start or continue a stream.
 	ProviderFailed errs.Code = "LLM_PROVIDER_FAILED"
+	// ProviderPanic: a provider panicked while starting, reading or closing
+	// a stream; its reason is PanicReason.
+	ProviderPanic errs.Code = "LLM_PROVIDER_PANIC"
 )
+
+// PanicReason is the reason of a ProviderPanic error.
+const PanicReason = "llm/panic"
 
 // ToolSpec describes a tool to the model.
 type ToolSpec struct {
@@ -107,7 +113,9 @@ func (s *Service) Names() []string {
 	return out
 }
 
-// Stream starts a model call with the provider the request names.
+// Stream starts a model call with the provider the request names. A panic
+// of the provider, in Stream or later in the stream's Recv or Close, comes
+// back as a ProviderPanic error instead of ending the process.
 func (s *Service) Stream(ctx stdctx.Context, req Request) (Stream, error) {
 	s.mu.RLock()
 	p := s.providers[req.Provider]
@@ -118,7 +126,15 @@ func (s *Service) Stream(ctx stdctx.Context, req Request) (Stream, error) {
 			"agent %q asks for model provider %q, which is not registered (registered: %s); load its plugin or fix the agent's provider",
 			req.AgentID, req.Provider, orNone(known)))
 	}
-	return p.Stream(ctx, req)
+	st, err := start(ctx, p, req)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errs.New(ProviderFailed, fmt.Sprintf(
+			"model provider %q returned neither a stream nor an error for agent %q; this is a bug in the provider", req.Provider, req.AgentID))
+	}
+	return &guarded{s: st, provider: req.Provider, agent: req.AgentID}, nil
 }
 
 func orNone(names []string) string {

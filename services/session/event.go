@@ -6,7 +6,9 @@
 // own: it is derived from the log by Derive, event by event, so replaying a
 // log yields the identical history. Each append is also emitted as a
 // session/event in the agent's scope, and the loop awaits the session/flush
-// checkpoint at every turn end, which is where persistence plugins hook in.
+// checkpoint once a turn's prompt is recorded and again at the turn's end,
+// which is where persistence plugins hook in. Stream chunks are not events:
+// the loop records the assembled assistant message.
 package session
 
 import (
@@ -23,14 +25,30 @@ const (
 	TurnStart        Type = "turn/start"
 	UserMessage      Type = "user/message"
 	StepStart        Type = "step/start"
-	AssistantChunk   Type = "assistant/chunk"
 	AssistantMessage Type = "assistant/message"
 	ToolCall         Type = "tool/call"
 	ToolResult       Type = "tool/result"
 	SteeringMessage  Type = "steering/message"
 	StepEnd          Type = "step/end"
 	TurnEnd          Type = "turn/end"
+
+	// AssistantChunk is a stream chunk, which logs written before chunks
+	// became agent/stream-chunk notifications hold. Nothing records it any
+	// more; a log that has it still loads, and replay ignores it.
+	AssistantChunk Type = "assistant/chunk"
 )
+
+// Known reports whether t is an event type of this version. A log with any
+// other type is refused: skipping it could drop a message and leave the
+// history invalid.
+func (t Type) Known() bool {
+	switch t {
+	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
+		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd:
+		return true
+	}
+	return false
+}
 
 // Event is one entry of a session log. Fields that do not apply to the type
 // are empty. Pointer fields are shared with the log: read them, never write
@@ -44,7 +62,7 @@ type Event struct {
 	// Message is the message of user/message, assistant/message,
 	// steering/message and tool/result.
 	Message *llm.Message `json:"message,omitempty"`
-	// Chunk is the chunk of assistant/chunk.
+	// Chunk is the chunk of assistant/chunk, in old logs only.
 	Chunk *llm.Chunk `json:"chunk,omitempty"`
 	// ToolCall is the call of tool/call.
 	ToolCall *llm.ToolCall `json:"tool_call,omitempty"`

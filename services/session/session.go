@@ -43,7 +43,8 @@ type Flush struct {
 var (
 	// EventAppended is emitted after every append.
 	EventAppended = waterfall.NewEmit[Appended]("session/event")
-	// EventFlush is the checkpoint the agent loop awaits at each turn end.
+	// EventFlush is the checkpoint the agent loop awaits after recording a
+	// turn's prompt and again at its end.
 	// Persistence listeners write, then call next; an error is reported
 	// through agent/error and does not stop the agent.
 	EventFlush = waterfall.New[Flush, struct{}]("session/flush", nil)
@@ -60,11 +61,18 @@ type Session struct {
 	// events, however long the session grows.
 	events  [][]Event
 	n       int
-	history llm.Log
+	history deriver
 	// requests maps the RequestID of every recorded outside message to the
 	// message id: derived from the log like the history, so it survives a
 	// resume.
 	requests map[string]string
+
+	// lease is the backend's hold on the session, nil without a Locker.
+	lease Lease
+	// closing: the agent is being disposed; the id is not free yet.
+	closing bool
+	// interrupted is set when the restored log ended inside a turn.
+	interrupted *Interruption
 }
 
 const pageSize = 256
@@ -82,7 +90,7 @@ func (s *Session) push(e Event) {
 // index records what the log derives besides the history; the caller holds
 // mu.
 func (s *Session) index(e Event) {
-	Derive(&s.history, e)
+	s.history.apply(e)
 	if e.RequestID != "" && e.Message != nil {
 		if s.requests == nil {
 			s.requests = map[string]string{}
@@ -153,7 +161,7 @@ func (s *Session) Events(from int64) []Event {
 func (s *Session) History() llm.History {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.history.View()
+	return s.history.log.View()
 }
 
 // Flush runs the session/flush checkpoint for everything appended so far.
@@ -163,15 +171,49 @@ func (s *Session) Flush(ctx stdctx.Context) error {
 	return err
 }
 
-// Replay derives the history of a log, checking that it is contiguous.
+// Lease returns the backend's hold on the session, or nil. Persistence
+// plugins key their writes by it, never by the session id alone.
+func (s *Session) Lease() Lease { return s.lease }
+
+// Interrupted reports the turn the restored log left open, which the
+// restore closed with reason interrupted, and the prompt that started it.
+func (s *Session) Interrupted() (Interruption, bool) {
+	if s.interrupted == nil {
+		return Interruption{}, false
+	}
+	in := *s.interrupted
+	in.Prompt = in.Prompt.Clone()
+	return in, true
+}
+
+// Replay derives the history of a log, checking that it is contiguous,
+// that every event has a known type and that every tool result answers a
+// call an assistant message made.
 func Replay(events []Event) (llm.History, error) {
-	var log llm.Log
+	var d deriver
+	asked := map[string]bool{}
 	for i, e := range events {
 		if e.Seq != int64(i)+1 {
 			return llm.History{}, errs.New(BadLog, fmt.Sprintf(
 				"event %d of the log has seq %d; a session log starts at 1 and has no gaps", i, e.Seq))
 		}
-		Derive(&log, e)
+		if !e.Type.Known() {
+			return llm.History{}, errs.New(BadLog, fmt.Sprintf(
+				"event %d of the log has the unknown type %q; it was written by another version of dsh or edited by hand", e.Seq, e.Type))
+		}
+		switch {
+		case e.Type == AssistantMessage && e.Message != nil:
+			for _, c := range e.Message.ToolCalls {
+				asked[c.ID] = true
+			}
+		case e.Type == ToolResult && e.Message != nil:
+			if !asked[e.Message.ToolCallID] {
+				return llm.History{}, errs.New(BadLog, fmt.Sprintf(
+					"event %d of the log is a result for tool call %q that no assistant message made; the log lost events", e.Seq, e.Message.ToolCallID))
+			}
+			delete(asked, e.Message.ToolCallID)
+		}
+		d.apply(e)
 	}
-	return log.View(), nil
+	return d.log.View(), nil
 }

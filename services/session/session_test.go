@@ -3,6 +3,7 @@ package session_test
 import (
 	stdctx "context"
 	"fmt"
+	"strings"
 	"testing"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -129,9 +130,14 @@ func TestStoreRules(t *testing.T) {
 	if _, err := st.Create(root, "x", ""); !errs.HasCode(err, errs.InvalidArgument) {
 		t.Fatalf("empty id: %v", err)
 	}
-	st.Remove("s1")
+	s, _ := st.Get("s1")
+	st.Closing(s)
+	if _, err := st.Create(root, "agent-2", "s1"); !errs.Has(err, session.SessionLocked, session.ReasonClosing) || !strings.Contains(err.Error(), `"agent-1"`) {
+		t.Fatalf("a closing session's id: %v", err)
+	}
+	st.Close(s)
 	if _, ok := st.Get("s1"); ok {
-		t.Fatal("removed session still there")
+		t.Fatal("closed session still there")
 	}
 	if _, err := st.Load(stdctx.Background(), "s1"); !errs.HasCode(err, session.NoPersistence) {
 		t.Fatalf("load without backend: %v", err)

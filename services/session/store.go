@@ -46,36 +46,110 @@ var Plugin = dshctx.Define("sessions", func(ctx *dshctx.Context, _ any) error {
 })
 
 // Create opens an empty session for agentID. Its events are dispatched at
-// at, the agent's scope.
+// at, the agent's scope. With a Locker backend the session's lease is taken
+// first: a session another writer holds is refused with SessionLocked.
 func (st *Store) Create(at *dshctx.Context, agentID, sessionID string) (*Session, error) {
-	return st.open(at, agentID, sessionID, nil)
+	return st.open(stdctx.Background(), at, agentID, sessionID, nil, nil)
 }
 
 // Restore opens a session from a persisted log, replaying it into history.
+// A log that ends inside a turn is closed first; see Resume.
 func (st *Store) Restore(at *dshctx.Context, agentID, sessionID string, events []Event) (*Session, error) {
-	if _, err := Replay(events); err != nil {
-		return nil, err
-	}
-	return st.open(at, agentID, sessionID, events)
+	return st.open(stdctx.Background(), at, agentID, sessionID, func(stdctx.Context) ([]Event, error) { return events, nil }, nil)
 }
 
-func (st *Store) open(at *dshctx.Context, agentID, sessionID string, events []Event) (*Session, error) {
+// Resume opens a persisted session: it takes the session's lease, loads the
+// log through the backend and replays it. A log that ends inside a turn —
+// dsh was killed, or a dispose deadline passed while a tool ran — gets an
+// error result for every tool call left unanswered and a turn/end with
+// reason interrupted, appended as new events, so the history sent to the
+// model is valid; Session.Interrupted then names the turn and its prompt.
+func (st *Store) Resume(ctx stdctx.Context, at *dshctx.Context, agentID, sessionID string) (*Session, error) {
+	b := st.getBackend()
+	if b == nil {
+		return nil, st.noBackend(sessionID)
+	}
+	return st.open(ctx, at, agentID, sessionID, func(ctx stdctx.Context) ([]Event, error) { return b.Load(ctx, sessionID) }, b)
+}
+
+// open takes the lease, then loads the log (when load is set), checks it and
+// publishes the session; a failure anywhere releases the lease.
+func (st *Store) open(ctx stdctx.Context, at *dshctx.Context, agentID, sessionID string,
+	load func(stdctx.Context) ([]Event, error), b Backend) (_ *Session, err error) {
 	if sessionID == "" || at == nil {
 		return nil, errs.New(errs.InvalidArgument, "sessions: a session needs an id and the agent's scope")
 	}
+	st.mu.Lock()
+	err = st.taken(sessionID)
+	if b == nil {
+		b = st.backend
+	}
+	st.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{id: sessionID, agentID: agentID, at: at}
-	for _, e := range events {
-		e = e.clone()
-		s.push(e)
-		s.index(e)
+	if l, ok := b.(Locker); ok {
+		lease, lerr := l.Lock(ctx, sessionID)
+		if lerr != nil {
+			return nil, lerr
+		}
+		s.lease = lease
+		defer func() {
+			if err != nil {
+				lease.Release()
+			}
+		}()
+	}
+	var fix []Event
+	if load != nil {
+		events, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := Replay(events); err != nil {
+			return nil, err
+		}
+		var in Interruption
+		var ok bool
+		if fix, in, ok = closing(events); ok {
+			s.interrupted = &in
+		}
+		for _, e := range events {
+			e = e.clone()
+			s.push(e)
+			s.index(e)
+		}
 	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	if _, taken := st.sessions[sessionID]; taken {
-		return nil, errs.New(SessionExists, fmt.Sprintf("session %q is already open; pick another id or dispose its agent first", sessionID))
+	if err = st.taken(sessionID); err != nil {
+		st.mu.Unlock()
+		return nil, err
 	}
 	st.sessions[sessionID] = s
+	st.mu.Unlock()
+	// The closing events are new events of the log: persistence writes
+	// them like any other, so the next load finds the turn closed.
+	for _, e := range fix {
+		s.Append(ctx, e)
+	}
 	return s, nil
+}
+
+// taken refuses an id a live or closing session holds; the caller holds mu.
+func (st *Store) taken(sessionID string) error {
+	old, ok := st.sessions[sessionID]
+	if !ok {
+		return nil
+	}
+	old.mu.Lock()
+	closing := old.closing
+	old.mu.Unlock()
+	if closing {
+		return errs.New(SessionLocked, fmt.Sprintf(
+			"session %q is still held by agent %q, whose dispose deadline passed while its turn was running; it is released when that turn stops — retry then", sessionID, old.agentID)).WithReason(ReasonClosing)
+	}
+	return errs.New(SessionExists, fmt.Sprintf("session %q is already open; pick another id or dispose its agent first", sessionID))
 }
 
 // Get returns a live session.
@@ -86,11 +160,27 @@ func (st *Store) Get(sessionID string) (*Session, bool) {
 	return s, ok
 }
 
-// Remove forgets a live session. Persisted copies are the backend's.
-func (st *Store) Remove(sessionID string) {
+// Closing marks s as being closed: its id stays taken, and a new open of it
+// is refused with SessionLocked, reason session/closing, until Close.
+func (st *Store) Closing(s *Session) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+}
+
+// Close forgets s — s itself, not whichever session now has its id — and
+// releases its lease, which frees the id for the next writer. Persisted
+// copies are the backend's.
+func (st *Store) Close(s *Session) error {
 	st.mu.Lock()
-	delete(st.sessions, sessionID)
+	if st.sessions[s.id] == s {
+		delete(st.sessions, s.id)
+	}
 	st.mu.Unlock()
+	if s.lease == nil {
+		return nil
+	}
+	return s.lease.Release()
 }
 
 // SetBackend installs the persistence backend for as long as ctx's fiber
@@ -113,14 +203,23 @@ func (st *Store) SetBackend(ctx *dshctx.Context, b Backend) error {
 	return err
 }
 
-// Load reads a persisted log through the backend.
+// Load reads a persisted log through the backend, without taking its lease:
+// for looking, not for resuming.
 func (st *Store) Load(ctx stdctx.Context, sessionID string) ([]Event, error) {
-	st.mu.Lock()
-	b := st.backend
-	st.mu.Unlock()
+	b := st.getBackend()
 	if b == nil {
-		return nil, errs.New(NoPersistence, fmt.Sprintf(
-			"cannot resume session %q: no session persistence backend is loaded; add a persistence plugin to the config", sessionID))
+		return nil, st.noBackend(sessionID)
 	}
 	return b.Load(ctx, sessionID)
+}
+
+func (st *Store) getBackend() Backend {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.backend
+}
+
+func (st *Store) noBackend(sessionID string) error {
+	return errs.New(NoPersistence, fmt.Sprintf(
+		"cannot resume session %q: no session persistence backend is loaded; add a persistence plugin to the config", sessionID))
 }

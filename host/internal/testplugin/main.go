@@ -158,7 +158,7 @@ func main() {
 // bridged lists every event the host lets plugin binaries hear.
 var bridged = struct{ waterfalls, emits []string }{
 	waterfalls: []string{"agent-controller/admission", "tools/execute", "agent/request", "agent/step-result", "agent/turn-continuation"},
-	emits:      []string{"agent/inbox/inserted", "agent/status", "session/event"},
+	emits:      []string{"agent/inbox/inserted", "agent/status", "agent/stream-chunk", "session/event"},
 }
 
 // record listens to every bridged event, passes each waterfall on

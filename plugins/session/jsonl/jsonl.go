@@ -11,12 +11,10 @@ package jsonl
 
 import (
 	"bufio"
-	"bytes"
 	stdctx "context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -71,18 +69,19 @@ var Plugin = dshctx.Define("session.jsonl", func(ctx *dshctx.Context, config any
 	if err != nil {
 		return err
 	}
-	w := &files{dir: cfg.Dir, log: ctx.Logger(), pending: map[string][]session.Event{}}
+	w := &files{dir: cfg.Dir, log: ctx.Logger(), sink: appendSync,
+		held: map[string]*writer{}, adopted: map[*session.Session]*writer{}}
 	if err := store.SetBackend(ctx, w); err != nil {
 		return err
 	}
 	if _, err := session.EventAppended.On(ctx, func(_ stdctx.Context, a session.Appended) error {
-		w.add(a.Session.ID(), a.Event)
+		w.writerFor(a.Session).add(a.Event)
 		return nil
 	}); err != nil {
 		return err
 	}
 	if _, err := session.EventFlush.On(ctx, func(c stdctx.Context, f session.Flush, next waterfall.Next[session.Flush, struct{}]) (struct{}, error) {
-		if err := w.write(f.Session.ID(), f.Seq); err != nil {
+		if err := w.writerFor(f.Session).write(f.Seq); err != nil {
 			return struct{}{}, err
 		}
 		return next.Call(c, f)
@@ -90,24 +89,27 @@ var Plugin = dshctx.Define("session.jsonl", func(ctx *dshctx.Context, config any
 		return err
 	}
 	// What a disposal interrupts before its checkpoint still reaches the
-	// disk.
-	_, err = ctx.OnDispose("write pending session events", w.writeAll)
+	// disk; then every lock this plugin holds is let go.
+	_, err = ctx.OnDispose("write pending session events", w.close)
 	return err
 }, session.Key)
 
-// files is the plugin's state: events waiting for their checkpoint, by
-// session.
+// files is the plugin's state: the writers of the sessions it holds.
 type files struct {
 	dir string
 	log hclog.Logger
+	// sink appends data to a file durably.
+	sink func(path string, data []byte) error
 
-	mu      sync.Mutex // guards pending; never held during file I/O
-	pending map[string][]session.Event
-	// writing serializes the appends to one file; sessions share these
-	// few locks by hash, so other sessions' events keep flowing while one
-	// file syncs.
-	writing [16]sync.Mutex
+	mu   sync.Mutex
+	held map[string]*writer // by session id: the sessions this plugin holds
+	// adopted are the writers of sessions opened without this plugin's
+	// lease (the plugin came later, as in a preset); they lock on first
+	// use.
+	adopted map[*session.Session]*writer
 }
+
+var _ session.Locker = (*files)(nil)
 
 func (w *files) path(sessionID string) (string, error) {
 	if !session.ValidID(sessionID) {
@@ -117,88 +119,103 @@ func (w *files) path(sessionID string) (string, error) {
 	return filepath.Join(w.dir, sessionID+".jsonl"), nil
 }
 
-func (w *files) add(sessionID string, e session.Event) {
-	w.mu.Lock()
-	w.pending[sessionID] = append(w.pending[sessionID], e)
-	w.mu.Unlock()
+// Lock takes session id for this process: the flock on <id>.lock, which
+// names this process and host for whoever is refused.
+func (w *files) Lock(_ stdctx.Context, sessionID string) (session.Lease, error) {
+	wr, err := w.lock(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return wr, nil
 }
 
-// write appends the session's pending events up to seq to its file and
-// syncs it. Events stay pending until they are on disk, so a failed write
-// is retried at the next checkpoint.
-func (w *files) write(sessionID string, seq int64) error {
-	h := fnv.New32a()
-	h.Write([]byte(sessionID))
-	lock := &w.writing[h.Sum32()%uint32(len(w.writing))]
-	lock.Lock()
-	defer lock.Unlock()
-
-	// With the file's lock held only appends change the pending list, so
-	// its first n events stay put while they are written.
-	w.mu.Lock()
-	events := w.pending[sessionID]
-	n := 0
-	for n < len(events) && events[n].Seq <= seq {
-		n++
-	}
-	batch := events[:n:n]
-	w.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
+func (w *files) lock(sessionID string) (*writer, error) {
 	path, err := w.path(sessionID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf) // one event per line
-	for _, e := range batch {
-		if err := enc.Encode(e); err != nil {
-			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: event %d of session %q cannot be written as JSON", e.Seq, sessionID))
+	f, err := flock(filepath.Join(w.dir, sessionID+".lock"), sessionID)
+	if err != nil {
+		return nil, err
+	}
+	wr := &writer{files: w, id: sessionID, path: path, lock: f}
+	w.mu.Lock()
+	w.held[sessionID] = wr
+	w.mu.Unlock()
+	return wr, nil
+}
+
+// writerFor returns the writer that owns s.
+func (w *files) writerFor(s *session.Session) *writer {
+	if wr, ok := s.Lease().(*writer); ok && wr.files == w {
+		return wr
+	}
+	w.mu.Lock()
+	wr, ok := w.adopted[s]
+	w.mu.Unlock()
+	if ok {
+		return wr
+	}
+	wr, err := w.lock(s.ID())
+	if err != nil {
+		w.log.Error("cannot write this session", "session", s.ID(), "error", err)
+		wr = &writer{files: w, id: s.ID(), broken: err}
+	}
+	w.mu.Lock()
+	if again, ok := w.adopted[s]; ok { // another event adopted it first
+		w.mu.Unlock()
+		wr.Release()
+		return again
+	}
+	w.adopted[s] = wr
+	w.mu.Unlock()
+	return wr
+}
+
+// forget drops a released writer.
+func (w *files) forget(wr *writer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held[wr.id] == wr {
+		delete(w.held, wr.id)
+	}
+	for s, x := range w.adopted {
+		if x == wr {
+			delete(w.adopted, s)
 		}
 	}
-	if err := appendSync(path, buf.Bytes()); err != nil {
-		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: cannot write %s", path))
-	}
-	w.mu.Lock()
-	if rest := w.pending[sessionID][n:]; len(rest) > 0 {
-		w.pending[sessionID] = append([]session.Event(nil), rest...)
-	} else {
-		delete(w.pending, sessionID)
-	}
-	w.mu.Unlock()
-	return nil
 }
 
-func appendSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+func (w *files) holds(sessionID string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.held[sessionID]
+	return ok
 }
 
-// writeAll writes every pending event; it runs when the plugin goes away.
-func (w *files) writeAll() error {
+// close writes every pending event and releases every writer; it runs when
+// the plugin goes away.
+func (w *files) close() error {
 	w.mu.Lock()
-	ids := make([]string, 0, len(w.pending))
-	for id := range w.pending {
-		ids = append(ids, id)
+	all := map[*writer]bool{}
+	for _, wr := range w.held {
+		all[wr] = true
+	}
+	for _, wr := range w.adopted {
+		all[wr] = true
 	}
 	w.mu.Unlock()
 	var failed []error
-	for _, id := range ids {
-		if err := w.write(id, 1<<62); err != nil {
-			failed = append(failed, err)
+	for wr := range all {
+		wr.mu.Lock()
+		broken := wr.broken != nil || wr.released
+		wr.mu.Unlock()
+		if !broken {
+			if err := wr.write(1 << 62); err != nil {
+				failed = append(failed, err)
+			}
 		}
+		wr.Release()
 	}
 	return errors.Join(failed...)
 }
@@ -207,8 +224,10 @@ func (w *files) writeAll() error {
 // killed in the middle of a write — is dropped with a warning and cut from
 // the file, so the events appended next start on a line of their own: the
 // events before it are whole, and the turn it belonged to never completed.
-// Any other line that is not an event is an error naming the file and
-// line.
+// The file is cut only by the process that holds the session; a reader
+// that does not just skips the line, which its writer may be finishing.
+// Any other line that is not an event, or an event of a type this version
+// does not know, is an error naming the file and line.
 func (w *files) Load(_ stdctx.Context, sessionID string) ([]session.Event, error) {
 	path, err := w.path(sessionID)
 	if err != nil {
@@ -234,6 +253,9 @@ func (w *files) Load(_ stdctx.Context, sessionID string) ([]session.Event, error
 			return nil, errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read %s", path))
 		}
 		if err != nil { // the file ends without a newline
+			if !w.holds(sessionID) {
+				return events, nil
+			}
 			w.log.Warn("dropped a session event cut short by an interrupted write", "file", path, "line", line)
 			if terr := os.Truncate(path, whole); terr != nil {
 				return nil, errs.Wrap(session.BadLog, terr, fmt.Sprintf("session.jsonl: %s:%d is cut short and cannot be cut from the file", path, line))
@@ -247,6 +269,10 @@ func (w *files) Load(_ stdctx.Context, sessionID string) ([]session.Event, error
 		}
 		if jerr != nil {
 			return nil, errs.New(session.BadLog, fmt.Sprintf("%s:%d: not a session event: %v; fix or remove the line", path, line, jerr))
+		}
+		if !e.Type.Known() {
+			return nil, errs.New(session.BadLog, fmt.Sprintf(
+				"%s:%d: unknown event type %q; it was written by another version of dsh or edited by hand, and skipping it could drop a message", path, line, e.Type))
 		}
 		if want := int64(len(events)) + 1; e.Seq != want {
 			return nil, errs.New(session.BadLog, fmt.Sprintf(

@@ -1,0 +1,140 @@
+package jsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// writer owns one session's file for this process: it holds the session's
+// lock and the events waiting for their checkpoint. It is the session's
+// lease, so writes are keyed by the writer that owns the session, never by
+// its id: a released writer writes nothing, and the events of an agent that
+// is still stopping can never land in the file of the one that follows.
+type writer struct {
+	files *files
+	id    string
+	path  string
+
+	// io serializes the writes to the file; never held with mu.
+	io sync.Mutex
+
+	mu       sync.Mutex
+	lock     *os.File // nil once released
+	pending  []session.Event
+	released bool
+	// broken is why this writer could not take the lock; its writes fail
+	// with it.
+	broken error
+}
+
+var _ session.Lease = (*writer)(nil)
+
+func (wr *writer) add(e session.Event) {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	if wr.released {
+		wr.files.log.Error("dropped a session event appended after the session was closed",
+			"session", wr.id, "seq", e.Seq, "type", e.Type)
+		return
+	}
+	wr.pending = append(wr.pending, e)
+}
+
+// write appends the pending events up to seq to the file and syncs it.
+// Events stay pending until they are on disk, so a failed write is retried
+// at the next checkpoint.
+func (wr *writer) write(seq int64) error {
+	wr.io.Lock()
+	defer wr.io.Unlock()
+	// With io held only appends change pending, so its first n events stay
+	// put while they are written.
+	wr.mu.Lock()
+	if err := wr.unusable(); err != nil {
+		wr.mu.Unlock()
+		return err
+	}
+	n := 0
+	for n < len(wr.pending) && wr.pending[n].Seq <= seq {
+		n++
+	}
+	batch := wr.pending[:n:n]
+	wr.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // one event per line
+	for _, e := range batch {
+		if err := enc.Encode(e); err != nil {
+			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: event %d of session %q cannot be written as JSON", e.Seq, wr.id))
+		}
+	}
+	if err := wr.files.sink(wr.path, buf.Bytes()); err != nil {
+		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
+			"session.jsonl: cannot write %s; %d events of session %q are kept in memory and written at the next checkpoint", wr.path, n, wr.id))
+	}
+	wr.mu.Lock()
+	if !wr.released {
+		wr.pending = append([]session.Event(nil), wr.pending[n:]...)
+	}
+	wr.mu.Unlock()
+	return nil
+}
+
+// unusable says why the writer may not write; the caller holds mu.
+func (wr *writer) unusable() error {
+	switch {
+	case wr.broken != nil:
+		return wr.broken
+	case wr.released:
+		return errs.New(session.SessionLocked, fmt.Sprintf(
+			"session.jsonl: the writer of session %q was released; what it still had is not written, so it cannot mix with the next owner's log", wr.id)).WithReason(session.ReasonFenced)
+	}
+	return nil
+}
+
+// Release lets the session go: the lock is dropped and nothing more is
+// written through this writer.
+func (wr *writer) Release() error {
+	wr.io.Lock() // a write in flight finishes while the lock is still held
+	defer wr.io.Unlock()
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	if wr.released {
+		return nil
+	}
+	wr.released = true
+	if n := len(wr.pending); n > 0 && wr.broken == nil {
+		wr.files.log.Error("session closed with events that were never written", "session", wr.id, "events", n)
+	}
+	wr.pending = nil
+	wr.files.forget(wr)
+	if wr.lock == nil {
+		return nil
+	}
+	err := wr.lock.Close() // closing the file drops the flock
+	wr.lock = nil
+	return err
+}
+
+func appendSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,55 @@
+package agentloop_test
+
+import (
+	stdctx "context"
+	"testing"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/agentloop"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+// TestAStuckAgentDoesNotHangTheLoopsDisposal: after a dispose timed out,
+// disposing the loop does not wait for the stuck turn again; the agent's
+// session and id are let go when that turn stops, with disposed emitted
+// once.
+func TestAStuckAgentDoesNotHangTheLoopsDisposal(t *testing.T) {
+	e := newEnv(t, []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "stuck"}}}, {Text: "done"}}, agentloop.Config{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	e.tool("stuck", func(stdctx.Context, tools.Call) (tools.Result, error) {
+		close(entered)
+		<-release
+		return tools.Result{Content: "late"}, nil
+	})
+	disposed := 0
+	agents.EventDisposed.On(e.root, func(stdctx.Context, agents.Agent) error { disposed++; return nil })
+	h, err := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: "a", SessionID: "s1", Options: agents.Options{Provider: "scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Agent.Followup(user("go"))
+	<-entered
+	gone, cancel := stdctx.WithCancel(stdctx.Background())
+	cancel()
+	if err := h.Dispose(gone); !errs.HasCode(err, agents.DisposeTimeout) {
+		t.Fatalf("dispose past its deadline: %v", err)
+	}
+	store, _ := session.Key.Get(e.root)
+	if _, err := store.Create(e.root, "b", "s1"); !errs.Has(err, session.SessionLocked, session.ReasonClosing) {
+		t.Fatalf("the session of a stopping agent: %v", err)
+	}
+	e.loop.Dispose() // returns although the tool is still stuck
+	if disposed != 0 {
+		t.Fatal("agent/disposed before the agent's turn stopped")
+	}
+	close(release)
+	if err := h.Dispose(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, held := store.Get("s1"); held {
+		t.Fatal("the session is still held after the turn stopped")
+	}
+}

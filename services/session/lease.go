@@ -1,0 +1,41 @@
+package session
+
+import (
+	stdctx "context"
+
+	"github.com/dsh-go/dsh/errs"
+)
+
+// Codes of session ownership.
+const (
+	// SessionLocked: another writer owns the session — another process
+	// (reason session/other-process), or an agent of this process whose
+	// driver has not stopped yet (reason session/closing) — or a writer
+	// that no longer owns it tried to write (reason session/fenced).
+	SessionLocked errs.Code = "SESSION_LOCKED"
+)
+
+// Reasons that go with SessionLocked.
+const (
+	ReasonOtherProcess = "session/other-process"
+	ReasonClosing      = "session/closing"
+	ReasonFenced       = "session/fenced"
+)
+
+// Lease is a writer's exclusive hold on one session. While it is held no
+// other writer, in this process or another, can open the session; writes
+// made for the session go through the lease that owns it, so a writer that
+// lost its lease can never write into the next owner's log.
+type Lease interface {
+	// Release lets the session go. Later writes through the lease are
+	// refused with SessionLocked, reason session/fenced.
+	Release() error
+}
+
+// Locker is implemented by backends that make a session's writer
+// exclusive. The store takes the lease before anything of the session is
+// read for a resume or written, and releases it when the session closes.
+type Locker interface {
+	// Lock takes the session or fails with SessionLocked naming the holder.
+	Lock(ctx stdctx.Context, sessionID string) (Lease, error)
+}
