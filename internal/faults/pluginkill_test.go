@@ -122,9 +122,10 @@ func TestPluginKilledUnderLoad(t *testing.T) {
 				o.tries++
 				if err != nil {
 					refused[id] = append(refused[id], text)
-					o.refuse(fmt.Sprintf("%s %s", errs.CodeOf(err), errs.ReasonOf(err)))
-					if !strings.Contains(err.Error(), `"guard"`) {
-						t.Errorf("a refusal that does not name the plugin: %v", err)
+					cause := pluginCause(err)
+					o.refuse(fmt.Sprintf("%s %s (%s)", errs.CodeOf(err), errs.ReasonOf(err), cause))
+					if !strings.Contains(err.Error(), `"guard"`) || cause == "" {
+						t.Errorf("a refusal that does not name the plugin and a PLUGIN_ cause: %v", err)
 					}
 				} else {
 					admitted[id] = append(admitted[id], text)
@@ -218,4 +219,15 @@ func processesOf(bin string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// pluginCause is the plugin error code in err's chain: why the plugin
+// could not decide.
+func pluginCause(err error) errs.Code {
+	for _, c := range []errs.Code{host.PluginCrashed, host.PluginTimeout, host.PluginProtocol, host.PluginStartFailed, errs.PluginFailed} {
+		if errs.HasCode(err, c) {
+			return c
+		}
+	}
+	return ""
 }
