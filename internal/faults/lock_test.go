@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +21,10 @@ func TestTwoProcessesOnOneSession(t *testing.T) {
 	defer record(o)
 	slow := writeFile(t, work, "stream.yaml", fmt.Sprintf(streamYAML, longAnswer()))
 	fast := writeFile(t, work, "echo.yaml", echoYAML)
+	hostname, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 3 * scale() {
 		o.tries++
 		first, second := fmt.Sprintf("first-%d", i), fmt.Sprintf("second-%d", i)
@@ -35,8 +40,8 @@ func TestTwoProcessesOnOneSession(t *testing.T) {
 			t.Fatalf("the holder ended before the second process was decided; the test needs a longer answer")
 		default:
 		}
-		if code == 0 || !strings.Contains(stderr, "SESSION_LOCKED") || !strings.Contains(stderr, pid) {
-			t.Fatalf("the second process: exit %d, want a refusal naming SESSION_LOCKED and the holder's pid %s\nstderr: %s", code, pid, stderr)
+		if code == 0 || !strings.Contains(stderr, "SESSION_LOCKED") || !strings.Contains(stderr, `"s1"`) || !strings.Contains(stderr, pid) || !strings.Contains(stderr, hostname) {
+			t.Fatalf("the second process: exit %d, want a refusal with SESSION_LOCKED naming the session (s1) and the holder (pid %s on %s)\nstderr: %s", code, pid, hostname, stderr)
 		}
 		o.refuse("SESSION_LOCKED")
 
