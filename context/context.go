@@ -9,6 +9,19 @@
 // active provider. Scopes (Context.Scoped) carry a tag, usually an agent id,
 // that event listeners use to hear only their agent.
 //
+// Scopes own services (cordis isolate): a service is registered in the scope
+// of the fiber that provides it — the nearest Scoped context, or the root —
+// and a lookup walks from the reader's scope out to the root, so the nearest
+// provider wins. A preset mounted in an agent's scope therefore provides
+// what that agent's plugins see, the root and other agents keep theirs, and
+// the same preset works for any number of agents; two providers of one key
+// conflict only within one scope. A plugin that injects a key is applied
+// against what the key resolves to from its scope, unloaded when that
+// provider goes (and applied again against one further out, if any), and
+// applied again when a closer provider arrives. Code that reads through a
+// scope's own context, such as an agent's, is outside any plugin and may
+// read every service; Key.Own keeps one instance of a service per scope.
+//
 // *Context also satisfies the standard library's context.Context: Done closes
 // when the fiber's activation ends, so goroutines a plugin starts stop with it.
 //
@@ -59,7 +72,7 @@ func New(opts ...Option) *Context {
 	if t.logger == nil {
 		t.logger = hclog.New(&hclog.LoggerOptions{Name: "dsh", Output: os.Stderr, Level: hclog.Info})
 	}
-	f := &Fiber{tree: t, name: "root", state: StateActive}
+	f := &Fiber{tree: t, name: "root", state: StateActive, isScope: true}
 	l := newLife(f)
 	f.life = l
 	t.root = f
@@ -74,6 +87,20 @@ func (c *Context) Tag() string { return c.life.fiber.tag }
 
 // Logger returns the fiber's logger.
 func (c *Context) Logger() hclog.Logger { return c.life.fiber.Logger() }
+
+// Scope returns the context of the scope c is in: the nearest Scoped context
+// at or above c, or the root. A service that keeps something per scope
+// provides it through this context, so it lives exactly as long as the
+// scope. It returns nil once that scope is disposed.
+func (c *Context) Scope() *Context {
+	sc := c.life.fiber.home()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.life == nil {
+		return nil
+	}
+	return sc.life.ctx
+}
 
 // Root returns the root context of the tree.
 func (c *Context) Root() *Context {
@@ -122,7 +149,6 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 	}
 	f := &Fiber{
 		tree:      c.life.fiber.tree,
-		parent:    c.life.fiber,
 		parentCtx: c,
 		name:      pluginName(p),
 		tag:       c.life.fiber.tag,
@@ -148,7 +174,9 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 
 // Scoped returns a child scope carrying tag. Listeners registered through it,
 // and through plugins applied in it, hear only events dispatched with that
-// tag. Disposing the scope removes everything registered through it.
+// tag. Services provided in it are what the plugins in it see, shadowing the
+// ones around it; the scope's own context reads as code outside any plugin.
+// Disposing the scope removes everything registered through it.
 func (c *Context) Scoped(tag string) (*Context, error) {
 	if tag == "" {
 		return nil, errs.New(errs.InvalidArgument, "Scoped: the tag is empty; pass the id the scope belongs to, such as an agent id")
@@ -156,11 +184,11 @@ func (c *Context) Scoped(tag string) (*Context, error) {
 	parent := c.life.fiber
 	f := &Fiber{
 		tree:      parent.tree,
-		parent:    parent,
 		parentCtx: c,
 		name:      "scope:" + tag,
 		tag:       tag,
 		state:     StateActive,
+		isScope:   true,
 	}
 	l := newLife(f)
 	f.life = l

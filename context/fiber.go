@@ -39,14 +39,21 @@ func (s State) String() string {
 // for the root. It owns everything registered through its contexts and undoes
 // it in reverse order when it is disposed.
 type Fiber struct {
-	tree      *tree
-	parent    *Fiber
+	tree *tree
+	// parentCtx is the context the fiber was created through; its fiber is
+	// the parent. Nil for the root.
 	parentCtx *Context
 	name      string
 	tag       string
 	plugin    Plugin
 	config    any
 	inject    []string
+
+	// table is, for a scope, its services and dependents and, for a plugin
+	// that injects services, the slots it was applied with. Made on first
+	// use, so an idle agent's scope and most plugins cost one nil pointer;
+	// guarded by tree.mu.
+	table *scopeState
 
 	// tmu serializes transitions: a load and an unload never overlap, and a
 	// dispose waits for an in-flight Apply.
@@ -64,6 +71,8 @@ type Fiber struct {
 	// wasActive is set once an Apply succeeded: a later failure (a re-apply
 	// after an injected service changed) has nobody awaiting it.
 	wasActive bool
+	// isScope is set on the root and on Scoped fibers: they hold services.
+	isScope bool
 
 	logger atomic.Pointer[hclog.Logger]
 }
@@ -138,6 +147,7 @@ func (f *Fiber) Dispose() {
 		l.end(nil)
 	}
 	f.tree.forget(f)
+	f.tree.unlink(f)
 	f.mu.Lock()
 	f.life = nil
 	link := f.link
@@ -167,7 +177,12 @@ func (f *Fiber) Children() []*Fiber {
 }
 
 // Parent returns the fiber this one was created under; nil for the root.
-func (f *Fiber) Parent() *Fiber { return f.parent }
+func (f *Fiber) Parent() *Fiber {
+	if f.parentCtx == nil {
+		return nil
+	}
+	return f.parentCtx.life.fiber
+}
 
 // Logger returns the fiber's logger, named after it.
 func (f *Fiber) Logger() hclog.Logger {
@@ -175,7 +190,7 @@ func (f *Fiber) Logger() hclog.Logger {
 		return *l
 	}
 	l := f.tree.logger
-	if f.parent != nil {
+	if f.parentCtx != nil {
 		l = l.Named(f.name)
 	}
 	f.logger.Store(&l)
@@ -222,7 +237,7 @@ func (f *Fiber) load() {
 }
 
 func (f *Fiber) loadLocked() {
-	if f.State() != StatePending || !f.tree.ready(f) {
+	if f.State() != StatePending || !f.parentActive() || !f.tree.bind(f) {
 		return
 	}
 	l := newLife(f)
@@ -233,6 +248,7 @@ func (f *Fiber) loadLocked() {
 
 	if err := f.apply(l.ctx); err != nil {
 		l.end(nil)
+		f.tree.unbind(f)
 		f.mu.Lock()
 		f.life = nil
 		f.mu.Unlock()
@@ -289,10 +305,24 @@ func (f *Fiber) unload(why *errs.Error) {
 	}
 	f.setState(StateUnloading, nil)
 	l.end(why)
+	f.tree.unbind(f)
 	f.mu.Lock()
 	f.life = nil
 	f.mu.Unlock()
 	f.setState(StatePending, nil)
+}
+
+// parentActive reports whether the activation f was created through is still
+// active. A fiber whose parent is winding down stays pending: a service
+// withdrawn during that teardown must not re-apply a fiber about to go.
+func (f *Fiber) parentActive() bool {
+	if f.parentCtx == nil {
+		return true
+	}
+	pl := f.parentCtx.life
+	pl.fiber.mu.Lock()
+	defer pl.fiber.mu.Unlock()
+	return pl.phase == phaseActive
 }
 
 // life is one activation of a fiber: the effects registered through it and

@@ -32,16 +32,27 @@ const (
 )
 
 type slot struct {
+	name     string
 	value    any
 	provider *Fiber
+	scope    *Fiber // the scope the service is registered in
 	life     *life
 	state    slotState
+	// quiet marks a per-scope instance made by Own: it falls back to the
+	// one around it, so dependents applied with that one need not be
+	// applied again — and one may be made from inside such a dependent.
+	quiet bool
 }
 
-// Provide mounts v as the service k, owned by c's fiber: it is withdrawn when
-// that fiber is disposed or unloaded. A provider that is still loading makes
-// the service visible once its Apply succeeded.
-func (k Key[T]) Provide(c *Context, v T) error {
+// Provide mounts v as the service k in the scope of c — the nearest scope
+// (Context.Scoped) around c, or the root — owned by c's fiber: it is
+// withdrawn when that fiber is disposed or unloaded. Readers in that scope
+// and the scopes nested in it see v; a provider in a nested scope shadows it
+// there. A provider that is still loading makes the service visible once
+// its Apply succeeded.
+func (k Key[T]) Provide(c *Context, v T) error { return k.provide(c, v, false) }
+
+func (k Key[T]) provide(c *Context, v T, quiet bool) error {
 	if k.name == "" {
 		return errs.New(errs.InvalidArgument, "Provide: the key has no name; build keys with NewKey")
 	}
@@ -50,66 +61,81 @@ func (k Key[T]) Provide(c *Context, v T) error {
 	}
 	f := c.life.fiber
 	t := f.tree
-	s := &slot{value: v, provider: f, life: c.life}
+	s := &slot{name: k.name, value: v, provider: f, scope: f.home(), life: c.life, quiet: quiet}
 	if f.State() == StateActive {
 		s.state = slotActive
 	}
 	t.mu.Lock()
-	if old := t.services[k.name]; old != nil {
+	tab := s.scope.tab()
+	if old := tab.services[k.name]; old != nil {
 		t.mu.Unlock()
 		return errs.New(errs.ServiceConflict, fmt.Sprintf(
-			"service %q is already provided by fiber %q; fiber %q cannot provide it too: dispose the first provider or use another key",
-			k.name, old.provider.name, f.name))
+			"service %q is already provided in %s by fiber %q; fiber %q cannot provide it there too: dispose the first provider, provide it in another scope, or use another key",
+			k.name, s.scope.scopeName(), old.provider.name, f.name))
 	}
-	t.services[k.name] = s
+	if tab.services == nil {
+		tab.services = map[string]*slot{}
+	}
+	tab.services[k.name] = s
 	t.mu.Unlock()
 
 	_, err := c.OnDispose("service "+k.name, func() error {
-		t.withdraw(k.name, s)
+		t.withdraw(s)
 		return nil
 	})
 	if err != nil {
 		t.mu.Lock()
-		delete(t.services, k.name)
+		if tab.services[k.name] == s {
+			delete(tab.services, k.name)
+		}
 		t.mu.Unlock()
 		return err
 	}
 	if s.state == slotActive {
-		t.wake(k.name)
+		t.wake(s)
 	}
 	return nil
 }
 
-// withdraw unloads the dependents of a service while it is still readable,
-// then removes it.
-func (t *tree) withdraw(name string, s *slot) {
+// withdraw unloads the dependents that were applied with s while it is
+// still readable, then removes it; dependents that now resolve to a provider
+// further out are applied again against that one.
+func (t *tree) withdraw(s *slot) {
 	t.mu.Lock()
-	if t.services[name] != s {
+	tab := s.scope.tab()
+	if tab.services[s.name] != s {
 		t.mu.Unlock()
 		return
 	}
 	s.state = slotWithdrawing
-	deps := append([]*Fiber(nil), t.dependents[name]...)
+	var deps []*Fiber
+	for _, d := range dependentsOf(s.scope, s.name, nil) {
+		if d != s.provider && d.boundTo(s) {
+			deps = append(deps, d)
+		}
+	}
 	t.mu.Unlock()
 
-	why := errs.New(errs.ContextInactive, fmt.Sprintf("service %q was withdrawn by fiber %q", name, s.provider.name))
-	for _, d := range deps {
-		if d != s.provider {
+	if len(deps) > 0 {
+		why := errs.New(errs.ContextInactive, fmt.Sprintf("service %q was withdrawn by fiber %q", s.name, s.provider.name))
+		for _, d := range deps {
 			d.unload(why)
 		}
 	}
 
 	t.mu.Lock()
-	if t.services[name] == s {
-		delete(t.services, name)
+	if tab.services[s.name] == s {
+		delete(tab.services, s.name)
 	}
 	t.mu.Unlock()
+	t.wake(s)
 }
 
-// Get returns the service k as seen from c. It fails when c is no longer
+// Get returns the service k as seen from c: the provider in c's scope, or
+// the nearest one in the scopes around it. It fails when c is no longer
 // active, when the plugin that owns c did not inject k, and when k has no
-// active provider. Code outside any plugin (the root and its scopes) may read
-// every service.
+// active provider. Code outside any plugin — the root, and a scope's own
+// context such as an agent's — may read every service.
 func (k Key[T]) Get(c *Context) (T, error) {
 	var zero T
 	if c == nil {
@@ -124,25 +150,48 @@ func (k Key[T]) Get(c *Context) (T, error) {
 	}
 	t := f.tree
 	t.mu.RLock()
-	s := t.services[k.name]
+	s := resolve(f.home(), k.name, nil)
 	t.mu.RUnlock()
 	if owner := pluginFiber(f); owner != nil && !owner.injects(k.name) && (s == nil || pluginFiber(s.provider) != owner) {
-		return zero, errs.New(errs.ServiceNotInjected, fmt.Sprintf(
-			"plugin %q reads service %q but does not inject it: list the key in the plugin's Inject method", owner.name, k.name))
+		return zero, notInjected(owner, k.name)
 	}
 	if s == nil || s.state == slotStaged {
 		return zero, errs.New(errs.ServiceUnavailable, fmt.Sprintf(
-			"service %q has no active provider: apply the plugin that provides it first", k.name))
+			"service %q has no active provider in %s or the scopes around it: apply the plugin that provides it first, at the root or in this scope",
+			k.name, f.home().scopeName()))
 	}
 	return s.value.(T), nil
 }
 
+// notInjected tells the plugin's author exactly where the key goes.
+func notInjected(owner *Fiber, key string) error {
+	how := fmt.Sprintf("return the key of %q from the plugin's Inject method", key)
+	if _, ok := owner.plugin.(*defined); ok {
+		how = fmt.Sprintf("pass the key of %q to Define's inject arguments: Define(%q, apply, <its Key>)", key, owner.name)
+	}
+	return errs.New(errs.ServiceNotInjected, fmt.Sprintf(
+		"plugin %q reads service %q but does not inject it: %s", owner.name, key, how)).WithReason("context/not-injected")
+}
+
+// scopeName is how errors name a scope.
+func (f *Fiber) scopeName() string {
+	if f.parentCtx == nil {
+		return "the root scope"
+	}
+	return fmt.Sprintf("scope %q", f.tag)
+}
+
 // pluginFiber returns the nearest fiber at or above f that runs a plugin, or
-// nil when f sits in the root's own scopes.
+// nil when a scope or the root comes first. A scope is a place, not a
+// plugin: code reading through an agent's context did not write the plugin
+// that made the scope, so it is not held to that plugin's inject list.
 func pluginFiber(f *Fiber) *Fiber {
-	for ; f != nil; f = f.parent {
+	for ; f != nil; f = f.Parent() {
 		if f.plugin != nil {
 			return f
+		}
+		if f.isScope {
+			return nil
 		}
 	}
 	return nil

@@ -1,21 +1,23 @@
 package context
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/hashicorp/go-hclog"
 )
 
-// tree is the state shared by every context of one root: the service table,
-// who waits for which service, the fiber watchers and tree-local slots.
+// tree is the state shared by every context of one root: the lock over the
+// scopes' service tables, the fiber watchers and tree-local slots.
 type tree struct {
 	logger hclog.Logger
 	root   *Fiber
 
-	mu         sync.RWMutex
-	services   map[string]*slot
-	dependents map[string][]*Fiber
+	// mu guards every scope's table and every fiber's bound slots.
+	mu sync.RWMutex
 
 	watchers atomic.Pointer[[]*watcher]
 
@@ -23,85 +25,82 @@ type tree struct {
 	locals   atomic.Pointer[[]any]
 }
 
-func newTree() *tree {
-	return &tree{services: map[string]*slot{}, dependents: map[string][]*Fiber{}}
-}
+func newTree() *tree { return &tree{} }
 
-// track records f as a dependent of every key it injects.
+// track records f as a dependent in its scope.
 func (t *tree) track(f *Fiber) {
 	if len(f.inject) == 0 {
 		return
 	}
 	t.mu.Lock()
-	for _, k := range f.inject {
-		t.dependents[k] = append(t.dependents[k], f)
-	}
+	home := f.home()
+	tab := home.tab()
+	tab.deps = append(tab.deps, f)
+	t.link(home)
 	t.mu.Unlock()
 }
 
-// forget removes a disposed fiber from the dependents table.
+// forget removes a disposed fiber from its scope's dependents.
 func (t *tree) forget(f *Fiber) {
 	if len(f.inject) == 0 {
 		return
 	}
 	t.mu.Lock()
-	for _, k := range f.inject {
-		deps := t.dependents[k]
-		for i, d := range deps {
-			if d == f {
-				deps = append(deps[:i], deps[i+1:]...)
-				break
-			}
+	sc := f.home().tab()
+	// Fibers mostly go in reverse order of creation: search from the end.
+	for i := len(sc.deps) - 1; i >= 0; i-- {
+		if sc.deps[i] == f {
+			sc.deps = slices.Delete(sc.deps, i, i+1)
+			break
 		}
-		if len(deps) == 0 {
-			delete(t.dependents, k)
-		} else {
-			t.dependents[k] = deps
-		}
+	}
+	if f.table != nil {
+		f.table.bound = nil
 	}
 	t.mu.Unlock()
 }
 
-// ready reports whether every key f injects has an active provider.
-func (t *tree) ready(f *Fiber) bool {
+// wake tells the dependents that resolve through s's scope that s is active
+// or gone: pending ones are applied if they can be now, and active ones
+// that a closer provider now shadows are applied again against it.
+func (t *tree) wake(s *slot) {
 	t.mu.RLock()
-	defer t.mu.RUnlock()
-	for _, k := range f.inject {
-		s := t.services[k]
-		if s == nil || s.state != slotActive {
-			return false
-		}
-	}
-	return true
-}
-
-// wake applies the pending dependents of key.
-func (t *tree) wake(key string) {
-	t.mu.RLock()
-	deps := append([]*Fiber(nil), t.dependents[key]...)
+	deps := dependentsOf(s.scope, s.name, nil)
 	t.mu.RUnlock()
 	for _, d := range deps {
-		// Skipping fibers that are not pending avoids waiting on the tmu of
-		// a fiber that is busy loading — possibly the caller's own ancestor.
-		if d.State() == StatePending {
+		// Skipping fibers that are loading avoids waiting on the tmu of a
+		// fiber that is busy — possibly the caller's own ancestor.
+		switch d.State() {
+		case StatePending:
 			d.load()
+		case StateActive:
+			if !s.quiet && t.shadowed(d, s.name) {
+				d.unload(errs.New(errs.ContextInactive, fmt.Sprintf(
+					"service %q is now provided closer to fiber %q, by fiber %q", s.name, d.name, s.provider.name)))
+				d.load()
+			}
 		}
 	}
 }
 
 // activate publishes the services an activation staged while it was loading.
 func (t *tree) activate(l *life) {
-	var woke []string
+	// A fiber provides into its own scope only, so that is the one table
+	// to look through.
+	home := l.fiber.home()
+	var woke []*slot
 	t.mu.Lock()
-	for name, s := range t.services {
-		if s.life == l && s.state == slotStaged {
-			s.state = slotActive
-			woke = append(woke, name)
+	if home.table != nil {
+		for _, s := range home.table.services {
+			if s.life == l && s.state == slotStaged {
+				s.state = slotActive
+				woke = append(woke, s)
+			}
 		}
 	}
 	t.mu.Unlock()
-	for _, name := range woke {
-		t.wake(name)
+	for _, s := range woke {
+		t.wake(s)
 	}
 }
 

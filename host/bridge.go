@@ -31,14 +31,14 @@ var bridges = map[string]bridge{
 	agentcontroller.EventAdmission.Name(): waterfallBridge(agentcontroller.EventAdmission, codec[agentcontroller.Admission, agentcontroller.Decision]{
 		encode: encodeAdmission, decode: decodeAdmission,
 		scope: func(a agentcontroller.Admission) string { return a.Agent.ID() },
-		refuse: func(msg string) agentcontroller.Decision {
-			return agentcontroller.Reject(ReasonUnavailable, msg, false)
+		refuse: func(reason, msg string) agentcontroller.Decision {
+			return agentcontroller.Reject(reason, msg, false)
 		},
 	}),
 	tools.EventExecute.Name(): waterfallBridge(tools.EventExecute, codec[tools.Execution, tools.Result]{
 		encode: encodeExecution, decode: decodeExecution,
 		scope:  func(x tools.Execution) string { return x.Call.AgentID },
-		refuse: func(msg string) tools.Result { return tools.Result{Content: msg, IsError: true} },
+		refuse: func(_, msg string) tools.Result { return tools.Result{Content: msg, IsError: true} },
 	}),
 	agentloop.EventRequest.Name(): waterfallBridge(agentloop.EventRequest, codec[agentloop.RequestEvent, llm.Request]{
 		encode: func(e agentloop.RequestEvent) any {
@@ -234,8 +234,9 @@ type codec[P, R any] struct {
 	encodeResult func(R) any
 	decodeResult func(p P, data []byte) (R, error)
 	// refuse stands for the plugin while it is down and its entry fails
-	// closed; nil makes the outage an error.
-	refuse func(msg string) R
+	// closed, with the reason (ReasonUnavailable or ReasonGivenUp); nil
+	// makes the outage an error.
+	refuse func(reason, msg string) R
 }
 
 func (c codec[P, R]) resultJSON(r R) ([]byte, error) {
@@ -290,8 +291,9 @@ func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], cd codec[P, R]) bri
 			if errors.Is(err, errSkip) {
 				return next.Call(c, p)
 			}
-			if cd.refuse != nil && errs.Has(err, PluginCrashed, ReasonUnavailable) {
-				return cd.refuse(err.(*errs.Error).Message), nil
+			if e, ok := err.(*errs.Error); ok && cd.refuse != nil && e.Code == PluginCrashed &&
+				(e.Reason == ReasonUnavailable || e.Reason == ReasonGivenUp) {
+				return cd.refuse(e.Reason, e.Message), nil
 			}
 			if err != nil {
 				return zero, err

@@ -8,6 +8,7 @@ package host
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -64,21 +64,30 @@ type Entry struct {
 
 	// For exec entries only:
 
-	// Timeout bounds each call into the plugin (0: no bound).
-	Timeout time.Duration `koanf:"timeout"`
-	// StartTimeout bounds the start and handshake (default 10s).
+	// Timeout bounds each call into the plugin. Unset means
+	// DefaultCallTimeout; 0 means no bound.
+	Timeout *time.Duration `koanf:"timeout"`
+	// StartTimeout bounds the whole start: handshake, Describe and
+	// Configure (default 10s).
 	StartTimeout time.Duration `koanf:"start_timeout"`
 	// OnUnavailable is what the plugin's listeners do while it is down:
 	// "fail" (refuse, the default) or "skip" (pass the event on).
 	OnUnavailable string `koanf:"on_unavailable"`
-	// MaxRestarts bounds restarts after crashes (default 5; -1: never).
+	// MaxRestarts bounds the restarts after crashes within RestartWindow
+	// (default 5; -1: never restart).
 	MaxRestarts int `koanf:"max_restarts"`
+	// RestartWindow is how long a crash counts against MaxRestarts and
+	// the backoff (default 10m).
+	RestartWindow time.Duration `koanf:"restart_window"`
 	// Args are passed to the binary, as in exec: /usr/bin/python3 with
 	// args: [plugin.py].
 	Args []string `koanf:"args"`
-	// Env adds variables to the environment the binary inherits from dsh,
-	// and overrides inherited ones of the same name.
+	// Env is set in the binary's environment, over the minimal one it
+	// gets from dsh (see internal/childproc).
 	Env map[string]string `koanf:"env"`
+	// EnvPassthrough names variables of dsh's environment the binary may
+	// see; no other variable reaches it.
+	EnvPassthrough []string `koanf:"env_passthrough"`
 }
 
 // execOnly reports the exec-only settings an entry sets, by key.
@@ -88,9 +97,10 @@ func (e *Entry) execOnly() []string {
 		key string
 		on  bool
 	}{
-		{"sha256", e.SHA256 != ""}, {"timeout", e.Timeout != 0}, {"start_timeout", e.StartTimeout != 0},
+		{"sha256", e.SHA256 != ""}, {"timeout", e.Timeout != nil}, {"start_timeout", e.StartTimeout != 0},
 		{"on_unavailable", e.OnUnavailable != ""}, {"max_restarts", e.MaxRestarts != 0},
-		{"args", len(e.Args) > 0}, {"env", len(e.Env) > 0},
+		{"restart_window", e.RestartWindow != 0}, {"args", len(e.Args) > 0}, {"env", len(e.Env) > 0},
+		{"env_passthrough", len(e.EnvPassthrough) > 0},
 	} {
 		if set.on {
 			keys = append(keys, set.key)
@@ -197,7 +207,7 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 		return nil, errs.Wrap(ConfigInvalid, err, fmt.Sprintf("%s: not valid YAML", file))
 	}
 	raw := k.Raw()
-	p := &problems{file: file, data: data}
+	p := &problems{file: file, data: data, sources: map[string]string{}}
 
 	for _, kv := range opts.environ() {
 		name, value, _ := strings.Cut(kv, "=")
@@ -205,9 +215,13 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 			continue
 		}
 		segs := strings.Split(strings.ToLower(strings.TrimPrefix(name, "DSH_")), "__")
-		if err := override(raw, segs, value); err != nil {
-			p.addf("", "environment variable %s: %v", name, err)
+		source := "environment variable " + name
+		at, err := override(raw, segs, value, source)
+		if err != nil {
+			p.addf("", "%s: %v", source, err)
+			continue
 		}
+		p.sources[normalPath(at)] = source
 	}
 	for _, set := range opts.Sets {
 		key, value, ok := strings.Cut(set, "=")
@@ -215,13 +229,17 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 			p.addf("", "--set %q: write key.path=value", set)
 			continue
 		}
-		if err := override(raw, strings.Split(key, "."), value); err != nil {
-			p.addf("", "--set %s: %v", key, err)
+		source := "--set " + key
+		at, err := override(raw, strings.Split(key, "."), value, source)
+		if err != nil {
+			p.addf("", "%s: %v", source, err)
+			continue
 		}
+		p.sources[normalPath(at)] = source
 	}
 
 	cfg := &Config{File: file}
-	decodeStrict(raw, cfg, "", p)
+	decodeStrict(raw, cfg, "", p, true)
 	if !p.empty() {
 		return nil, p.err()
 	}
@@ -281,6 +299,7 @@ func (c *Config) check(p *problems) {
 			sessions[a.Session] = i + 1
 		}
 	}
+	c.checkReferences(p)
 	switch strings.ToLower(c.Log.Level) {
 	case "", "trace", "debug", "info", "warn", "error", "off":
 	default:
@@ -296,6 +315,13 @@ func boolInt(b bool) int {
 }
 
 func (c *Config) checkEntries(list []Entry, at string, p *problems) {
+	// What overrides put in a config map reaches plugins as plain values;
+	// typed configs have taken theirs by now.
+	defer func() {
+		for i := range list {
+			resolveUntyped(list[i].Config)
+		}
+	}()
 	seen := map[string]int{}
 	for i := range list {
 		e := &list[i]
@@ -342,13 +368,15 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 			}
 			out := info.Config()
 			before := len(p.list)
-			decodeStrict(e.Config, out, key+".config", p)
+			decodeStrict(e.Config, out, key+".config", p, false)
 			if v, ok := out.(interface{ Validate() error }); ok && len(p.list) == before {
 				if err := v.Validate(); err != nil {
 					p.add(key+".config", messageOf(err))
 				}
 			}
-			c.decoded[e] = out
+			if len(p.list) == before {
+				c.decoded[e] = out
+			}
 		}
 	}
 }
@@ -379,12 +407,20 @@ func checkExec(e *Entry, key string, p *problems) {
 	default:
 		p.add(key+".on_unavailable", fmt.Sprintf("%q is not an option; use fail or skip", e.OnUnavailable))
 	}
-	if e.Timeout < 0 || e.StartTimeout < 0 || e.MaxRestarts < -1 {
+	if (e.Timeout != nil && *e.Timeout < 0) || e.StartTimeout < 0 || e.MaxRestarts < -1 {
 		p.add(key, "timeout and start_timeout cannot be negative; max_restarts is -1 (never restart) or more")
+	}
+	if e.RestartWindow < 0 {
+		p.add(key+".restart_window", "restart_window cannot be negative; it is how long a crash counts against max_restarts (default 10m)")
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.Env)) {
 		if !envName.MatchString(name) {
 			p.add(key+".env", fmt.Sprintf("%q is not an environment variable name; use letters, digits and '_', not starting with a digit", name))
+		}
+	}
+	for i, name := range e.EnvPassthrough {
+		if !envName.MatchString(name) {
+			p.add(fmt.Sprintf("%s.env_passthrough[%d]", key, i), fmt.Sprintf("%q is not an environment variable name; list names only, such as GITHUB_TOKEN", name))
 		}
 	}
 }
@@ -409,62 +445,19 @@ func orNone(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
-// override sets the value at path in raw. Path segments walk mappings by
-// key and lists by index or by the id of an element.
-func override(raw map[string]any, path []string, value string) error {
-	var v any
-	if err := yamlv3.Unmarshal([]byte(value), &v); err != nil {
-		v = value
-	}
-	var cur any = raw
-	for i, seg := range path {
-		last := i == len(path)-1
-		switch node := cur.(type) {
-		case map[string]any:
-			if last {
-				node[seg] = v
-				return nil
-			}
-			next, ok := node[seg]
-			if !ok {
-				next = map[string]any{}
-				node[seg] = next
-			}
-			cur = next
-		case []any:
-			idx := -1
-			if n, err := strconv.Atoi(seg); err == nil && n >= 0 && n < len(node) {
-				idx = n
-			} else {
-				for j, el := range node {
-					if m, ok := el.(map[string]any); ok && fmt.Sprint(m["id"]) == seg {
-						idx = j
-					}
-				}
-			}
-			if idx < 0 {
-				return fmt.Errorf("no list element with index or id %q under %s", seg, strings.Join(path[:i], "."))
-			}
-			if last {
-				node[idx] = v
-				return nil
-			}
-			cur = node[idx]
-		default:
-			return fmt.Errorf("%s is a single value, not a mapping or list", strings.Join(path[:i], "."))
-		}
-	}
-	return nil
-}
-
 // decodeStrict decodes in into out; unknown keys and wrong types become
 // problems at their key path under at.
-func decodeStrict(in any, out any, at string, p *problems) {
+//
+// Override values are decoded by the type of the field they land on; keep
+// leaves those landing in untyped slots for a later, typed decode.
+func decodeStrict(in any, out any, at string, p *problems, keep bool) {
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		Result:      out,
 		TagName:     "koanf",
 		ErrorUnused: true,
-		DecodeHook:  mapstructure.StringToTimeDurationHookFunc(),
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.DecodeHookFuncType(overrideHook(keep)),
+			mapstructure.StringToTimeDurationHookFunc()),
 		// Squash lets plugin configs embed shared option structs.
 		Squash: true,
 	})
@@ -476,6 +469,10 @@ func decodeStrict(in any, out any, at string, p *problems) {
 		for _, d := range decodeErrors(err) {
 			key := joinPath(at, d.name)
 			inner := d.err
+			if oe, ok := errors.AsType[*overrideError](inner); ok {
+				p.addFrom(oe.source, key, oe.msg)
+				continue
+			}
 			var msg string
 			switch e := inner.(type) {
 			case *mapstructure.UnconvertibleTypeError:
@@ -688,9 +685,16 @@ type problems struct {
 	data  []byte
 	lines lineIndex // built on the first problem: a good config never pays for it
 	list  []string
+	// sources maps the key paths that overrides set to the flag or
+	// variable that set them: a problem there is theirs, not the file's.
+	sources map[string]string
 }
 
 func (p *problems) add(path, msg string) {
+	if source := p.sourceOf(path); source != "" {
+		p.addFrom(source, path, msg)
+		return
+	}
 	if p.lines == nil {
 		p.lines = newLineIndex(p.data)
 	}
@@ -703,6 +707,26 @@ func (p *problems) add(path, msg string) {
 		return
 	}
 	p.list = append(p.list, fmt.Sprintf("%s: %s", loc, msg))
+}
+
+// addFrom adds a problem in a value an override set, named by its source.
+func (p *problems) addFrom(source, path, msg string) {
+	p.list = append(p.list, fmt.Sprintf("%s: %s: %s", source, path, msg))
+}
+
+// sourceOf returns the override that set path or one of its ancestors.
+func (p *problems) sourceOf(path string) string {
+	for path = normalPath(path); path != ""; {
+		if s, ok := p.sources[path]; ok {
+			return s
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i <= 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return ""
 }
 
 func (p *problems) addf(path, format string, args ...any) { p.add(path, fmt.Sprintf(format, args...)) }

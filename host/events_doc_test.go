@@ -98,6 +98,7 @@ func recordATurn(t *testing.T) map[string][]map[string]any {
   - use: tools.clock
   - id: recorder
     exec: %s
+    env_passthrough: [TESTPLUGIN_RECORD]
 agents:
   - id: main
     provider: scripted

@@ -23,8 +23,8 @@ func PluginPID(h *Host, id string) int {
 			r := m.exec.remote
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			if r.client != nil {
-				if rc := r.client.ReattachConfig(); rc != nil {
+			if r.proc.client != nil {
+				if rc := r.proc.client.ReattachConfig(); rc != nil {
 					return rc.Pid
 				}
 			}

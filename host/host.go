@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +46,11 @@ type Host struct {
 	plugins []*mounted
 	agents  map[string]*runningAgent
 	order   []string // agent ids in config order
+
+	// reloaded is closed by the next Reload. It has its own lock: Reload
+	// holds mu for as long as agents take to restart.
+	reloadMu sync.Mutex
+	reloaded chan struct{}
 }
 
 type mounted struct {
@@ -76,7 +82,7 @@ func Start(cfg *Config, opts Options) (*Host, error) {
 		})
 	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}}
+	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, reloaded: make(chan struct{})}
 	if err := h.mountCore(); err != nil {
 		root.Dispose()
 		return nil, err
@@ -162,11 +168,6 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *Config, e *Entry, at string) (*mo
 
 // startAgent creates one agent and mounts its presets in its scope.
 func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
-	if !h.hasProvider(ac.Provider) {
-		return errs.New(StartFailed, fmt.Sprintf(
-			"agent %q uses model provider %q, which no plugin registers (registered: %s); add a plugin entry such as use: llm.%s",
-			ac.ID, ac.Provider, orNone(h.models.Names()), ac.Provider))
-	}
 	var presets [][]Entry
 	for _, name := range ac.PresetNames() {
 		presets = append(presets, cfg.Presets[name])
@@ -183,6 +184,13 @@ func (h *Host) startAgent(cfg *Config, ac AgentConfig) error {
 					return err
 				}
 			}
+		}
+		// Checked once the presets are mounted: a provider of the agent's
+		// own scope counts as much as one at the root.
+		if models := h.models.In(scope); !slices.Contains(models.Names(), ac.Provider) {
+			return errs.New(StartFailed, fmt.Sprintf(
+				"agent %q uses model provider %q, which no plugin registers for it (registered: %s); add a plugin entry such as use: llm.%s",
+				ac.ID, ac.Provider, orNone(models.Names()), ac.Provider))
 		}
 		return nil
 	}
@@ -215,15 +223,6 @@ func (h *Host) createOrResume(ac AgentConfig, options agents.Options, setup func
 		return h.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: ac.ID, SessionID: ac.Session, Options: options, Setup: setup})
 	}
 	return nil, err
-}
-
-func (h *Host) hasProvider(name string) bool {
-	for _, n := range h.models.Names() {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Root returns the root context.
@@ -296,6 +295,7 @@ func (h *Host) Close(ctx stdctx.Context) error {
 // config keeps running; an agent that cannot start on its new settings is
 // started again on its previous ones, and the error says so.
 func (h *Host) Reload(cfg *Config) error {
+	defer h.announceReload()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old := h.cfg
@@ -399,6 +399,22 @@ func (h *Host) Reload(cfg *Config) error {
 		h.log.SetLevel(lvl)
 	}
 	return failed
+}
+
+// Reloaded returns a channel closed when the next Reload has finished,
+// whether it succeeded or not. A reload may recreate agents, so whoever
+// holds an agents.Agent looks it up again by id then.
+func (h *Host) Reloaded() <-chan struct{} {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	return h.reloaded
+}
+
+func (h *Host) announceReload() {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	close(h.reloaded)
+	h.reloaded = make(chan struct{})
 }
 
 // reorder puts the running agents in config order.

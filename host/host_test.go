@@ -246,8 +246,11 @@ plugins:
   - use: llm.scripted
 agents:
   - id: main
-    provider: deepseek
+    provider: scripted
 `)
+	// Parse refuses an unregistered provider; Start still checks for
+	// configs built in code.
+	cfg.Agents[0].Provider = "deepseek"
 	_, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), `"deepseek"`) || !strings.Contains(err.Error(), "llm.deepseek") {
 		t.Fatalf("got %v", err)
@@ -265,8 +268,9 @@ func TestDescribe(t *testing.T) {
 
 func TestReloadKeepsAnAgentThatCannotStartOnItsNewSettings(t *testing.T) {
 	h := start(t, reloadBase)
-	bad := strings.Replace(reloadBase, "  - id: main\n    provider: scripted\n", "  - id: main\n    provider: missing\n", 1)
-	err := h.Reload(mustParse(t, bad))
+	bad := mustParse(t, reloadBase)
+	bad.Agents[0].Provider = "missing" // past Parse, as a config built in code
+	err := h.Reload(bad)
 	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), `"missing"`) {
 		t.Fatalf("got %v", err)
 	}
@@ -274,4 +278,34 @@ func TestReloadKeepsAnAgentThatCannotStartOnItsNewSettings(t *testing.T) {
 		t.Fatal("the agent is gone")
 	}
 	deliver(t, h, "main", "still answers")
+}
+
+// TestReloadedAnnouncesEachReload: holders of an agent learn that a reload
+// may have replaced it, also when the reload failed.
+func TestReloadedAnnouncesEachReload(t *testing.T) {
+	h := start(t, reloadBase)
+	before, _ := h.Agent("main")
+	ch := h.Reloaded()
+	if err := h.Reload(mustParse(t, strings.Replace(reloadBase, "provider: scripted\n", "provider: scripted\n    model: other\n", 1))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("the reload was not announced")
+	}
+	if after, _ := h.Agent("main"); after == before {
+		t.Fatal("the changed agent was not recreated")
+	}
+	ch = h.Reloaded()
+	bad := mustParse(t, reloadBase)
+	bad.Agents[0].Provider = "missing"
+	if err := h.Reload(bad); err == nil {
+		t.Fatal("the reload should fail")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("a failed reload was not announced")
+	}
 }

@@ -21,6 +21,14 @@ type Info struct {
 	// is decoded into it, strictly, and passed to Apply. Nil means the
 	// plugin takes no config, and an entry that gives one is an error.
 	Config func() any
+	// Provider, for a plugin that registers a model provider, returns the
+	// provider name an entry registers given its decoded config (nil when
+	// the plugin takes none). It lets config check resolve agents'
+	// provider: without starting anything.
+	Provider func(config any) string
+	// SessionStore marks a plugin that persists sessions, which an
+	// agent's session: needs.
+	SessionStore bool
 }
 
 var (

@@ -2,20 +2,10 @@ package host
 
 import (
 	stdctx "context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
-	"os"
-	"os/exec"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -23,7 +13,6 @@ import (
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -37,65 +26,57 @@ const (
 	PluginCrashed errs.Code = "PLUGIN_CRASHED"
 	// PluginProtocol: the plugin broke the protocol.
 	PluginProtocol errs.Code = "PLUGIN_PROTOCOL"
-	// PluginTimeout: a call took longer than the entry's timeout.
+	// PluginTimeout: a call did not answer before its deadline (the
+	// entry's timeout or the caller's), or a start did not finish within
+	// start_timeout.
 	PluginTimeout errs.Code = "PLUGIN_TIMEOUT"
 )
 
-// ReasonUnavailable is the refusal reason while a plugin is down and its
-// entry says on_unavailable: fail.
-const ReasonUnavailable = "host/plugin-unavailable"
+// Reasons of plugin binaries.
+const (
+	// ReasonUnavailable is the refusal reason while a plugin is down and
+	// being restarted, and its entry says on_unavailable: fail.
+	ReasonUnavailable = "host/plugin-unavailable"
+	// ReasonGivenUp is the refusal reason once a plugin crashed more than
+	// max_restarts times within restart_window and dsh stopped restarting
+	// it.
+	ReasonGivenUp = "host/plugin-given-up"
+	// ReasonStartTimeout marks a PLUGIN_TIMEOUT of a start.
+	ReasonStartTimeout = "host/plugin-start-timeout"
+)
+
+// DefaultCallTimeout bounds each call into a plugin whose entry sets no
+// timeout; timeout: 0 removes the bound.
+const DefaultCallTimeout = 30 * time.Second
 
 // remote is one plugin binary: its process, its client, its supervisor.
 type remote struct {
 	entry Entry
 	log   hclog.Logger
 
-	mu       sync.Mutex
-	client   *plugin.Client
-	rpc      pluginv1.PluginClient
-	restarts int
-	closed   bool
-	down     chan struct{} // closed by the supervisor when it stops
-	stop     chan struct{}
+	mu      sync.Mutex
+	proc    process // the current process; exited while down
+	rpc     pluginv1.PluginClient
+	crashes []time.Time // within the restart window
+	givenUp int         // the crashes it was given up after; 0 while supervised
+	closed  bool
+	down    chan struct{} // closed by the supervisor when it stops
+	stop    chan struct{}
+	// stopCtx ends with stop, so a restart in progress ends with dsh.
+	stopCtx    stdctx.Context
+	cancelStop stdctx.CancelFunc
 	// emits queues notifications for the sender goroutine, so an emitter
 	// never waits for the plugin.
 	emits    chan *pluginv1.EmitRequest
 	emitDone chan struct{}
+	drops    dropCounter
 }
 
-// enqueueEmit queues a notification; when the queue is full the
-// notification is dropped with a warning rather than block the emitter.
-func (r *remote) enqueueEmit(req *pluginv1.EmitRequest) {
-	select {
-	case r.emits <- req:
-	default:
-		r.log.Warn("plugin is behind on notifications; dropped one", "event", req.Event)
-	}
-}
-
-// sendEmits delivers queued notifications in order until stop.
-func (r *remote) sendEmits() {
-	defer close(r.emitDone)
-	for {
-		select {
-		case <-r.stop:
-			return
-		case req := <-r.emits:
-			rpc := r.current()
-			if rpc == nil {
-				continue // down: a notification is not worth waiting for
-			}
-			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), max(r.entry.Timeout, 10*time.Second))
-			res, err := rpc.Emit(ctx, req)
-			cancel()
-			if err == nil && res.Error != nil {
-				err = sdk.ErrorFromProto(res.Error)
-			}
-			if err != nil {
-				r.log.Warn("plugin failed a notification", "event", req.Event, "error", err)
-			}
-		}
-	}
+func newRemote(e Entry, log hclog.Logger) *remote {
+	r := &remote{entry: e, log: log, stop: make(chan struct{}), down: make(chan struct{}),
+		emits: make(chan *pluginv1.EmitRequest, emitQueue), emitDone: make(chan struct{})}
+	r.stopCtx, r.cancelStop = stdctx.WithCancel(stdctx.Background())
+	return r
 }
 
 // execPlugin is the dshctx.Plugin of an exec: entry. remote is the running
@@ -111,13 +92,16 @@ func (p *execPlugin) Name() string { return "exec:" + p.entry.ID }
 // registers a proxy listener for each of its events in ctx, so a plugin in
 // a preset hears only its agent.
 func (p *execPlugin) Apply(ctx *dshctx.Context, _ any) error {
-	r := &remote{entry: p.entry, log: ctx.Logger(), stop: make(chan struct{}), down: make(chan struct{}),
-		emits: make(chan *pluginv1.EmitRequest, 1024), emitDone: make(chan struct{})}
+	r := newRemote(p.entry, ctx.Logger())
 	p.remote = r
-	desc, err := r.start(ctx)
+	desc, proc, err := r.start(ctx)
 	if err != nil {
+		r.cancelStop()
 		return err
 	}
+	r.mu.Lock()
+	r.proc = proc
+	r.mu.Unlock()
 	// The supervisor and the notification sender run from here on, so
 	// close can always wait for them; disposal stops them, then the
 	// process (gracefully first).
@@ -150,169 +134,11 @@ func bridgeNames() string {
 	return orNone(names)
 }
 
-// start launches the process, dispenses the client, describes and
-// configures the plugin.
-func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, error) {
-	e := r.entry
-	cmd := exec.Command(e.Exec, e.Args...)
-	// The entry's variables go after the inherited ones, so they win; hence
-	// SkipHostEnv below, or go-plugin would append os.Environ after them.
-	cmd.Env = os.Environ()
-	for _, name := range slices.Sorted(maps.Keys(e.Env)) {
-		cmd.Env = append(cmd.Env, name+"="+e.Env[name])
-	}
-	setParentDeathSignal(cmd)
-	// The end of what the plugin wrote to stderr goes into a start
-	// failure's message: it is usually the reason.
-	stderr := &tail{max: 512}
-	quiet := &exitedQuietly{Logger: r.log}
-	quiet.starting.Store(true)
-	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.VersionedPlugins(nil),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Logger:           quiet,
-		StartTimeout:     e.StartTimeout,
-		SyncStdout:       io.Discard,
-		SyncStderr:       io.Discard,
-		Stderr:           stderr,
-		SkipHostEnv:      true,
-	}
-	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = 10 * time.Second
-	}
-	if e.SHA256 != "" {
-		sum, _ := hex.DecodeString(e.SHA256)
-		cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
-	}
-	client := plugin.NewClient(cfg)
-	fail := func(err error, what string) (*pluginv1.DescribeResponse, error) {
-		client.Kill() // also waits for the stderr copy
-		if last := stderr.String(); last != "" {
-			what += fmt.Sprintf(" (its stderr ended with %q)", last)
-		}
-		return nil, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): %s", e.ID, e.Exec, what))
-	}
-	conn, err := client.Client()
-	if err != nil {
-		return fail(err, startHint(err))
-	}
-	raw, err := conn.Dispense(sdk.PluginName)
-	if err != nil {
-		return fail(err, "the plugin does not serve the dsh protocol")
-	}
-	rpc := raw.(pluginv1.PluginClient)
-	desc, err := rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
-	if err != nil {
-		return fail(err, "Describe failed")
-	}
-	config := []byte("{}")
-	if len(e.Config) > 0 {
-		if config, err = json.Marshal(e.Config); err != nil {
-			return fail(err, "its config cannot be sent as JSON")
-		}
-	}
-	res, err := rpc.Configure(ctx, &pluginv1.ConfigureRequest{ConfigJson: config, EntryId: e.ID})
-	if err != nil {
-		return fail(err, "Configure failed")
-	}
-	if res.Error != nil {
-		client.Kill()
-		return nil, errs.Wrap(errs.CodeOf(sdk.ErrorFromProto(res.Error)), sdk.ErrorFromProto(res.Error),
-			fmt.Sprintf("plugin %q (%s) rejected its config", e.ID, e.Exec))
-	}
-	quiet.starting.Store(false)
-	r.mu.Lock()
-	r.client, r.rpc = client, rpc
-	r.mu.Unlock()
-	r.log.Debug("plugin started", "name", desc.Name, "version", desc.Version, "listeners", len(desc.Listeners))
-	return desc, nil
-}
-
-// exitedQuietly is the logger go-plugin gets. While a plugin starts, its
-// process exiting or being killed is what a failed start returns as its
-// error; go-plugin also logs it (the process "exited", it "failed to exit
-// gracefully"), which showed every start failure twice, so those lines are
-// demoted to debug until the start succeeded. A plugin that crashes or
-// ignores the shutdown later gets them at their own level, and everything
-// else — the plugin's own log lines included — passes through unchanged.
-type exitedQuietly struct {
-	hclog.Logger
-	starting atomic.Bool
-}
-
-func (l *exitedQuietly) demoted(msg string) bool {
-	return l.starting.Load() && (msg == "plugin failed to exit gracefully" || msg == "plugin process exited")
-}
-
-func (l *exitedQuietly) Warn(msg string, args ...any) {
-	if l.demoted(msg) {
-		l.Logger.Debug(msg, args...)
-		return
-	}
-	l.Logger.Warn(msg, args...)
-}
-
-func (l *exitedQuietly) Error(msg string, args ...any) {
-	if l.demoted(msg) {
-		l.Logger.Debug(msg, args...)
-		return
-	}
-	l.Logger.Error(msg, args...)
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
-}
-
-// startHint says what a start failure most likely means.
-func startHint(err error) string {
-	text := strings.ToLower(err.Error())
-	switch {
-	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
-		return "the binary does not match the sha256 in the config; rebuild or update the checksum"
-	case strings.Contains(text, "incompatible api version"), strings.Contains(text, "incompatible core api version"):
-		return fmt.Sprintf("it speaks another protocol version than this host (dsh protocol %d); rebuild it against this dsh's sdk", sdk.ProtocolVersion)
-	case strings.Contains(text, "failed to read any lines"), strings.Contains(text, "plugin exited before we could connect"):
-		return "it exited without a handshake; a dsh plugin calls sdk.Serve (see examples/plugin-admission)"
-	case strings.Contains(text, "unrecognized remote plugin message"):
-		return "the handshake is corrupted: the plugin wrote to stdout before its handshake line; log to stderr instead"
-	case strings.Contains(text, "timeout while waiting for plugin to start"):
-		return "it did not answer the handshake in time"
-	case strings.Contains(text, "exec format error"):
-		return "the file is not a program this machine can run; build the plugin for this OS and architecture"
-	case strings.Contains(text, "executable file not found"), strings.Contains(text, "no such file"), strings.Contains(text, "permission denied"):
-		return "the binary is missing or not executable"
-	}
-	return "it could not be started"
-}
-
 // current returns the live client, or nil while the plugin is down.
 func (r *remote) current() pluginv1.PluginClient {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.client == nil || r.client.Exited() {
+	if r.proc.client == nil || r.proc.client.Exited() {
 		return nil
 	}
 	return r.rpc
@@ -331,21 +157,23 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 		if r.entry.OnUnavailable == "skip" {
 			return nil, errSkip
 		}
-		return nil, errs.New(PluginCrashed, fmt.Sprintf("plugin %q (%s) is not running", r.entry.ID, r.entry.Exec)).WithReason(ReasonUnavailable)
+		return nil, r.unavailable()
 	}
-	if r.entry.Timeout > 0 {
+	var own time.Time // the entry's own deadline, if it has one
+	if t := r.callTimeout(); t > 0 {
+		own = time.Now().Add(t)
 		var cancel stdctx.CancelFunc
-		ctx, cancel = stdctx.WithTimeout(ctx, r.entry.Timeout)
+		ctx, cancel = stdctx.WithDeadline(ctx, own)
 		defer cancel()
 	}
 	cctx, cancel := stdctx.WithCancel(ctx)
 	defer cancel()
 	stream, err := rpc.Call(cctx)
 	if err != nil {
-		return nil, r.callError(ctx, err)
+		return nil, r.callError(ctx, own, err)
 	}
 	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, PayloadJson: payload, ScopeTag: scope}}}); err != nil {
-		return nil, r.callError(ctx, err)
+		return nil, r.callError(ctx, own, err)
 	}
 	// Receiving on this goroutine rather than on a reader goroutine saves
 	// two goroutine hand-offs per call (about 8% of a call's latency here;
@@ -353,7 +181,7 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 	// A cancelled cctx ends a pending Recv.
 	msg, err := stream.Recv()
 	if err != nil {
-		return nil, r.callError(ctx, err)
+		return nil, r.callError(ctx, own, err)
 	}
 	if req := msg.GetNext(); req != nil {
 		var replaced []byte
@@ -361,7 +189,7 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 			replaced = req.PayloadJson
 		}
 		if msg, err = r.runNext(cctx, cancel, stream, replaced, next); err != nil {
-			return nil, r.callError(ctx, err)
+			return nil, r.callError(ctx, own, err)
 		}
 		if msg.GetNext() != nil {
 			return nil, r.protocolError("it asked for next twice in one call of %s", event)
@@ -372,6 +200,12 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 		return nil, r.protocolError("it sent an unknown message during %s", event)
 	}
 	if res.Error != nil {
+		// A plugin that honours the deadline answers with its own error
+		// the moment the deadline passes, which can reach this process
+		// before its own timer fires: the clock, not ctx.Err(), decides.
+		if pastDeadline(ctx) {
+			return nil, r.timeoutError(ctx, own, sdk.ErrorFromProto(res.Error))
+		}
 		return nil, sdk.ErrorFromProto(res.Error)
 	}
 	return res.ResultJson, nil
@@ -427,18 +261,17 @@ func answerNext(stream pluginv1.Plugin_CallClient, out []byte, err error) {
 }
 
 // callError explains why a call's stream failed.
-func (r *remote) callError(ctx stdctx.Context, err error) error {
+func (r *remote) callError(ctx stdctx.Context, own time.Time, err error) error {
 	// The deadline travels with the call, so the plugin's side may end the
 	// stream a moment before the host's own timer fires.
-	timedOut := errors.Is(ctx.Err(), stdctx.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
-	if timedOut && r.entry.Timeout > 0 {
-		return errs.New(PluginTimeout, fmt.Sprintf("plugin %q (%s) did not answer within %s", r.entry.ID, r.entry.Exec, r.entry.Timeout))
+	if errors.Is(ctx.Err(), stdctx.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || pastDeadline(ctx) {
+		return r.timeoutError(ctx, own, err)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	r.mu.Lock()
-	exited := r.client != nil && r.client.Exited()
+	exited := r.proc.client != nil && r.proc.client.Exited()
 	r.mu.Unlock()
 	if exited {
 		return errs.Wrap(PluginCrashed, err, fmt.Sprintf("plugin %q (%s) exited during the call", r.entry.ID, r.entry.Exec))
@@ -446,59 +279,33 @@ func (r *remote) callError(ctx stdctx.Context, err error) error {
 	return errs.Wrap(PluginCrashed, err, fmt.Sprintf("the call to plugin %q (%s) failed", r.entry.ID, r.entry.Exec))
 }
 
-// supervise restarts the process when it exits, with exponential backoff,
-// until the entry's restart limit.
-func (r *remote) supervise() {
-	defer close(r.down)
-	backoff := 100 * time.Millisecond
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-tick.C:
-		}
-		r.mu.Lock()
-		exited := r.client != nil && r.client.Exited()
-		limit := r.entry.MaxRestarts
-		switch {
-		case limit == 0:
-			limit = 5
-		case limit < 0:
-			limit = 0 // -1: never restart
-		}
-		giveUp := r.restarts >= limit
-		r.mu.Unlock()
-		if !exited {
-			continue
-		}
-		if giveUp {
-			r.log.Error("plugin exited and reached its restart limit; it stays down", "restarts", limit)
-			return
-		}
-		r.log.Warn("plugin exited; restarting", "in", backoff)
-		select {
-		case <-r.stop:
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 30*time.Second)
-		r.mu.Lock()
-		r.restarts++
-		old := r.client
-		r.mu.Unlock()
-		old.Kill()
-		if _, err := r.start(stdctx.Background()); err != nil {
-			r.log.Error("plugin restart failed", "error", err)
-			r.mu.Lock()
-			r.client = old // still exited: the next tick tries again
-			r.mu.Unlock()
-		}
-	}
+// pastDeadline reports whether ctx's deadline has passed, whether or not
+// its timer has fired yet.
+func pastDeadline(ctx stdctx.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
-// close stops the supervisor and the process.
+// timeoutError is PLUGIN_TIMEOUT for a call whose deadline passed: the
+// entry's own (own) or the caller's, whose context.DeadlineExceeded stays
+// matchable with errors.Is.
+func (r *remote) timeoutError(ctx stdctx.Context, own time.Time, cause error) error {
+	if dl, _ := ctx.Deadline(); !own.IsZero() && !dl.Before(own) {
+		return errs.Wrap(PluginTimeout, cause, fmt.Sprintf("plugin %q (%s) did not answer within %s (its timeout:); raise it, or fix the plugin", r.entry.ID, r.entry.Exec, r.callTimeout()))
+	}
+	return errs.Wrap(PluginTimeout, stdctx.DeadlineExceeded, fmt.Sprintf("plugin %q (%s) did not answer before the caller's deadline", r.entry.ID, r.entry.Exec))
+}
+
+// callTimeout is the bound of one call; 0 means none.
+func (r *remote) callTimeout() time.Duration {
+	if r.entry.Timeout == nil {
+		return DefaultCallTimeout
+	}
+	return *r.entry.Timeout
+}
+
+// close stops the supervisor, a restart in progress, the notification
+// sender and the process, each bounded.
 func (r *remote) close() {
 	r.mu.Lock()
 	if r.closed {
@@ -507,13 +314,15 @@ func (r *remote) close() {
 	}
 	r.closed = true
 	r.mu.Unlock()
+	r.cancelStop()
 	close(r.stop)
 	<-r.down
 	<-r.emitDone
 	r.mu.Lock()
-	client := r.client
+	p := r.proc
 	r.mu.Unlock()
-	if client != nil {
-		client.Kill()
+	if p.client != nil {
+		p.stop(r.log)
 	}
+	r.drops.flush(r.log, r.entry)
 }

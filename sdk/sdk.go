@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/childproc"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -85,6 +86,9 @@ func (p *Plugin) OnConfigure(fn func(config json.RawMessage) error) { p.configur
 // Serve runs the plugin until the host stops it. Run directly instead of by
 // a dsh host, it says so and exits.
 func (p *Plugin) Serve() {
+	// Started by dsh, the plugin's whole process group dies with dsh,
+	// even when dsh is SIGKILLed: children the plugin started included.
+	childproc.WatchHost(childproc.KillOwnGroup)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: VersionedPlugins(&server{p: p}),

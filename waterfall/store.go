@@ -111,13 +111,27 @@ func (s *store[L]) remove(tag string, seq int64) {
 // lists returns the snapshots a dispatch with tag walks: listeners outside
 // any scope, and those of the tag's scope.
 func (s *store[L]) lists(tag string) (u, t []entry[L]) {
-	u = s.untagged.load()
+	ul, tl := s.snapshots(tag)
+	return ul.all(), tl.all()
+}
+
+// snapshots is lists as the immutable list objects themselves, which a
+// value can point to without copying the slices.
+func (s *store[L]) snapshots(tag string) (u, t *list[L]) {
+	u = s.untagged.p.Load()
 	if tag != "" {
 		if v, ok := s.tagged.Load(tag); ok {
-			t = v.(*atomicList[L]).load()
+			t = v.(*atomicList[L]).p.Load()
 		}
 	}
 	return u, t
+}
+
+func (l *list[L]) all() []entry[L] {
+	if l == nil {
+		return nil
+	}
+	return l.entries
 }
 
 // register validates a listener and ties it to ctx's fiber.

@@ -26,6 +26,7 @@ import (
 	stdctx "context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -75,25 +76,27 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 		return zero, err
 	}
 	ctx = orBackground(ctx)
-	u, t := w.local.Get(at).lists(at.Tag())
-	if len(u) == 0 && len(t) == 0 {
+	u, t := w.local.Get(at).snapshots(at.Tag())
+	if u == nil && t == nil {
 		return w.runDefault(ctx, p)
 	}
 	c := w.pool.Get().(*call[P, R])
-	c.u, c.t = u, t
+	gen := uint32(c.state.Load() >> 32)
 	// A context that can never be cancelled needs no check between hops.
-	c.cancellable = ctx.Done() != nil
-	r, err := c.run(ctx, p)
-	// Bump the generation so a next kept past the dispatch is refused, then
-	// recycle the call.
-	c.gen++
-	c.u, c.t, c.cur = nil, nil, nil
+	n := Next[P, R]{c: c, u: u, t: t, gen: uint64(gen) << 1}
+	if ctx.Done() != nil {
+		n.gen |= 1
+	}
+	r, err := n.Call(ctx, p)
+	// A new generation with no step entered: every next of this dispatch,
+	// kept or still running on another goroutine, now fails its swap.
+	c.state.Store(uint64(gen+1) << 32)
 	w.pool.Put(c)
 	return r, err
 }
 
-// runDefault answers a dispatch nobody listens to, with the same panic
-// guard a chain has.
+// runDefault answers a dispatch that reached the end of the chain, or that
+// nobody listens to, with the same panic guard a listener has.
 func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 	defer func() {
 		if x := recover(); x != nil {
@@ -105,78 +108,73 @@ func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 }
 
 // call is the state of one dispatch. It is pooled, so a dispatch allocates
-// nothing.
-//
-// pos is the combined index of the last step entered and gen counts the
-// dispatches the call has served; together they refuse a second next and a
-// next used after its dispatch finished. They are plain fields: a listener
-// that hands next to another goroutine must wait for its result before
-// returning, and that wait orders the accesses.
+// nothing, and made safe to pool by holding a single word that changes: the
+// dispatch's generation and the number of steps it entered. Everything else
+// a next needs travels in the Next value itself, so a next handed to another
+// goroutine — even one its listener stopped waiting for, while the call
+// already serves another dispatch — reads only that word, atomically, and
+// its swap fails once its generation is over. (A stale next could match
+// again only after 2^32 further dispatches through the same pooled call,
+// at exactly its step.)
 type call[P, R any] struct {
-	w           *Waterfall[P, R]
-	u, t        []entry[Listener[P, R]]
-	cur         *entry[Listener[P, R]] // the listener running now, to name it in a panic
-	pos         int32
-	gen         uint32
-	cancellable bool
-}
-
-// run enters the chain. The one recover of the dispatch lives here: a hop
-// costs a few nanoseconds, and a deferred recover in every hop would double
-// that. A listener's panic therefore unwinds the listeners outside it, as a
-// panicking net/http handler unwinds its middleware.
-func (c *call[P, R]) run(ctx stdctx.Context, p P) (r R, err error) {
-	defer func() {
-		if x := recover(); x != nil {
-			var zero R
-			if c.cur == nil {
-				r, err = zero, defaultPanic(c.w.name, x)
-			} else {
-				r, err = zero, panicError(c.w.name, c.cur.fiber, x)
-			}
-		}
-	}()
-	c.pos = -1
-	return Next[P, R]{c: c, gen: c.gen}.Call(ctx, p)
+	w     *Waterfall[P, R] // set once by the pool
+	state atomic.Uint64    // generation << 32 | steps entered
 }
 
 // Next continues a waterfall from one listener. It is a small value; pass it
 // around freely, but call it at most once, and only before the listener
 // returns.
+//
+// Its fields are packed into five words so that a listener's arguments
+// (ctx, payload, next) still fit the registers of the Go calling convention
+// for a small payload; spilling them to the stack doubled the cost of a hop.
 type Next[P, R any] struct {
 	c    *call[P, R]
-	i, j int32
-	gen  uint32
+	u, t *list[Listener[P, R]] // the dispatch's snapshots, immutable
+	pos  uint64                // combined position: u index << 32 | t index
+	gen  uint64                // generation << 1 | 1 if ctx can be cancelled
 }
 
 // Call runs the rest of the chain with payload p and returns its result.
-// Call it from the listener's own goroutine: a listener that holds waits and
-// then calls next itself.
-func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
+// It may run on another goroutine than the listener's, if the listener
+// waits for it before returning. A next called twice, or after its
+// listener's dispatch returned, fails with NEXT_MISUSE; a listener that
+// stops waiting for a next already running (gives up on a timeout, say)
+// leaves the rest of the chain running on its own until its next hop, which
+// fails with NEXT_MISUSE, and that result is lost.
+//
+// A listener that panics is reported as LISTENER_FAILED to whoever called
+// the next that ran it, on that caller's goroutine: the listeners outside
+// it see an error instead of being unwound.
+func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 	c := n.c
-	if c == nil || c.gen != n.gen || c.pos != n.i+n.j-1 {
+	if c == nil {
 		return n.misuse()
 	}
-	c.pos++
-	if c.cancellable {
+	i, j := int32(n.pos>>32), int32(uint32(n.pos))
+	k := n.gen>>1<<32 | uint64(uint32(i+j))
+	if !c.state.CompareAndSwap(k, k+1) {
+		return n.misuse()
+	}
+	if n.gen&1 != 0 {
 		if err := ctx.Err(); err != nil {
 			var zero R
 			return zero, err
 		}
 	}
-	e, ni, nj, ok := merge(c.u, c.t, n.i, n.j)
+	e, ni, nj, ok := merge(n.u.all(), n.t.all(), i, j)
 	if !ok {
-		prev := c.cur
-		c.cur = nil
-		r, err := c.w.def(ctx, p)
-		c.cur = prev
-		return r, err
+		return c.w.runDefault(ctx, p)
 	}
-	prev := c.cur
-	c.cur = e
-	r, err := e.fn(ctx, p, Next[P, R]{c: c, i: ni, j: nj, gen: n.gen})
-	c.cur = prev
-	return r, err
+	defer func() {
+		if x := recover(); x != nil {
+			var zero R
+			r, err = zero, panicError(c.w.name, e.fiber, x)
+		}
+	}()
+	next := n
+	next.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
+	return e.fn(ctx, p, next)
 }
 
 func (n Next[P, R]) misuse() (R, error) {
@@ -185,9 +183,9 @@ func (n Next[P, R]) misuse() (R, error) {
 		return zero, errs.New(errs.NextMisuse, "next is the zero Next; use the one the listener received")
 	}
 	event := n.c.w.name
-	if n.c.gen != n.gen {
+	if n.c.state.Load()>>32 != n.gen>>1 {
 		return zero, errs.New(errs.NextMisuse, fmt.Sprintf(
-			"next of %q was called after the dispatch finished; call next before the listener returns", event))
+			"next of %q was called after the dispatch finished; call next before the listener returns and wait for its result", event))
 	}
 	return zero, errs.New(errs.NextMisuse, fmt.Sprintf(
 		"next of %q was called twice by one listener; call it once and reuse its result", event))

@@ -70,6 +70,7 @@ func TestWaterfallOrderPrependAndDefault(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	// No listeners: the default alone answers; a nil default gives zero.
+	//lint:ignore SA1012 a nil ctx is accepted as Background, and this checks it
 	if r, err := waterfall.New[int, int]("test/empty", nil).Dispatch(nil, root, 5); r != 0 || err != nil {
 		t.Fatalf("nil default: %v %v", r, err)
 	}
@@ -146,7 +147,7 @@ func TestListenerPanicBecomesErrorNamingEventAndFiber(t *testing.T) {
 			t.Fatalf("error lacks %q: %v", want, err)
 		}
 	}
-	// The pooled call state survives a panic: the next dispatch works.
+	// A panic leaves nothing behind: the next dispatch works.
 	f.Dispose()
 	if got, err := w.Dispatch(stdctx.Background(), root, nil); err != nil || !slices.Equal(got, []string{"outer"}) {
 		t.Fatalf("after panic: %v %v", got, err)
@@ -320,13 +321,13 @@ func TestBadRegistrationAndDispatch(t *testing.T) {
 	if _, err := unnamed.On(root, tracer("x")); !errs.HasCode(err, errs.InvalidArgument) {
 		t.Fatalf("unnamed event: %v", err)
 	}
-	if _, err := unnamed.Dispatch(nil, root, nil); !errs.HasCode(err, errs.InvalidArgument) {
+	if _, err := unnamed.Dispatch(stdctx.Background(), root, nil); !errs.HasCode(err, errs.InvalidArgument) {
 		t.Fatalf("unnamed dispatch: %v", err)
 	}
-	if _, err := w.Dispatch(nil, nil, nil); !errs.HasCode(err, errs.InvalidArgument) {
+	if _, err := w.Dispatch(stdctx.Background(), nil, nil); !errs.HasCode(err, errs.InvalidArgument) {
 		t.Fatalf("nil at: %v", err)
 	}
-	if err := waterfall.NewEmit[int]("e").Emit(nil, nil, 1); !errs.HasCode(err, errs.InvalidArgument) {
+	if err := waterfall.NewEmit[int]("e").Emit(stdctx.Background(), nil, 1); !errs.HasCode(err, errs.InvalidArgument) {
 		t.Fatalf("emit nil at: %v", err)
 	}
 	if _, err := waterfall.NewEmit[int]("e").On(root, nil); !errs.HasCode(err, errs.InvalidArgument) {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -142,6 +144,110 @@ log:
 	scr := &screen{}
 	go io.Copy(scr, tty)
 	scr.waitFor(t, 0, "Session main resumed with 2 messages.")
+	io.WriteString(tty, "\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, scr.String())
+	}
+}
+
+// TestPastedLinesReachTheAgentInOrder: lines pasted while the agent works
+// enter its session in the order they were typed.
+func TestPastedLinesReachTheAgentInOrder(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte(`plugins:
+  - use: llm.scripted
+    config: {delay: 20ms}
+  - use: session.jsonl
+    config: {dir: `+filepath.Join(dir, "sessions")+`}
+agents:
+  - id: main
+    provider: scripted
+    session: main
+log:
+  level: warn
+`), 0o644)
+	cmd := exec.Command(dshBin, "run", "--config", cfg)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{}
+	go io.Copy(scr, tty)
+	pos := scr.waitFor(t, 0, "> ")
+	io.WriteString(tty, "warm up the agent please\r")
+	pos = scr.waitFor(t, pos, "You ")
+	var want []string
+	var paste strings.Builder
+	for i := 1; i <= 30; i++ {
+		line := fmt.Sprintf("line%02d", i)
+		want = append(want, line)
+		paste.WriteString(line + "\r")
+	}
+	io.WriteString(tty, paste.String())
+	scr.waitFor(t, pos, "You said: line30")
+	io.WriteString(tty, "/quit\r")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, scr.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "sessions", "main.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var e struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		}
+		json.Unmarshal([]byte(line), &e)
+		if e.Type == "user/message" && strings.HasPrefix(e.Message.Content, "line") {
+			got = append(got, e.Message.Content)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("the session took the lines in the order\n%v", got)
+	}
+}
+
+// TestInteractiveSessionFollowsAReload: after --watch recreates the agent,
+// the session talks to the new one.
+func TestInteractiveSessionFollowsAReload(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	base := `plugins:
+  - id: a
+    use: llm.scripted
+    config: {name: a, replies: [{text: answered by a}]}
+  - id: b
+    use: llm.scripted
+    config: {name: b, replies: [{text: answered by b}]}
+agents:
+  - id: main
+    provider: a
+log:
+  level: warn
+`
+	os.WriteFile(cfg, []byte(base), 0o644)
+	cmd := exec.Command(dshBin, "run", "--watch", "--config", cfg)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{}
+	go io.Copy(scr, tty)
+	pos := scr.waitFor(t, 0, "> ")
+	io.WriteString(tty, "hello\r")
+	pos = scr.waitFor(t, pos, "answered by a")
+	pos = scr.waitFor(t, pos, "> ")
+
+	os.WriteFile(cfg, []byte(strings.Replace(base, "provider: a", "provider: b", 1)), 0o644)
+	pos = scr.waitFor(t, pos, "(config reloaded; agent main restarted")
+	io.WriteString(tty, "hello again\r")
+	pos = scr.waitFor(t, pos, "answered by b")
 	io.WriteString(tty, "\x04")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, scr.String())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dsh-go/dsh/sdk"
 )
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	dshBin = filepath.Join(dir, "dsh")
-	if out, err := exec.Command("go", "build", "-o", dshBin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", dshBin, ".")...).CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
 		panic(err)
 	}
@@ -124,16 +124,26 @@ func TestPromptFromStdinAndJSON(t *testing.T) {
 
 func TestInterruptExits130(t *testing.T) {
 	cfg := writeConfig(t, "        - text: \"a b c d e f g h i j k l m n o p\"\n", "")
-	os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "      replies:", "      delay: 1s\n      replies:", 1)), 0o644)
+	os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "      replies:", "      delay: 200ms\n      replies:", 1)), 0o644)
 	cmd := exec.Command(dshBin, "run", "--config", cfg, "-p", "slow please")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The first word of the answer says the turn runs, and dsh handles
+	// SIGINT by then; a fixed sleep would race a slow start.
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(stdout, first); err != nil {
+		t.Fatalf("no answer began: %v (stderr %q)", err, errb.String())
+	}
 	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
+	io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 130 {
 		t.Fatalf("want exit 130, got %v (stderr %q)", err, errb.String())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	stdctx "context"
 	"encoding/json"
 	"fmt"
@@ -50,8 +49,11 @@ On a terminal it opens an interactive session; type /help there.`,
 	return cmd
 }
 
-func run(cmd *cobra.Command, g *globals, f *runFlags) error {
+func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if cmd.Flags().Changed("prompt") && strings.TrimSpace(f.prompt) == "" {
+		return &exitCode{code: exitUsage, err: fmt.Errorf("-p was given an empty prompt; pass the text to send, e.g. -p \"hello\", or leave -p out for an interactive session on a terminal")}
+	}
 	opts := g.loadOptions()
 	cfg, err := host.Load(opts)
 	if err != nil {
@@ -65,7 +67,12 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) error {
 		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 		defer cancel()
 		if err := h.Close(ctx); err != nil {
+			// What could not be persisted at shutdown fails the run, even
+			// when the turn itself completed.
 			fmt.Fprintln(stderr, "dsh: shutdown:", err)
+			if runErr == nil {
+				runErr = &exitCode{code: exitError}
+			}
 		}
 	}()
 	if f.watch {
@@ -122,16 +129,6 @@ func pickAgent(h *host.Host, id string) (agents.Agent, error) {
 	return list[0], nil
 }
 
-// isTerminal reports whether r is a character device, such as a terminal.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // syncWriter serializes writes from the event listeners and the UI.
 type syncWriter struct {
 	mu *sync.Mutex
@@ -149,6 +146,8 @@ func (s syncWriter) Write(p []byte) (int, error) {
 type tracker struct {
 	out, diag io.Writer
 	json      bool
+	// dim shows reasoning dimmed, for a terminal.
+	dim bool
 
 	mu        sync.Mutex
 	turnOf    map[string]int        // message id → turn
@@ -156,6 +155,7 @@ type tracker struct {
 	running   bool
 	changed   chan struct{}
 	lastText  byte
+	thinking  bool // a reasoning line is open on diag
 	encodeErr error
 }
 
@@ -185,12 +185,15 @@ func (t *tracker) chunk(_ stdctx.Context, c agentloop.StreamChunk) error {
 	}
 	switch c.Chunk.Kind {
 	case llm.ChunkText:
+		// On a terminal both streams share the screen: the answer starts
+		// on a line of its own, below the reasoning.
+		t.endReasoning()
 		io.WriteString(t.out, c.Chunk.Text)
 		t.mu.Lock()
 		t.lastText = c.Chunk.Text[len(c.Chunk.Text)-1]
 		t.mu.Unlock()
 	case llm.ChunkReasoning:
-		io.WriteString(t.diag, c.Chunk.Text)
+		t.reasoning(c.Chunk.Text)
 	}
 	return nil
 }
@@ -228,8 +231,11 @@ func (t *tracker) render(e session.Event) {
 	switch e.Type {
 	case session.StepStart:
 		t.endLine() // each step's answer starts on its own line
+		t.endReasoning()
 	case session.ToolCall:
-		fmt.Fprintf(t.diag, "\n→ %s %s\n", e.ToolCall.Name, e.ToolCall.Arguments)
+		t.endLine()
+		t.endReasoning()
+		fmt.Fprintf(t.diag, "→ %s %s\n", e.ToolCall.Name, e.ToolCall.Arguments)
 	case session.ToolResult:
 		mark := "←"
 		if e.Message.IsError {
@@ -238,9 +244,36 @@ func (t *tracker) render(e session.Event) {
 		fmt.Fprintf(t.diag, "%s %s\n", mark, oneLine(e.Message.Content, 200))
 	case session.TurnEnd:
 		t.endLine()
+		t.endReasoning()
 		if e.Error != "" {
 			fmt.Fprintf(t.diag, "turn failed: %s\n", e.Error)
 		}
+	}
+}
+
+// reasoning writes a reasoning chunk on its own lines, dimmed on a
+// terminal. Each chunk carries its own reset, so an interrupted stream never
+// leaves the terminal dim.
+func (t *tracker) reasoning(text string) {
+	t.endLine()
+	open := !strings.HasSuffix(text, "\n")
+	if t.dim {
+		text = "\x1b[2m" + text + "\x1b[0m"
+	}
+	io.WriteString(t.diag, text)
+	t.mu.Lock()
+	t.thinking = open
+	t.mu.Unlock()
+}
+
+// endReasoning ends the reasoning's line, if one is open.
+func (t *tracker) endReasoning() {
+	t.mu.Lock()
+	open := t.thinking
+	t.thinking = false
+	t.mu.Unlock()
+	if open {
+		io.WriteString(t.diag, "\n")
 	}
 }
 
@@ -287,12 +320,14 @@ func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, std
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	t := newTracker(out, diag, jsonOut)
+	t.dim = colorful(stderr)
 	off, err := t.follow(agent)
 	if err != nil {
 		fmt.Fprintln(stderr, "dsh:", err)
 		return exitError
 	}
 	defer off()
+	reportInterrupted(agent, jsonOut, out, diag)
 
 	type delivered struct {
 		id  string
@@ -316,7 +351,7 @@ func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, std
 			if d.err != nil {
 				if ref, ok := agentcontroller.RefusalOf(d.err); ok {
 					if !ref.Presented {
-						fmt.Fprintf(diag, "refused: %s\n", ref.Message)
+						fmt.Fprintf(diag, "refused: %s\n", refusalText(d.err, ref))
 					}
 					return exitRefused
 				}
@@ -382,113 +417,28 @@ func exitFor(end session.Event, interrupted bool) int {
 	return exitError
 }
 
-// interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
-// with no turn running.
-func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal) error {
-	var mu sync.Mutex
-	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
-	t := newTracker(out, diag, false)
-	off, err := t.follow(agent)
-	if err != nil {
-		return &exitCode{code: exitError, err: err}
+// reportInterrupted tells a headless caller that the resumed session's
+// last turn was cut short — dsh was killed or stopped in the middle of it —
+// and which prompt it held: on stderr as text, or with --json as one
+// "session/interrupted" line on stdout ahead of the session events.
+func reportInterrupted(agent agents.Agent, jsonOut bool, out, diag io.Writer) {
+	in, ok := agent.Session().Interrupted()
+	if !ok {
+		return
 	}
-	defer func() { off() }()
-	turnEnded := make(chan struct{}, 16)
-	offEnd, _ := session.EventAppended.On(agent.Context(), func(_ stdctx.Context, a session.Appended) error {
-		if a.Event.Type == session.TurnEnd {
-			select {
-			case turnEnded <- struct{}{}:
-			default:
-			}
+	if jsonOut {
+		line := map[string]any{"type": "session/interrupted", "session": agent.Session().ID(), "turn": in.Turn}
+		if in.HasPrompt {
+			line["prompt"] = in.Prompt
 		}
-		return nil
-	})
-	defer func() { offEnd() }()
-
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdin)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
+		if b, err := json.Marshal(line); err == nil {
+			out.Write(append(b, '\n'))
 		}
-	}()
-
-	resumed := ""
-	if n := len(agent.Session().History().Messages()); n > 0 {
-		resumed = fmt.Sprintf(" Session %s resumed with %d messages.", agent.Session().ID(), n)
+		return
 	}
-	fmt.Fprintf(out, "dsh: talking to agent %s.%s Type /help for commands, Ctrl-D to quit.\n> ", agent.ID(), resumed)
-	deliver := func(text string, mode agentcontroller.Mode) {
-		go func() {
-			_, err := h.Controller().Deliver(stdctx.Background(), agent, agentcontroller.Request{
-				Mode: mode, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}, Content: text,
-			})
-			if ref, ok := agentcontroller.RefusalOf(err); ok {
-				if !ref.Presented {
-					fmt.Fprintf(diag, "refused: %s\n> ", ref.Message)
-				}
-			} else if err != nil {
-				fmt.Fprintf(diag, "dsh: %v\n> ", err)
-			}
-		}()
+	if !in.HasPrompt {
+		fmt.Fprintf(diag, "dsh: the last turn (%d) of session %s was interrupted before its prompt was recorded\n", in.Turn, agent.Session().ID())
+		return
 	}
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				fmt.Fprintln(out)
-				return nil
-			}
-			line = strings.TrimSpace(line)
-			switch {
-			case line == "":
-				if !t.busy() {
-					fmt.Fprint(out, "> ")
-				}
-			case line == "/quit" || line == "/exit":
-				return nil
-			case line == "/help":
-				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/quit        leave (Ctrl-D does too)\nanything else is sent to the agent; while it is busy, it is queued\n> ")
-			case line == "/cancel":
-				agent.Cancel(fmt.Errorf("cancelled from the prompt"))
-				fmt.Fprint(diag, "(cancelled)\n")
-			case line == "/agents":
-				for _, a := range h.Agents() {
-					fmt.Fprintf(out, "%s  %s  %d waiting\n", a.ID(), a.Status(), a.Pending())
-				}
-				if !t.busy() {
-					fmt.Fprint(out, "> ")
-				}
-			case strings.HasPrefix(line, "/steer"):
-				text := strings.TrimSpace(strings.TrimPrefix(line, "/steer"))
-				if text == "" {
-					fmt.Fprint(diag, "usage: /steer TEXT\n")
-					continue
-				}
-				deliver(text, agentcontroller.Steer)
-				fmt.Fprint(diag, "(steering)\n")
-			case strings.HasPrefix(line, "/"):
-				fmt.Fprintf(diag, "unknown command %s; /help lists them\n", strings.Fields(line)[0])
-			default:
-				if t.busy() || agent.Pending() > 0 {
-					fmt.Fprint(diag, "(queued)\n")
-				}
-				deliver(line, agentcontroller.Followup)
-			}
-		case <-turnEnded:
-			if !t.busy() && agent.Pending() == 0 {
-				fmt.Fprint(out, "> ")
-			}
-		case <-signals:
-			if t.busy() || agent.Pending() > 0 {
-				agent.Cancel(fmt.Errorf("interrupted"))
-				fmt.Fprint(diag, "\n(turn cancelled; Ctrl-C again or Ctrl-D to quit)\n")
-				continue
-			}
-			fmt.Fprintln(out)
-			return nil
-		}
-	}
+	fmt.Fprintf(diag, "dsh: the last turn (%d) of session %s was interrupted; its prompt was %q\n", in.Turn, agent.Session().ID(), in.Prompt.Content)
 }

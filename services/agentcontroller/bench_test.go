@@ -47,7 +47,7 @@ func BenchmarkDeliver(b *testing.B) {
 	e := testkit.New(b)
 	var seen atomic.Int64
 	for range 2 {
-		agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+		agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 			if a.Message.Content == "" {
 				seen.Add(1)
 			}
@@ -101,24 +101,36 @@ func BenchmarkDeliver(b *testing.B) {
 }
 
 // BenchmarkDeliverSerial is one sender delivering to one agent: the latency
-// of an un-held delivery without contention.
+// of an un-held delivery without contention. With a sender that can cancel,
+// the delivery runs on a goroutine of its own so the sender can leave
+// while a listener still decides.
 func BenchmarkDeliverSerial(b *testing.B) {
-	e := testkit.New(b)
-	for range 2 {
-		agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
-			return next.Call(ctx, a)
+	for _, sender := range []string{"background", "cancellable"} {
+		b.Run("sender="+sender, func(b *testing.B) {
+			e := testkit.New(b)
+			for range 2 {
+				agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+					return next.Call(ctx, a)
+				})
+			}
+			scope, _ := e.Root.Scoped("a")
+			a := &counter{id: "a", scope: scope}
+			e.Registry.Reserve("a")
+			e.Registry.Publish(a)
+			req := testkit.Send("hello")
+			ctx := stdctx.Background()
+			if sender == "cancellable" {
+				var cancel stdctx.CancelFunc
+				ctx, cancel = stdctx.WithCancel(ctx)
+				defer cancel()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Controller.Deliver(ctx, a, req); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
-	}
-	scope, _ := e.Root.Scoped("a")
-	a := &counter{id: "a", scope: scope}
-	e.Registry.Reserve("a")
-	e.Registry.Publish(a)
-	req := testkit.Send("hello")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := e.Controller.Deliver(stdctx.Background(), a, req); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 

@@ -8,12 +8,20 @@
 // change. Deliveries to one agent run in arrival order on one chain, so a
 // held message keeps later ones to the same agent waiting while other agents
 // proceed. Messages the agent's own machinery produces do not pass here.
+//
+// A sender that cancels is answered at once with its context's cause, also
+// while its own message is being decided: the decision then runs on aside
+// and the agent's chain still waits for it, but its outcome is discarded
+// and the message stays out. agent/inbox/inserted is emitted after the
+// delivery left the chain, in insertion order, so its listeners may deliver
+// to the same agent.
 package agentcontroller
 
 import (
 	stdctx "context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -38,7 +46,7 @@ var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ any) e
 	if err != nil {
 		return err
 	}
-	c := &Controller{registry: reg, chains: map[string]*chain{}, accepted: map[acceptKey]string{}}
+	c := &Controller{registry: reg, chains: map[string]*chain{}, emitting: map[string]emitQueue{}, accepted: map[acceptKey]string{}}
 	c.stop, c.cancel = stdctx.WithCancel(stdctx.Background())
 	// Registered first, so it runs last: by then the listeners below are
 	// gone and every pending delivery has settled.
@@ -66,6 +74,9 @@ type Controller struct {
 	// chains holds the deliveries of agents that have some in flight; an
 	// agent with none has no entry.
 	chains map[string]*chain
+	// emitting holds the insertions of an agent whose inserted events are
+	// not all emitted yet; an agent with none has no entry.
+	emitting map[string]emitQueue
 	// accepted maps request ids admitted into an inbox to their message
 	// ids until the session records them; from then on the session's
 	// own index answers.
@@ -98,8 +109,8 @@ func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request
 	if ctx == nil {
 		ctx = stdctx.Background()
 	}
-	if err := ctx.Err(); err != nil {
-		return "", err
+	if ctx.Err() != nil {
+		return "", stdctx.Cause(ctx)
 	}
 	d, head, err := c.enqueue(agent.ID())
 	if err != nil {
@@ -110,14 +121,79 @@ func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request
 		case <-d.turn:
 		case <-ctx.Done():
 			c.abandon(agent.ID(), d)
-			return "", ctx.Err()
+			return "", stdctx.Cause(ctx)
 		case <-c.stop.Done():
 			c.abandon(agent.ID(), d)
 			return "", stopped()
 		}
 	}
-	defer c.settle(agent.ID())
-	return c.run(ctx, agent, req)
+	var out outcome
+	if ctx.Done() == nil {
+		// A sender that cannot cancel has no reason to leave early: the
+		// delivery runs on its goroutine.
+		out = c.run(ctx, agent, req, nil)
+		c.settle(agent.ID())
+	} else {
+		var stayed bool
+		if out, stayed = c.runAside(ctx, agent, req); !stayed {
+			return "", stdctx.Cause(ctx)
+		}
+	}
+	if out.emit {
+		c.emitInserted(out.event)
+	}
+	return out.id, out.err
+}
+
+// outcome is what the head of a chain did with its delivery.
+type outcome struct {
+	id  string
+	err error
+	// emit says this delivery emits event, and then the ones queued behind
+	// it; false when the message did not enter the inbox or another
+	// goroutine emits its event. A value, not a pointer, so it costs no
+	// allocation.
+	emit  bool
+	event Inserted
+}
+
+// attempt lets a sender that cancels leave while its delivery runs on.
+// The delivery and the sender race for it once: the delivery to insert,
+// the sender to leave; whoever loses accepts the other's outcome.
+type attempt struct {
+	state atomic.Int32
+	done  chan struct{}
+	out   outcome
+}
+
+const (
+	attemptRunning int32 = iota
+	attemptInserting
+	attemptLeft
+)
+
+// runAside runs the head delivery on its own goroutine and waits for it
+// or for the sender's cancellation, whichever comes first. ok is false
+// when the sender left first; the delivery then still holds the chain
+// until its listeners settle, and its outcome is discarded.
+func (c *Controller) runAside(ctx stdctx.Context, agent agents.Agent, req Request) (out outcome, ok bool) {
+	t := &attempt{done: make(chan struct{})}
+	go func() {
+		t.out = c.run(ctx, agent, req, t)
+		c.settle(agent.ID())
+		close(t.done)
+	}()
+	select {
+	case <-t.done:
+		return t.out, true
+	case <-ctx.Done():
+		if t.state.CompareAndSwap(attemptRunning, attemptLeft) {
+			return outcome{}, false
+		}
+		// The delivery is inserting, which never waits: take its outcome.
+		<-t.done
+		return t.out, true
+	}
 }
 
 // enqueue appends a delivery to the agent's chain; head says it may run now.
@@ -181,16 +257,17 @@ func (c *Controller) advanceLocked(agentID string) {
 	close(ch.queue[0].turn)
 }
 
-// run does the delivery once it heads its chain.
-func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request) (string, error) {
+// run does the delivery once it heads its chain. t is set when the sender
+// may leave before it finishes.
+func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t *attempt) outcome {
 	signal, release := c.signal(ctx)
 	defer release()
 	if err := c.check(ctx, agent); err != nil {
-		return "", err
+		return outcome{err: err}
 	}
 	if req.RequestID != "" {
 		if id, ok := c.acceptedID(agent, req.RequestID); ok {
-			return id, nil
+			return outcome{id: id}
 		}
 	}
 
@@ -198,7 +275,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request) (s
 	if req.Prepare != nil {
 		var err error
 		if prepared, err = req.Prepare(signal); err != nil {
-			return "", err
+			return outcome{err: err}
 		}
 	}
 	delivered := false
@@ -210,14 +287,14 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request) (s
 
 	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, RequestID: req.RequestID}
 	decision, err := c.decide(signal, agent, msg, req)
-	if cerr := ctx.Err(); cerr != nil {
-		return "", cerr // the sender's cancellation wins over any decision
+	if ctx.Err() != nil {
+		return outcome{err: stdctx.Cause(ctx)} // the sender's cancellation wins over any decision
 	}
 	if err != nil {
-		return "", err
+		return outcome{err: err}
 	}
 	if decision.Kind == DecisionReject {
-		return "", AgentAdmissionRejected(decision.Reason, decision.Message, decision.Presented, nil)
+		return outcome{err: AgentAdmissionRejected(decision.Reason, decision.Message, decision.Presented, nil)}
 	}
 	if m := decision.admitted; m != nil {
 		// Listeners may rewrite the content; the identity stays the
@@ -226,14 +303,19 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request) (s
 	}
 
 	if err := c.check(ctx, agent); err != nil {
-		return "", err
+		return outcome{err: err}
+	}
+	if t != nil && !t.state.CompareAndSwap(attemptRunning, attemptInserting) {
+		// The sender left while the decision ran: it was told it was
+		// cancelled, so the message stays out.
+		return outcome{err: stdctx.Cause(ctx)}
 	}
 	// From here to the insertion nothing waits: the agent cannot change
 	// between the check above and the insertion below except by a
 	// concurrent dispose, which the inbox itself reports.
 	if req.BeforeInsert != nil {
 		if err := req.BeforeInsert(msg); err != nil {
-			return "", err
+			return outcome{err: err}
 		}
 	}
 	if req.Mode == Steer {
@@ -242,19 +324,29 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request) (s
 		err = agent.Followup(msg)
 	}
 	if errs.HasCode(err, agents.AgentDisposed) {
-		return "", agentGone(agent.ID())
+		return outcome{err: agentGone(agent.ID())}
 	}
 	if err != nil {
-		return "", err
+		return outcome{err: err}
 	}
 	delivered = true
+	in := Inserted{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source}
+	out := outcome{id: msg.ID}
+	c.mu.Lock()
 	if req.RequestID != "" {
-		c.mu.Lock()
 		c.accepted[acceptKey{agent.ID(), req.RequestID}] = msg.ID
-		c.mu.Unlock()
 	}
-	EventInserted.Emit(stdctx.Background(), agent.Context(), Inserted{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source})
-	return msg.ID, nil
+	// Decided while the delivery still heads the chain, so the events keep
+	// the order of the insertions: the first emits, later ones queue.
+	if q, busy := c.emitting[agent.ID()]; busy {
+		q.pending = append(q.pending, in)
+		c.emitting[agent.ID()] = q
+	} else {
+		c.emitting[agent.ID()] = emitQueue{}
+		out.emit, out.event = true, in
+	}
+	c.mu.Unlock()
+	return out
 }
 
 // signal returns the context admission sees: it ends when the sender
@@ -271,8 +363,8 @@ func (c *Controller) signal(ctx stdctx.Context) (stdctx.Context, func()) {
 // check fails when the sender gave up, the controller stopped or the agent
 // left the registry.
 func (c *Controller) check(ctx stdctx.Context, agent agents.Agent) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	if ctx.Err() != nil {
+		return stdctx.Cause(ctx)
 	}
 	if c.stop.Err() != nil {
 		return stopped()
@@ -297,8 +389,8 @@ func (c *Controller) decide(signal stdctx.Context, agent agents.Agent, msg llm.M
 	if c.stop.Err() != nil {
 		return Decision{}, stopped()
 	}
-	if err := signal.Err(); err != nil {
-		return Decision{}, err
+	if signal.Err() != nil {
+		return Decision{}, stdctx.Cause(signal)
 	}
 	return Decision{}, AgentAdmissionRejected(ReasonAdmissionFailed,
 		fmt.Sprintf("the admission check for agent %q failed", agent.ID()), false, err)

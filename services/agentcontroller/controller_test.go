@@ -14,18 +14,15 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
-	"github.com/dsh-go/dsh/waterfall"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type admissionNext = waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]
-
 // hold installs a listener that holds messages whose content starts with
 // "hold" until g.release closes or the signal ends.
 func (g *holdGate) install(t testing.TB, e *env) {
-	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 		if strings.HasPrefix(a.Message.Content, "hold") {
 			g.holding <- a.Message.Content
 			select {
@@ -38,11 +35,12 @@ func (g *holdGate) install(t testing.TB, e *env) {
 	})
 }
 
-// waitQueue waits until n deliveries to agentID are in flight.
+// waitQueue waits until n deliveries to agentID are in flight: the one
+// being decided and n-1 waiting behind it.
 func waitQueue(t *testing.T, e *env, agentID string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for agentcontroller.QueueLen(e.ctl, agentID) < n {
+	for e.ctl.Waiting(agentID) < n-1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("never %d deliveries in flight to %s", n, agentID)
 		}
@@ -171,11 +169,11 @@ func TestCancelWhileHeldReachesTheListener(t *testing.T) {
 	g := newHoldGate()
 	g.install(t, e)
 	a := e.agent("a")
-	released := false
+	released := make(chan struct{})
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	req := send("")
 	req.Prepare = func(stdctx.Context) (agentcontroller.Prepared, error) {
-		return agentcontroller.Prepared{Content: "hold", Release: func() { released = true }}, nil
+		return agentcontroller.Prepared{Content: "hold", Release: func() { close(released) }}, nil
 	}
 	ch := e.deliverAsync(ctx, a, req)
 	g.waitHolding(t)
@@ -183,8 +181,15 @@ func TestCancelWhileHeldReachesTheListener(t *testing.T) {
 	if r := wait(t, ch); !errors.Is(r.err, stdctx.Canceled) {
 		t.Fatalf("got %v", r.err)
 	}
-	if len(a.Messages()) != 0 || !released {
-		t.Fatalf("inbox %v released %v", a.Messages(), released)
+	// The sender is answered before the listener settles; the prepared
+	// content is released once it has.
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the prepared content was never released")
+	}
+	if len(a.Messages()) != 0 {
+		t.Fatalf("inbox %v", a.Messages())
 	}
 }
 
@@ -215,7 +220,7 @@ func TestAgentGoneWhileHeld(t *testing.T) {
 func TestRefusalCarriesReasonMessageAndPresented(t *testing.T) {
 	e := newEnv(t)
 	a := e.agent("a")
-	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, ad agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, ad agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 		return agentcontroller.Reject("my-plugin/not-ready", "Prepare the workspace first.", true), nil
 	})
 	released := 0
@@ -251,7 +256,7 @@ func TestFailingListenerIsAdmissionFailed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			a := e.agent("a")
-			agentcontroller.EventAdmission.On(e.root, func(stdctx.Context, agentcontroller.Admission, admissionNext) (agentcontroller.Decision, error) {
+			agentcontroller.EventAdmission.On(e.root, func(stdctx.Context, agentcontroller.Admission, agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 				return fn()
 			})
 			_, err := e.ctl.Deliver(stdctx.Background(), a, send("x"))
@@ -304,7 +309,7 @@ func TestDisposeRejectsPendingAndWaitsForThem(t *testing.T) {
 	a := e.agent("a")
 	holding := make(chan struct{})
 	var listenerDone atomic.Bool
-	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, ad agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, ad agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 		close(holding)
 		<-ctx.Done()
 		time.Sleep(20 * time.Millisecond) // settle slowly: dispose must wait
@@ -333,7 +338,7 @@ func TestScopedListenerHearsOnlyItsAgent(t *testing.T) {
 	e := newEnv(t)
 	a, b := e.agent("a"), e.agent("b")
 	var heard []string
-	agentcontroller.EventAdmission.On(a.Context(), func(ctx stdctx.Context, ad agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+	agentcontroller.EventAdmission.On(a.Context(), func(ctx stdctx.Context, ad agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 		heard = append(heard, ad.Agent.ID()+":"+ad.Message.Content)
 		if ad.Source.IsUnattended() {
 			return agentcontroller.Reject("test/no-robots", "a takes no unattended messages", false), nil
@@ -363,7 +368,7 @@ func TestRefusalJSONShape(t *testing.T) {
 func TestListenerMayRewriteTheMessage(t *testing.T) {
 	e := newEnv(t)
 	a := e.agent("a")
-	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, ad agentcontroller.Admission, next admissionNext) (agentcontroller.Decision, error) {
+	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, ad agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 		ad.Message.Content = strings.ReplaceAll(ad.Message.Content, "hunter2", "[redacted]")
 		return next.Call(ctx, ad)
 	})

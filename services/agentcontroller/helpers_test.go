@@ -2,7 +2,6 @@ package agentcontroller_test
 
 import (
 	stdctx "context"
-	"errors"
 	"testing"
 	"time"
 
@@ -78,5 +77,3 @@ func (g *holdGate) waitHolding(t testing.TB) {
 		t.Fatal("the listener never held")
 	}
 }
-
-var errNotHeld = errors.New("not held")

@@ -54,7 +54,10 @@ type Prepared struct {
 	Release func()
 }
 
-// Request is one delivery.
+// Request is one delivery. When the sender's context can be cancelled,
+// Prepare and BeforeInsert run on a goroutine of the controller's, so the
+// sender can be answered while they or a listener still run; they never
+// run at the same time as each other or as another delivery to the agent.
 type Request struct {
 	Mode   Mode
 	Source Source
@@ -138,4 +141,16 @@ var (
 	// React to admitted messages here; admission listeners never run after
 	// insertion.
 	EventInserted = waterfall.NewEmit[Inserted]("agent/inbox/inserted")
+)
+
+// Listener signatures of the controller's events, so a plugin can name
+// them.
+type (
+	// AdmissionListener decides, holds or rewrites a delivery; see
+	// EventAdmission.
+	AdmissionListener = waterfall.Listener[Admission, Decision]
+	// AdmissionNext passes a delivery on to the rest of the admission stage.
+	AdmissionNext = waterfall.Next[Admission, Decision]
+	// InsertedListener hears a message that entered an inbox.
+	InsertedListener = waterfall.EmitListener[Inserted]
 )

@@ -216,7 +216,7 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 		Model:     a.opts.Model,
 		System:    system,
 		History:   a.sess.History(),
-		Tools:     a.loop.tools.Specs(a.id),
+		Tools:     a.loop.tools.Specs(a.scope),
 		MaxTokens: a.opts.MaxTokens,
 	}})
 	if err != nil {
@@ -301,7 +301,7 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 // stream calls the model and hands each chunk to agent/stream-chunk as it
 // arrives; only the assembled message goes into the session.
 func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int, msgID string) (*llm.Assembler, error) {
-	s, err := a.loop.llm.Stream(ctx, req)
+	s, err := a.loop.llm.In(a.scope).Stream(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -85,14 +85,22 @@ func (u Usage) Add(o Usage) Usage {
 // History is a read-only view of a conversation: a window on an
 // append-only list kept in fixed-size pages. Appending to a History returns
 // a new one and never changes what another view sees, so the agent loop
-// hands the same history to every listener without copying it.
+// hands the same history to every listener without copying it, and a
+// listener may read it on any goroutine while the log goes on appending.
 type History struct {
-	pages [][]Message
+	pages []*page
 	off   int // index of the first message in pages
 	n     int
 }
 
 const pageSize = 128
+
+// page is a fixed array, so the log fills it in place: a view holds the
+// page's pointer, which never changes, and reads only slots below its own
+// length, which are never written again. A slice per page would not do:
+// its header, stored in the page list a view shares, changes length on
+// every append.
+type page [pageSize]Message
 
 // NewHistory returns a history holding copies of msgs.
 func NewHistory(msgs ...Message) History {
@@ -170,21 +178,22 @@ func (h History) Slice(from, to int) History {
 }
 
 // Log is the append-only list behind Histories. Its owner appends; every
-// View stays valid and unchanged while it does, because a view never reads
-// past its own length and pages are never moved. A Log is not safe for
-// concurrent appends; guard it with the owner's lock.
+// View stays valid and unchanged while it does, also when read on another
+// goroutine: a view never reads past its own length, pages never move, and
+// the page list a view holds is capped at its length, so growing the log
+// writes past it or into a fresh copy. A Log is not safe for concurrent
+// appends; guard it with the owner's lock.
 type Log struct {
-	pages [][]Message
+	pages []*page
 	n     int
 }
 
 // Append adds a copy of m.
 func (l *Log) Append(m Message) {
 	if l.n%pageSize == 0 {
-		l.pages = append(l.pages, make([]Message, 0, pageSize))
+		l.pages = append(l.pages, new(page))
 	}
-	last := len(l.pages) - 1
-	l.pages[last] = append(l.pages[last], m.Clone())
+	l.pages[l.n/pageSize][l.n%pageSize] = m.Clone()
 	l.n++
 }
 

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -65,10 +66,24 @@ type Provider interface {
 // Key is the service key of the model service.
 var Key = dshctx.NewKey[*Service]("llm")
 
-// Service is the registry of providers.
+// Service is the registry of providers of one scope. Providers registered
+// in an agent's scope (by a preset) go to a service of that scope's own,
+// which falls back to the one around it: the agent sees them, others do not.
 type Service struct {
+	parent    *Service
 	mu        sync.RWMutex
 	providers map[string]Provider
+}
+
+// In returns the service that the code in at's scope sees: its own when it
+// has one, s otherwise.
+func (s *Service) In(at *dshctx.Context) *Service {
+	if at.Tag() != "" {
+		if in, ok := Key.Local(at); ok && in.parent == s {
+			return in
+		}
+	}
+	return s
 }
 
 // NewService returns an empty registry.
@@ -79,10 +94,19 @@ var Plugin = dshctx.Define("llm", func(ctx *dshctx.Context, _ any) error {
 	return Key.Provide(ctx, NewService())
 })
 
-// Register makes p callable as name for as long as ctx's fiber lives.
+// Register makes p callable as name, in ctx's scope, for as long as ctx's
+// fiber lives. One registered in an agent's scope shadows a provider of the
+// same name for that agent only.
 func (s *Service) Register(ctx *dshctx.Context, name string, p Provider) error {
 	if name == "" || p == nil {
 		return errs.New(errs.InvalidArgument, "llm.Register: a provider needs a name and a non-nil value")
+	}
+	if ctx.Tag() != "" {
+		in, err := Key.Own(ctx, func() *Service { return &Service{parent: s, providers: map[string]Provider{}} })
+		if err != nil {
+			return err
+		}
+		s = in
 	}
 	_, err := ctx.Effect("llm provider "+name, func() (dshctx.Disposer, error) {
 		s.mu.Lock()
@@ -103,11 +127,15 @@ func (s *Service) Register(ctx *dshctx.Context, name string, p Provider) error {
 
 // Names lists the registered providers, sorted.
 func (s *Service) Names() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]string, 0, len(s.providers))
-	for n := range s.providers {
-		out = append(out, n)
+	var out []string
+	for in := s; in != nil; in = in.parent {
+		in.mu.RLock()
+		for n := range in.providers {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		in.mu.RUnlock()
 	}
 	sort.Strings(out)
 	return out
@@ -117,9 +145,12 @@ func (s *Service) Names() []string {
 // of the provider, in Stream or later in the stream's Recv or Close, comes
 // back as a ProviderPanic error instead of ending the process.
 func (s *Service) Stream(ctx stdctx.Context, req Request) (Stream, error) {
-	s.mu.RLock()
-	p := s.providers[req.Provider]
-	s.mu.RUnlock()
+	var p Provider
+	for in := s; in != nil && p == nil; in = in.parent {
+		in.mu.RLock()
+		p = in.providers[req.Provider]
+		in.mu.RUnlock()
+	}
 	if p == nil {
 		known := s.Names()
 		return nil, errs.New(ProviderUnknown, fmt.Sprintf(

@@ -1,6 +1,6 @@
 // Package systemprompt is the systemPrompt service: the system prompt as
 // ordered sections with {{variables}}, some for every agent and some for one
-// agent's scope, assembled through the system-prompt/assemble waterfall.
+// agent's scope (each agent's scope holds a service of its own), assembled through the system-prompt/assemble waterfall.
 package systemprompt
 
 import (
@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -39,34 +40,51 @@ var EventAssemble = waterfall.New("system-prompt/assemble", func(_ stdctx.Contex
 type section struct {
 	name  string
 	order int
-	seq   int
+	seq   int64
 	text  string
 }
 
-type scope struct {
+// Service is the sections and variables of one scope. The root's service
+// holds what every agent gets; an agent's scope gets a service of its own,
+// made on its first section or variable and provided in that scope, which
+// renders its own entries over the ones around it and leaves with the
+// scope.
+type Service struct {
+	parent *Service
+	// gen counts changes across the root and every service under it: a
+	// change outside an agent's scope makes its cached text stale too.
+	gen *atomic.Int64
+
+	mu       sync.Mutex
 	sections []*section
 	vars     map[string]string
-}
-
-// Service holds the sections and variables by scope tag ("" is global).
-type Service struct {
-	mu     sync.Mutex
-	seq    int
-	scopes map[string]*scope
-	// cache holds the rendered text per tag; any change clears it.
-	cache map[string]string
+	cached   string
+	cachedAt int64 // gen when cached was rendered; 0 means never
 }
 
 // New returns an empty service.
-func New() *Service { return &Service{scopes: map[string]*scope{}, cache: map[string]string{}} }
+func New() *Service {
+	return &Service{gen: new(atomic.Int64), vars: map[string]string{}}
+}
 
-func (s *Service) scope(tag string) *scope {
-	sc := s.scopes[tag]
-	if sc == nil {
-		sc = &scope{vars: map[string]string{}}
-		s.scopes[tag] = sc
+// own returns the service of ctx's scope, providing one there first if the
+// scope has none: outside any agent's scope that is s itself.
+func (s *Service) own(ctx *dshctx.Context) (*Service, error) {
+	if ctx.Tag() == "" {
+		return s, nil
 	}
-	return sc
+	return Key.Own(ctx, func() *Service { return &Service{parent: s, gen: s.gen, vars: map[string]string{}} })
+}
+
+// seenFrom returns the service of at's scope when it was made under s, and
+// s otherwise.
+func (s *Service) seenFrom(at *dshctx.Context) *Service {
+	if at.Tag() != "" {
+		if in, ok := Key.Local(at); ok && in.parent == s {
+			return in
+		}
+	}
+	return s
 }
 
 // Section adds a section in ctx's scope: global from outside any scope, one
@@ -77,21 +95,23 @@ func (s *Service) Section(ctx *dshctx.Context, name string, order int, text stri
 	if name == "" {
 		return errs.New(errs.InvalidArgument, "systemPrompt.Section: the section needs a name")
 	}
-	tag := ctx.Tag()
-	_, err := ctx.Effect("system prompt section "+name, func() (dshctx.Disposer, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.seq++
-		sec := &section{name: name, order: order, seq: s.seq, text: text}
-		sc := s.scope(tag)
-		sc.sections = append(sc.sections, sec)
-		clear(s.cache)
+	in, err := s.own(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = ctx.Effect("system prompt section "+name, func() (dshctx.Disposer, error) {
+		sec := &section{name: name, order: order, seq: in.gen.Add(1), text: text}
+		in.mu.Lock()
+		in.sections = append(in.sections, sec)
+		in.mu.Unlock()
+		// After the change, so a render that read gen before it cannot
+		// cache text without the section.
+		in.gen.Add(1)
 		return func() error {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			sc.sections = deleteItem(sc.sections, sec)
-			s.forgetIfEmpty(tag, sc)
-			clear(s.cache)
+			in.mu.Lock()
+			in.sections = deleteItem(in.sections, sec)
+			in.mu.Unlock()
+			in.gen.Add(1)
 			return nil
 		}, nil
 	})
@@ -104,48 +124,52 @@ func (s *Service) Variable(ctx *dshctx.Context, name, value string) error {
 	if name == "" {
 		return errs.New(errs.InvalidArgument, "systemPrompt.Variable: the variable needs a name")
 	}
-	tag := ctx.Tag()
-	_, err := ctx.Effect("system prompt variable "+name, func() (dshctx.Disposer, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		sc := s.scope(tag)
-		if _, taken := sc.vars[name]; taken {
+	in, err := s.own(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = ctx.Effect("system prompt variable "+name, func() (dshctx.Disposer, error) {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		if _, taken := in.vars[name]; taken {
 			return nil, errs.New(errs.ServiceConflict, fmt.Sprintf("system prompt variable %q is already set in this scope", name))
 		}
-		sc.vars[name] = value
-		clear(s.cache)
+		in.vars[name] = value
+		in.gen.Add(1)
 		return func() error {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			delete(sc.vars, name)
-			s.forgetIfEmpty(tag, sc)
-			clear(s.cache)
+			in.mu.Lock()
+			delete(in.vars, name)
+			in.mu.Unlock()
+			in.gen.Add(1)
 			return nil
 		}, nil
 	})
 	return err
 }
 
-func (s *Service) forgetIfEmpty(tag string, sc *scope) {
-	if tag != "" && len(sc.sections) == 0 && len(sc.vars) == 0 {
-		delete(s.scopes, tag)
-	}
+// Render returns the prompt text for at's scope without running the
+// waterfall.
+func (s *Service) Render(at *dshctx.Context) string {
+	return s.seenFrom(at).render()
 }
 
-// Render returns the prompt text for tag without running the waterfall.
-func (s *Service) Render(tag string) string {
+func (s *Service) render() string {
+	gen := s.gen.Load()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if text, ok := s.cache[tag]; ok {
+	if s.cachedAt == gen && gen != 0 {
+		text := s.cached
+		s.mu.Unlock()
 		return text
 	}
+	s.mu.Unlock()
+
 	var secs []*section
-	if g := s.scopes[""]; g != nil {
-		secs = append(secs, g.sections...)
-	}
-	local := s.scopes[tag]
-	if tag != "" && local != nil {
-		secs = append(secs, local.sections...)
+	var chain []*Service
+	for in := s; in != nil; in = in.parent {
+		in.mu.Lock()
+		secs = append(secs, in.sections...)
+		in.mu.Unlock()
+		chain = append(chain, in)
 	}
 	sort.SliceStable(secs, func(i, j int) bool {
 		if secs[i].order != secs[j].order {
@@ -159,14 +183,21 @@ func (s *Service) Render(tag string) string {
 			parts = append(parts, sec.text)
 		}
 	}
-	text := s.substitute(strings.Join(parts, "\n\n"), local)
-	s.cache[tag] = text
+	text := substitute(strings.Join(parts, "\n\n"), chain)
+
+	s.mu.Lock()
+	// A change that raced with rendering moved gen on: keep the text
+	// uncached so the next call renders again.
+	if s.gen.Load() == gen {
+		s.cached, s.cachedAt = text, gen
+	}
+	s.mu.Unlock()
 	return text
 }
 
-// substitute replaces {{name}} by the scope's value, else the global one.
-// Unknown names are left as written, so a typo shows in the prompt.
-func (s *Service) substitute(text string, local *scope) string {
+// substitute replaces {{name}} by the nearest scope's value. Unknown names
+// are left as written, so a typo shows in the prompt.
+func substitute(text string, chain []*Service) string {
 	if !strings.Contains(text, "{{") {
 		return text
 	}
@@ -182,7 +213,7 @@ func (s *Service) substitute(text string, local *scope) string {
 		}
 		name := strings.TrimSpace(text[i+2 : i+j])
 		b.WriteString(text[:i])
-		if v, ok := s.lookup(name, local); ok {
+		if v, ok := lookup(name, chain); ok {
 			b.WriteString(v)
 		} else {
 			b.WriteString(text[i : i+j+2])
@@ -193,15 +224,14 @@ func (s *Service) substitute(text string, local *scope) string {
 	return b.String()
 }
 
-func (s *Service) lookup(name string, local *scope) (string, bool) {
-	if local != nil {
-		if v, ok := local.vars[name]; ok {
+func lookup(name string, chain []*Service) (string, bool) {
+	for _, in := range chain {
+		in.mu.Lock()
+		v, ok := in.vars[name]
+		in.mu.Unlock()
+		if ok {
 			return v, true
 		}
-	}
-	if g := s.scopes[""]; g != nil {
-		v, ok := g.vars[name]
-		return v, ok
 	}
 	return "", false
 }
@@ -209,7 +239,7 @@ func (s *Service) lookup(name string, local *scope) (string, bool) {
 // Assemble renders the prompt for the scope of at and passes it through the
 // system-prompt/assemble waterfall.
 func (s *Service) Assemble(ctx stdctx.Context, at *dshctx.Context) (string, error) {
-	return EventAssemble.Dispatch(ctx, at, Assembly{AgentID: at.Tag(), Text: s.Render(at.Tag())})
+	return EventAssemble.Dispatch(ctx, at, Assembly{AgentID: at.Tag(), Text: s.Render(at)})
 }
 
 func deleteItem[T comparable](xs []T, x T) []T {

@@ -1,5 +1,5 @@
 // Package tools is the tools service: a registry of tools, global or scoped
-// to one agent, and their execution through the tools/execute waterfall,
+// to one agent (each agent's scope holds a service of its own), and their execution through the tools/execute waterfall,
 // where plugins add permission checks, sandboxes and logging around a call.
 package tools
 
@@ -84,14 +84,19 @@ func runTool(ctx stdctx.Context, x Execution) (r Result, err error) {
 	return res, nil
 }
 
-// Service holds tools by scope tag ("" is global).
+// Service is the tools of one scope. The root's service holds the global
+// tools; an agent's scope gets a service of its own, made on the first tool
+// registered there and provided in that scope, whose lookups fall back to
+// the service around it. So a tool in an agent's scope shadows a global tool
+// of the same name for that agent only, and leaves with the scope.
 type Service struct {
-	mu    sync.RWMutex
-	byTag map[string]map[string]*Tool
+	parent *Service
+	mu     sync.RWMutex
+	tools  map[string]*Tool
 }
 
 // New returns an empty registry.
-func New() *Service { return &Service{byTag: map[string]map[string]*Tool{}} }
+func New() *Service { return &Service{tools: map[string]*Tool{}} }
 
 // Register adds t in ctx's scope until ctx's fiber goes away. A tool in an
 // agent's scope shadows a global tool of the same name for that agent.
@@ -102,55 +107,72 @@ func (s *Service) Register(ctx *dshctx.Context, t Tool) error {
 	if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
 		return errs.New(errs.InvalidArgument, fmt.Sprintf("tools.Register: the parameters schema of %q is not valid JSON", t.Name))
 	}
-	tag := ctx.Tag()
+	in, err := s.own(ctx)
+	if err != nil {
+		return err
+	}
 	tool := &t
-	_, err := ctx.Effect("tool "+t.Name, func() (dshctx.Disposer, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		m := s.byTag[tag]
-		if m == nil {
-			m = map[string]*Tool{}
-			s.byTag[tag] = m
-		}
-		if _, taken := m[t.Name]; taken {
+	_, err = ctx.Effect("tool "+t.Name, func() (dshctx.Disposer, error) {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		if _, taken := in.tools[t.Name]; taken {
 			return nil, errs.New(errs.ServiceConflict, fmt.Sprintf("tool %q is already registered in this scope", t.Name))
 		}
-		m[t.Name] = tool
+		in.tools[t.Name] = tool
 		return func() error {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			delete(m, t.Name)
-			if len(m) == 0 && tag != "" {
-				delete(s.byTag, tag)
-			}
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			delete(in.tools, t.Name)
 			return nil
 		}, nil
 	})
 	return err
 }
 
-// Lookup returns the tool name as the agent with tag sees it.
-func (s *Service) Lookup(tag, name string) *Tool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if t := s.byTag[tag][name]; t != nil {
-		return t
+// own returns the service of ctx's scope, providing one there first if the
+// scope has none: outside any agent's scope that is s itself.
+func (s *Service) own(ctx *dshctx.Context) (*Service, error) {
+	if ctx.Tag() == "" {
+		return s, nil
 	}
-	return s.byTag[""][name]
+	return Key.Own(ctx, func() *Service { return &Service{parent: s, tools: map[string]*Tool{}} })
 }
 
-// Specs describes the tools visible to the agent with tag, sorted by name.
-func (s *Service) Specs(tag string) []llm.ToolSpec {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	seen := map[string]*Tool{}
-	for n, t := range s.byTag[""] {
-		seen[n] = t
-	}
-	if tag != "" {
-		for n, t := range s.byTag[tag] {
-			seen[n] = t
+// seenFrom returns the service of at's scope when it was made under s, and
+// s otherwise.
+func (s *Service) seenFrom(at *dshctx.Context) *Service {
+	if at.Tag() != "" {
+		if in, ok := Key.Local(at); ok && in.parent == s {
+			return in
 		}
+	}
+	return s
+}
+
+// Lookup returns the tool name as code in at's scope sees it.
+func (s *Service) Lookup(at *dshctx.Context, name string) *Tool {
+	for in := s.seenFrom(at); in != nil; in = in.parent {
+		in.mu.RLock()
+		t := in.tools[name]
+		in.mu.RUnlock()
+		if t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+// Specs describes the tools visible in at's scope, sorted by name.
+func (s *Service) Specs(at *dshctx.Context) []llm.ToolSpec {
+	seen := map[string]*Tool{}
+	for in := s.seenFrom(at); in != nil; in = in.parent {
+		in.mu.RLock()
+		for n, t := range in.tools {
+			if seen[n] == nil {
+				seen[n] = t
+			}
+		}
+		in.mu.RUnlock()
 	}
 	out := make([]llm.ToolSpec, 0, len(seen))
 	for _, t := range seen {
@@ -162,5 +184,5 @@ func (s *Service) Specs(tag string) []llm.ToolSpec {
 
 // Execute runs call for the agent whose scope is at, through tools/execute.
 func (s *Service) Execute(ctx stdctx.Context, at *dshctx.Context, call Call) (Result, error) {
-	return EventExecute.Dispatch(ctx, at, Execution{Call: call, Tool: s.Lookup(at.Tag(), call.Name)})
+	return EventExecute.Dispatch(ctx, at, Execution{Call: call, Tool: s.Lookup(at, call.Name)})
 }

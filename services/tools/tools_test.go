@@ -27,10 +27,10 @@ func TestScopedToolsAndExecutionPipeline(t *testing.T) {
 	}
 	s.Register(a, tools.Tool{Name: "date", Execute: echo("a's date")})
 	s.Register(a, tools.Tool{Name: "secret", Execute: echo("a only")})
-	if specs := s.Specs("a"); len(specs) != 2 || specs[1].Name != "secret" {
+	if specs := s.Specs(a); len(specs) != 2 || specs[1].Name != "secret" {
 		t.Fatalf("a's specs %v", specs)
 	}
-	if specs := s.Specs("b"); len(specs) != 1 {
+	if specs := s.Specs(b); len(specs) != 1 {
 		t.Fatalf("b's specs %v", specs)
 	}
 	r, _ := s.Execute(stdctx.Background(), a, tools.Call{Name: "date"})
@@ -55,7 +55,7 @@ func TestScopedToolsAndExecutionPipeline(t *testing.T) {
 		t.Fatalf("b's listener leaked to a: %q", r.Content)
 	}
 	a.Dispose()
-	if specs := s.Specs("a"); len(specs) != 1 {
+	if specs := s.Specs(a); len(specs) != 1 {
 		t.Fatalf("a's tools outlived its scope: %v", specs)
 	}
 }

@@ -1,7 +1,8 @@
 // Command testplugin is the plugin binary the host's tests drive. Its
 // behaviour comes from its config entry; environment variables break its
-// start on purpose (garbage on stdout, a wrong protocol version) or turn it
-// into a recorder of everything the host sends (TESTPLUGIN_RECORD).
+// start on purpose (garbage on stdout, a wrong protocol version, a hang in
+// Describe or Configure: TESTPLUGIN_HANG) or turn it into a recorder of
+// everything the host sends (TESTPLUGIN_RECORD).
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/sdk"
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-plugin"
 )
 
@@ -46,6 +48,12 @@ type config struct {
 	// and refuse on its own after GiveUpMs.
 	GiveUpWord string `json:"give_up_word"`
 	GiveUpMs   int    `json:"give_up_ms"`
+	// EnvFile receives the plugin's environment, one variable a line.
+	EnvFile string `json:"env_file"`
+	// HangAfterFirst makes every start but the first hang in Configure:
+	// the first creates the file, later ones find it, write <file>.hung
+	// and hang.
+	HangAfterFirst string `json:"hang_after_first"`
 }
 
 func main() {
@@ -75,6 +83,21 @@ func main() {
 		}
 		if word := os.Getenv("TESTPLUGIN_REFUSE"); word != "" {
 			cfg.RefuseWords = append(cfg.RefuseWords, word)
+		}
+		if os.Getenv("TESTPLUGIN_HANG") == "configure" {
+			select {} // until the host kills it
+		}
+		if cfg.EnvFile != "" {
+			if err := os.WriteFile(cfg.EnvFile, []byte(strings.Join(os.Environ(), "\n")), 0o644); err != nil {
+				return err
+			}
+		}
+		if cfg.HangAfterFirst != "" {
+			if _, err := os.Stat(cfg.HangAfterFirst); err == nil {
+				os.WriteFile(cfg.HangAfterFirst+".hung", nil, 0o644)
+				select {} // until the host kills it
+			}
+			os.WriteFile(cfg.HangAfterFirst, nil, 0o644)
 		}
 		if cfg.Fail {
 			return fmt.Errorf("testplugin: fail is set")
@@ -144,6 +167,14 @@ func main() {
 	if os.Getenv("TESTPLUGIN_UNKNOWN") != "" {
 		p.Waterfall("no/such-event", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) { return next(ctx, nil) })
 	}
+	if os.Getenv("TESTPLUGIN_HANG") == "describe" {
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  sdk.Handshake,
+			VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: {sdk.PluginName: &sdk.GRPCPlugin{Impl: hangInDescribe{p.Server()}}}},
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+		return
+	}
 	if os.Getenv("TESTPLUGIN_PROTOCOL") == "2" {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  plugin.HandshakeConfig{ProtocolVersion: 2, MagicCookieKey: sdk.Handshake.MagicCookieKey, MagicCookieValue: sdk.Handshake.MagicCookieValue},
@@ -153,6 +184,13 @@ func main() {
 		return
 	}
 	p.Serve()
+}
+
+// hangInDescribe serves the protocol but never answers Describe.
+type hangInDescribe struct{ pluginv1.PluginServer }
+
+func (hangInDescribe) Describe(stdctx.Context, *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	select {} // until the host kills it
 }
 
 // bridged lists every event the host lets plugin binaries hear.

@@ -38,6 +38,12 @@ func init() {
 		Doc:    `model provider "anthropic": the Messages API, streaming`,
 		Plugin: Plugin,
 		Config: func() any { return &Config{} },
+		Provider: func(c any) string {
+			if c, ok := c.(*Config); ok && c.Name != "" {
+				return c.Name
+			}
+			return defaults.Name
+		},
 	})
 }
 

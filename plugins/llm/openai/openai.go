@@ -51,6 +51,12 @@ func init() {
 			Doc:    fmt.Sprintf("model provider %q: OpenAI-compatible chat completions, streaming (%s)", f.name, f.baseURL),
 			Plugin: plugin(f),
 			Config: func() any { return &Config{} },
+			Provider: func(c any) string {
+				if c, ok := c.(*Config); ok && c.Name != "" {
+					return c.Name
+				}
+				return f.name
+			},
 		})
 	}
 }

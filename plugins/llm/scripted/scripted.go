@@ -24,6 +24,12 @@ func init() {
 	host.Register(host.Info{
 		ID: "llm.scripted", Doc: "an offline model that answers from a script (or echoes)",
 		Plugin: Plugin, Config: func() any { return &Config{} },
+		Provider: func(c any) string {
+			if c, ok := c.(*Config); ok && c.Name != "" {
+				return c.Name
+			}
+			return "scripted"
+		},
 	})
 }
 

@@ -34,6 +34,7 @@ func init() {
 		ID:     "session.jsonl",
 		Doc:    "keeps session logs as JSON lines in a directory, so agents can resume",
 		Plugin: Plugin, Config: func() any { return &Config{Dir: "sessions"} },
+		SessionStore: true,
 	})
 }
 
@@ -71,8 +72,13 @@ var Plugin = dshctx.Define("session.jsonl", func(ctx *dshctx.Context, config any
 	}
 	w := &files{dir: cfg.Dir, log: ctx.Logger(), sink: appendSync,
 		held: map[string]*writer{}, adopted: map[*session.Session]*writer{}}
-	if err := store.SetBackend(ctx, w); err != nil {
-		return err
+	// Only a root instance serves resumes: an agent resumes before its
+	// scope, and the presets in it, exist. In a preset it records its
+	// agent, taking the session's lock when it first hears of it.
+	if ctx.Tag() == "" {
+		if err := store.SetBackend(ctx, w); err != nil {
+			return err
+		}
 	}
 	if _, err := session.EventAppended.On(ctx, func(_ stdctx.Context, a session.Appended) error {
 		w.writerFor(a.Session).add(a.Event)

@@ -129,8 +129,11 @@ func TestAnAgentResumesItsSessionAfterARestart(t *testing.T) {
 	}
 }
 
+// TestASessionNeedsAPersistencePlugin: config check already knows that a
+// session: without a store cannot start.
 func TestASessionNeedsAPersistencePlugin(t *testing.T) {
-	if err := startFails(t, t.TempDir(), false); !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), "use: session.jsonl") {
+	yaml := "plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n    session: s1\n"
+	if _, err := host.Parse("test.yaml", []byte(yaml), host.LoadOptions{Environ: []string{}}); !errs.HasCode(err, host.ConfigInvalid) || !strings.Contains(err.Error(), "use: session.jsonl") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	stdctx "context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// attached is the interactive session's hold on the agent it talks to. A
+// --watch reload may recreate the agent; attach follows it.
+type attached struct {
+	agent  agents.Agent
+	t      *tracker
+	detach func()
+}
+
+// attach listens to agent's session: the tracker renders it, and every
+// turn end is signalled on turnEnded.
+func attach(agent agents.Agent, out, diag io.Writer, dim bool, turnEnded chan<- struct{}) (*attached, error) {
+	t := newTracker(out, diag, false)
+	t.dim = dim
+	off, err := t.follow(agent)
+	if err != nil {
+		return nil, err
+	}
+	offEnd, err := session.EventAppended.On(agent.Context(), func(_ stdctx.Context, a session.Appended) error {
+		if a.Event.Type == session.TurnEnd {
+			select {
+			case turnEnded <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		off()
+		return nil, err
+	}
+	return &attached{agent: agent, t: t, detach: func() { off(); offEnd() }}, nil
+}
+
+// interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
+// with no turn running.
+func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal) error {
+	var mu sync.Mutex
+	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
+	dim := colorful(stderr)
+	turnEnded := make(chan struct{}, 16)
+	cur, err := attach(agent, out, diag, dim, turnEnded)
+	if err != nil {
+		return &exitCode{code: exitError, err: err}
+	}
+	defer func() { cur.detach() }()
+
+	send := newSender(h, diag)
+	defer send.close()
+
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+
+	fmt.Fprintf(out, "dsh: talking to agent %s.%s Type /help for commands, Ctrl-D to quit.\n> ", agent.ID(), resumedNote(agent))
+	busy := func() bool { return cur.t.busy() || cur.agent.Pending() > 0 || send.waiting() > 0 }
+	reloaded := h.Reloaded()
+	owed := false // a turn ended while something was still busy
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(out)
+				return nil
+			}
+			line = strings.TrimSpace(line)
+			switch {
+			case line == "":
+				if !busy() {
+					fmt.Fprint(out, "> ")
+				}
+			case line == "/quit" || line == "/exit":
+				return nil
+			case line == "/help":
+				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/quit        leave (Ctrl-D does too)\nanything else is sent to the agent; while it is busy, it is queued\n> ")
+			case line == "/cancel":
+				send.drop()
+				cur.agent.Cancel(fmt.Errorf("cancelled from the prompt"))
+				fmt.Fprint(diag, "(cancelled)\n")
+			case line == "/agents":
+				for _, a := range h.Agents() {
+					fmt.Fprintf(out, "%s  %s  %d waiting\n", a.ID(), a.Status(), a.Pending())
+				}
+				if !busy() {
+					fmt.Fprint(out, "> ")
+				}
+			case strings.HasPrefix(line, "/steer"):
+				text := strings.TrimSpace(strings.TrimPrefix(line, "/steer"))
+				if text == "" {
+					fmt.Fprint(diag, "usage: /steer TEXT\n")
+					continue
+				}
+				send.enqueue(cur.agent, text, agentcontroller.Steer)
+				fmt.Fprint(diag, "(steering)\n")
+			case strings.HasPrefix(line, "/"):
+				fmt.Fprintf(diag, "unknown command %s; /help lists them\n", strings.Fields(line)[0])
+			default:
+				if busy() {
+					fmt.Fprint(diag, "(queued)\n")
+				}
+				send.enqueue(cur.agent, line, agentcontroller.Followup)
+			}
+		case <-turnEnded:
+			// A turn can end before the delivery that started it has
+			// returned to the sender; the prompt then waits for settled.
+			owed = true
+			if !busy() {
+				fmt.Fprint(out, "> ")
+				owed = false
+			}
+		case <-send.settled:
+			if owed && !busy() {
+				fmt.Fprint(out, "> ")
+				owed = false
+			}
+		case <-reloaded:
+			reloaded = h.Reloaded()
+			next, note := followReload(h, cur.agent)
+			if next == cur.agent {
+				continue
+			}
+			re, err := attach(next, out, diag, dim, turnEnded)
+			if err != nil {
+				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.ID(), err)
+				continue
+			}
+			cur.detach()
+			cur = re
+			fmt.Fprintf(diag, "(%s)\n", note)
+			if !busy() {
+				fmt.Fprint(out, "> ")
+			}
+		case <-signals:
+			if busy() {
+				send.drop()
+				cur.agent.Cancel(fmt.Errorf("interrupted"))
+				fmt.Fprint(diag, "\n(turn cancelled; Ctrl-C again or Ctrl-D to quit)\n")
+				continue
+			}
+			fmt.Fprintln(out)
+			return nil
+		}
+	}
+}
+
+// followReload returns the agent to talk to after a reload: the one with
+// the same id — a new one if the reload recreated it — or the first one if
+// it is gone. The note says what changed.
+func followReload(h *host.Host, old agents.Agent) (agents.Agent, string) {
+	if a, ok := h.Agent(old.ID()); ok {
+		return a, fmt.Sprintf("config reloaded; agent %s restarted with its new settings", a.ID())
+	}
+	a, err := pickAgent(h, "")
+	if err != nil {
+		return old, ""
+	}
+	return a, fmt.Sprintf("config reloaded; agent %s is gone, now talking to agent %s", old.ID(), a.ID())
+}
+
+// resumedNote says what the agent's session already holds.
+func resumedNote(agent agents.Agent) string {
+	n := len(agent.Session().History().Messages())
+	if n == 0 {
+		return ""
+	}
+	note := fmt.Sprintf(" Session %s resumed with %d messages.", agent.Session().ID(), n)
+	return note + interruptedNote(agent)
+}
+
+// interruptedNote says that the session's last turn was interrupted (dsh
+// was killed or stopped mid-turn) and which prompt it held, or "".
+func interruptedNote(agent agents.Agent) string {
+	in, ok := agent.Session().Interrupted()
+	if !ok {
+		return ""
+	}
+	if !in.HasPrompt {
+		return fmt.Sprintf(" Its last turn (%d) was interrupted before its prompt was recorded.", in.Turn)
+	}
+	return fmt.Sprintf(" Its last turn (%d) was interrupted; the prompt was: %q.", in.Turn, in.Prompt.Content)
+}
+
+// colorful reports whether w is a terminal that takes escape sequences
+// (see no-color.org).
+func colorful(w io.Writer) bool {
+	return isTerminal(w) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	stdctx "context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
+)
+
+// sender delivers the interactive session's lines one after the other, in
+// typing order: a delivery can wait in admission, and lines delivered
+// concurrently would race for the agent's inbox.
+type sender struct {
+	h    *host.Host
+	diag io.Writer
+
+	mu     sync.Mutex
+	queue  []outgoing
+	active bool // a delivery is under way
+	wake   chan struct{}
+	// settled is signalled each time a delivery has returned, so the UI
+	// can prompt once nothing is under way.
+	settled chan struct{}
+
+	ctx    stdctx.Context
+	cancel stdctx.CancelFunc
+	done   chan struct{}
+}
+
+// outgoing names its agent by id: a reload may replace the agent while the
+// line waits, and the line goes to the agent running when it is sent.
+type outgoing struct {
+	agentID string
+	text    string
+	mode    agentcontroller.Mode
+}
+
+func newSender(h *host.Host, diag io.Writer) *sender {
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	s := &sender{h: h, diag: diag, wake: make(chan struct{}, 1), settled: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *sender) enqueue(agent agents.Agent, text string, mode agentcontroller.Mode) {
+	s.mu.Lock()
+	s.queue = append(s.queue, outgoing{agent.ID(), text, mode})
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waiting counts the lines not yet in the agent's inbox.
+func (s *sender) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.queue)
+	if s.active {
+		n++
+	}
+	return n
+}
+
+// drop forgets the lines not yet handed to the controller, as a cancel
+// drops what the agent has queued.
+func (s *sender) drop() {
+	s.mu.Lock()
+	s.queue = nil
+	s.mu.Unlock()
+}
+
+// close stops the sender; a delivery waiting in admission is abandoned.
+func (s *sender) close() {
+	s.cancel()
+	<-s.done
+}
+
+func (s *sender) loop() {
+	defer close(s.done)
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.active = false
+			s.mu.Unlock()
+			select {
+			case <-s.wake:
+				continue
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		o := s.queue[0]
+		s.queue = s.queue[1:]
+		s.active = true
+		s.mu.Unlock()
+
+		agent, ok := s.h.Agent(o.agentID)
+		if !ok {
+			fmt.Fprintf(s.diag, "dsh: agent %s is gone after a config reload; not sent: %s\n> ", o.agentID, oneLine(o.text, 80))
+			continue
+		}
+		_, err := s.h.Controller().Deliver(s.ctx, agent, agentcontroller.Request{
+			Mode: o.mode, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}, Content: o.text,
+		})
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.mu.Lock()
+		s.active = false
+		s.mu.Unlock()
+		select {
+		case s.settled <- struct{}{}:
+		default:
+		}
+		if ref, ok := agentcontroller.RefusalOf(err); ok {
+			if !ref.Presented {
+				fmt.Fprintf(s.diag, "refused: %s\n> ", refusalText(err, ref))
+			}
+		} else if err != nil {
+			fmt.Fprintf(s.diag, "dsh: %v\n> ", err)
+		}
+	}
+}

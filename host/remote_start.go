@@ -1,0 +1,316 @@
+package host
+
+import (
+	"bytes"
+	stdctx "context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/childproc"
+	"github.com/dsh-go/dsh/sdk"
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+)
+
+// DefaultStartTimeout bounds a plugin's whole start when the entry sets no
+// start_timeout.
+const DefaultStartTimeout = 10 * time.Second
+
+// stopGrace is each step of a plugin's teardown: the graceful shutdown
+// over gRPC, then SIGTERM to its process group, then SIGKILL; so a
+// teardown takes at most three times this.
+const stopGrace = 2 * time.Second
+
+// process is one running plugin process: its go-plugin client and its
+// child process, whose group teardown kills.
+type process struct {
+	client *plugin.Client
+	proc   *childproc.Proc
+}
+
+// stop tears the process down: go-plugin's Kill asks the plugin to exit
+// over gRPC and, after its own grace, kills the process group (see
+// groupRunner); Stop then sends SIGTERM and SIGKILL to the group, which
+// also ends whatever the plugin left running. Each wait is bounded by
+// stopGrace, so a teardown never takes longer than four of them, and that
+// only when a process escaped the group and holds the plugin's output.
+func (p process) stop(log hclog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		p.client.Kill()
+		close(done)
+	}()
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	if !p.proc.Stop(stopGrace) || !waitFor(done, stopGrace) {
+		log.Error("a plugin process did not exit after SIGKILL to its group; a process outside the group holds its output", "pid", p.proc.Pid())
+	}
+}
+
+// waitFor reports whether done closes within d.
+func waitFor(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// startPhase names the step of a start, for a start that hangs.
+type startPhase string
+
+const (
+	phaseHandshake startPhase = "the handshake"
+	phaseDescribe  startPhase = "Describe"
+	phaseConfigure startPhase = "Configure"
+)
+
+// start launches the process, dispenses the client, describes and
+// configures the plugin, all within the entry's start_timeout. A start
+// that runs out of time fails with PLUGIN_TIMEOUT naming the phase; one
+// whose ctx is cancelled (dsh stops) kills the process at once.
+func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process, error) {
+	e := r.entry
+	limit := e.StartTimeout
+	if limit == 0 {
+		limit = DefaultStartTimeout
+	}
+	ctx, cancel := stdctx.WithTimeout(ctx, limit)
+	defer cancel()
+	proc, err := childproc.New(childproc.Spec{Path: e.Exec, Args: e.Args, Env: e.Env, Passthrough: e.EnvPassthrough})
+	if err != nil {
+		return nil, process{}, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s) could not be prepared", e.ID, e.Exec))
+	}
+	// The end of what the plugin wrote to stderr goes into a start
+	// failure's message: it is usually the reason.
+	stderr := &tail{max: 512}
+	quiet := &exitedQuietly{Logger: r.log}
+	quiet.starting.Store(true)
+	cfg := &plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.VersionedPlugins(nil),
+		RunnerFunc:       runnerFor(proc),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           quiet,
+		// ctx bounds the start; go-plugin's own timer is only a backstop,
+		// so a slow handshake always fails as a PLUGIN_TIMEOUT.
+		StartTimeout: limit + stopGrace,
+		SyncStdout:   io.Discard,
+		SyncStderr:   io.Discard,
+		Stderr:       stderr,
+		// The environment is childproc's, complete: go-plugin must not add
+		// dsh's own to it.
+		SkipHostEnv: true,
+	}
+	p := process{client: plugin.NewClient(cfg), proc: proc}
+	fail := func(err error, what string) (*pluginv1.DescribeResponse, process, error) {
+		// What failed to start is not worth a graceful shutdown, and one
+		// that hangs would not honour it.
+		proc.Kill()
+		p.stop(r.log)
+		if last := stderr.String(); last != "" {
+			what += fmt.Sprintf(" (its stderr ended with %q)", last)
+		}
+		return nil, process{}, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): %s", e.ID, e.Exec, what))
+	}
+	timedOut := func(phase startPhase, err error) (*pluginv1.DescribeResponse, process, error) {
+		proc.Kill()
+		p.stop(r.log)
+		if !errors.Is(ctx.Err(), stdctx.DeadlineExceeded) {
+			return nil, process{}, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): its start was abandoned during %s because dsh is stopping", e.ID, e.Exec, phase))
+		}
+		return nil, process{}, errs.Wrap(PluginTimeout, err, fmt.Sprintf(
+			"plugin %q (%s) did not finish starting within %s: it hung in %s; start_timeout bounds the handshake, Describe and Configure together — raise it, or fix the plugin",
+			e.ID, e.Exec, limit, phase)).WithReason(ReasonStartTimeout)
+	}
+	// go-plugin checks a checksum only on a command it starts itself.
+	if err := checkSum(e); err != nil {
+		return fail(err, startHint(err))
+	}
+	conn, err := r.handshake(ctx, p)
+	if ctx.Err() != nil {
+		return timedOut(phaseHandshake, err)
+	}
+	if err != nil {
+		return fail(err, startHint(err))
+	}
+	raw, err := conn.Dispense(sdk.PluginName)
+	if err != nil {
+		return fail(err, "the plugin does not serve the dsh protocol")
+	}
+	rpc := raw.(pluginv1.PluginClient)
+	desc, err := rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
+	if ctx.Err() != nil {
+		return timedOut(phaseDescribe, err)
+	}
+	if err != nil {
+		return fail(err, "Describe failed")
+	}
+	config := []byte("{}")
+	if len(e.Config) > 0 {
+		if config, err = json.Marshal(e.Config); err != nil {
+			return fail(err, "its config cannot be sent as JSON")
+		}
+	}
+	res, err := rpc.Configure(ctx, &pluginv1.ConfigureRequest{ConfigJson: config, EntryId: e.ID})
+	if ctx.Err() != nil {
+		return timedOut(phaseConfigure, err)
+	}
+	if err != nil {
+		return fail(err, "Configure failed")
+	}
+	if res.Error != nil {
+		proc.Kill()
+		p.stop(r.log)
+		return nil, process{}, errs.Wrap(errs.CodeOf(sdk.ErrorFromProto(res.Error)), sdk.ErrorFromProto(res.Error),
+			fmt.Sprintf("plugin %q (%s) rejected its config", e.ID, e.Exec))
+	}
+	quiet.starting.Store(false)
+	r.mu.Lock()
+	r.rpc = rpc
+	r.mu.Unlock()
+	r.log.Debug("plugin started", "name", desc.Name, "version", desc.Version, "listeners", len(desc.Listeners))
+	return desc, p, nil
+}
+
+// checkSum compares the binary with the entry's sha256, if it has one.
+func checkSum(e Entry) error {
+	if e.SHA256 == "" {
+		return nil
+	}
+	want, _ := hex.DecodeString(e.SHA256)
+	f, err := os.Open(e.Exec)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), want) {
+		return plugin.ErrChecksumsDoNotMatch
+	}
+	return nil
+}
+
+// handshake runs go-plugin's handshake, which takes no context, so that
+// ctx still ends it: killing the process group makes it return.
+func (r *remote) handshake(ctx stdctx.Context, p process) (plugin.ClientProtocol, error) {
+	type result struct {
+		conn plugin.ClientProtocol
+		err  error
+	}
+	out := make(chan result, 1)
+	go func() {
+		conn, err := p.client.Client()
+		out <- result{conn, err}
+	}()
+	select {
+	case res := <-out:
+		return res.conn, res.err
+	case <-ctx.Done():
+		p.proc.Kill()
+		res := <-out // bounded: the process and its pipes are gone
+		if res.err == nil {
+			res.err = ctx.Err()
+		}
+		return nil, res.err
+	}
+}
+
+// exitedQuietly is the logger go-plugin gets. While a plugin starts, its
+// process exiting or being killed is what a failed start returns as its
+// error; go-plugin also logs it (the process "exited", it "failed to exit
+// gracefully"), which showed every start failure twice, so those lines are
+// demoted to debug until the start succeeded. A plugin that crashes or
+// ignores the shutdown later gets them at their own level, and everything
+// else — the plugin's own log lines included — passes through unchanged.
+type exitedQuietly struct {
+	hclog.Logger
+	starting atomic.Bool
+}
+
+func (l *exitedQuietly) demoted(msg string) bool {
+	return l.starting.Load() && (msg == "plugin failed to exit gracefully" || msg == "plugin process exited")
+}
+
+func (l *exitedQuietly) Warn(msg string, args ...any) {
+	if l.demoted(msg) {
+		l.Logger.Debug(msg, args...)
+		return
+	}
+	l.Logger.Warn(msg, args...)
+}
+
+func (l *exitedQuietly) Error(msg string, args ...any) {
+	if l.demoted(msg) {
+		l.Logger.Debug(msg, args...)
+		return
+	}
+	l.Logger.Error(msg, args...)
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
+
+// startHint says what a start failure most likely means.
+func startHint(err error) string {
+	text := strings.ToLower(err.Error())
+	switch {
+	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
+		return "the binary does not match the sha256 in the config; rebuild or update the checksum"
+	case strings.Contains(text, "incompatible api version"), strings.Contains(text, "incompatible core api version"):
+		return fmt.Sprintf("it speaks another protocol version than this host (dsh protocol %d); rebuild it against this dsh's sdk", sdk.ProtocolVersion)
+	case strings.Contains(text, "failed to read any lines"), strings.Contains(text, "plugin exited before we could connect"):
+		return "it exited without a handshake; a dsh plugin calls sdk.Serve (see examples/plugin-admission)"
+	case strings.Contains(text, "unrecognized remote plugin message"):
+		return "the handshake is corrupted: the plugin wrote to stdout before its handshake line; log to stderr instead"
+	case strings.Contains(text, "timeout while waiting for plugin to start"):
+		return "it did not answer the handshake in time"
+	case strings.Contains(text, "exec format error"):
+		return "the file is not a program this machine can run; build the plugin for this OS and architecture"
+	case strings.Contains(text, "executable file not found"), strings.Contains(text, "no such file"), strings.Contains(text, "permission denied"):
+		return "the binary is missing or not executable"
+	}
+	return "it could not be started"
+}

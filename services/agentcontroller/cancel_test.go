@@ -1,0 +1,100 @@
+package agentcontroller_test
+
+import (
+	stdctx "context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/dsh-go/dsh/services/agentcontroller"
+)
+
+// TestCancelledSenderLeavesWhileAStubbornListenerDecides is issue 11 item
+// 12: a listener that ignores the signal must not keep a cancelled sender
+// waiting. The sender gets its cause at once; the chain still waits for the
+// listener before it decides the next message; the listener's late admit is
+// discarded.
+func TestCancelledSenderLeavesWhileAStubbornListenerDecides(t *testing.T) {
+	e := newEnv(t)
+	a := e.agent("a")
+	entered := make(chan string, 4)
+	releaseCh := make(chan struct{})
+	release := sync.OnceFunc(func() { close(releaseCh) })
+	// Registered after the env, so it runs before the controller's dispose,
+	// which waits for this listener: a failing test fails instead of hanging.
+	t.Cleanup(release)
+	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, ad agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		entered <- ad.Message.Content
+		if ad.Message.Content == "stubborn" {
+			<-releaseCh
+			// Decide to admit as if the sender were still there.
+			return next.Call(stdctx.WithoutCancel(ctx), ad)
+		}
+		return next.Call(ctx, ad)
+	})
+	cause := errors.New("the user pressed escape")
+	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
+	first := e.deliverAsync(ctx, a, send("stubborn"))
+	if got := <-entered; got != "stubborn" {
+		t.Fatalf("first decided %q", got)
+	}
+	second := e.deliverAsync(stdctx.Background(), a, send("next"))
+	waitQueue(t, e, "a", 2)
+	cancel(cause)
+	if r := wait(t, first); r.err != cause {
+		t.Fatalf("cancelled sender got %v, want its cause", r.err)
+	}
+	// The listener has not returned, so the next message still waits.
+	if n := e.ctl.Waiting("a"); n != 1 {
+		t.Fatalf("%d deliveries waiting behind the undecided one, want 1", n)
+	}
+	select {
+	case got := <-entered:
+		t.Fatalf("%q was decided before the stubborn listener settled", got)
+	default:
+	}
+	release()
+	if r := wait(t, second); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := <-entered; got != "next" {
+		t.Fatalf("second decided %q", got)
+	}
+	if !slices.Equal(a.Messages(), []string{"next"}) {
+		t.Fatalf("inbox %v: the late decision must be discarded", a.Messages())
+	}
+}
+
+// TestCancelledWaitingSenderGetsItsCause: a sender behind a held message
+// gets context.Cause, not context.Canceled.
+func TestCancelledWaitingSenderGetsItsCause(t *testing.T) {
+	e := newEnv(t)
+	g := newHoldGate()
+	g.install(t, e)
+	a := e.agent("a")
+	held := e.deliverAsync(stdctx.Background(), a, send("hold"))
+	g.waitHolding(t)
+	cause := errors.New("the webhook timed out")
+	ctx, cancel := stdctx.WithCancelCause(stdctx.Background())
+	waiting := e.deliverAsync(ctx, a, send("behind"))
+	waitQueue(t, e, "a", 2)
+	cancel(cause)
+	if r := wait(t, waiting); r.err != cause {
+		t.Fatalf("waiting sender got %v, want its cause", r.err)
+	}
+	if n := e.ctl.Waiting("a"); n != 0 {
+		t.Fatalf("a sender that left still counts as waiting: %d", n)
+	}
+	// A sender already cancelled is refused with its cause before it queues.
+	if _, err := e.ctl.Deliver(ctx, a, send("late")); err != cause {
+		t.Fatalf("already cancelled sender got %v", err)
+	}
+	close(g.release)
+	if r := wait(t, held); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !slices.Equal(a.Messages(), []string{"hold"}) {
+		t.Fatalf("inbox %v", a.Messages())
+	}
+}
