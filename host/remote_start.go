@@ -132,10 +132,18 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		}
 		return nil, process{}, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): %s", e.ID, e.Exec, what))
 	}
+	// ended reports a step cut by the start's deadline or by dsh stopping.
+	// A failed step counts as cut once the deadline passed by the clock:
+	// gRPC may fail the call a moment before ctx's own timer fires, and
+	// that is a timeout, not a broken plugin.
+	deadline, _ := ctx.Deadline()
+	ended := func(err error) bool {
+		return ctx.Err() != nil || (err != nil && !time.Now().Before(deadline))
+	}
 	timedOut := func(phase startPhase, err error) (*pluginv1.DescribeResponse, process, error) {
 		proc.Kill()
 		p.stop(r.log)
-		if !errors.Is(ctx.Err(), stdctx.DeadlineExceeded) {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), stdctx.DeadlineExceeded) {
 			return nil, process{}, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): its start was abandoned during %s because dsh is stopping", e.ID, e.Exec, phase))
 		}
 		return nil, process{}, errs.Wrap(PluginTimeout, err, fmt.Sprintf(
@@ -147,7 +155,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		return fail(err, startHint(err))
 	}
 	conn, err := r.handshake(ctx, p)
-	if ctx.Err() != nil {
+	if ended(err) {
 		return timedOut(phaseHandshake, err)
 	}
 	if err != nil {
@@ -159,7 +167,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	}
 	rpc := raw.(pluginv1.PluginClient)
 	desc, err := rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
-	if ctx.Err() != nil {
+	if ended(err) {
 		return timedOut(phaseDescribe, err)
 	}
 	if err != nil {
@@ -172,7 +180,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		}
 	}
 	res, err := rpc.Configure(ctx, &pluginv1.ConfigureRequest{ConfigJson: config, EntryId: e.ID})
-	if ctx.Err() != nil {
+	if ended(err) {
 		return timedOut(phaseConfigure, err)
 	}
 	if err != nil {
