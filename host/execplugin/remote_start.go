@@ -135,10 +135,18 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		}
 		return nil, process{}, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): %s", e.ID, e.Exec, what))
 	}
+	// ended reports a step cut by the start's deadline or by dsh stopping.
+	// A failed step counts as cut once the deadline passed by the clock:
+	// gRPC may fail the call a moment before ctx's own timer fires, and
+	// that is a timeout, not a broken plugin.
+	deadline, _ := ctx.Deadline()
+	ended := func(err error) bool {
+		return ctx.Err() != nil || (err != nil && !time.Now().Before(deadline))
+	}
 	timedOut := func(phase startPhase, err error) (*pluginv1.DescribeResponse, process, error) {
 		proc.Kill()
 		p.stop(r.log)
-		if !errors.Is(ctx.Err(), stdctx.DeadlineExceeded) {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), stdctx.DeadlineExceeded) {
 			return nil, process{}, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s): its start was abandoned during %s because dsh is stopping", e.ID, e.Exec, phase))
 		}
 		return nil, process{}, errs.Wrap(PluginTimeout, err, fmt.Sprintf(
@@ -150,7 +158,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		return fail(err, startHint(err))
 	}
 	conn, err := r.handshake(ctx, p)
-	if ctx.Err() != nil {
+	if ended(err) {
 		return timedOut(phaseHandshake, err)
 	}
 	if err != nil {
