@@ -2,7 +2,8 @@ package host
 
 import (
 	stdctx "context"
-	"encoding/json"
+
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 )
 
 // CallAdmission runs one agent-controller/admission call with text into
@@ -17,9 +18,10 @@ func CallAdmission(h *Host, id string, ctx stdctx.Context, text string) error {
 		}
 	}
 	h.mu.Unlock()
-	payload, _ := json.Marshal(map[string]any{"agent_id": "main", "message": map[string]any{"role": "user", "content": text}, "mode": "followup"})
-	_, err := r.call(ctx, "agent-controller/admission", "main", payload, func(stdctx.Context, []byte) ([]byte, error) {
-		return []byte(`{"kind":"admit"}`), nil
+	payload := &pluginv1.Payload{Event: &pluginv1.Payload_Admission{Admission: &pluginv1.Admission{
+		AgentId: "main", Message: &pluginv1.Message{Role: "user", Content: text}, Mode: "followup"}}}
+	_, err := r.call(ctx, "agent-controller/admission", "main", payload, func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error) {
+		return &pluginv1.Result{Event: &pluginv1.Result_Decision{Decision: &pluginv1.Decision{Kind: "admit"}}}, nil
 	})
 	return err
 }
