@@ -31,8 +31,10 @@ import (
 	"google.golang.org/grpc"
 )
 
-// ProtocolVersion is the dsh plugin protocol this SDK speaks.
-const ProtocolVersion = 1
+// ProtocolVersion is the dsh plugin protocol this SDK speaks. Version 2
+// carries typed payloads (events.proto) where version 1 carried JSON bytes,
+// so the two cannot read each other and the handshake refuses the mix.
+const ProtocolVersion = 2
 
 // Handshake is shared by the host and every plugin: a plugin started by
 // anything else exits with a message instead of serving.

@@ -18,20 +18,21 @@ import (
 // Call is one waterfall invocation as the plugin sees it.
 type Call struct {
 	Event string
-	// Payload is the event's payload as JSON.
-	Payload json.RawMessage
+	// Payload holds the event's payload in the field named after the
+	// event (GetAdmission, GetToolExecution, …).
+	Payload *pluginv1.Payload
 	// Scope is the agent id the event is about ("" outside any agent).
 	Scope string
 }
 
 // Next runs the rest of the host's chain, other plugins included, and
-// returns its result as JSON. A nil payload passes the original one on.
-// Call it at most once.
-type Next func(ctx stdctx.Context, payload json.RawMessage) (json.RawMessage, error)
+// returns its result. A nil payload passes the original one on. Call it at
+// most once.
+type Next func(ctx stdctx.Context, payload *pluginv1.Payload) (*pluginv1.Result, error)
 
 // WaterfallFunc handles a waterfall event. ctx ends when the host's
 // dispatch is cancelled; returning early cancels a next still running.
-type WaterfallFunc func(ctx stdctx.Context, call Call, next Next) (json.RawMessage, error)
+type WaterfallFunc func(ctx stdctx.Context, call Call, next Next) (*pluginv1.Result, error)
 
 // EmitFunc handles a notification.
 type EmitFunc func(ctx stdctx.Context, call Call) error
@@ -129,7 +130,7 @@ func (s *server) Emit(ctx stdctx.Context, req *pluginv1.EmitRequest) (*pluginv1.
 	if fn == nil {
 		return &pluginv1.EmitResponse{Error: ErrorToProto(errs.New(errs.InvalidArgument, "no listener for "+req.Event))}, nil
 	}
-	return &pluginv1.EmitResponse{Error: ErrorToProto(fn(ctx, Call{Event: req.Event, Payload: req.PayloadJson, Scope: req.ScopeTag}))}, nil
+	return &pluginv1.EmitResponse{Error: ErrorToProto(fn(ctx, Call{Event: req.Event, Payload: req.Payload, Scope: req.ScopeTag}))}, nil
 }
 
 // Call implements the protocol: one waterfall invocation on one stream.
@@ -150,12 +151,12 @@ func (s *server) Call(stream pluginv1.Plugin_CallServer) error {
 		}}})
 	}
 	used := false
-	next := func(ctx stdctx.Context, payload json.RawMessage) (json.RawMessage, error) {
+	next := func(ctx stdctx.Context, payload *pluginv1.Payload) (*pluginv1.Result, error) {
 		if used {
 			return nil, errs.New(errs.NextMisuse, fmt.Sprintf("next of %q was called twice by plugin %s", start.Event, p.name))
 		}
 		used = true
-		msg := &pluginv1.NextRequest{ReplacePayload: payload != nil, PayloadJson: payload}
+		msg := &pluginv1.NextRequest{Payload: payload}
 		if err := stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Next{Next: msg}}); err != nil {
 			return nil, err
 		}
@@ -170,17 +171,20 @@ func (s *server) Call(stream pluginv1.Plugin_CallServer) error {
 		if res.Error != nil {
 			return nil, ErrorFromProto(res.Error)
 		}
-		return res.ResultJson, nil
+		return res.Result, nil
 	}
-	result, err := safeCall(fn, stream.Context(), Call{Event: start.Event, Payload: start.PayloadJson, Scope: start.ScopeTag}, next)
+	result, err := safeCall(fn, stream.Context(), Call{Event: start.Event, Payload: start.Payload, Scope: start.ScopeTag}, next)
+	if err != nil {
+		result = nil
+	}
 	return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallResult{
-		ResultJson: result, Error: ErrorToProto(err),
+		Result: result, Error: ErrorToProto(err),
 	}}})
 }
 
 // safeCall turns a handler's panic into an error, so one bad call does not
 // take the plugin process down.
-func safeCall(fn WaterfallFunc, ctx stdctx.Context, call Call, next Next) (out json.RawMessage, err error) {
+func safeCall(fn WaterfallFunc, ctx stdctx.Context, call Call, next Next) (out *pluginv1.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errs.New(errs.ListenerFailed, fmt.Sprintf("plugin listener of %q panicked: %v", call.Event, r))

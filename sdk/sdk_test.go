@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 )
 
 // serve runs p's protocol server in memory and returns a client that
@@ -43,15 +44,14 @@ func serve(t *testing.T, p *sdk.Plugin) pluginv1.PluginClient {
 // the rest of the host's chain: it gets the payload next passes on (nil:
 // unchanged) and returns the chain's result. It reports what the plugin
 // answered and the payloads rest saw.
-func hostCall(t *testing.T, c pluginv1.PluginClient, event string, payload any, rest func(replaced json.RawMessage) (json.RawMessage, *pluginv1.Error)) (*pluginv1.CallResult, int) {
+func hostCall(t *testing.T, c pluginv1.PluginClient, event string, payload *pluginv1.Payload, rest func(replaced *pluginv1.Payload) (*pluginv1.Result, *pluginv1.Error)) (*pluginv1.CallResult, int) {
 	t.Helper()
-	body, _ := json.Marshal(payload)
 	stream, err := c.Call(stdctx.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.CloseSend()
-	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, PayloadJson: body, ScopeTag: "main"}}}); err != nil {
+	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, Payload: payload, ScopeTag: "main"}}}); err != nil {
 		t.Fatal(err)
 	}
 	nexts := 0
@@ -65,12 +65,8 @@ func hostCall(t *testing.T, c pluginv1.PluginClient, event string, payload any, 
 			return m.Result, nexts
 		case *pluginv1.PluginMessage_Next:
 			nexts++
-			var replaced json.RawMessage
-			if m.Next.ReplacePayload {
-				replaced = m.Next.PayloadJson
-			}
-			out, e := rest(replaced)
-			if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: &pluginv1.NextResult{ResultJson: out, Error: e}}}); err != nil {
+			out, e := rest(m.Next.Payload)
+			if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: &pluginv1.NextResult{Result: out, Error: e}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -81,7 +77,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestAdmissionAdmitsReplacesAndRefuses(t *testing.T) {
 	p := sdk.New("guard", "1.0.0")
-	p.Admission(func(ctx stdctx.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
+	p.Admission(func(ctx stdctx.Context, a *sdk.Admission, next sdk.AdmissionNext) (*sdk.Decision, error) {
 		switch {
 		case strings.Contains(a.Message.Content, "spam"):
 			return sdk.Reject("guard/spam", "no spam", false), nil
@@ -91,41 +87,38 @@ func TestAdmissionAdmitsReplacesAndRefuses(t *testing.T) {
 		return next(ctx, a)
 	})
 	c := serve(t, p)
-	admit := func(json.RawMessage) (json.RawMessage, *pluginv1.Error) {
-		return json.RawMessage(`{"kind":"admit"}`), nil
-	}
-	payload := func(text string) sdk.Admission {
-		return sdk.Admission{AgentID: "main", Message: sdk.Message{Role: "user", Content: text}, Mode: "followup", Source: sdk.Source{Kind: "user"}}
+	admitted := &pluginv1.Result{Event: &pluginv1.Result_Decision{Decision: sdk.Admit()}}
+	admit := func(*pluginv1.Payload) (*pluginv1.Result, *pluginv1.Error) { return admitted, nil }
+	payload := func(text string) *pluginv1.Payload {
+		return &pluginv1.Payload{Event: &pluginv1.Payload_Admission{Admission: &sdk.Admission{
+			AgentId: "main", Message: &sdk.Message{Role: "user", Content: text}, Mode: "followup", Source: &sdk.Source{Kind: "user"}}}}
 	}
 
-	var passed json.RawMessage
-	res, nexts := hostCall(t, c, sdk.AdmissionEvent, payload("hello"), func(r json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+	var passed *pluginv1.Payload
+	res, nexts := hostCall(t, c, sdk.AdmissionEvent, payload("hello"), func(r *pluginv1.Payload) (*pluginv1.Result, *pluginv1.Error) {
 		passed = r
 		return admit(r)
 	})
-	if string(res.ResultJson) != `{"kind":"admit"}` || nexts != 1 || passed != nil {
-		t.Fatalf("admit: result %s after %d nexts, payload passed %s (an unchanged admission must pass none)", res.ResultJson, nexts, passed)
+	if !proto.Equal(res.Result, admitted) || nexts != 1 || passed != nil {
+		t.Fatalf("admit: result %v after %d nexts, payload passed %v (an unchanged admission must pass none)", res.Result, nexts, passed)
 	}
 
-	res, _ = hostCall(t, c, sdk.AdmissionEvent, payload("my secret"), func(r json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+	hostCall(t, c, sdk.AdmissionEvent, payload("my secret"), func(r *pluginv1.Payload) (*pluginv1.Result, *pluginv1.Error) {
 		passed = r
 		return admit(r)
 	})
-	var got sdk.Admission
-	if err := json.Unmarshal(passed, &got); err != nil || got.Message.Content != "[redacted]" || got.AgentID != "main" || string(res.ResultJson) != `{"kind":"admit"}` {
-		t.Fatalf("replace: next got %s (%v), the call's result %s", passed, err, res.ResultJson)
+	if got := passed.GetAdmission(); got.GetMessage().GetContent() != "[redacted]" || got.GetAgentId() != "main" {
+		t.Fatalf("replace: next got %v", passed)
 	}
 
 	res, nexts = hostCall(t, c, sdk.AdmissionEvent, payload("buy spam"), admit)
-	var d sdk.Decision
-	json.Unmarshal(res.ResultJson, &d)
-	if nexts != 0 || d != sdk.Reject("guard/spam", "no spam", false) {
-		t.Fatalf("refuse: %s after %d nexts", res.ResultJson, nexts)
+	if nexts != 0 || !proto.Equal(res.Result.GetDecision(), sdk.Reject("guard/spam", "no spam", false)) {
+		t.Fatalf("refuse: %v after %d nexts", res.Result, nexts)
 	}
 
 	// A refusal further down the chain comes back as next's error, code
 	// and reason intact.
-	res, _ = hostCall(t, c, sdk.AdmissionEvent, payload("hi"), func(json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+	res, _ = hostCall(t, c, sdk.AdmissionEvent, payload("hi"), func(*pluginv1.Payload) (*pluginv1.Result, *pluginv1.Error) {
 		return nil, &pluginv1.Error{Code: "AGENT_ADMISSION_REJECTED", Reason: "admission/rate-limited", Message: "slow down"}
 	})
 	if err := sdk.ErrorFromProto(res.Error); !errs.Has(err, "AGENT_ADMISSION_REJECTED", "admission/rate-limited") {
@@ -135,64 +128,63 @@ func TestAdmissionAdmitsReplacesAndRefuses(t *testing.T) {
 
 func TestToolExecuteDeniesAndRewritesArguments(t *testing.T) {
 	p := sdk.New("tools-guard", "1.0.0")
-	p.ToolExecute(func(ctx stdctx.Context, x sdk.ToolExecution, next sdk.ToolNext) (sdk.ToolResult, error) {
+	p.ToolExecute(func(ctx stdctx.Context, x *sdk.ToolExecution, next sdk.ToolNext) (*sdk.ToolResult, error) {
 		if x.Call.Name == "shell" {
 			return sdk.Deny("shell is not allowed here"), nil
 		}
 		if x.Call.Name == "clock" {
-			x.Call.Arguments = json.RawMessage(`{"timezone":"UTC"}`)
+			x.Call.Arguments = `{"timezone":"UTC"}`
 		}
 		return next(ctx, x)
 	})
 	c := serve(t, p)
-	call := func(name, args string) sdk.ToolExecution {
-		return sdk.ToolExecution{AgentID: "main", Call: sdk.ToolCall{ID: "call_1", Name: name, Arguments: json.RawMessage(args)}, Known: true}
+	call := func(name, args string) *pluginv1.Payload {
+		return &pluginv1.Payload{Event: &pluginv1.Payload_ToolExecution{ToolExecution: &sdk.ToolExecution{
+			AgentId: "main", Call: &sdk.ToolCall{Id: "call_1", Name: name, Arguments: args}, Known: true}}}
 	}
-	var passed json.RawMessage
-	tool := func(r json.RawMessage) (json.RawMessage, *pluginv1.Error) {
+	ran := &pluginv1.Result{Event: &pluginv1.Result_ToolResult{ToolResult: &sdk.ToolResult{Content: "ran"}}}
+	var passed *pluginv1.Payload
+	tool := func(r *pluginv1.Payload) (*pluginv1.Result, *pluginv1.Error) {
 		passed = r
-		return json.RawMessage(`{"content":"ran"}`), nil
+		return ran, nil
 	}
 
 	res, nexts := hostCall(t, c, sdk.ToolEvent, call("shell", `{"cmd":"rm -rf /"}`), tool)
-	var r sdk.ToolResult
-	json.Unmarshal(res.ResultJson, &r)
-	if nexts != 0 || r != sdk.Deny("shell is not allowed here") {
-		t.Fatalf("deny: %s after %d nexts", res.ResultJson, nexts)
+	if nexts != 0 || !proto.Equal(res.Result.GetToolResult(), sdk.Deny("shell is not allowed here")) {
+		t.Fatalf("deny: %v after %d nexts", res.Result, nexts)
 	}
 
 	res, _ = hostCall(t, c, sdk.ToolEvent, call("clock", `{"timezone":"Europe/Paris"}`), tool)
-	var x sdk.ToolExecution
-	if err := json.Unmarshal(passed, &x); err != nil || string(x.Call.Arguments) != `{"timezone":"UTC"}` || string(res.ResultJson) != `{"content":"ran"}` {
-		t.Fatalf("rewrite: next got %s, result %s", passed, res.ResultJson)
+	if passed.GetToolExecution().GetCall().GetArguments() != `{"timezone":"UTC"}` || !proto.Equal(res.Result, ran) {
+		t.Fatalf("rewrite: next got %v, result %v", passed, res.Result)
 	}
 
-	passed = json.RawMessage("untouched")
+	passed = call("untouched", "")
 	hostCall(t, c, sdk.ToolEvent, call("search", `{"q":"go"}`), tool)
 	if passed != nil {
-		t.Fatalf("unchanged arguments must pass no payload, passed %s", passed)
+		t.Fatalf("unchanged arguments must pass no payload, passed %v", passed)
 	}
 }
 
 func TestNextTwiceAndPanicsAreErrorsNotCrashes(t *testing.T) {
 	p := sdk.New("clumsy", "1.0.0")
-	p.Waterfall("agent/request", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
+	p.Waterfall("agent/request", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (*pluginv1.Result, error) {
 		if _, err := next(ctx, nil); err != nil {
 			return nil, err
 		}
 		return next(ctx, nil)
 	})
-	p.Waterfall("agent/step-result", func(stdctx.Context, sdk.Call, sdk.Next) (json.RawMessage, error) {
+	p.Waterfall("agent/step-result", func(stdctx.Context, sdk.Call, sdk.Next) (*pluginv1.Result, error) {
 		panic("oops")
 	})
 	c := serve(t, p)
-	pass := func(json.RawMessage) (json.RawMessage, *pluginv1.Error) { return json.RawMessage(`{}`), nil }
+	pass := func(*pluginv1.Payload) (*pluginv1.Result, *pluginv1.Error) { return &pluginv1.Result{}, nil }
 
-	res, nexts := hostCall(t, c, "agent/request", map[string]any{}, pass)
+	res, nexts := hostCall(t, c, "agent/request", &pluginv1.Payload{}, pass)
 	if err := sdk.ErrorFromProto(res.Error); nexts != 1 || !errs.HasCode(err, errs.NextMisuse) {
 		t.Fatalf("a second next must fail with %s without reaching the host; got %v after %d nexts", errs.NextMisuse, err, nexts)
 	}
-	res, _ = hostCall(t, c, "agent/step-result", map[string]any{}, pass)
+	res, _ = hostCall(t, c, "agent/step-result", &pluginv1.Payload{}, pass)
 	if err := sdk.ErrorFromProto(res.Error); !errs.HasCode(err, errs.ListenerFailed) || !strings.Contains(err.Error(), "oops") {
 		t.Fatalf("a panic must come back as %s; got %v", errs.ListenerFailed, err)
 	}
@@ -204,7 +196,7 @@ func TestNextTwiceAndPanicsAreErrorsNotCrashes(t *testing.T) {
 
 func TestDescribeAndConfigure(t *testing.T) {
 	p := sdk.New("described", "2.3.4")
-	p.Admission(func(ctx stdctx.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
+	p.Admission(func(ctx stdctx.Context, a *sdk.Admission, next sdk.AdmissionNext) (*sdk.Decision, error) {
 		return next(ctx, a)
 	}, sdk.Prepend())
 	p.Emit("agent/status", func(stdctx.Context, sdk.Call) error { return nil })
@@ -240,20 +232,41 @@ func TestDescribeAndConfigure(t *testing.T) {
 func TestErrorsCrossTheBoundaryByCodeAndReason(t *testing.T) {
 	inner := errs.New("AGENT_ADMISSION_REJECTED", "too long").WithReason("guard/too-long")
 	inner.Details = map[string]any{"limit": float64(4000)}
+	deep := errs.Wrap(errs.ListenerFailed, fmt.Errorf("checking message 7: %w",
+		errs.Wrap(PluginCrashedCode, inner, "the guard died")), "admission failed").WithReason("host/listener")
 	for _, tc := range []struct {
 		name string
 		err  error
-		want string
+		// every code and reason the chain holds, each must hold after the trip
+		has [][2]string
 	}{
-		{"as is", inner, "too long"},
-		{"wrapped", fmt.Errorf("checking message 7: %w", inner), "checking message 7: too long"},
-		{"with a cause", errs.Wrap("AGENT_ADMISSION_REJECTED", errors.New("disk full"), "cannot log").WithReason("guard/io"), "cannot log: disk full"},
+		{"as is", inner, [][2]string{{"AGENT_ADMISSION_REJECTED", "guard/too-long"}}},
+		{"wrapped", fmt.Errorf("checking message 7: %w", inner), [][2]string{{"AGENT_ADMISSION_REJECTED", "guard/too-long"}}},
+		{"with a plain cause", errs.Wrap("AGENT_ADMISSION_REJECTED", errors.New("disk full"), "cannot log").WithReason("guard/io"),
+			[][2]string{{"AGENT_ADMISSION_REJECTED", "guard/io"}}},
+		{"a chain of codes", deep, [][2]string{{string(errs.ListenerFailed), "host/listener"}, {string(PluginCrashedCode), ""}, {"AGENT_ADMISSION_REJECTED", "guard/too-long"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			back := sdk.ErrorFromProto(sdk.ErrorToProto(tc.err))
-			var e *errs.Error
-			if !errors.As(back, &e) || e.Code != "AGENT_ADMISSION_REJECTED" || e.Reason != errs.ReasonOf(tc.err) || e.Message != tc.want {
-				t.Fatalf("got %#v", back)
+			// Through the bytes, as on the real path.
+			b, err := proto.Marshal(sdk.ErrorToProto(tc.err))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w pluginv1.Error
+			if err := proto.Unmarshal(b, &w); err != nil {
+				t.Fatal(err)
+			}
+			back := sdk.ErrorFromProto(&w)
+			if back.Error() != tc.err.Error() {
+				t.Errorf("text changed:\n\t%s\nbecame\n\t%s", tc.err, back)
+			}
+			for _, cr := range tc.has {
+				if !errs.Has(back, errs.Code(cr[0]), cr[1]) {
+					t.Errorf("%s (%s) lost in %v", cr[0], cr[1], back)
+				}
+			}
+			if errs.CodeOf(back) != errs.CodeOf(tc.err) || errs.ReasonOf(back) != errs.ReasonOf(tc.err) {
+				t.Errorf("outermost code/reason: %s/%s, want %s/%s", errs.CodeOf(back), errs.ReasonOf(back), errs.CodeOf(tc.err), errs.ReasonOf(tc.err))
 			}
 		})
 	}
@@ -263,4 +276,11 @@ func TestErrorsCrossTheBoundaryByCodeAndReason(t *testing.T) {
 	if e := sdk.ErrorFromProto(sdk.ErrorToProto(errors.New("plain"))); !errs.HasCode(e, sdk.PluginError) {
 		t.Fatalf("an error without a code travels as %s, got %v", sdk.PluginError, e)
 	}
+	// What a plugin in another language sends: a bare message.
+	if e := sdk.ErrorFromProto(&pluginv1.Error{Message: "boom"}); !errs.HasCode(e, sdk.PluginError) || !strings.Contains(e.Error(), "boom") {
+		t.Fatalf("a bare message arrives as %s, got %v", sdk.PluginError, e)
+	}
 }
+
+// PluginCrashedCode stands for a host code in the middle of a chain.
+const PluginCrashedCode errs.Code = "PLUGIN_CRASHED"

@@ -24,7 +24,7 @@ func main() {
 	}
 	p := sdk.New("no-secrets", "1.0.0")
 	p.OnConfigure(func(raw json.RawMessage) error { return json.Unmarshal(raw, &cfg) })
-	p.Admission(func(ctx stdctx.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
+	p.Admission(func(ctx stdctx.Context, a *sdk.Admission, next sdk.AdmissionNext) (*sdk.Decision, error) {
 		if cfg.Word != "" && strings.Contains(strings.ToLower(a.Message.Content), cfg.Word) {
 			return sdk.Reject("no-secrets/word", "Please do not send "+cfg.Word+"s to the agent.", false), nil
 		}

@@ -7,8 +7,9 @@ does for you is spelled out here: the go-plugin handshake with AutoMTLS,
 the gRPC services the host expects, and the Call stream with next.
 
 Needs grpcio, protobuf and cryptography (Debian: python3-grpcio
-python3-protobuf python3-cryptography). plugin_pb2.py is generated with
-`protoc --python_out=. plugin.proto`.
+python3-protobuf python3-cryptography). plugin_pb2.py and events_pb2.py,
+the typed classes of every event, are generated from the .proto files by
+sdk/proto/pluginv1/generate.sh.
 """
 
 import base64
@@ -26,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import events_pb2 as events  # noqa: E402
 import plugin_pb2 as pb  # noqa: E402
 
 COOKIE_KEY, COOKIE_VALUE = "DSH_PLUGIN_MAGIC_COOKIE", "d5h-pl4g1n-8c0f"
@@ -46,19 +48,19 @@ def configure(request, context):
 def call(requests, context):
     """One admission: refuse, or ask the host for next and pass its answer on."""
     start = next(requests).start
-    admission = json.loads(start.payload_json)
+    admission = start.payload.admission  # an events_pb2.Admission
     word = config.get("word", "")
-    if word and word in admission["message"].get("content", "").lower():
-        decision = {"kind": "reject", "reason": "no-secrets/word",
-                    "message": "Please do not send %ss to the agent." % word}
-        yield pb.PluginMessage(result=pb.CallResult(result_json=json.dumps(decision).encode()))
+    if word and word in admission.message.content.lower():
+        decision = events.Decision(kind="reject", reason="no-secrets/word",
+                                   message="Please do not send %ss to the agent." % word)
+        yield pb.PluginMessage(result=pb.CallResult(result=events.Result(decision=decision)))
         return
     yield pb.PluginMessage(next=pb.NextRequest())  # run the rest of the chain
     answer = next(requests).next_result
     if answer.HasField("error"):
         yield pb.PluginMessage(result=pb.CallResult(error=answer.error))
     else:
-        yield pb.PluginMessage(result=pb.CallResult(result_json=answer.result_json))
+        yield pb.PluginMessage(result=pb.CallResult(result=answer.result))
 
 
 def emit(request, context):
@@ -73,8 +75,9 @@ def raw(handler):
 def main():
     if os.environ.get(COOKIE_KEY) != COOKIE_VALUE:
         sys.exit("This is a dsh plugin binary: mount it with exec: in config.yaml.")
-    if "1" not in os.environ.get("PLUGIN_PROTOCOL_VERSIONS", "1").split(","):
-        sys.exit("This plugin speaks dsh plugin protocol 1 only.")
+    if "2" not in os.environ.get("PLUGIN_PROTOCOL_VERSIONS", "2").split(","):
+        sys.exit("This plugin speaks dsh plugin protocol 2 only; the host offers %s."
+                 % os.environ.get("PLUGIN_PROTOCOL_VERSIONS"))
 
     # AutoMTLS: a self-signed certificate for "localhost", trusted by the
     # host through the handshake line; the host's own certificate arrives
@@ -127,7 +130,7 @@ def main():
     server.start()
     der = cert.public_bytes(serialization.Encoding.DER)
     # core protocol | app protocol | network | address | protocol | server cert
-    print("1|1|tcp|127.0.0.1:%d|grpc|%s" % (port, base64.b64encode(der).decode().rstrip("=")), flush=True)
+    print("1|2|tcp|127.0.0.1:%d|grpc|%s" % (port, base64.b64encode(der).decode().rstrip("=")), flush=True)
     server.wait_for_termination()
 
 

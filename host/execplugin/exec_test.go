@@ -253,7 +253,7 @@ func TestStartFailures(t *testing.T) {
 	}{
 		{"checksum mismatch", "    sha256: \"" + bad + "\"\n", "does not match the sha256"},
 		{"garbage on stdout", "    env: {TESTPLUGIN_GARBAGE: \"1\"}\n", "wrote to stdout before its handshake"},
-		{"protocol version", "    env: {TESTPLUGIN_PROTOCOL: \"2\"}\n", "another protocol version than this host (dsh protocol 1)"},
+		{"protocol version", "    env: {TESTPLUGIN_PROTOCOL: \"1\"}\n", "it speaks dsh plugin protocol 1 and this host speaks dsh plugin protocol 2"},
 		{"exits before the handshake", "    env: {TESTPLUGIN_EXIT: \"1\"}\n", `it exited without a handshake; a dsh plugin calls sdk.Serve (see examples/plugin-admission) (its stderr ended with "testplugin: leaving before the handshake")`},
 		{"not a program", "", "not a program this machine can run"},
 		{"config rejected", "", "rejected its config"},

@@ -2,7 +2,6 @@ package execplugin
 
 import (
 	stdctx "context"
-	"encoding/json"
 
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 )
@@ -47,9 +46,10 @@ func BridgedEvents() map[string]string {
 // CallAdmission runs one agent-controller/admission call with text into p,
 // under ctx, as the bridge would; nil means the plugin passed it on.
 func CallAdmission(p *Plugin, ctx stdctx.Context, text string) error {
-	payload, _ := json.Marshal(map[string]any{"agent_id": "main", "message": map[string]any{"role": "user", "content": text}, "mode": "followup"})
-	_, err := p.remote.call(ctx, "agent-controller/admission", "main", payload, func(stdctx.Context, []byte) ([]byte, error) {
-		return []byte(`{"kind":"admit"}`), nil
+	payload := &pluginv1.Payload{Event: &pluginv1.Payload_Admission{Admission: &pluginv1.Admission{
+		AgentId: "main", Message: &pluginv1.Message{Role: "user", Content: text}, Mode: "followup"}}}
+	_, err := p.remote.call(ctx, "agent-controller/admission", "main", payload, func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error) {
+		return &pluginv1.Result{Event: &pluginv1.Result_Decision{Decision: &pluginv1.Decision{Kind: "admit"}}}, nil
 	})
 	return err
 }

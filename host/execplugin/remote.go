@@ -165,7 +165,7 @@ func (r *remote) protocolError(format string, args ...any) error {
 // call runs one waterfall invocation on a stream: the plugin may ask for
 // next once, which runs in this goroutine (the waterfall requires it), and
 // then answers.
-func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, next func(stdctx.Context, []byte) ([]byte, error)) ([]byte, error) {
+func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.Result, error) {
 	rpc := r.current()
 	if rpc == nil {
 		if r.entry.OnUnavailable == "skip" {
@@ -186,7 +186,7 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 	if err != nil {
 		return nil, r.callError(ctx, own, err)
 	}
-	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, PayloadJson: payload, ScopeTag: scope}}}); err != nil {
+	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, Payload: payload, ScopeTag: scope}}}); err != nil {
 		return nil, r.callError(ctx, own, err)
 	}
 	// Receiving on this goroutine rather than on a reader goroutine saves
@@ -198,11 +198,7 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 		return nil, r.callError(ctx, own, err)
 	}
 	if req := msg.GetNext(); req != nil {
-		var replaced []byte
-		if req.ReplacePayload {
-			replaced = req.PayloadJson
-		}
-		if msg, err = r.runNext(cctx, cancel, stream, replaced, next); err != nil {
+		if msg, err = r.runNext(cctx, cancel, stream, req.Payload, next); err != nil {
 			return nil, r.callError(ctx, own, err)
 		}
 		if msg.GetNext() != nil {
@@ -222,7 +218,7 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload []byte, n
 		}
 		return nil, sdk.ErrorFromProto(res.Error)
 	}
-	return res.ResultJson, nil
+	return res.Result, nil
 }
 
 // watchAfter is how long next runs before the host starts watching the
@@ -235,7 +231,7 @@ const watchAfter = time.Millisecond
 // returns the plugin's next message. Anything the plugin sends while next
 // runs means it no longer waits: next is cancelled and that message is
 // returned instead of sending the answer nobody reads.
-func (r *remote) runNext(cctx stdctx.Context, endCall stdctx.CancelFunc, stream pluginv1.Plugin_CallClient, payload []byte, next func(stdctx.Context, []byte) ([]byte, error)) (*pluginv1.PluginMessage, error) {
+func (r *remote) runNext(cctx stdctx.Context, endCall stdctx.CancelFunc, stream pluginv1.Plugin_CallClient, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.PluginMessage, error) {
 	type received struct {
 		msg *pluginv1.PluginMessage
 		err error
@@ -269,8 +265,8 @@ func (r *remote) runNext(cctx stdctx.Context, endCall stdctx.CancelFunc, stream 
 // answerNext sends next's outcome to the plugin. Its error is not checked:
 // when the stream has ended — the plugin answered on its own, died, or the
 // call was cancelled — the Recv that follows reports which.
-func answerNext(stream pluginv1.Plugin_CallClient, out []byte, err error) {
-	res := &pluginv1.NextResult{ResultJson: out, Error: sdk.ErrorToProto(err)}
+func answerNext(stream pluginv1.Plugin_CallClient, out *pluginv1.Result, err error) {
+	res := &pluginv1.NextResult{Result: out, Error: sdk.ErrorToProto(err)}
 	_ = stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: res}})
 }
 

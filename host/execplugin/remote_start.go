@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,6 +305,10 @@ func (t *tail) String() string {
 	return strings.TrimSpace(string(t.buf))
 }
 
+// pluginVersion finds the version a refused plugin announced in
+// go-plugin's "Incompatible API version with plugin. Plugin version: 1, …".
+var pluginVersion = regexp.MustCompile(`Plugin version: (\d+)`)
+
 // startHint says what a start failure most likely means.
 func startHint(err error) string {
 	text := strings.ToLower(err.Error())
@@ -311,7 +316,11 @@ func startHint(err error) string {
 	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
 		return "the binary does not match the sha256 in the config; rebuild or update the checksum"
 	case strings.Contains(text, "incompatible api version"), strings.Contains(text, "incompatible core api version"):
-		return fmt.Sprintf("it speaks another protocol version than this host (dsh protocol %d); rebuild it against this dsh's sdk", sdk.ProtocolVersion)
+		theirs := "another protocol version"
+		if m := pluginVersion.FindStringSubmatch(err.Error()); m != nil {
+			theirs = "dsh plugin protocol " + m[1]
+		}
+		return fmt.Sprintf("it speaks %s and this host speaks dsh plugin protocol %d; rebuild it against this dsh's sdk (or, for a plugin in another language, against this dsh's sdk/proto/pluginv1)", theirs, sdk.ProtocolVersion)
 	case strings.Contains(text, "failed to read any lines"), strings.Contains(text, "plugin exited before we could connect"):
 		return "it exited without a handshake; a dsh plugin calls sdk.Serve (see examples/plugin-admission)"
 	case strings.Contains(text, "unrecognized remote plugin message"):

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/protobuf/proto"
 )
 
 type config struct {
@@ -105,7 +107,7 @@ func main() {
 		p.Logger.Info("configured", "refuse_word", cfg.RefuseWord)
 		return nil
 	})
-	p.Admission(func(ctx stdctx.Context, a sdk.Admission, next sdk.AdmissionNext) (sdk.Decision, error) {
+	p.Admission(func(ctx stdctx.Context, a *sdk.Admission, next sdk.AdmissionNext) (*sdk.Decision, error) {
 		text := a.Message.Content
 		switch {
 		case cfg.CrashWord != "" && strings.Contains(text, cfg.CrashWord):
@@ -115,7 +117,7 @@ func main() {
 			time.Sleep(time.Duration(cfg.GiveUpMs) * time.Millisecond)
 			return sdk.Reject("testplugin/gave-up", "stopped waiting", false), nil
 		case cfg.RefuseWord != "" && strings.Contains(text, cfg.RefuseWord):
-			return sdk.Reject("testplugin/refused", "no "+cfg.RefuseWord+" here ("+a.AgentID+")", false), nil
+			return sdk.Reject("testplugin/refused", "no "+cfg.RefuseWord+" here ("+a.AgentId+")", false), nil
 		case slices.ContainsFunc(cfg.RefuseWords, func(w string) bool { return strings.Contains(text, w) }):
 			return sdk.Reject("testplugin/refused", "refused by a word from args or env", false), nil
 		case cfg.HoldWord != "" && strings.Contains(text, cfg.HoldWord):
@@ -124,7 +126,7 @@ func main() {
 				if cfg.Marker != "" {
 					os.WriteFile(cfg.Marker, []byte("cancelled"), 0o644)
 				}
-				return sdk.Decision{}, ctx.Err()
+				return nil, ctx.Err()
 			case <-time.After(time.Duration(cfg.HoldMs) * time.Millisecond):
 			}
 		}
@@ -133,24 +135,18 @@ func main() {
 		}
 		return next(ctx, a)
 	})
-	p.ToolExecute(func(ctx stdctx.Context, x sdk.ToolExecution, next sdk.ToolNext) (sdk.ToolResult, error) {
+	p.ToolExecute(func(ctx stdctx.Context, x *sdk.ToolExecution, next sdk.ToolNext) (*sdk.ToolResult, error) {
 		if cfg.DenyTool != "" && x.Call.Name == cfg.DenyTool {
 			return sdk.Deny("denied by testplugin"), nil
 		}
 		return next(ctx, x)
 	})
-	p.Waterfall("agent/request", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
+	p.Waterfall("agent/request", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (*pluginv1.Result, error) {
 		if cfg.SystemSuffix == "" {
 			return next(ctx, nil)
 		}
-		var ev map[string]any
-		if err := json.Unmarshal(call.Payload, &ev); err != nil {
-			return nil, err
-		}
-		req := ev["request"].(map[string]any)
-		req["system"] = fmt.Sprint(req["system"]) + cfg.SystemSuffix
-		changed, _ := json.Marshal(ev)
-		return next(ctx, changed)
+		call.Payload.GetRequest().GetRequest().System += cfg.SystemSuffix
+		return next(ctx, call.Payload)
 	})
 	p.Emit("agent/inbox/inserted", func(ctx stdctx.Context, call sdk.Call) error {
 		if cfg.EventsFile == "" {
@@ -161,11 +157,13 @@ func main() {
 			return err
 		}
 		defer f.Close()
-		_, err = fmt.Fprintf(f, "%s %s\n", call.Scope, call.Payload)
+		_, err = fmt.Fprintf(f, "%s %s\n", call.Scope, inner(call.Payload))
 		return err
 	})
 	if os.Getenv("TESTPLUGIN_UNKNOWN") != "" {
-		p.Waterfall("no/such-event", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) { return next(ctx, nil) })
+		p.Waterfall("no/such-event", func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (*pluginv1.Result, error) {
+			return next(ctx, nil)
+		})
 	}
 	if os.Getenv("TESTPLUGIN_HANG") == "describe" {
 		plugin.Serve(&plugin.ServeConfig{
@@ -175,10 +173,13 @@ func main() {
 		})
 		return
 	}
-	if os.Getenv("TESTPLUGIN_PROTOCOL") == "2" {
+	// A binary built against protocol 1 (JSON payloads) says so at the
+	// handshake; this one only pretends to.
+	if v := os.Getenv("TESTPLUGIN_PROTOCOL"); v != "" {
+		n, _ := strconv.Atoi(v)
 		plugin.Serve(&plugin.ServeConfig{
-			HandshakeConfig:  plugin.HandshakeConfig{ProtocolVersion: 2, MagicCookieKey: sdk.Handshake.MagicCookieKey, MagicCookieValue: sdk.Handshake.MagicCookieValue},
-			VersionedPlugins: map[int]plugin.PluginSet{2: {sdk.PluginName: &sdk.GRPCPlugin{Impl: p.Server()}}},
+			HandshakeConfig:  plugin.HandshakeConfig{ProtocolVersion: uint(n), MagicCookieKey: sdk.Handshake.MagicCookieKey, MagicCookieValue: sdk.Handshake.MagicCookieValue},
+			VersionedPlugins: map[int]plugin.PluginSet{n: {sdk.PluginName: &sdk.GRPCPlugin{Impl: p.Server()}}},
 			GRPCServer:       plugin.DefaultGRPCServer,
 		})
 		return
@@ -220,17 +221,32 @@ func record(p *sdk.Plugin, file string) {
 		return err
 	}
 	for _, event := range bridged.waterfalls {
-		p.Waterfall(event, func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (json.RawMessage, error) {
+		p.Waterfall(event, func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (*pluginv1.Result, error) {
 			out, err := next(ctx, nil)
 			if err != nil {
 				return nil, err
 			}
-			return out, write(map[string]any{"event": call.Event, "scope": call.Scope, "payload": call.Payload, "result": out})
+			return out, write(map[string]any{"event": call.Event, "scope": call.Scope, "payload": inner(call.Payload), "result": inner(out)})
 		})
 	}
 	for _, event := range bridged.emits {
 		p.Emit(event, func(ctx stdctx.Context, call sdk.Call) error {
-			return write(map[string]any{"event": call.Event, "scope": call.Scope, "payload": call.Payload})
+			return write(map[string]any{"event": call.Event, "scope": call.Scope, "payload": inner(call.Payload)})
 		})
 	}
+}
+
+// inner is the JSON form of the one field a Payload or Result holds, as
+// EVENTS.md shows it: a message in protojson, a bool as itself.
+func inner(m proto.Message) json.RawMessage {
+	r := m.ProtoReflect()
+	f := r.WhichOneof(r.Descriptor().Oneofs().ByName("event"))
+	if f == nil {
+		return json.RawMessage("null")
+	}
+	if f.Message() == nil {
+		b, _ := json.Marshal(r.Get(f).Interface())
+		return b
+	}
+	return sdk.JSON(r.Get(f).Message().Interface())
 }

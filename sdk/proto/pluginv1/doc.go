@@ -1,7 +1,12 @@
-// Package pluginv1 is the generated Go code of plugin.proto, version 1 of
-// the dsh plugin protocol. The .proto beside it is the contract for plugins
-// in any language; regenerate with
+// Package pluginv1 is the generated Go code of plugin.proto and
+// events.proto, version 2 of the dsh plugin protocol (the Go package keeps
+// its v1 path; the handshake carries the version). The .proto files beside
+// it are the contract for plugins in any language; after changing them,
+// regenerate the Go and Python code with
 //
-//	protoc --go_out=. --go_opt=paths=source_relative \
-//	  --go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
+//	sdk/proto/pluginv1/generate.sh
+//
+// (protoc from Debian's protobuf-compiler, and protoc-gen-go v1.36.12 and
+// protoc-gen-go-grpc v1.6.2 from go install). CI regenerates and fails when
+// the committed code differs.
 package pluginv1

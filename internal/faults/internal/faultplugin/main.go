@@ -43,15 +43,15 @@ func main() {
 		return nil
 	})
 	if *holdTool != "" {
-		p.ToolExecute(func(ctx stdctx.Context, x sdk.ToolExecution, next sdk.ToolNext) (sdk.ToolResult, error) {
-			if x.Call.Name != *holdTool {
+		p.ToolExecute(func(ctx stdctx.Context, x *sdk.ToolExecution, next sdk.ToolNext) (*sdk.ToolResult, error) {
+			if x.GetCall().GetName() != *holdTool {
 				return next(ctx, x)
 			}
 			if *marker != "" {
 				os.WriteFile(*marker, nil, 0o644)
 			}
 			<-ctx.Done()
-			return sdk.ToolResult{}, ctx.Err()
+			return nil, ctx.Err()
 		})
 	}
 	switch *hang {
