@@ -1,7 +1,9 @@
 package context_test
 
 import (
+	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"testing"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -10,7 +12,7 @@ import (
 
 func quietRoot(tb testing.TB) *dshctx.Context {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	tb.Cleanup(root.Dispose)
+	ctxtest.Cleanup(tb, root)
 	return root
 }
 
@@ -68,7 +70,7 @@ func BenchmarkAgentScopeCycle(b *testing.B) {
 				if f.State() != dshctx.StateActive {
 					b.Fatalf("dep is %s", f.State())
 				}
-				s.Dispose()
+				s.Dispose(stdctx.Background())
 			}
 		})
 	}

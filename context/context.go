@@ -121,20 +121,22 @@ func (c *Context) Active() bool {
 	return c.life.phase == phaseActive
 }
 
-// Dispose disposes the fiber behind c; see Fiber.Dispose. Called while the
-// fiber is still applying through this very context — from inside its own
-// Apply, typically — it cannot wait for that apply to finish, so the fiber
-// is disposed right after Apply returns instead.
-func (c *Context) Dispose() {
+// Dispose disposes the fiber behind c and returns its disposers' errors;
+// see Fiber.Dispose for how ctx bounds it. Called while the fiber is still
+// applying through this very context — from inside its own Apply,
+// typically — it cannot wait for that apply to finish, so the fiber is
+// disposed right after Apply returns instead, and Dispose returns nil: the
+// errors of that later teardown are logged.
+func (c *Context) Dispose(ctx stdctx.Context) error {
 	f := c.life.fiber
 	f.mu.Lock()
 	if f.state == StateLoading && f.life == c.life {
 		f.disposeAfterLoad = true
 		f.mu.Unlock()
-		return
+		return nil
 	}
 	f.mu.Unlock()
-	f.Dispose()
+	return f.Dispose(ctx)
 }
 
 // Plugin applies p with config in a new child fiber and returns the fiber.
@@ -200,7 +202,7 @@ func (c *Context) Scoped(tag string) (*Context, error) {
 
 // adopt registers child as an effect of c, so disposing c disposes it.
 func (c *Context) adopt(child *Fiber, label string) error {
-	e, err := c.life.add(label, func() error { child.Dispose(); return nil }, child)
+	e, err := c.life.add(label, nil, nil, child)
 	if err != nil {
 		return err
 	}
@@ -210,8 +212,11 @@ func (c *Context) adopt(child *Fiber, label string) error {
 	return nil
 }
 
-// Disposer undoes what a setup did. Its error is logged; it never stops the
-// other disposers.
+// Disposer undoes what a setup did. Its error is logged where it happens
+// and returned by the Dispose that ran it; it never stops the other
+// disposers. A teardown that can block (a final write, stopping a process)
+// should be registered with OnDisposeCtx instead, so the disposing caller's
+// deadline reaches it.
 type Disposer func() error
 
 // Effect runs setup now and registers the disposer it returns, to run when
@@ -234,7 +239,7 @@ func (c *Context) Effect(label string, setup func() (Disposer, error)) (off func
 	off, err = c.OnDispose(label, d)
 	if err != nil {
 		// The fiber went away while setup ran: undo at once so nothing leaks.
-		runDisposer(c.life.fiber, &effect{label: label, dispose: d})
+		_ = runDisposer(stdctx.Background(), c.life.fiber, &effect{label: label, dispose: d})
 		return nil, err
 	}
 	return off, nil
@@ -247,14 +252,31 @@ func (c *Context) OnDispose(label string, d Disposer) (off func(), err error) {
 	if d == nil {
 		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("OnDispose %q: the disposer is nil", label))
 	}
-	e, err := c.life.add(label, d, nil)
+	return c.onDispose(label, d, nil)
+}
+
+// OnDisposeCtx is OnDispose for a teardown that can block: d receives the
+// ctx given to Dispose, so the caller's deadline bounds it, and its error
+// reaches that caller. When the fiber is unloaded (an injected service went
+// away) or off runs it early, d gets a context that never ends.
+func (c *Context) OnDisposeCtx(label string, d func(stdctx.Context) error) (off func(), err error) {
+	if d == nil {
+		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("OnDisposeCtx %q: the disposer is nil", label))
+	}
+	return c.onDispose(label, nil, d)
+}
+
+func (c *Context) onDispose(label string, d Disposer, dc func(stdctx.Context) error) (off func(), err error) {
+	e, err := c.life.add(label, d, dc, nil)
 	if err != nil {
 		return nil, err
 	}
 	l := c.life
 	return func() {
 		if l.drop(e) {
-			runDisposer(l.fiber, e)
+			// Whoever turns an effect off early has no way to hear its
+			// error; it is logged.
+			_ = runDisposer(stdctx.Background(), l.fiber, e)
 		}
 	}, nil
 }

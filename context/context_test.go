@@ -5,6 +5,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"runtime"
 	"slices"
 	"strings"
@@ -42,7 +43,7 @@ func newRoot(t *testing.T) (*dshctx.Context, *syncBuffer) {
 	t.Helper()
 	buf := &syncBuffer{}
 	root := dshctx.New(dshctx.WithLogger(hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Debug})))
-	t.Cleanup(root.Dispose)
+	ctxtest.Cleanup(t, root)
 	return root, buf
 }
 
@@ -117,11 +118,11 @@ func TestEffectsUndoneInReverseOrder(t *testing.T) {
 		}), nil)
 		return err
 	}))
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	if want := []string{"child", "c", "b", "a"}; !slices.Equal(order, want) {
 		t.Fatalf("dispose order %v, want %v", order, want)
 	}
-	f.Dispose() // idempotent
+	f.Dispose(stdctx.Background()) // idempotent
 	if len(order) != 4 {
 		t.Fatalf("second dispose ran disposers again: %v", order)
 	}
@@ -138,7 +139,7 @@ func TestEffectOffRunsDisposerOnce(t *testing.T) {
 	}
 	off()
 	off()
-	root.Dispose()
+	root.Dispose(stdctx.Background())
 	if n != 1 {
 		t.Fatalf("disposer ran %d times, want 1", n)
 	}
@@ -161,7 +162,7 @@ func TestDisposerErrorIsLoggedAndRestStillRun(t *testing.T) {
 		ctx.OnDispose("panicky", func() error { panic("oops") })
 		return nil
 	}))
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	if !slices.Equal(ran, []string{"first"}) {
 		t.Fatalf("remaining disposers did not run: %v", ran)
 	}
@@ -199,7 +200,7 @@ func TestDisposeWaitsForInFlightApply(t *testing.T) {
 		fiber = c
 	}
 	disposeDone := make(chan struct{})
-	go func() { fiber.Dispose(); close(disposeDone) }()
+	go func() { fiber.Dispose(stdctx.Background()); close(disposeDone) }()
 	select {
 	case <-disposeDone:
 		t.Fatal("Dispose returned while Apply was still running")
@@ -219,7 +220,7 @@ func TestRegisteringThroughDisposedContextFails(t *testing.T) {
 	root, _ := newRoot(t)
 	var kept *dshctx.Context
 	f := mustPlugin(t, root, dshctx.Define("p", func(ctx *dshctx.Context, _ any) error { kept = ctx; return nil }))
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	_, err := kept.OnDispose("late", func() error { return nil })
 	wantCode(t, err, errs.ContextInactive)
 	if !strings.Contains(err.Error(), "inactive") {
@@ -243,7 +244,7 @@ func TestFiberStatesAreObservable(t *testing.T) {
 		seen = append(seen, fmt.Sprintf("%s:%s->%s", ch.Fiber.Name(), ch.From, ch.To))
 	})
 	f := mustPlugin(t, root, dshctx.Define("p", func(*dshctx.Context, any) error { return nil }))
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	mustPlugin(t, root, dshctx.Define("bad", func(*dshctx.Context, any) error { return errors.New("no") }))
 	want := []string{
 		"p:pending->loading", "p:loading->active", "p:active->unloading", "p:unloading->disposed",
@@ -306,7 +307,7 @@ func TestStdContextDoneErrValue(t *testing.T) {
 	if !ok || got != ctx {
 		t.Fatal("FromStd must find the dsh context in a derived context")
 	}
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	select {
 	case <-stopped:
 	case <-time.After(time.Second):
@@ -370,7 +371,7 @@ func TestDisposeFromInsideApplyHappensRightAfter(t *testing.T) {
 	undone := false
 	f := mustPlugin(t, root, dshctx.Define("quitter", func(ctx *dshctx.Context, _ any) error {
 		ctx.OnDispose("mark", func() error { undone = true; return nil })
-		ctx.Dispose() // must not deadlock waiting for this very Apply
+		ctx.Dispose(stdctx.Background()) // must not deadlock waiting for this very Apply
 		return nil
 	}))
 	if f.State() != dshctx.StateDisposed || !undone {
@@ -400,7 +401,7 @@ func TestDerivedStdContextsNeedNoWatcher(t *testing.T) {
 	}
 	// A cancelled child stops its AfterFunc: nothing fires for it later.
 	cancels[0]()
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	for i, c := range derived {
 		select {
 		case <-c.Done():

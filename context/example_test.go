@@ -1,6 +1,7 @@
 package context_test
 
 import (
+	stdctx "context"
 	"fmt"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -29,7 +30,7 @@ func ExampleContext_Plugin() {
 		panic(err)
 	}
 	fmt.Println(fiber.Name(), fiber.State())
-	root.Dispose() // disposes every fiber in the tree
+	root.Dispose(stdctx.Background()) // disposes every fiber in the tree
 	fmt.Println(fiber.State())
 	// Output:
 	// hello, world
@@ -45,7 +46,7 @@ var ClockKey = dshctx.NewKey[*Clock]("clock")
 
 func ExampleKey() {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 
 	// The consumer injects the key, so it waits until a clock is provided.
 	consumer, _ := root.Plugin(dshctx.Define("consumer", func(ctx *dshctx.Context, _ any) error {
@@ -64,7 +65,7 @@ func ExampleKey() {
 	fmt.Println("consumer:", consumer.State())
 
 	// Without its provider the consumer goes back to waiting.
-	provider.Dispose()
+	provider.Dispose(stdctx.Background())
 	fmt.Println("consumer:", consumer.State())
 	// Output:
 	// consumer: pending

@@ -2,6 +2,7 @@ package context
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -73,6 +74,12 @@ type Fiber struct {
 	wasActive bool
 	// isScope is set on the root and on Scoped fibers: they hold services.
 	isScope bool
+	// disposing is set while a Dispose that stopped waiting may still be
+	// about to start the teardown, so Await does not report the fiber
+	// active in between.
+	disposing bool
+	// running is the effect being undone, to name in a dispose timeout.
+	running *effect
 
 	logger atomic.Pointer[hclog.Logger]
 }
@@ -108,9 +115,13 @@ func (f *Fiber) Await(ctx stdctx.Context) error {
 			f.changed = make(chan struct{})
 		}
 		ch := f.changed
+		disposing := f.disposing
 		f.mu.Unlock()
 		switch st {
 		case StateActive:
+			if disposing {
+				break
+			}
 			return nil
 		case StateFailed:
 			return err
@@ -133,18 +144,59 @@ func (f *Fiber) Await(ctx stdctx.Context) error {
 // it disposed. It waits for an in-flight Apply to return first. Disposing
 // twice is harmless. From inside Apply, use the Context's Dispose, which
 // cannot wait for itself and disposes right after Apply returns.
-func (f *Fiber) Dispose() {
+//
+// It returns the errors of the disposers that failed or panicked, joined,
+// each naming the fiber and the effect; they are also logged once, where
+// they happen. Disposers registered with OnDisposeCtx receive ctx.
+//
+// ctx bounds the waiting, not the teardown: when ctx ends first, Dispose
+// returns a CONTEXT_INACTIVE error (reason context/dispose-timeout) naming
+// the Apply or effect still running. The teardown is never left half done:
+// it goes on in the background, the remaining effects run in order, and
+// the fiber reaches StateDisposed when the last returns. Until then State
+// reports loading (an Apply was in flight), active (the teardown has not
+// started yet) or unloading, and Await blocks; Await returns once the fiber
+// is disposed. Errors of disposers that fail after the deadline are only
+// logged. A nil or never-ending ctx waits as long as the teardown takes.
+func (f *Fiber) Dispose(ctx stdctx.Context) error {
+	if ctx == nil || ctx.Done() == nil {
+		return f.dispose(stdctx.Background())
+	}
+	f.mu.Lock()
+	f.disposing = true
+	f.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- f.dispose(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// A teardown that finished at the deadline still reports its own
+		// result rather than a timeout.
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
+		return errs.Wrap(errs.ContextInactive, ctx.Err(), fmt.Sprintf(
+			"dispose of fiber %q stopped waiting: %s was still running; the rest of the teardown goes on in the background and the fiber is disposed when it ends (Await reports it); give Dispose a longer deadline or make that teardown honour its ctx",
+			f.name, f.stillRunning())).WithReason("context/dispose-timeout")
+	}
+}
+
+func (f *Fiber) dispose(ctx stdctx.Context) error {
 	f.tmu.Lock()
 	defer f.tmu.Unlock()
 	f.mu.Lock()
 	st, l := f.state, f.life
 	f.mu.Unlock()
 	if st == StateDisposed {
-		return
+		return nil
 	}
+	var err error
 	if l != nil {
 		f.setState(StateUnloading, nil)
-		l.end(nil)
+		err = l.end(ctx, nil)
 	}
 	f.tree.forget(f)
 	f.tree.unlink(f)
@@ -152,10 +204,32 @@ func (f *Fiber) Dispose() {
 	f.life = nil
 	link := f.link
 	f.link = nil
+	f.disposing = false
 	f.mu.Unlock()
 	f.setState(StateDisposed, nil)
 	if link != nil {
 		link.owner.drop(link)
+	}
+	return err
+}
+
+// stillRunning names what a dispose is waiting for, following the effect
+// being undone down into the child fiber it disposes.
+func (f *Fiber) stillRunning() string {
+	for {
+		f.mu.Lock()
+		st, e := f.state, f.running
+		f.mu.Unlock()
+		switch {
+		case e != nil && e.child != nil:
+			f = e.child
+		case e != nil:
+			return fmt.Sprintf("the disposer of effect %q of fiber %q", e.label, f.name)
+		case st == StateLoading:
+			return fmt.Sprintf("the Apply of fiber %q", f.name)
+		default:
+			return fmt.Sprintf("the teardown of fiber %q (%s)", f.name, st)
+		}
 	}
 }
 
@@ -232,7 +306,8 @@ func (f *Fiber) load() {
 	f.disposeAfterLoad = false
 	f.mu.Unlock()
 	if again {
-		f.Dispose()
+		// Nobody waits for this dispose: its disposers' errors are logged.
+		_ = f.dispose(stdctx.Background())
 	}
 }
 
@@ -247,7 +322,7 @@ func (f *Fiber) loadLocked() {
 	f.setState(StateLoading, nil)
 
 	if err := f.apply(l.ctx); err != nil {
-		l.end(nil)
+		_ = l.end(stdctx.Background(), nil)
 		f.tree.unbind(f)
 		f.mu.Lock()
 		f.life = nil
@@ -304,7 +379,7 @@ func (f *Fiber) unload(why *errs.Error) {
 		return
 	}
 	f.setState(StateUnloading, nil)
-	l.end(why)
+	_ = l.end(stdctx.Background(), why)
 	f.tree.unbind(f)
 	f.mu.Lock()
 	f.life = nil
@@ -347,11 +422,14 @@ const (
 	phaseEnded
 )
 
+// effect is one thing to undo: a plain disposer, a ctx-taking one, or a
+// child fiber to dispose (then both are nil).
 type effect struct {
-	label   string
-	dispose func() error
-	owner   *life
-	child   *Fiber // set when the effect is a child plugin or scope
+	label      string
+	dispose    func() error
+	disposeCtx func(stdctx.Context) error
+	owner      *life
+	child      *Fiber // set when the effect is a child plugin or scope
 }
 
 func newLife(f *Fiber) *life {
@@ -361,14 +439,14 @@ func newLife(f *Fiber) *life {
 }
 
 // add registers an effect; it fails once the activation is winding down.
-func (l *life) add(label string, dispose func() error, child *Fiber) (*effect, error) {
+func (l *life) add(label string, dispose func() error, disposeCtx func(stdctx.Context) error, child *Fiber) (*effect, error) {
 	f := l.fiber
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if l.phase != phaseActive {
 		return nil, f.inactive()
 	}
-	e := &effect{label: label, dispose: dispose, owner: l, child: child}
+	e := &effect{label: label, dispose: dispose, disposeCtx: disposeCtx, owner: l, child: child}
 	l.effects = append(l.effects, e)
 	return e, nil
 }
@@ -392,15 +470,16 @@ func (l *life) drop(e *effect) bool {
 	return false
 }
 
-// end closes Done, then runs every effect in reverse order. why is what Err
-// reports afterwards; nil means the plain "inactive" error. A failing or
-// panicking disposer is logged and the rest still run.
-func (l *life) end(why error) {
+// end closes Done, then runs every effect in reverse order, passing ctx to
+// the disposers that take one. why is what Err reports afterwards; nil means
+// the plain "inactive" error. A failing or panicking disposer is logged and
+// the rest still run; their errors are returned joined.
+func (l *life) end(ctx stdctx.Context, why error) error {
 	f := l.fiber
 	f.mu.Lock()
 	if l.phase != phaseActive {
 		f.mu.Unlock()
-		return
+		return nil
 	}
 	l.phase = phaseUnloading
 	l.err = why
@@ -419,24 +498,49 @@ func (l *life) end(why error) {
 		go (*fn)()
 	}
 
+	var failed []error
 	for i := len(effects) - 1; i >= 0; i-- {
-		runDisposer(f, effects[i])
+		e := effects[i]
+		f.mu.Lock()
+		f.running = e
+		f.mu.Unlock()
+		if err := runDisposer(ctx, f, e); err != nil {
+			failed = append(failed, err)
+		}
 	}
 
 	f.mu.Lock()
+	f.running = nil
 	l.phase = phaseEnded
 	f.mu.Unlock()
+	return errors.Join(failed...)
 }
 
-func runDisposer(f *Fiber, e *effect) {
+// runDisposer undoes one effect. It logs a failure where it happens and
+// returns it wrapped; a child fiber's errors are already both, so they pass
+// through as they are.
+func runDisposer(ctx stdctx.Context, f *Fiber, e *effect) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			f.Logger().Error("disposer panicked", "effect", e.label, "panic", r)
+			err = errs.New(errs.PluginFailed, fmt.Sprintf(
+				"fiber %q: the disposer of effect %q panicked: %v; the rest of the teardown ran, fix the disposer", f.name, e.label, r)).WithReason("context/dispose-panic")
 		}
 	}()
-	if err := e.dispose(); err != nil {
-		f.Logger().Error("disposer failed", "effect", e.label, "error", err)
+	switch {
+	case e.child != nil && e.dispose == nil && e.disposeCtx == nil:
+		return e.child.dispose(ctx)
+	case e.disposeCtx != nil:
+		err = e.disposeCtx(ctx)
+	default:
+		err = e.dispose()
 	}
+	if err == nil {
+		return nil
+	}
+	f.Logger().Error("disposer failed", "effect", e.label, "error", err)
+	return errs.Wrap(errs.PluginFailed, err, fmt.Sprintf(
+		"fiber %q: the disposer of effect %q failed; the rest of the teardown ran, and what this one undoes may be left behind until its cause is fixed", f.name, e.label)).WithReason("context/dispose-failed")
 }
 
 var closedChan = func() chan struct{} {

@@ -1,6 +1,7 @@
 package context_test
 
 import (
+	stdctx "context"
 	"fmt"
 	"testing"
 
@@ -32,7 +33,7 @@ func BenchmarkPresetProviderCycle(b *testing.B) {
 			for b.Loop() {
 				s, _ := root.Scoped("cycling")
 				preset(b, s)
-				s.Dispose()
+				s.Dispose(stdctx.Background())
 			}
 		})
 	}

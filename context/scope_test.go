@@ -74,7 +74,7 @@ func TestWithdrawUnloadsOnlyTheDependentsOfThatScope(t *testing.T) {
 	depB := mustPlugin(t, b, reader("depB", &seenB))
 	provA := mustPlugin(t, a, provider("provA", &counter{}))
 	mustPlugin(t, b, provider("provB", &counter{}))
-	provA.Dispose()
+	provA.Dispose(stdctx.Background())
 	if depA.State() != dshctx.StatePending {
 		t.Fatalf("a's dependent must unload with a's provider, is %s", depA.State())
 	}
@@ -104,7 +104,7 @@ func TestRootProviderAppliesToScopesUntilOneProvidesItsOwn(t *testing.T) {
 		t.Fatalf("b's dependent was re-applied %d times", len(seenB)-1)
 	}
 	// When it goes, the dependent falls back to the root's.
-	provA.Dispose()
+	provA.Dispose(stdctx.Background())
 	if last(seenA) != global || len(seenA) != 3 {
 		t.Fatalf("a's dependent must fall back to the root's provider: %d applies", len(seenA))
 	}
@@ -177,7 +177,7 @@ func TestScopeTeardownDoesNotReapplyItsDependents(t *testing.T) {
 	dep := mustPlugin(t, a, reader("dep", &seen))
 	mustPlugin(t, a, provider("local", &counter{}))
 	applies := len(seen)
-	a.Dispose()
+	a.Dispose(stdctx.Background())
 	if len(seen) != applies {
 		t.Fatalf("the dependent was re-applied %d times while its scope went away", len(seen)-applies)
 	}
@@ -227,7 +227,7 @@ func TestScopeReturnsTheEnclosingScopesContext(t *testing.T) {
 	if inside != a || a.Scope() != a || root.Scope() != root {
 		t.Fatal("Scope must return the nearest scope's own context")
 	}
-	a.Dispose()
+	a.Dispose(stdctx.Background())
 	if a.Scope() != nil {
 		t.Fatal("a disposed scope has no context to register through")
 	}
@@ -256,11 +256,11 @@ func TestOwnProvidesOneServicePerScope(t *testing.T) {
 		t.Fatal("Local must return the scope's own service")
 	}
 	// The service belongs to the scope, not to the plugin that asked first.
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	if local, ok := counterKey.Local(a); !ok || local != inPlugin {
 		t.Fatal("the scope's service must outlive the plugin that made it")
 	}
-	a.Dispose()
+	a.Dispose(stdctx.Background())
 	if c, _ := counterKey.Get(root); c.n != 1 {
 		t.Fatal("the root keeps its own")
 	}

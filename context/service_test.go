@@ -65,7 +65,7 @@ func TestDependentUnloadsBeforeProviderTeardownAndReturns(t *testing.T) {
 		ctx.OnDispose("prov teardown", func() error { record("prov teardown"); return nil })
 		return counterKey.Provide(ctx, &counter{})
 	}))
-	prov.Dispose()
+	prov.Dispose(stdctx.Background())
 	if dep.State() != dshctx.StatePending {
 		t.Fatalf("dependent should be pending again, is %s", dep.State())
 	}
@@ -110,7 +110,7 @@ func TestServiceReadRules(t *testing.T) {
 	}
 	_, err := counterKey.Get(root)
 	wantCode(t, err, errs.ServiceUnavailable)
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	_, err = otherKey.Get(kept)
 	wantCode(t, err, errs.ContextInactive)
 }
@@ -183,7 +183,7 @@ func TestDependencyLostWhileLoadingUnloadsRightAfter(t *testing.T) {
 	}()
 	<-entered
 	disposed := make(chan struct{})
-	go func() { prov.Dispose(); close(disposed) }()
+	go func() { prov.Dispose(stdctx.Background()); close(disposed) }()
 	time.Sleep(10 * time.Millisecond)
 	close(release)
 	<-disposed
@@ -202,7 +202,7 @@ func TestDependencyLostWhileLoadingUnloadsRightAfter(t *testing.T) {
 func TestDisposedPendingFiberAwaitReturns(t *testing.T) {
 	root, _ := newRoot(t)
 	dep := mustPlugin(t, root, dshctx.Define("dep", func(*dshctx.Context, any) error { return nil }, counterKey))
-	go func() { time.Sleep(5 * time.Millisecond); dep.Dispose() }()
+	go func() { time.Sleep(5 * time.Millisecond); dep.Dispose(stdctx.Background()) }()
 	wantCode(t, dep.Await(stdctx.Background()), errs.ContextInactive)
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	cancel()
@@ -237,7 +237,7 @@ func TestOnlyFailuresNobodyAwaitsAreLoggedAsErrors(t *testing.T) {
 	if err := dep.Await(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}
-	prov.Dispose()
+	prov.Dispose(stdctx.Background())
 	mustPlugin(t, root, provider("prov2", &counter{}))
 	if dep.State() != dshctx.StateFailed {
 		t.Fatalf("the re-apply should have failed, the fiber is %s", dep.State())

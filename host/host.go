@@ -7,6 +7,7 @@ package host
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -92,8 +93,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 	root := dshctx.New(dshctx.WithLogger(logger))
 	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, reloaded: make(chan struct{})}
 	if err := h.mountCore(); err != nil {
-		root.Dispose()
-		return nil, err
+		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 	}
 	for i := range cfg.Plugins {
 		e := &cfg.Plugins[i]
@@ -102,15 +102,13 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		}
 		m, err := h.apply(root, cfg, e, fmt.Sprintf("plugins[%d]", i))
 		if err != nil {
-			root.Dispose()
-			return nil, err
+			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 		}
 		h.plugins = append(h.plugins, m)
 	}
 	for _, ac := range cfg.Agents {
 		if err := h.startAgent(cfg, ac); err != nil {
-			root.Dispose()
-			return nil, err
+			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 		}
 	}
 	return h, nil
@@ -162,7 +160,9 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, a
 	}
 	if err != nil {
 		if f != nil {
-			f.Dispose()
+			// A fiber that failed to apply has nothing left to undo but
+			// what Apply registered before failing; its errors join.
+			err = errors.Join(err, f.Dispose(stdctx.Background()))
 		}
 		what := "use " + e.Use
 		if e.Exec != "" {
@@ -290,22 +290,27 @@ func (h *Host) ExecPlugin(id string) (*execplugin.Plugin, bool) {
 }
 
 // Close disposes the agents (their turns end, sessions flush), then the
-// whole tree.
+// whole tree, all bounded by ctx. It returns every failure joined: an agent
+// that did not stop, a disposer that failed (a plugin's final write), or
+// the CONTEXT_INACTIVE error of a teardown ctx cut short, which goes on in
+// the background.
 func (h *Host) Close(ctx stdctx.Context) error {
 	h.mu.Lock()
 	ids := append([]string(nil), h.order...)
 	h.mu.Unlock()
-	var first error
+	var failed []error
 	for i := len(ids) - 1; i >= 0; i-- {
 		h.mu.Lock()
 		ra := h.agents[ids[i]]
 		h.mu.Unlock()
-		if err := ra.handle.Dispose(ctx); err != nil && first == nil {
-			first = err
+		if err := ra.handle.Dispose(ctx); err != nil {
+			failed = append(failed, err)
 		}
 	}
-	h.root.Dispose()
-	return first
+	if err := h.root.Dispose(ctx); err != nil {
+		failed = append(failed, err)
+	}
+	return errors.Join(failed...)
 }
 
 // Reload moves the running host to cfg. Entries are matched by id: an
@@ -314,8 +319,10 @@ func (h *Host) Close(ctx stdctx.Context) error {
 // kept ones). Agents whose settings or presets changed are recreated. If a
 // plugin fails to start, the plugin changes are rolled back and the old
 // config keeps running; an agent that cannot start on its new settings is
-// started again on its previous ones, and the error says so.
-func (h *Host) Reload(cfg *config.Config) error {
+// started again on its previous ones, and the error says so. ctx bounds
+// the teardown of what is stopped; a teardown that fails or overruns it is
+// logged and the reload goes on.
+func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
 	defer h.announceReload()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -339,12 +346,16 @@ func (h *Host) Reload(cfg *config.Config) error {
 		}
 	}
 	for i := len(stop) - 1; i >= 0; i-- {
-		stop[i].fiber.Dispose()
+		if err := stop[i].fiber.Dispose(ctx); err != nil {
+			h.log.Warn("plugin did not stop cleanly", "id", stop[i].entry.ID, "error", err)
+		}
 	}
 	var started []*mounted
 	rollback := func(cause error) error {
 		for i := len(started) - 1; i >= 0; i-- {
-			started[i].fiber.Dispose()
+			if err := started[i].fiber.Dispose(ctx); err != nil {
+				h.log.Warn("plugin did not stop cleanly while rolling back", "id", started[i].entry.ID, "error", err)
+			}
 		}
 		restored := keep
 		for _, m := range stop {
@@ -386,7 +397,7 @@ func (h *Host) Reload(cfg *config.Config) error {
 			order = append(order, id)
 			continue
 		}
-		if err := ra.handle.Dispose(stdctx.Background()); err != nil {
+		if err := ra.handle.Dispose(ctx); err != nil {
 			h.log.Warn("agent did not stop cleanly", "agent", id, "error", err)
 		}
 		previous[id] = ra.cfg

@@ -145,7 +145,7 @@ func TestPresetsAreScopedAndIndependent(t *testing.T) {
 		t.Fatalf("root plugin must hear every agent: %v", g[0].heard)
 	}
 	// Disposing an agent disposes its preset instances, and only those.
-	h.Reload(mustParse(t, strings.Replace(presetConfig, "  - id: a\n    provider: scripted\n    preset: watched\n", "", 1)))
+	h.Reload(stdctx.Background(), mustParse(t, strings.Replace(presetConfig, "  - id: a\n    provider: scripted\n    preset: watched\n", "", 1)))
 	if !byTag["a"].disposed || byTag["b"].disposed {
 		t.Fatalf("disposed: a=%v b=%v", byTag["a"].disposed, byTag["b"].disposed)
 	}
@@ -189,7 +189,7 @@ func TestReloadRestartsOnlyWhatChanged(t *testing.T) {
 
 	changed := strings.Replace(reloadBase, "label: one-v1", "label: one-v2", 1)
 	changed = strings.Replace(changed, "  - id: three\n    use: test.counter\n    config: {label: three}\n", "", 1)
-	if err := h.Reload(mustParse(t, changed)); err != nil {
+	if err := h.Reload(stdctx.Background(), mustParse(t, changed)); err != nil {
 		t.Fatal(err)
 	}
 	deliver(t, h, "main", "after")
@@ -223,7 +223,7 @@ func TestReloadFailureKeepsTheOldConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = h.Reload(cfg)
+	err = h.Reload(stdctx.Background(), cfg)
 	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), "previous config keeps running") {
 		t.Fatalf("got %v", err)
 	}
@@ -269,7 +269,7 @@ func TestReloadKeepsAnAgentThatCannotStartOnItsNewSettings(t *testing.T) {
 	h := start(t, reloadBase)
 	bad := mustParse(t, reloadBase)
 	bad.Agents[0].Provider = "missing" // past Parse, as a config built in code
-	err := h.Reload(bad)
+	err := h.Reload(stdctx.Background(), bad)
 	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), `"missing"`) {
 		t.Fatalf("got %v", err)
 	}
@@ -285,7 +285,7 @@ func TestReloadedAnnouncesEachReload(t *testing.T) {
 	h := start(t, reloadBase)
 	before, _ := h.Agent("main")
 	ch := h.Reloaded()
-	if err := h.Reload(mustParse(t, strings.Replace(reloadBase, "provider: scripted\n", "provider: scripted\n    model: other\n", 1))); err != nil {
+	if err := h.Reload(stdctx.Background(), mustParse(t, strings.Replace(reloadBase, "provider: scripted\n", "provider: scripted\n    model: other\n", 1))); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -299,7 +299,7 @@ func TestReloadedAnnouncesEachReload(t *testing.T) {
 	ch = h.Reloaded()
 	bad := mustParse(t, reloadBase)
 	bad.Agents[0].Provider = "missing"
-	if err := h.Reload(bad); err == nil {
+	if err := h.Reload(stdctx.Background(), bad); err == nil {
 		t.Fatal("the reload should fail")
 	}
 	select {

@@ -3,6 +3,7 @@ package plugin_test
 import (
 	stdctx "context"
 	"errors"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"strings"
 	"testing"
 
@@ -51,7 +52,7 @@ var (
 func apply(t *testing.T, p dshctx.Plugin, config any) error {
 	t.Helper()
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	t.Cleanup(root.Dispose)
+	ctxtest.Cleanup(t, root)
 	f, err := root.Plugin(p, config)
 	if err != nil {
 		return err

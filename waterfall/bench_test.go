@@ -3,6 +3,7 @@ package waterfall_test
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"testing"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -12,7 +13,7 @@ import (
 
 func quietRoot(tb testing.TB) *dshctx.Context {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	tb.Cleanup(root.Dispose)
+	ctxtest.Cleanup(tb, root)
 	return root
 }
 

@@ -19,7 +19,7 @@ var Admit = waterfall.New("example/admit", func(stdctx.Context, Message) (string
 
 func Example_hold() {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 
 	ready := make(chan struct{})
 	// A holding listener waits before next; it gives up when ctx ends.
@@ -39,7 +39,7 @@ func Example_hold() {
 
 func Example_refuse() {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 
 	// A refusing listener returns its own decision without calling next.
 	Admit.On(root, func(ctx stdctx.Context, m Message, next waterfall.Next[Message, string]) (string, error) {
@@ -59,7 +59,7 @@ func Example_refuse() {
 
 func Example_scoped() {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	status := waterfall.NewEmit[string]("example/status")
 
 	// A listener registered in agent A's scope hears only A's events.

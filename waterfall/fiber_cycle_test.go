@@ -29,7 +29,7 @@ func cycle(tb testing.TB, root *dshctx.Context) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 }
 
 // BenchmarkFiberCycle applies and disposes a fiber with ten listeners and one

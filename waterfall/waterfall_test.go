@@ -5,6 +5,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +40,7 @@ func (s *syncBuffer) String() string {
 func rootWithLog(t *testing.T) (*dshctx.Context, *syncBuffer) {
 	buf := &syncBuffer{}
 	root := dshctx.New(dshctx.WithLogger(hclog.New(&hclog.LoggerOptions{Output: buf})))
-	t.Cleanup(root.Dispose)
+	ctxtest.Cleanup(t, root)
 	return root, buf
 }
 
@@ -148,7 +149,7 @@ func TestListenerPanicBecomesErrorNamingEventAndFiber(t *testing.T) {
 		}
 	}
 	// A panic leaves nothing behind: the next dispatch works.
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	if got, err := w.Dispatch(stdctx.Background(), root, nil); err != nil || !slices.Equal(got, []string{"outer"}) {
 		t.Fatalf("after panic: %v %v", got, err)
 	}
@@ -196,7 +197,7 @@ func TestEmitRunsEveryListenerAndLogsFailures(t *testing.T) {
 			t.Fatalf("log lacks %q:\n%s", want, out)
 		}
 	}
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 }
 
 func TestSerialFirstNonZeroWins(t *testing.T) {
@@ -263,7 +264,7 @@ func TestListenerGoesAwayWithFiberAndOff(t *testing.T) {
 	if !slices.Equal(got, []string{"plugin", "root"}) {
 		t.Fatalf("got %v", got)
 	}
-	f.Dispose()
+	f.Dispose(stdctx.Background())
 	off()
 	got, _ = w.Dispatch(stdctx.Background(), root, nil)
 	if len(got) != 0 {
@@ -301,7 +302,7 @@ func TestScopeFiltering(t *testing.T) {
 		}
 	}
 	// Disposing scope A removes everything registered through it.
-	a.Dispose()
+	a.Dispose(stdctx.Background())
 	got, _ := w.Dispatch(stdctx.Background(), a, nil)
 	if want := []string{"untagged", "B-global", "preset-in-A"}; !slices.Equal(got, want) {
 		t.Fatalf("after dispose: %v", got)
@@ -336,8 +337,8 @@ func TestBadRegistrationAndDispatch(t *testing.T) {
 	f, _ := root.Plugin(dshctx.Define("gone", func(*dshctx.Context, any) error { return nil }), nil)
 	var kept *dshctx.Context
 	f2, _ := root.Plugin(dshctx.Define("kept", func(c *dshctx.Context, _ any) error { kept = c; return nil }), nil)
-	f.Dispose()
-	f2.Dispose()
+	f.Dispose(stdctx.Background())
+	f2.Dispose(stdctx.Background())
 	if _, err := w.On(kept, tracer("x")); !errs.HasCode(err, errs.ContextInactive) {
 		t.Fatalf("disposed ctx: %v", err)
 	}
@@ -371,7 +372,7 @@ func TestConcurrentDispatchAndRegistration(t *testing.T) {
 				w.Dispatch(stdctx.Background(), s, 0)
 				off()
 			}
-			s.Dispose()
+			s.Dispose(stdctx.Background())
 		}()
 	}
 	wg.Wait()

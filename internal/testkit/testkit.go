@@ -11,6 +11,7 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/core"
@@ -33,7 +34,7 @@ type Env struct {
 func New(t testing.TB) *Env {
 	t.Helper()
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	t.Cleanup(root.Dispose)
+	ctxtest.Cleanup(t, root)
 	if err := core.Mount(root); err != nil {
 		t.Fatal(err)
 	}

@@ -320,7 +320,7 @@ func TestDisposeRejectsPendingAndWaitsForThem(t *testing.T) {
 	<-holding
 	waiting := e.deliverAsync(stdctx.Background(), a, send("waiting"))
 	waitQueue(t, e, "a", 2)
-	e.fiber.Dispose()
+	e.fiber.Dispose(stdctx.Background())
 	if !listenerDone.Load() {
 		t.Fatal("dispose finished before the held delivery's listener settled")
 	}

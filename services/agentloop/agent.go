@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -256,8 +257,9 @@ func (a *ReactLoopAgent) finish(ctx stdctx.Context) error {
 	}
 	a.loop.registry.Unregister(a)
 	agents.EventDisposed.Emit(stdctx.Background(), a.scope, a)
-	a.scope.Dispose()
-	return err
+	// The scope's teardown (the agent's presets, their final writes) is
+	// bounded by the same ctx, and what fails in it reaches the caller.
+	return errors.Join(err, a.scope.Dispose(ctx))
 }
 
 // reportError emits agent/error.
@@ -265,19 +267,20 @@ func (a *ReactLoopAgent) reportError(err error) {
 	agents.EventError.Emit(stdctx.Background(), a.scope, agents.ErrorReport{Agent: a, Err: err})
 }
 
-// loopGone disposes the agent with the loop. An agent whose dispose already
-// timed out is not waited for again — its driver lets go when it stops —
-// so a stuck tool cannot hang the shutdown of the whole tree.
-func (a *ReactLoopAgent) loopGone() error {
+// loopGone disposes the agent with the loop, bounded by the ctx the loop's
+// fiber is disposed with. An agent whose dispose already timed out is not
+// waited for again — its driver lets go when it stops — so a stuck tool
+// cannot hang the shutdown of the whole tree.
+func (a *ReactLoopAgent) loopGone(ctx stdctx.Context) error {
 	a.mu.Lock()
 	torn, driving := a.torn, a.driving
 	a.mu.Unlock()
 	switch {
 	case !torn:
-		return a.teardown(stdctx.Background())
+		return a.teardown(ctx)
 	case driving:
 		return errs.New(agents.DisposeTimeout, fmt.Sprintf(
 			"agent %q is still running the turn its dispose deadline interrupted; session %q is written and released when it stops", a.id, a.sess.ID()))
 	}
-	return a.finish(stdctx.Background())
+	return a.finish(ctx)
 }

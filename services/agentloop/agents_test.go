@@ -23,7 +23,7 @@ import (
 
 func TestFactorySeam(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	if err := core.Mount(root); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestFactorySeam(t *testing.T) {
 	if err := reg.SetFactory(root, nil); !errs.HasCode(err, agents.FactoryExists) {
 		t.Fatalf("second factory: %v", err)
 	}
-	first.Dispose()
+	first.Dispose(stdctx.Background())
 	if _, err := reg.Create(stdctx.Background(), agents.CreateOptions{AgentID: "a"}); !errs.HasCode(err, agents.NoFactory) {
 		t.Fatalf("factory must go with its fiber: %v", err)
 	}

@@ -41,7 +41,7 @@ func TestAStuckAgentDoesNotHangTheLoopsDisposal(t *testing.T) {
 	if _, err := store.Create(e.root, "b", "s1"); !errs.Has(err, session.SessionLocked, session.ReasonClosing) {
 		t.Fatalf("the session of a stopping agent: %v", err)
 	}
-	e.loop.Dispose() // returns although the tool is still stuck
+	e.loop.Dispose(stdctx.Background()) // returns although the tool is still stuck
 	if disposed != 0 {
 		t.Fatal("agent/disposed before the agent's turn stopped")
 	}

@@ -3,6 +3,7 @@ package agentloop_test
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +33,7 @@ type env struct {
 func newEnv(t testing.TB, replies []scripted.Reply, cfg agentloop.Config) *env {
 	t.Helper()
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	t.Cleanup(root.Dispose)
+	ctxtest.Cleanup(t, root)
 	if err := core.Mount(root); err != nil {
 		t.Fatal(err)
 	}

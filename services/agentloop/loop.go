@@ -164,7 +164,9 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 			if sess != nil {
 				l.sessions.Close(sess)
 			}
-			scope.Dispose()
+			// The build's own error is what the caller needs; what the
+			// half-built scope's teardown hits is logged where it fails.
+			_ = scope.Dispose(stdctx.Background())
 			l.registry.Release(id)
 			h = nil
 		}
@@ -190,7 +192,7 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 		}
 	}
 	// The loop's fiber owns the agent: if the loop goes away, so does it.
-	off, err := l.ctx.OnDispose("agent "+id, a.loopGone)
+	off, err := l.ctx.OnDisposeCtx("agent "+id, a.loopGone)
 	if err != nil {
 		return nil, err
 	}

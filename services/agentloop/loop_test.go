@@ -465,7 +465,7 @@ func TestConfiguredAgentsStartWithTheLoop(t *testing.T) {
 	main.Followup(user("hi"))
 	idle(t, main)
 	// The loop's fiber owns them.
-	e.loop.Dispose()
+	e.loop.Dispose(stdctx.Background())
 	if len(e.registry.List()) != 0 {
 		t.Fatal("agents outlived the loop")
 	}

@@ -52,7 +52,7 @@ func (s *panickyStream) Close() error {
 // and a stream that panicked keeps answering with that error.
 func TestAPanickingProviderBecomesAnError(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	svc := llm.NewService()
 	for _, in := range []string{"Stream", "Recv", "Close"} {
 		t.Run(in, func(t *testing.T) {
@@ -95,7 +95,7 @@ func TestAPanickingProviderBecomesAnError(t *testing.T) {
 
 func TestAProviderReturningNoStreamIsAnError(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	svc := llm.NewService()
 	if err := svc.Register(root, "nop", nopProvider{}); err != nil {
 		t.Fatal(err)

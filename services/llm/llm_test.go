@@ -62,7 +62,7 @@ func TestHistoryViewsNeverChange(t *testing.T) {
 
 func TestUnknownProviderNamesTheRegisteredOnes(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	svc := llm.NewService()
 	p, _ := root.Plugin(dshctx.Define("p", func(ctx *dshctx.Context, _ any) error {
 		return svc.Register(ctx, "alpha", nopProvider{})
@@ -74,7 +74,7 @@ func TestUnknownProviderNamesTheRegisteredOnes(t *testing.T) {
 	if err := svc.Register(root, "alpha", nopProvider{}); !errs.HasCode(err, errs.ServiceConflict) {
 		t.Fatalf("duplicate provider: %v", err)
 	}
-	p.Dispose()
+	p.Dispose(stdctx.Background())
 	if len(svc.Names()) != 0 {
 		t.Fatal("provider outlived its fiber")
 	}

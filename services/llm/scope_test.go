@@ -23,7 +23,7 @@ func (n named) Stream(stdctx.Context, llm.Request) (llm.Stream, error) {
 // reaches its own, and a name registered at the root is shadowed there only.
 func TestProvidersInAgentScopes(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	svc := llm.NewService()
 	if err := svc.Register(root, "m", named("root")); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestProvidersInAgentScopes(t *testing.T) {
 			t.Fatalf("scope %q reached %v, want %s", at.Tag(), err, want)
 		}
 	}
-	a.Dispose()
+	a.Dispose(stdctx.Background())
 	if _, err := svc.In(a).Stream(stdctx.Background(), llm.Request{Provider: "m"}); err.Error() != "INVALID_ARGUMENT: root" {
 		t.Fatalf("after a's scope went: %v", err)
 	}

@@ -3,6 +3,7 @@ package session_test
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"strings"
 	"testing"
 
@@ -66,7 +67,7 @@ func valid(t *testing.T, h llm.History) {
 
 func restore(t *testing.T, st *session.Store, id string, evs []session.Event) (*session.Session, error) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	t.Cleanup(root.Dispose)
+	ctxtest.Cleanup(t, root)
 	return st.Restore(root, "agent-1", id, evs)
 }
 
@@ -187,7 +188,7 @@ func (f *fakeLocker) Load(_ stdctx.Context, id string) ([]session.Event, error) 
 
 func TestLeaseIsTakenFirstAndReleasedOnEveryFailure(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	st := session.NewStore()
 	b := &fakeLocker{held: map[string]bool{}, logs: map[string][]session.Event{"bad": {{Seq: 2}}, "cut": killedInTool()}}
 	if err := st.SetBackend(root, b); err != nil {

@@ -3,6 +3,7 @@ package session_test
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newSession(t *testing.T) (*dshctx.Context, *session.Store, *session.Session) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	t.Cleanup(root.Dispose)
+	ctxtest.Cleanup(t, root)
 	scope, _ := root.Scoped("agent-1")
 	st := session.NewStore()
 	s, err := st.Create(scope, "agent-1", "s1")
@@ -104,7 +105,7 @@ func TestReplayGivesTheIdenticalHistory(t *testing.T) {
 		t.Fatal("replay differs from the live history")
 	}
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	restored, err := st.Restore(root, "agent-1", "s2", s.Events(1))
 	if err != nil {
 		t.Fatal(err)

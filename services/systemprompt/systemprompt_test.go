@@ -12,7 +12,7 @@ import (
 
 func TestSectionsVariablesAndScopes(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	s := systemprompt.New()
 	a, _ := root.Scoped("a")
 	b, _ := root.Scoped("b")
@@ -42,7 +42,7 @@ func TestSectionsVariablesAndScopes(t *testing.T) {
 	}
 	// Unknown variables stay visible; a's sections leave with its scope.
 	s.Section(b, "typo", 1, "{{nope}}")
-	a.Dispose()
+	a.Dispose(stdctx.Background())
 	if got := s.Render(a); got != "You are dsh.\n\nBe kind to everyone." {
 		t.Fatalf("after a's scope went: %q", got)
 	}
@@ -58,7 +58,7 @@ func TestSectionsVariablesAndScopes(t *testing.T) {
 // own that caches its text, and a change at the root must still reach it.
 func TestAgentRenderFollowsRootChanges(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	f, _ := root.Plugin(systemprompt.Plugin, nil)
 	if err := f.Await(stdctx.Background()); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestAgentRenderFollowsRootChanges(t *testing.T) {
 	if got := s.Render(a); got != "I am dsh." {
 		t.Fatalf("after a root variable: %q", got)
 	}
-	g.Dispose()
+	g.Dispose(stdctx.Background())
 	if got := s.Render(a); got != "I am {{name}}." {
 		t.Fatalf("after the root variable went: %q", got)
 	}

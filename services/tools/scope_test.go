@@ -15,7 +15,7 @@ import (
 // conflict, and each agent's tools leave with its scope.
 func TestEachAgentScopeHoldsItsOwnService(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	f, _ := root.Plugin(tools.Plugin, nil)
 	if err := f.Await(stdctx.Background()); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestEachAgentScopeHoldsItsOwnService(t *testing.T) {
 			t.Fatalf("agent %s ran %q", sc.Tag(), r.Content)
 		}
 	}
-	a.Dispose()
+	a.Dispose(stdctx.Background())
 	if r, _ := global.Execute(stdctx.Background(), b, tools.Call{Name: "mine"}); r.Content != "b" {
 		t.Fatalf("b lost its tool with a's scope: %q", r.Content)
 	}

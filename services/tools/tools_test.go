@@ -18,7 +18,7 @@ func echo(text string) func(stdctx.Context, tools.Call) (tools.Result, error) {
 
 func TestScopedToolsAndExecutionPipeline(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	s := tools.New()
 	a, _ := root.Scoped("a")
 	b, _ := root.Scoped("b")
@@ -54,7 +54,7 @@ func TestScopedToolsAndExecutionPipeline(t *testing.T) {
 	if r, _ := s.Execute(stdctx.Background(), a, tools.Call{Name: "date"}); r.Content != "a's date" {
 		t.Fatalf("b's listener leaked to a: %q", r.Content)
 	}
-	a.Dispose()
+	a.Dispose(stdctx.Background())
 	if specs := s.Specs(a); len(specs) != 1 {
 		t.Fatalf("a's tools outlived its scope: %v", specs)
 	}
@@ -62,7 +62,7 @@ func TestScopedToolsAndExecutionPipeline(t *testing.T) {
 
 func TestToolFailures(t *testing.T) {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	s := tools.New()
 	s.Register(root, tools.Tool{Name: "err", Execute: func(stdctx.Context, tools.Call) (tools.Result, error) { return tools.Result{}, errors.New("no disk") }})
 	s.Register(root, tools.Tool{Name: "boom", Execute: func(stdctx.Context, tools.Call) (tools.Result, error) { panic("kaboom") }})

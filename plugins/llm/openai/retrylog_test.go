@@ -45,7 +45,7 @@ func TestRetriesLogAtInfoWithStatusAndWait(t *testing.T) {
 	t.Setenv("DEEPSEEK_API_KEY", "sk-ds")
 	var out lockedBuffer
 	root := dshctx.New(dshctx.WithLogger(hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	if _, err := root.Plugin(llm.Plugin, nil); err != nil {
 		t.Fatal(err)
 	}

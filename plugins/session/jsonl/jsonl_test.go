@@ -283,7 +283,7 @@ func TestAReloadedAgentKeepsItsConversation(t *testing.T) {
 	say(t, h, "before")
 	changed := hostConfig(t, dir, true)
 	changed.Agents[0].SystemPrompt = "Be brief."
-	if err := h.Reload(changed); err != nil {
+	if err := h.Reload(stdctx.Background(), changed); err != nil {
 		t.Fatal(err)
 	}
 	say(t, h, "after")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/ctxtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,7 +129,7 @@ type runtime struct {
 func newRuntime(t *testing.T, dir string, replies ...scripted.Reply) *runtime {
 	t.Helper()
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	t.Cleanup(root.Dispose)
+	ctxtest.Cleanup(t, root)
 	if err := core.Mount(root); err != nil {
 		t.Fatal(err)
 	}
