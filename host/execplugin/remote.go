@@ -221,29 +221,37 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1
 	return res.Result, nil
 }
 
+// watchAfter is how long next runs before the host starts watching the
+// stream for a plugin that stops waiting. Almost every next ends sooner, and
+// those calls then need no second goroutine; a plugin that gives up on a
+// longer next is noticed at most this late.
+const watchAfter = time.Millisecond
+
 // runNext runs the rest of the chain for the plugin, answers it, and
 // returns the plugin's next message. Anything the plugin sends while next
 // runs means it no longer waits: next is cancelled and that message is
 // returned instead of sending the answer nobody reads.
-//
-// A watcher goroutine owns stream.Recv for the whole of next. Starting it
-// only once next had run for a while saved no cost an end-to-end benchmark
-// could see, so it always starts.
 func (r *remote) runNext(cctx stdctx.Context, endCall stdctx.CancelFunc, stream pluginv1.Plugin_CallClient, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.PluginMessage, error) {
 	type received struct {
 		msg *pluginv1.PluginMessage
 		err error
 	}
-	// The watcher receives exactly one message, which the buffer keeps if
-	// nobody waits for it. Whatever that message is, the plugin expects
-	// nothing more of this call, so ending the call is what cancels next.
+	// The watcher owns stream.Recv from the moment it starts; it receives
+	// exactly one message, which the buffer keeps if nobody waits for it.
+	// Whatever that message is, the plugin expects nothing more of this
+	// call, so ending the call is what cancels next.
 	watched := make(chan received, 1)
-	go func() {
+	watcher := time.AfterFunc(watchAfter, func() {
 		msg, err := stream.Recv()
 		watched <- received{msg, err} // before endCall: next may return at once
 		endCall()
-	}()
+	})
 	out, err := next(cctx, payload)
+	if watcher.Stop() {
+		// Never started: this goroutine still owns Recv.
+		answerNext(stream, out, err)
+		return stream.Recv()
+	}
 	select {
 	case in := <-watched:
 		return in.msg, in.err // it gave up while next ran
