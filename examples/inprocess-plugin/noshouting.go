@@ -7,7 +7,6 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/waterfall"
 )
 
 // ShoutingConfig is example.no-shouting's config; an entry's `config:` is
@@ -34,8 +33,7 @@ func (c ShoutingConfig) Validate() error {
 // hears every agent; in a preset, only the agents that list the preset.
 var NoShouting = plugin.Register("example.no-shouting", "refuses prompts written in capital letters",
 	func(ctx *dshctx.Context, cfg ShoutingConfig) error {
-		_, err := agentcontroller.EventAdmission.On(ctx, func(c stdctx.Context, a agentcontroller.Admission,
-			next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
+		_, err := agentcontroller.EventAdmission.On(ctx, func(c stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 			if shouting(a.Message.Content, cfg.MinLetters) {
 				return agentcontroller.Reject("example/shouting", "Please do not shout.", false), nil
 			}

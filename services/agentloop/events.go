@@ -64,16 +64,38 @@ var (
 	EventStepResult = waterfall.New("agent/step-result", func(_ stdctx.Context, r StepResult) (StepResult, error) {
 		return r, nil
 	})
-	// EventContinuation decides whether the turn takes another step. By
-	// default it does when the step ran tools or steering arrived.
 	// EventStreamChunk is emitted for each chunk of a model stream, for
 	// live listeners (a UI): chunks are not session events, and the log
 	// records the assembled assistant/message instead. A slow listener
 	// slows the stream; hand the chunk off if the work is heavy.
-	EventStreamChunk  = waterfall.NewEmit[StreamChunk]("agent/stream-chunk")
+	EventStreamChunk = waterfall.NewEmit[StreamChunk]("agent/stream-chunk")
+	// EventContinuation decides whether the turn takes another step. By
+	// default it does when the step ran tools or steering arrived.
 	EventContinuation = waterfall.New("agent/turn-continuation", func(_ stdctx.Context, c Continuation) (bool, error) {
 		return c.ToolCalls > 0 || c.Steering > 0, nil
 	})
+)
+
+// Listener signatures of the loop's events, so a plugin can name them.
+type (
+	// RequestListener may replace a step's model request; see EventRequest.
+	RequestListener = waterfall.Listener[RequestEvent, llm.Request]
+	// RequestNext passes a step's request on to the rest of agent/request.
+	RequestNext = waterfall.Next[RequestEvent, llm.Request]
+	// StepResultListener may rewrite a step's assistant message; see
+	// EventStepResult.
+	StepResultListener = waterfall.Listener[StepResult, StepResult]
+	// StepResultNext passes a step's result on to the rest of
+	// agent/step-result.
+	StepResultNext = waterfall.Next[StepResult, StepResult]
+	// ContinuationListener decides whether a turn takes another step; see
+	// EventContinuation.
+	ContinuationListener = waterfall.Listener[Continuation, bool]
+	// ContinuationNext asks the rest of agent/turn-continuation, which ends
+	// in the default decision.
+	ContinuationNext = waterfall.Next[Continuation, bool]
+	// StreamChunkListener hears each chunk of a model stream.
+	StreamChunkListener = waterfall.EmitListener[StreamChunk]
 )
 
 // Turn end reasons, strongest first: when several apply, the turn reports

@@ -65,6 +65,16 @@ type Execution struct {
 // it returns becomes an error result, a panic fails the call.
 var EventExecute = waterfall.New("tools/execute", runTool)
 
+// Listener signatures of tools/execute, so a plugin can name them.
+type (
+	// ExecuteListener wraps a tool call: it may refuse, rewrite or observe
+	// it; see EventExecute.
+	ExecuteListener = waterfall.Listener[Execution, Result]
+	// ExecuteNext passes a tool call on to the rest of tools/execute, which
+	// ends by running the tool.
+	ExecuteNext = waterfall.Next[Execution, Result]
+)
+
 func runTool(ctx stdctx.Context, x Execution) (r Result, err error) {
 	if x.Tool == nil {
 		return Result{Content: fmt.Sprintf("unknown tool %q", x.Call.Name), IsError: true}, nil

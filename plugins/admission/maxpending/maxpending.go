@@ -11,7 +11,6 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/waterfall"
 )
 
 // Reason is the refusal reason.
@@ -34,7 +33,7 @@ func (c Config) Validate() error {
 
 // Plugin is admission.max-pending.
 var Plugin = plugin.Register("admission.max-pending", "refuses messages to an agent whose inbox already holds max messages", func(ctx *dshctx.Context, cfg Config) error {
-	_, err := agentcontroller.EventAdmission.On(ctx, func(ctx stdctx.Context, a agentcontroller.Admission, next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
+	_, err := agentcontroller.EventAdmission.On(ctx, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 		if n := a.Agent.Pending(); n >= cfg.Max {
 			return agentcontroller.Reject(Reason, fmt.Sprintf(
 				"agent %q already has %d messages waiting (the limit is %d); retry when it has caught up", a.Agent.ID(), n, cfg.Max), false), nil

@@ -15,7 +15,6 @@ import (
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
-	"github.com/dsh-go/dsh/waterfall"
 )
 
 // Reason is the refusal reason.
@@ -108,7 +107,7 @@ func (l *Limiter) forget(agentID string) {
 	}
 }
 
-func (l *Limiter) listen(ctx stdctx.Context, a agentcontroller.Admission, next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
+func (l *Limiter) listen(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 	kind := a.Source.Kind
 	if kind == "" {
 		kind = agentcontroller.SourceUser

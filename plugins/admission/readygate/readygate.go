@@ -18,7 +18,6 @@ import (
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
-	"github.com/dsh-go/dsh/waterfall"
 )
 
 // Reason is the refusal reason.
@@ -105,7 +104,7 @@ func (g *Gate) hold(ctx stdctx.Context, agentID string, limit time.Duration) (bo
 	}
 }
 
-func (g *Gate) listen(ctx stdctx.Context, a agentcontroller.Admission, next waterfall.Next[agentcontroller.Admission, agentcontroller.Decision]) (agentcontroller.Decision, error) {
+func (g *Gate) listen(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 	limit := g.cfg.Timeout
 	if a.Source.IsUnattended() {
 		limit = g.cfg.UnattendedTimeout

@@ -11,7 +11,6 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/tools"
-	"github.com/dsh-go/dsh/waterfall"
 )
 
 // Config is the plugin's configuration.
@@ -32,7 +31,7 @@ func (c Config) Allowed(name string) bool {
 
 // Plugin is tools.permission.
 var Plugin = plugin.Register("tools.permission", "refuses calls of denied tools (or of tools outside an allow list)", func(ctx *dshctx.Context, cfg Config) error {
-	_, err := tools.EventExecute.On(ctx, func(ctx stdctx.Context, x tools.Execution, next waterfall.Next[tools.Execution, tools.Result]) (tools.Result, error) {
+	_, err := tools.EventExecute.On(ctx, func(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
 		if !cfg.Allowed(x.Call.Name) {
 			return tools.Result{Content: fmt.Sprintf("the tool %q is not permitted for this agent", x.Call.Name), IsError: true}, nil
 		}
