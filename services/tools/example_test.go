@@ -14,7 +14,7 @@ import (
 // ExecuteListener and ExecuteNext are those names.
 func ExampleExecuteListener() {
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-	defer root.Dispose()
+	defer root.Dispose(stdctx.Background())
 	s := tools.New()
 	s.Register(root, tools.Tool{Name: "rm", Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
 		return tools.Result{Content: "removed"}, nil
