@@ -79,6 +79,11 @@ func reportP50(b *testing.B, lat []time.Duration) {
 func BenchmarkPluginConcurrent(b *testing.B) {
 	h, adm, at := benchHost(b)
 	pid := execplugin.PID(binary(h, "guard"))
+	if pid == 0 {
+		// processCPU(0) reads this process: the plugin's figure would
+		// silently repeat the host's.
+		b.Fatal("the plugin's process id is unknown")
+	}
 	const inFlight = 1000
 	calls := 0
 	hostCPU, pluginCPU := processCPU(0), processCPU(pid)

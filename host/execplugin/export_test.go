@@ -22,10 +22,8 @@ func PID(p *Plugin) int {
 	r := p.remote
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.proc.client != nil {
-		if rc := r.proc.client.ReattachConfig(); rc != nil {
-			return rc.Pid
-		}
+	if r.proc.proc != nil {
+		return r.proc.proc.Pid()
 	}
 	return 0
 }
