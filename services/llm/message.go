@@ -116,11 +116,20 @@ func locate(j int) (page, slot int) {
 		return page, j - firstPage*(1<<page-1)
 	}
 	j -= doubling
-	return bits.Len(uint(pageSize/firstPage)) - 1 + j/pageSize, j % pageSize
+	return fullPages + j/pageSize, j % pageSize
 }
 
-// pageLen is the length of page k.
-func pageLen(k int) int { return min(firstPage<<k, pageSize) }
+// fullPages is the index of the first page of pageSize messages.
+var fullPages = bits.Len(uint(pageSize/firstPage)) - 1
+
+// pageLen is the length of page k. (Shifting firstPage by k would
+// overflow for the pages of a long conversation.)
+func pageLen(k int) int {
+	if k >= fullPages {
+		return pageSize
+	}
+	return firstPage << k
+}
 
 // NewHistory returns a history holding copies of msgs.
 func NewHistory(msgs ...Message) History {

@@ -9,8 +9,13 @@ import (
 // slot, pages fill in order, they grow from firstPage to pageSize, and a
 // view reads back every message, also across page boundaries.
 func TestPagesGrowThenStayFull(t *testing.T) {
-	const n = 1000
+	// Long enough to pass the page index at which firstPage<<page would
+	// overflow an int.
+	const n = 10_000
 	for j, page := 0, 0; j < n; page++ {
+		if pageLen(page) < 1 {
+			t.Fatalf("page %d has length %d", page, pageLen(page))
+		}
 		for slot := range pageLen(page) {
 			if p, s := locate(j); p != page || s != slot {
 				t.Fatalf("locate(%d) = page %d slot %d; want page %d slot %d", j, p, s, page, slot)
