@@ -16,26 +16,44 @@ import (
 // one stays. Stopping the watch cuts short the teardown of a reload in
 // progress.
 func watch(h *host.Host, opts config.LoadOptions, every time.Duration) (stop func()) {
+	tick := time.NewTicker(every)
+	stopWatching := watchTicks(h, opts, tick.C)
+	return func() { stopWatching(); tick.Stop() }
+}
+
+// watchTicks is watch driven by ticks, each of which reads the file once.
+func watchTicks(h *host.Host, opts config.LoadOptions, ticks <-chan time.Time) (stop func()) {
 	path := config.ResolvePath(opts)
 	last, _ := os.ReadFile(path)
+	// pending is a change seen once, applied when the next read agrees;
+	// seen tells an empty pending file from none.
+	var pending []byte
+	seen := false
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-tick.C:
+			case <-ticks:
 			}
 			cur, err := os.ReadFile(path)
 			if err != nil || bytes.Equal(cur, last) {
+				pending, seen = nil, false
 				continue
 			}
-			last = cur
+			// An editor that saves in place truncates, then writes: a read
+			// in between sees a half-written or empty file, and an empty
+			// config is a valid one that stops everything. A change is
+			// applied once two reads a tick apart agree on it.
+			if !seen || !bytes.Equal(cur, pending) {
+				pending, seen = cur, true
+				continue
+			}
+			last, pending, seen = cur, nil, false
 			log := h.Logger()
 			cfg, err := config.Load(opts)
 			if err != nil {
