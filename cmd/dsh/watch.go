@@ -17,14 +17,15 @@ import (
 // progress.
 func watch(h *host.Host, opts config.LoadOptions, every time.Duration) (stop func()) {
 	tick := time.NewTicker(every)
-	stopWatching := watchTicks(h, opts, tick.C)
+	stopWatching := watchTicks(h, opts, tick.C, os.ReadFile)
 	return func() { stopWatching(); tick.Stop() }
 }
 
-// watchTicks is watch driven by ticks, each of which reads the file once.
-func watchTicks(h *host.Host, opts config.LoadOptions, ticks <-chan time.Time) (stop func()) {
+// watchTicks is watch driven by ticks, each of which reads the file once
+// with read.
+func watchTicks(h *host.Host, opts config.LoadOptions, ticks <-chan time.Time, read func(string) ([]byte, error)) (stop func()) {
 	path := config.ResolvePath(opts)
-	last, _ := os.ReadFile(path)
+	last, _ := read(path)
 	// pending is a change seen once, applied when the next read agrees;
 	// seen tells an empty pending file from none.
 	var pending []byte
@@ -40,7 +41,7 @@ func watchTicks(h *host.Host, opts config.LoadOptions, ticks <-chan time.Time) (
 				return
 			case <-ticks:
 			}
-			cur, err := os.ReadFile(path)
+			cur, err := read(path)
 			if err != nil || bytes.Equal(cur, last) {
 				pending, seen = nil, false
 				continue
@@ -55,7 +56,8 @@ func watchTicks(h *host.Host, opts config.LoadOptions, ticks <-chan time.Time) (
 			}
 			last, pending, seen = cur, nil, false
 			log := h.Logger()
-			cfg, err := config.Load(opts)
+			// What is applied is what was compared, not a later read.
+			cfg, err := config.Parse(path, cur, opts)
 			if err != nil {
 				log.Error("config changed but does not load; keeping the running config", "file", path, "error", err)
 				continue

@@ -92,14 +92,15 @@ func TestWatchReloadsOnChangeAndKeepsOldOnBreakage(t *testing.T) {
 	}
 }
 
-// TestWatchWaitsForAFileBeingWritten truncates the config in place, as an
-// editor saving in place does between its truncate and its write, and
-// checks that a read of the empty file does not reload dsh to an empty
-// config that would stop every plugin; a change that two reads agree on is
-// applied.
+// TestWatchWaitsForAFileBeingWritten has the watcher read the config while
+// an editor saving in place has truncated it and not yet written it, and
+// checks that the empty read does not reload dsh to an empty config — a
+// valid one, which would stop every plugin and agent; a change that two
+// reads agree on is applied.
 func TestWatchWaitsForAFileBeingWritten(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	base := "plugins:\n  - use: llm.scripted\n  - id: limits\n    use: admission.rate-limit\n    config: {per_minute: 10}\nagents:\n  - id: main\n    provider: scripted\n"
+	changed := strings.Replace(base, "per_minute: 10", "per_minute: 20", 1)
 	os.WriteFile(path, []byte(base), 0o644)
 	opts := config.LoadOptions{Path: path, Environ: []string{}}
 	cfg, err := config.Load(opts)
@@ -111,24 +112,32 @@ func TestWatchWaitsForAFileBeingWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close(stdctx.Background())
+	// The file as each read finds it: the starting content, an empty
+	// moment, the content back (read twice: the last tick only waits).
+	reads := make(chan string, 8)
+	for _, c := range []string{base, "", base, base} {
+		reads <- c
+	}
 	ticks := make(chan time.Time)
-	stop := watchTicks(h, opts, ticks)
+	stop := watchTicks(h, opts, ticks, func(string) ([]byte, error) { return []byte(<-reads), nil })
 	defer stop()
-	// A send returns once the watcher took the tick, so the third send
-	// returns only after the reads and the reload of the first two are done.
-	tick := func() { ticks <- time.Time{}; ticks <- time.Time{}; ticks <- time.Time{} }
+	// A send returns once the watcher took the tick, so a send returns only
+	// after the read and reload of every earlier tick are done.
+	tick := func(n int) {
+		for range n + 1 {
+			ticks <- time.Time{}
+		}
+	}
 
 	before, _ := h.PluginFiber("limits")
-	os.WriteFile(path, nil, 0o644) // the editor truncated ...
-	ticks <- time.Time{}           // ... and the watcher read it then
-	os.WriteFile(path, []byte(base), 0o644)
-	tick()
+	tick(2) // reads "" and then base
 	if f, ok := h.PluginFiber("limits"); !ok || f != before {
 		t.Fatal("a file read while it was empty reloaded the config")
 	}
-
-	os.WriteFile(path, []byte(strings.Replace(base, "per_minute: 10", "per_minute: 20", 1)), 0o644)
-	tick()
+	for range 3 {
+		reads <- changed // a real change, read by two ticks and the waiting one
+	}
+	tick(2)
 	if f, ok := h.PluginFiber("limits"); !ok || f == before {
 		t.Fatal("a change two reads agree on was not applied")
 	}
