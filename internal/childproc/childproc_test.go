@@ -188,11 +188,13 @@ func TestAChildsGroupDiesWhenTheHostIsGone(t *testing.T) {
 	}
 }
 
-// TestAChildsGroupDiesWhenItsOutputBreaks: a write to a stdout nobody
-// reads any more raises SIGPIPE, which would end the child before the host
-// pipe's end-of-file reached it, leaving its grandchild; the watcher takes
-// it as the host being gone.
-func TestAChildsGroupDiesWhenItsOutputBreaks(t *testing.T) {
+// TestABrokenOutputEndsNothingUntilTheHostIsGone: a write to a stdout
+// nobody reads any more raises SIGPIPE, whose default action would end the
+// child before the host pipe's end-of-file reached it, leaving its
+// grandchild. The watcher catches SIGPIPE, so the child lives on while the
+// host does (a broken pipe of its own is no reason to die), and its group
+// dies once the host is gone.
+func TestABrokenOutputEndsNothingUntilTheHostIsGone(t *testing.T) {
 	p, err := childproc.New(childproc.Spec{Path: os.Args[0], Env: map[string]string{"CHILDPROC_HELPER": "write"}})
 	if err != nil {
 		t.Fatal(err)
@@ -208,10 +210,17 @@ func TestAChildsGroupDiesWhenItsOutputBreaks(t *testing.T) {
 	out.Close() // the child's next write breaks; the host pipe stays open
 	go p.Wait()
 	defer p.Stop(time.Second)
+	// The child writes every 5 ms: 200 ms is forty broken writes.
+	select {
+	case <-p.Done():
+		t.Fatal("a broken stdout ended the child while the host was still there")
+	case <-time.After(200 * time.Millisecond):
+	}
+	p.CloseHostEnd() // dsh is gone
 	select {
 	case <-p.Done():
 	case <-time.After(5 * time.Second):
-		t.Fatal("the child did not notice its output broke")
+		t.Fatal("the child did not notice the host was gone")
 	}
 	waitGone(t, grandchild)
 }

@@ -12,10 +12,12 @@ import (
 // dsh is gone, and WatchHost reports true. Elsewhere (started by hand, by
 // another host) it does nothing and reports false.
 //
-// A write to stdout or stderr after dsh died raises SIGPIPE, which would
-// end the process before the pipe's end-of-file reached gone — and leave
-// the process's own children running. So while watching, SIGPIPE means
-// dsh is gone too.
+// A write to stdout or stderr after dsh died raises SIGPIPE, whose default
+// action would end the process before the pipe's end-of-file reached gone
+// — and leave the process's own children running. So while watching,
+// SIGPIPE is caught and ignored: the write fails with EPIPE instead, and
+// only the pipe's end-of-file says dsh is gone. (A broken pipe or socket of
+// the plugin's own raises SIGPIPE too; it must not end the plugin.)
 func WatchHost(gone func()) bool {
 	n, err := strconv.Atoi(os.Getenv(HostFDEnv))
 	if err != nil || n < 3 {
@@ -35,11 +37,15 @@ func WatchHost(gone func()) bool {
 		close(eof)
 	}()
 	go func() {
-		select {
-		case <-eof:
-		case <-broken:
+		for {
+			select {
+			case <-eof:
+				signal.Stop(broken)
+				gone()
+				return
+			case <-broken:
+			}
 		}
-		gone()
 	}()
 	return true
 }
