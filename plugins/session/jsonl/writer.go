@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -123,18 +124,32 @@ func (wr *writer) Release() error {
 	return err
 }
 
-func appendSync(path string, data []byte) error {
+// appendSync appends data and syncs it. On any failure it cuts the file
+// back to its size before the write, so the events, which stay pending, are
+// retried onto a whole file: a partial line or a repeated event in the
+// middle would make the session impossible to resume.
+func appendSync(path string, data []byte) (err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if terr := f.Truncate(st.Size()); terr != nil {
+				err = errors.Join(err, fmt.Errorf("cutting the failed write back: %w", terr))
+			}
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	if _, err := f.Write(data); err != nil {
-		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return f.Sync()
 }
