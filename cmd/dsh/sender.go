@@ -103,6 +103,7 @@ func (s *sender) loop() {
 		agent, ok := s.h.Agent(o.agentID)
 		if !ok {
 			fmt.Fprintf(s.diag, "dsh: agent %s is gone after a config reload; not sent: %s\n> ", o.agentID, oneLine(o.text, 80))
+			s.settle()
 			continue
 		}
 		_, err := s.h.Controller().Deliver(s.ctx, agent, agentcontroller.Request{
@@ -111,13 +112,7 @@ func (s *sender) loop() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		s.mu.Lock()
-		s.active = false
-		s.mu.Unlock()
-		select {
-		case s.settled <- struct{}{}:
-		default:
-		}
+		s.settle()
 		if ref, ok := agentcontroller.RefusalOf(err); ok {
 			if !ref.Presented {
 				fmt.Fprintf(s.diag, "refused: %s\n> ", refusalText(err, ref))
@@ -125,5 +120,17 @@ func (s *sender) loop() {
 		} else if err != nil {
 			fmt.Fprintf(s.diag, "dsh: %v\n> ", err)
 		}
+	}
+}
+
+// settle marks the delivery under way as done and tells the UI, which may
+// owe the prompt of a turn that ended meanwhile.
+func (s *sender) settle() {
+	s.mu.Lock()
+	s.active = false
+	s.mu.Unlock()
+	select {
+	case s.settled <- struct{}{}:
+	default:
 	}
 }
