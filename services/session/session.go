@@ -128,6 +128,11 @@ func (s *Session) AgentID() string { return s.agentID }
 // Append records e with the next sequence number and the current time,
 // updates the derived history and emits session/event. It returns the event
 // as stored.
+//
+// session/event is emitted after the lock is released, so listeners hear
+// events in sequence order only because one goroutine appends to a session
+// (the agent's driver). A caller that appends from several goroutines must
+// serialize its appends, or persistence would write them out of order.
 func (s *Session) Append(ctx stdctx.Context, e Event) Event {
 	s.mu.Lock()
 	e.Seq = int64(s.n) + 1
