@@ -189,17 +189,14 @@ func resumedNote(agent agents.Agent) string {
 	return note + interruptedNote(agent)
 }
 
-// interruptedNote says that the session's last turn was interrupted (dsh
-// was killed or stopped mid-turn) and which prompt it held, or "".
+// interruptedNote is the greeting's sentence about an interrupted last
+// turn, or "".
 func interruptedNote(agent agents.Agent) string {
-	in, ok := agent.Session().Interrupted()
+	text, ok := interruption(agent)
 	if !ok {
 		return ""
 	}
-	if !in.HasPrompt {
-		return fmt.Sprintf(" Its last turn (%d) was interrupted before its prompt was recorded.", in.Turn)
-	}
-	return fmt.Sprintf(" Its last turn (%d) was interrupted; the prompt was: %q.", in.Turn, in.Prompt.Content)
+	return " " + strings.ToUpper(text[:1]) + text[1:] + "."
 }
 
 // colorful reports whether w is a terminal that takes escape sequences

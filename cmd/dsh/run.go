@@ -436,9 +436,19 @@ func reportInterrupted(agent agents.Agent, jsonOut bool, out, diag io.Writer) {
 		}
 		return
 	}
-	if !in.HasPrompt {
-		fmt.Fprintf(diag, "dsh: the last turn (%d) of session %s was interrupted before its prompt was recorded\n", in.Turn, agent.Session().ID())
-		return
+	text, _ := interruption(agent)
+	fmt.Fprintf(diag, "dsh: %s\n", text)
+}
+
+// interruption says that the resumed session's last turn was interrupted
+// and which prompt it held; ok is false when it was not.
+func interruption(agent agents.Agent) (text string, ok bool) {
+	in, ok := agent.Session().Interrupted()
+	if !ok {
+		return "", false
 	}
-	fmt.Fprintf(diag, "dsh: the last turn (%d) of session %s was interrupted; its prompt was %q\n", in.Turn, agent.Session().ID(), in.Prompt.Content)
+	if !in.HasPrompt {
+		return fmt.Sprintf("the last turn (%d) of session %s was interrupted before its prompt was recorded", in.Turn, agent.Session().ID()), true
+	}
+	return fmt.Sprintf("the last turn (%d) of session %s was interrupted; its prompt was %q", in.Turn, agent.Session().ID(), in.Prompt.Content), true
 }
