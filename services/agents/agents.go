@@ -115,6 +115,13 @@ type Options struct {
 	MaxTokens    int    `koanf:"max_tokens" json:"max_tokens,omitempty"`
 	// MaxSteps bounds the steps of one turn; 0 means the loop's default.
 	MaxSteps int `koanf:"max_steps" json:"max_steps,omitempty"`
+	// Workspace is the directory the agent's tools work in, as an absolute
+	// path: file tools resolve every path inside it and bash runs there.
+	// Empty means the directory dsh was started in.
+	Workspace string `koanf:"workspace" json:"workspace,omitempty"`
+	// MaxParallelTools caps how many parallel-safe tool calls of one step
+	// run at once; 0 means the loop's default.
+	MaxParallelTools int `koanf:"max_parallel_tools" json:"max_parallel_tools,omitempty"`
 }
 
 // CreateOptions describe a new agent.

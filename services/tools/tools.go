@@ -36,6 +36,9 @@ type Call struct {
 	ID        string
 	Name      string
 	Arguments json.RawMessage
+	// Workspace is the agent's workspace, an absolute path: tools confine
+	// what they touch to it.
+	Workspace string
 }
 
 // Result is what the model is told about a call. A failed call is a result
@@ -49,10 +52,33 @@ type Result struct {
 type Tool struct {
 	Name        string
 	Description string
-	// Parameters is the JSON schema of the arguments.
+	// Parameters is the JSON schema of the arguments; a call whose
+	// arguments do not match it never runs.
 	Parameters json.RawMessage
-	Execute    func(ctx stdctx.Context, call Call) (Result, error)
+	// ParallelSafe tools may run at the same time as the other
+	// parallel-safe calls of a step (reads, listings, searches); a tool
+	// that is not runs alone, after the calls before it and before the
+	// calls after it.
+	ParallelSafe bool
+	// Approval is what the approval stage decides for a call of this tool
+	// when no policy plugin decides otherwise; "" means Allow.
+	Approval Decision
+	Execute  func(ctx stdctx.Context, call Call) (Result, error)
 }
+
+// Decision is the approval stage's answer for one call.
+type Decision string
+
+// Decisions of the approval stage.
+const (
+	// Allow runs the call.
+	Allow Decision = "allow"
+	// Deny answers the call with an error result carrying the reason.
+	Deny Decision = "deny"
+	// Ask hands the call to the person attached to the agent, or fails
+	// closed when nobody is.
+	Ask Decision = "ask"
+)
 
 // Execution is the payload of tools/execute. Tool is nil when no tool of
 // that name is registered for the agent.
