@@ -1,6 +1,7 @@
-// Package core mounts the core services — agents, sessions, llm, tools and
-// systemPrompt — on a context, in the order they depend on each other. The
-// agent loop and the agent controller are applied on top with their own
+// Package core mounts the core services — agents, sessions, llm, approval,
+// tools and systemPrompt — on a context, in the order they depend on each
+// other: approval reads agents, and the tools' approval stage asks approval.
+// The agent loop and the agent controller are applied on top with their own
 // configuration.
 package core
 
@@ -9,6 +10,7 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/systemprompt"
@@ -17,7 +19,7 @@ import (
 
 // Plugins are the core service plugins.
 func Plugins() []dshctx.Plugin {
-	return []dshctx.Plugin{agents.Plugin, session.Plugin, llm.Plugin, tools.Plugin, systemprompt.Plugin}
+	return []dshctx.Plugin{agents.Plugin, session.Plugin, llm.Plugin, approval.Plugin, tools.Plugin, systemprompt.Plugin}
 }
 
 // Mount applies the core service plugins in ctx and returns the first

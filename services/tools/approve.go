@@ -1,8 +1,15 @@
 package tools
 
 import (
+	"bytes"
 	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"strings"
 
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/waterfall"
 )
 
@@ -45,4 +52,116 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 		return Verdict{Decision: Allow}, nil
 	}
 	return Verdict{Decision: a.Tool.Approval}, nil
+}
+
+// approve runs the approval stage for a validated call. ok says the call
+// may run; otherwise r is what the model is told, or err ends the turn
+// (ctx ended, or a policy panicked).
+func approve(ctx stdctx.Context, at *dshctx.Context, call Call, tool *Tool) (r Result, ok bool, err error) {
+	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: tool})
+	if err != nil {
+		if ctx.Err() != nil || errs.HasCode(err, errs.ListenerFailed) {
+			return Result{}, false, err
+		}
+		// A policy that fails is not a permission: refuse, and say so.
+		return refuse("was not approved: the approval policy failed (%v). It did not run.", call.Name, err), false, nil
+	}
+	switch v.Decision {
+	case Allow:
+		return Result{}, true, nil
+	case Deny:
+		return refuse("was denied%s: %s. It did not run; do not retry it unchanged.",
+			call.Name, by(v.Source), orNone(v.Reason)), false, nil
+	case Ask:
+		return ask(ctx, at, call, v)
+	default:
+		return refuse("was not approved: the approval policy%s decided %q, which is not allow, deny or ask. It did not run.",
+			call.Name, by(v.Source), v.Decision), false, nil
+	}
+}
+
+// ask hands the call to the approval service of the agent.
+func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, bool, error) {
+	agentID := call.AgentID
+	if agentID == "" {
+		agentID = at.Tag()
+	}
+	req := approval.Request{
+		AgentID: agentID, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
+		Summary: summary(call), Reason: v.Reason, Pattern: v.Pattern,
+	}
+	svc, err := approval.Key.Get(at)
+	var ans approval.Answer
+	if err != nil {
+		err = errs.Wrap(approval.NoAnswerer, err, "no approval service is loaded")
+	} else {
+		ans, err = svc.Ask(ctx, req)
+	}
+	if ctx.Err() != nil {
+		// Whatever was answered, the call is cancelled: it never runs.
+		return Result{}, false, ctx.Err()
+	}
+	switch {
+	case errs.HasCode(err, approval.NoAnswerer):
+		return refuse("was not approved: it needs approval%s and nobody is attached to agent %q to ask, so it was refused. "+
+			"It did not run; carry on without it or tell the user what you need. "+
+			"An operator can allow it with `dsh run --allow %s`, a tools.permission rule with decision allow, or by running dsh interactively.",
+			call.Name, because(v.Reason), agentID, call.Name), false, nil
+	case err != nil:
+		return refuse("was not approved: asking for approval failed (%v). It did not run.", call.Name, err), false, nil
+	case ans.Allowed():
+		return Result{}, true, nil
+	default:
+		return refuse("was denied by the user: %s. It did not run; ask the user how to proceed or take another approach.",
+			call.Name, orNone(ans.Reason)), false, nil
+	}
+}
+
+// refuse words a refusal: "The call to "tool" " + what happened.
+func refuse(format, tool string, args ...any) Result {
+	return Result{Content: fmt.Sprintf("The call to %q "+format, append([]any{tool}, args...)...), IsError: true}
+}
+
+func by(source string) string {
+	if source == "" {
+		return ""
+	}
+	return fmt.Sprintf(" by %q", source)
+}
+
+func because(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+func orNone(reason string) string {
+	if reason == "" {
+		return "no reason was given"
+	}
+	return reason
+}
+
+// maxSummary bounds the call shown to a person.
+const maxSummary = 200
+
+// summary shows the call to a person: a command when there is one (bash),
+// else the arguments as compact JSON.
+func summary(call Call) string {
+	var args struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(call.Arguments, &args) == nil && args.Command != "" {
+		return args.Command
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, call.Arguments) != nil {
+		return call.Name
+	}
+	s := call.Name + " " + b.String()
+	if len(s) > maxSummary {
+		s = strings.ToValidUTF8(s[:maxSummary], "") + "…"
+	}
+	return s
 }

@@ -1,9 +1,35 @@
 // Package tools is the tools service: a registry of tools, global or scoped
-// to one agent (each agent's scope holds a service of its own), and their execution through the tools/execute waterfall,
-// where plugins add permission checks, sandboxes and logging around a call.
+// to one agent (each agent's scope holds a service of its own), and the
+// pipeline every call passes through.
+//
+// # The stages of a call
+//
+// Service.Execute takes one call through three stages, in this order:
+//
+//  1. Validation. The arguments are checked against the tool's JSON schema,
+//     compiled once when the tool is registered (an invalid schema is a
+//     registration error). Arguments that are not JSON or do not match
+//     never reach a policy or the tool: the model gets an error result that
+//     names each wrong argument and what was expected. Empty arguments mean
+//     {}. This holds for every tool registered through the service,
+//     plugin-provided ones included.
+//  2. Approval. tools/approve (EventApprove) asks the policy plugins, ending
+//     with the tool's own default (Tool.Approval, allow when unset). Deny is
+//     an error result carrying the reason and who denied. Ask goes to the
+//     answerer attached to the agent through the approval service (allow
+//     once, allow for this session, deny); with nobody attached the call
+//     fails closed: an error result telling the model the call was not
+//     approved and how an operator can allow it.
+//  3. Execution. tools/execute (EventExecute) wraps the tool: sandboxes,
+//     logging and hooks listen there; the default runs the tool.
+//
+// Every refusal is a Result with IsError, so the model can act on it. A Go
+// error comes back only when the call's ctx ends (the turn is aborted) and
+// when a tool or a listener panics.
 package tools
 
 import (
+	"bytes"
 	stdctx "context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +40,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/waterfall"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Codes of the tools service.
@@ -128,26 +155,36 @@ func runTool(ctx stdctx.Context, x Execution) (r Result, err error) {
 type Service struct {
 	parent *Service
 	mu     sync.RWMutex
-	tools  map[string]*Tool
+	tools  map[string]*entry
+}
+
+// entry is a registered tool with its compiled schema (nil when the tool
+// declares no parameters).
+type entry struct {
+	tool   Tool
+	schema *jsonschema.Schema
 }
 
 // New returns an empty registry.
-func New() *Service { return &Service{tools: map[string]*Tool{}} }
+func New() *Service { return &Service{tools: map[string]*entry{}} }
 
 // Register adds t in ctx's scope until ctx's fiber goes away. A tool in an
-// agent's scope shadows a global tool of the same name for that agent.
+// agent's scope shadows a global tool of the same name for that agent. Its
+// Parameters are compiled here, once: a schema that is not valid JSON
+// Schema (draft 2020-12, self-contained) fails the registration.
 func (s *Service) Register(ctx *dshctx.Context, t Tool) error {
 	if t.Name == "" || t.Execute == nil {
 		return errs.New(errs.InvalidArgument, "tools.Register: a tool needs a name and an Execute function")
 	}
-	if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
-		return errs.New(errs.InvalidArgument, fmt.Sprintf("tools.Register: the parameters schema of %q is not valid JSON", t.Name))
+	schema, err := compileSchema(t.Name, t.Parameters)
+	if err != nil {
+		return err
 	}
 	in, err := s.own(ctx)
 	if err != nil {
 		return err
 	}
-	tool := &t
+	tool := &entry{tool: t, schema: schema}
 	_, err = ctx.Effect("tool "+t.Name, func() (dshctx.Disposer, error) {
 		in.mu.Lock()
 		defer in.mu.Unlock()
@@ -171,7 +208,7 @@ func (s *Service) own(ctx *dshctx.Context) (*Service, error) {
 	if ctx.Tag() == "" {
 		return s, nil
 	}
-	return Key.Own(ctx, func() *Service { return &Service{parent: s, tools: map[string]*Tool{}} })
+	return Key.Own(ctx, func() *Service { return &Service{parent: s, tools: map[string]*entry{}} })
 }
 
 // seenFrom returns the service of at's scope when it was made under s, and
@@ -187,12 +224,19 @@ func (s *Service) seenFrom(at *dshctx.Context) *Service {
 
 // Lookup returns the tool name as code in at's scope sees it.
 func (s *Service) Lookup(at *dshctx.Context, name string) *Tool {
+	if e := s.lookup(at, name); e != nil {
+		return &e.tool
+	}
+	return nil
+}
+
+func (s *Service) lookup(at *dshctx.Context, name string) *entry {
 	for in := s.seenFrom(at); in != nil; in = in.parent {
 		in.mu.RLock()
-		t := in.tools[name]
+		e := in.tools[name]
 		in.mu.RUnlock()
-		if t != nil {
-			return t
+		if e != nil {
+			return e
 		}
 	}
 	return nil
@@ -203,9 +247,9 @@ func (s *Service) Specs(at *dshctx.Context) []llm.ToolSpec {
 	seen := map[string]*Tool{}
 	for in := s.seenFrom(at); in != nil; in = in.parent {
 		in.mu.RLock()
-		for n, t := range in.tools {
+		for n, e := range in.tools {
 			if seen[n] == nil {
-				seen[n] = t
+				seen[n] = &e.tool
 			}
 		}
 		in.mu.RUnlock()
@@ -218,7 +262,24 @@ func (s *Service) Specs(at *dshctx.Context) []llm.ToolSpec {
 	return out
 }
 
-// Execute runs call for the agent whose scope is at, through tools/execute.
+// Execute takes call, for the agent whose scope is at, through validation,
+// tools/approve and tools/execute (see the package doc). It is safe to call
+// from several goroutines at once. A call of a tool the agent does not have
+// goes straight to tools/execute, whose default answers it with an error
+// result.
 func (s *Service) Execute(ctx stdctx.Context, at *dshctx.Context, call Call) (Result, error) {
-	return EventExecute.Dispatch(ctx, at, Execution{Call: call, Tool: s.Lookup(at, call.Name)})
+	e := s.lookup(at, call.Name)
+	if e == nil {
+		return EventExecute.Dispatch(ctx, at, Execution{Call: call})
+	}
+	if len(bytes.TrimSpace(call.Arguments)) == 0 {
+		call.Arguments = emptyObject
+	}
+	if r, ok := validate(e.schema, call); !ok {
+		return r, nil
+	}
+	if r, ok, err := approve(ctx, at, call, &e.tool); !ok || err != nil {
+		return r, err
+	}
+	return EventExecute.Dispatch(ctx, at, Execution{Call: call, Tool: &e.tool})
 }
