@@ -93,6 +93,9 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, 
 	svc, err := approval.Key.Get(at)
 	var ans approval.Answer
 	if err != nil {
+		// Refused like an agent nobody answers for; the operator learns
+		// why from the log, the model from the result.
+		at.Logger().Warn("a tool call asks for approval but no approval service is loaded; refused", "tool", call.Name, "error", err)
 		err = errs.Wrap(approval.NoAnswerer, err, "no approval service is loaded")
 	} else {
 		ans, err = svc.Ask(ctx, req)
