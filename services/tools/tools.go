@@ -273,7 +273,7 @@ func (s *Service) Execute(ctx stdctx.Context, at *dshctx.Context, call Call) (Re
 		return EventExecute.Dispatch(ctx, at, Execution{Call: call})
 	}
 	if len(bytes.TrimSpace(call.Arguments)) == 0 {
-		call.Arguments = emptyObject
+		call.Arguments = emptyObject()
 	}
 	if r, ok := validate(e.schema, call); !ok {
 		return r, nil

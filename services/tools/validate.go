@@ -50,8 +50,9 @@ func compileSchema(tool string, raw json.RawMessage) (*jsonschema.Schema, error)
 }
 
 // emptyObject stands for arguments a model left out: a call without
-// arguments means "no arguments", {}.
-var emptyObject = json.RawMessage(`{}`)
+// arguments means "no arguments", {}. Each call gets its own copy, so a
+// tool that writes into its arguments cannot change another call's.
+func emptyObject() json.RawMessage { return json.RawMessage(`{}`) }
 
 // validate checks call's arguments against schema. ok is false when they do
 // not fit; the result then tells the model what to fix.
