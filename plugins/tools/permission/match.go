@@ -15,7 +15,7 @@ import (
 
 // rule is a compiled Rule.
 type rule struct {
-	where    string // "rules[2]", "deny", "allow": for reasons and Source
+	where    string           // "rules[2]", "deny", "allow": for reasons and Source
 	tool     *regexp.Regexp   // nil = every tool
 	toolNot  []*regexp.Regexp // tools the rule never matches
 	command  []*regexp.Regexp // nil = every command
