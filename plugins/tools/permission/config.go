@@ -136,6 +136,7 @@ func compileRule(r Rule, where string) (rule, error) {
 		}
 		fields := strings.Fields(r.Command)
 		out.command, out.pattern, out.anyRest = p, r.Command, fields[len(fields)-1] == "*"
+		out.progSlash = strings.Contains(fields[0], "/")
 	}
 	if r.Path != "" {
 		if r.Tool == BashTool {

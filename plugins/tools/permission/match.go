@@ -15,15 +15,16 @@ import (
 
 // rule is a compiled Rule.
 type rule struct {
-	where    string           // "rules[2]", "deny", "allow": for reasons and Source
-	tool     *regexp.Regexp   // nil = every tool
-	toolNot  []*regexp.Regexp // tools the rule never matches
-	command  []*regexp.Regexp // nil = every command
-	anyRest  bool             // the pattern ends in a lone *
-	pattern  string           // the command pattern as written
-	path     string           // doublestar; "" = every call
-	decision tools.Decision
-	reason   string
+	where     string           // "rules[2]", "deny", "allow": for reasons and Source
+	tool      *regexp.Regexp   // nil = every tool
+	toolNot   []*regexp.Regexp // tools the rule never matches
+	command   []*regexp.Regexp // nil = every command
+	anyRest   bool             // the pattern ends in a lone *
+	pattern   string           // the command pattern as written
+	progSlash bool             // the pattern's program has a slash: no base-name match
+	path      string           // doublestar; "" = every call
+	decision  tools.Decision
+	reason    string
 }
 
 // globRegexp compiles a glob over one word: * any run of characters
@@ -129,7 +130,7 @@ func (r *rule) matchesCommand(c shell.Command) bool {
 		if re.MatchString(w.Value) {
 			continue
 		}
-		if i == 0 && !strings.Contains(strings.Fields(r.pattern)[0], "/") && re.MatchString(path.Base(w.Value)) {
+		if i == 0 && !r.progSlash && re.MatchString(path.Base(w.Value)) {
 			continue
 		}
 		return false
