@@ -85,10 +85,13 @@ func (c Config) Validate() error {
 			problems = append(problems, err.Error())
 		}
 	}
-	for key, names := range map[string][]string{"deny": c.Deny, "allow": c.Allow} {
-		for i, n := range names {
+	for _, list := range []struct {
+		key   string
+		names []string
+	}{{"deny", c.Deny}, {"allow", c.Allow}} {
+		for i, n := range list.names {
 			if _, err := toolGlob(n); err != nil {
-				problems = append(problems, fmt.Sprintf("%s[%d]: %v", key, i, err))
+				problems = append(problems, fmt.Sprintf("%s[%d]: %v", list.key, i, err))
 			}
 		}
 	}
