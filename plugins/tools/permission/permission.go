@@ -6,7 +6,7 @@
 // # Rules
 //
 // A rule matches a call when its tool, command and path all match: tool is
-// a name or a glob over names ("*", "git_*"); command (bash only) is a
+// a name or a glob over names ("*", "mcp_*"); command (bash only) is a
 // pattern for one simple command, word by word, where a last word * stands
 // for any further words ("git *" matches git, git status and git push -f;
 // "git status" matches only git status); path (tools with a path argument:
