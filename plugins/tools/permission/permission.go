@@ -1,41 +1,91 @@
-// Package permission is the tools.permission plugin: it refuses calls of
-// the tools it denies, or of every tool outside its allow list, before they
-// run. Mounted in a preset it governs one agent; on the root, all of them.
+// Package permission is the tools.permission plugin: a policy on the
+// approval stage (tools/approve) that allows, denies or asks about each tool
+// call before it runs. Mounted in a preset it governs one agent; on the
+// root, all of them.
+//
+// # Rules
+//
+// A rule matches a call when its tool, command and path all match: tool is
+// a name or a glob over names ("*", "mcp_*"); command (bash only) is a
+// pattern for one simple command, word by word, where a last word * stands
+// for any further words ("git *" matches git, git status and git push -f;
+// "git status" matches only git status); path (tools with a path argument:
+// path, file_path, dir, directory, paths) is a doublestar pattern relative
+// to the workspace ("**/.env", "docs/**"), or absolute when it starts
+// with /. The first rule that matches decides. Before the rules come the
+// old lists: a tool in deny is denied, and when allow is set a tool outside
+// it is denied; after them, the tools in allow are allowed.
+//
+// # Modes
+//
+// mode decides a call no rule matches: read-only allows ReadTools and
+// denies everything else; workspace-write allows ReadTools and FileTools
+// (which are confined to the workspace), asks before every bash command and
+// leaves other tools to their default; full-access allows everything.
+// With no mode, a call no rule matches is left to the policies mounted
+// after this one and, last, to the tool's own default (bash asks).
+//
+// # Bash
+//
+// A bash command line is parsed (package shell) and each simple command is
+// judged on its own: `git status && rm -rf ~` is two commands, and so are
+// the commands of pipes, lists, subshells, $(...) and `...` inside an
+// argument. The strictest decision wins (deny over ask over allow). A
+// command whose program is not literal ($CMD), or one that runs other
+// commands (eval, sudo, xargs, sh -c, find -exec...), is decided only by a
+// rule that takes every command (tool bash without command, or command
+// "*") or as written by a rule naming it (command "sudo *"); failing that
+// it is asked about (allowed in full-access, denied in read-only). The
+// literal script of sh -c and eval is read and judged too, and the deny and
+// ask rules are tried on what a wrapper runs (sudo rm -rf / meets "rm *").
+// A line that cannot be parsed is denied with the parser's message.
+// Redirections that write a file count in the modes: read-only denies
+// them, workspace-write asks unless the file is inside the workspace.
+// This is a policy, not a sandbox: a script file, an alias or an
+// interpreter (python -c) can run anything; the sandbox of tools.bash is
+// what confines a command that runs.
+//
+// # Several policies
+//
+// When the plugin is mounted on the root and in a preset, a Deny from any
+// of them wins; otherwise the outermost policy that has a matching rule or
+// a mode decides: the root's (registered with waterfall.Prepend, so it
+// stays outermost across reloads), then the presets' in the order applied. Each verdict's Source names the
+// rule that decided ("tools.permission:rules[2]"), and an ask about bash
+// carries the programs asked about as its Pattern, so "allow for this
+// session" covers git, not every command.
 package permission
 
 import (
 	stdctx "context"
-	"fmt"
-	"slices"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/waterfall"
 )
 
-// Config is the plugin's configuration.
-type Config struct {
-	// Deny lists tools that may not run.
-	Deny []string `koanf:"deny" json:"deny,omitempty"`
-	// Allow, when set, lists the only tools that may run.
-	Allow []string `koanf:"allow" json:"allow,omitempty"`
-}
-
-// Allowed reports whether the tool may run.
-func (c Config) Allowed(name string) bool {
-	if slices.Contains(c.Deny, name) {
-		return false
-	}
-	return len(c.Allow) == 0 || slices.Contains(c.Allow, name)
-}
+// ID is the plugin's id, and the start of the Source of its verdicts.
+const ID = "tools.permission"
 
 // Plugin is tools.permission.
-var Plugin = plugin.Register("tools.permission", "refuses calls of denied tools (or of tools outside an allow list)", func(ctx *dshctx.Context, cfg Config) error {
-	_, err := tools.EventExecute.On(ctx, func(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
-		if !cfg.Allowed(x.Call.Name) {
-			return tools.Result{Content: fmt.Sprintf("the tool %q is not permitted for this agent", x.Call.Name), IsError: true}, nil
-		}
-		return next.Call(ctx, x)
-	})
+var Plugin = plugin.Register(ID, "allows, denies or asks about tool calls by tool, bash command and path, or by mode", func(ctx *dshctx.Context, cfg Config) error {
+	source := ID
+	if tag := ctx.Tag(); tag != "" {
+		source += "@" + tag
+	}
+	p, err := newPolicy(cfg, source)
+	if err != nil {
+		return err
+	}
+	// The root's policy goes first whenever it was applied, so a reload
+	// of the root does not hand the last word to the presets.
+	var opts []waterfall.Option
+	if ctx.Tag() == "" {
+		opts = append(opts, waterfall.Prepend)
+	}
+	_, err = tools.EventApprove.On(ctx, func(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
+		return p.approve(ctx, a, next)
+	}, opts...)
 	return err
 })
