@@ -230,3 +230,20 @@ func workspace(ws string) (string, string) {
 }
 
 func errorResult(s string) tools.Result { return tools.Result{Content: s, IsError: true} }
+
+// Describe is the line tools.bash logs when applied with cfg on this
+// machine: which sandbox is in force, or why commands are refused or less
+// confined. `dsh config check` prints it.
+func Describe(cfg Config) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	r, err := newRunner(cfg)
+	if err != nil {
+		return "", err
+	}
+	if r.warning != "" {
+		return r.warning, nil
+	}
+	return r.summary, nil
+}

@@ -436,3 +436,54 @@ func TestModeOffWritesAnywhere(t *testing.T) {
 		t.Fatalf("mode: off must be logged:\n%s", a.log)
 	}
 }
+
+// TestAnEscapedProcessDoesNotHoldTheResult: a process that left the group
+// (setsid) keeps the output pipe open; the result comes anyway, within the
+// kill grace, and says output may be missing.
+func TestAnEscapedProcessDoesNotHoldTheResult(t *testing.T) {
+	a := start(t, open(nil))
+	// The command ends once the escape is done: the shell in the new
+	// session wrote its pid.
+	r := a.run(t.Context(), `setsid sh -c 'echo $$ > esc; exec sleep 300' & while [ ! -s esc ]; do sleep 0.01; done; cat esc`)
+	escaped := firstPID(t, r.Content)
+	t.Cleanup(func() { syscall.Kill(escaped, syscall.SIGKILL) })
+	if !strings.Contains(r.Content, "left the command's process group") || !strings.HasSuffix(r.Content, "exit code: 0") {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+// TestASandboxThatCannotBeEnteredRunsNothing: the plugin believes the
+// kernel offers an ABI it lacks; the child refuses to run the command
+// less confined, and the result says so.
+func TestASandboxThatCannotBeEnteredRunsNothing(t *testing.T) {
+	if st := sandbox.Probe(); !st.Available() || st.ABI >= 11 {
+		t.Skipf("needs a kernel with Landlock below ABI 11 (%s)", st)
+	}
+	defer bash.SetProbe(sandbox.Status{ABI: 11})()
+	a := start(t, defaults(nil))
+	r := a.run(t.Context(), "touch ran")
+	if !r.IsError || !strings.Contains(r.Content, "could not enter the Landlock sandbox") {
+		t.Fatalf("got %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(a.ws, "ran")); err == nil {
+		t.Fatal("the command ran outside the sandbox it was promised")
+	}
+}
+
+func TestDescribeSaysWhichSandboxIsInForce(t *testing.T) {
+	defer bash.SetProbe(sandbox.Status{ABI: 7})()
+	line, err := bash.Describe(defaults(nil))
+	if err != nil || !strings.Contains(line, "Landlock ABI 7") || !strings.Contains(line, "network off") {
+		t.Fatalf("%q %v", line, err)
+	}
+	bash.SetProbe(sandbox.Status{Reason: "simulated"})
+	if line, _ := bash.Describe(defaults(nil)); !strings.Contains(line, "refused") {
+		t.Fatalf("%q", line)
+	}
+	if line, _ := bash.Describe(open(nil)); !strings.Contains(line, "sandbox off") {
+		t.Fatalf("%q", line)
+	}
+	if _, err := bash.Describe(open(func(c *bash.Config) { c.Timeout = 0 })); err == nil {
+		t.Fatal("an invalid config must be an error")
+	}
+}
