@@ -24,6 +24,8 @@ const (
 	// abiScoped refuses signals and abstract unix sockets across the
 	// sandbox's edge.
 	abiScoped = 6
+	// abiUnix refuses connections to unix sockets made outside.
+	abiUnix = 9
 	// abiUDP restricts UDP bind, connect and send.
 	abiUDP = 10
 	// maxABI is the newest ABI go-landlock knows; a newer kernel is used
@@ -114,13 +116,35 @@ func (s Status) Describe(r Rules) string {
 		b.WriteString("; network open")
 	case s.ABI < abiNetwork:
 		fmt.Fprintf(&b, "; network NOT restricted (needs ABI %d)", abiNetwork)
-	case s.ABI < abiUDP:
-		fmt.Fprintf(&b, "; network off: TCP bind/connect and outside unix sockets refused (UDP and multipath TCP are not restricted before ABI %d)", abiUDP)
 	default:
-		b.WriteString("; network off: TCP, UDP and outside unix sockets refused (multipath TCP is not restricted)")
+		b.WriteString("; network off: " + s.closedNetwork())
 	}
 	if s.ABI < abiScoped {
 		fmt.Fprintf(&b, "; signals to outside processes not restricted (needs ABI %d)", abiScoped)
 	}
 	return b.String()
+}
+
+// closedNetwork says what the network rules of this ABI refuse, and what
+// they leave open.
+func (s Status) closedNetwork() string {
+	refused := []string{"TCP bind/connect"}
+	var open []string
+	if s.ABI >= abiUDP {
+		refused = append(refused, "UDP")
+	} else {
+		open = append(open, fmt.Sprintf("UDP (needs ABI %d)", abiUDP))
+	}
+	if s.ABI >= abiScoped {
+		refused = append(refused, "abstract unix sockets")
+	} else {
+		open = append(open, fmt.Sprintf("abstract unix sockets (needs ABI %d)", abiScoped))
+	}
+	if s.ABI >= abiUnix {
+		refused = append(refused, "unix sockets made outside")
+	} else {
+		open = append(open, fmt.Sprintf("unix sockets made outside (needs ABI %d)", abiUnix))
+	}
+	open = append(open, "multipath TCP")
+	return strings.Join(refused, ", ") + " refused; not restricted: " + strings.Join(open, ", ")
 }

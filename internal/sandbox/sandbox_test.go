@@ -183,13 +183,16 @@ func TestCheckSaysWhatIsMissing(t *testing.T) {
 	if _, err := sandbox.Attach(exec.Command("/bin/true"), sandbox.Rules{}, old); !isCode(err, sandbox.Unavailable) {
 		t.Fatalf("Attach must refuse rules the kernel cannot enforce: %v", err)
 	}
+	if d := (sandbox.Status{ABI: 10}).Describe(sandbox.Rules{}); !strings.Contains(d, "TCP bind/connect, UDP, abstract unix sockets, unix sockets made outside refused; not restricted: multipath TCP") {
+		t.Fatalf("ABI 10 closes all Landlock can: %s", d)
+	}
 	for _, st := range []sandbox.Status{none, old, {ABI: 7}, {ABI: 11}} {
 		if st.String() == "" || st.Describe(sandbox.Rules{Writable: []string{"/w"}}) == "" {
 			t.Fatalf("%#v describes nothing", st)
 		}
 	}
-	if d := (sandbox.Status{ABI: 7}).Describe(sandbox.Rules{Writable: []string{"/w"}}); !strings.Contains(d, "UDP") || !strings.Contains(d, "/w") {
-		t.Fatalf("ABI 7 with the network off must name /w and say UDP stays open: %s", d)
+	if d := (sandbox.Status{ABI: 7}).Describe(sandbox.Rules{Writable: []string{"/w"}}); !strings.Contains(d, "not restricted: UDP (needs ABI 10), unix sockets made outside (needs ABI 9)") || !strings.Contains(d, "/w") {
+		t.Fatalf("ABI 7 with the network off must name /w and say UDP and unix sockets stay open: %s", d)
 	}
 }
 
