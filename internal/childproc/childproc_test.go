@@ -245,3 +245,32 @@ func helperWatch(mode string) {
 	}
 	select {}
 }
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
+}
+
+// TestStopReleasesAChildThatNeverStarted: a start abandoned after New
+// (the caller's own setup failed) leaves no descriptor behind.
+func TestStopReleasesAChildThatNeverStarted(t *testing.T) {
+	before := openFDs(t)
+	p, err := childproc.New(childproc.Spec{Path: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if openFDs(t) != before+2 {
+		t.Fatalf("New should hold the two ends of the host pipe")
+	}
+	if !p.Stop(time.Second) {
+		t.Fatal("Stop on a child that never started must report done")
+	}
+	if got := openFDs(t); got != before {
+		t.Fatalf("%d descriptors leaked", got-before)
+	}
+}

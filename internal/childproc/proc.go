@@ -111,9 +111,13 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 // Stop tears the group down within about twice grace: SIGTERM to the
 // group, up to grace for Done, SIGKILL to the group, then up to grace
 // again. The group is killed even when the child exited at once, so
-// nothing it started outlives it. Stop reports whether Done closed.
+// nothing it started outlives it. Stop reports whether Done closed. On a
+// child that never started, Stop only releases the host pipe.
 func (p *Proc) Stop(grace time.Duration) bool {
 	defer p.hostEnd.Close()
+	// A child abandoned before Start never took its end of the host
+	// pipe; Stop releases it then (after Start it is closed already).
+	defer p.childEnd.Close()
 	if p.Pid() == 0 || p.stopped.Swap(true) {
 		select {
 		case <-p.done:

@@ -1,0 +1,202 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/sandbox"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// landlock returns this kernel's status, or skips when it truly has no
+// Landlock: the one reason a sandbox test may skip.
+func landlock(t *testing.T) sandbox.Status {
+	t.Helper()
+	st := sandbox.Probe()
+	if !st.Available() {
+		t.Skipf("this kernel has no Landlock: %s", st.Reason)
+	}
+	return st
+}
+
+// run runs script with bash inside the sandbox of r and returns its
+// combined output, its exit error and the entry's report.
+func run(t *testing.T, st sandbox.Status, r sandbox.Rules, script string) (string, error, error) {
+	t.Helper()
+	cmd := exec.Command("/bin/bash", "-c", script)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	e, err := sandbox.Attach(cmd, r, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startErr := cmd.Start()
+	e.Started()
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
+	waitErr := cmd.Wait()
+	return out.String(), waitErr, e.Err()
+}
+
+func TestWritesLandOnlyBeneathTheWritableDirectories(t *testing.T) {
+	st := landlock(t)
+	ws, outside := t.TempDir(), t.TempDir()
+	out, waitErr, entryErr := run(t, st, sandbox.Rules{Writable: []string{ws}, Network: true}, fmt.Sprintf(
+		`echo in > %[1]s/a && mkdir %[1]s/d && mv %[1]s/a %[1]s/d/a && echo ok
+echo out > %[2]s/b || echo refused
+cat /etc/hostname >/dev/null && echo read
+echo x > /dev/null && echo devnull`, ws, outside))
+	if entryErr != nil || waitErr != nil {
+		t.Fatalf("entry %v, exit %v: %s", entryErr, waitErr, out)
+	}
+	for _, want := range []string{"ok", "refused", "read", "devnull"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "d", "a")); err != nil || string(b) != "in\n" {
+		t.Errorf("the write (and move) inside did not land: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "b")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a file was written outside the writable directories: %v", err)
+	}
+}
+
+// dialScript connects to port with bash's /dev/tcp (a plain TCP socket).
+func dialScript(port int) string {
+	return fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && echo connected || echo refused`, port)
+}
+
+func listen(t *testing.T) (net.Listener, int) {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, l.Addr().(*net.TCPAddr).Port
+}
+
+func TestNetworkOffRefusesATCPConnect(t *testing.T) {
+	st := landlock(t)
+	if st.Check(sandbox.Rules{}) != nil {
+		t.Skipf("this kernel cannot restrict TCP: %s", st)
+	}
+	_, port := listen(t)
+	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}}, dialScript(port))
+	if entryErr != nil {
+		t.Fatal(entryErr)
+	}
+	if !strings.Contains(out, "refused") || strings.Contains(out, "connected") {
+		t.Fatalf("the connection was not refused:\n%s", out)
+	}
+}
+
+func TestNetworkOnAllowsATCPConnect(t *testing.T) {
+	st := landlock(t)
+	l, port := listen(t)
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: true}, dialScript(port))
+	if entryErr != nil {
+		t.Fatal(entryErr)
+	}
+	if !strings.Contains(out, "connected") {
+		t.Fatalf("the connection was refused with the network on:\n%s", out)
+	}
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSignalsDoNotCrossTheEdge: the sandboxed shell cannot signal dsh
+// (here the test process), from ABI 6 on.
+func TestSignalsDoNotCrossTheEdge(t *testing.T) {
+	st := landlock(t)
+	if st.ABI < 6 {
+		t.Skipf("signal scoping needs Landlock ABI 6; this kernel has %d", st.ABI)
+	}
+	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: true},
+		fmt.Sprintf(`kill -0 %d && echo reached || echo blocked; sleep 0 & kill -0 $! && echo own`, os.Getpid()))
+	if entryErr != nil {
+		t.Fatal(entryErr)
+	}
+	if !strings.Contains(out, "blocked") || !strings.Contains(out, "own") {
+		t.Fatalf("want the host blocked and the shell's own child reachable:\n%s", out)
+	}
+}
+
+// TestAnABIBeyondTheKernelFailsLoudly: asked for an ABI the kernel lacks,
+// the child refuses to run the program rather than run it less confined.
+func TestAnABIBeyondTheKernelFailsLoudly(t *testing.T) {
+	st := landlock(t)
+	if st.ABI >= 11 {
+		t.Skip("the kernel offers every ABI this build knows")
+	}
+	ws := t.TempDir()
+	st.ABI = 11
+	out, waitErr, entryErr := run(t, st, sandbox.Rules{Writable: []string{ws}}, "touch "+ws+"/ran")
+	var e *errs.Error
+	if !errors.As(entryErr, &e) || e.Code != sandbox.EntryFailed {
+		t.Fatalf("want %s, got %v (exit %v, output %q)", sandbox.EntryFailed, entryErr, waitErr, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Fatal("the program ran although the sandbox could not be entered")
+	}
+	t.Log(entryErr)
+}
+
+func TestCheckSaysWhatIsMissing(t *testing.T) {
+	none := sandbox.Status{Reason: "not enabled at boot"}
+	if err := none.Check(sandbox.Rules{Network: true}); !isCode(err, sandbox.Unavailable) || !strings.Contains(err.Error(), "not enabled at boot") {
+		t.Fatalf("no Landlock: %v", err)
+	}
+	old := sandbox.Status{ABI: 3}
+	if err := old.Check(sandbox.Rules{Network: true}); err != nil {
+		t.Fatalf("ABI 3 confines writes: %v", err)
+	}
+	if err := old.Check(sandbox.Rules{}); !isCode(err, sandbox.Unavailable) || !strings.Contains(err.Error(), "ABI 4") {
+		t.Fatalf("network: false on ABI 3: %v", err)
+	}
+	if !old.Effective(sandbox.Rules{}).Network {
+		t.Fatal("on ABI 3 the network stays open, and Effective must say so")
+	}
+	if _, err := sandbox.Attach(exec.Command("/bin/true"), sandbox.Rules{}, old); !isCode(err, sandbox.Unavailable) {
+		t.Fatalf("Attach must refuse rules the kernel cannot enforce: %v", err)
+	}
+	if d := (sandbox.Status{ABI: 10}).Describe(sandbox.Rules{}); !strings.Contains(d, "TCP bind/connect, UDP, abstract unix sockets, unix sockets made outside refused; not restricted: multipath TCP") {
+		t.Fatalf("ABI 10 closes all Landlock can: %s", d)
+	}
+	for _, st := range []sandbox.Status{none, old, {ABI: 7}, {ABI: 11}} {
+		if st.String() == "" || st.Describe(sandbox.Rules{Writable: []string{"/w"}}) == "" {
+			t.Fatalf("%#v describes nothing", st)
+		}
+	}
+	if d := (sandbox.Status{ABI: 7}).Describe(sandbox.Rules{Writable: []string{"/w"}}); !strings.Contains(d, "not restricted: UDP (needs ABI 10), unix sockets made outside (needs ABI 9)") || !strings.Contains(d, "/w") {
+		t.Fatalf("ABI 7 with the network off must name /w and say UDP and unix sockets stay open: %s", d)
+	}
+}
+
+func isCode(err error, c errs.Code) bool {
+	var e *errs.Error
+	return errors.As(err, &e) && e.Code == c
+}

@@ -1,0 +1,249 @@
+// Package bash is the tools.bash plugin: the bash tool, which runs a shell
+// command in the agent's workspace and returns its output and exit code.
+//
+// Every command is started through internal/childproc (a minimal
+// environment, its own process group, a bounded teardown) and, on Linux,
+// inside a Landlock sandbox (internal/sandbox): writes only beneath the
+// workspace, a temp dir of its own and the directories the config adds;
+// the network off unless the config turns it on. Where the kernel cannot
+// enforce that, sandbox.unavailable decides: refuse every command (the
+// default) or run as confined as the kernel allows, with a warning.
+package bash
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/sandbox"
+	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+// probe reads what the kernel offers; tests stand in a kernel without
+// Landlock.
+var probe = sandbox.Probe
+
+// shells are tried in order: bash where it is installed, else the POSIX
+// shell every Unix has.
+var shells = []string{"/bin/bash", "/usr/bin/bash", "/bin/sh"}
+
+// Plugin is tools.bash.
+var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command in the workspace, sandboxed with Landlock on Linux",
+	func(ctx *dshctx.Context, cfg Config) error {
+		svc, err := tools.Key.Get(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := newRunner(cfg)
+		if err != nil {
+			return err
+		}
+		if r.warning != "" {
+			ctx.Logger().Warn("tools.bash: " + r.warning)
+		} else {
+			ctx.Logger().Info("tools.bash: " + r.summary)
+		}
+		return svc.Register(ctx, tools.Tool{
+			Name:         "bash",
+			Description:  r.description(),
+			Parameters:   r.schema(),
+			ParallelSafe: false,
+			Approval:     tools.Ask,
+			Execute:      r.execute,
+		})
+	}, tools.Key)
+
+// runner is one plugin instance: its config and the sandbox it settled
+// on when applied.
+type runner struct {
+	cfg   Config
+	shell string
+	// sandboxed: commands enter Landlock with rules (network as the
+	// kernel can enforce it) at status.
+	sandboxed bool
+	status    sandbox.Status
+	network   bool
+	// refusal, when set, answers every command (unavailable: refuse).
+	refusal string
+	// warning says how commands are less confined than configured
+	// (unavailable: warn); warned is set once the first result said so.
+	warning string
+	warned  atomic.Bool
+	// summary is the line logged at info: which sandbox is in force.
+	summary string
+}
+
+func newRunner(cfg Config) (*runner, error) {
+	r := &runner{cfg: cfg, network: cfg.Sandbox.Network}
+	for _, s := range shells {
+		if st, err := os.Stat(s); err == nil && !st.IsDir() {
+			r.shell = s
+			break
+		}
+	}
+	if r.shell == "" {
+		return nil, fmt.Errorf("tools.bash: no shell found at %s; install bash", strings.Join(shells, ", "))
+	}
+	if cfg.Sandbox.Mode == ModeOff {
+		r.summary = "sandbox off (sandbox.mode: off): commands run with your full access"
+		return r, nil
+	}
+	r.status = probe()
+	wanted := sandbox.Rules{Writable: []string{"the workspace", "a temp dir per command"}, Network: cfg.Sandbox.Network}
+	wanted.Writable = append(wanted.Writable, cfg.Sandbox.Writable...)
+	err := r.status.Check(wanted)
+	switch {
+	case err == nil:
+		r.sandboxed = true
+		r.summary = "sandbox: " + r.status.Describe(wanted)
+	case cfg.Sandbox.Unavailable == Refuse:
+		r.refusal = fmt.Sprintf("the bash tool is off: the sandbox it is configured with cannot be enforced here: %s. "+
+			"To run commands anyway, set in the tools.bash config sandbox.unavailable: warn (runs as confined as the kernel allows, with a warning)", msg(err))
+		if !cfg.Sandbox.Network {
+			r.refusal += ", sandbox.network: true (lets commands use the network)"
+		}
+		r.refusal += " or sandbox.mode: off (no sandbox)."
+		r.summary = "sandbox unavailable, every command is refused: " + msg(err)
+		r.warning = r.summary
+	case r.status.Available():
+		r.sandboxed = true
+		r.network = r.status.Effective(wanted).Network
+		r.warning = "sandbox weaker than configured (sandbox.unavailable: warn): " + msg(err) + "; in force: " + r.status.Describe(wanted)
+	default:
+		r.warning = "NO sandbox (sandbox.unavailable: warn): " + msg(err) + "; commands run with your full access"
+	}
+	return r, nil
+}
+
+// msg is an error's message without its code, for people and models.
+func msg(err error) string {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+func (r *runner) description() string {
+	var b strings.Builder
+	name := "bash"
+	if !strings.HasSuffix(r.shell, "bash") {
+		name = "sh (bash is not installed)"
+	}
+	fmt.Fprintf(&b, "Runs a shell command with %s -c in the workspace (the working directory) and returns its output (stdout and stderr interleaved) and exit code. ", name)
+	fmt.Fprintf(&b, "stdin is empty: never wait for input. Timeout %s by default, at most %s (argument timeout, in seconds); on timeout the command and every process it started are killed, and background processes are killed when the command ends. ",
+		r.cfg.Timeout, r.cfg.MaxTimeout)
+	fmt.Fprintf(&b, "Output over %d bytes keeps its first and last %d bytes and says how much was cut: filter long output (grep, head, tail). ", r.cfg.MaxOutputBytes, r.cfg.MaxOutputBytes/2)
+	switch {
+	case r.refusal != "":
+		b.WriteString("Unavailable here: every call is refused (the sandbox cannot be enforced).")
+	case r.sandboxed:
+		b.WriteString("Sandbox: files can be written only inside the workspace and $TMPDIR (a fresh directory per command, removed after)")
+		if len(r.cfg.Sandbox.Writable) > 0 {
+			b.WriteString(" and " + strings.Join(r.cfg.Sandbox.Writable, ", "))
+		}
+		b.WriteString("; reading is allowed everywhere")
+		if r.network {
+			b.WriteString("; network allowed.")
+		} else {
+			b.WriteString("; network access is off (connections are refused).")
+		}
+	default:
+		b.WriteString("No sandbox: the command runs with the user's full access.")
+	}
+	return b.String()
+}
+
+func (r *runner) schema() json.RawMessage {
+	max := max(int(r.cfg.MaxTimeout/time.Second), 1)
+	s := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"command": map[string]any{"type": "string", "minLength": 1, "description": "The command line, run with -c (pipes, &&, redirections allowed)."},
+			"timeout": map[string]any{"type": "integer", "minimum": 1, "maximum": max,
+				"description": fmt.Sprintf("Seconds before the command is killed; default %d, at most %d.", int(r.cfg.Timeout.Seconds()), max)},
+		},
+		"required":             []string{"command"},
+		"additionalProperties": false,
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// args are a call's arguments.
+type args struct {
+	Command string `json:"command"`
+	Timeout *int   `json:"timeout"`
+}
+
+func (r *runner) execute(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
+	var a args
+	if err := json.Unmarshal(c.Arguments, &a); err != nil || strings.TrimSpace(a.Command) == "" {
+		return errorResult("pass a JSON object with a non-empty \"command\" string (and optionally \"timeout\" in seconds)"), nil
+	}
+	timeout := r.cfg.Timeout
+	if a.Timeout != nil {
+		limit := int(r.cfg.MaxTimeout / time.Second)
+		if *a.Timeout < 1 || *a.Timeout > limit {
+			return errorResult(fmt.Sprintf("timeout is %d; give a number of seconds from 1 to %d", *a.Timeout, limit)), nil
+		}
+		timeout = time.Duration(*a.Timeout) * time.Second
+	}
+	if r.refusal != "" {
+		return errorResult(r.refusal), nil
+	}
+	ws, problem := workspace(c.Workspace)
+	if problem != "" {
+		return errorResult(problem), nil
+	}
+	res := r.run(ctx, a.Command, ws, timeout)
+	if r.warning != "" && !r.warned.Swap(true) {
+		res.Content = "warning: " + r.warning + "\n\n" + res.Content
+	}
+	return res, nil
+}
+
+// workspace is the directory commands run in: the call's, or dsh's
+// working directory when the agent has none.
+func workspace(ws string) (string, string) {
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", "the workspace is not set and dsh's working directory is unreadable: " + err.Error()
+		}
+		ws = wd
+	}
+	st, err := os.Stat(ws)
+	if err != nil || !st.IsDir() || !filepath.IsAbs(ws) {
+		return "", fmt.Sprintf("the workspace %q is not an existing absolute directory; fix workspace: in the agent's config", ws)
+	}
+	return ws, ""
+}
+
+func errorResult(s string) tools.Result { return tools.Result{Content: s, IsError: true} }
+
+// Describe is the line tools.bash logs when applied with cfg on this
+// machine: which sandbox is in force, or why commands are refused or less
+// confined. `dsh config check` prints it.
+func Describe(cfg Config) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	r, err := newRunner(cfg)
+	if err != nil {
+		return "", err
+	}
+	if r.warning != "" {
+		return r.warning, nil
+	}
+	return r.summary, nil
+}
