@@ -47,7 +47,9 @@ func TestInteractiveAnswersApprovals(t *testing.T) {
 	signals := make(chan os.Signal, 1)
 	done := make(chan error, 1)
 	agent, _ := h.Agent("main")
-	go func() { done <- interactive(h, agent, stdin, scr, scr, signals, approvalFlags{allow: []string{"read"}}) }()
+	go func() {
+		done <- interactive(h, agent, stdin, scr, scr, signals, approvalFlags{allow: []string{"read"}})
+	}()
 	ask := <-answerers
 	pos := scr.waitFor(t, 0, "> ")
 
