@@ -180,7 +180,7 @@ func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
 	for _, name := range ac.PresetNames() {
 		presets = append(presets, cfg.Presets[name])
 	}
-	options := agents.Options{Provider: ac.Provider, Model: ac.Model, SystemPrompt: ac.SystemPrompt, MaxTokens: ac.MaxTokens, MaxSteps: ac.MaxSteps}
+	options := agentOptions(ac)
 	setup := func(scope *dshctx.Context) error {
 		for i, name := range ac.PresetNames() {
 			list := presets[i]
@@ -210,6 +210,15 @@ func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
 	h.agents[ac.ID] = &runningAgent{cfg: ac, presets: presets, handle: handle}
 	h.order = append(h.order, ac.ID)
 	return nil
+}
+
+// agentOptions are the settings of the agent's loop. The workspace is
+// absolute by now: config resolved it against the working directory.
+func agentOptions(ac config.AgentConfig) agents.Options {
+	return agents.Options{
+		Provider: ac.Provider, Model: ac.Model, SystemPrompt: ac.SystemPrompt, MaxTokens: ac.MaxTokens, MaxSteps: ac.MaxSteps,
+		Workspace: ac.Workspace, MaxParallelTools: ac.MaxParallelTools,
+	}
 }
 
 // createOrResume starts an agent: in a fresh session, or in the one its
@@ -498,11 +507,24 @@ func Describe(cfg *config.Config) string {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			b.WriteString("  " + n + ":\n")
+			if cfg.BuiltinPresetInUse(n) {
+				b.WriteString("  " + n + " (built-in):\n")
+			} else {
+				b.WriteString("  " + n + ":\n")
+			}
 			for _, e := range cfg.Presets[n] {
 				b.WriteString("    " + describeEntry(e) + "\n")
 			}
 		}
+	}
+	var unused []string
+	for _, p := range config.BuiltinPresets() {
+		if _, ok := cfg.Presets[p.Name]; !ok {
+			unused = append(unused, p.Name)
+		}
+	}
+	if len(unused) > 0 {
+		fmt.Fprintf(&b, "built-in presets, unused (dsh presets shows them): %s\n", strings.Join(unused, ", "))
 	}
 	b.WriteString("agents:\n")
 	if len(cfg.Agents) == 0 {
@@ -519,7 +541,10 @@ func Describe(cfg *config.Config) string {
 		if a.Session != "" {
 			fmt.Fprintf(&b, " session=%s", a.Session)
 		}
-		b.WriteString("\n")
+		if a.MaxParallelTools > 0 {
+			fmt.Fprintf(&b, " max_parallel_tools=%d", a.MaxParallelTools)
+		}
+		fmt.Fprintf(&b, "\n    workspace %s\n", a.Workspace)
 	}
 	return b.String()
 }

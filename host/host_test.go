@@ -2,6 +2,7 @@ package host_test
 
 import (
 	stdctx "context"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -258,7 +259,9 @@ agents:
 
 func TestDescribe(t *testing.T) {
 	out := host.Describe(mustParse(t, presetConfig))
-	for _, want := range []string{"root plugins", "global (use test.counter)", "watched:", "a  provider=scripted presets=watched"} {
+	wd, _ := os.Getwd()
+	for _, want := range []string{"root plugins", "global (use test.counter)", "watched:", "a  provider=scripted presets=watched\n    workspace " + wd + "\n",
+		"built-in presets, unused (dsh presets shows them): read-only, workspace-write, full-access"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("describe lacks %q:\n%s", want, out)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/session"
 )
 
@@ -50,7 +51,7 @@ func attach(agent agents.Agent, out, diag io.Writer, dim bool, turnEnded chan<- 
 
 // interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
 // with no turn running.
-func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal) error {
+func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags) error {
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	dim := colorful(stderr)
@@ -63,6 +64,18 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 
 	send := newSender(h, diag)
 	defer send.close()
+
+	// The agent's questions come to this loop, which owns the terminal.
+	ask := newAsker()
+	answerer := withFlags(flags, ask.answer, approvalNotifier(false, out, diag))
+	detachAsk, err := attachAnswerer(h, agent.ID(), answerer)
+	if err != nil {
+		return &exitCode{code: exitError, err: fmt.Errorf("agent %s: cannot attach the approval prompt: %w", agent.ID(), err)}
+	}
+	// Deny what is still asked before detaching: a detach may wait for
+	// the answerer to return.
+	defer func() { ask.close(); detachAsk() }()
+	var pending *asking // the question on screen
 
 	lines := make(chan string)
 	go func() {
@@ -79,13 +92,31 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 	reloaded := h.Reloaded()
 	owed := false // a turn ended while something was still busy
 	for {
+		var withdrawn <-chan struct{}
+		if pending != nil {
+			withdrawn = pending.gone
+		}
 		select {
+		case q := <-ask.requests:
+			pending = q
+			fmt.Fprint(out, question(q.req))
+		case <-withdrawn:
+			pending = nil
+			fmt.Fprint(diag, "(the question was withdrawn: the turn ended)\n")
 		case line, ok := <-lines:
 			if !ok {
 				fmt.Fprintln(out)
 				return nil
 			}
 			line = strings.TrimSpace(line)
+			if pending != nil {
+				if line != "/cancel" && line != "/quit" && line != "/exit" {
+					pending = answerLine(pending, line, out)
+					continue
+				}
+				pending.reply <- approval.Answer{Choice: approval.Deny, Reason: "the user cancelled the turn"}
+				pending = nil
+			}
 			switch {
 			case line == "":
 				if !busy() {
@@ -146,6 +177,17 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.ID(), err)
 				continue
 			}
+			if next.ID() != cur.agent.ID() {
+				// The approval service attaches by agent id: a recreated
+				// agent of the same id keeps the answerer.
+				d, err := attachAnswerer(h, next.ID(), answerer)
+				if err != nil {
+					fmt.Fprintf(diag, "dsh: agent %s cannot ask for approvals here: %v\n", next.ID(), err)
+				} else {
+					detachAsk()
+					detachAsk = d
+				}
+			}
 			cur.detach()
 			cur = re
 			fmt.Fprintf(diag, "(%s)\n", note)
@@ -153,6 +195,15 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 				fmt.Fprint(out, "> ")
 			}
 		case <-signals:
+			if pending != nil {
+				// Ctrl-C at a question: no, and stop the turn.
+				pending.reply <- approval.Answer{Choice: approval.Deny, Reason: "the user interrupted the turn"}
+				pending = nil
+				send.drop()
+				cur.agent.Cancel(fmt.Errorf("interrupted"))
+				fmt.Fprint(diag, "\n(denied; turn cancelled; Ctrl-C again or Ctrl-D to quit)\n")
+				continue
+			}
 			if busy() {
 				send.drop()
 				cur.agent.Cancel(fmt.Errorf("interrupted"))
@@ -163,6 +214,41 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 			return nil
 		}
 	}
+}
+
+// answerLine takes a typed line as the answer to q, and returns the
+// question still open: q when the line was no answer or a reason may
+// follow, nil once q is answered.
+func answerLine(q *asking, line string, out io.Writer) *asking {
+	if q.reason {
+		reason := strings.TrimSpace(line)
+		if reason == "" {
+			reason = denyReason
+		}
+		q.reply <- approval.Answer{Choice: approval.Deny, Reason: reason}
+		fmt.Fprint(out, "(denied)\n")
+		return nil
+	}
+	ans, askReason, ok := parseAnswer(line)
+	switch {
+	case !ok:
+		fmt.Fprint(out, "  answer y (allow once), a (allow for this session) or n (deny) > ")
+		return q
+	case askReason:
+		q.reason = true
+		fmt.Fprint(out, "  reason for the model (Enter for none) > ")
+		return q
+	}
+	q.reply <- ans
+	switch ans.Choice {
+	case approval.AllowOnce:
+		fmt.Fprint(out, "(allowed once)\n")
+	case approval.AllowSession:
+		fmt.Fprint(out, "(allowed for this session)\n")
+	default:
+		fmt.Fprint(out, "(denied)\n")
+	}
+	return nil
 }
 
 // followReload returns the agent to talk to after a reload: the one with

@@ -4,6 +4,7 @@
 //	dsh run -p "prompt"          one turn, answer on stdout, then exit
 //	dsh config check             validate the config and print its plugin tree
 //	dsh plugins                  list the plugins compiled in
+//	dsh presets                  list the built-in presets (the modes)
 //
 // Exit codes: 0 the turn completed, 1 it failed, 2 bad usage or config,
 // 3 admission refused the prompt, 4 the answer hit the token limit, 130
@@ -90,7 +91,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON lines")
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set agents.main.model=deepseek-chat (repeatable)")
 
-	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand())
+	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand(), presetsCommand())
 
 	err := root.Execute()
 	if err == nil {
@@ -119,6 +120,7 @@ func configCommand(g *globals) *cobra.Command {
 				return &exitCode{code: exitUsage, err: err}
 			}
 			fmt.Fprint(cmd.OutOrStdout(), host.Describe(cfg))
+			fmt.Fprint(cmd.OutOrStdout(), describeSandbox(cfg))
 			fmt.Fprintln(cmd.OutOrStdout(), "ok")
 			return nil
 		},
@@ -139,6 +141,11 @@ func pluginsCommand() *cobra.Command {
 			for _, info := range plugin.List() {
 				fmt.Fprintf(cmd.OutOrStdout(), "%-*s  %s\n", width, info.ID, strings.TrimSpace(info.Doc))
 			}
+			var names []string
+			for _, p := range config.BuiltinPresets() {
+				names = append(names, p.Name)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nbuilt-in presets (dsh presets shows what they mount): %s\n", strings.Join(names, ", "))
 			return nil
 		},
 	}

@@ -23,10 +23,11 @@ import (
 )
 
 type runFlags struct {
-	prompt  string
-	agentID string
-	json    bool
-	watch   bool
+	prompt    string
+	agentID   string
+	json      bool
+	watch     bool
+	approvals approvalFlags
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -39,7 +40,12 @@ func runCommand(g *globals) *cobra.Command {
 With -p, or a prompt piped on stdin, it sends the prompt, streams the answer to
 stdout (tool calls and reasoning to stderr) and exits when the turn ends:
 0 completed, 1 failed, 3 refused by admission, 4 token limit, 130 interrupted.
-On a terminal it opens an interactive session; type /help there.`,
+On a terminal it opens an interactive session; type /help there.
+
+When a policy asks whether a tool call may run, the interactive session asks
+you (y allow once, a allow for this session, n deny). A headless run never
+waits for a person: it denies, unless --allow TOOL or --yolo answered first.
+A policy's deny rules stay denials under both flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd, g, f) },
 	}
@@ -47,6 +53,9 @@ On a terminal it opens an interactive session; type /help there.`,
 	cmd.Flags().StringVar(&f.agentID, "agent", "", "the agent to talk to (default the first configured)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "write the session events as JSON lines instead of the answer")
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config when the file changes")
+	cmd.Flags().StringArrayVar(&f.approvals.allow, "allow", nil, "allow the calls of this tool that a policy asks about, e.g. --allow bash (repeatable)")
+	cmd.Flags().BoolVar(&f.approvals.yolo, "yolo", false, "allow every call a policy asks about, without asking (deny rules still hold)")
+	cmd.Flags().BoolVar(&f.approvals.yolo, "dangerously-skip-approvals", false, "the same as --yolo")
 	return cmd
 }
 
@@ -54,6 +63,9 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if cmd.Flags().Changed("prompt") && strings.TrimSpace(f.prompt) == "" {
 		return &exitCode{code: exitUsage, err: fmt.Errorf("-p was given an empty prompt; pass the text to send, e.g. -p \"hello\", or leave -p out for an interactive session on a terminal")}
+	}
+	if err := f.approvals.check(); err != nil {
+		return &exitCode{code: exitUsage, err: err}
 	}
 	opts := g.loadOptions()
 	cfg, err := config.Load(opts)
@@ -64,6 +76,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
+	logSandbox(h.Logger(), cfg)
 	defer func() {
 		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 		defer cancel()
@@ -84,6 +97,10 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
+	if f.approvals.yolo {
+		fmt.Fprintln(stderr, "dsh: warning: --yolo: every tool call a policy asks about runs without asking; deny rules still hold")
+	}
+	warnUnknownAllow(h, agent.ID(), f.approvals, stderr)
 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
@@ -102,13 +119,13 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		}
 	}
 	if prompt != "" {
-		code := headless(h, agent, prompt, f.json, stdout, stderr, signals)
+		code := headless(h, agent, prompt, f.json, f.approvals, stdout, stderr, signals)
 		if code != exitOK {
 			return &exitCode{code: code}
 		}
 		return nil
 	}
-	return interactive(h, agent, stdin, stdout, stderr, signals)
+	return interactive(h, agent, stdin, stdout, stderr, signals, f.approvals)
 }
 
 func pickAgent(h *host.Host, id string) (agents.Agent, error) {
@@ -316,7 +333,7 @@ func (t *tracker) busy() bool {
 }
 
 // headless sends one prompt and waits for its turn to end.
-func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	t := newTracker(out, diag, jsonOut)
@@ -328,6 +345,12 @@ func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, std
 	}
 	defer off()
 	reportInterrupted(agent, jsonOut, out, diag)
+	detach, err := attachAnswerer(h, agent.ID(), headlessAnswerer(flags, approvalNotifier(jsonOut, out, diag)))
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: agent %s: cannot attach the headless approval answerer: %v\n", agent.ID(), err)
+		return exitError
+	}
+	defer detach()
 
 	type delivered struct {
 		id  string

@@ -46,6 +46,8 @@ type Config struct {
 	File string `koanf:"-"`
 	// decoded holds each entry's decoded plugin config, by entry.
 	decoded map[*Entry]any
+	// builtin names the built-in presets in c.Presets.
+	builtin map[string]bool
 }
 
 // Entry is one plugin to apply.
@@ -127,6 +129,14 @@ type AgentConfig struct {
 	// starts it under that id otherwise; empty means a fresh session each
 	// start.
 	Session string `koanf:"session"`
+	// Workspace is the directory the agent's tools work in: file tools
+	// resolve every path inside it, bash runs there. Empty means the
+	// directory dsh was started in; a relative path starts from there
+	// too. After Load it is absolute and clean.
+	Workspace string `koanf:"workspace"`
+	// MaxParallelTools caps how many parallel-safe tool calls of one step
+	// run at once; 0 means the agent loop's default.
+	MaxParallelTools int `koanf:"max_parallel_tools"`
 }
 
 // PresetNames returns the agent's presets in order.
@@ -156,6 +166,9 @@ type LoadOptions struct {
 	Environ []string
 	// Sets are --set key.path=value overrides, applied last.
 	Sets []string
+	// Dir is the directory relative paths start from, and the default
+	// workspace (the working directory when empty).
+	Dir string
 }
 
 // ResolvePath returns the config file Load would read.
@@ -244,7 +257,11 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 	if !p.empty() {
 		return nil, p.err()
 	}
-	cfg.check(p)
+	dir, err := opts.workingDir()
+	if err != nil {
+		return nil, errs.Wrap(Invalid, err, "cannot tell the working directory, where the workspaces start")
+	}
+	cfg.check(p, dir)
 	if !p.empty() {
 		return nil, p.err()
 	}
@@ -253,16 +270,22 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 
 // check validates what decoding cannot: ids, references and each entry's
 // plugin config.
-func (c *Config) check(p *problems) {
+func (c *Config) check(p *problems, dir string) {
 	c.decoded = map[*Entry]any{}
 	c.checkEntries(c.Plugins, "plugins", p)
-	names := make([]string, 0, len(c.Presets))
+	var names []string // the presets the file defines
 	for name := range c.Presets {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		c.checkEntries(c.Presets[name], "presets."+name, p)
+	c.addBuiltinPresets()
+	for _, name := range slices.Sorted(maps.Keys(c.Presets)) {
+		at := "presets." + name
+		if c.builtin[name] {
+			// Not in the file: a line number would point at another key.
+			at = "built-in preset " + name
+		}
+		c.checkEntries(c.Presets[name], at, p)
 	}
 	seen, sessions := map[string]int{}, map[string]int{}
 	for i := range c.Agents {
@@ -284,12 +307,16 @@ func (c *Config) check(p *problems) {
 				if a.Preset == "" || j > 0 {
 					key = fmt.Sprintf("%s.presets[%d]", at, j-boolInt(a.Preset != ""))
 				}
-				p.add(key, fmt.Sprintf("preset %q is not defined; defined presets: %s", name, orNone(names)))
+				p.add(key, fmt.Sprintf("preset %q is not defined; defined presets: %s; built-in: %s", name, orNone(names), strings.Join(builtinNames(), ", ")))
 			}
 		}
 		if a.MaxTokens < 0 || a.MaxSteps < 0 {
 			p.add(at, "max_tokens and max_steps cannot be negative")
 		}
+		if a.MaxParallelTools < 0 {
+			p.add(at+".max_parallel_tools", "max_parallel_tools cannot be negative; 0 means the default cap")
+		}
+		resolveWorkspace(a, at, dir, p)
 		switch {
 		case a.Session == "":
 		case !session.ValidID(a.Session):

@@ -1,0 +1,106 @@
+package config
+
+import "slices"
+
+// Built-in presets: the modes of issue 13, usable by any config without
+// defining them. A config that defines a preset of the same name uses its
+// own instead.
+const (
+	PresetReadOnly       = "read-only"
+	PresetWorkspaceWrite = "workspace-write"
+	PresetFullAccess     = "full-access"
+)
+
+// BuiltinPreset is a preset dsh ships.
+type BuiltinPreset struct {
+	Name string
+	// Doc says in one line what an agent with the preset may do.
+	Doc     string
+	Entries []Entry
+}
+
+// BuiltinPresets returns the built-in presets in order, each call a fresh
+// copy: checking a config writes into its entries.
+func BuiltinPresets() []BuiltinPreset { return builtins() }
+
+// builtins is a variable so tests can check the mechanism with presets of
+// their own.
+var builtins = shippedPresets
+
+func shippedPresets() []BuiltinPreset {
+	files := func(config map[string]any) Entry { return Entry{Use: "tools.files", Config: config} }
+	bash := func(config map[string]any) Entry { return Entry{Use: "tools.bash", Config: config} }
+	mode := func(m string) Entry { return Entry{Use: "tools.permission", Config: map[string]any{"mode": m}} }
+	return []BuiltinPreset{
+		{
+			Name: PresetReadOnly,
+			Doc:  "read, list, glob and grep in the workspace; nothing writes, no bash",
+			Entries: []Entry{
+				files(map[string]any{"tools": []any{"read", "list", "glob", "grep"}}),
+				mode(PresetReadOnly),
+			},
+		},
+		{
+			Name: PresetWorkspaceWrite,
+			Doc:  "the file tools write inside the workspace; bash runs sandboxed and asks first",
+			Entries: []Entry{
+				files(nil),
+				bash(nil),
+				mode(PresetWorkspaceWrite),
+			},
+		},
+		{
+			Name: PresetFullAccess,
+			Doc:  "every tool, bash without a sandbox, nothing asks (explicit deny rules still hold)",
+			Entries: []Entry{
+				files(nil),
+				bash(map[string]any{"sandbox": map[string]any{"mode": "off"}}),
+				mode(PresetFullAccess),
+			},
+		},
+	}
+}
+
+// builtinPreset returns a fresh copy of the built-in preset name.
+func builtinPreset(name string) ([]Entry, bool) {
+	all := BuiltinPresets()
+	i := slices.IndexFunc(all, func(p BuiltinPreset) bool { return p.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return all[i].Entries, true
+}
+
+// BuiltinPresetInUse reports whether the preset name of c is the built-in
+// one (an agent uses it and the config does not define its own).
+func (c *Config) BuiltinPresetInUse(name string) bool { return c.builtin[name] }
+
+// addBuiltinPresets puts the built-in presets the agents name, and the
+// config does not define, into c.Presets. Only the ones in use are added:
+// a config that never names a mode does not depend on the plugins behind
+// them.
+func (c *Config) addBuiltinPresets() {
+	c.builtin = map[string]bool{}
+	for _, a := range c.Agents {
+		for _, name := range a.PresetNames() {
+			if _, defined := c.Presets[name]; defined {
+				continue
+			}
+			if entries, ok := builtinPreset(name); ok {
+				if c.Presets == nil {
+					c.Presets = map[string][]Entry{}
+				}
+				c.Presets[name] = entries
+				c.builtin[name] = true
+			}
+		}
+	}
+}
+
+func builtinNames() []string {
+	var out []string
+	for _, p := range BuiltinPresets() {
+		out = append(out, p.Name)
+	}
+	return out
+}
