@@ -126,9 +126,12 @@ func Explain(err error, p, dir string) error {
 // os.Root does not export that error, so its text is matched; a test holds
 // the match against the Go release in use.
 func Escaped(err error) bool {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
+	// The refusal may sit under several *os.PathError (MkdirAll wraps
+	// the stat that refused).
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
 	}
-	return err != nil && err.Error() == "path escapes from parent"
+	return false
 }

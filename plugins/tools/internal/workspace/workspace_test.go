@@ -90,6 +90,10 @@ func TestExplainRecognizesTheRootEscape(t *testing.T) {
 			t.Fatalf("open %s through an escaping symlink: %v", p, err)
 		}
 	}
+	// MkdirAll wraps the refusal twice.
+	if err := Explain(root.MkdirAll("etc/new/dir", 0o755), "etc/new/dir", ws); !errs.Has(err, OutsideWorkspace, ReasonSymlink) {
+		t.Fatalf("MkdirAll through an escaping symlink: %v", err)
+	}
 	if e := Explain(os.ErrNotExist, "x", ws); e != os.ErrNotExist {
 		t.Fatalf("other errors pass unchanged: %v", e)
 	}
