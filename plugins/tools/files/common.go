@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/dsh-go/dsh/plugins/tools/internal/workspace"
@@ -80,6 +81,10 @@ func (p *place) explain(err error, arg string) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%q does not exist in the workspace; use list or glob to find the right path", arg)
+	case errors.Is(err, syscall.EISDIR):
+		return fmt.Errorf("%q is a directory; give a file path", arg)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%q goes through a file as if it were a folder", arg)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%q cannot be accessed: permission denied", arg)
 	}
@@ -183,6 +188,17 @@ func cutLine(s string, max int) string {
 		return s
 	}
 	return string(validPrefix([]byte(s[:max]))) + "… [line cut]"
+}
+
+// size renders a byte count the way its limit was likely written.
+func size(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return plural(n, "byte", "bytes")
 }
 
 // plural renders "1 file", "2 files".

@@ -101,12 +101,13 @@ func middle(a, b []string, a0, b0 int) []op {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			ops = append(ops, op{opEqual, a[i], a0 + i, b0 + j})
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || l[i*w+j+1] >= l[(i+1)*w+j]):
-			ops = append(ops, op{opAdd, b[j], 0, b0 + j})
-			j++
-		default:
+		case i < len(a) && (j == len(b) || l[(i+1)*w+j] >= l[i*w+j+1]):
+			// Deletions before additions, as diff shows them.
 			ops = append(ops, op{opDel, a[i], a0 + i, 0})
 			i++
+		default:
+			ops = append(ops, op{opAdd, b[j], 0, b0 + j})
+			j++
 		}
 	}
 	return ops

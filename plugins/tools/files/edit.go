@@ -19,7 +19,7 @@ func (c Config) editTool() tools.Tool {
 		Description: fmt.Sprintf("Replace exact text in a file of the workspace. old must match the file exactly, whitespace and indentation included "+
 			"(without read's line-number prefixes), and exactly once unless replace_all is true; otherwise nothing changes and the result says "+
 			"how many matches there were and where. Include more surrounding lines in old to make it unique. Returns a short diff. "+
-			"Files up to %d MiB; use write to create a file.", c.MaxFileBytes>>20),
+			"Files up to %s; use write to create a file.", size(c.MaxFileBytes)),
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"path":{"type":"string","description":"File to edit, relative to the workspace (an absolute path must lie inside it)"},` +
 			`"old":{"type":"string","minLength":1,"description":"Exact text to replace"},` +
@@ -110,7 +110,7 @@ func (c Config) loadText(p *place, rel, arg string) (string, tools.Result, bool)
 		r, _ := failf("%q is a directory; edit changes files", arg)
 		return "", r, false
 	case st.Size() > int64(c.MaxFileBytes):
-		r, _ := failf("%q is %d bytes, over edit's limit of %d; use write to replace it whole", arg, st.Size(), c.MaxFileBytes)
+		r, _ := failf("%q is %d bytes, over edit's limit of %s; use write to replace it whole", arg, st.Size(), size(c.MaxFileBytes))
 		return "", r, false
 	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(c.MaxFileBytes)+1))

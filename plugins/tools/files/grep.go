@@ -22,8 +22,8 @@ func (c Config) grepTool() tools.Tool {
 		Name: "grep",
 		Description: fmt.Sprintf("Search file contents in the workspace with a Go (RE2) regular expression: no lookaround or backreferences. "+
 			"Returns matching lines as path:line: text, files in path order, at most %d lines (each cut at %d bytes), with a count of the rest. "+
-			".git, .gitignore'd files, binary files, symlinks and files over %d MiB are skipped.",
-			c.GrepMaxMatches, c.GrepMaxLineBytes, c.MaxFileBytes>>20),
+			".git, .gitignore'd files, binary files, symlinks and files over %s are skipped.",
+			c.GrepMaxMatches, c.GrepMaxLineBytes, size(c.MaxFileBytes)),
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"pattern":{"type":"string","minLength":1,"description":"Regular expression (Go RE2 syntax) matched against each line"},` +
 			`"path":{"type":"string","description":"File or folder to search, relative to the workspace; default the workspace itself"},` +
@@ -136,7 +136,7 @@ func (g *grepRun) file(ctx stdctx.Context, p *place, rel string) string {
 		return "is not a regular file"
 	case st.Size() > int64(g.c.MaxFileBytes):
 		g.large++
-		return fmt.Sprintf("is over grep's limit of %d MiB", g.c.MaxFileBytes>>20)
+		return fmt.Sprintf("is over grep's limit of %s", size(g.c.MaxFileBytes))
 	}
 	why, err := sniff(f)
 	if err != nil {
@@ -179,7 +179,7 @@ func (g *grepRun) report(pattern string, w *walker) string {
 		skipped = append(skipped, plural(g.binary, "binary file", "binary files"))
 	}
 	if g.large > 0 {
-		skipped = append(skipped, fmt.Sprintf("%s over %d MiB", plural(g.large, "file", "files"), g.c.MaxFileBytes>>20))
+		skipped = append(skipped, fmt.Sprintf("%s over %s", plural(g.large, "file", "files"), size(g.c.MaxFileBytes)))
 	}
 	if g.other > 0 {
 		skipped = append(skipped, plural(g.other, "unreadable file", "unreadable files"))

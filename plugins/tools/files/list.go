@@ -61,7 +61,7 @@ func (c Config) list(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 	var b strings.Builder
 	for i, e := range entries {
 		if i == c.ListMaxEntries {
-			fmt.Fprintf(&b, "[%s more not shown; list a subfolder or use glob to narrow]\n", plural(len(entries)-i, "entry", "entries"))
+			fmt.Fprintf(&b, "[%s not shown; list a subfolder or use glob to narrow]\n", plural(len(entries)-i, "more entry", "more entries"))
 			break
 		}
 		b.WriteString(e.Name())

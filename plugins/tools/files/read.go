@@ -13,9 +13,9 @@ func (c Config) readTool() tools.Tool {
 	return tools.Tool{
 		Name: "read",
 		Description: fmt.Sprintf("Read a text file in the workspace. Lines come numbered like `cat -n` (line number, tab, text); the numbers are not part of the file. "+
-			"Returns at most %d lines and %d KiB per call; lines longer than %d bytes are cut. Use offset and limit to read part of a file; "+
+			"Returns at most %d lines and %s per call; lines longer than %d bytes are cut. Use offset and limit to read part of a file; "+
 			"when the output is cut, a note at the end gives the offset to continue from. Binary files are refused.",
-			c.ReadMaxLines, c.ReadMaxBytes>>10, c.MaxLineBytes),
+			c.ReadMaxLines, size(c.ReadMaxBytes), c.MaxLineBytes),
 		Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
 			`"path":{"type":"string","description":"File to read, relative to the workspace (an absolute path must lie inside it)"},`+
 			`"offset":{"type":"integer","minimum":1,"description":"First line to return, 1-based; default 1"},`+
@@ -85,7 +85,7 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 			return false
 		}
 		if bytes+len(text) > c.ReadMaxBytes && n > offset {
-			note = fmt.Sprintf("[showing lines %d-%d: output cut at %d KiB; call read with offset=%d to continue]", offset, n-1, c.ReadMaxBytes>>10, n)
+			note = fmt.Sprintf("[showing lines %d-%d: output cut at %s; call read with offset=%d to continue]", offset, n-1, size(c.ReadMaxBytes), n)
 			return false
 		}
 		bytes += len(text)
