@@ -130,7 +130,11 @@ func sniff(f io.ReadSeeker) (string, error) {
 // ending), keeping at most maxLen bytes of a line and reporting whether it
 // was cut; fn returns false to stop. A final line without a newline counts.
 func lines(r io.Reader, maxLen int, fn func(n int, text []byte, cut bool) bool) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	return linesFrom(bufio.NewReaderSize(r, 16<<10), maxLen, fn)
+}
+
+// linesFrom is lines over a reader the caller reuses across files.
+func linesFrom(br *bufio.Reader, maxLen int, fn func(n int, text []byte, cut bool) bool) error {
 	buf := make([]byte, 0, 256)
 	for n := 1; ; n++ {
 		buf = buf[:0]

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bufio"
 	stdctx "context"
 	"encoding/json"
 	"fmt"
@@ -42,6 +43,8 @@ type grepRun struct {
 	out                  strings.Builder
 	shown, total, files  int
 	binary, large, other int
+	// br is reused for every file of the run.
+	br *bufio.Reader
 }
 
 func (c Config) grep(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
@@ -147,8 +150,13 @@ func (g *grepRun) file(ctx stdctx.Context, p *place, rel string) string {
 		g.binary++
 		return fmt.Sprintf("looks like a binary file (%s); grep searches text files only", why)
 	}
+	if g.br == nil {
+		g.br = bufio.NewReaderSize(f, 16<<10)
+	} else {
+		g.br.Reset(f)
+	}
 	hit := false
-	lines(f, grepScanLine, func(n int, text []byte, _ bool) bool {
+	linesFrom(g.br, grepScanLine, func(n int, text []byte, _ bool) bool {
 		if !g.re.Match(text) {
 			return true
 		}

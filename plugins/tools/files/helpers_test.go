@@ -13,7 +13,7 @@ import (
 
 // tree makes a workspace holding files (path -> content; a path ending in
 // "/" is an empty folder) and returns its absolute path.
-func tree(t *testing.T, files map[string]string) string {
+func tree(t testing.TB, files map[string]string) string {
 	t.Helper()
 	ws := t.TempDir()
 	for p, content := range files {

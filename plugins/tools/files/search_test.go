@@ -1,11 +1,15 @@
 package files
 
 import (
+	stdctx "context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-go/dsh/services/tools"
 )
 
 func TestListSortsMarksAndCaps(t *testing.T) {
@@ -180,6 +184,23 @@ func TestGitignoreRules(t *testing.T) {
 		}
 		if got := ignored(stack, p.path, p.dir); got != p.want {
 			t.Errorf("ignored(%q, dir=%v) = %v, want %v", p.path, p.dir, got, p.want)
+		}
+	}
+}
+
+// TestCancelledSearchesStop: a cancelled call ends with the context's
+// error (the loop reports the call as aborted), not a partial result.
+func TestCancelledSearchesStop(t *testing.T) {
+	ws := gitTree(t)
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	cancel()
+	args := map[string]string{"grep": `{"pattern":"x"}`, "glob": `{"pattern":"**"}`}
+	for _, tool := range (Config{}).withDefaults().build() {
+		if raw, ok := args[tool.Name]; ok {
+			_, err := tool.Execute(ctx, tools.Call{Name: tool.Name, Arguments: []byte(raw), Workspace: ws})
+			if !errors.Is(err, stdctx.Canceled) {
+				t.Errorf("%s after cancel: %v", tool.Name, err)
+			}
 		}
 	}
 }
