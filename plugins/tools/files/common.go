@@ -69,6 +69,22 @@ func (p *place) close() { p.root.Close() }
 // rel confines the path argument arg; see workspace.Rel.
 func (p *place) rel(arg string) (string, error) { return workspace.Rel(p.dir, arg) }
 
+// special refuses, before anything opens it, a path naming a device, pipe
+// or socket: opening a pipe would block the call.
+func (p *place) special(rel, arg string) error {
+	st, err := p.root.Stat(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && !workspace.Escaped(err) {
+			return nil // the open that follows says it better (or creates it)
+		}
+		return p.explain(err, arg)
+	}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		return fmt.Errorf("%q is not a regular file (%v): the file tools handle regular files and folders only", arg, st.Mode().Type())
+	}
+	return nil
+}
+
 // explain turns the error of an operation on arg into a message for the
 // model: an escape names the rule, a missing file says so.
 func (p *place) explain(err error, arg string) error {

@@ -95,6 +95,10 @@ func (c Config) edit(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 
 // loadText reads a whole text file for edit, or returns the error result.
 func (c Config) loadText(p *place, rel, arg string) (string, tools.Result, bool) {
+	if err := p.special(rel, arg); err != nil {
+		r, _ := fail(err)
+		return "", r, false
+	}
 	f, err := p.root.Open(rel)
 	if err != nil {
 		r, _ := fail(p.explain(err, arg))

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -145,4 +146,21 @@ func TestEmptyWorkspaceIsTheWorkingDirectory(t *testing.T) {
 		t.Fatal(out)
 	}
 	refused(t, Config{}, "read", "relative/ws", m{"path": "x"}, "WORKSPACE_INVALID")
+}
+
+// TestPipesAreRefusedBeforeOpening: opening a named pipe would block the
+// call until a writer came, so every tool refuses one before opening it.
+func TestPipesAreRefusedBeforeOpening(t *testing.T) {
+	ws := tree(t, nil)
+	if err := syscall.Mkfifo(filepath.Join(ws, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, Config{}, "read", ws, m{"path": "pipe"}, "not a regular file")
+	refused(t, Config{}, "write", ws, m{"path": "pipe", "content": "x"}, "not a regular file")
+	refused(t, Config{}, "edit", ws, m{"path": "pipe", "old": "a", "new": "b"}, "not a regular file")
+	refused(t, Config{}, "list", ws, m{"path": "pipe"}, "not a regular file")
+	refused(t, Config{}, "grep", ws, m{"pattern": "x", "path": "pipe"}, "not a regular file")
+	if got := ok(t, Config{}, "grep", ws, m{"pattern": "x"}); !strings.Contains(got, "no matches") {
+		t.Fatalf("a walk passes pipes by: %s", got)
+	}
 }

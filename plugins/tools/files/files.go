@@ -117,14 +117,17 @@ func (c Config) Validate() error {
 			return errs.New(errs.InvalidArgument, fmt.Sprintf("tools.files: unknown tool %q in tools; choose among %v", n, Names))
 		}
 	}
-	for name, v := range map[string]int{
-		"read_max_lines": c.ReadMaxLines, "read_max_bytes": c.ReadMaxBytes, "max_line_bytes": c.MaxLineBytes,
-		"max_file_bytes": c.MaxFileBytes, "list_max_entries": c.ListMaxEntries, "glob_max_results": c.GlobMaxResults,
-		"grep_max_matches": c.GrepMaxMatches, "grep_max_line_bytes": c.GrepMaxLineBytes,
-		"walk_max_entries": c.WalkMaxEntries, "diff_max_lines": c.DiffMaxLines,
+	for _, l := range []struct {
+		name string
+		v    int
+	}{
+		{"read_max_lines", c.ReadMaxLines}, {"read_max_bytes", c.ReadMaxBytes}, {"max_line_bytes", c.MaxLineBytes},
+		{"max_file_bytes", c.MaxFileBytes}, {"list_max_entries", c.ListMaxEntries}, {"glob_max_results", c.GlobMaxResults},
+		{"grep_max_matches", c.GrepMaxMatches}, {"grep_max_line_bytes", c.GrepMaxLineBytes},
+		{"walk_max_entries", c.WalkMaxEntries}, {"diff_max_lines", c.DiffMaxLines},
 	} {
-		if v < 0 {
-			return errs.New(errs.InvalidArgument, fmt.Sprintf("tools.files: %s is %d; limits must be positive (0 takes the default)", name, v))
+		if l.v < 0 {
+			return errs.New(errs.InvalidArgument, fmt.Sprintf("tools.files: %s is %d; limits must be positive (0 takes the default)", l.name, l.v))
 		}
 	}
 	return nil

@@ -87,6 +87,9 @@ func (c Config) grep(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	g := &grepRun{c: c, re: re}
 	w := &walker{ctx: ctx, fsys: p.root.FS(), max: c.WalkMaxEntries}
 	if !st.IsDir() {
+		if !st.Mode().IsRegular() {
+			return failf("%q is not a regular file (%v): grep searches regular files and folders", args.Path, st.Mode().Type())
+		}
 		// A file named outright is searched even if ignored; only a binary
 		// one is refused.
 		if why := g.file(ctx, p, rel); why != "" {

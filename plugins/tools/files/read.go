@@ -54,6 +54,9 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	if err != nil {
 		return fail(err)
 	}
+	if err := p.special(rel, args.Path); err != nil {
+		return fail(err)
+	}
 	f, err := p.root.Open(rel)
 	if err != nil {
 		return fail(p.explain(err, args.Path))

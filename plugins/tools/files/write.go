@@ -53,6 +53,9 @@ func (c Config) write(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 			return fail(p.explain(err, *args.Path))
 		}
 	}
+	if err := p.special(rel, *args.Path); err != nil {
+		return fail(err)
+	}
 	created, err := writeFile(p.root, rel, []byte(*args.Content))
 	if err != nil {
 		return fail(p.explain(err, *args.Path))
