@@ -100,7 +100,7 @@ func (p *place) explain(err error, arg string) error {
 	case errors.Is(err, syscall.EISDIR):
 		return fmt.Errorf("%q is a directory; give a file path", arg)
 	case errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("%q goes through a file as if it were a folder", arg)
+		return fmt.Errorf("%q is a file, or goes through one, where a folder was expected", arg)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%q cannot be accessed: permission denied", arg)
 	}

@@ -75,7 +75,10 @@ func (c Config) glob(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 		if start != base && errors.Is(err, fs.ErrNotExist) {
 			return tools.Result{Content: fmt.Sprintf("no files match %q", args.Pattern)}, nil
 		}
-		return fail(p.explain(err, path.Join(args.Path, path.Dir(start))))
+		if start != base {
+			return fail(p.explain(err, start))
+		}
+		return fail(p.explain(err, args.Path))
 	}
 	sort.Strings(found)
 	var b strings.Builder

@@ -78,6 +78,8 @@ func TestGlobRespectsGitignoreAndSortsByPath(t *testing.T) {
 	refused(t, Config{}, "glob", ws, m{"pattern": "/etc/*"}, "absolute")
 	refused(t, Config{}, "glob", ws, m{"pattern": "../*"}, `".."`)
 	refused(t, Config{}, "glob", ws, m{"pattern": "[a"}, "not a valid pattern")
+	refused(t, Config{}, "glob", ws, m{"pattern": "*", "path": "main.go"}, `"main.go" is a file, or goes through one, where a folder was expected`)
+	refused(t, Config{}, "glob", ws, m{"pattern": "*", "path": "nowhere"}, `"nowhere" does not exist`)
 }
 
 func TestWalkCapStopsAndSaysSo(t *testing.T) {
