@@ -13,5 +13,6 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
 	_ "github.com/dsh-go/dsh/plugins/session/jsonl"
 	_ "github.com/dsh-go/dsh/plugins/tools/clock"
+	_ "github.com/dsh-go/dsh/plugins/tools/files"
 	_ "github.com/dsh-go/dsh/plugins/tools/permission"
 )

@@ -1,0 +1,86 @@
+package files
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+func (c Config) writeTool() tools.Tool {
+	return tools.Tool{
+		Name: "write",
+		Description: "Create a file in the workspace, or replace its whole content. Missing parent folders are made. " +
+			"To change part of an existing file, prefer edit.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"path":{"type":"string","description":"File to write, relative to the workspace (an absolute path must lie inside it)"},` +
+			`"content":{"type":"string","description":"The file's full new content"}},` +
+			`"required":["path","content"],"additionalProperties":false}`),
+		Execute: c.write,
+	}
+}
+
+func (c Config) write(_ stdctx.Context, call tools.Call) (tools.Result, error) {
+	var args struct {
+		Path    *string `json:"path"`
+		Content *string `json:"content"`
+	}
+	if err := decode(call, &args); err != nil {
+		return fail(err)
+	}
+	if args.Path == nil || *args.Path == "" || args.Content == nil {
+		return failf("write needs path and content (content may be an empty string)")
+	}
+	p, err := enter(call)
+	if err != nil {
+		return fail(err)
+	}
+	defer p.close()
+	rel, err := p.rel(*args.Path)
+	if err != nil {
+		return fail(err)
+	}
+	if isRoot(rel) {
+		return failf("%q names the workspace itself; give a file path", *args.Path)
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := p.root.MkdirAll(dir, 0o755); err != nil {
+			return fail(p.explain(err, *args.Path))
+		}
+	}
+	if err := p.special(rel, *args.Path); err != nil {
+		return fail(err)
+	}
+	created, err := writeFile(p.root, rel, []byte(*args.Content))
+	if err != nil {
+		return fail(p.explain(err, *args.Path))
+	}
+	verb := "replaced"
+	if created {
+		verb = "created"
+	}
+	return tools.Result{Content: fmt.Sprintf("%s %s (%s)", verb, rel, plural(len(*args.Content), "byte", "bytes"))}, nil
+}
+
+// writeFile writes data to rel through root, telling whether it made the
+// file. An existing file keeps its mode. Creation uses O_EXCL, so "created"
+// never hides a replacement; a symlink in place is followed by os.Root,
+// which refuses it when it leads outside.
+func writeFile(root *os.Root, rel string, data []byte) (created bool, err error) {
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	created = err == nil
+	if errors.Is(err, fs.ErrExist) {
+		f, err = root.OpenFile(rel, os.O_WRONLY|os.O_TRUNC, 0)
+	}
+	if err != nil {
+		return false, err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	return created, errors.Join(werr, cerr)
+}
