@@ -76,7 +76,6 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
-	logSandbox(h.Logger(), cfg)
 	defer func() {
 		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 		defer cancel()
