@@ -48,6 +48,15 @@ type Outcome struct {
 	Err error
 }
 
+// slot is Run's state of one call.
+type slot struct {
+	safe     bool
+	finished bool
+	out      Outcome
+}
+
+func (s *slot) finish(o Outcome) { s.out, s.finished = o, true }
+
 // done is what a worker hands back to Run.
 type done struct {
 	i   int
@@ -81,13 +90,12 @@ func (s *Service) Run(ctx stdctx.Context, at *dshctx.Context, calls []Call, sch 
 	runCtx, cancel := stdctx.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	safe := make([]bool, n)
+	// One allocation holds the state of every call.
+	slots := make([]slot, n)
 	for i := range calls {
-		safe[i] = s.parallelSafe(at, calls[i].Name)
+		slots[i].safe = s.parallelSafe(at, calls[i].Name)
 	}
 	var (
-		outs      = make([]Outcome, n)
-		finished  = make([]bool, n)
 		ch        chan done // made on the first parallel call
 		next      int       // the next call to start
 		reported  int       // the next call to report
@@ -102,9 +110,9 @@ func (s *Service) Run(ctx stdctx.Context, at *dshctx.Context, calls []Call, sch 
 		}
 	}
 	for {
-		for reported < n && finished[reported] {
+		for reported < n && slots[reported].finished {
 			if sch.Done != nil {
-				sch.Done(reported, outs[reported])
+				sch.Done(reported, slots[reported].out)
 			}
 			reported++
 		}
@@ -117,7 +125,7 @@ func (s *Service) Run(ctx stdctx.Context, at *dshctx.Context, calls []Call, sch 
 				stopCause = stdctx.Cause(runCtx)
 				break
 			}
-			if running >= limit || (!safe[next] && running > 0) {
+			if running >= limit || (!slots[next].safe && running > 0) {
 				break
 			}
 			if sch.Start != nil && !sch.Start(next) {
@@ -126,10 +134,10 @@ func (s *Service) Run(ctx stdctx.Context, at *dshctx.Context, calls []Call, sch 
 			}
 			i := next
 			next++
-			if !safe[i] {
+			if !slots[i].safe {
 				// Alone by construction: run it here, no goroutine needed.
 				r, err := s.runOne(runCtx, at, calls[i])
-				outs[i], finished[i] = Outcome{Ran: true, Result: r, Err: err}, true
+				slots[i].finish(Outcome{Ran: true, Result: r, Err: err})
 				if err != nil {
 					fail(err)
 				}
@@ -146,17 +154,24 @@ func (s *Service) Run(ctx stdctx.Context, at *dshctx.Context, calls []Call, sch 
 		}
 		if stopCause != nil {
 			for ; next < n; next++ {
-				outs[next], finished[next] = Outcome{Err: stopCause}, true
+				slots[next].finish(Outcome{Err: stopCause})
 			}
 		}
 		if running == 0 {
 			continue // whatever is finished gets reported; more may start
 		}
-		d := <-ch
-		running--
-		outs[d.i], finished[d.i] = Outcome{Ran: true, Result: d.r, Err: d.err}, true
-		if d.err != nil {
-			fail(d.err)
+		// Take every call that finished meanwhile, blocking for the first.
+		for d, more := <-ch, true; more; {
+			running--
+			slots[d.i].finish(Outcome{Ran: true, Result: d.r, Err: d.err})
+			if d.err != nil {
+				fail(d.err)
+			}
+			select {
+			case d = <-ch:
+			default:
+				more = false
+			}
 		}
 	}
 }
