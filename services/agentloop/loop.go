@@ -10,7 +10,10 @@
 // request through agent/request, streams the model (each chunk to
 // agent/stream-chunk, the assembled message into the session), passes the
 // result through agent/step-result, runs the tool calls through
-// tools/execute, and asks agent/turn-continuation whether to go on. A
+// tools/execute — consecutive parallel-safe calls together, up to
+// max_parallel_tools at once, any other call alone, results recorded in
+// the model's order (see tools.Service.Run) — and asks
+// agent/turn-continuation whether to go on. A
 // failing or panicking plugin, model or tool ends the turn with reason
 // "error"; an Abort ends it "aborted" and the model is not called again,
 // even when the step it cancelled finishes anyway. The agent keeps serving
