@@ -61,6 +61,35 @@ func results(s *session.Session) []llm.Message {
 	return out
 }
 
+// assertEachCallAnsweredOnce replays the session's log — what a resumed
+// session and every provider would get — and checks that each call of an
+// assistant message has exactly one result, after the message.
+func assertEachCallAnsweredOnce(t testing.TB, s *session.Session) {
+	t.Helper()
+	h, err := session.Replay(s.Events(1))
+	if err != nil {
+		t.Fatalf("the log does not replay: %v", err)
+	}
+	open := map[string]int{}
+	for i := range h.Len() {
+		m := h.At(i)
+		for _, c := range m.ToolCalls {
+			open[c.ID]++
+		}
+		if m.Role == llm.RoleTool {
+			if open[m.ToolCallID] != 1 {
+				t.Fatalf("result %d answers %q, which has %d open calls", i, m.ToolCallID, open[m.ToolCallID])
+			}
+			open[m.ToolCallID]--
+		}
+	}
+	for id, n := range open {
+		if n != 0 {
+			t.Fatalf("call %q is left without a result", id)
+		}
+	}
+}
+
 func receive[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
 	select {
@@ -269,6 +298,7 @@ func TestAbortMidGroup(t *testing.T) {
 	if len(rs) != 4 {
 		t.Fatalf("%d results for 4 calls", len(rs))
 	}
+	assertEachCallAnsweredOnce(t, a.Session())
 }
 
 // TestAbortMidGroupWaitsForAToolThatIgnoresIt: a parallel call that
@@ -307,6 +337,7 @@ func TestAbortMidGroupWaitsForAToolThatIgnoresIt(t *testing.T) {
 		!strings.HasPrefix(rs[1].Content, "interrupted:") || rs[2].Content != "not executed: the turn was aborted" {
 		t.Fatalf("results %+v", rs)
 	}
+	assertEachCallAnsweredOnce(t, a.Session())
 }
 
 // TestAPanicInAGroupFailsTheTurn: a tool that panics beside another call
@@ -360,6 +391,62 @@ func TestAPanicInAGroupFailsTheTurn(t *testing.T) {
 		if !r.IsError {
 			t.Fatalf("%s is not an error result: %q", r.ToolCallID, r.Content)
 		}
+	}
+	assertEachCallAnsweredOnce(t, a.Session())
+}
+
+// TestDisposeMidGroup: disposing the agent while a group runs cancels the
+// running calls, starts none after them, answers every call, and ends the
+// turn disposed.
+func TestDisposeMidGroup(t *testing.T) {
+	e := newEnv(t, []scripted.Reply{{ToolCalls: calls("p", "p", "x")}, {Text: "never asked"}}, agentloop.Config{})
+	g := newGate()
+	e.safeTool("p", g.run)
+	var xRan atomic.Bool
+	e.tool("x", func(stdctx.Context, tools.Call) (tools.Result, error) {
+		xRan.Store(true)
+		return tools.Result{Content: "ran"}, nil
+	})
+	var events []session.Event
+	var mu sync.Mutex
+	session.EventAppended.On(e.root, func(_ stdctx.Context, ap session.Appended) error {
+		mu.Lock()
+		events = append(events, ap.Event)
+		mu.Unlock()
+		return nil
+	})
+	h, err := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: "a", Options: agents.Options{Provider: "scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Agent.Followup(user("go"))
+	g.wait(t)
+	g.wait(t)
+	if err := h.Dispose(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if xRan.Load() {
+		t.Fatal("the exclusive call ran after the dispose")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var got []string
+	for _, ev := range events {
+		switch ev.Type {
+		case session.ToolResult:
+			got = append(got, ev.Message.Content)
+		case session.TurnEnd:
+			got = append(got, "turn/end:"+ev.Reason)
+		}
+	}
+	want := []string{
+		"interrupted: the turn was disposed while this call ran; it may have partly run",
+		"interrupted: the turn was disposed while this call ran; it may have partly run",
+		"not executed: the turn was disposed",
+		"turn/end:disposed",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("results and end\n got %q\nwant %q", got, want)
 	}
 }
 
