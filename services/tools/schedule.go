@@ -71,6 +71,11 @@ type done struct {
 // nothing since it only produces an error result — waits for every call
 // before it and runs alone, and the calls after it wait for it.
 //
+// Parallel calls run on goroutines of their own, except the last call of
+// each group, which runs on the caller's goroutine as an exclusive call
+// does: nothing could start before the group ends anyway, and a goroutine
+// less is a hand-off less.
+//
 // Once ctx is cancelled, or a call ends with a Go error, nothing more
 // starts, the calls still running get a cancelled context, and Run waits
 // for them: a tool that ignores its context delays the end of the step,
@@ -117,6 +122,11 @@ func (s *Service) Run(ctx stdctx.Context, at *dshctx.Context, calls []Call, sch 
 			reported++
 		}
 		if reported == n {
+			if failure != nil && ctx.Err() == nil {
+				// The first failure in time cancelled runCtx; the errors
+				// seen before it here may be its consequences.
+				return stdctx.Cause(runCtx)
+			}
 			return failure
 		}
 		// Start what may start now.
@@ -134,8 +144,10 @@ func (s *Service) Run(ctx stdctx.Context, at *dshctx.Context, calls []Call, sch 
 			}
 			i := next
 			next++
-			if !slots[i].safe {
-				// Alone by construction: run it here, no goroutine needed.
+			if !slots[i].safe || i+1 == n || !slots[i+1].safe {
+				// Alone by construction, or the last call of its group,
+				// after which nothing could start before the group ends:
+				// run it here, no goroutine needed.
 				r, err := s.runOne(runCtx, at, calls[i])
 				slots[i].finish(Outcome{Ran: true, Result: r, Err: err})
 				if err != nil {
@@ -149,6 +161,10 @@ func (s *Service) Run(ctx stdctx.Context, at *dshctx.Context, calls []Call, sch 
 			running++
 			go func() {
 				r, err := s.runOne(runCtx, at, calls[i])
+				if err != nil {
+					// Stop the siblings now: Run may be busy running one.
+					cancel(err)
+				}
 				ch <- done{i: i, r: r, err: err}
 			}()
 		}

@@ -429,3 +429,33 @@ func TestRunStartCanRefuse(t *testing.T) {
 		t.Fatalf("outcomes %+v", outs)
 	}
 }
+
+// TestRunPanicCancelsTheCallRunOnTheCallersGoroutine: the last call of a
+// group runs on Run's goroutine; a sibling that panics meanwhile still
+// cancels it, and Run reports the panic, not the cancellation it caused.
+func TestRunPanicCancelsTheCallRunOnTheCallersGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s, root := newService(t)
+	entered := make(chan struct{})
+	register(t, s, root, "wait", true, func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		close(entered)
+		select {
+		case <-ctx.Done():
+			return tools.Result{}, ctx.Err()
+		case <-time.After(10 * time.Second):
+			return tools.Result{Content: "never cancelled"}, nil
+		}
+	})
+	register(t, s, root, "boom", true, func(stdctx.Context, tools.Call) (tools.Result, error) {
+		<-entered
+		panic("tool bug")
+	})
+	var rec recorder
+	err := s.Run(stdctx.Background(), root, callsOf("boom", "wait"), rec.schedule(0))
+	if !errs.HasCode(err, tools.ToolPanicked) {
+		t.Fatalf("Run returned %v, want %s", err, tools.ToolPanicked)
+	}
+	if o := rec.outs[1]; !o.Ran || !errors.Is(o.Err, stdctx.Canceled) {
+		t.Fatalf("the sibling was not cancelled: %+v", o)
+	}
+}
