@@ -23,6 +23,9 @@ type ReactLoopAgent struct {
 	scope *dshctx.Context
 	sess  *session.Session
 	opts  agents.Options
+	// workspace is opts.Workspace made absolute, or the directory dsh
+	// was started in; every tool call carries it.
+	workspace string
 
 	mu       sync.Mutex
 	inbox    Inbox

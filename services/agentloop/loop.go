@@ -10,7 +10,10 @@
 // request through agent/request, streams the model (each chunk to
 // agent/stream-chunk, the assembled message into the session), passes the
 // result through agent/step-result, runs the tool calls through
-// tools/execute, and asks agent/turn-continuation whether to go on. A
+// tools/execute — consecutive parallel-safe calls together, up to
+// max_parallel_tools at once, any other call alone, results recorded in
+// the model's order (see tools.Service.Run) — and asks
+// agent/turn-continuation whether to go on. A
 // failing or panicking plugin, model or tool ends the turn with reason
 // "error"; an Abort ends it "aborted" and the model is not called again,
 // even when the step it cancelled finishes anyway. The agent keeps serving
@@ -45,6 +48,10 @@ type Config struct {
 	Agents []AgentConfig `koanf:"agents" json:"agents,omitempty"`
 	// MaxSteps bounds the steps of one turn (default DefaultMaxSteps).
 	MaxSteps int `koanf:"max_steps" json:"max_steps,omitempty"`
+	// MaxParallelTools caps the parallel-safe tool calls of one step
+	// running at once, for agents whose options set no cap of their own
+	// (default DefaultMaxParallelTools).
+	MaxParallelTools int `koanf:"max_parallel_tools" json:"max_parallel_tools,omitempty"`
 }
 
 // AgentConfig is one configured agent.
@@ -77,6 +84,9 @@ func apply(ctx *dshctx.Context, config any) error {
 	}
 	if cfg.MaxSteps <= 0 {
 		cfg.MaxSteps = DefaultMaxSteps
+	}
+	if cfg.MaxParallelTools <= 0 {
+		cfg.MaxParallelTools = DefaultMaxParallelTools
 	}
 	l := &Loop{ctx: ctx, cfg: cfg}
 	if l.registry, err = agents.Key.Get(ctx); err != nil {
@@ -176,6 +186,9 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 	}
 	a := &ReactLoopAgent{loop: l, id: id, scope: scope, sess: sess, opts: opts, status: agents.StatusIdle,
 		finishing: make(chan struct{}, 1)}
+	if a.workspace, err = workspace(id, opts.Workspace); err != nil {
+		return nil, err
+	}
 	for _, e := range sess.Events(1) {
 		if e.Type == session.TurnStart {
 			a.turn = e.Turn

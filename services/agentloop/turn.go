@@ -11,7 +11,6 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
-	"github.com/dsh-go/dsh/services/tools"
 	"github.com/google/uuid"
 )
 
@@ -254,33 +253,16 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 		Message: &res.Message, Usage: &usage, Finish: res.Finish})
 
 	maxed = res.Finish == llm.FinishMaxTokens
-	executed := 0
-	for i, call := range res.Message.ToolCalls {
-		if maxed {
-			// A reply cut at the output ceiling may carry half-written
-			// calls: none run, and the history still answers each one.
-			a.answerUnrun(turn, step, res.Message.ToolCalls[i:], "not executed: the reply hit the output token limit")
-			break
-		}
-		if r := a.checkStop(); r != "" {
-			// Aborted while a tool or the provider finished anyway: no
-			// further call runs, each is still answered.
-			a.answerUnrun(turn, step, res.Message.ToolCalls[i:], "not executed: the turn was "+r)
-			return false, maxed, nil
-		}
-		c := call
-		a.sess.Append(rec, session.Event{Type: session.ToolCall, Turn: turn, Step: step, ToolCall: &c})
-		result, err := a.loop.tools.Execute(ctx, a.scope, tools.Call{
-			AgentID: a.id, ID: call.ID, Name: call.Name, Arguments: rawArgs(call.Arguments),
-		})
-		if err != nil {
-			a.answerUnrun(turn, step, res.Message.ToolCalls[i:], "not executed: the turn ended")
-			return false, maxed, err
-		}
-		a.sess.Append(rec, session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &llm.Message{
-			Role: llm.RoleTool, ToolCallID: call.ID, Content: result.Content, IsError: result.IsError,
-		}})
-		executed++
+	calls := res.Message.ToolCalls
+	if maxed && len(calls) > 0 {
+		// A reply cut at the output ceiling may carry half-written
+		// calls: none run, and the history still answers each one.
+		a.answerUnrun(turn, step, calls, "not executed: the reply hit the output token limit")
+		calls = nil
+	}
+	executed, err := a.runTools(ctx, turn, step, calls)
+	if err != nil {
+		return false, maxed, err
 	}
 
 	if a.checkStop() != "" {

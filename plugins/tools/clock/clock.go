@@ -28,7 +28,9 @@ var Plugin = plugin.Register("tools.clock", "a tool that tells the current date 
 		Name:        "clock",
 		Description: "Returns the current date and time.",
 		Parameters:  schema,
-		Execute:     run,
+		// Reading the clock touches nothing: it may run beside any call.
+		ParallelSafe: true,
+		Execute:      run,
 	})
 }, tools.Key)
 
