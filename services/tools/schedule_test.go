@@ -40,14 +40,14 @@ func callsOf(names ...string) []tools.Call {
 	return out
 }
 
-// recorder collects what Run reports, on Run's goroutine.
-type recorder struct {
+// scheduleLog collects what Run reports, on Run's goroutine.
+type scheduleLog struct {
 	started []int
 	order   []int
 	outs    map[int]tools.Outcome
 }
 
-func (r *recorder) schedule(limit int) tools.Schedule {
+func (r *scheduleLog) schedule(limit int) tools.Schedule {
 	r.outs = map[int]tools.Outcome{}
 	return tools.Schedule{
 		MaxParallel: limit,
@@ -86,7 +86,7 @@ func TestRunReportsInCallOrder(t *testing.T) {
 		defer func() { finished <- i }()
 		return tools.Result{Content: "result of " + c.ID}, nil
 	})
-	var rec recorder
+	var rec scheduleLog
 	ran := make(chan error)
 	go func() { ran <- s.Run(stdctx.Background(), root, callsOf("p", "p", "p", "p"), rec.schedule(0)) }()
 	entered.Wait() // all four run at once
@@ -222,7 +222,7 @@ func TestRunExclusiveSplitsGroups(t *testing.T) {
 		defer tl.add("end " + c.ID)
 		return tools.Result{Content: "ok"}, nil
 	})
-	var rec recorder
+	var rec scheduleLog
 	if err := s.Run(stdctx.Background(), root, callsOf("p", "p", "x", "p", "p"), rec.schedule(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	register(t, s, root, "x", false, g.run)
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	defer cancel()
-	var rec recorder
+	var rec scheduleLog
 	ran := make(chan error)
 	go func() { ran <- s.Run(ctx, root, callsOf("p", "p", "x", "p"), rec.schedule(0)) }()
 	g.wait(t)
@@ -361,7 +361,7 @@ func TestRunKeepsTheResultOfAToolThatIgnoresCancellation(t *testing.T) {
 	register(t, s, root, "p", true, g.run)
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	defer cancel()
-	var rec recorder
+	var rec scheduleLog
 	ran := make(chan error)
 	go func() { ran <- s.Run(ctx, root, callsOf("p", "p"), rec.schedule(1)) }()
 	g.wait(t)
@@ -390,7 +390,7 @@ func TestRunPanicCancelsTheGroup(t *testing.T) {
 		<-g.entered // panic once the sibling runs
 		panic("tool bug")
 	})
-	var rec recorder
+	var rec scheduleLog
 	err := s.Run(stdctx.Background(), root, callsOf("boom", "p", "p"), rec.schedule(2))
 	if !errs.HasCode(err, tools.ToolPanicked) {
 		t.Fatalf("Run returned %v, want %s", err, tools.ToolPanicked)
@@ -450,7 +450,7 @@ func TestRunPanicCancelsTheCallRunOnTheCallersGoroutine(t *testing.T) {
 		<-entered
 		panic("tool bug")
 	})
-	var rec recorder
+	var rec scheduleLog
 	err := s.Run(stdctx.Background(), root, callsOf("boom", "wait"), rec.schedule(0))
 	if !errs.HasCode(err, tools.ToolPanicked) {
 		t.Fatalf("Run returned %v, want %s", err, tools.ToolPanicked)
