@@ -28,6 +28,7 @@ import (
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -55,6 +56,9 @@ type Host struct {
 	models     *llm.Service
 
 	stopTimeout time.Duration
+	// base is the ordering position after the core services: a root
+	// entry put first on reload goes after them, as at start.
+	base int64
 
 	// mu guards the state below and is only ever held for a read or an
 	// update of it, never across a plugin's or an agent's start or stop,
@@ -79,6 +83,9 @@ type mounted struct {
 	entry config.Entry
 	fiber *dshctx.Fiber
 	exec  *execplugin.Plugin // for exec: entries
+	// order is the ordering key of a root entry: its listeners run at its
+	// config position among the root entries, also once restarted.
+	order int64
 }
 
 type runningAgent struct {
@@ -116,7 +123,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		if e.Disabled {
 			continue
 		}
-		m, err := h.apply(root, cfg, e, fmt.Sprintf("plugins[%d]", i))
+		m, err := h.applyAt(root, cfg, e, fmt.Sprintf("plugins[%d]", i), waterfall.Position())
 		if err != nil {
 			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 		}
@@ -153,11 +160,17 @@ func (h *Host) mountCore() error {
 	h.registry, _ = agents.Key.Get(h.root)
 	h.controller, _ = agentcontroller.Key.Get(h.root)
 	h.models, _ = llm.Key.Get(h.root)
+	h.base = waterfall.Position()
 	return nil
 }
 
 // apply mounts one entry in ctx and waits for it.
 func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, at string) (*mounted, error) {
+	return h.applyAt(ctx, cfg, e, at, 0)
+}
+
+// applyAt is apply with the entry's ordering key (see dshctx.Fiber.Order).
+func (h *Host) applyAt(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, at string, order int64) (*mounted, error) {
 	var p dshctx.Plugin
 	var ep *execplugin.Plugin
 	if e.Exec != "" {
@@ -170,7 +183,7 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, a
 		}
 		p = info.Plugin
 	}
-	f, err := ctx.Plugin(p, cfg.PluginConfig(e))
+	f, err := ctx.PluginAt(order, p, cfg.PluginConfig(e))
 	if err == nil {
 		err = f.Await(stdctx.Background())
 	}
@@ -187,7 +200,7 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, a
 		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf("%s (id %q, %s) failed to start", at, e.ID, what))
 	}
 	h.log.Debug("plugin started", "at", at, "id", e.ID, "use", e.Use, "scope", ctx.Tag())
-	return &mounted{entry: *e, fiber: f, exec: ep}, nil
+	return &mounted{entry: *e, fiber: f, exec: ep, order: order}, nil
 }
 
 // startAgent creates one agent and mounts its presets in its scope.

@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -113,7 +114,7 @@ func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, curren
 		restored := keep
 		for _, m := range stop {
 			e := m.entry
-			again, err := h.apply(h.root, old, findEntry(old, e.ID, &e), "plugins(restored)")
+			again, err := h.applyAt(h.root, old, findEntry(old, e.ID, &e), "plugins(restored)", m.order)
 			if err != nil {
 				h.log.Error("could not restore a plugin after a failed reload", "id", e.ID, "error", err)
 				continue
@@ -122,21 +123,59 @@ func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, curren
 		}
 		return restored, errs.Wrap(StartFailed, cause, "reload failed; the previous config keeps running")
 	}
+	// Each entry started takes its config position among the root
+	// entries: the key of the instance it replaces when that still fits
+	// between its kept neighbours, else one between them.
+	keys := map[string]int64{}
+	for _, m := range current {
+		keys[m.entry.ID] = m.order
+	}
+	next := make([]int64, len(cfg.Plugins)+1) // key of the next kept entry, 0 if none
+	for i := len(cfg.Plugins) - 1; i >= 0; i-- {
+		next[i] = next[i+1]
+		if e := &cfg.Plugins[i]; !e.Disabled && kept[e.ID] {
+			next[i] = keys[e.ID]
+		}
+	}
+	lo := h.base
 	for i := range cfg.Plugins {
 		e := &cfg.Plugins[i]
-		if e.Disabled || kept[e.ID] {
+		if e.Disabled {
+			continue
+		}
+		if kept[e.ID] {
+			lo = max(lo, keys[e.ID])
 			continue
 		}
 		if h.isClosed() {
 			return rollback(closedError())
 		}
-		m, err := h.apply(h.root, cfg, e, fmt.Sprintf("plugins[%d]", i))
+		key := placeBetween(keys[e.ID], lo, next[i+1])
+		m, err := h.applyAt(h.root, cfg, e, fmt.Sprintf("plugins[%d]", i), key)
 		if err != nil {
 			return rollback(err)
 		}
 		started = append(started, m)
+		lo = key
 	}
 	return append(keep, started...), nil
+}
+
+// placeBetween picks the ordering key of a root entry started on reload,
+// to run after lo and before hi (0: nothing kept after it): its previous
+// key when that fits, else one between, else a fresh one — after every
+// listener registered so far, which is all there is left when the kept
+// entries themselves are out of config order or no key fits.
+func placeBetween(previous, lo, hi int64) int64 {
+	if previous > lo && (hi == 0 || previous < hi) {
+		return previous
+	}
+	if hi != 0 {
+		if k, ok := waterfall.Between(lo, hi); ok {
+			return k
+		}
+	}
+	return waterfall.Position()
 }
 
 func (h *Host) stopPlugin(ctx stdctx.Context, m *mounted, msg string) {
