@@ -23,8 +23,11 @@ const Closed errs.Code = "HOST_CLOSED"
 
 // Reload moves the running host to cfg. Entries are matched by id: an
 // unchanged entry keeps running untouched, a changed one restarts with its
-// new config, a removed one is disposed and a new one applied (after the
-// kept ones). Agents whose settings or presets changed are recreated. If a
+// new config, a removed one is disposed and a new one applied. A restarted
+// or new root entry's listeners run at its config position among the root
+// entries (see dshctx.Fiber.Order), as they did at start; a new entry at
+// the end runs after every listener registered so far. Agents whose
+// settings or presets changed are recreated. If a
 // plugin fails to start, the plugin changes are rolled back and the old
 // config keeps running; an agent that cannot start on its new settings is
 // started again on its previous ones, and the error says so.
