@@ -146,6 +146,17 @@ func (c *Context) Dispose(ctx stdctx.Context) error {
 // only a later re-apply's failure, which nobody awaits, is logged as an
 // error.
 func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
+	return c.PluginAt(0, p, config)
+}
+
+// PluginAt is Plugin with the new fiber's ordering key set to order (see
+// Fiber.Order): a host re-applying a configured entry passes the key of
+// the instance it replaces, so the new one's listeners take its place.
+// 0 inherits c's key, as Plugin does.
+func (c *Context) PluginAt(order int64, p Plugin, config any) (*Fiber, error) {
+	if order == 0 {
+		order = c.life.fiber.order
+	}
 	if p == nil {
 		return nil, errs.New(errs.InvalidArgument, "Plugin: the plugin is nil; pass a value that implements Apply")
 	}
@@ -154,6 +165,7 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 		parentCtx: c,
 		name:      pluginName(p),
 		tag:       c.life.fiber.tag,
+		order:     order,
 		plugin:    p,
 		config:    config,
 	}
@@ -189,6 +201,7 @@ func (c *Context) Scoped(tag string) (*Context, error) {
 		parentCtx: c,
 		name:      "scope:" + tag,
 		tag:       tag,
+		order:     parent.order,
 		state:     StateActive,
 		isScope:   true,
 	}

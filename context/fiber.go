@@ -46,6 +46,7 @@ type Fiber struct {
 	parentCtx *Context
 	name      string
 	tag       string
+	order     int64 // see Order; set at creation, read without a lock
 	plugin    Plugin
 	config    any
 	inject    []string
@@ -86,6 +87,15 @@ type Fiber struct {
 
 // Name is the fiber's name: the plugin's Name, its Go type, or "scope:<tag>".
 func (f *Fiber) Name() string { return f.name }
+
+// Order is the fiber's ordering key: where the listeners registered
+// through it (and through the fibers and scopes it creates, which inherit
+// the key) run among those of other fibers. 0, the default, orders them
+// by registration. A host gives each configured entry a key, so that an
+// entry it restarts on reload keeps the place of its config position
+// instead of going after every listener registered since; package
+// waterfall hands out the keys and sorts by them.
+func (f *Fiber) Order() int64 { return f.order }
 
 // Tag is the scope tag the fiber carries ("" outside any scope).
 func (f *Fiber) Tag() string { return f.tag }

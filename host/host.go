@@ -11,11 +11,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -28,6 +28,7 @@ import (
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -40,6 +41,10 @@ type Options struct {
 	LogOutput io.Writer
 	// Logger replaces the logger built from the config's log settings.
 	Logger hclog.Logger
+	// StopTimeout bounds, in a Reload whose ctx has no deadline, each
+	// stop of an agent or plugin and the hold of the admission stage
+	// during the plugin swap; 0 means DefaultStopTimeout.
+	StopTimeout time.Duration
 }
 
 // Host is a running config: the tree, its plugins and its agents.
@@ -50,14 +55,26 @@ type Host struct {
 	controller *agentcontroller.Controller
 	models     *llm.Service
 
+	stopTimeout time.Duration
+	// base is the ordering position after the core services: a root
+	// entry put first on reload goes after them, as at start.
+	base int64
+
+	// mu guards the state below and is only ever held for a read or an
+	// update of it, never across a plugin's or an agent's start or stop,
+	// so Close and the getters never wait behind a slow reload.
 	mu      sync.Mutex
 	cfg     *config.Config
 	plugins []*mounted
 	agents  map[string]*runningAgent
 	order   []string // agent ids in config order
+	closed  bool
 
-	// reloaded is closed by the next Reload. It has its own lock: Reload
-	// holds mu for as long as agents take to restart.
+	// reloading serializes reloads.
+	reloading sync.Mutex
+
+	// reloaded is closed by the next Reload. It has its own lock, taken
+	// only to swap the channel.
 	reloadMu sync.Mutex
 	reloaded chan struct{}
 }
@@ -66,6 +83,9 @@ type mounted struct {
 	entry config.Entry
 	fiber *dshctx.Fiber
 	exec  *execplugin.Plugin // for exec: entries
+	// order is the ordering key of a root entry: its listeners run at its
+	// config position among the root entries, also once restarted.
+	order int64
 }
 
 type runningAgent struct {
@@ -91,7 +111,10 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		})
 	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, reloaded: make(chan struct{})}
+	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
+	if h.stopTimeout <= 0 {
+		h.stopTimeout = DefaultStopTimeout
+	}
 	if err := h.mountCore(); err != nil {
 		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 	}
@@ -100,7 +123,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		if e.Disabled {
 			continue
 		}
-		m, err := h.apply(root, cfg, e, fmt.Sprintf("plugins[%d]", i))
+		m, err := h.applyAt(root, cfg, e, fmt.Sprintf("plugins[%d]", i), waterfall.Position())
 		if err != nil {
 			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 		}
@@ -137,11 +160,17 @@ func (h *Host) mountCore() error {
 	h.registry, _ = agents.Key.Get(h.root)
 	h.controller, _ = agentcontroller.Key.Get(h.root)
 	h.models, _ = llm.Key.Get(h.root)
+	h.base = waterfall.Position()
 	return nil
 }
 
 // apply mounts one entry in ctx and waits for it.
 func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, at string) (*mounted, error) {
+	return h.applyAt(ctx, cfg, e, at, 0)
+}
+
+// applyAt is apply with the entry's ordering key (see dshctx.Fiber.Order).
+func (h *Host) applyAt(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, at string, order int64) (*mounted, error) {
 	var p dshctx.Plugin
 	var ep *execplugin.Plugin
 	if e.Exec != "" {
@@ -154,7 +183,7 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, a
 		}
 		p = info.Plugin
 	}
-	f, err := ctx.Plugin(p, cfg.PluginConfig(e))
+	f, err := ctx.PluginAt(order, p, cfg.PluginConfig(e))
 	if err == nil {
 		err = f.Await(stdctx.Background())
 	}
@@ -171,7 +200,7 @@ func (h *Host) apply(ctx *dshctx.Context, cfg *config.Config, e *config.Entry, a
 		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf("%s (id %q, %s) failed to start", at, e.ID, what))
 	}
 	h.log.Debug("plugin started", "at", at, "id", e.ID, "use", e.Use, "scope", ctx.Tag())
-	return &mounted{entry: *e, fiber: f, exec: ep}, nil
+	return &mounted{entry: *e, fiber: f, exec: ep, order: order}, nil
 }
 
 // startAgent creates one agent and mounts its presets in its scope.
@@ -207,8 +236,7 @@ func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
 		return errs.Wrap(StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))
 	}
 	h.log.Debug("agent started", "agent", ac.ID, "provider", ac.Provider, "session", handle.Agent.Session().ID())
-	h.agents[ac.ID] = &runningAgent{cfg: ac, presets: presets, handle: handle}
-	h.order = append(h.order, ac.ID)
+	h.addAgent(&runningAgent{cfg: ac, presets: presets, handle: handle})
 	return nil
 }
 
@@ -302,17 +330,19 @@ func (h *Host) ExecPlugin(id string) (*execplugin.Plugin, bool) {
 // whole tree, all bounded by ctx. It returns every failure joined: an agent
 // that did not stop, a disposer that failed (a plugin's final write), or
 // the CONTEXT_INACTIVE error of a teardown ctx cut short, which goes on in
-// the background.
+// the background. It does not wait for a reload in progress: that reload
+// stops at its next step, and what it started goes with the tree.
 func (h *Host) Close(ctx stdctx.Context) error {
 	h.mu.Lock()
-	ids := append([]string(nil), h.order...)
+	h.closed = true
+	running := make([]*runningAgent, 0, len(h.order))
+	for _, id := range h.order {
+		running = append(running, h.agents[id])
+	}
 	h.mu.Unlock()
 	var failed []error
-	for i := len(ids) - 1; i >= 0; i-- {
-		h.mu.Lock()
-		ra := h.agents[ids[i]]
-		h.mu.Unlock()
-		if err := ra.handle.Dispose(ctx); err != nil {
+	for i := len(running) - 1; i >= 0; i-- {
+		if err := running[i].handle.Dispose(ctx); err != nil {
 			failed = append(failed, err)
 		}
 	}
@@ -320,171 +350,6 @@ func (h *Host) Close(ctx stdctx.Context) error {
 		failed = append(failed, err)
 	}
 	return errors.Join(failed...)
-}
-
-// Reload moves the running host to cfg. Entries are matched by id: an
-// unchanged entry keeps running untouched, a changed one restarts with its
-// new config, a removed one is disposed and a new one applied (after the
-// kept ones). Agents whose settings or presets changed are recreated. If a
-// plugin fails to start, the plugin changes are rolled back and the old
-// config keeps running; an agent that cannot start on its new settings is
-// started again on its previous ones, and the error says so. ctx bounds
-// the teardown of what is stopped; a teardown that fails or overruns it is
-// logged and the reload goes on.
-func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
-	defer h.announceReload()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	old := h.cfg
-
-	// Root plugins.
-	newByID := map[string]*config.Entry{}
-	for i := range cfg.Plugins {
-		if !cfg.Plugins[i].Disabled {
-			newByID[cfg.Plugins[i].ID] = &cfg.Plugins[i]
-		}
-	}
-	var keep, stop []*mounted
-	kept := map[string]bool{}
-	for _, m := range h.plugins {
-		if e, ok := newByID[m.entry.ID]; ok && reflect.DeepEqual(*e, m.entry) {
-			keep = append(keep, m)
-			kept[m.entry.ID] = true
-		} else {
-			stop = append(stop, m)
-		}
-	}
-	for i := len(stop) - 1; i >= 0; i-- {
-		if err := stop[i].fiber.Dispose(ctx); err != nil {
-			h.log.Warn("plugin did not stop cleanly", "id", stop[i].entry.ID, "error", err)
-		}
-	}
-	var started []*mounted
-	rollback := func(cause error) error {
-		for i := len(started) - 1; i >= 0; i-- {
-			if err := started[i].fiber.Dispose(ctx); err != nil {
-				h.log.Warn("plugin did not stop cleanly while rolling back", "id", started[i].entry.ID, "error", err)
-			}
-		}
-		restored := keep
-		for _, m := range stop {
-			e := m.entry
-			again, err := h.apply(h.root, old, findEntry(old, e.ID, &e), "plugins(restored)")
-			if err != nil {
-				h.log.Error("could not restore a plugin after a failed reload", "id", e.ID, "error", err)
-				continue
-			}
-			restored = append(restored, again)
-		}
-		h.plugins = restored
-		return errs.Wrap(StartFailed, cause, "reload failed; the previous config keeps running")
-	}
-	for i := range cfg.Plugins {
-		e := &cfg.Plugins[i]
-		if e.Disabled || kept[e.ID] {
-			continue
-		}
-		m, err := h.apply(h.root, cfg, e, fmt.Sprintf("plugins[%d]", i))
-		if err != nil {
-			return rollback(err)
-		}
-		started = append(started, m)
-	}
-	h.plugins = append(keep, started...)
-
-	// Agents.
-	wanted := map[string]config.AgentConfig{}
-	for _, ac := range cfg.Agents {
-		wanted[ac.ID] = ac
-	}
-	var order []string
-	previous := map[string]config.AgentConfig{}
-	for _, id := range h.order {
-		ra := h.agents[id]
-		ac, still := wanted[id]
-		if still && reflect.DeepEqual(ac, ra.cfg) && reflect.DeepEqual(presetsOf(cfg, ac), ra.presets) {
-			order = append(order, id)
-			continue
-		}
-		if err := ra.handle.Dispose(ctx); err != nil {
-			h.log.Warn("agent did not stop cleanly", "agent", id, "error", err)
-		}
-		previous[id] = ra.cfg
-		delete(h.agents, id)
-	}
-	h.order = order
-	var failed error
-	for _, ac := range cfg.Agents {
-		if _, running := h.agents[ac.ID]; running {
-			continue
-		}
-		err := h.startAgent(cfg, ac)
-		if err == nil {
-			continue
-		}
-		// The plugins are already on the new config; an agent that cannot
-		// start on it goes back to its previous settings, if it had some.
-		h.log.Error("agent failed to start after reload", "agent", ac.ID, "error", err)
-		if failed == nil {
-			failed = err
-		}
-		if prev, ok := previous[ac.ID]; ok {
-			if rerr := h.startAgent(old, prev); rerr != nil {
-				h.log.Error("agent could not be restored either", "agent", ac.ID, "error", rerr)
-			}
-		}
-	}
-	h.reorder(cfg)
-	h.cfg = cfg
-	if lvl := hclog.LevelFromString(orDefault(cfg.Log.Level, "info")); lvl != hclog.NoLevel {
-		h.log.SetLevel(lvl)
-	}
-	return failed
-}
-
-// Reloaded returns a channel closed when the next Reload has finished,
-// whether it succeeded or not. A reload may recreate agents, so whoever
-// holds an agents.Agent looks it up again by id then.
-func (h *Host) Reloaded() <-chan struct{} {
-	h.reloadMu.Lock()
-	defer h.reloadMu.Unlock()
-	return h.reloaded
-}
-
-func (h *Host) announceReload() {
-	h.reloadMu.Lock()
-	defer h.reloadMu.Unlock()
-	close(h.reloaded)
-	h.reloaded = make(chan struct{})
-}
-
-// reorder puts the running agents in config order.
-func (h *Host) reorder(cfg *config.Config) {
-	h.order = h.order[:0]
-	for _, ac := range cfg.Agents {
-		if _, ok := h.agents[ac.ID]; ok {
-			h.order = append(h.order, ac.ID)
-		}
-	}
-}
-
-func presetsOf(cfg *config.Config, ac config.AgentConfig) [][]config.Entry {
-	var out [][]config.Entry
-	for _, name := range ac.PresetNames() {
-		out = append(out, cfg.Presets[name])
-	}
-	return out
-}
-
-// findEntry returns the entry of cfg with id, so its decoded config is
-// found; fallback when it is not there.
-func findEntry(cfg *config.Config, id string, fallback *config.Entry) *config.Entry {
-	for i := range cfg.Plugins {
-		if cfg.Plugins[i].ID == id {
-			return &cfg.Plugins[i]
-		}
-	}
-	return fallback
 }
 
 // Describe renders the resolved plugin tree of cfg: root plugins, presets

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -22,12 +23,46 @@ const (
 	Global
 )
 
-// entry is one registered listener. seq orders listeners: registration order,
-// with prepended ones (negative seq) first.
+// entry is one registered listener. Listeners run in (key, seq) order:
+// seq is the registration's tick of the clock, negative for a prepended
+// one; key is the ordering key of its fiber (context.Fiber.Order) or, for
+// a fiber without one and for a prepended listener, seq itself — so
+// without keys this is registration order, prepended ones first.
 type entry[L any] struct {
 	fn    L
+	key   int64
 	seq   int64
 	fiber *dshctx.Fiber
+}
+
+// before reports whether e runs before o.
+func (e *entry[L]) before(o *entry[L]) bool {
+	return e.key < o.key || e.key == o.key && e.seq < o.seq
+}
+
+// clock orders listeners across all stores and events: registration seqs
+// and the keys Position hands out are its ticks, so a key compares with
+// any registration. It steps by clockStep to leave room for keys between
+// two neighbours (Between).
+var clock atomic.Int64
+
+const clockStep = 1 << 10
+
+// Position returns a fresh ordering key for context.Context.PluginAt: the
+// listeners of a fiber created with it run after every listener registered
+// before the call and before every one registered after it without a key,
+// whenever they register. A host takes one per configured root entry, in
+// config order, and passes it again when it re-applies the entry.
+func Position() int64 { return clock.Add(clockStep) }
+
+// Between returns a key strictly between lo and hi, for an entry a host
+// inserts between two that keep running; ok is false when there is no
+// room, and the caller then takes a fresh Position.
+func Between(lo, hi int64) (key int64, ok bool) {
+	if hi-lo < 2 {
+		return 0, false
+	}
+	return lo + (hi-lo)/2, true
 }
 
 type list[L any] struct{ entries []entry[L] }
@@ -37,8 +72,6 @@ type list[L any] struct{ entries []entry[L] }
 // affected list under mu.
 type store[L any] struct {
 	mu       sync.Mutex
-	next     int64
-	prev     int64
 	untagged atomicList[L]
 	tagged   sync.Map // tag → *atomicList[L]
 }
@@ -46,13 +79,13 @@ type store[L any] struct {
 func (s *store[L]) add(tag string, fn L, fiber *dshctx.Fiber, opts Option) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var seq int64
+	seq := Position()
+	key := fiber.Order()
 	if opts&Prepend != 0 {
-		s.prev--
-		seq = s.prev
-	} else {
-		s.next++
-		seq = s.next
+		seq = -seq
+		key = seq
+	} else if key == 0 {
+		key = seq
 	}
 	al := &s.untagged
 	if tag != "" {
@@ -60,13 +93,13 @@ func (s *store[L]) add(tag string, fn L, fiber *dshctx.Fiber, opts Option) int64
 		al = v.(*atomicList[L])
 	}
 	old := al.load()
-	entries := make([]entry[L], 0, len(old)+1)
-	e := entry[L]{fn: fn, seq: seq, fiber: fiber}
-	if seq < 0 {
-		entries = append(append(entries, e), old...)
-	} else {
-		entries = append(append(entries, old...), e)
+	e := entry[L]{fn: fn, key: key, seq: seq, fiber: fiber}
+	at := len(old)
+	for at > 0 && e.before(&old[at-1]) {
+		at--
 	}
+	entries := make([]entry[L], 0, len(old)+1)
+	entries = append(append(append(entries, old[:at]...), e), old[at:]...)
 	al.store(&list[L]{entries: entries})
 	return seq
 }
@@ -171,7 +204,7 @@ func register[L any](ctx *dshctx.Context, local *dshctx.Local[store[L]], event s
 // combined position (i, j) and the position after it; ok is false at the end.
 func merge[L any](u, t []entry[L], i, j int32) (e *entry[L], ni, nj int32, ok bool) {
 	switch {
-	case int(i) < len(u) && (int(j) >= len(t) || u[i].seq < t[j].seq):
+	case int(i) < len(u) && (int(j) >= len(t) || u[i].before(&t[j])):
 		return &u[i], i + 1, j, true
 	case int(j) < len(t):
 		return &t[j], i, j + 1, true

@@ -12,6 +12,11 @@
 //   - Serial[P, R]: listeners run in order until one returns a non-zero
 //     result.
 //
+// "Registration order" is refined by ordering keys: listeners of a fiber
+// that carries one (context.Fiber.Order, taken from Position) run at the
+// key's place, so a host that restarts a configured plugin with its old key
+// keeps it where the config puts it. Without keys nothing changes.
+//
 // Listeners are registered through a *context.Context and belong to its fiber.
 // A listener registered in a scope (Context.Scoped) hears only events
 // dispatched with that scope's tag; one registered outside any scope hears

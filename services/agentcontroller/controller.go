@@ -15,6 +15,15 @@
 // and the message stays out. agent/inbox/inserted is emitted after the
 // delivery left the chain, in insertion order, so its listeners may deliver
 // to the same agent.
+//
+// A config reload that replaces admission plugins holds the stage (Hold):
+// decisions in flight finish, new ones wait until the new listeners are in
+// place, so no message passes with fewer listeners than the config asks
+// for. Starting the new plugin before stopping the old one (Caddy's order)
+// would need no pause, but admission plugins keep state — a rate limiter's
+// counts, a session store's writer — and two instances side by side would
+// count every message twice or write twice; a reload is rare and short, a
+// pause of the deliveries is the cheaper price.
 package agentcontroller
 
 import (
@@ -65,6 +74,7 @@ var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ any) e
 // Controller is the agentController service.
 type Controller struct {
 	registry *agents.Registry
+	gate     gate
 	stop     stdctx.Context
 	cancel   stdctx.CancelFunc
 	pending  sync.WaitGroup
@@ -286,7 +296,13 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	}()
 
 	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, RequestID: req.RequestID}
+	// A reload replacing admission plugins holds the stage: the decision
+	// waits until the configured listeners are all in place.
+	if err := c.enter(signal); err != nil {
+		return outcome{err: err}
+	}
 	decision, err := c.decide(signal, agent, msg, req)
+	c.leave()
 	if ctx.Err() != nil {
 		return outcome{err: stdctx.Cause(ctx)} // the sender's cancellation wins over any decision
 	}

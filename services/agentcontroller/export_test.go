@@ -7,3 +7,17 @@ func InFlightChains(c *Controller) int {
 	defer c.mu.Unlock()
 	return len(c.chains) + len(c.emitting)
 }
+
+// HoldWaiting reports how many deliveries wait for a hold's release.
+func HoldWaiting(c *Controller) int {
+	c.gate.mu.Lock()
+	defer c.gate.mu.Unlock()
+	return c.gate.waiting
+}
+
+// Holding reports whether a hold is in place.
+func Holding(c *Controller) bool {
+	c.gate.mu.Lock()
+	defer c.gate.mu.Unlock()
+	return c.gate.held != nil
+}

@@ -1,0 +1,343 @@
+package host
+
+import (
+	stdctx "context"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/waterfall"
+	"github.com/hashicorp/go-hclog"
+)
+
+// DefaultStopTimeout bounds each stop of an agent or plugin, and the hold
+// of the admission stage, in a Reload whose ctx has no deadline.
+const DefaultStopTimeout = 10 * time.Second
+
+// Closed is the code of a Reload on a host that is closed or closing.
+const Closed errs.Code = "HOST_CLOSED"
+
+// Reload moves the running host to cfg. Entries are matched by id: an
+// unchanged entry keeps running untouched, a changed one restarts with its
+// new config, a removed one is disposed and a new one applied. A restarted
+// or new root entry's listeners run at its config position among the root
+// entries (see dshctx.Fiber.Order), as they did at start; a new entry at
+// the end runs after every listener registered so far. Agents whose
+// settings or presets changed are recreated. If a
+// plugin fails to start, the plugin changes are rolled back and the old
+// config keeps running; an agent that cannot start on its new settings is
+// started again on its previous ones, and the error says so.
+//
+// While root plugins are swapped the admission stage is held (see
+// agentcontroller.Controller.Hold): no message is decided with fewer
+// listeners than the config asks for, and deliveries wait for the swap
+// rather than pass unchecked. ctx bounds every stop (an agent's, a
+// plugin's) and the hold; without a deadline each gets the host's
+// StopTimeout. A stop that fails or overruns it is logged and the reload
+// goes on: an agent whose turn did not stop keeps its id taken
+// (agents.DisposeTimeout), so its replacement fails to start and the error
+// says so. Reloads run one at a time; the host's lock is never held across
+// a start or a stop, so Close and the getters do not wait for a reload.
+func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
+	defer h.announceReload()
+	h.reloading.Lock()
+	defer h.reloading.Unlock()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return closedError()
+	}
+	old := h.cfg
+	current := slices.Clone(h.plugins)
+	h.mu.Unlock()
+
+	plugins, err := h.reloadPlugins(ctx, old, cfg, current)
+	h.mu.Lock()
+	h.plugins = plugins
+	h.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	failed := h.reloadAgents(ctx, old, cfg)
+	h.mu.Lock()
+	h.reorder(cfg)
+	h.cfg = cfg
+	h.mu.Unlock()
+	if lvl := hclog.LevelFromString(orDefault(cfg.Log.Level, "info")); lvl != hclog.NoLevel {
+		h.log.SetLevel(lvl)
+	}
+	return failed
+}
+
+// reloadPlugins swaps the root entries of old for those of cfg and returns
+// the entries now running, in config order.
+func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, current []*mounted) ([]*mounted, error) {
+	newByID := map[string]*config.Entry{}
+	for i := range cfg.Plugins {
+		if !cfg.Plugins[i].Disabled {
+			newByID[cfg.Plugins[i].ID] = &cfg.Plugins[i]
+		}
+	}
+	var keep, stop []*mounted
+	kept := map[string]bool{}
+	for _, m := range current {
+		if e, ok := newByID[m.entry.ID]; ok && reflect.DeepEqual(*e, m.entry) {
+			keep = append(keep, m)
+			kept[m.entry.ID] = true
+		} else {
+			stop = append(stop, m)
+		}
+	}
+	if len(stop) == 0 && len(keep) == len(newByID) {
+		return current, nil
+	}
+
+	holdCtx, cancel := h.bounded(ctx)
+	defer cancel()
+	release, err := h.controller.Hold(holdCtx)
+	if err != nil {
+		h.log.Warn("admission hold for the reload", "error", err)
+	}
+	if release != nil {
+		defer release()
+	}
+
+	for i := len(stop) - 1; i >= 0; i-- {
+		h.stopPlugin(ctx, stop[i], "plugin did not stop cleanly")
+	}
+	var started []*mounted
+	rollback := func(cause error) ([]*mounted, error) {
+		for i := len(started) - 1; i >= 0; i-- {
+			h.stopPlugin(ctx, started[i], "plugin did not stop cleanly while rolling back")
+		}
+		restored := keep
+		for _, m := range stop {
+			e := m.entry
+			again, err := h.applyAt(h.root, old, findEntry(old, e.ID, &e), "plugins(restored)", m.order)
+			if err != nil {
+				h.log.Error("could not restore a plugin after a failed reload", "id", e.ID, "error", err)
+				continue
+			}
+			restored = append(restored, again)
+		}
+		return restored, errs.Wrap(StartFailed, cause, "reload failed; the previous config keeps running")
+	}
+	// Each entry started takes its config position among the root
+	// entries: the key of the instance it replaces when that still fits
+	// between its kept neighbours, else one between them.
+	keys := map[string]int64{}
+	for _, m := range current {
+		keys[m.entry.ID] = m.order
+	}
+	next := make([]int64, len(cfg.Plugins)+1) // key of the next kept entry, 0 if none
+	for i := len(cfg.Plugins) - 1; i >= 0; i-- {
+		next[i] = next[i+1]
+		if e := &cfg.Plugins[i]; !e.Disabled && kept[e.ID] {
+			next[i] = keys[e.ID]
+		}
+	}
+	lo := h.base
+	for i := range cfg.Plugins {
+		e := &cfg.Plugins[i]
+		if e.Disabled {
+			continue
+		}
+		if kept[e.ID] {
+			lo = max(lo, keys[e.ID])
+			continue
+		}
+		if h.isClosed() {
+			return rollback(closedError())
+		}
+		key := placeBetween(keys[e.ID], lo, next[i+1])
+		m, err := h.applyAt(h.root, cfg, e, fmt.Sprintf("plugins[%d]", i), key)
+		if err != nil {
+			return rollback(err)
+		}
+		started = append(started, m)
+		lo = key
+	}
+	return append(keep, started...), nil
+}
+
+// placeBetween picks the ordering key of a root entry started on reload,
+// to run after lo and before hi (0: nothing kept after it): its previous
+// key when that fits, else one between, else a fresh one — after every
+// listener registered so far, which is all there is left when the kept
+// entries themselves are out of config order or no key fits.
+func placeBetween(previous, lo, hi int64) int64 {
+	if previous > lo && (hi == 0 || previous < hi) {
+		return previous
+	}
+	if hi != 0 {
+		if k, ok := waterfall.Between(lo, hi); ok {
+			return k
+		}
+	}
+	return waterfall.Position()
+}
+
+func (h *Host) stopPlugin(ctx stdctx.Context, m *mounted, msg string) {
+	sctx, cancel := h.bounded(ctx)
+	defer cancel()
+	if err := m.fiber.Dispose(sctx); err != nil {
+		h.log.Warn(msg, "id", m.entry.ID, "error", err)
+	}
+}
+
+// reloadAgents stops the agents cfg changes or drops and starts those it
+// changes or adds. It returns the first agent that failed to start.
+func (h *Host) reloadAgents(ctx stdctx.Context, old, cfg *config.Config) error {
+	wanted := map[string]config.AgentConfig{}
+	for _, ac := range cfg.Agents {
+		wanted[ac.ID] = ac
+	}
+	var stopping []*runningAgent
+	previous := map[string]config.AgentConfig{}
+	h.mu.Lock()
+	var order []string
+	for _, id := range h.order {
+		ra := h.agents[id]
+		ac, still := wanted[id]
+		if still && reflect.DeepEqual(ac, ra.cfg) && reflect.DeepEqual(presetsOf(cfg, ac), ra.presets) {
+			order = append(order, id)
+			continue
+		}
+		stopping = append(stopping, ra)
+		previous[id] = ra.cfg
+		delete(h.agents, id)
+	}
+	h.order = order
+	h.mu.Unlock()
+	for _, ra := range stopping {
+		h.stopAgent(ctx, ra)
+	}
+
+	var failed error
+	for _, ac := range cfg.Agents {
+		if h.isClosed() {
+			return closedError()
+		}
+		if h.hasAgent(ac.ID) {
+			continue
+		}
+		err := h.startAgent(cfg, ac)
+		if err == nil {
+			continue
+		}
+		// The plugins are already on the new config; an agent that cannot
+		// start on it goes back to its previous settings, if it had some.
+		h.log.Error("agent failed to start after reload", "agent", ac.ID, "error", err)
+		if failed == nil {
+			failed = err
+		}
+		if prev, ok := previous[ac.ID]; ok {
+			if rerr := h.startAgent(old, prev); rerr != nil {
+				h.log.Error("agent could not be restored either", "agent", ac.ID, "error", rerr)
+			}
+		}
+	}
+	return failed
+}
+
+// stopAgent disposes one agent, bounded; an agent whose turn does not stop
+// in time is logged and keeps its id until it does.
+func (h *Host) stopAgent(ctx stdctx.Context, ra *runningAgent) {
+	sctx, cancel := h.bounded(ctx)
+	defer cancel()
+	err := ra.handle.Dispose(sctx)
+	switch {
+	case err == nil:
+	case errs.HasCode(err, agents.DisposeTimeout):
+		h.log.Error("agent did not stop before the reload's deadline; its id and session stay taken until its turn stops, so its replacement cannot start until then",
+			"agent", ra.cfg.ID, "error", err)
+	default:
+		h.log.Warn("agent did not stop cleanly", "agent", ra.cfg.ID, "error", err)
+	}
+}
+
+// bounded returns ctx if it has a deadline, else ctx bounded by the
+// host's stop timeout.
+func (h *Host) bounded(ctx stdctx.Context) (stdctx.Context, stdctx.CancelFunc) {
+	if ctx == nil {
+		ctx = stdctx.Background()
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return stdctx.WithTimeout(ctx, h.stopTimeout)
+}
+
+// addAgent records a started agent.
+func (h *Host) addAgent(ra *runningAgent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.agents[ra.cfg.ID] = ra
+	h.order = append(h.order, ra.cfg.ID)
+}
+
+func (h *Host) hasAgent(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.agents[id]
+	return ok
+}
+
+func (h *Host) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+func closedError() error {
+	return errs.New(Closed, "the host is closed or closing; a reload cannot apply — start a new host")
+}
+
+// Reloaded returns a channel closed when the next Reload has finished,
+// whether it succeeded or not. A reload may recreate agents, so whoever
+// holds an agents.Agent looks it up again by id then.
+func (h *Host) Reloaded() <-chan struct{} {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	return h.reloaded
+}
+
+func (h *Host) announceReload() {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	close(h.reloaded)
+	h.reloaded = make(chan struct{})
+}
+
+// reorder puts the running agents in config order. The caller holds mu.
+func (h *Host) reorder(cfg *config.Config) {
+	h.order = h.order[:0]
+	for _, ac := range cfg.Agents {
+		if _, ok := h.agents[ac.ID]; ok {
+			h.order = append(h.order, ac.ID)
+		}
+	}
+}
+
+func presetsOf(cfg *config.Config, ac config.AgentConfig) [][]config.Entry {
+	var out [][]config.Entry
+	for _, name := range ac.PresetNames() {
+		out = append(out, cfg.Presets[name])
+	}
+	return out
+}
+
+// findEntry returns the entry of cfg with id, so its decoded config is
+// found; fallback when it is not there.
+func findEntry(cfg *config.Config, id string, fallback *config.Entry) *config.Entry {
+	for i := range cfg.Plugins {
+		if cfg.Plugins[i].ID == id {
+			return &cfg.Plugins[i]
+		}
+	}
+	return fallback
+}
