@@ -18,7 +18,10 @@ func (e *env) askingTool(name string) *int {
 	e.t.Helper()
 	ran := new(int)
 	err := e.tools.Register(e.root, tools.Tool{Name: name, Description: "asks first", Approval: tools.Ask,
-		Execute: func(stdctx.Context, tools.Call) (tools.Result, error) { *ran++; return tools.Result{Content: "done"}, nil }})
+		Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
+			*ran++
+			return tools.Result{Content: "done"}, nil
+		}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
