@@ -40,7 +40,6 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/waterfall"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Codes of the tools service.
@@ -162,7 +161,7 @@ type Service struct {
 // declares no parameters).
 type entry struct {
 	tool   Tool
-	schema *jsonschema.Schema
+	schema *compiled
 }
 
 // New returns an empty registry.

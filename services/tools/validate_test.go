@@ -15,6 +15,8 @@ const editSchema = `{
 	"type": "object",
 	"properties": {
 		"path": {"type": "string"},
+		"mode": {"enum": ["fast", "slow"]},
+		"tag": {"type": "string", "pattern": "^[a-z]+$"},
 		"limit": {"type": "integer", "minimum": 1},
 		"edits": {"type": "array", "items": {
 			"type": "object",
@@ -60,6 +62,9 @@ func TestArgumentsAreValidatedBeforeTheToolRuns(t *testing.T) {
 			[]string{`"edits[1].new" is required but missing`, `argument "edits[1].old" must be string, not number`}},
 		{"unknown argument", `{"path": "a", "pth": "b"}`, []string{`"pth" is not a parameter of this tool`}},
 		{"bound", `{"path": "a", "limit": 0}`, []string{`argument "limit" must be at least 1, not 0`}},
+		{"fraction", `{"path": "a", "limit": 1.5}`, []string{`argument "limit" must be integer, not number`}},
+		{"enum", `{"path": "a", "mode": "quick"}`, []string{`argument "mode" must be one of ["fast","slow"]`}},
+		{"keyword the library words", `{"path": "a", "tag": "A1"}`, []string{`pattern`, `"A1"`}},
 		{"not an object", `["a"]`, []string{`the arguments must be object, not array`}},
 		{"not JSON", `{"path": "a"`, []string{`not valid JSON`, `one JSON object`}},
 	} {
