@@ -66,7 +66,7 @@ func TestClosingASessionDisposesExactlyItsAgent(t *testing.T) {
 // so a test can make the owner go away in between.
 type holdOpener struct {
 	inner   sessions.Opener
-	got     chan struct{}
+	got     chan stdctx.Context // the ctx the held resume was given
 	release chan struct{}
 }
 
@@ -77,7 +77,7 @@ func (o *holdOpener) Open(ctx stdctx.Context, s sessions.Spec) (*agents.Handle, 
 func (o *holdOpener) Resume(ctx stdctx.Context, s sessions.Spec) (*agents.Handle, error) {
 	h, err := o.inner.Resume(ctx, s)
 	if err == nil && o.got != nil {
-		o.got <- struct{}{}
+		o.got <- ctx
 		<-o.release
 	}
 	return h, err
@@ -98,7 +98,7 @@ func newHoldEnv(t *testing.T) (*env, *holdOpener, string) {
 	if err := s.Detach(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}
-	hold.got, hold.release = make(chan struct{}), make(chan struct{})
+	hold.got, hold.release = make(chan stdctx.Context), make(chan struct{})
 	return e, hold, s.ID()
 }
 
@@ -142,9 +142,11 @@ func TestAResumeWhoseCallerLeftDisposesItsHandle(t *testing.T) {
 func TestAResumePendingWhenTheControllerGoesDisposesItsHandle(t *testing.T) {
 	e, hold, id := newHoldEnv(t)
 	done := resumeAsync(e, stdctx.Background(), id)
-	wait(t, hold.got)
+	opening := wait(t, hold.got)
 	disposed := make(chan error, 1)
 	go func() { disposed <- e.fiber.Dispose(stdctx.Background()) }()
+	// The opener's ctx ends once the controller is stopping.
+	wait(t, opening.Done())
 	close(hold.release)
 	if err := wait(t, done); !errs.HasCode(err, sessions.Stopped) {
 		t.Fatalf("want %s, got %v", sessions.Stopped, err)
