@@ -7,8 +7,8 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
