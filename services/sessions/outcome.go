@@ -42,14 +42,18 @@ var EventOutcome = waterfall.NewEmit[Outcome]("session/outcome")
 // clients: enough for a burst of refused retries, small enough to copy.
 const keptOutcomes = 16
 
-// ring keeps the last keptOutcomes outcomes; the zero value is empty.
+// ring keeps the last keptOutcomes outcomes; the zero value is empty and
+// allocates nothing, as most sessions never see a refusal.
 type ring struct {
-	buf  [keptOutcomes]Outcome
+	buf  []Outcome
 	next int
 	n    int
 }
 
 func (r *ring) add(o Outcome) {
+	if r.buf == nil {
+		r.buf = make([]Outcome, keptOutcomes)
+	}
 	r.buf[r.next] = o
 	r.next = (r.next + 1) % keptOutcomes
 	if r.n < keptOutcomes {
