@@ -1,12 +1,20 @@
 package agentcontroller_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"go/ast"
+	"go/importer"
 	"go/parser"
 	"go/token"
+	"go/types"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -68,6 +76,110 @@ func TestOnlyTheControllerInsertsOutsideMessages(t *testing.T) {
 	}
 	if len(offenders) > 0 {
 		t.Fatalf("these calls put outside messages into an inbox without admission; deliver through agentController.Deliver instead:\n%s",
+			strings.Join(offenders, "\n"))
+	}
+}
+
+// TestOnlyTheSessionControllerOwnsAgents fails when code outside the
+// session controller, the agent runtime and the agent controller creates or
+// resumes agents through the factory, delivers, or disposes an agent's
+// handle: entry points go through services/sessions (issue 20). It type
+// checks the repository's packages against their dependencies' export data,
+// so it recognizes the methods by receiver type, not by name.
+func TestOnlyTheSessionControllerOwnsAgents(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mod = "github.com/dsh-go/dsh/"
+	allowed := map[string]bool{
+		mod + "services/agents":          true, // the factory seam itself
+		mod + "services/agentcontroller": true, // Deliver itself
+		mod + "services/agentloop":       true, // the factory
+		mod + "services/sessions":        true, // the session controller
+		// Issue 20: the CLI and the host move onto the session controller
+		// in the next round; then these two entries go.
+		mod + "cmd/dsh": true,
+		mod + "host":    true,
+		// The embedding example delivers to a host's agent as the CLI
+		// does; it moves with the CLI (issue 20).
+		mod + "examples/inprocess-plugin": true,
+	}
+	forbidden := map[string]bool{
+		"services/agents.Registry.Create":             true,
+		"services/agents.Registry.Resume":             true,
+		"services/agents.Factory.Create":              true,
+		"services/agents.Factory.Resume":              true,
+		"services/agents.Handle.Dispose":              true,
+		"services/agentcontroller.Controller.Deliver": true,
+	}
+	cmd := exec.Command("go", "list", "-export", "-deps", "-json", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	type pkg struct {
+		ImportPath, Dir, Export string
+		GoFiles                 []string
+		Standard                bool
+	}
+	exports := map[string]string{}
+	var ours []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		exports[p.ImportPath] = p.Export
+		if strings.HasPrefix(p.ImportPath, mod) && !allowed[p.ImportPath] {
+			ours = append(ours, p)
+		}
+	}
+	fset := token.NewFileSet()
+	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		if exports[path] == "" {
+			return nil, fmt.Errorf("no export data for %q", path)
+		}
+		return os.Open(exports[path])
+	})
+	var offenders []string
+	for _, p := range ours {
+		var files []*ast.File
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+		info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}}
+		if _, err := (&types.Config{Importer: imp}).Check(p.ImportPath, fset, files, info); err != nil {
+			t.Fatalf("type checking %s: %v", p.ImportPath, err)
+		}
+		for sel, s := range info.Selections {
+			fn, ok := s.Obj().(*types.Func)
+			if !ok || fn.Pkg() == nil {
+				continue
+			}
+			recv := types.Unalias(s.Recv())
+			if ptr, ok := recv.(*types.Pointer); ok {
+				recv = ptr.Elem()
+			}
+			named, ok := recv.(*types.Named)
+			if !ok {
+				continue
+			}
+			name := strings.TrimPrefix(fn.Pkg().Path(), mod) + "." + named.Obj().Name() + "." + fn.Name()
+			if forbidden[name] {
+				offenders = append(offenders, fset.Position(sel.Pos()).String()+": "+name)
+			}
+		}
+	}
+	if len(offenders) > 0 {
+		sort.Strings(offenders)
+		t.Fatalf("these calls create, resume, deliver to or dispose agents outside the session controller; open a session through services/sessions instead:\n%s",
 			strings.Join(offenders, "\n"))
 	}
 }

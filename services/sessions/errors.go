@@ -1,0 +1,113 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+)
+
+// Codes of the session controller. They are stable: clients on the other
+// side of a process boundary match them as strings.
+const (
+	// PromptRejected: admission refused a prompt or a steering message.
+	// Reason is the controller's or the refusing plugin's reason; Details
+	// carry "presented" (the refusal was already shown to the user) and
+	// "request_id".
+	PromptRejected errs.Code = "SESSION_PROMPT_REJECTED"
+	// Closed: the session is closed or closing and takes nothing more.
+	Closed errs.Code = "SESSION_CLOSED"
+	// NotFound: no open session has the id. (The store's SESSION_NOT_FOUND,
+	// the same string, says nothing is persisted under it either.)
+	NotFound errs.Code = "SESSION_NOT_FOUND"
+	// Stopped: the session controller is disposed and opens nothing more.
+	Stopped errs.Code = "SESSION_CONTROLLER_STOPPED"
+)
+
+// Reasons that go with the codes above, when the controller itself decides.
+const (
+	// ReasonOpenHere goes with the store's SESSION_LOCKED when the session
+	// is already open in this controller: attach to it instead.
+	ReasonOpenHere = "sessions/open-here"
+	// ReasonAgentGone goes with Closed when the session's agent left before
+	// the message entered its inbox.
+	ReasonAgentGone = "sessions/agent-gone"
+	// ReasonControllerStopped goes with Closed when the agent controller
+	// stopped before the message entered the inbox.
+	ReasonControllerStopped = "sessions/agent-controller-stopped"
+)
+
+// closedReasonOf maps the agent controller's own refusals that mean "this
+// session cannot take messages any more" to a Closed reason. It names the
+// controller's constants, so a renamed or removed one fails the build, and
+// two that became equal fail it too (duplicate case).
+func closedReasonOf(controllerReason string) (string, bool) {
+	switch controllerReason {
+	case agentcontroller.ReasonAgentGone:
+		return ReasonAgentGone, true
+	case agentcontroller.ReasonStopped:
+		return ReasonControllerStopped, true
+	case agentcontroller.ReasonAdmissionFailed:
+		// A failing admission check is a refusal of this prompt, not of
+		// the session: the next prompt may pass.
+		return "", false
+	}
+	return "", false
+}
+
+// DeliveryError turns what agentcontroller.Deliver returned for a prompt
+// of session sessionID into the session's error. A refusal — recognized by
+// agentcontroller.RejectedCode, so it holds for an error decoded from JSON
+// after crossing a process or host boundary — becomes PromptRejected
+// carrying the controller's reason, message and presented flag, or Closed
+// when the refusal says the agent or controller is gone. Any other error is
+// returned unchanged. The original error stays the cause.
+func DeliveryError(sessionID, requestID string, err error) error {
+	ref, ok := agentcontroller.RefusalOf(err)
+	if !ok {
+		return err
+	}
+	if reason, closed := closedReasonOf(ref.Reason); closed {
+		return errs.Wrap(Closed, err, fmt.Sprintf(
+			"session %q cannot take the message: %s; open or resume the session again", sessionID, ref.Message)).WithReason(reason)
+	}
+	e := errs.Wrap(PromptRejected, err, ref.Message).WithReason(ref.Reason)
+	e.Details = map[string]any{"presented": ref.Presented, "request_id": requestID, "session": sessionID}
+	return e
+}
+
+// Rejection is what a client needs to report a rejected prompt.
+type Rejection struct {
+	Reason    string
+	Message   string
+	Presented bool
+	RequestID string
+}
+
+// RejectionOf extracts a rejected prompt from err by code, so it also holds
+// for an error that crossed a process boundary.
+func RejectionOf(err error) (Rejection, bool) {
+	e, ok := errors.AsType[*errs.Error](err)
+	for ok && e.Code != PromptRejected {
+		e, ok = errors.AsType[*errs.Error](e.Cause)
+	}
+	if !ok {
+		return Rejection{}, false
+	}
+	presented, _ := e.Details["presented"].(bool)
+	requestID, _ := e.Details["request_id"].(string)
+	return Rejection{Reason: e.Reason, Message: e.Message, Presented: presented, RequestID: requestID}, true
+}
+
+func notFound(id string) *errs.Error {
+	return errs.New(NotFound, fmt.Sprintf("no session %q is open in this session controller; open or resume it first (List shows the persisted ones)", id))
+}
+
+func closedErr(id string) *errs.Error {
+	return errs.New(Closed, fmt.Sprintf("session %q is closed; resume it to continue", id))
+}
+
+func stoppedErr() *errs.Error {
+	return errs.New(Stopped, "the session controller was disposed; nothing more can be opened through it")
+}
