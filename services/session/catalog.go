@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 	"unicode"
 
@@ -76,23 +77,32 @@ type Deleter interface {
 // characters: runs of white space become one space, and a cut title ends
 // with "…".
 func Title(prompt string) string {
-	var b []rune
+	var b strings.Builder
+	n, cut := 0, 0
+	// emit adds r unless the title is full; it remembers where "…" goes.
+	emit := func(r rune) bool {
+		if n == TitleMax-1 {
+			cut = b.Len()
+		}
+		if n == TitleMax {
+			return false
+		}
+		b.WriteRune(r)
+		n++
+		return true
+	}
 	space := false
 	for _, r := range prompt {
 		if unicode.IsSpace(r) {
-			space = len(b) > 0
+			space = n > 0
 			continue
 		}
-		if space {
-			b = append(b, ' ')
-			space = false
+		if (space && !emit(' ')) || !emit(r) { // stop early: a prompt can be megabytes
+			return b.String()[:cut] + "…"
 		}
-		b = append(b, r)
-		if len(b) > TitleMax { // stop early: a prompt can be megabytes
-			return string(b[:TitleMax-1]) + "…"
-		}
+		space = false
 	}
-	return string(b)
+	return b.String()
 }
 
 // List describes every persisted session, most recently updated first. A

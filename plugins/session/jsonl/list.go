@@ -226,31 +226,23 @@ func lastWhole(b []byte) []byte {
 	return b[start : end+1]
 }
 
-// typeOf reads the type of the event on line, which may be cut short: the
-// first keys are decoded one by one until "type".
+// typeOf reads the type of the event on line, which may be cut short,
+// from its first "type" key: the only one at the top of an event, and
+// written before any nested object.
 func typeOf(line []byte) session.Type {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	_, rest, ok := bytes.Cut(line, []byte(`"type":`))
+	if !ok {
 		return ""
 	}
-	for range 8 {
-		k, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		var v json.RawMessage
-		if key, _ := k.(string); key == "type" {
-			var t session.Type
-			if dec.Decode(&t) != nil {
-				return ""
-			}
-			return t
-		}
-		if dec.Decode(&v) != nil {
-			return ""
-		}
+	rest = bytes.TrimLeft(rest, " ")
+	if len(rest) == 0 || rest[0] != '"' {
+		return ""
 	}
-	return ""
+	t, _, ok := bytes.Cut(rest[1:], []byte{'"'})
+	if !ok {
+		return ""
+	}
+	return session.Type(t)
 }
 
 // contentPrefix returns the start of the message content on line, which
