@@ -124,12 +124,16 @@ func TestListDescribesEverySessionWithoutItsLog(t *testing.T) {
 	writeLog(t, w, "crashed", "main", turn(1, "its writer died", true))
 	writeLog(t, w, "partial", "main", turn(1, "a write was cut", true))
 	os.WriteFile(filepath.Join(dir, "corrupt.jsonl"), []byte("this is not json\n"), 0o600)
+	writeLog(t, w, "badtail", "main", turn(1, "then garbage", true))
+	f, _ := os.OpenFile(filepath.Join(dir, "badtail.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"seq":7,"type":"from/the-future"}` + "\n")
+	f.Close()
 	os.WriteFile(filepath.Join(dir, "empty.jsonl"), nil, 0o600)
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("foreign"), 0o600)
 	os.WriteFile(filepath.Join(dir, "bad id.jsonl"), []byte("{}\n"), 0o600)
 	// A writer killed mid-write leaves half a line; a holder that died
 	// leaves its record in a lock file nobody locks.
-	f, _ := os.OpenFile(filepath.Join(dir, "partial.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f, _ = os.OpenFile(filepath.Join(dir, "partial.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"seq":7,"type":"turn/st`)
 	f.Close()
 	os.WriteFile(filepath.Join(dir, "crashed.lock"), []byte(`{"pid":999999,"host":"gone"}`+"\n"), 0o600)
@@ -145,8 +149,8 @@ func TestListDescribesEverySessionWithoutItsLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := byID(list)
-	if len(list) != 8 {
-		t.Fatalf("listed %d sessions, want 8 (foreign and misnamed files skipped): %+v", len(list), list)
+	if len(list) != 9 {
+		t.Fatalf("listed %d sessions, want 9 (foreign and misnamed files skipped): %+v", len(list), list)
 	}
 	d := got["done"]
 	wantTitle := "Refactor the parser so that it streams " + strings.Repeat("tokens ", 6)
@@ -175,6 +179,9 @@ func TestListDescribesEverySessionWithoutItsLog(t *testing.T) {
 	}
 	if c := got["corrupt"]; c.State != session.StateCorrupt || !strings.Contains(c.Error, "corrupt.jsonl:1") {
 		t.Fatalf("corrupt: %+v", c)
+	}
+	if b := got["badtail"]; b.State != session.StateCorrupt || !strings.Contains(b.Error, `unknown event type "from/the-future"`) || b.Title != "then garbage" {
+		t.Fatalf("badtail: %+v", b)
 	}
 	if e := got["empty"]; e.State != session.StateIdle || e.Turns != 0 || e.Size != 0 {
 		t.Fatalf("empty: %+v", e)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,28 +63,34 @@ func (w *files) list(ctx stdctx.Context) ([]session.Summary, int64, error) {
 			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, e.Name()))
 			continue
 		}
-		s, n := w.summarize(id)
+		s, n, ok := w.summarize(id)
 		read += n
-		list = append(list, s)
+		if ok {
+			list = append(list, s)
+		}
 	}
 	return list, read, nil
 }
 
 // summarize describes one session from its log's head and tail and its
-// lock; n is how many bytes it read.
-func (w *files) summarize(id string) (s session.Summary, n int64) {
+// lock; n is how many bytes it read. ok is false for a log deleted since
+// the directory was read.
+func (w *files) summarize(id string) (s session.Summary, n int64, ok bool) {
 	s = session.Summary{ID: id, State: session.StateIdle}
 	path := filepath.Join(w.dir, id+".jsonl")
 	held, who, nl, perr := probe(filepath.Join(w.dir, id+".lock"))
 	n += int64(nl)
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, n, false
+	}
 	if err != nil {
-		return corrupt(s, fmt.Sprintf("cannot read %s: %v", path, err)), n
+		return corrupt(s, fmt.Sprintf("cannot read %s: %v", path, err)), n, true
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return corrupt(s, fmt.Sprintf("cannot read %s: %v", path, err)), n
+		return corrupt(s, fmt.Sprintf("cannot read %s: %v", path, err)), n, true
 	}
 	s.Size = fi.Size()
 	s.Created, s.Updated = fi.ModTime(), fi.ModTime()
@@ -95,7 +102,7 @@ func (w *files) summarize(id string) (s session.Summary, n int64) {
 	case held:
 		s.State, s.Holder = session.StateOpen, who.String()
 	}
-	return s, n
+	return s, n, true
 }
 
 func corrupt(s session.Summary, why string) session.Summary {
