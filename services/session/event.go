@@ -9,6 +9,11 @@
 // checkpoint once a turn's prompt is recorded and again at the turn's end,
 // which is where persistence plugins hook in. Stream chunks are not events:
 // the loop records the assembled assistant message.
+//
+// A persistence backend may also list its sessions without loading their
+// logs (Lister: id, agent, title, created, updated, turns, state) and delete
+// them (Deleter); Store.List and Store.Delete use them, and refuse with
+// SESSION_UNSUPPORTED when the backend cannot.
 package session
 
 import (

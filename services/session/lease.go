@@ -11,7 +11,8 @@ const (
 	// SessionLocked: another writer owns the session — another process
 	// (reason session/other-process), or an agent of this process whose
 	// driver has not stopped yet (reason session/closing) — or a writer
-	// that no longer owns it tried to write (reason session/fenced).
+	// that no longer owns it tried to write (reason session/fenced), or a
+	// delete met a session open in this process (reason session/open-here).
 	SessionLocked errs.Code = "SESSION_LOCKED"
 )
 
@@ -20,6 +21,9 @@ const (
 	ReasonOtherProcess = "session/other-process"
 	ReasonClosing      = "session/closing"
 	ReasonFenced       = "session/fenced"
+	// ReasonOpenHere: an agent of this process has the session open (a
+	// delete was refused).
+	ReasonOpenHere = "session/open-here"
 )
 
 // Lease is a writer's exclusive hold on one session. While it is held no

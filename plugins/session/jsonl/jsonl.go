@@ -7,6 +7,13 @@
 // disposed), followed by an fsync: a turn that ended is on disk before the
 // next begins. The plugin is also the sessions service's persistence
 // backend, so agents configured with a session id resume from their file.
+//
+// The directory holds <id>.jsonl (the log; its first line also names the
+// agent that wrote it) and <id>.lock (flocked by the one writer of the
+// session, holding its pid and host while held, emptied on release). The
+// backend also lists sessions (session.Lister) from each log's head and
+// tail only, with no index that a crash could leave stale, and deletes
+// them (session.Deleter) under the session's lock.
 package jsonl
 
 import (
@@ -68,7 +75,7 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 		}
 	}
 	if _, err := session.EventAppended.On(ctx, func(_ stdctx.Context, a session.Appended) error {
-		w.writerFor(a.Session).add(a.Event)
+		w.writerFor(a.Session).add(a.Session.AgentID(), a.Event)
 		return nil
 	}); err != nil {
 		return err

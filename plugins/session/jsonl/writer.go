@@ -26,6 +26,7 @@ type writer struct {
 	io sync.Mutex
 
 	mu       sync.Mutex
+	agent    string   // the id of the agent writing; recorded with event 1
 	lock     *os.File // nil once released
 	pending  []session.Event
 	released bool
@@ -36,9 +37,10 @@ type writer struct {
 
 var _ session.Lease = (*writer)(nil)
 
-func (wr *writer) add(e session.Event) {
+func (wr *writer) add(agent string, e session.Event) {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
+	wr.agent = agent
 	if wr.released {
 		wr.files.log.Error("dropped a session event appended after the session was closed",
 			"session", wr.id, "seq", e.Seq, "type", e.Type)
@@ -65,6 +67,7 @@ func (wr *writer) write(seq int64) error {
 		n++
 	}
 	batch := wr.pending[:n:n]
+	agent := wr.agent
 	wr.mu.Unlock()
 	if n == 0 {
 		return nil
@@ -72,7 +75,11 @@ func (wr *writer) write(seq int64) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf) // one event per line
 	for _, e := range batch {
-		if err := enc.Encode(e); err != nil {
+		var v any = e
+		if e.Seq == 1 {
+			v = first{e, agent}
+		}
+		if err := enc.Encode(v); err != nil {
 			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: event %d of session %q cannot be written as JSON", e.Seq, wr.id))
 		}
 	}
@@ -86,6 +93,14 @@ func (wr *writer) write(seq int64) error {
 	}
 	wr.mu.Unlock()
 	return nil
+}
+
+// first is how the first event of a log is written: with the agent that
+// wrote it, so a listing names the agent from the file's first line. Load
+// decodes it as an Event and ignores the field.
+type first struct {
+	session.Event
+	Agent string `json:"agent,omitempty"`
 }
 
 // unusable says why the writer may not write; the caller holds mu.
@@ -119,7 +134,7 @@ func (wr *writer) Release() error {
 	if wr.lock == nil {
 		return nil
 	}
-	err := wr.lock.Close() // closing the file drops the flock
+	err := unlock(wr.lock)
 	wr.lock = nil
 	return err
 }

@@ -1,0 +1,168 @@
+package session
+
+import (
+	stdctx "context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/dsh-go/dsh/errs"
+)
+
+// Unsupported: the persistence backend cannot do what was asked (list or
+// delete sessions).
+const Unsupported errs.Code = "SESSION_UNSUPPORTED"
+
+// State of a persisted session, as a listing sees it.
+type State string
+
+const (
+	// StateOpen: a writer holds the session, in this process or another;
+	// it cannot be resumed or deleted until that writer lets it go.
+	StateOpen State = "open"
+	// StateInterrupted: the log ends inside a turn (dsh stopped before the
+	// turn ended); a resume closes the turn first.
+	StateInterrupted State = "interrupted"
+	// StateIdle: nobody holds the session and its last turn ended.
+	StateIdle State = "idle"
+	// StateCorrupt: the session's log cannot be read as one; Summary.Error
+	// says why. It is listed so it can be found and deleted.
+	StateCorrupt State = "corrupt"
+)
+
+// TitleMax caps a Summary's Title, in characters.
+const TitleMax = 80
+
+// Summary describes one persisted session without its log.
+type Summary struct {
+	ID string `json:"id"`
+	// Agent is the id of the agent that wrote the session; empty for logs
+	// written before backends recorded it.
+	Agent string `json:"agent,omitempty"`
+	// Title is the first user prompt on one line, cut to TitleMax
+	// characters.
+	Title   string    `json:"title,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Turns is the number of the last turn the log holds.
+	Turns int   `json:"turns"`
+	State State `json:"state"`
+	// Holder names who holds an open session, when it is known.
+	Holder string `json:"holder,omitempty"`
+	// Size is the size of the stored log in bytes.
+	Size int64 `json:"size"`
+	// Error says why a corrupt session cannot be read.
+	Error string `json:"error,omitempty"`
+}
+
+// Lister is implemented by backends that can list their sessions without
+// loading their logs.
+type Lister interface {
+	// List describes every stored session. One unreadable session is
+	// listed with StateCorrupt; it never fails the listing.
+	List(ctx stdctx.Context) ([]Summary, error)
+}
+
+// Deleter is implemented by backends that can delete a stored session.
+type Deleter interface {
+	// Delete removes the session, taking its lease first: a session held by
+	// a writer is refused with SessionLocked naming the holder and nothing
+	// is removed. A session not stored is NotFound.
+	Delete(ctx stdctx.Context, sessionID string) error
+}
+
+// Title turns a prompt into a one-line title of at most TitleMax
+// characters: runs of white space become one space, and a cut title ends
+// with "…".
+func Title(prompt string) string {
+	var b strings.Builder
+	n, cut := 0, 0
+	// emit adds r unless the title is full; it remembers where "…" goes.
+	emit := func(r rune) bool {
+		if n == TitleMax-1 {
+			cut = b.Len()
+		}
+		if n == TitleMax {
+			return false
+		}
+		b.WriteRune(r)
+		n++
+		return true
+	}
+	space := false
+	for _, r := range prompt {
+		if unicode.IsSpace(r) {
+			space = n > 0
+			continue
+		}
+		if (space && !emit(' ')) || !emit(r) { // stop early: a prompt can be megabytes
+			return b.String()[:cut] + "…"
+		}
+		space = false
+	}
+	return b.String()
+}
+
+// List describes every persisted session, most recently updated first. A
+// session open in this store is reported open by its agent even when the
+// backend cannot tell.
+func (st *Store) List(ctx stdctx.Context) ([]Summary, error) {
+	b := st.getBackend()
+	if b == nil {
+		return nil, errs.New(NoPersistence,
+			"cannot list sessions: no session persistence backend is loaded; add a persistence plugin (e.g. session.jsonl) to the config")
+	}
+	l, ok := b.(Lister)
+	if !ok {
+		return nil, errs.New(Unsupported, fmt.Sprintf(
+			"cannot list sessions: the persistence backend (%T) cannot list them; use a backend that can, such as session.jsonl", b))
+	}
+	list, err := l.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	for i := range list {
+		if s, ok := st.sessions[list[i].ID]; ok {
+			list[i].State = StateOpen
+			list[i].Holder = fmt.Sprintf("agent %q of this process", s.agentID)
+		}
+	}
+	st.mu.Unlock()
+	sort.SliceStable(list, func(i, j int) bool {
+		if !list[i].Updated.Equal(list[j].Updated) {
+			return list[i].Updated.After(list[j].Updated)
+		}
+		return list[i].ID < list[j].ID
+	})
+	return list, nil
+}
+
+// Delete removes a persisted session. A session open in this store, or
+// held by a writer anywhere, is refused with SessionLocked naming its
+// holder, and nothing is deleted; a session not stored is NotFound.
+func (st *Store) Delete(ctx stdctx.Context, sessionID string) error {
+	if sessionID == "" {
+		return errs.New(errs.InvalidArgument, "cannot delete a session: no session id given")
+	}
+	b := st.getBackend()
+	if b == nil {
+		return errs.New(NoPersistence, fmt.Sprintf(
+			"cannot delete session %q: no session persistence backend is loaded; add a persistence plugin (e.g. session.jsonl) to the config", sessionID))
+	}
+	d, ok := b.(Deleter)
+	if !ok {
+		return errs.New(Unsupported, fmt.Sprintf(
+			"cannot delete session %q: the persistence backend (%T) cannot delete sessions; remove it by the backend's own means", sessionID, b))
+	}
+	st.mu.Lock()
+	s, open := st.sessions[sessionID]
+	st.mu.Unlock()
+	if open {
+		return errs.New(SessionLocked, fmt.Sprintf(
+			"cannot delete session %q: agent %q of this process has it open; close the session first", sessionID, s.agentID)).WithReason(ReasonOpenHere)
+	}
+	return d.Delete(ctx, sessionID)
+}
