@@ -44,7 +44,8 @@ func (p *policy) judgeBash(c tools.Call) []part {
 func (p *policy) judgeLine(line, workspace string, depth int) []part {
 	script, err := shell.Parse(line)
 	if err != nil {
-		pt := part{subject: fmt.Sprintf("the command %q", line)}
+		// Its program is unknown: a session answer covers this line only.
+		pt := part{subject: fmt.Sprintf("the command %q", line), program: line}
 		if r := p.anyCommandRule(); r != nil {
 			return []part{p.byRule(pt, r)}
 		}
@@ -55,7 +56,7 @@ func (p *policy) judgeLine(line, workspace string, depth int) []part {
 	}
 	var parts []part
 	for _, cmd := range script.Commands {
-		parts = append(parts, p.judgeCommand(cmd, workspace, depth)...)
+		parts = append(parts, p.judgeCommand(cmd, line, workspace, depth)...)
 	}
 	for _, w := range script.Writes {
 		if pt, ok := p.judgeWrite(w, workspace); ok {
@@ -101,11 +102,20 @@ func (p *policy) unreadable(pt part, why string) part {
 	return p.decide(pt, tools.Ask, "unreadable", why+", so it cannot be judged before it runs")
 }
 
-func (p *policy) judgeCommand(c shell.Command, workspace string, depth int) []part {
+func (p *policy) judgeCommand(c shell.Command, line, workspace string, depth int) []part {
 	prog := c.Program()
 	pt := part{subject: fmt.Sprintf("the command %q", c.Text), program: prog.Value}
+	// A command judged unreadable names itself, not its program, for
+	// "allow for this session": allowing `timeout 5 make` or `$CMD` must
+	// not allow whatever timeout or $CMD runs next time. A word that
+	// expands takes its value from the line (CMD=ls; $CMD): the line then.
+	whole := pt
+	whole.program = c.Text
+	if slices.ContainsFunc(c.Words, func(w shell.Word) bool { return !w.Literal }) {
+		whole.program = line
+	}
 	if !prog.Literal {
-		return []part{p.unreadable(pt, "its program name is not literal")}
+		return []part{p.unreadable(whole, "its program name is not literal")}
 	}
 	name := path.Base(prog.Value)
 	r := p.firstRule(c)
@@ -114,7 +124,7 @@ func (p *policy) judgeCommand(c shell.Command, workspace string, depth int) []pa
 	case r != nil:
 		out = append(out, p.byRule(pt, r))
 	case slices.Contains(shells, name) || slices.Contains(wrappers, name) || isFindExec(c):
-		out = append(out, p.unreadable(pt, fmt.Sprintf("%s runs other commands", name)))
+		out = append(out, p.unreadable(whole, fmt.Sprintf("%s runs other commands", name)))
 	default:
 		out = append(out, p.byMode(pt, BashTool))
 	}
@@ -200,7 +210,9 @@ func (p *policy) judgeWrite(w shell.Write, workspace string) (part, bool) {
 	if w.Literal && (slices.Contains(harmless, w.Target) || strings.HasPrefix(w.Target, "/dev/fd/")) {
 		return part{}, false
 	}
-	pt := part{subject: fmt.Sprintf("the redirection %q", w.Text)}
+	// A redirection that asks names itself for "allow for this session";
+	// no name at all would cover every bash command.
+	pt := part{subject: fmt.Sprintf("the redirection %q", w.Text), program: w.Text}
 	switch p.mode {
 	case ReadOnly:
 		return p.decide(pt, tools.Deny, "mode="+string(p.mode), "read-only mode writes no file"), true
