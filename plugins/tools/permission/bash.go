@@ -88,6 +88,27 @@ func (p *policy) firstRule(c shell.Command) *rule {
 	return nil
 }
 
+// restrictingRule is the first bash rule that denies, else the first that
+// asks, among those c matches; nil when none does.
+func (p *policy) restrictingRule(c shell.Command) *rule {
+	var best *rule
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.decision != tools.Allow && r.path == "" && r.matchesTool(BashTool) && r.matchesCommand(c) &&
+			(best == nil || rank(r.decision) > rank(best.decision)) {
+			best = r
+		}
+	}
+	return best
+}
+
+func verbOf(d tools.Decision) string {
+	if d == tools.Deny {
+		return "denies"
+	}
+	return "asks about"
+}
+
 // unreadable decides a command whose meaning is not known before it runs:
 // by a rule that takes every command, else allowed in full-access mode,
 // denied in read-only mode and asked about otherwise.
@@ -115,6 +136,13 @@ func (p *policy) judgeCommand(c shell.Command, line, workspace string, depth int
 		whole.program = line
 	}
 	if !prog.Literal {
+		// It could be the program a rule denies or asks about: then a
+		// person sees it first, whatever the mode would allow (full-access
+		// allowed `$X -rf ~` beside a deny rule for rm).
+		if r := p.restrictingRule(c); r != nil && p.mode != ReadOnly {
+			return []part{p.decide(whole, tools.Ask, "unreadable", fmt.Sprintf(
+				"its program name is not literal and may be one that %s:%s %s, so it cannot be judged before it runs", p.source, r.where, verbOf(r.decision)))}
+		}
 		return []part{p.unreadable(whole, "its program name is not literal")}
 	}
 	name := path.Base(prog.Value)

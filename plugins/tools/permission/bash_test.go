@@ -208,3 +208,24 @@ func TestASessionAnswerCoversOnlyWhatWasShown(t *testing.T) {
 		}
 	}
 }
+
+// TestADenyRuleMeetsAProgramNamedAtRunTime: a program that only exists at
+// run time could be the one a rule denies; it must not slip past the rule
+// as "unreadable", which full-access allows: a person sees it first.
+func TestADenyRuleMeetsAProgramNamedAtRunTime(t *testing.T) {
+	deny := []permission.Rule{{Command: "rm *", Decision: tools.Deny}}
+	for _, mode := range []permission.Mode{permission.FullAccess, permission.WorkspaceWrite} {
+		root := policyOf(t, permission.Config{Mode: mode, Rules: deny})
+		for _, command := range []string{`"$(echo rm)" -rf ~`, `$'\x72m' -rf ~`, "X=rm; $X -rf ~"} {
+			if v := bash(root, t, command); v.Decision != tools.Ask || !strings.Contains(v.Reason, "rules[0] denies") {
+				t.Errorf("%s: %q: got %+v, want an ask naming the rm rule", mode, command, v)
+			}
+		}
+	}
+	// A program named at run time that no rule could match keeps the
+	// mode's verdict.
+	full := policyOf(t, permission.Config{Mode: permission.FullAccess, Rules: []permission.Rule{{Command: "rm -rf *", Decision: tools.Deny}}})
+	if v := bash(full, t, "$CC main.c"); v.Decision != tools.Allow {
+		t.Errorf("full-access, $CC main.c: %+v", v)
+	}
+}
