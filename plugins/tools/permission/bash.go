@@ -165,10 +165,21 @@ func (p *policy) judgeCommand(c shell.Command, line, workspace string, depth int
 	return out
 }
 
-// inlineScript returns the script a `sh -c '...'` or `eval ...` runs, when
-// it is literal.
+// inlineScript returns the script a `sh -c '...'` or `eval ...` runs, or
+// an alias stands for, when it is literal.
 func inlineScript(c shell.Command, name string) (string, bool) {
 	ws := c.Words[1:]
+	if name == "alias" {
+		// alias x='rm -rf' makes x run rm -rf on the lines after it:
+		// the alias's text is judged as the commands it becomes.
+		var b []string
+		for _, w := range ws {
+			if _, v, ok := strings.Cut(w.Value, "="); ok && w.Literal {
+				b = append(b, v)
+			}
+		}
+		return strings.Join(b, "\n"), len(b) > 0
+	}
 	if name == "eval" {
 		var b []string
 		for _, w := range ws {

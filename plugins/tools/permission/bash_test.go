@@ -229,3 +229,17 @@ func TestADenyRuleMeetsAProgramNamedAtRunTime(t *testing.T) {
 		t.Errorf("full-access, $CC main.c: %+v", v)
 	}
 }
+
+// TestAnAliasIsJudgedAsWhatItRuns: with expand_aliases on, a later line
+// runs the alias's text; a deny rule must meet it there.
+func TestAnAliasIsJudgedAsWhatItRuns(t *testing.T) {
+	root := policyOf(t, permission.Config{Mode: permission.FullAccess, Rules: []permission.Rule{{Command: "rm *", Decision: tools.Deny}}})
+	for _, command := range []string{"shopt -s expand_aliases\nalias x='rm -rf'\nx ~", "alias ll='ls -l' x='rm -rf'"} {
+		if v := bash(root, t, command); v.Decision != tools.Deny {
+			t.Errorf("%q: got %+v, want the rm rule's deny", command, v)
+		}
+	}
+	if v := bash(root, t, "alias ll='ls -l'"); v.Decision != tools.Allow {
+		t.Errorf("an alias of an allowed command: %+v", v)
+	}
+}
