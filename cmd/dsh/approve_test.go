@@ -211,3 +211,33 @@ func deadline(t *testing.T) <-chan time.Time {
 	t.Helper()
 	return time.After(15 * time.Second)
 }
+
+// The person approves what the question shows, so it must be what runs: a
+// newline is a command separator, a \r or an escape sequence can overwrite
+// what the terminal shows, and a long command must not hide its tail.
+func TestQuestionShowsTheWholeCommandFaithfully(t *testing.T) {
+	cases := []struct {
+		name, command, want string
+		hidden              string
+	}{
+		{"newline", "ls\nrm -rf ~", "ls\n    rm -rf ~", ""},
+		{"carriage return", "rm -rf ~ #\rls       ", `rm -rf ~ #\x0dls`, "\r"},
+		{"escape sequence", "rm -rf ~ #\x1b[2K\x1b[1Gls", `rm -rf ~ #\x1b[2K\x1b[1Gls`, "\x1b"},
+		{"bidi override", "echo \u202eharmless", `echo \u202eharmless`, "\u202e"},
+		{"long", strings.Repeat("echo ok; ", 40) + "rm -rf ~", "rm -rf ~", ""},
+	}
+	for _, c := range cases {
+		q := question(approval.Request{AgentID: "main", Tool: "bash", Summary: c.command, Pattern: "rm"})
+		if !strings.Contains(q, c.want) {
+			t.Errorf("%s: the question does not show %q:\n%s", c.name, c.want, q)
+		}
+		if c.hidden != "" && strings.Contains(q, c.hidden) {
+			t.Errorf("%s: the question passes %q to the terminal:\n%q", c.name, c.hidden, q)
+		}
+	}
+	huge := strings.Repeat("x", maxShown) + "; rm -rf ~"
+	q := question(approval.Request{AgentID: "main", Tool: "bash", Summary: huge})
+	if !strings.Contains(q, "10 more bytes not shown") {
+		t.Errorf("a command cut short must say how much is hidden:\n%s", q[len(q)-300:])
+	}
+}

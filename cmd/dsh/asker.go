@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dsh-go/dsh/services/approval"
 )
@@ -64,7 +66,7 @@ func question(req approval.Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n? %s wants to run", req.Tool)
 	if req.Summary != "" {
-		fmt.Fprintf(&b, ": %s", oneLine(req.Summary, 300))
+		fmt.Fprintf(&b, ": %s", shown(req.Summary, maxShown))
 	} else if args := briefArgs(req.Arguments, 200); args != "" {
 		fmt.Fprintf(&b, " with %s", args)
 	}
@@ -74,9 +76,45 @@ func question(req approval.Request) string {
 	}
 	session := "every " + req.Tool + " call"
 	if req.Pattern != "" {
-		session = req.Tool + " " + req.Pattern
+		session = req.Tool + " " + shown(req.Pattern, 200)
 	}
 	fmt.Fprintf(&b, "  y allow once · a allow %s for this session · n deny (n REASON tells the model why) > ", session)
+	return b.String()
+}
+
+// maxShown bounds the command a question shows; past it the question says
+// how much is hidden.
+const maxShown = 4000
+
+// shown renders a command for the person approving it, so that what they
+// read is what runs: each line on a line of its own (folding lines would
+// make "ls\nrm -rf ~" read as ls with arguments), control and bidi
+// characters escaped (a \r or an escape sequence could hide part of it on
+// the terminal), and a cut that says how much it hides.
+func shown(s string, max int) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i >= max {
+			fmt.Fprintf(&b, "\n    [... %d more bytes not shown; deny unless you know the whole command]", len(s)-i)
+			break
+		}
+		switch {
+		case r == '\n':
+			b.WriteString("\n    ")
+		case r == utf8.RuneError:
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				fmt.Fprintf(&b, "\\x%02x", s[i])
+			} else {
+				b.WriteRune(r)
+			}
+		case r < 0x80 && unicode.IsControl(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
 	return b.String()
 }
 

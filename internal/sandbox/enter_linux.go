@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -38,9 +39,14 @@ func enter(arg string) {
 		os.Exit(exitEntryFailed)
 	}
 	report := os.NewFile(uintptr(s.ReportFD), "sandbox-report")
-	// Closed by a successful execve, so the parent reads end-of-file.
-	syscall.CloseOnExec(s.ReportFD)
-	err := restrict(s)
+	// The report pipe is closed by a successful execve, so the parent
+	// reads end-of-file; so is every descriptor after it, which the
+	// command was not given: Landlock checks a file when it is opened, so
+	// one dsh inherited open for writing would be a way out.
+	err := closeFrom(s.ReportFD)
+	if err == nil {
+		err = restrict(s)
+	}
 	if err == nil {
 		err = syscall.Exec(s.Path, s.Args, os.Environ())
 		err = fmt.Errorf("executing %s: %w", s.Path, err)
@@ -49,6 +55,24 @@ func enter(arg string) {
 		_, _ = report.WriteString(err.Error())
 	}
 	os.Exit(exitEntryFailed)
+}
+
+// closeFrom marks every descriptor from fd on close-on-exec.
+func closeFrom(fd int) error {
+	if unix.CloseRange(uint(fd), ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	// Before Linux 5.11: each open descriptor, as /proc lists it.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("listing the open descriptors to close them: %w", err)
+	}
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
+	return nil
 }
 
 // restrict enforces s on the calling thread, strictly at ABI s.ABI: a

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
@@ -199,4 +200,30 @@ func TestCheckSaysWhatIsMissing(t *testing.T) {
 func isCode(err error, c errs.Code) bool {
 	var e *errs.Error
 	return errors.As(err, &e) && e.Code == c
+}
+
+// TestNoInheritedDescriptorCrossesTheEdge: Landlock checks a file when it
+// is opened, so a descriptor open for writing that dsh inherited without
+// close-on-exec (from a shell, a service manager, a redirection like
+// 7>>file) would let the sandboxed program write a file outside. Only the
+// descriptors the command was given pass.
+func TestNoInheritedDescriptorCrossesTheEdge(t *testing.T) {
+	st := landlock(t)
+	ws, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "log")
+	// syscall.Open, unlike os.Open, leaves close-on-exec off, as a
+	// descriptor inherited from dsh's parent would be.
+	fd, err := syscall.Open(target, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	out, waitErr, entryErr := run(t, st, sandbox.Rules{Writable: []string{ws}}, fmt.Sprintf(
+		`{ echo escaped >&%d; } 2>/dev/null && echo wrote || echo closed`, fd))
+	if entryErr != nil || waitErr != nil {
+		t.Fatalf("entry %v, exit %v: %s", entryErr, waitErr, out)
+	}
+	if b, _ := os.ReadFile(target); len(b) != 0 || !strings.Contains(out, "closed") {
+		t.Fatalf("the sandboxed command wrote %q outside through inherited descriptor %d (%s)", b, fd, out)
+	}
 }

@@ -56,6 +56,11 @@ func start(t *testing.T, cfg bash.Config) *agent {
 			t.Fatal(err)
 		}
 	}
+	// These tests are about running commands, not approving them: bash
+	// asks by default, and nobody is attached here to answer.
+	tools.EventApprove.On(root, func(stdctx.Context, tools.Approval, tools.ApproveNext) (tools.Verdict, error) {
+		return tools.Verdict{Decision: tools.Allow}, nil
+	})
 	svc, err := tools.Key.Get(root)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +161,7 @@ func TestLongOutputKeepsItsHeadAndTail(t *testing.T) {
 
 func TestACallOutsideTheLimitsIsAnErrorResult(t *testing.T) {
 	a := start(t, open(nil))
-	if r := a.run(t.Context(), "true", "timeout", "601"); !r.IsError || !strings.Contains(r.Content, "1 to 600") {
+	if r := a.run(t.Context(), "true", "timeout", "601"); !r.IsError || !strings.Contains(r.Content, "600") { // the schema check or the tool's own
 		t.Fatalf("got %+v", r)
 	}
 	if r := a.run(t.Context(), ""); !r.IsError || !strings.Contains(r.Content, "command") {

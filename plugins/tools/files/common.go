@@ -85,6 +85,14 @@ func (p *place) special(rel, arg string) error {
 	return nil
 }
 
+// openRead opens rel for reading without blocking on a named pipe that
+// took the place of the file checked (or listed) a moment before: such a
+// call would otherwise hang until a writer came. The caller still checks
+// that what it opened is a regular file.
+func (p *place) openRead(rel string) (*os.File, error) {
+	return p.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
 // explain turns the error of an operation on arg into a message for the
 // model: an escape names the rule, a missing file says so.
 func (p *place) explain(err error, arg string) error {

@@ -99,7 +99,7 @@ func (c Config) loadText(p *place, rel, arg string) (string, tools.Result, bool)
 		r, _ := fail(err)
 		return "", r, false
 	}
-	f, err := p.root.Open(rel)
+	f, err := p.openRead(rel)
 	if err != nil {
 		r, _ := fail(p.explain(err, arg))
 		return "", r, false
@@ -112,6 +112,9 @@ func (c Config) loadText(p *place, rel, arg string) (string, tools.Result, bool)
 		return "", r, false
 	case st.IsDir():
 		r, _ := failf("%q is a directory; edit changes files", arg)
+		return "", r, false
+	case !st.Mode().IsRegular():
+		r, _ := failf("%q is not a regular file (%v): the file tools handle regular files and folders only", arg, st.Mode().Type())
 		return "", r, false
 	case st.Size() > int64(c.MaxFileBytes):
 		r, _ := failf("%q is %d bytes, over edit's limit of %s; use write to replace it whole", arg, st.Size(), size(c.MaxFileBytes))

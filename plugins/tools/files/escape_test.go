@@ -1,11 +1,16 @@
 package files
 
 import (
+	stdctx "context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/services/tools"
 )
 
 const (
@@ -162,5 +167,47 @@ func TestPipesAreRefusedBeforeOpening(t *testing.T) {
 	refused(t, Config{}, "grep", ws, m{"pattern": "x", "path": "pipe"}, "not a regular file")
 	if got := ok(t, Config{}, "grep", ws, m{"pattern": "x"}); !strings.Contains(got, "no matches") {
 		t.Fatalf("a walk passes pipes by: %s", got)
+	}
+}
+
+// TestAPipeSwappedInAfterTheCheckDoesNotHang: a file checked (or listed by
+// a walk) can be replaced by a named pipe before it is opened; opening
+// that pipe for reading, or for writing, must not block the call until
+// another process comes.
+func TestAPipeSwappedInAfterTheCheckDoesNotHang(t *testing.T) {
+	ws := tree(t, nil)
+	fifo := filepath.Join(ws, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := enter(tools.Call{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	done := make(chan string, 3)
+	go func() {
+		// grep opens a file its walk listed as regular without a second check.
+		g := &grepRun{c: Config{}.withDefaults()}
+		done <- "grep: " + g.file(stdctx.Background(), p, "pipe")
+		f, err := p.openRead("pipe")
+		if err == nil {
+			f.Close()
+		}
+		done <- fmt.Sprintf("openRead: %v", err)
+		_, err = writeFile(p.root, "pipe", []byte("x"))
+		done <- fmt.Sprintf("writeFile: %v", err)
+	}()
+	for i := 0; i < 3; i++ {
+		select {
+		case got := <-done:
+			t.Log(got)
+		case <-time.After(10 * time.Second):
+			// Let the blocked open go, so the test ends and says why.
+			if f, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil {
+				defer f.Close()
+			}
+			t.Fatalf("opening a named pipe blocked the call (step %d)", i+1)
+		}
 	}
 }

@@ -129,7 +129,7 @@ func globMatch(glob, rel string) bool {
 
 // file searches one file, returning why it was skipped ("" when searched).
 func (g *grepRun) file(ctx stdctx.Context, p *place, rel string) string {
-	f, err := p.root.Open(rel)
+	f, err := p.openRead(rel)
 	if err != nil {
 		g.other++
 		return fmt.Sprintf("cannot be opened: %v", p.explain(err, rel))

@@ -57,7 +57,7 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	if err := p.special(rel, args.Path); err != nil {
 		return fail(err)
 	}
-	f, err := p.root.Open(rel)
+	f, err := p.openRead(rel)
 	if err != nil {
 		return fail(p.explain(err, args.Path))
 	}
@@ -66,6 +66,8 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 		return fail(p.explain(err, args.Path))
 	} else if st.IsDir() {
 		return failf("%q is a directory; use list to see its entries", args.Path)
+	} else if !st.Mode().IsRegular() {
+		return failf("%q is not a regular file (%v): the file tools handle regular files and folders only", args.Path, st.Mode().Type())
 	}
 	if why, err := sniff(f); err != nil {
 		return fail(p.explain(err, args.Path))

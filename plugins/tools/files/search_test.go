@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -204,5 +205,34 @@ func TestCancelledSearchesStop(t *testing.T) {
 				t.Errorf("%s after cancel: %v", tool.Name, err)
 			}
 		}
+	}
+}
+
+// TestAWalkReadsNoMoreOfAFolderThanItsCap: a folder far larger than the
+// walk's cap is not held whole in memory; the walk stops at the cap and
+// says so.
+func TestAWalkReadsNoMoreOfAFolderThanItsCap(t *testing.T) {
+	ws := tree(t, nil)
+	const n = 20000
+	for i := 0; i < n; i++ {
+		f, err := os.Create(filepath.Join(ws, fmt.Sprintf("f%05d.txt", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	cfg := Config{WalkMaxEntries: 10}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out := ok(t, cfg, "glob", ws, m{"pattern": "*.txt"})
+	runtime.ReadMemStats(&after)
+	if !strings.Contains(out, "stopped after 10 entries") {
+		t.Fatalf("the cap was not reported:\n%s", out)
+	}
+	// Reading the whole folder allocates well over a megabyte (a DirEntry
+	// per file); ten entries and the read buffer take far less.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("a walk capped at 10 entries allocated %d bytes over a folder of %d", got, n)
 	}
 }

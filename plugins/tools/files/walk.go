@@ -3,8 +3,10 @@ package files
 import (
 	stdctx "context"
 	"errors"
+	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -55,7 +57,7 @@ func (w *walker) loadIgnore(stack []*ignoreFile, dir string) []*ignoreFile {
 }
 
 func (w *walker) dir(dir string, stack []*ignoreFile, fn func(string, fs.DirEntry) error, top bool) error {
-	entries, err := fs.ReadDir(w.fsys, dir)
+	entries, err := w.readDir(dir)
 	if err != nil {
 		if top {
 			return err
@@ -90,4 +92,34 @@ func (w *walker) dir(dir string, stack []*ignoreFile, fn func(string, fs.DirEntr
 		}
 	}
 	return nil
+}
+
+// readDir reads dir's entries sorted by name, but no more than the walk
+// may still visit (and one to see it is over): a folder of a million
+// entries must not be held in memory whole when the cap stops the walk
+// after a few. A folder within the cap is read whole, in name order.
+func (w *walker) readDir(dir string) ([]fs.DirEntry, error) {
+	f, err := w.fsys.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, ok := f.(fs.ReadDirFile)
+	if !ok {
+		return nil, &fs.PathError{Op: "readdir", Path: dir, Err: errors.New("not a folder")}
+	}
+	room := w.max - w.seen + 1
+	var entries []fs.DirEntry
+	for len(entries) < room {
+		chunk, err := d.ReadDir(min(room-len(entries), 1024))
+		entries = append(entries, chunk...)
+		if errors.Is(err, io.EOF) || (err == nil && len(chunk) == 0) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"syscall"
 
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -75,7 +76,7 @@ func writeFile(root *os.Root, rel string, data []byte) (created bool, err error)
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	created = err == nil
 	if errors.Is(err, fs.ErrExist) {
-		f, err = root.OpenFile(rel, os.O_WRONLY|os.O_TRUNC, 0)
+		f, err = root.OpenFile(rel, os.O_WRONLY|os.O_TRUNC|syscall.O_NONBLOCK, 0)
 	}
 	if err != nil {
 		return false, err

@@ -44,7 +44,8 @@ func (p *policy) judgeBash(c tools.Call) []part {
 func (p *policy) judgeLine(line, workspace string, depth int) []part {
 	script, err := shell.Parse(line)
 	if err != nil {
-		pt := part{subject: fmt.Sprintf("the command %q", line)}
+		// Its program is unknown: a session answer covers this line only.
+		pt := part{subject: fmt.Sprintf("the command %q", line), program: line}
 		if r := p.anyCommandRule(); r != nil {
 			return []part{p.byRule(pt, r)}
 		}
@@ -55,7 +56,7 @@ func (p *policy) judgeLine(line, workspace string, depth int) []part {
 	}
 	var parts []part
 	for _, cmd := range script.Commands {
-		parts = append(parts, p.judgeCommand(cmd, workspace, depth)...)
+		parts = append(parts, p.judgeCommand(cmd, line, workspace, depth)...)
 	}
 	for _, w := range script.Writes {
 		if pt, ok := p.judgeWrite(w, workspace); ok {
@@ -87,6 +88,27 @@ func (p *policy) firstRule(c shell.Command) *rule {
 	return nil
 }
 
+// restrictingRule is the first bash rule that denies, else the first that
+// asks, among those c matches; nil when none does.
+func (p *policy) restrictingRule(c shell.Command) *rule {
+	var best *rule
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.decision != tools.Allow && r.path == "" && r.matchesTool(BashTool) && r.matchesCommand(c) &&
+			(best == nil || rank(r.decision) > rank(best.decision)) {
+			best = r
+		}
+	}
+	return best
+}
+
+func verbOf(d tools.Decision) string {
+	if d == tools.Deny {
+		return "denies"
+	}
+	return "asks about"
+}
+
 // unreadable decides a command whose meaning is not known before it runs:
 // by a rule that takes every command, else allowed in full-access mode,
 // denied in read-only mode and asked about otherwise.
@@ -101,11 +123,27 @@ func (p *policy) unreadable(pt part, why string) part {
 	return p.decide(pt, tools.Ask, "unreadable", why+", so it cannot be judged before it runs")
 }
 
-func (p *policy) judgeCommand(c shell.Command, workspace string, depth int) []part {
+func (p *policy) judgeCommand(c shell.Command, line, workspace string, depth int) []part {
 	prog := c.Program()
 	pt := part{subject: fmt.Sprintf("the command %q", c.Text), program: prog.Value}
+	// A command judged unreadable names itself, not its program, for
+	// "allow for this session": allowing `timeout 5 make` or `$CMD` must
+	// not allow whatever timeout or $CMD runs next time. A word that
+	// expands takes its value from the line (CMD=ls; $CMD): the line then.
+	whole := pt
+	whole.program = c.Text
+	if slices.ContainsFunc(c.Words, func(w shell.Word) bool { return !w.Literal }) {
+		whole.program = line
+	}
 	if !prog.Literal {
-		return []part{p.unreadable(pt, "its program name is not literal")}
+		// It could be the program a rule denies or asks about: then a
+		// person sees it first, whatever the mode would allow (full-access
+		// allowed `$X -rf ~` beside a deny rule for rm).
+		if r := p.restrictingRule(c); r != nil && p.mode != ReadOnly {
+			return []part{p.decide(whole, tools.Ask, "unreadable", fmt.Sprintf(
+				"its program name is not literal and may be one that %s:%s %s, so it cannot be judged before it runs", p.source, r.where, verbOf(r.decision)))}
+		}
+		return []part{p.unreadable(whole, "its program name is not literal")}
 	}
 	name := path.Base(prog.Value)
 	r := p.firstRule(c)
@@ -114,7 +152,7 @@ func (p *policy) judgeCommand(c shell.Command, workspace string, depth int) []pa
 	case r != nil:
 		out = append(out, p.byRule(pt, r))
 	case slices.Contains(shells, name) || slices.Contains(wrappers, name) || isFindExec(c):
-		out = append(out, p.unreadable(pt, fmt.Sprintf("%s runs other commands", name)))
+		out = append(out, p.unreadable(whole, fmt.Sprintf("%s runs other commands", name)))
 	default:
 		out = append(out, p.byMode(pt, BashTool))
 	}
@@ -127,10 +165,21 @@ func (p *policy) judgeCommand(c shell.Command, workspace string, depth int) []pa
 	return out
 }
 
-// inlineScript returns the script a `sh -c '...'` or `eval ...` runs, when
-// it is literal.
+// inlineScript returns the script a `sh -c '...'` or `eval ...` runs, or
+// an alias stands for, when it is literal.
 func inlineScript(c shell.Command, name string) (string, bool) {
 	ws := c.Words[1:]
+	if name == "alias" {
+		// alias x='rm -rf' makes x run rm -rf on the lines after it:
+		// the alias's text is judged as the commands it becomes.
+		var b []string
+		for _, w := range ws {
+			if _, v, ok := strings.Cut(w.Value, "="); ok && w.Literal {
+				b = append(b, v)
+			}
+		}
+		return strings.Join(b, "\n"), len(b) > 0
+	}
 	if name == "eval" {
 		var b []string
 		for _, w := range ws {
@@ -200,7 +249,9 @@ func (p *policy) judgeWrite(w shell.Write, workspace string) (part, bool) {
 	if w.Literal && (slices.Contains(harmless, w.Target) || strings.HasPrefix(w.Target, "/dev/fd/")) {
 		return part{}, false
 	}
-	pt := part{subject: fmt.Sprintf("the redirection %q", w.Text)}
+	// A redirection that asks names itself for "allow for this session";
+	// no name at all would cover every bash command.
+	pt := part{subject: fmt.Sprintf("the redirection %q", w.Text), program: w.Text}
 	switch p.mode {
 	case ReadOnly:
 		return p.decide(pt, tools.Deny, "mode="+string(p.mode), "read-only mode writes no file"), true

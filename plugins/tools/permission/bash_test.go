@@ -164,7 +164,7 @@ func TestAnAskNamesTheProgramsItCovers(t *testing.T) {
 		"make test":                   "make",
 		"git fetch && make && make x": "make",
 		"curl x | jq . > out.json":    "curl jq",
-		"$CMD x":                      "$CMD",
+		"$CMD x":                      "$CMD x",
 	}
 	for command, want := range cases {
 		if v := bash(root, t, command); v.Decision != tools.Ask || v.Pattern != want {
@@ -173,5 +173,73 @@ func TestAnAskNamesTheProgramsItCovers(t *testing.T) {
 	}
 	if v := bash(newRoot(t), t, "make"); v.Pattern != "" {
 		t.Fatalf("without the plugin the default stays: %+v", v)
+	}
+}
+
+// TestASessionAnswerCoversOnlyWhatWasShown: "allow for this session"
+// remembers the ask's Pattern. For a command that cannot be judged before
+// it runs (a wrapper, a shell, a program named at run time) the program
+// name would cover anything it runs later — allowing `timeout 5 make test`
+// would allow `timeout 5 rm -rf ~` — so the pattern is the command itself.
+// A redirection that asks must not leave the pattern empty, which covers
+// every bash command.
+func TestASessionAnswerCoversOnlyWhatWasShown(t *testing.T) {
+	ws := policyOf(t, permission.Config{Mode: permission.WorkspaceWrite, Rules: []permission.Rule{{Command: "echo *", Decision: tools.Allow}}})
+	cases := map[string]string{
+		"timeout 5 make test": "timeout 5 make test",
+		"sudo ls":             "sudo ls",
+		"$CMD x":              "$CMD x",
+		"make && nice make":   "make nice make",
+		"echo hi > ~/.bashrc": "> ~/.bashrc",
+	}
+	for command, want := range cases {
+		if v := bash(ws, t, command); v.Decision != tools.Ask || v.Pattern != want {
+			t.Errorf("%q: got %+v, want pattern %q", command, v, want)
+		}
+	}
+	for _, pair := range [][2]string{
+		{"timeout 5 make test", "timeout 5 rm -rf ~"},
+		{"CMD=ls; $CMD", "CMD='rm -rf ~'; $CMD"},
+		{"bash build.sh", `bash -c "$X"`},
+		{"echo a > /tmp/a", "echo b > ~/.bashrc"},
+	} {
+		if a, b := bash(ws, t, pair[0]), bash(ws, t, pair[1]); a.Pattern == b.Pattern {
+			t.Errorf("allowing %q for the session would allow %q: both have pattern %q", pair[0], pair[1], a.Pattern)
+		}
+	}
+}
+
+// TestADenyRuleMeetsAProgramNamedAtRunTime: a program that only exists at
+// run time could be the one a rule denies; it must not slip past the rule
+// as "unreadable", which full-access allows: a person sees it first.
+func TestADenyRuleMeetsAProgramNamedAtRunTime(t *testing.T) {
+	deny := []permission.Rule{{Command: "rm *", Decision: tools.Deny}}
+	for _, mode := range []permission.Mode{permission.FullAccess, permission.WorkspaceWrite} {
+		root := policyOf(t, permission.Config{Mode: mode, Rules: deny})
+		for _, command := range []string{`"$(echo rm)" -rf ~`, `$'\x72m' -rf ~`, "X=rm; $X -rf ~"} {
+			if v := bash(root, t, command); v.Decision != tools.Ask || !strings.Contains(v.Reason, "rules[0] denies") {
+				t.Errorf("%s: %q: got %+v, want an ask naming the rm rule", mode, command, v)
+			}
+		}
+	}
+	// A program named at run time that no rule could match keeps the
+	// mode's verdict.
+	full := policyOf(t, permission.Config{Mode: permission.FullAccess, Rules: []permission.Rule{{Command: "rm -rf *", Decision: tools.Deny}}})
+	if v := bash(full, t, "$CC main.c"); v.Decision != tools.Allow {
+		t.Errorf("full-access, $CC main.c: %+v", v)
+	}
+}
+
+// TestAnAliasIsJudgedAsWhatItRuns: with expand_aliases on, a later line
+// runs the alias's text; a deny rule must meet it there.
+func TestAnAliasIsJudgedAsWhatItRuns(t *testing.T) {
+	root := policyOf(t, permission.Config{Mode: permission.FullAccess, Rules: []permission.Rule{{Command: "rm *", Decision: tools.Deny}}})
+	for _, command := range []string{"shopt -s expand_aliases\nalias x='rm -rf'\nx ~", "alias ll='ls -l' x='rm -rf'"} {
+		if v := bash(root, t, command); v.Decision != tools.Deny {
+			t.Errorf("%q: got %+v, want the rm rule's deny", command, v)
+		}
+	}
+	if v := bash(root, t, "alias ll='ls -l'"); v.Decision != tools.Allow {
+		t.Errorf("an alias of an allowed command: %+v", v)
 	}
 }

@@ -52,7 +52,7 @@ func newPolicy(cfg Config, source string) (*policy, error) {
 // simple command or redirection of a bash command line.
 type part struct {
 	subject string // `the tool "write"`, `the command "rm -rf ~"`
-	program string // the program as written, for Pattern; "" for a redirection
+	program string // what a session answer covers (Pattern): the program as written, or the whole command or redirection when the program says too little
 	decided bool   // false: this policy has no opinion; the next one decides
 	v       tools.Verdict
 }
