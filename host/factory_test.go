@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -407,4 +408,35 @@ presets:
 		t.Log("no open landed on the config with the preset this run")
 	}
 	t.Logf("opens during reloads: %v", results)
+}
+
+// TestCloseIsBoundedForAStuckOpenedAgent: an opened agent whose turn does
+// not stop holds Close no longer than its ctx, and says so.
+func TestCloseIsBoundedForAStuckOpenedAgent(t *testing.T) {
+	stuckModel = &stuck{started: make(chan struct{}), unstuck: make(chan struct{})}
+	h, err := host.Start(mustParse(t, stuckConfigText), host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle, err := h.OpenAgent(stdctx.Background(), host.AgentSpec{ID: "opened-hung", Template: "hung"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Controller().Deliver(stdctx.Background(), handle.Agent, agentcontroller.Request{Mode: agentcontroller.Followup, Content: "hang"}); err != nil {
+		t.Fatal(err)
+	}
+	<-stuckModel.started
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := h.Close(ctx); !errs.HasCode(err, agents.DisposeTimeout) {
+		t.Fatalf("Close must report the opened agent it could not stop: %v", err)
+	}
+	close(stuckModel.unstuck)
+	handle.Agent.WhenIdle(stdctx.Background())
+	if err := h.Close(stdctx.Background()); err != nil {
+		t.Fatalf("a second Close finishes the teardown: %v", err)
+	}
+	if handle.Agent.Status() != agents.StatusDisposed {
+		t.Fatal("the opened agent outlived the host")
+	}
 }
