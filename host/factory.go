@@ -88,7 +88,8 @@ type openedAgent struct {
 // store does not hold the session and SESSION_LOCKED when it is open
 // elsewhere (reason session/other-process or session/closing from the
 // store, ReasonSessionOpenHere for this process); HOST_START_FAILED for a
-// preset plugin that fails to start; HOST_CLOSED once the host closes.
+// preset plugin that fails to start; HOST_CLOSED once the host closes,
+// also when it closes while the agent is being built.
 func (h *Host) OpenAgent(ctx stdctx.Context, spec AgentSpec) (*agents.Handle, error) {
 	if ctx == nil {
 		ctx = stdctx.Background()
@@ -121,6 +122,11 @@ func (h *Host) OpenAgent(ctx stdctx.Context, spec AgentSpec) (*agents.Handle, er
 	}
 	handle, err := h.openPlan(ctx, cfg, p)
 	if err != nil {
+		if h.isClosed() {
+			// The tree went away under the open: what failed (a provider
+			// gone with the root, say) is not the spec's fault.
+			return nil, errs.Wrap(Closed, err, fmt.Sprintf("cannot open agent %q: the host closed while it was being built", spec.ID))
+		}
 		return nil, specError(spec, err)
 	}
 	rec.handle = handle

@@ -440,3 +440,41 @@ func TestCloseIsBoundedForAStuckOpenedAgent(t *testing.T) {
 		t.Fatal("the opened agent outlived the host")
 	}
 }
+
+// TestCloseDuringAnOpenLeavesNothing: Close while an open is mounting its
+// presets; whichever finishes first, the agent does not outlive the host
+// (and goleak in TestMain finds no goroutine of it).
+func TestCloseDuringAnOpenLeavesNothing(t *testing.T) {
+	blockEntered, blockRelease = make(chan struct{}, 1), make(chan struct{})
+	cfg := mustParse(t, fmt.Sprintf(factoryConfig, "open-closing", "x"))
+	cfg.Presets["slow"] = []config.Entry{{ID: "slow", Use: "test.block"}}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		handle *agents.Handle
+		err    error
+	}
+	opened := make(chan result, 1)
+	go func() {
+		handle, err := h.OpenAgent(stdctx.Background(), host.AgentSpec{ID: "o", Provider: "scripted", Presets: []string{"slow"}})
+		opened <- result{handle, err}
+	}()
+	<-blockEntered
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close(stdctx.Background()) }()
+	close(blockRelease)
+	r := <-opened
+	<-closed
+	switch {
+	case r.err == nil && r.handle.Agent.Status() != agents.StatusDisposed:
+		t.Fatal("an agent opened while the host closed outlived it")
+	case r.err != nil && !errs.HasCode(r.err, host.Closed):
+		t.Fatalf("an open cut short by Close must say so: %v", r.err)
+	}
+	if _, ok := h.Agent("o"); ok {
+		t.Fatal("the agent is still registered after Close")
+	}
+	t.Logf("open: %v", r.err)
+}
