@@ -2,7 +2,10 @@
 // running: it mounts the core services, applies the configured plugins —
 // in-process ones by id from package plugin, binaries through package
 // execplugin — creates the agents with their presets, and reloads all of
-// it when the config changes. Package config loads and checks the file.
+// it when the config changes. OpenAgent is the agents factory's one
+// operation for an agent with presets and a workspace, used by the config's
+// own agents and by any caller (the session controller), whose agents it
+// then leaves to them. Package config loads and checks the file.
 package host
 
 import (
@@ -10,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -27,7 +31,6 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
@@ -68,10 +71,14 @@ type Host struct {
 	plugins []*mounted
 	agents  map[string]*runningAgent
 	order   []string // agent ids in config order
-	closed  bool
+	// opened are the agents callers opened (OpenAgent), by id: theirs to
+	// dispose, Close's if they do not.
+	opened map[string]*openedAgent
+	closed bool
 
-	// reloading serializes reloads.
-	reloading sync.Mutex
+	// reloading serializes reloads (write lock) and keeps OpenAgent, which
+	// takes it for reading, on one config generation.
+	reloading sync.RWMutex
 
 	// reloaded is closed by the next Reload. It has its own lock, taken
 	// only to swap the channel.
@@ -111,7 +118,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		})
 	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
+	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
 	if h.stopTimeout <= 0 {
 		h.stopTimeout = DefaultStopTimeout
 	}
@@ -203,43 +210,6 @@ func (h *Host) applyAt(ctx *dshctx.Context, cfg *config.Config, e *config.Entry,
 	return &mounted{entry: *e, fiber: f, exec: ep, order: order}, nil
 }
 
-// startAgent creates one agent and mounts its presets in its scope.
-func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
-	var presets [][]config.Entry
-	for _, name := range ac.PresetNames() {
-		presets = append(presets, cfg.Presets[name])
-	}
-	options := agentOptions(ac)
-	setup := func(scope *dshctx.Context) error {
-		for i, name := range ac.PresetNames() {
-			list := presets[i]
-			for j := range list {
-				if list[j].Disabled {
-					continue
-				}
-				if _, err := h.apply(scope, cfg, &list[j], fmt.Sprintf("presets.%s[%d]", name, j)); err != nil {
-					return err
-				}
-			}
-		}
-		// Checked once the presets are mounted: a provider of the agent's
-		// own scope counts as much as one at the root.
-		if models := h.models.In(scope); !slices.Contains(models.Names(), ac.Provider) {
-			return errs.New(StartFailed, fmt.Sprintf(
-				"agent %q uses model provider %q, which no plugin registers for it (registered: %s); add a plugin entry such as use: llm.%s",
-				ac.ID, ac.Provider, orNone(models.Names()), ac.Provider))
-		}
-		return nil
-	}
-	handle, err := h.createOrResume(ac, options, setup)
-	if err != nil {
-		return errs.Wrap(StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))
-	}
-	h.log.Debug("agent started", "agent", ac.ID, "provider", ac.Provider, "session", handle.Agent.Session().ID())
-	h.addAgent(&runningAgent{cfg: ac, presets: presets, handle: handle})
-	return nil
-}
-
 // agentOptions are the settings of the agent's loop. The workspace is
 // absolute by now: config resolved it against the working directory.
 func agentOptions(ac config.AgentConfig) agents.Options {
@@ -247,27 +217,6 @@ func agentOptions(ac config.AgentConfig) agents.Options {
 		Provider: ac.Provider, Model: ac.Model, SystemPrompt: ac.SystemPrompt, MaxTokens: ac.MaxTokens, MaxSteps: ac.MaxSteps,
 		Workspace: ac.Workspace, MaxParallelTools: ac.MaxParallelTools,
 	}
-}
-
-// createOrResume starts an agent: in a fresh session, or in the one its
-// config names — resumed when the persistence plugin holds it, new under
-// that id when it does not yet.
-func (h *Host) createOrResume(ac config.AgentConfig, options agents.Options, setup func(*dshctx.Context) error) (*agents.Handle, error) {
-	if ac.Session == "" {
-		return h.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: ac.ID, Options: options, Setup: setup})
-	}
-	handle, err := h.registry.Resume(stdctx.Background(), agents.ResumeOptions{AgentID: ac.ID, ResumeSessionID: ac.Session, Options: options, Setup: setup})
-	switch {
-	case err == nil:
-		h.log.Info("agent resumed its session", "agent", ac.ID, "session", ac.Session, "events", handle.Agent.Session().Len())
-		return handle, nil
-	case errs.HasCode(err, session.NoPersistence):
-		return nil, errs.Wrap(StartFailed, err, fmt.Sprintf(
-			"agent %q names session %q, which needs a persistence plugin; add a plugin entry such as use: session.jsonl, or remove session:", ac.ID, ac.Session))
-	case errs.HasCode(err, session.NotFound):
-		return h.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: ac.ID, SessionID: ac.Session, Options: options, Setup: setup})
-	}
-	return nil, err
 }
 
 // Root returns the root context.
@@ -326,8 +275,9 @@ func (h *Host) ExecPlugin(id string) (*execplugin.Plugin, bool) {
 	return nil, false
 }
 
-// Close disposes the agents (their turns end, sessions flush), then the
-// whole tree, all bounded by ctx. It returns every failure joined: an agent
+// Close disposes the agents — first those callers opened and still hold,
+// then the config's — (their turns end, sessions flush), then the whole
+// tree, all bounded by ctx. It returns every failure joined: an agent
 // that did not stop, a disposer that failed (a plugin's final write), or
 // the CONTEXT_INACTIVE error of a teardown ctx cut short, which goes on in
 // the background. It does not wait for a reload in progress: that reload
@@ -339,8 +289,17 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	for _, id := range h.order {
 		running = append(running, h.agents[id])
 	}
+	opened := make([]*agents.Handle, 0, len(h.opened))
+	for _, id := range slices.Sorted(maps.Keys(h.opened)) {
+		opened = append(opened, h.opened[id].handle)
+	}
 	h.mu.Unlock()
 	var failed []error
+	for _, handle := range opened {
+		if err := handle.Dispose(ctx); err != nil {
+			failed = append(failed, err)
+		}
+	}
 	for i := len(running) - 1; i >= 0; i-- {
 		if err := running[i].handle.Dispose(ctx); err != nil {
 			failed = append(failed, err)

@@ -42,6 +42,13 @@ const Closed errs.Code = "HOST_CLOSED"
 // (agents.DisposeTimeout), so its replacement fails to start and the error
 // says so. Reloads run one at a time; the host's lock is never held across
 // a start or a stop, so Close and the getters do not wait for a reload.
+//
+// Agents opened with OpenAgent are their callers': a reload neither
+// recreates nor disposes them, even when their template or presets
+// change. A reload waits for the opens in progress and the opens that
+// start meanwhile wait for it, so each open sees one config whole. A new
+// configured agent whose id an opened agent holds fails to start
+// (AGENT_EXISTS) and the error says so.
 func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
 	defer h.announceReload()
 	h.reloading.Lock()

@@ -48,6 +48,13 @@ type Config struct {
 	decoded map[*Entry]any
 	// builtin names the built-in presets in c.Presets.
 	builtin map[string]bool
+	// spare holds the built-in presets no agent uses, checked and decoded
+	// for agents opened later; spareErr the problems of those that cannot
+	// be (see addSparePresets).
+	spare    map[string][]Entry
+	spareErr map[string]string
+	// wd is the working directory relative paths started from.
+	wd string
 }
 
 // Entry is one plugin to apply.
@@ -272,6 +279,7 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 // plugin config.
 func (c *Config) check(p *problems, dir string) {
 	c.decoded = map[*Entry]any{}
+	c.wd = dir
 	c.checkEntries(c.Plugins, "plugins", p)
 	var names []string // the presets the file defines
 	for name := range c.Presets {
@@ -287,6 +295,7 @@ func (c *Config) check(p *problems, dir string) {
 		}
 		c.checkEntries(c.Presets[name], at, p)
 	}
+	c.addSparePresets(p)
 	seen, sessions := map[string]int{}, map[string]int{}
 	for i := range c.Agents {
 		a := &c.Agents[i]
@@ -328,6 +337,7 @@ func (c *Config) check(p *problems, dir string) {
 		}
 	}
 	c.checkReferences(p)
+	c.checkStores(p)
 	switch strings.ToLower(c.Log.Level) {
 	case "", "trace", "debug", "info", "warn", "error", "off":
 	default:

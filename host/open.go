@@ -1,0 +1,132 @@
+package host
+
+import (
+	stdctx "context"
+	"fmt"
+	"slices"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// The one way an agent is made with its presets: the config's agents at
+// start and reload, and the agents callers open (OpenAgent), both go
+// through openPlan.
+
+// sessionMode says how an agent gets its session.
+type sessionMode int
+
+const (
+	// freshSession: a new session, under plan.session when set.
+	freshSession sessionMode = iota
+	// resumeOrCreate: the config's session: key — resumed when persisted,
+	// new under that id when not.
+	resumeOrCreate
+	// resumeOnly: resume plan.session; not persisted is an error.
+	resumeOnly
+)
+
+// plan is one agent to open.
+type plan struct {
+	id      string
+	options agents.Options
+	presets []string
+	entries [][]config.Entry // presets resolved, in order
+	session string
+	mode    sessionMode
+	// noProvider builds the error of a provider nothing registers for
+	// the agent's scope; names are those registered.
+	noProvider func(names []string) error
+	// setup, when set, runs in the scope after the presets.
+	setup func(scope *dshctx.Context) error
+}
+
+// openPlan creates or resumes the agent of p with cfg's presets mounted in
+// its scope, then checks its provider is registered there. Any failure
+// leaves nothing behind: the agents factory disposes the half-built scope
+// (and the presets mounted in it) and frees the id.
+func (h *Host) openPlan(ctx stdctx.Context, cfg *config.Config, p plan) (*agents.Handle, error) {
+	var setupErr error
+	setup := func(scope *dshctx.Context) (err error) {
+		defer func() { setupErr = err }()
+		for i, name := range p.presets {
+			list := p.entries[i]
+			for j := range list {
+				if list[j].Disabled {
+					continue
+				}
+				if _, err := h.apply(scope, cfg, &list[j], fmt.Sprintf("presets.%s[%d]", name, j)); err != nil {
+					return err
+				}
+			}
+		}
+		// Checked once the presets are mounted: a provider of the agent's
+		// own scope counts as much as one at the root.
+		if names := h.models.In(scope).Names(); !slices.Contains(names, p.options.Provider) {
+			return p.noProvider(names)
+		}
+		if p.setup != nil {
+			return p.setup(scope)
+		}
+		return nil
+	}
+	handle, err := h.createOrResume(ctx, p, setup)
+	if err != nil && setupErr != nil {
+		// The factory wraps a setup error as PLUGIN_FAILED; ours already
+		// say which preset entry or which provider, under their own code.
+		return nil, setupErr
+	}
+	return handle, err
+}
+
+// createOrResume starts the agent in the session p asks for.
+func (h *Host) createOrResume(ctx stdctx.Context, p plan, setup func(*dshctx.Context) error) (*agents.Handle, error) {
+	create := func() (*agents.Handle, error) {
+		return h.registry.Create(ctx, agents.CreateOptions{AgentID: p.id, SessionID: p.session, Options: p.options, Setup: setup})
+	}
+	if p.session == "" || p.mode == freshSession {
+		return create()
+	}
+	handle, err := h.registry.Resume(ctx, agents.ResumeOptions{AgentID: p.id, ResumeSessionID: p.session, Options: p.options, Setup: setup})
+	if err == nil {
+		h.log.Info("agent resumed its session", "agent", p.id, "session", p.session, "events", handle.Agent.Session().Len())
+		return handle, nil
+	}
+	if p.mode == resumeOrCreate && errs.HasCode(err, session.NotFound) {
+		return create()
+	}
+	return nil, err
+}
+
+// configPlan is the plan of a configured agent.
+func configPlan(cfg *config.Config, ac config.AgentConfig) plan {
+	p := plan{id: ac.ID, options: agentOptions(ac), presets: ac.PresetNames(), session: ac.Session, entries: presetsOf(cfg, ac)}
+	if ac.Session != "" {
+		p.mode = resumeOrCreate
+	}
+	p.noProvider = func(names []string) error {
+		return errs.New(StartFailed, fmt.Sprintf(
+			"agent %q uses model provider %q, which no plugin registers for it (registered: %s); add a plugin entry such as use: llm.%s",
+			ac.ID, ac.Provider, orNone(names), ac.Provider))
+	}
+	return p
+}
+
+// startAgent starts a configured agent and records it as the config's.
+func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
+	p := configPlan(cfg, ac)
+	handle, err := h.openPlan(stdctx.Background(), cfg, p)
+	if err != nil {
+		if errs.HasCode(err, session.NoPersistence) {
+			err = errs.Wrap(StartFailed, err, fmt.Sprintf(
+				"agent %q names session %q, which needs a persistence plugin; add a plugin entry such as use: session.jsonl, or remove session:", ac.ID, ac.Session))
+		}
+		return errs.Wrap(StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))
+	}
+	h.log.Debug("agent started", "agent", ac.ID, "provider", ac.Provider, "session", handle.Agent.Session().ID())
+	h.addAgent(&runningAgent{cfg: ac, presets: p.entries, handle: handle})
+	return nil
+}
