@@ -235,12 +235,19 @@ func TestCancelKillsTheCommandAtOnce(t *testing.T) {
 	go func() { done <- a.run(ctx, "sleep 300 & echo $! > bg; wait") }()
 	bg := filepath.Join(a.ws, "bg")
 	var pid int
+	deadline := time.After(30 * time.Second)
 	for pid == 0 {
 		b, _ := os.ReadFile(bg)
 		if strings.HasSuffix(string(b), "\n") {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case r := <-done:
+			t.Fatalf("the command ended before it reported its background job: %+v", r)
+		case <-deadline:
+			t.Fatal("the command never reported its background job's pid")
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	cancel()
 	r := <-done
