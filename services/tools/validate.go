@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -32,6 +33,20 @@ type compiled struct {
 // jsonTypes are the type names a schema may use.
 var jsonTypes = []string{"null", "boolean", "object", "array", "number", "string", "integer"}
 
+// schemaCache shares resolved schemas between registrations of the same
+// text: every agent whose preset mounts the file tools registers the same
+// six schemas, and resolving them was most of the cost of opening such an
+// agent. A resolved schema is only read after it is built, so sharing it
+// is safe. The cache is bounded so tools with ever-new schemas (from MCP
+// servers, say) cannot grow it without end; past the bound, schemas are
+// resolved per registration as before.
+var schemaCache struct {
+	sync.Mutex
+	m map[string]*compiled
+}
+
+const schemaCacheMax = 512
+
 // compileSchema resolves a tool's parameters once, at registration. A
 // schema may not load anything from outside itself: a $ref to a file or a
 // URL is a registration error, not a read at call time.
@@ -39,6 +54,28 @@ func compileSchema(tool string, raw json.RawMessage) (*compiled, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
+	schemaCache.Lock()
+	c, ok := schemaCache.m[string(raw)]
+	schemaCache.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := resolveSchema(tool, raw)
+	if err != nil {
+		return nil, err
+	}
+	schemaCache.Lock()
+	if schemaCache.m == nil {
+		schemaCache.m = map[string]*compiled{}
+	}
+	if len(schemaCache.m) < schemaCacheMax {
+		schemaCache.m[string(raw)] = c
+	}
+	schemaCache.Unlock()
+	return c, nil
+}
+
+func resolveSchema(tool string, raw json.RawMessage) (*compiled, error) {
 	bad := func(err error) error {
 		return errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf(
 			"tools.Register: the parameters schema of %q is not a valid JSON schema (draft 2020-12, self-contained); fix the schema the tool declares", tool))

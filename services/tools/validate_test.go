@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	stdctx "context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -152,5 +153,39 @@ func TestScopedToolsAreValidatedToo(t *testing.T) {
 	}
 	if r, _ := s.Execute(stdctx.Background(), a, tools.Call{Name: "edit", Arguments: []byte(`{}`)}); !r.IsError {
 		t.Fatalf("scoped tool ran unvalidated: %+v", r)
+	}
+}
+
+// TestASchemaTextIsResolvedOnce: agents that mount the same tools share
+// the resolved schema, so a second registration of the same text does not
+// parse and resolve it again, and both tools still validate.
+func TestASchemaTextIsResolvedOnce(t *testing.T) {
+	root := newRoot(t)
+	s := tools.New()
+	var rec recorder
+	if err := s.Register(root, rec.tool("first", editSchema)); err != nil {
+		t.Fatal(err)
+	}
+	var scopes []*dshctx.Context
+	allocs := testing.AllocsPerRun(20, func() {
+		a, _ := root.Scoped(fmt.Sprintf("agent-%d", len(scopes)))
+		scopes = append(scopes, a)
+		if err := s.Register(a, rec.tool("again", editSchema)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 60 {
+		t.Fatalf("registering a schema already resolved took %.0f allocations; it was resolved again", allocs)
+	}
+	a := scopes[len(scopes)-1]
+	for _, name := range []string{"first", "again"} {
+		at := root
+		if name == "again" {
+			at = a
+		}
+		r, _ := s.Execute(stdctx.Background(), at, tools.Call{Name: name, Arguments: []byte(`{"limit": 0}`)})
+		if !r.IsError || !strings.Contains(r.Content, `"path" is required`) || !strings.Contains(r.Content, `"`+name+`"`) {
+			t.Fatalf("%s: %+v", name, r)
+		}
 	}
 }
