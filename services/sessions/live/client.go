@@ -22,6 +22,8 @@ type AttachOptions struct {
 	// Name identifies the client to the others ("answered by Name");
 	// default client-N.
 	Name string
+	// Buffer bounds this client's queue; default Options.Buffer.
+	Buffer int
 }
 
 // Client is one attached client. Next is for one goroutine; Answer,
@@ -69,7 +71,10 @@ func (h *Hub) Attach(ctx stdctx.Context, o AttachOptions) (*Client, error) {
 	if o.Name == "" {
 		o.Name = fmt.Sprintf("client-%d", h.named)
 	}
-	c := &Client{hub: h, name: o.Name, approvals: o.Approvals, limit: h.opts.Buffer, wake: make(chan struct{}, 1)}
+	if o.Buffer <= 0 {
+		o.Buffer = h.opts.Buffer
+	}
+	c := &Client{hub: h, name: o.Name, approvals: o.Approvals, limit: o.Buffer, wake: make(chan struct{}, 1)}
 	c.last.Store(o.AfterSeq)
 	if o.Approvals {
 		if err := h.approve(); err != nil {
