@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,7 @@ func TestSlowClientIsDroppedNotWaitedFor(t *testing.T) {
 // every client's reconstruction must equal the final log.
 func TestNoGapNoDuplicateUnderRace(t *testing.T) {
 	a := newAgent(t)
+	a.pace = runtime.Gosched
 	h := newHub(t, a, live.Options{Window: 4, Buffer: 16})
 	done := make(chan struct{})
 	// streaming ends with the driver, so that a client waiting for more

@@ -23,18 +23,20 @@ type fakeAgent struct {
 	id    string
 	scope *dshctx.Context
 	sess  *session.Session
+	// pace runs after each chunk of turn, to interleave with clients.
+	pace func()
 }
 
-func (a *fakeAgent) ID() string                        { return a.id }
-func (a *fakeAgent) Status() agents.Status             { return agents.StatusIdle }
-func (a *fakeAgent) Session() *session.Session         { return a.sess }
-func (a *fakeAgent) Context() *dshctx.Context          { return a.scope }
-func (a *fakeAgent) Followup(llm.Message) error        { return nil }
-func (a *fakeAgent) Steer(llm.Message) error           { return nil }
-func (a *fakeAgent) Abort()                            {}
-func (a *fakeAgent) Cancel(error)                      {}
-func (a *fakeAgent) WhenIdle(stdctx.Context) error     { return nil }
-func (a *fakeAgent) Pending() int                      { return 0 }
+func (a *fakeAgent) ID() string                    { return a.id }
+func (a *fakeAgent) Status() agents.Status         { return agents.StatusIdle }
+func (a *fakeAgent) Session() *session.Session     { return a.sess }
+func (a *fakeAgent) Context() *dshctx.Context      { return a.scope }
+func (a *fakeAgent) Followup(llm.Message) error    { return nil }
+func (a *fakeAgent) Steer(llm.Message) error       { return nil }
+func (a *fakeAgent) Abort()                        {}
+func (a *fakeAgent) Cancel(error)                  {}
+func (a *fakeAgent) WhenIdle(stdctx.Context) error { return nil }
+func (a *fakeAgent) Pending() int                  { return 0 }
 func (a *fakeAgent) emit(turn, step int, id string, c llm.Chunk) {
 	agentloop.EventStreamChunk.Emit(stdctx.Background(), a.scope, agentloop.StreamChunk{Agent: a, Turn: turn, Step: step, MessageID: id, Chunk: c})
 }
@@ -82,6 +84,9 @@ func (a *fakeAgent) turn(turn, n int, mid func()) {
 		c := llm.Chunk{Kind: llm.ChunkText, Text: fmt.Sprintf("w%d ", i)}
 		asm.Add(c)
 		a.emit(turn, 1, id, c)
+		if a.pace != nil {
+			a.pace()
+		}
 	}
 	fin := llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishStop}
 	a.emit(turn, 1, id, fin)
