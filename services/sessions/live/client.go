@@ -159,9 +159,11 @@ func (c *Client) Next(ctx stdctx.Context) (Update, error) {
 	}
 }
 
-// load reads the next page of events older than the Hub's window.
+// load reads the events older than the Hub's window, in one call: the
+// in-memory session can only copy from a seq to its end, and a store reads
+// the whole file anyway, so pages would cost more than they save.
 func (c *Client) load(ctx stdctx.Context) error {
-	to := min(c.loadTo, c.loadFrom+loadPage-1)
+	to := c.loadTo
 	evs, err := c.hub.opts.Load(ctx, c.loadFrom, to)
 	if err == nil && int64(len(evs)) != to-c.loadFrom+1 {
 		err = fmt.Errorf("asked for events %d..%d, got %d", c.loadFrom, to, len(evs))

@@ -39,7 +39,6 @@ const (
 	defaultWindow  = 1024
 	defaultBuffer  = 1024
 	defaultNotices = 32
-	loadPage       = 256
 )
 
 // Hub serves one agent's session to attached clients; see the package doc.

@@ -50,7 +50,7 @@ type Update struct {
 	// Seq is the sequence number of a KindEvent.
 	Seq      int64          `json:"seq,omitempty"`
 	Event    *session.Event `json:"event,omitempty"`
-	Chunk    Chunk          `json:"chunk"`
+	Chunk    Chunk          `json:"chunk,omitzero"`
 	Snapshot *Snapshot      `json:"snapshot,omitempty"`
 	Notice   *Notice        `json:"notice,omitempty"`
 	Question *Question      `json:"question,omitempty"`
