@@ -173,13 +173,21 @@ func next(t testing.TB, c *live.Client) live.Update {
 
 func sameLog(t testing.TB, got []session.Event, s *session.Session) {
 	t.Helper()
+	if err := diffLog(got, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// diffLog says how a client's events differ from the session's log.
+func diffLog(got []session.Event, s *session.Session) error {
 	want := s.Events(1)
 	if len(got) != len(want) {
-		t.Fatalf("client holds %d events, the log %d", len(got), len(want))
+		return fmt.Errorf("client holds %d events, the log %d", len(got), len(want))
 	}
 	for i := range want {
 		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Fatalf("event %d differs:\n got %+v\nwant %+v", i+1, got[i], want[i])
+			return fmt.Errorf("event %d differs:\n got %+v\nwant %+v", i+1, got[i], want[i])
 		}
 	}
+	return nil
 }
