@@ -129,8 +129,12 @@ func New(agent agents.Agent, opts Options) (*Hub, error) {
 	}
 	h.stop = stop
 	// Events appended before the listeners were on are read from the
-	// session; the listeners drop what this already recorded.
+	// session — only the window's worth, a resumed log can be long — and
+	// the listeners drop what this already recorded.
 	h.mu.Lock()
+	if n := int64(sess.Len()); n > int64(opts.Window) {
+		h.last = n - int64(opts.Window)
+	}
 	h.catchUp(0)
 	h.mu.Unlock()
 	return h, nil
