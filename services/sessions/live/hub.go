@@ -106,6 +106,11 @@ func New(agent agents.Agent, opts Options) (*Hub, error) {
 		}
 	}
 	h := &Hub{agent: agent, sess: sess, opts: opts, clients: map[*Client]struct{}{}}
+	// The Hub starts a window's worth back: a resumed log can be long,
+	// and older events are the loader's.
+	if n := int64(sess.Len()); n > int64(opts.Window) {
+		h.last = n - int64(opts.Window)
+	}
 	at := agent.Context()
 	offEvents, err := session.EventAppended.On(at, h.onAppended)
 	if err != nil {
@@ -129,12 +134,8 @@ func New(agent agents.Agent, opts Options) (*Hub, error) {
 	}
 	h.stop = stop
 	// Events appended before the listeners were on are read from the
-	// session — only the window's worth, a resumed log can be long — and
-	// the listeners drop what this already recorded.
+	// session; the listeners drop what this already recorded.
 	h.mu.Lock()
-	if n := int64(sess.Len()); n > int64(opts.Window) {
-		h.last = n - int64(opts.Window)
-	}
 	h.catchUp(0)
 	h.mu.Unlock()
 	return h, nil
@@ -153,7 +154,10 @@ func memoryLoader(s *session.Session) Loader {
 
 // Close closes every client with LIVE_HUB_CLOSED, withdraws the Hub as
 // approval answerer and stops listening. It is idempotent.
-func (h *Hub) Close() { h.stop() }
+func (h *Hub) Close() {
+	h.shutdown(errs.New(HubClosed, fmt.Sprintf("the live hub of agent %q was closed: its session is closed", h.agent.ID())))
+	h.stop()
+}
 
 // LastSeq returns the seq of the last durable event the Hub has seen.
 func (h *Hub) LastSeq() int64 {

@@ -2,6 +2,7 @@ package live_test
 
 import (
 	stdctx "context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestDisposingTheAgentClosesItsClients(t *testing.T) {
 	if err := a.scope.Dispose(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Next(stdctx.Background()); !errs.HasCode(err, live.HubClosed) {
+	if _, err := c.Next(stdctx.Background()); !errs.HasCode(err, live.HubClosed) || !strings.Contains(err.Error(), "disposed") {
 		t.Fatalf("after the agent's scope ended: %v", err)
 	}
 }
