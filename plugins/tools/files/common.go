@@ -111,6 +111,8 @@ func (p *place) explain(err error, arg string) error {
 		return fmt.Errorf("%q is a file, or goes through one, where a folder was expected", arg)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%q cannot be accessed: permission denied", arg)
+	case errors.Is(err, errLinked):
+		return fmt.Errorf("%q %v", arg, err)
 	}
 	return fmt.Errorf("%q: %v", arg, err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -120,9 +121,19 @@ func (c Config) loadText(p *place, rel, arg string) (string, tools.Result, bool)
 		r, _ := failf("%q is %d bytes, over edit's limit of %s; use write to replace it whole", arg, st.Size(), size(c.MaxFileBytes))
 		return "", r, false
 	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+		r, _ := fail(p.explain(errLinked, arg))
+		return "", r, false
+	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(c.MaxFileBytes)+1))
 	if err != nil {
 		r, _ := fail(p.explain(err, arg))
+		return "", r, false
+	}
+	if len(data) > c.MaxFileBytes {
+		// It grew after the size check: editing what was read would cut
+		// off the rest when written back.
+		r, _ := failf("%q grew past edit's limit of %s while it was read; use write to replace it whole", arg, size(c.MaxFileBytes))
 		return "", r, false
 	}
 	if why := binaryReason(data[:min(len(data), sniffBytes)], len(data) <= sniffBytes); why != "" {

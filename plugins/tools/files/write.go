@@ -76,7 +76,17 @@ func writeFile(root *os.Root, rel string, data []byte) (created bool, err error)
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	created = err == nil
 	if errors.Is(err, fs.ErrExist) {
-		f, err = root.OpenFile(rel, os.O_WRONLY|os.O_TRUNC|syscall.O_NONBLOCK, 0)
+		// Opened without O_TRUNC: the file is checked before anything in
+		// it changes.
+		f, err = root.OpenFile(rel, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			if err = replaceable(f); err == nil {
+				err = f.Truncate(0)
+			}
+			if err != nil {
+				f.Close()
+			}
+		}
 	}
 	if err != nil {
 		return false, err
@@ -84,4 +94,25 @@ func writeFile(root *os.Root, rel string, data []byte) (created bool, err error)
 	_, werr := f.Write(data)
 	cerr := f.Close()
 	return created, errors.Join(werr, cerr)
+}
+
+// errLinked refuses a file with more than one name. os.Root keeps paths
+// inside the workspace, but a hard link is the same file under another
+// name, possibly outside it: writing through it would change that file.
+var errLinked = errors.New("has more than one hard link; writing through it would also change the file under its other names, which may be outside the workspace, so the file tools leave it alone")
+
+// replaceable checks an existing file before write replaces it: a regular
+// file with one name.
+func replaceable(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("is not a regular file (%v): the file tools handle regular files and folders only", st.Mode().Type())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+		return errLinked
+	}
+	return nil
 }

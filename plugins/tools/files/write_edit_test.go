@@ -121,3 +121,22 @@ func TestUnifiedDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestAHardLinkToAFileOutsideIsLeftAlone: os.Root keeps paths inside the
+// workspace, but a hard link is the outside file under an inside name;
+// write and edit refuse it, and the outside file keeps its content.
+func TestAHardLinkToAFileOutsideIsLeftAlone(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := tree(t, nil)
+	if err := os.Link(outside, filepath.Join(ws, "inside")); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, Config{}, "write", ws, m{"path": "inside", "content": "gone"}, "more than one hard link")
+	refused(t, Config{}, "edit", ws, m{"path": "inside", "old": "keep", "new": "lose"}, "more than one hard link")
+	if got := readFile(t, outside); got != "keep me\n" {
+		t.Fatalf("the file outside the workspace changed: %q", got)
+	}
+}
