@@ -47,10 +47,16 @@ var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command 
 		if err != nil {
 			return err
 		}
+		// Which agent's bash this is: a preset mounts one per agent, the
+		// root one serves all ("").
+		who := []any{"agent", ctx.Tag()}
+		if ctx.Tag() == "" {
+			who = []any{"agent", "all (root)"}
+		}
 		if r.warning != "" {
-			ctx.Logger().Warn("tools.bash: " + r.warning)
+			ctx.Logger().Warn("tools.bash: "+r.warning, who...)
 		} else {
-			ctx.Logger().Info("tools.bash: " + r.summary)
+			ctx.Logger().Info("tools.bash: "+r.summary, who...)
 		}
 		return svc.Register(ctx, tools.Tool{
 			Name:         "bash",
