@@ -274,3 +274,33 @@ func TestStopReleasesAChildThatNeverStarted(t *testing.T) {
 		t.Fatalf("%d descriptors leaked", got-before)
 	}
 }
+
+// TestAnInheritedDescriptorDoesNotReachTheChild: a descriptor dsh was
+// given without close-on-exec (a shell's 7>>file) must not pass on to a
+// child, which could write through it where nothing allows.
+func TestAnInheritedDescriptorDoesNotReachTheChild(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "outside")
+	fd, err := syscall.Open(f, syscall.O_WRONLY|syscall.O_CREAT, 0o600) // no O_CLOEXEC: as if inherited
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	p, err := childproc.New(childproc.Spec{Path: "/bin/sh", Args: []string{"-c", "ls /proc/$$/fd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	p.Cmd.Stdout = &out
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait()
+	p.Stop(time.Second)
+	fds := strings.Fields(out.String())
+	if slices.Contains(fds, strconv.Itoa(fd)) {
+		t.Fatalf("descriptor %d reached the child (its descriptors: %v)", fd, fds)
+	}
+	if len(fds) == 0 {
+		t.Fatal("the child listed no descriptors; the check saw nothing")
+	}
+}

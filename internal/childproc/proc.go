@@ -67,6 +67,7 @@ func New(spec Spec) (*Proc, error) {
 // Start starts the child. Whoever starts it calls Wait once, as for
 // exec.Cmd.
 func (p *Proc) Start() error {
+	closeInheritedOnExec()
 	err := p.Cmd.Start()
 	p.childEnd.Close()
 	if err != nil {

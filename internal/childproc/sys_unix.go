@@ -13,3 +13,7 @@ func signalGroup(pid int, sig syscall.Signal) error { return syscall.Kill(-pid, 
 // KillOwnGroup ends the calling process's group, itself included: what a
 // child does once WatchHost says dsh is gone.
 func KillOwnGroup() { _ = syscall.Kill(0, syscall.SIGKILL) }
+
+// closeInheritedOnExec is Linux only for now; elsewhere inherited
+// descriptors reach children as before.
+func closeInheritedOnExec() {}
