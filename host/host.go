@@ -31,6 +31,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
@@ -57,6 +58,7 @@ type Host struct {
 	registry   *agents.Registry
 	controller *agentcontroller.Controller
 	models     *llm.Service
+	sessions   *sessions.Controller
 
 	stopTimeout time.Duration
 	// base is the ordering position after the core services: a root
@@ -164,9 +166,18 @@ func (h *Host) mountCore() error {
 			return err
 		}
 	}
+	// The session controller: the one way entry points open agents.
+	f, err := h.root.Plugin(sessions.Plugin, h.sessionOptions())
+	if err != nil {
+		return err
+	}
+	if err := f.Await(stdctx.Background()); err != nil {
+		return err
+	}
 	h.registry, _ = agents.Key.Get(h.root)
 	h.controller, _ = agentcontroller.Key.Get(h.root)
 	h.models, _ = llm.Key.Get(h.root)
+	h.sessions, _ = sessions.Key.Get(h.root)
 	h.base = waterfall.Position()
 	return nil
 }
