@@ -49,6 +49,11 @@ type Options struct {
 	// stop of an agent or plugin and the hold of the admission stage
 	// during the plugin swap; 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
+	// NoConfigAgents starts none of the config's agents, at Start or on
+	// Reload: an entry point that opens the agent it talks to through the
+	// session controller (Sessions) sets it, so the configured id is free
+	// for the session's agent and nothing runs that nobody talks to.
+	NoConfigAgents bool
 }
 
 // Host is a running config: the tree, its plugins and its agents.
@@ -60,7 +65,8 @@ type Host struct {
 	models     *llm.Service
 	sessions   *sessions.Controller
 
-	stopTimeout time.Duration
+	stopTimeout    time.Duration
+	noConfigAgents bool
 	// base is the ordering position after the core services: a root
 	// entry put first on reload goes after them, as at start.
 	base int64
@@ -120,7 +126,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		})
 	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
+	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout, noConfigAgents: opts.NoConfigAgents}
 	if h.stopTimeout <= 0 {
 		h.stopTimeout = DefaultStopTimeout
 	}
@@ -139,6 +145,9 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		h.plugins = append(h.plugins, m)
 	}
 	for _, ac := range cfg.Agents {
+		if h.noConfigAgents {
+			break
+		}
 		if err := h.startAgent(cfg, ac); err != nil {
 			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 		}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/hashicorp/go-hclog"
 )
 
 const sessionsConfig = `
@@ -110,5 +113,43 @@ func TestSessionControllerOpensThroughTheHost(t *testing.T) {
 	}
 	if list, _ := ctl.List(ctx); len(list) != 0 {
 		t.Fatalf("deleted session still listed: %+v", list)
+	}
+}
+
+// TestNoConfigAgents: the host starts none of the config's agents, also on
+// reload, and a session opens under the configured id.
+func TestNoConfigAgents(t *testing.T) {
+	yaml := fmt.Sprintf(sessionsConfig, t.TempDir())
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	if len(h.Agents()) != 0 {
+		t.Fatal("NoConfigAgents started a configured agent")
+	}
+	s, err := h.Sessions().Open(stdctx.Background(), sessions.OpenOptions{Agent: "coder", AgentID: "coder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, err := config.Parse("test.yaml", []byte(strings.Replace(yaml, "model: m1", "model: m2", 1)), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reload(stdctx.Background(), changed); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Agents()) != 0 || !s.Open() {
+		t.Fatal("a reload started a configured agent or touched the session's")
+	}
+	if a, ok := h.Agent("coder"); !ok || a != s.Agent() {
+		t.Fatal("the session's agent is not registered under the configured id")
+	}
+	if err := s.Detach(stdctx.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
