@@ -31,6 +31,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
@@ -48,6 +49,11 @@ type Options struct {
 	// stop of an agent or plugin and the hold of the admission stage
 	// during the plugin swap; 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
+	// NoConfigAgents starts none of the config's agents, at Start or on
+	// Reload: an entry point that opens the agent it talks to through the
+	// session controller (Sessions) sets it, so the configured id is free
+	// for the session's agent and nothing runs that nobody talks to.
+	NoConfigAgents bool
 }
 
 // Host is a running config: the tree, its plugins and its agents.
@@ -57,8 +63,10 @@ type Host struct {
 	registry   *agents.Registry
 	controller *agentcontroller.Controller
 	models     *llm.Service
+	sessions   *sessions.Controller
 
-	stopTimeout time.Duration
+	stopTimeout    time.Duration
+	noConfigAgents bool
 	// base is the ordering position after the core services: a root
 	// entry put first on reload goes after them, as at start.
 	base int64
@@ -118,7 +126,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		})
 	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
+	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout, noConfigAgents: opts.NoConfigAgents}
 	if h.stopTimeout <= 0 {
 		h.stopTimeout = DefaultStopTimeout
 	}
@@ -137,6 +145,9 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		h.plugins = append(h.plugins, m)
 	}
 	for _, ac := range cfg.Agents {
+		if h.noConfigAgents {
+			break
+		}
 		if err := h.startAgent(cfg, ac); err != nil {
 			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 		}
@@ -164,9 +175,18 @@ func (h *Host) mountCore() error {
 			return err
 		}
 	}
+	// The session controller: the one way entry points open agents.
+	f, err := h.root.Plugin(sessions.Plugin, h.sessionOptions())
+	if err != nil {
+		return err
+	}
+	if err := f.Await(stdctx.Background()); err != nil {
+		return err
+	}
 	h.registry, _ = agents.Key.Get(h.root)
 	h.controller, _ = agentcontroller.Key.Get(h.root)
 	h.models, _ = llm.Key.Get(h.root)
+	h.sessions, _ = sessions.Key.Get(h.root)
 	h.base = waterfall.Position()
 	return nil
 }

@@ -69,7 +69,10 @@ func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	failed := h.reloadAgents(ctx, old, cfg)
+	var failed error
+	if !h.noConfigAgents {
+		failed = h.reloadAgents(ctx, old, cfg)
+	}
 	h.mu.Lock()
 	h.reorder(cfg)
 	h.cfg = cfg

@@ -7,50 +7,61 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/approval"
 )
 
-// startInProcess starts a host for cfg text in this process.
-func startInProcess(t *testing.T, text string) *host.Host {
+// startInProcess starts a host for cfg text in this process, as dsh run
+// does (no configured agent started), and opens the session of the first
+// configured agent through its session controller.
+func startInProcess(t *testing.T, text string) (*host.Host, *current) {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(text), config.LoadOptions{Environ: []string{}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: io.Discard})
+	h, err := host.Start(cfg, host.Options{LogOutput: io.Discard, NoConfigAgents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close(stdctx.Background()) })
-	return h
+	ac, err := pickAgentConfig(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openSession(stdctx.Background(), h, ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, newCurrent(cfg, ac, s)
 }
 
-// TestInteractiveAnswersApprovals drives the interactive loop with a fake
-// approval service: the question shows on screen, the typed line answers
-// it, a bare n asks for an optional reason, and Ctrl-C denies and cancels
-// the turn without leaving the session.
+// TestInteractiveAnswersApprovals drives the interactive loop through the
+// approval service and the session's live hub, which the terminal attaches
+// to as an approving client: the question shows on screen, the typed line
+// answers it, a bare n asks for an optional reason, and Ctrl-C denies and
+// cancels the turn without leaving the session.
 func TestInteractiveAnswersApprovals(t *testing.T) {
-	h := startInProcess(t, "plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n")
-	answerers := make(chan approval.Answerer, 1)
-	detached := make(chan string, 1)
-	old := attachAnswerer
-	attachAnswerer = func(_ *host.Host, agentID string, a approval.Answerer) (func(), error) {
-		answerers <- a
-		return func() { detached <- agentID }, nil
+	h, sess := startInProcess(t, "plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n")
+	svc, err := approval.Key.Get(h.Root())
+	if err != nil {
+		t.Fatal(err)
 	}
-	defer func() { attachAnswerer = old }()
+	ask := func(ctx stdctx.Context, req approval.Request) (approval.Answer, error) {
+		req.AgentID = "main"
+		return svc.Ask(ctx, req)
+	}
 
 	stdin, typing := io.Pipe()
 	scr := &screen{}
 	signals := make(chan os.Signal, 1)
 	done := make(chan error, 1)
-	agent, _ := h.Agent("main")
 	go func() {
-		done <- interactive(h, agent, stdin, scr, scr, signals, approvalFlags{allow: []string{"read"}})
+		done <- interactive(h, sess, stdin, scr, scr, signals, approvalFlags{allow: []string{"read"}})
 	}()
-	ask := <-answerers
+	// The greeting comes once the terminal is attached as the approver.
 	pos := scr.waitFor(t, 0, "> ")
 
 	type result struct {
@@ -107,8 +118,12 @@ func TestInteractiveAnswersApprovals(t *testing.T) {
 		t.Fatalf("n + Enter: %+v", r)
 	}
 
+	// The approval service remembers the "a" above for bash rm: the
+	// questions below are about another command.
+	bashMv := bashRm
+	bashMv.Summary, bashMv.Pattern = "git status && mv a b", "mv"
 	// Ctrl-C at a question: denied, turn cancelled, session still open.
-	askAsync(bashRm)
+	askAsync(bashMv)
 	pos = scr.waitFor(t, pos, "? bash wants to run")
 	signals <- os.Interrupt
 	if r := get(); r.ans.Choice != approval.Deny || !strings.Contains(r.ans.Reason, "interrupted") {
@@ -120,7 +135,7 @@ func TestInteractiveAnswersApprovals(t *testing.T) {
 
 	// A question withdrawn by its turn leaves the screen ready for lines.
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
-	go func() { ans, err := ask(ctx, bashRm); results <- result{ans, err} }()
+	go func() { ans, err := ask(ctx, bashMv); results <- result{ans, err} }()
 	pos = scr.waitFor(t, pos, "? bash wants to run")
 	cancel()
 	if r := get(); r.err == nil {
@@ -129,8 +144,8 @@ func TestInteractiveAnswersApprovals(t *testing.T) {
 	pos = scr.waitFor(t, pos, "(the question was withdrawn")
 
 	// Leaving with a question open denies it, then detaches.
-	askAsync(bashRm)
-	scr.waitFor(t, pos, "? bash wants to run: git status")
+	askAsync(bashMv)
+	scr.waitFor(t, pos, "? bash wants to run: git status && mv")
 	typing.Close()
 	if r := get(); r.ans.Choice != approval.Deny {
 		t.Fatalf("after the session: %+v", r)
@@ -138,8 +153,10 @@ func TestInteractiveAnswersApprovals(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if id := <-detached; id != "main" {
-		t.Fatalf("detached %q", id)
+	// The terminal detached: the agent has no answerer left, and a
+	// question fails closed.
+	if _, err := ask(stdctx.Background(), bashMv); !errs.HasCode(err, approval.NoAnswerer) {
+		t.Fatalf("after the session, a question must fail closed: %v", err)
 	}
 }
 

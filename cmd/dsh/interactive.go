@@ -8,12 +8,14 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // attached is the interactive session's hold on the agent it talks to. A
@@ -51,7 +53,8 @@ func attach(agent agents.Agent, out, diag io.Writer, dim bool, turnEnded chan<- 
 
 // interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
 // with no turn running.
-func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags) error {
+func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags) error {
+	agent := sess.get().Agent()
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	dim := colorful(stderr)
@@ -62,19 +65,20 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 	}
 	defer func() { cur.detach() }()
 
-	send := newSender(h, diag)
+	send := newSender(sess, diag)
 	defer send.close()
 
-	// The agent's questions come to this loop, which owns the terminal.
+	// The agent's questions come to this loop, which owns the terminal:
+	// the terminal is an approving client of the session's live hub.
 	ask := newAsker()
 	answerer := withFlags(flags, ask.answer, approvalNotifier(false, out, diag))
-	detachAsk, err := attachAnswerer(h, agent.ID(), answerer)
+	appr, err := attachApprover(sess.get(), answerer, diag)
 	if err != nil {
 		return &exitCode{code: exitError, err: fmt.Errorf("agent %s: cannot attach the approval prompt: %w", agent.ID(), err)}
 	}
-	// Deny what is still asked before detaching: a detach may wait for
-	// the answerer to return.
-	defer func() { ask.close(); detachAsk() }()
+	// Deny what is still asked before detaching: the detach waits for
+	// the answers in flight to return.
+	defer func() { ask.close(); appr.stop() }()
 	var pending *asking // the question on screen
 
 	lines := make(chan string)
@@ -131,7 +135,8 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 				cur.agent.Cancel(fmt.Errorf("cancelled from the prompt"))
 				fmt.Fprint(diag, "(cancelled)\n")
 			case line == "/agents":
-				for _, a := range h.Agents() {
+				for _, x := range h.Sessions().Sessions() {
+					a := x.Agent()
 					fmt.Fprintf(out, "%s  %s  %d waiting\n", a.ID(), a.Status(), a.Pending())
 				}
 				if !busy() {
@@ -143,7 +148,7 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 					fmt.Fprint(diag, "usage: /steer TEXT\n")
 					continue
 				}
-				send.enqueue(cur.agent, text, agentcontroller.Steer)
+				send.enqueue(text, agentcontroller.Steer)
 				fmt.Fprint(diag, "(steering)\n")
 			case strings.HasPrefix(line, "/"):
 				fmt.Fprintf(diag, "unknown command %s; /help lists them\n", strings.Fields(line)[0])
@@ -151,7 +156,7 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 				if busy() {
 					fmt.Fprint(diag, "(queued)\n")
 				}
-				send.enqueue(cur.agent, line, agentcontroller.Followup)
+				send.enqueue(line, agentcontroller.Followup)
 			}
 		case <-turnEnded:
 			// A turn can end before the delivery that started it has
@@ -168,25 +173,25 @@ func interactive(h *host.Host, agent agents.Agent, stdin io.Reader, stdout, stde
 			}
 		case <-reloaded:
 			reloaded = h.Reloaded()
-			next, note := followReload(h, cur.agent)
-			if next == cur.agent {
-				continue
-			}
-			re, err := attach(next, out, diag, dim, turnEnded)
+			next, note, err := followReload(h, sess)
 			if err != nil {
-				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.ID(), err)
+				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be reopened: %v\n", cur.agent.ID(), err)
 				continue
 			}
-			if next.ID() != cur.agent.ID() {
-				// The approval service attaches by agent id: a recreated
-				// agent of the same id keeps the answerer.
-				d, err := attachAnswerer(h, next.ID(), answerer)
-				if err != nil {
-					fmt.Fprintf(diag, "dsh: agent %s cannot ask for approvals here: %v\n", next.ID(), err)
-				} else {
-					detachAsk()
-					detachAsk = d
-				}
+			if next == nil {
+				continue
+			}
+			re, err := attach(next.Agent(), out, diag, dim, turnEnded)
+			if err != nil {
+				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.AgentID(), err)
+				continue
+			}
+			a, err := attachApprover(next, answerer, diag)
+			if err != nil {
+				fmt.Fprintf(diag, "dsh: agent %s cannot ask for approvals here: %v\n", next.AgentID(), err)
+			} else {
+				appr.stop()
+				appr = a
 			}
 			cur.detach()
 			cur = re
@@ -251,18 +256,39 @@ func answerLine(q *asking, line string, out io.Writer) *asking {
 	return nil
 }
 
-// followReload returns the agent to talk to after a reload: the one with
-// the same id — a new one if the reload recreated it — or the first one if
-// it is gone. The note says what changed.
-func followReload(h *host.Host, old agents.Agent) (agents.Agent, string) {
-	if a, ok := h.Agent(old.ID()); ok {
-		return a, fmt.Sprintf("config reloaded; agent %s restarted with its new settings", a.ID())
+// followReload reopens the session after a reload that changed its
+// agent's settings or presets: the old session is closed (its agent
+// disposed) and the agent opened again as at start — its session: resumed,
+// so a configured session keeps its history. An agent the reload removed
+// gives way to the first configured one. It returns nil when nothing the
+// session depends on changed; the note says what changed.
+func followReload(h *host.Host, sess *current) (*sessions.Session, string, error) {
+	cfg := h.Config()
+	old := sess.get()
+	ac, ok := cfg.Agent(old.AgentName())
+	if ok && !sess.changed(cfg, ac) {
+		return nil, "", nil
 	}
-	a, err := pickAgent(h, "")
+	note := fmt.Sprintf("config reloaded; agent %s restarted with its new settings", ac.ID)
+	if !ok {
+		next, err := pickAgentConfig(cfg, "")
+		if err != nil {
+			return nil, "", nil
+		}
+		ac = next
+		note = fmt.Sprintf("config reloaded; agent %s is gone, now talking to agent %s", old.AgentName(), ac.ID)
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if err := old.Close(ctx); err != nil {
+		return nil, "", err
+	}
+	s, err := openSession(ctx, h, ac)
 	if err != nil {
-		return old, ""
+		return nil, "", err
 	}
-	return a, fmt.Sprintf("config reloaded; agent %s is gone, now talking to agent %s", old.ID(), a.ID())
+	sess.set(cfg, ac, s)
+	return s, note, nil
 }
 
 // resumedNote says what the agent's session already holds.

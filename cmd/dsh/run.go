@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agentcontroller"
@@ -19,6 +20,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/spf13/cobra"
 )
 
@@ -72,7 +74,13 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: stderr})
+	ac, err := pickAgentConfig(cfg, f.agentID)
+	if err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+	// The host starts no agent of its own: the one dsh talks to is a
+	// session of the session controller.
+	h, err := host.Start(cfg, host.Options{LogOutput: stderr, NoConfigAgents: true})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
@@ -92,10 +100,24 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		stop := watch(h, opts, time.Second/2)
 		defer stop()
 	}
-	agent, err := pickAgent(h, f.agentID)
+	s, err := openSession(stdctx.Background(), h, ac)
 	if err != nil {
-		return &exitCode{code: exitUsage, err: err}
+		return &exitCode{code: exitError, err: errs.Wrap(host.StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))}
 	}
+	cur := newCurrent(cfg, ac, s)
+	defer func() {
+		// Closing the session ends its agent: its turn, its closing
+		// turn/end on disk. A failure there fails the run.
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+		defer cancel()
+		if err := cur.get().Detach(ctx); err != nil {
+			fmt.Fprintln(stderr, "dsh: shutdown:", err)
+			if runErr == nil {
+				runErr = &exitCode{code: exitError}
+			}
+		}
+	}()
+	agent := s.Agent()
 	if f.approvals.yolo {
 		fmt.Fprintln(stderr, "dsh: warning: --yolo: every tool call a policy asks about runs without asking; deny rules still hold")
 	}
@@ -118,32 +140,13 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		}
 	}
 	if prompt != "" {
-		code := headless(h, agent, prompt, f.json, f.approvals, stdout, stderr, signals)
+		code := headless(h, s, prompt, f.json, f.approvals, stdout, stderr, signals)
 		if code != exitOK {
 			return &exitCode{code: code}
 		}
 		return nil
 	}
-	return interactive(h, agent, stdin, stdout, stderr, signals, f.approvals)
-}
-
-func pickAgent(h *host.Host, id string) (agents.Agent, error) {
-	if id != "" {
-		a, ok := h.Agent(id)
-		if !ok {
-			var ids []string
-			for _, a := range h.Agents() {
-				ids = append(ids, a.ID())
-			}
-			return nil, fmt.Errorf("no agent %q; configured agents: %s", id, strings.Join(ids, ", "))
-		}
-		return a, nil
-	}
-	list := h.Agents()
-	if len(list) == 0 {
-		return nil, fmt.Errorf("the config starts no agents; add one under the agents key")
-	}
-	return list[0], nil
+	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals)
 }
 
 // syncWriter serializes writes from the event listeners and the UI.
@@ -332,11 +335,12 @@ func (t *tracker) busy() bool {
 }
 
 // headless sends one prompt and waits for its turn to end.
-func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+func headless(h *host.Host, s *sessions.Session, text string, jsonOut bool, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	t := newTracker(out, diag, jsonOut)
 	t.dim = colorful(stderr)
+	agent := s.Agent()
 	off, err := t.follow(agent)
 	if err != nil {
 		fmt.Fprintln(stderr, "dsh:", err)
@@ -359,9 +363,7 @@ func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, fla
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	defer cancel()
 	go func() {
-		id, err := h.Controller().Deliver(ctx, agent, agentcontroller.Request{
-			Mode: agentcontroller.Followup, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}, Content: prompt,
-		})
+		id, err := prompt(ctx, s, agentcontroller.Followup, text)
 		done <- delivered{id, err}
 	}()
 
@@ -371,10 +373,7 @@ func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, fla
 		select {
 		case d := <-done:
 			if d.err != nil {
-				if ref, ok := agentcontroller.RefusalOf(d.err); ok {
-					if !ref.Presented {
-						fmt.Fprintf(diag, "refused: %s\n", refusalText(d.err, ref))
-					}
+				if refused(d.err, diag, "") {
 					return exitRefused
 				}
 				if interrupted {
@@ -404,10 +403,9 @@ func headless(h *host.Host, agent agents.Agent, prompt string, jsonOut bool, fla
 				return exitInterrupted
 			}
 			interrupted = true
-			agent.Cancel(fmt.Errorf("interrupted"))
 			// A turn that had not started is dropped and never ends.
 			go func() {
-				agent.WhenIdle(stdctx.Background())
+				s.Cancel(stdctx.Background())
 				t.mu.Lock()
 				close(t.changed)
 				t.changed = make(chan struct{})

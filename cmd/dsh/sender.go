@@ -6,16 +6,16 @@ import (
 	"io"
 	"sync"
 
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // sender delivers the interactive session's lines one after the other, in
 // typing order: a delivery can wait in admission, and lines delivered
 // concurrently would race for the agent's inbox.
 type sender struct {
-	h    *host.Host
+	cur  *current
 	diag io.Writer
 
 	mu     sync.Mutex
@@ -31,24 +31,23 @@ type sender struct {
 	done   chan struct{}
 }
 
-// outgoing names its agent by id: a reload may replace the agent while the
-// line waits, and the line goes to the agent running when it is sent.
+// outgoing names no session: a reload may replace the session while the
+// line waits, and the line goes to the session current when it is sent.
 type outgoing struct {
-	agentID string
-	text    string
-	mode    agentcontroller.Mode
+	text string
+	mode agentcontroller.Mode
 }
 
-func newSender(h *host.Host, diag io.Writer) *sender {
+func newSender(cur *current, diag io.Writer) *sender {
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
-	s := &sender{h: h, diag: diag, wake: make(chan struct{}, 1), settled: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	s := &sender{cur: cur, diag: diag, wake: make(chan struct{}, 1), settled: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	go s.loop()
 	return s
 }
 
-func (s *sender) enqueue(agent agents.Agent, text string, mode agentcontroller.Mode) {
+func (s *sender) enqueue(text string, mode agentcontroller.Mode) {
 	s.mu.Lock()
-	s.queue = append(s.queue, outgoing{agent.ID(), text, mode})
+	s.queue = append(s.queue, outgoing{text, mode})
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -100,24 +99,17 @@ func (s *sender) loop() {
 		s.active = true
 		s.mu.Unlock()
 
-		agent, ok := s.h.Agent(o.agentID)
-		if !ok {
-			fmt.Fprintf(s.diag, "dsh: agent %s is gone after a config reload; not sent: %s\n> ", o.agentID, oneLine(o.text, 80))
-			s.settle()
-			continue
-		}
-		_, err := s.h.Controller().Deliver(s.ctx, agent, agentcontroller.Request{
-			Mode: o.mode, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}, Content: o.text,
-		})
+		sess := s.cur.get()
+		_, err := prompt(s.ctx, sess, o.mode, o.text)
 		if s.ctx.Err() != nil {
 			return
 		}
 		s.settle()
-		if ref, ok := agentcontroller.RefusalOf(err); ok {
-			if !ref.Presented {
-				fmt.Fprintf(s.diag, "refused: %s\n> ", refusalText(err, ref))
-			}
-		} else if err != nil {
+		switch {
+		case err == nil, refused(err, s.diag, "> "):
+		case errs.HasCode(err, sessions.Closed):
+			fmt.Fprintf(s.diag, "dsh: agent %s is gone after a config reload; not sent: %s\n> ", sess.AgentID(), oneLine(o.text, 80))
+		default:
 			fmt.Fprintf(s.diag, "dsh: %v\n> ", err)
 		}
 	}

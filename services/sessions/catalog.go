@@ -18,6 +18,9 @@ const (
 	StateInterrupted State = "interrupted"
 	// StateIdle: persisted, not open, nothing to repair.
 	StateIdle State = "idle"
+	// StateCorrupt: the stored log cannot be read; Summary.Error says why.
+	// It can only be deleted.
+	StateCorrupt State = "corrupt"
 )
 
 // Summary describes one persisted session without its log.
@@ -30,6 +33,10 @@ type Summary struct {
 	Updated time.Time `json:"updated"`
 	Turns   int       `json:"turns"`
 	State   State     `json:"state"`
+	// Holder names who holds a session open elsewhere, when known.
+	Holder string `json:"holder,omitempty"`
+	// Error says why a corrupt session cannot be read.
+	Error string `json:"error,omitempty"`
 }
 
 // Catalog lists and deletes persisted sessions without loading their logs.

@@ -13,13 +13,17 @@ import (
 // events.
 type Hub interface {
 	// Attach starts a client's stream with the durable events after
-	// afterSeq; see the live event contract in the package documentation.
-	Attach(ctx stdctx.Context, afterSeq int64) (HubClient, error)
+	// o.AfterSeq (and, with o.Approvals, makes the client an answerer of
+	// the agent's approvals); see the live event contract in the package
+	// documentation.
+	Attach(ctx stdctx.Context, o AttachOptions) (HubClient, error)
 	// Close drops every client and lets go of the agent.
 	Close() error
 }
 
-// HubClient is one attached stream; Close ends it.
+// HubClient is one attached stream; Close ends it. A hub's own client type
+// carries the stream (the host's live adapter returns one whose Live method
+// gives the *live.Client: Next, Answer, LastSeq).
 type HubClient interface {
 	Close()
 }

@@ -143,10 +143,10 @@ type fakeClient struct {
 
 func (c *fakeClient) Close() { c.closed = true }
 
-func (h *fakeHub) Attach(_ stdctx.Context, after int64) (sessions.HubClient, error) {
+func (h *fakeHub) Attach(_ stdctx.Context, o sessions.AttachOptions) (sessions.HubClient, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c := &fakeClient{after: after}
+	c := &fakeClient{after: o.AfterSeq}
 	h.clients = append(h.clients, c)
 	return c, nil
 }

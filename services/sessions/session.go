@@ -150,6 +150,14 @@ type AttachOptions struct {
 	// AfterSeq is the last durable sequence number the client has; the
 	// hub replays the events after it.
 	AfterSeq int64
+	// AfterNotice is the id of the last notice the client holds; the hub
+	// replays the retained notices after it.
+	AfterNotice int64
+	// Approvals makes the client an answerer of the agent's approval
+	// questions (first answer wins among approving clients).
+	Approvals bool
+	// Name identifies the client to the others ("answered by Name").
+	Name string
 }
 
 // Attachment is one attached client: an owner of the session.
@@ -188,7 +196,7 @@ func (s *Session) Attach(ctx stdctx.Context, o AttachOptions) (*Attachment, erro
 	s.mu.Unlock()
 	a := &Attachment{s: s}
 	if s.hub != nil {
-		client, err := s.hub.Attach(ctx, o.AfterSeq)
+		client, err := s.hub.Attach(ctx, o)
 		if err != nil {
 			return nil, errors.Join(err, s.release(ctx))
 		}

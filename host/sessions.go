@@ -1,0 +1,145 @@
+package host
+
+import (
+	stdctx "context"
+
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
+)
+
+// The host wires the session controller to itself here: services must not
+// import the host, so the controller declares the Opener, Catalog and Hub
+// it needs and these adapters serve them from the host's agents factory
+// (OpenAgent), the session store and services/sessions/live.
+
+// Sessions returns the session controller the host mounts at the root:
+// every entry point opens, prompts and closes agents through it.
+func (h *Host) Sessions() *sessions.Controller { return h.sessions }
+
+func (h *Host) sessionOptions() sessions.Options {
+	return sessions.Options{Opener: hostOpener{h}, Catalog: storeCatalog{h}, NewHub: newLiveHub}
+}
+
+// hostOpener opens a session's agent through OpenAgent, so its presets are
+// mounted and its provider checked as for the config's own agents.
+type hostOpener struct{ h *Host }
+
+func (o hostOpener) Open(ctx stdctx.Context, spec sessions.Spec) (*agents.Handle, error) {
+	return o.h.OpenAgent(ctx, o.agentSpec(spec, false))
+}
+
+func (o hostOpener) Resume(ctx stdctx.Context, spec sessions.Spec) (*agents.Handle, error) {
+	return o.h.OpenAgent(ctx, o.agentSpec(spec, true))
+}
+
+// agentSpec maps the controller's Spec: Spec.Agent is the template when the
+// config has an agent of that id (its presets come first, Spec.Presets after
+// them); otherwise Spec.Options must name the provider.
+func (o hostOpener) agentSpec(spec sessions.Spec, resume bool) AgentSpec {
+	as := AgentSpec{
+		ID: spec.AgentID, SessionID: spec.SessionID, Resume: resume,
+		Workspace: spec.Options.Workspace, Provider: spec.Options.Provider, Model: spec.Options.Model,
+		SystemPrompt: spec.Options.SystemPrompt,
+	}
+	var own []string
+	if ac, ok := o.h.Config().Agent(spec.Agent); ok {
+		as.Template = spec.Agent
+		own = ac.PresetNames()
+	}
+	if len(spec.Presets) > 0 {
+		as.Presets = append(append([]string{}, own...), spec.Presets...)
+	}
+	return as
+}
+
+// storeCatalog lists and deletes through the root session store, whose
+// backend (a persistence plugin) answers without loading logs.
+type storeCatalog struct{ h *Host }
+
+func (c storeCatalog) store() (*session.Store, error) { return session.Key.Get(c.h.root) }
+
+func (c storeCatalog) List(ctx stdctx.Context) ([]sessions.Summary, error) {
+	st, err := c.store()
+	if err != nil {
+		return nil, err
+	}
+	list, err := st.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sessions.Summary, len(list))
+	for i, s := range list {
+		out[i] = sessions.Summary{ID: s.ID, Agent: s.Agent, Title: s.Title, Created: s.Created, Updated: s.Updated,
+			Turns: s.Turns, State: summaryState(s.State), Holder: s.Holder, Error: s.Error}
+	}
+	return out, nil
+}
+
+func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
+	st, err := c.store()
+	if err != nil {
+		return err
+	}
+	return st.Delete(ctx, id)
+}
+
+// summaryState maps the store's states; the store's "open" is open
+// elsewhere to the controller, which marks its own sessions itself.
+func summaryState(s session.State) sessions.State {
+	switch s {
+	case session.StateOpen:
+		return sessions.StateOpenElsewhere
+	case session.StateInterrupted:
+		return sessions.StateInterrupted
+	case session.StateIdle:
+		return sessions.StateIdle
+	case session.StateCorrupt:
+		return sessions.StateCorrupt
+	}
+	return sessions.State(s)
+}
+
+// liveHub adapts a live.Hub to the controller's Hub.
+type liveHub struct{ hub *live.Hub }
+
+func newLiveHub(a agents.Agent) (sessions.Hub, error) {
+	h, err := live.New(a, live.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return liveHub{h}, nil
+}
+
+func (l liveHub) Attach(ctx stdctx.Context, o sessions.AttachOptions) (sessions.HubClient, error) {
+	c, err := l.hub.Attach(ctx, live.AttachOptions{AfterSeq: o.AfterSeq, AfterNotice: o.AfterNotice, Approvals: o.Approvals, Name: o.Name})
+	if err != nil {
+		return nil, err
+	}
+	return LiveClient{c}, nil
+}
+
+func (l liveHub) Close() error {
+	l.hub.Close()
+	return nil
+}
+
+// LiveClient is the HubClient of the host's sessions: an attached
+// live.Client (Next, Answer, LastSeq).
+type LiveClient struct{ c *live.Client }
+
+// Live returns the live stream.
+func (l LiveClient) Live() *live.Client { return l.c }
+
+// Close detaches the client.
+func (l LiveClient) Close() { l.c.Detach() }
+
+// Live returns the live stream of an attachment made through the host's
+// session controller, nil when it has none.
+func Live(a *sessions.Attachment) *live.Client {
+	if lc, ok := a.Client().(LiveClient); ok {
+		return lc.c
+	}
+	return nil
+}
