@@ -79,7 +79,7 @@ func closeFrom(fd int) error {
 // kernel that cannot is an error, never a weaker sandbox.
 func restrict(s entrySpec) error {
 	if s.ABI < 1 || s.ABI >= len(versions) {
-		return fmt.Errorf("Landlock ABI %d is not one this build knows (1 to %d)", s.ABI, len(versions)-1)
+		return fmt.Errorf("the Landlock ABI %d is not one this build knows (1 to %d)", s.ABI, len(versions)-1)
 	}
 	base := versions[s.ABI]
 	cfg := landlock.Config{HandledAccessFS: base.HandledAccessFS, Scoped: base.Scoped}
