@@ -67,14 +67,11 @@ func openSession(ctx stdctx.Context, h *host.Host, ac config.AgentConfig) (*sess
 // prompt sends text to the session with a fresh request id.
 func prompt(ctx stdctx.Context, s *sessions.Session, mode agentcontroller.Mode, text string) (string, error) {
 	r := sessions.PromptRequest{RequestID: "cli-" + uuid.NewString(), Content: text, Source: cliSource}
-	// Both go through the agent controller's admission. (A method value:
-	// TestOnlyTheControllerInsertsOutsideMessages matches calls named
-	// Steer by name, and this one is the session controller's.)
-	send := s.Prompt
+	// Both go through the agent controller's admission.
 	if mode == agentcontroller.Steer {
-		send = s.Steer
+		return s.Steer(ctx, r)
 	}
-	return send(ctx, r)
+	return s.Prompt(ctx, r)
 }
 
 // refused reports a refused prompt to diag (unless the refusing plugin

@@ -10,7 +10,6 @@ import (
 	"go/token"
 	"go/types"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,60 +19,21 @@ import (
 )
 
 // TestOnlyTheControllerInsertsOutsideMessages fails when code outside the
-// controller and the agent runtime calls Followup or Steer: every message
-// from outside must pass admission. Tests are exempt (they drive agents
-// directly on purpose).
+// controller and the agent runtime calls an agent's Followup or Steer:
+// every message from outside must pass admission. Calls are recognized by
+// receiver type, so the session controller's own Session.Steer (which
+// delivers through admission) is not mistaken for one. Tests are exempt
+// (they drive agents directly on purpose).
 func TestOnlyTheControllerInsertsOutsideMessages(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed := map[string]bool{
-		filepath.Join("services", "agentcontroller"): true, // the one entry point
-		filepath.Join("services", "agentloop"):       true, // the agent itself
-	}
-	fset := token.NewFileSet()
-	var offenders []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, filepath.Dir(path))
-		if allowed[rel] {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		f, err := parser.ParseFile(fset, path, src, 0)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Followup" || sel.Sel.Name == "Steer") {
-				offenders = append(offenders, fset.Position(call.Pos()).String())
-			}
-			return true
-		})
-		return nil
+	offenders := callsOutside(t, map[string]bool{
+		mod + "services/agentcontroller": true, // the one entry point
+		mod + "services/agentloop":       true, // the agent itself
+	}, map[string]bool{
+		"services/agents.Agent.Followup":             true,
+		"services/agents.Agent.Steer":                true,
+		"services/agentloop.ReactLoopAgent.Followup": true,
+		"services/agentloop.ReactLoopAgent.Steer":    true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(offenders) > 0 {
 		t.Fatalf("these calls put outside messages into an inbox without admission; deliver through agentController.Deliver instead:\n%s",
 			strings.Join(offenders, "\n"))
@@ -87,11 +47,6 @@ func TestOnlyTheControllerInsertsOutsideMessages(t *testing.T) {
 // checks the repository's packages against their dependencies' export data,
 // so it recognizes the methods by receiver type, not by name.
 func TestOnlyTheSessionControllerOwnsAgents(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const mod = "github.com/dsh-go/dsh/"
 	allowed := map[string]bool{
 		mod + "services/agents":          true, // the factory seam itself
 		mod + "services/agentcontroller": true, // Deliver itself
@@ -112,6 +67,25 @@ func TestOnlyTheSessionControllerOwnsAgents(t *testing.T) {
 		"services/agents.Factory.Resume":              true,
 		"services/agents.Handle.Dispose":              true,
 		"services/agentcontroller.Controller.Deliver": true,
+	}
+	offenders := callsOutside(t, allowed, forbidden)
+	if len(offenders) > 0 {
+		t.Fatalf("these calls create, resume, deliver to or dispose agents outside the session controller; open a session through services/sessions instead:\n%s",
+			strings.Join(offenders, "\n"))
+	}
+}
+
+const mod = "github.com/dsh-go/dsh/"
+
+// callsOutside type checks the repository's packages outside allowed
+// against their dependencies' export data and returns the places that
+// call a method in forbidden ("services/agents.Registry.Create"): by
+// receiver type, not by name.
+func callsOutside(t *testing.T, allowed, forbidden map[string]bool) []string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command("go", "list", "-export", "-deps", "-json", "./...")
 	cmd.Dir = root
@@ -177,9 +151,6 @@ func TestOnlyTheSessionControllerOwnsAgents(t *testing.T) {
 			}
 		}
 	}
-	if len(offenders) > 0 {
-		sort.Strings(offenders)
-		t.Fatalf("these calls create, resume, deliver to or dispose agents outside the session controller; open a session through services/sessions instead:\n%s",
-			strings.Join(offenders, "\n"))
-	}
+	sort.Strings(offenders)
+	return offenders
 }
