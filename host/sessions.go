@@ -109,6 +109,17 @@ func newLiveHub(a agents.Agent) (sessions.Hub, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A refused prompt never becomes a session event; the hub carries it
+	// as a notice, kept for clients that attach later, so a client that
+	// reconnects learns its prompt was refused and why.
+	_, err = sessions.EventOutcome.On(a.Context(), func(_ stdctx.Context, o sessions.Outcome) error {
+		h.Notice(live.Notice{Type: string(o.Kind), RequestID: o.RequestID, Code: string(o.Code), Reason: o.Reason, Message: o.Message})
+		return nil
+	})
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
 	return liveHub{h}, nil
 }
 

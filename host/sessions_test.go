@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -151,5 +153,61 @@ func TestNoConfigAgents(t *testing.T) {
 	}
 	if err := s.Detach(stdctx.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestARefusedPromptReachesClientsAsANotice: a prompt admission refuses is
+// no session event, yet an attached client hears of it, and so does one
+// that attaches afterwards.
+func TestARefusedPromptReachesClientsAsANotice(t *testing.T) {
+	h := start(t, `
+plugins:
+  - use: llm.scripted
+    config: {replies: [{text: hi}]}
+  - use: admission.rate-limit
+    config: {per_minute: 1, burst: 1}
+agents:
+  - id: a
+    provider: scripted
+`)
+	ctx := stdctx.Background()
+	s, err := h.Sessions().Open(ctx, sessions.OpenOptions{Agent: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Detach(ctx)
+	early, err := s.Attach(ctx, sessions.AttachOptions{Name: "early"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Detach(ctx)
+	if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "r-ok", Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "r-refused", Content: "hello"}); !errs.HasCode(err, sessions.PromptRejected) {
+		t.Fatalf("want SESSION_PROMPT_REJECTED, got %v", err)
+	}
+	late, err := s.Attach(ctx, sessions.AttachOptions{Name: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Detach(ctx)
+	for _, tab := range []*sessions.Attachment{early, late} {
+		c := host.Live(tab)
+		wait, cancel := stdctx.WithTimeout(ctx, 10*time.Second)
+		for {
+			u, err := c.Next(wait)
+			if err != nil {
+				cancel()
+				t.Fatalf("no notice of the refusal reached the client: %v", err)
+			}
+			if u.Kind == live.KindNotice {
+				if u.Notice.RequestID != "r-refused" || u.Notice.Code != string(sessions.PromptRejected) {
+					t.Fatalf("notice %+v", u.Notice)
+				}
+				break
+			}
+		}
+		cancel()
 	}
 }
