@@ -19,8 +19,8 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all" // the built-in plugins: llm.scripted, ...
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 const configYAML = `
@@ -51,21 +51,28 @@ func main() {
 	}
 }
 
-// run starts a host from the YAML text and sends each prompt to the agent
-// through the agent controller, printing the tool results and the answer,
-// or the refusal.
+// run starts a host from the YAML text, opens a session of the agent
+// through the session controller — the one way an embedding program, like
+// every entry point, reaches agents — and sends each prompt, printing the
+// tool results and the answer, or the refusal.
 func run(out io.Writer, yaml, agentID string, prompts []string) error {
 	cfg, err := config.Parse("example.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		return err
 	}
-	h, err := host.Start(cfg, host.Options{})
+	h, err := host.Start(cfg, host.Options{NoConfigAgents: true})
 	if err != nil {
 		return err
 	}
 	defer h.Close(stdctx.Background())
 
-	agent, _ := h.Agent(agentID)
+	ctx := stdctx.Background()
+	s, err := h.Sessions().Open(ctx, sessions.OpenOptions{Agent: agentID, AgentID: agentID})
+	if err != nil {
+		return err
+	}
+	defer s.Detach(ctx) // the last owner leaving closes the session
+	agent := s.Agent()
 	var answer strings.Builder
 	session.EventAppended.On(agent.Context(), func(_ stdctx.Context, a session.Appended) error {
 		switch a.Event.Type {
@@ -76,16 +83,16 @@ func run(out io.Writer, yaml, agentID string, prompts []string) error {
 		}
 		return nil
 	})
-	for _, p := range prompts {
+	for i, p := range prompts {
 		answer.Reset()
-		_, err := h.Controller().Deliver(stdctx.Background(), agent, agentcontroller.Request{Mode: agentcontroller.Followup, Content: p})
-		if ref, refused := agentcontroller.RefusalOf(err); refused {
-			fmt.Fprintf(out, "%q refused (%s): %s\n", p, ref.Reason, ref.Message)
+		_, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: fmt.Sprintf("example-%d", i), Content: p})
+		if r, refused := sessions.RejectionOf(err); refused {
+			fmt.Fprintf(out, "%q refused (%s): %s\n", p, r.Reason, r.Message)
 			continue
 		} else if err != nil {
 			return err
 		}
-		agent.WhenIdle(stdctx.Background())
+		agent.WhenIdle(ctx)
 		fmt.Fprintf(out, "%q answered: %s\n", p, answer.String())
 	}
 	return nil

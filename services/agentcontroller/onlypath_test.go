@@ -56,9 +56,6 @@ func TestOnlyTheSessionControllerOwnsAgents(t *testing.T) {
 		// (OpenAgent) and starts the config's agents; the CLI runs on
 		// the session controller (issue 20).
 		mod + "host": true,
-		// The embedding example delivers to a host's agent as the CLI
-		// does; it moves with the CLI (issue 20).
-		mod + "examples/inprocess-plugin": true,
 	}
 	forbidden := map[string]bool{
 		"services/agents.Registry.Create":             true,
