@@ -266,7 +266,9 @@ func followReload(h *host.Host, sess *current) (*sessions.Session, string, error
 	cfg := h.Config()
 	old := sess.get()
 	ac, ok := cfg.Agent(old.AgentName())
-	if ok && !sess.changed(cfg, ac) {
+	// A session a failed reopen left closed is opened again by the next
+	// reload, even one that brings the old settings back.
+	if ok && old.Open() && !sess.changed(cfg, ac) {
 		return nil, "", nil
 	}
 	note := fmt.Sprintf("config reloaded; agent %s restarted with its new settings", ac.ID)
