@@ -269,8 +269,9 @@ func specError(spec AgentSpec, err error) error {
 		return errs.Wrap(session.NoPersistence, err, fmt.Sprintf(
 			"AgentSpec.Resume: resuming session %q needs a plugin that persists sessions; add a plugin entry such as use: session.jsonl under plugins:", spec.SessionID))
 	case session.SessionLocked:
-		return errs.Wrap(session.SessionLocked, err, fmt.Sprintf(
-			"AgentSpec.SessionID: session %q is open elsewhere; close it there first", spec.SessionID)).WithReason(reason)
+		// The store's message already names the session, who holds it
+		// and what to do; a second sentence would only repeat it.
+		return err
 	case session.SessionExists:
 		return errs.Wrap(session.SessionLocked, err, fmt.Sprintf(
 			"AgentSpec.SessionID: session %q is open in this process by another agent; close that agent's session first", spec.SessionID)).WithReason(ReasonSessionOpenHere)

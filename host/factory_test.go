@@ -230,7 +230,7 @@ func TestOpenAgentResumes(t *testing.T) {
 	// Open in another process (another host's store holds the file lock).
 	other := start(t, fmt.Sprintf(storeConfig, dir))
 	_, err = other.OpenAgent(stdctx.Background(), host.AgentSpec{ID: "r", Provider: "scripted", SessionID: "s1", Resume: true})
-	if errs.CodeOf(err) != session.SessionLocked || !strings.Contains(err.Error(), "open elsewhere") {
+	if errs.CodeOf(err) != session.SessionLocked || !strings.Contains(err.Error(), "in use by process") {
 		t.Fatalf("resuming a session open elsewhere: %v", err)
 	}
 	assertNothingLeft(t, other, "r")
