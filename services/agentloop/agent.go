@@ -41,6 +41,9 @@ type ReactLoopAgent struct {
 	aborting  bool
 	idle      chan struct{} // closed when the driver goes idle
 	torn      bool
+	// abandoned: a dispose timed out while the driver ran; the driver
+	// finishes the agent when it stops.
+	abandoned bool
 	// finishing is a one-slot semaphore around finish: the disposer and a
 	// driver that outlived a dispose deadline may both try it.
 	finishing chan struct{}
@@ -116,9 +119,12 @@ func (a *ReactLoopAgent) wakeLocked() {
 // dispose deadline held the session until now; it lets it go itself.
 func (a *ReactLoopAgent) driverGone() {
 	a.mu.Lock()
-	disposed := a.disposed && !a.driving
+	// Only a dispose that gave up waiting leaves the finish to the driver.
+	// Any other dispose finishes itself, after it reported the agent
+	// disposed: finishing here as well would dispose the scope under it.
+	abandoned := a.abandoned && !a.driving
 	a.mu.Unlock()
-	if !disposed {
+	if !abandoned {
 		return
 	}
 	if err := a.finish(stdctx.Background()); err != nil {
@@ -227,9 +233,19 @@ func (a *ReactLoopAgent) teardown(ctx stdctx.Context) error {
 			select {
 			case <-wait:
 			case <-ctx.Done():
-				a.loop.registry.Retire(a)
-				return errs.Wrap(agents.DisposeTimeout, ctx.Err(), fmt.Sprintf(
-					"agent %q did not finish its turn before the dispose deadline; its id and session %q stay taken until the turn stops, and are then written and released", a.id, a.sess.ID()))
+				a.mu.Lock()
+				still := a.driving
+				if still {
+					a.abandoned = true
+				}
+				a.mu.Unlock()
+				if still {
+					a.loop.registry.Retire(a)
+					return errs.Wrap(agents.DisposeTimeout, ctx.Err(), fmt.Sprintf(
+						"agent %q did not finish its turn before the dispose deadline; its id and session %q stay taken until the turn stops, and are then written and released", a.id, a.sess.ID()))
+				}
+				// The driver stopped just as the deadline passed: finish
+				// below, as if it had stopped in time.
 			}
 		}
 	}
