@@ -60,21 +60,12 @@ type storeCatalog struct{ h *Host }
 
 func (c storeCatalog) store() (*session.Store, error) { return session.Key.Get(c.h.root) }
 
-func (c storeCatalog) List(ctx stdctx.Context) ([]sessions.Summary, error) {
+func (c storeCatalog) List(ctx stdctx.Context) ([]session.Summary, error) {
 	st, err := c.store()
 	if err != nil {
 		return nil, err
 	}
-	list, err := st.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]sessions.Summary, len(list))
-	for i, s := range list {
-		out[i] = sessions.Summary{ID: s.ID, Agent: s.Agent, Title: s.Title, Created: s.Created, Updated: s.Updated,
-			Turns: s.Turns, State: summaryState(s.State), Holder: s.Holder, Error: s.Error}
-	}
-	return out, nil
+	return st.List(ctx)
 }
 
 func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
@@ -83,22 +74,6 @@ func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
 		return err
 	}
 	return st.Delete(ctx, id)
-}
-
-// summaryState maps the store's states; the store's "open" is open
-// elsewhere to the controller, which marks its own sessions itself.
-func summaryState(s session.State) sessions.State {
-	switch s {
-	case session.StateOpen:
-		return sessions.StateOpenElsewhere
-	case session.StateInterrupted:
-		return sessions.StateInterrupted
-	case session.StateIdle:
-		return sessions.StateIdle
-	case session.StateCorrupt:
-		return sessions.StateCorrupt
-	}
-	return sessions.State(s)
 }
 
 // liveHub adapts a live.Hub to the controller's Hub.

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
 	"github.com/dsh-go/dsh/services/tools"
@@ -93,7 +94,7 @@ func TestSessionControllerOpensThroughTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list) != 1 || list[0].ID != "c1" || list[0].Agent != "coder@c1" || list[0].Title != "say hello" ||
-		list[0].Turns != 1 || list[0].State != sessions.StateIdle {
+		list[0].Turns != 1 || list[0].State != session.StateIdle {
 		t.Fatalf("list: %+v", list)
 	}
 	// Resume goes through OpenAgent too, and Delete through the store.

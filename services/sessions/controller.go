@@ -297,8 +297,8 @@ func (c *Controller) Close(ctx stdctx.Context, id string) error {
 }
 
 // List returns the persisted sessions through the Catalog, the ones open
-// in this controller marked StateOpen.
-func (c *Controller) List(ctx stdctx.Context) ([]Summary, error) {
+// in this controller marked open, held by its agent.
+func (c *Controller) List(ctx stdctx.Context) ([]session.Summary, error) {
 	if c.catalog == nil {
 		return nil, noCatalog("list the sessions")
 	}
@@ -307,8 +307,9 @@ func (c *Controller) List(ctx stdctx.Context) ([]Summary, error) {
 		return nil, err
 	}
 	for i := range list {
-		if _, open := c.Get(list[i].ID); open {
-			list[i].State = StateOpen
+		if s, open := c.Get(list[i].ID); open {
+			list[i].State = session.StateOpen
+			list[i].Holder = fmt.Sprintf("agent %q of this session controller", s.AgentID())
 		}
 	}
 	return list, nil

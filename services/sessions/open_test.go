@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -45,11 +46,11 @@ func TestAResumeOfASessionOpenElsewhereIsRefusedWithTheStoresCode(t *testing.T) 
 }
 
 type fakeCatalog struct {
-	list    []sessions.Summary
+	list    []session.Summary
 	deleted []string
 }
 
-func (f *fakeCatalog) List(stdctx.Context) ([]sessions.Summary, error) {
+func (f *fakeCatalog) List(stdctx.Context) ([]session.Summary, error) {
 	return slices.Clone(f.list), nil
 }
 
@@ -66,11 +67,12 @@ func TestListAndDelete(t *testing.T) {
 	if err := bare.ctl.Delete(stdctx.Background(), "x"); !errs.HasCode(err, session.NoPersistence) {
 		t.Fatalf("delete without a catalog: %v", err)
 	}
-	cat := &fakeCatalog{list: []sessions.Summary{{ID: "old", State: sessions.StateIdle}, {ID: "live", State: sessions.StateOpenElsewhere}}}
+	cat := &fakeCatalog{list: []session.Summary{{ID: "old", State: session.StateIdle}, {ID: "live", State: session.StateIdle}}}
 	e := newEnv(t, setup{opts: sessions.Options{Catalog: cat}})
 	s := e.open(sessions.OpenOptions{SessionID: "live"})
 	list, err := e.ctl.List(stdctx.Background())
-	if err != nil || len(list) != 2 || list[0].State != sessions.StateIdle || list[1].State != sessions.StateOpen {
+	if err != nil || len(list) != 2 || list[0].State != session.StateIdle || list[1].State != session.StateOpen ||
+		!strings.Contains(list[1].Holder, "this session controller") {
 		t.Fatalf("list: %+v %v", list, err)
 	}
 	if err := e.ctl.Delete(stdctx.Background(), "live"); !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
