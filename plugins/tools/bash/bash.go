@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/sandbox"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/plugins/tools/internal/workspace"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -207,7 +207,7 @@ func (r *runner) execute(ctx stdctx.Context, c tools.Call) (tools.Result, error)
 	if r.refusal != "" {
 		return errorResult(r.refusal), nil
 	}
-	ws, problem := workspace(c.Workspace)
+	ws, problem := workDir(c.Workspace)
 	if problem != "" {
 		return errorResult(problem), nil
 	}
@@ -218,19 +218,16 @@ func (r *runner) execute(ctx stdctx.Context, c tools.Call) (tools.Result, error)
 	return res, nil
 }
 
-// workspace is the directory commands run in: the call's, or dsh's
-// working directory when the agent has none.
-func workspace(ws string) (string, string) {
-	if ws == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", "the workspace is not set and dsh's working directory is unreadable: " + err.Error()
-		}
-		ws = wd
+// workDir is the directory commands run in: the call's workspace as the
+// file tools resolve it (dsh's working directory when the agent has none),
+// which must exist.
+func workDir(call string) (string, string) {
+	ws, err := workspace.Dir(call)
+	if err != nil {
+		return "", msg(err)
 	}
-	st, err := os.Stat(ws)
-	if err != nil || !st.IsDir() || !filepath.IsAbs(ws) {
-		return "", fmt.Sprintf("the workspace %q is not an existing absolute directory; fix workspace: in the agent's config", ws)
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return "", fmt.Sprintf("the workspace %q is not an existing directory; fix workspace: in the agent's config", ws)
 	}
 	return ws, ""
 }
