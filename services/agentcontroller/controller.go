@@ -295,7 +295,8 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		}
 	}()
 
-	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, RequestID: req.RequestID}
+	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, RequestID: req.RequestID,
+		Unattended: req.Source.IsUnattended()}
 	// A reload replacing admission plugins holds the stage: the decision
 	// waits until the configured listeners are all in place.
 	if err := c.enter(signal); err != nil {

@@ -383,3 +383,26 @@ func TestListenerMayRewriteTheMessage(t *testing.T) {
 		t.Fatalf("inbox %v, BeforeInsert saw %+v", got, seen)
 	}
 }
+
+// TestAnUnattendedSourceMarksItsMessage: the message a schedule or webhook
+// delivers carries Unattended, so the turn it starts never waits for a
+// person; a user's does not.
+func TestAnUnattendedSourceMarksItsMessage(t *testing.T) {
+	e := newEnv(t)
+	a := e.agent("a")
+	marks := map[string]bool{}
+	agentcontroller.EventInserted.On(e.root, func(_ stdctx.Context, in agentcontroller.Inserted) error {
+		marks[in.Message.Content] = in.Message.Unattended
+		return nil
+	})
+	tick := send("nightly run")
+	tick.Source = agentcontroller.Source{Kind: agentcontroller.SourceSchedule}
+	for _, r := range []agentcontroller.Request{send("from a person"), tick} {
+		if _, err := e.ctl.Deliver(stdctx.Background(), a, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if marks["from a person"] || !marks["nightly run"] {
+		t.Fatalf("unattended marks %v", marks)
+	}
+}

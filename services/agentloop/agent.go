@@ -26,6 +26,9 @@ type ReactLoopAgent struct {
 	// workspace is opts.Workspace made absolute, or the directory dsh
 	// was started in; every tool call carries it.
 	workspace string
+	// unattended: a message of the running turn came from a source no
+	// person watches. Set and read by the driver only.
+	unattended bool
 
 	mu       sync.Mutex
 	inbox    Inbox

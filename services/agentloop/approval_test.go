@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -92,4 +93,40 @@ func TestPendingApprovalHoldsTheQueueAndCancelEndsIt(t *testing.T) {
 		t.Fatalf("turn ends %v; want one, aborted (cancel drops what was queued)", got)
 	}
 	assertEachCallAnsweredOnce(t, a.Session())
+}
+
+// TestAnUnattendedTurnNeverAsks: a turn begun by a message from a source no
+// person watches (a webhook, a schedule) refuses what a policy would ask,
+// even with someone attached to answer, and the tool never runs.
+func TestAnUnattendedTurnNeverAsks(t *testing.T) {
+	e := newEnv(t, []scripted.Reply{
+		{ToolCalls: []scripted.Call{{Name: "deploy"}}},
+		{Text: "could not deploy"},
+	}, agentloop.Config{})
+	ran := e.askingTool("deploy")
+	svc, err := approval.Key.Get(e.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	detach, err := svc.Attach("a", func(stdctx.Context, approval.Request) (approval.Answer, error) {
+		asked++
+		return approval.Answer{Choice: approval.AllowOnce}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detach()
+	a := e.create("a").Agent
+	if err := a.Followup(llm.Message{Role: llm.RoleUser, Content: "deploy it", Unattended: true}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, a)
+	if asked != 0 || *ran != 0 {
+		t.Fatalf("an unattended turn asked %d times and ran the tool %d times", asked, *ran)
+	}
+	res := results(a.Session())
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "unattended source") {
+		t.Fatalf("results %+v", res)
+	}
 }

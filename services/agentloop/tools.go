@@ -34,7 +34,7 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 	rec := stdctx.Background()
 	batch := make([]tools.Call, len(calls))
 	for i, c := range calls {
-		batch[i] = tools.Call{AgentID: a.id, ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Workspace: a.workspace}
+		batch[i] = tools.Call{AgentID: a.id, ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Workspace: a.workspace, Unattended: a.unattended}
 	}
 	limit := a.opts.MaxParallelTools
 	if limit <= 0 {

@@ -112,7 +112,9 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	// context.
 	ctx := stdctx.Background()
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
+	a.unattended = false
 	for i := range msgs {
+		a.unattended = a.unattended || msgs[i].Unattended
 		a.sess.Append(ctx, session.Event{Type: session.UserMessage, Turn: turn, Message: &msgs[i], RequestID: msgs[i].RequestID})
 	}
 	// The prompt is durable before the model sees it: a process killed
@@ -315,6 +317,7 @@ func (a *ReactLoopAgent) recordSteering(turn, step int) int {
 	msgs := a.inbox.steering.drain()
 	a.mu.Unlock()
 	for i := range msgs {
+		a.unattended = a.unattended || msgs[i].Unattended
 		a.sess.Append(stdctx.Background(), session.Event{Type: session.SteeringMessage, Turn: turn, Step: step, Message: &msgs[i], RequestID: msgs[i].RequestID})
 	}
 	return len(msgs)

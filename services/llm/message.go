@@ -45,6 +45,11 @@ type Message struct {
 	// RequestID is the sender's id for a message delivered from outside,
 	// so a retried delivery is recognized. Providers do not send it.
 	RequestID string `json:"request_id,omitempty"`
+	// Unattended marks a message from a source no person watches (a
+	// webhook, a schedule, another agent): a turn it starts never waits
+	// for a person, so the approval stage refuses what it would ask.
+	// Providers do not send it.
+	Unattended bool `json:"unattended,omitempty"`
 }
 
 // Clone returns a copy that shares nothing mutable with m.

@@ -90,6 +90,11 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, 
 		AgentID: agentID, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
 		Summary: summary(call), Reason: v.Reason, Pattern: v.Pattern,
 	}
+	if call.Unattended {
+		return refuse("was not approved: it needs approval%s, and this turn came from an unattended source (a webhook, a schedule or another agent), "+
+			"which never waits for a person, so it was refused. It did not run; carry on without it. "+
+			"An operator can allow it with a tools.permission rule with decision allow.", call.Name, because(v.Reason)), false, nil
+	}
 	svc, err := approval.Key.Get(at)
 	var ans approval.Answer
 	if err != nil {

@@ -65,6 +65,9 @@ type Call struct {
 	// Workspace is the agent's workspace, an absolute path: tools confine
 	// what they touch to it.
 	Workspace string
+	// Unattended: the turn was started or steered by a source no person
+	// watches; the approval stage refuses instead of asking.
+	Unattended bool
 }
 
 // Result is what the model is told about a call. A failed call is a result
