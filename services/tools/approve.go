@@ -31,6 +31,11 @@ type Verdict struct {
 	// Source names the policy that decided ("" for the tool's default),
 	// so a policy can tell another policy's decision from the default.
 	Source string
+	// Arguments, when set, replace the call's arguments (a hook that
+	// rewrites a command, a policy that pins a path). They are validated
+	// against the tool's schema again before the call runs, and a person
+	// asked for approval sees them.
+	Arguments json.RawMessage
 }
 
 // EventApprove decides whether a call may run, before tools/execute.
@@ -55,17 +60,32 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 }
 
 // approve runs the approval stage for a validated call. ok says the call
-// may run; otherwise r is what the model is told, or err ends the turn
-// (ctx ended, or a policy panicked).
-func approve(ctx stdctx.Context, at *dshctx.Context, call Call, tool *Tool) (r Result, ok bool, err error) {
-	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: tool})
+// may run, as the returned call (a policy may have rewritten its
+// arguments, see Verdict.Arguments); otherwise r is what the model is told,
+// or err ends the turn (ctx ended, or a policy panicked).
+func approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
+	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: &e.tool})
 	if err != nil {
 		if ctx.Err() != nil || errs.HasCode(err, errs.ListenerFailed) {
-			return Result{}, false, err
+			return call, Result{}, false, err
 		}
 		// A policy that fails is not a permission: refuse, and say so.
-		return refuse("was not approved: the approval policy failed (%v). It did not run.", call.Name, err), false, nil
+		return call, refuse("was not approved: the approval policy failed (%v). It did not run.", call.Name, err), false, nil
 	}
+	if len(bytes.TrimSpace(v.Arguments)) > 0 && v.Decision != Deny {
+		call.Arguments = v.Arguments
+		if r, ok := validate(e.schema, call); !ok {
+			r.Content = fmt.Sprintf("The approval policy%s rewrote the arguments of the call to %q, and the rewrite is not valid: %s",
+				by(v.Source), call.Name, r.Content)
+			return call, r, false, nil
+		}
+	}
+	r, ok, err = decide(ctx, at, call, v)
+	return call, r, ok, err
+}
+
+// decide acts on the stage's verdict.
+func decide(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, bool, error) {
 	switch v.Decision {
 	case Allow:
 		return Result{}, true, nil

@@ -269,3 +269,36 @@ func TestBrokenPolicies(t *testing.T) {
 		t.Fatal("a call ran past a broken policy")
 	}
 }
+
+// A policy that rewrites a call's arguments runs the tool with the rewrite,
+// and a rewrite that breaks the schema refuses the call, saying who did it.
+func TestPolicyRewritesArguments(t *testing.T) {
+	st := newStage(t)
+	var seen []byte
+	st.tools.Register(st.root, tools.Tool{Name: "echo",
+		Parameters: []byte(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}`),
+		Execute: func(_ stdctx.Context, c tools.Call) (tools.Result, error) {
+			seen = c.Arguments
+			return tools.Result{Content: "ran"}, nil
+		}})
+	rewrite := `{"command":"ls -la"}`
+	if _, err := tools.EventApprove.On(st.root, func(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
+		return tools.Verdict{Decision: tools.Allow, Source: "rewriter", Arguments: []byte(rewrite)}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.exec(t, stdctx.Background(), "echo", "ls")
+	if err != nil || r.IsError || string(seen) != `{"command":"ls -la"}` {
+		t.Fatalf("rewrite: %+v %v, tool saw %s", r, err, seen)
+	}
+	rewrite = `{"command":7}`
+	seen = nil
+	r, err = st.exec(t, stdctx.Background(), "echo", "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, r, `"rewriter"`, "rewrote", "command")
+	if seen != nil {
+		t.Fatalf("a call with an invalid rewrite ran with %s", seen)
+	}
+}

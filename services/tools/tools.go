@@ -280,7 +280,8 @@ func (s *Service) Execute(ctx stdctx.Context, at *dshctx.Context, call Call) (Re
 	if r, ok := validate(e.schema, call); !ok {
 		return r, nil
 	}
-	if r, ok, err := approve(ctx, at, call, &e.tool); !ok || err != nil {
+	call, r, ok, err := approve(ctx, at, e, call)
+	if !ok || err != nil {
 		return r, err
 	}
 	return EventExecute.Dispatch(ctx, at, Execution{Call: call, Tool: &e.tool})

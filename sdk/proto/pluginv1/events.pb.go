@@ -46,6 +46,10 @@ type Payload struct {
 	//	*Payload_Status
 	//	*Payload_StreamChunk
 	//	*Payload_SessionEvent
+	//	*Payload_Approval
+	//	*Payload_SessionOutcome
+	//	*Payload_ApprovalRequested
+	//	*Payload_ApprovalAnswered
 	Event         isPayload_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -169,6 +173,42 @@ func (x *Payload) GetSessionEvent() *SessionAppended {
 	return nil
 }
 
+func (x *Payload) GetApproval() *Approval {
+	if x != nil {
+		if x, ok := x.Event.(*Payload_Approval); ok {
+			return x.Approval
+		}
+	}
+	return nil
+}
+
+func (x *Payload) GetSessionOutcome() *SessionOutcome {
+	if x != nil {
+		if x, ok := x.Event.(*Payload_SessionOutcome); ok {
+			return x.SessionOutcome
+		}
+	}
+	return nil
+}
+
+func (x *Payload) GetApprovalRequested() *ApprovalRequest {
+	if x != nil {
+		if x, ok := x.Event.(*Payload_ApprovalRequested); ok {
+			return x.ApprovalRequested
+		}
+	}
+	return nil
+}
+
+func (x *Payload) GetApprovalAnswered() *ApprovalAnswered {
+	if x != nil {
+		if x, ok := x.Event.(*Payload_ApprovalAnswered); ok {
+			return x.ApprovalAnswered
+		}
+	}
+	return nil
+}
+
 type isPayload_Event interface {
 	isPayload_Event()
 }
@@ -209,6 +249,22 @@ type Payload_SessionEvent struct {
 	SessionEvent *SessionAppended `protobuf:"bytes,9,opt,name=session_event,json=sessionEvent,proto3,oneof"` // session/event
 }
 
+type Payload_Approval struct {
+	Approval *Approval `protobuf:"bytes,10,opt,name=approval,proto3,oneof"` // tools/approve
+}
+
+type Payload_SessionOutcome struct {
+	SessionOutcome *SessionOutcome `protobuf:"bytes,11,opt,name=session_outcome,json=sessionOutcome,proto3,oneof"` // session/outcome
+}
+
+type Payload_ApprovalRequested struct {
+	ApprovalRequested *ApprovalRequest `protobuf:"bytes,12,opt,name=approval_requested,json=approvalRequested,proto3,oneof"` // approval/requested
+}
+
+type Payload_ApprovalAnswered struct {
+	ApprovalAnswered *ApprovalAnswered `protobuf:"bytes,13,opt,name=approval_answered,json=approvalAnswered,proto3,oneof"` // approval/answered
+}
+
 func (*Payload_Admission) isPayload_Event() {}
 
 func (*Payload_ToolExecution) isPayload_Event() {}
@@ -227,6 +283,14 @@ func (*Payload_StreamChunk) isPayload_Event() {}
 
 func (*Payload_SessionEvent) isPayload_Event() {}
 
+func (*Payload_Approval) isPayload_Event() {}
+
+func (*Payload_SessionOutcome) isPayload_Event() {}
+
+func (*Payload_ApprovalRequested) isPayload_Event() {}
+
+func (*Payload_ApprovalAnswered) isPayload_Event() {}
+
 // Result is the result of one waterfall dispatch.
 type Result struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -237,6 +301,7 @@ type Result struct {
 	//	*Result_Request
 	//	*Result_StepResult
 	//	*Result_ContinueTurn
+	//	*Result_Verdict
 	Event         isResult_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -324,6 +389,15 @@ func (x *Result) GetContinueTurn() bool {
 	return false
 }
 
+func (x *Result) GetVerdict() *Verdict {
+	if x != nil {
+		if x, ok := x.Event.(*Result_Verdict); ok {
+			return x.Verdict
+		}
+	}
+	return nil
+}
+
 type isResult_Event interface {
 	isResult_Event()
 }
@@ -348,6 +422,10 @@ type Result_ContinueTurn struct {
 	ContinueTurn bool `protobuf:"varint,5,opt,name=continue_turn,json=continueTurn,proto3,oneof"` // agent/turn-continuation
 }
 
+type Result_Verdict struct {
+	Verdict *Verdict `protobuf:"bytes,6,opt,name=verdict,proto3,oneof"` // tools/approve
+}
+
 func (*Result_Decision) isResult_Event() {}
 
 func (*Result_ToolResult) isResult_Event() {}
@@ -357,6 +435,8 @@ func (*Result_Request) isResult_Event() {}
 func (*Result_StepResult) isResult_Event() {}
 
 func (*Result_ContinueTurn) isResult_Event() {}
+
+func (*Result_Verdict) isResult_Event() {}
 
 type Message struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -869,9 +949,13 @@ func (x *ToolExecution) GetKnown() bool {
 }
 
 type ToolResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Content       string                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
-	IsError       bool                   `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the model is told; with parts, the text parts joined.
+	Content string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	IsError bool   `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	// The result as content parts, for a tool that returns more than text.
+	// Text parts are joined into content when content is empty.
+	Parts         []*ContentPart `protobuf:"bytes,3,rep,name=parts,proto3" json:"parts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -920,6 +1004,149 @@ func (x *ToolResult) GetIsError() bool {
 	return false
 }
 
+func (x *ToolResult) GetParts() []*ContentPart {
+	if x != nil {
+		return x.Parts
+	}
+	return nil
+}
+
+// One piece of a tool's result.
+type ContentPart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ContentPart_Text
+	//	*ContentPart_Image
+	Part          isContentPart_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContentPart) Reset() {
+	*x = ContentPart{}
+	mi := &file_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContentPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContentPart) ProtoMessage() {}
+
+func (x *ContentPart) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContentPart.ProtoReflect.Descriptor instead.
+func (*ContentPart) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ContentPart) GetPart() isContentPart_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *ContentPart) GetText() string {
+	if x != nil {
+		if x, ok := x.Part.(*ContentPart_Text); ok {
+			return x.Text
+		}
+	}
+	return ""
+}
+
+func (x *ContentPart) GetImage() *Image {
+	if x != nil {
+		if x, ok := x.Part.(*ContentPart_Image); ok {
+			return x.Image
+		}
+	}
+	return nil
+}
+
+type isContentPart_Part interface {
+	isContentPart_Part()
+}
+
+type ContentPart_Text struct {
+	Text string `protobuf:"bytes,1,opt,name=text,proto3,oneof"`
+}
+
+type ContentPart_Image struct {
+	Image *Image `protobuf:"bytes,2,opt,name=image,proto3,oneof"`
+}
+
+func (*ContentPart_Text) isContentPart_Part() {}
+
+func (*ContentPart_Image) isContentPart_Part() {}
+
+type Image struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// image/png, image/jpeg, image/gif or image/webp.
+	MediaType     string `protobuf:"bytes,1,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	Data          []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Image) Reset() {
+	*x = Image{}
+	mi := &file_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Image) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Image) ProtoMessage() {}
+
+func (x *Image) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Image.ProtoReflect.Descriptor instead.
+func (*Image) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Image) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *Image) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type ToolSpec struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -932,7 +1159,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1171,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1184,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -998,7 +1225,7 @@ type ModelRequest struct {
 
 func (x *ModelRequest) Reset() {
 	*x = ModelRequest{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1237,7 @@ func (x *ModelRequest) String() string {
 func (*ModelRequest) ProtoMessage() {}
 
 func (x *ModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1250,7 @@ func (x *ModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRequest.ProtoReflect.Descriptor instead.
 func (*ModelRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ModelRequest) GetProvider() string {
@@ -1088,7 +1315,7 @@ type RequestEvent struct {
 
 func (x *RequestEvent) Reset() {
 	*x = RequestEvent{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1327,7 @@ func (x *RequestEvent) String() string {
 func (*RequestEvent) ProtoMessage() {}
 
 func (x *RequestEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1340,7 @@ func (x *RequestEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestEvent.ProtoReflect.Descriptor instead.
 func (*RequestEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RequestEvent) GetAgentId() string {
@@ -1161,7 +1388,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1400,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1413,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{13}
+	return file_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepResult) GetAgentId() string {
@@ -1247,7 +1474,7 @@ type Continuation struct {
 
 func (x *Continuation) Reset() {
 	*x = Continuation{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1486,7 @@ func (x *Continuation) String() string {
 func (*Continuation) ProtoMessage() {}
 
 func (x *Continuation) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1499,7 @@ func (x *Continuation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Continuation.ProtoReflect.Descriptor instead.
 func (*Continuation) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Continuation) GetAgentId() string {
@@ -1330,7 +1557,7 @@ type StatusChange struct {
 
 func (x *StatusChange) Reset() {
 	*x = StatusChange{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1569,7 @@ func (x *StatusChange) String() string {
 func (*StatusChange) ProtoMessage() {}
 
 func (x *StatusChange) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1582,7 @@ func (x *StatusChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusChange.ProtoReflect.Descriptor instead.
 func (*StatusChange) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StatusChange) GetAgentId() string {
@@ -1391,7 +1618,7 @@ type ToolCallDelta struct {
 
 func (x *ToolCallDelta) Reset() {
 	*x = ToolCallDelta{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1630,7 @@ func (x *ToolCallDelta) String() string {
 func (*ToolCallDelta) ProtoMessage() {}
 
 func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1643,7 @@ func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
 func (*ToolCallDelta) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolCallDelta) GetIndex() int32 {
@@ -1463,7 +1690,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1702,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1715,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Chunk) GetKind() string {
@@ -1554,7 +1781,7 @@ type StreamChunk struct {
 
 func (x *StreamChunk) Reset() {
 	*x = StreamChunk{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1793,7 @@ func (x *StreamChunk) String() string {
 func (*StreamChunk) ProtoMessage() {}
 
 func (x *StreamChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1806,7 @@ func (x *StreamChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamChunk.ProtoReflect.Descriptor instead.
 func (*StreamChunk) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StreamChunk) GetAgentId() string {
@@ -1638,7 +1865,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1877,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1890,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{19}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SessionEvent) GetSeq() int64 {
@@ -1762,7 +1989,7 @@ type SessionAppended struct {
 
 func (x *SessionAppended) Reset() {
 	*x = SessionAppended{}
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +2001,7 @@ func (x *SessionAppended) String() string {
 func (*SessionAppended) ProtoMessage() {}
 
 func (x *SessionAppended) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +2014,7 @@ func (x *SessionAppended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionAppended.ProtoReflect.Descriptor instead.
 func (*SessionAppended) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{20}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SessionAppended) GetAgentId() string {
@@ -1811,11 +2038,478 @@ func (x *SessionAppended) GetEvent() *SessionEvent {
 	return nil
 }
 
+// tools/approve: a call whose arguments are valid, before it runs.
+// Changeable through next: call.arguments.
+type Approval struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	AgentId    string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Call       *ToolCall              `protobuf:"bytes,2,opt,name=call,proto3" json:"call,omitempty"`
+	Workspace  string                 `protobuf:"bytes,3,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	Unattended bool                   `protobuf:"varint,4,opt,name=unattended,proto3" json:"unattended,omitempty"`
+	// The tool's own default: allow, ask or deny.
+	ToolDefault string `protobuf:"bytes,5,opt,name=tool_default,json=toolDefault,proto3" json:"tool_default,omitempty"`
+	// The tool's parallel_safe flag, a hint that it only reads.
+	ParallelSafe  bool `protobuf:"varint,6,opt,name=parallel_safe,json=parallelSafe,proto3" json:"parallel_safe,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Approval) Reset() {
+	*x = Approval{}
+	mi := &file_events_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Approval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Approval) ProtoMessage() {}
+
+func (x *Approval) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Approval.ProtoReflect.Descriptor instead.
+func (*Approval) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Approval) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *Approval) GetCall() *ToolCall {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *Approval) GetWorkspace() string {
+	if x != nil {
+		return x.Workspace
+	}
+	return ""
+}
+
+func (x *Approval) GetUnattended() bool {
+	if x != nil {
+		return x.Unattended
+	}
+	return false
+}
+
+func (x *Approval) GetToolDefault() string {
+	if x != nil {
+		return x.ToolDefault
+	}
+	return ""
+}
+
+func (x *Approval) GetParallelSafe() bool {
+	if x != nil {
+		return x.ParallelSafe
+	}
+	return false
+}
+
+// The approval stage's answer for one call.
+type Verdict struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// allow, deny or ask.
+	Decision string `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	// Why; for deny, what the model is told.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What an "allow for this session" answer to an ask covers ("" = the
+	// tool).
+	Pattern string `protobuf:"bytes,3,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	// The policy that decided.
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// Replacement arguments for the call as JSON text, validated again
+	// against the tool's schema before it runs; empty keeps them.
+	Arguments     string `protobuf:"bytes,5,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Verdict) Reset() {
+	*x = Verdict{}
+	mi := &file_events_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Verdict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Verdict) ProtoMessage() {}
+
+func (x *Verdict) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
+func (*Verdict) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Verdict) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *Verdict) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Verdict) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *Verdict) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Verdict) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+// session/outcome: what happened to a client's request that the session
+// log does not record, such as a refused prompt.
+type SessionOutcome struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AgentId   string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// session/prompt-rejected.
+	Type      string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Code      string `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"`
+	Reason    string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message   string `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	Presented bool   `protobuf:"varint,8,opt,name=presented,proto3" json:"presented,omitempty"`
+	// RFC 3339 with nanoseconds.
+	Time          string `protobuf:"bytes,9,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionOutcome) Reset() {
+	*x = SessionOutcome{}
+	mi := &file_events_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionOutcome) ProtoMessage() {}
+
+func (x *SessionOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionOutcome.ProtoReflect.Descriptor instead.
+func (*SessionOutcome) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SessionOutcome) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SessionOutcome) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionOutcome) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SessionOutcome) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *SessionOutcome) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *SessionOutcome) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SessionOutcome) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *SessionOutcome) GetPresented() bool {
+	if x != nil {
+		return x.Presented
+	}
+	return false
+}
+
+func (x *SessionOutcome) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+// approval/requested: a person is being asked whether a call may run.
+type ApprovalRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	CallId  string                 `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool    string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// JSON text.
+	Arguments     string `protobuf:"bytes,4,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Summary       string `protobuf:"bytes,5,opt,name=summary,proto3" json:"summary,omitempty"`
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	Pattern       string `protobuf:"bytes,7,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalRequest) Reset() {
+	*x = ApprovalRequest{}
+	mi := &file_events_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalRequest) ProtoMessage() {}
+
+func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
+func (*ApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ApprovalRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+// approval/answered: an ask ended, answered or not.
+type ApprovalAnswered struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Request *ApprovalRequest       `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	// allow-once, allow-session or deny.
+	Choice string `protobuf:"bytes,2,opt,name=choice,proto3" json:"choice,omitempty"`
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// An earlier "allow for this session" answered; nobody was asked.
+	Remembered bool `protobuf:"varint,4,opt,name=remembered,proto3" json:"remembered,omitempty"`
+	// Why nobody answered, when nobody did: its code (APPROVAL_NO_ANSWERER,
+	// APPROVAL_ANSWERER_FAILED, …) and text.
+	ErrorCode     string `protobuf:"bytes,5,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	Error         string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalAnswered) Reset() {
+	*x = ApprovalAnswered{}
+	mi := &file_events_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalAnswered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalAnswered) ProtoMessage() {}
+
+func (x *ApprovalAnswered) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalAnswered.ProtoReflect.Descriptor instead.
+func (*ApprovalAnswered) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ApprovalAnswered) GetRequest() *ApprovalRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *ApprovalAnswered) GetChoice() string {
+	if x != nil {
+		return x.Choice
+	}
+	return ""
+}
+
+func (x *ApprovalAnswered) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ApprovalAnswered) GetRemembered() bool {
+	if x != nil {
+		return x.Remembered
+	}
+	return false
+}
+
+func (x *ApprovalAnswered) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+func (x *ApprovalAnswered) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\rdsh.plugin.v1\"\xcf\x04\n" +
+	"\fevents.proto\x12\rdsh.plugin.v1\"\xf1\x06\n" +
 	"\aPayload\x128\n" +
 	"\tadmission\x18\x01 \x01(\v2\x18.dsh.plugin.v1.AdmissionH\x00R\tadmission\x12E\n" +
 	"\x0etool_execution\x18\x02 \x01(\v2\x1c.dsh.plugin.v1.ToolExecutionH\x00R\rtoolExecution\x127\n" +
@@ -1826,8 +2520,13 @@ const file_events_proto_rawDesc = "" +
 	"\x0einbox_inserted\x18\x06 \x01(\v2\x18.dsh.plugin.v1.AdmissionH\x00R\rinboxInserted\x125\n" +
 	"\x06status\x18\a \x01(\v2\x1b.dsh.plugin.v1.StatusChangeH\x00R\x06status\x12?\n" +
 	"\fstream_chunk\x18\b \x01(\v2\x1a.dsh.plugin.v1.StreamChunkH\x00R\vstreamChunk\x12E\n" +
-	"\rsession_event\x18\t \x01(\v2\x1e.dsh.plugin.v1.SessionAppendedH\x00R\fsessionEventB\a\n" +
-	"\x05event\"\xa4\x02\n" +
+	"\rsession_event\x18\t \x01(\v2\x1e.dsh.plugin.v1.SessionAppendedH\x00R\fsessionEvent\x125\n" +
+	"\bapproval\x18\n" +
+	" \x01(\v2\x17.dsh.plugin.v1.ApprovalH\x00R\bapproval\x12H\n" +
+	"\x0fsession_outcome\x18\v \x01(\v2\x1d.dsh.plugin.v1.SessionOutcomeH\x00R\x0esessionOutcome\x12O\n" +
+	"\x12approval_requested\x18\f \x01(\v2\x1e.dsh.plugin.v1.ApprovalRequestH\x00R\x11approvalRequested\x12N\n" +
+	"\x11approval_answered\x18\r \x01(\v2\x1f.dsh.plugin.v1.ApprovalAnsweredH\x00R\x10approvalAnsweredB\a\n" +
+	"\x05event\"\xd8\x02\n" +
 	"\x06Result\x125\n" +
 	"\bdecision\x18\x01 \x01(\v2\x17.dsh.plugin.v1.DecisionH\x00R\bdecision\x12<\n" +
 	"\vtool_result\x18\x02 \x01(\v2\x19.dsh.plugin.v1.ToolResultH\x00R\n" +
@@ -1835,7 +2534,8 @@ const file_events_proto_rawDesc = "" +
 	"\arequest\x18\x03 \x01(\v2\x1b.dsh.plugin.v1.ModelRequestH\x00R\arequest\x12<\n" +
 	"\vstep_result\x18\x04 \x01(\v2\x19.dsh.plugin.v1.StepResultH\x00R\n" +
 	"stepResult\x12%\n" +
-	"\rcontinue_turn\x18\x05 \x01(\bH\x00R\fcontinueTurnB\a\n" +
+	"\rcontinue_turn\x18\x05 \x01(\bH\x00R\fcontinueTurn\x122\n" +
+	"\averdict\x18\x06 \x01(\v2\x16.dsh.plugin.v1.VerdictH\x00R\averdictB\a\n" +
 	"\x05event\"\xaa\x02\n" +
 	"\aMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -1879,11 +2579,20 @@ const file_events_proto_rawDesc = "" +
 	"\rToolExecution\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12+\n" +
 	"\x04call\x18\x02 \x01(\v2\x17.dsh.plugin.v1.ToolCallR\x04call\x12\x14\n" +
-	"\x05known\x18\x03 \x01(\bR\x05known\"A\n" +
+	"\x05known\x18\x03 \x01(\bR\x05known\"s\n" +
 	"\n" +
 	"ToolResult\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x19\n" +
-	"\bis_error\x18\x02 \x01(\bR\aisError\"`\n" +
+	"\bis_error\x18\x02 \x01(\bR\aisError\x120\n" +
+	"\x05parts\x18\x03 \x03(\v2\x1a.dsh.plugin.v1.ContentPartR\x05parts\"Y\n" +
+	"\vContentPart\x12\x14\n" +
+	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12,\n" +
+	"\x05image\x18\x02 \x01(\v2\x14.dsh.plugin.v1.ImageH\x00R\x05imageB\x06\n" +
+	"\x04part\":\n" +
+	"\x05Image\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x01 \x01(\tR\tmediaType\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"`\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
@@ -1964,7 +2673,52 @@ const file_events_proto_rawDesc = "" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x121\n" +
-	"\x05event\x18\x03 \x01(\v2\x1b.dsh.plugin.v1.SessionEventR\x05eventB3Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1b\x06proto3"
+	"\x05event\x18\x03 \x01(\v2\x1b.dsh.plugin.v1.SessionEventR\x05event\"\xd8\x01\n" +
+	"\bApproval\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12+\n" +
+	"\x04call\x18\x02 \x01(\v2\x17.dsh.plugin.v1.ToolCallR\x04call\x12\x1c\n" +
+	"\tworkspace\x18\x03 \x01(\tR\tworkspace\x12\x1e\n" +
+	"\n" +
+	"unattended\x18\x04 \x01(\bR\n" +
+	"unattended\x12!\n" +
+	"\ftool_default\x18\x05 \x01(\tR\vtoolDefault\x12#\n" +
+	"\rparallel_safe\x18\x06 \x01(\bR\fparallelSafe\"\x8d\x01\n" +
+	"\aVerdict\x12\x1a\n" +
+	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\apattern\x18\x03 \x01(\tR\apattern\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x1c\n" +
+	"\targuments\x18\x05 \x01(\tR\targuments\"\xf5\x01\n" +
+	"\x0eSessionOutcome\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\tR\x04code\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\x12\x1c\n" +
+	"\tpresented\x18\b \x01(\bR\tpresented\x12\x12\n" +
+	"\x04time\x18\t \x01(\tR\x04time\"\xc3\x01\n" +
+	"\x0fApprovalRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x1c\n" +
+	"\targuments\x18\x04 \x01(\tR\targuments\x12\x18\n" +
+	"\asummary\x18\x05 \x01(\tR\asummary\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
+	"\apattern\x18\a \x01(\tR\apattern\"\xd1\x01\n" +
+	"\x10ApprovalAnswered\x128\n" +
+	"\arequest\x18\x01 \x01(\v2\x1e.dsh.plugin.v1.ApprovalRequestR\arequest\x12\x16\n" +
+	"\x06choice\x18\x02 \x01(\tR\x06choice\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1e\n" +
+	"\n" +
+	"remembered\x18\x04 \x01(\bR\n" +
+	"remembered\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05errorB3Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1b\x06proto3"
 
 var (
 	file_events_proto_rawDescOnce sync.Once
@@ -1978,65 +2732,81 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_events_proto_goTypes = []any{
-	(*Payload)(nil),         // 0: dsh.plugin.v1.Payload
-	(*Result)(nil),          // 1: dsh.plugin.v1.Result
-	(*Message)(nil),         // 2: dsh.plugin.v1.Message
-	(*ToolCall)(nil),        // 3: dsh.plugin.v1.ToolCall
-	(*Usage)(nil),           // 4: dsh.plugin.v1.Usage
-	(*Source)(nil),          // 5: dsh.plugin.v1.Source
-	(*Admission)(nil),       // 6: dsh.plugin.v1.Admission
-	(*Decision)(nil),        // 7: dsh.plugin.v1.Decision
-	(*ToolExecution)(nil),   // 8: dsh.plugin.v1.ToolExecution
-	(*ToolResult)(nil),      // 9: dsh.plugin.v1.ToolResult
-	(*ToolSpec)(nil),        // 10: dsh.plugin.v1.ToolSpec
-	(*ModelRequest)(nil),    // 11: dsh.plugin.v1.ModelRequest
-	(*RequestEvent)(nil),    // 12: dsh.plugin.v1.RequestEvent
-	(*StepResult)(nil),      // 13: dsh.plugin.v1.StepResult
-	(*Continuation)(nil),    // 14: dsh.plugin.v1.Continuation
-	(*StatusChange)(nil),    // 15: dsh.plugin.v1.StatusChange
-	(*ToolCallDelta)(nil),   // 16: dsh.plugin.v1.ToolCallDelta
-	(*Chunk)(nil),           // 17: dsh.plugin.v1.Chunk
-	(*StreamChunk)(nil),     // 18: dsh.plugin.v1.StreamChunk
-	(*SessionEvent)(nil),    // 19: dsh.plugin.v1.SessionEvent
-	(*SessionAppended)(nil), // 20: dsh.plugin.v1.SessionAppended
+	(*Payload)(nil),          // 0: dsh.plugin.v1.Payload
+	(*Result)(nil),           // 1: dsh.plugin.v1.Result
+	(*Message)(nil),          // 2: dsh.plugin.v1.Message
+	(*ToolCall)(nil),         // 3: dsh.plugin.v1.ToolCall
+	(*Usage)(nil),            // 4: dsh.plugin.v1.Usage
+	(*Source)(nil),           // 5: dsh.plugin.v1.Source
+	(*Admission)(nil),        // 6: dsh.plugin.v1.Admission
+	(*Decision)(nil),         // 7: dsh.plugin.v1.Decision
+	(*ToolExecution)(nil),    // 8: dsh.plugin.v1.ToolExecution
+	(*ToolResult)(nil),       // 9: dsh.plugin.v1.ToolResult
+	(*ContentPart)(nil),      // 10: dsh.plugin.v1.ContentPart
+	(*Image)(nil),            // 11: dsh.plugin.v1.Image
+	(*ToolSpec)(nil),         // 12: dsh.plugin.v1.ToolSpec
+	(*ModelRequest)(nil),     // 13: dsh.plugin.v1.ModelRequest
+	(*RequestEvent)(nil),     // 14: dsh.plugin.v1.RequestEvent
+	(*StepResult)(nil),       // 15: dsh.plugin.v1.StepResult
+	(*Continuation)(nil),     // 16: dsh.plugin.v1.Continuation
+	(*StatusChange)(nil),     // 17: dsh.plugin.v1.StatusChange
+	(*ToolCallDelta)(nil),    // 18: dsh.plugin.v1.ToolCallDelta
+	(*Chunk)(nil),            // 19: dsh.plugin.v1.Chunk
+	(*StreamChunk)(nil),      // 20: dsh.plugin.v1.StreamChunk
+	(*SessionEvent)(nil),     // 21: dsh.plugin.v1.SessionEvent
+	(*SessionAppended)(nil),  // 22: dsh.plugin.v1.SessionAppended
+	(*Approval)(nil),         // 23: dsh.plugin.v1.Approval
+	(*Verdict)(nil),          // 24: dsh.plugin.v1.Verdict
+	(*SessionOutcome)(nil),   // 25: dsh.plugin.v1.SessionOutcome
+	(*ApprovalRequest)(nil),  // 26: dsh.plugin.v1.ApprovalRequest
+	(*ApprovalAnswered)(nil), // 27: dsh.plugin.v1.ApprovalAnswered
 }
 var file_events_proto_depIdxs = []int32{
 	6,  // 0: dsh.plugin.v1.Payload.admission:type_name -> dsh.plugin.v1.Admission
 	8,  // 1: dsh.plugin.v1.Payload.tool_execution:type_name -> dsh.plugin.v1.ToolExecution
-	12, // 2: dsh.plugin.v1.Payload.request:type_name -> dsh.plugin.v1.RequestEvent
-	13, // 3: dsh.plugin.v1.Payload.step_result:type_name -> dsh.plugin.v1.StepResult
-	14, // 4: dsh.plugin.v1.Payload.continuation:type_name -> dsh.plugin.v1.Continuation
+	14, // 2: dsh.plugin.v1.Payload.request:type_name -> dsh.plugin.v1.RequestEvent
+	15, // 3: dsh.plugin.v1.Payload.step_result:type_name -> dsh.plugin.v1.StepResult
+	16, // 4: dsh.plugin.v1.Payload.continuation:type_name -> dsh.plugin.v1.Continuation
 	6,  // 5: dsh.plugin.v1.Payload.inbox_inserted:type_name -> dsh.plugin.v1.Admission
-	15, // 6: dsh.plugin.v1.Payload.status:type_name -> dsh.plugin.v1.StatusChange
-	18, // 7: dsh.plugin.v1.Payload.stream_chunk:type_name -> dsh.plugin.v1.StreamChunk
-	20, // 8: dsh.plugin.v1.Payload.session_event:type_name -> dsh.plugin.v1.SessionAppended
-	7,  // 9: dsh.plugin.v1.Result.decision:type_name -> dsh.plugin.v1.Decision
-	9,  // 10: dsh.plugin.v1.Result.tool_result:type_name -> dsh.plugin.v1.ToolResult
-	11, // 11: dsh.plugin.v1.Result.request:type_name -> dsh.plugin.v1.ModelRequest
-	13, // 12: dsh.plugin.v1.Result.step_result:type_name -> dsh.plugin.v1.StepResult
-	3,  // 13: dsh.plugin.v1.Message.tool_calls:type_name -> dsh.plugin.v1.ToolCall
-	2,  // 14: dsh.plugin.v1.Admission.message:type_name -> dsh.plugin.v1.Message
-	5,  // 15: dsh.plugin.v1.Admission.source:type_name -> dsh.plugin.v1.Source
-	3,  // 16: dsh.plugin.v1.ToolExecution.call:type_name -> dsh.plugin.v1.ToolCall
-	2,  // 17: dsh.plugin.v1.ModelRequest.messages:type_name -> dsh.plugin.v1.Message
-	10, // 18: dsh.plugin.v1.ModelRequest.tools:type_name -> dsh.plugin.v1.ToolSpec
-	11, // 19: dsh.plugin.v1.RequestEvent.request:type_name -> dsh.plugin.v1.ModelRequest
-	2,  // 20: dsh.plugin.v1.StepResult.message:type_name -> dsh.plugin.v1.Message
-	4,  // 21: dsh.plugin.v1.StepResult.usage:type_name -> dsh.plugin.v1.Usage
-	16, // 22: dsh.plugin.v1.Chunk.tool_call:type_name -> dsh.plugin.v1.ToolCallDelta
-	4,  // 23: dsh.plugin.v1.Chunk.usage:type_name -> dsh.plugin.v1.Usage
-	17, // 24: dsh.plugin.v1.StreamChunk.chunk:type_name -> dsh.plugin.v1.Chunk
-	2,  // 25: dsh.plugin.v1.SessionEvent.message:type_name -> dsh.plugin.v1.Message
-	3,  // 26: dsh.plugin.v1.SessionEvent.tool_call:type_name -> dsh.plugin.v1.ToolCall
-	4,  // 27: dsh.plugin.v1.SessionEvent.usage:type_name -> dsh.plugin.v1.Usage
-	19, // 28: dsh.plugin.v1.SessionAppended.event:type_name -> dsh.plugin.v1.SessionEvent
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	17, // 6: dsh.plugin.v1.Payload.status:type_name -> dsh.plugin.v1.StatusChange
+	20, // 7: dsh.plugin.v1.Payload.stream_chunk:type_name -> dsh.plugin.v1.StreamChunk
+	22, // 8: dsh.plugin.v1.Payload.session_event:type_name -> dsh.plugin.v1.SessionAppended
+	23, // 9: dsh.plugin.v1.Payload.approval:type_name -> dsh.plugin.v1.Approval
+	25, // 10: dsh.plugin.v1.Payload.session_outcome:type_name -> dsh.plugin.v1.SessionOutcome
+	26, // 11: dsh.plugin.v1.Payload.approval_requested:type_name -> dsh.plugin.v1.ApprovalRequest
+	27, // 12: dsh.plugin.v1.Payload.approval_answered:type_name -> dsh.plugin.v1.ApprovalAnswered
+	7,  // 13: dsh.plugin.v1.Result.decision:type_name -> dsh.plugin.v1.Decision
+	9,  // 14: dsh.plugin.v1.Result.tool_result:type_name -> dsh.plugin.v1.ToolResult
+	13, // 15: dsh.plugin.v1.Result.request:type_name -> dsh.plugin.v1.ModelRequest
+	15, // 16: dsh.plugin.v1.Result.step_result:type_name -> dsh.plugin.v1.StepResult
+	24, // 17: dsh.plugin.v1.Result.verdict:type_name -> dsh.plugin.v1.Verdict
+	3,  // 18: dsh.plugin.v1.Message.tool_calls:type_name -> dsh.plugin.v1.ToolCall
+	2,  // 19: dsh.plugin.v1.Admission.message:type_name -> dsh.plugin.v1.Message
+	5,  // 20: dsh.plugin.v1.Admission.source:type_name -> dsh.plugin.v1.Source
+	3,  // 21: dsh.plugin.v1.ToolExecution.call:type_name -> dsh.plugin.v1.ToolCall
+	10, // 22: dsh.plugin.v1.ToolResult.parts:type_name -> dsh.plugin.v1.ContentPart
+	11, // 23: dsh.plugin.v1.ContentPart.image:type_name -> dsh.plugin.v1.Image
+	2,  // 24: dsh.plugin.v1.ModelRequest.messages:type_name -> dsh.plugin.v1.Message
+	12, // 25: dsh.plugin.v1.ModelRequest.tools:type_name -> dsh.plugin.v1.ToolSpec
+	13, // 26: dsh.plugin.v1.RequestEvent.request:type_name -> dsh.plugin.v1.ModelRequest
+	2,  // 27: dsh.plugin.v1.StepResult.message:type_name -> dsh.plugin.v1.Message
+	4,  // 28: dsh.plugin.v1.StepResult.usage:type_name -> dsh.plugin.v1.Usage
+	18, // 29: dsh.plugin.v1.Chunk.tool_call:type_name -> dsh.plugin.v1.ToolCallDelta
+	4,  // 30: dsh.plugin.v1.Chunk.usage:type_name -> dsh.plugin.v1.Usage
+	19, // 31: dsh.plugin.v1.StreamChunk.chunk:type_name -> dsh.plugin.v1.Chunk
+	2,  // 32: dsh.plugin.v1.SessionEvent.message:type_name -> dsh.plugin.v1.Message
+	3,  // 33: dsh.plugin.v1.SessionEvent.tool_call:type_name -> dsh.plugin.v1.ToolCall
+	4,  // 34: dsh.plugin.v1.SessionEvent.usage:type_name -> dsh.plugin.v1.Usage
+	21, // 35: dsh.plugin.v1.SessionAppended.event:type_name -> dsh.plugin.v1.SessionEvent
+	3,  // 36: dsh.plugin.v1.Approval.call:type_name -> dsh.plugin.v1.ToolCall
+	26, // 37: dsh.plugin.v1.ApprovalAnswered.request:type_name -> dsh.plugin.v1.ApprovalRequest
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -2054,6 +2824,10 @@ func file_events_proto_init() {
 		(*Payload_Status)(nil),
 		(*Payload_StreamChunk)(nil),
 		(*Payload_SessionEvent)(nil),
+		(*Payload_Approval)(nil),
+		(*Payload_SessionOutcome)(nil),
+		(*Payload_ApprovalRequested)(nil),
+		(*Payload_ApprovalAnswered)(nil),
 	}
 	file_events_proto_msgTypes[1].OneofWrappers = []any{
 		(*Result_Decision)(nil),
@@ -2061,15 +2835,20 @@ func file_events_proto_init() {
 		(*Result_Request)(nil),
 		(*Result_StepResult)(nil),
 		(*Result_ContinueTurn)(nil),
+		(*Result_Verdict)(nil),
 	}
-	file_events_proto_msgTypes[11].OneofWrappers = []any{}
+	file_events_proto_msgTypes[10].OneofWrappers = []any{
+		(*ContentPart_Text)(nil),
+		(*ContentPart_Image)(nil),
+	}
+	file_events_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -161,8 +161,15 @@ func (x *Listener) GetPrepend() bool {
 type DescribeRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// What this host offers: the events a plugin may listen to (their
+	// names) and the features below. A plugin may read it to adapt; the host
+	// checks DescribeResponse.requires against it either way.
+	//
+	//	"tools"       the plugin may declare tools (DescribeResponse.tools)
+	//	"emit-batch"  the host can send notifications with EmitBatch
+	Capabilities  []string `protobuf:"bytes,2,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeRequest) Reset() {
@@ -202,11 +209,29 @@ func (x *DescribeRequest) GetProtocolVersion() uint32 {
 	return 0
 }
 
+func (x *DescribeRequest) GetCapabilities() []string {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
 type DescribeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Listeners     []*Listener            `protobuf:"bytes,3,rep,name=listeners,proto3" json:"listeners,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Listeners []*Listener            `protobuf:"bytes,3,rep,name=listeners,proto3" json:"listeners,omitempty"`
+	// Tools the plugin gives the model, registered in the scope where the
+	// entry is mounted (the root, or a preset's agent).
+	Tools []*ToolDecl `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Capabilities the plugin cannot work without: a host that lacks one
+	// refuses to start the plugin, naming it. Listeners and tools imply
+	// their own capabilities; list here what the plugin needs beyond them.
+	Requires []string `protobuf:"bytes,5,rep,name=requires,proto3" json:"requires,omitempty"`
+	// Optional features the plugin understands, such as "emit-batch". A
+	// plugin built before a feature existed leaves it out and the host does
+	// without it, so older binaries keep working.
+	Accepts       []string `protobuf:"bytes,6,rep,name=accepts,proto3" json:"accepts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -262,6 +287,383 @@ func (x *DescribeResponse) GetListeners() []*Listener {
 	return nil
 }
 
+func (x *DescribeResponse) GetTools() []*ToolDecl {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *DescribeResponse) GetRequires() []string {
+	if x != nil {
+		return x.Requires
+	}
+	return nil
+}
+
+func (x *DescribeResponse) GetAccepts() []string {
+	if x != nil {
+		return x.Accepts
+	}
+	return nil
+}
+
+// A tool declared by a plugin binary. The host validates every call
+// against parameters, takes it through the approval stage and schedules it
+// like a built-in tool, then calls ExecuteTool.
+type ToolDecl struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// JSON Schema (draft 2020-12) of the arguments, as JSON text; empty
+	// means the tool takes no arguments.
+	Parameters string `protobuf:"bytes,3,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// The call may run at the same time as other parallel-safe calls of a
+	// step (reads, searches); otherwise it runs alone.
+	ParallelSafe bool `protobuf:"varint,4,opt,name=parallel_safe,json=parallelSafe,proto3" json:"parallel_safe,omitempty"`
+	// The approval stage's default for a call when no policy decides:
+	// "allow" (or empty), "ask" or "deny".
+	Approval      string `protobuf:"bytes,5,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolDecl) Reset() {
+	*x = ToolDecl{}
+	mi := &file_plugin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolDecl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolDecl) ProtoMessage() {}
+
+func (x *ToolDecl) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolDecl.ProtoReflect.Descriptor instead.
+func (*ToolDecl) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ToolDecl) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolDecl) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolDecl) GetParameters() string {
+	if x != nil {
+		return x.Parameters
+	}
+	return ""
+}
+
+func (x *ToolDecl) GetParallelSafe() bool {
+	if x != nil {
+		return x.ParallelSafe
+	}
+	return false
+}
+
+func (x *ToolDecl) GetApproval() string {
+	if x != nil {
+		return x.Approval
+	}
+	return ""
+}
+
+type ToolInvocation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent whose model made the call.
+	AgentId string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The call, its arguments already valid against the tool's schema.
+	Call *ToolCall `protobuf:"bytes,2,opt,name=call,proto3" json:"call,omitempty"`
+	// The agent's workspace, an absolute path; a tool should confine what it
+	// touches to it.
+	Workspace string `protobuf:"bytes,3,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// No person watches the turn (a schedule, a webhook).
+	Unattended    bool `protobuf:"varint,4,opt,name=unattended,proto3" json:"unattended,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolInvocation) Reset() {
+	*x = ToolInvocation{}
+	mi := &file_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolInvocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolInvocation) ProtoMessage() {}
+
+func (x *ToolInvocation) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolInvocation.ProtoReflect.Descriptor instead.
+func (*ToolInvocation) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolInvocation) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ToolInvocation) GetCall() *ToolCall {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *ToolInvocation) GetWorkspace() string {
+	if x != nil {
+		return x.Workspace
+	}
+	return ""
+}
+
+func (x *ToolInvocation) GetUnattended() bool {
+	if x != nil {
+		return x.Unattended
+	}
+	return false
+}
+
+// ToolOutcome answers ExecuteTool: a result for the model, or an error.
+// A failure the model should see and react to is a result with is_error;
+// an error is for the host (it is logged and the model is told the tool
+// failed).
+type ToolOutcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *ToolResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutcome) Reset() {
+	*x = ToolOutcome{}
+	mi := &file_plugin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutcome) ProtoMessage() {}
+
+func (x *ToolOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutcome.ProtoReflect.Descriptor instead.
+func (*ToolOutcome) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ToolOutcome) GetResult() *ToolResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ToolOutcome) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type EmitBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Emits         []*EmitRequest         `protobuf:"bytes,1,rep,name=emits,proto3" json:"emits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmitBatchRequest) Reset() {
+	*x = EmitBatchRequest{}
+	mi := &file_plugin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmitBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmitBatchRequest) ProtoMessage() {}
+
+func (x *EmitBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmitBatchRequest.ProtoReflect.Descriptor instead.
+func (*EmitBatchRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *EmitBatchRequest) GetEmits() []*EmitRequest {
+	if x != nil {
+		return x.Emits
+	}
+	return nil
+}
+
+type EmitBatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One entry per emit that failed, in the batch's order.
+	Failures      []*EmitFailure `protobuf:"bytes,1,rep,name=failures,proto3" json:"failures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmitBatchResponse) Reset() {
+	*x = EmitBatchResponse{}
+	mi := &file_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmitBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmitBatchResponse) ProtoMessage() {}
+
+func (x *EmitBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmitBatchResponse.ProtoReflect.Descriptor instead.
+func (*EmitBatchResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *EmitBatchResponse) GetFailures() []*EmitFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
+type EmitFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The emit's index in the batch.
+	Index         uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Error         *Error `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmitFailure) Reset() {
+	*x = EmitFailure{}
+	mi := &file_plugin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmitFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmitFailure) ProtoMessage() {}
+
+func (x *EmitFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmitFailure.ProtoReflect.Descriptor instead.
+func (*EmitFailure) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *EmitFailure) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *EmitFailure) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 type ConfigureRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The entry's config as a JSON object ("{}" when it has none).
@@ -274,7 +676,7 @@ type ConfigureRequest struct {
 
 func (x *ConfigureRequest) Reset() {
 	*x = ConfigureRequest{}
-	mi := &file_plugin_proto_msgTypes[3]
+	mi := &file_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +688,7 @@ func (x *ConfigureRequest) String() string {
 func (*ConfigureRequest) ProtoMessage() {}
 
 func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[3]
+	mi := &file_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +701,7 @@ func (x *ConfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureRequest.ProtoReflect.Descriptor instead.
 func (*ConfigureRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{3}
+	return file_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ConfigureRequest) GetConfigJson() []byte {
@@ -325,7 +727,7 @@ type ConfigureResponse struct {
 
 func (x *ConfigureResponse) Reset() {
 	*x = ConfigureResponse{}
-	mi := &file_plugin_proto_msgTypes[4]
+	mi := &file_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -337,7 +739,7 @@ func (x *ConfigureResponse) String() string {
 func (*ConfigureResponse) ProtoMessage() {}
 
 func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[4]
+	mi := &file_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -350,7 +752,7 @@ func (x *ConfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureResponse.ProtoReflect.Descriptor instead.
 func (*ConfigureResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{4}
+	return file_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ConfigureResponse) GetError() *Error {
@@ -382,7 +784,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_plugin_proto_msgTypes[5]
+	mi := &file_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +796,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[5]
+	mi := &file_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +809,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{5}
+	return file_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Error) GetCode() string {
@@ -458,7 +860,7 @@ type HostMessage struct {
 
 func (x *HostMessage) Reset() {
 	*x = HostMessage{}
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +872,7 @@ func (x *HostMessage) String() string {
 func (*HostMessage) ProtoMessage() {}
 
 func (x *HostMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +885,7 @@ func (x *HostMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostMessage.ProtoReflect.Descriptor instead.
 func (*HostMessage) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{6}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HostMessage) GetMsg() isHostMessage_Msg {
@@ -539,7 +941,7 @@ type CallStart struct {
 
 func (x *CallStart) Reset() {
 	*x = CallStart{}
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +953,7 @@ func (x *CallStart) String() string {
 func (*CallStart) ProtoMessage() {}
 
 func (x *CallStart) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +966,7 @@ func (x *CallStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallStart.ProtoReflect.Descriptor instead.
 func (*CallStart) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{7}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CallStart) GetEvent() string {
@@ -598,7 +1000,7 @@ type NextResult struct {
 
 func (x *NextResult) Reset() {
 	*x = NextResult{}
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +1012,7 @@ func (x *NextResult) String() string {
 func (*NextResult) ProtoMessage() {}
 
 func (x *NextResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +1025,7 @@ func (x *NextResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextResult.ProtoReflect.Descriptor instead.
 func (*NextResult) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{8}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NextResult) GetResult() *Result {
@@ -653,7 +1055,7 @@ type PluginMessage struct {
 
 func (x *PluginMessage) Reset() {
 	*x = PluginMessage{}
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +1067,7 @@ func (x *PluginMessage) String() string {
 func (*PluginMessage) ProtoMessage() {}
 
 func (x *PluginMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +1080,7 @@ func (x *PluginMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginMessage.ProtoReflect.Descriptor instead.
 func (*PluginMessage) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PluginMessage) GetMsg() isPluginMessage_Msg {
@@ -733,7 +1135,7 @@ type NextRequest struct {
 
 func (x *NextRequest) Reset() {
 	*x = NextRequest{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +1147,7 @@ func (x *NextRequest) String() string {
 func (*NextRequest) ProtoMessage() {}
 
 func (x *NextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +1160,7 @@ func (x *NextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextRequest.ProtoReflect.Descriptor instead.
 func (*NextRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NextRequest) GetPayload() *Payload {
@@ -778,7 +1180,7 @@ type CallResult struct {
 
 func (x *CallResult) Reset() {
 	*x = CallResult{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +1192,7 @@ func (x *CallResult) String() string {
 func (*CallResult) ProtoMessage() {}
 
 func (x *CallResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +1205,7 @@ func (x *CallResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResult.ProtoReflect.Descriptor instead.
 func (*CallResult) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CallResult) GetResult() *Result {
@@ -831,7 +1233,7 @@ type EmitRequest struct {
 
 func (x *EmitRequest) Reset() {
 	*x = EmitRequest{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +1245,7 @@ func (x *EmitRequest) String() string {
 func (*EmitRequest) ProtoMessage() {}
 
 func (x *EmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1258,7 @@ func (x *EmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitRequest.ProtoReflect.Descriptor instead.
 func (*EmitRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EmitRequest) GetEvent() string {
@@ -889,7 +1291,7 @@ type EmitResponse struct {
 
 func (x *EmitResponse) Reset() {
 	*x = EmitResponse{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -901,7 +1303,7 @@ func (x *EmitResponse) String() string {
 func (*EmitResponse) ProtoMessage() {}
 
 func (x *EmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -914,7 +1316,7 @@ func (x *EmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitResponse.ProtoReflect.Descriptor instead.
 func (*EmitResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EmitResponse) GetError() *Error {
@@ -932,13 +1334,42 @@ const file_plugin_proto_rawDesc = "" +
 	"\bListener\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12'\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x13.dsh.plugin.v1.KindR\x04kind\x12\x18\n" +
-	"\aprepend\x18\x03 \x01(\bR\aprepend\"<\n" +
+	"\aprepend\x18\x03 \x01(\bR\aprepend\"`\n" +
 	"\x0fDescribeRequest\x12)\n" +
-	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\"w\n" +
+	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\"\n" +
+	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\"\xdc\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x125\n" +
-	"\tlisteners\x18\x03 \x03(\v2\x17.dsh.plugin.v1.ListenerR\tlisteners\"N\n" +
+	"\tlisteners\x18\x03 \x03(\v2\x17.dsh.plugin.v1.ListenerR\tlisteners\x12-\n" +
+	"\x05tools\x18\x04 \x03(\v2\x17.dsh.plugin.v1.ToolDeclR\x05tools\x12\x1a\n" +
+	"\brequires\x18\x05 \x03(\tR\brequires\x12\x18\n" +
+	"\aaccepts\x18\x06 \x03(\tR\aaccepts\"\xa1\x01\n" +
+	"\bToolDecl\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
+	"\n" +
+	"parameters\x18\x03 \x01(\tR\n" +
+	"parameters\x12#\n" +
+	"\rparallel_safe\x18\x04 \x01(\bR\fparallelSafe\x12\x1a\n" +
+	"\bapproval\x18\x05 \x01(\tR\bapproval\"\x96\x01\n" +
+	"\x0eToolInvocation\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12+\n" +
+	"\x04call\x18\x02 \x01(\v2\x17.dsh.plugin.v1.ToolCallR\x04call\x12\x1c\n" +
+	"\tworkspace\x18\x03 \x01(\tR\tworkspace\x12\x1e\n" +
+	"\n" +
+	"unattended\x18\x04 \x01(\bR\n" +
+	"unattended\"l\n" +
+	"\vToolOutcome\x121\n" +
+	"\x06result\x18\x01 \x01(\v2\x19.dsh.plugin.v1.ToolResultR\x06result\x12*\n" +
+	"\x05error\x18\x02 \x01(\v2\x14.dsh.plugin.v1.ErrorR\x05error\"D\n" +
+	"\x10EmitBatchRequest\x120\n" +
+	"\x05emits\x18\x01 \x03(\v2\x1a.dsh.plugin.v1.EmitRequestR\x05emits\"K\n" +
+	"\x11EmitBatchResponse\x126\n" +
+	"\bfailures\x18\x01 \x03(\v2\x1a.dsh.plugin.v1.EmitFailureR\bfailures\"O\n" +
+	"\vEmitFailure\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12*\n" +
+	"\x05error\x18\x02 \x01(\v2\x14.dsh.plugin.v1.ErrorR\x05error\"N\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12\x19\n" +
@@ -983,12 +1414,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eKIND_WATERFALL\x10\x01\x12\r\n" +
-	"\tKIND_EMIT\x10\x022\xac\x02\n" +
+	"\tKIND_EMIT\x10\x022\xc6\x03\n" +
 	"\x06Plugin\x12K\n" +
 	"\bDescribe\x12\x1e.dsh.plugin.v1.DescribeRequest\x1a\x1f.dsh.plugin.v1.DescribeResponse\x12N\n" +
 	"\tConfigure\x12\x1f.dsh.plugin.v1.ConfigureRequest\x1a .dsh.plugin.v1.ConfigureResponse\x12D\n" +
 	"\x04Call\x12\x1a.dsh.plugin.v1.HostMessage\x1a\x1c.dsh.plugin.v1.PluginMessage(\x010\x01\x12?\n" +
-	"\x04Emit\x12\x1a.dsh.plugin.v1.EmitRequest\x1a\x1b.dsh.plugin.v1.EmitResponseB3Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1b\x06proto3"
+	"\x04Emit\x12\x1a.dsh.plugin.v1.EmitRequest\x1a\x1b.dsh.plugin.v1.EmitResponse\x12N\n" +
+	"\tEmitBatch\x12\x1f.dsh.plugin.v1.EmitBatchRequest\x1a .dsh.plugin.v1.EmitBatchResponse\x12H\n" +
+	"\vExecuteTool\x12\x1d.dsh.plugin.v1.ToolInvocation\x1a\x1a.dsh.plugin.v1.ToolOutcomeB3Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1b\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -1003,56 +1436,75 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_plugin_proto_goTypes = []any{
 	(Kind)(0),                 // 0: dsh.plugin.v1.Kind
 	(*Listener)(nil),          // 1: dsh.plugin.v1.Listener
 	(*DescribeRequest)(nil),   // 2: dsh.plugin.v1.DescribeRequest
 	(*DescribeResponse)(nil),  // 3: dsh.plugin.v1.DescribeResponse
-	(*ConfigureRequest)(nil),  // 4: dsh.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 5: dsh.plugin.v1.ConfigureResponse
-	(*Error)(nil),             // 6: dsh.plugin.v1.Error
-	(*HostMessage)(nil),       // 7: dsh.plugin.v1.HostMessage
-	(*CallStart)(nil),         // 8: dsh.plugin.v1.CallStart
-	(*NextResult)(nil),        // 9: dsh.plugin.v1.NextResult
-	(*PluginMessage)(nil),     // 10: dsh.plugin.v1.PluginMessage
-	(*NextRequest)(nil),       // 11: dsh.plugin.v1.NextRequest
-	(*CallResult)(nil),        // 12: dsh.plugin.v1.CallResult
-	(*EmitRequest)(nil),       // 13: dsh.plugin.v1.EmitRequest
-	(*EmitResponse)(nil),      // 14: dsh.plugin.v1.EmitResponse
-	(*Payload)(nil),           // 15: dsh.plugin.v1.Payload
-	(*Result)(nil),            // 16: dsh.plugin.v1.Result
+	(*ToolDecl)(nil),          // 4: dsh.plugin.v1.ToolDecl
+	(*ToolInvocation)(nil),    // 5: dsh.plugin.v1.ToolInvocation
+	(*ToolOutcome)(nil),       // 6: dsh.plugin.v1.ToolOutcome
+	(*EmitBatchRequest)(nil),  // 7: dsh.plugin.v1.EmitBatchRequest
+	(*EmitBatchResponse)(nil), // 8: dsh.plugin.v1.EmitBatchResponse
+	(*EmitFailure)(nil),       // 9: dsh.plugin.v1.EmitFailure
+	(*ConfigureRequest)(nil),  // 10: dsh.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil), // 11: dsh.plugin.v1.ConfigureResponse
+	(*Error)(nil),             // 12: dsh.plugin.v1.Error
+	(*HostMessage)(nil),       // 13: dsh.plugin.v1.HostMessage
+	(*CallStart)(nil),         // 14: dsh.plugin.v1.CallStart
+	(*NextResult)(nil),        // 15: dsh.plugin.v1.NextResult
+	(*PluginMessage)(nil),     // 16: dsh.plugin.v1.PluginMessage
+	(*NextRequest)(nil),       // 17: dsh.plugin.v1.NextRequest
+	(*CallResult)(nil),        // 18: dsh.plugin.v1.CallResult
+	(*EmitRequest)(nil),       // 19: dsh.plugin.v1.EmitRequest
+	(*EmitResponse)(nil),      // 20: dsh.plugin.v1.EmitResponse
+	(*ToolCall)(nil),          // 21: dsh.plugin.v1.ToolCall
+	(*ToolResult)(nil),        // 22: dsh.plugin.v1.ToolResult
+	(*Payload)(nil),           // 23: dsh.plugin.v1.Payload
+	(*Result)(nil),            // 24: dsh.plugin.v1.Result
 }
 var file_plugin_proto_depIdxs = []int32{
 	0,  // 0: dsh.plugin.v1.Listener.kind:type_name -> dsh.plugin.v1.Kind
 	1,  // 1: dsh.plugin.v1.DescribeResponse.listeners:type_name -> dsh.plugin.v1.Listener
-	6,  // 2: dsh.plugin.v1.ConfigureResponse.error:type_name -> dsh.plugin.v1.Error
-	6,  // 3: dsh.plugin.v1.Error.cause:type_name -> dsh.plugin.v1.Error
-	8,  // 4: dsh.plugin.v1.HostMessage.start:type_name -> dsh.plugin.v1.CallStart
-	9,  // 5: dsh.plugin.v1.HostMessage.next_result:type_name -> dsh.plugin.v1.NextResult
-	15, // 6: dsh.plugin.v1.CallStart.payload:type_name -> dsh.plugin.v1.Payload
-	16, // 7: dsh.plugin.v1.NextResult.result:type_name -> dsh.plugin.v1.Result
-	6,  // 8: dsh.plugin.v1.NextResult.error:type_name -> dsh.plugin.v1.Error
-	11, // 9: dsh.plugin.v1.PluginMessage.next:type_name -> dsh.plugin.v1.NextRequest
-	12, // 10: dsh.plugin.v1.PluginMessage.result:type_name -> dsh.plugin.v1.CallResult
-	15, // 11: dsh.plugin.v1.NextRequest.payload:type_name -> dsh.plugin.v1.Payload
-	16, // 12: dsh.plugin.v1.CallResult.result:type_name -> dsh.plugin.v1.Result
-	6,  // 13: dsh.plugin.v1.CallResult.error:type_name -> dsh.plugin.v1.Error
-	15, // 14: dsh.plugin.v1.EmitRequest.payload:type_name -> dsh.plugin.v1.Payload
-	6,  // 15: dsh.plugin.v1.EmitResponse.error:type_name -> dsh.plugin.v1.Error
-	2,  // 16: dsh.plugin.v1.Plugin.Describe:input_type -> dsh.plugin.v1.DescribeRequest
-	4,  // 17: dsh.plugin.v1.Plugin.Configure:input_type -> dsh.plugin.v1.ConfigureRequest
-	7,  // 18: dsh.plugin.v1.Plugin.Call:input_type -> dsh.plugin.v1.HostMessage
-	13, // 19: dsh.plugin.v1.Plugin.Emit:input_type -> dsh.plugin.v1.EmitRequest
-	3,  // 20: dsh.plugin.v1.Plugin.Describe:output_type -> dsh.plugin.v1.DescribeResponse
-	5,  // 21: dsh.plugin.v1.Plugin.Configure:output_type -> dsh.plugin.v1.ConfigureResponse
-	10, // 22: dsh.plugin.v1.Plugin.Call:output_type -> dsh.plugin.v1.PluginMessage
-	14, // 23: dsh.plugin.v1.Plugin.Emit:output_type -> dsh.plugin.v1.EmitResponse
-	20, // [20:24] is the sub-list for method output_type
-	16, // [16:20] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	4,  // 2: dsh.plugin.v1.DescribeResponse.tools:type_name -> dsh.plugin.v1.ToolDecl
+	21, // 3: dsh.plugin.v1.ToolInvocation.call:type_name -> dsh.plugin.v1.ToolCall
+	22, // 4: dsh.plugin.v1.ToolOutcome.result:type_name -> dsh.plugin.v1.ToolResult
+	12, // 5: dsh.plugin.v1.ToolOutcome.error:type_name -> dsh.plugin.v1.Error
+	19, // 6: dsh.plugin.v1.EmitBatchRequest.emits:type_name -> dsh.plugin.v1.EmitRequest
+	9,  // 7: dsh.plugin.v1.EmitBatchResponse.failures:type_name -> dsh.plugin.v1.EmitFailure
+	12, // 8: dsh.plugin.v1.EmitFailure.error:type_name -> dsh.plugin.v1.Error
+	12, // 9: dsh.plugin.v1.ConfigureResponse.error:type_name -> dsh.plugin.v1.Error
+	12, // 10: dsh.plugin.v1.Error.cause:type_name -> dsh.plugin.v1.Error
+	14, // 11: dsh.plugin.v1.HostMessage.start:type_name -> dsh.plugin.v1.CallStart
+	15, // 12: dsh.plugin.v1.HostMessage.next_result:type_name -> dsh.plugin.v1.NextResult
+	23, // 13: dsh.plugin.v1.CallStart.payload:type_name -> dsh.plugin.v1.Payload
+	24, // 14: dsh.plugin.v1.NextResult.result:type_name -> dsh.plugin.v1.Result
+	12, // 15: dsh.plugin.v1.NextResult.error:type_name -> dsh.plugin.v1.Error
+	17, // 16: dsh.plugin.v1.PluginMessage.next:type_name -> dsh.plugin.v1.NextRequest
+	18, // 17: dsh.plugin.v1.PluginMessage.result:type_name -> dsh.plugin.v1.CallResult
+	23, // 18: dsh.plugin.v1.NextRequest.payload:type_name -> dsh.plugin.v1.Payload
+	24, // 19: dsh.plugin.v1.CallResult.result:type_name -> dsh.plugin.v1.Result
+	12, // 20: dsh.plugin.v1.CallResult.error:type_name -> dsh.plugin.v1.Error
+	23, // 21: dsh.plugin.v1.EmitRequest.payload:type_name -> dsh.plugin.v1.Payload
+	12, // 22: dsh.plugin.v1.EmitResponse.error:type_name -> dsh.plugin.v1.Error
+	2,  // 23: dsh.plugin.v1.Plugin.Describe:input_type -> dsh.plugin.v1.DescribeRequest
+	10, // 24: dsh.plugin.v1.Plugin.Configure:input_type -> dsh.plugin.v1.ConfigureRequest
+	13, // 25: dsh.plugin.v1.Plugin.Call:input_type -> dsh.plugin.v1.HostMessage
+	19, // 26: dsh.plugin.v1.Plugin.Emit:input_type -> dsh.plugin.v1.EmitRequest
+	7,  // 27: dsh.plugin.v1.Plugin.EmitBatch:input_type -> dsh.plugin.v1.EmitBatchRequest
+	5,  // 28: dsh.plugin.v1.Plugin.ExecuteTool:input_type -> dsh.plugin.v1.ToolInvocation
+	3,  // 29: dsh.plugin.v1.Plugin.Describe:output_type -> dsh.plugin.v1.DescribeResponse
+	11, // 30: dsh.plugin.v1.Plugin.Configure:output_type -> dsh.plugin.v1.ConfigureResponse
+	16, // 31: dsh.plugin.v1.Plugin.Call:output_type -> dsh.plugin.v1.PluginMessage
+	20, // 32: dsh.plugin.v1.Plugin.Emit:output_type -> dsh.plugin.v1.EmitResponse
+	8,  // 33: dsh.plugin.v1.Plugin.EmitBatch:output_type -> dsh.plugin.v1.EmitBatchResponse
+	6,  // 34: dsh.plugin.v1.Plugin.ExecuteTool:output_type -> dsh.plugin.v1.ToolOutcome
+	29, // [29:35] is the sub-list for method output_type
+	23, // [23:29] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1061,11 +1513,11 @@ func file_plugin_proto_init() {
 		return
 	}
 	file_events_proto_init()
-	file_plugin_proto_msgTypes[6].OneofWrappers = []any{
+	file_plugin_proto_msgTypes[12].OneofWrappers = []any{
 		(*HostMessage_Start)(nil),
 		(*HostMessage_NextResult)(nil),
 	}
-	file_plugin_proto_msgTypes[9].OneofWrappers = []any{
+	file_plugin_proto_msgTypes[15].OneofWrappers = []any{
 		(*PluginMessage_Next)(nil),
 		(*PluginMessage_Result)(nil),
 	}
@@ -1075,7 +1527,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

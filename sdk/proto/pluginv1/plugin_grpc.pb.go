@@ -45,10 +45,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Plugin_Describe_FullMethodName  = "/dsh.plugin.v1.Plugin/Describe"
-	Plugin_Configure_FullMethodName = "/dsh.plugin.v1.Plugin/Configure"
-	Plugin_Call_FullMethodName      = "/dsh.plugin.v1.Plugin/Call"
-	Plugin_Emit_FullMethodName      = "/dsh.plugin.v1.Plugin/Emit"
+	Plugin_Describe_FullMethodName    = "/dsh.plugin.v1.Plugin/Describe"
+	Plugin_Configure_FullMethodName   = "/dsh.plugin.v1.Plugin/Configure"
+	Plugin_Call_FullMethodName        = "/dsh.plugin.v1.Plugin/Call"
+	Plugin_Emit_FullMethodName        = "/dsh.plugin.v1.Plugin/Emit"
+	Plugin_EmitBatch_FullMethodName   = "/dsh.plugin.v1.Plugin/EmitBatch"
+	Plugin_ExecuteTool_FullMethodName = "/dsh.plugin.v1.Plugin/ExecuteTool"
 )
 
 // PluginClient is the client API for Plugin service.
@@ -69,6 +71,16 @@ type PluginClient interface {
 	// Emit delivers a notification. Its error is logged by the host, never
 	// returned to the emitter.
 	Emit(ctx context.Context, in *EmitRequest, opts ...grpc.CallOption) (*EmitResponse, error)
+	// EmitBatch delivers several notifications in one message, in order. The
+	// host uses it only for a plugin that accepts "emit-batch" (see
+	// DescribeResponse.accepts), so a streamed answer does not cost one
+	// message per token; errors are logged like Emit's.
+	EmitBatch(ctx context.Context, in *EmitBatchRequest, opts ...grpc.CallOption) (*EmitBatchResponse, error)
+	// ExecuteTool runs one call of a tool the plugin declared in Describe,
+	// after the host validated its arguments against the tool's schema and
+	// the approval stage allowed it. Cancelling the RPC is the model's
+	// abort: the plugin should stop the work and return.
+	ExecuteTool(ctx context.Context, in *ToolInvocation, opts ...grpc.CallOption) (*ToolOutcome, error)
 }
 
 type pluginClient struct {
@@ -122,6 +134,26 @@ func (c *pluginClient) Emit(ctx context.Context, in *EmitRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *pluginClient) EmitBatch(ctx context.Context, in *EmitBatchRequest, opts ...grpc.CallOption) (*EmitBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmitBatchResponse)
+	err := c.cc.Invoke(ctx, Plugin_EmitBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pluginClient) ExecuteTool(ctx context.Context, in *ToolInvocation, opts ...grpc.CallOption) (*ToolOutcome, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ToolOutcome)
+	err := c.cc.Invoke(ctx, Plugin_ExecuteTool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PluginServer is the server API for Plugin service.
 // All implementations must embed UnimplementedPluginServer
 // for forward compatibility.
@@ -140,6 +172,16 @@ type PluginServer interface {
 	// Emit delivers a notification. Its error is logged by the host, never
 	// returned to the emitter.
 	Emit(context.Context, *EmitRequest) (*EmitResponse, error)
+	// EmitBatch delivers several notifications in one message, in order. The
+	// host uses it only for a plugin that accepts "emit-batch" (see
+	// DescribeResponse.accepts), so a streamed answer does not cost one
+	// message per token; errors are logged like Emit's.
+	EmitBatch(context.Context, *EmitBatchRequest) (*EmitBatchResponse, error)
+	// ExecuteTool runs one call of a tool the plugin declared in Describe,
+	// after the host validated its arguments against the tool's schema and
+	// the approval stage allowed it. Cancelling the RPC is the model's
+	// abort: the plugin should stop the work and return.
+	ExecuteTool(context.Context, *ToolInvocation) (*ToolOutcome, error)
 	mustEmbedUnimplementedPluginServer()
 }
 
@@ -161,6 +203,12 @@ func (UnimplementedPluginServer) Call(grpc.BidiStreamingServer[HostMessage, Plug
 }
 func (UnimplementedPluginServer) Emit(context.Context, *EmitRequest) (*EmitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Emit not implemented")
+}
+func (UnimplementedPluginServer) EmitBatch(context.Context, *EmitBatchRequest) (*EmitBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EmitBatch not implemented")
+}
+func (UnimplementedPluginServer) ExecuteTool(context.Context, *ToolInvocation) (*ToolOutcome, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExecuteTool not implemented")
 }
 func (UnimplementedPluginServer) mustEmbedUnimplementedPluginServer() {}
 func (UnimplementedPluginServer) testEmbeddedByValue()                {}
@@ -244,6 +292,42 @@ func _Plugin_Emit_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Plugin_EmitBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmitBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServer).EmitBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Plugin_EmitBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServer).EmitBatch(ctx, req.(*EmitBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Plugin_ExecuteTool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ToolInvocation)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServer).ExecuteTool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Plugin_ExecuteTool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServer).ExecuteTool(ctx, req.(*ToolInvocation))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Plugin_ServiceDesc is the grpc.ServiceDesc for Plugin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -262,6 +346,14 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Emit",
 			Handler:    _Plugin_Emit_Handler,
+		},
+		{
+			MethodName: "EmitBatch",
+			Handler:    _Plugin_EmitBatch_Handler,
+		},
+		{
+			MethodName: "ExecuteTool",
+			Handler:    _Plugin_ExecuteTool_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
