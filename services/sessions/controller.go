@@ -227,6 +227,12 @@ func (c *Controller) reserve(id string) error {
 	if c.stopped {
 		return stoppedErr()
 	}
+	if s, open := c.sessions[id]; open && !s.Open() {
+		// A Close cut short by its context leaves the session closing:
+		// attaching would not help, finishing the close does.
+		return errs.New(session.SessionLocked, fmt.Sprintf(
+			"session %q is still closing in this session controller (an earlier Close ran out of time); call Close on it again to finish, then open it", id)).WithReason(ReasonClosingHere)
+	}
 	if _, open := c.sessions[id]; open || c.opening[id] {
 		return errs.New(session.SessionLocked, fmt.Sprintf(
 			"session %q is already open in this session controller; attach to it (Controller.Get) instead of opening it again", id)).WithReason(ReasonOpenHere)

@@ -30,6 +30,9 @@ const (
 	// ReasonOpenHere goes with the store's SESSION_LOCKED when the session
 	// is already open in this controller: attach to it instead.
 	ReasonOpenHere = "sessions/open-here"
+	// ReasonClosingHere goes with SESSION_LOCKED when the session is still
+	// closing here: a Close was cut short by its context. Close it again.
+	ReasonClosingHere = "sessions/closing-here"
 	// ReasonAgentGone goes with Closed when the session's agent left before
 	// the message entered its inbox.
 	ReasonAgentGone = "sessions/agent-gone"

@@ -4,12 +4,14 @@ import (
 	stdctx "context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/tools"
 )
 
 // gone checks that nothing of session s is left: no record, no agent, no
@@ -217,4 +219,45 @@ func TestAKeepRunningSessionOutlivesItsClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.gone(s)
+}
+
+// A Close cut short by its context leaves the session closing; opening it
+// again says so (not "attach to it"), and a second Close finishes the job.
+func TestReopeningASessionStillClosingSaysCloseItAgain(t *testing.T) {
+	e := newEnv(t, setup{dir: t.TempDir(), replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "stubborn"}}}, {Text: "done"}}})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	// The tool ignores its cancellation until released, so the dispose
+	// waits for it.
+	if err := e.tools.Register(e.root, tools.Tool{Name: "stubborn", Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
+		entered <- struct{}{}
+		<-release
+		return tools.Result{Content: "late"}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(sessions.OpenOptions{})
+	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, entered)
+	short, cancel := stdctx.WithTimeout(stdctx.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := e.ctl.Close(short, s.ID()); err == nil {
+		t.Fatal("a close that could not finish reported success")
+	}
+	_, err := e.ctl.Resume(stdctx.Background(), s.ID(), sessions.OpenOptions{Agent: "coder", Options: agents.Options{Provider: "scripted"}})
+	if !errs.Has(err, session.SessionLocked, sessions.ReasonClosingHere) {
+		t.Fatalf("resume of a closing session: %v", err)
+	}
+	close(release)
+	if err := e.ctl.Close(stdctx.Background(), s.ID()); err != nil {
+		t.Fatalf("the second close: %v", err)
+	}
+	again, err := e.ctl.Resume(stdctx.Background(), s.ID(), sessions.OpenOptions{Agent: "coder", Options: agents.Options{Provider: "scripted"}})
+	if err != nil {
+		t.Fatalf("resume after the close finished: %v", err)
+	}
+	if err := e.ctl.Close(stdctx.Background(), again.ID()); err != nil {
+		t.Fatal(err)
+	}
 }
