@@ -43,8 +43,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// ID is the plugin's id, and the start of the Source of its verdicts.
-const ID = "hooks"
+// ID is the plugin's id (ids are namespaced, so not plain "hooks"),
+// and the start of the Source of its verdicts.
+const ID = "hooks.command"
 
 // ReasonBlocked is the admission refusal reason of a UserPromptSubmit
 // hook that blocks a message.
