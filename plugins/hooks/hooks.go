@@ -91,6 +91,10 @@ type agentState struct {
 	// stopTurn and stopCount count the continuations Stop hooks forced
 	// in one turn.
 	stopTurn, stopCount int
+	// fed is how many steering messages of Stop feedback the loop has
+	// yet to count: the step that reads one must not take it for
+	// steering from outside, which would continue the turn by itself.
+	fed int
 	// stopRequested: a hook answered "continue": false; the turn ends
 	// after the step in flight.
 	stopRequested string

@@ -233,7 +233,10 @@ func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next 
 		st.stopTurn, st.stopCount = c.Turn, 0
 	}
 	active := st.stopCount > 0
+	own := min(st.fed, c.Steering)
+	st.fed = 0
 	p.mu.Unlock()
+	c.Steering -= own
 	cont, err := next.Call(ctx, c)
 	if err != nil {
 		return cont, err
@@ -262,6 +265,7 @@ func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next 
 	over := st.stopCount >= p.cfg.MaxStopContinuations
 	if !over {
 		st.stopCount++
+		st.fed++
 	}
 	p.mu.Unlock()
 	if over {
