@@ -163,18 +163,6 @@ func (r *rig) registerFake(names ...string) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func contains(t *testing.T, what, got, want string) {
 	t.Helper()
 	if !strings.Contains(got, want) {

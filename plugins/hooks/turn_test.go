@@ -146,7 +146,7 @@ func TestStopHooksContinueATurnABoundedNumberOfTimes(t *testing.T) {
 			map[string]any{"use": "llm.scripted", "config": map[string]any{"replies": []any{map[string]any{"text": "ok"}}}},
 			map[string]any{"use": "hooks.command", "config": map[string]any{
 				"max_stop_continuations": 2,
-				"hooks": map[string]any{"Stop": []any{hook("", r.script("stop.sh", `echo "keep going" >&2; exit 2`), 0)}},
+				"hooks":                  map[string]any{"Stop": []any{hook("", r.script("stop.sh", `echo "keep going" >&2; exit 2`), 0)}},
 			}},
 		},
 		"agents": []any{scriptedAgent("main", nil)},
