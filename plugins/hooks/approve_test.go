@@ -229,3 +229,49 @@ func TestPresetHooksHearOnlyTheirAgent(t *testing.T) {
 		t.Fatalf("free: %+v", v)
 	}
 }
+
+// TestARewriteInAPresetSurvivesARootPolicy: tools.permission on the root
+// allows the call by a rule; the preset's hook rewrites it, and the
+// rewrite is what runs.
+func TestARewriteInAPresetSurvivesARootPolicy(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "tools.permission", "config": map[string]any{"rules": []any{map[string]any{"command": "make *", "decision": "allow"}}}},
+		},
+		"presets": map[string]any{"dry": []any{
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"PreToolUse": []any{hook("Bash", r.script("dry.sh", `echo '{"hookSpecificOutput":{"updatedInput":{"command":"make -n"}}}'`), 0)}}}},
+		}},
+		"agents": []any{scriptedAgent("main", map[string]any{"preset": "dry"})},
+	})
+	r.registerFake("bash")
+	v := r.approve("main", "bash", `{"command":"make"}`)
+	if v.Decision != tools.Allow || string(v.Arguments) != `{"command":"make -n"}` {
+		t.Fatalf("got %+v (arguments %s)", v, v.Arguments)
+	}
+}
+
+// TestAHookAllowDoesNotOverrideAPolicyAsk: on the root, listed after
+// tools.permission, the hook runs first; its allow skips bash's own
+// default but a policy rule's ask stands.
+func TestAHookAllowDoesNotOverrideAPolicyAsk(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "tools.permission", "config": map[string]any{"rules": []any{map[string]any{"command": "git push *", "decision": "ask"}}}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"PreToolUse": []any{hook("Bash", r.script("ok.sh", `echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'`), 0)}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("bash")
+	if v := r.approve("main", "bash", `{"command":"git push"}`); v.Decision != tools.Ask || !strings.HasPrefix(v.Source, "tools.permission") {
+		t.Fatalf("git push: %+v", v)
+	}
+	if v := r.approve("main", "bash", `{"command":"ls"}`); v.Decision != tools.Allow || v.Source != "hooks.command:PreToolUse" {
+		t.Fatalf("ls: %+v", v)
+	}
+}
