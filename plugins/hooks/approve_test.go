@@ -275,3 +275,25 @@ func TestAHookAllowDoesNotOverrideAPolicyAsk(t *testing.T) {
 		t.Fatalf("ls: %+v", v)
 	}
 }
+
+// TestOnTheRootTheLaterEntryJudgesFirst: hooks.command listed after
+// tools.permission runs first, so the policy judges the rewritten call.
+func TestOnTheRootTheLaterEntryJudgesFirst(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "tools.permission", "config": map[string]any{"rules": []any{
+				map[string]any{"command": "rm *", "decision": "deny", "reason": "no rm"},
+				map[string]any{"command": "make *", "decision": "allow"},
+			}}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"PreToolUse": []any{hook("Bash", r.script("rw.sh", `echo '{"hookSpecificOutput":{"updatedInput":{"command":"rm -f out"}}}'`), 0)}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("bash")
+	if v := r.approve("main", "bash", `{"command":"make"}`); v.Decision != tools.Deny || !strings.Contains(v.Reason, "no rm") {
+		t.Fatalf("the policy did not judge the rewritten call: %+v", v)
+	}
+}

@@ -87,3 +87,27 @@ agents:
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestTheExampleBlocksRecursiveRm loads examples/hooks/hooks.json with the
+// repository as the workspace, as docs/hooks.md shows.
+func TestTheExampleBlocksRecursiveRm(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t)
+	r.ws = repo
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"files": []any{filepath.Join(repo, "examples/hooks/hooks.json")}}}},
+		"agents": []any{map[string]any{"id": "main", "provider": "scripted"}},
+	})
+	r.registerFake("bash")
+	v := r.approve("main", "bash", `{"command":"ls && rm -rf build"}`)
+	if v.Decision != tools.Deny || !strings.Contains(v.Reason, "recursive rm is blocked") {
+		t.Fatalf("got %+v", v)
+	}
+	if v := r.approve("main", "bash", `{"command":"rm notes.txt"}`); v.Decision != tools.Ask {
+		t.Fatalf("a plain rm: %+v", v)
+	}
+}
