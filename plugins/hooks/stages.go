@@ -94,11 +94,10 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 // default (a bash ask) but not a policy's deny or ask, and a hook's ask
 // asks unless something after it denies.
 func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
-	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: a.Call.Arguments, ToolUseID: a.Call.ID}
-	if len(in.ToolInput) == 0 {
-		in.ToolInput = []byte("{}")
-	}
-	rs := p.fire(ctx, PreToolUse, a.Call.Name, in, p.locate(a.Call.AgentID, a.Call.Workspace))
+	w := p.locate(a.Call.AgentID, a.Call.Workspace)
+	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: toolInput(a.Call.Arguments, w.workspace), ToolUseID: a.Call.ID}
+	sent := sentFilePath(a.Call.Arguments, in.ToolInput)
+	rs := p.fire(ctx, PreToolUse, a.Call.Name, in, w)
 	if ctx.Err() != nil {
 		return tools.Verdict{}, stdctx.Cause(ctx)
 	}
@@ -131,7 +130,7 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 			p.log.Warn(fmt.Sprintf("PreToolUse hook %q also rewrote the call; the first rewrite in config order is used", r.hook.command), "tool", a.Call.Name)
 			continue
 		}
-		rewrite = r.updatedInput
+		rewrite = withoutFilePath(r.updatedInput, sent)
 	}
 	if rewrite != nil {
 		a.Call.Arguments = rewrite
@@ -157,6 +156,15 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 	}
 }
 
+// toolInput is what a hook reads as tool_input: the call's arguments, "{}"
+// for none, with file_path added (see withFilePath).
+func toolInput(args []byte, workspace string) []byte {
+	if len(args) == 0 {
+		return []byte("{}")
+	}
+	return withFilePath(args, workspace)
+}
+
 func rank(d tools.Decision) int {
 	switch d {
 	case tools.Deny:
@@ -176,12 +184,10 @@ func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.Execut
 	if err != nil || x.Tool == nil || ctx.Err() != nil {
 		return res, err
 	}
-	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: x.Call.Arguments, ToolUseID: x.Call.ID,
+	w := p.locate(x.Call.AgentID, x.Call.Workspace)
+	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: toolInput(x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID,
 		ToolResponse: &toolResponse{Content: res.Content, IsError: res.IsError}}
-	if len(in.ToolInput) == 0 {
-		in.ToolInput = []byte("{}")
-	}
-	rs := p.fire(ctx, PostToolUse, x.Call.Name, in, p.locate(x.Call.AgentID, x.Call.Workspace))
+	rs := p.fire(ctx, PostToolUse, x.Call.Name, in, w)
 	if ctx.Err() != nil {
 		return res, stdctx.Cause(ctx)
 	}
