@@ -43,7 +43,7 @@ func (l *logs) String() string {
 // rig is a host started from a config, with a workspace and a folder of
 // hook scripts.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	h    *host.Host
 	ws   string
 	dir  string
@@ -52,7 +52,7 @@ type rig struct {
 
 // script writes an executable shell script into dir and returns a
 // command that runs it.
-func script(t *testing.T, dir, name, body string) string {
+func script(t testing.TB, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
@@ -76,7 +76,7 @@ func hook(matcher, command string, timeout float64) map[string]any {
 }
 
 // newRig makes the workspace and the scripts' folder.
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	return &rig{t: t, ws: t.TempDir(), dir: t.TempDir(), logs: &logs{}}
 }
 

@@ -236,7 +236,8 @@ func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next 
 	stopped := st.stopRequested
 	st.stopRequested = ""
 	if st.stopTurn != c.Turn {
-		st.stopTurn, st.stopCount = c.Turn, 0
+		// Feedback a cancelled turn never read is not this turn's.
+		st.stopTurn, st.stopCount, st.fed = c.Turn, 0, 0
 	}
 	active := st.stopCount > 0
 	own := min(st.fed, c.Steering)
