@@ -163,7 +163,7 @@ func mustJSON(v any) string {
 func TestATimedOutHookIsKilledWithItsGroup(t *testing.T) {
 	r := newRig(t)
 	pidFile := filepath.Join(r.dir, "pid")
-	r.preToolUse(hook("Bash", r.script("slow.sh", `sleep 300 & echo $! > `+pidFile+`; echo '{"hookSpecificOutput":{"permissionDecision":"deny"}}'; wait`), 0.3))
+	r.preToolUse(hook("Bash", r.script("slow.sh", `sleep 300 & echo $! > `+pidFile+`; echo '{"hookSpecificOutput":{"permissionDecision":"deny"}}'; wait`), 1))
 	v := r.approve("main", "bash", `{"command":"make"}`)
 	if v.Decision != tools.Ask {
 		t.Fatalf("a timed-out hook decided: %+v", v)
@@ -176,7 +176,7 @@ func TestATimedOutHookIsKilledWithItsGroup(t *testing.T) {
 	if pid <= 0 || alive(pid) {
 		t.Fatalf("the hook's background process %d outlived it", pid)
 	}
-	contains(t, "log", r.logs.String(), "timed out after 300ms; its process group was killed")
+	contains(t, "log", r.logs.String(), "timed out after 1s; its process group was killed")
 }
 
 // alive reports whether pid runs (a zombie does not count).

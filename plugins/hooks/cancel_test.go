@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,5 +52,36 @@ func TestACancelledCallKillsItsHooks(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Fatalf("the hook's process %d outlived the cancel", pid)
+	}
+}
+
+// TestAnEscapedProcessDoesNotHoldTheStage: a hook whose child left its
+// process group (setsid) and keeps its output open still answers, within
+// the bounded wait for its output.
+func TestAnEscapedProcessDoesNotHoldTheStage(t *testing.T) {
+	r := newRig(t)
+	pidFile := filepath.Join(r.dir, "pid")
+	r.preToolUse(hook("", r.script("escape.sh", `setsid sh -c 'echo $$ > `+pidFile+`.tmp; mv `+pidFile+`.tmp `+pidFile+`; exec sleep 60' &
+# once the pid is written the child has left the group
+while [ ! -e `+pidFile+` ]; do sleep 0.01; done
+echo "denied anyway" >&2; exit 2`), 0))
+	t.Cleanup(func() {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(data))); pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	start := time.Now()
+	v := r.approve("main", "bash", `{"command":"make"}`)
+	if v.Decision != tools.Deny || v.Reason != "denied anyway" {
+		t.Fatalf("got %+v", v)
+	}
+	data, _ := os.ReadFile(pidFile)
+	if pid, _ := strconv.Atoi(strings.TrimSpace(string(data))); !alive(pid) {
+		t.Fatalf("the escaped process %d is gone; the test did not test the escape", pid)
+	}
+	if took := time.Since(start); took > 30*time.Second { // killGrace is 2s; 30s leaves room for a loaded machine
+		t.Fatalf("the stage waited %s for a process outside the hook's group", took)
 	}
 }

@@ -1,5 +1,5 @@
-// Package hooks is the hooks plugin: shell commands in the hooks format of
-// Claude Code (event → matcher → commands), run at dsh's stages.
+// Package hooks is the hooks.command plugin: shell commands in the hooks
+// format of Claude Code (event → matcher → commands), run at dsh's stages.
 //
 //   - UserPromptSubmit runs in agent-controller/admission: a block refuses
 //     the message (reason hooks/blocked); context a hook adds goes into the

@@ -119,24 +119,29 @@ func run(ctx stdctx.Context, command string, input []byte, dir string, timeout t
 
 // drain waits for both output copies once the group is gone; a process
 // that left the group (setsid) may hold a pipe open, so the wait is
-// bounded.
+// bounded: then the reads are cut short and the copies end.
 func drain(copied <-chan struct{}, pipes ...*os.File) {
 	t := time.NewTimer(killGrace)
 	defer t.Stop()
-	for n := 0; n < len(pipes); n++ {
+	left := len(pipes)
+	for ; left > 0; left-- {
 		select {
 		case <-copied:
 			continue
 		case <-t.C:
 		}
-		for _, f := range pipes {
-			if err := f.SetReadDeadline(time.Now()); err != nil && !errors.Is(err, os.ErrNoDeadline) {
-				f.Close()
-			}
+		break
+	}
+	if left == 0 {
+		return
+	}
+	for _, f := range pipes {
+		if err := f.SetReadDeadline(time.Now()); err != nil && !errors.Is(err, os.ErrNoDeadline) {
+			f.Close()
 		}
-		for ; n < len(pipes); n++ {
-			<-copied
-		}
+	}
+	for ; left > 0; left-- {
+		<-copied
 	}
 }
 
