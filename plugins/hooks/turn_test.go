@@ -200,3 +200,34 @@ func TestContinueFalseEndsTheTurn(t *testing.T) {
 	}
 	contains(t, "tool result", res[0], "A PostToolUse hook ended the turn: quota used up")
 }
+
+// TestSessionStartSaysResumeForAKeptSession: the second start of an agent
+// whose session has turns runs SessionStart with source resume.
+func TestSessionStartSaysResumeForAKeptSession(t *testing.T) {
+	sessions, dir := t.TempDir(), t.TempDir()
+	seen := filepath.Join(dir, "sources")
+	cmd := script(t, dir, "start.sh", `grep -o '"source":"[a-z]*"' >> `+seen)
+	doc := func() map[string]any {
+		return map[string]any{
+			"plugins": []any{
+				map[string]any{"use": "llm.scripted"},
+				map[string]any{"use": "session.jsonl", "config": map[string]any{"dir": sessions}},
+				map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionStart": []any{hook("", cmd, 0)}}}},
+			},
+			"agents": []any{scriptedAgent("main", map[string]any{"session": "kept"})},
+		}
+	}
+	first := newRig(t)
+	first.start(doc())
+	if err := first.prompt("main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	newRig(t).start(doc())
+	data, _ := os.ReadFile(seen)
+	if got := strings.Fields(string(data)); strings.Join(got, " ") != `"source":"startup" "source":"resume"` {
+		t.Fatalf("SessionStart saw %q", got)
+	}
+}
