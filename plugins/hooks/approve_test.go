@@ -110,6 +110,7 @@ func TestPreToolUseUpdatedInputBecomesTheArguments(t *testing.T) {
 // fields, the working directory and the environment.
 func TestAHookReadsTheEventOnStdinInTheWorkspace(t *testing.T) {
 	t.Setenv("DSH_TEST_SECRET", "sk-secret")
+	t.Setenv("DSH_TEST_PASSED", "passed-through")
 	r := newRig(t)
 	out := filepath.Join(r.dir, "seen")
 	cmd := r.script("record.sh", `cat > `+out+`.json; pwd > `+out+`.pwd; env > `+out+`.env`)
@@ -117,8 +118,9 @@ func TestAHookReadsTheEventOnStdinInTheWorkspace(t *testing.T) {
 		"plugins": []any{
 			map[string]any{"use": "llm.scripted"},
 			map[string]any{"use": "hooks.command", "config": map[string]any{
-				"env":   map[string]any{"TEAM": "core"},
-				"hooks": map[string]any{"PreToolUse": []any{hook("Bash", cmd, 0)}},
+				"env":             map[string]any{"TEAM": "core"},
+				"env_passthrough": []any{"DSH_TEST_PASSED"},
+				"hooks":           map[string]any{"PreToolUse": []any{hook("Bash", cmd, 0)}},
 			}},
 		},
 		"agents": []any{scriptedAgent("main", nil)},
@@ -145,7 +147,7 @@ func TestAHookReadsTheEventOnStdinInTheWorkspace(t *testing.T) {
 		t.Errorf("ran in %q, not the workspace %q", pwd, r.ws)
 	}
 	envs, _ := os.ReadFile(out + ".env")
-	for _, want := range []string{"DSH_PROJECT_DIR=" + r.ws, "CLAUDE_PROJECT_DIR=" + r.ws, "TEAM=core", "DSH_HOOK_EVENT=PreToolUse", "DSH_AGENT_ID=main"} {
+	for _, want := range []string{"DSH_PROJECT_DIR=" + r.ws, "CLAUDE_PROJECT_DIR=" + r.ws, "TEAM=core", "DSH_HOOK_EVENT=PreToolUse", "DSH_AGENT_ID=main", "DSH_TEST_PASSED=passed-through"} {
 		contains(t, "environment", string(envs), want)
 	}
 	if strings.Contains(string(envs), "sk-secret") {
@@ -296,4 +298,25 @@ func TestOnTheRootTheLaterEntryJudgesFirst(t *testing.T) {
 	if v := r.approve("main", "bash", `{"command":"make"}`); v.Decision != tools.Deny || !strings.Contains(v.Reason, "no rm") {
 		t.Fatalf("the policy did not judge the rewritten call: %+v", v)
 	}
+}
+
+// TestOutputBeyondTheCapIsCutAndNotTakenAsJSON: a hook that prints more
+// than max_output_bytes has its answer cut, which is then not JSON: a
+// non-blocking error.
+func TestOutputBeyondTheCapIsCutAndNotTakenAsJSON(t *testing.T) {
+	r := newRig(t)
+	long := strings.Repeat("x", 600)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"max_output_bytes": 256, "hooks": map[string]any{
+				"PreToolUse": []any{hook("", r.script("long.sh", `echo '{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"`+long+`"}}'`), 0)}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("bash")
+	if v := r.approve("main", "bash", `{"command":"make"}`); v.Decision != tools.Ask {
+		t.Fatalf("a cut answer decided: %+v", v)
+	}
+	contains(t, "log", r.logs.String(), "is not valid JSON")
 }
