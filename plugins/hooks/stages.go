@@ -83,7 +83,7 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 	}
 	d, err := next.Call(ctx, a)
 	if err == nil && d.Kind == agentcontroller.DecisionAdmit {
-		p.addContext(a.Agent.ID(), UserPromptSubmit, rs)
+		p.addContext(a.Agent.ID(), rs)
 	}
 	return d, err
 }
@@ -306,12 +306,12 @@ func (p *hooks) created(ctx stdctx.Context, a agents.Agent) error {
 			p.log.Warn(fmt.Sprintf("SessionStart hook %q blocked, which a session start cannot be: %s", r.hook.command, r.reason), "agent", a.ID())
 		}
 	}
-	p.addContext(a.ID(), SessionStart, rs)
+	p.addContext(a.ID(), rs)
 	return nil
 }
 
 // addContext keeps what hooks added for the agent's system prompt.
-func (p *hooks) addContext(agentID, event string, rs []reply) {
+func (p *hooks) addContext(agentID string, rs []reply) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.agent(agentID)
