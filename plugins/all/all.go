@@ -8,6 +8,7 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/admission/maxpending"
 	_ "github.com/dsh-go/dsh/plugins/admission/ratelimit"
 	_ "github.com/dsh-go/dsh/plugins/admission/readygate"
+	_ "github.com/dsh-go/dsh/plugins/hooks"
 	_ "github.com/dsh-go/dsh/plugins/llm/anthropic"
 	_ "github.com/dsh-go/dsh/plugins/llm/openai"
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"

@@ -28,6 +28,10 @@ func TestOnlyTheControllerInsertsOutsideMessages(t *testing.T) {
 	offenders := callsOutside(t, map[string]bool{
 		mod + "services/agentcontroller": true, // the one entry point
 		mod + "services/agentloop":       true, // the agent itself
+		// A Stop hook's feedback is made inside the turn, at
+		// agent/turn-continuation, for the step it continues: the
+		// agent's own machinery, not a message from outside.
+		mod + "plugins/hooks": true,
 	}, map[string]bool{
 		"services/agents.Agent.Followup":             true,
 		"services/agents.Agent.Steer":                true,

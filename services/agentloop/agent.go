@@ -61,6 +61,11 @@ func (a *ReactLoopAgent) ID() string { return a.id }
 // Context returns the agent's scope.
 func (a *ReactLoopAgent) Context() *dshctx.Context { return a.scope }
 
+// Workspace returns the agent's workspace, an absolute path: what a
+// plugin that runs commands for the agent outside a tool call (hooks)
+// needs as their working directory.
+func (a *ReactLoopAgent) Workspace() string { return a.workspace }
+
 // Session returns the agent's session.
 func (a *ReactLoopAgent) Session() *session.Session { return a.sess }
 

@@ -99,6 +99,11 @@ func (p *policy) approve(ctx stdctx.Context, a tools.Approval, next tools.Approv
 	if undecided && rank(inner.Decision) > rank(out.Decision) {
 		out = inner
 	}
+	// A rewrite from a policy or hook inside this one stands: dropping it
+	// would run the call as the model sent it.
+	if len(out.Arguments) == 0 {
+		out.Arguments = inner.Arguments
+	}
 	if out.Decision == tools.Ask && a.Call.Name == BashTool {
 		out.Pattern = pattern(parts, inner.Decision)
 	}

@@ -1,0 +1,200 @@
+package hooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+)
+
+// Config is the plugin's configuration: hooks from files, inline hooks,
+// and how their commands run.
+type Config struct {
+	// Files are JSON files in Claude Code's settings format: an object
+	// whose "hooks" key maps event names to matcher groups. Other keys
+	// (permissions, env, ...) are ignored, so a .claude/settings.json can
+	// be named as it is. Relative paths start from the directory dsh was
+	// started in, like the config's other paths. Files are read once, when
+	// the plugin is applied (and at config check): a hook the agent writes
+	// into one later does not run until the config is reloaded.
+	Files []string `koanf:"files" json:"files,omitempty"`
+	// Hooks are inline hooks, the same event map as a file's "hooks" key.
+	Hooks map[string][]Group `koanf:"hooks" json:"hooks,omitempty"`
+	// Timeout bounds a hook that sets no timeout of its own.
+	Timeout time.Duration `koanf:"timeout" json:"timeout,omitempty"`
+	// MaxStopContinuations bounds how many times Stop hooks may keep one
+	// turn going; after that the turn ends and the block is logged.
+	MaxStopContinuations int `koanf:"max_stop_continuations" json:"max_stop_continuations,omitempty"`
+	// MaxOutputBytes caps what is kept of a hook's stdout and of its
+	// stderr; the rest is counted and dropped.
+	MaxOutputBytes int `koanf:"max_output_bytes" json:"max_output_bytes,omitempty"`
+	// Env is set for every hook, over the minimal environment.
+	Env map[string]string `koanf:"env" json:"env,omitempty"`
+	// EnvPassthrough names variables of dsh's environment hooks may see.
+	EnvPassthrough []string `koanf:"env_passthrough" json:"env_passthrough,omitempty"`
+}
+
+// Group is a matcher and the hooks that run when it matches.
+type Group struct {
+	// Matcher selects tools by name for PreToolUse and PostToolUse (see
+	// the package doc); "", "*" or none matches every tool. Other events
+	// ignore it.
+	Matcher string `koanf:"matcher" json:"matcher,omitempty"`
+	Hooks   []Hook `koanf:"hooks" json:"hooks"`
+}
+
+// Hook is one command.
+type Hook struct {
+	// Type is "command" (or empty). Other hook types of Claude Code
+	// (prompt, http, ...) are skipped with a warning.
+	Type string `koanf:"type" json:"type,omitempty"`
+	// Command is run by bash -c in the agent's workspace.
+	Command string `koanf:"command" json:"command"`
+	// Timeout is in seconds, as in Claude Code; 0 means the plugin's.
+	Timeout float64 `koanf:"timeout" json:"timeout,omitempty"`
+}
+
+// Defaults: 60 seconds per hook, five forced continuations per turn, 64 KiB
+// of each output stream.
+func (Config) Defaults() Config {
+	return Config{Timeout: 60 * time.Second, MaxStopContinuations: 5, MaxOutputBytes: 64 << 10}
+}
+
+// Validate reads the files and checks every hook, so config check reports
+// a missing file, bad JSON, an unknown event or a bad matcher.
+func (c Config) Validate() error {
+	_, _, err := c.load()
+	return err
+}
+
+// The events dsh runs, and the Claude Code events it reads and skips.
+const (
+	PreToolUse       = "PreToolUse"
+	PostToolUse      = "PostToolUse"
+	UserPromptSubmit = "UserPromptSubmit"
+	Stop             = "Stop"
+	SessionStart     = "SessionStart"
+)
+
+var supported = []string{PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart}
+
+// skipped are Claude Code events dsh has no stage for (yet): a file that
+// has them still loads, and each is reported once as a warning.
+var skipped = []string{"Notification", "SubagentStop", "PreCompact", "SessionEnd", "PermissionRequest",
+	"PostToolUseFailure", "PermissionDenied", "SubagentStart", "Setup"}
+
+// compiled is one runnable hook with where it came from.
+type compiled struct {
+	event   string
+	where   string // "file.json: hooks.PreToolUse[0].hooks[1]" or "hooks.PreToolUse[0].hooks[1]"
+	match   matcher
+	command string
+	timeout time.Duration
+}
+
+// load turns the config into runnable hooks by event, and the warnings
+// about what it skips.
+func (c Config) load() (map[string][]compiled, []string, error) {
+	var problems, warnings []string
+	out := map[string][]compiled{}
+	if c.Timeout <= 0 {
+		problems = append(problems, fmt.Sprintf("timeout is %s; set a positive duration such as 60s", c.Timeout))
+	}
+	if c.MaxStopContinuations < 0 {
+		problems = append(problems, fmt.Sprintf("max_stop_continuations is %d; set 0 (Stop hooks never continue a turn) or more", c.MaxStopContinuations))
+	}
+	if c.MaxOutputBytes < 256 {
+		problems = append(problems, fmt.Sprintf("max_output_bytes is %d; set at least 256", c.MaxOutputBytes))
+	}
+	add := func(origin string, events map[string][]Group) {
+		for _, event := range slices.Sorted(maps.Keys(events)) {
+			groups := events[event]
+			switch {
+			case slices.Contains(skipped, event):
+				warnings = append(warnings, fmt.Sprintf("%shooks.%s: dsh has no %s event; these hooks do not run", origin, event, event))
+				continue
+			case !slices.Contains(supported, event):
+				problems = append(problems, fmt.Sprintf("%shooks.%s: unknown event; expected one of %s", origin, event, strings.Join(supported, ", ")))
+				continue
+			}
+			for gi, g := range groups {
+				at := fmt.Sprintf("%shooks.%s[%d]", origin, event, gi)
+				m, err := compileMatcher(g.Matcher)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s.matcher: %v", at, err))
+					continue
+				}
+				for hi, h := range g.Hooks {
+					hat := fmt.Sprintf("%s.hooks[%d]", at, hi)
+					switch {
+					case h.Type != "" && h.Type != "command":
+						warnings = append(warnings, fmt.Sprintf("%s: type %q is not supported (only command hooks run); skipped", hat, h.Type))
+						continue
+					case strings.TrimSpace(h.Command) == "":
+						problems = append(problems, hat+".command: empty; give the shell command to run")
+						continue
+					case h.Timeout < 0:
+						problems = append(problems, fmt.Sprintf("%s.timeout: %v; give seconds (> 0) or leave it out for the default", hat, h.Timeout))
+						continue
+					}
+					timeout := c.Timeout
+					if h.Timeout > 0 {
+						timeout = time.Duration(h.Timeout * float64(time.Second))
+					}
+					out[event] = append(out[event], compiled{event: event, where: hat, match: m, command: h.Command, timeout: timeout})
+				}
+			}
+		}
+	}
+	for _, f := range c.Files {
+		events, err := readFile(f)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		add(f+": ", events)
+	}
+	add("", c.Hooks)
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return nil, warnings, errs.New(errs.InvalidArgument, "hooks: "+strings.Join(problems, "; "))
+	}
+	return out, warnings, nil
+}
+
+// readFile reads the "hooks" key of a Claude Code settings file.
+func readFile(name string) (map[string][]Group, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		abs, _ := filepath.Abs(name)
+		return nil, fmt.Errorf("files: cannot read %s (%s): %v; relative paths start from the directory dsh was started in", name, abs, unwrapPathErr(err))
+	}
+	var doc struct {
+		Hooks map[string][]Group `json:"hooks"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: not a hooks file: %v; expected {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}}", name, err)
+	}
+	if doc.Hooks == nil {
+		return nil, fmt.Errorf("%s: has no \"hooks\" key; expected {\"hooks\": {\"PreToolUse\": [...], ...}}", name)
+	}
+	return doc.Hooks, nil
+}
+
+func unwrapPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// simpleMatcher is a matcher made only of names and |: matched exactly.
+var simpleMatcher = regexp.MustCompile(`^[A-Za-z0-9_|-]+$`)

@@ -1,0 +1,353 @@
+package hooks
+
+import (
+	stdctx "context"
+	"fmt"
+	"strings"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agentloop"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/systemprompt"
+	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/waterfall"
+)
+
+// maxContext bounds the hook context one agent's system prompt carries;
+// the oldest entries go first.
+const maxContext = 16 << 10
+
+// mount registers a listener for each stage that has hooks.
+func (p *hooks) mount(ctx *dshctx.Context) error {
+	has := func(e string) bool { return len(p.byEvent[e]) > 0 }
+	var err error
+	on := func(f func() (func(), error)) {
+		if err == nil {
+			_, err = f()
+		}
+	}
+	// On the root, hooks go before the policies, so a rewritten call is
+	// what the policies judge (see docs/hooks.md).
+	var opts []waterfall.Option
+	if ctx.Tag() == "" {
+		opts = append(opts, waterfall.Prepend)
+	}
+	if has(UserPromptSubmit) {
+		on(func() (func(), error) { return agentcontroller.EventAdmission.On(ctx, p.admission) })
+	}
+	if has(PreToolUse) {
+		on(func() (func(), error) { return tools.EventApprove.On(ctx, p.approve, opts...) })
+	}
+	if has(PostToolUse) {
+		on(func() (func(), error) { return tools.EventExecute.On(ctx, p.execute) })
+	}
+	if has(Stop) || has(PreToolUse) || has(PostToolUse) {
+		on(func() (func(), error) { return agentloop.EventContinuation.On(ctx, p.continuation) })
+	}
+	if has(SessionStart) {
+		on(func() (func(), error) { return agents.EventCreated.On(ctx, p.created) })
+	}
+	if has(UserPromptSubmit) || has(SessionStart) {
+		on(func() (func(), error) { return systemprompt.EventAssemble.On(ctx, p.assemble) })
+	}
+	on(func() (func(), error) {
+		return agents.EventDisposed.On(ctx, func(_ stdctx.Context, a agents.Agent) error {
+			p.mu.Lock()
+			delete(p.state, a.ID())
+			p.mu.Unlock()
+			return nil
+		})
+	})
+	return err
+}
+
+// admission runs UserPromptSubmit: a block or "continue": false refuses
+// the message; context is kept for the system prompt once the message is
+// admitted.
+func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+	prompt := a.Message.Content
+	rs := p.fire(ctx, UserPromptSubmit, "", input{Prompt: &prompt}, whereOf(a.Agent))
+	if ctx.Err() != nil {
+		return agentcontroller.Decision{}, stdctx.Cause(ctx)
+	}
+	for _, r := range rs {
+		if r.stop {
+			return agentcontroller.Reject(ReasonBlocked, "a UserPromptSubmit hook stopped the message: "+r.stopReason, false), nil
+		}
+	}
+	if why := reasons(rs, func(r reply) bool { return r.block }); why != "" {
+		return agentcontroller.Reject(ReasonBlocked, "a UserPromptSubmit hook blocked the message: "+why, false), nil
+	}
+	d, err := next.Call(ctx, a)
+	if err == nil && d.Kind == agentcontroller.DecisionAdmit {
+		p.addContext(a.Agent.ID(), rs)
+	}
+	return d, err
+}
+
+// approve runs PreToolUse. Deny (exit 2, a deny or a block) answers at
+// once; otherwise the call, rewritten when a hook gave updatedInput, goes
+// on to the policies after this one: a hook's allow skips the tool's own
+// default (a bash ask) but not a policy's deny or ask, and a hook's ask
+// asks unless something after it denies.
+func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
+	w := p.locate(a.Call.AgentID, a.Call.Workspace)
+	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: toolInput(a.Call.Arguments, w.workspace), ToolUseID: a.Call.ID}
+	sent := sentFilePath(a.Call.Arguments, in.ToolInput)
+	rs := p.fire(ctx, PreToolUse, a.Call.Name, in, w)
+	if ctx.Err() != nil {
+		return tools.Verdict{}, stdctx.Cause(ctx)
+	}
+	p.noteStops(a.Call.AgentID, rs)
+	decision := tools.Decision("")
+	for _, r := range rs {
+		if r.stop {
+			r.decision = tools.Deny
+		}
+		if rank(r.decision) > rank(decision) {
+			decision = r.decision
+		}
+	}
+	source := p.source + ":" + PreToolUse
+	if decision == tools.Deny {
+		why := reasons(rs, func(r reply) bool { return r.decision == tools.Deny })
+		for _, r := range rs {
+			if r.stop {
+				why = strings.TrimPrefix(why+"; "+r.stopReason, "; ")
+			}
+		}
+		return tools.Verdict{Decision: tools.Deny, Reason: why, Source: source}, nil
+	}
+	var rewrite []byte
+	for _, r := range rs {
+		if r.updatedInput == nil {
+			continue
+		}
+		if rewrite != nil {
+			p.log.Warn(fmt.Sprintf("PreToolUse hook %q also rewrote the call; the first rewrite in config order is used", r.hook.command), "tool", a.Call.Name)
+			continue
+		}
+		rewrite = withoutFilePath(r.updatedInput, sent)
+	}
+	if rewrite != nil {
+		a.Call.Arguments = rewrite
+	}
+	inner, err := next.Call(ctx, a)
+	if err != nil {
+		return inner, err
+	}
+	if rewrite != nil && len(inner.Arguments) == 0 {
+		inner.Arguments = rewrite
+	}
+	switch {
+	case inner.Decision == tools.Deny, decision == "":
+		return inner, nil
+	case decision == tools.Ask:
+		return tools.Verdict{Decision: tools.Ask, Reason: reasons(rs, func(r reply) bool { return r.decision == tools.Ask }),
+			Source: source, Arguments: inner.Arguments}, nil
+	case inner.Source != "": // allow: a policy's ask stands, the tool's own default does not
+		return inner, nil
+	default:
+		return tools.Verdict{Decision: tools.Allow, Reason: reasons(rs, func(r reply) bool { return r.decision == tools.Allow }),
+			Source: source, Arguments: inner.Arguments}, nil
+	}
+}
+
+// toolInput is what a hook reads as tool_input: the call's arguments, "{}"
+// for none, with file_path added (see withFilePath).
+func toolInput(args []byte, workspace string) []byte {
+	if len(args) == 0 {
+		return []byte("{}")
+	}
+	return withFilePath(args, workspace)
+}
+
+func rank(d tools.Decision) int {
+	switch d {
+	case tools.Deny:
+		return 3
+	case tools.Ask:
+		return 2
+	case tools.Allow:
+		return 1
+	}
+	return 0
+}
+
+// execute runs PostToolUse after the tool: a block's reason and context
+// from the hooks are appended to the result as feedback for the model.
+func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
+	res, err := next.Call(ctx, x)
+	if err != nil || x.Tool == nil || ctx.Err() != nil {
+		return res, err
+	}
+	w := p.locate(x.Call.AgentID, x.Call.Workspace)
+	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: toolInput(x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID,
+		ToolResponse: &toolResponse{Content: res.Content, IsError: res.IsError}}
+	rs := p.fire(ctx, PostToolUse, x.Call.Name, in, w)
+	if ctx.Err() != nil {
+		return res, stdctx.Cause(ctx)
+	}
+	p.noteStops(x.Call.AgentID, rs)
+	var notes []string
+	for _, r := range rs {
+		if r.block {
+			notes = append(notes, fmt.Sprintf("PostToolUse hook feedback: %s", r.reason))
+		}
+		if r.context != "" {
+			notes = append(notes, fmt.Sprintf("PostToolUse hook context: %s", r.context))
+		}
+		if r.stop {
+			notes = append(notes, fmt.Sprintf("A PostToolUse hook ended the turn: %s", r.stopReason))
+		}
+	}
+	if len(notes) > 0 {
+		if res.Content != "" && !strings.HasSuffix(res.Content, "\n") {
+			res.Content += "\n"
+		}
+		res.Content += "\n" + strings.Join(notes, "\n")
+	}
+	return res, nil
+}
+
+// noteStops remembers a "continue": false, which ends the turn at the
+// next continuation.
+func (p *hooks) noteStops(agentID string, rs []reply) {
+	for _, r := range rs {
+		if r.stop {
+			p.mu.Lock()
+			p.agent(agentID).stopRequested = r.stopReason
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+// continuation ends the turn a hook stopped, and runs Stop hooks when the
+// turn would end: a block keeps it going, with the reasons handed to the
+// model as a steering message, at most MaxStopContinuations times.
+func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next agentloop.ContinuationNext) (bool, error) {
+	id := c.Agent.ID()
+	p.mu.Lock()
+	st := p.agent(id)
+	stopped := st.stopRequested
+	st.stopRequested = ""
+	if st.stopTurn != c.Turn {
+		// Feedback a cancelled turn never read is not this turn's.
+		st.stopTurn, st.stopCount, st.fed = c.Turn, 0, 0
+	}
+	active := st.stopCount > 0
+	own := min(st.fed, c.Steering)
+	st.fed = 0
+	p.mu.Unlock()
+	c.Steering -= own
+	cont, err := next.Call(ctx, c)
+	if err != nil {
+		return cont, err
+	}
+	if stopped != "" {
+		p.log.Info("a hook ended the turn (continue: false): "+stopped, "agent", id, "turn", c.Turn)
+		return false, nil
+	}
+	if cont || len(p.byEvent[Stop]) == 0 {
+		return cont, nil
+	}
+	rs := p.fire(ctx, Stop, "", input{StopHookActive: &active}, whereOf(c.Agent))
+	if ctx.Err() != nil {
+		return false, stdctx.Cause(ctx)
+	}
+	for _, r := range rs {
+		if r.stop {
+			return false, nil
+		}
+	}
+	why := reasons(rs, func(r reply) bool { return r.block })
+	if why == "" {
+		return false, nil
+	}
+	p.mu.Lock()
+	over := st.stopCount >= p.cfg.MaxStopContinuations
+	if !over {
+		st.stopCount++
+		st.fed++
+	}
+	p.mu.Unlock()
+	if over {
+		p.log.Warn(fmt.Sprintf("Stop hooks blocked the end of the turn %d times already (max_stop_continuations); the turn ends: %s",
+			p.cfg.MaxStopContinuations, why), "agent", id, "turn", c.Turn)
+		return false, nil
+	}
+	msg := llm.Message{Role: llm.RoleUser, Content: "Stop hook feedback: " + why}
+	if err := c.Agent.Steer(msg); err != nil {
+		p.log.Warn("could not hand a Stop hook's feedback to the agent; the turn ends", "agent", id, "error", err)
+		return false, nil
+	}
+	return true, nil
+}
+
+// created runs SessionStart for a new agent: its context goes into the
+// system prompt; a block has nothing to stop and is logged.
+func (p *hooks) created(ctx stdctx.Context, a agents.Agent) error {
+	source := "startup"
+	if s := a.Session(); s != nil {
+		for _, e := range s.Events(1) {
+			if e.Type == session.TurnStart {
+				source = "resume"
+				break
+			}
+		}
+	}
+	rs := p.fire(ctx, SessionStart, "", input{Source: source}, whereOf(a))
+	for _, r := range rs {
+		if r.block {
+			p.log.Warn(fmt.Sprintf("SessionStart hook %q blocked, which a session start cannot be: %s", r.hook.command, r.reason), "agent", a.ID())
+		}
+	}
+	p.addContext(a.ID(), rs)
+	return nil
+}
+
+// addContext keeps what hooks added for the agent's system prompt.
+func (p *hooks) addContext(agentID string, rs []reply) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.agent(agentID)
+	for _, r := range rs {
+		if c := strings.TrimSpace(r.context); c != "" {
+			st.context = append(st.context, c)
+		}
+	}
+	total := 0
+	for i := len(st.context) - 1; i >= 0; i-- {
+		total += len(st.context[i])
+		if total > maxContext {
+			st.context = st.context[i+1:]
+			break
+		}
+	}
+}
+
+// assemble adds the hooks' context to the agent's system prompt.
+func (p *hooks) assemble(ctx stdctx.Context, a systemprompt.Assembly, next waterfall.Next[systemprompt.Assembly, string]) (string, error) {
+	text, err := next.Call(ctx, a)
+	if err != nil {
+		return text, err
+	}
+	p.mu.Lock()
+	var extra []string
+	if st := p.state[a.AgentID]; st != nil {
+		extra = append(extra, st.context...)
+	}
+	p.mu.Unlock()
+	if len(extra) == 0 {
+		return text, nil
+	}
+	block := "Context from hooks:\n" + strings.Join(extra, "\n\n")
+	if text == "" {
+		return block, nil
+	}
+	return text + "\n\n" + block, nil
+}

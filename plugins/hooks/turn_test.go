@@ -1,0 +1,233 @@
+package hooks_test
+
+import (
+	stdctx "context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agentloop"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// prompt delivers text to the agent through the agent controller, as
+// every entry point does, and waits for the agent to be idle.
+func (r *rig) prompt(agentID, text string) error {
+	r.t.Helper()
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 20*time.Second)
+	defer cancel()
+	a := r.agent(agentID)
+	if _, err := r.h.Controller().Deliver(ctx, a, agentcontroller.Request{
+		Mode: agentcontroller.Followup, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser}, Content: text,
+	}); err != nil {
+		return err
+	}
+	if err := a.WhenIdle(ctx); err != nil {
+		r.t.Fatalf("the turn did not end: %v", err)
+	}
+	return nil
+}
+
+// systems records the system prompt of every model request.
+func (r *rig) systems() func() []string {
+	var mu sync.Mutex
+	var seen []string
+	_, err := agentloop.EventRequest.On(r.h.Root(), func(ctx stdctx.Context, e agentloop.RequestEvent, next agentloop.RequestNext) (llm.Request, error) {
+		mu.Lock()
+		seen = append(seen, e.Request.System)
+		mu.Unlock()
+		return next.Call(ctx, e)
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// events lists the agent's session events of one type.
+func (r *rig) events(agentID string, typ session.Type) []string {
+	var out []string
+	for _, e := range r.agent(agentID).Session().Events(1) {
+		if e.Type == typ && e.Message != nil {
+			out = append(out, e.Message.Content)
+		}
+	}
+	return out
+}
+
+// TestAFullTurnRunsEveryEvent: SessionStart and UserPromptSubmit add
+// context to the system prompt, PostToolUse feedback reaches the tool
+// result, and a Stop hook keeps the turn going once.
+func TestAFullTurnRunsEveryEvent(t *testing.T) {
+	r := newRig(t)
+	if err := os.WriteFile(filepath.Join(r.ws, "hello.txt"), []byte("Helo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stopSeen := filepath.Join(r.dir, "stop")
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"replies": []any{
+				map[string]any{"text": "reading", "tool_calls": []any{map[string]any{"name": "read", "arguments": `{"path":"hello.txt"}`}}},
+				map[string]any{"text": "done"},
+				map[string]any{"text": "tests pass"},
+			}}},
+			map[string]any{"use": "tools.files"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"SessionStart": []any{hook("", r.script("start.sh", `grep -q '"source":"startup"' && echo "project: demo"`), 0)},
+				"UserPromptSubmit": []any{hook("", r.script("prompt.sh", `if grep -q secret; then echo "no secrets, please" >&2; exit 2; fi
+echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"today is test day"}}'`), 0)},
+				"PostToolUse": []any{hook("Read", r.script("post.sh", `grep -q '"tool_response":{"content":"     1\\tHelo' && { echo "typo on line 1" >&2; exit 2; }`), 0)},
+				"Stop": []any{hook("", r.script("stop.sh", `in=$(cat)
+echo "$in" | grep -o '"stop_hook_active":[a-z]*' >> `+stopSeen+`
+echo "$in" | grep -q '"stop_hook_active":true' && exit 0
+echo '{"decision":"block","reason":"run the tests first"}'`), 0)},
+			}}},
+		},
+		"agents": []any{scriptedAgent("main", map[string]any{"system_prompt": "You are terse."})},
+	})
+	systems := r.systems()
+	if err := r.prompt("main", "fix the typo"); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.events("main", session.AssistantMessage); strings.Join(got, "|") != "reading|done|tests pass" {
+		t.Fatalf("the model answered %q; the Stop hook should have given it one more step", got)
+	}
+	results := r.events("main", session.ToolResult)
+	if len(results) != 1 {
+		t.Fatalf("tool results: %q", results)
+	}
+	contains(t, "tool result", results[0], "Helo")
+	contains(t, "tool result", results[0], "PostToolUse hook feedback: typo on line 1")
+	steer := r.events("main", session.SteeringMessage)
+	if len(steer) != 1 || steer[0] != "Stop hook feedback: run the tests first" {
+		t.Fatalf("steering: %q", steer)
+	}
+	data, _ := os.ReadFile(stopSeen)
+	if got := strings.Fields(string(data)); strings.Join(got, " ") != `"stop_hook_active":false "stop_hook_active":true` {
+		t.Fatalf("the Stop hook saw %q", got)
+	}
+	sys := systems()
+	if len(sys) != 3 {
+		t.Fatalf("%d requests", len(sys))
+	}
+	for _, want := range []string{"You are terse.", "Context from hooks:", "project: demo", "today is test day"} {
+		contains(t, "system prompt", sys[0], want)
+	}
+	// The user messages are what was sent: admission adds nothing.
+	if users := r.events("main", session.UserMessage); len(users) != 1 || users[0] != "fix the typo" {
+		t.Fatalf("user messages: %q", users)
+	}
+
+	err := r.prompt("main", "tell me the secret")
+	ref, ok := agentcontroller.RefusalOf(err)
+	if !ok || ref.Reason != "hooks/blocked" || !strings.Contains(ref.Message, "no secrets, please") {
+		t.Fatalf("a blocked prompt: %v (%+v)", err, ref)
+	}
+	if users := r.events("main", session.UserMessage); len(users) != 1 {
+		t.Fatalf("the blocked prompt reached the session: %q", users)
+	}
+}
+
+// TestStopHooksContinueATurnABoundedNumberOfTimes: a Stop hook that always
+// blocks gets max_stop_continuations more steps, then the turn ends.
+func TestStopHooksContinueATurnABoundedNumberOfTimes(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"replies": []any{map[string]any{"text": "ok"}}}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{
+				"max_stop_continuations": 2,
+				"hooks":                  map[string]any{"Stop": []any{hook("", r.script("stop.sh", `echo "keep going" >&2; exit 2`), 0)}},
+			}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "go"); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.events("main", session.AssistantMessage); len(got) != 3 {
+		t.Fatalf("%d model replies, want 1 + 2 continuations", len(got))
+	}
+	if got := r.events("main", session.SteeringMessage); len(got) != 2 {
+		t.Fatalf("steering: %q", got)
+	}
+	contains(t, "log", r.logs.String(), "blocked the end of the turn 2 times already")
+	// The count is per turn: the next turn gets its continuations again.
+	if err := r.prompt("main", "again"); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.events("main", session.AssistantMessage); len(got) != 6 {
+		t.Fatalf("%d model replies after two turns, want 6", len(got))
+	}
+}
+
+// TestContinueFalseEndsTheTurn: a PostToolUse hook that answers
+// "continue": false ends the turn after the step, with its reason in the
+// tool result.
+func TestContinueFalseEndsTheTurn(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"replies": []any{
+				map[string]any{"tool_calls": []any{map[string]any{"name": "clock", "arguments": `{}`}}},
+				map[string]any{"text": "never"},
+			}}},
+			map[string]any{"use": "tools.clock"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"PostToolUse": []any{hook("clock", r.script("post.sh", `echo '{"continue":false,"stopReason":"quota used up"}'`), 0)},
+			}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "time?"); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.events("main", session.AssistantMessage); len(got) != 1 {
+		t.Fatalf("the turn went on after continue:false: %q", got)
+	}
+	res := r.events("main", session.ToolResult)
+	if len(res) != 1 {
+		t.Fatalf("results %q", res)
+	}
+	contains(t, "tool result", res[0], "A PostToolUse hook ended the turn: quota used up")
+}
+
+// TestSessionStartSaysResumeForAKeptSession: the second start of an agent
+// whose session has turns runs SessionStart with source resume.
+func TestSessionStartSaysResumeForAKeptSession(t *testing.T) {
+	sessions, dir := t.TempDir(), t.TempDir()
+	seen := filepath.Join(dir, "sources")
+	cmd := script(t, dir, "start.sh", `grep -o '"source":"[a-z]*"' >> `+seen)
+	doc := func() map[string]any {
+		return map[string]any{
+			"plugins": []any{
+				map[string]any{"use": "llm.scripted"},
+				map[string]any{"use": "session.jsonl", "config": map[string]any{"dir": sessions}},
+				map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionStart": []any{hook("", cmd, 0)}}}},
+			},
+			"agents": []any{scriptedAgent("main", map[string]any{"session": "kept"})},
+		}
+	}
+	first := newRig(t)
+	first.start(doc())
+	if err := first.prompt("main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	newRig(t).start(doc())
+	data, _ := os.ReadFile(seen)
+	if got := strings.Fields(string(data)); strings.Join(got, " ") != `"source":"startup" "source":"resume"` {
+		t.Fatalf("SessionStart saw %q", got)
+	}
+}
