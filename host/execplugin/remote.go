@@ -64,6 +64,7 @@ type remote struct {
 	mu      sync.Mutex
 	proc    process // the current process; exited while down
 	rpc     pluginv1.PluginClient
+	batch   bool        // the current process accepts EmitBatch
 	crashes []time.Time // within the restart window
 	givenUp int         // the crashes it was given up after; 0 while supervised
 	closed  bool
