@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // streamChunkEvent is the notification that comes by the token.
@@ -80,27 +81,34 @@ func (r *remote) enqueueEmit(req *pluginv1.EmitRequest) {
 }
 
 // Batching bounds, for a plugin that accepts EmitBatch: what is queued
-// when the sender wakes goes in one message (at most maxBatch), and while
-// the last of it is a stream chunk the sender waits up to chunkLinger for
-// more, or until chunkBatch chunks are pending, whichever comes first; so a
-// streamed answer costs a message per few dozen tokens, not one per token,
-// and a chunk is never later than chunkLinger for it.
+// when the sender wakes goes in one message, up to maxBatch notifications
+// or maxBatchBytes (a gRPC message is 4 MB at most by default, and session
+// events carry whole messages); and while the last of it is a stream chunk
+// the sender waits up to chunkLinger for more, or until chunkBatch chunks
+// are pending, whichever comes first. So a streamed answer costs a message
+// per few dozen tokens, not one per token, and a chunk is never later than
+// chunkLinger for it.
 const (
-	chunkLinger = 5 * time.Millisecond
-	chunkBatch  = 64
-	maxBatch    = 256
+	chunkLinger   = 5 * time.Millisecond
+	chunkBatch    = 64
+	maxBatch      = emitQueue
+	maxBatchBytes = 1 << 20
 )
 
 // sendEmits delivers queued notifications in order until stop: in batches
 // to a plugin that accepts them, one Emit each to any other.
 func (r *remote) sendEmits() {
 	defer close(r.emitDone)
+	var carry *pluginv1.EmitRequest // taken from the queue, too big for the last batch
 	for {
-		var req *pluginv1.EmitRequest
-		select {
-		case <-r.stop:
-			return
-		case req = <-r.emits:
+		req := carry
+		carry = nil
+		if req == nil {
+			select {
+			case <-r.stop:
+				return
+			case req = <-r.emits:
+			}
 		}
 		rpc, batch := r.emitter()
 		if rpc == nil {
@@ -110,7 +118,9 @@ func (r *remote) sendEmits() {
 			r.emitOne(rpc, req)
 			continue
 		}
-		pending, stopped := r.gather(req)
+		var pending []*pluginv1.EmitRequest
+		var stopped bool
+		pending, carry, stopped = r.gather(req)
 		if stopped {
 			return
 		}
@@ -128,10 +138,13 @@ func (r *remote) emitter() (pluginv1.PluginClient, bool) {
 
 func isChunk(req *pluginv1.EmitRequest) bool { return req.Event == streamChunkEvent }
 
-// gather collects a batch that starts with first; stopped says dsh is
-// stopping and the batch is abandoned, as queued notifications are.
-func (r *remote) gather(first *pluginv1.EmitRequest) (pending []*pluginv1.EmitRequest, stopped bool) {
+// gather collects a batch that starts with first. carry is a notification
+// it took from the queue that would make the batch too big: it starts the
+// next one. stopped says dsh is stopping and the batch is abandoned, as
+// queued notifications are.
+func (r *remote) gather(first *pluginv1.EmitRequest) (pending []*pluginv1.EmitRequest, carry *pluginv1.EmitRequest, stopped bool) {
 	pending = append(make([]*pluginv1.EmitRequest, 0, 16), first)
+	size := proto.Size(first)
 	chunks := 0
 	if isChunk(first) {
 		chunks++
@@ -149,7 +162,7 @@ func (r *remote) gather(first *pluginv1.EmitRequest) (pending []*pluginv1.EmitRe
 		default:
 			// Nothing queued: only a stream in progress is worth a wait.
 			if !isChunk(pending[len(pending)-1]) || chunks >= chunkBatch {
-				return pending, false
+				return pending, nil, false
 			}
 			if linger == nil {
 				linger = time.NewTimer(chunkLinger)
@@ -157,17 +170,20 @@ func (r *remote) gather(first *pluginv1.EmitRequest) (pending []*pluginv1.EmitRe
 			select {
 			case req = <-r.emits:
 			case <-linger.C:
-				return pending, false
+				return pending, nil, false
 			case <-r.stop:
-				return nil, true
+				return nil, nil, true
 			}
+		}
+		if size += proto.Size(req); size > maxBatchBytes {
+			return pending, req, false
 		}
 		pending = append(pending, req)
 		if isChunk(req) {
 			chunks++
 		}
 	}
-	return pending, false
+	return pending, nil, false
 }
 
 // emitTimeout bounds one Emit or EmitBatch.
