@@ -225,13 +225,19 @@ func record(p *sdk.Plugin, file string) {
 		return err
 	}
 	for _, event := range bridged.waterfalls {
+		var opts []sdk.Option
+		if event == sdk.ApprovalEvent {
+			// Before tools.permission, which prepends itself on the root,
+			// so the recorder hears the verdict of its rules.
+			opts = append(opts, sdk.Prepend())
+		}
 		p.Waterfall(event, func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (*pluginv1.Result, error) {
 			out, err := next(ctx, nil)
 			if err != nil {
 				return nil, err
 			}
 			return out, write(map[string]any{"event": call.Event, "scope": call.Scope, "payload": inner(call.Payload), "result": inner(out)})
-		})
+		}, opts...)
 	}
 	for _, event := range bridged.emits {
 		p.Emit(event, func(ctx stdctx.Context, call sdk.Call) error {
