@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
@@ -28,10 +29,14 @@ import (
 //   - TESTPLUGIN_CHUNKS: a file that gets one line per message the host
 //     sends ("emit <event>" or "batch <n>") and one per stream chunk
 //     ("chunk <text>"), in the order they arrive.
+//   - TESTPLUGIN_COUNT: a file that gets one line per streamed answer when
+//     its finish chunk arrives: "<messages> <chunks>", the notification
+//     messages and the chunks since the last line; for the benchmark, which
+//     must not pay a write per chunk.
 //   - TESTPLUGIN_OLD: it knows nothing of capabilities, requires, accepts
 //     or EmitBatch, like a binary built before them.
 func serveSeams() bool {
-	seams := []string{"TESTPLUGIN_POLICY", "TESTPLUGIN_REQUIRES", "TESTPLUGIN_CHUNKS", "TESTPLUGIN_OLD"}
+	seams := []string{"TESTPLUGIN_POLICY", "TESTPLUGIN_REQUIRES", "TESTPLUGIN_CHUNKS", "TESTPLUGIN_COUNT", "TESTPLUGIN_OLD"}
 	if !slices.ContainsFunc(seams, func(v string) bool { return os.Getenv(v) != "" }) {
 		return false
 	}
@@ -44,9 +49,9 @@ func serveSeams() bool {
 	if caps := os.Getenv("TESTPLUGIN_REQUIRES"); caps != "" {
 		p.Require(strings.Split(caps, ",")...)
 	}
-	file := os.Getenv("TESTPLUGIN_CHUNKS")
+	file, count := os.Getenv("TESTPLUGIN_CHUNKS"), os.Getenv("TESTPLUGIN_COUNT")
 	old := os.Getenv("TESTPLUGIN_OLD") != ""
-	if file == "" && !old {
+	if file == "" && count == "" && !old {
 		p.Serve()
 		return true
 	}
@@ -63,6 +68,9 @@ func serveSeams() bool {
 			return nil
 		})
 		srv = counting{PluginServer: srv, log: log}
+	}
+	if count != "" {
+		srv = counter(p, srv, count)
 	}
 	if old {
 		srv = oldServer{srv}
@@ -142,4 +150,41 @@ func (o oldServer) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (
 
 func (oldServer) EmitBatch(stdctx.Context, *pluginv1.EmitBatchRequest) (*pluginv1.EmitBatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EmitBatch not implemented")
+}
+
+// counter counts chunks and notification messages in memory and writes
+// them to file at each finish chunk.
+func counter(p *sdk.Plugin, srv pluginv1.PluginServer, file string) pluginv1.PluginServer {
+	c := &counts{}
+	p.OnStreamChunk(func(_ stdctx.Context, ch *sdk.StreamChunk) error {
+		c.chunks.Add(1)
+		if ch.GetChunk().GetKind() == "finish" {
+			f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = fmt.Fprintf(f, "%d %d\n", c.messages.Swap(0), c.chunks.Swap(0))
+			return err
+		}
+		return nil
+	})
+	return countingMessages{PluginServer: srv, c: c}
+}
+
+type counts struct{ messages, chunks atomic.Int64 }
+
+type countingMessages struct {
+	pluginv1.PluginServer
+	c *counts
+}
+
+func (m countingMessages) Emit(ctx stdctx.Context, req *pluginv1.EmitRequest) (*pluginv1.EmitResponse, error) {
+	m.c.messages.Add(1)
+	return m.PluginServer.Emit(ctx, req)
+}
+
+func (m countingMessages) EmitBatch(ctx stdctx.Context, req *pluginv1.EmitBatchRequest) (*pluginv1.EmitBatchResponse, error) {
+	m.c.messages.Add(1)
+	return m.PluginServer.EmitBatch(ctx, req)
 }
