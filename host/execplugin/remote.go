@@ -75,14 +75,17 @@ type remote struct {
 	cancelStop stdctx.CancelFunc
 	// emits queues notifications for the sender goroutine, so an emitter
 	// never waits for the plugin.
-	emits    chan *pluginv1.EmitRequest
-	emitDone chan struct{}
-	drops    dropCounter
+	emits chan *pluginv1.EmitRequest
+	// emitsFull wakes a sender lingering over a batch of stream chunks
+	// once chunkBatch notifications are queued.
+	emitsFull chan struct{}
+	emitDone  chan struct{}
+	drops     dropCounter
 }
 
 func newRemote(e config.Entry, log hclog.Logger) *remote {
 	r := &remote{entry: e, log: log, stop: make(chan struct{}), down: make(chan struct{}),
-		emits: make(chan *pluginv1.EmitRequest, emitQueue), emitDone: make(chan struct{})}
+		emits: make(chan *pluginv1.EmitRequest, emitQueue), emitsFull: make(chan struct{}, 1), emitDone: make(chan struct{})}
 	r.stopCtx, r.cancelStop = stdctx.WithCancel(stdctx.Background())
 	return r
 }

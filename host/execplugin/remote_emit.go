@@ -75,6 +75,13 @@ func (d *dropCounter) Total() int {
 func (r *remote) enqueueEmit(req *pluginv1.EmitRequest) {
 	select {
 	case r.emits <- req:
+		if len(r.emits) >= chunkBatch {
+			// A lingering batch is full enough: end the wait.
+			select {
+			case r.emitsFull <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		r.drops.drop(r.log, r.entry, req.Event)
 	}
@@ -84,8 +91,8 @@ func (r *remote) enqueueEmit(req *pluginv1.EmitRequest) {
 // when the sender wakes goes in one message, up to maxBatch notifications
 // or maxBatchBytes (a gRPC message is 4 MB at most by default, and session
 // events carry whole messages); and while the last of it is a stream chunk
-// the sender waits up to chunkLinger for more, or until chunkBatch chunks
-// are pending, whichever comes first. So a streamed answer costs a message
+// the sender waits once, up to chunkLinger, or until chunkBatch
+// notifications are queued, whichever comes first, and takes what came. So a streamed answer costs a message
 // per few dozen tokens, not one per token, and a chunk is never later than
 // chunkLinger for it.
 const (
@@ -164,16 +171,27 @@ func (r *remote) gather(first *pluginv1.EmitRequest) (pending []*pluginv1.EmitRe
 			if !isChunk(pending[len(pending)-1]) || chunks >= chunkBatch {
 				return pending, nil, false
 			}
-			if linger == nil {
-				linger = time.NewTimer(chunkLinger)
+			if linger != nil {
+				return pending, nil, false // lingered once, and took what came
+			}
+			// The wait does not take chunks one by one: a wake-up per
+			// token is most of what a stream costs the host. It ends
+			// when chunkLinger passed or chunkBatch are queued.
+			select {
+			case <-r.emitsFull: // stale: from before this batch
+			default:
+			}
+			linger = time.NewTimer(chunkLinger)
+			if len(r.emits) >= chunkBatch {
+				continue
 			}
 			select {
-			case req = <-r.emits:
+			case <-r.emitsFull:
 			case <-linger.C:
-				return pending, nil, false
 			case <-r.stop:
 				return nil, nil, true
 			}
+			continue
 		}
 		if size += proto.Size(req); size > maxBatchBytes {
 			return pending, req, false

@@ -26,7 +26,7 @@ const streamChunks = 2000
 // "no-plugin" as the floor. It reports the notification messages per
 // answer and the CPU time of the host and the plugin per answer.
 func BenchmarkStreamChunks(b *testing.B) {
-	for _, mode := range []string{"no-plugin", "single", "batched"} {
+	for _, mode := range []string{"no-plugin", "idle-plugin", "single", "batched"} {
 		b.Run(mode, func(b *testing.B) { benchStream(b, mode) })
 	}
 }
@@ -35,7 +35,13 @@ func benchStream(b *testing.B, mode string) {
 	bin, _ := binaries(&testing.T{})
 	file := filepath.Join(b.TempDir(), "counts")
 	entry := ""
-	if mode != "no-plugin" {
+	switch mode {
+	case "no-plugin":
+	case "idle-plugin":
+		// Connected, listening to nothing the answer sends: the cost of a
+		// plugin over the wall time of a stream, without the stream.
+		entry = fmt.Sprintf("  - id: listener\n    exec: %s\n    env: {TESTPLUGIN_POLICY: \"1\"}\n", bin)
+	default:
 		old := ""
 		if mode == "single" {
 			old = `, TESTPLUGIN_OLD: "1"`
@@ -65,6 +71,7 @@ func benchStream(b *testing.B, mode string) {
 			b.Fatal("the plugin's process id is unknown")
 		}
 	}
+	counted := pid != 0 && mode != "idle-plugin"
 	a, _ := h.Agent("main")
 	var messages, chunks int
 	hostCPU, pluginCPU := processCPU(0), processCPU(pid)
@@ -75,7 +82,7 @@ func benchStream(b *testing.B, mode string) {
 		}
 		a.WhenIdle(stdctx.Background())
 		answers++
-		if pid == 0 {
+		if !counted {
 			continue
 		}
 		m, c := waitCounts(b, file, answers)
@@ -85,6 +92,8 @@ func benchStream(b *testing.B, mode string) {
 	b.ReportMetric(float64((processCPU(0)-hostCPU).Microseconds())/float64(answers)/1000, "host-cpu-ms/answer")
 	if pid != 0 {
 		b.ReportMetric(float64((processCPU(pid)-pluginCPU).Microseconds())/float64(answers)/1000, "plugin-cpu-ms/answer")
+	}
+	if counted {
 		b.ReportMetric(float64(messages)/float64(answers), "messages/answer")
 		b.ReportMetric(float64(chunks)/float64(answers), "chunks/answer")
 	}
