@@ -25,17 +25,18 @@ const (
 // Session.Outcomes) and emitted as EventOutcome in the agent's scope, where
 // the live hub forwards them to attached clients.
 type Outcome struct {
-	Kind    OutcomeKind `json:"type"`
-	Session string      `json:"session"`
+	Kind      OutcomeKind `json:"type"`
+	Session   string      `json:"session"`
+	RequestID string      `json:"request_id,omitempty"`
+	Code      errs.Code   `json:"code"`
+	Reason    string      `json:"reason,omitempty"`
+	Message   string      `json:"message"`
+	Presented bool        `json:"presented"`
+	At        time.Time   `json:"at"`
+
 	// AgentID is the session's agent, for a listener on the root that
 	// hears every agent's outcomes (a plugin binary's notification).
-	AgentID   string    `json:"-"`
-	RequestID string    `json:"request_id,omitempty"`
-	Code      errs.Code `json:"code"`
-	Reason    string    `json:"reason,omitempty"`
-	Message   string    `json:"message"`
-	Presented bool      `json:"presented"`
-	At        time.Time `json:"at"`
+	AgentID string `json:"-"`
 }
 
 // EventOutcome is emitted in the agent's scope for every Outcome.
