@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"sync/atomic"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/childproc"
@@ -50,6 +52,8 @@ type Plugin struct {
 	waterfalls    map[string]WaterfallFunc
 	emits         map[string]EmitFunc
 	configure     func(config json.RawMessage) error
+	requires      []string
+	hostCaps      atomic.Value // []string, from Describe
 	// Logger writes to the host, which re-logs each line with the
 	// plugin's id.
 	Logger hclog.Logger
@@ -111,7 +115,9 @@ func (p *Plugin) Server() pluginv1.PluginServer { return &server{p: p} }
 // Describe implements the protocol.
 func (s *server) Describe(_ stdctx.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
 	p := s.p
-	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners}, nil
+	p.hostCaps.Store(slices.Clone(req.GetCapabilities()))
+	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners,
+		Requires: p.requires, Accepts: []string{EmitBatch}}, nil
 }
 
 // Configure implements the protocol.
@@ -125,12 +131,16 @@ func (s *server) Configure(_ stdctx.Context, req *pluginv1.ConfigureRequest) (*p
 
 // Emit implements the protocol.
 func (s *server) Emit(ctx stdctx.Context, req *pluginv1.EmitRequest) (*pluginv1.EmitResponse, error) {
-	p := s.p
-	fn := p.emits[req.Event]
+	return &pluginv1.EmitResponse{Error: ErrorToProto(s.emit(ctx, req))}, nil
+}
+
+// emit hands one notification to its listener.
+func (s *server) emit(ctx stdctx.Context, req *pluginv1.EmitRequest) error {
+	fn := s.p.emits[req.Event]
 	if fn == nil {
-		return &pluginv1.EmitResponse{Error: ErrorToProto(errs.New(errs.InvalidArgument, "no listener for "+req.Event))}, nil
+		return errs.New(errs.InvalidArgument, "no listener for "+req.Event)
 	}
-	return &pluginv1.EmitResponse{Error: ErrorToProto(fn(ctx, Call{Event: req.Event, Payload: req.Payload, Scope: req.ScopeTag}))}, nil
+	return fn(ctx, Call{Event: req.Event, Payload: req.Payload, Scope: req.ScopeTag})
 }
 
 // Call implements the protocol: one waterfall invocation on one stream.

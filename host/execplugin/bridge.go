@@ -11,8 +11,10 @@ import (
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/dsh-go/dsh/waterfall"
 	"google.golang.org/protobuf/proto"
@@ -58,10 +60,14 @@ var bridges = map[string]bridge{
 		encodeResult: wire.Continue, decodeResult: wire.ContinueFrom,
 		scope: func(c agentloop.Continuation) string { return c.Agent.ID() },
 	}),
+	tools.EventApprove.Name():            waterfallBridge(tools.EventApprove, approvalCodec),
 	agentcontroller.EventInserted.Name(): emitBridge(agentcontroller.EventInserted, wire.Inserted),
 	agents.EventStatus.Name():            emitBridge(agents.EventStatus, wire.Status),
 	agentloop.EventStreamChunk.Name():    emitBridge(agentloop.EventStreamChunk, wire.StreamChunk),
 	session.EventAppended.Name():         emitBridge(session.EventAppended, wire.SessionEvent),
+	sessions.EventOutcome.Name():         emitBridge(sessions.EventOutcome, wire.SessionOutcome),
+	approval.EventRequested.Name():       emitBridge(approval.EventRequested, wire.ApprovalRequested),
+	approval.EventAnswered.Name():        emitBridge(approval.EventAnswered, wire.ApprovalAnswered),
 }
 
 // emitBridge builds the bridge of a notification: view gives the agent it
@@ -101,6 +107,16 @@ type codec[P, R any] struct {
 	// closed, with the reason (ReasonUnavailable or ReasonGivenUp); nil
 	// makes the outage an error.
 	refuse func(reason, msg string) R
+	// failClosed, when set, stands for the plugin whenever it does not
+	// answer usably — down, crashed, timed out, an error of its own, a
+	// result that does not decode — so such a plugin never lets anything
+	// through. plugin names it ("exec:<id>"). ok false leaves err as it is.
+	failClosed func(plugin string, err error) (res R, ok bool)
+	// attribute marks a result the plugin made itself as its own.
+	attribute func(res R, plugin string) R
+	// passedOn carries what a plugin changed in the payload it passed to
+	// next into next's result, where the event needs it there to act.
+	passedOn func(orig, passed P, res R) R
 }
 
 // waterfallBridge builds the bridge of a waterfall from its codec.
@@ -129,11 +145,20 @@ func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], cd codec[P, R]) bri
 				if err != nil {
 					return nil, err
 				}
+				if cd.passedOn != nil && replaced != nil {
+					res = cd.passedOn(p, np, res)
+				}
 				fromNext, fromNextWire = res, cd.encodeResult(res)
 				return fromNextWire, nil
 			})
 			if errors.Is(err, errSkip) {
 				return next.Call(c, p)
+			}
+			label := "exec:" + r.entry.ID
+			if err != nil && cd.failClosed != nil && c.Err() == nil {
+				if res, ok := cd.failClosed(label, err); ok {
+					return res, nil
+				}
 			}
 			if e, ok := err.(*errs.Error); ok && cd.refuse != nil && e.Code == PluginCrashed &&
 				(e.Reason == ReasonUnavailable || e.Reason == ReasonGivenUp) {
@@ -147,7 +172,16 @@ func waterfallBridge[P, R any](w *waterfall.Waterfall[P, R], cd codec[P, R]) bri
 			}
 			res, err := cd.decodeResult(p, out)
 			if err != nil {
-				return zero, r.protocolError("its result for %s is not valid: %v", w.Name(), err)
+				err = r.protocolError("its result for %s is not valid: %v", w.Name(), err)
+				if cd.failClosed != nil {
+					if res, ok := cd.failClosed(label, err); ok {
+						return res, nil
+					}
+				}
+				return zero, err
+			}
+			if cd.attribute != nil {
+				res = cd.attribute(res, label)
 			}
 			return res, nil
 		}, opts...)

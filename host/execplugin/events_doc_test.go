@@ -14,15 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/execplugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // eventsReference is the wire reference for plugin authors.
 const eventsReference = "../../sdk/proto/pluginv1/EVENTS.md"
 
-// TestEventsReferenceMatchesTheWire runs a turn with a tool call through a
-// plugin that records every event it hears, and holds each JSON example of
+// TestEventsReferenceMatchesTheWire runs a session's turn with a tool call
+// a person approves, and a refused prompt, through a plugin that records every event it hears, and holds each JSON example of
 // the reference to what the host really sent: some recorded payload (or
 // result) of that event must have the example's shape. It also fails when
 // an event plugins can hear has no example.
@@ -82,12 +85,16 @@ func readExamples(t *testing.T) map[string]any {
 	return out
 }
 
-// recordATurn runs one turn with a tool call through the recording plugin
-// and returns what it heard, by event.
+// recordATurn runs one turn of a session through the recording plugin —
+// a tool call a policy asks about and a person allows, an answer streamed
+// chunk by chunk — then a prompt the rate limit refuses, and returns what
+// the plugin heard, by event.
 func recordATurn(t *testing.T) map[string][]map[string]any {
 	bin, _ := binaries(t)
 	file := filepath.Join(t.TempDir(), "recorded")
 	t.Setenv("TESTPLUGIN_RECORD", file)
+	// The recorder prepends its approval listener after tools.permission
+	// prepended its own, so it is the outer policy and hears the ask.
 	h, _ := startExec(t, fmt.Sprintf(`plugins:
   - use: llm.scripted
     config:
@@ -96,24 +103,46 @@ func recordATurn(t *testing.T) map[string][]map[string]any {
         - text: It is 00:51 UTC.
           usage: {input_tokens: 412, output_tokens: 18}
   - use: tools.clock
+  - use: tools.permission
+    config:
+      rules: [{tool: clock, decision: ask, reason: reading the clock is watched}]
   - id: recorder
     exec: %s
     env_passthrough: [TESTPLUGIN_RECORD]
+  - use: admission.rate-limit
+    config: {per_minute: 1, burst: 1}
 agents:
   - id: main
     provider: scripted
     model: demo
     system_prompt: You are a concise assistant.
 `, bin))
-	a, _ := h.Agent("main")
-	_, err := h.Controller().Deliver(stdctx.Background(), a, agentcontroller.Request{
-		Mode: agentcontroller.Followup, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"},
-		RequestID: "req-42", Content: "what time is it",
+	ctx := stdctx.Background()
+	s, err := h.Sessions().Open(ctx, sessions.OpenOptions{Agent: "main", SessionID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Detach(ctx)
+	a := s.Agent()
+	svc, err := approval.Key.Get(a.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	detach, err := svc.Attach(a.ID(), func(stdctx.Context, approval.Request) (approval.Answer, error) {
+		return approval.Answer{Choice: approval.AllowOnce, Reason: "fine"}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.WhenIdle(stdctx.Background())
+	defer detach()
+	user := agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}
+	if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "req-42", Content: "what time is it", Source: user}); err != nil {
+		t.Fatal(err)
+	}
+	a.WhenIdle(ctx)
+	if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "req-43", Content: "and now?", Source: user}); !errs.HasCode(err, sessions.PromptRejected) {
+		t.Fatalf("the rate limit must refuse the second prompt: %v", err)
+	}
 	// Notifications arrive on their own schedule: wait for every event
 	// name and for every event of the session log.
 	logged := a.Session().Len()

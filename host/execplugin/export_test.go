@@ -51,3 +51,10 @@ func CallAdmission(p *Plugin, ctx stdctx.Context, text string) error {
 	})
 	return err
 }
+
+// GivenUp reports whether dsh stopped restarting p.
+func GivenUp(p *Plugin) bool {
+	p.remote.mu.Lock()
+	defer p.remote.mu.Unlock()
+	return p.remote.givenUp > 0
+}

@@ -64,6 +64,7 @@ type remote struct {
 	mu      sync.Mutex
 	proc    process // the current process; exited while down
 	rpc     pluginv1.PluginClient
+	batch   bool        // the current process accepts EmitBatch
 	crashes []time.Time // within the restart window
 	givenUp int         // the crashes it was given up after; 0 while supervised
 	closed  bool
@@ -74,14 +75,17 @@ type remote struct {
 	cancelStop stdctx.CancelFunc
 	// emits queues notifications for the sender goroutine, so an emitter
 	// never waits for the plugin.
-	emits    chan *pluginv1.EmitRequest
-	emitDone chan struct{}
-	drops    dropCounter
+	emits chan *pluginv1.EmitRequest
+	// emitsFull wakes a sender lingering over a batch of stream chunks
+	// once chunkBatch notifications are queued.
+	emitsFull chan struct{}
+	emitDone  chan struct{}
+	drops     dropCounter
 }
 
 func newRemote(e config.Entry, log hclog.Logger) *remote {
 	r := &remote{entry: e, log: log, stop: make(chan struct{}), down: make(chan struct{}),
-		emits: make(chan *pluginv1.EmitRequest, emitQueue), emitDone: make(chan struct{})}
+		emits: make(chan *pluginv1.EmitRequest, emitQueue), emitsFull: make(chan struct{}, 1), emitDone: make(chan struct{})}
 	r.stopCtx, r.cancelStop = stdctx.WithCancel(stdctx.Background())
 	return r
 }

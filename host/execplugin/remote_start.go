@@ -170,12 +170,17 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		return fail(err, "the plugin does not serve the dsh protocol")
 	}
 	rpc := raw.(pluginv1.PluginClient)
-	desc, err := rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
+	desc, err := rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion, Capabilities: Capabilities()})
 	if expired(ctx, err) {
 		return timedOut(phaseDescribe, err)
 	}
 	if err != nil {
 		return fail(err, "Describe failed")
+	}
+	if err := checkRequires(e, desc); err != nil {
+		proc.Kill()
+		p.stop(r.log)
+		return nil, process{}, err
 	}
 	config := []byte("{}")
 	if len(e.Config) > 0 {
@@ -199,6 +204,9 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	quiet.starting.Store(false)
 	r.mu.Lock()
 	r.rpc = rpc
+	// A restart may run a newer or older build: what it accepts is asked
+	// anew each time.
+	r.batch = accepts(desc, CapEmitBatch)
 	r.mu.Unlock()
 	r.log.Debug("plugin started", "name", desc.Name, "version", desc.Version, "listeners", len(desc.Listeners))
 	return desc, p, nil

@@ -33,6 +33,10 @@ type Outcome struct {
 	Message   string      `json:"message"`
 	Presented bool        `json:"presented"`
 	At        time.Time   `json:"at"`
+
+	// AgentID is the session's agent, for a listener on the root that
+	// hears every agent's outcomes (a plugin binary's notification).
+	AgentID string `json:"-"`
 }
 
 // EventOutcome is emitted in the agent's scope for every Outcome.

@@ -121,6 +121,7 @@ func (s *Session) deliver(ctx stdctx.Context, mode agentcontroller.Mode, r Promp
 // record keeps o and tells the agent's scope; a scope already disposed
 // (the session closed meanwhile) has nobody left to tell.
 func (s *Session) record(o Outcome) {
+	o.AgentID = s.handle.Agent.ID()
 	s.mu.Lock()
 	s.outcomes.add(o)
 	s.mu.Unlock()

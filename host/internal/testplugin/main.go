@@ -66,6 +66,9 @@ func main() {
 	if os.Getenv("TESTPLUGIN_GARBAGE") != "" {
 		fmt.Println("hello from a plugin that prints before its handshake")
 	}
+	if serveSeams() {
+		return
+	}
 	var cfg config
 	p := sdk.New("testplugin", "0.1.0")
 	if file := os.Getenv("TESTPLUGIN_RECORD"); file != "" {
@@ -196,8 +199,9 @@ func (hangInDescribe) Describe(stdctx.Context, *pluginv1.DescribeRequest) (*plug
 
 // bridged lists every event the host lets plugin binaries hear.
 var bridged = struct{ waterfalls, emits []string }{
-	waterfalls: []string{"agent-controller/admission", "tools/execute", "agent/request", "agent/step-result", "agent/turn-continuation"},
-	emits:      []string{"agent/inbox/inserted", "agent/status", "agent/stream-chunk", "session/event"},
+	waterfalls: []string{"agent-controller/admission", "tools/execute", "agent/request", "agent/step-result", "agent/turn-continuation", "tools/approve"},
+	emits: []string{"agent/inbox/inserted", "agent/status", "agent/stream-chunk", "session/event",
+		"session/outcome", "approval/requested", "approval/answered"},
 }
 
 // record listens to every bridged event, passes each waterfall on
@@ -221,13 +225,19 @@ func record(p *sdk.Plugin, file string) {
 		return err
 	}
 	for _, event := range bridged.waterfalls {
+		var opts []sdk.Option
+		if event == sdk.ApprovalEvent {
+			// Before tools.permission, which prepends itself on the root,
+			// so the recorder hears the verdict of its rules.
+			opts = append(opts, sdk.Prepend())
+		}
 		p.Waterfall(event, func(ctx stdctx.Context, call sdk.Call, next sdk.Next) (*pluginv1.Result, error) {
 			out, err := next(ctx, nil)
 			if err != nil {
 				return nil, err
 			}
 			return out, write(map[string]any{"event": call.Event, "scope": call.Scope, "payload": inner(call.Payload), "result": inner(out)})
-		})
+		}, opts...)
 	}
 	for _, event := range bridged.emits {
 		p.Emit(event, func(ctx stdctx.Context, call sdk.Call) error {
