@@ -50,6 +50,8 @@ type Plugin struct {
 	waterfalls    map[string]WaterfallFunc
 	emits         map[string]EmitFunc
 	configure     func(config json.RawMessage) error
+	tools         []*pluginv1.ToolDecl
+	toolFns       map[string]ToolHandler
 	// Logger writes to the host, which re-logs each line with the
 	// plugin's id.
 	Logger hclog.Logger
@@ -111,7 +113,7 @@ func (p *Plugin) Server() pluginv1.PluginServer { return &server{p: p} }
 // Describe implements the protocol.
 func (s *server) Describe(_ stdctx.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
 	p := s.p
-	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners}, nil
+	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners, Tools: p.tools}, nil
 }
 
 // Configure implements the protocol.
