@@ -1,0 +1,266 @@
+package execplugin_test
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/host/execplugin"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/tools"
+	"github.com/hashicorp/go-hclog"
+)
+
+var (
+	toolOnce sync.Once
+	toolBin  string
+	toolErr  error
+)
+
+// toolPlugin builds host/internal/tooltestplugin once per run.
+func toolPlugin(t testing.TB) string {
+	t.Helper()
+	toolOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "dsh-toolplugin")
+		if err != nil {
+			toolErr = err
+			return
+		}
+		toolBin = filepath.Join(dir, "tooltestplugin")
+		if out, err := exec.Command("go", "build", "-o", toolBin, "../internal/tooltestplugin").CombinedOutput(); err != nil {
+			toolErr = fmt.Errorf("go build tooltestplugin: %v\n%s", err, out)
+		}
+	})
+	if toolErr != nil {
+		t.Fatal(toolErr)
+	}
+	return toolBin
+}
+
+// toolConfig mounts the tool plugin as entry "tools" at the root, with
+// pluginConfig, the entry's extra lines, and the scripted model's replies.
+func toolConfig(bin, pluginConfig, extra, replies string) string {
+	if replies == "" {
+		replies = "        - text: done\n"
+	}
+	return fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+%s  - id: tools
+    exec: %s
+    config: %s
+%sagents:
+  - id: main
+    provider: scripted
+`, replies, bin, pluginConfig, extra)
+}
+
+// callTool takes one call through agentID's tools pipeline, as the agent
+// loop would.
+func callTool(t *testing.T, h *host.Host, agentID, name, args string) tools.Result {
+	t.Helper()
+	a, ok := h.Agent(agentID)
+	if !ok {
+		t.Fatalf("no agent %q", agentID)
+	}
+	svc, err := tools.Key.Get(a.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := svc.Execute(stdctx.Background(), a.Context(), tools.Call{AgentID: agentID, ID: "t1", Name: name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatalf("a plugin's tool must never fail the turn: %v", err)
+	}
+	return r
+}
+
+// toolResults lists the tool results in agentID's session.
+func toolResults(h *host.Host, agentID string) []string {
+	a, _ := h.Agent(agentID)
+	var out []string
+	for _, e := range a.Session().Events(1) {
+		if e.Type == "tool/result" {
+			out = append(out, e.Message.Content)
+		}
+	}
+	return out
+}
+
+// waitFor waits for file to hold want.
+func waitFor(t *testing.T, file, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, _ := os.ReadFile(file)
+		if string(b) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %q, want %q", file, b, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestModelCallsAPluginTool(t *testing.T) {
+	bin := toolPlugin(t)
+	h, _ := startExec(t, toolConfig(bin, "{}", "", `        - tool_calls: [{name: echo, arguments: '{"text":"hi"}'}]
+        - text: done
+`))
+	if _, err := send(h, stdctx.Background(), "main", "echo hi"); err != nil {
+		t.Fatal(err)
+	}
+	if got := toolResults(h, "main"); len(got) != 1 || got[0] != "echo: hi" {
+		t.Fatalf("the model was told %q", got)
+	}
+	a, _ := h.Agent("main")
+	svc, _ := tools.Key.Get(a.Context())
+	var names []string
+	for _, s := range svc.Specs(a.Context()) {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, ","); !strings.Contains(got, "crash,echo,fail,hold,meet,parts,shout") {
+		t.Fatalf("the model is offered %s", got)
+	}
+	if tool := svc.Lookup(a.Context(), "meet"); tool == nil || !tool.ParallelSafe || svc.Lookup(a.Context(), "echo").ParallelSafe {
+		t.Fatal("parallel_safe must come from the declaration")
+	}
+}
+
+func TestBadArgumentsAndUnapprovedCallsNeverReachThePlugin(t *testing.T) {
+	bin := toolPlugin(t)
+	calls := filepath.Join(t.TempDir(), "calls")
+	h, _ := startExec(t, toolConfig(bin, fmt.Sprintf("{calls_file: %q}", calls), "", ""))
+	if r := callTool(t, h, "main", "echo", `{"text": 5}`); !r.IsError || !strings.Contains(r.Content, `"text"`) {
+		t.Fatalf("bad arguments: %+v", r)
+	}
+	if r := callTool(t, h, "main", "echo", `not json`); !r.IsError {
+		t.Fatalf("arguments that are not JSON: %+v", r)
+	}
+	// approval: ask, and nobody attached to the agent: fail closed.
+	if r := callTool(t, h, "main", "shout", `{}`); !r.IsError || !strings.Contains(r.Content, "was not approved") {
+		t.Fatalf("ask with nobody attached: %+v", r)
+	}
+	if b, _ := os.ReadFile(calls); len(b) != 0 {
+		t.Fatalf("refused calls reached the plugin: %q", b)
+	}
+	if r := callTool(t, h, "main", "echo", `{"text": "ok"}`); r.IsError || r.Content != "echo: ok" {
+		t.Fatalf("a good call: %+v", r)
+	}
+	if b, _ := os.ReadFile(calls); string(b) != "main echo {\"text\": \"ok\"}\n" {
+		t.Fatalf("the plugin saw %q", b)
+	}
+}
+
+func TestPluginToolResultsAndFailures(t *testing.T) {
+	bin := toolPlugin(t)
+	h, logs := startExec(t, toolConfig(bin, "{}", "    timeout: 300ms\n", ""))
+	r := callTool(t, h, "main", "parts", "")
+	if r.IsError || !strings.HasPrefix(r.Content, "first\nsecond\n") || !strings.Contains(r.Content, "image (image/png, 4 bytes)") {
+		t.Fatalf("parts: %+v", r)
+	}
+	r = callTool(t, h, "main", "fail", "")
+	if !r.IsError || !strings.Contains(r.Content, `"fail"`) || !strings.Contains(r.Content, `"tools"`) || !strings.Contains(r.Content, "the tool broke") {
+		t.Fatalf("an error from the plugin: %+v", r)
+	}
+	if !strings.Contains(logs.String(), "TOOLTEST_BROKE") {
+		t.Fatalf("the plugin's error was not logged:\n%s", logs.String())
+	}
+	r = callTool(t, h, "main", "hold", "")
+	if !r.IsError || !strings.Contains(r.Content, "did not answer within 300ms") || !strings.Contains(r.Content, `"tools"`) {
+		t.Fatalf("a call past the entry's timeout: %+v", r)
+	}
+}
+
+func TestPresetToolsBelongToItsAgentOnly(t *testing.T) {
+	bin := toolPlugin(t)
+	h, _ := startExec(t, fmt.Sprintf(`plugins:
+  - use: llm.scripted
+presets:
+  tooled:
+    - exec: %s
+agents:
+  - id: a
+    provider: scripted
+    preset: tooled
+  - id: b
+    provider: scripted
+`, bin))
+	if r := callTool(t, h, "a", "echo", `{"text":"x"}`); r.IsError || r.Content != "echo: x" {
+		t.Fatalf("a: %+v", r)
+	}
+	if r := callTool(t, h, "b", "echo", `{"text":"x"}`); !r.IsError || !strings.Contains(r.Content, "unknown tool") {
+		t.Fatalf("b must not have a's tools: %+v", r)
+	}
+	b, _ := h.Agent("b")
+	svc, _ := tools.Key.Get(b.Context())
+	if svc.Lookup(b.Context(), "echo") != nil {
+		t.Fatal("b is offered a's tool")
+	}
+}
+
+func TestParallelSafeCallsOverlapInThePlugin(t *testing.T) {
+	bin := toolPlugin(t)
+	h, _ := startExec(t, toolConfig(bin, "{}", "", `        - tool_calls: [{name: meet, arguments: '{"n":2}'}, {name: meet, arguments: '{"n":2}'}]
+        - text: done
+`))
+	if _, err := send(h, stdctx.Background(), "main", "meet"); err != nil {
+		t.Fatal(err)
+	}
+	if got := toolResults(h, "main"); len(got) != 2 || got[0] != "met" || got[1] != "met" {
+		t.Fatalf("the two calls did not run at the same time in the plugin: %q", got)
+	}
+}
+
+func TestAbortReachesThePluginsTool(t *testing.T) {
+	bin := toolPlugin(t)
+	marker := filepath.Join(t.TempDir(), "marker")
+	h, _ := startExec(t, toolConfig(bin, fmt.Sprintf("{marker: %q}", marker), "", `        - tool_calls: [{name: hold}]
+        - text: done
+`))
+	a, _ := h.Agent("main")
+	if _, err := h.Controller().Deliver(stdctx.Background(), a, agentcontroller.Request{Mode: agentcontroller.Followup, Content: "hold"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, marker, "started")
+	a.Abort()
+	waitFor(t, marker, "cancelled")
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 15*time.Second)
+	defer cancel()
+	if err := a.WhenIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadToolDeclarationsFailTheStart(t *testing.T) {
+	bin := toolPlugin(t)
+	for bad, want := range map[string]string{
+		"name":     `tool named "read file"; a tool's name must match ^[a-zA-Z0-9_-]{1,64}$`,
+		"dup":      `declares the tool "echo" twice`,
+		"approval": `its tool "maybe" declares approval "sometimes"; accepted: allow (or empty), ask, deny`,
+		"schema":   `declares the tool "odd", which cannot be registered`,
+		"json":     `the parameters of its tool "broken" are not JSON text`,
+	} {
+		t.Run(bad, func(t *testing.T) {
+			cfg, err := config.Parse("exec.yaml", []byte(toolConfig(bin, "{}", fmt.Sprintf("    env: {TOOLTEST_BAD: %s}\n", bad), "")), config.LoadOptions{Environ: []string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+			if !errs.HasCode(err, execplugin.PluginProtocol) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"tools"`) {
+				t.Fatalf("want PLUGIN_PROTOCOL saying %q, got %v", want, err)
+			}
+		})
+	}
+}
