@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -19,6 +21,7 @@ import (
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
 )
 
 var (
@@ -262,5 +265,136 @@ func TestBadToolDeclarationsFailTheStart(t *testing.T) {
 				t.Fatalf("want PLUGIN_PROTOCOL saying %q, got %v", want, err)
 			}
 		})
+	}
+}
+
+// waitResult calls name until want accepts the result; every result on
+// the way must be an error naming the plugin or pass want.
+func waitResult(t *testing.T, h *host.Host, name, args string, want func(tools.Result) bool) tools.Result {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := callTool(t, h, "main", name, args)
+		if want(r) {
+			return r
+		}
+		if !r.IsError || !strings.Contains(r.Content, `"tools"`) {
+			t.Fatalf("a call while the plugin is down must be an error result naming it: %+v", r)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last result: %+v", r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCrashMidCallAndCallsWhileRestarting: the call in flight gets an
+// error naming the plugin; its tools stay while it restarts (this restart
+// hangs, so the plugin stays down) and calls meanwhile are "unavailable".
+func TestCrashMidCallAndCallsWhileRestarting(t *testing.T) {
+	bin := toolPlugin(t)
+	first := filepath.Join(t.TempDir(), "first")
+	h, logs := startExec(t, toolConfig(bin, "{}", fmt.Sprintf("    env: {TOOLTEST_HANG_AFTER_FIRST: %q}\n    start_timeout: 60s\n", first), ""))
+	r := callTool(t, h, "main", "crash", "")
+	if !r.IsError || !strings.Contains(r.Content, `"tools"`) || !strings.Contains(r.Content, `"crash"`) || !strings.Contains(r.Content, "PLUGIN_CRASHED") {
+		t.Fatalf("the call in flight: %+v", r)
+	}
+	r = waitResult(t, h, "echo", `{"text":"x"}`, func(r tools.Result) bool { return strings.Contains(r.Content, "being restarted") })
+	if !r.IsError || !strings.Contains(r.Content, `The tool "echo" is unavailable`) {
+		t.Fatalf("while restarting: %+v", r)
+	}
+	a, _ := h.Agent("main")
+	svc, _ := tools.Key.Get(a.Context())
+	if svc.Lookup(a.Context(), "echo") == nil {
+		t.Fatal("the tools must stay registered while the plugin restarts")
+	}
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(logs.String(), "plugin exited; restarting"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no restart logged:\n%s", logs.String())
+		}
+	}
+}
+
+// TestCallsAfterThePluginWasGivenUp: with max_restarts: -1 the first crash
+// is the last; calls then say the plugin was given up.
+func TestCallsAfterThePluginWasGivenUp(t *testing.T) {
+	bin := toolPlugin(t)
+	h, _ := startExec(t, toolConfig(bin, "{}", "    max_restarts: -1\n    on_unavailable: skip\n", ""))
+	callTool(t, h, "main", "crash", "")
+	r := waitResult(t, h, "echo", `{"text":"x"}`, func(r tools.Result) bool { return strings.Contains(r.Content, "given up") })
+	if !r.IsError || !strings.Contains(r.Content, "stays down") {
+		t.Fatalf("after giving up: %+v", r)
+	}
+}
+
+// TestARestartThatDeclaresOtherToolsKeepsTheFirst: the second process
+// drops "parts" and adds "late"; the first declaration stays registered,
+// with a warning, and a call of the dropped tool is an error result.
+func TestARestartThatDeclaresOtherToolsKeepsTheFirst(t *testing.T) {
+	bin := toolPlugin(t)
+	gen := filepath.Join(t.TempDir(), "gen")
+	h, logs := startExec(t, toolConfig(bin, "{}", fmt.Sprintf("    env: {TOOLTEST_GEN: %q}\n", gen), ""))
+	callTool(t, h, "main", "crash", "")
+	waitResult(t, h, "echo", `{"text":"back"}`, func(r tools.Result) bool { return !r.IsError })
+	if out := logs.String(); !strings.Contains(out, `plugin "tools"`) || !strings.Contains(out, "declared different tools after its restart (added late; removed parts)") {
+		t.Fatalf("no warning about the new declaration:\n%s", out)
+	}
+	a, _ := h.Agent("main")
+	svc, _ := tools.Key.Get(a.Context())
+	if svc.Lookup(a.Context(), "late") != nil || svc.Lookup(a.Context(), "parts") == nil {
+		t.Fatal("the first declaration must stay")
+	}
+	if r := callTool(t, h, "main", "parts", ""); !r.IsError || !strings.Contains(r.Content, `declares no tool "parts"`) {
+		t.Fatalf("a call of the dropped tool: %+v", r)
+	}
+}
+
+// TestDisposeRemovesThePluginsToolsAndLeaksNothing mounts the entry on a
+// bare tree: disposing its fiber removes its tools and its process, and
+// leaves no goroutine behind.
+func TestDisposeRemovesThePluginsToolsAndLeaksNothing(t *testing.T) {
+	bin := toolPlugin(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cfg, err := config.Parse("exec.yaml", []byte(toolConfig(bin, "{}", "", "")), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
+	defer root.Dispose(stdctx.Background())
+	tf, err := root.Plugin(tools.Plugin, nil)
+	if err == nil {
+		err = tf.Await(stdctx.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := execplugin.New(cfg.Plugins[1])
+	f, err := root.Plugin(p, nil)
+	if err == nil {
+		err = f.Await(stdctx.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := tools.Key.Get(root)
+	if svc.Lookup(root, "echo") == nil {
+		t.Fatal("the plugin's tool was not registered at the root")
+	}
+	r, err := svc.Execute(stdctx.Background(), root, tools.Call{Name: "echo", Arguments: json.RawMessage(`{"text":"x"}`)})
+	if err != nil || r.Content != "echo: x" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	pid := execplugin.PID(p)
+	if err := f.Dispose(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Lookup(root, "echo") != nil {
+		t.Fatal("dispose left the plugin's tool registered")
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatalf("dispose left the plugin process %d running", pid)
+	}
+	if err := root.Dispose(stdctx.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
