@@ -69,6 +69,11 @@ func (r *remote) registerTools(ctx *dshctx.Context, decls []*pluginv1.ToolDecl) 
 			t.Parameters = json.RawMessage(p)
 		}
 		if err := svc.Register(ctx, t); err != nil {
+			if errs.HasCode(err, errs.ServiceConflict) {
+				return errs.Wrap(PluginStartFailed, err, fmt.Sprintf(
+					"plugin %q (%s) declares the tool %q, and a tool of that name is already registered in this scope; remove one of the two entries, or mount them in different presets",
+					r.entry.ID, r.entry.Exec, d.GetName()))
+			}
 			return errs.Wrap(PluginProtocol, err, fmt.Sprintf("plugin %q (%s) declares the tool %q, which cannot be registered", r.entry.ID, r.entry.Exec, d.GetName()))
 		}
 	}

@@ -264,6 +264,9 @@ func TestBadToolDeclarationsFailTheStart(t *testing.T) {
 			if !errs.HasCode(err, execplugin.PluginProtocol) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"tools"`) {
 				t.Fatalf("want PLUGIN_PROTOCOL saying %q, got %v", want, err)
 			}
+			if left := pluginPIDs(t, bin); len(left) > 0 {
+				t.Fatalf("the refused plugin is still running: %v", left)
+			}
 		})
 	}
 }
@@ -396,5 +399,61 @@ func TestDisposeRemovesThePluginsToolsAndLeaksNothing(t *testing.T) {
 	}
 	if err := root.Dispose(stdctx.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTwoEntriesDeclaringOneToolConflict: the second entry's start fails,
+// naming the tool and what to do.
+func TestTwoEntriesDeclaringOneToolConflict(t *testing.T) {
+	bin := toolPlugin(t)
+	yaml := toolConfig(bin, "{}", fmt.Sprintf("  - id: again\n    exec: %s\n", bin), "")
+	cfg, err := config.Parse("exec.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if !errs.HasCode(err, errs.ServiceConflict) || !strings.Contains(err.Error(), `plugin "again"`) || !strings.Contains(err.Error(), "already registered in this scope; remove one") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestExampleToolPlugin drives examples/plugin-tool: text, a file in the
+// workspace, and a path outside it.
+func TestExampleToolPlugin(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "word-count")
+	if out, err := exec.Command("go", "build", "-o", exe, "../../examples/plugin-tool").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one two\nthree\n"), 0o644)
+	h, _ := startExec(t, fmt.Sprintf(`plugins:
+  - use: llm.scripted
+  - id: word-count
+    exec: %s
+agents:
+  - id: main
+    provider: scripted
+    workspace: %s
+`, exe, ws))
+	a, _ := h.Agent("main")
+	svc, _ := tools.Key.Get(a.Context())
+	run := func(args string) tools.Result {
+		r, err := svc.Execute(stdctx.Background(), a.Context(), tools.Call{AgentID: "main", Name: "word_count", Arguments: json.RawMessage(args), Workspace: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := run(`{"text":"a b c"}`); r.IsError || r.Content != "the text: 0 lines, 3 words, 5 bytes" {
+		t.Fatalf("text: %+v", r)
+	}
+	if r := run(`{"path":"notes.txt"}`); r.IsError || r.Content != "notes.txt: 2 lines, 3 words, 14 bytes" {
+		t.Fatalf("path: %+v", r)
+	}
+	if r := run(`{"path":"../etc/passwd"}`); !r.IsError || !strings.Contains(r.Content, "outside the workspace") {
+		t.Fatalf("escape: %+v", r)
+	}
+	if r := run(`{"size": 3}`); !r.IsError || !strings.Contains(r.Content, "size") {
+		t.Fatalf("an unknown argument must be refused by the schema: %+v", r)
 	}
 }
