@@ -120,6 +120,7 @@ func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 	}
 	r.mu.Lock()
 	r.proc = proc
+	r.toolDecls = desc.Tools // before the supervisor compares a restart's with them
 	r.mu.Unlock()
 	// The supervisor and the notification sender run from here on, so
 	// close can always wait for them; disposal stops them, then the

@@ -77,9 +77,6 @@ func (r *remote) registerTools(ctx *dshctx.Context, decls []*pluginv1.ToolDecl) 
 			return errs.Wrap(PluginProtocol, err, fmt.Sprintf("plugin %q (%s) declares the tool %q, which cannot be registered", r.entry.ID, r.entry.Exec, d.GetName()))
 		}
 	}
-	r.mu.Lock()
-	r.toolDecls = decls
-	r.mu.Unlock()
 	return nil
 }
 
