@@ -3,6 +3,7 @@ package execplugin_test
 import (
 	stdctx "context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -76,5 +77,24 @@ func BenchmarkPluginTool(b *testing.B) {
 			_, err := rpc.Describe(stdctx.Background(), &pluginv1.DescribeRequest{})
 			return err
 		})
+	})
+	// Alternating the two in one loop puts both under the same load, which
+	// on a shared machine moves more between runs than between calls.
+	b.Run("interleaved-ratio", func(b *testing.B) {
+		var tool, bare []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := svc.Execute(stdctx.Background(), a.Context(), call); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if _, err := rpc.ExecuteTool(stdctx.Background(), inv); err != nil {
+				b.Fatal(err)
+			}
+			tool, bare = append(tool, t1.Sub(t0)), append(bare, time.Since(t1))
+		}
+		slices.Sort(tool)
+		slices.Sort(bare)
+		b.ReportMetric(float64(tool[len(tool)/2])/float64(bare[len(bare)/2]), "p50-tool/bare")
 	})
 }
