@@ -48,6 +48,12 @@ func (r *remote) executeTool(ctx stdctx.Context, call tools.Call) (tools.Result,
 		if status.Code(err) == codes.Unimplemented {
 			return r.toolFailure(call.Name, r.protocolError("it declares the tool %q but does not implement ExecuteTool", call.Name)), nil
 		}
+		if status.Code(err) == codes.Unavailable && cctx.Err() == nil {
+			// The connection broke: the process died or is dying (its
+			// exit may not be seen yet). Said plainly, for the model.
+			return r.toolFailure(call.Name, errs.Wrap(PluginCrashed, err, fmt.Sprintf(
+				"plugin %q (%s) crashed or lost its connection during the call; dsh restarts it, so the call may be retried shortly", r.entry.ID, r.entry.Exec))), nil
+		}
 		return r.toolFailure(call.Name, r.callError(cctx, own, err)), nil
 	}
 	if out.GetError() != nil {

@@ -299,7 +299,7 @@ func TestCrashMidCallAndCallsWhileRestarting(t *testing.T) {
 	first := filepath.Join(t.TempDir(), "first")
 	h, logs := startExec(t, toolConfig(bin, "{}", fmt.Sprintf("    env: {TOOLTEST_HANG_AFTER_FIRST: %q}\n    start_timeout: 60s\n", first), ""))
 	r := callTool(t, h, "main", "crash", "")
-	if !r.IsError || !strings.Contains(r.Content, `"tools"`) || !strings.Contains(r.Content, `"crash"`) || !strings.Contains(r.Content, "PLUGIN_CRASHED") {
+	if !r.IsError || !strings.Contains(r.Content, `"tools"`) || !strings.Contains(r.Content, `"crash"`) || !strings.Contains(r.Content, "PLUGIN_CRASHED") || !strings.Contains(r.Content, "crashed or lost its connection during the call") && !strings.Contains(r.Content, "exited during the call") {
 		t.Fatalf("the call in flight: %+v", r)
 	}
 	r = waitResult(t, h, "echo", `{"text":"x"}`, func(r tools.Result) bool { return strings.Contains(r.Content, "being restarted") })
@@ -455,5 +455,24 @@ agents:
 	}
 	if r := run(`{"size": 3}`); !r.IsError || !strings.Contains(r.Content, "size") {
 		t.Fatalf("an unknown argument must be refused by the schema: %+v", r)
+	}
+}
+
+// TestAPluginOffTheProtocol: a binary that declares tools but does not
+// implement ExecuteTool, or answers with nothing, gets an error result
+// that names it, never a failed turn.
+func TestAPluginOffTheProtocol(t *testing.T) {
+	bin := toolPlugin(t)
+	for mode, want := range map[string]string{
+		"unimplemented": `declares the tool "echo" but does not implement ExecuteTool`,
+		"empty":         `answered a call of its tool "echo" with neither a result nor an error`,
+	} {
+		t.Run(mode, func(t *testing.T) {
+			h, _ := startExec(t, toolConfig(bin, "{}", fmt.Sprintf("    env: {TOOLTEST_RAW: %s}\n", mode), ""))
+			r := callTool(t, h, "main", "echo", `{"text":"x"}`)
+			if !r.IsError || !strings.Contains(r.Content, "PLUGIN_PROTOCOL") || !strings.Contains(r.Content, want) || !strings.Contains(r.Content, `"tools"`) {
+				t.Fatalf("%+v", r)
+			}
+		})
 	}
 }

@@ -1,8 +1,8 @@
 // Command tooltestplugin is the tool plugin binary the host's tests drive.
 // Its tools show what a call did (files named in its config); environment
 // variables make its declaration bad on purpose (TOOLTEST_BAD), change it
-// from one start to the next (TOOLTEST_GEN) or make every start after the
-// first hang (TOOLTEST_HANG_AFTER_FIRST).
+// from one start to the next (TOOLTEST_GEN), make every start after the
+// first hang (TOOLTEST_HANG_AFTER_FIRST) or break ExecuteTool (TOOLTEST_RAW).
 package main
 
 import (
@@ -15,6 +15,10 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/sdk"
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 type config struct {
@@ -84,7 +88,29 @@ func main() {
 	case "json":
 		p.Tool(&sdk.ToolDecl{Name: "broken", Parameters: `{"type":`}, echo)
 	}
+	if mode := os.Getenv("TOOLTEST_RAW"); mode != "" {
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  sdk.Handshake,
+			VersionedPlugins: sdk.VersionedPlugins(raw{p.Server(), mode}),
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+		return
+	}
 	p.Serve()
+}
+
+// raw answers ExecuteTool off the SDK: as a binary that does not implement
+// it ("unimplemented"), or with neither a result nor an error ("empty").
+type raw struct {
+	pluginv1.PluginServer
+	mode string
+}
+
+func (r raw) ExecuteTool(stdctx.Context, *sdk.ToolInvocation) (*pluginv1.ToolOutcome, error) {
+	if r.mode == "unimplemented" {
+		return nil, status.Error(codes.Unimplemented, "method ExecuteTool not implemented")
+	}
+	return &pluginv1.ToolOutcome{}, nil
 }
 
 func record(inv *sdk.ToolInvocation) {
