@@ -133,7 +133,7 @@ func TestModelCallsAPluginTool(t *testing.T) {
 	for _, s := range svc.Specs(a.Context()) {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, ","); !strings.Contains(got, "crash,echo,fail,hold,meet,parts,shout") {
+	if got := strings.Join(names, ","); !strings.Contains(got, "crash,echo,fail,hold,meet,never,parts,shout") {
 		t.Fatalf("the model is offered %s", got)
 	}
 	if tool := svc.Lookup(a.Context(), "meet"); tool == nil || !tool.ParallelSafe || svc.Lookup(a.Context(), "echo").ParallelSafe {
@@ -152,16 +152,22 @@ func TestBadArgumentsAndUnapprovedCallsNeverReachThePlugin(t *testing.T) {
 		t.Fatalf("arguments that are not JSON: %+v", r)
 	}
 	// approval: ask, and nobody attached to the agent: fail closed.
-	if r := callTool(t, h, "main", "shout", `{}`); !r.IsError || !strings.Contains(r.Content, "was not approved") {
+	if r := callTool(t, h, "main", "shout", `{}`); !r.IsError || !strings.Contains(r.Content, "nobody is attached") {
 		t.Fatalf("ask with nobody attached: %+v", r)
+	}
+	if r := callTool(t, h, "main", "never", `{}`); !r.IsError || !strings.Contains(r.Content, "was denied") {
+		t.Fatalf("approval: deny: %+v", r)
 	}
 	if b, _ := os.ReadFile(calls); len(b) != 0 {
 		t.Fatalf("refused calls reached the plugin: %q", b)
 	}
-	if r := callTool(t, h, "main", "echo", `{"text": "ok"}`); r.IsError || r.Content != "echo: ok" {
-		t.Fatalf("a good call: %+v", r)
+	a, _ := h.Agent("main")
+	svc, _ := tools.Key.Get(a.Context())
+	r, err := svc.Execute(stdctx.Background(), a.Context(), tools.Call{AgentID: "main", Name: "echo", Arguments: json.RawMessage(`{"text": "ok"}`), Workspace: "/ws", Unattended: true})
+	if err != nil || r.IsError || r.Content != "echo: ok" {
+		t.Fatalf("a good call: %+v %v", r, err)
 	}
-	if b, _ := os.ReadFile(calls); string(b) != "main echo {\"text\": \"ok\"}\n" {
+	if b, _ := os.ReadFile(calls); string(b) != "main echo {\"text\": \"ok\"} workspace=/ws unattended=true\n" {
 		t.Fatalf("the plugin saw %q", b)
 	}
 }

@@ -59,6 +59,7 @@ func main() {
 	p.Tool(&sdk.ToolDecl{Name: "echo", Description: "echoes text",
 		Parameters: `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`}, echo)
 	p.Tool(&sdk.ToolDecl{Name: "shout", Description: "needs approval", Approval: "ask"}, echo)
+	p.Tool(&sdk.ToolDecl{Name: "never", Description: "denied by default", Approval: "deny"}, echo)
 	p.Tool(&sdk.ToolDecl{Name: "meet", Description: "waits for n calls at once", ParallelSafe: true,
 		Parameters: `{"type":"object","properties":{"n":{"type":"integer"}}}`}, meetCalls)
 	p.Tool(&sdk.ToolDecl{Name: "hold", Description: "holds until cancelled"}, hold)
@@ -122,7 +123,7 @@ func record(inv *sdk.ToolInvocation) {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "%s %s %s\n", inv.AgentId, inv.Call.Name, inv.Call.Arguments)
+	fmt.Fprintf(f, "%s %s %s workspace=%s unattended=%v\n", inv.AgentId, inv.Call.Name, inv.Call.Arguments, inv.Workspace, inv.Unattended)
 }
 
 func echo(_ stdctx.Context, inv *sdk.ToolInvocation) (*sdk.ToolResult, error) {
