@@ -17,7 +17,8 @@
 //	}
 //
 // Admission and ToolExecute take typed values; Waterfall and Emit take any
-// event the host bridges, with its payload as JSON.
+// event the host bridges, with its payload as JSON. Tool gives the model a
+// tool of the plugin's own, registered by the host like a built-in one.
 //
 // Plugins in other languages implement sdk/proto/pluginv1/plugin.proto;
 // sdk/proto/pluginv1/EVENTS.md gives the JSON of every event.

@@ -54,6 +54,8 @@ type Plugin struct {
 	configure     func(config json.RawMessage) error
 	requires      []string
 	hostCaps      atomic.Value // []string, from Describe
+	tools         []*pluginv1.ToolDecl
+	toolFns       map[string]ToolHandler
 	// Logger writes to the host, which re-logs each line with the
 	// plugin's id.
 	Logger hclog.Logger
@@ -117,7 +119,7 @@ func (s *server) Describe(_ stdctx.Context, req *pluginv1.DescribeRequest) (*plu
 	p := s.p
 	p.hostCaps.Store(slices.Clone(req.GetCapabilities()))
 	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners,
-		Requires: p.requires, Accepts: []string{EmitBatch}}, nil
+		Requires: p.requires, Accepts: []string{EmitBatch}, Tools: p.tools}, nil
 }
 
 // Configure implements the protocol.

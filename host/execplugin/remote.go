@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -81,6 +82,9 @@ type remote struct {
 	emitsFull chan struct{}
 	emitDone  chan struct{}
 	drops     dropCounter
+	// toolDecls are the tools of the first start, which stay registered
+	// across restarts.
+	toolDecls []*pluginv1.ToolDecl
 }
 
 func newRemote(e config.Entry, log hclog.Logger) *remote {
@@ -103,9 +107,13 @@ func New(e config.Entry) *Plugin { return &Plugin{entry: e} }
 // Name names the fiber after the entry.
 func (p *Plugin) Name() string { return "exec:" + p.entry.ID }
 
-// Apply starts the binary, checks what it listens to, configures it and
+// Inject names the tools service, where the binary's tools are registered.
+func (p *Plugin) Inject() []dshctx.ServiceKey { return []dshctx.ServiceKey{tools.Key} }
+
+// Apply starts the binary, checks what it listens to, configures it,
 // registers a proxy listener for each of its events in ctx, so a plugin in
-// a preset hears only its agent.
+// a preset hears only its agent, and then the tools it declares, in the
+// same scope.
 func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 	r := newRemote(p.entry, ctx.Logger())
 	p.remote = r
@@ -116,6 +124,7 @@ func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 	}
 	r.mu.Lock()
 	r.proc = proc
+	r.toolDecls = desc.Tools // before the supervisor compares a restart's with them
 	r.mu.Unlock()
 	// The supervisor and the notification sender run from here on, so
 	// close can always wait for them; disposal stops them, then the
@@ -137,7 +146,7 @@ func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 			return err
 		}
 	}
-	return nil
+	return r.registerTools(ctx, desc.Tools)
 }
 
 func bridgeNames() string {

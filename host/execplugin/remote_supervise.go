@@ -93,13 +93,14 @@ func (r *remote) supervise() {
 		case <-wait.C:
 		}
 		old.stop(r.log)
-		_, p, err := r.start(r.stopCtx)
+		desc, p, err := r.start(r.stopCtx)
 		if err != nil {
 			// The old process stays current, exited: the next tick counts
 			// this as another crash and tries again.
 			r.log.Error("plugin restart failed", "error", err)
 			continue
 		}
+		r.redeclared(desc.Tools)
 		r.mu.Lock()
 		r.proc = p
 		r.mu.Unlock()
