@@ -2,19 +2,24 @@ package execplugin_test
 
 import (
 	stdctx "context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/hashicorp/go-hclog"
 )
 
-// TestPythonPlugin runs examples/python-admission/plugin.py end to end. It
-// needs Debian's python3-grpcio, python3-protobuf and python3-cryptography;
-// .ci/run installs them, so in CI a missing module fails the test instead
-// of skipping it.
-func TestPythonPlugin(t *testing.T) {
+// requirePython skips without Debian's python3-grpcio, python3-protobuf and
+// python3-cryptography; .ci/run installs them, so in CI a missing module
+// fails the test instead of skipping it.
+func requirePython(t testing.TB) {
+	t.Helper()
 	check := exec.Command("/usr/bin/python3", "-c", "import grpc, google.protobuf, cryptography")
 	if out, err := check.CombinedOutput(); err != nil {
 		if os.Getenv("CI") != "" {
@@ -22,14 +27,168 @@ func TestPythonPlugin(t *testing.T) {
 		}
 		t.Skipf("python3 with grpc, protobuf and cryptography is not installed (apt-get install python3-grpcio python3-protobuf python3-cryptography): %s", out)
 	}
-	script, _ := filepath.Abs("../../examples/python-admission/plugin.py")
-	h, logs := startExec(t, execConfig(script, `{word: password}`, ""))
+}
+
+// pythonEntry is the config entry of a Python plugin on the SDK in
+// sdk/python, found through PYTHONPATH as the examples' READMEs show.
+func pythonEntry(t testing.TB, id, script, config string) string {
+	t.Helper()
+	sdkDir, _ := filepath.Abs("../../sdk/python")
+	script, _ = filepath.Abs(script)
+	return fmt.Sprintf(`  - id: %s
+    exec: /usr/bin/python3
+    args: [%q]
+    env: {PYTHONPATH: %q}
+    config: %s
+`, id, script, sdkDir, config)
+}
+
+// TestPythonPlugin runs examples/python-admission/plugin.py end to end:
+// it admits, refuses by code and reason, and its log lines reach the
+// host's log under the entry's id.
+func TestPythonPlugin(t *testing.T) {
+	requirePython(t)
+	yaml := "plugins:\n  - use: llm.scripted\n" +
+		pythonEntry(t, "no-secrets", "../../examples/python-admission/plugin.py", `{word: password}`) +
+		"agents:\n  - id: main\n    provider: scripted\n"
+	h, logs := startExec(t, yaml)
 	if _, err := send(h, stdctx.Background(), "main", "hello from python"); err != nil {
 		t.Fatalf("admit: %v\n%s", err, logs.String())
 	}
 	_, err := send(h, stdctx.Background(), "main", "the password is 42")
 	ref, ok := agentcontroller.RefusalOf(err)
-	if !ok || ref.Reason != "no-secrets/word" {
+	if !ok || ref.Reason != "no-secrets/word" || ref.Message != "Please do not send passwords to the agent." {
 		t.Fatalf("refusal: %v\n%s", err, logs.String())
+	}
+	// The SDK's log handler writes hclog JSON; the host logs it again at
+	// its level with its fields, under the plugin's entry.
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "refusing messages that contain a word") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "[INFO]") || !strings.Contains(line, "word=password") || !strings.Contains(line, "no-secrets") {
+		t.Fatalf("the plugin's log line did not reach the host's log as an INFO line of no-secrets with its field: %q\n%s", line, logs.String())
+	}
+}
+
+// TestPythonPluginBadConfig: an exception in the configure handler fails
+// the start with the handler's error, naming the exception.
+func TestPythonPluginBadConfig(t *testing.T) {
+	requirePython(t)
+	yaml := "plugins:\n  - use: llm.scripted\n" +
+		pythonEntry(t, "stats", "../../examples/python-tool/plugin.py", `{max_files: 0}`) +
+		"agents:\n  - id: main\n    provider: scripted\n"
+	cfg, err := config.Parse("exec.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err == nil {
+		h.Close(stdctx.Background())
+	}
+	if err == nil || !strings.Contains(err.Error(), "PLUGIN_HANDLER_FAILED") || !strings.Contains(err.Error(), "max_files must be at least 1") {
+		t.Fatalf("a configure handler's exception must fail the start with its message: %v", err)
+	}
+}
+
+// toolTurn runs one turn of agent main, whose scripted model calls tool
+// with args and then says "done", and returns the tool messages the
+// session recorded.
+func toolTurn(t *testing.T, entries, tool, args string) []string {
+	t.Helper()
+	ws := t.TempDir()
+	for name, body := range map[string]string{"a.txt": "one two\nthree\n", "b.txt": "four\n", "secret.key": "x"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yaml := fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - tool_calls: [{name: %s, arguments: %q}]
+        - text: done
+%sagents:
+  - id: main
+    provider: scripted
+    workspace: %q
+`, tool, args, entries, ws)
+	h, logs := startExec(t, yaml)
+	if _, err := send(h, stdctx.Background(), "main", "count the text files"); err != nil {
+		t.Fatalf("turn: %v\n%s", err, logs.String())
+	}
+	a, _ := h.Agent("main")
+	var out []string
+	for _, ev := range a.Session().Events(1) {
+		if ev.Message != nil && ev.Message.Role == "tool" {
+			out = append(out, ev.Message.Content)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no tool result in the session\n%s", logs.String())
+	}
+	return out
+}
+
+// TestPythonToolPlugin: the tool a Python binary declares in Describe is
+// one the model can call; its result comes back through a real turn.
+//
+// It needs the host side of binary tools (issue 21, branch bintools).
+func TestPythonToolPlugin(t *testing.T) {
+	requirePython(t)
+	stats := pythonEntry(t, "stats", "../../examples/python-tool/plugin.py", "{}")
+	got := toolTurn(t, stats, "file_stats", `{"pattern": "*.txt"}`)
+	want := "lines words bytes file\n2 3 14 a.txt\n1 1 5 b.txt\n3 4 19 total"
+	if got[0] != want {
+		t.Fatalf("file_stats result:\n%q\nwant\n%q", got[0], want)
+	}
+}
+
+// policyScript is a Python approval policy on the SDK: it denies
+// file_stats over key files, rewrites "*" to "*.txt", and leaves every
+// other call to the policies after it.
+const policyScript = `
+import json
+from dsh_plugin import Plugin, events
+
+plugin = Plugin("no-keys", "1.0.0")
+
+@plugin.approval
+def approve(call, next):
+    args = json.loads(call.call.arguments or "{}")
+    if call.call.name != "file_stats":
+        return None
+    if args.get("pattern", "").endswith(".key"):
+        return events.Verdict(decision="deny", reason="key files stay private", source="no-keys")
+    if args.get("pattern") == "*":
+        return events.Verdict(decision="allow", source="no-keys", arguments=json.dumps({"pattern": "*.txt"}))
+    return None
+
+plugin.serve()
+`
+
+// TestPythonApprovalPolicy: a Python policy on tools/approve denies a call
+// (the model reads its reason, the tool does not run) and rewrites the
+// arguments of another, which then runs with them.
+//
+// It needs the host side of the approval stage for binaries (issue 21,
+// branches bintools and seams).
+func TestPythonApprovalPolicy(t *testing.T) {
+	requirePython(t)
+	policy := filepath.Join(t.TempDir(), "policy.py")
+	if err := os.WriteFile(policy, []byte(policyScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	entries := pythonEntry(t, "stats", "../../examples/python-tool/plugin.py", "{}") +
+		pythonEntry(t, "no-keys", policy, "{}")
+	denied := toolTurn(t, entries, "file_stats", `{"pattern": "*.key"}`)
+	if !strings.Contains(denied[0], "denied") || !strings.Contains(denied[0], "key files stay private") || strings.Contains(denied[0], "secret.key") {
+		t.Fatalf("a deny must reach the model with its reason and the tool must not run: %q", denied[0])
+	}
+	rewritten := toolTurn(t, entries, "file_stats", `{"pattern": "*"}`)
+	if !strings.HasSuffix(rewritten[0], "3 4 19 total") || strings.Contains(rewritten[0], "secret.key") {
+		t.Fatalf("the policy's arguments must replace the model's: %q", rewritten[0])
 	}
 }
