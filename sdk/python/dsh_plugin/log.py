@@ -12,6 +12,7 @@ import sys
 
 _LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn",
            logging.ERROR: "error", logging.CRITICAL: "error"}
+_formatter = logging.Formatter()
 
 
 def _level(levelno):
@@ -49,7 +50,7 @@ class HostLogHandler(logging.Handler):
                 for k, v in fields.items():
                     entry.setdefault(str(k), v if isinstance(v, (str, int, float, bool)) else str(v))
             if record.exc_info:
-                entry["error"] = self.formatException(record.exc_info)
+                entry["error"] = _formatter.formatException(record.exc_info)
             stream = self.stream or sys.stderr
             stream.write(json.dumps(entry) + "\n")
             stream.flush()
