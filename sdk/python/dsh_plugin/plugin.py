@@ -1,6 +1,7 @@
 """The Plugin: decorators for handlers, and the gRPC services the host calls."""
 
 import json
+import logging
 import os
 import queue
 import sys
@@ -14,7 +15,7 @@ from . import events as _events
 from .errors import PluginError, error_to_proto
 from .handshake import HandshakeError, ServerCert, check_environment, handshake_line
 from .hostwatch import watch_host
-from .log import host_logger
+from .log import HostLogHandler, host_logger
 from .proto import events_pb2 as events
 from .proto import plugin_pb2 as pb
 from .tools import APPROVALS, TOOL_NAME, ToolContext, ToolError, schema_text, to_result
@@ -305,6 +306,10 @@ class Plugin:
         # Started by dsh, the whole process group dies with dsh, even when
         # dsh is SIGKILLed: processes the plugin started included.
         watch_host()
+        # Records of any logger (the plugin's libraries included) reach the
+        # host's log as hclog lines, unless the plugin set logging up itself.
+        if not logging.root.handlers:
+            logging.root.addHandler(HostLogHandler())
         cert = ServerCert()
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
         server.add_generic_rpc_handlers(self.rpc_handlers(shutdown=lambda: server.stop(0)))
