@@ -68,7 +68,7 @@ func TestPythonPlugin(t *testing.T) {
 			line = l
 		}
 	}
-	if !strings.Contains(line, "[INFO]") || !strings.Contains(line, "word=password") || !strings.Contains(line, "no-secrets") {
+	if !strings.Contains(line, "[INFO]") || !strings.Contains(line, "word=password") || !strings.Contains(line, "exec:no-secrets") {
 		t.Fatalf("the plugin's log line did not reach the host's log as an INFO line of no-secrets with its field: %q\n%s", line, logs.String())
 	}
 }
