@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -190,5 +191,66 @@ func TestPythonApprovalPolicy(t *testing.T) {
 	rewritten := toolTurn(t, entries, "file_stats", `{"pattern": "*"}`)
 	if !strings.HasSuffix(rewritten[0], "3 4 19 total") || strings.Contains(rewritten[0], "secret.key") {
 		t.Fatalf("the policy's arguments must replace the model's: %q", rewritten[0])
+	}
+}
+
+// listenerScript is a Python notification listener on the SDK: it writes
+// the text of a turn's stream chunks to a file, then renames it into place
+// once the finish chunk arrives, so the test sees the whole text at once.
+const listenerScript = `
+import os
+from dsh_plugin import Plugin
+
+plugin = Plugin("chunks", "1.0.0")
+out = {"path": "", "text": []}
+
+@plugin.configure
+def configure(config):
+    out["path"] = config["out"]
+
+@plugin.on("agent/stream-chunk")
+def chunk(c):
+    if c.chunk.kind == "text":
+        out["text"].append(c.chunk.text)
+    if c.chunk.kind == "finish":
+        with open(out["path"] + ".tmp", "w") as f:
+            f.write("".join(out["text"]))
+        os.rename(out["path"] + ".tmp", out["path"])
+
+plugin.serve()
+`
+
+// TestPythonNotifications: a Python listener hears a streamed answer chunk
+// by chunk, in order (by Emit, or by EmitBatch once the host batches).
+func TestPythonNotifications(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	script, out := filepath.Join(dir, "chunks.py"), filepath.Join(dir, "chunks.txt")
+	if err := os.WriteFile(script, []byte(listenerScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answer := strings.Repeat("a streamed answer in many chunks. ", 20)
+	yaml := fmt.Sprintf("plugins:\n  - use: llm.scripted\n    config: {replies: [{text: %q}]}\n", answer) +
+		pythonEntry(t, "chunks", script, fmt.Sprintf("{out: %q}", out)) +
+		"agents:\n  - id: main\n    provider: scripted\n"
+	h, logs := startExec(t, yaml)
+	if _, err := send(h, stdctx.Background(), "main", "talk"); err != nil {
+		t.Fatal(err)
+	}
+	// Notifications are delivered after the emitter moved on; the file
+	// appears once the listener has seen the finish chunk.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := os.ReadFile(out)
+		if err == nil {
+			if string(got) != answer {
+				t.Fatalf("the listener heard %q, want %q", got, answer)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener never heard the finish chunk\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
