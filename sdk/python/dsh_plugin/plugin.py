@@ -81,6 +81,8 @@ class Plugin:
         if event not in _events.WATERFALLS:
             raise ValueError("%r is not a waterfall this SDK knows (%s)" % (event, ", ".join(sorted(_events.WATERFALLS))))
 
+        self._claim(event)
+
         def register(fn):
             self._listeners.append(pb.Listener(event=event, kind=pb.KIND_WATERFALL, prepend=prepend))
             self._waterfalls[event] = fn
@@ -103,6 +105,10 @@ class Plugin:
 
     def on(self, event):
         """A notification listener: fn(payload). Its exception is logged by the host."""
+        if event in _events.WATERFALLS:
+            raise ValueError("%r is a waterfall: use @plugin.waterfall (or admission, approval)" % event)
+        self._claim(event)
+
         def register(fn):
             self._listeners.append(pb.Listener(event=event, kind=pb.KIND_EMIT))
             self._notifications[event] = fn
@@ -132,6 +138,12 @@ class Plugin:
             self._tools[name] = _Tool(decl, fn)
             return fn
         return register
+
+    def _claim(self, event):
+        # The host knows one listener per event and plugin: a second
+        # handler would silently replace the first.
+        if any(l.event == event for l in self._listeners):
+            raise ValueError("plugin %s already listens to %s; one handler per event" % (self.name, event))
 
     # The protocol.
 

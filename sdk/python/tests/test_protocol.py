@@ -78,6 +78,14 @@ class ProtocolTest(unittest.TestCase):
             self.plugin.tool("ok", "x", parameters="[1]")
         with self.assertRaisesRegex(ValueError, "not a waterfall"):
             self.plugin.waterfall("agent/status")
+        with self.assertRaisesRegex(ValueError, "is a waterfall"):
+            self.plugin.on("tools/approve")
+        self.plugin.on("agent/status")(print)
+        with self.assertRaisesRegex(ValueError, "already listens to agent/status"):
+            self.plugin.on("agent/status")
+        self.plugin.admission(print)
+        with self.assertRaisesRegex(ValueError, "already listens to agent-controller/admission"):
+            self.plugin.admission(print)
 
     def test_configure_passes_the_config_and_reports_exceptions(self):
         seen = []
