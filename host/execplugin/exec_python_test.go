@@ -254,3 +254,41 @@ func TestPythonNotifications(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// spawnerScript is a Python plugin that starts a process of its own and
+// writes that process's id to a file once it serves.
+const spawnerScript = `
+import os, subprocess
+from dsh_plugin import Plugin
+
+plugin = Plugin("spawner", "1.0.0")
+
+@plugin.configure
+def configure(config):
+    child = subprocess.Popen(["sleep", "300"])
+    with open(config["pids"] + ".tmp", "w") as f:
+        f.write(str(child.pid))
+    os.rename(config["pids"] + ".tmp", config["pids"])
+
+plugin.serve()
+`
+
+// TestPythonPluginGroupDiesWithAKilledHost: dsh is SIGKILLed — no teardown
+// runs — and the SDK sees the host pipe close and kills the plugin's whole
+// group, the process it started included (the kernel's parent-death
+// signal reaches only the plugin itself).
+func TestPythonPluginGroupDiesWithAKilledHost(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	script, pids := filepath.Join(dir, "spawner.py"), filepath.Join(dir, "pids")
+	if err := os.WriteFile(script, []byte(spawnerScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yaml := "plugins:\n  - use: llm.scripted\n" + pythonEntry(t, "spawner", script, fmt.Sprintf("{pids: %q}", pids)) +
+		"agents:\n  - id: main\n    provider: scripted\n"
+	cmd := runDSH(t, yaml, func() bool { _, err := os.Stat(pids); return err == nil })
+	sleeper := readPIDFile(t, pids)
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitDead(t, sleeper, "the Python plugin's own child")
+}

@@ -65,6 +65,14 @@ class HostWatchTest(unittest.TestCase):
     def test_the_group_dies_with_the_host(self):
         """A plugin that started a process of its own: once the host's end of
         the pipe closes, both are gone."""
+        self.check_group_dies(kill_plugin=False)
+
+    def test_the_group_dies_when_the_kernel_kills_the_plugin_first(self):
+        """dsh's death SIGKILLs the plugin (its parent-death signal) before
+        its watcher can run: the helper still takes the group down."""
+        self.check_group_dies(kill_plugin=True)
+
+    def check_group_dies(self, kill_plugin):
         r, w = os.pipe()
         script = ("import os, subprocess, sys, time\n"
                   "sys.path.insert(0, %r)\n"
@@ -80,6 +88,9 @@ class HostWatchTest(unittest.TestCase):
         try:
             grandchild = int(proc.stdout.readline())
             self.assertTrue(alive(grandchild))
+            if kill_plugin:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=WAIT)
             os.close(w)  # the host is gone
             proc.wait(timeout=WAIT)
             self.assertEqual(proc.returncode, -signal.SIGKILL)
