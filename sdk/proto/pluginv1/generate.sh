@@ -11,4 +11,8 @@ PATH="$(go env GOPATH)/bin:$PATH"
 protoc --go_out=. --go_opt=paths=source_relative \
   --go-grpc_out=. --go-grpc_opt=paths=source_relative \
   plugin.proto events.proto
-protoc --python_out=../../../examples/python-admission plugin.proto events.proto
+# The Python classes live in the SDK's package, which imports them
+# relative to itself (protoc writes a top-level import).
+py=../../../sdk/python/dsh_plugin/proto
+protoc --python_out="$py" plugin.proto events.proto
+sed -i 's/^import events_pb2 as/from . import events_pb2 as/' "$py/plugin_pb2.py"
