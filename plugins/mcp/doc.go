@@ -1,4 +1,4 @@
-// Package mcp is the `mcp` plugin: a client of one Model Context Protocol
+// Package mcp is the `tools.mcp` plugin: a client of one Model Context Protocol
 // server per config entry, over stdio (a child process) or streamable
 // HTTP. The server's tools are registered with the tools service of the
 // entry's scope as `server__tool`, so they go through the same validation,

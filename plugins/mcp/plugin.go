@@ -20,7 +20,7 @@ const (
 
 // Plugin connects one MCP server and registers its tools in the entry's
 // scope.
-var Plugin = plugin.Register("mcp", "the tools of one MCP server (stdio or streamable HTTP), as server__tool", apply, tools.Key)
+var Plugin = plugin.Register("tools.mcp", "the tools of one MCP server (stdio or streamable HTTP), as server__tool", apply, tools.Key)
 
 func apply(ctx *dshctx.Context, cfg Config) error {
 	svc, err := tools.Key.Get(ctx)

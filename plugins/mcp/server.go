@@ -207,6 +207,8 @@ type toolFiber struct{ t tools.Tool }
 
 func (f toolFiber) Name() string { return "mcp tool " + f.t.Name }
 
+func (toolFiber) Inject() []dshctx.ServiceKey { return []dshctx.ServiceKey{tools.Key} }
+
 func (f toolFiber) Apply(ctx *dshctx.Context, _ any) error {
 	svc, err := tools.Key.Get(ctx)
 	if err != nil {

@@ -133,7 +133,8 @@ func (w *withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // connect opens a connection and completes the handshake within
-// start_timeout.
+// start_timeout. On failure the connection is closed already and comes
+// back for its stderr tail.
 func (s *server) connect(ctx stdctx.Context) (*conn, error) {
 	ctx, cancel := stdctx.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
@@ -141,7 +142,7 @@ func (s *server) connect(ctx stdctx.Context) (*conn, error) {
 	t, err := s.open(c)
 	if err != nil {
 		c.close()
-		return nil, err
+		return c, err
 	}
 	done := make(chan struct{})
 	var sess *mcpsdk.ClientSession
@@ -168,9 +169,9 @@ func (s *server) connect(ctx stdctx.Context) (*conn, error) {
 	if err != nil {
 		c.close()
 		if ctx.Err() == stdctx.DeadlineExceeded {
-			return nil, fmt.Errorf("no MCP handshake within start_timeout (%s)", s.cfg.StartTimeout)
+			return c, fmt.Errorf("no MCP handshake within start_timeout (%s)", s.cfg.StartTimeout)
 		}
-		return nil, err
+		return c, err
 	}
 	c.sess = sess
 	return c, nil
