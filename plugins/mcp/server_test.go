@@ -113,7 +113,9 @@ func newTestServer() (*mcpsdk.Server, *observed) {
 	})
 	add("add", "adds the tool extra", nil, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
 		srv.AddTool(&mcpsdk.Tool{Name: "extra", Description: "added later", InputSchema: objectSchema},
-			func(stdctx.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) { return text("extra ran"), nil })
+			func(stdctx.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+				return text("extra ran"), nil
+			})
 		return text("added"), nil
 	})
 	add("drop", "removes the tool extra", nil, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
@@ -209,4 +211,8 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+func callOf(name string) tools.Call {
+	return tools.Call{ID: "c1", Name: name, Arguments: json.RawMessage(`{}`), Unattended: true}
 }
