@@ -73,23 +73,39 @@ func (s *server) run(ctx stdctx.Context, first chan<- error) {
 		} else if err != nil && ctx.Err() == nil {
 			s.log.Warn("MCP server did not start again; retrying", "in", backoff, "error", err)
 		}
+		var up time.Duration
 		if err == nil {
 			s.serve(ctx, c)
+			up = time.Since(c.since)
+			backoff = s.cfg.wait(backoff, up)
 			if ctx.Err() == nil {
 				s.log.Warn("MCP server went away; restarting it", "in", backoff, "stderr_tail", c.stderr())
 			}
-			if time.Since(c.since) >= s.cfg.RestartStable {
-				backoff = s.cfg.RestartBackoff
-			}
 		}
+		timer := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			s.unregisterAll()
 			return
-		case <-time.After(backoff):
+		case <-timer.C:
 		}
-		backoff = min(2*backoff, s.cfg.RestartBackoffMax)
+		if err != nil {
+			backoff = s.cfg.wait(2*backoff, 0)
+		} else {
+			backoff = s.cfg.wait(2*backoff, up)
+		}
 	}
+}
+
+// wait is the pause before the next start: next, capped at
+// restart_backoff_max, or restart_backoff again when the server was up
+// for restart_stable (a crash after a long good run is not a crash loop).
+func (c Config) wait(next, up time.Duration) time.Duration {
+	if up >= c.RestartStable {
+		return c.RestartBackoff
+	}
+	return min(next, c.RestartBackoffMax)
 }
 
 // start connects and registers the server's tools.

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 var providerName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -92,5 +93,21 @@ func TestTailKeepsTheEnd(t *testing.T) {
 	}
 	if len(lines) != 2 || lines[1] != "last line" {
 		t.Fatalf("lines %d", len(lines))
+	}
+}
+
+func TestBackoffDoublesToTheCapAndResetsAfterAStableRun(t *testing.T) {
+	c := Config{}.Defaults() // 500ms up to 30s, stable after 30s
+	b := c.RestartBackoff
+	var seen []time.Duration
+	for range 8 {
+		seen = append(seen, b)
+		b = c.wait(2*b, time.Second)
+	}
+	if seen[1] != time.Second || seen[2] != 2*time.Second || seen[7] != 30*time.Second {
+		t.Fatalf("backoffs %v", seen)
+	}
+	if got := c.wait(2*b, time.Minute); got != c.RestartBackoff {
+		t.Fatalf("after a stable run the wait starts over: %s", got)
 	}
 }
