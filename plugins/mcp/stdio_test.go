@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +167,44 @@ func TestTheServerSeesOnlyTheMinimalEnvironment(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "secret= passed=yes") {
 		t.Fatalf("the child's environment: %v", err)
 	}
+}
+
+// TestDisposeTearsTheServersGroupDown: a server that left a process of
+// its own in the background loses it too when the entry is disposed,
+// since the server leads its own process group.
+func TestDisposeTearsTheServersGroupDown(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cfg := stdioConfig()
+	cfg.Command = "/bin/sh"
+	cfg.Args = []string{"-c", `sleep 300 & echo $! > "$PIDFILE"; exec "$BIN"`}
+	cfg.Env = map[string]string{"PIDFILE": pidFile, "BIN": os.Args[0], serverEnv: "1"}
+	root, _ := mustMount(t, cfg)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatal("the background process is not running")
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if err := root.Dispose(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the server's background process is gone", func() bool { return !alive(pid) })
+}
+
+// alive reports whether pid runs (a zombie does not count).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
