@@ -108,7 +108,7 @@ func TestAServerThatNeverStarts(t *testing.T) {
 
 	t.Run("fail", func(t *testing.T) {
 		_, _, err := mount(t, cfg)
-		if !errs.HasCode(err, Unavailable) || !strings.Contains(err.Error(), "boom: no token configured") || !strings.Contains(err.Error(), "on_unavailable: skip") {
+		if !errs.HasCode(err, Unavailable) || !strings.Contains(err.Error(), "boom: no token configured") || !strings.Contains(err.Error(), "on_unavailable: skip") || !strings.Contains(err.Error(), "exited before completing the MCP handshake (exit status 1)") {
 			t.Fatalf("want MCP_SERVER_UNAVAILABLE with the stderr tail and the fix: %v", err)
 		}
 	})

@@ -2,9 +2,11 @@ package mcp
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/dsh-go/dsh/internal/childproc"
@@ -163,11 +165,17 @@ func (s *server) connect(ctx stdctx.Context) (*conn, error) {
 		<-done
 		if err == nil {
 			sess.Close()
+			err = errors.New("the process exited")
 		}
-		err = fmt.Errorf("the process exited before the MCP handshake (%v)", c.proc.Err())
 	}
 	if err != nil {
 		c.close()
+		// A process that exited on its own says more than the broken
+		// pipe it left behind.
+		var exit *exec.ExitError
+		if c.proc != nil && errors.As(c.proc.Err(), &exit) && exit.Exited() {
+			return c, fmt.Errorf("the process exited before completing the MCP handshake (%v)", exit)
+		}
 		if ctx.Err() == stdctx.DeadlineExceeded {
 			return c, fmt.Errorf("no MCP handshake within start_timeout (%s)", s.cfg.StartTimeout)
 		}
