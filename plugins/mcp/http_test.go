@@ -132,3 +132,45 @@ func wait(t *testing.T, c <-chan struct{}, what string) {
 		t.Fatalf("timed out waiting until %s", what)
 	}
 }
+
+// TestAnHTTPServerThatLosesTheSessionIsReconnected: the server restarts
+// and forgets the session (it answers 404 for it); the call that finds
+// out gets an error result naming the server, and dsh connects anew.
+func TestAnHTTPServerThatLosesTheSessionIsReconnected(t *testing.T) {
+	var servers []*mcpsdk.Server
+	handler := func() http.Handler {
+		srv, _ := newTestServer()
+		servers = append(servers, srv)
+		return mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv }, nil)
+	}
+	t.Cleanup(func() {
+		for _, srv := range servers {
+			for ss := range srv.Sessions() {
+				ss.Close()
+			}
+		}
+	})
+	var current atomic.Value
+	current.Store(handler())
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		current.Load().(http.Handler).ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	cfg := Config{}.Defaults()
+	cfg.Name, cfg.URL = "web", hs.URL
+	cfg.RestartBackoff, cfg.RestartBackoffMax = 20*time.Millisecond, 100*time.Millisecond
+	root, svc := mustMount(t, cfg)
+	bg := stdctx.Background()
+	if r := call(t, bg, root, svc, "web__echo", `{"text":"one"}`); r.Content != "one" {
+		t.Fatalf("%+v", r)
+	}
+	current.Store(handler()) // the server restarted: the session is unknown now
+	r := call(t, bg, root, svc, "web__echo", `{"text":"two"}`)
+	if !r.IsError || !strings.Contains(r.Content, `MCP server "web"`) {
+		t.Fatalf("the call after the restart: %+v", r)
+	}
+	eventually(t, "dsh reconnects", func() bool {
+		r := call(t, bg, root, svc, "web__echo", `{"text":"three"}`)
+		return r.Content == "three"
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,17 +113,23 @@ func (c Config) wait(next, up time.Duration) time.Duration {
 func (s *server) start(ctx stdctx.Context) (*conn, error) {
 	c, err := s.connect(ctx)
 	if err != nil {
+		s.mu.Lock()
+		s.down = "its last start failed: " + strings.SplitN(err.Error(), "\n", 2)[0]
+		s.mu.Unlock()
 		return nil, withTail(err, c)
 	}
-	lctx, cancel := stdctx.WithTimeout(ctx, s.cfg.StartTimeout)
-	defer cancel()
-	if err := s.sync(lctx, c); err != nil {
-		c.close()
-		return nil, withTail(fmt.Errorf("listing its tools: %w", err), c)
-	}
+	// Live before its tools are registered, so a call of a tool the
+	// moment it appears finds the connection.
 	s.mu.Lock()
 	s.cur, s.down = c, ""
 	s.mu.Unlock()
+	lctx, cancel := stdctx.WithTimeout(ctx, s.cfg.StartTimeout)
+	defer cancel()
+	if err := s.sync(lctx, c); err != nil {
+		s.lost(c, "listing its tools failed")
+		c.close()
+		return nil, withTail(fmt.Errorf("listing its tools: %w", err), c)
+	}
 	return c, nil
 }
 
