@@ -24,6 +24,7 @@ require (
 )
 
 require (
+	github.com/coder/acp-go-sdk v0.13.5 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
