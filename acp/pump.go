@@ -1,0 +1,173 @@
+package acp
+
+import (
+	stdctx "context"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
+)
+
+// pump turns the hub's updates into session/update notifications until
+// the session closes.
+func (st *conv) pump(client *live.Client) {
+	tab := st.tab
+	defer func() {
+		st.mu.Lock()
+		for _, cancel := range st.questions {
+			cancel()
+		}
+		for id, ch := range st.announced {
+			close(ch)
+			delete(st.announced, id)
+		}
+		st.mu.Unlock()
+		close(st.pumpDone)
+	}()
+	for {
+		u, err := client.Next(st.ctx)
+		if errs.HasCode(err, live.Overflow) {
+			// Fell behind (a client that reads slowly): attach again where
+			// it stopped; the hub's backlog and snapshot fill the gap.
+			next, aerr := st.s.Attach(st.ctx, sessions.AttachOptions{AfterSeq: client.LastSeq(), Approvals: true, Name: "acp"})
+			if aerr != nil {
+				st.srv.log.Warn("the session's stream was lost", "session", st.id, "error", aerr)
+				return
+			}
+			old := tab
+			tab, client = next, host.Live(next)
+			st.mu.Lock()
+			st.tab = tab
+			st.mu.Unlock()
+			_ = old.Detach(stdctx.Background())
+			continue
+		}
+		if err != nil {
+			return
+		}
+		st.handle(client, u)
+	}
+}
+
+func (st *conv) handle(client *live.Client, u live.Update) {
+	switch u.Kind {
+	case live.KindChunk:
+		st.chunk(u.Chunk.MessageID, u.Chunk.Chunk)
+	case live.KindSnapshot:
+		m := u.Snapshot.Message
+		st.mark(u.Snapshot.MessageID)
+		if m.Reasoning != "" {
+			st.send(acp.UpdateAgentThoughtText(m.Reasoning))
+		}
+		if m.Content != "" {
+			st.send(acp.UpdateAgentMessageText(m.Content))
+		}
+	case live.KindEvent:
+		st.event(u.Seq, u.Event)
+	case live.KindQuestion:
+		st.ask(client, u.Question)
+	case live.KindSettled:
+		st.mu.Lock()
+		if cancel, ok := st.questions[u.Settled.QuestionID]; ok {
+			cancel()
+		}
+		st.mu.Unlock()
+	case live.KindNotice:
+		// Refusals reach the prompt that caused them as its error.
+	}
+}
+
+func (st *conv) mark(messageID string) {
+	st.mu.Lock()
+	st.streamed[messageID] = true
+	st.mu.Unlock()
+}
+
+func (st *conv) chunk(messageID string, c llm.Chunk) {
+	switch c.Kind {
+	case llm.ChunkText:
+		st.mark(messageID)
+		st.send(acp.UpdateAgentMessageText(c.Text))
+	case llm.ChunkReasoning:
+		st.mark(messageID)
+		st.send(acp.UpdateAgentThoughtText(c.Text))
+	case llm.ChunkUsage:
+		if c.Usage != nil {
+			// dsh does not know the model's context window: size is what
+			// this call used, so a client shows the use, not a ratio.
+			used := c.Usage.InputTokens + c.Usage.OutputTokens
+			st.send(acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{SessionUpdate: "usage_update", Used: used, Size: used}})
+		}
+	}
+}
+
+// event sends what a durable event shows the person.
+func (st *conv) event(seq int64, e *session.Event) {
+	st.mu.Lock()
+	history := seq <= st.replayTo
+	st.mu.Unlock()
+	switch e.Type {
+	case session.UserMessage, session.SteeringMessage:
+		if e.Message != nil {
+			st.mu.Lock()
+			st.turnOf[e.Message.ID] = e.Turn
+			st.mu.Unlock()
+			if history {
+				st.send(acp.UpdateUserMessageText(e.Message.Content))
+			}
+			st.title(e.Message.Content)
+		}
+	case session.AssistantMessage:
+		if e.Message != nil {
+			st.mu.Lock()
+			streamed := st.streamed[e.Message.ID]
+			delete(st.streamed, e.Message.ID)
+			st.mu.Unlock()
+			if !streamed {
+				if e.Message.Reasoning != "" {
+					st.send(acp.UpdateAgentThoughtText(e.Message.Reasoning))
+				}
+				if e.Message.Content != "" {
+					st.send(acp.UpdateAgentMessageText(e.Message.Content))
+				}
+			}
+		}
+	case session.ToolCall:
+		if e.ToolCall != nil {
+			st.toolCall(*e.ToolCall)
+		}
+	case session.ToolResult:
+		if e.Message != nil {
+			st.toolResult(*e.Message)
+		}
+	case session.TurnEnd:
+		st.mu.Lock()
+		st.ended[e.Turn] = turnEnd{reason: e.Reason, err: e.Error}
+		st.mu.Unlock()
+		if !history {
+			st.send(acp.SessionUpdate{SessionInfoUpdate: &acp.SessionSessionInfoUpdate{SessionUpdate: "session_info_update",
+				UpdatedAt: acp.Ptr(e.Time.UTC().Format("2006-01-02T15:04:05Z07:00"))}})
+		}
+	}
+	st.mu.Lock()
+	if seq > st.forwarded {
+		st.forwarded = seq
+	}
+	st.notifyLocked()
+	st.mu.Unlock()
+}
+
+// title sends the session's title once, from its first prompt.
+func (st *conv) title(prompt string) {
+	st.mu.Lock()
+	done := st.titled
+	st.titled = true
+	st.mu.Unlock()
+	if !done {
+		st.send(acp.SessionUpdate{SessionInfoUpdate: &acp.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", Title: acp.Ptr(session.Title(prompt))}})
+	}
+}
