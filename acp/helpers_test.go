@@ -290,3 +290,7 @@ func rpcCode(err error) int {
 }
 
 var _ = os.Getenv
+
+func newSessionReq(dir string) acp.NewSessionRequest {
+	return acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}}
+}

@@ -80,13 +80,15 @@ func Serve(ctx stdctx.Context, in io.Reader, out io.Writer, opts Options) error 
 
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
+	// The SDK reads nothing before the filter writes: the connection and
+	// its logger are set before any handler can run.
+	s.conn = acp.NewAgentSideConnection(s, w, pr)
+	s.conn.SetLogger(log)
 	filtered := make(chan struct{})
 	go func() {
 		defer close(filtered)
 		filter(in, pw, w)
 	}()
-	s.conn = acp.NewAgentSideConnection(s, w, pr)
-	s.conn.SetLogger(log)
 	select {
 	case <-s.conn.Done():
 	case <-ctx.Done():
