@@ -68,8 +68,7 @@ const modeSource = "acp mode"
 func (p *modePolicy) approve(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
 	mode, name := p.get(), a.Call.Name
 	if mode == ModeReadOnly && !readTools[name] {
-		return tools.Verdict{Decision: tools.Deny, Source: modeSource, Reason: fmt.Sprintf(
-			"the editor's session is in read-only mode, where only read, list, glob and grep run; the person can switch it to workspace-write")}, nil
+		return tools.Verdict{Decision: tools.Deny, Source: modeSource, Reason: "the editor's session is in read-only mode, where only read, list, glob and grep run; the person can switch it to workspace-write"}, nil
 	}
 	v, err := next.Call(ctx, a)
 	if err != nil {

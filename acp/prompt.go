@@ -146,7 +146,7 @@ func (st *conv) cancelTurn() {
 }
 
 type steeringParams struct {
-	SessionID acp.SessionId `json:"sessionId"`
+	SessionID acp.SessionId   `json:"sessionId"`
 	Prompt    json.RawMessage `json:"prompt"`
 }
 

@@ -50,7 +50,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[acp.SessionId]*conv
-	client   acp.ClientCapabilities
+	// client is what the client offered in initialize (fs access is not
+	// used yet: the file tools read and write the disk).
+	client acp.ClientCapabilities
 }
 
 // Serve runs the ACP agent on in and out until in ends (the client went
@@ -132,12 +134,6 @@ func (s *Server) get(id acp.SessionId) (*conv, error) {
 		return nil, unknownSession(id)
 	}
 	return st, nil
-}
-
-func (s *Server) clientCaps() acp.ClientCapabilities {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.client
 }
 
 // Initialize negotiates: dsh speaks protocol version 1 and says so

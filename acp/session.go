@@ -32,13 +32,13 @@ type conv struct {
 	sendMu sync.Mutex
 
 	mu        sync.Mutex
-	turnOf    map[string]int    // message id → turn
-	ended     map[int]turnEnd   // turn → how it ended
-	changed   chan struct{}     // closed and replaced on every change
-	cancelled chan struct{}     // closed by session/cancel, then replaced
-	forwarded int64             // last durable seq sent to the client
-	replayTo  int64             // events up to here are history (load)
-	streamed  map[string]bool   // messages whose chunks went out
+	turnOf    map[string]int  // message id → turn
+	ended     map[int]turnEnd // turn → how it ended
+	changed   chan struct{}   // closed and replaced on every change
+	cancelled chan struct{}   // closed by session/cancel, then replaced
+	forwarded int64           // last durable seq sent to the client
+	replayTo  int64           // events up to here are history (load)
+	streamed  map[string]bool // messages whose chunks went out
 	announced map[string]chan struct{}
 	titled    bool
 	questions map[int64]stdctx.CancelFunc
@@ -182,4 +182,3 @@ func (st *conv) sendLocked(u acp.SessionUpdate) {
 		st.srv.log.Debug("session/update not sent", "session", st.id, "error", err)
 	}
 }
-
