@@ -294,3 +294,38 @@ var _ = os.Getenv
 func newSessionReq(dir string) acp.NewSessionRequest {
 	return acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}}
 }
+
+// startHost starts a host from yaml, starting no agent of the config.
+func startHost(tb testing.TB, yaml string) (*host.Host, func()) {
+	tb.Helper()
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h, func() { h.Close(stdctx.Background()) }
+}
+
+// serveOn serves h's sessions to c over pipes; done closes the client's
+// side and waits for Serve.
+func serveOn(tb testing.TB, h *host.Host, c acp.Client) (*acp.ClientSideConnection, func()) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Version: "test"})
+		outW.Close()
+		served <- err
+	}()
+	conn := acp.NewClientSideConnection(c, inW, outR)
+	return conn, func() {
+		inW.Close()
+		if err := <-served; err != nil {
+			tb.Error(err)
+		}
+		<-conn.Done()
+	}
+}

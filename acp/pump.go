@@ -28,8 +28,18 @@ func (st *conv) pump(client *live.Client) {
 		st.mu.Unlock()
 		close(st.pumpDone)
 	}()
+	var held *live.Update
 	for {
-		u, err := client.Next(st.ctx)
+		var u live.Update
+		var err error
+		if held != nil {
+			u, held = *held, nil
+		} else {
+			u, err = client.Next(st.ctx)
+		}
+		if err == nil && u.Kind == live.KindChunk {
+			held = coalesce(client, &u)
+		}
 		if errs.HasCode(err, live.Overflow) {
 			// Fell behind (a client that reads slowly): attach again where
 			// it stopped; the hub's backlog and snapshot fill the gap.
@@ -53,19 +63,58 @@ func (st *conv) pump(client *live.Client) {
 	}
 }
 
+// maxCoalesce bounds the text one update carries.
+const maxCoalesce = 64 << 10
+
+// polled is an ended ctx: Next with it returns what is queued, at once.
+var polled = func() stdctx.Context {
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	cancel()
+	return ctx
+}()
+
+// coalesce appends to u the text of the chunks of the same message and
+// kind already queued behind it, so a client slower than the model gets
+// fewer, larger updates instead of falling behind; it returns the first
+// update that did not fit, to be handled next. The first chunk of a burst
+// goes out alone when nothing is queued behind it: coalescing never waits.
+func coalesce(client *live.Client, u *live.Update) *live.Update {
+	c := &u.Chunk.Chunk
+	if c.Kind != llm.ChunkText && c.Kind != llm.ChunkReasoning {
+		return nil
+	}
+	var b []byte
+	for len(c.Text)+len(b) < maxCoalesce {
+		next, err := client.Next(polled)
+		if err != nil {
+			break
+		}
+		if next.Kind != live.KindChunk || next.Chunk.MessageID != u.Chunk.MessageID || next.Chunk.Chunk.Kind != c.Kind {
+			if b != nil {
+				c.Text += string(b)
+			}
+			return &next
+		}
+		if b == nil {
+			b = append(make([]byte, 0, 256), c.Text...)
+			c.Text = ""
+		}
+		b = append(b, next.Chunk.Chunk.Text...)
+	}
+	if b != nil {
+		c.Text += string(b)
+	}
+	return nil
+}
+
 func (st *conv) handle(client *live.Client, u live.Update) {
 	switch u.Kind {
 	case live.KindChunk:
 		st.chunk(u.Chunk.MessageID, u.Chunk.Chunk)
 	case live.KindSnapshot:
-		m := u.Snapshot.Message
-		st.mark(u.Snapshot.MessageID)
-		if m.Reasoning != "" {
-			st.send(acp.UpdateAgentThoughtText(m.Reasoning))
-		}
-		if m.Content != "" {
-			st.send(acp.UpdateAgentMessageText(m.Content))
-		}
+		// A (re-)attach in the middle of a message: send what of it the
+		// client has not had yet.
+		st.rest(u.Snapshot.MessageID, u.Snapshot.Message, false)
 	case live.KindEvent:
 		st.event(u.Seq, u.Event)
 	case live.KindQuestion:
@@ -81,19 +130,42 @@ func (st *conv) handle(client *live.Client, u live.Update) {
 	}
 }
 
-func (st *conv) mark(messageID string) {
+// sent counts what of a message's text and reasoning went out as chunks.
+type sent struct{ text, thought int }
+
+// rest sends what of m the client lacks; done forgets the message.
+func (st *conv) rest(id string, m llm.Message, done bool) {
 	st.mu.Lock()
-	st.streamed[messageID] = true
+	had := st.streamed[id]
+	if done {
+		delete(st.streamed, id)
+	} else {
+		st.streamed[id] = sent{len(m.Content), len(m.Reasoning)}
+	}
 	st.mu.Unlock()
+	if len(m.Reasoning) > had.thought {
+		st.send(acp.UpdateAgentThoughtText(m.Reasoning[had.thought:]))
+	}
+	if len(m.Content) > had.text {
+		st.send(acp.UpdateAgentMessageText(m.Content[had.text:]))
+	}
 }
 
 func (st *conv) chunk(messageID string, c llm.Chunk) {
 	switch c.Kind {
 	case llm.ChunkText:
-		st.mark(messageID)
+		st.mu.Lock()
+		n := st.streamed[messageID]
+		n.text += len(c.Text)
+		st.streamed[messageID] = n
+		st.mu.Unlock()
 		st.send(acp.UpdateAgentMessageText(c.Text))
 	case llm.ChunkReasoning:
-		st.mark(messageID)
+		st.mu.Lock()
+		n := st.streamed[messageID]
+		n.thought += len(c.Text)
+		st.streamed[messageID] = n
+		st.mu.Unlock()
 		st.send(acp.UpdateAgentThoughtText(c.Text))
 	case llm.ChunkUsage:
 		if c.Usage != nil {
@@ -123,18 +195,7 @@ func (st *conv) event(seq int64, e *session.Event) {
 		}
 	case session.AssistantMessage:
 		if e.Message != nil {
-			st.mu.Lock()
-			streamed := st.streamed[e.Message.ID]
-			delete(st.streamed, e.Message.ID)
-			st.mu.Unlock()
-			if !streamed {
-				if e.Message.Reasoning != "" {
-					st.send(acp.UpdateAgentThoughtText(e.Message.Reasoning))
-				}
-				if e.Message.Content != "" {
-					st.send(acp.UpdateAgentMessageText(e.Message.Content))
-				}
-			}
+			st.rest(e.Message.ID, *e.Message, true)
 		}
 	case session.ToolCall:
 		if e.ToolCall != nil {

@@ -38,7 +38,7 @@ type conv struct {
 	cancelled chan struct{}   // closed by session/cancel, then replaced
 	forwarded int64           // last durable seq sent to the client
 	replayTo  int64           // events up to here are history (load)
-	streamed  map[string]bool // messages whose chunks went out
+	streamed  map[string]sent // what of each message went out
 	announced map[string]chan struct{}
 	titled    bool
 	questions map[int64]stdctx.CancelFunc
@@ -121,7 +121,7 @@ func (s *Server) start(ss *sessions.Session, kind openKind, cwd string) (*conv, 
 	st := &conv{
 		srv: s, id: acp.SessionId(ss.ID()), s: ss, tab: tab, mode: mode, cwd: cwd,
 		turnOf: map[string]int{}, ended: map[int]turnEnd{}, changed: make(chan struct{}), cancelled: make(chan struct{}),
-		streamed: map[string]bool{}, announced: map[string]chan struct{}{}, questions: map[int64]stdctx.CancelFunc{},
+		streamed: map[string]sent{}, announced: map[string]chan struct{}{}, questions: map[int64]stdctx.CancelFunc{},
 		pumpDone: make(chan struct{}), forwarded: after, replayTo: last,
 	}
 	st.ctx, st.cancel = stdctx.WithCancel(s.ctx)
