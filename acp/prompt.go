@@ -46,11 +46,14 @@ func promptText(blocks []acp.ContentBlock) (string, error) {
 	return b.String(), nil
 }
 
-// requestID is the prompt's JSON-RPC id, which the wire filter put in
-// _meta; a fresh id when the client's transport bypassed the filter.
-func requestID(meta map[string]any) string {
+// requestID is the prompt's request id: the JSON-RPC id the wire filter
+// put in _meta, scoped to the connection (ids start over with each
+// connection, and a session outlives connections: an id alone would pass a
+// new prompt off as a retry of an old one). A fresh id when the client's
+// transport bypassed the filter.
+func (s *Server) requestID(meta map[string]any) string {
 	if id, ok := meta[metaRequestID].(string); ok && id != "" {
-		return "acp-" + id
+		return "acp-" + s.connID + "-" + id
 	}
 	return "acp-" + uuid.NewString()
 }
@@ -67,7 +70,7 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
 	}
-	rid := requestID(p.Meta)
+	rid := s.requestID(p.Meta)
 	if rest, ok := strings.CutPrefix(text, "/steer "); ok {
 		if _, err := st.s.Steer(st.ctx, sessions.PromptRequest{RequestID: rid, Content: rest, Source: agentSourceOf(rid)}); err != nil {
 			return acp.PromptResponse{}, rpcErr(err)

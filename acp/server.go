@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/google/uuid"
 )
 
 // SourceACP is the source kind of what an editor sends.
@@ -43,6 +44,8 @@ type Options struct {
 type Server struct {
 	opts Options
 	conn *acp.AgentSideConnection
+	// connID scopes the connection's JSON-RPC ids.
+	connID string
 	log  *slog.Logger
 	// ctx ends when the connection ends; the waits of prompts heed it.
 	ctx    stdctx.Context
@@ -76,7 +79,7 @@ func Serve(ctx stdctx.Context, in io.Reader, out io.Writer, opts Options) error 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, sessions: map[acp.SessionId]*conv{}}
+	s := &Server{opts: opts, log: log, sessions: map[acp.SessionId]*conv{}, connID: uuid.NewString()}
 	s.ctx, s.cancel = stdctx.WithCancel(stdctx.Background())
 	defer s.cancel()
 

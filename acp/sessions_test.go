@@ -77,8 +77,13 @@ func TestLoadReplaysTheHistory(t *testing.T) {
 	if got := statuses(ns, "call_1"); !equal(got, "pending", "completed") {
 		t.Fatalf("replayed tool call %v", got)
 	}
+	// JSON-RPC ids start over with each connection: this prompt's id is
+	// the one "two" had, and it must still be delivered.
 	if r, err := e2.prompt(id, "three"); err != nil || r.StopReason != acp.StopReasonEndTurn {
 		t.Fatal(r, err)
+	}
+	if got := agentText(e2.c.all()); got != "first answerwrote itYou said: three" {
+		t.Fatalf("after load: %q", got)
 	}
 }
 

@@ -141,3 +141,42 @@ func TestStdinClosedDisposesEverySession(t *testing.T) {
 		t.Fatalf("session not flushed: %v\n%s", err, data)
 	}
 }
+
+// A prompt sent again with the same JSON-RPC id (a client retrying) is
+// delivered once: its answer is the original turn's.
+func TestARetriedPromptIsDeliveredOnce(t *testing.T) {
+	r := newRaw(t)
+	dir := t.TempDir()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	r.next()
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[]}}`)
+	var id string
+	for id == "" {
+		m := r.next()
+		if res, ok := m["result"].(map[string]any); ok {
+			id, _ = res["sessionId"].(string)
+		}
+	}
+	prompt := `{"jsonrpc":"2.0","id":10,"method":"session/prompt","params":{"sessionId":"` + id + `","prompt":[{"type":"text","text":"once"}]}}`
+	for range 2 {
+		r.send(prompt)
+		for {
+			m := r.next()
+			if m["id"] == float64(10) {
+				if res, _ := m["result"].(map[string]any); res["stopReason"] != "end_turn" {
+					t.Fatalf("%v", m)
+				}
+				break
+			}
+		}
+	}
+	n := 0
+	for _, ev := range r.h.Sessions().Sessions()[0].Agent().Session().Events(0) {
+		if ev.Type == "user/message" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d user messages", n)
+	}
+}
