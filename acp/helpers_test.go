@@ -209,6 +209,7 @@ type envOpts struct {
 	presets []string
 	extra   string // YAML plugin entries
 	store   string // session directory to share between envs
+	agent   string // YAML keys added to the agent
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -221,7 +222,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	replies, _ := json.Marshal(o.replies)
 	yaml := "plugins:\n  - use: llm.scripted\n    config: {replies: " + string(replies) + "}\n" +
 		"  - use: session.jsonl\n    config: {dir: " + store + "}\n  - use: test.gate\n" + o.extra +
-		"agents:\n  - id: main\n    provider: scripted\n"
+		"agents:\n  - id: main\n    provider: scripted\n" + o.agent
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)

@@ -74,3 +74,34 @@ func TestNewSessionAdvertisesModes(t *testing.T) {
 		t.Fatal("a missing cwd opened a session")
 	}
 }
+
+// The turn's end maps onto stopReason; a failed turn is an error.
+func TestStopReasons(t *testing.T) {
+	cases := []struct {
+		name  string
+		opts  envOpts
+		stop  acp.StopReason
+		error int
+	}{
+		{"max tokens", envOpts{replies: []scripted.Reply{{Text: "cut", Finish: "max-tokens"}}}, acp.StopReasonMaxTokens, 0},
+		{"max steps", envOpts{agent: "    max_steps: 1\n", mode: "full-access", extra: "  - use: tools.clock\n",
+			replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "clock"}}}}}, acp.StopReasonMaxTurnRequests, 0},
+		{"failed", envOpts{replies: []scripted.Reply{{Finish: "error", Error: "the provider broke"}}}, "", -32013},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.opts)
+			id := e.newSession()
+			r, err := e.prompt(id, "go")
+			if c.error != 0 {
+				if rpcCode(err) != c.error {
+					t.Fatalf("%v %v", r, err)
+				}
+				return
+			}
+			if err != nil || r.StopReason != c.stop {
+				t.Fatalf("%v %v", r, err)
+			}
+		})
+	}
+}
