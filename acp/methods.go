@@ -87,7 +87,7 @@ func (s *Server) Cancel(_ stdctx.Context, p acp.CancelNotification) error {
 	}
 	// Notifications are handled one at a time: the wait for the agent to
 	// go idle must not hold the ones behind it.
-	go st.cancelTurn()
+	st.spawn(st.cancelTurn)
 	return nil
 }
 

@@ -30,7 +30,7 @@ func (st *conv) ask(client *live.Client, q *live.Question) {
 	st.mu.Lock()
 	st.questions[q.ID] = cancel
 	st.mu.Unlock()
-	go func() {
+	st.spawn(func() {
 		defer func() {
 			st.mu.Lock()
 			delete(st.questions, q.ID)
@@ -57,7 +57,7 @@ func (st *conv) ask(client *live.Client, q *live.Question) {
 			return
 		}
 		_ = client.Answer(q.ID, answerOf(resp.Outcome))
-	}()
+	})
 }
 
 func answerOf(o acp.RequestPermissionOutcome) approval.Answer {

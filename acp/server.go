@@ -46,7 +46,7 @@ type Server struct {
 	conn *acp.AgentSideConnection
 	// connID scopes the connection's JSON-RPC ids.
 	connID string
-	log  *slog.Logger
+	log    *slog.Logger
 	// ctx ends when the connection ends; the waits of prompts heed it.
 	ctx    stdctx.Context
 	cancel stdctx.CancelFunc

@@ -43,6 +43,10 @@ type conv struct {
 	titled    bool
 	questions map[int64]stdctx.CancelFunc
 	pumpDone  chan struct{}
+	// work counts the goroutines of permission requests and cancels,
+	// which close waits for.
+	work      sync.WaitGroup
+	closing   bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -164,11 +168,31 @@ func (st *conv) notifyLocked() {
 // is its only owner): the agent is disposed and the session flushed.
 func (st *conv) close(ctx stdctx.Context) error {
 	st.closeOnce.Do(func() {
+		st.mu.Lock()
+		st.closing = true
+		st.mu.Unlock()
 		st.cancel()
 		<-st.pumpDone
+		st.work.Wait()
 		st.closeErr = errors.Join(st.tab.Detach(ctx), st.s.Detach(ctx))
 	})
 	return st.closeErr
+}
+
+// spawn runs fn on a goroutine close waits for; none starts once the
+// session is closing.
+func (st *conv) spawn(fn func()) {
+	st.mu.Lock()
+	if st.closing {
+		st.mu.Unlock()
+		return
+	}
+	st.work.Add(1)
+	st.mu.Unlock()
+	go func() {
+		defer st.work.Done()
+		fn()
+	}()
 }
 
 func (st *conv) send(u acp.SessionUpdate) {
