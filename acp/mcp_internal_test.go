@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -29,5 +30,22 @@ func TestMCPServersBecomeEntries(t *testing.T) {
 	s.opts.MCP = false
 	if got := s.mcpEntries([]acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "fs", Command: "x"}}}, "/"); got != nil {
 		t.Fatalf("without the mcp plugin: %v", got)
+	}
+}
+
+func TestPermissionOutcomes(t *testing.T) {
+	for _, c := range []struct {
+		o    acp.RequestPermissionOutcome
+		want approval.Choice
+	}{
+		{acp.NewRequestPermissionOutcomeSelected(optAllowOnce), approval.AllowOnce},
+		{acp.NewRequestPermissionOutcomeSelected(optAllowAlways), approval.AllowSession},
+		{acp.NewRequestPermissionOutcomeSelected(optReject), approval.Deny},
+		{acp.NewRequestPermissionOutcomeSelected("made-up"), approval.Deny},
+		{acp.NewRequestPermissionOutcomeCancelled(), approval.Deny},
+	} {
+		if got := answerOf(c.o); got.Choice != c.want {
+			t.Fatalf("%+v → %v", c.o, got)
+		}
 	}
 }

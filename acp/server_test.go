@@ -5,6 +5,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/llm"
 )
 
 func TestInitializeAdvertisesWhatDshDoes(t *testing.T) {
@@ -27,7 +28,7 @@ func TestInitializeAdvertisesWhatDshDoes(t *testing.T) {
 }
 
 func TestPromptStreamsTheAnswerAndEndsTheTurn(t *testing.T) {
-	e := newEnv(t, envOpts{replies: []scripted.Reply{{Reasoning: "thinking hard", Text: "hello there editor"}}})
+	e := newEnv(t, envOpts{replies: []scripted.Reply{{Reasoning: "thinking hard", Text: "hello there editor", Usage: &llm.Usage{InputTokens: 10, OutputTokens: 5}}}})
 	id := e.newSession()
 	r, err := e.prompt(id, "hi")
 	if err != nil {
@@ -41,6 +42,7 @@ func TestPromptStreamsTheAnswerAndEndsTheTurn(t *testing.T) {
 		t.Fatalf("answer %q: %s", got, dump(ns))
 	}
 	e.c.waitFor(t, "thought", func(u acp.SessionUpdate) bool { return u.AgentThoughtChunk != nil })
+	e.c.waitFor(t, "usage", func(u acp.SessionUpdate) bool { return u.UsageUpdate != nil && u.UsageUpdate.Used == 15 })
 	e.c.waitFor(t, "commands", func(u acp.SessionUpdate) bool {
 		return u.AvailableCommandsUpdate != nil && len(u.AvailableCommandsUpdate.AvailableCommands) == 1
 	})

@@ -238,3 +238,36 @@ func TestSetModeSwitchesAtRuntime(t *testing.T) {
 		t.Fatalf("unknown mode: %v", err)
 	}
 }
+
+// "/steer <text>" (the advertised command) steers the running turn and
+// answers at once.
+func TestSteerCommand(t *testing.T) {
+	e := newEnv(t, envOpts{mode: "full-access", replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "gate"}}}, {Text: "done"}}})
+	id := e.newSession()
+	first := make(chan acp.PromptResponse, 1)
+	go func() {
+		r, _ := e.prompt(id, "go")
+		first <- r
+	}()
+	select {
+	case <-gate.started:
+	case <-time.After(wait):
+		t.Fatal("the tool did not start")
+	}
+	if r, err := e.prompt(id, "/steer look left"); err != nil || r.StopReason != acp.StopReasonEndTurn {
+		t.Fatal(r, err)
+	}
+	openGate()
+	if r := <-first; r.StopReason != acp.StopReasonEndTurn {
+		t.Fatal(r)
+	}
+	found := false
+	for _, ev := range e.h.Sessions().Sessions()[0].Agent().Session().Events(0) {
+		if ev.Type == "steering/message" && ev.Message.Content == "look left" && ev.Turn == 1 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the steer did not reach the running turn")
+	}
+}
