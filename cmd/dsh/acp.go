@@ -50,6 +50,16 @@ func serveACP(cmd *cobra.Command, g *globals) error {
 	} else if _, ok := cfg.Agent(agent); !ok {
 		return &exitCode{code: exitUsage, err: fmt.Errorf("acp.agent: no agent %q; configured agents: %s", agent, strings.Join(cfg.AgentIDs(), ", "))}
 	}
+	switch cfg.ACP.Mode {
+	case "", acp.ModeReadOnly, acp.ModeWorkspaceWrite, acp.ModeFullAccess:
+	default:
+		return &exitCode{code: exitUsage, err: fmt.Errorf("acp.mode: %q is not a mode; use read-only, workspace-write or full-access", cfg.ACP.Mode)}
+	}
+	for i, name := range cfg.ACP.Presets {
+		if _, err := cfg.Preset(name); err != nil {
+			return &exitCode{code: exitUsage, err: fmt.Errorf("acp.presets[%d]: %w", i, err)}
+		}
+	}
 	h, err := host.Start(cfg, host.Options{LogOutput: stderr, NoConfigAgents: true})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}

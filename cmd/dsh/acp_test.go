@@ -134,3 +134,25 @@ func TestACPEndToEnd(t *testing.T) {
 		t.Fatalf("session not saved: %v", err)
 	}
 }
+
+// A bad acp: key is a usage error naming the key, before anything starts.
+func TestACPBadConfig(t *testing.T) {
+	for _, c := range []struct{ extra, want string }{
+		{"acp:\n  mode: yolo\n", "acp.mode"},
+		{"acp:\n  presets: [nope]\n", "acp.presets[0]"},
+		{"acp:\n  agent: ghost\n", "acp.agent"},
+	} {
+		cfg := writeConfig(t, "        - text: hi\n", "")
+		f, _ := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(c.extra)
+		f.Close()
+		cmd := exec.Command(dshBin, "acp", "--config", cfg)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), c.want) || stdout.Len() != 0 {
+			t.Fatalf("%s: %v\nstdout %q\nstderr %q", c.extra, err, stdout.String(), stderr.String())
+		}
+	}
+}
