@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
@@ -172,9 +173,27 @@ func (st *conv) close(ctx stdctx.Context) error {
 		st.closing = true
 		st.mu.Unlock()
 		st.cancel()
-		<-st.pumpDone
-		st.work.Wait()
-		st.closeErr = errors.Join(st.tab.Detach(ctx), st.s.Detach(ctx))
+		// A client that stopped reading can hold the pump in a write: the
+		// agent is stopped and its session saved all the same.
+		// It gets a quarter of the close's time; the rest is the agent's.
+		t := time.NewTimer(st.srv.opts.CloseTimeout / 4)
+		defer t.Stop()
+		stuck := false
+		select {
+		case <-st.pumpDone:
+			st.work.Wait()
+		case <-t.C:
+			stuck = true
+		case <-ctx.Done():
+			stuck = true
+		}
+		st.mu.Lock()
+		tab := st.tab
+		st.mu.Unlock()
+		st.closeErr = errors.Join(tab.Detach(ctx), st.s.Detach(ctx))
+		if stuck {
+			st.srv.log.Warn("the session closed while the client was not reading its updates", "session", st.id)
+		}
 	})
 	return st.closeErr
 }

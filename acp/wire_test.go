@@ -180,3 +180,50 @@ func TestARetriedPromptIsDeliveredOnce(t *testing.T) {
 		t.Fatalf("%d user messages", n)
 	}
 }
+
+// A client that stops reading cannot keep dsh from stopping: once stdin
+// closes, Serve stops every agent within CloseTimeout.
+func TestAClientThatStopsReadingDoesNotHoldShutdown(t *testing.T) {
+	h, stop := startHost(t, "plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n")
+	defer stop()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", CloseTimeout: 200 * time.Millisecond})
+	}()
+	dir := t.TempDir()
+	inW.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[]}}` + "\n"))
+	deadline := time.Now().Add(wait)
+	for len(h.Sessions().Sessions()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no session opened")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ss := h.Sessions().Sessions()[0]
+	agentID := ss.AgentID()
+	// A turn whose updates the pump cannot write.
+	inW.Write([]byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + ss.ID() + `","prompt":[{"type":"text","text":"hi"}]}}` + "\n"))
+	for ss.Agent().Session().Len() < 4 {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn did not run")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ictx, cancel := stdctx.WithTimeout(stdctx.Background(), wait)
+	defer cancel()
+	ss.Agent().WhenIdle(ictx)
+	inW.Close()
+	select {
+	case <-served:
+	case <-time.After(wait):
+		t.Fatal("Serve did not return")
+	}
+	if _, ok := h.Agent(agentID); ok {
+		t.Fatal("the agent outlived the connection")
+	}
+	// Let the writes held in the pipe go, so nothing leaks.
+	go io.Copy(io.Discard, outR)
+	outW.Close()
+}
