@@ -98,7 +98,9 @@ func Serve(ctx stdctx.Context, in io.Reader, out io.Writer, opts Options) error 
 	case <-s.conn.Done():
 	case <-ctx.Done():
 	}
-	s.cancel()
+	s.mu.Lock()
+	s.cancel() // under mu: an open in progress either is in the map or sees it
+	s.mu.Unlock()
 	err := s.closeAll()
 	// The filter ends with in; a ctx that ended first leaves it reading,
 	// which the caller ends by closing in.

@@ -135,6 +135,13 @@ func (s *Server) start(ss *sessions.Session, kind openKind, cwd string) (*conv, 
 		return nil, errors.Join(err, tab.Detach(stdctx.Background()))
 	}
 	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		// The connection ended while the session opened: closeAll has run
+		// and would never see it.
+		s.mu.Unlock()
+		st.cancel()
+		return nil, errors.Join(errs.New(sessions.Closed, "acp: the client went away while its session opened"), tab.Detach(stdctx.Background()))
+	}
 	s.sessions[st.id] = st
 	s.mu.Unlock()
 	go st.pump(client)
