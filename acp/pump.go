@@ -22,7 +22,7 @@ func (st *conv) pump(client *live.Client) {
 			cancel()
 		}
 		for id, ch := range st.announced {
-			close(ch)
+			closeOnce(ch)
 			delete(st.announced, id)
 		}
 		st.mu.Unlock()
@@ -52,6 +52,11 @@ func (st *conv) pump(client *live.Client) {
 			tab, client = next, host.Live(next)
 			st.mu.Lock()
 			st.tab = tab
+			// The hub asks the new attachment the open questions again;
+			// the editor must not see each twice.
+			for _, cancel := range st.questions {
+				cancel()
+			}
 			st.mu.Unlock()
 			_ = old.Detach(stdctx.Background())
 			continue
@@ -60,6 +65,15 @@ func (st *conv) pump(client *live.Client) {
 			return
 		}
 		st.handle(client, u)
+	}
+}
+
+// closeOnce closes ch unless it is closed already.
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
 	}
 }
 

@@ -271,3 +271,34 @@ func TestSteerCommand(t *testing.T) {
 		t.Fatal("the steer did not reach the running turn")
 	}
 }
+
+// session/close during a running tool stops that agent; the waiting
+// prompt answers that the session closed.
+func TestCloseDuringATool(t *testing.T) {
+	e := newEnv(t, envOpts{mode: "full-access", replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "gate"}}}, {Text: "never"}}})
+	id := e.newSession()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.prompt(id, "go")
+		errc <- err
+	}()
+	select {
+	case <-gate.started:
+	case <-time.After(wait):
+		t.Fatal("the tool did not start")
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if rpcCode(err) != -32012 {
+			t.Fatalf("%v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the prompt did not answer")
+	}
+	if _, ok := e.h.Agent("main@" + string(id)); ok {
+		t.Fatal("the agent still runs")
+	}
+}

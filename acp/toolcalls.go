@@ -82,11 +82,7 @@ func (st *conv) toolCall(c llm.ToolCall) {
 		st.announced[c.ID] = ch
 	}
 	st.mu.Unlock()
-	select {
-	case <-ch:
-	default:
-		close(ch)
-	}
+	closeOnce(ch)
 }
 
 // toolResult ends a call: completed, or failed for an error result (a
