@@ -138,14 +138,17 @@ func (st *conv) waitTurn(msgID string, cancelled chan struct{}) (turnEnd, error)
 // agent is idle and its last events went out, every prompt waiting
 // answers cancelled.
 func (st *conv) cancelTurn() {
+	// The prompts sent before the cancel answer cancelled; one sent while
+	// it runs is not the cancel's business.
+	st.mu.Lock()
+	cancelled := st.cancelled
+	st.cancelled = make(chan struct{})
+	st.mu.Unlock()
 	if err := st.s.Cancel(st.ctx); err != nil {
 		st.srv.log.Debug("cancel", "session", st.id, "error", err)
 	}
 	st.waitForwarded(int64(st.s.Agent().Session().Len()))
-	st.mu.Lock()
-	close(st.cancelled)
-	st.cancelled = make(chan struct{})
-	st.mu.Unlock()
+	close(cancelled)
 }
 
 type steeringParams struct {
