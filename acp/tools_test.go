@@ -178,3 +178,48 @@ func TestCancelWithdrawsAPendingPermission(t *testing.T) {
 		t.Fatal("the prompt did not answer after cancel")
 	}
 }
+
+// A cancel also answers the prompts queued behind the running turn: they
+// are dropped, not run later.
+func TestCancelDropsQueuedPrompts(t *testing.T) {
+	e := newEnv(t, envOpts{mode: "full-access", replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "gate"}}}, {Text: "never"}}})
+	id := e.newSession()
+	answers := make(chan acp.PromptResponse, 2)
+	go func() {
+		r, _ := e.prompt(id, "first")
+		answers <- r
+	}()
+	select {
+	case <-gate.started:
+	case <-time.After(wait):
+		t.Fatal("the tool did not start")
+	}
+	go func() {
+		r, _ := e.prompt(id, "queued")
+		answers <- r
+	}()
+	ss := e.h.Sessions().Sessions()[0]
+	deadline := time.Now().Add(wait)
+	for ss.Agent().Pending() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second prompt was not queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: id})
+	for range 2 {
+		select {
+		case r := <-answers:
+			if r.StopReason != acp.StopReasonCancelled {
+				t.Fatalf("stop %q", r.StopReason)
+			}
+		case <-time.After(wait):
+			t.Fatal("a prompt did not answer after cancel")
+		}
+	}
+	for _, ev := range ss.Agent().Session().Events(0) {
+		if ev.Type == "user/message" && ev.Message.Content == "queued" {
+			t.Fatal("the queued prompt ran after the cancel")
+		}
+	}
+}
