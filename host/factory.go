@@ -27,6 +27,7 @@ const (
 	ReasonSpecWorkspace = "host/spec-workspace"
 	ReasonSpecProvider  = "host/spec-provider"
 	ReasonSpecSession   = "host/spec-session"
+	ReasonSpecEntries   = "host/spec-entries"
 )
 
 // ReasonSessionOpenHere goes with session.SessionLocked when the session an
@@ -56,6 +57,10 @@ type AgentSpec struct {
 	Resume bool
 	// Provider, Model and SystemPrompt override the template's when set.
 	Provider, Model, SystemPrompt string
+	// Entries are plugin entries (use: only) mounted in the agent's scope
+	// after its presets, such as the MCP servers an editor hands over for
+	// one session; they go away with the agent.
+	Entries []config.Entry
 }
 
 // openedAgent is an agent a caller opened: the caller's, not the config's.
@@ -199,6 +204,14 @@ func (h *Host) specPlan(cfg *config.Config, spec AgentSpec) (plan, error) {
 	}
 
 	p := plan{id: ac.ID, options: agentOptions(ac), presets: ac.PresetNames(), session: ac.Session}
+	for i, e := range spec.Entries {
+		at := fmt.Sprintf("AgentSpec.Entries[%d]", i)
+		decoded, err := config.DecodeEntry(e, at)
+		if err != nil {
+			return plan{}, specErr(ReasonSpecEntries, fmt.Sprintf("Entries[%d]", i), messageOf(err))
+		}
+		p.extra = append(p.extra, extraEntry{entry: e, config: decoded, at: at})
+	}
 	if spec.Resume {
 		p.mode = resumeOnly
 	}

@@ -2,12 +2,14 @@ package host
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"slices"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 )
@@ -40,8 +42,36 @@ type plan struct {
 	// noProvider builds the error of a provider nothing registers for
 	// the agent's scope; names are those registered.
 	noProvider func(names []string) error
+	// extra are AgentSpec.Entries, mounted after the presets.
+	extra []extraEntry
 	// setup, when set, runs in the scope after the presets.
 	setup func(scope *dshctx.Context) error
+}
+
+// extraEntry is an entry an opener adds for one agent, decoded already.
+type extraEntry struct {
+	entry  config.Entry
+	config any
+	at     string
+}
+
+// applyExtra mounts an extra entry in scope; it goes with the scope.
+func (h *Host) applyExtra(scope *dshctx.Context, x extraEntry) error {
+	info, ok := plugin.Lookup(x.entry.Use)
+	if !ok {
+		return errs.New(StartFailed, fmt.Sprintf("%s: plugin %q is not registered", x.at, x.entry.Use))
+	}
+	f, err := scope.Plugin(info.Plugin, x.config)
+	if err == nil {
+		err = f.Await(stdctx.Background())
+	}
+	if err != nil {
+		if f != nil {
+			err = errors.Join(err, f.Dispose(stdctx.Background()))
+		}
+		return errs.Wrap(StartFailed, err, fmt.Sprintf("%s (use %s) failed to start", x.at, x.entry.Use))
+	}
+	return nil
 }
 
 // openPlan creates or resumes the agent of p with cfg's presets mounted in
@@ -61,6 +91,11 @@ func (h *Host) openPlan(ctx stdctx.Context, cfg *config.Config, p plan) (*agents
 				if _, err := h.apply(scope, cfg, &list[j], fmt.Sprintf("presets.%s[%d]", name, j)); err != nil {
 					return err
 				}
+			}
+		}
+		for _, x := range p.extra {
+			if err := h.applyExtra(scope, x); err != nil {
+				return err
 			}
 		}
 		// Checked once the presets are mounted: a provider of the agent's

@@ -3,6 +3,7 @@ package host
 import (
 	stdctx "context"
 
+	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -42,6 +43,9 @@ func (o hostOpener) agentSpec(spec sessions.Spec, resume bool) AgentSpec {
 		ID: spec.AgentID, SessionID: spec.SessionID, Resume: resume,
 		Workspace: spec.Options.Workspace, Provider: spec.Options.Provider, Model: spec.Options.Model,
 		SystemPrompt: spec.Options.SystemPrompt,
+	}
+	for _, e := range spec.Entries {
+		as.Entries = append(as.Entries, config.Entry{Use: e.Use, Config: e.Config})
 	}
 	var own []string
 	if ac, ok := o.h.Config().Agent(spec.Agent); ok {

@@ -41,6 +41,8 @@ type Config struct {
 	// Agents start with the host.
 	Agents []AgentConfig `koanf:"agents"`
 	Log    LogConfig     `koanf:"log"`
+	// ACP configures the sessions `dsh acp` opens for editors.
+	ACP ACPConfig `koanf:"acp"`
 
 	// File is where the config came from ("" when built in code).
 	File string `koanf:"-"`

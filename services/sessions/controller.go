@@ -120,6 +120,9 @@ type OpenOptions struct {
 	// Source is who prompts by default: a PromptRequest without one uses
 	// it. Zero means a user.
 	Source agentcontroller.Source
+	// Entries are plugins mounted in this session's agent only, after its
+	// presets (an editor's MCP servers); they go away with the agent.
+	Entries []Entry
 	// KeepRunning keeps the session open when its last client detaches,
 	// as a server session does; it then ends by Close or when the
 	// controller is disposed.
@@ -200,7 +203,7 @@ func (c *Controller) open(ctx stdctx.Context, o OpenOptions, resume bool) (_ *Se
 
 // spec resolves the options into what the opener needs.
 func (c *Controller) spec(o OpenOptions) Spec {
-	sp := Spec{Agent: o.Agent, AgentID: o.AgentID, Presets: o.Presets, SessionID: o.SessionID, Options: o.Options}
+	sp := Spec{Agent: o.Agent, AgentID: o.AgentID, Presets: o.Presets, SessionID: o.SessionID, Options: o.Options, Entries: o.Entries}
 	if sp.SessionID == "" {
 		sp.SessionID = o.Agent + "-session-" + uuid.NewString()
 	}

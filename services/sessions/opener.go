@@ -25,6 +25,15 @@ type Spec struct {
 	// Options are the agent's settings: Workspace and the provider/model
 	// overrides are already folded in.
 	Options agents.Options
+	// Entries are plugins mounted in the agent's scope after its presets.
+	Entries []Entry
+}
+
+// Entry is an in-process plugin to mount in one session's agent: its id
+// (Use) and its config, as a config file's use: entry would give them.
+type Entry struct {
+	Use    string
+	Config map[string]any
 }
 
 // Opener creates an agent with its presets and workspace as one operation.
@@ -72,6 +81,10 @@ func (o RegistryOpener) setup(spec Spec) (func(*dshctx.Context) error, error) {
 		return nil, errs.New(errs.InvalidArgument, "sessions.RegistryOpener: Registry is nil; set it to the agents service")
 	}
 	if o.Setup == nil {
+		if len(spec.Entries) > 0 {
+			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf(
+				"session %q asks for %d plugin entries, but this session controller opens agents without a host and cannot mount them; drop them or give the controller the host's opener", spec.SessionID, len(spec.Entries)))
+		}
 		if len(spec.Presets) > 0 {
 			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf(
 				"session %q asks for presets %v, but this session controller opens agents without a host and cannot mount presets; drop them or give the controller the host's opener", spec.SessionID, spec.Presets))

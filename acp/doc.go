@@ -1,0 +1,17 @@
+// Package acp is dsh's entry point for editors: an agent of the Agent
+// Client Protocol (JSON-RPC over stdio, github.com/coder/acp-go-sdk) whose
+// every session is a session of the session controller.
+//
+// It never makes or feeds agents itself: session/new and session/load open
+// and resume through services/sessions, session/prompt delivers through
+// Session.Prompt (source kind acp, the JSON-RPC id as request id), steering
+// through Session.Steer, and the session/update stream is the session's
+// live hub (services/sessions/live) translated update by update. The
+// approval stage's questions reach the editor as session/request_permission
+// because the server attaches to the hub as an approving client.
+//
+// The ACP modes (read-only, workspace-write, full-access) are an approval
+// policy the server prepends in each session agent's scope: switching mode
+// only changes which calls it lets through, asks about or refuses, so it
+// takes effect on the next call without reopening the agent.
+package acp

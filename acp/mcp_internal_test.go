@@ -1,0 +1,51 @@
+package acp
+
+import (
+	"log/slog"
+	"reflect"
+	"testing"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/sessions"
+)
+
+// The client's MCP servers become one mcp entry each, with the keys the
+// mcp plugin takes. (That the plugin starts them is checked once it is
+// merged.)
+func TestMCPServersBecomeEntries(t *testing.T) {
+	s := &Server{opts: Options{MCP: true}, log: slog.New(slog.DiscardHandler)}
+	got := s.mcpEntries([]acp.McpServer{
+		{Stdio: &acp.McpServerStdio{Name: "fs", Command: "/bin/mcp-fs", Args: []string{"--root", "."}, Env: []acp.EnvVariable{{Name: "TOKEN", Value: "t"}}}},
+		{Http: &acp.McpServerHttpInline{Type: "http", Name: "web", Url: "https://example.test/mcp", Headers: []acp.HttpHeader{{Name: "Authorization", Value: "Bearer x"}}}},
+		{Sse: &acp.McpServerSseInline{}},
+	}, "/work/project")
+	want := []sessions.Entry{
+		{Use: "mcp", Config: map[string]any{"name": "fs", "command": "/bin/mcp-fs", "args": []any{"--root", "."}, "env": map[string]any{"TOKEN": "t"}, "cwd": "/work/project"}},
+		{Use: "mcp", Config: map[string]any{"name": "web", "url": "https://example.test/mcp", "headers": map[string]any{"Authorization": "Bearer x"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v", got)
+	}
+	s.opts.MCP = false
+	if got := s.mcpEntries([]acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "fs", Command: "x"}}}, "/"); got != nil {
+		t.Fatalf("without the mcp plugin: %v", got)
+	}
+}
+
+func TestPermissionOutcomes(t *testing.T) {
+	for _, c := range []struct {
+		o    acp.RequestPermissionOutcome
+		want approval.Choice
+	}{
+		{acp.NewRequestPermissionOutcomeSelected(optAllowOnce), approval.AllowOnce},
+		{acp.NewRequestPermissionOutcomeSelected(optAllowAlways), approval.AllowSession},
+		{acp.NewRequestPermissionOutcomeSelected(optReject), approval.Deny},
+		{acp.NewRequestPermissionOutcomeSelected("made-up"), approval.Deny},
+		{acp.NewRequestPermissionOutcomeCancelled(), approval.Deny},
+	} {
+		if got := answerOf(c.o); got.Choice != c.want {
+			t.Fatalf("%+v → %v", c.o, got)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package acp
+
+import (
+	stdctx "context"
+	"time"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/errs"
+)
+
+// NewSession opens a session whose agent works in cwd.
+func (s *Server) NewSession(ctx stdctx.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	st, err := s.open(ctx, openNew, "", p.Cwd, p.McpServers)
+	if err != nil {
+		return acp.NewSessionResponse{}, rpcErr(err)
+	}
+	st.announce()
+	return acp.NewSessionResponse{SessionId: st.id, Modes: modeState(st.mode.get())}, nil
+}
+
+// LoadSession resumes a stored session and replays its history as
+// session/update notifications before it answers.
+func (s *Server) LoadSession(ctx stdctx.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	st, err := s.open(ctx, openLoad, p.SessionId, p.Cwd, p.McpServers)
+	if err != nil {
+		return acp.LoadSessionResponse{}, rpcErr(err)
+	}
+	st.waitForwarded(st.replayTo)
+	st.announce()
+	return acp.LoadSessionResponse{Modes: modeState(st.mode.get())}, nil
+}
+
+// ResumeSession resumes a stored session without replaying it.
+func (s *Server) ResumeSession(ctx stdctx.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	st, err := s.open(ctx, openResume, p.SessionId, p.Cwd, p.McpServers)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, rpcErr(err)
+	}
+	st.announce()
+	return acp.ResumeSessionResponse{Modes: modeState(st.mode.get())}, nil
+}
+
+// CloseSession closes exactly that session: its agent is disposed.
+func (s *Server) CloseSession(ctx stdctx.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	s.mu.Lock()
+	st, ok := s.sessions[p.SessionId]
+	delete(s.sessions, p.SessionId)
+	s.mu.Unlock()
+	if !ok {
+		return acp.CloseSessionResponse{}, rpcErr(unknownSession(p.SessionId))
+	}
+	cctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), s.opts.CloseTimeout)
+	defer cancel()
+	return acp.CloseSessionResponse{}, rpcErr(st.close(cctx))
+}
+
+// ListSessions lists the stored sessions, most recent first. dsh keeps no
+// cwd with a session, so cwd filters nothing and each entry's cwd is
+// empty.
+func (s *Server) ListSessions(ctx stdctx.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	list, err := s.opts.Sessions.List(ctx)
+	if err != nil {
+		return acp.ListSessionsResponse{}, rpcErr(err)
+	}
+	out := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
+	for _, sum := range list {
+		info := acp.SessionInfo{SessionId: acp.SessionId(sum.ID)}
+		if sum.Title != "" {
+			info.Title = acp.Ptr(sum.Title)
+		}
+		if !sum.Updated.IsZero() {
+			info.UpdatedAt = acp.Ptr(sum.Updated.UTC().Format(time.RFC3339))
+		}
+		info.Meta = map[string]any{"state": string(sum.State), "agent": sum.Agent}
+		out.Sessions = append(out.Sessions, info)
+	}
+	return out, nil
+}
+
+// Cancel ends the session's turn and drops what it queued; every prompt
+// waiting then answers cancelled.
+func (s *Server) Cancel(_ stdctx.Context, p acp.CancelNotification) error {
+	st, err := s.get(p.SessionId)
+	if err != nil {
+		s.log.Warn("session/cancel of an unknown session", "session", p.SessionId)
+		return nil
+	}
+	// Notifications are handled one at a time: the wait for the agent to
+	// go idle must not hold the ones behind it.
+	st.spawn(st.cancelTurn)
+	return nil
+}
+
+var _ = errs.Internal

@@ -1,0 +1,248 @@
+package acp
+
+import (
+	stdctx "context"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
+)
+
+// pump turns the hub's updates into session/update notifications until
+// the session closes.
+func (st *conv) pump(client *live.Client) {
+	tab := st.tab
+	defer func() {
+		st.mu.Lock()
+		for _, cancel := range st.questions {
+			cancel()
+		}
+		for id, ch := range st.announced {
+			closeOnce(ch)
+			delete(st.announced, id)
+		}
+		st.mu.Unlock()
+		close(st.pumpDone)
+	}()
+	var held *live.Update
+	for {
+		var u live.Update
+		var err error
+		if held != nil {
+			u, held = *held, nil
+		} else {
+			u, err = client.Next(st.ctx)
+		}
+		if err == nil && u.Kind == live.KindChunk {
+			held = coalesce(client, &u)
+		}
+		if errs.HasCode(err, live.Overflow) {
+			// Fell behind (a client that reads slowly): attach again where
+			// it stopped; the hub's backlog and snapshot fill the gap.
+			next, aerr := st.s.Attach(st.ctx, sessions.AttachOptions{AfterSeq: client.LastSeq(), Approvals: true, Name: "acp"})
+			if aerr != nil {
+				st.srv.log.Warn("the session's stream was lost", "session", st.id, "error", aerr)
+				return
+			}
+			old := tab
+			tab, client = next, host.Live(next)
+			st.mu.Lock()
+			st.tab = tab
+			// The hub asks the new attachment the open questions again;
+			// the editor must not see each twice.
+			for _, cancel := range st.questions {
+				cancel()
+			}
+			st.mu.Unlock()
+			_ = old.Detach(stdctx.Background())
+			continue
+		}
+		if err != nil {
+			return
+		}
+		st.handle(client, u)
+	}
+}
+
+// closeOnce closes ch unless it is closed already.
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// maxCoalesce bounds the text one update carries.
+const maxCoalesce = 64 << 10
+
+// polled is an ended ctx: Next with it returns what is queued, at once.
+var polled = func() stdctx.Context {
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	cancel()
+	return ctx
+}()
+
+// coalesce appends to u the text of the chunks of the same message and
+// kind already queued behind it, so a client slower than the model gets
+// fewer, larger updates instead of falling behind; it returns the first
+// update that did not fit, to be handled next. The first chunk of a burst
+// goes out alone when nothing is queued behind it: coalescing never waits.
+func coalesce(client *live.Client, u *live.Update) *live.Update {
+	c := &u.Chunk.Chunk
+	if c.Kind != llm.ChunkText && c.Kind != llm.ChunkReasoning {
+		return nil
+	}
+	var b []byte
+	for len(c.Text)+len(b) < maxCoalesce {
+		next, err := client.Next(polled)
+		if err != nil {
+			break
+		}
+		if next.Kind != live.KindChunk || next.Chunk.MessageID != u.Chunk.MessageID || next.Chunk.Chunk.Kind != c.Kind {
+			if b != nil {
+				c.Text += string(b)
+			}
+			return &next
+		}
+		if b == nil {
+			b = append(make([]byte, 0, 256), c.Text...)
+			c.Text = ""
+		}
+		b = append(b, next.Chunk.Chunk.Text...)
+	}
+	if b != nil {
+		c.Text += string(b)
+	}
+	return nil
+}
+
+func (st *conv) handle(client *live.Client, u live.Update) {
+	switch u.Kind {
+	case live.KindChunk:
+		st.chunk(u.Chunk.MessageID, u.Chunk.Chunk)
+	case live.KindSnapshot:
+		// A (re-)attach in the middle of a message: send what of it the
+		// client has not had yet.
+		st.rest(u.Snapshot.MessageID, u.Snapshot.Message, false)
+	case live.KindEvent:
+		st.event(u.Seq, u.Event)
+	case live.KindQuestion:
+		st.ask(client, u.Question)
+	case live.KindSettled:
+		st.mu.Lock()
+		if cancel, ok := st.questions[u.Settled.QuestionID]; ok {
+			cancel()
+		}
+		st.mu.Unlock()
+	case live.KindNotice:
+		// Refusals reach the prompt that caused them as its error.
+	}
+}
+
+// sent counts what of a message's text and reasoning went out as chunks.
+type sent struct{ text, thought int }
+
+// rest sends what of m the client lacks; done forgets the message.
+func (st *conv) rest(id string, m llm.Message, done bool) {
+	st.mu.Lock()
+	had := st.streamed[id]
+	if done {
+		delete(st.streamed, id)
+	} else {
+		st.streamed[id] = sent{len(m.Content), len(m.Reasoning)}
+	}
+	st.mu.Unlock()
+	if len(m.Reasoning) > had.thought {
+		st.send(acp.UpdateAgentThoughtText(m.Reasoning[had.thought:]))
+	}
+	if len(m.Content) > had.text {
+		st.send(acp.UpdateAgentMessageText(m.Content[had.text:]))
+	}
+}
+
+func (st *conv) chunk(messageID string, c llm.Chunk) {
+	switch c.Kind {
+	case llm.ChunkText:
+		st.mu.Lock()
+		n := st.streamed[messageID]
+		n.text += len(c.Text)
+		st.streamed[messageID] = n
+		st.mu.Unlock()
+		st.send(acp.UpdateAgentMessageText(c.Text))
+	case llm.ChunkReasoning:
+		st.mu.Lock()
+		n := st.streamed[messageID]
+		n.thought += len(c.Text)
+		st.streamed[messageID] = n
+		st.mu.Unlock()
+		st.send(acp.UpdateAgentThoughtText(c.Text))
+	case llm.ChunkUsage:
+		if c.Usage != nil {
+			// dsh does not know the model's context window: size is what
+			// this call used, so a client shows the use, not a ratio.
+			used := c.Usage.InputTokens + c.Usage.OutputTokens
+			st.send(acp.SessionUpdate{UsageUpdate: &acp.SessionUsageUpdate{SessionUpdate: "usage_update", Used: used, Size: used}})
+		}
+	}
+}
+
+// event sends what a durable event shows the person.
+func (st *conv) event(seq int64, e *session.Event) {
+	st.mu.Lock()
+	history := seq <= st.replayTo
+	st.mu.Unlock()
+	switch e.Type {
+	case session.UserMessage, session.SteeringMessage:
+		if e.Message != nil {
+			st.mu.Lock()
+			st.turnOf[e.Message.ID] = e.Turn
+			st.mu.Unlock()
+			if history {
+				st.send(acp.UpdateUserMessageText(e.Message.Content))
+			}
+			st.title(e.Message.Content)
+		}
+	case session.AssistantMessage:
+		if e.Message != nil {
+			st.rest(e.Message.ID, *e.Message, true)
+		}
+	case session.ToolCall:
+		if e.ToolCall != nil {
+			st.toolCall(*e.ToolCall)
+		}
+	case session.ToolResult:
+		if e.Message != nil {
+			st.toolResult(*e.Message)
+		}
+	case session.TurnEnd:
+		st.mu.Lock()
+		st.ended[e.Turn] = turnEnd{reason: e.Reason, err: e.Error}
+		st.mu.Unlock()
+		if !history {
+			st.send(acp.SessionUpdate{SessionInfoUpdate: &acp.SessionSessionInfoUpdate{SessionUpdate: "session_info_update",
+				UpdatedAt: acp.Ptr(e.Time.UTC().Format("2006-01-02T15:04:05Z07:00"))}})
+		}
+	}
+	st.mu.Lock()
+	if seq > st.forwarded {
+		st.forwarded = seq
+	}
+	st.notifyLocked()
+	st.mu.Unlock()
+}
+
+// title sends the session's title once, from its first prompt.
+func (st *conv) title(prompt string) {
+	st.mu.Lock()
+	done := st.titled
+	st.titled = true
+	st.mu.Unlock()
+	if !done {
+		st.send(acp.SessionUpdate{SessionInfoUpdate: &acp.SessionSessionInfoUpdate{SessionUpdate: "session_info_update", Title: acp.Ptr(session.Title(prompt))}})
+	}
+}

@@ -1,0 +1,109 @@
+package acp_test
+
+import (
+	"testing"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/llm"
+)
+
+func TestInitializeAdvertisesWhatDshDoes(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	r, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.AgentCapabilities
+	if r.ProtocolVersion != 1 || !c.LoadSession || c.PromptCapabilities.Image || c.PromptCapabilities.EmbeddedContext ||
+		c.McpCapabilities.Http || c.SessionCapabilities.List == nil || c.SessionCapabilities.Close == nil || c.SessionCapabilities.Resume == nil {
+		t.Fatalf("%+v", r)
+	}
+	if r.AgentInfo == nil || r.AgentInfo.Name != "dsh" || r.AgentInfo.Version != "test" {
+		t.Fatalf("agent info %+v", r.AgentInfo)
+	}
+	if s, _ := c.Meta["steering"].(map[string]any); s["method"] != "_session/steering" {
+		t.Fatalf("steering not advertised: %v", c.Meta)
+	}
+}
+
+func TestPromptStreamsTheAnswerAndEndsTheTurn(t *testing.T) {
+	e := newEnv(t, envOpts{replies: []scripted.Reply{{Reasoning: "thinking hard", Text: "hello there editor", Usage: &llm.Usage{InputTokens: 10, OutputTokens: 5}}}})
+	id := e.newSession()
+	r, err := e.prompt(id, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("stop %q", r.StopReason)
+	}
+	ns := e.c.all()
+	if got := agentText(ns); got != "hello there editor" {
+		t.Fatalf("answer %q: %s", got, dump(ns))
+	}
+	e.c.waitFor(t, "thought", func(u acp.SessionUpdate) bool { return u.AgentThoughtChunk != nil })
+	e.c.waitFor(t, "usage", func(u acp.SessionUpdate) bool { return u.UsageUpdate != nil && u.UsageUpdate.Used == 15 })
+	e.c.waitFor(t, "commands", func(u acp.SessionUpdate) bool {
+		return u.AvailableCommandsUpdate != nil && len(u.AvailableCommandsUpdate.AvailableCommands) == 1
+	})
+	e.c.waitFor(t, "title", func(u acp.SessionUpdate) bool {
+		return u.SessionInfoUpdate != nil && u.SessionInfoUpdate.Title != nil && *u.SessionInfoUpdate.Title == "hi"
+	})
+	for _, n := range ns {
+		if n.SessionId != id {
+			t.Fatalf("update of session %q", n.SessionId)
+		}
+		if n.Update.UserMessageChunk != nil {
+			t.Fatal("a live prompt was echoed back to the client that sent it")
+		}
+	}
+}
+
+func TestNewSessionAdvertisesModes(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: 1})
+	r, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: e.dir, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Modes == nil || r.Modes.CurrentModeId != "workspace-write" || len(r.Modes.AvailableModes) != 3 {
+		t.Fatalf("%+v", r.Modes)
+	}
+	if _, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: "relative/dir", McpServers: []acp.McpServer{}}); rpcCode(err) != -32602 {
+		t.Fatalf("relative cwd: %v", err)
+	}
+	if _, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: "/no/such/dir", McpServers: []acp.McpServer{}}); err == nil {
+		t.Fatal("a missing cwd opened a session")
+	}
+}
+
+// The turn's end maps onto stopReason; a failed turn is an error.
+func TestStopReasons(t *testing.T) {
+	cases := []struct {
+		name  string
+		opts  envOpts
+		stop  acp.StopReason
+		error int
+	}{
+		{"max tokens", envOpts{replies: []scripted.Reply{{Text: "cut", Finish: "max-tokens"}}}, acp.StopReasonMaxTokens, 0},
+		{"max steps", envOpts{agent: "    max_steps: 1\n", mode: "full-access", extra: "  - use: tools.clock\n",
+			replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "clock"}}}}}, acp.StopReasonMaxTurnRequests, 0},
+		{"failed", envOpts{replies: []scripted.Reply{{Finish: "error", Error: "the provider broke"}}}, "", -32013},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.opts)
+			id := e.newSession()
+			r, err := e.prompt(id, "go")
+			if c.error != 0 {
+				if rpcCode(err) != c.error {
+					t.Fatalf("%v %v", r, err)
+				}
+				return
+			}
+			if err != nil || r.StopReason != c.stop {
+				t.Fatalf("%v %v", r, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package acp
+
+import (
+	stdctx "context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/sessions"
+)
+
+// session is one ACP session: a session of the controller, the server's
+// attachment to its live hub and the pump that turns the hub's updates
+// into session/update notifications.
+type conv struct {
+	srv  *Server
+	id   acp.SessionId
+	s    *sessions.Session
+	tab  *sessions.Attachment
+	mode *modePolicy
+	cwd  string
+	// ctx ends when the session closes.
+	ctx    stdctx.Context
+	cancel stdctx.CancelFunc
+
+	// sendMu keeps the pump's notifications and the tool listener's in
+	// one order on the wire.
+	sendMu sync.Mutex
+
+	mu        sync.Mutex
+	turnOf    map[string]int  // message id → turn
+	ended     map[int]turnEnd // turn → how it ended
+	changed   chan struct{}   // closed and replaced on every change
+	cancelled chan struct{}   // closed by session/cancel, then replaced
+	forwarded int64           // last durable seq sent to the client
+	replayTo  int64           // events up to here are history (load)
+	streamed  map[string]sent // what of each message went out
+	announced map[string]chan struct{}
+	titled    bool
+	questions map[int64]stdctx.CancelFunc
+	pumpDone  chan struct{}
+	// work counts the goroutines of permission requests and cancels,
+	// which close waits for.
+	work      sync.WaitGroup
+	closing   bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type turnEnd struct {
+	reason, err string
+}
+
+// openKind says how a session is opened.
+type openKind int
+
+const (
+	openNew openKind = iota
+	openLoad
+	openResume
+)
+
+// open opens (or resumes) a session for the client and starts its pump;
+// for a load it returns once the history has been sent.
+func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd string, servers []acp.McpServer) (*conv, error) {
+	if !filepath.IsAbs(cwd) {
+		return nil, errs.New(BadParams, fmt.Sprintf("cwd %q is not an absolute path; send the absolute path of the project directory", cwd))
+	}
+	o := sessions.OpenOptions{
+		Agent: s.opts.Agent, Presets: s.opts.Presets, Workspace: filepath.Clean(cwd),
+		Source:  agentSourceOf(""),
+		Entries: s.mcpEntries(servers, cwd),
+	}
+	if kind != openNew {
+		s.mu.Lock()
+		_, here := s.sessions[id]
+		s.mu.Unlock()
+		if here {
+			return nil, errs.New(BadParams, fmt.Sprintf("session %q is already open on this connection; keep using it, or session/close it first", id))
+		}
+	}
+	var ss *sessions.Session
+	var err error
+	if kind == openNew {
+		ss, err = s.opts.Sessions.Open(ctx, o)
+	} else {
+		ss, err = s.opts.Sessions.Resume(ctx, string(id), o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.start(ss, kind, o.Workspace)
+	if err != nil {
+		return nil, errors.Join(err, ss.Detach(stdctx.Background()))
+	}
+	return st, nil
+}
+
+// start attaches to the session's hub, mounts the mode policy and starts
+// the pump.
+func (s *Server) start(ss *sessions.Session, kind openKind, cwd string) (*conv, error) {
+	agent := ss.Agent()
+	mode, err := mountMode(agent, s.opts.Mode)
+	if err != nil {
+		return nil, err
+	}
+	last := int64(agent.Session().Len())
+	after := int64(0)
+	if kind == openResume {
+		// A resumed session shows only what happens from now on.
+		after = last
+	}
+	tab, err := ss.Attach(s.ctx, sessions.AttachOptions{AfterSeq: after, Approvals: true, Name: "acp"})
+	if err != nil {
+		return nil, err
+	}
+	client := host.Live(tab)
+	if client == nil {
+		return nil, errors.Join(errs.New(errs.Internal, "acp: the session controller has no live hub"), tab.Detach(stdctx.Background()))
+	}
+	st := &conv{
+		srv: s, id: acp.SessionId(ss.ID()), s: ss, tab: tab, mode: mode, cwd: cwd,
+		turnOf: map[string]int{}, ended: map[int]turnEnd{}, changed: make(chan struct{}), cancelled: make(chan struct{}),
+		streamed: map[string]sent{}, announced: map[string]chan struct{}{}, questions: map[int64]stdctx.CancelFunc{},
+		pumpDone: make(chan struct{}), forwarded: after, replayTo: last,
+	}
+	st.ctx, st.cancel = stdctx.WithCancel(s.ctx)
+	if err := st.watchTools(); err != nil {
+		st.cancel()
+		return nil, errors.Join(err, tab.Detach(stdctx.Background()))
+	}
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		// The connection ended while the session opened: closeAll has run
+		// and would never see it.
+		s.mu.Unlock()
+		st.cancel()
+		return nil, errors.Join(errs.New(sessions.Closed, "acp: the client went away while its session opened"), tab.Detach(stdctx.Background()))
+	}
+	s.sessions[st.id] = st
+	s.mu.Unlock()
+	go st.pump(client)
+	return st, nil
+}
+
+// waitForwarded waits until the pump has sent every durable event up to
+// seq, or the session closes.
+func (st *conv) waitForwarded(seq int64) {
+	for {
+		st.mu.Lock()
+		done, ch := st.forwarded >= seq, st.changed
+		st.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-st.ctx.Done():
+			return
+		}
+	}
+}
+
+// notify wakes the waiters; st.mu is held.
+func (st *conv) notifyLocked() {
+	close(st.changed)
+	st.changed = make(chan struct{})
+}
+
+// close detaches the server from the session, which closes it (the server
+// is its only owner): the agent is disposed and the session flushed.
+func (st *conv) close(ctx stdctx.Context) error {
+	st.closeOnce.Do(func() {
+		st.mu.Lock()
+		st.closing = true
+		st.mu.Unlock()
+		st.cancel()
+		// A client that stopped reading can hold the pump in a write: the
+		// agent is stopped and its session saved all the same.
+		// It gets a quarter of the close's time; the rest is the agent's.
+		t := time.NewTimer(st.srv.opts.CloseTimeout / 4)
+		defer t.Stop()
+		stuck := false
+		select {
+		case <-st.pumpDone:
+			st.work.Wait()
+		case <-t.C:
+			stuck = true
+		case <-ctx.Done():
+			stuck = true
+		}
+		st.mu.Lock()
+		tab := st.tab
+		st.mu.Unlock()
+		st.closeErr = errors.Join(tab.Detach(ctx), st.s.Detach(ctx))
+		if stuck {
+			st.srv.log.Warn("the session closed while the client was not reading its updates", "session", st.id)
+		}
+	})
+	return st.closeErr
+}
+
+// spawn runs fn on a goroutine close waits for; none starts once the
+// session is closing.
+func (st *conv) spawn(fn func()) {
+	st.mu.Lock()
+	if st.closing {
+		st.mu.Unlock()
+		return
+	}
+	st.work.Add(1)
+	st.mu.Unlock()
+	go func() {
+		defer st.work.Done()
+		fn()
+	}()
+}
+
+func (st *conv) send(u acp.SessionUpdate) {
+	st.sendMu.Lock()
+	defer st.sendMu.Unlock()
+	st.sendLocked(u)
+}
+
+func (st *conv) sendLocked(u acp.SessionUpdate) {
+	if err := st.srv.conn.SessionUpdate(st.srv.ctx, acp.SessionNotification{SessionId: st.id, Update: u}); err != nil {
+		st.srv.log.Debug("session/update not sent", "session", st.id, "error", err)
+	}
+}

@@ -1,0 +1,138 @@
+package acp
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+// toolKinds maps dsh's tools onto the ACP kinds an editor draws icons for.
+var toolKinds = map[string]acp.ToolKind{
+	"read": acp.ToolKindRead, "list": acp.ToolKindSearch, "glob": acp.ToolKindSearch, "grep": acp.ToolKindSearch,
+	"write": acp.ToolKindEdit, "edit": acp.ToolKindEdit, "bash": acp.ToolKindExecute, "clock": acp.ToolKindOther,
+}
+
+func kindOf(name string) acp.ToolKind {
+	if k, ok := toolKinds[name]; ok {
+		return k
+	}
+	return acp.ToolKindOther
+}
+
+// callArgs are the arguments of the built-in tools that say where and
+// what a call touches.
+type callArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Old     string `json:"old"`
+	New     string `json:"new"`
+	Command string `json:"command"`
+	Pattern string `json:"pattern"`
+}
+
+// describe returns a call's title, locations and content (diffs for
+// write and edit).
+func (st *conv) describe(c llm.ToolCall) (string, []acp.ToolCallLocation, []acp.ToolCallContent, any) {
+	var a callArgs
+	var raw any
+	_ = json.Unmarshal([]byte(c.Arguments), &a)
+	_ = json.Unmarshal([]byte(c.Arguments), &raw)
+	title := c.Name
+	var locs []acp.ToolCallLocation
+	var content []acp.ToolCallContent
+	path := a.Path
+	if path != "" && !filepath.IsAbs(path) {
+		path = filepath.Join(st.workspace(), path)
+	}
+	if path != "" {
+		locs = []acp.ToolCallLocation{{Path: path}}
+		title = fmt.Sprintf("%s %s", c.Name, a.Path)
+	}
+	switch {
+	case c.Name == "bash" && a.Command != "":
+		title = a.Command
+	case c.Name == "write" && path != "":
+		content = []acp.ToolCallContent{acp.ToolDiffContent(path, a.Content)}
+	case c.Name == "edit" && path != "":
+		content = []acp.ToolCallContent{acp.ToolDiffContent(path, a.New, a.Old)}
+	case a.Pattern != "":
+		title = fmt.Sprintf("%s %s", c.Name, a.Pattern)
+	}
+	return title, locs, content, raw
+}
+
+func (st *conv) workspace() string { return st.cwd }
+
+// toolCall announces a call as pending, and lets the execute listener
+// say in_progress after it.
+func (st *conv) toolCall(c llm.ToolCall) {
+	title, locs, content, raw := st.describe(c)
+	st.send(acp.StartToolCall(acp.ToolCallId(c.ID), title, acp.WithStartKind(kindOf(c.Name)), acp.WithStartStatus(acp.ToolCallStatusPending),
+		acp.WithStartLocations(locs), acp.WithStartContent(content), acp.WithStartRawInput(raw)))
+	st.mu.Lock()
+	ch, ok := st.announced[c.ID]
+	if !ok {
+		ch = make(chan struct{})
+		st.announced[c.ID] = ch
+	}
+	st.mu.Unlock()
+	closeOnce(ch)
+}
+
+// toolResult ends a call: completed, or failed for an error result (a
+// denial included).
+func (st *conv) toolResult(m llm.Message) {
+	status := acp.ToolCallStatusCompleted
+	if m.IsError {
+		status = acp.ToolCallStatusFailed
+	}
+	opts := []acp.ToolCallUpdateOpt{acp.WithUpdateStatus(status)}
+	if m.Content != "" {
+		opts = append(opts, acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(m.Content))}), acp.WithUpdateRawOutput(m.Content))
+	}
+	st.send(acp.UpdateToolCall(acp.ToolCallId(m.ToolCallID), opts...))
+	st.mu.Lock()
+	delete(st.announced, m.ToolCallID)
+	st.mu.Unlock()
+}
+
+// announceWait bounds how long a starting call waits for the pump to have
+// announced it, so a stalled client never holds a tool.
+const announceWait = 2 * time.Second
+
+// watchTools listens on tools/execute in the agent's scope: a call that
+// passed approval and starts running is in_progress.
+func (st *conv) watchTools() error {
+	_, err := tools.EventExecute.On(st.s.Agent().Context(), func(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
+		st.started(ctx, x.Call.ID)
+		return next.Call(ctx, x)
+	})
+	return err
+}
+
+func (st *conv) started(ctx stdctx.Context, callID string) {
+	st.mu.Lock()
+	ch, ok := st.announced[callID]
+	if !ok {
+		ch = make(chan struct{})
+		st.announced[callID] = ch
+	}
+	st.mu.Unlock()
+	t := time.NewTimer(announceWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return
+	case <-st.ctx.Done():
+		return
+	case <-t.C:
+	}
+	st.send(acp.UpdateToolCall(acp.ToolCallId(callID), acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
+}
