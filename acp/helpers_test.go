@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -210,6 +209,7 @@ type envOpts struct {
 	extra   string // YAML plugin entries
 	store   string // session directory to share between envs
 	agent   string // YAML keys added to the agent
+	mcp     bool   // the binary has the mcp plugin
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -236,7 +236,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	outR, outW := io.Pipe()
 	e.stdin = inW
 	go func() {
-		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test"})
+		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp})
 		outW.Close()
 		e.served <- err
 	}()
@@ -289,8 +289,6 @@ func rpcCode(err error) int {
 	}
 	return 0
 }
-
-var _ = os.Getenv
 
 func newSessionReq(dir string) acp.NewSessionRequest {
 	return acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}}

@@ -1,9 +1,18 @@
 package acp
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/services/sessions"
 )
+
+// mcpPlugin is the id of the plugin that mounts one MCP server's tools.
+const mcpPlugin = "tools.mcp"
+
+// maxServerName is the mcp plugin's limit on a server's name.
+const maxServerName = 30
 
 // mcpEntries maps the client's MCP servers onto entries of the mcp plugin
 // (one per server) mounted in the session's agent only. Without the
@@ -18,6 +27,7 @@ func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) []sessions.Entr
 		return nil
 	}
 	var out []sessions.Entry
+	taken := map[string]bool{}
 	for _, srv := range servers {
 		switch {
 		case srv.Stdio != nil:
@@ -29,17 +39,49 @@ func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) []sessions.Entr
 			for i, a := range srv.Stdio.Args {
 				args[i] = a
 			}
-			out = append(out, sessions.Entry{Use: "mcp", Config: map[string]any{
-				"name": srv.Stdio.Name, "command": srv.Stdio.Command, "args": args, "env": env, "cwd": cwd}})
+			out = append(out, sessions.Entry{Use: mcpPlugin, Config: map[string]any{
+				"name": serverName(srv.Stdio.Name, taken), "command": srv.Stdio.Command, "args": args, "env": env, "cwd": cwd}})
 		case srv.Http != nil:
 			headers := map[string]any{}
 			for _, h := range srv.Http.Headers {
 				headers[h.Name] = h.Value
 			}
-			out = append(out, sessions.Entry{Use: "mcp", Config: map[string]any{"name": srv.Http.Name, "url": srv.Http.Url, "headers": headers}})
+			out = append(out, sessions.Entry{Use: mcpPlugin, Config: map[string]any{"name": serverName(srv.Http.Name, taken), "url": srv.Http.Url, "headers": headers}})
 		default:
 			s.log.Warn("an MCP server of a transport dsh does not take (sse, acp) is ignored")
 		}
 	}
+	return out
+}
+
+// serverName turns an editor's name for a server ("My Files", "gh.tools")
+// into one the mcp plugin takes as the prefix of tool names: letters,
+// digits and dashes, at most 30 characters, unique in the session.
+func serverName(name string, taken map[string]bool) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+		switch {
+		case ok:
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	base := strings.Trim(b.String(), "-")
+	if base == "" {
+		base = "mcp"
+	}
+	if len(base) > maxServerName-3 {
+		base = strings.Trim(base[:maxServerName-3], "-")
+	}
+	out := base
+	for i := 2; taken[out]; i++ {
+		out = fmt.Sprintf("%s-%d", base, i)
+	}
+	taken[out] = true
 	return out
 }

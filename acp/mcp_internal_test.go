@@ -3,6 +3,7 @@ package acp
 import (
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/coder/acp-go-sdk"
@@ -21,8 +22,8 @@ func TestMCPServersBecomeEntries(t *testing.T) {
 		{Sse: &acp.McpServerSseInline{}},
 	}, "/work/project")
 	want := []sessions.Entry{
-		{Use: "mcp", Config: map[string]any{"name": "fs", "command": "/bin/mcp-fs", "args": []any{"--root", "."}, "env": map[string]any{"TOKEN": "t"}, "cwd": "/work/project"}},
-		{Use: "mcp", Config: map[string]any{"name": "web", "url": "https://example.test/mcp", "headers": map[string]any{"Authorization": "Bearer x"}}},
+		{Use: mcpPlugin, Config: map[string]any{"name": "fs", "command": "/bin/mcp-fs", "args": []any{"--root", "."}, "env": map[string]any{"TOKEN": "t"}, "cwd": "/work/project"}},
+		{Use: mcpPlugin, Config: map[string]any{"name": "web", "url": "https://example.test/mcp", "headers": map[string]any{"Authorization": "Bearer x"}}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v", got)
@@ -30,6 +31,25 @@ func TestMCPServersBecomeEntries(t *testing.T) {
 	s.opts.MCP = false
 	if got := s.mcpEntries([]acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "fs", Command: "x"}}}, "/"); got != nil {
 		t.Fatalf("without the mcp plugin: %v", got)
+	}
+}
+
+// Editors name servers freely; tool names need a plain prefix, unique in
+// the session.
+func TestServerNames(t *testing.T) {
+	taken := map[string]bool{}
+	for _, c := range []struct{ in, want string }{
+		{"fs", "fs"},
+		{"My Files", "my-files"},
+		{"my files", "my-files-2"},
+		{"gh.tools__v2", "gh-tools-v2"},
+		{"", "mcp"},
+		{"日本", "mcp-2"},
+		{strings.Repeat("abcdefghij", 5), "abcdefghijabcdefghijabcdefg"},
+	} {
+		if got := serverName(c.in, taken); got != c.want {
+			t.Errorf("serverName(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
 

@@ -66,7 +66,7 @@ func serveACP(cmd *cobra.Command, g *globals) error {
 	}
 	ctx, stop := signal.NotifyContext(stdctx.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	_, hasMCP := plugin.Lookup("mcp")
+	_, hasMCP := plugin.Lookup("tools.mcp")
 	serveErr := acp.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), acp.Options{
 		Sessions: h.Sessions(), Agent: agent, Presets: cfg.ACP.Presets, Mode: cfg.ACP.Mode,
 		Version: dshVersion(), MCP: hasMCP, Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)})),
