@@ -96,6 +96,9 @@ type client struct {
 	// permCtxDone is told when a pending request's ctx ended (cancelled by
 	// the agent).
 	permCtxDone chan struct{}
+	// buffers, when set, are the editor's open files (path → text), which
+	// fs/read_text_file serves and fs/write_text_file changes.
+	buffers map[string]string
 }
 
 func newClient() *client {
@@ -123,11 +126,22 @@ func (c *client) RequestPermission(ctx stdctx.Context, p acp.RequestPermissionRe
 	}
 }
 
-func (c *client) ReadTextFile(stdctx.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, errors.New("not offered")
+func (c *client) ReadTextFile(_ stdctx.Context, r acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if text, ok := c.buffers[r.Path]; ok {
+		return acp.ReadTextFileResponse{Content: text}, nil
+	}
+	return acp.ReadTextFileResponse{}, errors.New("not open")
 }
-func (c *client) WriteTextFile(stdctx.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, errors.New("not offered")
+func (c *client) WriteTextFile(_ stdctx.Context, r acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buffers == nil {
+		return acp.WriteTextFileResponse{}, errors.New("not offered")
+	}
+	c.buffers[r.Path] = r.Content
+	return acp.WriteTextFileResponse{}, nil
 }
 func (c *client) CreateTerminal(stdctx.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
 	return acp.CreateTerminalResponse{}, errors.New("not offered")

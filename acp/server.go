@@ -53,8 +53,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[acp.SessionId]*conv
-	// client is what the client offered in initialize (fs access is not
-	// used yet: the file tools read and write the disk).
+	// client is what the client offered in initialize; its fs
+	// operations serve the file tools (files.go).
 	client acp.ClientCapabilities
 }
 

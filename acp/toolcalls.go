@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/services/editor"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -107,10 +108,15 @@ func (st *conv) toolResult(m llm.Message) {
 const announceWait = 2 * time.Second
 
 // watchTools listens on tools/execute in the agent's scope: a call that
-// passed approval and starts running is in_progress.
+// passed approval and starts running is in_progress, and runs with the
+// editor's files when the client offers them.
 func (st *conv) watchTools() error {
+	files := st.filesOf()
 	_, err := tools.EventExecute.On(st.s.Agent().Context(), func(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
 		st.started(ctx, x.Call.ID)
+		if files != nil {
+			ctx = editor.With(ctx, files)
+		}
 		return next.Call(ctx, x)
 	})
 	return err

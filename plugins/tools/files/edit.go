@@ -31,7 +31,7 @@ func (c Config) editTool() tools.Tool {
 	}
 }
 
-func (c Config) edit(_ stdctx.Context, call tools.Call) (tools.Result, error) {
+func (c Config) edit(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
 	var args struct {
 		Path       string  `json:"path"`
 		Old        string  `json:"old"`
@@ -60,7 +60,7 @@ func (c Config) edit(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 	if err != nil {
 		return fail(err)
 	}
-	before, res, ok := c.loadText(p, rel, args.Path)
+	before, res, ok := c.loadText(ctx, p, rel, args.Path)
 	if !ok {
 		return res, nil
 	}
@@ -81,7 +81,7 @@ func (c Config) edit(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 			n, rel, matchLines(before, old))
 	}
 	after := strings.ReplaceAll(before, old, repl)
-	if _, err := writeFile(p.root, rel, []byte(after)); err != nil {
+	if _, err := p.writeText(ctx, rel, after); err != nil {
 		return fail(p.explain(err, args.Path))
 	}
 	var b strings.Builder
@@ -95,10 +95,21 @@ func (c Config) edit(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 }
 
 // loadText reads a whole text file for edit, or returns the error result.
-func (c Config) loadText(p *place, rel, arg string) (string, tools.Result, bool) {
+func (c Config) loadText(ctx stdctx.Context, p *place, rel, arg string) (string, tools.Result, bool) {
 	if err := p.special(rel, arg); err != nil {
 		r, _ := fail(err)
 		return "", r, false
+	}
+	if text, ok := p.fromEditor(ctx, rel); ok {
+		switch why := binaryReason([]byte(text[:min(len(text), sniffBytes)]), len(text) <= sniffBytes); {
+		case len(text) > c.MaxFileBytes:
+			r, _ := failf("%q is %d bytes, over edit's limit of %s; use write to replace it whole", arg, len(text), size(c.MaxFileBytes))
+			return "", r, false
+		case why != "":
+			r, _ := failf("%q looks like a binary file (%s); edit changes text files only", arg, why)
+			return "", r, false
+		}
+		return text, tools.Result{}, true
 	}
 	f, err := p.openRead(rel)
 	if err != nil {

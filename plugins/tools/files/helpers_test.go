@@ -37,13 +37,19 @@ func tree(t testing.TB, files map[string]string) string {
 // run calls the tool name of a config (defaults filled) in workspace ws.
 func run(t *testing.T, cfg Config, name, ws string, args any) tools.Result {
 	t.Helper()
+	return runIn(t, stdctx.Background(), cfg, name, ws, args)
+}
+
+// runIn is run with the call's context ctx.
+func runIn(t *testing.T, ctx stdctx.Context, cfg Config, name, ws string, args any) tools.Result {
+	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tool := range cfg.withDefaults().build() {
 		if tool.Name == name {
-			r, err := tool.Execute(stdctx.Background(), tools.Call{Name: name, Arguments: raw, Workspace: ws})
+			r, err := tool.Execute(ctx, tools.Call{Name: name, Arguments: raw, Workspace: ws})
 			if err != nil {
 				t.Fatalf("%s returned a Go error (a failed turn) instead of a result: %v", name, err)
 			}

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/dsh-go/dsh/services/tools"
@@ -57,27 +58,36 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	if err := p.special(rel, args.Path); err != nil {
 		return fail(err)
 	}
-	f, err := p.openRead(rel)
-	if err != nil {
-		return fail(p.explain(err, args.Path))
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return fail(p.explain(err, args.Path))
-	} else if st.IsDir() {
-		return failf("%q is a directory; use list to see its entries", args.Path)
-	} else if !st.Mode().IsRegular() {
-		return failf("%q is not a regular file (%v): the file tools handle regular files and folders only", args.Path, st.Mode().Type())
-	}
-	if why, err := sniff(f); err != nil {
-		return fail(p.explain(err, args.Path))
-	} else if why != "" {
-		return failf("%q looks like a binary file (%s); read shows text files only", args.Path, why)
+	var src io.Reader
+	if text, ok := p.fromEditor(ctx, rel); ok {
+		if why := binaryReason([]byte(text[:min(len(text), sniffBytes)]), len(text) <= sniffBytes); why != "" {
+			return failf("%q looks like a binary file (%s); read shows text files only", args.Path, why)
+		}
+		src = strings.NewReader(text)
+	} else {
+		f, err := p.openRead(rel)
+		if err != nil {
+			return fail(p.explain(err, args.Path))
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err != nil {
+			return fail(p.explain(err, args.Path))
+		} else if st.IsDir() {
+			return failf("%q is a directory; use list to see its entries", args.Path)
+		} else if !st.Mode().IsRegular() {
+			return failf("%q is not a regular file (%v): the file tools handle regular files and folders only", args.Path, st.Mode().Type())
+		}
+		if why, err := sniff(f); err != nil {
+			return fail(p.explain(err, args.Path))
+		} else if why != "" {
+			return failf("%q looks like a binary file (%s); read shows text files only", args.Path, why)
+		}
+		src = f
 	}
 
 	var out strings.Builder
 	last, bytes, note := 0, 0, ""
-	err = lines(f, c.MaxLineBytes, func(n int, text []byte, cut bool) bool {
+	err = lines(src, c.MaxLineBytes, func(n int, text []byte, cut bool) bool {
 		if ctx.Err() != nil {
 			return false
 		}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"syscall"
 
+	"github.com/dsh-go/dsh/services/editor"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -26,7 +27,7 @@ func (c Config) writeTool() tools.Tool {
 	}
 }
 
-func (c Config) write(_ stdctx.Context, call tools.Call) (tools.Result, error) {
+func (c Config) write(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
 	var args struct {
 		Path    *string `json:"path"`
 		Content *string `json:"content"`
@@ -57,7 +58,7 @@ func (c Config) write(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 	if err := p.special(rel, *args.Path); err != nil {
 		return fail(err)
 	}
-	created, err := writeFile(p.root, rel, []byte(*args.Content))
+	created, err := p.writeText(ctx, rel, *args.Content)
 	if err != nil {
 		return fail(p.explain(err, *args.Path))
 	}
@@ -66,6 +67,21 @@ func (c Config) write(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 		verb = "created"
 	}
 	return tools.Result{Content: fmt.Sprintf("%s %s (%s)", verb, rel, plural(len(*args.Content), "byte", "bytes"))}, nil
+}
+
+// writeText writes text to rel, through the call's editor when it has one
+// (after the disk checks writeFile makes), or to the disk.
+func (p *place) writeText(ctx stdctx.Context, rel, text string) (created bool, err error) {
+	if _, has := editor.From(ctx); has {
+		exists, err := p.existing(rel)
+		if err != nil {
+			return false, err
+		}
+		if handled, err := p.toEditor(ctx, rel, text); handled {
+			return !exists, err
+		}
+	}
+	return writeFile(p.root, rel, []byte(text))
 }
 
 // writeFile writes data to rel through root, telling whether it made the
