@@ -16,12 +16,19 @@
 //		p.Serve()
 //	}
 //
-// Admission and ToolExecute take typed values; Waterfall and Emit take any
-// event the host bridges, with its payload as JSON. Tool gives the model a
-// tool of the plugin's own, registered by the host like a built-in one.
+// Admission, ToolExecute and Approval (the approval stage, which fails
+// closed when the plugin cannot answer) take typed values, as do the
+// notification listeners OnStatus, OnStreamChunk (chunks arrive in
+// batches), OnSessionEvent, OnSessionOutcome, OnApprovalRequested and
+// OnApprovalAnswered; Waterfall and Emit take any event the host bridges,
+// with its payload as JSON. Tool gives the model a tool of the plugin's
+// own, registered by the host like a built-in one. Require names host
+// capabilities the plugin cannot work without; HostCapabilities says what
+// the host offered.
 //
-// Plugins in other languages implement sdk/proto/pluginv1/plugin.proto;
-// sdk/proto/pluginv1/EVENTS.md gives the JSON of every event.
+// Plugins in Python use sdk/python; plugins in other languages implement
+// sdk/proto/pluginv1/plugin.proto, and sdk/proto/pluginv1/EVENTS.md gives
+// the JSON of every event.
 package sdk
 
 import (

@@ -1,5 +1,5 @@
 // Package childproc is the one way dsh starts a process on behalf of its
-// config: plugin binaries today, MCP stdio servers, hooks and bash later.
+// config: plugin binaries, MCP stdio servers, hooks and bash.
 // Every child gets the same three guarantees.
 //
 // Environment: a child sees only the base variables (BaseEnv: PATH, HOME,
@@ -25,4 +25,12 @@
 // group then, which takes the plugin's own children with it. A child that
 // does not watch the pipe and starts processes of its own leaves those
 // running when dsh is SIGKILLed (its direct process still dies).
+//
+// The watcher races the kernel: the pipe reads end-of-file when dsh's
+// descriptors close, and Pdeathsig may kill the direct child before its
+// watcher acts, leaving the group's other members alive. A child that must
+// not leave processes behind watches from a member of its group that is
+// not the direct child (the Python SDK starts a small /bin/sh watcher for
+// this); the Go SDK's in-process watcher usually wins but is not
+// guaranteed to.
 package childproc

@@ -14,7 +14,7 @@
 // host also passes PLUGIN_CLIENT_CERT, and the plugin must serve TLS with a
 // certificate the host can verify and append it, base64 DER, as a sixth
 // field of the handshake line — the Go SDK and go-plugin do all of this;
-// examples/python-admission shows it by hand. A plugin built for protocol 1
+// the Python SDK in sdk/python does it for Python. A plugin built for protocol 1
 // (payloads as JSON bytes) is refused at the handshake.
 //
 // Every event's payload and result is a typed message below (Payload and
