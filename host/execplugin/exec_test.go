@@ -415,6 +415,27 @@ func TestPluginDiesWithAKilledHost(t *testing.T) {
 	}
 }
 
+// TestAGoPluginsOwnChildDiesWithAKilledHost: a Go plugin run directly
+// started a process of its own; dsh is SIGKILLed. The kernel kills the
+// plugin (its parent-death signal) as it closes dsh's end of the host
+// pipe, so the plugin's own watcher may never run: the SDK's helper in the
+// plugin's group, which that signal does not reach, must take the child
+// down. Repeated because the race is lost only some of the time.
+func TestAGoPluginsOwnChildDiesWithAKilledHost(t *testing.T) {
+	bin, _ := binaries(t)
+	for i := range 3 {
+		pidFile := filepath.Join(t.TempDir(), "sleep.pid")
+		cmd := runDSH(t, execConfig(bin, fmt.Sprintf("{spawn_pid_file: %q}", pidFile), ""), func() bool {
+			_, err := os.Stat(pidFile)
+			return err == nil
+		})
+		sleeper := readPIDFile(t, pidFile)
+		cmd.Process.Kill()
+		cmd.Wait()
+		waitDead(t, sleeper, fmt.Sprintf("the plugin's own child (run %d)", i+1))
+	}
+}
+
 // TestAWrappedPluginAndItsGroupDieWithAKilledHost: behind a wrapper script
 // the plugin is dsh's grandchild, which the kernel's parent-death signal
 // does not reach, and the wrapper's other child neither; the plugin's SDK

@@ -30,7 +30,6 @@
 // descriptors close, and Pdeathsig may kill the direct child before its
 // watcher acts, leaving the group's other members alive. A child that must
 // not leave processes behind watches from a member of its group that is
-// not the direct child (the Python SDK starts a small /bin/sh watcher for
-// this); the Go SDK's in-process watcher usually wins but is not
-// guaranteed to.
+// not the direct child: WatchHost (the Go SDK) and the Python SDK both
+// start a small /bin/sh watcher in the child's group for this.
 package childproc

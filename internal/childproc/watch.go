@@ -2,6 +2,7 @@ package childproc
 
 import (
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"syscall"
@@ -47,5 +48,28 @@ func WatchHost(gone func()) bool {
 			}
 		}
 	}()
+	startGroupWatcher(f)
 	return true
+}
+
+// groupWatcher reads the host pipe (its descriptor 3) until end-of-file,
+// then kills its process group: the watching process's group, which it
+// joined by being started without a group of its own.
+const groupWatcher = "read -r _ <&3; kill -KILL 0"
+
+// startGroupWatcher starts a /bin/sh in this process's group that watches
+// the host pipe too. When dsh is SIGKILLed the kernel closes dsh's end of
+// the pipe and SIGKILLs dsh's direct child, in an order no goroutine of
+// that child can rely on: the watcher above may never run, and what the
+// child started would outlive it. The shell is not dsh's child, so that
+// signal does not reach it. It has no stdio: dsh reads the child's stdout
+// and stderr until they close, which must happen when the child exits.
+// Without /bin/sh the goroutine above still does what it can.
+func startGroupWatcher(f *os.File) {
+	sh := exec.Command("/bin/sh", "-c", groupWatcher)
+	sh.ExtraFiles = []*os.File{f}
+	if err := sh.Start(); err != nil {
+		return
+	}
+	go sh.Wait() //nolint:errcheck // it ends with the group
 }

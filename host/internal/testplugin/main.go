@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,10 @@ type config struct {
 	// the first creates the file, later ones find it, write <file>.hung
 	// and hang.
 	HangAfterFirst string `json:"hang_after_first"`
+	// SpawnPidFile starts a sleep of the plugin's own and writes its pid
+	// there (written to a temporary name first, so a reader never sees
+	// half of it).
+	SpawnPidFile string `json:"spawn_pid_file"`
 }
 
 func main() {
@@ -94,6 +99,20 @@ func main() {
 		}
 		if cfg.EnvFile != "" {
 			if err := os.WriteFile(cfg.EnvFile, []byte(strings.Join(os.Environ(), "\n")), 0o644); err != nil {
+				return err
+			}
+		}
+		if cfg.SpawnPidFile != "" {
+			child := exec.Command("sleep", "300")
+			if err := child.Start(); err != nil {
+				return err
+			}
+			go child.Wait()
+			tmp := cfg.SpawnPidFile + ".tmp"
+			if err := os.WriteFile(tmp, []byte(strconv.Itoa(child.Process.Pid)), 0o644); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, cfg.SpawnPidFile); err != nil {
 				return err
 			}
 		}
