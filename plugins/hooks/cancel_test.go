@@ -50,7 +50,7 @@ func TestACancelledCallKillsItsHooks(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the approval did not return after cancel")
 	}
-	if alive(pid) {
+	if !goneSoon(pid) {
 		t.Fatalf("the hook's process %d outlived the cancel", pid)
 	}
 }

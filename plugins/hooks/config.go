@@ -70,6 +70,9 @@ func (Config) Defaults() Config {
 
 // Validate reads the files and checks every hook, so config check reports
 // a missing file, bad JSON, an unknown event or a bad matcher.
+// maxHookTimeout bounds a hook's own timeout.
+const maxHookTimeout = 24 * time.Hour
+
 func (c Config) Validate() error {
 	_, _, err := c.load()
 	return err
@@ -143,6 +146,11 @@ func (c Config) load() (map[string][]compiled, []string, error) {
 						continue
 					case h.Timeout < 0:
 						problems = append(problems, fmt.Sprintf("%s.timeout: %v; give seconds (> 0) or leave it out for the default", hat, h.Timeout))
+						continue
+					case h.Timeout > maxHookTimeout.Seconds():
+						// Larger values overflow a time.Duration into a
+						// negative one, which would time the hook out at once.
+						problems = append(problems, fmt.Sprintf("%s.timeout: %v seconds is more than the most a hook may run (%v); give at most %.0f", hat, h.Timeout, maxHookTimeout, maxHookTimeout.Seconds()))
 						continue
 					}
 					timeout := c.Timeout

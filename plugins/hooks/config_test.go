@@ -55,6 +55,7 @@ func TestConfigProblemsAreReportedAtCheck(t *testing.T) {
 		{hooks.Config{Hooks: map[string][]hooks.Group{"PreToolUse": {{Matcher: "Bash(", Hooks: []hooks.Hook{{Command: "x"}}}}}}, `hooks.PreToolUse[0].matcher: "Bash(" is not a regular expression`},
 		{hooks.Config{Hooks: map[string][]hooks.Group{"Stop": {{Hooks: []hooks.Hook{{Command: " "}}}}}}, "hooks.Stop[0].hooks[0].command: empty"},
 		{hooks.Config{Hooks: map[string][]hooks.Group{"Stop": {{Hooks: []hooks.Hook{{Command: "x", Timeout: -1}}}}}}, "hooks.Stop[0].hooks[0].timeout: -1"},
+		{hooks.Config{Hooks: map[string][]hooks.Group{"Stop": {{Hooks: []hooks.Hook{{Command: "x", Timeout: 1e10}}}}}}, "hooks.Stop[0].hooks[0].timeout: 1e+10 seconds is more than the most a hook may run (24h0m0s); give at most 86400"},
 		{hooks.Config{Files: []string{filepath.Join(dir, "nope.json")}}, "nope.json): no such file or directory; relative paths start from the directory dsh was started in"},
 		{hooks.Config{Files: []string{bad}}, "bad.json: not a hooks file"},
 	}
