@@ -21,7 +21,9 @@ type clientFiles struct {
 // filesOf is the session's clientFiles, or nil when the client offers
 // neither operation.
 func (st *conv) filesOf() editor.Files {
+	st.srv.mu.Lock()
 	fs := st.srv.client.Fs
+	st.srv.mu.Unlock()
 	if !fs.ReadTextFile && !fs.WriteTextFile {
 		return nil
 	}

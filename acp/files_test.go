@@ -60,3 +60,32 @@ func TestTheFileToolsGoThroughTheEditor(t *testing.T) {
 		t.Fatalf("the edit went to the disk: %q", disk)
 	}
 }
+
+// A client may send initialize again while a session opens (the SDK
+// serves requests concurrently); under -race this catches an unguarded
+// read of the client's capabilities.
+func TestInitializeWhileASessionOpens(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	if _, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for range 20 {
+			if _, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber,
+				ClientCapabilities: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true}}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 5 {
+		if _, err := e.conn.NewSession(e.ctx(), newSessionReq(e.dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
