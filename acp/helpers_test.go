@@ -51,6 +51,13 @@ func openGate() {
 
 type noConfig struct{}
 
+// stubborn is the state of the tool "stubborn"; a test that uses it makes
+// the channels first.
+var stubborn struct {
+	started chan struct{}
+	release chan struct{}
+}
+
 func init() {
 	plugin.Register("test.gate", "a tool that waits for the test (tests only)", func(ctx *dshctx.Context, _ noConfig) error {
 		svc, err := tools.Key.Get(ctx)
@@ -70,6 +77,22 @@ func init() {
 				case <-ctx.Done():
 					return tools.Result{Content: "cancelled", IsError: true}, nil
 				}
+			},
+		})
+	}, tools.Key)
+	// test.stubborn registers "stubborn", a tool that ignores its
+	// cancellation and returns only when the test releases it.
+	plugin.Register("test.stubborn", "a tool that ignores cancel (tests only)", func(ctx *dshctx.Context, _ noConfig) error {
+		svc, err := tools.Key.Get(ctx)
+		if err != nil {
+			return err
+		}
+		return svc.Register(ctx, tools.Tool{
+			Name: "stubborn", Description: "ignores cancel", Parameters: json.RawMessage(`{"type":"object"}`),
+			Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
+				stubborn.started <- struct{}{}
+				<-stubborn.release
+				return tools.Result{Content: "released"}, nil
 			},
 		})
 	}, tools.Key)
@@ -224,6 +247,8 @@ type envOpts struct {
 	store   string // session directory to share between envs
 	agent   string // YAML keys added to the agent
 	mcp     bool   // the binary has the mcp plugin
+	// closeTimeout bounds a session/close (Options.CloseTimeout)
+	closeTimeout time.Duration
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -250,7 +275,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	outR, outW := io.Pipe()
 	e.stdin = inW
 	go func() {
-		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp})
+		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp, CloseTimeout: o.closeTimeout})
 		outW.Close()
 		e.served <- err
 	}()

@@ -40,18 +40,25 @@ func (s *Server) ResumeSession(ctx stdctx.Context, p acp.ResumeSessionRequest) (
 	return acp.ResumeSessionResponse{Modes: modeState(st.mode.get())}, nil
 }
 
-// CloseSession closes exactly that session: its agent is disposed.
+// CloseSession closes exactly that session: its agent is disposed. A
+// session whose close failed (its agent did not stop in time) stays known,
+// so the client can close it again; it leaves once a close succeeds.
 func (s *Server) CloseSession(ctx stdctx.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	s.mu.Lock()
-	st, ok := s.sessions[p.SessionId]
-	delete(s.sessions, p.SessionId)
-	s.mu.Unlock()
-	if !ok {
-		return acp.CloseSessionResponse{}, rpcErr(unknownSession(p.SessionId))
+	st, err := s.get(p.SessionId)
+	if err != nil {
+		return acp.CloseSessionResponse{}, rpcErr(err)
 	}
 	cctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), s.opts.CloseTimeout)
 	defer cancel()
-	return acp.CloseSessionResponse{}, rpcErr(st.close(cctx))
+	if err := st.close(cctx); err != nil {
+		return acp.CloseSessionResponse{}, rpcErr(err)
+	}
+	s.mu.Lock()
+	if s.sessions[p.SessionId] == st {
+		delete(s.sessions, p.SessionId)
+	}
+	s.mu.Unlock()
+	return acp.CloseSessionResponse{}, nil
 }
 
 // ListSessions lists the stored sessions, most recent first. dsh keeps no

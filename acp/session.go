@@ -49,7 +49,10 @@ type conv struct {
 	work      sync.WaitGroup
 	closing   bool
 	closeOnce sync.Once
-	closeErr  error
+	// retryMu serializes the closes after the first; closeErr is what
+	// the last one returned.
+	retryMu  sync.Mutex
+	closeErr error
 }
 
 type turnEnd struct {
@@ -173,9 +176,13 @@ func (st *conv) notifyLocked() {
 }
 
 // close detaches the server from the session, which closes it (the server
-// is its only owner): the agent is disposed and the session flushed.
+// is its only owner): the agent is disposed and the session flushed. A
+// close that failed — the agent did not stop within ctx — leaves the
+// session closing, and each later close tries again until one succeeds.
 func (st *conv) close(ctx stdctx.Context) error {
+	first := false
 	st.closeOnce.Do(func() {
+		first = true
 		st.mu.Lock()
 		st.closing = true
 		st.mu.Unlock()
@@ -202,6 +209,11 @@ func (st *conv) close(ctx stdctx.Context) error {
 			st.srv.log.Warn("the session closed while the client was not reading its updates", "session", st.id)
 		}
 	})
+	st.retryMu.Lock()
+	defer st.retryMu.Unlock()
+	if !first && st.closeErr != nil {
+		st.closeErr = st.s.Close(ctx)
+	}
 	return st.closeErr
 }
 

@@ -302,3 +302,33 @@ func TestCloseDuringATool(t *testing.T) {
 		t.Fatal("the agent still runs")
 	}
 }
+
+// A close that times out — a tool ignores its cancellation — leaves the
+// session known: once the tool returns, a second session/close finishes
+// it, and the session can be loaded again.
+func TestACloseThatTimedOutCanBeRetried(t *testing.T) {
+	stubborn.started, stubborn.release = make(chan struct{}, 1), make(chan struct{})
+	e := newEnv(t, envOpts{mode: "full-access", closeTimeout: 400 * time.Millisecond,
+		extra: "  - use: test.stubborn\n", replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "stubborn"}}}, {Text: "done"}}})
+	id := e.newSession()
+	prompted := make(chan error, 1)
+	go func() {
+		_, err := e.prompt(id, "go")
+		prompted <- err
+	}()
+	<-stubborn.started
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: id}); err == nil {
+		t.Fatal("the close returned while the tool still ran")
+	}
+	close(stubborn.release)
+	<-prompted
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatalf("the second close: %v", err)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: id}); rpcCode(err) != -32002 {
+		t.Fatalf("a closed session is unknown: %v", err)
+	}
+	if _, err := e.conn.LoadSession(e.ctx(), acp.LoadSessionRequest{SessionId: id, Cwd: e.dir, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("load after the close: %v", err)
+	}
+}
