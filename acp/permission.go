@@ -28,12 +28,17 @@ var permissionOptions = []acp.PermissionOption{
 func (st *conv) ask(client *live.Client, q *live.Question) {
 	ctx, cancel := stdctx.WithCancel(st.ctx)
 	st.mu.Lock()
-	st.questions[q.ID] = cancel
+	st.asks++
+	mine := st.asks
+	st.questions[q.ID], st.askedBy[q.ID] = cancel, mine
 	st.mu.Unlock()
 	st.spawn(func() {
 		defer func() {
 			st.mu.Lock()
-			delete(st.questions, q.ID)
+			if st.askedBy[q.ID] == mine {
+				delete(st.questions, q.ID)
+				delete(st.askedBy, q.ID)
+			}
 			st.mu.Unlock()
 			cancel()
 		}()

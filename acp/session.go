@@ -43,7 +43,12 @@ type conv struct {
 	announced map[string]chan struct{}
 	titled    bool
 	questions map[int64]stdctx.CancelFunc
-	pumpDone  chan struct{}
+	// askedBy is which ask put each question's cancel in questions: after
+	// a re-attach the hub asks a question again under the same id, and the
+	// first ask's goroutine must not remove the second's cancel.
+	askedBy  map[int64]uint64
+	asks     uint64
+	pumpDone chan struct{}
 	// work counts the goroutines of permission requests and cancels,
 	// which close waits for.
 	work      sync.WaitGroup
@@ -129,7 +134,7 @@ func (s *Server) start(ss *sessions.Session, kind openKind, cwd string) (*conv, 
 	st := &conv{
 		srv: s, id: acp.SessionId(ss.ID()), s: ss, tab: tab, mode: mode, cwd: cwd,
 		turnOf: map[string]int{}, ended: map[int]turnEnd{}, changed: make(chan struct{}), cancelled: make(chan struct{}),
-		streamed: map[string]sent{}, announced: map[string]chan struct{}{}, questions: map[int64]stdctx.CancelFunc{},
+		streamed: map[string]sent{}, announced: map[string]chan struct{}{}, questions: map[int64]stdctx.CancelFunc{}, askedBy: map[int64]uint64{},
 		pumpDone: make(chan struct{}), forwarded: after, replayTo: last,
 	}
 	st.ctx, st.cancel = stdctx.WithCancel(s.ctx)
