@@ -461,6 +461,23 @@ func TestAWrappedPluginAndItsGroupDieWithAKilledHost(t *testing.T) {
 	waitDead(t, sleeper, "the wrapper's other child")
 }
 
+// TestAnUnwatchedGroupDiesWithAKilledHost: the plugin does not watch the
+// host pipe (the wrapper clears DSH_HOST_FD, as a plugin of another
+// language that ignores it would) and the wrapper left a process behind.
+// When dsh is SIGKILLed, the guard childproc put in the group kills it.
+func TestAnUnwatchedGroupDiesWithAKilledHost(t *testing.T) {
+	bin, _ := binaries(t)
+	dir := t.TempDir()
+	script, pidFile := filepath.Join(dir, "wrapper"), filepath.Join(dir, "sleep.pid")
+	os.WriteFile(script, []byte("#!/bin/sh\nsleep 300 &\necho $! > \"$PIDFILE\"\nDSH_HOST_FD= exec \"$PLUGIN\"\n"), 0o755)
+	yaml := execConfig(script, "{}", fmt.Sprintf("    env: {PIDFILE: %q, PLUGIN: %q}\n", pidFile, bin))
+	cmd := runDSH(t, yaml, func() bool { return len(pluginPIDs(t, bin)) > 0 })
+	sleeper := readPIDFile(t, pidFile)
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitDead(t, sleeper, "the unwatched group's other process")
+}
+
 func TestPluginOnToolsAndNotifications(t *testing.T) {
 	bin, _ := binaries(t)
 	events := filepath.Join(t.TempDir(), "events")

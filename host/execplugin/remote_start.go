@@ -99,7 +99,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	}
 	ctx, cancel := stdctx.WithTimeout(ctx, limit)
 	defer cancel()
-	proc, err := childproc.New(childproc.Spec{Path: e.Exec, Args: e.Args, Env: e.Env, Passthrough: e.EnvPassthrough})
+	proc, err := childproc.New(childproc.Spec{Path: e.Exec, Args: e.Args, Env: e.Env, Passthrough: e.EnvPassthrough, Guard: true})
 	if err != nil {
 		return nil, process{}, errs.Wrap(PluginStartFailed, err, fmt.Sprintf("plugin %q (%s) could not be prepared", e.ID, e.Exec))
 	}

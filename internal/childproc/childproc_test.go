@@ -304,3 +304,56 @@ func TestAnInheritedDescriptorDoesNotReachTheChild(t *testing.T) {
 		t.Fatal("the child listed no descriptors; the check saw nothing")
 	}
 }
+
+// TestAGuardedGroupDiesWhenTheHostIsGone: a child that does not watch the
+// host pipe (a shell, an MCP server behind npx) and started a process of
+// its own; with Guard, the watcher in its group kills both once the host
+// is gone, which closing the host's end stands for.
+func TestAGuardedGroupDiesWhenTheHostIsGone(t *testing.T) {
+	p, err := childproc.New(childproc.Spec{Path: "/bin/sh", Args: []string{"-c", "sleep 300 & echo $!; exec sleep 301"}, Guard: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.Wait()
+	grandchild := readPID(t, out)
+	p.CloseHostEnd()
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		p.Stop(time.Second)
+		t.Fatal("the guard did not kill the child once the host was gone")
+	}
+	waitGone(t, grandchild)
+	p.Stop(time.Second)
+}
+
+// TestStopEndsTheGuard: a guarded child stopped the usual way leaves no
+// watcher behind (goleak checks the goroutine that reaps it).
+func TestStopEndsTheGuard(t *testing.T) {
+	p, err := childproc.New(childproc.Spec{Path: "/bin/sleep", Args: []string{"300"}, Guard: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.Wait()
+	pgid := p.Pid()
+	if !p.Stop(time.Second) {
+		t.Fatal("Stop did not end the child")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(-pgid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("something of the guarded group outlived Stop")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -29,6 +29,12 @@ type Spec struct {
 	Passthrough []string
 	// Environ is dsh's environment to copy from; nil means os.Environ().
 	Environ []string
+	// Guard starts a watcher in the child's group that kills the group
+	// once dsh is gone, for a child that may not watch the host pipe
+	// itself (an MCP server behind npx). It costs a /bin/sh per start, so
+	// long-lived children take it; short ones (a hook, a bash command)
+	// are torn down by Stop within their timeout.
+	Guard bool
 }
 
 // Proc is one child process and its group.
@@ -47,6 +53,7 @@ type Proc struct {
 	// be reused, and a second Stop must not signal a stranger.
 	stopped atomic.Bool
 	waitErr error
+	guard   bool
 }
 
 // New prepares the child of spec.
@@ -61,7 +68,7 @@ func New(spec Spec) (*Proc, error) {
 	}
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", HostFDEnv, hostFD))
-	return &Proc{Cmd: cmd, hostEnd: w, childEnd: r, done: make(chan struct{})}, nil
+	return &Proc{Cmd: cmd, hostEnd: w, childEnd: r, done: make(chan struct{}), guard: spec.Guard}, nil
 }
 
 // Start starts the child. Whoever starts it calls Wait once, as for
@@ -69,6 +76,9 @@ func New(spec Spec) (*Proc, error) {
 func (p *Proc) Start() error {
 	closeInheritedOnExec()
 	err := p.Cmd.Start()
+	if err == nil && p.guard {
+		startGuard(p.childEnd, p.Cmd.Process.Pid)
+	}
 	p.childEnd.Close()
 	if err != nil {
 		p.hostEnd.Close()

@@ -65,6 +65,9 @@ func (s *server) startProcess(c *conn) (mcpsdk.Transport, error) {
 	p, err := childproc.New(childproc.Spec{
 		Path: s.cfg.Command, Args: s.cfg.Args, Dir: s.cfg.Cwd,
 		Env: s.cfg.Env, Passthrough: s.cfg.EnvPassthrough,
+		// Servers are long-lived and often wrappers (npx, uvx) whose
+		// children would outlive a SIGKILLed dsh.
+		Guard: true,
 	})
 	if err != nil {
 		return nil, err
