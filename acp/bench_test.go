@@ -5,6 +5,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -102,12 +103,16 @@ func benchEnv(b *testing.B, chunks int) (*firstChunkClient, *acp.ClientSideConne
 
 // BenchmarkFirstChunk: from the provider's first chunk to the client's
 // first agent_message_chunk, through the agent loop, the live hub, the
-// SDK and a pipe. The floor is one session/update-sized JSON line through
-// an io.Pipe and a decode, measured in the same run.
+// SDK and a pipe. Two floors are measured in the same run: one
+// session/update line through an io.Pipe and a decode (the pipe floor),
+// and the SDK's own SessionUpdate from an agent-side connection to the
+// handler of a client-side one over an io.Pipe (the SDK floor: the SDK's
+// encoding, the pipe and the client's reader goroutines, none of it dsh's).
 func BenchmarkFirstChunk(b *testing.B) {
 	c, conn, id, done := benchEnv(b, 1)
 	defer done()
 	floor := pipeFloor(200)
+	sdk := sdkFloor(b, 200)
 	var total time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -124,6 +129,8 @@ func BenchmarkFirstChunk(b *testing.B) {
 	avg := total / time.Duration(b.N)
 	b.ReportMetric(float64(avg.Microseconds()), "µs-first-chunk")
 	b.ReportMetric(float64(avg)/float64(floor), "x-pipe-floor")
+	b.ReportMetric(float64(floor)/float64(time.Microsecond), "µs-pipe-floor")
+	b.ReportMetric(float64(sdk)/float64(time.Microsecond), "µs-sdk-floor")
 }
 
 // BenchmarkStreamUpdates: agent_message_chunk updates per second for a
@@ -183,6 +190,46 @@ func pipeFloor(n int) time.Duration {
 	el := time.Since(start)
 	w.Close()
 	wg.Wait()
+	return el / time.Duration(n)
+}
+
+// floorClient signals each agent_message_chunk it is handed.
+type floorClient struct {
+	*client
+	got chan struct{}
+}
+
+func (c *floorClient) SessionUpdate(_ stdctx.Context, n acp.SessionNotification) error {
+	if n.Update.AgentMessageChunk != nil {
+		c.got <- struct{}{}
+	}
+	return nil
+}
+
+// sdkFloor is the average time from the SDK's SessionUpdate on an
+// agent-side connection to the handler of a client-side connection that
+// reads it from an io.Pipe.
+func sdkFloor(tb testing.TB, n int) time.Duration {
+	toClient, agentOut := io.Pipe()
+	toAgent, clientOut := io.Pipe()
+	agent := acp.NewAgentSideConnection(nil, agentOut, toAgent)
+	agent.SetLogger(slog.New(slog.DiscardHandler))
+	c := &floorClient{client: newClient(), got: make(chan struct{})}
+	conn := acp.NewClientSideConnection(c, clientOut, toClient)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	note := acp.SessionNotification{SessionId: "main-session-00000000-0000-0000-0000-000000000000", Update: acp.UpdateAgentMessageText("first ")}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if err := agent.SessionUpdate(stdctx.Background(), note); err != nil {
+			tb.Fatal(err)
+		}
+		<-c.got
+	}
+	el := time.Since(start)
+	agentOut.Close()
+	clientOut.Close()
+	<-conn.Done()
+	<-agent.Done()
 	return el / time.Duration(n)
 }
 

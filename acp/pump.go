@@ -158,10 +158,10 @@ func (st *conv) rest(id string, m llm.Message, done bool) {
 	}
 	st.mu.Unlock()
 	if len(m.Reasoning) > had.thought {
-		st.send(acp.UpdateAgentThoughtText(m.Reasoning[had.thought:]))
+		st.sendText(kindThought, m.Reasoning[had.thought:])
 	}
 	if len(m.Content) > had.text {
-		st.send(acp.UpdateAgentMessageText(m.Content[had.text:]))
+		st.sendText(kindMessage, m.Content[had.text:])
 	}
 }
 
@@ -173,14 +173,14 @@ func (st *conv) chunk(messageID string, c llm.Chunk) {
 		n.text += len(c.Text)
 		st.streamed[messageID] = n
 		st.mu.Unlock()
-		st.send(acp.UpdateAgentMessageText(c.Text))
+		st.sendText(kindMessage, c.Text)
 	case llm.ChunkReasoning:
 		st.mu.Lock()
 		n := st.streamed[messageID]
 		n.thought += len(c.Text)
 		st.streamed[messageID] = n
 		st.mu.Unlock()
-		st.send(acp.UpdateAgentThoughtText(c.Text))
+		st.sendText(kindThought, c.Text)
 	case llm.ChunkUsage:
 		if c.Usage != nil {
 			// dsh does not know the model's context window: size is what

@@ -44,6 +44,9 @@ type Options struct {
 type Server struct {
 	opts Options
 	conn *acp.AgentSideConnection
+	// out is the connection's writer, shared with the SDK: the pump
+	// writes text chunks to it directly (update.go).
+	out *lockedWriter
 	// connID scopes the connection's JSON-RPC ids.
 	connID string
 	log    *slog.Logger
@@ -84,6 +87,7 @@ func Serve(ctx stdctx.Context, in io.Reader, out io.Writer, opts Options) error 
 	defer s.cancel()
 
 	w := &lockedWriter{w: out}
+	s.out = w
 	pr, pw := io.Pipe()
 	// The SDK reads nothing before the filter writes: the connection and
 	// its logger are set before any handler can run.

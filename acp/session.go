@@ -31,6 +31,8 @@ type conv struct {
 	// sendMu keeps the pump's notifications and the tool listener's in
 	// one order on the wire.
 	sendMu sync.Mutex
+	// text encodes text chunks; sendMu guards it.
+	text textUpdate
 
 	mu        sync.Mutex
 	turnOf    map[string]int  // message id → turn
@@ -242,6 +244,21 @@ func (st *conv) send(u acp.SessionUpdate) {
 	st.sendMu.Lock()
 	defer st.sendMu.Unlock()
 	st.sendLocked(u)
+}
+
+// sendText sends text as an agent_message_chunk or agent_thought_chunk
+// (kind), encoded by the pump rather than the SDK (update.go).
+func (st *conv) sendText(kind, text string) {
+	st.sendMu.Lock()
+	defer st.sendMu.Unlock()
+	// The SDK refuses to send once the connection's ctx ended; so does this.
+	if err := st.srv.ctx.Err(); err != nil {
+		st.srv.log.Debug("session/update not sent", "session", st.id, "error", err)
+		return
+	}
+	if _, err := st.srv.out.Write(st.text.encode(string(st.id), kind, text)); err != nil {
+		st.srv.log.Debug("session/update not sent", "session", st.id, "error", err)
+	}
 }
 
 func (st *conv) sendLocked(u acp.SessionUpdate) {

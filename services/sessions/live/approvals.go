@@ -115,7 +115,10 @@ func (c *Client) Answer(id int64, ans approval.Answer) error {
 	s := Settled{QuestionID: id, AnsweredBy: c.name, Answer: ans}
 	h.settled = s
 	for o := range h.clients {
-		if o != c && o.approvals && !o.push(Update{Kind: KindSettled, Settled: &s}) {
+		if o == c || !o.approvals {
+			continue
+		}
+		if ok, _ := o.push(Update{Kind: KindSettled, Settled: &s}); !ok {
 			h.drop(o, o.overflow())
 		}
 	}

@@ -193,13 +193,14 @@ func (c *Client) Detach() {
 	}
 }
 
-// push queues u; false when the queue is full. The caller holds the
-// Hub's mu.
-func (c *Client) push(u Update) bool {
+// push queues u; ok is false when the queue is full, idle says u is the
+// only update queued. The caller holds the Hub's mu.
+func (c *Client) push(u Update) (ok, idle bool) {
 	c.mu.Lock()
-	if len(c.queue)-c.head >= c.limit {
+	n := len(c.queue) - c.head
+	if n >= c.limit {
 		c.mu.Unlock()
-		return false
+		return false, false
 	}
 	c.queue = append(c.queue, u)
 	c.mu.Unlock()
@@ -207,7 +208,7 @@ func (c *Client) push(u Update) bool {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	return true
+	return true, n == 0
 }
 
 func (c *Client) overflow() error {
