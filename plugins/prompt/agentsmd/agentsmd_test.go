@@ -460,3 +460,50 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkTurn is one turn of one step (Followup → WhenIdle, scripted
+// model) without the plugin, with it and no AGENTS.md, and with two files
+// in a workspace three directories deep: the per-turn price of the check.
+func BenchmarkTurn(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		mount bool
+		files bool
+	}{{"off", false, false}, {"on/no-files", true, false}, {"on/3dirs-2files", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			root := b.TempDir()
+			ws := filepath.Join(root, "a", "b")
+			if err := os.MkdirAll(ws, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if c.files {
+				os.Mkdir(filepath.Join(root, ".git"), 0o755)
+				write(b, filepath.Join(root, "AGENTS.md"), strings.Repeat("Run the tests.\n", 256))
+				write(b, filepath.Join(ws, "AGENTS.md"), strings.Repeat("Keep it short.\n", 256))
+			}
+			var cfg *agentsmd.Config
+			if c.mount {
+				cfg = defaults()
+			}
+			e := newEnv(b, cfg)
+			a := e.create("a", ws)
+			msg := llm.Message{Role: llm.RoleUser, Content: "hi"}
+			ctx := stdctx.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := a.Followup(msg); err != nil {
+					b.Fatal(err)
+				}
+				if err := a.WhenIdle(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if i%1024 == 0 {
+					e.mu.Lock()
+					e.systems = e.systems[:0]
+					e.mu.Unlock()
+				}
+			}
+		})
+	}
+}
