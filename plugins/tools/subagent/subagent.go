@@ -282,8 +282,7 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
 	if workspace == "" {
 		workspace = call.Workspace
 	}
-	tctx, stop := stdctx.WithTimeoutCause(ctx, t.cfg.Timeout, errs.New(TimedOut, fmt.Sprintf(
-		"subagent %q did not finish within %v; its turn was cancelled", a.Agent, t.cfg.Timeout)))
+	tctx, stop := stdctx.WithTimeout(ctx, t.cfg.Timeout)
 	defer stop()
 	s, err := t.sessions.Open(tctx, sessions.OpenOptions{
 		Agent: templateOf(spec), Presets: spec.Presets, Workspace: workspace,
@@ -332,7 +331,7 @@ func (t *Tool) ended(ctx, tctx stdctx.Context, name string, err error) (tools.Re
 	case ctx.Err() != nil:
 		return cancelled(name)
 	case tctx.Err() != nil:
-		return fail(stdctx.Cause(tctx))
+		return fail(errs.New(TimedOut, fmt.Sprintf("subagent %q did not finish within %v; its turn was cancelled", name, t.cfg.Timeout)))
 	}
 	return fail(err)
 }
