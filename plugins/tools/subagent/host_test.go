@@ -11,7 +11,7 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all"
-	"github.com/dsh-go/dsh/plugins/tools/subagent"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -78,8 +78,11 @@ func TestThroughTheHost(t *testing.T) {
 	}
 	var child string
 	for _, sum := range list {
-		if p, ok := subagent.ParentOf(sum.ID); ok && p == s.ID() {
+		if p, ok := session.ParentOf(sum.ID); ok && p == s.ID() {
 			child = sum.ID
+			if sum.Parent != s.ID() {
+				t.Fatalf("the child's summary names parent %q, want %q", sum.Parent, s.ID())
+			}
 			if !strings.HasPrefix(sum.Agent, "reviewer@") || sum.Title != "review the change" {
 				t.Fatalf("the child's summary: %+v", sum)
 			}

@@ -433,18 +433,7 @@ func childSessionID(parent agents.Agent, call tools.Call) string {
 	if parent == nil || parent.Session() == nil {
 		return ""
 	}
-	return parent.Session().ID() + ".sub-" + unsafeID.ReplaceAllString(call.ID, "_") + "-" + uuid.NewString()[:8]
-}
-
-// ParentOf returns the session id a child session id was derived from, and
-// whether id is a subagent's session at all: `sessions list` shows the
-// link with it.
-func ParentOf(id string) (string, bool) {
-	i := strings.LastIndex(id, ".sub-")
-	if i <= 0 {
-		return "", false
-	}
-	return id[:i], true
+	return session.ChildID(parent.Session().ID(), unsafeID.ReplaceAllString(call.ID, "_")+"-"+uuid.NewString()[:8])
 }
 
 // parentLog is where the tool reports what the model is not told.

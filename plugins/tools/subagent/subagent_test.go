@@ -434,7 +434,7 @@ func TestDepthLimitAndPersistedLink(t *testing.T) {
 		t.Fatalf("child session files: %v", files)
 	}
 	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
-	if parent, ok := subagent.ParentOf(id); !ok || parent != p.ID() {
+	if parent, ok := session.ParentOf(id); !ok || parent != p.ID() {
 		t.Fatalf("ParentOf(%q) = %q, %v", id, parent, ok)
 	}
 	log, err := os.ReadFile(files[0])
