@@ -9,9 +9,9 @@
 // (services/sessions, the one layer that creates agents): the configured
 // agent (template), presets, provider and model of that subagent, the
 // parent's workspace unless the subagent names its own, and a session id
-// derived from the parent's session and the call id
-// (<parent session>.sub-<call id>), so the child's persisted session is
-// found beside its parent's. The task is delivered as a prompt with source
+// derived from the parent's session and the call id (<parent
+// session>.sub-<call id>-<8 random hex>, see session.ChildID), so the
+// child's persisted session is listed with its parent (Summary.Parent). The task is delivered as a prompt with source
 // kind subagent, so admission applies to it like to any outside message;
 // a refusal is the call's error result. The tool waits for the child's
 // turn to end and returns its last assistant message; then the child's
