@@ -270,10 +270,26 @@ func TestConcurrencyCap(t *testing.T) {
 	}
 }
 
-// TestCancelMidChild: cancelling the parent's turn while a child's tool
-// runs ends the child's turn, answers the call as cancelled and leaves no
-// child agent, session or goroutine behind.
+// TestCancelMidChild: cancelling (or aborting) the parent's turn while a
+// child's tool runs ends the child's turn, answers the call as cancelled
+// and leaves no child agent, session or goroutine behind.
 func TestCancelMidChild(t *testing.T) {
+	t.Run("cancel", func(t *testing.T) {
+		testStopMidChild(t, func(p *sessions.Session) error {
+			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+			defer cancel()
+			return p.Cancel(ctx)
+		})
+	})
+	t.Run("abort", func(t *testing.T) {
+		testStopMidChild(t, func(p *sessions.Session) error {
+			p.Agent().Abort()
+			return nil
+		})
+	})
+}
+
+func testStopMidChild(t *testing.T, stop func(*sessions.Session) error) {
 	e := newEnv(t, setup{
 		parent: []scripted.Reply{calls("alpha"), text("parent done")},
 		child:  []scripted.Reply{tool("block"), text("never")},
@@ -297,9 +313,7 @@ func TestCancelMidChild(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the child never ran its tool")
 	}
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.Cancel(ctx); err != nil {
+	if err := stop(p); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -307,6 +321,7 @@ func TestCancelMidChild(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the child's tool call was never cancelled")
 	}
+	idle(t, p.Agent())
 	r := results(p.Agent().Session())["call_1"]
 	if !r.IsError || !strings.Contains(r.Content, "cancelled") {
 		t.Fatalf("the call's result: %+v", r)
@@ -472,5 +487,39 @@ func TestUnknownAgentAndConfig(t *testing.T) {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v passed Validate", bad)
 		}
+	}
+}
+
+// TestShutdownMidChild: disposing the whole tree while a child works
+// closes parent and child without hanging or leaking (goleak).
+func TestShutdownMidChild(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha", "beta"), text("parent done")},
+		child:  []scripted.Reply{tool("block"), text("never")},
+	})
+	entered := make(chan struct{}, 2)
+	err := e.tools.Register(e.root, tools.Tool{Name: "block", ParallelSafe: true, Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return tools.Result{}, ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.parent("start")
+	for range 2 {
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the children never ran their tool")
+		}
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.root.Dispose(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.reg.List()); n != 0 {
+		t.Fatalf("%d agents left after dispose", n)
 	}
 }
