@@ -523,3 +523,104 @@ func TestShutdownMidChild(t *testing.T) {
 		t.Fatalf("%d agents left after dispose", n)
 	}
 }
+
+// TestUnattendedParentMakesUnattendedChildren: a parent turn from a
+// webhook gives its child an unattended task, so the child's call that
+// needs approval is refused at once, without asking the parent's answerer.
+func TestUnattendedParentMakesUnattendedChildren(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{tool("risky"), text("carried on")},
+	})
+	err := e.tools.Register(e.root, tools.Tool{Name: "risky", Approval: tools.Ask, Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
+		t.Error("the risky call ran without approval")
+		return tools.Result{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var childSource agentcontroller.Source
+	_, err = agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		if a.Source.Kind == agentcontroller.SourceSubagent {
+			mu.Lock()
+			childSource = a.Source
+			mu.Unlock()
+		}
+		return next.Call(ctx, a)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.ctl.Open(stdctx.Background(), sessions.OpenOptions{Agent: "main", Options: agents.Options{Provider: "parent"},
+		Source: agentcontroller.Source{Kind: agentcontroller.SourceWebhook}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(stdctx.Background())
+	ap, _ := approval.Key.Get(e.root)
+	detach, err := ap.Attach(s.AgentID(), func(_ stdctx.Context, req approval.Request) (approval.Answer, error) {
+		t.Errorf("the parent's answerer was asked %+v", req)
+		return approval.Answer{Choice: approval.AllowOnce}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detach()
+	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, s.Agent())
+	if r := results(s.Agent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
+		t.Fatalf("the call's result: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !childSource.IsUnattended() {
+		t.Fatalf("the child's task came from %+v, want unattended", childSource)
+	}
+}
+
+// TestCancelWhileWaitingForASlot: a call waiting for a slot (max_concurrent
+// 1, the slot held by its sibling) is answered cancelled too.
+func TestCancelWhileWaitingForASlot(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha", "beta"), text("parent done")},
+		child:  []scripted.Reply{tool("block"), text("never")},
+		tool:   subagent.Config{MaxConcurrent: 1},
+	})
+	entered := make(chan struct{}, 2)
+	err := e.tools.Register(e.root, tools.Tool{Name: "block", ParallelSafe: true, Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return tools.Result{}, ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.parent("start")
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no child ran its tool")
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, p.Agent())
+	res := results(p.Agent().Session())
+	if len(res) != 2 {
+		t.Fatalf("results: %+v", res)
+	}
+	for id, r := range res {
+		if !r.IsError || !strings.Contains(r.Content, "cancelled") {
+			t.Fatalf("%s: %+v", id, r)
+		}
+	}
+	if len(entered) != 0 {
+		t.Fatal("the second child ran after the cancel")
+	}
+	e.onlyParentLeft(p)
+}
