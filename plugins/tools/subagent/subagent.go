@@ -58,6 +58,7 @@ import (
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/waterfall"
 	"github.com/google/uuid"
 )
 
@@ -76,6 +77,32 @@ const (
 	TimedOut errs.Code = "SUBAGENT_TIMEOUT"
 	// Cancelled: the parent's turn was cancelled or aborted.
 	Cancelled errs.Code = "SUBAGENT_CANCELLED"
+)
+
+// Started is the payload of subagent/started: a child's session is open
+// and its task about to be delivered. A client following the parent can
+// attach to SessionID through the session controller to watch the child.
+type Started struct {
+	// ParentAgentID and CallID name the parent's call.
+	ParentAgentID, CallID string
+	// Name is the subagent's configured name; Description the call's label.
+	Name, Description string
+	// SessionID and AgentID are the child's.
+	SessionID, AgentID string
+	Depth              int
+}
+
+// Ended is the payload of subagent/ended, once per Started, after the
+// child's session was closed: Result is what the parent's model is told.
+type Ended struct {
+	Started
+	Result tools.Result
+}
+
+// Notifications of the agent tool, emitted in the parent's scope.
+var (
+	EventStarted = waterfall.NewEmit[Started]("subagent/started")
+	EventEnded   = waterfall.NewEmit[Ended]("subagent/ended")
 )
 
 // Defaults of the config.
@@ -256,7 +283,7 @@ func fail(err error) (tools.Result, error) {
 	return tools.Result{Content: err.Error(), IsError: true}, nil
 }
 
-func (t *Tool) run(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
+func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err error) {
 	var a args
 	if err := json.Unmarshal(call.Arguments, &a); err != nil {
 		return fail(errs.New(errs.InvalidArgument, fmt.Sprintf("the arguments are not a JSON object with agent and prompt: %v", err)))
@@ -295,6 +322,11 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
 	}
 	childID := s.AgentID()
 	depths.Store(childID, depth)
+	started := Started{ParentAgentID: call.AgentID, CallID: call.ID, Name: a.Agent, Description: a.Description,
+		SessionID: s.ID(), AgentID: childID, Depth: depth}
+	if parent != nil {
+		_ = EventStarted.Emit(stdctx.Background(), parent.Context(), started)
+	}
 	defer func() {
 		cctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
@@ -305,6 +337,9 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
 			parentLog(parent).Warn("closing a subagent's session failed", "session", s.ID(), "error", err)
 		}
 		depths.Delete(childID)
+		if parent != nil {
+			_ = EventEnded.Emit(stdctx.Background(), parent.Context(), Ended{Started: started, Result: res})
+		}
 	}()
 	detach, err := t.approval.Attach(childID, t.forward(call.AgentID, a.Agent))
 	if err != nil {

@@ -186,8 +186,39 @@ func TestTwoChildrenOneStepOneRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var started []subagent.Started
+	var ended []subagent.Ended
+	if _, err := subagent.EventStarted.On(e.root, func(_ stdctx.Context, s subagent.Started) error {
+		mu.Lock()
+		started = append(started, s)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := subagent.EventEnded.On(e.root, func(_ stdctx.Context, x subagent.Ended) error {
+		mu.Lock()
+		ended = append(ended, x)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	p := e.parent("split the work")
 	idle(t, p.Agent())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(started) != 2 || len(ended) != 2 {
+		t.Fatalf("started %+v, ended %+v", started, ended)
+	}
+	for _, x := range ended {
+		if p, _ := session.ParentOf(x.SessionID); p == "" || x.ParentAgentID == "" || x.Depth != 1 {
+			t.Fatalf("ended: %+v", x)
+		}
+		if (x.Name == "beta") != x.Result.IsError {
+			t.Fatalf("ended: %+v", x)
+		}
+	}
 	res := results(p.Agent().Session())
 	if r := res["call_1"]; r.IsError || r.Content != "alpha's answer" {
 		t.Fatalf("alpha's result: %+v", r)
