@@ -53,6 +53,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/session"
@@ -378,7 +379,7 @@ func cancelled(name string) (tools.Result, error) {
 // answer reads the child's final answer: the last assistant message of the
 // turn that our prompt started.
 func answer(sess *session.Session, requestID, name string) (tools.Result, error) {
-	turn, text, found := 0, "", false
+	turn, text, found, cut := 0, "", false, false
 	for _, e := range sess.Events(1) {
 		switch {
 		case e.Type == session.UserMessage && e.RequestID == requestID:
@@ -387,8 +388,8 @@ func answer(sess *session.Session, requestID, name string) (tools.Result, error)
 		case e.Type == session.AssistantMessage && e.Message != nil:
 			text = e.Message.Content
 		case e.Type == session.TurnEnd:
-			found = true
-			if e.Reason != "completed" && e.Reason != "max-tokens" {
+			found, cut = true, e.Reason == agentloop.ReasonMaxTokens
+			if e.Reason != agentloop.ReasonCompleted && !cut {
 				why := e.Error
 				if why == "" {
 					why = "the turn was " + e.Reason
@@ -399,6 +400,9 @@ func answer(sess *session.Session, requestID, name string) (tools.Result, error)
 	}
 	if !found || strings.TrimSpace(text) == "" {
 		return fail(errs.New(Failed, fmt.Sprintf("subagent %q ended its turn without an answer", name)))
+	}
+	if cut {
+		text += fmt.Sprintf("\n\n[subagent %q reached its model's output limit: this answer may be cut short]", name)
 	}
 	return tools.Result{Content: text}, nil
 }

@@ -655,3 +655,28 @@ func TestCancelWhileWaitingForASlot(t *testing.T) {
 	}
 	e.onlyParentLeft(p)
 }
+
+// TestChildFailureIsAnErrorResult: a child whose model fails answers the
+// call with SUBAGENT_FAILED naming the error; one cut at its output limit
+// answers with what it wrote and says so.
+func TestChildFailureIsAnErrorResult(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{{Finish: "error", Error: "the model is down"}},
+	})
+	p := e.parent("go")
+	idle(t, p.Agent())
+	if r := results(p.Agent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.Failed)) || !strings.Contains(r.Content, "the model is down") {
+		t.Fatalf("the call's result: %+v", r)
+	}
+
+	e = newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{{Text: "half an", Finish: "max-tokens"}},
+	})
+	p = e.parent("go")
+	idle(t, p.Agent())
+	if r := results(p.Agent().Session())["call_1"]; r.IsError || !strings.HasPrefix(r.Content, "half an") || !strings.Contains(r.Content, "output limit") {
+		t.Fatalf("the call's result: %+v", r)
+	}
+}
