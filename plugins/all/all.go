@@ -19,4 +19,5 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/tools/clock"
 	_ "github.com/dsh-go/dsh/plugins/tools/files"
 	_ "github.com/dsh-go/dsh/plugins/tools/permission"
+	_ "github.com/dsh-go/dsh/plugins/tools/subagent"
 )

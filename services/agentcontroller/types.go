@@ -23,11 +23,15 @@ const (
 type SourceKind string
 
 // Source kinds. Schedules and webhooks have nobody waiting for an answer.
+// A subagent's task comes from its parent agent (the agent tool): it is
+// unattended exactly when the parent's turn is (Source.Unattended), since
+// the parent's person answers the child's approval questions.
 const (
 	SourceUser     SourceKind = "user"
 	SourceSchedule SourceKind = "schedule"
 	SourceWebhook  SourceKind = "webhook"
 	SourcePlugin   SourceKind = "plugin"
+	SourceSubagent SourceKind = "subagent"
 )
 
 // Source describes the sender of a delivery.

@@ -55,6 +55,28 @@ type Summary struct {
 	Size int64 `json:"size"`
 	// Error says why a corrupt session cannot be read.
 	Error string `json:"error,omitempty"`
+	// Parent is the session a subagent's session was made for (see
+	// ChildID); empty for every other session.
+	Parent string `json:"parent,omitempty"`
+}
+
+// childMark separates a parent's session id from the rest of a child's.
+const childMark = ".sub-"
+
+// ChildID is the id of a subagent session started from session parent:
+// "<parent>.sub-<suffix>", suffix made of letters, digits, '.', '_' and
+// '-'. The link is in the id itself, so every backend keeps it and a
+// listing shows it (Summary.Parent) without reading the log.
+func ChildID(parent, suffix string) string { return parent + childMark + suffix }
+
+// ParentOf returns the parent of a session id made by ChildID, and false
+// for an id that is not a child's.
+func ParentOf(id string) (string, bool) {
+	i := strings.LastIndex(id, childMark)
+	if i <= 0 {
+		return "", false
+	}
+	return id[:i], true
 }
 
 // Lister is implemented by backends that can list their sessions without
@@ -125,6 +147,7 @@ func (st *Store) List(ctx stdctx.Context) ([]Summary, error) {
 	}
 	st.mu.Lock()
 	for i := range list {
+		list[i].Parent, _ = ParentOf(list[i].ID)
 		if s, ok := st.sessions[list[i].ID]; ok {
 			list[i].State = StateOpen
 			list[i].Holder = fmt.Sprintf("agent %q of this process", s.agentID)

@@ -127,3 +127,22 @@ func TestTitle(t *testing.T) {
 		}
 	}
 }
+
+func TestChildIDLinksToItsParent(t *testing.T) {
+	id := session.ChildID("main-session-1", "call_1-ab12cd34")
+	if !session.ValidID(id) {
+		t.Fatalf("%q is not a valid session id", id)
+	}
+	if p, ok := session.ParentOf(id); !ok || p != "main-session-1" {
+		t.Fatalf("ParentOf(%q) = %q, %v", id, p, ok)
+	}
+	// A grandchild's parent is the child.
+	if p, _ := session.ParentOf(session.ChildID(id, "call_2-00000000")); p != id {
+		t.Fatalf("a grandchild's parent is %q", p)
+	}
+	for _, plain := range []string{"main-session-1", ".sub-x", "a.subway"} {
+		if p, ok := session.ParentOf(plain); ok {
+			t.Fatalf("ParentOf(%q) = %q, true", plain, p)
+		}
+	}
+}

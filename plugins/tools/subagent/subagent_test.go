@@ -1,0 +1,682 @@
+package subagent_test
+
+import (
+	stdctx "context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/internal/ctxtest"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/plugins/session/jsonl"
+	"github.com/dsh-go/dsh/plugins/tools/subagent"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agentloop"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/core"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/tools"
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type env struct {
+	t     testing.TB
+	root  *dshctx.Context
+	ctl   *sessions.Controller
+	tools *tools.Service
+	reg   *agents.Registry
+}
+
+type setup struct {
+	parent, child []scripted.Reply
+	tool          subagent.Config
+	dir           string // session.jsonl directory when set
+}
+
+// calls is a scripted reply calling the agent tool once per agent name.
+func calls(names ...string) scripted.Reply {
+	var r scripted.Reply
+	for _, n := range names {
+		r.ToolCalls = append(r.ToolCalls, scripted.Call{Name: "agent", Arguments: `{"agent":"` + n + `","prompt":"do the ` + n + ` part"}`})
+	}
+	return r
+}
+
+func tool(name string) scripted.Reply {
+	return scripted.Reply{ToolCalls: []scripted.Call{{Name: name}}}
+}
+
+func text(s string) scripted.Reply { return scripted.Reply{Text: s} }
+
+// newEnv mounts the core services, a scripted "parent" and "child" model,
+// the agent loop, both controllers and the agent tool at the root.
+func newEnv(t testing.TB, s setup) *env {
+	t.Helper()
+	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
+	ctxtest.Cleanup(t, root)
+	if err := core.Mount(root); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(p dshctx.Plugin, cfg any) {
+		t.Helper()
+		f, err := root.Plugin(p, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Await(stdctx.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(scripted.Plugin, scripted.Config{Name: "parent", Replies: s.parent})
+	apply(scripted.Plugin, scripted.Config{Name: "child", Replies: s.child})
+	if s.dir != "" {
+		apply(jsonl.Plugin, &jsonl.Config{Dir: s.dir})
+	}
+	apply(agentloop.Plugin, agentloop.Config{})
+	apply(agentcontroller.Plugin, nil)
+	apply(sessions.Plugin, nil)
+	cfg := s.tool
+	def := subagent.Config{}.Defaults()
+	if cfg.Name == "" {
+		cfg.Name = def.Name
+	}
+	if cfg.MaxConcurrent == 0 {
+		cfg.MaxConcurrent = def.MaxConcurrent
+	}
+	if cfg.MaxDepth == 0 {
+		cfg.MaxDepth = def.MaxDepth
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = def.Timeout
+	}
+	if cfg.Agents == nil {
+		cfg.Agents = []subagent.Agent{
+			{Name: "alpha", Description: "does alpha things", Provider: "child"},
+			{Name: "beta", Description: "does beta things", Provider: "child"},
+		}
+	}
+	apply(subagent.Plugin, cfg)
+	ctl, _ := sessions.Key.Get(root)
+	ts, _ := tools.Key.Get(root)
+	reg, _ := agents.Key.Get(root)
+	return &env{t: t, root: root, ctl: ctl, tools: ts, reg: reg}
+}
+
+// parent opens the parent's session and prompts it.
+func (e *env) parent(prompt string) *sessions.Session {
+	e.t.Helper()
+	s, err := e.ctl.Open(stdctx.Background(), sessions.OpenOptions{Agent: "main", Options: agents.Options{Provider: "parent"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = s.Close(stdctx.Background()) })
+	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: prompt}); err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func idle(t testing.TB, a agents.Agent) {
+	t.Helper()
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.WhenIdle(ctx); err != nil {
+		t.Fatalf("agent %s never went idle: %v", a.ID(), err)
+	}
+}
+
+// results are the tool results a session recorded, by call id.
+func results(s *session.Session) map[string]llm.Message {
+	out := map[string]llm.Message{}
+	for _, e := range s.Events(1) {
+		if e.Type == session.ToolResult {
+			out[e.Message.ToolCallID] = *e.Message
+		}
+	}
+	return out
+}
+
+// onlyParentLeft checks every child was disposed: one agent, one session.
+func (e *env) onlyParentLeft(parent *sessions.Session) {
+	e.t.Helper()
+	if list := e.reg.List(); len(list) != 1 || list[0].ID() != parent.AgentID() {
+		ids := []string{}
+		for _, a := range list {
+			ids = append(ids, a.ID())
+		}
+		e.t.Fatalf("agents left: %v", ids)
+	}
+	if n := len(e.ctl.Sessions()); n != 1 {
+		e.t.Fatalf("%d sessions open, want the parent's only", n)
+	}
+}
+
+// TestTwoChildrenOneStepOneRefused: the parent calls two subagents in one
+// step; an admission listener that refuses subagent tasks for beta lets
+// alpha answer and makes beta's call an error result the parent's model
+// reads.
+func TestTwoChildrenOneStepOneRefused(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha", "beta"), text("parent done")},
+		child:  []scripted.Reply{text("alpha's answer")},
+	})
+	var mu sync.Mutex
+	var sources []agentcontroller.Source
+	_, err := agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		if a.Source.Kind == agentcontroller.SourceSubagent {
+			mu.Lock()
+			sources = append(sources, a.Source)
+			mu.Unlock()
+			if strings.HasPrefix(a.Agent.ID(), "beta@") {
+				return agentcontroller.Reject("test/no-beta", "beta takes no tasks today", false), nil
+			}
+		}
+		return next.Call(ctx, a)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started []subagent.Started
+	var ended []subagent.Ended
+	if _, err := subagent.EventStarted.On(e.root, func(_ stdctx.Context, s subagent.Started) error {
+		mu.Lock()
+		started = append(started, s)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := subagent.EventEnded.On(e.root, func(_ stdctx.Context, x subagent.Ended) error {
+		mu.Lock()
+		ended = append(ended, x)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.parent("split the work")
+	idle(t, p.Agent())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(started) != 2 || len(ended) != 2 {
+		t.Fatalf("started %+v, ended %+v", started, ended)
+	}
+	for _, x := range ended {
+		if p, _ := session.ParentOf(x.SessionID); p == "" || x.ParentAgentID == "" || x.Depth != 1 {
+			t.Fatalf("ended: %+v", x)
+		}
+		if (x.Name == "beta") != x.Result.IsError {
+			t.Fatalf("ended: %+v", x)
+		}
+	}
+	res := results(p.Agent().Session())
+	if r := res["call_1"]; r.IsError || r.Content != "alpha's answer" {
+		t.Fatalf("alpha's result: %+v", r)
+	}
+	if r := res["call_2"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.Refused)) || !strings.Contains(r.Content, "beta takes no tasks today") {
+		t.Fatalf("beta's result: %+v", r)
+	}
+	if len(sources) != 2 || sources[0].Unattended || sources[0].RPCID == "" {
+		t.Fatalf("admission heard %+v", sources)
+	}
+	e.onlyParentLeft(p)
+}
+
+// TestChildrenRunConcurrently: both children must be inside the meet tool
+// at once for either to leave it; sequential children would time out.
+func TestChildrenRunConcurrently(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha", "beta"), text("parent done")},
+		child:  []scripted.Reply{tool("meet"), text("met")},
+	})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	both := make(chan struct{})
+	go func() { wg.Wait(); close(both) }()
+	err := e.tools.Register(e.root, tools.Tool{Name: "meet", ParallelSafe: true, Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		wg.Done()
+		select {
+		case <-both:
+			return tools.Result{Content: "met"}, nil
+		case <-time.After(5 * time.Second):
+			return tools.Result{Content: "alone", IsError: true}, nil
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.parent("meet")
+	idle(t, p.Agent())
+	for id, r := range results(p.Agent().Session()) {
+		if r.IsError || r.Content != "met" {
+			t.Fatalf("%s: %+v", id, r)
+		}
+	}
+	e.onlyParentLeft(p)
+}
+
+// TestConcurrencyCap: with max_concurrent 1 the children take turns, so
+// the meet tool never sees two at once.
+func TestConcurrencyCap(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha", "beta"), text("parent done")},
+		child:  []scripted.Reply{tool("probe"), text("probed")},
+		tool:   subagent.Config{MaxConcurrent: 1},
+	})
+	var mu sync.Mutex
+	in, most := 0, 0
+	err := e.tools.Register(e.root, tools.Tool{Name: "probe", ParallelSafe: true, Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		mu.Lock()
+		in++
+		most = max(most, in)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		in--
+		mu.Unlock()
+		return tools.Result{Content: "ok"}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.parent("probe")
+	idle(t, p.Agent())
+	if most != 1 {
+		t.Fatalf("%d children ran at once under max_concurrent 1", most)
+	}
+	for id, r := range results(p.Agent().Session()) {
+		if r.IsError {
+			t.Fatalf("%s: %+v", id, r)
+		}
+	}
+}
+
+// TestCancelMidChild: cancelling (or aborting) the parent's turn while a
+// child's tool runs ends the child's turn, answers the call as cancelled
+// and leaves no child agent, session or goroutine behind.
+func TestCancelMidChild(t *testing.T) {
+	t.Run("cancel", func(t *testing.T) {
+		testStopMidChild(t, func(p *sessions.Session) error {
+			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+			defer cancel()
+			return p.Cancel(ctx)
+		})
+	})
+	t.Run("abort", func(t *testing.T) {
+		testStopMidChild(t, func(p *sessions.Session) error {
+			p.Agent().Abort()
+			return nil
+		})
+	})
+}
+
+func testStopMidChild(t *testing.T, stop func(*sessions.Session) error) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{tool("block"), text("never")},
+	})
+	entered := make(chan agents.Agent, 1)
+	childEnded := make(chan error, 1)
+	err := e.tools.Register(e.root, tools.Tool{Name: "block", Execute: func(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
+		a, _ := e.reg.Get(c.AgentID)
+		entered <- a
+		<-ctx.Done()
+		childEnded <- ctx.Err()
+		return tools.Result{}, ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.parent("start")
+	var child agents.Agent
+	select {
+	case child = <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the child never ran its tool")
+	}
+	if err := stop(p); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-childEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the child's tool call was never cancelled")
+	}
+	idle(t, p.Agent())
+	r := results(p.Agent().Session())["call_1"]
+	if !r.IsError || !strings.Contains(r.Content, "cancelled") {
+		t.Fatalf("the call's result: %+v", r)
+	}
+	if child.Status() != agents.StatusDisposed {
+		t.Fatalf("the child is %s", child.Status())
+	}
+	var end session.Event
+	for _, ev := range child.Session().Events(1) {
+		if ev.Type == session.TurnEnd {
+			end = ev
+		}
+	}
+	if end.Reason != agentloop.ReasonAborted {
+		t.Fatalf("the child's turn ended %q, want aborted", end.Reason)
+	}
+	e.onlyParentLeft(p)
+}
+
+// TestTimeout: a child that does not finish in time is cancelled and the
+// call fails with SUBAGENT_TIMEOUT.
+func TestTimeout(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{tool("block"), text("never")},
+		tool:   subagent.Config{Timeout: 100 * time.Millisecond},
+	})
+	err := e.tools.Register(e.root, tools.Tool{Name: "block", Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		<-ctx.Done()
+		return tools.Result{}, ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.parent("start")
+	idle(t, p.Agent())
+	if r := results(p.Agent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.TimedOut)) {
+		t.Fatalf("the call's result: %+v", r)
+	}
+	e.onlyParentLeft(p)
+}
+
+// TestChildAskGoesToParentsAnswerer: a child's call that needs approval is
+// asked of the parent's answerer, naming the subagent; its answer lets the
+// call run.
+func TestChildAskGoesToParentsAnswerer(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{tool("risky"), text("risky done")},
+	})
+	ran := 0
+	err := e.tools.Register(e.root, tools.Tool{Name: "risky", Approval: tools.Ask, Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
+		ran++
+		return tools.Result{Content: "ok"}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.ctl.Open(stdctx.Background(), sessions.OpenOptions{Agent: "main", Options: agents.Options{Provider: "parent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(stdctx.Background())
+	ap, _ := approval.Key.Get(e.root)
+	asked := make(chan approval.Request, 1)
+	detach, err := ap.Attach(s.AgentID(), func(_ stdctx.Context, req approval.Request) (approval.Answer, error) {
+		asked <- req
+		return approval.Answer{Choice: approval.AllowOnce}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detach()
+	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, s.Agent())
+	req := <-asked
+	if req.AgentID != s.AgentID() || req.Tool != "risky" || !strings.Contains(req.Reason, `subagent "alpha"`) {
+		t.Fatalf("the parent's answerer was asked %+v", req)
+	}
+	if r := results(s.Agent().Session())["call_1"]; r.IsError || r.Content != "risky done" || ran != 1 {
+		t.Fatalf("the call's result: %+v (ran %d)", r, ran)
+	}
+}
+
+// TestChildAskWithoutParentAnswererFailsClosed: nobody answers for the
+// parent, so the child's call is refused and the child carries on.
+func TestChildAskWithoutParentAnswererFailsClosed(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{tool("risky"), text("carried on")},
+	})
+	err := e.tools.Register(e.root, tools.Tool{Name: "risky", Approval: tools.Ask, Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
+		t.Error("the risky call ran without approval")
+		return tools.Result{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.parent("go")
+	idle(t, p.Agent())
+	if r := results(p.Agent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
+		t.Fatalf("the call's result: %+v", r)
+	}
+}
+
+// TestDepthLimitAndPersistedLink: a child that calls the agent tool again
+// is refused at max_depth 1; its session is persisted under an id derived
+// from the parent's.
+func TestDepthLimitAndPersistedLink(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{calls("beta"), text("did it myself")},
+		dir:    dir,
+	})
+	p := e.parent("nest")
+	idle(t, p.Agent())
+	if r := results(p.Agent().Session())["call_1"]; r.IsError || r.Content != "did it myself" {
+		t.Fatalf("the call's result: %+v", r)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, p.ID()+".sub-call_1-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("child session files: %v", files)
+	}
+	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	if parent, ok := session.ParentOf(id); !ok || parent != p.ID() {
+		t.Fatalf("ParentOf(%q) = %q, %v", id, parent, ok)
+	}
+	log, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), string(subagent.DepthExceeded)) {
+		t.Fatalf("the child's log does not show the depth refusal:\n%s", log)
+	}
+	e.onlyParentLeft(p)
+}
+
+func TestUnknownAgentAndConfig(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("gamma"), text("parent done")},
+	})
+	p := e.parent("go")
+	idle(t, p.Agent())
+	// The schema's enum refuses an unknown name before the tool runs.
+	if r := results(p.Agent().Session())["call_1"]; !r.IsError || !strings.Contains(r.Content, `must be one of ["alpha","beta"]`) {
+		t.Fatalf("the call's result: %+v", r)
+	}
+	// The description lists the subagents for the model.
+	spec := e.tools.Lookup(e.root, "agent")
+	if spec == nil || !strings.Contains(spec.Description, "- alpha: does alpha things") || !spec.ParallelSafe {
+		t.Fatalf("tool: %+v", spec)
+	}
+	for _, bad := range []subagent.Config{
+		{Name: "agent", MaxConcurrent: 0, MaxDepth: 1, Timeout: time.Second},
+		{Name: "agent", MaxConcurrent: 1, MaxDepth: 0, Timeout: time.Second},
+		{Name: "a b", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second},
+		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second, Agents: []subagent.Agent{{Name: "x"}}},
+		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second, Agents: []subagent.Agent{{Name: "x", Provider: "p"}, {Name: "x", Provider: "p"}}},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v passed Validate", bad)
+		}
+	}
+}
+
+// TestShutdownMidChild: disposing the whole tree while a child works
+// closes parent and child without hanging or leaking (goleak).
+func TestShutdownMidChild(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha", "beta"), text("parent done")},
+		child:  []scripted.Reply{tool("block"), text("never")},
+	})
+	entered := make(chan struct{}, 2)
+	err := e.tools.Register(e.root, tools.Tool{Name: "block", ParallelSafe: true, Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return tools.Result{}, ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.parent("start")
+	for range 2 {
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the children never ran their tool")
+		}
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.root.Dispose(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.reg.List()); n != 0 {
+		t.Fatalf("%d agents left after dispose", n)
+	}
+}
+
+// TestUnattendedParentMakesUnattendedChildren: a parent turn from a
+// webhook gives its child an unattended task, so the child's call that
+// needs approval is refused at once, without asking the parent's answerer.
+func TestUnattendedParentMakesUnattendedChildren(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{tool("risky"), text("carried on")},
+	})
+	err := e.tools.Register(e.root, tools.Tool{Name: "risky", Approval: tools.Ask, Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
+		t.Error("the risky call ran without approval")
+		return tools.Result{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var childSource agentcontroller.Source
+	_, err = agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		if a.Source.Kind == agentcontroller.SourceSubagent {
+			mu.Lock()
+			childSource = a.Source
+			mu.Unlock()
+		}
+		return next.Call(ctx, a)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.ctl.Open(stdctx.Background(), sessions.OpenOptions{Agent: "main", Options: agents.Options{Provider: "parent"},
+		Source: agentcontroller.Source{Kind: agentcontroller.SourceWebhook}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(stdctx.Background())
+	ap, _ := approval.Key.Get(e.root)
+	detach, err := ap.Attach(s.AgentID(), func(_ stdctx.Context, req approval.Request) (approval.Answer, error) {
+		t.Errorf("the parent's answerer was asked %+v", req)
+		return approval.Answer{Choice: approval.AllowOnce}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detach()
+	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, s.Agent())
+	if r := results(s.Agent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
+		t.Fatalf("the call's result: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !childSource.IsUnattended() {
+		t.Fatalf("the child's task came from %+v, want unattended", childSource)
+	}
+}
+
+// TestCancelWhileWaitingForASlot: a call waiting for a slot (max_concurrent
+// 1, the slot held by its sibling) is answered cancelled too.
+func TestCancelWhileWaitingForASlot(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha", "beta"), text("parent done")},
+		child:  []scripted.Reply{tool("block"), text("never")},
+		tool:   subagent.Config{MaxConcurrent: 1},
+	})
+	entered := make(chan struct{}, 2)
+	err := e.tools.Register(e.root, tools.Tool{Name: "block", ParallelSafe: true, Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return tools.Result{}, ctx.Err()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.parent("start")
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no child ran its tool")
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, p.Agent())
+	res := results(p.Agent().Session())
+	if len(res) != 2 {
+		t.Fatalf("results: %+v", res)
+	}
+	for id, r := range res {
+		if !r.IsError || !strings.Contains(r.Content, "cancelled") {
+			t.Fatalf("%s: %+v", id, r)
+		}
+	}
+	if len(entered) != 0 {
+		t.Fatal("the second child ran after the cancel")
+	}
+	e.onlyParentLeft(p)
+}
+
+// TestChildFailureIsAnErrorResult: a child whose model fails answers the
+// call with SUBAGENT_FAILED naming the error; one cut at its output limit
+// answers with what it wrote and says so.
+func TestChildFailureIsAnErrorResult(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{{Finish: "error", Error: "the model is down"}},
+	})
+	p := e.parent("go")
+	idle(t, p.Agent())
+	if r := results(p.Agent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.Failed)) || !strings.Contains(r.Content, "the model is down") {
+		t.Fatalf("the call's result: %+v", r)
+	}
+
+	e = newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{{Text: "half an", Finish: "max-tokens"}},
+	})
+	p = e.parent("go")
+	idle(t, p.Agent())
+	if r := results(p.Agent().Session())["call_1"]; r.IsError || !strings.HasPrefix(r.Content, "half an") || !strings.Contains(r.Content, "output limit") {
+		t.Fatalf("the call's result: %+v", r)
+	}
+}
