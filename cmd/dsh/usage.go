@@ -35,7 +35,7 @@ func reportUsage(cfg *config.Config, ac config.AgentConfig, s *sessions.Session,
 	u := sessionUsage(cfg, ac, s)
 	if jsonOut {
 		b, err := json.Marshal(struct {
-			Type    string `json:"type"`
+			Type      string `json:"type"`
 			SessionID string `json:"session_id"`
 			usage.Snapshot
 		}{"session/usage", s.ID(), u})
