@@ -67,7 +67,7 @@ func SnapshotOf(a *Account) Snapshot {
 		if st.Priced {
 			cost := st.Cost
 			c.Cost = &cost
-		} else {
+		} else if len(a.pricing.Models) > 0 {
 			c.UnpricedModels = []string{orDefault(st.Model, st.Provider)}
 		}
 		s.Step = &StepCounts{Turn: st.Turn, Step: st.Step, Provider: st.Provider, Model: st.Model, Counts: c}

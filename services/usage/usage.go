@@ -124,23 +124,30 @@ type Totals struct {
 	// cost sums the priced steps; unpriced names the models of the others.
 	cost     float64
 	unpriced []string
+	noCost   bool
 }
 
 // Cost returns the cost of the steps, and false when a step's model has
 // no price (or there were no steps).
 func (t Totals) Cost() (float64, bool) {
-	return t.cost, t.Steps > 0 && len(t.unpriced) == 0
+	return t.cost, t.Steps > 0 && len(t.unpriced) == 0 && !t.noCost
 }
 
-// Unpriced returns the models the price table has no price for.
+// Unpriced returns the models the price table has no price for; without a
+// table, none.
 func (t Totals) Unpriced() []string { return t.unpriced }
 
-func (t *Totals) add(u llm.Usage, cost float64, priced bool, model string) {
+func (t *Totals) add(u llm.Usage, cost float64, priced, noTable bool, model string) {
 	t.Steps++
 	t.Usage = t.Usage.Add(u)
-	if priced {
+	switch {
+	case priced:
 		t.cost += cost
-	} else if !slices.Contains(t.unpriced, model) {
+	case noTable:
+		// Without a price table no cost is known, and no model is to
+		// blame for it.
+		t.noCost = true
+	case !slices.Contains(t.unpriced, model):
 		t.unpriced = append(t.unpriced, model)
 	}
 }
@@ -201,8 +208,9 @@ func (a *Account) Add(e session.Event) {
 	if e.Turn != a.turnNo {
 		a.turn, a.turnNo = Totals{}, e.Turn
 	}
-	a.turn.add(u, cost, priced, name)
-	a.session.add(u, cost, priced, name)
+	noTable := len(a.pricing.Models) == 0
+	a.turn.add(u, cost, priced, noTable, name)
+	a.session.add(u, cost, priced, noTable, name)
 	a.last = Step{Turn: e.Turn, Step: e.Step, Provider: e.Provider, Model: model, Usage: u, Cost: cost, Priced: priced}
 	a.hasLast = true
 }

@@ -128,3 +128,15 @@ func TestCheck(t *testing.T) {
 		t.Fatal(m)
 	}
 }
+
+func TestNoPriceTableShowsNoCostAndBlamesNoModel(t *testing.T) {
+	acc := usage.NewAccount(usage.Pricing{}, nil)
+	acc.Add(step(1, 1, "scripted", "", llm.Usage{InputTokens: 7}))
+	snap := usage.SnapshotOf(acc)
+	if snap.Session.Cost != nil || snap.Session.UnpricedModels != nil || snap.Step.UnpricedModels != nil {
+		t.Fatalf("%+v", snap)
+	}
+	if text := usage.Text(snap); strings.Contains(text, "cost") || !strings.Contains(text, "7 in") {
+		t.Fatal(text)
+	}
+}
