@@ -147,6 +147,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		}
 		return nil
 	}
+	defer reportSessionUsage(h, cur, stderr)
 	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals)
 }
 

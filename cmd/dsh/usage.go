@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -79,4 +80,16 @@ func interactiveUsage(cfg *config.Config, cur *current, busy bool) string {
 		text += "> "
 	}
 	return text
+}
+
+// reportSessionUsage ends an interactive session with the usage of the
+// session it talked to last.
+func reportSessionUsage(h *host.Host, cur *current, diag io.Writer) {
+	cur.mu.Lock()
+	ac, s := cur.ac, cur.s
+	cur.mu.Unlock()
+	if u := sessionUsage(h.Config(), ac, s); u.Session.Steps > 0 {
+		u.Turn = nil
+		fmt.Fprint(diag, usageLines(u, false))
+	}
 }

@@ -177,7 +177,7 @@ func TestInteractiveUsage(t *testing.T) {
 	io.WriteString(tty, "/usage\r")
 	pos = scr.waitFor(t, pos, "usage: last step (turn 1, step 2): 1,300 in (1,200 cache hit, 100 miss) · 8 out · $0.0001")
 	pos = scr.waitFor(t, pos, "usage: turn 1 (2 steps): 2,500 in")
-	scr.waitFor(t, pos, "usage: session (2 steps): 2,500 in (2,200 cache hit, 300 miss) · 38 out (10 reasoning) · $0.0003")
+	pos = scr.waitFor(t, pos, "usage: session (2 steps): 2,500 in (2,200 cache hit, 300 miss) · 38 out (10 reasoning) · $0.0003")
 	io.WriteString(tty, "\x04")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -187,4 +187,6 @@ func TestInteractiveUsage(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("did not exit on Ctrl-D:\n%s", scr.String())
 	}
+	// Leaving shows the session's usage.
+	scr.waitFor(t, pos, "usage: session (2 steps)")
 }
