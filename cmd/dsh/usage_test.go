@@ -190,3 +190,39 @@ func TestInteractiveUsage(t *testing.T) {
 	// Leaving shows the session's usage.
 	scr.waitFor(t, pos, "usage: session (2 steps)")
 }
+
+// TestSessionsRmRefusesAnOpenSession: a session another dsh holds is not
+// deleted (exit 1, SESSION_LOCKED), and show still reads it.
+func TestSessionsRmRefusesAnOpenSession(t *testing.T) {
+	dir := t.TempDir()
+	store := "  - use: session.jsonl\n    config: {dir: " + filepath.Join(dir, "sessions") + "}\n"
+	cfg := usageConfig(t, dir, store, "    model: demo\n    session: held\n", demoPricing)
+	cmd := exec.Command(dshBin, "run", "--config", cfg)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{}
+	go io.Copy(scr, tty)
+	pos := scr.waitFor(t, 0, "> ")
+	io.WriteString(tty, "hi\r")
+	pos = scr.waitFor(t, pos, "Done.")
+	scr.waitFor(t, pos, "> ")
+
+	if o := runDsh(t, "", "sessions", "rm", "held", "--config", cfg); o.code != exitError || !strings.Contains(o.stderr, "SESSION_LOCKED") {
+		t.Fatalf("rm of a held session: exit %d %q", o.code, o.stderr)
+	}
+	if o := runDsh(t, "", "sessions", "show", "held", "--config", cfg); o.code != 0 || !strings.Contains(o.stdout, "state    open") || !strings.Contains(o.stdout, "session (2 steps)") {
+		t.Fatalf("show of a held session: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	io.WriteString(tty, "\x04")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("did not exit on Ctrl-D")
+	}
+}
