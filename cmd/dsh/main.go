@@ -5,6 +5,7 @@
 //	dsh config check             validate the config and print its plugin tree
 //	dsh plugins                  list the plugins compiled in
 //	dsh presets                  list the built-in presets (the modes)
+//	dsh sessions list|show|rm    the persisted sessions, with their usage
 //
 // Exit codes: 0 the turn completed, 1 it failed, 2 bad usage or config,
 // 3 admission refused the prompt, 4 the answer hit the token limit, 130
@@ -91,7 +92,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON lines")
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set agents.main.model=deepseek-chat (repeatable)")
 
-	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand(), presetsCommand(), acpCommand(g))
+	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand(), presetsCommand(), acpCommand(g), sessionsCommand(g))
 
 	err := root.Execute()
 	if err == nil {

@@ -141,11 +141,13 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	}
 	if prompt != "" {
 		code := headless(h, s, prompt, f.json, f.approvals, stdout, stderr, signals)
+		reportUsage(h.Config(), ac, s, f.json, stdout, stderr)
 		if code != exitOK {
 			return &exitCode{code: code}
 		}
 		return nil
 	}
+	defer reportSessionUsage(h, cur, stderr)
 	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals)
 }
 

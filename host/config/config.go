@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/usage"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/rawbytes"
@@ -43,6 +44,8 @@ type Config struct {
 	Log    LogConfig     `koanf:"log"`
 	// ACP configures the sessions `dsh acp` opens for editors.
 	ACP ACPConfig `koanf:"acp"`
+	// Pricing prices models' tokens, for the usage reports (pricing.go).
+	Pricing usage.Pricing `koanf:"pricing"`
 
 	// File is where the config came from ("" when built in code).
 	File string `koanf:"-"`
@@ -340,6 +343,7 @@ func (c *Config) check(p *problems, dir string) {
 	}
 	c.checkReferences(p)
 	c.checkStores(p)
+	c.checkPricing(p)
 	switch strings.ToLower(c.Log.Level) {
 	case "", "trace", "debug", "info", "warn", "error", "off":
 	default:
@@ -812,6 +816,7 @@ func newLineIndex(data []byte) lineIndex {
 
 // line returns the line of path or of its nearest ancestor that has one.
 func (l lineIndex) line(path string) int {
+	path = normalPath(path) // map keys: models[gpt-4.1] is models.gpt-4.1
 	for path != "" {
 		if n, ok := l[path]; ok {
 			return n

@@ -252,7 +252,7 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 	}
 	usage := res.Usage
 	a.sess.Append(rec, session.Event{Type: session.AssistantMessage, Turn: turn, Step: step,
-		Message: &res.Message, Usage: &usage, Finish: res.Finish})
+		Message: &res.Message, Usage: &usage, Finish: res.Finish, Provider: req.Provider, Model: req.Model})
 
 	maxed = res.Finish == llm.FinishMaxTokens
 	calls := res.Message.ToolCalls

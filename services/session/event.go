@@ -73,6 +73,11 @@ type Event struct {
 	ToolCall *llm.ToolCall `json:"tool_call,omitempty"`
 	// Usage is the usage of assistant/message.
 	Usage *llm.Usage `json:"usage,omitempty"`
+	// Provider and Model name what answered an assistant/message, as the
+	// step's request asked (Model is empty when the agent left the choice
+	// to its provider); logs written before they were recorded lack them.
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
 	// Finish is the finish reason of assistant/message.
 	Finish llm.FinishReason `json:"finish,omitempty"`
 	// Reason is why a turn ended (turn/end).

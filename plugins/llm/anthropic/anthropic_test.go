@@ -134,3 +134,17 @@ func TestRequestShape(t *testing.T) {
 		t.Fatalf("tools %v", body.Tools)
 	}
 }
+
+// TestCumulativeUsageInMessageDelta: a message_delta that repeats the
+// input counts (newer API versions, server-side tools) replaces those of
+// message_start; one with output_tokens only keeps them.
+func TestCumulativeUsageInMessageDelta(t *testing.T) {
+	s, _ := llmtest.Serve(t, "testdata", llmtest.Answer{File: "delta_usage.sse"})
+	a, _, err := llmtest.Collect(provider(t, s, 2048), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := a.Usage(); u.InputTokens != 365 || u.CacheHitTokens != 300 || u.CacheMissTokens != 65 || u.OutputTokens != 89 || u.ReasoningTokens != 0 {
+		t.Fatalf("usage %+v", u)
+	}
+}

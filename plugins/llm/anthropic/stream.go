@@ -132,8 +132,13 @@ func (s *stream) read() error {
 			}
 		}
 	case "message_delta":
-		if w.Usage != nil {
-			s.usage.OutputTokens = w.Usage.OutputTokens
+		if u := w.Usage; u != nil {
+			// Its counts are cumulative. Newer API versions repeat the
+			// input counts here, final after server-side tool use.
+			if u.InputTokens != 0 || u.CacheReadInputTokens != 0 || u.CacheCreationInputTokens != 0 {
+				s.usage = usageOf(*u)
+			}
+			s.usage.OutputTokens = u.OutputTokens
 		}
 		if w.Delta.StopReason != "" {
 			s.finish = finishOf(w.Delta.StopReason)

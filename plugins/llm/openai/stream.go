@@ -185,6 +185,11 @@ func usageOf(u *wireUsage) *llm.Usage {
 		out.CacheHitTokens = d.CachedTokens
 		out.CacheMissTokens = max(0, u.PromptTokens-d.CachedTokens)
 	}
+	if out.CacheHitTokens+out.CacheMissTokens < out.InputTokens {
+		// No cache split reported (vLLM, Ollama): what is not known to
+		// be a hit is a miss.
+		out.CacheMissTokens = out.InputTokens - out.CacheHitTokens
+	}
 	if d := u.CompletionTokensDetails; d != nil {
 		out.ReasoningTokens = d.ReasoningTokens
 	}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/usage"
+	"github.com/spf13/cobra"
+)
+
+// exitNotFound: dsh sessions show or rm named a session that is not stored.
+const exitNotFound = 5
+
+func sessionsCommand(g *globals) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "list, show and delete the persisted sessions",
+		Long: `Sessions works on the sessions the config's persistence plugin (such as
+session.jsonl) stores, without starting any agent.
+
+Exit codes: 0 done, 1 failed (a session is open elsewhere, or unreadable),
+2 bad usage or config (no persistence plugin configured), 5 no such session.`,
+	}
+	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "write JSON instead of text")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "list the persisted sessions, most recently updated first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(g, cmd, func(ctx stdctx.Context, h *host.Host) error {
+				list, err := h.Sessions().List(ctx)
+				if err != nil {
+					return err
+				}
+				return writeList(cmd.OutOrStdout(), list, jsonOut)
+			})
+		},
+	}, &cobra.Command{
+		Use:   "show SESSION",
+		Short: "describe a session: its state, turns and usage (tokens and cost)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(g, cmd, func(ctx stdctx.Context, h *host.Host) error {
+				return showSession(ctx, h, args[0], cmd.OutOrStdout(), jsonOut)
+			})
+		},
+	}, &cobra.Command{
+		Use:     "rm SESSION...",
+		Aliases: []string{"delete"},
+		Short:   "delete persisted sessions; one open anywhere is refused",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(g, cmd, func(ctx stdctx.Context, h *host.Host) error {
+				var first error
+				for _, id := range args {
+					if err := h.Sessions().Delete(ctx, id); err != nil {
+						if first == nil {
+							first = err
+						} else {
+							fmt.Fprintln(cmd.ErrOrStderr(), "dsh:", err)
+						}
+						continue
+					}
+					fmt.Fprintln(cmd.OutOrStdout(), "deleted", id)
+				}
+				return first
+			})
+		},
+	})
+	return cmd
+}
+
+// withStore starts the host without agents, for its session store, and
+// maps what run returns to an exit code.
+func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Host) error) (runErr error) {
+	cfg, err := config.Load(g.loadOptions())
+	if err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+	h, err := host.Start(cfg, host.Options{LogOutput: cmd.ErrOrStderr(), NoConfigAgents: true})
+	if err != nil {
+		return &exitCode{code: exitError, err: err}
+	}
+	defer func() {
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Close(ctx); err != nil && runErr == nil {
+			runErr = &exitCode{code: exitError, err: err}
+		}
+	}()
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), time.Minute)
+	defer cancel()
+	err = run(ctx, h)
+	switch {
+	case err == nil:
+		return nil
+	case errs.HasCode(err, session.NotFound):
+		return &exitCode{code: exitNotFound, err: err}
+	case errs.HasCode(err, session.NoPersistence), errs.HasCode(err, session.Unsupported):
+		return &exitCode{code: exitUsage, err: err}
+	}
+	return &exitCode{code: exitError, err: err}
+}
+
+func writeList(w io.Writer, list []session.Summary, jsonOut bool) error {
+	if jsonOut {
+		if list == nil {
+			list = []session.Summary{}
+		}
+		return json.NewEncoder(w).Encode(list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no sessions")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tTURNS\tUPDATED\tTITLE")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, orDash(s.Agent), s.State, s.Turns, s.Updated.Local().Format("2006-01-02 15:04"), s.Title)
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// sessionShown is the JSON of dsh sessions show.
+type sessionShown struct {
+	session.Summary
+	Usage usage.Snapshot `json:"usage"`
+	// Turns are the usage of each turn that called the model.
+	Turns []usage.TurnCounts `json:"turn_usage"`
+}
+
+func showSession(ctx stdctx.Context, h *host.Host, id string, w io.Writer, jsonOut bool) error {
+	list, err := h.Sessions().List(ctx)
+	if err != nil {
+		return err
+	}
+	var sum *session.Summary
+	for i := range list {
+		if list[i].ID == id {
+			sum = &list[i]
+		}
+	}
+	if sum == nil {
+		return errs.New(session.NotFound, fmt.Sprintf("no session %q is stored; dsh sessions list shows the ones that are", id))
+	}
+	var events []session.Event
+	if sum.State != session.StateCorrupt {
+		st, err := session.Key.Get(h.Root())
+		if err != nil {
+			return err
+		}
+		if events, err = st.Load(ctx, id); err != nil {
+			return err
+		}
+	}
+	cfg := h.Config()
+	// The agent that wrote the session prices its steps recorded without
+	// a model; a session opened by the controller is "<agent>@<session>".
+	ac, _ := cfg.Agent(strings.SplitN(sum.Agent, "@", 2)[0])
+	out := sessionShown{Summary: *sum, Usage: usageOf(cfg, ac, events), Turns: turnUsage(cfg, ac, events)}
+	if jsonOut {
+		return json.NewEncoder(w).Encode(out)
+	}
+	fmt.Fprintf(w, "session  %s\nagent    %s\nstate    %s\nturns    %d\ncreated  %s\nupdated  %s\n",
+		sum.ID, orDash(sum.Agent), sum.State, sum.Turns, sum.Created.Local().Format(time.DateTime), sum.Updated.Local().Format(time.DateTime))
+	if sum.Title != "" {
+		fmt.Fprintf(w, "title    %s\n", sum.Title)
+	}
+	if sum.Holder != "" {
+		fmt.Fprintf(w, "held by  %s\n", sum.Holder)
+	}
+	if sum.Error != "" {
+		fmt.Fprintf(w, "error    %s\n", sum.Error)
+	}
+	if out.Usage.Session.Steps == 0 {
+		fmt.Fprintln(w, "usage    no model calls recorded")
+		return nil
+	}
+	fmt.Fprintln(w, "usage")
+	for _, t := range out.Turns {
+		fmt.Fprintf(w, "  turn %d (%d steps): %s\n", t.Turn, t.Steps, usage.Line(t.Counts, out.Usage.Currency))
+	}
+	fmt.Fprintf(w, "  session (%d steps): %s\n", out.Usage.Session.Steps, usage.Line(out.Usage.Session, out.Usage.Currency))
+	return nil
+}
+
+// turnUsage returns the usage of each turn of a log that called the model.
+func turnUsage(cfg *config.Config, ac config.AgentConfig, events []session.Event) []usage.TurnCounts {
+	var out []usage.TurnCounts
+	var acc *usage.Account
+	turn := 0
+	flush := func() {
+		if acc != nil && acc.Session().Steps > 0 {
+			out = append(out, usage.TurnCounts{Turn: turn, Counts: usage.CountsOf(acc.Session())})
+		}
+	}
+	for _, e := range events {
+		if e.Type != session.AssistantMessage {
+			continue
+		}
+		if acc == nil || e.Turn != turn {
+			flush()
+			acc, turn = cfg.Account(ac), e.Turn
+		}
+		acc.Add(e)
+	}
+	flush()
+	return out
+}
