@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
@@ -295,5 +296,39 @@ func TestAnAbortDuringTheSummaryStopsTheTurnAndRecordsNothing(t *testing.T) {
 	}
 	if got := a.Session().History().Len(); got != before+1 {
 		t.Fatalf("the history has %d messages; want the %d before and the new prompt", got, before)
+	}
+}
+
+func TestAFailedSummaryIsReportedAndTheRequestGoesOn(t *testing.T) {
+	script := `      replies:
+        - {text: "ok"}
+        - {finish: error, error: "overloaded"}`
+	h := start(t, t.TempDir(), script, "window: 100000")
+	defer h.Close(stdctx.Background())
+	say(t, h, "one")
+	reported := make(chan error, 4)
+	if _, err := agents.EventError.On(h.Root(), func(_ stdctx.Context, r agents.ErrorReport) error {
+		reported <- r.Err
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := compact.Key.Get(h.Root())
+	svc.Request("main")
+	say(t, h, "two")
+	a, _ := h.Agent("main")
+	if len(compactions(a)) != 0 {
+		t.Fatal("a failed summary was recorded")
+	}
+	select {
+	case err := <-reported:
+		if !errs.HasCode(err, compact.Failed) || !strings.Contains(err.Error(), "overloaded") {
+			t.Fatalf("reported %v", err)
+		}
+	default:
+		t.Fatal("the failure was not reported on agent/error")
+	}
+	if last, _ := a.Session().History().Last(); last.Content != "ok" {
+		t.Fatalf("the turn did not go on: %+v", last)
 	}
 }
