@@ -261,6 +261,9 @@ func (t *tracker) render(e session.Event) {
 			mark = "← error:"
 		}
 		fmt.Fprintf(t.diag, "%s %s\n", mark, oneLine(e.Message.Content, 200))
+	case session.Compacted:
+		t.endLine()
+		fmt.Fprintf(t.diag, "(%s)\n", e.Compaction)
 	case session.TurnEnd:
 		t.endLine()
 		t.endReasoning()

@@ -115,8 +115,16 @@ type Compaction struct {
 // String says what the compaction did, for people: "compacted 43 turns
 // (120 messages) into 1.2k tokens".
 func (c Compaction) String() string {
-	return fmt.Sprintf("compacted %d turns (%d messages) into %s tokens; %d recent messages kept",
-		c.Turns, c.Summarized, kilo(c.SummaryTokens), c.Kept)
+	return fmt.Sprintf("compacted %s (%s) into %s tokens; %s kept",
+		count(c.Turns, "turn"), count(c.Summarized, "message"), kilo(c.SummaryTokens), count(c.Kept, "recent message"))
+}
+
+// count writes "1 turn" or "2 turns".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // kilo writes n as 950, 1.2k or 34k.

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// TestCompactCommand: /compact asks for a compaction, the next prompt runs
+// it, and the session shows what it did.
+func TestCompactCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte(`plugins:
+  - use: llm.scripted
+  - use: session.jsonl
+    config: {dir: `+filepath.Join(dir, "sessions")+`}
+  - use: session.compact
+agents:
+  - id: main
+    provider: scripted
+    session: main
+log:
+  level: warn
+`), 0o644)
+	cmd := exec.Command(dshBin, "run", "--config", cfg)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{}
+	go io.Copy(scr, tty)
+	pos := scr.waitFor(t, 0, "> ")
+	io.WriteString(tty, "hello there\r")
+	pos = scr.waitFor(t, pos, "You said: hello there")
+	pos = scr.waitFor(t, pos, "> ")
+	io.WriteString(tty, "/compact\r")
+	pos = scr.waitFor(t, pos, "(the history is compacted when the next prompt is sent)")
+	io.WriteString(tty, "and now\r")
+	pos = scr.waitFor(t, pos, "(compacted 1 turn (2 messages) into ")
+	scr.waitFor(t, pos, "You said: and now")
+	io.WriteString(tty, "\x04")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, scr.String())
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("did not exit on Ctrl-D:\n%s", scr.String())
+	}
+}
