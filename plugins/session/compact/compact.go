@@ -16,6 +16,11 @@
 // call and its results. Before summarizing, tool results longer than
 // prune_tool_results bytes are cut short in the summary request.
 //
+// Mount it before plugins that rewrite a request's history on agent/request:
+// those registered after it see the compacted history; messages an earlier
+// one appended are carried over, but the summary covers the session's
+// history only.
+//
 // Compaction can also be asked for (Service.Request, the CLI's /compact):
 // the agent's next model request then compacts whatever the threshold says.
 package compact
@@ -281,7 +286,10 @@ func (s *Service) onRequest(ctx stdctx.Context, e agentloop.RequestEvent, next a
 	if !force && float64(tokens) < s.cfg.Threshold*float64(window) {
 		return next.Call(ctx, e)
 	}
-	c, err := s.compact(ctx, e, window, tokens, force)
+	// The cut is made in the session's history, which the recorded event
+	// applies to; an earlier listener may have added to the request's.
+	sh := e.Agent.Session().History()
+	c, err := s.compact(ctx, e, sh, window, tokens, force)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Aborted or disposed during the summary: the turn stops here,
@@ -290,15 +298,18 @@ func (s *Service) onRequest(ctx stdctx.Context, e agentloop.RequestEvent, next a
 	case err != nil:
 		agents.EventError.Emit(ctx, e.Agent.Context(), agents.ErrorReport{Agent: e.Agent, Err: err})
 	case c != nil:
-		e.Request.History = e.Agent.Session().History()
+		h := e.Agent.Session().History()
+		if rh := e.Request.History; rh.Len() > sh.Len() {
+			h = h.Append(rh.Slice(sh.Len(), rh.Len()).Messages()...)
+		}
+		e.Request.History = h
 	}
 	return next.Call(ctx, e)
 }
 
 // compact summarizes the older part of e's history and records it. It
 // returns nil without error when there is nothing to summarize.
-func (s *Service) compact(ctx stdctx.Context, e agentloop.RequestEvent, window, tokens int, manual bool) (*session.Compaction, error) {
-	h := e.Request.History
+func (s *Service) compact(ctx stdctx.Context, e agentloop.RequestEvent, h llm.History, window, tokens int, manual bool) (*session.Compaction, error) {
 	keep := int(s.cfg.Keep * float64(window))
 	if manual {
 		// Asked for: summarize all but the latest exchange.
