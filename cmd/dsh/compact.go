@@ -1,6 +1,7 @@
 package main
 
 import (
+	stdctx "context"
 	"fmt"
 	"io"
 
@@ -31,4 +32,25 @@ func compactNow(agent agents.Agent, out, diag io.Writer) {
 	}
 	fmt.Fprint(diag, "(the history is compacted when the next prompt is sent)\n")
 	fmt.Fprint(out, "> ")
+}
+
+// followCompactions says on diag when a summary request starts, since a
+// real model takes a while to write it; the recorded event says how it
+// ended.
+func followCompactions(agent agents.Agent, diag io.Writer) (off func(), err error) {
+	return compact.EventStarted.On(agent.Context(), func(_ stdctx.Context, s compact.Started) error {
+		fmt.Fprintf(diag, "(compacting %d messages, about %s tokens…)\n", s.Messages, kilo(s.Tokens))
+		return nil
+	})
+}
+
+// kilo writes n as 950, 1.2k or 34k.
+func kilo(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 10000:
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
+	}
+	return fmt.Sprintf("%dk", (n+500)/1000)
 }

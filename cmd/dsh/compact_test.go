@@ -44,6 +44,7 @@ log:
 	io.WriteString(tty, "/compact\r")
 	pos = scr.waitFor(t, pos, "(the history is compacted when the next prompt is sent)")
 	io.WriteString(tty, "and now\r")
+	pos = scr.waitFor(t, pos, "(compacting 2 messages, about ")
 	pos = scr.waitFor(t, pos, "(compacted 1 turn (2 messages) into ")
 	scr.waitFor(t, pos, "You said: and now")
 	io.WriteString(tty, "\x04")

@@ -194,7 +194,13 @@ func (t *tracker) follow(agent agents.Agent) (off func(), err error) {
 		offLog()
 		return nil, err
 	}
-	return func() { offChunks(); offLog() }, nil
+	offCompact, err := followCompactions(agent, t.diag)
+	if err != nil {
+		offChunks()
+		offLog()
+		return nil, err
+	}
+	return func() { offCompact(); offChunks(); offLog() }, nil
 }
 
 // chunk streams the answer to out and the reasoning to diag.
