@@ -63,6 +63,10 @@ const (
 	DefaultWindow = 128000
 )
 
+// minShare: an automatic compaction is worth a model call only when what it
+// summarizes is at least 1/minShare of the window.
+const minShare = 10
+
 // SummaryPrefix starts every summary message, so a person reading a log,
 // and the next compaction, can tell the summary from a user's message.
 const SummaryPrefix = "[Summary of the earlier conversation, written when it was compacted]\n\n"
@@ -317,6 +321,12 @@ func (s *Service) compact(ctx stdctx.Context, e agentloop.RequestEvent, h llm.Hi
 	}
 	cut := Cut(h, keep)
 	if cut <= 0 {
+		return nil, nil
+	}
+	if !manual && llm.EstimateRequest(llm.Request{History: h.Slice(0, cut)}) < window/minShare {
+		// What could be summarized is small: the prompt is large for
+		// another reason (system prompt, tools, the current step), and a
+		// summary request at every step would not shrink it.
 		return nil, nil
 	}
 	start := time.Now()

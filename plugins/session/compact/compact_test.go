@@ -332,3 +332,38 @@ func TestAFailedSummaryIsReportedAndTheRequestGoesOn(t *testing.T) {
 		t.Fatalf("the turn did not go on: %+v", last)
 	}
 }
+
+// TestALargeSystemPromptDoesNotCompactEveryStep: when the prompt is over
+// the threshold because of what compaction cannot shrink, it does not
+// summarize a few small messages at every request.
+func TestALargeSystemPromptDoesNotCompactEveryStep(t *testing.T) {
+	yaml := fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config: {simulate_usage: true}
+  - use: session.compact
+    config: {window: 400}
+agents:
+  - id: main
+    provider: scripted
+    system_prompt: %q
+`, strings.Repeat("rules ", 250))
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	for _, p := range []string{"a", "b", "c", "d"} {
+		say(t, h, p)
+	}
+	a, _ := h.Agent("main")
+	if n := len(compactions(a)); n != 0 {
+		t.Fatalf("a 375-token system prompt in a 400-token window made %d compactions of tiny turns", n)
+	}
+	if last, _ := a.Session().History().Last(); last.Content != "You said: d" {
+		t.Fatalf("the agent stopped answering: %+v", last)
+	}
+}
