@@ -293,23 +293,38 @@ func (s *Service) onRequest(ctx stdctx.Context, e agentloop.RequestEvent, next a
 	// The cut is made in the session's history, which the recorded event
 	// applies to; an earlier listener may have added to the request's.
 	sh := e.Agent.Session().History()
-	c, err := s.compact(ctx, e, sh, window, tokens, force)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		// Aborted or disposed during the summary: the turn stops here,
-		// and nothing was recorded.
-		return llm.Request{}, err
-	case err != nil:
-		agents.EventError.Emit(ctx, e.Agent.Context(), agents.ErrorReport{Agent: e.Agent, Err: err})
-	case c != nil:
-		h := e.Agent.Session().History()
-		if rh := e.Request.History; rh.Len() > sh.Len() {
-			h = h.Append(rh.Slice(sh.Len(), rh.Len()).Messages()...)
+	var extra []llm.Message
+	if rh := e.Request.History; rh.Len() > sh.Len() {
+		extra = rh.Slice(sh.Len(), rh.Len()).Messages()
+	}
+	// A summary request holds at most what fits in the window, so a
+	// history far past it takes a few rounds, each summarizing the last
+	// summary and the next part.
+	for round := 0; round < maxRounds; round++ {
+		c, err := s.compact(ctx, e, sh, window, tokens, force)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// Aborted or disposed during the summary: the turn stops
+			// here, and nothing more was recorded.
+			return llm.Request{}, err
+		case err != nil:
+			agents.EventError.Emit(ctx, e.Agent.Context(), agents.ErrorReport{Agent: e.Agent, Err: err})
 		}
-		e.Request.History = h
+		if c == nil {
+			break
+		}
+		sh = e.Agent.Session().History()
+		e.Request.History = sh.Append(extra...)
+		tokens = llm.EstimateRequest(e.Request)
+		if force || float64(tokens) < s.cfg.Threshold*float64(window) {
+			break
+		}
 	}
 	return next.Call(ctx, e)
 }
+
+// maxRounds bounds the summary requests made for one model request.
+const maxRounds = 4
 
 // compact summarizes the older part of e's history and records it. It
 // returns nil without error when there is nothing to summarize.
@@ -322,6 +337,16 @@ func (s *Service) compact(ctx stdctx.Context, e agentloop.RequestEvent, h llm.Hi
 	cut := Cut(h, keep)
 	if cut <= 0 {
 		return nil, nil
+	}
+	// The summary request must fit in the window with its answer: cut
+	// earlier when the part to summarize is too large; a later round
+	// takes the rest.
+	room := window - min(s.cfg.SummaryMaxTokens, window/5) - llm.EstimateRequest(llm.Request{System: e.Request.System, Tools: e.Request.Tools}) - llm.EstimateText(s.cfg.Instruction)
+	if fit := Fit(h, cut, room, s.cfg.PruneToolResults); fit < cut {
+		cut = fit
+		if cut <= 0 {
+			return nil, nil
+		}
 	}
 	if !manual && llm.EstimateRequest(llm.Request{History: h.Slice(0, cut)}) < window/minShare {
 		// What could be summarized is small: the prompt is large for
@@ -464,6 +489,38 @@ func Cut(h llm.History, keep int) int {
 		}
 	}
 	return worth(h, latest)
+}
+
+// Fit returns the latest cut at or before cut whose messages, pruned at
+// prune bytes, fit in room tokens; 0 when none does.
+func Fit(h llm.History, cut, room, prune int) int {
+	best, sum := 0, 0
+	open := map[string]bool{}
+	for i := range cut {
+		m := h.At(i)
+		if i > 0 && len(open) == 0 && m.Role != llm.RoleTool {
+			if sum > room {
+				break
+			}
+			best = i
+		}
+		switch m.Role {
+		case llm.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				open[c.ID] = true
+			}
+		case llm.RoleTool:
+			delete(open, m.ToolCallID)
+		}
+		if prune > 0 {
+			m = Prune(m, prune)
+		}
+		sum += llm.EstimateMessage(m)
+	}
+	if sum <= room {
+		return cut
+	}
+	return worth(h, best)
 }
 
 // worth returns cut, or 0 when the messages before it are only an earlier

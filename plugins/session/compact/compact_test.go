@@ -367,3 +367,44 @@ agents:
 		t.Fatalf("the agent stopped answering: %+v", last)
 	}
 }
+
+// TestAHistoryFarPastTheWindowTakesSeveralRounds: resumed into a smaller
+// window, a history too large for one summary request is summarized in
+// rounds, each request fitting in the window.
+func TestAHistoryFarPastTheWindowTakesSeveralRounds(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, dir, "", "window: 100000")
+	for i := range 8 {
+		say(t, h, long(i))
+	}
+	h.Close(stdctx.Background())
+
+	h = start(t, dir, "", "window: 400")
+	defer h.Close(stdctx.Background())
+	var mu sync.Mutex
+	var sizes []int
+	if _, err := compact.EventStarted.On(h.Root(), func(_ stdctx.Context, s compact.Started) error {
+		mu.Lock()
+		sizes = append(sizes, s.Messages)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	say(t, h, "now")
+	a, _ := h.Agent("main")
+	cs := compactions(a)
+	if len(cs) < 2 {
+		t.Fatalf("a 900-token history in a 400-token window compacted in %d rounds", len(cs))
+	}
+	for _, c := range cs {
+		if c.Turn != cs[0].Turn {
+			t.Fatal("the rounds spread over several turns")
+		}
+	}
+	checkPairs(t, a.Session().History())
+	if last, _ := a.Session().History().Last(); last.Content != "You said: now" {
+		t.Fatalf("the agent did not answer: %+v", last)
+	}
+	t.Logf("rounds summarized %v messages", sizes)
+}

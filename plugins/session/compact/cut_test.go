@@ -86,3 +86,24 @@ func TestConfigErrorsSayWhatToSet(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestFitMovesTheCutEarlierUntilTheSummaryRequestFits(t *testing.T) {
+	h := agentic(4)
+	cut := compact.Cut(h, 0)
+	if got := compact.Fit(h, cut, 1<<30, -1); got != cut {
+		t.Fatalf("everything fits, yet Fit moved the cut from %d to %d", cut, got)
+	}
+	if got := compact.Fit(h, cut, 0, -1); got != 0 {
+		t.Fatalf("nothing fits, yet Fit returned %d", got)
+	}
+	all := llm.EstimateRequest(llm.Request{History: h.Slice(0, cut)})
+	got := compact.Fit(h, cut, all/2, -1)
+	if got <= 0 || got >= cut || llm.EstimateRequest(llm.Request{History: h.Slice(0, got)}) > all/2 {
+		t.Fatalf("half the room: cut %d of %d", got, cut)
+	}
+	checkPairs(t, h.Slice(0, got))
+	// Pruned tool results count at their pruned size.
+	if pruned := compact.Fit(h, cut, all/2, 10); pruned <= got {
+		t.Fatalf("pruning did not make room: %d, unpruned %d", pruned, got)
+	}
+}
