@@ -314,7 +314,10 @@ func (s *Service) onRequest(ctx stdctx.Context, e agentloop.RequestEvent, next a
 			break
 		}
 		sh = e.Agent.Session().History()
-		e.Request.History = sh.Append(extra...)
+		e.Request.History = sh
+		if len(extra) > 0 {
+			e.Request.History = sh.Append(extra...)
+		}
 		tokens = llm.EstimateRequest(e.Request)
 		if force || float64(tokens) < s.cfg.Threshold*float64(window) {
 			break
