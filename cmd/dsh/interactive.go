@@ -129,7 +129,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 			case line == "/quit" || line == "/exit":
 				return nil
 			case line == "/help":
-				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n/quit        leave (Ctrl-D does too)\nanything else is sent to the agent; while it is busy, it is queued\n> ")
+				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+"/quit        leave (Ctrl-D does too)\nanything else is sent to the agent; while it is busy, it is queued\n> ")
 			case line == "/usage":
 				fmt.Fprint(out, interactiveUsage(h.Config(), sess, busy()))
 			case line == "/cancel":
@@ -144,6 +144,8 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 				if !busy() {
 					fmt.Fprint(out, "> ")
 				}
+			case line == "/compact":
+				compactNow(cur.agent, out, diag)
 			case strings.HasPrefix(line, "/steer"):
 				text := strings.TrimSpace(strings.TrimPrefix(line, "/steer"))
 				if text == "" {

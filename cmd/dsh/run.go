@@ -196,7 +196,13 @@ func (t *tracker) follow(agent agents.Agent) (off func(), err error) {
 		offLog()
 		return nil, err
 	}
-	return func() { offChunks(); offLog() }, nil
+	offCompact, err := followCompactions(agent, t.diag)
+	if err != nil {
+		offChunks()
+		offLog()
+		return nil, err
+	}
+	return func() { offCompact(); offChunks(); offLog() }, nil
 }
 
 // chunk streams the answer to out and the reasoning to diag.
@@ -263,6 +269,9 @@ func (t *tracker) render(e session.Event) {
 			mark = "← error:"
 		}
 		fmt.Fprintf(t.diag, "%s %s\n", mark, oneLine(e.Message.Content, 200))
+	case session.Compacted:
+		t.endLine()
+		fmt.Fprintf(t.diag, "(%s)\n", e.Compaction)
 	case session.TurnEnd:
 		t.endLine()
 		t.endReasoning()

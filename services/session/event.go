@@ -17,6 +17,7 @@
 package session
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/dsh-go/dsh/services/llm"
@@ -37,6 +38,12 @@ const (
 	StepEnd          Type = "step/end"
 	TurnEnd          Type = "turn/end"
 
+	// Compacted replaces the older part of the history with a summary:
+	// the history derived so far becomes the summary message (Message)
+	// followed by the last Compaction.Kept messages, unchanged. Written by
+	// a compaction plugin (session.compact) before a model request.
+	Compacted Type = "history/compacted"
+
 	// AssistantChunk is a stream chunk, which logs written before chunks
 	// became agent/stream-chunk notifications hold. Nothing records it any
 	// more; a log that has it still loads, and replay ignores it.
@@ -49,7 +56,7 @@ const (
 func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
-		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd:
+		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted:
 		return true
 	}
 	return false
@@ -87,6 +94,53 @@ type Event struct {
 	// RequestID is the sender's id of an admitted message, so retries can
 	// be recognized from the log.
 	RequestID string `json:"request_id,omitempty"`
+	// Compaction describes a history/compacted event; its Message is the
+	// summary and its Usage that of the summary request.
+	Compaction *Compaction `json:"compaction,omitempty"`
+}
+
+// Compaction is what a history/compacted event did.
+type Compaction struct {
+	// Summarized is how many history messages the summary replaced, and
+	// Turns how many user turns they held.
+	Summarized int `json:"summarized"`
+	Turns      int `json:"turns,omitempty"`
+	// Kept is how many of the latest messages stay verbatim after the
+	// summary.
+	Kept int `json:"kept"`
+	// Before and After are the estimated prompt tokens of the history
+	// before and after; SummaryTokens those of the summary message.
+	Before        int `json:"before,omitempty"`
+	After         int `json:"after,omitempty"`
+	SummaryTokens int `json:"summary_tokens,omitempty"`
+	// Manual is set when a person or program asked for the compaction.
+	Manual bool `json:"manual,omitempty"`
+}
+
+// String says what the compaction did, for people: "compacted 43 turns
+// (120 messages) into 1.2k tokens".
+func (c Compaction) String() string {
+	return fmt.Sprintf("compacted %s (%s) into %s tokens; %s kept",
+		count(c.Turns, "turn"), count(c.Summarized, "message"), kilo(c.SummaryTokens), count(c.Kept, "recent message"))
+}
+
+// count writes "1 turn" or "2 turns".
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// kilo writes n as 950, 1.2k or 34k.
+func kilo(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 10000:
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
+	}
+	return fmt.Sprintf("%dk", (n+500)/1000)
 }
 
 // clone returns a copy sharing no pointers with e.
@@ -115,6 +169,10 @@ func (e Event) clone() Event {
 		u := *e.Usage
 		e.Usage = &u
 	}
+	if e.Compaction != nil {
+		c := *e.Compaction
+		e.Compaction = &c
+	}
 	return e
 }
 
@@ -126,5 +184,17 @@ func Derive(log *llm.Log, e Event) {
 		if e.Message != nil {
 			log.Append(*e.Message)
 		}
+	case Compacted:
+		if e.Message == nil || e.Compaction == nil {
+			return
+		}
+		h := log.View()
+		kept := h.Slice(h.Len()-min(max(e.Compaction.Kept, 0), h.Len()), h.Len())
+		var fresh llm.Log
+		fresh.Append(*e.Message)
+		for _, m := range kept.All() {
+			fresh.Append(m)
+		}
+		*log = fresh
 	}
 }

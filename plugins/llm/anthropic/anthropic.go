@@ -185,3 +185,7 @@ func convert(m llm.Message) (string, []block) {
 	}
 	return "user", []block{{Type: "text", Text: m.Content}}
 }
+
+// ContextWindow returns context_window, else 200k tokens, the window of
+// the Claude models.
+func (p *Provider) ContextWindow(string) int { return p.cfg.Window(200000) }

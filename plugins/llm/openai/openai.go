@@ -34,14 +34,16 @@ type Config struct {
 // flavor holds what differs between the OpenAI and DeepSeek endpoints.
 type flavor struct {
 	id, name, baseURL, keyEnv string
+	// window is the default context window in tokens.
+	window int
 	// sendReasoning sends an assistant message's reasoning back as
 	// reasoning_content; DeepSeek rejects tool-call turns without it.
 	sendReasoning bool
 }
 
 var (
-	openAI   = flavor{id: "llm.openai", name: "openai", baseURL: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY"}
-	deepSeek = flavor{id: "llm.deepseek", name: "deepseek", baseURL: "https://api.deepseek.com", keyEnv: "DEEPSEEK_API_KEY", sendReasoning: true}
+	openAI   = flavor{id: "llm.openai", name: "openai", baseURL: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", window: 128000}
+	deepSeek = flavor{id: "llm.deepseek", name: "deepseek", baseURL: "https://api.deepseek.com", keyEnv: "DEEPSEEK_API_KEY", window: 128000, sendReasoning: true}
 )
 
 // Plugin and DeepSeekPlugin register the providers.
@@ -114,3 +116,8 @@ func New(f flavor, cfg Config, getenv func(string) string) (*Provider, error) {
 
 // Name returns the provider name agents use.
 func (p *Provider) Name() string { return p.name }
+
+// ContextWindow returns context_window, else 128k tokens: the window of
+// DeepSeek's chat models and of OpenAI's gpt-4o family (newer OpenAI
+// models have larger ones; set context_window to use them).
+func (p *Provider) ContextWindow(string) int { return p.cfg.Window(p.flavor.window) }

@@ -10,6 +10,7 @@ import (
 	stdctx "context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,18 @@ type Config struct {
 	Replies []Reply `koanf:"replies" json:"replies,omitempty"`
 	// Delay is slept before each chunk, to watch streaming happen.
 	Delay time.Duration `koanf:"delay" json:"delay,omitempty"`
+	// ContextWindow is the window the provider reports, in tokens
+	// (default 128000), for plugins that keep requests within it.
+	ContextWindow int `koanf:"context_window" json:"context_window,omitempty"`
+	// SimulateUsage reports, for replies without a usage, an estimated
+	// usage computed from the request: input tokens, and as cache hits
+	// the tokens of the prefix it shares with the agent's previous
+	// request, the way a provider's prompt cache would serve it.
+	SimulateUsage bool `koanf:"simulate_usage" json:"simulate_usage,omitempty"`
 }
+
+// DefaultContextWindow is the window reported when context_window is unset.
+const DefaultContextWindow = 128000
 
 // Reply is one scripted model answer.
 type Reply struct {
@@ -59,12 +71,17 @@ type Provider struct {
 	streams [][]llm.Chunk
 	mu      sync.Mutex
 	pos     map[string]int
+	// last is each agent's previous request, for simulated cache hits.
+	last map[string]llm.Request
 }
 
 // Validate checks the script.
 func (cfg Config) Validate() error {
 	if cfg.Delay < 0 {
 		return errs.New(errs.InvalidArgument, "scripted: delay cannot be negative")
+	}
+	if cfg.ContextWindow < 0 {
+		return errs.New(errs.InvalidArgument, "scripted: context_window cannot be negative; leave it out for the default")
 	}
 	for i, r := range cfg.Replies {
 		switch llm.FinishReason(r.Finish) {
@@ -87,7 +104,7 @@ func New(cfg Config) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Provider{cfg: cfg, pos: map[string]int{}}
+	p := &Provider{cfg: cfg, pos: map[string]int{}, last: map[string]llm.Request{}}
 	for _, r := range cfg.Replies {
 		p.streams = append(p.streams, chunks(r))
 	}
@@ -115,16 +132,79 @@ func (cfg Config) providerName() string {
 	return cfg.Name
 }
 
+// ContextWindow returns context_window, else DefaultContextWindow.
+func (p *Provider) ContextWindow(string) int {
+	if p.cfg.ContextWindow > 0 {
+		return p.cfg.ContextWindow
+	}
+	return DefaultContextWindow
+}
+
 // Stream answers with the agent's next reply.
 func (p *Provider) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, error) {
+	var cs []llm.Chunk
 	if len(p.streams) == 0 {
-		return &stream{ctx: ctx, chunks: chunks(Reply{Text: echo(req.History)}), delay: p.cfg.Delay}, nil
+		cs = chunks(Reply{Text: echo(req.History)})
+	} else {
+		p.mu.Lock()
+		n := p.pos[req.AgentID]
+		p.pos[req.AgentID] = n + 1
+		p.mu.Unlock()
+		cs = p.streams[n%len(p.streams)]
 	}
+	if p.cfg.SimulateUsage {
+		cs = p.simulate(req, cs)
+	}
+	return &stream{ctx: ctx, chunks: cs, delay: p.cfg.Delay}, nil
+}
+
+// simulate returns cs with an estimated usage before the finish, unless
+// the reply reports its own.
+func (p *Provider) simulate(req llm.Request, cs []llm.Chunk) []llm.Chunk {
 	p.mu.Lock()
-	n := p.pos[req.AgentID]
-	p.pos[req.AgentID] = n + 1
+	prev, seen := p.last[req.AgentID]
+	p.last[req.AgentID] = req
 	p.mu.Unlock()
-	return &stream{ctx: ctx, chunks: p.streams[n%len(p.streams)], delay: p.cfg.Delay}, nil
+	out := 0
+	for _, c := range cs {
+		switch c.Kind {
+		case llm.ChunkUsage:
+			return cs
+		case llm.ChunkText, llm.ChunkReasoning:
+			out += llm.EstimateText(c.Text)
+		case llm.ChunkToolCall:
+			out += llm.EstimateText(c.ToolCall.Name) + llm.EstimateText(c.ToolCall.Arguments)
+		}
+	}
+	in := llm.EstimateRequest(req)
+	hit := 0
+	if seen {
+		hit = sharedPrefix(prev, req)
+	}
+	u := llm.Usage{InputTokens: in, OutputTokens: out, CacheHitTokens: hit, CacheMissTokens: in - hit}
+	res := append(slices.Clone(cs[:len(cs)-1]), llm.Chunk{Kind: llm.ChunkUsage, Usage: &u})
+	return append(res, cs[len(cs)-1])
+}
+
+// sharedPrefix estimates the tokens of the prefix b shares with a: the
+// system prompt and tools when both are equal, then the messages equal in
+// both, in order.
+func sharedPrefix(a, b llm.Request) int {
+	if a.System != b.System || !slices.EqualFunc(a.Tools, b.Tools, func(x, y llm.ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && string(x.Parameters) == string(y.Parameters)
+	}) {
+		return 0
+	}
+	n := llm.EstimateRequest(llm.Request{System: b.System, Tools: b.Tools})
+	for i := range min(a.History.Len(), b.History.Len()) {
+		x, y := a.History.At(i), b.History.At(i)
+		if x.Role != y.Role || x.Content != y.Content || x.Reasoning != y.Reasoning ||
+			x.ToolCallID != y.ToolCallID || !slices.Equal(x.ToolCalls, y.ToolCalls) {
+			break
+		}
+		n += llm.EstimateMessage(y)
+	}
+	return n
 }
 
 func echo(h llm.History) string {

@@ -82,3 +82,49 @@ func fmtSlice(xs []string) string {
 	}
 	return out + "]"
 }
+
+func TestSimulatedUsageCountsTheSharedPrefixAsCacheHits(t *testing.T) {
+	p, err := scripted.New(scripted.Config{SimulateUsage: true, ContextWindow: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ContextWindow("") != 1000 {
+		t.Fatalf("window %d", p.ContextWindow(""))
+	}
+	usage := func(req llm.Request) llm.Usage {
+		s, err := p.Stream(stdctx.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a llm.Assembler
+		for {
+			c, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			a.Add(c)
+		}
+		return a.Usage()
+	}
+	h := llm.NewHistory(llm.Message{Role: llm.RoleUser, Content: "a question of some length"})
+	req := llm.Request{AgentID: "a", System: "sys", History: h}
+	first := usage(req)
+	if first.InputTokens == 0 || first.CacheHitTokens != 0 || first.OutputTokens == 0 {
+		t.Fatalf("first request: %+v", first)
+	}
+	req.History = h.Append(llm.Message{Role: llm.RoleAssistant, Content: "an answer"}, llm.Message{Role: llm.RoleUser, Content: "more"})
+	second := usage(req)
+	if second.CacheHitTokens != first.InputTokens || second.CacheMissTokens != second.InputTokens-second.CacheHitTokens {
+		t.Fatalf("second request %+v should hit the %d tokens of the first", second, first.InputTokens)
+	}
+	req.History = llm.NewHistory(llm.Message{Role: llm.RoleUser, Content: "something else"})
+	if third := usage(req); third.CacheHitTokens >= second.InputTokens {
+		t.Fatalf("a changed history still hit the cache: %+v", third)
+	}
+	if d, _ := scripted.New(scripted.Config{}); d.ContextWindow("") != scripted.DefaultContextWindow {
+		t.Fatal("no default window")
+	}
+	if _, err := scripted.New(scripted.Config{ContextWindow: -1}); !errs.HasCode(err, errs.InvalidArgument) {
+		t.Fatalf("a negative window: %v", err)
+	}
+}

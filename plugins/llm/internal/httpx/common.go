@@ -33,6 +33,10 @@ type Common struct {
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
 	// Headers are added to every request.
 	Headers map[string]string `koanf:"headers"`
+	// ContextWindow is the model's context window in tokens, for plugins
+	// that keep requests within it (session.compact); 0 means the
+	// provider's default.
+	ContextWindow int `koanf:"context_window"`
 	// Retries is how often a 429 or 5xx before the stream is retried
 	// (default 3; -1 for none).
 	Retries int `koanf:"retries"`
@@ -47,6 +51,9 @@ func (c Common) Validate() error {
 	}
 	if c.MaxTokens < 0 {
 		return fmt.Errorf("max_tokens cannot be negative")
+	}
+	if c.ContextWindow < 0 {
+		return fmt.Errorf("context_window cannot be negative; leave it out for the provider's default")
 	}
 	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
 		return fmt.Errorf("base_url %q must start with http:// or https://", c.BaseURL)
@@ -134,4 +141,12 @@ func (c Common) Header(base http.Header) http.Header {
 		base.Set(k, v)
 	}
 	return base
+}
+
+// Window returns the configured context window, else def.
+func (c Common) Window(def int) int {
+	if c.ContextWindow > 0 {
+		return c.ContextWindow
+	}
+	return def
 }

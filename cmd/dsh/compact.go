@@ -1,0 +1,56 @@
+package main
+
+import (
+	stdctx "context"
+	"fmt"
+	"io"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/session/compact"
+	"github.com/dsh-go/dsh/services/agents"
+)
+
+// compactHelp is the /help line of /compact.
+const compactHelp = "/compact     summarize the older turns before the next model request\n"
+
+// compactNow asks session.compact to compact agent's history at its next
+// model request: at once if a turn is running, else with the next prompt.
+func compactNow(agent agents.Agent, out, diag io.Writer) {
+	svc, err := compact.Key.Get(agent.Context())
+	switch {
+	case errs.HasCode(err, errs.ServiceUnavailable):
+		fmt.Fprint(diag, "compaction needs the session.compact plugin; add `- use: session.compact` under plugins: in the config\n")
+		return
+	case err != nil:
+		fmt.Fprintf(diag, "/compact: %v\n", err)
+		return
+	}
+	svc.Request(agent.ID())
+	if agent.Status() == agents.StatusRunning {
+		fmt.Fprint(diag, "(compacting before the next step)\n")
+		return
+	}
+	fmt.Fprint(diag, "(the history is compacted when the next prompt is sent)\n")
+	fmt.Fprint(out, "> ")
+}
+
+// followCompactions says on diag when a summary request starts, since a
+// real model takes a while to write it; the recorded event says how it
+// ended.
+func followCompactions(agent agents.Agent, diag io.Writer) (off func(), err error) {
+	return compact.EventStarted.On(agent.Context(), func(_ stdctx.Context, s compact.Started) error {
+		fmt.Fprintf(diag, "(compacting %d messages, about %s tokens…)\n", s.Messages, kilo(s.Tokens))
+		return nil
+	})
+}
+
+// kilo writes n as 950, 1.2k or 34k.
+func kilo(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 10000:
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
+	}
+	return fmt.Sprintf("%dk", (n+500)/1000)
+}
