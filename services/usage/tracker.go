@@ -39,9 +39,9 @@ func Track(at *dshctx.Context, s *session.Session, acc *Account) (*Tracker, erro
 }
 
 func (t *Tracker) add(e session.Event) {
-	// Only assistant/message counts, and the loop appends those one after
-	// another, so their sequence numbers only grow.
-	if e.Type != session.AssistantMessage {
+	// Only what countsUsage accepts changes the totals; those events are
+	// appended one after another, so their sequence numbers only grow.
+	if !countsUsage(e) {
 		return
 	}
 	t.mu.Lock()

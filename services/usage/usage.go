@@ -182,10 +182,18 @@ func NewAccount(pricing Pricing, defaultModel func(provider string) string) *Acc
 	return &Account{pricing: pricing, model: defaultModel}
 }
 
-// Add accounts for one event of the session log; only assistant/message
-// events count.
+// countsUsage reports whether an event of the session log carries usage the
+// account counts: a step's assistant/message, and history/compacted,
+// whose summary request is paid for like a step.
+func countsUsage(e session.Event) bool {
+	return e.Type == session.AssistantMessage || e.Type == session.Compacted
+}
+
+// Add accounts for one event of the session log; only the events countsUsage
+// accepts change the totals. A compaction adds to the turn and the session
+// but is not the last step.
 func (a *Account) Add(e session.Event) {
-	if e.Type != session.AssistantMessage {
+	if !countsUsage(e) {
 		return
 	}
 	var u llm.Usage
@@ -211,6 +219,9 @@ func (a *Account) Add(e session.Event) {
 	noTable := len(a.pricing.Models) == 0
 	a.turn.add(u, cost, priced, noTable, name)
 	a.session.add(u, cost, priced, noTable, name)
+	if e.Type == session.Compacted {
+		return
+	}
 	a.last = Step{Turn: e.Turn, Step: e.Step, Provider: e.Provider, Model: model, Usage: u, Cost: cost, Priced: priced}
 	a.hasLast = true
 }

@@ -140,3 +140,23 @@ func TestNoPriceTableShowsNoCostAndBlamesNoModel(t *testing.T) {
 		t.Fatal(text)
 	}
 }
+
+// A compaction's summary request is paid for: its tokens and cost add to
+// the turn and the session as one more model request, and it is not the
+// last step.
+func TestACompactionsSummaryRequestCounts(t *testing.T) {
+	acc := usage.NewAccount(pricing, nil)
+	acc.Add(step(1, 1, "deepseek", "deepseek-chat", llm.Usage{InputTokens: 1_000_000, CacheMissTokens: 1_000_000}))
+	u := llm.Usage{InputTokens: 1_000_000, CacheMissTokens: 1_000_000, OutputTokens: 1_000_000}
+	acc.Add(session.Event{Type: session.Compacted, Turn: 1, Step: 2, Provider: "deepseek", Model: "deepseek-chat", Usage: &u})
+	s := acc.Session()
+	if s.Steps != 2 || s.InputTokens != 2_000_000 || s.OutputTokens != 1_000_000 {
+		t.Fatalf("session totals %+v", s)
+	}
+	if cost, ok := s.Cost(); !ok || !near(cost, 0.27+0.27+1.10) {
+		t.Fatalf("session cost %v %v", cost, ok)
+	}
+	if last, _ := acc.Last(); last.Step != 1 {
+		t.Fatalf("the compaction became the last step: %+v", last)
+	}
+}

@@ -376,7 +376,10 @@ func (s *Service) compact(ctx stdctx.Context, e agentloop.RequestEvent, h llm.Hi
 	sess := e.Agent.Session()
 	// Recording outlives an abort that comes now: the summary is paid for.
 	rec := stdctx.WithoutCancel(ctx)
-	sess.Append(rec, session.Event{Type: session.Compacted, Turn: e.Turn, Step: e.Step, Message: &msg, Usage: &usage, Compaction: &c})
+	// Provider and model name what answered the summary request, so the
+	// usage accounting prices it like a step.
+	sess.Append(rec, session.Event{Type: session.Compacted, Turn: e.Turn, Step: e.Step, Message: &msg, Usage: &usage, Compaction: &c,
+		Provider: e.Request.Provider, Model: e.Request.Model})
 	if err := sess.Flush(rec); err != nil {
 		agents.EventError.Emit(rec, e.Agent.Context(), agents.ErrorReport{Agent: e.Agent, Err: errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
 			"flushing session %q after its compaction failed; the next checkpoint writes it", sess.ID()))})
