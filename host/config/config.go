@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -510,6 +512,11 @@ func decodeStrict(in any, out any, at string, p *problems, keep bool) {
 		return
 	}
 	if err := dec.Decode(in); err != nil {
+		// mapstructure walks a map in Go's random order; the problems of
+		// one decode are put in file order so a report reads the same
+		// every time.
+		start := len(p.list)
+		defer func() { p.sortFrom(start) }()
 		for _, d := range decodeErrors(err) {
 			key := joinPath(at, d.name)
 			inner := d.err
@@ -768,6 +775,24 @@ func (p *problems) sourceOf(path string) string {
 		path = path[:i]
 	}
 	return ""
+}
+
+// sortFrom puts the problems from index start on in the order of their
+// lines in the file; those without a line (an override's) keep their
+// order after them.
+func (p *problems) sortFrom(start int) {
+	line := func(s string) int {
+		rest, ok := strings.CutPrefix(s, p.file+":")
+		if !ok {
+			return math.MaxInt
+		}
+		n, _, _ := strings.Cut(rest, ":")
+		if v, err := strconv.Atoi(n); err == nil {
+			return v
+		}
+		return math.MaxInt
+	}
+	sort.SliceStable(p.list[start:], func(i, j int) bool { return line(p.list[start+i]) < line(p.list[start+j]) })
 }
 
 func (p *problems) addf(path, format string, args ...any) { p.add(path, fmt.Sprintf(format, args...)) }
