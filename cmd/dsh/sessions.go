@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -123,10 +124,21 @@ func writeList(w io.Writer, list []session.Summary, jsonOut bool) error {
 		fmt.Fprintln(w, "no sessions")
 		return nil
 	}
+	// A subagent's session names its parent's; the column shows only
+	// when one does.
+	children := slices.ContainsFunc(list, func(s session.Summary) bool { return s.Parent != "" })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tTURNS\tUPDATED\tTITLE")
+	head := "ID\tAGENT\tSTATE\tTURNS\tUPDATED\tTITLE"
+	if children {
+		head = "ID\tPARENT\tAGENT\tSTATE\tTURNS\tUPDATED\tTITLE"
+	}
+	fmt.Fprintln(tw, head)
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, orDash(s.Agent), s.State, s.Turns, s.Updated.Local().Format("2006-01-02 15:04"), s.Title)
+		id := s.ID
+		if children {
+			id += "\t" + orDash(s.Parent)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", id, orDash(s.Agent), s.State, s.Turns, s.Updated.Local().Format("2006-01-02 15:04"), s.Title)
 	}
 	return tw.Flush()
 }

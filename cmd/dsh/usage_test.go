@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/dsh-go/dsh/services/session"
 )
 
 // usageConfig writes a config whose scripted model reports usage over two
@@ -224,5 +225,24 @@ func TestSessionsRmRefusesAnOpenSession(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("did not exit on Ctrl-D")
+	}
+}
+
+// A subagent's session shows its parent's in the listing; without one
+// the column is left out.
+func TestSessionsListShowsASubagentsParent(t *testing.T) {
+	var b strings.Builder
+	list := []session.Summary{{ID: "main", Agent: "main", State: session.StateIdle, Turns: 2},
+		{ID: "main.sub-call_1-0a1b2c3d", Agent: "helper", State: session.StateIdle, Turns: 1, Parent: "main"}}
+	if err := writeList(&b, list, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if !strings.Contains(lines[0], "PARENT") || !strings.HasPrefix(strings.Fields(lines[2])[1], "main") || strings.Fields(lines[1])[1] != "-" {
+		t.Fatalf("listing:\n%s", b.String())
+	}
+	b.Reset()
+	if err := writeList(&b, list[:1], false); err != nil || strings.Contains(b.String(), "PARENT") {
+		t.Fatalf("no subagent, no column: %v\n%s", err, b.String())
 	}
 }
