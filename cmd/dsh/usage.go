@@ -45,10 +45,18 @@ func reportUsage(cfg *config.Config, ac config.AgentConfig, s *sessions.Session,
 		}
 		return
 	}
-	if u.Session.Steps == 0 {
+	if !reported(u) {
 		return
 	}
 	fmt.Fprint(diag, usageLines(u, false))
+}
+
+// reported tells whether the model reported any tokens: a model that
+// reports none (the offline scripted one, unless its replies say) leaves
+// stderr without a line of zeros.
+func reported(u usage.Snapshot) bool {
+	c := u.Session
+	return c.Steps > 0 && c.InputTokens+c.OutputTokens+c.ReasoningTokens > 0
 }
 
 // usageLines renders a snapshot for people: the turn and the session, and
@@ -88,7 +96,7 @@ func reportSessionUsage(h *host.Host, cur *current, diag io.Writer) {
 	cur.mu.Lock()
 	ac, s := cur.ac, cur.s
 	cur.mu.Unlock()
-	if u := sessionUsage(h.Config(), ac, s); u.Session.Steps > 0 {
+	if u := sessionUsage(h.Config(), ac, s); reported(u) {
 		u.Turn = nil
 		fmt.Fprint(diag, usageLines(u, false))
 	}

@@ -75,6 +75,15 @@ func TestRunReportsUsageAndCost(t *testing.T) {
 	}
 }
 
+// A model that reports no tokens (the shipped offline config) leaves
+// stderr without a usage line of zeros.
+func TestNoReportedTokensNoUsageLine(t *testing.T) {
+	o := runDsh(t, "", "run", "--config", "../../config.yaml", "-p", "hi")
+	if o.code != 0 || strings.Contains(o.stderr, "usage:") {
+		t.Fatalf("exit %d\nstderr %q", o.code, o.stderr)
+	}
+}
+
 func TestUnknownModelShowsTokensWithoutCost(t *testing.T) {
 	cfg := usageConfig(t, t.TempDir(), "", "    model: mystery\n", demoPricing)
 	o := runDsh(t, "", "run", "--config", cfg, "-p", "hi")
