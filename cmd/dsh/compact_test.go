@@ -3,13 +3,9 @@ package main
 import (
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/creack/pty"
 )
 
 // TestCompactCommand: /compact asks for a compaction, the next prompt runs
@@ -29,15 +25,7 @@ agents:
 log:
   level: warn
 `), 0o644)
-	cmd := exec.Command(dshBin, "run", "--config", cfg)
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	scr := &screen{}
-	go io.Copy(scr, tty)
-	pos := scr.waitFor(t, 0, "> ")
+	tty, cmd, scr, pos := startInteractive(t, cfg)
 	io.WriteString(tty, "hello there\r")
 	pos = scr.waitFor(t, pos, "You said: hello there")
 	pos = scr.waitFor(t, pos, "> ")
@@ -47,18 +35,7 @@ log:
 	pos = scr.waitFor(t, pos, "(compacting 2 messages, about ")
 	pos = scr.waitFor(t, pos, "(compacted 1 turn (2 messages) into ")
 	scr.waitFor(t, pos, "You said: and now")
-	io.WriteString(tty, "\x04")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, scr.String())
-		}
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("did not exit on Ctrl-D:\n%s", scr.String())
-	}
+	leaveWithCtrlD(t, tty, cmd, scr)
 }
 
 // TestRunPrintsCompactions: a session that outgrows a

@@ -36,6 +36,38 @@ func (s *screen) String() string {
 
 // waitFor waits until the screen shows want after position from, and
 // returns the position after it.
+// startInteractive runs dsh run --config cfg on a terminal and waits for
+// its first prompt; pos is where the screen stands then.
+func startInteractive(t *testing.T, cfg string) (tty *os.File, cmd *exec.Cmd, scr *screen, pos int) {
+	t.Helper()
+	cmd = exec.Command(dshBin, "run", "--config", cfg)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	scr = &screen{}
+	go io.Copy(scr, tty)
+	return tty, cmd, scr, scr.waitFor(t, 0, "> ")
+}
+
+// leaveWithCtrlD types Ctrl-D and expects dsh to exit 0 soon after.
+func leaveWithCtrlD(t *testing.T, tty *os.File, cmd *exec.Cmd, scr *screen) {
+	t.Helper()
+	io.WriteString(tty, "\x04")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, scr.String())
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("did not exit on Ctrl-D:\n%s", scr.String())
+	}
+}
+
 func (s *screen) waitFor(t *testing.T, from int, want string) int {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -63,15 +95,7 @@ agents:
 log:
   level: warn
 `), 0o644)
-	cmd := exec.Command(dshBin, "run", "--config", cfg)
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	scr := &screen{}
-	go io.Copy(scr, tty)
-	pos := scr.waitFor(t, 0, "> ")
+	tty, cmd, scr, pos := startInteractive(t, cfg)
 
 	io.WriteString(tty, "hello there\r")
 	pos = scr.waitFor(t, pos, "You said: hello there")
@@ -102,18 +126,7 @@ log:
 	scr.waitFor(t, pos, "main  idle")
 
 	// Ctrl-D leaves cleanly.
-	io.WriteString(tty, "\x04")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, scr.String())
-		}
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("did not exit on Ctrl-D:\n%s", scr.String())
-	}
+	leaveWithCtrlD(t, tty, cmd, scr)
 }
 
 // TestInteractiveSessionSaysItResumed: opening a session that was persisted
@@ -167,15 +180,7 @@ agents:
 log:
   level: warn
 `), 0o644)
-	cmd := exec.Command(dshBin, "run", "--config", cfg)
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	scr := &screen{}
-	go io.Copy(scr, tty)
-	pos := scr.waitFor(t, 0, "> ")
+	tty, cmd, scr, pos := startInteractive(t, cfg)
 	io.WriteString(tty, "warm up the agent please\r")
 	pos = scr.waitFor(t, pos, "You ")
 	var want []string

@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"github.com/dsh-go/dsh/services/session"
 )
 
@@ -170,15 +168,7 @@ func TestSessionsWithoutPersistenceIsAUsageError(t *testing.T) {
 
 func TestInteractiveUsage(t *testing.T) {
 	cfg := usageConfig(t, t.TempDir(), "", "    model: demo\n", demoPricing)
-	cmd := exec.Command(dshBin, "run", "--config", cfg)
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	scr := &screen{}
-	go io.Copy(scr, tty)
-	pos := scr.waitFor(t, 0, "> ")
+	tty, cmd, scr, pos := startInteractive(t, cfg)
 	io.WriteString(tty, "/usage\r")
 	pos = scr.waitFor(t, pos, "no model calls yet in this session")
 	io.WriteString(tty, "hi\r")
@@ -207,15 +197,7 @@ func TestSessionsRmRefusesAnOpenSession(t *testing.T) {
 	dir := t.TempDir()
 	store := "  - use: session.jsonl\n    config: {dir: " + filepath.Join(dir, "sessions") + "}\n"
 	cfg := usageConfig(t, dir, store, "    model: demo\n    session: held\n", demoPricing)
-	cmd := exec.Command(dshBin, "run", "--config", cfg)
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	scr := &screen{}
-	go io.Copy(scr, tty)
-	pos := scr.waitFor(t, 0, "> ")
+	tty, cmd, scr, pos := startInteractive(t, cfg)
 	io.WriteString(tty, "hi\r")
 	pos = scr.waitFor(t, pos, "Done.")
 	scr.waitFor(t, pos, "> ")
