@@ -174,8 +174,10 @@ func (c Config) Validate() error {
 	if c.MaxDepth < 1 {
 		return bad("max_depth is %d; it must be at least 1 (1: children cannot create their own)", c.MaxDepth)
 	}
-	if c.Timeout <= 0 {
-		return bad("timeout is %v; it must be positive", c.Timeout)
+	if c.Timeout < 10*time.Millisecond {
+		// A bare number is nanoseconds: "timeout: 10" would end every
+		// child before it starts.
+		return bad("timeout is %v; a bare number is nanoseconds; give a duration with a unit, at least 10ms (e.g. 10m)", c.Timeout)
 	}
 	seen := map[string]bool{}
 	for i, a := range c.Agents {
@@ -298,12 +300,17 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err e
 		return fail(errs.New(DepthExceeded, fmt.Sprintf(
 			"agent %q is itself a subagent at depth %d, and subagents may nest at most %d deep; do the task yourself", call.AgentID, depth-1, t.cfg.MaxDepth)))
 	}
-	select {
-	case t.slots <- struct{}{}:
-	case <-ctx.Done():
-		return cancelled(a.Agent)
+	// A subagent's own call runs inside its parent's slot: taking another
+	// from the same pool could wait for a slot the parent holds, for ever.
+	// Depth bounds how far that fans out.
+	if depth == 1 {
+		select {
+		case t.slots <- struct{}{}:
+		case <-ctx.Done():
+			return cancelled(a.Agent)
+		}
+		defer func() { <-t.slots }()
 	}
-	defer func() { <-t.slots }()
 
 	parent, _ := t.agents.Get(call.AgentID)
 	workspace := spec.Workspace
@@ -325,9 +332,7 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err e
 	depths.Store(childID, depth)
 	started := Started{ParentAgentID: call.AgentID, CallID: call.ID, Name: a.Agent, Description: a.Description,
 		SessionID: s.ID(), AgentID: childID, Depth: depth}
-	if parent != nil {
-		_ = EventStarted.Emit(stdctx.Background(), parent.Context(), started)
-	}
+	announced := false
 	defer func() {
 		cctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), closeTimeout)
 		defer cancel()
@@ -338,15 +343,22 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err e
 			parentLog(parent).Warn("closing a subagent's session failed", "session", s.ID(), "error", err)
 		}
 		depths.Delete(childID)
-		if parent != nil {
+		if announced {
 			_ = EventEnded.Emit(stdctx.Background(), parent.Context(), Ended{Started: started, Result: res})
 		}
 	}()
+	// The forwarder takes the child's one answerer slot before anyone
+	// hears of the child: a client attaching on subagent/started must not
+	// take it first.
 	detach, err := t.approval.Attach(childID, t.forward(call.AgentID, a.Agent))
 	if err != nil {
 		return fail(errs.Wrap(Refused, err, fmt.Sprintf("subagent %q: its approval questions cannot reach the parent", a.Agent)))
 	}
 	defer detach()
+	if parent != nil {
+		_ = EventStarted.Emit(stdctx.Background(), parent.Context(), started)
+		announced = true
+	}
 
 	if _, err := s.Prompt(tctx, sessions.PromptRequest{RequestID: call.ID, Content: a.Prompt}); err != nil {
 		if r, ok := sessions.RejectionOf(err); ok {

@@ -493,6 +493,24 @@ func TestDepthLimitAndPersistedLink(t *testing.T) {
 	e.onlyParentLeft(p)
 }
 
+// TestANestedCallDoesNotWaitForItsParentsSlot: with one slot and depth 2,
+// the child's own call runs inside its parent's slot instead of waiting
+// for it until the timeout.
+func TestANestedCallDoesNotWaitForItsParentsSlot(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		// The scripted child answers by step: the child calls beta, the
+		// grandchild tries too and is refused at depth 3, then both answer.
+		child: []scripted.Reply{calls("beta"), text("answered")},
+		tool:  subagent.Config{MaxConcurrent: 1, MaxDepth: 2, Timeout: 5 * time.Second},
+	})
+	p := e.parent("nest twice")
+	idle(t, p.Agent())
+	if r := results(p.Agent().Session())["call_1"]; r.IsError || r.Content != "answered" {
+		t.Fatalf("the call's result: %+v", r)
+	}
+}
+
 func TestUnknownAgentAndConfig(t *testing.T) {
 	e := newEnv(t, setup{
 		parent: []scripted.Reply{calls("gamma"), text("parent done")},
@@ -511,6 +529,7 @@ func TestUnknownAgentAndConfig(t *testing.T) {
 	for _, bad := range []subagent.Config{
 		{Name: "agent", MaxConcurrent: 0, MaxDepth: 1, Timeout: time.Second},
 		{Name: "agent", MaxConcurrent: 1, MaxDepth: 0, Timeout: time.Second},
+		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: 10},
 		{Name: "a b", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second},
 		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second, Agents: []subagent.Agent{{Name: "x"}}},
 		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second, Agents: []subagent.Agent{{Name: "x", Provider: "p"}, {Name: "x", Provider: "p"}}},
