@@ -224,7 +224,7 @@ func turnUsage(cfg *config.Config, ac config.AgentConfig, events []session.Event
 		}
 	}
 	for _, e := range events {
-		if e.Type != session.AssistantMessage {
+		if !usage.Counted(e) {
 			continue
 		}
 		if acc == nil || e.Turn != turn {

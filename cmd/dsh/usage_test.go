@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 )
 
@@ -235,5 +237,20 @@ func TestSessionsListShowsASubagentsParent(t *testing.T) {
 	b.Reset()
 	if err := writeList(&b, list[:1], false); err != nil || strings.Contains(b.String(), "PARENT") {
 		t.Fatalf("no subagent, no column: %v\n%s", err, b.String())
+	}
+}
+
+// A compaction's summary request belongs to its turn in dsh sessions show,
+// as it does in the session's total.
+func TestTurnUsageCountsACompaction(t *testing.T) {
+	u := llm.Usage{InputTokens: 100, OutputTokens: 10}
+	events := []session.Event{
+		{Type: session.AssistantMessage, Turn: 1, Step: 1, Usage: &u},
+		{Type: session.Compacted, Turn: 2, Step: 1, Usage: &u},
+		{Type: session.AssistantMessage, Turn: 2, Step: 1, Usage: &u},
+	}
+	got := turnUsage(&config.Config{}, config.AgentConfig{}, events)
+	if len(got) != 2 || got[1].Turn != 2 || got[1].Steps != 2 || got[1].InputTokens != 200 {
+		t.Fatalf("turns %+v", got)
 	}
 }

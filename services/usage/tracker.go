@@ -39,9 +39,9 @@ func Track(at *dshctx.Context, s *session.Session, acc *Account) (*Tracker, erro
 }
 
 func (t *Tracker) add(e session.Event) {
-	// Only what countsUsage accepts changes the totals; those events are
+	// Only what Counted accepts changes the totals; those events are
 	// appended one after another, so their sequence numbers only grow.
-	if !countsUsage(e) {
+	if !Counted(e) {
 		return
 	}
 	t.mu.Lock()

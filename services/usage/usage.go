@@ -11,6 +11,7 @@ package usage
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -100,9 +101,9 @@ func (p Pricing) Check() []Problem {
 			out = append(out, Problem{"models", "a model name is empty"})
 			continue
 		}
-		neg := pr.Input < 0 || pr.Output < 0 || (pr.CacheHit != nil && *pr.CacheHit < 0)
-		if neg {
-			out = append(out, Problem{at, "prices cannot be negative; they are per million tokens, e.g. input: 0.27"})
+		bad := func(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
+		if bad(pr.Input) || bad(pr.Output) || (pr.CacheHit != nil && bad(*pr.CacheHit)) {
+			out = append(out, Problem{at, "prices must be finite and not negative; they are per million tokens, e.g. input: 0.27"})
 		}
 	}
 	return out
@@ -182,18 +183,18 @@ func NewAccount(pricing Pricing, defaultModel func(provider string) string) *Acc
 	return &Account{pricing: pricing, model: defaultModel}
 }
 
-// countsUsage reports whether an event of the session log carries usage the
+// Counted reports whether an event of the session log carries usage the
 // account counts: a step's assistant/message, and history/compacted,
 // whose summary request is paid for like a step.
-func countsUsage(e session.Event) bool {
+func Counted(e session.Event) bool {
 	return e.Type == session.AssistantMessage || e.Type == session.Compacted
 }
 
-// Add accounts for one event of the session log; only the events countsUsage
+// Add accounts for one event of the session log; only the events Counted
 // accepts change the totals. A compaction adds to the turn and the session
 // but is not the last step.
 func (a *Account) Add(e session.Event) {
-	if !countsUsage(e) {
+	if !Counted(e) {
 		return
 	}
 	var u llm.Usage

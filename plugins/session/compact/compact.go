@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -100,9 +101,9 @@ func (c Config) Validate() error {
 		return errs.New(errs.InvalidArgument, "session.compact: "+key+" "+what)
 	}
 	switch {
-	case c.Threshold < 0 || c.Threshold > 1:
+	case math.IsNaN(c.Threshold) || c.Threshold < 0 || c.Threshold > 1:
 		return bad("threshold", fmt.Sprintf("is %v; set a fraction of the window between 0 and 1, such as 0.8", c.Threshold))
-	case c.Keep < 0 || c.Keep >= 1:
+	case math.IsNaN(c.Keep) || c.Keep < 0 || c.Keep >= 1:
 		return bad("keep", fmt.Sprintf("is %v; set a fraction of the window between 0 and 1, such as 0.2", c.Keep))
 	case c.withDefaults().Keep >= c.withDefaults().Threshold:
 		return bad("keep", fmt.Sprintf("(%v) must be below threshold (%v), or every request would compact", c.withDefaults().Keep, c.withDefaults().Threshold))

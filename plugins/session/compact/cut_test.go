@@ -1,6 +1,7 @@
 package compact_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestPruneCutsLongToolResultsOnly(t *testing.T) {
 }
 
 func TestConfigErrorsSayWhatToSet(t *testing.T) {
-	for _, c := range []compact.Config{{Threshold: 1.5}, {Keep: -0.1}, {Keep: 0.9}, {Window: -1}, {PruneToolResults: -2}, {SummaryMaxTokens: -1}} {
+	for _, c := range []compact.Config{{Threshold: 1.5}, {Threshold: math.NaN()}, {Keep: -0.1}, {Keep: math.NaN()}, {Keep: 0.9}, {Window: -1}, {PruneToolResults: -2}, {SummaryMaxTokens: -1}} {
 		err := c.Validate()
 		if !errs.HasCode(err, errs.InvalidArgument) || !strings.Contains(err.Error(), "session.compact: ") {
 			t.Fatalf("%+v: %v", c, err)
