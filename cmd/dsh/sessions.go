@@ -58,18 +58,36 @@ Exit codes: 0 done, 1 failed (a session is open elsewhere, or unreadable),
 	}, &cobra.Command{
 		Use:     "rm SESSION...",
 		Aliases: []string{"delete"},
-		Short:   "delete persisted sessions; one open anywhere is refused",
+		Short:   "delete persisted sessions with their subagents' sessions; one open anywhere is refused",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withStore(g, cmd, func(ctx stdctx.Context, h *host.Host) error {
+				list, err := h.Sessions().List(ctx)
+				if err != nil {
+					return err
+				}
 				var first error
+				report := func(err error) {
+					if first == nil {
+						first = err
+					} else {
+						fmt.Fprintln(cmd.ErrOrStderr(), "dsh:", err)
+					}
+				}
+			ids:
 				for _, id := range args {
-					if err := h.Sessions().Delete(ctx, id); err != nil {
-						if first == nil {
-							first = err
-						} else {
-							fmt.Fprintln(cmd.ErrOrStderr(), "dsh:", err)
+					// A subagent's session goes with its parent's, deepest
+					// first; the parent stays when one of them cannot go, so
+					// nothing is left pointing at a missing parent.
+					for _, child := range descendants(list, id) {
+						if err := h.Sessions().Delete(ctx, child); err != nil {
+							report(fmt.Errorf("%s stays: its subagent session %s could not be deleted: %w", id, child, err))
+							continue ids
 						}
+						fmt.Fprintln(cmd.OutOrStdout(), "deleted", child)
+					}
+					if err := h.Sessions().Delete(ctx, id); err != nil {
+						report(err)
 						continue
 					}
 					fmt.Fprintln(cmd.OutOrStdout(), "deleted", id)
@@ -141,6 +159,18 @@ func writeList(w io.Writer, list []session.Summary, jsonOut bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", id, orDash(s.Agent), s.State, s.Turns, s.Updated.Local().Format("2006-01-02 15:04"), s.Title)
 	}
 	return tw.Flush()
+}
+
+// descendants lists the subagent sessions under id, deepest first.
+func descendants(list []session.Summary, id string) []string {
+	var out []string
+	for _, s := range list {
+		if s.Parent == id {
+			out = append(out, descendants(list, s.ID)...)
+			out = append(out, s.ID)
+		}
+	}
+	return out
 }
 
 func orDash(s string) string {

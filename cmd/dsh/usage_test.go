@@ -254,3 +254,35 @@ func TestTurnUsageCountsACompaction(t *testing.T) {
 		t.Fatalf("turns %+v", got)
 	}
 }
+
+func TestDescendantsAreListedDeepestFirst(t *testing.T) {
+	list := []session.Summary{{ID: "top"}, {ID: "a", Parent: "top"}, {ID: "a1", Parent: "a"}, {ID: "b", Parent: "top"}, {ID: "other"}}
+	got := strings.Join(descendants(list, "top"), " ")
+	if got != "a1 a b" {
+		t.Fatalf("descendants of top: %q", got)
+	}
+	if d := descendants(list, "other"); len(d) != 0 {
+		t.Fatalf("descendants of other: %v", d)
+	}
+}
+
+// dsh sessions rm of a parent takes its subagents' sessions with it.
+func TestSessionsRmTakesTheSubagentsSessions(t *testing.T) {
+	dir := t.TempDir()
+	store := "  - use: session.jsonl\n    config: {dir: " + filepath.Join(dir, "sessions") + "}\n"
+	child := "top.sub-call_1-0a1b2c3d"
+	for _, id := range []string{"top", child, "other"} {
+		cfg := usageConfig(t, dir, store, "    session: "+id+"\n", "")
+		if o := runDsh(t, "", "run", "--config", cfg, "-p", "hi"); o.code != 0 {
+			t.Fatalf("run %s: exit %d %s", id, o.code, o.stderr)
+		}
+	}
+	cfg := usageConfig(t, dir, store, "", "")
+	if o := runDsh(t, "", "sessions", "rm", "top", "--config", cfg); o.code != 0 || o.stdout != "deleted "+child+"\ndeleted top\n" {
+		t.Fatalf("rm: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	o := runDsh(t, "", "sessions", "list", "--config", cfg)
+	if o.code != 0 || strings.Contains(o.stdout, "top") || !strings.Contains(o.stdout, "other") {
+		t.Fatalf("list after rm: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+}
