@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/session/compact"
@@ -38,10 +39,25 @@ func compactNow(agent agents.Agent, out, diag io.Writer) {
 // real model takes a while to write it; the recorded event says how it
 // ended.
 func followCompactions(agent agents.Agent, diag io.Writer) (off func(), err error) {
-	return compact.EventStarted.On(agent.Context(), func(_ stdctx.Context, s compact.Started) error {
+	offStarted, err := compact.EventStarted.On(agent.Context(), func(_ stdctx.Context, s compact.Started) error {
 		fmt.Fprintf(diag, "(compacting %d messages, about %s tokens…)\n", s.Messages, kilo(s.Tokens))
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	// A /compact that finds nothing to do ends here, not in the log.
+	offDone, err := compact.EventDone.On(agent.Context(), func(_ stdctx.Context, d compact.Done) error {
+		if errs.HasCode(d.Err, compact.Nothing) {
+			fmt.Fprintf(diag, "(not compacted: %s)\n", strings.TrimPrefix(d.Err.Error(), string(compact.Nothing)+": "))
+		}
+		return nil
+	})
+	if err != nil {
+		offStarted()
+		return nil, err
+	}
+	return func() { offStarted(); offDone() }, nil
 }
 
 // kilo writes n as 950, 1.2k or 34k.

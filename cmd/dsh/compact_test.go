@@ -26,7 +26,12 @@ log:
   level: warn
 `), 0o644)
 	tty, cmd, scr, pos := startInteractive(t, cfg)
+	// Asked for before anything is said, it has nothing to summarize and
+	// says so rather than leaving the person waiting.
+	io.WriteString(tty, "/compact\r")
+	pos = scr.waitFor(t, pos, "(the history is compacted when the next prompt is sent)")
 	io.WriteString(tty, "hello there\r")
+	pos = scr.waitFor(t, pos, "(not compacted: there is nothing to summarize")
 	pos = scr.waitFor(t, pos, "You said: hello there")
 	pos = scr.waitFor(t, pos, "> ")
 	io.WriteString(tty, "/compact\r")

@@ -51,6 +51,9 @@ const (
 	// Failed: the summary request failed or returned no text. The request
 	// goes on uncompacted; the error is reported on agent/error.
 	Failed errs.Code = "COMPACT_FAILED"
+	// Nothing: a compaction asked for found nothing older than the latest
+	// exchange to summarize; it is the Err of its compact/done.
+	Nothing errs.Code = "COMPACT_NOTHING"
 )
 
 // Defaults of the config.
@@ -338,9 +341,18 @@ func (s *Service) compact(ctx stdctx.Context, e agentloop.RequestEvent, h llm.Hi
 		// Asked for: summarize all but the latest exchange.
 		keep = 0
 	}
+	// A compaction asked for that finds nothing to do says so, or the
+	// person who asked would wait for an answer that never comes.
+	nothing := func() (*session.Compaction, error) {
+		if manual {
+			EventDone.Emit(ctx, e.Agent.Context(), Done{Agent: e.Agent, Err: errs.New(Nothing,
+				"there is nothing to summarize: the history holds only the latest exchange (and perhaps an earlier summary)")})
+		}
+		return nil, nil
+	}
 	cut := Cut(h, keep)
 	if cut <= 0 {
-		return nil, nil
+		return nothing()
 	}
 	// The summary request must fit in the window with its answer: cut
 	// earlier when the part to summarize is too large; a later round
@@ -349,7 +361,7 @@ func (s *Service) compact(ctx stdctx.Context, e agentloop.RequestEvent, h llm.Hi
 	if fit := Fit(h, cut, room, s.cfg.PruneToolResults); fit < cut {
 		cut = fit
 		if cut <= 0 {
-			return nil, nil
+			return nothing()
 		}
 	}
 	if !manual && llm.EstimateRequest(llm.Request{History: h.Slice(0, cut)}) < window/minShare {
