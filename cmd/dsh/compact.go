@@ -16,7 +16,9 @@ const compactHelp = "/compact     summarize the older turns before the next mode
 
 // compactNow asks session.compact to compact agent's history at its next
 // model request: at once if a turn is running, else with the next prompt.
-func compactNow(agent agents.Agent, out, diag io.Writer) {
+// busy is the session's own view (the one that decides whether it shows a
+// prompt), not the agent's status, which lags the end of a turn.
+func compactNow(agent agents.Agent, busy bool, out, diag io.Writer) {
 	svc, err := compact.Key.Get(agent.Context())
 	switch {
 	case errs.HasCode(err, errs.ServiceUnavailable):
@@ -27,7 +29,7 @@ func compactNow(agent agents.Agent, out, diag io.Writer) {
 		return
 	}
 	svc.Request(agent.ID())
-	if agent.Status() == agents.StatusRunning {
+	if busy {
 		fmt.Fprint(diag, "(compacting before the next step)\n")
 		return
 	}

@@ -145,7 +145,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 					fmt.Fprint(out, "> ")
 				}
 			case line == "/compact":
-				compactNow(cur.agent, out, diag)
+				compactNow(cur.agent, busy(), out, diag)
 			case strings.HasPrefix(line, "/steer"):
 				text := strings.TrimSpace(strings.TrimPrefix(line, "/steer"))
 				if text == "" {
