@@ -110,19 +110,7 @@ func readPID(t *testing.T, r io.Reader) int {
 // SIGTERM (its child inherits that) with a grandchild holding its output;
 // Stop escalates to SIGKILL and both are gone, within the bound.
 func TestStopKillsTheWholeGroupEvenWhenItIgnoresSIGTERM(t *testing.T) {
-	p, err := childproc.New(childproc.Spec{Path: "/bin/sh", Args: []string{"-c", `trap "" TERM; sleep 300 & echo $!; wait`}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go p.Wait()
-	grandchild := readPID(t, out)
+	p, grandchild := startWithGrandchild(t, childproc.Spec{Path: "/bin/sh", Args: []string{"-c", `trap "" TERM; sleep 300 & echo $!; wait`}})
 	if !p.Stop(100 * time.Millisecond) {
 		t.Fatal("Stop did not see the child exit")
 	}
@@ -161,19 +149,7 @@ func TestStopIsBoundedWhenAnEscapedProcessHoldsThePipe(t *testing.T) {
 // and kills its group when it reads end-of-file; closing the host's end
 // stands for dsh being SIGKILLed.
 func TestAChildsGroupDiesWhenTheHostIsGone(t *testing.T) {
-	p, err := childproc.New(childproc.Spec{Path: os.Args[0], Env: map[string]string{"CHILDPROC_HELPER": "watch"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go p.Wait()
-	grandchild := readPID(t, out)
+	p, grandchild := startWithGrandchild(t, childproc.Spec{Path: os.Args[0], Env: map[string]string{"CHILDPROC_HELPER": "watch"}})
 	child := p.Pid()
 	p.CloseHostEnd()
 	select {
@@ -305,12 +281,12 @@ func TestAnInheritedDescriptorDoesNotReachTheChild(t *testing.T) {
 	}
 }
 
-// TestAGuardedGroupDiesWhenTheHostIsGone: a child that does not watch the
-// host pipe (a shell, an MCP server behind npx) and started a process of
-// its own; with Guard, the watcher in its group kills both once the host
-// is gone, which closing the host's end stands for.
-func TestAGuardedGroupDiesWhenTheHostIsGone(t *testing.T) {
-	p, err := childproc.New(childproc.Spec{Path: "/bin/sh", Args: []string{"-c", "sleep 300 & echo $!; exec sleep 301"}, Guard: true})
+// startWithGrandchild starts spec's child, whose first line on stdout is
+// the pid of a process it started, reaps it in the background, and returns
+// it with that pid.
+func startWithGrandchild(t *testing.T, spec childproc.Spec) (*childproc.Proc, int) {
+	t.Helper()
+	p, err := childproc.New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +298,15 @@ func TestAGuardedGroupDiesWhenTheHostIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	go p.Wait()
-	grandchild := readPID(t, out)
+	return p, readPID(t, out)
+}
+
+// TestAGuardedGroupDiesWhenTheHostIsGone: a child that does not watch the
+// host pipe (a shell, an MCP server behind npx) and started a process of
+// its own; with Guard, the watcher in its group kills both once the host
+// is gone, which closing the host's end stands for.
+func TestAGuardedGroupDiesWhenTheHostIsGone(t *testing.T) {
+	p, grandchild := startWithGrandchild(t, childproc.Spec{Path: "/bin/sh", Args: []string{"-c", "sleep 300 & echo $!; exec sleep 301"}, Guard: true})
 	p.CloseHostEnd()
 	select {
 	case <-p.Done():

@@ -48,7 +48,12 @@ func WatchHost(gone func()) bool {
 			}
 		}
 	}()
-	startGroupWatcher(f)
+	// The goroutine above races the kernel: when dsh is SIGKILLed it
+	// closes dsh's end of the pipe and SIGKILLs dsh's direct child in an
+	// order no goroutine of that child can rely on, and what the child
+	// started would outlive it. A shell in this process's group watches
+	// too; it is not dsh's child, so that signal does not reach it.
+	startWatcher(f, nil)
 	return true
 }
 
@@ -57,17 +62,16 @@ func WatchHost(gone func()) bool {
 // joined by being started without a group of its own.
 const groupWatcher = "read -r _ <&3; kill -KILL 0"
 
-// startGroupWatcher starts a /bin/sh in this process's group that watches
-// the host pipe too. When dsh is SIGKILLed the kernel closes dsh's end of
-// the pipe and SIGKILLs dsh's direct child, in an order no goroutine of
-// that child can rely on: the watcher above may never run, and what the
-// child started would outlive it. The shell is not dsh's child, so that
-// signal does not reach it. It has no stdio: dsh reads the child's stdout
-// and stderr until they close, which must happen when the child exits.
-// Without /bin/sh the goroutine above still does what it can.
-func startGroupWatcher(f *os.File) {
+// startWatcher starts a /bin/sh running groupWatcher with hostPipe as its
+// descriptor 3, in the process group attr names (nil: the caller's). It is
+// best effort: without /bin/sh nothing starts. It has no stdio — dsh reads
+// a child's stdout and stderr until they close, which must happen when the
+// child exits — and ends with its group.
+func startWatcher(hostPipe *os.File, attr *syscall.SysProcAttr) {
 	sh := exec.Command("/bin/sh", "-c", groupWatcher)
-	sh.ExtraFiles = []*os.File{f}
+	sh.ExtraFiles = []*os.File{hostPipe}
+	sh.Env = []string{"PATH=/usr/bin:/bin"}
+	sh.SysProcAttr = attr
 	if err := sh.Start(); err != nil {
 		return
 	}
