@@ -22,8 +22,10 @@ func agentSourceOf(rpcID string) agentcontroller.Source {
 	return agentcontroller.Source{Kind: SourceACP, RPCID: rpcID}
 }
 
-// promptText joins the text of a prompt's blocks; a resource link becomes
-// its URI (dsh takes text only, and says so in initialize).
+// promptText joins the text of a prompt's blocks: a resource link becomes
+// its URI, an embedded text resource (a file the editor attached) its text
+// under its URI. Images and binary resources are refused: dsh carries text
+// only until attachments exist, and says so in initialize.
 func promptText(blocks []acp.ContentBlock) (string, error) {
 	var b strings.Builder
 	for i, c := range blocks {
@@ -35,9 +37,12 @@ func promptText(blocks []acp.ContentBlock) (string, error) {
 			b.WriteString(c.Text.Text)
 		case c.ResourceLink != nil:
 			fmt.Fprintf(&b, "[%s](%s)", c.ResourceLink.Name, c.ResourceLink.Uri)
+		case c.Resource != nil && c.Resource.Resource.TextResourceContents != nil:
+			r := c.Resource.Resource.TextResourceContents
+			fmt.Fprintf(&b, "<context uri=%q>\n%s\n</context>", r.Uri, r.Text)
 		default:
 			return "", errs.New(BadParams, fmt.Sprintf(
-				"prompt block %d is not text or a resource link; dsh takes text only (promptCapabilities are all false)", i))
+				"prompt block %d is not text, a text resource or a resource link; dsh takes text only (promptCapabilities: embeddedContext only)", i))
 		}
 	}
 	if strings.TrimSpace(b.String()) == "" {

@@ -158,9 +158,9 @@ func (s *Server) Initialize(_ stdctx.Context, p acp.InitializeRequest) (acp.Init
 		AuthMethods:     []acp.AuthMethod{},
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession: true,
-			// Prompts are text (and resource links, as text); images and
-			// embedded context are not taken yet.
-			PromptCapabilities: acp.PromptCapabilities{},
+			// Prompts are text: embedded text resources and resource
+			// links are taken as text; images wait for attachments.
+			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
 			McpCapabilities:    acp.McpCapabilities{Http: s.opts.MCP},
 			SessionCapabilities: acp.SessionCapabilities{
 				Close:  &acp.SessionCloseCapabilities{},

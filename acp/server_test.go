@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/coder/acp-go-sdk"
@@ -15,7 +16,7 @@ func TestInitializeAdvertisesWhatDshDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := r.AgentCapabilities
-	if r.ProtocolVersion != 1 || !c.LoadSession || c.PromptCapabilities.Image || c.PromptCapabilities.EmbeddedContext ||
+	if r.ProtocolVersion != 1 || !c.LoadSession || c.PromptCapabilities.Image || !c.PromptCapabilities.EmbeddedContext ||
 		c.McpCapabilities.Http || c.SessionCapabilities.List == nil || c.SessionCapabilities.Close == nil || c.SessionCapabilities.Resume == nil {
 		t.Fatalf("%+v", r)
 	}
@@ -105,5 +106,25 @@ func TestStopReasons(t *testing.T) {
 				t.Fatalf("%v %v", r, err)
 			}
 		})
+	}
+}
+
+// An embedded text resource (a file the editor attached) reaches the model
+// as text under its URI; an image is refused as the capabilities say.
+func TestEmbeddedTextResourceIsTakenAsText(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	id := e.newSession()
+	res := acp.ContentBlock{Resource: &acp.ContentBlockResource{Type: "resource", Resource: acp.EmbeddedResourceResource{
+		TextResourceContents: &acp.TextResourceContents{Uri: "file:///p/a.go", Text: "package a"}}}}
+	r, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{acp.TextBlock("look at"), res}})
+	if err != nil || r.StopReason != acp.StopReasonEndTurn {
+		t.Fatal(r, err)
+	}
+	if got := agentText(e.c.all()); !strings.Contains(got, `<context uri="file:///p/a.go">`) || !strings.Contains(got, "package a") {
+		t.Fatalf("the model did not get the resource: %q", got)
+	}
+	img := acp.ContentBlock{Image: &acp.ContentBlockImage{Type: "image", Data: "AA==", MimeType: "image/png"}}
+	if _, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{img}}); rpcCode(err) != -32602 {
+		t.Fatalf("an image: %v", err)
 	}
 }
