@@ -48,6 +48,9 @@ type Config struct {
 	ACP ACPConfig `koanf:"acp"`
 	// Pricing prices models' tokens, for the usage reports (pricing.go).
 	Pricing usage.Pricing `koanf:"pricing"`
+	// Serve configures `dsh serve`: its listener, auth, webhooks and
+	// schedules (serve.go).
+	Serve ServeConfig `koanf:"serve"`
 
 	// File is where the config came from ("" when built in code).
 	File string `koanf:"-"`
@@ -346,6 +349,7 @@ func (c *Config) check(p *problems, dir string) {
 	c.checkReferences(p)
 	c.checkStores(p)
 	c.checkPricing(p)
+	c.checkServe(p)
 	switch strings.ToLower(c.Log.Level) {
 	case "", "trace", "debug", "info", "warn", "error", "off":
 	default:

@@ -1,0 +1,236 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/robfig/cron/v3"
+)
+
+// ServeConfig is the serve: key: what `dsh serve` listens on, who may call
+// it, and its unattended sources (webhooks and schedules). Every field is
+// optional; the zero value listens on DefaultListen and wants a token.
+type ServeConfig struct {
+	// Listen is the address to listen on, host:port; default
+	// DefaultListen (loopback only).
+	Listen string `koanf:"listen"`
+	// TokenEnv names the variable that holds the bearer token; default
+	// DefaultTokenEnv. TokenFile, when set, is read instead.
+	TokenEnv  string `koanf:"token_env"`
+	TokenFile string `koanf:"token_file"`
+	// NoAuth serves without a token. It is refused unless Listen is a
+	// loopback address: anyone who can reach the port could run tools.
+	NoAuth bool `koanf:"no_auth"`
+	// CORSOrigins are the origins a browser may call the API from; none
+	// by default (the embedded page is same-origin).
+	CORSOrigins []string `koanf:"cors_origins"`
+	// MaxBodyBytes bounds a request body; default DefaultMaxBody.
+	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+	// ShutdownTimeout bounds a graceful shutdown: turns still running
+	// when it ends are cancelled; default 10s.
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// Agent is the agent a session created without one runs; default
+	// the first configured. Presets are added to every such session's.
+	Agent   string   `koanf:"agent"`
+	Presets []string `koanf:"presets"`
+	// Webhooks map a name (the {name} of POST /hooks/{name}) to what its
+	// deliveries prompt.
+	Webhooks map[string]WebhookConfig `koanf:"webhooks"`
+	// Schedules prompt agents at the times of cron expressions.
+	Schedules []ScheduleConfig `koanf:"schedules"`
+	// StateDir keeps the server's own state (the schedules' last runs);
+	// default .dsh/serve under the config file's directory.
+	StateDir string `koanf:"state_dir"`
+}
+
+// Defaults of the serve: key.
+const (
+	DefaultListen   = "127.0.0.1:7433"
+	DefaultTokenEnv = "DSH_SERVE_TOKEN"
+	DefaultMaxBody  = 1 << 20
+)
+
+// WebhookConfig maps one webhook onto an agent and a prompt.
+type WebhookConfig struct {
+	// Agent receives the deliveries (default serve.agent, else the first
+	// configured); Presets are added to its own.
+	Agent   string   `koanf:"agent"`
+	Presets []string `koanf:"presets"`
+	// SecretEnv names the variable holding the HMAC-SHA256 secret;
+	// required: an unsigned webhook is refused.
+	SecretEnv string `koanf:"secret_env"`
+	// SignatureHeader carries "sha256=<hex of HMAC(secret, body)>";
+	// default X-Hub-Signature-256 (GitHub's).
+	SignatureHeader string `koanf:"signature_header"`
+	// Prompt is a text/template over the delivery: .Name, .Body (the
+	// JSON body decoded, nil when it is not JSON), .Raw (the body as
+	// text), .Header (http.Header; {{.Header.Get "X-GitHub-Event"}}).
+	Prompt string `koanf:"prompt"`
+	// Session delivers into this session (resumed, or created, and kept
+	// open); empty opens a new session per delivery, closed when its
+	// turn ends.
+	Session string `koanf:"session"`
+	// MaxBodyBytes bounds a delivery's body; default serve's.
+	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+}
+
+// ScheduleConfig prompts an agent at the times of a cron expression.
+type ScheduleConfig struct {
+	// Name identifies the schedule in logs, state and events; required,
+	// unique.
+	Name string `koanf:"name"`
+	// Cron is a five-field cron expression or a descriptor (@hourly,
+	// @every 1h30m), optionally prefixed with CRON_TZ=<zone>.
+	Cron string `koanf:"cron"`
+	// Agent and Presets as for webhooks.
+	Agent   string   `koanf:"agent"`
+	Presets []string `koanf:"presets"`
+	// Prompt is a text/template: .Name, .Time (the scheduled time).
+	Prompt string `koanf:"prompt"`
+	// Session delivers every run into this session (resumed or created,
+	// kept open); empty opens a new session per run.
+	Session string `koanf:"session"`
+	// Overlap is what a run does while the previous one's turn still
+	// runs: "skip" (default) or "queue" (run when it ends; at most one
+	// waits).
+	Overlap string `koanf:"overlap"`
+	// CatchUp runs once at start when a run was due while dsh was down;
+	// by default missed runs are not replayed.
+	CatchUp bool `koanf:"catch_up"`
+}
+
+// Overlap policies of a schedule.
+const (
+	OverlapSkip  = "skip"
+	OverlapQueue = "queue"
+)
+
+// CronParser parses the cron expressions of schedules: five fields
+// (minute hour day-of-month month day-of-week) or a descriptor.
+var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// webhookName is what may follow /hooks/ in a URL.
+var webhookName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ServeAgent returns the agent serve opens a session of when the request
+// names agent (or none): the named one, else serve.agent, else the first.
+func (c *Config) ServeAgent(agent string) (string, bool) {
+	for _, id := range []string{agent, c.Serve.Agent} {
+		if id != "" {
+			_, ok := c.Agent(id)
+			return id, ok
+		}
+	}
+	if len(c.Agents) == 0 {
+		return "", false
+	}
+	return c.Agents[0].ID, true
+}
+
+// checkServe reports the mistakes of the serve: key that decoding cannot.
+func (c *Config) checkServe(p *problems) {
+	s := &c.Serve
+	if s.Listen != "" {
+		host, port, err := net.SplitHostPort(s.Listen)
+		if err != nil || port == "" {
+			p.add("serve.listen", fmt.Sprintf("%q is not host:port; write e.g. 127.0.0.1:7433, or :7433 for every interface", s.Listen))
+		} else if s.NoAuth && !loopback(host) {
+			p.add("serve.no_auth", fmt.Sprintf("no_auth is allowed only on a loopback address, and listen is %q: anyone who reaches the port could run the agents' tools; set a token (token_env or token_file) or listen on 127.0.0.1", s.Listen))
+		}
+	}
+	if s.TokenFile != "" && s.TokenEnv != "" {
+		p.add("serve.token_file", "set token_env or token_file, not both")
+	}
+	if s.MaxBodyBytes < 0 {
+		p.add("serve.max_body_bytes", "cannot be negative; leave it out for the default (1 MiB)")
+	}
+	if s.ShutdownTimeout < 0 {
+		p.add("serve.shutdown_timeout", "cannot be negative; leave it out for the default (10s)")
+	}
+	c.checkServeAgent(p, "serve", s.Agent, s.Presets)
+	for _, name := range slices.Sorted(maps.Keys(s.Webhooks)) {
+		w := s.Webhooks[name]
+		at := "serve.webhooks." + name
+		if !webhookName.MatchString(name) {
+			p.add(at, fmt.Sprintf("webhook name %q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit: it is the {name} of POST /hooks/{name}", name))
+		}
+		c.checkServeAgent(p, at, w.Agent, w.Presets)
+		if w.SecretEnv == "" {
+			p.add(at, "the webhook has no secret_env; name the variable holding its HMAC-SHA256 secret (unsigned deliveries are refused)")
+		}
+		if w.MaxBodyBytes < 0 {
+			p.add(at+".max_body_bytes", "cannot be negative")
+		}
+		checkTemplate(p, at+".prompt", w.Prompt)
+		checkSessionID(p, at+".session", w.Session)
+	}
+	names := map[string]int{}
+	for i, sc := range s.Schedules {
+		at := fmt.Sprintf("serve.schedules[%d]", i)
+		switch {
+		case sc.Name == "":
+			p.add(at, "the schedule has no name; add name: <name>")
+		case names[sc.Name] > 0:
+			p.add(at+".name", fmt.Sprintf("schedule %q is also serve.schedules[%d]; names must be unique", sc.Name, names[sc.Name]-1))
+		default:
+			names[sc.Name] = i + 1
+		}
+		if sc.Cron == "" {
+			p.add(at, "the schedule has no cron; add e.g. cron: \"0 9 * * 1-5\" or cron: \"@hourly\"")
+		} else if _, err := CronParser.Parse(sc.Cron); err != nil {
+			p.add(at+".cron", fmt.Sprintf("%q: %v; use five fields (minute hour day-of-month month day-of-week) or a descriptor such as @daily or @every 1h", sc.Cron, err))
+		}
+		c.checkServeAgent(p, at, sc.Agent, sc.Presets)
+		checkTemplate(p, at+".prompt", sc.Prompt)
+		checkSessionID(p, at+".session", sc.Session)
+		switch sc.Overlap {
+		case "", OverlapSkip, OverlapQueue:
+		default:
+			p.add(at+".overlap", fmt.Sprintf("%q is not an overlap policy; use skip or queue", sc.Overlap))
+		}
+	}
+}
+
+func (c *Config) checkServeAgent(p *problems, at, agent string, presets []string) {
+	if agent != "" {
+		if _, ok := c.Agent(agent); !ok {
+			p.add(at+".agent", fmt.Sprintf("no agent %q; configured agents: %s", agent, orNone(c.AgentIDs())))
+		}
+	}
+	for i, name := range presets {
+		if _, ok := c.Presets[name]; !ok {
+			p.add(fmt.Sprintf("%s.presets[%d]", at, i), fmt.Sprintf("preset %q is not defined; defined presets: %s; built-in: %s", name, orNone(c.DefinedPresets()), strings.Join(builtinNames(), ", ")))
+		}
+	}
+}
+
+func checkTemplate(p *problems, at, text string) {
+	if strings.TrimSpace(text) == "" {
+		p.add(at, "the prompt is empty; write the text to send (a text/template)")
+		return
+	}
+	if _, err := template.New(at).Option("missingkey=zero").Parse(text); err != nil {
+		p.add(at, fmt.Sprintf("not a valid text/template: %v", err))
+	}
+}
+
+func checkSessionID(p *problems, at, id string) {
+	if id != "" && !session.ValidID(id) {
+		p.add(at, fmt.Sprintf("session id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", id))
+	}
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
