@@ -31,6 +31,9 @@ type Message struct {
 	ID      string `json:"id,omitempty"`
 	Role    Role   `json:"role"`
 	Content string `json:"content,omitempty"`
+	// Parts is the content of a multimodal message, in order; nil for a
+	// text-only one (see Part).
+	Parts []Part `json:"parts,omitempty"`
 	// Reasoning is the model's thinking for an assistant message.
 	Reasoning string `json:"reasoning,omitempty"`
 	// ReasoningSignature authenticates Reasoning for APIs that sign it
@@ -55,6 +58,7 @@ type Message struct {
 // Clone returns a copy that shares nothing mutable with m.
 func (m Message) Clone() Message {
 	m.ToolCalls = slices.Clone(m.ToolCalls)
+	m.Parts = cloneParts(m.Parts)
 	return m
 }
 
