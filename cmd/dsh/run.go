@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agentcontroller"
@@ -30,6 +29,10 @@ type runFlags struct {
 	json      bool
 	watch     bool
 	approvals approvalFlags
+	// session is --session: the stored session to continue (or create).
+	session string
+	// continueLast is --continue: the agent's most recent session.
+	continueLast bool
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -47,7 +50,15 @@ On a terminal it opens an interactive session; type /help there.
 When a policy asks whether a tool call may run, the interactive session asks
 you (y allow once, a allow for this session, n deny). A headless run never
 waits for a person: it denies, unless --allow TOOL or --yolo answered first.
-A policy's deny rules stay denials under both flags.`,
+A policy's deny rules stay denials under both flags.
+
+--session ID continues the stored session ID, with the agent that wrote it,
+or starts it under that id when none is stored (as an agent's session: key
+in the config does). --continue takes the chosen agent's most recently
+updated session; with none stored it exits 5. Both need a plugin that
+persists sessions, such as session.jsonl. A session open in another dsh is
+refused (exit 1) and left untouched. Every run ends with its session id on
+stderr; with --json the first line is {"type":"session/opened",...}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd, g, f) },
 	}
@@ -55,6 +66,8 @@ A policy's deny rules stay denials under both flags.`,
 	cmd.Flags().StringVar(&f.agentID, "agent", "", "the agent to talk to (default the first configured)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "write the session events as JSON lines instead of the answer")
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config when the file changes")
+	cmd.Flags().StringVar(&f.session, "session", "", "continue the stored session with this id, or start one under it")
+	cmd.Flags().BoolVarP(&f.continueLast, "continue", "c", false, "continue the agent's most recently updated session")
 	cmd.Flags().StringArrayVar(&f.approvals.allow, "allow", nil, "allow the calls of this tool that a policy asks about, e.g. --allow bash (repeatable)")
 	cmd.Flags().BoolVar(&f.approvals.yolo, "yolo", false, "allow every call a policy asks about, without asking (deny rules still hold)")
 	cmd.Flags().BoolVar(&f.approvals.yolo, "dangerously-skip-approvals", false, "the same as --yolo")
@@ -69,10 +82,17 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if err := f.approvals.check(); err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
+	pinned := f.continueLast || cmd.Flags().Changed("session")
+	if err := checkSessionFlags(f, cmd.Flags().Changed("session")); err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
 	opts := g.loadOptions()
 	cfg, err := config.Load(opts)
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
+	}
+	if pinned && !persists(cfg) {
+		return &exitCode{code: exitUsage, err: noStoreError(flagName(f))}
 	}
 	ac, err := pickAgentConfig(cfg, f.agentID)
 	if err != nil {
@@ -96,13 +116,21 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 			}
 		}
 	}()
+	if pinned {
+		if ac, err = chooseSession(stdctx.Background(), h, cfg, f); err != nil {
+			return err
+		}
+		// A reload reads the config again: the chosen session stays the
+		// agent's session: key there too, so reopening keeps it.
+		opts.Sets = append(opts.Sets, fmt.Sprintf("agents.%s.session=%s", ac.ID, ac.Session))
+	}
 	if f.watch {
 		stop := watch(h, opts, time.Second/2)
 		defer stop()
 	}
-	s, err := openSession(stdctx.Background(), h, ac)
+	s, resumed, err := openResumable(stdctx.Background(), h, ac)
 	if err != nil {
-		return &exitCode{code: exitError, err: errs.Wrap(host.StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))}
+		return openFailure(ac, err)
 	}
 	cur := newCurrent(cfg, ac, s)
 	defer func() {
@@ -139,15 +167,23 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 			return &exitCode{code: exitUsage, err: fmt.Errorf("no prompt: pass -p \"...\" or pipe one on stdin")}
 		}
 	}
+	stored := persists(cfg)
 	if prompt != "" {
+		if f.json {
+			reportOpened(s, ac.ID, resumed, stdout)
+		}
 		code := headless(h, s, prompt, f.json, f.approvals, stdout, stderr, signals)
+		reportSessionID(s.ID(), stored, stderr)
 		reportUsage(h.Config(), ac, s, f.json, stdout, stderr)
 		if code != exitOK {
 			return &exitCode{code: code}
 		}
 		return nil
 	}
-	defer reportSessionUsage(h, cur, stderr)
+	defer func() {
+		reportSessionID(cur.get().ID(), persists(h.Config()), stderr)
+		reportSessionUsage(h, cur, stderr)
+	}()
 	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals)
 }
 

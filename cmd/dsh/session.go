@@ -13,7 +13,6 @@ import (
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/approval"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
 	"github.com/google/uuid"
@@ -46,22 +45,8 @@ func pickAgentConfig(cfg *config.Config, id string) (config.AgentConfig, error) 
 // that id when not, as the host did for the config's agents; without one,
 // a fresh session.
 func openSession(ctx stdctx.Context, h *host.Host, ac config.AgentConfig) (*sessions.Session, error) {
-	ctl := h.Sessions()
-	o := sessions.OpenOptions{Agent: ac.ID, AgentID: ac.ID, Source: cliSource}
-	if ac.Session != "" {
-		s, err := ctl.Resume(ctx, ac.Session, o)
-		switch {
-		case err == nil:
-			return s, nil
-		case errs.HasCode(err, session.NoPersistence):
-			return nil, errs.Wrap(host.StartFailed, err, fmt.Sprintf(
-				"agent %q names session %q, which needs a persistence plugin; add a plugin entry such as use: session.jsonl, or remove session:", ac.ID, ac.Session))
-		case !errs.HasCode(err, session.NotFound):
-			return nil, err
-		}
-		o.SessionID = ac.Session
-	}
-	return ctl.Open(ctx, o)
+	s, _, err := openResumable(ctx, h, ac)
+	return s, err
 }
 
 // prompt sends text to the session with a fresh request id.
