@@ -68,15 +68,18 @@ func TestAResumeSaysWhichPromptWasInterrupted(t *testing.T) {
 	if o.code != 0 {
 		t.Fatalf("resume --json: exit %d: %s", o.code, o.stderr)
 	}
-	first, _, _ := strings.Cut(o.stdout, "\n")
+	// The session/opened line comes first, then the interruption.
+	_, rest, _ := strings.Cut(o.stdout, "\n")
+	first, _, _ := strings.Cut(rest, "\n")
 	var line struct {
-		Type   string `json:"type"`
-		Turn   int    `json:"turn"`
-		Prompt struct {
+		Type      string `json:"type"`
+		SessionID string `json:"session_id"`
+		Turn      int    `json:"turn"`
+		Prompt    struct {
 			Content string `json:"content"`
 		} `json:"prompt"`
 	}
-	if err := json.Unmarshal([]byte(first), &line); err != nil || line.Type != "session/interrupted" || line.Prompt.Content != "buy bread" || line.Turn != 3 {
+	if err := json.Unmarshal([]byte(first), &line); err != nil || line.Type != "session/interrupted" || line.SessionID == "" || line.Prompt.Content != "buy bread" || line.Turn != 3 {
 		t.Fatalf("first JSON line %q does not report turn 3 with its prompt (%v)", first, err)
 	}
 }

@@ -114,8 +114,8 @@ func TestPromptFromStdinAndJSON(t *testing.T) {
 			t.Fatalf("prompt %q", ev.Message.Content)
 		}
 	}
-	// The session events, then the usage line.
-	if types[0] != "turn/start" || types[len(types)-2] != "turn/end" || types[len(types)-1] != "session/usage" {
+	// The opened line, the session events, then the usage line.
+	if types[0] != "session/opened" || types[1] != "turn/start" || types[len(types)-2] != "turn/end" || types[len(types)-1] != "session/usage" {
 		t.Fatalf("events %v", types)
 	}
 	if o := runDsh(t, "", "run", "--config", cfg); o.code != 2 || !strings.Contains(o.stderr, "no prompt") {

@@ -487,14 +487,16 @@ func exitFor(end session.Event, interrupted bool) int {
 // reportInterrupted tells a headless caller that the resumed session's
 // last turn was cut short — dsh was killed or stopped in the middle of it —
 // and which prompt it held: on stderr as text, or with --json as one
-// "session/interrupted" line on stdout ahead of the session events.
+// "session/interrupted" line on stdout ahead of the session events. It
+// carries the id under "session_id" like the other session/ lines, and
+// under "session" as it did first, for the scripts that read it there.
 func reportInterrupted(agent agents.Agent, jsonOut bool, out, diag io.Writer) {
 	in, ok := agent.Session().Interrupted()
 	if !ok {
 		return
 	}
 	if jsonOut {
-		line := map[string]any{"type": "session/interrupted", "session": agent.Session().ID(), "turn": in.Turn}
+		line := map[string]any{"type": "session/interrupted", "session": agent.Session().ID(), "session_id": agent.Session().ID(), "turn": in.Turn}
 		if in.HasPrompt {
 			line["prompt"] = in.Prompt
 		}
