@@ -2,6 +2,7 @@
 //
 //	dsh run                      interactive session with the first agent
 //	dsh run -p "prompt"          one turn, answer on stdout, then exit
+//	dsh run --session ID         resume session ID (or create it); --continue: the latest
 //	dsh config check             validate the config and print its plugin tree
 //	dsh plugins                  list the plugins compiled in
 //	dsh presets                  list the built-in presets (the modes)
