@@ -192,7 +192,7 @@ func (p *Provider) convert(m llm.Message, at parts.Where) (string, []block, erro
 	case llm.RoleTool:
 		r := block{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
 		if m.HasParts() {
-			content, err := encodeParts(m.Parts, at)
+			content, err := encodeParts(m.Parts, at, true)
 			if err != nil {
 				return "", nil, err
 			}
@@ -203,7 +203,7 @@ func (p *Provider) convert(m llm.Message, at parts.Where) (string, []block, erro
 		return "user", []block{r}, nil
 	}
 	if m.HasParts() {
-		content, err := encodeParts(m.Parts, at)
+		content, err := encodeParts(m.Parts, at, false)
 		return "user", content, err
 	}
 	return "user", []block{{Type: "text", Text: m.Content}}, nil

@@ -20,8 +20,10 @@ type source struct {
 // image block with a base64 source, a PDF as a document block with a
 // base64 source, and a text file as a document block with a plain-text
 // source, titled with the file's name. The same blocks serve a user
-// message and a tool result's content.
-func encodeParts(ps []llm.Part, at parts.Where) ([]block, error) {
+// message and a tool result's content; a part the API cannot take is
+// refused in a user message and noted as left out in a tool result
+// (parts.Omitted), whose refusal would wedge the conversation.
+func encodeParts(ps []llm.Part, at parts.Where, tool bool) ([]block, error) {
 	all := parts.Capabilities{Images: true, Documents: true}
 	out := make([]block, 0, len(ps))
 	for i, p := range ps {
@@ -31,6 +33,8 @@ func encodeParts(ps []llm.Part, at parts.Where) ([]block, error) {
 			if p.Text != "" {
 				out = append(out, block{Type: "text", Text: p.Text})
 			}
+		case tool && !all.Takes(p) && !parts.IsTextType(p.MediaType):
+			out = append(out, block{Type: "text", Text: parts.Omitted(p, at.Provider, at.Model)})
 		case p.Type == llm.PartImage:
 			if !parts.IsImageType(p.MediaType) {
 				return nil, at.Refuse(p, all)

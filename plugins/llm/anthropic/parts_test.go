@@ -119,3 +119,17 @@ func TestCapabilities(t *testing.T) {
 		t.Fatalf("anthropic takes images and PDFs, says %+v", c)
 	}
 }
+
+// TestToolResultNotesWhatItCannotSend: a file a tool returned that the API
+// cannot take is a note in the result, not a refusal that would fail every
+// later request of the conversation.
+func TestToolResultNotesWhatItCannotSend(t *testing.T) {
+	msgs := sentMessages(t, llm.Request{History: llm.NewHistory(
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "t1", Name: "read", Arguments: `{}`}}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "t1", Parts: []llm.Part{{Type: llm.PartFile, MediaType: "application/zip", Name: "a.zip", Size: 4}}},
+	)})
+	want := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"[file application/zip \"a.zip\", 4 bytes omitted: model \"claude-test\" of provider \"anthropic\" cannot take it]"}]}]}`
+	if len(msgs) != 2 || string(msgs[1]) != want {
+		t.Fatalf("sent %s\nwant %s", msgs, want)
+	}
+}
