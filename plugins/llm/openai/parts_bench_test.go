@@ -32,7 +32,7 @@ func BenchmarkBodyWithImage(b *testing.B) {
 		for b.Loop() {
 			f()
 		}
-		b.ReportMetric(float64((cpuTime(b) - cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 	}
 	b.Run("floor-base64", func(b *testing.B) {
 		b.SetBytes(int64(len(img)))
