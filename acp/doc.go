@@ -10,6 +10,14 @@
 // approval stage's questions reach the editor as session/request_permission
 // because the server attaches to the hub as an approving client.
 //
+// A prompt's blocks become the parts of one message (content.go): text,
+// images, embedded resources (text or blob) and the files resource_links
+// name inside the session's cwd, read confined to it. initialize
+// advertises images only when Options.Accepts says the configured agent's
+// provider takes them, and a prompt's image or document the provider
+// cannot take is refused before it is delivered. A prompt of text only
+// (text blocks, text resources, links) travels as text, as before.
+//
 // The ACP modes (read-only, workspace-write, full-access) are an approval
 // policy the server prepends in each session agent's scope: switching mode
 // only changes which calls it lets through, asks about or refuses, so it

@@ -5,6 +5,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
@@ -66,7 +67,7 @@ func rpcErr(err error) error {
 		return &acp.RequestError{Code: CodeLocked, Message: err.Error(), Data: data(err)}
 	case sessions.Closed:
 		return &acp.RequestError{Code: CodeClosed, Message: err.Error(), Data: data(err)}
-	case BadParams, errs.InvalidArgument:
+	case BadParams, errs.InvalidArgument, parts.Unsupported:
 		return &acp.RequestError{Code: -32602, Message: "Invalid params: " + err.Error(), Data: data(err)}
 	}
 	return &acp.RequestError{Code: -32603, Message: "Internal error: " + err.Error(), Data: data(err)}

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/plugin"
 	_ "github.com/dsh-go/dsh/plugins/all"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/tools"
@@ -247,6 +248,8 @@ type envOpts struct {
 	store   string // session directory to share between envs
 	agent   string // YAML keys added to the agent
 	mcp     bool   // the binary has the mcp plugin
+	// accepts is what the session's provider takes (Options.Accepts)
+	accepts parts.Capabilities
 	// closeTimeout bounds a session/close (Options.CloseTimeout)
 	closeTimeout time.Duration
 }
@@ -275,7 +278,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	outR, outW := io.Pipe()
 	e.stdin = inW
 	go func() {
-		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp, CloseTimeout: o.closeTimeout})
+		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp, CloseTimeout: o.closeTimeout, Accepts: o.accepts})
 		outW.Close()
 		e.served <- err
 	}()

@@ -22,35 +22,6 @@ func agentSourceOf(rpcID string) agentcontroller.Source {
 	return agentcontroller.Source{Kind: SourceACP, RPCID: rpcID}
 }
 
-// promptText joins the text of a prompt's blocks: a resource link becomes
-// its URI, an embedded text resource (a file the editor attached) its text
-// under its URI. Images and binary resources are refused: dsh carries text
-// only until attachments exist, and says so in initialize.
-func promptText(blocks []acp.ContentBlock) (string, error) {
-	var b strings.Builder
-	for i, c := range blocks {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		switch {
-		case c.Text != nil:
-			b.WriteString(c.Text.Text)
-		case c.ResourceLink != nil:
-			fmt.Fprintf(&b, "[%s](%s)", c.ResourceLink.Name, c.ResourceLink.Uri)
-		case c.Resource != nil && c.Resource.Resource.TextResourceContents != nil:
-			r := c.Resource.Resource.TextResourceContents
-			fmt.Fprintf(&b, "<context uri=%q>\n%s\n</context>", r.Uri, r.Text)
-		default:
-			return "", errs.New(BadParams, fmt.Sprintf(
-				"prompt block %d is not text, a text resource or a resource link; dsh takes text only (promptCapabilities: embeddedContext only)", i))
-		}
-	}
-	if strings.TrimSpace(b.String()) == "" {
-		return "", errs.New(BadParams, "the prompt is empty; send at least one text block")
-	}
-	return b.String(), nil
-}
-
 // requestID is the prompt's request id: the JSON-RPC id the wire filter
 // put in _meta, scoped to the connection (ids start over with each
 // connection, and a session outlives connections: an id alone would pass a
@@ -71,12 +42,12 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
 	}
-	text, err := promptText(p.Prompt)
+	pc, err := contentOf(p.Prompt, st.cwd, s.opts.Accepts)
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
 	}
 	rid := s.requestID(p.Meta)
-	if rest, ok := strings.CutPrefix(text, "/steer "); ok {
+	if rest, ok := strings.CutPrefix(pc.Text, "/steer "); ok && pc.Parts == nil {
 		if _, err := st.s.Steer(st.ctx, sessions.PromptRequest{RequestID: rid, Content: rest, Source: agentSourceOf(rid)}); err != nil {
 			return acp.PromptResponse{}, rpcErr(err)
 		}
@@ -88,7 +59,7 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	// The SDK cancels a prompt's ctx when the next prompt of the session
 	// arrives; a queued prompt must not take the running one down, so the
 	// delivery and the wait heed the session, not the request.
-	msgID, err := st.s.Prompt(st.ctx, sessions.PromptRequest{RequestID: rid, Content: text, Source: agentSourceOf(rid)})
+	msgID, err := st.s.Prompt(st.ctx, deliveryOf(rid, pc))
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
 	}
@@ -97,6 +68,17 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 		return acp.PromptResponse{}, rpcErr(err)
 	}
 	return stopOf(end)
+}
+
+// deliveryOf is the request that delivers a prompt's content.
+//
+// HAND-OFF (issue 19): until sessions.PromptRequest has Parts, a prompt
+// travels as its text (pc.Text: images and files described, text
+// resources inline). Once it has, this becomes
+//
+//	return sessions.PromptRequest{RequestID: rid, Content: pc.Content(), Parts: pc.Parts, Source: agentSourceOf(rid)}
+func deliveryOf(rid string, pc promptContent) sessions.PromptRequest {
+	return sessions.PromptRequest{RequestID: rid, Content: pc.Text, Source: agentSourceOf(rid)}
 }
 
 // stopOf maps a turn's end onto the answer's stopReason.
@@ -176,21 +158,21 @@ func (s *Server) HandleExtensionMethod(ctx stdctx.Context, method string, params
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	var text string
-	if json.Unmarshal(p.Prompt, &text) != nil {
+	var pc promptContent
+	if json.Unmarshal(p.Prompt, &pc.Text) != nil {
 		var blocks []acp.ContentBlock
 		if err := json.Unmarshal(p.Prompt, &blocks); err != nil {
 			return nil, acp.NewInvalidParams(map[string]any{"details": "prompt is neither a string nor content blocks"})
 		}
-		if text, err = promptText(blocks); err != nil {
+		if pc, err = contentOf(blocks, st.cwd, s.opts.Accepts); err != nil {
 			return nil, rpcErr(err)
 		}
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(pc.Text) == "" && pc.Parts == nil {
 		return nil, rpcErr(errs.New(BadParams, "the steering prompt is empty"))
 	}
 	rid := "acp-steer-" + uuid.NewString()
-	id, err := st.s.Steer(ctx, sessions.PromptRequest{RequestID: rid, Content: text, Source: agentSourceOf(rid)})
+	id, err := st.s.Steer(ctx, deliveryOf(rid, pc))
 	if err != nil {
 		return nil, rpcErr(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/google/uuid"
@@ -34,6 +35,11 @@ type Options struct {
 	// become its entries in the session's agent. Without it they are
 	// ignored with a warning.
 	MCP bool
+	// Accepts is what the configured agent's provider takes beyond text
+	// (parts.Of on the provider and model): initialize advertises images
+	// only when it takes them, and a prompt's image or document it cannot
+	// take is refused before it is stored. Zero: text only.
+	Accepts parts.Capabilities
 	// Log receives diagnostics (never stdout); nil discards them.
 	Log *slog.Logger
 	// CloseTimeout bounds closing each session at the end; default 10s.
@@ -158,9 +164,10 @@ func (s *Server) Initialize(_ stdctx.Context, p acp.InitializeRequest) (acp.Init
 		AuthMethods:     []acp.AuthMethod{},
 		AgentCapabilities: acp.AgentCapabilities{
 			LoadSession: true,
-			// Prompts are text: embedded text resources and resource
-			// links are taken as text; images wait for attachments.
-			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
+			// Embedded resources every provider takes, text ones as
+			// text files; images only a provider that takes them. A
+			// blob the provider cannot take is refused at the prompt.
+			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true, Image: s.opts.Accepts.Images},
 			McpCapabilities:    acp.McpCapabilities{Http: s.opts.MCP},
 			SessionCapabilities: acp.SessionCapabilities{
 				Close:  &acp.SessionCloseCapabilities{},

@@ -1,10 +1,13 @@
 package acp_test
 
 import (
+	"encoding/base64"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/llm"
 )
@@ -110,7 +113,9 @@ func TestStopReasons(t *testing.T) {
 }
 
 // An embedded text resource (a file the editor attached) reaches the model
-// as text under its URI; an image is refused as the capabilities say.
+// as text under its URI; an image is refused as the capabilities say
+// (the scripted provider takes images, but this server was told its
+// provider takes text only).
 func TestEmbeddedTextResourceIsTakenAsText(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	id := e.newSession()
@@ -123,8 +128,34 @@ func TestEmbeddedTextResourceIsTakenAsText(t *testing.T) {
 	if got := agentText(e.c.all()); !strings.Contains(got, `<context uri="file:///p/a.go">`) || !strings.Contains(got, "package a") {
 		t.Fatalf("the model did not get the resource: %q", got)
 	}
-	img := acp.ContentBlock{Image: &acp.ContentBlockImage{Type: "image", Data: "AA==", MimeType: "image/png"}}
-	if _, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{img}}); rpcCode(err) != -32602 {
+	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	img := acp.ContentBlock{Image: &acp.ContentBlockImage{Type: "image", Data: png, MimeType: "image/png"}}
+	_, err = e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{img}})
+	var re *acp.RequestError
+	if !errors.As(err, &re) || re.Code != -32602 || re.Data.(map[string]any)["code"] != string(parts.Unsupported) {
 		t.Fatalf("an image: %v", err)
+	}
+}
+
+// With a provider that takes images, initialize says so and an image
+// prompt runs a turn; the model hears of the image.
+func TestImagePromptWhereTheProviderTakesImages(t *testing.T) {
+	e := newEnv(t, envOpts{accepts: parts.Capabilities{Images: true}})
+	r, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	if err != nil || !r.AgentCapabilities.PromptCapabilities.Image || !r.AgentCapabilities.PromptCapabilities.EmbeddedContext {
+		t.Fatalf("%+v %v", r.AgentCapabilities.PromptCapabilities, err)
+	}
+	id := e.newSession()
+	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	img := acp.ContentBlock{Image: &acp.ContentBlockImage{Type: "image", Data: png, MimeType: "image/png"}}
+	pr, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{acp.TextBlock("what is this?"), img}})
+	if err != nil || pr.StopReason != acp.StopReasonEndTurn {
+		t.Fatal(pr, err)
+	}
+	// Until sessions.PromptRequest carries parts the image travels
+	// described ("[image image/png]"); with parts the scripted model
+	// echoes it with its size ("[image image/png, 16 bytes]").
+	if got := agentText(e.c.all()); !strings.Contains(got, "what is this?") || !strings.Contains(got, "[image image/png") {
+		t.Fatalf("the model did not hear of the image: %q", got)
 	}
 }

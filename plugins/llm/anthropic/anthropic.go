@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/services/llm"
 )
 
@@ -88,8 +89,13 @@ type block struct {
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
-	Content   string          `json:"content,omitempty"`
-	IsError   bool            `json:"is_error,omitempty"`
+	// Content is a tool result's: its text, or its blocks when it holds
+	// more than text.
+	Content any     `json:"content,omitempty"`
+	IsError bool    `json:"is_error,omitempty"`
+	Source  *source `json:"source,omitempty"`
+	// Title names a document for the model.
+	Title string `json:"title,omitempty"`
 }
 
 type message struct {
@@ -144,8 +150,11 @@ func (p *Provider) body(req llm.Request) ([]byte, error) {
 	if p.cfg.ThinkingBudget > 0 {
 		r.Thinking = &thinking{Type: "enabled", BudgetTokens: p.cfg.ThinkingBudget}
 	}
-	for _, m := range req.History.All() {
-		role, blocks := convert(m)
+	for i, m := range req.History.All() {
+		role, blocks, err := p.convert(m, parts.Where{Provider: p.name, Model: model, Message: i})
+		if err != nil {
+			return nil, err
+		}
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == role {
 			r.Messages[n-1].Content = append(r.Messages[n-1].Content, blocks...)
 			continue
@@ -162,7 +171,7 @@ func (p *Provider) body(req llm.Request) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func convert(m llm.Message) (string, []block) {
+func (p *Provider) convert(m llm.Message, at parts.Where) (string, []block, error) {
 	switch m.Role {
 	case llm.RoleAssistant:
 		var out []block
@@ -179,13 +188,33 @@ func convert(m llm.Message) (string, []block) {
 			}
 			out = append(out, block{Type: "tool_use", ID: c.ID, Name: c.Name, Input: input})
 		}
-		return "assistant", out
+		return "assistant", out, nil
 	case llm.RoleTool:
-		return "user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError}}
+		r := block{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
+		if m.HasParts() {
+			content, err := encodeParts(m.Parts, at, true)
+			if err != nil {
+				return "", nil, err
+			}
+			r.Content = content
+		} else if m.Content != "" {
+			r.Content = m.Content
+		}
+		return "user", []block{r}, nil
 	}
-	return "user", []block{{Type: "text", Text: m.Content}}
+	if m.HasParts() {
+		content, err := encodeParts(m.Parts, at, false)
+		return "user", content, err
+	}
+	return "user", []block{{Type: "text", Text: m.Content}}, nil
 }
 
 // ContextWindow returns context_window, else 200k tokens, the window of
 // the Claude models.
 func (p *Provider) ContextWindow(string) int { return p.cfg.Window(200000) }
+
+// Capabilities: the Messages API takes images and PDFs with every current
+// Claude model.
+func (p *Provider) Capabilities(string) parts.Capabilities {
+	return parts.Capabilities{Images: true, Documents: true}
+}

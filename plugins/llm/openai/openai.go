@@ -18,6 +18,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/services/llm"
 )
 
@@ -29,6 +30,11 @@ type Config struct {
 	Thinking *bool `koanf:"thinking"`
 	// ReasoningEffort is passed as reasoning_effort (low, medium, high).
 	ReasoningEffort string `koanf:"reasoning_effort"`
+	// Images says whether the model takes images (image_url parts):
+	// unset, llm.openai does and llm.deepseek does not. Set it false for
+	// a text-only model behind llm.openai (gpt-3.5, most local models),
+	// so that entry points refuse images up front rather than the API.
+	Images *bool `koanf:"images"`
 }
 
 // flavor holds what differs between the OpenAI and DeepSeek endpoints.
@@ -36,13 +42,15 @@ type flavor struct {
 	id, name, baseURL, keyEnv string
 	// window is the default context window in tokens.
 	window int
+	// images is whether the endpoint's models take images by default.
+	images bool
 	// sendReasoning sends an assistant message's reasoning back as
 	// reasoning_content; DeepSeek rejects tool-call turns without it.
 	sendReasoning bool
 }
 
 var (
-	openAI   = flavor{id: "llm.openai", name: "openai", baseURL: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", window: 128000}
+	openAI   = flavor{id: "llm.openai", name: "openai", baseURL: "https://api.openai.com/v1", keyEnv: "OPENAI_API_KEY", window: 128000, images: true}
 	deepSeek = flavor{id: "llm.deepseek", name: "deepseek", baseURL: "https://api.deepseek.com", keyEnv: "DEEPSEEK_API_KEY", window: 128000, sendReasoning: true}
 )
 
@@ -121,3 +129,16 @@ func (p *Provider) Name() string { return p.name }
 // DeepSeek's chat models and of OpenAI's gpt-4o family (newer OpenAI
 // models have larger ones; set context_window to use them).
 func (p *Provider) ContextWindow(string) int { return p.cfg.Window(p.flavor.window) }
+
+// Capabilities: images where the endpoint's models take them (the images
+// option, else the flavor's default), and no PDFs: chat completions of
+// OpenAI-compatible servers carry no documents (text files are inlined).
+// The answer does not depend on the model; the images option says it for
+// the configured one.
+func (p *Provider) Capabilities(string) parts.Capabilities {
+	images := p.flavor.images
+	if p.cfg.Images != nil {
+		images = *p.cfg.Images
+	}
+	return parts.Capabilities{Images: images}
+}

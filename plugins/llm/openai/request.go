@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/services/llm"
 )
 
@@ -20,8 +21,10 @@ type wireToolCall struct {
 }
 
 type wireMessage struct {
-	Role             string         `json:"role"`
-	Content          *string        `json:"content"`
+	Role string `json:"role"`
+	// Content is a *string (null for an assistant message that only
+	// calls tools) or, for a user message with images, []wirePart.
+	Content          any            `json:"content"`
 	ReasoningContent string         `json:"reasoning_content,omitempty"`
 	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string         `json:"tool_call_id,omitempty"`
@@ -83,8 +86,29 @@ func (p *Provider) body(req llm.Request) ([]byte, error) {
 	if req.System != "" {
 		w.Messages = append(w.Messages, wireMessage{Role: "system", Content: str(req.System)})
 	}
-	for _, m := range req.History.All() {
+	// Images a tool returned wait in after for the end of the run of tool
+	// messages: a user message may not come between the answers to one
+	// assistant message's calls.
+	var after []wirePart
+	for i, m := range req.History.All() {
+		if m.Role != llm.RoleTool && len(after) > 0 {
+			w.Messages = append(w.Messages, imagesMessage(after))
+			after = nil
+		}
+		at := parts.Where{Provider: p.name, Model: model, Message: i}
+		if m.HasParts() && m.Role != llm.RoleAssistant {
+			wm, images, err := p.partsMessage(m, at, model)
+			if err != nil {
+				return nil, err
+			}
+			w.Messages = append(w.Messages, wm)
+			after = append(after, images...)
+			continue
+		}
 		w.Messages = append(w.Messages, p.message(m))
+	}
+	if len(after) > 0 {
+		w.Messages = append(w.Messages, imagesMessage(after))
 	}
 	for _, t := range req.Tools {
 		params := t.Parameters

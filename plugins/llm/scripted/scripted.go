@@ -18,6 +18,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/services/llm"
 )
 
@@ -140,8 +141,19 @@ func (p *Provider) ContextWindow(string) int {
 	return DefaultContextWindow
 }
 
-// Stream answers with the agent's next reply.
+// Capabilities: the scripted model takes every part a real one does,
+// so entry points let attachments through to it in tests and demos.
+func (p *Provider) Capabilities(string) parts.Capabilities {
+	return parts.Capabilities{Images: true, Documents: true}
+}
+
+// Stream answers with the agent's next reply. Like a real provider it
+// refuses, before answering, a part of the step's new messages (those
+// after the last assistant message) that came without its bytes.
 func (p *Provider) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, error) {
+	if err := p.resolved(req); err != nil {
+		return nil, err
+	}
 	var cs []llm.Chunk
 	if len(p.streams) == 0 {
 		cs = chunks(Reply{Text: echo(req.History)})
@@ -207,10 +219,53 @@ func sharedPrefix(a, b llm.Request) int {
 	return n
 }
 
+// resolved checks the parts of the messages after the last assistant
+// message, the ones new to this step: earlier ones were checked by the
+// steps that took them, and walking the whole history on every call would
+// cost a long conversation for nothing.
+func (p *Provider) resolved(req llm.Request) error {
+	h := req.History
+	for i := h.Len() - 1; i >= 0; i-- {
+		m := h.At(i)
+		if m.Role == llm.RoleAssistant {
+			return nil
+		}
+		for j, part := range m.Parts {
+			at := parts.Where{Provider: p.cfg.providerName(), Model: req.Model, Message: i, Part: j}
+			var err error
+			switch {
+			case part.Type == llm.PartText:
+			case part.Type == llm.PartImage || parts.IsPDF(part):
+				_, err = at.Bytes(part)
+			default:
+				_, err = at.Text(part, p.Capabilities(req.Model))
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// echo answers the latest user message with its text and, for each part
+// beyond text, what it received: type, media type and size, so a test sees
+// that an attachment reached the model with its bytes.
 func echo(h llm.History) string {
 	for i := h.Len() - 1; i >= 0; i-- {
 		if m := h.At(i); m.Role == llm.RoleUser {
-			return "You said: " + m.Content
+			out := "You said: " + m.Content
+			for _, part := range m.Parts {
+				if part.Type == llm.PartText {
+					continue
+				}
+				n := len(part.Data)
+				if n == 0 {
+					n = len(part.Text)
+				}
+				out += fmt.Sprintf(" [%s %s, %d bytes]", part.Type, part.MediaType, n)
+			}
+			return out
 		}
 	}
 	return "Hello."

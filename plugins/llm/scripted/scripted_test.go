@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/llm"
 )
@@ -126,5 +127,28 @@ func TestSimulatedUsageCountsTheSharedPrefixAsCacheHits(t *testing.T) {
 	}
 	if _, err := scripted.New(scripted.Config{ContextWindow: -1}); !errs.HasCode(err, errs.InvalidArgument) {
 		t.Fatalf("a negative window: %v", err)
+	}
+}
+
+// TestEchoesPartsAndRefusesUnresolved: the echo says what each attachment
+// brought (so end-to-end tests see the bytes reached the model), and an
+// image without its bytes is refused before answering, as by a real
+// provider.
+func TestEchoesPartsAndRefusesUnresolved(t *testing.T) {
+	p, err := scripted.New(scripted.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := parts.Of(p, ""); !c.Images || !c.Documents {
+		t.Fatalf("capabilities %+v", c)
+	}
+	img := llm.Part{Type: llm.PartImage, MediaType: "image/png", Ref: "sha256:aa", Data: []byte("\x89PNG1234")}
+	msg := llm.Message{Role: llm.RoleUser, Content: "look", Parts: []llm.Part{{Type: llm.PartText, Text: "look"}, img}}
+	if m := collect(t, p, llm.Request{History: llm.NewHistory(msg)}); m.Content != "You said: look [image image/png, 8 bytes]" {
+		t.Fatalf("echo %q", m.Content)
+	}
+	msg.Parts[1].Data = nil
+	if _, err := p.Stream(stdctx.Background(), llm.Request{History: llm.NewHistory(msg)}); !errs.HasCode(err, parts.Unresolved) {
+		t.Fatalf("an image without bytes: %v", err)
 	}
 }

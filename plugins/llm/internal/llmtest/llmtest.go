@@ -131,3 +131,28 @@ func Collect(p llm.Provider, req llm.Request) (*llm.Assembler, []llm.Chunk, erro
 		chunks = append(chunks, c)
 	}
 }
+
+// UpdateGolden names the environment variable that makes Golden write the
+// golden file instead of comparing with it: DSH_UPDATE_GOLDEN=1 go test.
+const UpdateGolden = "DSH_UPDATE_GOLDEN"
+
+// Golden compares got with the file at path byte for byte, or writes it
+// when UpdateGolden is set. Request bodies are compared as bytes because a
+// provider's text-only request must not change at all when it learns to
+// send more.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if os.Getenv(UpdateGolden) != "" {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("golden file: %v (write it with %s=1)", err, UpdateGolden)
+	}
+	if string(want) != string(got) {
+		t.Fatalf("request body differs from %s:\n got %s\nwant %s", path, got, want)
+	}
+}
