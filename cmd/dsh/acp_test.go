@@ -85,8 +85,13 @@ func TestACPEndToEnd(t *testing.T) {
 	conn := acp.NewClientSideConnection(ed, stdin, pr)
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+	init, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1})
+	if err != nil {
 		t.Fatal(err, stderr.String())
+	}
+	// The scripted model takes images: the editor is told it may send them.
+	if !init.AgentCapabilities.PromptCapabilities.Image {
+		t.Fatalf("initialize does not offer images for a provider that takes them: %+v", init.AgentCapabilities.PromptCapabilities)
 	}
 	dir := t.TempDir()
 	s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})

@@ -48,16 +48,9 @@ type Windowed interface {
 // ContextWindow returns the context window the named provider reports for
 // model, or 0 when the provider is not registered or does not say.
 func (s *Service) ContextWindow(provider, model string) int {
-	for in := s; in != nil; in = in.parent {
-		in.mu.RLock()
-		p := in.providers[provider]
-		in.mu.RUnlock()
-		if p != nil {
-			if w, ok := p.(Windowed); ok {
-				return w.ContextWindow(model)
-			}
-			return 0
-		}
+	p, _ := s.Provider(provider)
+	if w, ok := p.(Windowed); ok {
+		return w.ContextWindow(model)
 	}
 	return 0
 }

@@ -141,17 +141,27 @@ func (s *Service) Names() []string {
 	return out
 }
 
+// Provider returns the provider registered as name, in this scope or an
+// enclosing one: for an entry point that asks what it takes (see
+// plugins/llm/parts), never to call it around the service's Stream.
+func (s *Service) Provider(name string) (Provider, bool) {
+	for in := s; in != nil; in = in.parent {
+		in.mu.RLock()
+		p := in.providers[name]
+		in.mu.RUnlock()
+		if p != nil {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
 // Stream starts a model call with the provider the request names. A panic
 // of the provider, in Stream or later in the stream's Recv or Close, comes
 // back as a ProviderPanic error instead of ending the process.
 func (s *Service) Stream(ctx stdctx.Context, req Request) (Stream, error) {
-	var p Provider
-	for in := s; in != nil && p == nil; in = in.parent {
-		in.mu.RLock()
-		p = in.providers[req.Provider]
-		in.mu.RUnlock()
-	}
-	if p == nil {
+	p, ok := s.Provider(req.Provider)
+	if !ok {
 		known := s.Names()
 		return nil, errs.New(ProviderUnknown, fmt.Sprintf(
 			"agent %q asks for model provider %q, which is not registered (registered: %s); load its plugin or fix the agent's provider",
