@@ -210,6 +210,11 @@ func TestARefusingAdmissionPluginRefusesTheDelivery(t *testing.T) {
 			t.Fatalf("the fresh session %q of a refused delivery is still open", s.ID())
 		}
 	}
+	for _, s := range e.persisted() {
+		if s.ID != "hooks-push" {
+			t.Fatalf("the fresh session %q of a refused delivery was kept", s.ID)
+		}
+	}
 }
 
 func TestAToolNeedingApprovalIsRefusedInAWebhookTurn(t *testing.T) {
