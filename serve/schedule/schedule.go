@@ -174,7 +174,7 @@ func (s *Scheduler) resume(e *entry, now time.Time) {
 		s.record(e, now)
 		return
 	}
-	due, missed := latestDue(e.sched, last, now)
+	due, missed := latestDue(e.sched, e.sched.Next(last), now)
 	if missed == 0 {
 		return
 	}
@@ -188,30 +188,45 @@ func (s *Scheduler) resume(e *entry, now time.Time) {
 	s.fire(e, due)
 }
 
-// latestDue returns the latest scheduled time after last and not after
-// now, and how many there were; counting stops at maxCounted (a schedule
-// every minute, down for a month, is "at least maxCounted").
-func latestDue(sched cron.Schedule, last, now time.Time) (time.Time, int) {
-	n := 0
-	for t := sched.Next(last); !t.IsZero() && !t.After(now) && n < maxCounted; t = sched.Next(t) {
-		n++
-	}
-	if n == 0 {
+// latestDue returns the latest scheduled time from first on that is not
+// after now, and how many there are from first to it; zero when first is
+// after now. Counting stops at maxCounted (a schedule every minute, down
+// for a month, has "at least maxCounted" missed runs), and the latest is
+// then found by looking back from now.
+func latestDue(sched cron.Schedule, first, now time.Time) (time.Time, int) {
+	if first.IsZero() || first.After(now) {
 		return time.Time{}, 0
 	}
-	// Look back from now in doubling windows: the first that holds a
-	// scheduled time holds the latest, a few steps from its start.
+	due, n := first, 1
+	for t := sched.Next(first); !t.IsZero() && !t.After(now); t = sched.Next(t) {
+		due, n = t, n+1
+		if n == maxCounted {
+			return lookBack(sched, due, now), n
+		}
+	}
+	return due, n
+}
+
+// lookBack finds the latest scheduled time in [floor, now] in doubling
+// windows back from now: the first window that holds one holds the latest
+// a few steps from its start.
+func lookBack(sched cron.Schedule, floor, now time.Time) time.Time {
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok && every.Delay > 0 {
+		// @every runs a fixed delay after the previous run: stay on that
+		// series rather than on a window's start.
+		return floor.Add(now.Sub(floor) / every.Delay * every.Delay)
+	}
 	for window := time.Second; ; window *= 2 {
 		from := now.Add(-window)
-		if !from.After(last) {
-			from = last
+		if !from.After(floor) {
+			from = floor
 		}
-		var due time.Time
+		due := floor
 		for t := sched.Next(from); !t.IsZero() && !t.After(now); t = sched.Next(t) {
 			due = t
 		}
-		if !due.IsZero() || from.Equal(last) {
-			return due, n
+		if due.After(floor) || from.Equal(floor) {
+			return due
 		}
 	}
 }
@@ -246,7 +261,7 @@ func (s *Scheduler) loop() {
 			if e.next.IsZero() || e.next.After(now) {
 				continue
 			}
-			due, n := latestDue(e.sched, e.next.Add(-time.Nanosecond), now)
+			due, n := latestDue(e.sched, e.next, now)
 			if n > 1 {
 				s.log.Warn("several runs of a schedule came due at once (the clock jumped or the machine slept); running the latest once",
 					"schedule", e.name, "due", n, "time", due)

@@ -214,3 +214,18 @@ func TestNewRefusesABadStateDir(t *testing.T) {
 		t.Fatalf("New over a corrupt state file: %v", err)
 	}
 }
+
+func TestAnIntervalScheduleAndAClockJump(t *testing.T) {
+	e := newEnv(t, "", "serve:\n  schedules:\n    - {name: every, cron: \"@every 10m\", session: sched-e, prompt: \"every {{.Time.Format \\\"15:04\\\"}}\"}\n")
+	e.start() // at 09:58: runs at 10:08, 10:18, ...
+	e.clock.set(at("10:08"))
+	e.waitPrompts("sched-e", "every 10:08")
+	e.waitLog("schedule run ended", "time=2026-03-02 10:08")
+	// The machine slept through 10:18 ... 10:58: the latest runs, once.
+	e.clock.set(at("11:00"))
+	e.waitPrompts("sched-e", "every 10:08", "every 10:58")
+	e.waitLog("several runs of a schedule came due at once", "due=5")
+	e.waitLog("schedule run ended", "time=2026-03-02 10:58")
+	e.clock.set(at("11:08"))
+	e.waitPrompts("sched-e", "every 10:08", "every 10:58", "every 11:08")
+}
