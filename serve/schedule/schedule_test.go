@@ -229,3 +229,22 @@ func TestAnIntervalScheduleAndAClockJump(t *testing.T) {
 	e.clock.set(at("11:08"))
 	e.waitPrompts("sched-e", "every 10:08", "every 10:58", "every 11:08")
 }
+
+func TestStopWithoutStartAndTwice(t *testing.T) {
+	e := newEnv(t, "", quarterly)
+	s, err := schedule.New(schedule.Options{Sessions: e.h.Sessions(), Config: e.cfg, StateDir: e.state, Now: e.clock.Now, Timer: e.clock.Timer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.Start() // after Stop: runs nothing
+	e.clock.set(at("10:00"))
+	if err := s.Stop(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.prompts("sched-q"); len(got) != 0 {
+		t.Fatalf("a stopped scheduler delivered %q", got)
+	}
+}

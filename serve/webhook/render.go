@@ -19,7 +19,8 @@ type Delivery struct {
 	Body any
 	// Raw is the body as text.
 	Raw string
-	// Header holds the request's headers: {{.Header.Get "X-GitHub-Event"}}.
+	// Header holds the request's headers, {{.Header.Get "X-GitHub-Event"}},
+	// without the signature and credentials (Authorization, Cookie).
 	Header http.Header
 }
 
@@ -27,6 +28,11 @@ type Delivery struct {
 // delivered yet, so a failure leaves nothing half done.
 func (hk *hook) render(raw []byte, header http.Header) (string, error) {
 	d := Delivery{Name: hk.name, Raw: string(raw), Header: header.Clone()}
+	// What authenticates the request stays out of the prompt, and so
+	// out of the session log.
+	for _, k := range []string{hk.header, "Authorization", "Proxy-Authorization", "Cookie"} {
+		d.Header.Del(k)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var body any

@@ -2,8 +2,10 @@ package webhook_test
 
 import (
 	stdctx "context"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +29,10 @@ const hooks = `serve:
       max_body_bytes: 64
       signature_header: X-Signature
       prompt: "small {{.Raw}}"
+    headers:
+      secret_env: HEADERS_SECRET
+      session: hooks-headers
+      prompt: "sig=[{{.Header.Get \"X-Hub-Signature-256\"}}] auth=[{{.Header.Get \"Authorization\"}}] ua=[{{.Header.Get \"X-Test\"}}]"
     strict:
       secret_env: STRICT_SECRET
       session: hooks-strict
@@ -100,6 +106,53 @@ func TestTheTemplateSeesTheDelivery(t *testing.T) {
 	want := []string{"push push: dsh-go/dsh by ana", "push ping: raw=plain text"}
 	if strings.Join(prompts, "|") != strings.Join(want, "|") {
 		t.Fatalf("prompts %q; want %q", prompts, want)
+	}
+}
+
+func TestTheTemplateDoesNotSeeTheSignatureOrCredentials(t *testing.T) {
+	e := newEnv(t, base(t, "", "")+hooks)
+	expect(t, e.signed("headers", []byte(`{}`), map[string]string{"Authorization": "Bearer x", "X-Test": "kept"}), http.StatusAccepted, "")
+	events := e.turnsEnded("hooks-headers", 1)
+	if got := of(events, session.UserMessage)[0].Message.Content; got != "sig=[] auth=[] ua=[kept]" {
+		t.Fatalf("prompt %q; want the signature and credentials left out", got)
+	}
+}
+
+func TestConcurrentDeliveriesShareTheFixedSession(t *testing.T) {
+	e := newEnv(t, base(t, "", "")+hooks)
+	body := []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"c"}}`)
+	const n = 8
+	answers := make(chan response, 2*n)
+	var wg sync.WaitGroup
+	for i := range 2 * n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each delivery id twice: 2n requests, n deliveries.
+			answers <- e.signed("push", body, map[string]string{"X-GitHub-Delivery": fmt.Sprint("c-", i%n)})
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	ids := map[string]string{}
+	for r := range answers {
+		if r.status != http.StatusAccepted || r.str("session") != "hooks-push" {
+			t.Fatalf("answered %d %v", r.status, r.body)
+		}
+		if first, ok := ids[r.str("request_id")]; ok && first != r.str("message_id") {
+			t.Fatalf("request %s got message ids %s and %s", r.str("request_id"), first, r.str("message_id"))
+		}
+		ids[r.str("request_id")] = r.str("message_id")
+	}
+	if len(ids) != n {
+		t.Fatalf("%d distinct deliveries; want %d", len(ids), n)
+	}
+	waitUntil(t, "every delivery ran", func() bool {
+		s, _ := e.h.Sessions().Get("hooks-push")
+		return s.Agent().Status() == "idle" && len(of(e.events("hooks-push"), session.UserMessage)) >= n
+	})
+	if got := len(of(e.events("hooks-push"), session.UserMessage)); got != n {
+		t.Fatalf("%d prompts; want %d", got, n)
 	}
 }
 
