@@ -102,11 +102,16 @@ type env struct {
 // base starts the scripted model (echo unless replies are given), a
 // session store and the test tools; extra adds YAML plugin entries.
 func base(t *testing.T, replies, extra string) string {
+	return baseIn(t.TempDir(), replies, extra)
+}
+
+// baseIn is base with the session store in dir, to restart on it.
+func baseIn(dir, replies, extra string) string {
 	if replies == "" {
 		replies = "[]"
 	}
 	return "plugins:\n  - use: llm.scripted\n    config: {replies: " + replies + "}\n" +
-		"  - use: session.jsonl\n    config: {dir: " + t.TempDir() + "}\n  - use: test.risky\n  - use: test.block\n" + extra +
+		"  - use: session.jsonl\n    config: {dir: " + dir + "}\n  - use: test.risky\n  - use: test.block\n" + extra +
 		"agents:\n  - id: main\n    provider: scripted\n"
 }
 

@@ -306,3 +306,31 @@ func TestCloseCancelsTurnsStillRunningAtItsDeadline(t *testing.T) {
 	}
 	expect(t, e.signed("fresh", []byte("late"), nil), http.StatusServiceUnavailable, "")
 }
+
+func TestARedeliveryAfterARestartIsNotDeliveredAgain(t *testing.T) {
+	yaml := baseIn(t.TempDir(), "", "") + hooks
+	body := []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"c"}}`)
+	before := newEnv(t, yaml)
+	first := before.signed("push", body, map[string]string{"X-GitHub-Delivery": "r-1"})
+	expect(t, first, http.StatusAccepted, "")
+	before.turnsEnded("hooks-push", 1)
+	before.srv.Close()
+	if err := before.hk.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := before.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	after := newEnv(t, yaml)
+	again := after.signed("push", body, map[string]string{"X-GitHub-Delivery": "r-1"})
+	expect(t, again, http.StatusAccepted, "")
+	if again.str("message_id") != first.str("message_id") {
+		t.Fatalf("after a restart the redelivery got message %s; the first %s", again.str("message_id"), first.str("message_id"))
+	}
+	expect(t, after.signed("push", body, map[string]string{"X-GitHub-Delivery": "r-2"}), http.StatusAccepted, "")
+	events := after.turnsEnded("hooks-push", 2)
+	if n := len(of(events, session.UserMessage)); n != 2 {
+		t.Fatalf("%d prompts in the session; want r-1 once and r-2", n)
+	}
+}
