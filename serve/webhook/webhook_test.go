@@ -334,3 +334,18 @@ func TestARedeliveryAfterARestartIsNotDeliveredAgain(t *testing.T) {
 		t.Fatalf("%d prompts in the session; want r-1 once and r-2", n)
 	}
 }
+
+func TestCloseAfterTheServerClosedTheSessions(t *testing.T) {
+	e := newEnv(t, base(t, `[{tool_calls: [{name: block, arguments: "{}"}]}, {text: done}]`, "")+hooks)
+	expect(t, e.signed("fresh", []byte("go"), nil), http.StatusAccepted, "")
+	<-blocker.started
+	// The server's shutdown closes every session first.
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), wait)
+	defer cancel()
+	if err := e.h.Sessions().Dispose(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.hk.Close(ctx); err != nil {
+		t.Fatalf("Close after the sessions closed: %v", err)
+	}
+}
