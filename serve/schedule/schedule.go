@@ -1,0 +1,394 @@
+// Package schedule runs the cron entries of dsh serve (serve.schedules):
+// at each scheduled time it renders the schedule's prompt and delivers it
+// to the schedule's agent through the session controller, as an unattended
+// source (kind schedule), so admission governs it and a tool call that
+// needs approval is refused rather than left waiting.
+//
+// A run that comes while the previous run's turn still goes on is skipped
+// or queued (overlap). The last scheduled time handled is kept in the
+// state directory, so a restart knows which runs were due while dsh was
+// down: they are reported, and replayed once only with catch_up.
+package schedule
+
+import (
+	stdctx "context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/serve/webhook/unattended"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/robfig/cron/v3"
+)
+
+// Options configure the scheduler.
+type Options struct {
+	Sessions *sessions.Controller
+	// Config holds the schedules (serve.schedules) and the default agent.
+	Config *config.Config
+	// StateDir keeps the last runs (serve.state_dir, resolved by the
+	// caller); created 0700 when missing.
+	StateDir string
+	Log      *slog.Logger
+	// Now and Timer are the clock; nil means the real one. Tests pass a
+	// fake clock's: Timer returns a channel that receives once Now has
+	// reached at, and a function that releases it.
+	Now   func() time.Time
+	Timer func(at time.Time) (<-chan time.Time, func())
+}
+
+// maxWait bounds one wait of the loop, so a wall clock that jumps (a
+// suspended laptop, an adjusted clock) is noticed within a minute.
+const maxWait = time.Minute
+
+// Scheduler runs the schedules.
+type Scheduler struct {
+	entries []*entry
+	state   *state
+	runner  *unattended.Runner
+	log     *slog.Logger
+	now     func() time.Time
+	timer   func(time.Time) (<-chan time.Time, func())
+
+	stop     chan struct{} // closed by Stop
+	loopDone chan struct{} // closed when the loop returns
+	// runs counts the goroutines delivering and following runs.
+	runs sync.WaitGroup
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+}
+
+// entry is one schedule with its overlap state.
+type entry struct {
+	name    string
+	sched   cron.Schedule
+	prompt  *template.Template
+	overlap string
+	catchUp bool
+	target  unattended.Target
+	next    time.Time // owned by the loop
+
+	mu      sync.Mutex
+	running bool
+	queued  *time.Time
+}
+
+// New prepares the schedules and reads their state; it starts nothing.
+func New(o Options) (*Scheduler, error) {
+	if o.Sessions == nil || o.Config == nil {
+		return nil, errs.New(errs.InvalidArgument, "schedule.New: Options.Sessions and Options.Config are required")
+	}
+	st, err := openState(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Scheduler{state: st, log: log, now: o.Now, timer: o.Timer, stop: make(chan struct{}), loopDone: make(chan struct{})}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.timer == nil {
+		s.timer = realTimer
+	}
+	for i, sc := range o.Config.Serve.Schedules {
+		e, err := prepare(o.Config, i, sc)
+		if err != nil {
+			return nil, err
+		}
+		s.entries = append(s.entries, e)
+	}
+	s.runner = unattended.New(o.Sessions, log)
+	return s, nil
+}
+
+func prepare(cfg *config.Config, i int, sc config.ScheduleConfig) (*entry, error) {
+	at := fmt.Sprintf("serve.schedules[%d]", i)
+	if sc.Name == "" {
+		return nil, errs.New(errs.InvalidArgument, at+": the schedule has no name")
+	}
+	sched, err := config.CronParser.Parse(sc.Cron)
+	if err != nil {
+		return nil, errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf("schedule %q (%s): cron %q does not parse", sc.Name, at, sc.Cron))
+	}
+	agent, ok := cfg.ServeAgent(sc.Agent)
+	if !ok {
+		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf(
+			"schedule %q (%s): no agent %q to deliver to; configured agents: %s", sc.Name, at, agent, strings.Join(cfg.AgentIDs(), ", ")))
+	}
+	tmpl, err := template.New(at + ".prompt").Option("missingkey=zero").Parse(sc.Prompt)
+	if err != nil {
+		return nil, errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf("schedule %q (%s): the prompt is not a valid text/template", sc.Name, at))
+	}
+	overlap := sc.Overlap
+	if overlap == "" {
+		overlap = config.OverlapSkip
+	}
+	return &entry{
+		name: sc.Name, sched: sched, prompt: tmpl, overlap: overlap, catchUp: sc.CatchUp,
+		target: unattended.Target{Agent: agent, Presets: sc.Presets, Session: sc.Session,
+			Source: agentcontroller.Source{Kind: agentcontroller.SourceSchedule, RPCID: "schedule:" + sc.Name}},
+	}, nil
+}
+
+func realTimer(at time.Time) (<-chan time.Time, func()) {
+	t := time.NewTimer(time.Until(at))
+	return t.C, func() { t.Stop() }
+}
+
+// Start looks for the runs missed while dsh was down, then runs the
+// schedules until Stop. Calling it again does nothing.
+func (s *Scheduler) Start() {
+	s.mu.Lock()
+	if s.started || s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.started = true
+	s.mu.Unlock()
+	now := s.now()
+	for _, e := range s.entries {
+		s.resume(e, now)
+		e.next = e.sched.Next(now)
+	}
+	go s.loop()
+}
+
+// resume handles what a schedule missed before now: a first start has
+// nothing to miss; otherwise the runs due since its last handled time are
+// logged, and with catch_up the latest of them runs once.
+func (s *Scheduler) resume(e *entry, now time.Time) {
+	last, ok := s.state.last(e.name)
+	if !ok {
+		s.record(e, now)
+		return
+	}
+	due, missed := latestDue(e.sched, e.sched.Next(last), now)
+	if missed == 0 {
+		return
+	}
+	if !e.catchUp {
+		s.log.Warn("schedule runs were due while dsh was down; not replayed (set catch_up: true to run once at start)",
+			"schedule", e.name, "missed", missed, "latest", due)
+		s.record(e, due)
+		return
+	}
+	s.log.Info("schedule runs were due while dsh was down; catching up once", "schedule", e.name, "missed", missed, "time", due)
+	s.fire(e, due)
+}
+
+// latestDue returns the latest scheduled time from first on that is not
+// after now, and how many there are from first to it; zero when first is
+// after now. Counting stops at maxCounted (a schedule every minute, down
+// for a month, has "at least maxCounted" missed runs), and the latest is
+// then found by looking back from now.
+func latestDue(sched cron.Schedule, first, now time.Time) (time.Time, int) {
+	if first.IsZero() || first.After(now) {
+		return time.Time{}, 0
+	}
+	due, n := first, 1
+	for t := sched.Next(first); !t.IsZero() && !t.After(now); t = sched.Next(t) {
+		due, n = t, n+1
+		if n == maxCounted {
+			return lookBack(sched, due, now), n
+		}
+	}
+	return due, n
+}
+
+// lookBack finds the latest scheduled time in [floor, now] in doubling
+// windows back from now: the first window that holds one holds the latest
+// a few steps from its start.
+func lookBack(sched cron.Schedule, floor, now time.Time) time.Time {
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok && every.Delay > 0 {
+		// @every runs a fixed delay after the previous run: stay on that
+		// series rather than on a window's start.
+		return floor.Add(now.Sub(floor) / every.Delay * every.Delay)
+	}
+	for window := time.Second; ; window *= 2 {
+		from := now.Add(-window)
+		if !from.After(floor) {
+			from = floor
+		}
+		due := floor
+		for t := sched.Next(from); !t.IsZero() && !t.After(now); t = sched.Next(t) {
+			due = t
+		}
+		if due.After(floor) || from.Equal(floor) {
+			return due
+		}
+	}
+}
+
+// maxCounted bounds the count of missed runs.
+const maxCounted = 1000
+
+// loop waits for the earliest next run and fires what is due.
+func (s *Scheduler) loop() {
+	defer close(s.loopDone)
+	if len(s.entries) == 0 {
+		<-s.stop
+		return
+	}
+	for {
+		wake := s.now().Add(maxWait)
+		for _, e := range s.entries {
+			if !e.next.IsZero() && e.next.Before(wake) {
+				wake = e.next
+			}
+		}
+		c, release := s.timer(wake)
+		select {
+		case <-s.stop:
+			release()
+			return
+		case <-c:
+		}
+		release()
+		now := s.now()
+		for _, e := range s.entries {
+			if e.next.IsZero() || e.next.After(now) {
+				continue
+			}
+			due, n := latestDue(e.sched, e.next, now)
+			if n > 1 {
+				s.log.Warn("several runs of a schedule came due at once (the clock jumped or the machine slept); running the latest once",
+					"schedule", e.name, "due", n, "time", due)
+			}
+			e.next = e.sched.Next(due)
+			s.fire(e, due)
+		}
+	}
+}
+
+// record keeps t as e's last handled time; a failure is logged, since
+// the schedule itself still runs (only a restart would misjudge).
+func (s *Scheduler) record(e *entry, t time.Time) {
+	if err := s.state.record(e.name, t); err != nil {
+		s.log.Error("the schedule's last run could not be saved; a restart may report it as missed", "schedule", e.name, "error", err)
+	}
+}
+
+// fire handles a run due at t: it is recorded first (a run is delivered
+// at most once, even across a crash), then started, queued or skipped.
+func (s *Scheduler) fire(e *entry, t time.Time) {
+	s.record(e, t)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running {
+		if e.overlap == config.OverlapQueue && e.queued == nil {
+			e.queued = &t
+			s.log.Info("schedule run queued: the previous run's turn still runs", "schedule", e.name, "time", t)
+			return
+		}
+		why := "the previous run's turn still runs (overlap: skip)"
+		if e.overlap == config.OverlapQueue {
+			why = "the previous run's turn still runs and a run already waits (overlap: queue)"
+		}
+		s.log.Warn("schedule run skipped: "+why, "schedule", e.name, "time", t)
+		return
+	}
+	if !s.spawn() {
+		return
+	}
+	e.running = true
+	go s.run(e, t)
+}
+
+// spawn counts a run goroutine in, unless Stop began.
+func (s *Scheduler) spawn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	s.runs.Add(1)
+	return true
+}
+
+// run delivers the run due at t, waits for its turn and then runs the one
+// queued meanwhile, if any.
+func (s *Scheduler) run(e *entry, t time.Time) {
+	defer s.runs.Done()
+	for {
+		s.deliver(e, t)
+		e.mu.Lock()
+		queued := e.queued
+		e.queued = nil
+		e.running = queued != nil
+		e.mu.Unlock()
+		// Logged once the next run may start: tests wait for it.
+		s.log.Info("schedule run ended", "schedule", e.name, "time", t)
+		if queued == nil {
+			return
+		}
+		t = *queued
+	}
+}
+
+// RequestID is the request id of the run of schedule name due at t: the
+// same for every attempt, so a session that already took the run (a
+// persisted one, after a restart) does not take it again.
+func RequestID(name string, t time.Time) string {
+	return "schedule:" + name + ":" + t.UTC().Format(time.RFC3339)
+}
+
+// Run is what a schedule's prompt template sees.
+type Run struct {
+	Name string
+	// Time is the scheduled time of the run (in the schedule's CRON_TZ,
+	// else local time).
+	Time time.Time
+}
+
+func (s *Scheduler) deliver(e *entry, t time.Time) {
+	id := RequestID(e.name, t)
+	var prompt strings.Builder
+	if err := e.prompt.Execute(&prompt, Run{Name: e.name, Time: t}); err != nil || strings.TrimSpace(prompt.String()) == "" {
+		if err == nil {
+			err = errors.New("it rendered nothing")
+		}
+		s.log.Error("the schedule's prompt template failed; the run is not delivered", "schedule", e.name, "request_id", id, "error", err)
+		return
+	}
+	d, err := s.runner.Deliver(stdctx.Background(), e.target, sessions.PromptRequest{RequestID: id, Content: prompt.String()})
+	if err != nil {
+		s.log.Warn("the schedule's run was not delivered", "schedule", e.name, "request_id", id,
+			"code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
+		return
+	}
+	s.log.Info("schedule run delivered", "schedule", e.name, "request_id", id, "session", d.Session, "message_id", d.MessageID)
+	<-d.Done
+}
+
+// Stop ends the loop, then waits for the runs' turns; when ctx ends first
+// they are cancelled, and Stop still returns only once their sessions are
+// closed and no goroutine of the scheduler is left.
+func (s *Scheduler) Stop(ctx stdctx.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	started := s.started
+	s.mu.Unlock()
+	close(s.stop)
+	if started {
+		<-s.loopDone
+	}
+	err := s.runner.Close(ctx)
+	s.runs.Wait()
+	return err
+}
