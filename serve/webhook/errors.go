@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/serve/webhook/unattended"
+	"github.com/dsh-go/dsh/serve/unattended"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )

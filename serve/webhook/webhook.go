@@ -18,7 +18,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/serve/webhook/unattended"
+	"github.com/dsh-go/dsh/serve/unattended"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 )
