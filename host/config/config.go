@@ -240,9 +240,10 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 	raw := k.Raw()
 	p := &problems{file: file, data: data, sources: map[string]string{}}
 
+	secrets := secretVariables(raw)
 	for _, kv := range opts.environ() {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "DSH_") || name == "DSH_CONFIG" {
+		if !strings.HasPrefix(name, "DSH_") || name == "DSH_CONFIG" || secrets[name] {
 			continue
 		}
 		segs := strings.Split(strings.ToLower(strings.TrimPrefix(name, "DSH_")), "__")

@@ -234,3 +234,26 @@ func loopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// secretVariables are the variables the file names as holding secrets —
+// serve's token (DefaultTokenEnv unless token_env says otherwise) and the
+// webhooks' secret_env — read from the file before any override. A name
+// among them that starts with DSH_ is a secret, not a config override:
+// without this, exporting DSH_SERVE_TOKEN would fail every command with an
+// unknown key.
+func secretVariables(raw map[string]any) map[string]bool {
+	names := map[string]bool{DefaultTokenEnv: true}
+	serve, _ := raw["serve"].(map[string]any)
+	if v, ok := serve["token_env"].(string); ok && v != "" {
+		names[v] = true
+	}
+	hooks, _ := serve["webhooks"].(map[string]any)
+	for _, h := range hooks {
+		if m, ok := h.(map[string]any); ok {
+			if v, ok := m["secret_env"].(string); ok && v != "" {
+				names[v] = true
+			}
+		}
+	}
+	return names
+}

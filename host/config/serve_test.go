@@ -71,3 +71,22 @@ serve:
 		t.Fatalf("decoded %+v", cfg.Serve)
 	}
 }
+
+// A secret held in a DSH_ variable is not read as a config override: the
+// default token variable, a token_env and a webhook's secret_env.
+func TestServeSecretVariablesAreNotOverrides(t *testing.T) {
+	env := []string{"DSH_SERVE_TOKEN=t0k3n", "DSH_MY_TOKEN=x", "DSH_HOOK_SECRET=y", "DSH_AGENTS__CODER__MODEL=m2"}
+	cfg, err := config.Parse("config.yaml", []byte(serveBase+`
+serve:
+  token_env: DSH_MY_TOKEN
+  webhooks:
+    gh: {secret_env: DSH_HOOK_SECRET, prompt: hi}
+`), config.LoadOptions{Environ: env})
+	if err != nil {
+		t.Fatalf("a secret variable was taken for an override: %v", err)
+	}
+	// Other DSH_ variables still override.
+	if ac, _ := cfg.Agent("coder"); ac.Model != "m2" {
+		t.Fatalf("DSH_AGENTS__CODER__MODEL no longer overrides: model %q", ac.Model)
+	}
+}
