@@ -1,0 +1,374 @@
+package serve_test
+
+import (
+	"bufio"
+	"bytes"
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file is the load test's client: a Server-Sent Events reader that
+// knows nothing of dsh, and a subscriber that checks, message by message,
+// what the stream contract promises — contiguous durable seqs across
+// reconnects, ids that name them, `ready` first — and notes when each
+// prompt's events arrive.
+
+// sseMessage is one dispatched message of an event stream.
+type sseMessage struct {
+	Event string
+	ID    string
+	Data  []byte
+}
+
+// sseReader parses an event stream as the WHATWG spec says a browser does:
+// fields per line, one optional space after the colon, comments ignored, a
+// blank line dispatching.
+type sseReader struct {
+	r *bufio.Reader
+}
+
+func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 16<<10)} }
+
+// next returns the next message; comments (": ping") never reach the
+// caller. Fields of a message cut short by EOF are dropped, as a browser
+// drops them.
+func (s *sseReader) next() (sseMessage, error) {
+	var m sseMessage
+	var data [][]byte
+	seen := false
+	for {
+		line, err := s.r.ReadSlice('\n')
+		if err != nil && !(errors.Is(err, bufio.ErrBufferFull)) {
+			return sseMessage{}, err
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: collect the rest of it.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = s.r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			if err != nil {
+				return sseMessage{}, err
+			}
+			line = long
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if !seen {
+				continue
+			}
+			m.Data = bytes.Join(data, []byte("\n"))
+			return m, nil
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		seen = true
+		switch string(field) {
+		case "event":
+			m.Event = string(value)
+		case "id":
+			m.ID = string(value)
+		case "data":
+			data = append(data, append([]byte(nil), value...))
+		}
+	}
+}
+
+// loadUpdate is the part of a live.Update the subscriber checks; decoding
+// only that keeps the client's share of the measured CPU small.
+type loadUpdate struct {
+	Kind  string `json:"kind"`
+	Seq   int64  `json:"seq"`
+	Event *struct {
+		Seq       int64  `json:"seq"`
+		Type      string `json:"type"`
+		RequestID string `json:"request_id"`
+	} `json:"event"`
+	Notice *struct {
+		ID int64 `json:"id"`
+	} `json:"notice"`
+}
+
+// loadReady is the data of the `ready` message.
+type loadReady struct {
+	Session string `json:"session"`
+	LastSeq *int64 `json:"last_seq"`
+}
+
+// loadSubscriber is one SSE client of one session. It reconnects with
+// Last-Event-ID when its stream ends, and every dropEvery durable events
+// it drops its connection on purpose to prove the reconnect loses nothing.
+type loadSubscriber struct {
+	base, token, session string
+	client               *http.Client
+	// dropEvery > 0 drops the connection after that many events on it.
+	dropEvery int
+	// sentAt returns when the prompt with a request id was sent.
+	sentAt func(requestID string) (time.Time, bool)
+
+	mu sync.Mutex
+	// lastSeq is the last durable seq held, lastID the id line that goes
+	// with it (what a browser sends back as Last-Event-ID).
+	lastSeq    int64
+	lastID     string
+	lastNotice int64
+	// ready is closed when the first connection's `ready` arrived.
+	ready     chan struct{}
+	readyOnce sync.Once
+	// problems are contract violations, with what was seen.
+	problems []string
+	// gaps and doubles count seqs skipped or repeated.
+	gaps, doubles int
+	// prompts counts the user/message events per request id.
+	prompts map[string]int
+	// lastUser and lastAnswer are the seqs of the last user/message and
+	// assistant/message.
+	lastUser, lastAnswer int64
+	// pending are the request ids seen live whose answer has not begun.
+	pending []string
+	// userLat and answerLat: prompt sent → its user/message, and → the
+	// first chunk, snapshot or assistant/message after it (live only).
+	userLat, answerLat []time.Duration
+	// connects counts connections; drops the planned ones, ends the
+	// streams the server ended, failures the connects that failed.
+	connects, drops, ends, failures int
+	events                          int
+}
+
+func newLoadSubscriber(base, token, session string, client *http.Client, dropEvery int, sentAt func(string) (time.Time, bool)) *loadSubscriber {
+	return &loadSubscriber{base: base, token: token, session: session, client: client, dropEvery: dropEvery,
+		sentAt: sentAt, ready: make(chan struct{}), prompts: map[string]int{}}
+}
+
+// errPlannedDrop ends a connection the subscriber drops on purpose.
+var errPlannedDrop = errors.New("planned drop")
+
+// run streams until ctx ends, reconnecting after every end.
+func (s *loadSubscriber) run(ctx stdctx.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		err := s.stream(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.mu.Lock()
+		switch {
+		case errors.Is(err, errPlannedDrop):
+			s.drops++
+			failures = 0
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			s.ends++
+			failures = 0
+		default:
+			s.failures++
+			failures++
+			if failures == 20 {
+				s.problems = append(s.problems, fmt.Sprintf("gave up after 20 failed connects: %v", err))
+				s.mu.Unlock()
+				return
+			}
+		}
+		s.mu.Unlock()
+		if failures > 0 {
+			// A retry backoff, as a browser's EventSource has.
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// stream makes one connection and reads it to its end.
+func (s *loadSubscriber) stream(ctx stdctx.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/v1/sessions/"+s.session+"/stream", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	s.mu.Lock()
+	if s.lastID != "" {
+		req.Header.Set("Last-Event-ID", s.lastID)
+	}
+	s.connects++
+	// What is pending was seen on the old connection: its answer now
+	// comes in a backlog, which is no latency figure.
+	s.pending = s.pending[:0]
+	s.mu.Unlock()
+	res, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return fmt.Errorf("GET stream: %s: %s", res.Status, body)
+	}
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		s.problem("stream Content-Type is %q, want text/event-stream", ct)
+	}
+	r := newSSEReader(res.Body)
+	first, err := r.next()
+	if err != nil {
+		return err
+	}
+	if first.Event != "ready" {
+		s.problem("first message is %q (%s), want ready", first.Event, first.Data)
+		return fmt.Errorf("no ready")
+	}
+	var rd loadReady
+	if err := json.Unmarshal(first.Data, &rd); err != nil || rd.LastSeq == nil || rd.Session != s.session {
+		s.problem("ready data %s: want {\"session\":%q,\"last_seq\":N} (%v)", first.Data, s.session, err)
+	}
+	backlogTo := int64(0)
+	if rd.LastSeq != nil {
+		backlogTo = *rd.LastSeq
+	}
+	s.readyOnce.Do(func() { close(s.ready) })
+	onConn := 0
+	for {
+		m, err := r.next()
+		if err != nil {
+			return err
+		}
+		if s.take(m, backlogTo, time.Now()) {
+			onConn++
+			if s.dropEvery > 0 && onConn >= s.dropEvery {
+				return errPlannedDrop
+			}
+		}
+	}
+}
+
+// take checks one message; it reports whether it was a durable event.
+func (s *loadSubscriber) take(m sseMessage, backlogTo int64, now time.Time) bool {
+	var u loadUpdate
+	if err := json.Unmarshal(m.Data, &u); err != nil {
+		s.problem("%s message with data %q: %v", m.Event, m.Data, err)
+		return false
+	}
+	if u.Kind != m.Event {
+		s.problem("event: %s carries an update of kind %q", m.Event, u.Kind)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch m.Event {
+	case "event":
+		s.events++
+		if u.Event == nil || u.Event.Seq != u.Seq {
+			s.problemLocked("event message %s: the update's seq and its event's disagree", m.Data)
+		}
+		if seq, _, ok := parseLoadID(m.ID); !ok || seq != u.Seq {
+			s.problemLocked("event seq %d has id %q, want \"%d-<notice>\"", u.Seq, m.ID, u.Seq)
+		}
+		switch {
+		case u.Seq <= s.lastSeq:
+			s.doubles++
+			s.problemLocked("seq %d again after %d", u.Seq, s.lastSeq)
+			return true
+		case u.Seq > s.lastSeq+1:
+			s.gaps++
+			s.problemLocked("seq %d after %d: %d missing", u.Seq, s.lastSeq, u.Seq-s.lastSeq-1)
+		}
+		s.lastSeq, s.lastID = u.Seq, m.ID
+		live := u.Seq > backlogTo
+		if u.Event == nil {
+			return true
+		}
+		switch u.Event.Type {
+		case "user/message":
+			s.lastUser = u.Seq
+			if id := u.Event.RequestID; id != "" {
+				s.prompts[id]++
+				if sent, ok := s.sentAt(id); ok && live {
+					s.userLat = append(s.userLat, now.Sub(sent))
+					s.pending = append(s.pending, id)
+				}
+			}
+		case "assistant/message":
+			s.lastAnswer = u.Seq
+			s.answeredLocked(now)
+		}
+		return true
+	case "notice":
+		seq, notice, ok := parseLoadID(m.ID)
+		if !ok || u.Notice == nil || notice != u.Notice.ID || seq != s.lastSeq {
+			s.problemLocked("notice %s has id %q, want \"%d-<notice id>\"", m.Data, m.ID, s.lastSeq)
+		}
+		if u.Notice != nil {
+			if u.Notice.ID <= s.lastNotice {
+				s.problemLocked("notice %d again after %d", u.Notice.ID, s.lastNotice)
+			}
+			s.lastNotice = u.Notice.ID
+		}
+		s.lastID = m.ID
+	case "chunk", "snapshot":
+		s.answeredLocked(now)
+	}
+	return false
+}
+
+// answeredLocked notes the answer's first sign for the pending prompts.
+func (s *loadSubscriber) answeredLocked(now time.Time) {
+	for _, id := range s.pending {
+		if sent, ok := s.sentAt(id); ok {
+			s.answerLat = append(s.answerLat, now.Sub(sent))
+		}
+	}
+	s.pending = s.pending[:0]
+}
+
+// parseLoadID splits "<seq>-<notice>" or a bare "<seq>".
+func parseLoadID(id string) (seq, notice int64, ok bool) {
+	a, b, two := strings.Cut(id, "-")
+	seq, err := strconv.ParseInt(a, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if two {
+		if notice, err = strconv.ParseInt(b, 10, 64); err != nil {
+			return 0, 0, false
+		}
+	}
+	return seq, notice, true
+}
+
+func (s *loadSubscriber) problem(format string, args ...any) {
+	s.mu.Lock()
+	s.problemLocked(format, args...)
+	s.mu.Unlock()
+}
+
+func (s *loadSubscriber) problemLocked(format string, args ...any) {
+	if len(s.problems) < 20 {
+		s.problems = append(s.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// settled reports whether the subscriber holds every prompt in want (the
+// request ids its session accepted) and an answer after the last of them.
+func (s *loadSubscriber) settled(want []string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range want {
+		if s.prompts[id] == 0 {
+			return false
+		}
+	}
+	return s.lastAnswer > s.lastUser
+}
