@@ -516,7 +516,7 @@ type loadMemory struct {
 // and waits), the same client code and transport as the load test's.
 func loadFloorMemory(tb testing.TB, n int) loadMemory {
 	tb.Helper()
-	fs := startFloorSSE(tb, nil)
+	fs := startLoadFloorSSE(tb, nil)
 	defer fs.stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}}
 	defer client.CloseIdleConnections()
@@ -546,10 +546,10 @@ func loadFloorMemory(tb testing.TB, n int) loadMemory {
 	}
 }
 
-// floorSSE is an http.Server whose every stream sends `ready`, then, on
+// loadFloorSSE is an http.Server whose every stream sends `ready`, then, on
 // each trigger, the frames (flushed one by one, as the real stream flushes
 // each message), and nothing else.
-type floorSSE struct {
+type loadFloorSSE struct {
 	base   string
 	hs     *http.Server
 	served chan error
@@ -562,21 +562,21 @@ type floorSSE struct {
 	rounds []chan struct{}
 }
 
-// startFloorSSE serves bare streams; frames are what each trigger sends.
-func startFloorSSE(tb testing.TB, frames [][]byte) *floorSSE {
+// startLoadFloorSSE serves bare streams; frames are what each trigger sends.
+func startLoadFloorSSE(tb testing.TB, frames [][]byte) *loadFloorSSE {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &floorSSE{base: "http://" + l.Addr().String(), served: make(chan error, 1), frames: frames, rounds: []chan struct{}{make(chan struct{})}}
+	f := &loadFloorSSE{base: "http://" + l.Addr().String(), served: make(chan error, 1), frames: frames, rounds: []chan struct{}{make(chan struct{})}}
 	f.ctx, f.cancel = stdctx.WithCancel(stdctx.Background())
 	f.hs = &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { f.served <- f.hs.Serve(l) }()
 	return f
 }
 
-func (f *floorSSE) serve(w http.ResponseWriter, r *http.Request) {
+func (f *loadFloorSSE) serve(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
@@ -610,14 +610,14 @@ func (f *floorSSE) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // trigger sends the frames once more to every stream.
-func (f *floorSSE) trigger() {
+func (f *loadFloorSSE) trigger() {
 	f.mu.Lock()
 	close(f.rounds[len(f.rounds)-1])
 	f.rounds = append(f.rounds, make(chan struct{}))
 	f.mu.Unlock()
 }
 
-func (f *floorSSE) stop() {
+func (f *loadFloorSSE) stop() {
 	f.cancel()
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -21,33 +22,35 @@ import (
 // reconnects, ids that name them, `ready` first — and notes when each
 // prompt's events arrive.
 
-// sseMessage is one dispatched message of an event stream.
-type sseMessage struct {
+// loadSSEMessage is one dispatched message of an event stream.
+type loadSSEMessage struct {
 	Event string
 	ID    string
 	Data  []byte
 }
 
-// sseReader parses an event stream as the WHATWG spec says a browser does:
+// loadSSEReader parses an event stream as the WHATWG spec says a browser does:
 // fields per line, one optional space after the colon, comments ignored, a
 // blank line dispatching.
-type sseReader struct {
+type loadSSEReader struct {
 	r *bufio.Reader
 }
 
-func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 16<<10)} }
+func newLoadSSEReader(r io.Reader) *loadSSEReader {
+	return &loadSSEReader{r: bufio.NewReaderSize(r, 16<<10)}
+}
 
 // next returns the next message; comments (": ping") never reach the
 // caller. Fields of a message cut short by EOF are dropped, as a browser
 // drops them.
-func (s *sseReader) next() (sseMessage, error) {
-	var m sseMessage
+func (s *loadSSEReader) next() (loadSSEMessage, error) {
+	var m loadSSEMessage
 	var data [][]byte
 	seen := false
 	for {
 		line, err := s.r.ReadSlice('\n')
 		if err != nil && !(errors.Is(err, bufio.ErrBufferFull)) {
-			return sseMessage{}, err
+			return loadSSEMessage{}, err
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: collect the rest of it.
@@ -57,7 +60,7 @@ func (s *sseReader) next() (sseMessage, error) {
 				long = append(long, line...)
 			}
 			if err != nil {
-				return sseMessage{}, err
+				return loadSSEMessage{}, err
 			}
 			line = long
 		}
@@ -152,8 +155,8 @@ func newLoadSubscriber(base, token, session string, client *http.Client, dropEve
 		sentAt: sentAt, ready: make(chan struct{}), prompts: map[string]int{}}
 }
 
-// errPlannedDrop ends a connection the subscriber drops on purpose.
-var errPlannedDrop = errors.New("planned drop")
+// errLoadPlannedDrop ends a connection the subscriber drops on purpose.
+var errLoadPlannedDrop = errors.New("planned drop")
 
 // run streams until ctx ends, reconnecting after every end.
 func (s *loadSubscriber) run(ctx stdctx.Context) {
@@ -165,7 +168,7 @@ func (s *loadSubscriber) run(ctx stdctx.Context) {
 		}
 		s.mu.Lock()
 		switch {
-		case errors.Is(err, errPlannedDrop):
+		case errors.Is(err, errLoadPlannedDrop):
 			s.drops++
 			failures = 0
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
@@ -222,7 +225,7 @@ func (s *loadSubscriber) stream(ctx stdctx.Context) error {
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		s.problem("stream Content-Type is %q, want text/event-stream", ct)
 	}
-	r := newSSEReader(res.Body)
+	r := newLoadSSEReader(res.Body)
 	first, err := r.next()
 	if err != nil {
 		return err
@@ -249,14 +252,14 @@ func (s *loadSubscriber) stream(ctx stdctx.Context) error {
 		if s.take(m, backlogTo, time.Now()) {
 			onConn++
 			if s.dropEvery > 0 && onConn >= s.dropEvery {
-				return errPlannedDrop
+				return errLoadPlannedDrop
 			}
 		}
 	}
 }
 
 // take checks one message; it reports whether it was a durable event.
-func (s *loadSubscriber) take(m sseMessage, backlogTo int64, now time.Time) bool {
+func (s *loadSubscriber) take(m loadSSEMessage, backlogTo int64, now time.Time) bool {
 	var u loadUpdate
 	if err := json.Unmarshal(m.Data, &u); err != nil {
 		s.problem("%s message with data %q: %v", m.Event, m.Data, err)
@@ -371,4 +374,51 @@ func (s *loadSubscriber) settled(want []string) bool {
 		}
 	}
 	return s.lastAnswer > s.lastUser
+}
+
+// TestLoadSubscriberCatchesGapsAndDoubles: the checker TestLoad relies on
+// flags a skipped seq, a repeated one and an id that does not name its
+// event, and counts a prompt seen twice.
+func TestLoadSubscriberCatchesGapsAndDoubles(t *testing.T) {
+	s := newLoadSubscriber("", "", "s", nil, 0, func(string) (time.Time, bool) { return time.Time{}, false })
+	ev := func(seq int64, id, typ, req string) loadSSEMessage {
+		data := fmt.Sprintf(`{"kind":"event","seq":%d,"event":{"seq":%d,"type":%q,"request_id":%q}}`, seq, seq, typ, req)
+		return loadSSEMessage{Event: "event", ID: id, Data: []byte(data)}
+	}
+	now := time.Now()
+	for _, m := range []loadSSEMessage{
+		ev(1, "1-0", "user/message", "a"),
+		ev(2, "2-0", "assistant/message", ""),
+		ev(2, "2-0", "assistant/message", ""), // doubled
+		ev(4, "4-0", "user/message", "a"),     // 3 is missing; a again
+		ev(5, "6-0", "turn/end", ""),          // id names another seq
+	} {
+		s.take(m, 0, now)
+	}
+	if s.gaps != 1 || s.doubles != 1 {
+		t.Errorf("gaps %d, doubles %d; want 1 and 1", s.gaps, s.doubles)
+	}
+	if s.prompts["a"] != 2 {
+		t.Errorf("prompt a counted %d times, want 2", s.prompts["a"])
+	}
+	if len(s.problems) != 3 {
+		t.Errorf("problems %q: want the double, the gap and the id", s.problems)
+	}
+	if s.settled([]string{"a"}) {
+		t.Error("settled with the last user/message unanswered")
+	}
+}
+
+// TestLoadSSEReaderParsesAsABrowser: comments skipped, one space after the
+// colon dropped, data lines joined, CRLF accepted, a cut message dropped.
+func TestLoadSSEReaderParsesAsABrowser(t *testing.T) {
+	in := ": ping\n\nevent: event\r\nid: 3-1\r\ndata:{\"a\":1}\r\ndata:  x\r\n\r\n\n\nevent: cut\ndata: 1\n"
+	r := newLoadSSEReader(strings.NewReader(in))
+	m, err := r.next()
+	if err != nil || m.Event != "event" || m.ID != "3-1" || string(m.Data) != "{\"a\":1}\n x" {
+		t.Fatalf("first message %+v (data %q), %v", m, m.Data, err)
+	}
+	if m, err := r.next(); err != io.EOF {
+		t.Fatalf("after the cut message: %+v, %v; want io.EOF", m, err)
+	}
 }
