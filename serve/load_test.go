@@ -550,12 +550,11 @@ func loadFloorMemory(tb testing.TB, n int) loadMemory {
 // each trigger, the frames (flushed one by one, as the real stream flushes
 // each message), and nothing else.
 type loadFloorSSE struct {
-	base   string
-	hs     *http.Server
-	served chan error
-	ctx    stdctx.Context
-	cancel stdctx.CancelFunc
-	frames [][]byte
+	base     string
+	stopHTTP func()
+	ctx      stdctx.Context
+	cancel   stdctx.CancelFunc
+	frames   [][]byte
 	// rounds[k] is closed by the k-th trigger; a stream counts the rounds
 	// it sent, so a trigger that comes while it still writes is not lost.
 	mu     sync.Mutex
@@ -565,15 +564,29 @@ type loadFloorSSE struct {
 // startLoadFloorSSE serves bare streams; frames are what each trigger sends.
 func startLoadFloorSSE(tb testing.TB, frames [][]byte) *loadFloorSSE {
 	tb.Helper()
+	f := &loadFloorSSE{frames: frames, rounds: []chan struct{}{make(chan struct{})}}
+	f.ctx, f.cancel = stdctx.WithCancel(stdctx.Background())
+	f.base, f.stopHTTP = startLoadHTTP(tb, http.HandlerFunc(f.serve))
+	return f
+}
+
+// startLoadHTTP serves h on a loopback listener with an http.Server, the
+// server type Server.Serve uses.
+func startLoadHTTP(tb testing.TB, h http.Handler) (base string, stop func()) {
+	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &loadFloorSSE{base: "http://" + l.Addr().String(), served: make(chan error, 1), frames: frames, rounds: []chan struct{}{make(chan struct{})}}
-	f.ctx, f.cancel = stdctx.WithCancel(stdctx.Background())
-	f.hs = &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { f.served <- f.hs.Serve(l) }()
-	return f
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(l) }()
+	return "http://" + l.Addr().String(), func() {
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+		<-served
+	}
 }
 
 func (f *loadFloorSSE) serve(w http.ResponseWriter, r *http.Request) {
@@ -619,8 +632,5 @@ func (f *loadFloorSSE) trigger() {
 
 func (f *loadFloorSSE) stop() {
 	f.cancel()
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
-	defer cancel()
-	f.hs.Shutdown(ctx)
-	<-f.served
+	f.stopHTTP()
 }

@@ -120,6 +120,11 @@ type loadSubscriber struct {
 	dropEvery int
 	// sentAt returns when the prompt with a request id was sent.
 	sentAt func(requestID string) (time.Time, bool)
+	// tap, when set, sees every message after `ready`, from the reading
+	// goroutine. unchecked only decodes each message's data, as a floor's
+	// client does whose frames repeat the same seqs.
+	tap       func(loadSSEMessage)
+	unchecked bool
 
 	mu sync.Mutex
 	// lastSeq is the last durable seq held, lastID the id line that goes
@@ -249,11 +254,19 @@ func (s *loadSubscriber) stream(ctx stdctx.Context) error {
 		if err != nil {
 			return err
 		}
-		if s.take(m, backlogTo, time.Now()) {
-			onConn++
-			if s.dropEvery > 0 && onConn >= s.dropEvery {
-				return errLoadPlannedDrop
+		if s.unchecked {
+			var u loadUpdate
+			if err := json.Unmarshal(m.Data, &u); err != nil {
+				s.problem("%s message with data %q: %v", m.Event, m.Data, err)
 			}
+		} else if s.take(m, backlogTo, time.Now()) {
+			onConn++
+		}
+		if s.tap != nil {
+			s.tap(m)
+		}
+		if s.dropEvery > 0 && onConn >= s.dropEvery {
+			return errLoadPlannedDrop
 		}
 	}
 }
@@ -421,4 +434,21 @@ func TestLoadSSEReaderParsesAsABrowser(t *testing.T) {
 	if m, err := r.next(); err != io.EOF {
 		t.Fatalf("after the cut message: %+v, %v; want io.EOF", m, err)
 	}
+}
+
+// caughtUp reports whether the subscriber holds seq.
+func (s *loadSubscriber) caughtUp(seq int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSeq >= seq
+}
+
+// frame is m as the server wrote it.
+func (m loadSSEMessage) frame() []byte {
+	b := append([]byte("event: "), m.Event...)
+	if m.ID != "" {
+		b = append(append(b, "\nid: "...), m.ID...)
+	}
+	b = append(append(b, "\ndata: "...), m.Data...)
+	return append(b, "\n\n"...)
 }
