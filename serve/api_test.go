@@ -18,7 +18,7 @@ func TestSessionLifecycle(t *testing.T) {
 		t.Fatalf("health: %d %s", r.status, r.body)
 	}
 	var agents struct {
-		Agents []struct{ ID, Provider, Model string }
+		Agents  []struct{ ID, Provider, Model string }
 		Presets []string
 		Default string
 	}

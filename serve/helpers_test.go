@@ -123,6 +123,7 @@ type env struct {
 	log    *lockedBuffer
 	doc    *apiDoc
 	client *http.Client
+	served chan error
 	// seen collects every response body, for the test that no token
 	// leaks.
 	mu   sync.Mutex
@@ -178,7 +179,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	e.ts = httptest.NewUnstartedServer(nil)
 	e.ts.Config = &http.Server{Handler: e.srv.Handler()}
-	go e.srv.Serve(e.ts.Listener)
+	e.served = make(chan error, 1)
+	go func() { e.served <- e.srv.Serve(e.ts.Listener) }()
 	e.ts.URL = "http://" + e.ts.Listener.Addr().String()
 	e.client = &http.Client{Timeout: patience}
 	t.Cleanup(e.close)
@@ -452,6 +454,25 @@ func (e *env) stream(ctx stdctx.Context, id string, client *http.Client, header 
 	go s.read()
 	return s
 }
+
+// streamPaused connects like stream but reads nothing until start: the
+// connection's buffers fill and the server's writes block.
+func (e *env) streamPaused(ctx stdctx.Context, id string, client *http.Client) *eventStream {
+	e.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/v1/sessions/"+id+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := client.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("stream: %d", resp.StatusCode)
+	}
+	return &eventStream{resp: resp, msgs: make(chan streamMsg, 16), done: make(chan struct{})}
+}
+
+// start begins reading a paused stream.
+func (s *eventStream) start() { go s.read() }
 
 func (s *eventStream) read() {
 	defer close(s.done)

@@ -168,6 +168,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				s.log.Debug("stream re-attach failed", "session", id, "error", aerr)
 				return
 			}
+			s.log.Debug("a stream fell behind the hub and was re-attached from its last seq", "session", id, "seq", client.LastSeq())
 			tab.Detach(stdctx.Background())
 			tab, client = next, nextClient
 			continue
