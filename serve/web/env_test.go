@@ -290,3 +290,15 @@ func (b *browser) dump() string {
 	}
 	return "--- page ---\n" + text + "\n--- page errors ---\n" + strings.Join(b.pageErrors(), "\n")
 }
+
+// evalAwait returns the strings a JavaScript promise resolves to.
+func (b *browser) evalAwait(expr string) []string {
+	b.t.Helper()
+	ctx, cancel := stdctx.WithTimeout(b.ctx, step)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v\n%s", expr, err, b.dump())
+	}
+	return v
+}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,6 +104,15 @@ func TestPageChatsApprovesAndReloads(t *testing.T) {
 	checkNoDuplicates(t, before)
 	if n := count(b, "#log .streaming"); n != 0 {
 		t.Fatalf("%d streamed messages left beside the durable ones", n)
+	}
+
+	// At a phone's width (the browser's window) nothing scrolls sideways,
+	// and every field has a label.
+	if w := eval[[]int](b, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
+		t.Fatalf("the page is %d px wide in a %d px window", w[0], w[1])
+	}
+	if unlabelled := eval[[]string](b, `[...document.querySelectorAll("input, select, textarea")].filter(e => e.labels.length === 0).map(e => e.id)`); len(unlabelled) > 0 {
+		t.Fatalf("fields without a label: %q", unlabelled)
 	}
 
 	b.do("reloading the page", chromedp.Reload())
@@ -257,5 +267,74 @@ func TestPageQueuesSteersAndCancels(t *testing.T) {
 	cancelTurn(t, b)
 	if errs := b.pageErrors(); len(errs) > 0 {
 		t.Fatalf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// answerRound sends the prompt of the script and allows its tool call,
+// up to the final answer.
+func answerRound(b *browser) {
+	send(b, "say hello web, loudly")
+	b.wait("the question", `document.querySelector("#approvals .question button[data-choice=allow-once]")`)
+	b.do("allowing the call", chromedp.Click(chromedp.CSS(`#approvals button[data-choice=allow-once]`)))
+	b.wait("the end of the turn", `[...document.querySelectorAll("#log .msg.assistant .content")].some(c => c.textContent === "All done: the tool shouted it.") &&
+		document.getElementById("cancel").disabled`)
+}
+
+// A closed session shows its history from the store with a Resume
+// button; resumed, it is live again with the same history.
+func TestPageClosesAndResumesASession(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	b := newBrowser(t)
+	openPage(t, e, b)
+	answerRound(b)
+	before := eval[[]string](b, transcriptJS)
+
+	b.do("closing the session", chromedp.Click(chromedp.ID("close")))
+	b.wait("the closed session", `document.getElementById("composer").hidden && !document.getElementById("resume").hidden &&
+		document.getElementById("conn").textContent.startsWith("history")`)
+	b.wait("its history", `document.querySelectorAll("#log [data-seq]").length === `+strconv.Itoa(len(before)))
+	if got := eval[[]string](b, transcriptJS); !slices.Equal(before, got) {
+		t.Fatalf("the closed session's history differs:\nlive:\n%s\nclosed:\n%s", strings.Join(before, "\n"), strings.Join(got, "\n"))
+	}
+	if !eval[bool](b, `document.getElementById("error").hidden`) {
+		t.Fatalf("closing showed an error: %s", eval[string](b, `document.getElementById("error").textContent`))
+	}
+
+	b.do("resuming the session", chromedp.Click(chromedp.ID("resume")))
+	b.wait("the resumed session", `!document.getElementById("composer").hidden && document.getElementById("conn").textContent === "live" &&
+		document.querySelectorAll("#log [data-seq]").length === `+strconv.Itoa(len(before)))
+	if got := eval[[]string](b, transcriptJS); !slices.Equal(before, got) {
+		t.Fatalf("the resumed session's history differs:\nbefore:\n%s\nresumed:\n%s", strings.Join(before, "\n"), strings.Join(got, "\n"))
+	}
+	if errs := b.pageErrors(); len(errs) > 0 {
+		t.Fatalf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// The stream parser takes text cut anywhere, even inside a line ending,
+// and gives each message whole: the network decides the pieces.
+func TestPageParsesAStreamCutAnywhere(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	b := newBrowser(t)
+	b.do("opening the page", chromedp.Navigate(e.url+"/#token="+token))
+	stream := "event: ready\r\ndata: {\"last_seq\":0}\r\n\r\n: ping\n\nevent: event\nid: 7-2\ndata: {\"seq\":7}\n\n" +
+		"event: chunk\ndata:{\"a\":\ndata: 1}\n\nid: 9\n\n"
+	want := `[{"event":"ready","id":null,"data":"{\"last_seq\":0}"},{"event":"event","id":"7-2","data":"{\"seq\":7}"},{"event":"chunk","id":null,"data":"{\"a\":\n1}"}]`
+	got := b.evalAwait(`(async () => {
+		const { SseParser } = await import("/assets/api.js");
+		const text = ` + strconv.Quote(stream) + `;
+		const runs = [];
+		for (let cut = 0; cut <= text.length; cut++) {
+			for (let cut2 = cut; cut2 <= text.length; cut2 += 7) {
+				const got = [];
+				const p = new SseParser((m) => got.push(m));
+				p.push(text.slice(0, cut)); p.push(text.slice(cut, cut2)); p.push(text.slice(cut2));
+				runs.push(JSON.stringify(got));
+			}
+		}
+		return [...new Set(runs)];
+	})()`)
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("the parser gave %d different results; want only\n%s\ngot\n%s", len(got), want, strings.Join(got, "\n"))
 	}
 }

@@ -70,6 +70,7 @@ export class SseParser {
   constructor(onMessage) {
     this.onMessage = onMessage;
     this.rest = "";
+    this.afterCR = false;
     this.reset();
   }
 
@@ -80,7 +81,12 @@ export class SseParser {
   }
 
   push(text) {
-    const lines = (this.rest + text).split(/\r\n|\r|\n/);
+    if (text === "") return;
+    // A "\r\n" cut after its "\r": the "\r" ended the line already.
+    if (this.afterCR && text.startsWith("\n")) text = text.slice(1);
+    const all = this.rest + text;
+    this.afterCR = all.endsWith("\r");
+    const lines = all.split(/\r\n|\r|\n/);
     this.rest = lines.pop();
     for (const line of lines) this.line(line);
   }

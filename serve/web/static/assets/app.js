@@ -219,8 +219,22 @@ async function follow(v) {
   }
 }
 
+let shownRunning = false;
+let relistTimer = 0;
+
+// relist refreshes the session list (it says which sessions run) once a
+// burst of turn starts and ends is over, such as a history being read.
+function relist() {
+  clearTimeout(relistTimer);
+  relistTimer = setTimeout(listSessions, 300);
+}
+
 function showTurnState() {
   const running = transcript.running;
+  if (running !== shownRunning && api) {
+    shownRunning = running;
+    relist();
+  }
   $("turn-state").textContent = running ? "a turn is running" : "";
   $("steer").disabled = !running;
   $("cancel").disabled = !running;
@@ -286,9 +300,13 @@ async function answer(q, choice) {
 
 async function act(path, what) {
   const v = view;
+  // A closing session ends its stream: stop it first, so that the end
+  // does not read as a drop to reconnect from.
+  if (path === "close") stopStream();
   try {
     await api.call("POST", `/v1/sessions/${encodeURIComponent(v.id)}/${path}`, {});
   } catch (e) {
+    if (path === "close") await openSession(v.id); // live again
     return report(e, what);
   }
   if (path !== "cancel") {
