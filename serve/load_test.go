@@ -93,6 +93,106 @@ func TestLoad(t *testing.T) {
 	res.check(t, cfg)
 }
 
+// TestLoadStalledSubscriberCatchesUp: a subscriber that stops reading
+// while a long answer streams — more than its socket, the server's and the
+// hub's buffer hold — falls behind; the server must re-attach it to the hub
+// from what it was sent, or end its stream for it to reconnect. When it
+// reads again it holds every seq once, and what it assembled of the answer
+// is the answer or a prefix of it, never a chunk lost or doubled inside.
+// A subscriber that kept reading meanwhile is held to the same: the model
+// answers 4,000 chunks at once, faster than a stream writes them, so it
+// may fall behind the hub too (each re-attach sends a snapshot of the
+// answer so far).
+func TestLoadStalledSubscriberCatchesUp(t *testing.T) {
+	const words = 4000
+	var text strings.Builder
+	for i := range words {
+		// 100-byte words: 400 KB in 4,000 chunks, several times what the
+		// hub queues for a client (1,024 updates) and the sockets hold.
+		fmt.Fprintf(&text, "w%05d%s ", i, strings.Repeat("x", 93))
+	}
+	env := startLoadEnvWith(t, []string{text.String()}, 16<<10)
+	id := env.newSession(t)
+	noSent := func(string) (time.Time, bool) { return time.Time{}, false }
+
+	// A small receive buffer turns off the kernel's autotuning, which
+	// would otherwise soak up megabytes of the stream.
+	small := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+		return errors.Join(err, serr)
+	}}
+	slowClient := &http.Client{Transport: &http.Transport{DialContext: small.DialContext, DisableCompression: true}}
+	defer slowClient.CloseIdleConnections()
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var stallOnce sync.Once
+	slow := newLoadSubscriber(env.base, env.token, id, slowClient, 0, noSent)
+	slow.tap = func(m loadSSEMessage) {
+		if m.Event == "chunk" {
+			stallOnce.Do(func() { close(stalled); <-release })
+		}
+	}
+	fast := newLoadSubscriber(env.base, env.token, id, env.streams, 0, noSent)
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	for _, s := range []*loadSubscriber{slow, fast} {
+		wg.Go(func() { s.run(ctx) })
+		select {
+		case <-s.ready:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no ready within 30s")
+		}
+	}
+	if code, err := env.post(ctx, id, "long-1", "say a lot"); err != nil || code != http.StatusAccepted {
+		t.Fatalf("prompt: %d %v", code, err)
+	}
+	select {
+	case <-stalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow subscriber got no chunk within 30s")
+	}
+	// The turn ends while the slow subscriber reads nothing: delivering
+	// never waits for a client.
+	env.waitIdle(t, []string{id})
+	close(release)
+	released = true
+	var st struct {
+		LastSeq int64 `json:"last_seq"`
+	}
+	if _, err := env.call(ctx, http.MethodGet, "/v1/sessions/"+id, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !slow.caughtUp(st.LastSeq) || !fast.caughtUp(st.LastSeq) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s the slow subscriber holds seq %d, the fast one %d, of %d", slow.lastSeq, fast.lastSeq, st.LastSeq)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for name, s := range map[string]*loadSubscriber{"slow": slow, "fast": fast} {
+		s.mu.Lock()
+		if s.gaps+s.doubles > 0 || len(s.problems) > 0 {
+			t.Errorf("%s subscriber: %d gaps, %d doubles; %q", name, s.gaps, s.doubles, s.problems)
+		}
+		t.Logf("%s subscriber: %d connects, %d server-ended, %d mid-stream snapshots, answer whole %d, prefix %d",
+			name, s.connects, s.ends, s.resnapshots, s.assembled, s.partial)
+		s.mu.Unlock()
+	}
+	if fast.assembled+fast.partial != 1 || slow.assembled+slow.partial != 1 {
+		t.Errorf("answers checked against their assistant/message: fast %d, slow %d; want 1 each", fast.assembled+fast.partial, slow.assembled+slow.partial)
+	}
+	if slow.resnapshots+slow.ends+slow.partial == 0 {
+		t.Errorf("the slow subscriber got the whole stream in order: it never fell behind the hub, so this test proved nothing; make the answer longer")
+	}
+}
+
 // loadEnv is a host with the scripted model, a Server serving it on a
 // loopback listener, and the clients that talk to it.
 type loadEnv struct {
@@ -109,6 +209,7 @@ type loadEnv struct {
 // by word, so every prompt gets an answer of a few chunks.
 const loadYAML = `plugins:
   - use: llm.scripted
+    config: %s
   - use: session.jsonl
     config: {dir: %q}
 agents:
@@ -116,9 +217,22 @@ agents:
     provider: scripted
 `
 
-func startLoadEnv(tb testing.TB) *loadEnv {
+func startLoadEnv(tb testing.TB) *loadEnv { return startLoadEnvWith(tb, nil, 0) }
+
+// startLoadEnvWith is startLoadEnv with the model's replies (none echoes)
+// and, when sndbuf > 0, the server's socket send buffers that small, as a
+// slow network would leave them.
+func startLoadEnvWith(tb testing.TB, replies []string, sndbuf int) *loadEnv {
 	tb.Helper()
-	cfg, err := config.Parse("load.yaml", fmt.Appendf(nil, loadYAML, tb.TempDir()), config.LoadOptions{Environ: []string{}, Dir: tb.TempDir()})
+	model := []byte("{}")
+	if len(replies) > 0 {
+		var rs []map[string]string
+		for _, r := range replies {
+			rs = append(rs, map[string]string{"text": r})
+		}
+		model, _ = json.Marshal(map[string]any{"replies": rs})
+	}
+	cfg, err := config.Parse("load.yaml", fmt.Appendf(nil, loadYAML, model, tb.TempDir()), config.LoadOptions{Environ: []string{}, Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -137,6 +251,9 @@ func startLoadEnv(tb testing.TB) *loadEnv {
 		h.Close(stdctx.Background())
 		tb.Fatal(err)
 	}
+	if sndbuf > 0 {
+		l = loadSmallSendBuffers{Listener: l, size: sndbuf}
+	}
 	e := &loadEnv{
 		base: "http://" + l.Addr().String(), token: token, host: h, srv: srv, served: make(chan error, 1),
 		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}},
@@ -145,6 +262,24 @@ func startLoadEnv(tb testing.TB) *loadEnv {
 	go func() { e.served <- srv.Serve(l) }()
 	tb.Cleanup(func() { e.stop(tb) })
 	return e
+}
+
+// loadSmallSendBuffers gives each accepted connection a fixed, small send
+// buffer, which turns off the kernel's autotuning (up to 4 MB).
+type loadSmallSendBuffers struct {
+	net.Listener
+	size int
+}
+
+func (l loadSmallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		if serr := tc.SetWriteBuffer(l.size); serr != nil {
+			c.Close()
+			return nil, serr
+		}
+	}
+	return c, err
 }
 
 // stop shuts the server down (which closes the sessions), then the host.
@@ -409,10 +544,11 @@ func (r *loadResult) check(t *testing.T, cfg loadConfig) {
 	if r.settleErr != "" {
 		t.Errorf("after %v of waiting: %s", cfg.settle, r.settleErr)
 	}
-	drops, reported := 0, 0
+	drops, reported, assembled := 0, 0, 0
 	for _, s := range r.subs {
 		s.mu.Lock()
 		drops += s.drops
+		assembled += s.assembled
 		bad := s.gaps+s.doubles > 0 || len(s.problems) > 0
 		for id, n := range s.prompts {
 			if n != 1 {
@@ -427,6 +563,9 @@ func (r *loadResult) check(t *testing.T, cfg loadConfig) {
 		}
 		s.mu.Unlock()
 	}
+	if assembled == 0 {
+		t.Errorf("no streamed answer was assembled and compared with its assistant/message: the chunks went unchecked")
+	}
 	if cfg.dropEvery > 0 && drops == 0 {
 		t.Errorf("no subscriber dropped its connection: the run proved nothing about reconnects")
 	}
@@ -435,9 +574,11 @@ func (r *loadResult) check(t *testing.T, cfg loadConfig) {
 // log prints the figures.
 func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	var user, answer []time.Duration
-	events, connects, drops, ends, failures := 0, 0, 0, 0, 0
+	events, connects, drops, ends, failures, assembled, resnaps := 0, 0, 0, 0, 0, 0, 0
 	for _, s := range r.subs {
 		s.mu.Lock()
+		assembled += s.assembled
+		resnaps += s.resnapshots
 		user = append(user, s.userLat...)
 		answer = append(answer, s.answerLat...)
 		events += s.events
@@ -466,6 +607,7 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	row("POST sent → first answer event", answer)
 	fmt.Fprintf(&b, "events delivered: %d (%.0f/s); connects %d, planned drops %d, server-ended %d, failed connects %d\n",
 		events, float64(events)/r.wall.Seconds(), connects, drops, ends, failures)
+	fmt.Fprintf(&b, "streamed answers assembled and equal to their assistant/message: %d; server re-attaches seen (mid-stream snapshots): %d\n", assembled, resnaps)
 	fmt.Fprintf(&b, "settled %v after the last prompt; CPU %v over %v wall (%.2f cores)\n",
 		r.settle.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.cpu.Seconds()/r.wall.Seconds())
 	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.2f goroutines (bare SSE stream floor: %.0f B, %.2f goroutines; dsh's own: %.0f B, %.2f goroutines)\n",

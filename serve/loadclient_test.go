@@ -98,7 +98,26 @@ type loadUpdate struct {
 		Seq       int64  `json:"seq"`
 		Type      string `json:"type"`
 		RequestID string `json:"request_id"`
+		Message   *struct {
+			ID      string `json:"id"`
+			Content string `json:"content"`
+		} `json:"message"`
 	} `json:"event"`
+	Chunk *struct {
+		MessageID string `json:"message_id"`
+		Index     int    `json:"index"`
+		Chunk     struct {
+			Kind string `json:"kind"`
+			Text string `json:"text"`
+		} `json:"chunk"`
+	} `json:"chunk"`
+	Snapshot *struct {
+		MessageID string `json:"message_id"`
+		Next      int    `json:"next"`
+		Message   struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"snapshot"`
 	Notice *struct {
 		ID int64 `json:"id"`
 	} `json:"notice"`
@@ -153,11 +172,31 @@ type loadSubscriber struct {
 	// streams the server ended, failures the connects that failed.
 	connects, drops, ends, failures int
 	events                          int
+	// streams are the messages being streamed on this connection, by
+	// message id: the text assembled from the snapshot and chunks, and
+	// the index of the next chunk. assembled counts the messages whose
+	// assembled text matched their assistant/message, partial those of
+	// which it was a strict prefix; chunkFaults the
+	// chunks out of order. sinceReady counts the messages of the
+	// connection; a snapshot after other messages means the server
+	// re-attached to the hub mid-stream (resnapshots).
+	streams     map[string]*loadStream
+	assembled   int
+	partial     int
+	chunkFaults int
+	sinceReady  int
+	resnapshots int
+}
+
+// loadStream is a message being assembled from its stream.
+type loadStream struct {
+	text strings.Builder
+	next int
 }
 
 func newLoadSubscriber(base, token, session string, client *http.Client, dropEvery int, sentAt func(string) (time.Time, bool)) *loadSubscriber {
 	return &loadSubscriber{base: base, token: token, session: session, client: client, dropEvery: dropEvery,
-		sentAt: sentAt, ready: make(chan struct{}), prompts: map[string]int{}}
+		sentAt: sentAt, ready: make(chan struct{}), prompts: map[string]int{}, streams: map[string]*loadStream{}}
 }
 
 // errLoadPlannedDrop ends a connection the subscriber drops on purpose.
@@ -217,6 +256,9 @@ func (s *loadSubscriber) stream(ctx stdctx.Context) error {
 	// What is pending was seen on the old connection: its answer now
 	// comes in a backlog, which is no latency figure.
 	s.pending = s.pending[:0]
+	// A new connection gets a snapshot of the message in flight.
+	s.streams = map[string]*loadStream{}
+	s.sinceReady = 0
 	s.mu.Unlock()
 	res, err := s.client.Do(req)
 	if err != nil {
@@ -283,6 +325,7 @@ func (s *loadSubscriber) take(m loadSSEMessage, backlogTo int64, now time.Time) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sinceReady++
 	switch m.Event {
 	case "event":
 		s.events++
@@ -319,6 +362,23 @@ func (s *loadSubscriber) take(m loadSSEMessage, backlogTo int64, now time.Time) 
 		case "assistant/message":
 			s.lastAnswer = u.Seq
 			s.answeredLocked(now)
+			if msg := u.Event.Message; msg != nil {
+				if st := s.streams[msg.ID]; st != nil {
+					// A stream cut short by a re-attach after the message
+					// became durable leaves a prefix, which the event
+					// completes; a lost or doubled chunk leaves no prefix.
+					switch got := st.text.String(); {
+					case got == msg.Content:
+						s.assembled++
+					case strings.HasPrefix(msg.Content, got):
+						s.partial++
+					default:
+						s.problemLocked("message %s: assembled %d bytes from its stream that are no prefix of its assistant/message's %d (%.40q… vs %.40q…)",
+							msg.ID, len(got), len(msg.Content), got, msg.Content)
+					}
+					delete(s.streams, msg.ID)
+				}
+			}
 		}
 		return true
 	case "notice":
@@ -333,8 +393,33 @@ func (s *loadSubscriber) take(m loadSSEMessage, backlogTo int64, now time.Time) 
 			s.lastNotice = u.Notice.ID
 		}
 		s.lastID = m.ID
-	case "chunk", "snapshot":
+	case "snapshot":
 		s.answeredLocked(now)
+		if sn := u.Snapshot; sn != nil {
+			if s.sinceReady > 1 {
+				s.resnapshots++
+			}
+			st := &loadStream{next: sn.Next}
+			st.text.WriteString(sn.Message.Content)
+			s.streams[sn.MessageID] = st
+		}
+	case "chunk":
+		s.answeredLocked(now)
+		if c := u.Chunk; c != nil {
+			st := s.streams[c.MessageID]
+			if st == nil {
+				st = &loadStream{}
+				s.streams[c.MessageID] = st
+			}
+			if c.Index != st.next {
+				s.chunkFaults++
+				s.problemLocked("chunk %d of message %s where %d was due", c.Index, c.MessageID, st.next)
+			}
+			if c.Chunk.Kind == "text" {
+				st.text.WriteString(c.Chunk.Text)
+			}
+			st.next = c.Index + 1
+		}
 	}
 	return false
 }
