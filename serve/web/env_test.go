@@ -89,7 +89,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	ts := httptest.NewServer(e.mux())
 	e.url = ts.URL
 	t.Cleanup(func() {
-		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 20*time.Second)
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)

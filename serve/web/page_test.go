@@ -61,11 +61,15 @@ func TestPageChatsApprovesAndReloads(t *testing.T) {
 	b := newBrowser(t)
 	openPage(t, e, b)
 
-	// Watch the answer being streamed: a message in flight with text.
+	// Watch the answer being streamed: a message in flight with text. The
+	// records are read, not the page, since a slow page may take the
+	// whole stream in one task and drop the message in flight at its end.
 	eval[bool](b, `(() => { window.sawStreaming = false;
-		new MutationObserver(() => { const m = document.querySelector("#log .streaming .content");
-			if (m && m.textContent.length > 0) window.sawStreaming = true; })
-		.observe(document.getElementById("log"), {subtree: true, childList: true, characterData: true}); return true })()`)
+		new MutationObserver((records) => { for (const r of records) {
+			const n = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+			const box = n && n.closest(".streaming");
+			if (box && box.querySelector(".content").textContent.length > 0) window.sawStreaming = true;
+		} }).observe(document.getElementById("log"), {subtree: true, childList: true, characterData: true}); return true })()`)
 	send(b, "say hello web, loudly")
 
 	b.wait("the question", `document.querySelector("#approvals .question button[data-choice=allow-once]")`)
