@@ -384,6 +384,11 @@ type loadResult struct {
 	// SSE stream.
 	heapPer, goPer float64
 	floor          loadMemory
+	// heapHeldPer is the heap per subscriber at the end of the run, found
+	// by letting them go; goLeft the goroutines more than before they
+	// attached, once they are gone (0 unless a stream leaks).
+	heapHeldPer float64
+	goLeft      int
 }
 
 // run makes the sessions, attaches the subscribers, sends the prompts and
@@ -404,6 +409,8 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		return time.Unix(0, sentAt[n].Load()), true
 	}
 
+	e.api.CloseIdleConnections()
+	loadSteadyGoroutines()
 	before := loadMeasure()
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	var wg sync.WaitGroup
@@ -416,6 +423,8 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 			drop = 3 + i%10
 		}
 		s := newLoadSubscriber(e.base, e.token, ids[i%len(ids)], e.streams, drop, sent)
+		// Every other dropping subscriber resumes with ?after=.
+		s.afterQuery = drop > 0 && (i/cfg.dropEvery)%2 == 1
 		res.subs = append(res.subs, s)
 		wg.Go(func() { s.run(ctx) })
 	}
@@ -472,6 +481,22 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	res.settleErr = e.settle(ctx, res.subs, want, ids, cfg.settle)
 	res.settle = time.Since(sendEnd)
 	res.wall, res.cpu = time.Since(start), loadCPUTime()-cpu0
+
+	// What the subscribers hold after the run: the heap with them, less
+	// the heap once they are gone (the sessions' logs stay in both).
+	held := loadMeasure()
+	cancel()
+	wg.Wait()
+	// Idle keep-alive connections of the posts are no subscriber's.
+	e.api.CloseIdleConnections()
+	e.streams.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before.goroutines && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	gone := loadMeasure()
+	res.heapHeldPer = float64(int64(held.heap)-int64(gone.heap)) / float64(cfg.subscribers)
+	res.goLeft = gone.goroutines - before.goroutines
 	return res
 }
 
@@ -563,6 +588,9 @@ func (r *loadResult) check(t *testing.T, cfg loadConfig) {
 		}
 		s.mu.Unlock()
 	}
+	if r.goLeft > 0 {
+		t.Errorf("%d goroutines more than before the subscribers attached, 10s after they all went: a stream outlives its client", r.goLeft)
+	}
 	if assembled == 0 {
 		t.Errorf("no streamed answer was assembled and compared with its assistant/message: the chunks went unchecked")
 	}
@@ -612,6 +640,7 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 		r.settle.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.cpu.Seconds()/r.wall.Seconds())
 	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.2f goroutines (bare SSE stream floor: %.0f B, %.2f goroutines; dsh's own: %.0f B, %.2f goroutines)\n",
 		r.heapPer, r.goPer, r.floor.heapPer, r.floor.goPer, r.heapPer-r.floor.heapPer, r.goPer-r.floor.goPer)
+	fmt.Fprintf(&b, "per subscriber at the end of the run: %.0f B heap; goroutines left after they went: %d\n", r.heapHeldPer, r.goLeft)
 	t.Log(b.String())
 }
 
@@ -637,6 +666,20 @@ func loadMeasure() loadSnapshot {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return loadSnapshot{heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+}
+
+// loadSteadyGoroutines waits (up to 5s) until the goroutine count stops
+// falling, as it does for a while after connections are closed.
+func loadSteadyGoroutines() {
+	prev := runtime.NumGoroutine()
+	for range 100 {
+		time.Sleep(50 * time.Millisecond)
+		n := runtime.NumGoroutine()
+		if n >= prev {
+			return
+		}
+		prev = n
+	}
 }
 
 // loadCPUTime is the process's user and system CPU time so far.

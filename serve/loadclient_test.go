@@ -136,7 +136,10 @@ type loadSubscriber struct {
 	base, token, session string
 	client               *http.Client
 	// dropEvery > 0 drops the connection after that many events on it.
-	dropEvery int
+	// afterQuery resumes with ?after=<seq> rather than Last-Event-ID, as
+	// a client that is no browser may.
+	dropEvery  int
+	afterQuery bool
 	// sentAt returns when the prompt with a request id was sent.
 	sentAt func(requestID string) (time.Time, bool)
 	// tap, when set, sees every message after `ready`, from the reading
@@ -240,7 +243,14 @@ func (s *loadSubscriber) run(ctx stdctx.Context) {
 
 // stream makes one connection and reads it to its end.
 func (s *loadSubscriber) stream(ctx stdctx.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/v1/sessions/"+s.session+"/stream", nil)
+	url := s.base + "/v1/sessions/" + s.session + "/stream"
+	s.mu.Lock()
+	lastID, lastSeq := s.lastID, s.lastSeq
+	s.mu.Unlock()
+	if s.afterQuery && lastID != "" {
+		url += "?after=" + strconv.FormatInt(lastSeq, 10)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -248,10 +258,10 @@ func (s *loadSubscriber) stream(ctx stdctx.Context) error {
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
-	s.mu.Lock()
-	if s.lastID != "" {
-		req.Header.Set("Last-Event-ID", s.lastID)
+	if !s.afterQuery && lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
 	}
+	s.mu.Lock()
 	s.connects++
 	// What is pending was seen on the old connection: its answer now
 	// comes in a backlog, which is no latency figure.
