@@ -100,13 +100,18 @@ func newEnv(t *testing.T, o envOpts) *env {
 	return e
 }
 
-// mux serves the page at "/" and "/assets/" and the API elsewhere; it is
-// what serve's own page route does once it hands over to web.Handler.
+// mux serves the server's handler, counting streams and dropping one when
+// asked. While serve's page route still serves its placeholder, the mux
+// mounts the page at "/" and "/assets/" itself, as that route will.
 func (e *env) mux() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", web.Handler())
-	mux.Handle("GET /assets/", web.Handler())
 	api := e.srv.Handler()
+	probe := httptest.NewRecorder()
+	api.ServeHTTP(probe, httptest.NewRequest("GET", "/assets/app.js", nil))
+	if probe.Code != http.StatusOK {
+		mux.Handle("GET /{$}", web.Handler())
+		mux.Handle("GET /assets/", web.Handler())
+	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/stream") {
 			e.mu.Lock()
