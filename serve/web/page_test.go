@@ -110,8 +110,9 @@ func TestPageChatsApprovesAndReloads(t *testing.T) {
 		t.Fatalf("%d streamed messages left beside the durable ones", n)
 	}
 
-	// At a phone's width (the browser's window) nothing scrolls sideways,
-	// and every field has a label.
+	// At a phone's width nothing scrolls sideways, and every field has a
+	// label.
+	b.do("narrowing the window", chromedp.EmulateViewport(360, 740))
 	if w := eval[[]int](b, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
 		t.Fatalf("the page is %d px wide in a %d px window", w[0], w[1])
 	}

@@ -103,7 +103,10 @@ async function listSessions() {
     b.type = "button";
     b.className = "session-item";
     b.dataset.session = s.id;
-    if (view && view.id === s.id) b.setAttribute("aria-current", "true");
+    if (view && view.id === s.id) {
+      b.setAttribute("aria-current", "true");
+      if (s.title) $("chat-title").textContent = s.title; // a new session's title is its first prompt
+    }
     const title = document.createElement("span");
     title.className = "title";
     title.textContent = s.title || s.id;
