@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -423,9 +424,10 @@ type streamMsg struct {
 
 // eventStream is the test's SSE client.
 type eventStream struct {
-	resp *http.Response
-	msgs chan streamMsg
-	done chan struct{}
+	pings atomic.Int64
+	resp  *http.Response
+	msgs  chan streamMsg
+	done  chan struct{}
 }
 
 // stream connects to the session's stream with the given headers.
@@ -483,6 +485,8 @@ func (s *eventStream) read() {
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
+		case line == ": ping":
+			s.pings.Add(1)
 		case line == "":
 			if m.event != "" {
 				s.msgs <- m

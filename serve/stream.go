@@ -17,8 +17,9 @@ import (
 	"github.com/dsh-go/dsh/services/sessions/live"
 )
 
-// pingEvery keeps proxies from closing an idle stream.
-const pingEvery = 15 * time.Second
+// pingEvery keeps proxies from closing an idle stream (a variable for the
+// tests).
+var pingEvery = 15 * time.Second
 
 // resumePoint reads where a stream starts: Last-Event-ID ("<seq>-<notice>"
 // or "<seq>"), else ?after=<seq>; none is the start.

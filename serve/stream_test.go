@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/serve"
 
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 )
@@ -180,4 +183,30 @@ func TestSlowStreamSeesContiguousSeqs(t *testing.T) {
 	if !strings.Contains(e.log.String(), "re-attached from its last seq") {
 		t.Fatalf("the stream never overflowed (kinds %v); the test did not test the re-attach", got.kinds)
 	}
+}
+
+// An idle stream is pinged, and outlives the server's read timeout.
+func TestStreamPingsAndOutlivesTheReadTimeout(t *testing.T) {
+	t.Cleanup(serve.SetTimings(200*time.Millisecond, 40*time.Millisecond))
+	e := newEnv(t, envOpts{})
+	id := e.open(nil)
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	s := e.stream(ctx, id, nil)
+	defer s.close()
+	if m, _ := s.next(t); m.event != "ready" {
+		t.Fatalf("first %q", m.event)
+	}
+	// Ten pings: twice the read timeout has passed.
+	deadline := time.Now().Add(patience)
+	for s.pings.Load() < 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings", s.pings.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.send(id, "late", "still there?")
+	var got streamed
+	e.consume(t, s, &got, isTurnEnd)
+	contiguous(t, got.seqs, len(e.events(id)))
 }
