@@ -249,3 +249,27 @@ func TestBadRequests(t *testing.T) {
 		t.Fatal("405 without Allow")
 	}
 }
+
+// Without a persistence plugin the API serves the open sessions alone.
+func TestWithoutAStore(t *testing.T) {
+	e := newEnv(t, envOpts{noStore: true})
+	id := e.open(nil)
+	var list struct{ Sessions []sessionOut }
+	e.call("GET", "/v1/sessions", nil).json(t, &list)
+	if len(list.Sessions) != 1 || list.Sessions[0].ID != id || !list.Sessions[0].Open {
+		t.Fatalf("list %+v", list)
+	}
+	e.send(id, "r1", "hello")
+	evs := e.waitEvents(id, "turn end", turnsEnded(1))
+	var s sessionOut
+	r := e.call("POST", "/v1/sessions/"+id+"/close", nil)
+	r.json(t, &s)
+	if r.status != 200 || s.Open || s.State != "idle" || s.LastSeq != int64(len(evs)) {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	for _, c := range []struct{ method, path string }{{"GET", "/v1/sessions/" + id}, {"POST", "/v1/sessions/" + id + "/resume"}, {"GET", "/v1/sessions/" + id + "/events"}} {
+		if r := e.call(c.method, c.path, nil); r.status != http.StatusNotFound {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, r.status, r.body)
+		}
+	}
+}

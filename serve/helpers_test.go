@@ -140,6 +140,7 @@ type envOpts struct {
 	store   string // a session directory shared between envs
 	noAuth  bool
 	hooks   http.Handler
+	noStore bool // no persistence plugin
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -151,7 +152,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	sc := scripted.Config{Replies: o.replies, Delay: o.delay}
 	replies, _ := json.Marshal(sc)
 	yaml := "plugins:\n  - use: llm.scripted\n    config: " + string(replies) + "\n" +
-		"  - use: session.jsonl\n    config: {dir: " + o.store + "}\n  - use: servetest.gate\n  - use: servetest.ask\n" + o.extra +
+		persistence(o) + "  - use: servetest.gate\n  - use: servetest.ask\n" + o.extra +
 		"agents:\n  - id: main\n    provider: scripted\n  - id: second\n    provider: scripted\n    model: m2\n"
 	if o.serve != "" {
 		yaml += "serve:\n" + o.serve
@@ -170,7 +171,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 		rand.Read(b)
 		e.token = "tok" + hex.EncodeToString(b)
 	}
-	store, _ := session.Key.Get(h.Root())
+	var store *session.Store
+	if !o.noStore {
+		store, _ = session.Key.Get(h.Root())
+	}
 	e.srv, err = serve.New(serve.Options{
 		Sessions: h.Sessions(), Config: cfg, Token: e.token, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
 		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Store: store,
@@ -186,6 +190,13 @@ func newEnv(t *testing.T, o envOpts) *env {
 	e.client = &http.Client{Timeout: patience}
 	t.Cleanup(e.close)
 	return e
+}
+
+func persistence(o envOpts) string {
+	if o.noStore {
+		return ""
+	}
+	return "  - use: session.jsonl\n    config: {dir: " + o.store + "}\n"
 }
 
 // close shuts the server down (once), then the host.

@@ -362,7 +362,10 @@ func (s *Server) closeCtx(r *http.Request) (stdctx.Context, stdctx.CancelFunc) {
 
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	var before *sessionJSON
 	if ss, open := s.o.Sessions.Get(id); open {
+		d := describeOpen(ss, nil)
+		before = &d
 		ctx, cancel := s.closeCtx(r)
 		defer cancel()
 		s.mu.Lock()
@@ -378,6 +381,11 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d, err := s.describe(r.Context(), id)
+	if errs.HasCode(err, sessions.NotFound) && before != nil {
+		// Closed, and not persisted (no store): what it was, closed.
+		d, err = *before, nil
+		d.Open, d.Running, d.State = false, false, session.StateIdle
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
