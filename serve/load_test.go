@@ -775,6 +775,11 @@ func startLoadHTTP(tb testing.TB, h http.Handler) (base string, stop func()) {
 }
 
 func (f *loadFloorSSE) serve(w http.ResponseWriter, r *http.Request) {
+	// The round is taken before `ready` goes out: a trigger that follows
+	// the client's ready is one this stream waits for.
+	f.mu.Lock()
+	k := len(f.rounds) - 1
+	f.mu.Unlock()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
@@ -782,9 +787,6 @@ func (f *loadFloorSSE) serve(w http.ResponseWriter, r *http.Request) {
 	if rc.Flush() != nil {
 		return
 	}
-	f.mu.Lock()
-	k := len(f.rounds) - 1
-	f.mu.Unlock()
 	for ; ; k++ {
 		f.mu.Lock()
 		round := f.rounds[k]
