@@ -1,0 +1,171 @@
+package main
+
+import (
+	stdctx "context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/serve"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/spf13/cobra"
+)
+
+// serveCommand serves the config's agents over HTTP until SIGINT or
+// SIGTERM; see docs/serve.md.
+func serveCommand(g *globals) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "serve sessions over HTTP: a JSON API, live events (SSE), approvals and a web page",
+		Long: `serve runs an HTTP server for the config's agents (the serve: key): open,
+prompt, steer, cancel and close sessions, stream their events with
+Server-Sent Events, answer tool approvals, read their history. Every /v1
+route wants "Authorization: Bearer <token>", the token read from
+$DSH_SERVE_TOKEN (serve.token_env names another variable; serve.token_file
+a file only its owner can read). It listens on serve.listen (default
+127.0.0.1:7433) and says where on stderr. SIGINT or SIGTERM shut it down
+gracefully: turns may finish within serve.shutdown_timeout (default 10s),
+then are cancelled, and every session is saved; it then exits 0.
+The API is described at GET /openapi.json and in docs/serve.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, g, listen) },
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "host:port to listen on (overrides serve.listen; port 0 picks a free one)")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, g *globals, listen string) error {
+	stderr := cmd.ErrOrStderr()
+	opts := g.loadOptions()
+	opts.Environ = withoutToken(os.Environ())
+	cfg, err := config.Load(opts)
+	if err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+	sc := &cfg.Serve
+	if listen != "" {
+		sc.Listen = listen
+	}
+	if sc.Listen == "" {
+		sc.Listen = config.DefaultListen
+	}
+	listenHost, _, err := net.SplitHostPort(sc.Listen)
+	if err != nil {
+		return &exitCode{code: exitUsage, err: fmt.Errorf("listen address %q is not host:port; write e.g. 127.0.0.1:7433", sc.Listen)}
+	}
+	var token string
+	if sc.NoAuth {
+		if ip := net.ParseIP(listenHost); listenHost != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return &exitCode{code: exitUsage, err: fmt.Errorf("serve.no_auth is allowed only on a loopback address, and the listen address is %q: anyone who reaches the port could run the agents' tools; set a token or listen on 127.0.0.1", sc.Listen)}
+		}
+	} else if token, err = serve.LoadToken(*sc, os.Getenv); err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+	if len(cfg.Agents) == 0 {
+		return &exitCode{code: exitUsage, err: errors.New("dsh serve opens its sessions from configured agents, and the config has none; add one under the agents key")}
+	}
+
+	h, err := host.Start(cfg, host.Options{LogOutput: stderr, NoConfigAgents: true})
+	if err != nil {
+		return &exitCode{code: exitError, err: err}
+	}
+	closeHost := func() error {
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+		defer cancel()
+		return h.Close(ctx)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)}))
+	un, err := startUnattended(h, cfg, log)
+	if err != nil {
+		return &exitCode{code: exitError, err: errors.Join(err, closeHost())}
+	}
+	store, _ := session.Key.Get(h.Root())
+	srv, err := serve.New(serve.Options{
+		Sessions: h.Sessions(), Config: cfg, Token: token, NoAuth: sc.NoAuth, Hooks: un.hooks,
+		Log: log, Version: dshVersion(), Store: store,
+	})
+	if err != nil {
+		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), closeHost())}
+	}
+	l, err := net.Listen("tcp", sc.Listen)
+	if err != nil {
+		return &exitCode{code: exitError, err: errors.Join(fmt.Errorf("cannot listen on %s: %w; pick another address with --listen or serve.listen", sc.Listen, err), un.stop(stdctx.Background()), closeHost())}
+	}
+	ctx, stop := signal.NotifyContext(stdctx.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	auth := "bearer token required"
+	if sc.NoAuth {
+		auth = "no token (serve.no_auth)"
+	}
+	fmt.Fprintf(stderr, "dsh serve: listening on http://%s (%s); stop with Ctrl-C\n", l.Addr(), auth)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	stop()
+	fmt.Fprintln(stderr, "dsh serve: shutting down")
+	timeout := sc.ShutdownTimeout
+	if timeout == 0 {
+		timeout = serve.DefaultShutdownTimeout
+	}
+	sctx, cancel := stdctx.WithTimeout(stdctx.Background(), timeout)
+	defer cancel()
+	// The unattended sources stop first: nothing new arrives while the
+	// turns finish.
+	failed := []error{un.stop(sctx), srv.Shutdown(sctx)}
+	if serveErr == nil {
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			failed = append(failed, err)
+		}
+	} else if !errors.Is(serveErr, http.ErrServerClosed) {
+		failed = append(failed, serveErr)
+	}
+	failed = append(failed, closeHost())
+	if err := errors.Join(failed...); err != nil {
+		return &exitCode{code: exitError, err: fmt.Errorf("shutdown: %w", err)}
+	}
+	return nil
+}
+
+// unattended is what serves the config's webhooks and runs its schedules
+// beside the API.
+type unattended struct {
+	// hooks serves POST /hooks/{name}; nil answers 404 there.
+	hooks http.Handler
+	// stop ends the schedules and waits for what they started.
+	stop func(stdctx.Context) error
+}
+
+// startUnattended starts the unattended sources of cfg.Serve (Webhooks
+// and Schedules) on the host's session controller. This build serves
+// neither: the API alone.
+func startUnattended(_ *host.Host, _ *config.Config, _ *slog.Logger) (unattended, error) {
+	return unattended{stop: func(stdctx.Context) error { return nil }}, nil
+}
+
+// withoutToken drops the default token variable from environ before the
+// config reads its DSH_ overrides: DSH_SERVE_TOKEN is a secret, not the
+// override of a key serve_token.
+func withoutToken(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, config.DefaultTokenEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package serve_test
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
+)
+
+type pendingOut struct {
+	Approvals []struct {
+		ID      int64 `json:"id"`
+		Request struct {
+			Tool    string `json:"tool"`
+			AgentID string `json:"agent_id"`
+		} `json:"request"`
+	} `json:"approvals"`
+}
+
+// waitQuestion polls GET .../approvals until a question is pending.
+func (e *env) waitQuestion(id string) int64 {
+	e.t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		var p pendingOut
+		e.call("GET", "/v1/sessions/"+id+"/approvals", nil).json(e.t, &p)
+		if len(p.Approvals) == 1 {
+			if p.Approvals[0].Request.Tool != "ask" {
+				e.t.Fatalf("pending %+v", p)
+			}
+			return p.Approvals[0].ID
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no question pending: %+v", p)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A tool call that asks: the question reaches every stream (one that
+// connects while it is pending too), a REST call answers it, the streams
+// learn it is settled, a second answer is too late. Without any stream
+// the question still waits for a REST answer.
+func TestApprovalsOverRESTAndStreams(t *testing.T) {
+	e := newEnv(t, envOpts{replies: []scripted.Reply{
+		{ToolCalls: []scripted.Call{{Name: "ask"}}}, {Text: "done"},
+	}})
+	id := e.open(nil)
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	s1 := e.stream(ctx, id, nil)
+	defer s1.close()
+	e.send(id, "r1", "use the tool")
+	var q1 int64
+	var got streamed
+	e.consume(t, s1, &got, func(u update) bool {
+		if u.Kind == "question" {
+			q1 = u.Question.ID
+		}
+		return q1 != 0
+	})
+	if pending := e.waitQuestion(id); pending != q1 {
+		t.Fatalf("GET approvals has %d, the stream asked %d", pending, q1)
+	}
+	var detail sessionOut
+	e.call("GET", "/v1/sessions/"+id, nil).json(t, &detail)
+	if len(detail.Approvals) != 1 || detail.Approvals[0].ID != q1 || !detail.Running {
+		t.Fatalf("detail %+v", detail)
+	}
+
+	// A page reloaded while the question is pending is asked again, after
+	// its backlog.
+	s2 := e.stream(ctx, id, nil, "Last-Event-ID", got.lastID)
+	defer s2.close()
+	var again streamed
+	asked := int64(0)
+	e.consume(t, s2, &again, func(u update) bool {
+		if u.Kind == "question" {
+			asked = u.Question.ID
+		}
+		return asked != 0
+	})
+	if asked != q1 {
+		t.Fatalf("the reconnected stream was asked %d, want %d", asked, q1)
+	}
+
+	if r := e.call("POST", "/v1/sessions/"+id+"/approvals/"+itoa(q1), map[string]string{"choice": "allow-once"}); r.status != 200 {
+		t.Fatalf("answer: %d %s", r.status, r.body)
+	}
+	for _, s := range []*eventStream{s1, s2} {
+		var by string
+		e.consume(t, s, &streamed{}, func(u update) bool {
+			if u.Kind == "settled" && u.Settled.QuestionID == q1 {
+				by = u.Settled.AnsweredBy
+				return true
+			}
+			return false
+		})
+		if by != "http" {
+			t.Fatalf("settled by %q", by)
+		}
+	}
+	r := e.call("POST", "/v1/sessions/"+id+"/approvals/"+itoa(q1), map[string]string{"choice": "deny"})
+	if a := r.err(t); r.status != http.StatusConflict || a.Code != "LIVE_QUESTION_CLOSED" || !strings.Contains(a.Message, `answered by "http"`) {
+		t.Fatalf("second answer: %d %s", r.status, r.body)
+	}
+	evs := e.waitEvents(id, "turn end", turnsEnded(1))
+	if res := toolResult(evs); res != "the asked tool ran" {
+		t.Fatalf("tool result %q", res)
+	}
+	var p pendingOut
+	if e.call("GET", "/v1/sessions/"+id+"/approvals", nil).json(t, &p); len(p.Approvals) != 0 {
+		t.Fatalf("still pending: %+v", p)
+	}
+
+	// No stream attached: the question waits for a REST answer.
+	s1.close()
+	s2.close()
+	e.send(id, "r2", "once more")
+	q2 := e.waitQuestion(id)
+	if q2 == q1 {
+		t.Fatal("the second question reused the first's id")
+	}
+	body, _ := json.Marshal(map[string]string{"choice": "deny", "reason": "not now"})
+	if r := e.call("POST", "/v1/sessions/"+id+"/approvals/"+itoa(q2), string(body)); r.status != 200 {
+		t.Fatalf("deny: %d %s", r.status, r.body)
+	}
+	evs = e.waitEvents(id, "second turn end", turnsEnded(2))
+	if res := toolResult(evs); !strings.Contains(res, "denied by the user: not now") {
+		t.Fatalf("denied tool result %q", res)
+	}
+}
+
+// The content of the last tool/result.
+func toolResult(evs []eventOut) string {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == "tool/result" && evs[i].Message != nil {
+			return evs[i].Message.Content
+		}
+	}
+	return ""
+}

@@ -1,0 +1,40 @@
+// Package serve is the HTTP entry point of dsh (`dsh serve`): sessions over a
+// JSON API, their live events as Server-Sent Events, approvals answered by a
+// plain REST call, an OpenAPI document describing all of it, and the
+// embedded web page at "/".
+//
+// # How it reaches the agents
+//
+// Only through the session controller (services/sessions): it opens and
+// resumes sessions, prompts and steers them with the client's request id
+// (so a retried POST is delivered once), cancels and closes them, and
+// attaches to their live hubs. Admission therefore governs every prompt
+// that comes over HTTP, and a refusal is answered 422 with the refusing
+// plugin's code, reason and message.
+//
+// # Sessions live on the server
+//
+// A session opened here keeps running when no client watches it
+// (sessions.OpenOptions.KeepRunning): a browser that reloads, a script
+// that posts and polls later, both find it where they left it. It ends by
+// POST .../close or at Shutdown. The server holds one approving client of
+// each session's live hub, so a tool call that asks waits for an answer
+// from any client — a stream's page or a REST call — and survives a page
+// reload.
+//
+// # Streams
+//
+// GET .../stream is the live hub's event contract over SSE: the durable
+// events after the client's Last-Event-ID (from the hub's memory or the
+// store), then the message being streamed, then everything live. A stream
+// that falls behind the hub's buffer is re-attached from its last seq by
+// the server itself, so a slow client sees contiguous seqs, never a gap.
+//
+// # Security
+//
+// Every /v1 route but health wants the bearer token (compared in constant
+// time); the page, its assets, /openapi.json and /hooks/ (which check
+// their own HMAC) do not. Bodies are bounded, CORS is off unless
+// serve.cors_origins lists the origin, and neither the token nor any
+// header is ever written to a response or the log.
+package serve

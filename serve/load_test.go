@@ -1,0 +1,823 @@
+package serve_test
+
+import (
+	"bytes"
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	_ "github.com/dsh-go/dsh/plugins/all"
+	"github.com/dsh-go/dsh/serve"
+	"github.com/hashicorp/go-hclog"
+)
+
+// The load test's size. By default it is small enough for CI under -race
+// on two cores; -load.full is the issue's size, and each flag overrides
+// one figure of either.
+var (
+	loadFull        = flag.Bool("load.full", false, "run TestLoad at full size: 1000 subscribers, 100 sessions, 100 prompts/s for 60s")
+	loadSubscribers = flag.Int("load.subscribers", 0, "TestLoad: SSE subscribers (0: the size's default)")
+	loadSessions    = flag.Int("load.sessions", 0, "TestLoad: sessions the subscribers and prompts spread over (0: default)")
+	loadRate        = flag.Float64("load.rate", 0, "TestLoad: prompts per second over all sessions (0: default)")
+	loadDuration    = flag.Duration("load.duration", 0, "TestLoad: how long prompts are sent (0: default)")
+)
+
+// loadConfig is one load run's size.
+type loadConfig struct {
+	subscribers, sessions int
+	rate                  float64
+	duration              time.Duration
+	// dropEvery: every dropEvery-th subscriber drops its connection
+	// every few events and reconnects with Last-Event-ID.
+	dropEvery int
+	// settle bounds the wait, after the last prompt, for every
+	// subscriber to hold every answer.
+	settle time.Duration
+}
+
+func loadConfigFromFlags() loadConfig {
+	c := loadConfig{subscribers: 50, sessions: 10, rate: 20, duration: 3 * time.Second, dropEvery: 5, settle: 30 * time.Second}
+	if *loadFull {
+		c = loadConfig{subscribers: 1000, sessions: 100, rate: 100, duration: 60 * time.Second, dropEvery: 10, settle: 5 * time.Minute}
+	}
+	if *loadSubscribers > 0 {
+		c.subscribers = *loadSubscribers
+	}
+	if *loadSessions > 0 {
+		c.sessions = *loadSessions
+	}
+	if *loadRate > 0 {
+		c.rate = *loadRate
+	}
+	if *loadDuration > 0 {
+		c.duration = *loadDuration
+	}
+	return c
+}
+
+// TestLoad: subscribers on SSE streams while prompts arrive at a steady
+// rate, over a real loopback listener served by Server.Serve, with the
+// scripted model echoing every prompt. Every subscriber must see every
+// durable seq exactly once — including the ones that drop their
+// connection mid-run and come back with Last-Event-ID — every accepted
+// prompt's user/message exactly once, and an answer after the last one.
+// The figures (latencies, memory per subscriber) are logged; run it with
+// -v to see them.
+func TestLoad(t *testing.T) {
+	cfg := loadConfigFromFlags()
+	if cfg.subscribers < cfg.sessions {
+		t.Fatalf("-load.subscribers %d < -load.sessions %d: every session needs a subscriber", cfg.subscribers, cfg.sessions)
+	}
+	floor := loadFloorMemory(t, cfg.subscribers)
+	env := startLoadEnv(t)
+	res := env.run(t, cfg)
+	res.floor = floor
+	res.log(t, cfg)
+	res.check(t, cfg)
+}
+
+// TestLoadStalledSubscriberCatchesUp: a subscriber that stops reading
+// while a long answer streams — more than its socket, the server's and the
+// hub's buffer hold — falls behind; the server must re-attach it to the hub
+// from what it was sent, or end its stream for it to reconnect. When it
+// reads again it holds every seq once, and what it assembled of the answer
+// is the answer or a prefix of it, never a chunk lost or doubled inside.
+// A subscriber that kept reading meanwhile is held to the same: the model
+// answers 4,000 chunks at once, faster than a stream writes them, so it
+// may fall behind the hub too (each re-attach sends a snapshot of the
+// answer so far).
+func TestLoadStalledSubscriberCatchesUp(t *testing.T) {
+	const words = 4000
+	var text strings.Builder
+	for i := range words {
+		// 100-byte words: 400 KB in 4,000 chunks, several times what the
+		// hub queues for a client (1,024 updates) and the sockets hold.
+		fmt.Fprintf(&text, "w%05d%s ", i, strings.Repeat("x", 93))
+	}
+	env := startLoadEnvWith(t, []string{text.String()}, 16<<10)
+	id := env.newSession(t)
+	noSent := func(string) (time.Time, bool) { return time.Time{}, false }
+
+	// A small receive buffer turns off the kernel's autotuning, which
+	// would otherwise soak up megabytes of the stream.
+	small := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+		return errors.Join(err, serr)
+	}}
+	slowClient := &http.Client{Transport: &http.Transport{DialContext: small.DialContext, DisableCompression: true}}
+	defer slowClient.CloseIdleConnections()
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var stallOnce sync.Once
+	slow := newLoadSubscriber(env.base, env.token, id, slowClient, 0, noSent)
+	slow.tap = func(m loadSSEMessage) {
+		if m.Event == "chunk" {
+			stallOnce.Do(func() { close(stalled); <-release })
+		}
+	}
+	fast := newLoadSubscriber(env.base, env.token, id, env.streams, 0, noSent)
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	for _, s := range []*loadSubscriber{slow, fast} {
+		wg.Go(func() { s.run(ctx) })
+		select {
+		case <-s.ready:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no ready within 30s")
+		}
+	}
+	if code, err := env.post(ctx, id, "long-1", "say a lot"); err != nil || code != http.StatusAccepted {
+		t.Fatalf("prompt: %d %v", code, err)
+	}
+	select {
+	case <-stalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow subscriber got no chunk within 30s")
+	}
+	// The turn ends while the slow subscriber reads nothing: delivering
+	// never waits for a client.
+	env.waitIdle(t, []string{id})
+	close(release)
+	released = true
+	var st struct {
+		LastSeq int64 `json:"last_seq"`
+	}
+	if _, err := env.call(ctx, http.MethodGet, "/v1/sessions/"+id, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !slow.caughtUp(st.LastSeq) || !fast.caughtUp(st.LastSeq) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s the slow subscriber holds seq %d, the fast one %d, of %d", slow.lastSeq, fast.lastSeq, st.LastSeq)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for name, s := range map[string]*loadSubscriber{"slow": slow, "fast": fast} {
+		s.mu.Lock()
+		if s.gaps+s.doubles > 0 || len(s.problems) > 0 {
+			t.Errorf("%s subscriber: %d gaps, %d doubles; %q", name, s.gaps, s.doubles, s.problems)
+		}
+		t.Logf("%s subscriber: %d connects, %d server-ended, %d mid-stream snapshots, answer whole %d, prefix %d",
+			name, s.connects, s.ends, s.resnapshots, s.assembled, s.partial)
+		s.mu.Unlock()
+	}
+	if fast.assembled+fast.partial != 1 || slow.assembled+slow.partial != 1 {
+		t.Errorf("answers checked against their assistant/message: fast %d, slow %d; want 1 each", fast.assembled+fast.partial, slow.assembled+slow.partial)
+	}
+	if slow.resnapshots+slow.ends+slow.partial == 0 {
+		t.Errorf("the slow subscriber got the whole stream in order: it never fell behind the hub, so this test proved nothing; make the answer longer")
+	}
+}
+
+// loadEnv is a host with the scripted model, a Server serving it on a
+// loopback listener, and the clients that talk to it.
+type loadEnv struct {
+	base, token string
+	host        *host.Host
+	srv         *serve.Server
+	served      chan error
+	// api posts prompts and makes sessions; streams holds the SSE
+	// connections, one each.
+	api, streams *http.Client
+}
+
+// loadYAML: the scripted model without replies echoes each prompt, word
+// by word, so every prompt gets an answer of a few chunks.
+const loadYAML = `plugins:
+  - use: llm.scripted
+    config: %s
+  - use: session.jsonl
+    config: {dir: %q}
+agents:
+  - id: main
+    provider: scripted
+`
+
+func startLoadEnv(tb testing.TB) *loadEnv { return startLoadEnvWith(tb, nil, 0) }
+
+// startLoadEnvWith is startLoadEnv with the model's replies (none echoes)
+// and, when sndbuf > 0, the server's socket send buffers that small, as a
+// slow network would leave them.
+func startLoadEnvWith(tb testing.TB, replies []string, sndbuf int) *loadEnv {
+	tb.Helper()
+	model := []byte("{}")
+	if len(replies) > 0 {
+		var rs []map[string]string
+		for _, r := range replies {
+			rs = append(rs, map[string]string{"text": r})
+		}
+		model, _ = json.Marshal(map[string]any{"replies": rs})
+	}
+	cfg, err := config.Parse("load.yaml", fmt.Appendf(nil, loadYAML, model, tb.TempDir()), config.LoadOptions{Environ: []string{}, Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	const token = "load-test-token"
+	srv, err := serve.New(serve.Options{Sessions: h.Sessions(), Config: h.Config(), Token: token, Log: slog.New(slog.DiscardHandler), Version: "load"})
+	if err != nil {
+		h.Close(stdctx.Background())
+		tb.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.Close(stdctx.Background())
+		tb.Fatal(err)
+	}
+	if sndbuf > 0 {
+		l = loadSmallSendBuffers{Listener: l, size: sndbuf}
+	}
+	e := &loadEnv{
+		base: "http://" + l.Addr().String(), token: token, host: h, srv: srv, served: make(chan error, 1),
+		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}},
+		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
+	}
+	go func() { e.served <- srv.Serve(l) }()
+	tb.Cleanup(func() { e.stop(tb) })
+	return e
+}
+
+// loadSmallSendBuffers gives each accepted connection a fixed, small send
+// buffer, which turns off the kernel's autotuning (up to 4 MB).
+type loadSmallSendBuffers struct {
+	net.Listener
+	size int
+}
+
+func (l loadSmallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		if serr := tc.SetWriteBuffer(l.size); serr != nil {
+			c.Close()
+			return nil, serr
+		}
+	}
+	return c, err
+}
+
+// stop shuts the server down (which closes the sessions), then the host.
+func (e *loadEnv) stop(tb testing.TB) {
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.srv.Shutdown(ctx); err != nil {
+		tb.Errorf("Shutdown: %v", err)
+	}
+	if err := <-e.served; !errors.Is(err, http.ErrServerClosed) {
+		tb.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+	}
+	e.api.CloseIdleConnections()
+	e.streams.CloseIdleConnections()
+	if err := e.host.Close(ctx); err != nil {
+		tb.Errorf("host.Close: %v", err)
+	}
+}
+
+// call makes one API request and decodes a JSON answer into out.
+func (e *loadEnv) call(ctx stdctx.Context, method, path string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := e.api.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return res.StatusCode, err
+	}
+	if res.StatusCode/100 != 2 {
+		return res.StatusCode, fmt.Errorf("%s %s: %s: %s", method, path, res.Status, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return res.StatusCode, fmt.Errorf("%s %s: answer %s: %w", method, path, b, err)
+		}
+	}
+	return res.StatusCode, nil
+}
+
+// newSession makes a session and returns its id.
+func (e *loadEnv) newSession(tb testing.TB) string {
+	tb.Helper()
+	var s struct {
+		ID string `json:"id"`
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
+	defer cancel()
+	code, err := e.call(ctx, http.MethodPost, "/v1/sessions", map[string]any{"agent": "main"}, &s)
+	if err != nil || code != http.StatusCreated || s.ID == "" {
+		tb.Fatalf("POST /v1/sessions: %d %v (id %q), want 201 with an id", code, err, s.ID)
+	}
+	return s.ID
+}
+
+// post sends one prompt; it returns the status (202 expected).
+func (e *loadEnv) post(ctx stdctx.Context, session, requestID, content string) (int, error) {
+	var ack struct {
+		MessageID string `json:"message_id"`
+		RequestID string `json:"request_id"`
+	}
+	code, err := e.call(ctx, http.MethodPost, "/v1/sessions/"+session+"/messages",
+		map[string]string{"request_id": requestID, "content": content, "mode": "followup"}, &ack)
+	if err == nil && (ack.MessageID == "" || ack.RequestID != requestID) {
+		err = fmt.Errorf("202 answer %+v: want a message_id and request_id %q", ack, requestID)
+	}
+	return code, err
+}
+
+// loadResult is what a run measured.
+type loadResult struct {
+	subs      []*loadSubscriber
+	accepted  []bool
+	acceptLat []time.Duration
+	postErrs  []string
+	prompts   int
+	// wall and cpu are the prompt phase's wall and process CPU time.
+	wall, cpu time.Duration
+	// settle is how long after the last prompt every subscriber held
+	// every answer; settleErr says what was missing when it gave up.
+	settle    time.Duration
+	settleErr string
+	// heapPer and goPer: heap bytes and goroutines per attached
+	// subscriber, client side included; floor is the same for a bare
+	// SSE stream.
+	heapPer, goPer float64
+	floor          loadMemory
+	// heapHeldPer is the heap per subscriber at the end of the run, found
+	// by letting them go; goLeft the goroutines more than before they
+	// attached, once they are gone (0 unless a stream leaks).
+	heapHeldPer float64
+	goLeft      int
+}
+
+// run makes the sessions, attaches the subscribers, sends the prompts and
+// waits for every subscriber to hold every answer.
+func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
+	ids := make([]string, cfg.sessions)
+	for i := range ids {
+		ids[i] = e.newSession(t)
+	}
+	total := int(cfg.rate * cfg.duration.Seconds())
+	res := &loadResult{prompts: total, accepted: make([]bool, total), acceptLat: make([]time.Duration, total)}
+	sentAt := make([]atomic.Int64, total)
+	sent := func(requestID string) (time.Time, bool) {
+		n, err := strconv.Atoi(strings.TrimPrefix(requestID, "load-"))
+		if err != nil || n < 0 || n >= total || sentAt[n].Load() == 0 {
+			return time.Time{}, false
+		}
+		return time.Unix(0, sentAt[n].Load()), true
+	}
+
+	e.api.CloseIdleConnections()
+	loadSteadyGoroutines()
+	before := loadMeasure()
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for i := range cfg.subscribers {
+		drop := 0
+		if cfg.dropEvery > 0 && i%cfg.dropEvery == cfg.dropEvery-1 {
+			// 3 to 12 events a connection: several reconnects a session,
+			// at every point of a turn.
+			drop = 3 + i%10
+		}
+		s := newLoadSubscriber(e.base, e.token, ids[i%len(ids)], e.streams, drop, sent)
+		// Every other dropping subscriber resumes with ?after=.
+		s.afterQuery = drop > 0 && (i/cfg.dropEvery)%2 == 1
+		res.subs = append(res.subs, s)
+		wg.Go(func() { s.run(ctx) })
+	}
+	for _, s := range res.subs {
+		select {
+		case <-s.ready:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("subscriber of %s: no ready within 30s; problems %q", s.session, s.problems)
+		}
+	}
+	after := loadMeasure()
+	res.heapPer = float64(int64(after.heap)-int64(before.heap)) / float64(cfg.subscribers)
+	res.goPer = float64(after.goroutines-before.goroutines) / float64(cfg.subscribers)
+
+	// The prompts go out at a steady pace, each on its own goroutine, so
+	// a slow answer delays no other prompt.
+	var posts sync.WaitGroup
+	var errMu sync.Mutex
+	interval := time.Duration(float64(time.Second) / cfg.rate)
+	start, cpu0 := time.Now(), loadCPUTime()
+	for i := range total {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		posts.Go(func() {
+			pctx, pcancel := stdctx.WithTimeout(ctx, 30*time.Second)
+			defer pcancel()
+			id := "load-" + strconv.Itoa(i)
+			t0 := time.Now()
+			sentAt[i].Store(t0.UnixNano())
+			code, err := e.post(pctx, ids[i%len(ids)], id, "load prompt "+strconv.Itoa(i))
+			res.acceptLat[i] = time.Since(t0)
+			if err == nil && code == http.StatusAccepted {
+				res.accepted[i] = true
+				return
+			}
+			errMu.Lock()
+			if len(res.postErrs) < 10 {
+				res.postErrs = append(res.postErrs, fmt.Sprintf("%s: %d %v", id, code, err))
+			}
+			errMu.Unlock()
+		})
+	}
+	posts.Wait()
+	sendEnd := time.Now()
+
+	want := make(map[string][]string, len(ids))
+	for i, ok := range res.accepted {
+		if ok {
+			sid := ids[i%len(ids)]
+			want[sid] = append(want[sid], "load-"+strconv.Itoa(i))
+		}
+	}
+	res.settleErr = e.settle(ctx, res.subs, want, ids, cfg.settle)
+	res.settle = time.Since(sendEnd)
+	res.wall, res.cpu = time.Since(start), loadCPUTime()-cpu0
+
+	// What the subscribers hold after the run: the heap with them, less
+	// the heap once they are gone (the sessions' logs stay in both).
+	held := loadMeasure()
+	cancel()
+	wg.Wait()
+	// Idle keep-alive connections of the posts are no subscriber's.
+	e.api.CloseIdleConnections()
+	e.streams.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before.goroutines && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	gone := loadMeasure()
+	res.heapHeldPer = float64(int64(held.heap)-int64(gone.heap)) / float64(cfg.subscribers)
+	res.goLeft = gone.goroutines - before.goroutines
+	return res
+}
+
+// settle waits until every subscriber holds every prompt of its session
+// and an answer after the last, then until no session runs a turn and
+// every subscriber holds its session's last seq. It returns what was still
+// missing when limit ran out, "" when nothing was.
+func (e *loadEnv) settle(ctx stdctx.Context, subs []*loadSubscriber, want map[string][]string, ids []string, limit time.Duration) string {
+	deadline := time.Now().Add(limit)
+	poll := func(done func() string) string {
+		for {
+			missing := done()
+			if missing == "" || time.Now().After(deadline) {
+				return missing
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	missing := poll(func() string {
+		n := 0
+		for _, s := range subs {
+			if !s.settled(want[s.session]) {
+				n++
+			}
+		}
+		if n > 0 {
+			return fmt.Sprintf("%d of %d subscribers lack a prompt or its answer", n, len(subs))
+		}
+		return ""
+	})
+	if missing != "" {
+		return missing
+	}
+	last := map[string]int64{}
+	return poll(func() string {
+		for _, id := range ids {
+			var s struct {
+				Running bool  `json:"running"`
+				LastSeq int64 `json:"last_seq"`
+			}
+			if _, err := e.call(ctx, http.MethodGet, "/v1/sessions/"+id, nil, &s); err != nil {
+				return err.Error()
+			}
+			if s.Running {
+				return "session " + id + " still runs a turn"
+			}
+			last[id] = s.LastSeq
+		}
+		for _, s := range subs {
+			s.mu.Lock()
+			held := s.lastSeq
+			s.mu.Unlock()
+			if held != last[s.session] {
+				return fmt.Sprintf("a subscriber of %s holds seq %d of %d", s.session, held, last[s.session])
+			}
+		}
+		return ""
+	})
+}
+
+// check asserts the contract on what the run saw.
+func (r *loadResult) check(t *testing.T, cfg loadConfig) {
+	t.Helper()
+	for i, ok := range r.accepted {
+		if !ok {
+			t.Errorf("prompt load-%d was not accepted (first errors: %q)", i, r.postErrs)
+			break
+		}
+	}
+	if r.settleErr != "" {
+		t.Errorf("after %v of waiting: %s", cfg.settle, r.settleErr)
+	}
+	drops, reported, assembled := 0, 0, 0
+	for _, s := range r.subs {
+		s.mu.Lock()
+		drops += s.drops
+		assembled += s.assembled
+		bad := s.gaps+s.doubles > 0 || len(s.problems) > 0
+		for id, n := range s.prompts {
+			if n != 1 {
+				bad = true
+				s.problemLocked("prompt %s seen %d times", id, n)
+			}
+		}
+		if bad && reported < 5 {
+			reported++
+			t.Errorf("subscriber of %s (drop every %d; %d connects): %d gaps, %d doubled; %q",
+				s.session, s.dropEvery, s.connects, s.gaps, s.doubles, s.problems)
+		}
+		s.mu.Unlock()
+	}
+	if r.goLeft > 0 {
+		t.Errorf("%d goroutines more than before the subscribers attached, 10s after they all went: a stream outlives its client", r.goLeft)
+	}
+	if assembled == 0 {
+		t.Errorf("no streamed answer was assembled and compared with its assistant/message: the chunks went unchecked")
+	}
+	if cfg.dropEvery > 0 && drops == 0 {
+		t.Errorf("no subscriber dropped its connection: the run proved nothing about reconnects")
+	}
+}
+
+// log prints the figures.
+func (r *loadResult) log(t *testing.T, cfg loadConfig) {
+	var user, answer []time.Duration
+	events, connects, drops, ends, failures, assembled, resnaps := 0, 0, 0, 0, 0, 0, 0
+	for _, s := range r.subs {
+		s.mu.Lock()
+		assembled += s.assembled
+		resnaps += s.resnapshots
+		user = append(user, s.userLat...)
+		answer = append(answer, s.answerLat...)
+		events += s.events
+		connects += s.connects
+		drops += s.drops
+		ends += s.ends
+		failures += s.failures
+		s.mu.Unlock()
+	}
+	accepted := 0
+	for _, ok := range r.accepted {
+		if ok {
+			accepted++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%d subscribers on %d sessions, %.0f prompts/s for %v (%d prompts, %d accepted), GOMAXPROCS %d\n",
+		cfg.subscribers, cfg.sessions, cfg.rate, cfg.duration, r.prompts, accepted, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&b, "%-34s %10s %10s %10s %8s\n", "latency", "p50", "p99", "max", "samples")
+	row := func(name string, d []time.Duration) {
+		p50, p99, mx := loadPercentiles(d)
+		fmt.Fprintf(&b, "%-34s %10v %10v %10v %8d\n", name, p50, p99, mx, len(d))
+	}
+	row("prompt accept (POST → 202)", r.acceptLat)
+	row("POST sent → user/message seen", user)
+	row("POST sent → first answer event", answer)
+	fmt.Fprintf(&b, "events delivered: %d (%.0f/s); connects %d, planned drops %d, server-ended %d, failed connects %d\n",
+		events, float64(events)/r.wall.Seconds(), connects, drops, ends, failures)
+	fmt.Fprintf(&b, "streamed answers assembled and equal to their assistant/message: %d; server re-attaches seen (mid-stream snapshots): %d\n", assembled, resnaps)
+	fmt.Fprintf(&b, "settled %v after the last prompt; CPU %v over %v wall (%.2f cores)\n",
+		r.settle.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.cpu.Seconds()/r.wall.Seconds())
+	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.2f goroutines (bare SSE stream floor: %.0f B, %.2f goroutines; dsh's own: %.0f B, %.2f goroutines)\n",
+		r.heapPer, r.goPer, r.floor.heapPer, r.floor.goPer, r.heapPer-r.floor.heapPer, r.goPer-r.floor.goPer)
+	fmt.Fprintf(&b, "per subscriber at the end of the run: %.0f B heap; goroutines left after they went: %d\n", r.heapHeldPer, r.goLeft)
+	t.Log(b.String())
+}
+
+// loadPercentiles returns p50, p99 and the max of d (sorted in place).
+func loadPercentiles(d []time.Duration) (p50, p99, mx time.Duration) {
+	if len(d) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(d)
+	at := func(p int) time.Duration { return d[min(len(d)-1, len(d)*p/100)] }
+	return at(50), at(99), d[len(d)-1]
+}
+
+// loadSnapshot is the process's heap (after GC) and goroutine count.
+type loadSnapshot struct {
+	heap       uint64
+	goroutines int
+}
+
+func loadMeasure() loadSnapshot {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return loadSnapshot{heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+}
+
+// loadSteadyGoroutines waits (up to 5s) until the goroutine count stops
+// falling, as it does for a while after connections are closed.
+func loadSteadyGoroutines() {
+	prev := runtime.NumGoroutine()
+	for range 100 {
+		time.Sleep(50 * time.Millisecond)
+		n := runtime.NumGoroutine()
+		if n >= prev {
+			return
+		}
+		prev = n
+	}
+}
+
+// loadCPUTime is the process's user and system CPU time so far.
+func loadCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadMemory is the memory one subscriber costs.
+type loadMemory struct {
+	heapPer, goPer float64
+}
+
+// loadFloorMemory is the floor of a subscriber's memory: n clients on bare
+// SSE streams of an http.Server on loopback (a handler that sends `ready`
+// and waits), the same client code and transport as the load test's.
+func loadFloorMemory(tb testing.TB, n int) loadMemory {
+	tb.Helper()
+	fs := startLoadFloorSSE(tb, nil)
+	defer fs.stop()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	before := loadMeasure()
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	var wg sync.WaitGroup
+	subs := make([]*loadSubscriber, n)
+	for i := range subs {
+		subs[i] = newLoadSubscriber(fs.base, "", "floor", client, 0, func(string) (time.Time, bool) { return time.Time{}, false })
+		wg.Go(func() { subs[i].run(ctx) })
+	}
+	for _, s := range subs {
+		select {
+		case <-s.ready:
+		case <-time.After(30 * time.Second):
+			cancel()
+			wg.Wait()
+			tb.Fatalf("floor stream: no ready within 30s; %q", s.problems)
+		}
+	}
+	after := loadMeasure()
+	cancel()
+	wg.Wait()
+	return loadMemory{
+		heapPer: float64(int64(after.heap)-int64(before.heap)) / float64(n),
+		goPer:   float64(after.goroutines-before.goroutines) / float64(n),
+	}
+}
+
+// loadFloorSSE is an http.Server whose every stream sends `ready`, then, on
+// each trigger, the frames (flushed one by one, as the real stream flushes
+// each message), and nothing else.
+type loadFloorSSE struct {
+	base     string
+	stopHTTP func()
+	ctx      stdctx.Context
+	cancel   stdctx.CancelFunc
+	frames   [][]byte
+	// rounds[k] is closed by the k-th trigger; a stream counts the rounds
+	// it sent, so a trigger that comes while it still writes is not lost.
+	mu     sync.Mutex
+	rounds []chan struct{}
+}
+
+// startLoadFloorSSE serves bare streams; frames are what each trigger sends.
+func startLoadFloorSSE(tb testing.TB, frames [][]byte) *loadFloorSSE {
+	tb.Helper()
+	f := &loadFloorSSE{frames: frames, rounds: []chan struct{}{make(chan struct{})}}
+	f.ctx, f.cancel = stdctx.WithCancel(stdctx.Background())
+	f.base, f.stopHTTP = startLoadHTTP(tb, http.HandlerFunc(f.serve))
+	return f
+}
+
+// startLoadHTTP serves h on a loopback listener with an http.Server, the
+// server type Server.Serve uses.
+func startLoadHTTP(tb testing.TB, h http.Handler) (base string, stop func()) {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(l) }()
+	return "http://" + l.Addr().String(), func() {
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+		<-served
+	}
+}
+
+func (f *loadFloorSSE) serve(w http.ResponseWriter, r *http.Request) {
+	// The round is taken before `ready` goes out: a trigger that follows
+	// the client's ready is one this stream waits for.
+	f.mu.Lock()
+	k := len(f.rounds) - 1
+	f.mu.Unlock()
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, "event: ready\ndata: {\"session\":\"floor\",\"last_seq\":0}\n\n")
+	if rc.Flush() != nil {
+		return
+	}
+	for ; ; k++ {
+		f.mu.Lock()
+		round := f.rounds[k]
+		f.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-f.ctx.Done():
+			return
+		case <-round:
+		}
+		for _, fr := range f.frames {
+			if _, err := w.Write(fr); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// trigger sends the frames once more to every stream.
+func (f *loadFloorSSE) trigger() {
+	f.mu.Lock()
+	close(f.rounds[len(f.rounds)-1])
+	f.rounds = append(f.rounds, make(chan struct{}))
+	f.mu.Unlock()
+}
+
+func (f *loadFloorSSE) stop() {
+	f.cancel()
+	f.stopHTTP()
+}

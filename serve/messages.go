@@ -1,0 +1,205 @@
+package serve
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
+	"github.com/google/uuid"
+)
+
+// maxEvents bounds one page of GET .../events.
+const maxEvents = 1000
+
+// openSession returns the session id open in the controller; one only
+// persisted is SESSION_CLOSED (resume it), an unknown one 404.
+func (s *Server) openSession(r *http.Request, id string) (*sessions.Session, error) {
+	if ss, ok := s.o.Sessions.Get(id); ok {
+		return ss, nil
+	}
+	_, found, err := s.persisted(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, notFound(id)
+	}
+	return nil, errs.New(sessions.Closed, fmt.Sprintf("session %q is not open; POST /v1/sessions/%s/resume opens it", id, id))
+}
+
+type messageRequest struct {
+	RequestID string `json:"request_id"`
+	Content   string `json:"content"`
+	Mode      string `json:"mode,omitempty"`
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	var req messageRequest
+	if err := s.decode(r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if strings.TrimSpace(req.Content) == "" {
+		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "content is empty; send the text of the message"))
+		return
+	}
+	if req.RequestID == "" {
+		// Without an id a retry would be delivered twice; the answer
+		// gives the client the one made for it.
+		req.RequestID = "http-" + uuid.NewString()
+	}
+	ss, err := s.openSession(r, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Source: httpSource}
+	var id string
+	switch req.Mode {
+	case "", "followup":
+		id, err = ss.Prompt(r.Context(), p)
+	case "steer":
+		id, err = ss.Steer(r.Context(), p)
+	default:
+		err = fail(http.StatusBadRequest, BadRequest, "mode %q is not a mode; send \"followup\" (the default: queued for a turn) or \"steer\" (handed to the running turn)", req.Mode)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"message_id": id, "request_id": req.RequestID})
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	ss, err := s.openSession(r, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := ss.Cancel(r.Context()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.openSession(r, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	qs := []live.Question{}
+	if h, ok := s.holding(id); ok {
+		qs = h.approver.Pending()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": qs})
+}
+
+type answerRequest struct {
+	Choice approval.Choice `json:"choice"`
+	Reason string          `json:"reason,omitempty"`
+}
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	qid, err := strconv.ParseInt(r.PathValue("qid"), 10, 64)
+	if err != nil || qid <= 0 {
+		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "question id %q is not a positive integer; GET /v1/sessions/%s/approvals lists the open questions", r.PathValue("qid"), id))
+		return
+	}
+	var req answerRequest
+	if err := s.decode(r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	switch req.Choice {
+	case approval.AllowOnce, approval.AllowSession, approval.Deny:
+	default:
+		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "choice %q is not an answer; send \"allow-once\", \"allow-session\" or \"deny\"", req.Choice))
+		return
+	}
+	if _, err := s.openSession(r, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h, ok := s.holding(id)
+	if !ok {
+		s.writeError(w, r, errs.New(live.QuestionClosed, fmt.Sprintf("session %q was not opened by this server, which answers none of its questions", id)))
+		return
+	}
+	if err := h.approver.Answer(qid, approval.Answer{Choice: req.Choice, Reason: req.Reason}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// events pages through a session's durable events: after the seq given,
+// at most limit of them, from the open session's log or the store.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after, err := queryInt(r, "after", 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := queryInt(r, "limit", maxEvents)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit = min(max(limit, 1), maxEvents)
+	var evs []session.Event
+	if ss, ok := s.o.Sessions.Get(id); ok {
+		log := ss.Agent().Session()
+		last := int64(log.Len())
+		page := []session.Event{}
+		if after < last {
+			page = log.Events(after + 1)
+			page = page[:min(int64(len(page)), limit)]
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"events": page, "last_seq": last})
+		return
+	} else {
+		if _, found, err := s.persisted(r.Context(), id); err != nil || !found {
+			if err == nil {
+				err = notFound(id)
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		if s.o.Store == nil {
+			s.writeError(w, r, errs.New(sessions.Closed, fmt.Sprintf("session %q is not open and this server reads no store; POST /v1/sessions/%s/resume opens it", id, id)))
+			return
+		}
+		if evs, err = s.o.Store.Load(r.Context(), id); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	last := int64(len(evs))
+	page := []session.Event{}
+	if after < last {
+		page = evs[after:min(last, after+limit)]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": page, "last_seq": last})
+}
+
+func queryInt(r *http.Request, name string, def int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fail(http.StatusBadRequest, BadRequest, "query %s=%q is not a non-negative integer", name, v)
+	}
+	return n, nil
+}

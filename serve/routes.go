@@ -1,0 +1,141 @@
+package serve
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// route is one pattern the server answers. Doc is the path as the OpenAPI
+// document writes it, when it differs from the pattern's.
+type route struct {
+	method, path string
+	public       bool
+	doc          string
+	handle       http.HandlerFunc
+}
+
+func (r route) pattern() string { return r.method + " " + r.path }
+
+// DocPath is the route's OpenAPI path: "/assets/" is "/assets/{path}".
+func (r route) docPath() string {
+	if r.doc != "" {
+		return r.doc
+	}
+	return r.path
+}
+
+func (s *Server) table() []route {
+	return []route{
+		{method: "GET", path: "/{$}", doc: "/", public: true, handle: s.page},
+		{method: "GET", path: "/assets/", doc: "/assets/{path}", public: true, handle: s.page},
+		{method: "GET", path: "/openapi.json", public: true, handle: s.openAPI},
+		{method: "POST", path: "/hooks/{name}", public: true, handle: s.hooks},
+		{method: "GET", path: "/v1/health", public: true, handle: s.health},
+		{method: "GET", path: "/v1/agents", handle: s.agents},
+		{method: "GET", path: "/v1/sessions", handle: s.listSessions},
+		{method: "POST", path: "/v1/sessions", handle: s.createSession},
+		{method: "GET", path: "/v1/sessions/{id}", handle: s.getSession},
+		{method: "DELETE", path: "/v1/sessions/{id}", handle: s.deleteSession},
+		{method: "POST", path: "/v1/sessions/{id}/resume", handle: s.resumeSession},
+		{method: "POST", path: "/v1/sessions/{id}/close", handle: s.closeSession},
+		{method: "POST", path: "/v1/sessions/{id}/messages", handle: s.postMessage},
+		{method: "POST", path: "/v1/sessions/{id}/cancel", handle: s.cancel},
+		{method: "GET", path: "/v1/sessions/{id}/approvals", handle: s.listApprovals},
+		{method: "POST", path: "/v1/sessions/{id}/approvals/{qid}", handle: s.answer},
+		{method: "GET", path: "/v1/sessions/{id}/events", handle: s.events},
+		{method: "GET", path: "/v1/sessions/{id}/stream", handle: s.stream},
+	}
+}
+
+// build makes the mux and wraps it: shutdown, CORS, auth, body limit, and
+// JSON bodies for the mux's own 404 and 405.
+func (s *Server) build() http.Handler {
+	mux := http.NewServeMux()
+	s.mux = mux
+	s.routes = s.table()
+	for _, rt := range s.routes {
+		h := http.Handler(rt.handle)
+		if !rt.public {
+			h = s.authorize(h)
+		}
+		mux.Handle(rt.pattern(), h)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		s.active.Add(1)
+		defer s.active.Done()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			// Method, path and status only: headers carry the token.
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+		}()
+		if s.stopping.Load() {
+			writeJSON(sw, http.StatusServiceUnavailable, fail(0, ShuttingDown, "dsh serve is shutting down and takes no new requests; retry against the restarted server"))
+			return
+		}
+		if !s.cors(sw, r) {
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
+		}
+		h, pattern := mux.Handler(r)
+		if pattern == "" {
+			s.unmatched(sw, r, h)
+			return
+		}
+		mux.ServeHTTP(sw, r)
+	})
+}
+
+// unmatched answers a request no route takes with the mux's status (404,
+// or 405 with its Allow header) and a JSON body.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		allow := probe.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, fail(0, MethodNotAllowed, "%s does not take %s; it takes %s", r.URL.Path, r.Method, allow))
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/hooks/") {
+		writeJSON(w, http.StatusNotFound, fail(0, RouteNotFound, "no webhook is served at %s; webhooks are configured under serve.webhooks", r.URL.Path))
+		return
+	}
+	writeJSON(w, http.StatusNotFound, fail(0, RouteNotFound, "no route %s %s; GET /openapi.json lists the routes", r.Method, r.URL.Path))
+}
+
+// headerProbe records what the mux's fallback handler would answer.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
+
+// statusWriter remembers the status for the log line.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush through the wrapper.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,224 @@
+package serve
+
+import (
+	stdctx "context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+)
+
+// DefaultShutdownTimeout is how long `dsh serve` lets turns finish at
+// shutdown when serve.shutdown_timeout is not set.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// closeGrace bounds the closing of sessions after the shutdown deadline:
+// their turns are cancelled by then, so closing is flushing the logs.
+const closeGrace = 10 * time.Second
+
+// readTimeout bounds reading a request (a variable for the tests, which
+// check that a stream outlives it: net/http lifts the deadline once a
+// bodiless request is read).
+var readTimeout = time.Minute
+
+// Options configure a Server.
+type Options struct {
+	// Sessions is the session controller every request goes through.
+	Sessions *sessions.Controller
+	// Config gives the agents, presets and the serve: key (limits, CORS,
+	// default agent).
+	Config *config.Config
+	// Token is the bearer token; "" only together with NoAuth.
+	Token  string
+	NoAuth bool
+	// Hooks is mounted at /hooks/ without bearer auth (webhooks check
+	// their HMAC); nil answers 404 there.
+	Hooks http.Handler
+	// Log receives one line per request (never a header or a body);
+	// nil discards.
+	Log     *slog.Logger
+	Version string
+	// Store reads the logs of persisted sessions that are not open, for
+	// GET .../events and a closed session's last_seq; nil answers those
+	// from open sessions only.
+	Store *session.Store
+}
+
+// Server serves the HTTP API; see the package documentation.
+type Server struct {
+	o       Options
+	cfg     config.ServeConfig
+	log     *slog.Logger
+	token   [sha256.Size]byte
+	handler http.Handler
+	mux     *http.ServeMux
+	// routes are the API's patterns, which the OpenAPI test compares with
+	// the document.
+	routes []route
+
+	stopping atomic.Bool
+	// streams ends every SSE stream at shutdown: a stream is never idle,
+	// so http.Server.Shutdown alone would wait for it forever.
+	streams    stdctx.Context
+	stopStream stdctx.CancelFunc
+	// active counts the requests in flight, which Shutdown waits for
+	// after the streams are told to end.
+	active sync.WaitGroup
+
+	mu      sync.Mutex
+	servers []*http.Server
+	held    map[string]*held // sessions opened here, by id
+	closed  bool
+}
+
+// New checks o and builds the server.
+func New(o Options) (*Server, error) {
+	switch {
+	case o.Sessions == nil:
+		return nil, errs.New(errs.InvalidArgument, "serve.New: Options.Sessions is nil; pass the host's session controller (host.Sessions())")
+	case o.Config == nil:
+		return nil, errs.New(errs.InvalidArgument, "serve.New: Options.Config is nil; pass the loaded config")
+	case o.Token == "" && !o.NoAuth:
+		return nil, errs.New(NoToken, "serve.New: no bearer token; set Options.Token, or NoAuth to serve without one (loopback only)")
+	case o.Token != "" && o.NoAuth:
+		return nil, errs.New(errs.InvalidArgument, "serve.New: both a token and NoAuth are set; set one of them")
+	}
+	s := &Server{o: o, cfg: o.Config.Serve, log: o.Log, held: map[string]*held{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.cfg.MaxBodyBytes == 0 {
+		s.cfg.MaxBodyBytes = config.DefaultMaxBody
+	}
+	if s.cfg.ShutdownTimeout == 0 {
+		s.cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if !o.NoAuth {
+		s.token = sha256.Sum256([]byte(o.Token))
+	}
+	s.streams, s.stopStream = stdctx.WithCancel(stdctx.Background())
+	s.handler = s.build()
+	return s, nil
+}
+
+// Handler returns the whole API, auth included.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves on l until Shutdown, then returns http.ErrServerClosed. A
+// server without a token refuses to serve on a listener that is not
+// loopback.
+func (s *Server) Serve(l net.Listener) error {
+	if s.o.NoAuth && !isLoopback(l.Addr()) {
+		return errs.New(NoToken, fmt.Sprintf("serving without a token is allowed only on a loopback address, and the listener is %s; set a token (serve.token_env or serve.token_file)", l.Addr()))
+	}
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       readTimeout,
+		// No WriteTimeout: it would cut every SSE stream; a stream pings
+		// and ends when its client goes.
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	s.servers = append(s.servers, hs)
+	s.mu.Unlock()
+	return hs.Serve(l)
+}
+
+func isLoopback(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.IsLoopback()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// Shutdown stops taking requests (new ones get 503 SERVE_SHUTTING_DOWN),
+// ends the streams, lets running turns finish until ctx's deadline, then
+// cancels them, and closes every open session of the controller, which
+// flushes it to the store. It returns once the requests in flight are
+// done.
+func (s *Server) Shutdown(ctx stdctx.Context) error {
+	s.stopping.Store(true)
+	s.stopStream()
+	s.mu.Lock()
+	s.closed = true
+	servers := s.servers
+	s.mu.Unlock()
+
+	var failed []error
+	httpDone := make(chan error, len(servers))
+	for _, hs := range servers {
+		go func() { httpDone <- hs.Shutdown(ctx) }()
+	}
+
+	open := s.o.Sessions.Sessions()
+	var finished atomic.Bool
+	finished.Store(true)
+	var wg sync.WaitGroup
+	for _, ss := range open {
+		wg.Go(func() {
+			if err := ss.Agent().WhenIdle(ctx); err != nil {
+				finished.Store(false)
+			}
+		})
+	}
+	wg.Wait()
+	closeCtx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), closeGrace)
+	defer cancel()
+	if !finished.Load() {
+		s.log.Warn("turns still ran at the shutdown deadline; cancelling them")
+		for _, ss := range open {
+			wg.Go(func() { _ = ss.Cancel(closeCtx) })
+		}
+		wg.Wait()
+	}
+	s.mu.Lock()
+	holds := s.held
+	s.held = map[string]*held{}
+	s.mu.Unlock()
+	for _, h := range holds {
+		h.approver.stop()
+	}
+	for _, ss := range open {
+		if err := ss.Close(closeCtx); err != nil {
+			failed = append(failed, fmt.Errorf("closing session %q: %w", ss.ID(), err))
+		}
+	}
+	for range servers {
+		if err := <-httpDone; err != nil {
+			failed = append(failed, err)
+			for _, hs := range servers {
+				hs.Close()
+			}
+		}
+	}
+	idle := make(chan struct{})
+	go func() { s.active.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-closeCtx.Done():
+		failed = append(failed, errs.New(errs.Internal, "serve: requests were still in flight when the shutdown ended"))
+	}
+	return errors.Join(failed...)
+}

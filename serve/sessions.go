@@ -1,0 +1,406 @@
+package serve
+
+import (
+	stdctx "context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
+)
+
+// httpSource is who the prompts of this server come from.
+var httpSource = agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "http"}
+
+// sessionJSON is a session as the API shows it: the store's summary, and
+// what this server knows of it.
+type sessionJSON struct {
+	ID      string        `json:"id"`
+	Agent   string        `json:"agent,omitempty"`
+	Title   string        `json:"title,omitempty"`
+	Created time.Time     `json:"created"`
+	Updated time.Time     `json:"updated"`
+	Turns   int           `json:"turns"`
+	State   session.State `json:"state"`
+	Parent  string        `json:"parent,omitempty"`
+	Size    int64         `json:"size"`
+	// Open: the session is open in this server; Running: a turn runs.
+	Open    bool  `json:"open"`
+	Running bool  `json:"running"`
+	LastSeq int64 `json:"last_seq"`
+}
+
+// sessionDetail is GET /v1/sessions/{id}: the session with its pending
+// approvals and the outcomes of its last refused requests.
+type sessionDetail struct {
+	sessionJSON
+	Approvals []live.Question    `json:"approvals"`
+	Outcomes  []sessions.Outcome `json:"outcomes"`
+}
+
+// configuredAgent is the configured agent an agent id was opened from:
+// the controller names a session's agent "<agent>@<session id>".
+func configuredAgent(agentID string) string {
+	name, _, _ := strings.Cut(agentID, "@")
+	return name
+}
+
+func fromSummary(sum session.Summary) sessionJSON {
+	return sessionJSON{ID: sum.ID, Agent: configuredAgent(sum.Agent), Title: sum.Title, Created: sum.Created, Updated: sum.Updated,
+		Turns: sum.Turns, State: sum.State, Parent: sum.Parent, Size: sum.Size}
+}
+
+// describeOpen is an open session, from its log in memory; a persisted
+// summary, when there is one, gives the size.
+func describeOpen(ss *sessions.Session, sum *session.Summary) sessionJSON {
+	out := sessionJSON{ID: ss.ID(), Agent: ss.AgentName(), State: session.StateOpen, Open: true}
+	if sum != nil {
+		out = fromSummary(*sum)
+		out.Agent, out.State, out.Open = ss.AgentName(), session.StateOpen, true
+	}
+	a := ss.Agent()
+	out.Running = a.Status() == agents.StatusRunning
+	if log := a.Session(); log != nil {
+		out.LastSeq = int64(log.Len())
+		if evs := log.Events(1); len(evs) > 0 {
+			out.Created, out.Updated = evs[0].Time, evs[len(evs)-1].Time
+			out.Turns = evs[len(evs)-1].Turn
+			for _, e := range evs {
+				if e.Type == session.UserMessage && e.Message != nil {
+					out.Title = session.Title(e.Message.Content)
+					break
+				}
+			}
+		}
+	}
+	if out.Created.IsZero() {
+		out.Created = time.Now().UTC()
+		out.Updated = out.Created
+	}
+	return out
+}
+
+// persisted returns the store's summary of id; found is false when none.
+func (s *Server) persisted(ctx stdctx.Context, id string) (session.Summary, bool, error) {
+	list, err := s.o.Sessions.List(ctx)
+	if errs.HasCode(err, session.NoPersistence) {
+		return session.Summary{}, false, nil
+	}
+	if err != nil {
+		return session.Summary{}, false, err
+	}
+	for _, sum := range list {
+		if sum.ID == id {
+			return sum, true, nil
+		}
+	}
+	return session.Summary{}, false, nil
+}
+
+// describe is session id as the API shows it, open here or persisted.
+func (s *Server) describe(ctx stdctx.Context, id string) (sessionJSON, error) {
+	sum, found, err := s.persisted(ctx, id)
+	if err != nil {
+		return sessionJSON{}, err
+	}
+	if ss, open := s.o.Sessions.Get(id); open {
+		var p *session.Summary
+		if found {
+			p = &sum
+		}
+		return describeOpen(ss, p), nil
+	}
+	if !found {
+		return sessionJSON{}, notFound(id)
+	}
+	out := fromSummary(sum)
+	if s.o.Store != nil {
+		if evs, err := s.o.Store.Load(ctx, id); err == nil {
+			out.LastSeq = int64(len(evs))
+		}
+	}
+	return out, nil
+}
+
+func notFound(id string) error {
+	return errs.New(sessions.NotFound, fmt.Sprintf("no session %q, open or persisted; GET /v1/sessions lists them", id))
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.o.Version})
+}
+
+type agentJSON struct {
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+func (s *Server) agents(w http.ResponseWriter, _ *http.Request) {
+	cfg := s.o.Config
+	out := struct {
+		Agents  []agentJSON `json:"agents"`
+		Presets []string    `json:"presets"`
+		Default string      `json:"default"`
+	}{Agents: []agentJSON{}, Presets: cfg.DefinedPresets()}
+	for _, ac := range cfg.Agents {
+		model := ac.Model
+		if model == "" {
+			model = cfg.DefaultModel(ac.Provider)
+		}
+		out.Agents = append(out.Agents, agentJSON{ID: ac.ID, Provider: ac.Provider, Model: model})
+	}
+	for _, p := range config.BuiltinPresets() {
+		if !slices.Contains(out.Presets, p.Name) {
+			out.Presets = append(out.Presets, p.Name)
+		}
+	}
+	if out.Presets == nil {
+		out.Presets = []string{}
+	}
+	out.Default, _ = cfg.ServeAgent("")
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	list, err := s.o.Sessions.List(r.Context())
+	if err != nil && !errs.HasCode(err, session.NoPersistence) {
+		s.writeError(w, r, err)
+		return
+	}
+	out := []sessionJSON{}
+	seen := map[string]bool{}
+	for i := range list {
+		seen[list[i].ID] = true
+		if ss, open := s.o.Sessions.Get(list[i].ID); open {
+			out = append(out, describeOpen(ss, &list[i]))
+			continue
+		}
+		out = append(out, fromSummary(list[i]))
+	}
+	for _, ss := range s.o.Sessions.Sessions() {
+		if !seen[ss.ID()] {
+			out = append(out, describeOpen(ss, nil))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b sessionJSON) int { return b.Updated.Compare(a.Updated) })
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+// openRequest is the body of POST /v1/sessions and .../resume.
+type openRequest struct {
+	Agent     string   `json:"agent,omitempty"`
+	Presets   []string `json:"presets,omitempty"`
+	Workspace string   `json:"workspace,omitempty"`
+	SessionID string   `json:"session_id,omitempty"`
+}
+
+// options resolves a request into the controller's options: the agent
+// (default serve.agent, else the first), serve.presets then the request's.
+func (s *Server) options(req openRequest) (sessions.OpenOptions, error) {
+	cfg := s.o.Config
+	agent, ok := cfg.ServeAgent(req.Agent)
+	if !ok {
+		if agent == "" {
+			return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "the config has no agent to open a session of; add one under agents:")
+		}
+		return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "no agent %q; configured agents: %s (GET /v1/agents)", agent, strings.Join(cfg.AgentIDs(), ", "))
+	}
+	for _, p := range req.Presets {
+		if _, err := cfg.Preset(p); err != nil {
+			return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "preset %q: %v (GET /v1/agents lists the presets)", p, err)
+		}
+	}
+	if req.Workspace != "" && !filepath.IsAbs(req.Workspace) {
+		return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "workspace %q is not an absolute path; send the absolute path of an existing directory", req.Workspace)
+	}
+	if req.SessionID != "" && !session.ValidID(req.SessionID) {
+		return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "session_id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", req.SessionID)
+	}
+	return sessions.OpenOptions{
+		Agent: agent, Presets: append(slices.Clone(cfg.Serve.Presets), req.Presets...), Workspace: req.Workspace,
+		SessionID: req.SessionID, Source: httpSource, KeepRunning: true,
+	}, nil
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req openRequest
+	if err := s.decode(r, &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	o, err := s.options(req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ss, err := s.o.Sessions.Open(r.Context(), o)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.hold(ss); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+ss.ID())
+	writeJSON(w, http.StatusCreated, describeOpen(ss, nil))
+}
+
+// hold keeps a session opened here: the server answers its approvals and
+// closes it at shutdown. A session that cannot be held is closed again.
+func (s *Server) hold(ss *sessions.Session) error {
+	a, err := startApprover(ss)
+	if err != nil {
+		return errors.Join(err, ss.Close(stdctx.Background()))
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		a.stop()
+		return errors.Join(fail(http.StatusServiceUnavailable, ShuttingDown, "dsh serve is shutting down; the session %q was closed again", ss.ID()), ss.Close(stdctx.Background()))
+	}
+	s.held[ss.ID()] = &held{s: ss, approver: a}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) holding(id string) (*held, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.held[id]
+	return h, ok
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	d, err := s.describe(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := sessionDetail{sessionJSON: d, Approvals: []live.Question{}, Outcomes: []sessions.Outcome{}}
+	if h, ok := s.holding(id); ok {
+		out.Approvals = h.approver.Pending()
+	}
+	if ss, ok := s.o.Sessions.Get(id); ok {
+		out.Outcomes = append(out.Outcomes, ss.Outcomes()...)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) resumeSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req openRequest
+	if err := s.decode(r, &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.SessionID != "" && req.SessionID != id {
+		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "session_id %q differs from the path's %q; leave it out", req.SessionID, id))
+		return
+	}
+	if ss, open := s.o.Sessions.Get(id); open {
+		writeJSON(w, http.StatusOK, describeOpen(ss, nil))
+		return
+	}
+	sum, found, err := s.persisted(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !found {
+		s.writeError(w, r, notFound(id))
+		return
+	}
+	if req.Agent == "" {
+		if name := configuredAgent(sum.Agent); name != "" {
+			if _, ok := s.o.Config.Agent(name); ok {
+				req.Agent = name
+			}
+		}
+	}
+	o, err := s.options(req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ss, err := s.o.Sessions.Resume(r.Context(), id, o)
+	if errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
+		// Opened by a concurrent resume: as good as this one.
+		if ss, open := s.o.Sessions.Get(id); open {
+			writeJSON(w, http.StatusOK, describeOpen(ss, &sum))
+			return
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.hold(ss); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, describeOpen(ss, &sum))
+}
+
+// closeCtx bounds a close the client asked for; the client leaving does
+// not cut it short, or the session would be left closing.
+func (s *Server) closeCtx(r *http.Request) (stdctx.Context, stdctx.CancelFunc) {
+	return stdctx.WithTimeout(stdctx.WithoutCancel(r.Context()), s.cfg.ShutdownTimeout+closeGrace)
+}
+
+func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var before *sessionJSON
+	if ss, open := s.o.Sessions.Get(id); open {
+		d := describeOpen(ss, nil)
+		before = &d
+		ctx, cancel := s.closeCtx(r)
+		defer cancel()
+		s.mu.Lock()
+		h := s.held[id]
+		delete(s.held, id)
+		s.mu.Unlock()
+		if h != nil {
+			h.approver.stop()
+		}
+		if err := ss.Close(ctx); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	d, err := s.describe(r.Context(), id)
+	if errs.HasCode(err, sessions.NotFound) && before != nil {
+		// Closed, and not persisted (no store): what it was, closed.
+		d, err = *before, nil
+		d.Open, d.Running, d.State = false, false, session.StateIdle
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.o.Sessions.Delete(r.Context(), id); err != nil {
+		if errs.HasCode(err, session.NotFound) {
+			err = notFound(id)
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

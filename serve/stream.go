@@ -1,0 +1,198 @@
+package serve
+
+import (
+	stdctx "context"
+	"encoding/json"
+
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
+)
+
+// pingEvery keeps proxies from closing an idle stream (a variable for the
+// tests).
+var pingEvery = 15 * time.Second
+
+// resumePoint reads where a stream starts: Last-Event-ID ("<seq>-<notice>"
+// or "<seq>"), else ?after=<seq>; none is the start.
+func resumePoint(r *http.Request) (seq, notice int64, err error) {
+	v := r.Header.Get("Last-Event-ID")
+	from := "Last-Event-ID"
+	if v == "" {
+		v, from = r.URL.Query().Get("after"), "after"
+	}
+	if v == "" {
+		return 0, 0, nil
+	}
+	s, n, hasNotice := strings.Cut(v, "-")
+	seq, err = strconv.ParseInt(s, 10, 64)
+	if err == nil && hasNotice {
+		notice, err = strconv.ParseInt(n, 10, 64)
+	}
+	if err != nil || seq < 0 || notice < 0 {
+		return 0, 0, fail(http.StatusBadRequest, BadRequest, "%s %q is not a resume point; send the id of the last event received (\"<seq>-<notice>\" or \"<seq>\")", from, v)
+	}
+	return seq, notice, nil
+}
+
+// sse writes one stream: messages and pings, one writer at a time.
+type sse struct {
+	mu    sync.Mutex
+	w     io.Writer
+	rc    *http.ResponseController
+	seq   int64
+	notes int64
+	buf   []byte
+}
+
+// send writes an SSE message; event and notice messages carry the resume
+// point as their id.
+func (e *sse) send(kind string, data []byte, withID bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := append(e.buf[:0], "event: "...)
+	b = append(b, kind...)
+	if withID {
+		b = append(b, "\nid: "...)
+		b = strconv.AppendInt(b, e.seq, 10)
+		b = append(b, '-')
+		b = strconv.AppendInt(b, e.notes, 10)
+	}
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	e.buf = b
+	if _, err := e.w.Write(b); err != nil {
+		return err
+	}
+	return e.rc.Flush()
+}
+
+func (e *sse) ping() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := io.WriteString(e.w, ": ping\n\n"); err != nil {
+		return err
+	}
+	return e.rc.Flush()
+}
+
+// stream serves GET /v1/sessions/{id}/stream: the live hub's contract as
+// Server-Sent Events. It ends when the client goes, the session closes or
+// the server shuts down; the client reconnects with Last-Event-ID.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	seq, notice, err := resumePoint(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ss, err := s.openSession(r, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := stdctx.WithCancel(r.Context())
+	defer cancel()
+	stopOnShutdown := stdctx.AfterFunc(s.streams, cancel)
+	defer stopOnShutdown()
+
+	_, approving := s.holding(id)
+	attach := func(after, afterNotice int64) (*sessions.Attachment, *live.Client, error) {
+		tab, err := ss.Attach(ctx, sessions.AttachOptions{AfterSeq: after, AfterNotice: afterNotice, Approvals: approving, Name: "stream"})
+		if err != nil {
+			return nil, nil, err
+		}
+		c := host.Live(tab)
+		if c == nil {
+			tab.Detach(stdctx.Background())
+			return nil, nil, errs.New(errs.Internal, "serve: the session controller has no live hub; serve needs the host's")
+		}
+		return tab, c, nil
+	}
+	last := int64(ss.Agent().Session().Len())
+	tab, client, err := attach(seq, notice)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer func() { tab.Detach(stdctx.Background()) }()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &sse{w: w, rc: http.NewResponseController(w), seq: seq, notes: notice}
+	ready, _ := json.Marshal(map[string]any{"session": id, "last_seq": max(last, seq)})
+	if out.send("ready", ready, false) != nil {
+		return
+	}
+
+	pings := make(chan struct{})
+	defer func() { <-pings }()
+	go func() {
+		defer close(pings)
+		t := time.NewTicker(pingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if out.ping() != nil {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	defer cancel()
+
+	loadRetries := 0
+	for {
+		u, err := client.Next(ctx)
+		switch {
+		case errs.HasCode(err, live.Overflow):
+			// The client fell behind the hub's buffer: pick up from what
+			// it was sent, so it still sees every seq once.
+			next, nextClient, aerr := attach(client.LastSeq(), out.notes)
+			if aerr != nil {
+				s.log.Debug("stream re-attach failed", "session", id, "error", aerr)
+				return
+			}
+			s.log.Debug("a stream fell behind the hub and was re-attached from its last seq", "session", id, "seq", client.LastSeq())
+			tab.Detach(stdctx.Background())
+			tab, client = next, nextClient
+			continue
+		case errs.HasCode(err, live.LoadFailed) && loadRetries < 3:
+			loadRetries++
+			continue
+		case err != nil:
+			return
+		}
+		data, err := json.Marshal(u)
+		if err != nil {
+			s.log.Error("an update could not be encoded", "session", id, "kind", u.Kind, "error", err)
+			return
+		}
+		withID := false
+		switch u.Kind {
+		case live.KindEvent:
+			out.seq, withID = u.Seq, true
+		case live.KindNotice:
+			out.notes, withID = u.Notice.ID, true
+		}
+		if out.send(string(u.Kind), data, withID) != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,304 @@
+// Transcript is one session's conversation as the page shows it, built from
+// the stream's updates (services/sessions/live): durable events by seq,
+// the message in flight from a snapshot and its chunks, notices, and
+// approval questions. Every update may come again after a reconnect; the
+// transcript ignores what it already holds, so nothing shows twice.
+
+const el = (tag, cls, text) => {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+};
+
+export class Transcript {
+  // parts: {log, approvals, queue}; hooks: {answer(q, choice), changed()}.
+  constructor(parts, hooks) {
+    this.parts = parts;
+    this.hooks = hooks;
+    this.reset();
+  }
+
+  reset() {
+    this.parts.log.replaceChildren();
+    this.parts.approvals.replaceChildren();
+    this.parts.queue.replaceChildren();
+    this.lastSeq = 0;
+    this.lastNotice = 0;
+    this.running = false;
+    this.inflight = new Map(); // message id -> {box, next}
+    this.calls = new Map(); // tool call id -> card (the latest call with that id)
+    this.questions = new Map(); // question id -> box
+    this.queued = new Map(); // request id -> item
+    this.ownRequests = new Set(); // request ids this page sent: their refusal shows where they were sent
+  }
+
+  // lastEventId is what the stream resumes after: "<seq>-<notice>".
+  lastEventId() {
+    return `${this.lastSeq}-${this.lastNotice}`;
+  }
+
+  apply(kind, u) {
+    switch (kind) {
+      case "event": this.event(u.event); break;
+      case "notice": this.notice(u.notice); break;
+      case "snapshot": this.snapshot(u.snapshot); break;
+      case "chunk": this.chunk(u.chunk); break;
+      case "question": this.question(u.question); break;
+      case "settled": this.settle(u.settled.question_id, u.settled); break;
+    }
+    this.hooks.changed();
+  }
+
+  // event appends a durable event once: a seq already held is skipped.
+  event(ev) {
+    if (!ev || ev.seq <= this.lastSeq) return;
+    this.lastSeq = ev.seq;
+    const m = ev.message;
+    switch (ev.type) {
+      case "turn/start":
+        this.running = true;
+        break;
+      case "user/message":
+      case "steering/message":
+        this.dequeue(ev.request_id || (m && m.request_id));
+        this.add(ev, this.userMessage(m, ev.type === "steering/message"));
+        break;
+      case "assistant/message":
+        this.dropInflight();
+        this.add(ev, this.assistantMessage(m));
+        break;
+      case "tool/call":
+        this.callStatus(ev.tool_call.id, "running");
+        break;
+      case "tool/result":
+        this.toolResult(m);
+        break;
+      case "step/end":
+        this.dropInflight();
+        break;
+      case "turn/end":
+        this.dropInflight();
+        this.running = false;
+        if (ev.reason !== "completed" || ev.error) {
+          this.add(ev, el("p", "turn-end", `Turn ended: ${ev.reason}${ev.error ? ` — ${ev.error}` : ""}`));
+        }
+        break;
+      case "history/compacted":
+        this.add(ev, el("p", "note", "Older history was summarized to fit the model's context."));
+        break;
+    }
+  }
+
+  add(ev, node) {
+    node.dataset.seq = ev.seq;
+    this.parts.log.append(node);
+  }
+
+  userMessage(m, steer) {
+    const box = el("article", steer ? "msg user steer" : "msg user");
+    box.append(el("h3", "who", steer ? "You (steer)" : "You"), el("div", "content", m ? m.content : ""));
+    return box;
+  }
+
+  // assistantMessage renders a message: its reasoning folded away, its
+  // text, and a card for each tool call it asks for.
+  assistantMessage(m, streaming) {
+    const box = el("article", streaming ? "msg assistant streaming" : "msg assistant");
+    box.append(el("h3", "who", "Agent"));
+    const details = el("details", "reasoning");
+    details.append(el("summary", "", "Reasoning"), el("div", "reasoning-text", m.reasoning || ""));
+    details.hidden = !m.reasoning;
+    details.open = !!streaming;
+    box.append(details, el("div", "content", m.content || ""));
+    for (const call of m.tool_calls || []) {
+      if (streaming) continue;
+      const card = this.toolCard(call);
+      this.calls.set(call.id, card);
+      box.append(card);
+    }
+    return box;
+  }
+
+  toolCard(call) {
+    const card = el("div", "tool");
+    card.dataset.call = call.id;
+    const head = el("div", "tool-head");
+    head.append(el("span", "tool-name", call.name), el("span", "tool-status", "requested"));
+    card.append(head, el("pre", "tool-args", call.arguments || ""));
+    return card;
+  }
+
+  callStatus(id, status) {
+    const card = this.calls.get(id);
+    if (!card) return;
+    const s = card.querySelector(".tool-status");
+    s.textContent = status;
+    card.dataset.status = status;
+  }
+
+  toolResult(m) {
+    const card = this.calls.get(m.tool_call_id);
+    if (!card) return;
+    this.callStatus(m.tool_call_id, m.is_error ? "failed" : "done");
+    let out = card.querySelector(".tool-result");
+    if (!out) {
+      out = el("pre", "tool-result");
+      card.append(out);
+    }
+    out.textContent = m.content || "";
+  }
+
+  // inflightBox returns the box of the message being streamed, made on
+  // its first snapshot or chunk.
+  inflightBox(id) {
+    let s = this.inflight.get(id);
+    if (!s) {
+      const box = this.assistantMessage({}, true);
+      box.dataset.message = id;
+      this.parts.log.append(box);
+      s = { box, next: 0, calls: new Map() };
+      this.inflight.set(id, s);
+    }
+    return s;
+  }
+
+  // snapshot replaces what the page assembled for a message with the
+  // server's copy; only chunks from snap.next on apply after it.
+  snapshot(snap) {
+    const s = this.inflightBox(snap.message_id);
+    const m = snap.message;
+    s.box.querySelector(".content").textContent = m.content || "";
+    const r = s.box.querySelector(".reasoning");
+    r.querySelector(".reasoning-text").textContent = m.reasoning || "";
+    r.hidden = !m.reasoning;
+    s.next = snap.next;
+    s.calls = new Map((m.tool_calls || []).map((c, i) => [i, c.name]));
+    this.showCalls(s);
+  }
+
+  // chunk applies one chunk of the message in flight, once and in order.
+  chunk(c) {
+    const s = this.inflightBox(c.message_id);
+    if (c.index < s.next) return;
+    s.next = c.index + 1;
+    const ch = c.chunk;
+    if (ch.kind === "text") {
+      s.box.querySelector(".content").append(ch.text || "");
+    } else if (ch.kind === "reasoning") {
+      const r = s.box.querySelector(".reasoning");
+      r.hidden = false;
+      r.querySelector(".reasoning-text").append(ch.text || "");
+    } else if (ch.kind === "tool-call" && ch.tool_call && ch.tool_call.name) {
+      s.calls.set(ch.tool_call.index, ch.tool_call.name);
+      this.showCalls(s);
+    }
+  }
+
+  showCalls(s) {
+    let p = s.box.querySelector(".tool-pending");
+    if (s.calls.size === 0) { if (p) p.remove(); return; }
+    if (!p) { p = el("p", "tool-pending"); s.box.append(p); }
+    p.textContent = `Calling ${[...s.calls.values()].join(", ")}…`;
+  }
+
+  // dropInflight forgets the streamed messages: the log now holds them
+  // (or the step ended without one, when the stream was aborted).
+  dropInflight() {
+    for (const s of this.inflight.values()) s.box.remove();
+    this.inflight.clear();
+  }
+
+  notice(n) {
+    if (!n || n.id <= this.lastNotice) return;
+    this.lastNotice = n.id;
+    if (n.request_id) this.dequeue(n.request_id);
+    if (n.request_id && this.ownRequests.has(n.request_id)) return;
+    const text = n.type === "session/prompt-rejected" ? `Message refused: ${n.message || n.reason || n.code}` : (n.message || n.type);
+    const p = el("p", "notice", text);
+    p.dataset.notice = n.id;
+    this.parts.log.append(p);
+  }
+
+  // question shows an approval question with its three answers, once.
+  question(q) {
+    if (this.questions.has(q.id)) return;
+    const r = q.request;
+    const box = el("div", "question");
+    box.dataset.question = q.id;
+    box.setAttribute("role", "group");
+    const title = el("p", "question-title");
+    title.append(el("strong", "", r.tool), document.createTextNode(" asks for permission"));
+    title.id = `question-${q.id}`;
+    box.setAttribute("aria-labelledby", title.id);
+    box.append(title);
+    if (r.summary) box.append(el("p", "question-summary", r.summary));
+    if (r.reason) box.append(el("p", "question-reason", r.reason));
+    if (r.arguments && !r.summary) box.append(el("pre", "tool-args", JSON.stringify(r.arguments)));
+    const actions = el("div", "actions");
+    const choices = [
+      ["allow-once", "Allow once", ""],
+      ["allow-session", r.pattern ? `Allow “${r.pattern}” for this session` : `Allow ${r.tool} for this session`, "secondary"],
+      ["deny", "Deny", "danger"],
+    ];
+    for (const [choice, label, cls] of choices) {
+      const b = el("button", cls, label);
+      b.type = "button";
+      b.dataset.choice = choice;
+      b.addEventListener("click", () => {
+        for (const x of actions.querySelectorAll("button")) x.disabled = true;
+        this.hooks.answer(q, choice);
+      });
+      actions.append(b);
+    }
+    box.append(actions);
+    this.questions.set(q.id, box);
+    this.parts.approvals.append(box);
+    if (r.call_id) {
+      box.dataset.call = r.call_id;
+      this.callStatus(r.call_id, "waiting for approval");
+    }
+  }
+
+  // settle removes a question that was answered (here or elsewhere) or
+  // withdrawn; the call's card says what became of it.
+  settle(id, settled) {
+    const box = this.questions.get(id);
+    if (!box) return;
+    box.remove();
+    this.questions.delete(id);
+    const call = box.dataset.call;
+    const card = this.calls.get(call);
+    if (!settled || !card || card.dataset.status !== "waiting for approval") return;
+    const choice = settled.answer && settled.answer.choice;
+    this.callStatus(call, settled.withdrawn ? "withdrawn" : choice === "deny" ? "denied" : "running");
+  }
+
+  // enableQuestion lets a question be answered again after a failed try.
+  enableQuestion(id) {
+    const box = this.questions.get(id);
+    if (box) for (const b of box.querySelectorAll("button")) b.disabled = false;
+  }
+
+  // clearQuestions forgets the questions before a reconnect: the server
+  // sends the ones still pending after its backlog.
+  clearQuestions() {
+    for (const box of this.questions.values()) box.remove();
+    this.questions.clear();
+  }
+
+  // queue shows a message sent while a turn runs until its turn takes it.
+  queue(requestId, text, steer) {
+    const item = el("li", "queued", `${steer ? "Steer" : "Queued"}: ${text}`);
+    item.dataset.request = requestId;
+    this.queued.set(requestId, item);
+    this.parts.queue.append(item);
+  }
+
+  dequeue(requestId) {
+    if (!requestId) return;
+    const item = this.queued.get(requestId);
+    if (item) item.remove();
+    this.queued.delete(requestId);
+  }
+}
