@@ -2,19 +2,12 @@ package serve
 
 import (
 	"net/http"
-	"strings"
+
+	"github.com/dsh-go/dsh/serve/web"
 )
 
-// pageHandler serves "/" and "/assets/"; the embedded web page replaces
-// this placeholder (serve/web).
-var pageHandler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/assets/") {
-		writeJSON(w, http.StatusNotFound, fail(0, RouteNotFound, "no asset %s", r.URL.Path))
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write([]byte("<!doctype html><title>dsh serve</title><p>dsh serve is running. The API is described at <a href=\"/openapi.json\">/openapi.json</a>.</p>\n"))
-})
+// pageHandler serves "/" and "/assets/": the embedded web page.
+var pageHandler = web.Handler()
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) { pageHandler.ServeHTTP(w, r) }
 

@@ -9,13 +9,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/serve"
+	"github.com/dsh-go/dsh/serve/schedule"
+	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/spf13/cobra"
 )
@@ -47,7 +48,6 @@ The API is described at GET /openapi.json and in docs/serve.md.`,
 func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	stderr := cmd.ErrOrStderr()
 	opts := g.loadOptions()
-	opts.Environ = withoutToken(os.Environ())
 	cfg, err := config.Load(opts)
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
@@ -65,7 +65,7 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	}
 	var token string
 	if sc.NoAuth {
-		if ip := net.ParseIP(listenHost); listenHost != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !config.IsLoopback(listenHost) {
 			return &exitCode{code: exitUsage, err: fmt.Errorf("serve.no_auth is allowed only on a loopback address, and the listen address is %q: anyone who reaches the port could run the agents' tools; set a token or listen on 127.0.0.1", sc.Listen)}
 		}
 	} else if token, err = serve.LoadToken(*sc, os.Getenv); err != nil {
@@ -105,11 +105,12 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
-	auth := "bearer token required"
+	auth, page := "bearer token required", fmt.Sprintf("http://%s/#token=<your token>", l.Addr())
 	if sc.NoAuth {
-		auth = "no token (serve.no_auth)"
+		auth, page = "no token (serve.no_auth)", fmt.Sprintf("http://%s/", l.Addr())
 	}
 	fmt.Fprintf(stderr, "dsh serve: listening on http://%s (%s); stop with Ctrl-C\n", l.Addr(), auth)
+	fmt.Fprintf(stderr, "dsh serve: the web page is at %s\n", page)
 
 	var serveErr error
 	select {
@@ -150,22 +151,43 @@ type unattended struct {
 	stop func(stdctx.Context) error
 }
 
-// startUnattended starts the unattended sources of cfg.Serve (Webhooks
-// and Schedules) on the host's session controller. This build serves
-// neither: the API alone.
-func startUnattended(_ *host.Host, _ *config.Config, _ *slog.Logger) (unattended, error) {
-	return unattended{stop: func(stdctx.Context) error { return nil }}, nil
-}
-
-// withoutToken drops the default token variable from environ before the
-// config reads its DSH_ overrides: DSH_SERVE_TOKEN is a secret, not the
-// override of a key serve_token.
-func withoutToken(environ []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, config.DefaultTokenEnv+"=") {
-			out = append(out, kv)
+// startUnattended starts the unattended sources of cfg.Serve on the
+// host's session controller: the webhooks' handler (mounted at /hooks/)
+// and the schedules. Its stop ends the schedules and waits for the turns
+// both started, cancelling them when its ctx ends.
+func startUnattended(h *host.Host, cfg *config.Config, log *slog.Logger) (unattended, error) {
+	none := unattended{stop: func(stdctx.Context) error { return nil }}
+	var hooks *webhook.Handler
+	if len(cfg.Serve.Webhooks) > 0 {
+		var err error
+		if hooks, err = webhook.New(webhook.Options{Sessions: h.Sessions(), Config: cfg, Getenv: os.Getenv, Log: log}); err != nil {
+			return none, err
 		}
 	}
-	return out
+	var sched *schedule.Scheduler
+	if len(cfg.Serve.Schedules) > 0 {
+		var err error
+		sched, err = schedule.New(schedule.Options{Sessions: h.Sessions(), Config: cfg, StateDir: cfg.ServeStateDir(), Log: log})
+		if err != nil {
+			if hooks != nil {
+				err = errors.Join(err, hooks.Close(stdctx.Background()))
+			}
+			return none, err
+		}
+		sched.Start()
+	}
+	u := unattended{stop: func(ctx stdctx.Context) error {
+		var failed []error
+		if sched != nil {
+			failed = append(failed, sched.Stop(ctx))
+		}
+		if hooks != nil {
+			failed = append(failed, hooks.Close(ctx))
+		}
+		return errors.Join(failed...)
+	}}
+	if hooks != nil {
+		u.hooks = hooks
+	}
+	return u, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -226,6 +227,26 @@ func checkSessionID(p *problems, at, id string) {
 		p.add(at, fmt.Sprintf("session id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", id))
 	}
 }
+
+// ServeStateDir is where dsh serve keeps its state: serve.state_dir,
+// relative to the config file's directory, by default .dsh/serve there.
+func (c *Config) ServeStateDir() string {
+	dir := c.wd
+	if c.File != "" {
+		dir = filepath.Dir(c.File)
+	}
+	switch {
+	case c.Serve.StateDir == "":
+		return filepath.Join(dir, ".dsh", "serve")
+	case filepath.IsAbs(c.Serve.StateDir):
+		return c.Serve.StateDir
+	}
+	return filepath.Join(dir, c.Serve.StateDir)
+}
+
+// IsLoopback reports whether host (of a host:port) reaches this machine
+// only: localhost or a loopback IP.
+func IsLoopback(host string) bool { return loopback(host) }
 
 func loopback(host string) bool {
 	if host == "localhost" {
