@@ -1,0 +1,130 @@
+// Package apierr is the one error shape of dsh serve: every non-2xx answer,
+// the API's and the webhooks', is a JSON Body with a stable code, and each
+// code maps to one HTTP status here, so a client reads the same thing for
+// the same failure whichever route it called.
+package apierr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
+)
+
+// Codes every part of the server answers with.
+const (
+	// BodyTooLarge: the body exceeds the route's limit.
+	BodyTooLarge errs.Code = "SERVE_BODY_TOO_LARGE"
+	// ShuttingDown: the server is shutting down and takes no new request.
+	ShuttingDown errs.Code = "SERVE_SHUTTING_DOWN"
+)
+
+// Body is the JSON body of every non-2xx response. Presented and
+// RequestID are set for a refused prompt (the seed's
+// session/prompt-rejected): Presented says the refusing plugin already
+// showed the refusal to the user.
+type Body struct {
+	Code      errs.Code `json:"code"`
+	Reason    string    `json:"reason,omitempty"`
+	Message   string    `json:"message"`
+	Presented *bool     `json:"presented,omitempty"`
+	RequestID string    `json:"request_id,omitempty"`
+
+	// Status is the HTTP status it is sent with.
+	Status int `json:"-"`
+}
+
+func (b *Body) Error() string { return string(b.Code) + ": " + b.Message }
+
+// New is a Body the server decides itself.
+func New(status int, code errs.Code, format string, args ...any) *Body {
+	return &Body{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// statuses maps the codes of the services behind the server; a code no
+// table knows is a 500.
+var statuses = map[errs.Code]int{
+	errs.InvalidArgument:    http.StatusBadRequest,
+	host.SpecInvalid:        http.StatusBadRequest,
+	live.BadSeq:             http.StatusBadRequest,
+	sessions.NotFound:       http.StatusNotFound,
+	session.SessionLocked:   http.StatusConflict,
+	session.SessionExists:   http.StatusConflict,
+	agents.AgentExists:      http.StatusConflict,
+	sessions.Closed:         http.StatusConflict,
+	live.QuestionClosed:     http.StatusConflict,
+	session.NoPersistence:   http.StatusConflict,
+	sessions.PromptRejected: http.StatusUnprocessableEntity,
+	BodyTooLarge:            http.StatusRequestEntityTooLarge,
+	sessions.Stopped:        http.StatusServiceUnavailable,
+	host.Closed:             http.StatusServiceUnavailable,
+	ShuttingDown:            http.StatusServiceUnavailable,
+	errs.ContextInactive:    http.StatusServiceUnavailable,
+}
+
+// From turns what a service returned into a Body, keeping its code,
+// reason and message; own maps the caller's own codes to their statuses.
+// A refused prompt also carries presented and its request id.
+func From(err error, own map[errs.Code]int) *Body {
+	if b, ok := errors.AsType[*Body](err); ok {
+		return b
+	}
+	if r, ok := sessions.RejectionOf(err); ok {
+		return &Body{Status: http.StatusUnprocessableEntity, Code: sessions.PromptRejected,
+			Reason: r.Reason, Message: r.Message, Presented: &r.Presented, RequestID: r.RequestID}
+	}
+	code := errs.CodeOf(err)
+	status, known := own[code]
+	if !known {
+		status, known = statuses[code]
+	}
+	if !known {
+		status = http.StatusInternalServerError
+	}
+	if code == "" {
+		code = errs.Internal
+	}
+	out := &Body{Status: status, Code: code, Reason: errs.ReasonOf(err), Message: err.Error()}
+	if e, ok := errors.AsType[*errs.Error](err); ok {
+		out.Message = e.Message
+		// A cause that is one of ours was summarized by the outer message;
+		// a foreign one (a template's, a reader's) says what went wrong.
+		if _, ours := errors.AsType[*errs.Error](e.Cause); e.Cause != nil && (!ours || status == http.StatusInternalServerError) {
+			out.Message += ": " + e.Cause.Error()
+		}
+	}
+	return out
+}
+
+// Write answers err with its status and Body, and returns the Body (for
+// the caller's log). requestID fills a Body that has none.
+func Write(w http.ResponseWriter, err error, own map[errs.Code]int, requestID string) *Body {
+	b := From(err, own)
+	if b.RequestID == "" && requestID != "" {
+		c := *b
+		c.RequestID = requestID
+		b = &c
+	}
+	WriteJSON(w, b.Status, b)
+	return b
+}
+
+// WriteJSON answers with status and v as JSON, never cached.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(Body{Code: errs.Internal, Message: "encoding the response failed: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
