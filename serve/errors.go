@@ -29,9 +29,6 @@ const (
 	NoToken errs.Code = "SERVE_NO_TOKEN"
 )
 
-// apiError is the JSON body of every non-2xx response (package apierr).
-type apiError = apierr.Body
-
 // fail is an error the server decides itself.
 var fail = apierr.New
 
