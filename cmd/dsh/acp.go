@@ -14,6 +14,8 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/plugins/llm/parts"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +71,7 @@ func serveACP(cmd *cobra.Command, g *globals) error {
 	_, hasMCP := plugin.Lookup("tools.mcp")
 	serveErr := acp.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), acp.Options{
 		Sessions: h.Sessions(), Agent: agent, Presets: cfg.ACP.Presets, Mode: cfg.ACP.Mode,
-		Version: dshVersion(), MCP: hasMCP, Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)})),
+		Version: dshVersion(), MCP: hasMCP, Accepts: acceptsOf(h, cfg, agent), Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)})),
 	})
 	cctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 	defer cancel()
@@ -102,4 +104,28 @@ func slogLevel(level string) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// acceptsOf says what the configured agent's model takes beyond text, so
+// an editor is offered images only where they can reach the model. A
+// provider mounted by a preset is not known before a session opens: such
+// an agent is offered text only, which its provider refuses nothing of.
+func acceptsOf(h *host.Host, cfg *config.Config, agent string) parts.Capabilities {
+	ac, ok := cfg.Agent(agent)
+	if !ok {
+		return parts.Capabilities{}
+	}
+	svc, err := llm.Key.Get(h.Root())
+	if err != nil {
+		return parts.Capabilities{}
+	}
+	p, ok := svc.Provider(ac.Provider)
+	if !ok {
+		return parts.Capabilities{}
+	}
+	model := ac.Model
+	if model == "" {
+		model = cfg.DefaultModel(ac.Provider)
+	}
+	return parts.Of(p, model)
 }
