@@ -39,6 +39,11 @@ var (
 	loadDuration    = flag.Duration("load.duration", 0, "TestLoad: how long prompts are sent (0: default)")
 )
 
+// loadChunkDelay is the scripted model's pause before each chunk in
+// TestLoad: an echo of five words streams for about 12 ms, a window in
+// which a subscriber's reconnect gets a snapshot of the answer so far.
+const loadChunkDelay = 2 * time.Millisecond
+
 // loadConfig is one load run's size.
 type loadConfig struct {
 	subscribers, sessions int
@@ -86,7 +91,7 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("-load.subscribers %d < -load.sessions %d: every session needs a subscriber", cfg.subscribers, cfg.sessions)
 	}
 	floor := loadFloorMemory(t, cfg.subscribers)
-	env := startLoadEnv(t)
+	env := startLoadEnvWith(t, loadEnvOptions{delay: loadChunkDelay})
 	res := env.run(t, cfg)
 	res.floor = floor
 	res.log(t, cfg)
@@ -111,7 +116,7 @@ func TestLoadStalledSubscriberCatchesUp(t *testing.T) {
 		// hub queues for a client (1,024 updates) and the sockets hold.
 		fmt.Fprintf(&text, "w%05d%s ", i, strings.Repeat("x", 93))
 	}
-	env := startLoadEnvWith(t, []string{text.String()}, 16<<10)
+	env := startLoadEnvWith(t, loadEnvOptions{replies: []string{text.String()}, sndbuf: 16 << 10})
 	id := env.newSession(t)
 	noSent := func(string) (time.Time, bool) { return time.Time{}, false }
 
@@ -217,21 +222,34 @@ agents:
     provider: scripted
 `
 
-func startLoadEnv(tb testing.TB) *loadEnv { return startLoadEnvWith(tb, nil, 0) }
+func startLoadEnv(tb testing.TB) *loadEnv { return startLoadEnvWith(tb, loadEnvOptions{}) }
 
-// startLoadEnvWith is startLoadEnv with the model's replies (none echoes)
-// and, when sndbuf > 0, the server's socket send buffers that small, as a
-// slow network would leave them.
-func startLoadEnvWith(tb testing.TB, replies []string, sndbuf int) *loadEnv {
+// loadEnvOptions vary the load environment.
+type loadEnvOptions struct {
+	// replies are the model's answers in turn; none echoes each prompt.
+	replies []string
+	// delay is the model's pause before each chunk, so an answer streams
+	// for a while and reconnects land inside it.
+	delay time.Duration
+	// sndbuf > 0 makes the server's socket send buffers that small, as a
+	// slow network would leave them.
+	sndbuf int
+}
+
+func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
 	tb.Helper()
-	model := []byte("{}")
-	if len(replies) > 0 {
+	mc := map[string]any{}
+	if o.delay > 0 {
+		mc["delay"] = o.delay.String()
+	}
+	if len(o.replies) > 0 {
 		var rs []map[string]string
-		for _, r := range replies {
+		for _, r := range o.replies {
 			rs = append(rs, map[string]string{"text": r})
 		}
-		model, _ = json.Marshal(map[string]any{"replies": rs})
+		mc["replies"] = rs
 	}
+	model, _ := json.Marshal(mc)
 	cfg, err := config.Parse("load.yaml", fmt.Appendf(nil, loadYAML, model, tb.TempDir()), config.LoadOptions{Environ: []string{}, Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
@@ -251,8 +269,8 @@ func startLoadEnvWith(tb testing.TB, replies []string, sndbuf int) *loadEnv {
 		h.Close(stdctx.Background())
 		tb.Fatal(err)
 	}
-	if sndbuf > 0 {
-		l = loadSmallSendBuffers{Listener: l, size: sndbuf}
+	if o.sndbuf > 0 {
+		l = loadSmallSendBuffers{Listener: l, size: o.sndbuf}
 	}
 	e := &loadEnv{
 		base: "http://" + l.Addr().String(), token: token, host: h, srv: srv, served: make(chan error, 1),
@@ -418,9 +436,9 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	for i := range cfg.subscribers {
 		drop := 0
 		if cfg.dropEvery > 0 && i%cfg.dropEvery == cfg.dropEvery-1 {
-			// 3 to 12 events a connection: several reconnects a session,
-			// at every point of a turn.
-			drop = 3 + i%10
+			// 3 to 12 messages a connection: several reconnects a session,
+			// at every point of a turn (6 events and 5 chunks).
+			drop = 3 + (i/cfg.dropEvery)%10
 		}
 		s := newLoadSubscriber(e.base, e.token, ids[i%len(ids)], e.streams, drop, sent)
 		// Every other dropping subscriber resumes with ?after=.
@@ -602,11 +620,12 @@ func (r *loadResult) check(t *testing.T, cfg loadConfig) {
 // log prints the figures.
 func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	var user, answer []time.Duration
-	events, connects, drops, ends, failures, assembled, resnaps := 0, 0, 0, 0, 0, 0, 0
+	events, connects, drops, ends, failures, assembled, resnaps, snaps := 0, 0, 0, 0, 0, 0, 0, 0
 	for _, s := range r.subs {
 		s.mu.Lock()
 		assembled += s.assembled
 		resnaps += s.resnapshots
+		snaps += s.snapshots
 		user = append(user, s.userLat...)
 		answer = append(answer, s.answerLat...)
 		events += s.events
@@ -635,7 +654,7 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	row("POST sent → first answer event", answer)
 	fmt.Fprintf(&b, "events delivered: %d (%.0f/s); connects %d, planned drops %d, server-ended %d, failed connects %d\n",
 		events, float64(events)/r.wall.Seconds(), connects, drops, ends, failures)
-	fmt.Fprintf(&b, "streamed answers assembled and equal to their assistant/message: %d; server re-attaches seen (mid-stream snapshots): %d\n", assembled, resnaps)
+	fmt.Fprintf(&b, "streamed answers assembled and equal to their assistant/message: %d; snapshots %d, of which mid-stream (a server re-attach) %d\n", assembled, snaps, resnaps)
 	fmt.Fprintf(&b, "settled %v after the last prompt; CPU %v over %v wall (%.2f cores)\n",
 		r.settle.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.cpu.Seconds()/r.wall.Seconds())
 	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.2f goroutines (bare SSE stream floor: %.0f B, %.2f goroutines; dsh's own: %.0f B, %.2f goroutines)\n",
