@@ -397,11 +397,9 @@ type loadResult struct {
 	// every answer; settleErr says what was missing when it gave up.
 	settle    time.Duration
 	settleErr string
-	// heapPer and goPer: heap bytes and goroutines per attached
-	// subscriber, client side included; floor is the same for a bare
-	// SSE stream.
-	heapPer, goPer float64
-	floor          loadMemory
+	// attached is the memory per attached subscriber, client side
+	// included; floor is the same for a bare SSE stream.
+	attached, floor loadMemory
 	// heapHeldPer is the heap per subscriber at the end of the run, found
 	// by letting them go; goLeft the goroutines more than before they
 	// attached, once they are gone (0 unless a stream leaks).
@@ -453,9 +451,7 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 			t.Fatalf("subscriber of %s: no ready within 30s; problems %q", s.session, s.problems)
 		}
 	}
-	after := loadMeasure()
-	res.heapPer = float64(int64(after.heap)-int64(before.heap)) / float64(cfg.subscribers)
-	res.goPer = float64(after.goroutines-before.goroutines) / float64(cfg.subscribers)
+	res.attached = loadMeasure().per(before, cfg.subscribers)
 
 	// The prompts go out at a steady pace, each on its own goroutine, so
 	// a slow answer delays no other prompt.
@@ -657,8 +653,9 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	fmt.Fprintf(&b, "streamed answers assembled and equal to their assistant/message: %d; snapshots %d, of which mid-stream (a server re-attach) %d\n", assembled, snaps, resnaps)
 	fmt.Fprintf(&b, "settled %v after the last prompt; CPU %v over %v wall (%.2f cores)\n",
 		r.settle.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.cpu.Seconds()/r.wall.Seconds())
-	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.2f goroutines (bare SSE stream floor: %.0f B, %.2f goroutines; dsh's own: %.0f B, %.2f goroutines)\n",
-		r.heapPer, r.goPer, r.floor.heapPer, r.floor.goPer, r.heapPer-r.floor.heapPer, r.goPer-r.floor.goPer)
+	a, f := r.attached, r.floor
+	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.0f B stack, %.2f goroutines (bare SSE stream floor: %.0f B, %.0f B, %.2f; dsh's own: %.0f B heap, %.0f B stack, %.2f goroutines)\n",
+		a.heapPer, a.stackPer, a.goPer, f.heapPer, f.stackPer, f.goPer, a.heapPer-f.heapPer, a.stackPer-f.stackPer, a.goPer-f.goPer)
 	fmt.Fprintf(&b, "per subscriber at the end of the run: %.0f B heap; goroutines left after they went: %d\n", r.heapHeldPer, r.goLeft)
 	t.Log(b.String())
 }
@@ -674,9 +671,10 @@ func loadPercentiles(d []time.Duration) (p50, p99, mx time.Duration) {
 }
 
 // loadSnapshot is the process's heap (after GC) and goroutine count.
+// Goroutine stacks are not heap: stack is what they use.
 type loadSnapshot struct {
-	heap       uint64
-	goroutines int
+	heap, stack uint64
+	goroutines  int
 }
 
 func loadMeasure() loadSnapshot {
@@ -684,7 +682,16 @@ func loadMeasure() loadSnapshot {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return loadSnapshot{heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+	return loadSnapshot{heap: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
+}
+
+// per is the difference from before to after, per n.
+func (after loadSnapshot) per(before loadSnapshot, n int) loadMemory {
+	return loadMemory{
+		heapPer:  float64(int64(after.heap)-int64(before.heap)) / float64(n),
+		stackPer: float64(int64(after.stack)-int64(before.stack)) / float64(n),
+		goPer:    float64(after.goroutines-before.goroutines) / float64(n),
+	}
 }
 
 // loadSteadyGoroutines waits (up to 5s) until the goroutine count stops
@@ -712,7 +719,7 @@ func loadCPUTime() time.Duration {
 
 // loadMemory is the memory one subscriber costs.
 type loadMemory struct {
-	heapPer, goPer float64
+	heapPer, stackPer, goPer float64
 }
 
 // loadFloorMemory is the floor of a subscriber's memory: n clients on bare
@@ -744,10 +751,7 @@ func loadFloorMemory(tb testing.TB, n int) loadMemory {
 	after := loadMeasure()
 	cancel()
 	wg.Wait()
-	return loadMemory{
-		heapPer: float64(int64(after.heap)-int64(before.heap)) / float64(n),
-		goPer:   float64(after.goroutines-before.goroutines) / float64(n),
-	}
+	return after.per(before, n)
 }
 
 // loadFloorSSE is an http.Server whose every stream sends `ready`, then, on
