@@ -198,6 +198,72 @@ func TestLoadStalledSubscriberCatchesUp(t *testing.T) {
 	}
 }
 
+// TestLoadResumeOlderThanTheHubWindow: a session longer than the live
+// hub keeps (its window is 1,024 durable events; it trims to that when it
+// holds 2,048) is resumed from near its start, with Last-Event-ID and with
+// ?after=: the events the hub no longer keeps are read from the session and
+// the stream stays contiguous.
+func TestLoadResumeOlderThanTheHubWindow(t *testing.T) {
+	env := startLoadEnv(t)
+	id := env.newSession(t)
+	noSent := func(string) (time.Time, bool) { return time.Time{}, false }
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	live := newLoadSubscriber(env.base, env.token, id, env.streams, 0, noSent)
+	wg.Go(func() { live.run(ctx) })
+	<-live.ready
+
+	// One prompt a turn: 6 durable events each.
+	var want []string
+	for i := 0; live.lastSeqNow() <= 2100; i++ {
+		rid := "long-" + strconv.Itoa(i)
+		want = append(want, rid)
+		if code, err := env.post(ctx, id, rid, "prompt "+strconv.Itoa(i)); err != nil || code != http.StatusAccepted {
+			t.Fatalf("prompt %s: %d %v", rid, code, err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !live.settled(want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("prompt %s: no answer within 30s", rid)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	env.waitIdle(t, []string{id})
+	var st struct {
+		LastSeq int64 `json:"last_seq"`
+	}
+	if _, err := env.call(ctx, http.MethodGet, "/v1/sessions/"+id, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	byHeader := newLoadSubscriber(env.base, env.token, id, env.streams, 0, noSent)
+	byHeader.lastSeq, byHeader.lastID = 1, "1-0"
+	byQuery := newLoadSubscriber(env.base, env.token, id, env.streams, 0, noSent)
+	byQuery.lastSeq, byQuery.lastID, byQuery.afterQuery = 5, "5-0", true
+	subs := map[string]*loadSubscriber{"live": live, "Last-Event-ID 1-0": byHeader, "?after=5": byQuery}
+	for _, s := range []*loadSubscriber{byHeader, byQuery} {
+		wg.Go(func() { s.run(ctx) })
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for name, s := range subs {
+		for !s.caughtUp(st.LastSeq) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: holds seq %d of %d after 30s; %q", name, s.lastSeqNow(), st.LastSeq, s.problems)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.mu.Lock()
+		if s.gaps+s.doubles > 0 || len(s.problems) > 0 || s.lastSeq != st.LastSeq {
+			t.Errorf("%s: %d gaps, %d doubles, seq %d of %d; %q", name, s.gaps, s.doubles, s.lastSeq, st.LastSeq, s.problems)
+		}
+		s.mu.Unlock()
+	}
+	if byHeader.events != int(st.LastSeq)-1 || byQuery.events != int(st.LastSeq)-5 {
+		t.Errorf("resumed subscribers got %d and %d events, want %d and %d", byHeader.events, byQuery.events, st.LastSeq-1, st.LastSeq-5)
+	}
+}
+
 // loadEnv is a host with the scripted model, a Server serving it on a
 // loopback listener, and the clients that talk to it.
 type loadEnv struct {

@@ -551,3 +551,10 @@ func (m loadSSEMessage) frame() []byte {
 	b = append(append(b, "\ndata: "...), m.Data...)
 	return append(b, "\n\n"...)
 }
+
+// lastSeqNow is the last durable seq held.
+func (s *loadSubscriber) lastSeqNow() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSeq
+}
