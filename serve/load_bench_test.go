@@ -243,8 +243,8 @@ func loadFanoutFloor(tb testing.TB, k int, frames [][]byte, rounds int) (wall, c
 
 // BenchmarkSubscriberMemory: attaching one SSE subscriber to a session
 // with 10 answered prompts, until it holds the session's last seq (ns/op,
-// allocs/op), and what each attached subscriber keeps: heap after GC and
-// goroutines, client side included, beside the same for a bare SSE stream
+// allocs/op), and what each attached subscriber keeps: heap after GC,
+// goroutine stacks and goroutines, client side included, beside the same for a bare SSE stream
 // of a net/http server (floor-B/sub, floor-goroutines/sub). Subscribers
 // attach in batches of 100, which are measured and then let go.
 func BenchmarkSubscriberMemory(b *testing.B) {
@@ -266,7 +266,7 @@ func BenchmarkSubscriberMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	baseline := runtime.NumGoroutine()
-	var heap, goroutines float64
+	var heap, stack, goroutines float64
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
@@ -295,8 +295,10 @@ func BenchmarkSubscriberMemory(b *testing.B) {
 		}
 		b.StopTimer()
 		after := loadMeasure()
-		heap += float64(int64(after.heap) - int64(before.heap))
-		goroutines += float64(after.goroutines - before.goroutines)
+		m := after.per(before, 1)
+		heap += m.heapPer
+		stack += m.stackPer
+		goroutines += m.goPer
 		cancel()
 		wg.Wait()
 		done += n
@@ -305,7 +307,9 @@ func BenchmarkSubscriberMemory(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(heap/float64(b.N), "B/sub")
 	b.ReportMetric(goroutines/float64(b.N), "goroutines/sub")
+	b.ReportMetric(stack/float64(b.N), "stack-B/sub")
 	b.ReportMetric(floor.heapPer, "floor-B/sub")
+	b.ReportMetric(floor.stackPer, "floor-stack-B/sub")
 	b.ReportMetric(floor.goPer, "floor-goroutines/sub")
 }
 

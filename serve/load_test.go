@@ -39,6 +39,11 @@ var (
 	loadDuration    = flag.Duration("load.duration", 0, "TestLoad: how long prompts are sent (0: default)")
 )
 
+// loadChunkDelay is the scripted model's pause before each chunk in
+// TestLoad: an echo of five words streams for about 12 ms, a window in
+// which a subscriber's reconnect gets a snapshot of the answer so far.
+const loadChunkDelay = 2 * time.Millisecond
+
 // loadConfig is one load run's size.
 type loadConfig struct {
 	subscribers, sessions int
@@ -86,7 +91,7 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("-load.subscribers %d < -load.sessions %d: every session needs a subscriber", cfg.subscribers, cfg.sessions)
 	}
 	floor := loadFloorMemory(t, cfg.subscribers)
-	env := startLoadEnv(t)
+	env := startLoadEnvWith(t, loadEnvOptions{delay: loadChunkDelay})
 	res := env.run(t, cfg)
 	res.floor = floor
 	res.log(t, cfg)
@@ -111,7 +116,7 @@ func TestLoadStalledSubscriberCatchesUp(t *testing.T) {
 		// hub queues for a client (1,024 updates) and the sockets hold.
 		fmt.Fprintf(&text, "w%05d%s ", i, strings.Repeat("x", 93))
 	}
-	env := startLoadEnvWith(t, []string{text.String()}, 16<<10)
+	env := startLoadEnvWith(t, loadEnvOptions{replies: []string{text.String()}, sndbuf: 16 << 10})
 	id := env.newSession(t)
 	noSent := func(string) (time.Time, bool) { return time.Time{}, false }
 
@@ -193,6 +198,72 @@ func TestLoadStalledSubscriberCatchesUp(t *testing.T) {
 	}
 }
 
+// TestLoadResumeOlderThanTheHubWindow: a session longer than the live
+// hub keeps (its window is 1,024 durable events; it trims to that when it
+// holds 2,048) is resumed from near its start, with Last-Event-ID and with
+// ?after=: the events the hub no longer keeps are read from the session and
+// the stream stays contiguous.
+func TestLoadResumeOlderThanTheHubWindow(t *testing.T) {
+	env := startLoadEnv(t)
+	id := env.newSession(t)
+	noSent := func(string) (time.Time, bool) { return time.Time{}, false }
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	live := newLoadSubscriber(env.base, env.token, id, env.streams, 0, noSent)
+	wg.Go(func() { live.run(ctx) })
+	<-live.ready
+
+	// One prompt a turn: 6 durable events each.
+	var want []string
+	for i := 0; live.lastSeqNow() <= 2100; i++ {
+		rid := "long-" + strconv.Itoa(i)
+		want = append(want, rid)
+		if code, err := env.post(ctx, id, rid, "prompt "+strconv.Itoa(i)); err != nil || code != http.StatusAccepted {
+			t.Fatalf("prompt %s: %d %v", rid, code, err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !live.settled(want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("prompt %s: no answer within 30s", rid)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	env.waitIdle(t, []string{id})
+	var st struct {
+		LastSeq int64 `json:"last_seq"`
+	}
+	if _, err := env.call(ctx, http.MethodGet, "/v1/sessions/"+id, nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	byHeader := newLoadSubscriber(env.base, env.token, id, env.streams, 0, noSent)
+	byHeader.lastSeq, byHeader.lastID = 1, "1-0"
+	byQuery := newLoadSubscriber(env.base, env.token, id, env.streams, 0, noSent)
+	byQuery.lastSeq, byQuery.lastID, byQuery.afterQuery = 5, "5-0", true
+	subs := map[string]*loadSubscriber{"live": live, "Last-Event-ID 1-0": byHeader, "?after=5": byQuery}
+	for _, s := range []*loadSubscriber{byHeader, byQuery} {
+		wg.Go(func() { s.run(ctx) })
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for name, s := range subs {
+		for !s.caughtUp(st.LastSeq) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: holds seq %d of %d after 30s; %q", name, s.lastSeqNow(), st.LastSeq, s.problems)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.mu.Lock()
+		if s.gaps+s.doubles > 0 || len(s.problems) > 0 || s.lastSeq != st.LastSeq {
+			t.Errorf("%s: %d gaps, %d doubles, seq %d of %d; %q", name, s.gaps, s.doubles, s.lastSeq, st.LastSeq, s.problems)
+		}
+		s.mu.Unlock()
+	}
+	if byHeader.events != int(st.LastSeq)-1 || byQuery.events != int(st.LastSeq)-5 {
+		t.Errorf("resumed subscribers got %d and %d events, want %d and %d", byHeader.events, byQuery.events, st.LastSeq-1, st.LastSeq-5)
+	}
+}
+
 // loadEnv is a host with the scripted model, a Server serving it on a
 // loopback listener, and the clients that talk to it.
 type loadEnv struct {
@@ -217,21 +288,34 @@ agents:
     provider: scripted
 `
 
-func startLoadEnv(tb testing.TB) *loadEnv { return startLoadEnvWith(tb, nil, 0) }
+func startLoadEnv(tb testing.TB) *loadEnv { return startLoadEnvWith(tb, loadEnvOptions{}) }
 
-// startLoadEnvWith is startLoadEnv with the model's replies (none echoes)
-// and, when sndbuf > 0, the server's socket send buffers that small, as a
-// slow network would leave them.
-func startLoadEnvWith(tb testing.TB, replies []string, sndbuf int) *loadEnv {
+// loadEnvOptions vary the load environment.
+type loadEnvOptions struct {
+	// replies are the model's answers in turn; none echoes each prompt.
+	replies []string
+	// delay is the model's pause before each chunk, so an answer streams
+	// for a while and reconnects land inside it.
+	delay time.Duration
+	// sndbuf > 0 makes the server's socket send buffers that small, as a
+	// slow network would leave them.
+	sndbuf int
+}
+
+func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
 	tb.Helper()
-	model := []byte("{}")
-	if len(replies) > 0 {
+	mc := map[string]any{}
+	if o.delay > 0 {
+		mc["delay"] = o.delay.String()
+	}
+	if len(o.replies) > 0 {
 		var rs []map[string]string
-		for _, r := range replies {
+		for _, r := range o.replies {
 			rs = append(rs, map[string]string{"text": r})
 		}
-		model, _ = json.Marshal(map[string]any{"replies": rs})
+		mc["replies"] = rs
 	}
+	model, _ := json.Marshal(mc)
 	cfg, err := config.Parse("load.yaml", fmt.Appendf(nil, loadYAML, model, tb.TempDir()), config.LoadOptions{Environ: []string{}, Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
@@ -251,8 +335,8 @@ func startLoadEnvWith(tb testing.TB, replies []string, sndbuf int) *loadEnv {
 		h.Close(stdctx.Background())
 		tb.Fatal(err)
 	}
-	if sndbuf > 0 {
-		l = loadSmallSendBuffers{Listener: l, size: sndbuf}
+	if o.sndbuf > 0 {
+		l = loadSmallSendBuffers{Listener: l, size: o.sndbuf}
 	}
 	e := &loadEnv{
 		base: "http://" + l.Addr().String(), token: token, host: h, srv: srv, served: make(chan error, 1),
@@ -379,11 +463,9 @@ type loadResult struct {
 	// every answer; settleErr says what was missing when it gave up.
 	settle    time.Duration
 	settleErr string
-	// heapPer and goPer: heap bytes and goroutines per attached
-	// subscriber, client side included; floor is the same for a bare
-	// SSE stream.
-	heapPer, goPer float64
-	floor          loadMemory
+	// attached is the memory per attached subscriber, client side
+	// included; floor is the same for a bare SSE stream.
+	attached, floor loadMemory
 	// heapHeldPer is the heap per subscriber at the end of the run, found
 	// by letting them go; goLeft the goroutines more than before they
 	// attached, once they are gone (0 unless a stream leaks).
@@ -418,9 +500,9 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	for i := range cfg.subscribers {
 		drop := 0
 		if cfg.dropEvery > 0 && i%cfg.dropEvery == cfg.dropEvery-1 {
-			// 3 to 12 events a connection: several reconnects a session,
-			// at every point of a turn.
-			drop = 3 + i%10
+			// 3 to 12 messages a connection: several reconnects a session,
+			// at every point of a turn (6 events and 5 chunks).
+			drop = 3 + (i/cfg.dropEvery)%10
 		}
 		s := newLoadSubscriber(e.base, e.token, ids[i%len(ids)], e.streams, drop, sent)
 		// Every other dropping subscriber resumes with ?after=.
@@ -435,9 +517,7 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 			t.Fatalf("subscriber of %s: no ready within 30s; problems %q", s.session, s.problems)
 		}
 	}
-	after := loadMeasure()
-	res.heapPer = float64(int64(after.heap)-int64(before.heap)) / float64(cfg.subscribers)
-	res.goPer = float64(after.goroutines-before.goroutines) / float64(cfg.subscribers)
+	res.attached = loadMeasure().per(before, cfg.subscribers)
 
 	// The prompts go out at a steady pace, each on its own goroutine, so
 	// a slow answer delays no other prompt.
@@ -602,11 +682,12 @@ func (r *loadResult) check(t *testing.T, cfg loadConfig) {
 // log prints the figures.
 func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	var user, answer []time.Duration
-	events, connects, drops, ends, failures, assembled, resnaps := 0, 0, 0, 0, 0, 0, 0
+	events, connects, drops, ends, failures, assembled, resnaps, snaps := 0, 0, 0, 0, 0, 0, 0, 0
 	for _, s := range r.subs {
 		s.mu.Lock()
 		assembled += s.assembled
 		resnaps += s.resnapshots
+		snaps += s.snapshots
 		user = append(user, s.userLat...)
 		answer = append(answer, s.answerLat...)
 		events += s.events
@@ -635,11 +716,12 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	row("POST sent → first answer event", answer)
 	fmt.Fprintf(&b, "events delivered: %d (%.0f/s); connects %d, planned drops %d, server-ended %d, failed connects %d\n",
 		events, float64(events)/r.wall.Seconds(), connects, drops, ends, failures)
-	fmt.Fprintf(&b, "streamed answers assembled and equal to their assistant/message: %d; server re-attaches seen (mid-stream snapshots): %d\n", assembled, resnaps)
+	fmt.Fprintf(&b, "streamed answers assembled and equal to their assistant/message: %d; snapshots %d, of which mid-stream (a server re-attach) %d\n", assembled, snaps, resnaps)
 	fmt.Fprintf(&b, "settled %v after the last prompt; CPU %v over %v wall (%.2f cores)\n",
 		r.settle.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.cpu.Seconds()/r.wall.Seconds())
-	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.2f goroutines (bare SSE stream floor: %.0f B, %.2f goroutines; dsh's own: %.0f B, %.2f goroutines)\n",
-		r.heapPer, r.goPer, r.floor.heapPer, r.floor.goPer, r.heapPer-r.floor.heapPer, r.goPer-r.floor.goPer)
+	a, f := r.attached, r.floor
+	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.0f B stack, %.2f goroutines (bare SSE stream floor: %.0f B, %.0f B, %.2f; dsh's own: %.0f B heap, %.0f B stack, %.2f goroutines)\n",
+		a.heapPer, a.stackPer, a.goPer, f.heapPer, f.stackPer, f.goPer, a.heapPer-f.heapPer, a.stackPer-f.stackPer, a.goPer-f.goPer)
 	fmt.Fprintf(&b, "per subscriber at the end of the run: %.0f B heap; goroutines left after they went: %d\n", r.heapHeldPer, r.goLeft)
 	t.Log(b.String())
 }
@@ -655,9 +737,10 @@ func loadPercentiles(d []time.Duration) (p50, p99, mx time.Duration) {
 }
 
 // loadSnapshot is the process's heap (after GC) and goroutine count.
+// Goroutine stacks are not heap: stack is what they use.
 type loadSnapshot struct {
-	heap       uint64
-	goroutines int
+	heap, stack uint64
+	goroutines  int
 }
 
 func loadMeasure() loadSnapshot {
@@ -665,7 +748,16 @@ func loadMeasure() loadSnapshot {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return loadSnapshot{heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+	return loadSnapshot{heap: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
+}
+
+// per is the difference from before to after, per n.
+func (after loadSnapshot) per(before loadSnapshot, n int) loadMemory {
+	return loadMemory{
+		heapPer:  float64(int64(after.heap)-int64(before.heap)) / float64(n),
+		stackPer: float64(int64(after.stack)-int64(before.stack)) / float64(n),
+		goPer:    float64(after.goroutines-before.goroutines) / float64(n),
+	}
 }
 
 // loadSteadyGoroutines waits (up to 5s) until the goroutine count stops
@@ -693,7 +785,7 @@ func loadCPUTime() time.Duration {
 
 // loadMemory is the memory one subscriber costs.
 type loadMemory struct {
-	heapPer, goPer float64
+	heapPer, stackPer, goPer float64
 }
 
 // loadFloorMemory is the floor of a subscriber's memory: n clients on bare
@@ -725,10 +817,7 @@ func loadFloorMemory(tb testing.TB, n int) loadMemory {
 	after := loadMeasure()
 	cancel()
 	wg.Wait()
-	return loadMemory{
-		heapPer: float64(int64(after.heap)-int64(before.heap)) / float64(n),
-		goPer:   float64(after.goroutines-before.goroutines) / float64(n),
-	}
+	return after.per(before, n)
 }
 
 // loadFloorSSE is an http.Server whose every stream sends `ready`, then, on

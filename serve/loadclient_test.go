@@ -135,7 +135,7 @@ type loadReady struct {
 type loadSubscriber struct {
 	base, token, session string
 	client               *http.Client
-	// dropEvery > 0 drops the connection after that many events on it.
+	// dropEvery > 0 drops the connection after that many messages on it.
 	// afterQuery resumes with ?after=<seq> rather than Last-Event-ID, as
 	// a client that is no browser may.
 	dropEvery  int
@@ -179,16 +179,17 @@ type loadSubscriber struct {
 	// message id: the text assembled from the snapshot and chunks, and
 	// the index of the next chunk. assembled counts the messages whose
 	// assembled text matched their assistant/message, partial those of
-	// which it was a strict prefix; chunkFaults the
-	// chunks out of order. sinceReady counts the messages of the
-	// connection; a snapshot after other messages means the server
-	// re-attached to the hub mid-stream (resnapshots).
-	streams     map[string]*loadStream
-	assembled   int
-	partial     int
-	chunkFaults int
-	sinceReady  int
-	resnapshots int
+	// which it was a strict prefix; chunkFaults the chunks out of order.
+	// A connection's backlog holds durable events only: a snapshot after a
+	// chunk or snapshot of the same connection (streamedHere) means the
+	// server re-attached to the hub mid-stream (resnapshots).
+	streams      map[string]*loadStream
+	assembled    int
+	partial      int
+	chunkFaults  int
+	streamedHere bool
+	snapshots    int
+	resnapshots  int
 }
 
 // loadStream is a message being assembled from its stream.
@@ -268,7 +269,7 @@ func (s *loadSubscriber) stream(ctx stdctx.Context) error {
 	s.pending = s.pending[:0]
 	// A new connection gets a snapshot of the message in flight.
 	s.streams = map[string]*loadStream{}
-	s.sinceReady = 0
+	s.streamedHere = false
 	s.mu.Unlock()
 	res, err := s.client.Do(req)
 	if err != nil {
@@ -311,9 +312,10 @@ func (s *loadSubscriber) stream(ctx stdctx.Context) error {
 			if err := json.Unmarshal(m.Data, &u); err != nil {
 				s.problem("%s message with data %q: %v", m.Event, m.Data, err)
 			}
-		} else if s.take(m, backlogTo, time.Now()) {
-			onConn++
+		} else {
+			s.take(m, backlogTo, time.Now())
 		}
+		onConn++
 		if s.tap != nil {
 			s.tap(m)
 		}
@@ -335,7 +337,6 @@ func (s *loadSubscriber) take(m loadSSEMessage, backlogTo int64, now time.Time) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sinceReady++
 	switch m.Event {
 	case "event":
 		s.events++
@@ -406,15 +407,18 @@ func (s *loadSubscriber) take(m loadSSEMessage, backlogTo int64, now time.Time) 
 	case "snapshot":
 		s.answeredLocked(now)
 		if sn := u.Snapshot; sn != nil {
-			if s.sinceReady > 1 {
+			s.snapshots++
+			if s.streamedHere {
 				s.resnapshots++
 			}
+			s.streamedHere = true
 			st := &loadStream{next: sn.Next}
 			st.text.WriteString(sn.Message.Content)
 			s.streams[sn.MessageID] = st
 		}
 	case "chunk":
 		s.answeredLocked(now)
+		s.streamedHere = true
 		if c := u.Chunk; c != nil {
 			st := s.streams[c.MessageID]
 			if st == nil {
@@ -546,4 +550,11 @@ func (m loadSSEMessage) frame() []byte {
 	}
 	b = append(append(b, "\ndata: "...), m.Data...)
 	return append(b, "\n\n"...)
+}
+
+// lastSeqNow is the last durable seq held.
+func (s *loadSubscriber) lastSeqNow() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSeq
 }
