@@ -161,6 +161,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	for {
 		u, err := client.Next(ctx)
 		switch {
+		case err == nil:
+			// The common case: no error code to look for.
 		case errs.HasCode(err, live.Overflow):
 			// The client fell behind the hub's buffer: pick up from what
 			// it was sent, so it still sees every seq once.
