@@ -1,0 +1,166 @@
+package attachments
+
+import (
+	stdctx "context"
+	"errors"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// Verifier tells Collect what one session's log references. held is true
+// when another process holds the session: its writer may be between
+// storing and recording, so its markers are left alone. An error with
+// code session.NotFound means the session has no log: its markers go.
+type Verifier func(ctx stdctx.Context, sessionID string) (refs map[string]bool, held bool, err error)
+
+// Collected counts what Collect did.
+type Collected struct {
+	// Blobs and Refs are the blobs and markers removed.
+	Blobs, Refs int
+	// Verified is the markers found backed by their session's log.
+	Verified int
+}
+
+// Collect removes what a crash left behind: references no session log
+// backs (dsh stopped between storing a part and recording its message)
+// and the blobs left without references. Each unverified marker costs one
+// read of its session's log, once (see the package documentation). A log
+// that cannot be read keeps its markers, and its error is returned after
+// the rest was collected.
+func (s *Store) Collect(ctx stdctx.Context, verify Verifier) (Collected, error) {
+	var done Collected
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unlock, err := s.b.lock()
+	if err != nil {
+		return done, err
+	}
+	defer unlock()
+	if err := s.b.sweep(); err != nil {
+		return done, err
+	}
+	all, err := s.b.blobs()
+	if err != nil {
+		return done, err
+	}
+	type seen struct {
+		refs       map[string]bool
+		held, gone bool
+	}
+	logs := map[string]*seen{}
+	var failed []error
+	for _, h := range all {
+		if ctx.Err() != nil {
+			return done, errors.Join(append(failed, ctx.Err())...)
+		}
+		refs, err := s.b.refs(h)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		for sess, verified := range refs {
+			if verified || s.holds[holdKey{h, sess}] != nil {
+				continue
+			}
+			l := logs[sess]
+			if l == nil {
+				l = &seen{}
+				r, held, err := verify(ctx, sess)
+				switch {
+				case errs.HasCode(err, session.NotFound):
+					l.gone = true
+				case err != nil:
+					failed = append(failed, err)
+					l.held = true // unknown: keep its markers
+				}
+				l.refs, l.held = r, l.held || held
+				logs[sess] = l
+			}
+			switch {
+			case l.held:
+			case !l.gone && l.refs[RefPrefix+h]:
+				if err := s.b.verify(h, sess); err != nil {
+					failed = append(failed, err)
+				}
+				done.Verified++
+			default:
+				if err := s.b.removeRef(h, sess); err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				done.Refs++
+				delete(refs, sess)
+			}
+		}
+		if len(refs) == 0 && !s.heldLocked(h) {
+			if err := s.b.removeBlob(h); err != nil {
+				failed = append(failed, err)
+				continue
+			}
+			done.Blobs++
+		}
+	}
+	return done, errors.Join(failed...)
+}
+
+func (s *Store) heldLocked(h string) bool {
+	for k := range s.holds {
+		if k.hex == h {
+			return true
+		}
+	}
+	return false
+}
+
+// LogVerifier reads sessions through a persistence backend: the refs of
+// every message part in the log; a session the backend lists as open
+// (held by a writer) counts as held.
+func LogVerifier(b session.Backend) Verifier {
+	var open map[string]bool
+	return func(ctx stdctx.Context, id string) (map[string]bool, bool, error) {
+		if open == nil {
+			open = map[string]bool{}
+			if l, ok := b.(session.Lister); ok {
+				list, err := l.List(ctx)
+				if err != nil {
+					return nil, false, err
+				}
+				for _, sum := range list {
+					if sum.State == session.StateOpen {
+						open[sum.ID] = true
+					}
+				}
+			}
+		}
+		if open[id] {
+			return nil, true, nil
+		}
+		events, err := b.Load(ctx, id)
+		if err != nil {
+			return nil, false, err
+		}
+		return RefsOf(events), false, nil
+	}
+}
+
+// RefsOf returns the references the messages of events hold.
+func RefsOf(events []session.Event) map[string]bool {
+	refs := map[string]bool{}
+	for _, e := range events {
+		if e.Message == nil {
+			continue
+		}
+		addRefs(refs, e.Message)
+	}
+	return refs
+}
+
+func addRefs(refs map[string]bool, m *llm.Message) {
+	for _, p := range m.Parts {
+		if p.Ref != "" {
+			refs[p.Ref] = true
+		}
+	}
+}
