@@ -122,4 +122,3 @@ func TestCollectLeavesLiveHolds(t *testing.T) {
 		t.Fatal("the release after Collect left the blob")
 	}
 }
-
