@@ -52,6 +52,9 @@ func (s Source) IsUnattended() bool {
 // Prepared is the durable content Prepare made of the sender's input.
 type Prepared struct {
 	Content string
+	// Parts is the message's content when it is multimodal (see
+	// llm.Part): as the log keeps it, bytes stored and named by Ref.
+	Parts []llm.Part
 	// Release undoes what Prepare stored (an attachment, say). The
 	// controller calls it when the message does not enter the inbox:
 	// refused, cancelled, the agent gone, or insertion failed.

@@ -1,0 +1,58 @@
+package sessions
+
+import (
+	stdctx "context"
+	"fmt"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/llm"
+)
+
+// prepareParts is the Prepare of a prompt with parts: it stores them when
+// the delivery heads the agent's chain — after earlier deliveries settled,
+// so a release of theirs cannot race it — and hands the controller the
+// references and the release it calls when the message stays out.
+func (s *Session) prepareParts(r PromptRequest) func(stdctx.Context) (agentcontroller.Prepared, error) {
+	return func(stdctx.Context) (agentcontroller.Prepared, error) {
+		store, err := s.attachments()
+		if err != nil {
+			return agentcontroller.Prepared{}, err
+		}
+		parts := r.Parts
+		if r.Content != "" {
+			parts = append([]llm.Part{{Type: llm.PartText, Text: r.Content}}, parts...)
+		}
+		stored, release, err := store.Admit(s.id, parts)
+		if err != nil {
+			return agentcontroller.Prepared{}, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("session %q: the prompt's attachments were refused", s.id))
+		}
+		return agentcontroller.Prepared{Content: llm.TextOf(stored), Parts: stored, Release: release}, nil
+	}
+}
+
+// attachments is the store of the session's prompts: the controller's,
+// or the service in the agent's scope.
+func (s *Session) attachments() (*attachments.Store, error) {
+	if s.c.attach != nil {
+		return s.c.attach, nil
+	}
+	store, err := attachments.Key.Get(s.handle.Agent.Context())
+	if err != nil {
+		return nil, errs.Wrap(errs.ServiceUnavailable, err, fmt.Sprintf(
+			"session %q cannot take attachments: no attachments service is mounted; send text only, or mount attachments.Plugin", s.id))
+	}
+	return store, nil
+}
+
+// releaseAttachments drops a deleted session's references.
+func (c *Controller) releaseAttachments(id string) error {
+	if c.attach == nil {
+		return nil
+	}
+	if err := c.attach.ReleaseSession(id); err != nil {
+		return errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("session %q was deleted but its attachments were not all released; remove the files under the attachments directory the error names by hand", id))
+	}
+	return nil
+}
