@@ -10,8 +10,8 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/google/uuid"
 )
@@ -95,7 +95,7 @@ type Controller struct {
 // of New disposes what it opened with Dispose.
 func New(reg *agents.Registry, deliver *agentcontroller.Controller, opts Options) *Controller {
 	c := &Controller{registry: reg, deliver: deliver, opener: opts.Opener, catalog: opts.Catalog, newHub: opts.NewHub,
-		attach: opts.Attachments,
+		attach:   opts.Attachments,
 		sessions: map[string]*Session{}, opening: map[string]bool{}}
 	if c.opener == nil {
 		c.opener = RegistryOpener{Registry: reg}
