@@ -45,3 +45,11 @@ var Plugin = dshctx.Define("attachments", func(ctx *dshctx.Context, config any) 
 	}
 	return Key.Provide(ctx, s)
 })
+
+// Provided is a plugin that provides s itself: for a host that opens the
+// store once and hands it to the session controller too
+// (sessions.Options.Attachments), so prompts, model requests and
+// deletions all use the same store.
+func Provided(s *Store) dshctx.Plugin {
+	return dshctx.Define("attachments", func(ctx *dshctx.Context, _ any) error { return Key.Provide(ctx, s) })
+}
