@@ -31,7 +31,7 @@ func image(payload string) []byte {
 
 // attachEnv is a persisted env whose session controller and agents share
 // one attachments store beside the session files.
-func attachEnv(t *testing.T) (*env, *attachments.Store, string) {
+func attachEnv(t testing.TB) (*env, *attachments.Store, string) {
 	dir := t.TempDir()
 	store, err := attachments.Open(filepath.Join(dir, "attachments"), attachments.Limits{})
 	if err != nil {
