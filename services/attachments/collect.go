@@ -95,6 +95,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier) (Collected, error) 
 			}
 		}
 		if len(refs) == 0 && !s.heldLocked(h) {
+			s.recent.remove(h)
 			if err := s.b.removeBlob(h); err != nil {
 				failed = append(failed, err)
 				continue

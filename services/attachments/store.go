@@ -23,6 +23,7 @@ type Store struct {
 	holds map[holdKey]*hold
 	// written counts the bytes written to blobs, for the figures.
 	written atomic.Int64
+	recent  cache
 }
 
 type holdKey struct{ hex, session string }
@@ -208,21 +209,35 @@ func (s *Store) removeIfUnreferenced(h string) {
 			return
 		}
 	}
+	s.recent.remove(h)
 	s.b.removeBlob(h)
 }
 
-// Get returns the bytes of ref.
+// Get returns the bytes of ref, from memory when they were read lately.
+// The bytes may be shared: do not change them.
 func (s *Store) Get(ref string) ([]byte, error) {
 	h, err := parseRef(ref)
 	if err != nil {
 		return nil, err
 	}
-	return s.b.readBlob(h)
+	if data, ok := s.recent.get(h); ok {
+		return data, nil
+	}
+	data, err := s.b.readBlob(h)
+	if err != nil {
+		return nil, err
+	}
+	s.recent.put(h, data)
+	return data, nil
 }
 
-// Has reports whether the store holds ref.
+// Has reports whether the store holds ref, asking the disk.
 func (s *Store) Has(ref string) bool {
-	_, err := s.Get(ref)
+	h, err := parseRef(ref)
+	if err != nil {
+		return false
+	}
+	_, err = s.b.readBlob(h)
 	return err == nil
 }
 

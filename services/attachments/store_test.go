@@ -135,3 +135,25 @@ func TestCollectSweepsStaleTempFiles(t *testing.T) {
 		t.Fatalf("after Collect the blob directory holds %v; want only the fresh temp file", got)
 	}
 }
+
+// Blobs read for model requests are kept in memory, but a released blob
+// is never served from there.
+func TestAReleasedBlobIsNotServedFromMemory(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	img := pngBytes(t, 8, 8, 6)
+	ref, release, _ := s.Put("s1", img)
+	if _, err := s.Get(ref); err != nil {
+		t.Fatal(err)
+	}
+	// Read again with the file gone behind the store's back: from memory.
+	os.Rename(filepath.Join(dir, "blobs", ref[len(attachments.RefPrefix):]), filepath.Join(dir, "elsewhere"))
+	if got, err := s.Get(ref); err != nil || string(got) != string(img) {
+		t.Fatalf("second read: %v", err)
+	}
+	os.Rename(filepath.Join(dir, "elsewhere"), filepath.Join(dir, "blobs", ref[len(attachments.RefPrefix):]))
+	release()
+	if _, err := s.Get(ref); !errs.HasCode(err, attachments.NotFound) {
+		t.Fatalf("a released blob read as %v; want %s", err, attachments.NotFound)
+	}
+}
