@@ -92,7 +92,9 @@ func (s *Store) admitPart(sessionID string, i int, p llm.Part) (llm.Part, func()
 	if err != nil {
 		return llm.Part{}, nil, err
 	}
-	if p.Type == llm.PartFile && isImage(mt) && p.MediaType == "" {
+	// A file of unknown kind that is an image is sent as one; a file the
+	// sender typed (an image kept as a document) stays a file.
+	if p.Type == llm.PartFile && isImage(mt) && (p.MediaType == "" || baseType(p.MediaType) == "application/octet-stream") {
 		p.Type = llm.PartImage
 	}
 	if p.Type == llm.PartImage && !isImage(mt) {
