@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,7 +135,7 @@ func (d *disk) addRef(hex, session string) (bool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, d.failed(err, "record a reference")
 	}
-	f, err := os.OpenFile(filepath.Join(dir, session), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, markerName(session)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
@@ -150,7 +151,7 @@ func (d *disk) addRef(hex, session string) (bool, error) {
 }
 
 func (d *disk) removeRef(hex, session string) error {
-	if err := os.Remove(filepath.Join(d.refDir(hex), session)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(filepath.Join(d.refDir(hex), markerName(session))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return d.failed(err, "remove a reference")
 	}
 	// The directory goes once empty; a failure means another marker is
@@ -173,13 +174,17 @@ func (d *disk) refs(hex string) (map[string]bool, error) {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		out[e.Name()] = info.Size() > 0
+		session, err := url.PathUnescape(e.Name())
+		if err != nil {
+			continue // not a marker this store wrote
+		}
+		out[session] = info.Size() > 0
 	}
 	return out, nil
 }
 
 func (d *disk) verify(hex, session string) error {
-	if err := os.WriteFile(filepath.Join(d.refDir(hex), session), []byte("ok"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(d.refDir(hex), markerName(session)), []byte("ok"), 0o600); err != nil {
 		return d.failed(err, "mark a reference verified")
 	}
 	return nil
@@ -201,6 +206,10 @@ func (d *disk) sweep() error {
 	}
 	return nil
 }
+
+// markerName makes a session id a file name: session ids are file-safe
+// when persisted, but an in-memory agent's may hold '/' or '@'.
+func markerName(session string) string { return url.PathEscape(session) }
 
 func syncDir(dir string) error {
 	f, err := os.Open(dir)

@@ -16,7 +16,7 @@
 // # References
 //
 // Who references a blob is kept on disk as one empty marker file per
-// referencing session: refs/<hex>/<session id>. Blobs live in
+// referencing session: refs/<hex>/<session id, path-escaped>. Blobs live in
 // blobs/<hex>. A blob with no marker is garbage. The markers are written
 // (and synced) before the message that needs them can reach the session
 // log, so a crash never leaves a log pointing at a collected blob; it can

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/session"
 )
 
 // Store is the attachments service: blobs by content, references by
@@ -92,9 +91,9 @@ func parseHex(h string) (string, error) {
 }
 
 func checkSession(id string) error {
-	if !session.ValidID(id) {
+	if id == "" || id == "." || id == ".." || strings.ContainsRune(id, 0) {
 		return errs.New(errs.InvalidArgument, fmt.Sprintf(
-			"attachments: session id %q cannot name a reference; use letters, digits, '.', '_' and '-', starting with a letter or digit", id))
+			"attachments: session id %q cannot hold references; give the session a non-empty id", id))
 	}
 	return nil
 }

@@ -105,8 +105,33 @@ func TestReferencesAndSessionIDsCannotNameOtherFiles(t *testing.T) {
 			t.Errorf("Get(%q): %v; want %s", ref, err, attachments.BadPart)
 		}
 	}
-	if _, _, err := s.Put("../x", []byte("hi")); !errs.HasCode(err, errs.InvalidArgument) {
-		t.Errorf("Put with session ../x: %v", err)
+	for _, id := range []string{"", ".", ".."} {
+		if _, _, err := s.Put(id, []byte("hi")); !errs.HasCode(err, errs.InvalidArgument) {
+			t.Errorf("Put with session %q: %v", id, err)
+		}
+	}
+}
+
+// Any other session id names a marker inside the blob's reference
+// directory: an in-memory agent's session may hold '/' or '@'.
+func TestSessionIDsAreEscapedIntoMarkerNames(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	img := pngBytes(t, 8, 8, 7)
+	ref, release, err := s.Put("../../x@y", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := markers(t, dir, ref); !slices.Equal(got, []string{"..%2F..%2Fx@y"}) {
+		t.Fatalf("markers %v", got)
+	}
+	release()
+	if s.Has(ref) {
+		t.Fatal("the release left the blob")
+	}
+	s.Put("a/b", img)
+	if err := s.ReleaseSession("a/b"); err != nil || s.Has(ref) {
+		t.Fatalf("ReleaseSession of an escaped id: %v", err)
 	}
 }
 
