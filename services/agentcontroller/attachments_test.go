@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-go/dsh/plugins/admission/ratelimit"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
@@ -51,6 +52,15 @@ func TestADeliveryThatStaysOutLeavesNoAttachment(t *testing.T) {
 		{"refused by admission", func(t *testing.T, e *env, store *attachments.Store) error {
 			refuse(e)
 			_, err := e.ctl.Deliver(stdctx.Background(), e.agent("a"), withImage(store, "look"))
+			return err
+		}},
+		{"refused by the rate-limit plugin", func(t *testing.T, e *env, store *attachments.Store) error {
+			e.Apply(ratelimit.Plugin, ratelimit.Config{PerMinute: 1, Burst: 1})
+			a := e.agent("a")
+			if _, err := e.ctl.Deliver(stdctx.Background(), a, send("the one the rate allows")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.ctl.Deliver(stdctx.Background(), a, withImage(store, "look"))
 			return err
 		}},
 		{"cancelled while admission holds it", func(t *testing.T, e *env, store *attachments.Store) error {
