@@ -54,6 +54,14 @@ func newStore(b backend, limits Limits) *Store {
 	return &Store{b: b, limits: limits.withDefaults(), holds: map[holdKey]*hold{}}
 }
 
+// Persistent reports whether the blobs outlive the process. An in-memory
+// store's references go with their session when it closes, since nothing
+// can resume it.
+func (s *Store) Persistent() bool {
+	_, ok := s.b.(*disk)
+	return ok
+}
+
 // Limits returns the store's limits, defaults filled in.
 func (s *Store) Limits() Limits { return s.limits }
 

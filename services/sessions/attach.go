@@ -56,3 +56,21 @@ func (c *Controller) releaseAttachments(id string) error {
 	}
 	return nil
 }
+
+// storeOrNil is the attachments store the session uses, nil when none.
+func (s *Session) storeOrNil() *attachments.Store {
+	if s.c.attach != nil {
+		return s.c.attach
+	}
+	store, _ := attachments.Key.Get(s.handle.Agent.Context())
+	return store
+}
+
+// releaseUnpersisted drops the attachments of a closed session kept in
+// memory: nothing can resume it, so nothing will read them again.
+func releaseUnpersisted(store *attachments.Store, id string) error {
+	if store == nil || store.Persistent() {
+		return nil
+	}
+	return store.ReleaseSession(id)
+}

@@ -147,3 +147,38 @@ func TestARefusedImagePromptLeavesNothingStored(t *testing.T) {
 		t.Fatalf("blobs left: %d (written %d)", len(entries), store.Written())
 	}
 }
+
+// A session kept in memory takes its attachments with it when it closes:
+// nothing can resume it.
+func TestAnUnpersistedSessionReleasesItsAttachmentsWhenItCloses(t *testing.T) {
+	e := newEnv(t, setup{})
+	f, err := e.root.Plugin(attachments.Plugin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Await(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := attachments.Key.Get(e.root)
+	img := image("MEMORY")
+	keep, _, _ := store.Put("someone-else", img) // another session shares the bytes
+	s := e.open(sessions.OpenOptions{})
+	own := image("OWN")
+	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1",
+		Parts: []llm.Part{{Type: llm.PartImage, Data: img}, {Type: llm.PartImage, Data: own}}}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, s.Agent())
+	if !store.Has(attachments.RefOf(own)) {
+		t.Fatal("the prompt's image is not stored")
+	}
+	if err := s.Detach(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if store.Has(attachments.RefOf(own)) {
+		t.Fatal("the closed in-memory session left its image")
+	}
+	if !store.Has(keep) {
+		t.Fatal("closing the session took an image another session references")
+	}
+}

@@ -265,6 +265,8 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	if ctx == nil {
 		ctx = stdctx.Background()
 	}
+	// Found before the dispose ends the agent's scope.
+	store := s.storeOrNil()
 	if err := s.handle.Dispose(ctx); err != nil {
 		return err
 	}
@@ -276,7 +278,7 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	s.state = stateClosed
 	s.mu.Unlock()
 	s.c.forget(s)
-	return err
+	return errors.Join(err, releaseUnpersisted(store, s.id))
 }
 
 // abandon disposes the agent of a session that was never published,
