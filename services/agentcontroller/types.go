@@ -104,7 +104,9 @@ type Decision struct {
 	Presented bool `json:"presented,omitempty"`
 	// admitted is the message as the innermost step received it: a
 	// listener may pass a rewritten message down with next (to redact it,
-	// say), and that is what enters the inbox.
+	// say), and that is what enters the inbox. Its content and parts are
+	// taken: a rewrite may drop or reorder parts, but a part it adds must
+	// name stored bytes by Ref (Data never reaches the log).
 	admitted *llm.Message
 }
 
