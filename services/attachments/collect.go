@@ -15,6 +15,11 @@ import (
 // code session.NotFound means the session has no log: its markers go.
 type Verifier func(ctx stdctx.Context, sessionID string) (refs map[string]bool, held bool, err error)
 
+// Catalog lists the sessions that exist, for Collect to drop even the
+// verified markers of sessions removed behind dsh's back (their files
+// deleted by hand). Optional: without it those markers stay.
+type Catalog func(ctx stdctx.Context) (map[string]bool, error)
+
 // Collected counts what Collect did.
 type Collected struct {
 	// Blobs and Refs are the blobs and markers removed.
@@ -29,7 +34,10 @@ type Collected struct {
 // read of its session's log, once (see the package documentation). A log
 // that cannot be read keeps its markers, and its error is returned after
 // the rest was collected.
-func (s *Store) Collect(ctx stdctx.Context, verify Verifier) (Collected, error) {
+//
+// known, when not nil, lists the sessions that exist: a verified marker of
+// a session it does not list is dropped too.
+func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Collected, error) {
 	var done Collected
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,6 +59,13 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier) (Collected, error) 
 	}
 	logs := map[string]*seen{}
 	var failed []error
+	var exists map[string]bool
+	if known != nil {
+		if exists, err = known(ctx); err != nil {
+			failed = append(failed, err)
+			exists = nil // unknown: keep every verified marker
+		}
+	}
 	for _, h := range all {
 		if ctx.Err() != nil {
 			return done, errors.Join(append(failed, ctx.Err())...)
@@ -61,7 +76,18 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier) (Collected, error) 
 			continue
 		}
 		for sess, verified := range refs {
-			if verified || s.holds[holdKey{h, sess}] != nil {
+			if s.holds[holdKey{h, sess}] != nil {
+				continue
+			}
+			if verified {
+				if exists != nil && !exists[sess] {
+					if err := s.b.removeRef(h, sess); err != nil {
+						failed = append(failed, err)
+						continue
+					}
+					done.Refs++
+					delete(refs, sess)
+				}
 				continue
 			}
 			l := logs[sess]
@@ -143,6 +169,26 @@ func LogVerifier(b session.Backend) Verifier {
 			return nil, false, err
 		}
 		return RefsOf(events), false, nil
+	}
+}
+
+// KnownSessions lists the sessions of a persistence backend that can list
+// them (session.Lister); nil for one that cannot.
+func KnownSessions(b session.Backend) Catalog {
+	l, ok := b.(session.Lister)
+	if !ok {
+		return nil
+	}
+	return func(ctx stdctx.Context) (map[string]bool, error) {
+		list, err := l.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]bool, len(list))
+		for _, sum := range list {
+			out[sum.ID] = true
+		}
+		return out, nil
 	}
 }
 

@@ -54,7 +54,7 @@ func TestCollectRemovesWhatACrashLeftAndKeepsWhatALogReferences(t *testing.T) {
 		"done":    {refKept: true},
 	}, reads: map[string]int{}}
 	reopened := openStore(t, dir)
-	got, err := reopened.Collect(t.Context(), l.verify)
+	got, err := reopened.Collect(t.Context(), l.verify, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestCollectRemovesWhatACrashLeftAndKeepsWhatALogReferences(t *testing.T) {
 	}
 	// A verified marker is not read again.
 	l.reads = map[string]int{}
-	if _, err := openStore(t, dir).Collect(t.Context(), l.verify); err != nil {
+	if _, err := openStore(t, dir).Collect(t.Context(), l.verify, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(l.reads) != 0 {
@@ -96,7 +96,7 @@ func TestCollectKeepsTheBlobsOfHeldAndUnreadableSessions(t *testing.T) {
 		return nil, false, errors.New("disk on fire")
 	}
 	reopened := openStore(t, dir)
-	_, err := reopened.Collect(t.Context(), verify)
+	_, err := reopened.Collect(t.Context(), verify, nil)
 	if err == nil {
 		t.Fatal("an unreadable log was not reported")
 	}
@@ -111,7 +111,7 @@ func TestCollectLeavesLiveHolds(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	ref, release, _ := s.Put("s1", pngBytes(t, 8, 8, 15))
 	l := &logs{refs: map[string]map[string]bool{"s1": {}}, reads: map[string]int{}}
-	if _, err := s.Collect(t.Context(), l.verify); err != nil {
+	if _, err := s.Collect(t.Context(), l.verify, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Has(ref) {
@@ -120,5 +120,33 @@ func TestCollectLeavesLiveHolds(t *testing.T) {
 	release()
 	if s.Has(ref) {
 		t.Fatal("the release after Collect left the blob")
+	}
+}
+
+// A session whose log was deleted by hand, after its markers were
+// verified: with a catalog, the next collection drops them and the blob.
+func TestCollectDropsVerifiedMarkersOfSessionsThatNoLongerExist(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	gone, kept := pngBytes(t, 8, 8, 20), pngBytes(t, 8, 8, 21)
+	refGone, _, _ := s.Put("gone", gone)
+	refKept, _, _ := s.Put("kept", kept)
+	l := &logs{refs: map[string]map[string]bool{"gone": {refGone: true}, "kept": {refKept: true}}, reads: map[string]int{}}
+	if _, err := openStore(t, dir).Collect(t.Context(), l.verify, nil); err != nil { // both verified
+		t.Fatal(err)
+	}
+	known := func(stdctx.Context) (map[string]bool, error) { return map[string]bool{"kept": true}, nil }
+	reopened := openStore(t, dir)
+	got, err := reopened.Collect(t.Context(), l.verify, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reopened.Has(refGone) || !reopened.Has(refKept) || got.Blobs != 1 {
+		t.Fatalf("collected %+v; want the deleted session's blob gone and the other kept", got)
+	}
+	// A catalog that fails keeps everything verified.
+	failing := func(stdctx.Context) (map[string]bool, error) { return nil, errors.New("cannot list") }
+	if _, err := openStore(t, dir).Collect(t.Context(), l.verify, failing); err == nil || !reopened.Has(refKept) {
+		t.Fatalf("a failing catalog: %v", err)
 	}
 }

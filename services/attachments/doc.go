@@ -25,7 +25,9 @@
 // of the sessions with such unverified markers once, drops the markers
 // their logs do not back, marks the others verified (the marker file then
 // holds "ok") and removes the blobs left without markers. A session
-// another process holds is skipped: its writer may be mid-delivery.
+// another process holds is skipped: its writer may be mid-delivery. Given
+// the list of sessions that exist, it also drops the verified markers of
+// sessions whose logs were removed behind dsh's back.
 //
 // This is cheaper than scanning every session log at start (only sessions
 // with unverified markers are read, each once in its life) and than a

@@ -153,7 +153,7 @@ func TestCollectSweepsStaleTempFiles(t *testing.T) {
 	os.WriteFile(fresh, []byte("half"), 0o600)
 	old := mustTime(t, "2026-01-01T00:00:00Z")
 	os.Chtimes(stale, old, old)
-	if _, err := s.Collect(t.Context(), nil); err != nil {
+	if _, err := s.Collect(t.Context(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := blobFiles(t, dir); !slices.Equal(got, []string{".tmp-2"}) {

@@ -105,7 +105,7 @@ func TestAnImagePromptIsLoggedByReferenceResumedAndDeletedWithItsSession(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reopened.Collect(stdctx.Background(), attachments.LogVerifier(e.store)); err != nil {
+	if _, err := reopened.Collect(stdctx.Background(), attachments.LogVerifier(e.store), attachments.KnownSessions(e.store)); err != nil {
 		t.Fatal(err)
 	}
 	if reopened.Has(attachments.RefOf(stray)) || !reopened.Has(ref) {
