@@ -52,7 +52,7 @@ func (c *Controller) releaseAttachments(id string) error {
 		return nil
 	}
 	if err := c.attach.ReleaseSession(id); err != nil {
-		return errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("session %q was deleted but its attachments were not all released; remove the files under the attachments directory the error names by hand", id))
+		return errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("session %q was deleted but its attachments were not all released; the next start collects what is left", id))
 	}
 	return nil
 }
