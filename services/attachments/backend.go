@@ -1,5 +1,7 @@
 package attachments
 
+import "time"
+
 // backend keeps blobs and reference markers; the Store adds the hold
 // counts, limits and sniffing on top. Every method but lock is called with
 // the backend locked.
@@ -19,6 +21,8 @@ type backend interface {
 	// log was seen to hold the reference.
 	refs(hex string) (map[string]bool, error)
 	verify(hex, session string) error
+	// age is how long ago session's marker of hex was made.
+	age(hex, session string) time.Duration
 	// sweep removes what an interrupted write left behind.
 	sweep() error
 }

@@ -3,6 +3,7 @@ package attachments
 import (
 	stdctx "context"
 	"errors"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/llm"
@@ -19,6 +20,11 @@ type Verifier func(ctx stdctx.Context, sessionID string) (refs map[string]bool, 
 // verified markers of sessions removed behind dsh's back (their files
 // deleted by hand). Optional: without it those markers stay.
 type Catalog func(ctx stdctx.Context) (map[string]bool, error)
+
+// newSession is how long a marker of a session without a log is kept: a
+// session's log appears with its first prompt, which may wait in another
+// process's admission while its attachments are already stored.
+const newSession = time.Hour
 
 // Collected counts what Collect did.
 type Collected struct {
@@ -106,6 +112,9 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 			}
 			switch {
 			case l.held:
+			case l.gone && s.b.age(h, sess) < newSession:
+				// No log yet: a session whose first prompt another
+				// process is still admitting has none.
 			case !l.gone && l.refs[RefPrefix+h]:
 				if err := s.b.verify(h, sess); err != nil {
 					failed = append(failed, err)

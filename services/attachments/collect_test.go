@@ -3,10 +3,13 @@ package attachments_test
 import (
 	stdctx "context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 )
 
@@ -47,7 +50,12 @@ func TestCollectRemovesWhatACrashLeftAndKeepsWhatALogReferences(t *testing.T) {
 	refLost, _, _ := s.Put("crashed", lost) // stored, never inserted
 	refKept, _, _ := s.Put("done", kept)    // stored and in done's log
 	refShared, _, _ := s.Put("crashed", shared)
-	s.Put("gone", shared) // a session whose log was deleted by hand
+	s.Put("gone", shared) // a session whose log was deleted by hand, long ago
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(filepath.Join(dir, "refs", refShared[len(attachments.RefPrefix):], "gone"), old, old)
+	// A session with no log yet whose first prompt another process is
+	// still admitting: its fresh marker stays.
+	refNew, _, _ := s.Put("new", pngBytes(t, 8, 8, 16))
 
 	l := &logs{refs: map[string]map[string]bool{
 		"crashed": {},
@@ -64,6 +72,9 @@ func TestCollectRemovesWhatACrashLeftAndKeepsWhatALogReferences(t *testing.T) {
 	if !reopened.Has(refKept) {
 		t.Fatal("the collection removed a blob a session log references")
 	}
+	if !reopened.Has(refNew) {
+		t.Fatal("the collection removed the fresh blob of a session whose log is not written yet")
+	}
 	if got.Blobs != 2 || got.Refs != 3 || got.Verified != 1 {
 		t.Fatalf("collected %+v; want 2 blobs, 3 refs, 1 verified", got)
 	}
@@ -77,6 +88,7 @@ func TestCollectRemovesWhatACrashLeftAndKeepsWhatALogReferences(t *testing.T) {
 	if _, err := openStore(t, dir).Collect(t.Context(), l.verify, nil); err != nil {
 		t.Fatal(err)
 	}
+	delete(l.reads, "new") // unverified until its log appears: asked again
 	if len(l.reads) != 0 {
 		t.Fatalf("the second collection read logs %v; verified markers need no read", l.reads)
 	}

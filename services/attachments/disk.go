@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -205,6 +206,14 @@ func (d *disk) sweep() error {
 		}
 	}
 	return nil
+}
+
+func (d *disk) age(hex, session string) time.Duration {
+	info, err := os.Stat(filepath.Join(d.refDir(hex), markerName(session)))
+	if err != nil {
+		return math.MaxInt64
+	}
+	return time.Since(info.ModTime())
 }
 
 // markerName makes a session id a file name: session ids are file-safe

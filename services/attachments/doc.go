@@ -25,7 +25,10 @@
 // of the sessions with such unverified markers once, drops the markers
 // their logs do not back, marks the others verified (the marker file then
 // holds "ok") and removes the blobs left without markers. A session
-// another process holds is skipped: its writer may be mid-delivery. Given
+// another process holds is skipped: its writer may be mid-delivery. So is
+// the marker, younger than an hour, of a session with no log at all: a new
+// session's log appears with its first prompt, which may still be waiting
+// in another process's admission. Given
 // the list of sessions that exist, it also drops the verified markers of
 // sessions whose logs were removed behind dsh's back.
 //

@@ -3,8 +3,10 @@ package attachments
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 )
@@ -76,3 +78,8 @@ func (m *memory) verify(hex, session string) error {
 }
 
 func (m *memory) sweep() error { return nil }
+
+// age: an in-memory store lives as long as its process, so every marker
+// it holds was made by a delivery of this process, which Collect sees as
+// a hold; the others are as old as can be.
+func (m *memory) age(string, string) time.Duration { return math.MaxInt64 }
