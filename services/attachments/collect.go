@@ -141,14 +141,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 	return done, errors.Join(failed...)
 }
 
-func (s *Store) heldLocked(h string) bool {
-	for k := range s.holds {
-		if k.hex == h {
-			return true
-		}
-	}
-	return false
-}
+func (s *Store) heldLocked(h string) bool { return s.byHex[h] > 0 }
 
 // LogVerifier reads sessions through a persistence backend: the refs of
 // every message part in the log; a session the backend lists as open

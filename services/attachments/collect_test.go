@@ -162,3 +162,19 @@ func TestCollectDropsVerifiedMarkersOfSessionsThatNoLongerExist(t *testing.T) {
 		t.Fatalf("a failing catalog: %v", err)
 	}
 }
+
+// Once a closed session's holds are forgotten, what its log does not
+// back is collected like anything a crash left.
+func TestForgetLetsCollectTakeWhatTheLogDoesNotBack(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	ref, _, _ := s.Put("s1", pngBytes(t, 8, 8, 30)) // a delivery that never settled
+	logged, _, _ := s.Put("s1", pngBytes(t, 8, 8, 31))
+	s.Forget("s1")
+	l := &logs{refs: map[string]map[string]bool{"s1": {logged: true}}, reads: map[string]int{}}
+	if _, err := s.Collect(t.Context(), l.verify, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Has(ref) || !s.Has(logged) {
+		t.Fatal("after Forget, Collect kept the unlogged blob or dropped the logged one")
+	}
+}

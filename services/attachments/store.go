@@ -20,6 +20,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	holds map[holdKey]*hold
+	// byHex counts the holds of each blob, across sessions.
+	byHex map[string]int
 	// written counts the bytes written to blobs, for the figures.
 	written atomic.Int64
 	recent  cache
@@ -51,7 +53,7 @@ func Open(dir string, limits Limits) (*Store, error) {
 func NewMemory(limits Limits) *Store { return newStore(newMemory(), limits) }
 
 func newStore(b backend, limits Limits) *Store {
-	return &Store{b: b, limits: limits.withDefaults(), holds: map[holdKey]*hold{}}
+	return &Store{b: b, limits: limits.withDefaults(), holds: map[holdKey]*hold{}, byHex: map[string]int{}}
 }
 
 // Persistent reports whether the blobs outlive the process. An in-memory
@@ -176,6 +178,7 @@ func (s *Store) take(k holdKey, data []byte) error {
 		return nil
 	}
 	s.holds[k] = &hold{n: 1, created: added}
+	s.byHex[k.hex]++
 	return nil
 }
 
@@ -189,7 +192,7 @@ func (s *Store) drop(k holdKey) {
 	if hd.n--; hd.n > 0 {
 		return
 	}
-	delete(s.holds, k)
+	s.unhold(k)
 	if !hd.created {
 		return
 	}
@@ -211,13 +214,37 @@ func (s *Store) removeIfUnreferenced(h string) {
 	if err != nil || len(refs) > 0 {
 		return
 	}
-	for k := range s.holds {
-		if k.hex == h {
-			return
-		}
+	if s.byHex[h] > 0 {
+		return
 	}
 	s.recent.remove(h)
 	s.b.removeBlob(h)
+}
+
+// unhold drops a hold; the caller holds mu.
+func (s *Store) unhold(k holdKey) {
+	delete(s.holds, k)
+	if s.byHex[k.hex]--; s.byHex[k.hex] <= 0 {
+		delete(s.byHex, k.hex)
+	}
+}
+
+// Forget drops this process's holds of a session that closed, keeping its
+// references: they are in its log. The holds of open sessions are all a
+// long-running process keeps. A delivery to the session still settling
+// releases nothing after this; the next start collects what it left.
+func (s *Store) Forget(sessionID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgetLocked(sessionID)
+}
+
+func (s *Store) forgetLocked(sessionID string) {
+	for k := range s.holds {
+		if k.session == sessionID {
+			s.unhold(k)
+		}
+	}
 }
 
 // Get returns the bytes of ref, from memory when they were read lately.
@@ -257,11 +284,7 @@ func (s *Store) ReleaseSession(sessionID string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.holds {
-		if k.session == sessionID {
-			delete(s.holds, k)
-		}
-	}
+	s.forgetLocked(sessionID)
 	unlock, err := s.b.lock()
 	if err != nil {
 		return err

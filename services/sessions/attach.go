@@ -67,9 +67,15 @@ func (s *Session) storeOrNil() *attachments.Store {
 }
 
 // releaseUnpersisted drops the attachments of a closed session kept in
-// memory: nothing can resume it, so nothing will read them again.
+// memory: nothing can resume it, so nothing will read them again. A
+// persisted session keeps them (its log names them); the store only
+// forgets the session's live holds.
 func releaseUnpersisted(store *attachments.Store, id string) error {
-	if store == nil || store.Persistent() {
+	switch {
+	case store == nil:
+		return nil
+	case store.Persistent():
+		store.Forget(id)
 		return nil
 	}
 	return store.ReleaseSession(id)
