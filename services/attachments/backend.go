@@ -11,6 +11,8 @@ type backend interface {
 	lock() (unlock func(), err error)
 	writeBlob(hex string, data []byte) (written int64, err error)
 	readBlob(hex string) ([]byte, error)
+	// hasBlob fails with NotFound when hex is not stored.
+	hasBlob(hex string) error
 	removeBlob(hex string) error
 	blobs() ([]string, error)
 	// addRef records that session references hex; false when it already

@@ -108,6 +108,17 @@ func (d *disk) readBlob(hex string) ([]byte, error) {
 	return b, nil
 }
 
+func (d *disk) hasBlob(hex string) error {
+	_, err := os.Stat(d.blobPath(hex))
+	if errors.Is(err, fs.ErrNotExist) {
+		return errs.New(NotFound, fmt.Sprintf("attachment sha256:%s is not in %s; it was released or the directory was cleaned", hex, d.dir))
+	}
+	if err != nil {
+		return d.failed(err, "look up blob sha256:"+hex)
+	}
+	return nil
+}
+
 func (d *disk) removeBlob(hex string) error {
 	if err := os.Remove(d.blobPath(hex)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return d.failed(err, "remove blob sha256:"+hex)

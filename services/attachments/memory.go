@@ -43,6 +43,11 @@ func (m *memory) readBlob(hex string) ([]byte, error) {
 	return d, nil
 }
 
+func (m *memory) hasBlob(hex string) error {
+	_, err := m.readBlob(hex)
+	return err
+}
+
 func (m *memory) removeBlob(hex string) error { delete(m.data, hex); return nil }
 
 func (m *memory) blobs() ([]string, error) { return slices.Collect(maps.Keys(m.data)), nil }

@@ -131,7 +131,7 @@ func (s *Store) Hold(sessionID, ref string) (release func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.b.readBlob(h); err != nil {
+	if err := s.b.hasBlob(h); err != nil {
 		return nil, err
 	}
 	if err := s.take(holdKey{h, sessionID}, nil); err != nil {
@@ -271,8 +271,7 @@ func (s *Store) Has(ref string) bool {
 	if err != nil {
 		return false
 	}
-	_, err = s.b.readBlob(h)
-	return err == nil
+	return s.b.hasBlob(h) == nil
 }
 
 // ReleaseSession drops every reference of sessionID and removes the blobs
