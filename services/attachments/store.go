@@ -131,9 +131,6 @@ func (s *Store) Hold(sessionID, ref string) (release func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.b.hasBlob(h); err != nil {
-		return nil, err
-	}
 	if err := s.take(holdKey{h, sessionID}, nil); err != nil {
 		return nil, err
 	}
@@ -172,6 +169,12 @@ func (s *Store) take(k holdKey, data []byte) error {
 			return err
 		}
 		s.written.Add(n)
+	} else if err := s.b.hasBlob(k.hex); err != nil {
+		// Checked under the lock: no other process removes it now.
+		if added {
+			s.b.removeRef(k.hex, k.session)
+		}
+		return err
 	}
 	if hd := s.holds[k]; hd != nil {
 		hd.n++
