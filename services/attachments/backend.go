@@ -3,8 +3,8 @@ package attachments
 import "time"
 
 // backend keeps blobs and reference markers; the Store adds the hold
-// counts, limits and sniffing on top. Every method but lock is called with
-// the backend locked.
+// counts, limits and sniffing on top. Every method but lock and readBlob
+// is called with the backend locked.
 type backend interface {
 	// lock serialises marker and blob changes with other processes
 	// sharing the store.

@@ -44,8 +44,10 @@ func (m *memory) readBlob(hex string) ([]byte, error) {
 }
 
 func (m *memory) hasBlob(hex string) error {
-	_, err := m.readBlob(hex)
-	return err
+	if _, ok := m.data[hex]; !ok {
+		return errs.New(NotFound, fmt.Sprintf("attachment sha256:%s is not in the in-memory store; it was released", hex))
+	}
+	return nil
 }
 
 func (m *memory) removeBlob(hex string) error { delete(m.data, hex); return nil }

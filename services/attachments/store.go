@@ -274,6 +274,11 @@ func (s *Store) Has(ref string) bool {
 	if err != nil {
 		return false
 	}
+	unlock, err := s.b.lock()
+	if err != nil {
+		return false
+	}
+	defer unlock()
 	return s.b.hasBlob(h) == nil
 }
 
