@@ -295,8 +295,8 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		}
 	}()
 
-	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, RequestID: req.RequestID,
-		Unattended: req.Source.IsUnattended()}
+	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, Parts: prepared.Parts,
+		RequestID: req.RequestID, Unattended: req.Source.IsUnattended()}
 	// A reload replacing admission plugins holds the stage: the decision
 	// waits until the configured listeners are all in place.
 	if err := c.enter(signal); err != nil {
@@ -316,7 +316,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	if m := decision.admitted; m != nil {
 		// Listeners may rewrite the content; the identity stays the
 		// controller's.
-		msg.Content = m.Content
+		msg.Content, msg.Parts = m.Content, m.Parts
 	}
 
 	if err := c.check(ctx, agent); err != nil {

@@ -52,6 +52,9 @@ func (s Source) IsUnattended() bool {
 // Prepared is the durable content Prepare made of the sender's input.
 type Prepared struct {
 	Content string
+	// Parts is the message's content when it is multimodal (see
+	// llm.Part): as the log keeps it, bytes stored and named by Ref.
+	Parts []llm.Part
 	// Release undoes what Prepare stored (an attachment, say). The
 	// controller calls it when the message does not enter the inbox:
 	// refused, cancelled, the agent gone, or insertion failed.
@@ -101,7 +104,9 @@ type Decision struct {
 	Presented bool `json:"presented,omitempty"`
 	// admitted is the message as the innermost step received it: a
 	// listener may pass a rewritten message down with next (to redact it,
-	// say), and that is what enters the inbox.
+	// say), and that is what enters the inbox. Its content and parts are
+	// taken: a rewrite may drop or reorder parts, but a part it adds must
+	// name stored bytes by Ref (Data never reaches the log).
 	admitted *llm.Message
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -29,6 +30,10 @@ type ReactLoopAgent struct {
 	// unattended: a message of the running turn came from a source no
 	// person watches. Set and read by the driver only.
 	unattended bool
+	// parts: the session holds a message with parts, so model requests
+	// need their bytes read from the attachments store; a text-only
+	// session never looks. Set by the driver, read by the driver.
+	parts atomic.Bool
 
 	mu       sync.Mutex
 	inbox    Inbox

@@ -193,6 +193,9 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 		if e.Type == session.TurnStart {
 			a.turn = e.Turn
 		}
+		if e.Message != nil {
+			a.noteParts(*e.Message)
+		}
 	}
 	if opts.SystemPrompt != "" {
 		if err = l.prompt.Section(scope, "agent", 0, opts.SystemPrompt); err != nil {

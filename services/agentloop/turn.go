@@ -115,6 +115,7 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	a.unattended = false
 	for i := range msgs {
 		a.unattended = a.unattended || msgs[i].Unattended
+		a.noteParts(msgs[i])
 		a.sess.Append(ctx, session.Event{Type: session.UserMessage, Turn: turn, Message: &msgs[i], RequestID: msgs[i].RequestID})
 	}
 	// The prompt is durable before the model sees it: a process killed
@@ -223,6 +224,9 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 	if err != nil {
 		return false, false, err
 	}
+	if req.History, err = a.resolveParts(req.History); err != nil {
+		return false, false, err
+	}
 
 	msgID := uuid.NewString()
 	asm, err := a.stream(ctx, req, turn, step, msgID)
@@ -318,6 +322,7 @@ func (a *ReactLoopAgent) recordSteering(turn, step int) int {
 	a.mu.Unlock()
 	for i := range msgs {
 		a.unattended = a.unattended || msgs[i].Unattended
+		a.noteParts(msgs[i])
 		a.sess.Append(stdctx.Background(), session.Event{Type: session.SteeringMessage, Turn: turn, Step: step, Message: &msgs[i], RequestID: msgs[i].RequestID})
 	}
 	return len(msgs)

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/google/uuid"
 )
@@ -30,6 +31,10 @@ type Options struct {
 	// NewHub makes each session's live hub; nil serves no live events
 	// (Attach then only counts the client as an owner).
 	NewHub HubFactory
+	// Attachments stores the parts of prompts and is released when a
+	// session is deleted; nil takes the attachments service from the
+	// agent's scope when a prompt has parts, and deletes no attachments.
+	Attachments *attachments.Store
 }
 
 // Plugin provides the controller. Its config is an Options value (or nil),
@@ -72,6 +77,7 @@ type Controller struct {
 	opener   Opener
 	catalog  Catalog
 	newHub   HubFactory
+	attach   *attachments.Store
 
 	// stop ends when the controller is disposed; opens in flight see it.
 	stop   stdctx.Context
@@ -89,6 +95,7 @@ type Controller struct {
 // of New disposes what it opened with Dispose.
 func New(reg *agents.Registry, deliver *agentcontroller.Controller, opts Options) *Controller {
 	c := &Controller{registry: reg, deliver: deliver, opener: opts.Opener, catalog: opts.Catalog, newHub: opts.NewHub,
+		attach:   opts.Attachments,
 		sessions: map[string]*Session{}, opening: map[string]bool{}}
 	if c.opener == nil {
 		c.opener = RegistryOpener{Registry: reg}
@@ -338,7 +345,10 @@ func (c *Controller) Delete(ctx stdctx.Context, id string) error {
 	if c.catalog == nil {
 		return noCatalog(fmt.Sprintf("delete session %q", id))
 	}
-	return c.catalog.Delete(ctx, id)
+	if err := c.catalog.Delete(ctx, id); err != nil {
+		return err
+	}
+	return c.releaseAttachments(id)
 }
 
 func noCatalog(what string) error {

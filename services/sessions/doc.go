@@ -17,6 +17,12 @@
 // Outcome on the session (Session.Outcomes, EventOutcome) for a client that
 // reconnects and missed the answer.
 //
+// A prompt may carry images and files (PromptRequest.Parts, bytes in
+// Data). The session stores them in the attachments service when the
+// delivery's turn comes and the log records references; a prompt that
+// stays out releases them, and deleting a session releases its own (see
+// services/attachments).
+//
 // # What an entry point does not do
 //
 // It never calls the agents factory (Registry.Create/Resume), the agent

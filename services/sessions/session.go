@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
 )
 
 // Cancelled is the cause a turn ends with when a client cancels it.
@@ -82,6 +83,12 @@ type PromptRequest struct {
 	// dropped connection) must set it.
 	RequestID string
 	Content   string
+	// Parts makes the prompt multimodal: images and files with their
+	// bytes in Data (see llm.Part). They are stored in the attachments
+	// service before admission and reach the log as references; a
+	// delivery that does not enter the inbox leaves nothing stored.
+	// Content, when set too, is the text before them.
+	Parts []llm.Part
 	// Source is who sends it; zero means the session's default source.
 	Source agentcontroller.Source
 }
@@ -107,7 +114,11 @@ func (s *Session) deliver(ctx stdctx.Context, mode agentcontroller.Mode, r Promp
 	if src.Kind == "" {
 		src = s.source
 	}
-	id, err := s.c.deliver.Deliver(ctx, s.handle.Agent, agentcontroller.Request{Mode: mode, Source: src, RequestID: r.RequestID, Content: r.Content})
+	req := agentcontroller.Request{Mode: mode, Source: src, RequestID: r.RequestID, Content: r.Content}
+	if len(r.Parts) > 0 {
+		req.Prepare = s.prepareParts(r)
+	}
+	id, err := s.c.deliver.Deliver(ctx, s.handle.Agent, req)
 	if err == nil {
 		return id, nil
 	}
@@ -254,6 +265,8 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	if ctx == nil {
 		ctx = stdctx.Background()
 	}
+	// Found before the dispose ends the agent's scope.
+	store := s.storeOrNil()
 	if err := s.handle.Dispose(ctx); err != nil {
 		return err
 	}
@@ -265,7 +278,7 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	s.state = stateClosed
 	s.mu.Unlock()
 	s.c.forget(s)
-	return err
+	return errors.Join(err, releaseUnpersisted(store, s.id))
 }
 
 // abandon disposes the agent of a session that was never published,

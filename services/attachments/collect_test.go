@@ -1,0 +1,180 @@
+package attachments_test
+
+import (
+	stdctx "context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+func mustTime(t testing.TB, s string) time.Time {
+	t.Helper()
+	tm, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
+// logs is a Verifier over fixed session logs, counting its reads.
+type logs struct {
+	refs  map[string]map[string]bool
+	held  map[string]bool
+	reads map[string]int
+}
+
+func (l *logs) verify(_ stdctx.Context, id string) (map[string]bool, bool, error) {
+	l.reads[id]++
+	if l.held[id] {
+		return nil, true, nil
+	}
+	r, ok := l.refs[id]
+	if !ok {
+		return nil, false, errs.New(session.NotFound, "no session "+id)
+	}
+	return r, false, nil
+}
+
+// A crash between storing and recording: the next start collects the
+// blob no log references and keeps the one a log does.
+func TestCollectRemovesWhatACrashLeftAndKeepsWhatALogReferences(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	lost, kept, shared := pngBytes(t, 8, 8, 10), pngBytes(t, 8, 8, 11), pngBytes(t, 8, 8, 12)
+	refLost, _, _ := s.Put("crashed", lost) // stored, never inserted
+	refKept, _, _ := s.Put("done", kept)    // stored and in done's log
+	refShared, _, _ := s.Put("crashed", shared)
+	s.Put("gone", shared) // a session whose log was deleted by hand, long ago
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(filepath.Join(dir, "refs", refShared[len(attachments.RefPrefix):], "gone"), old, old)
+	// A session with no log yet whose first prompt another process is
+	// still admitting: its fresh marker stays.
+	refNew, _, _ := s.Put("new", pngBytes(t, 8, 8, 16))
+
+	l := &logs{refs: map[string]map[string]bool{
+		"crashed": {},
+		"done":    {refKept: true},
+	}, reads: map[string]int{}}
+	reopened := openStore(t, dir)
+	got, err := reopened.Collect(t.Context(), l.verify, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reopened.Has(refLost) || reopened.Has(refShared) {
+		t.Fatal("a blob no log references survived the collection")
+	}
+	if !reopened.Has(refKept) {
+		t.Fatal("the collection removed a blob a session log references")
+	}
+	if !reopened.Has(refNew) {
+		t.Fatal("the collection removed the fresh blob of a session whose log is not written yet")
+	}
+	if got.Blobs != 2 || got.Refs != 3 || got.Verified != 1 {
+		t.Fatalf("collected %+v; want 2 blobs, 3 refs, 1 verified", got)
+	}
+	for id, n := range l.reads {
+		if n != 1 {
+			t.Errorf("read the log of %s %d times; want once", id, n)
+		}
+	}
+	// A verified marker is not read again.
+	l.reads = map[string]int{}
+	if _, err := openStore(t, dir).Collect(t.Context(), l.verify, nil); err != nil {
+		t.Fatal(err)
+	}
+	delete(l.reads, "new") // unverified until its log appears: asked again
+	if len(l.reads) != 0 {
+		t.Fatalf("the second collection read logs %v; verified markers need no read", l.reads)
+	}
+}
+
+// A session another process holds may be between storing and recording:
+// its blobs stay. A log that cannot be read keeps its blobs too.
+func TestCollectKeepsTheBlobsOfHeldAndUnreadableSessions(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	refHeld, _, _ := s.Put("busy", pngBytes(t, 8, 8, 13))
+	refBad, _, _ := s.Put("broken", pngBytes(t, 8, 8, 14))
+	verify := func(_ stdctx.Context, id string) (map[string]bool, bool, error) {
+		if id == "busy" {
+			return nil, true, nil
+		}
+		return nil, false, errors.New("disk on fire")
+	}
+	reopened := openStore(t, dir)
+	_, err := reopened.Collect(t.Context(), verify, nil)
+	if err == nil {
+		t.Fatal("an unreadable log was not reported")
+	}
+	if !reopened.Has(refHeld) || !reopened.Has(refBad) {
+		t.Fatal("a blob of a held or unreadable session was collected")
+	}
+}
+
+// What this process still holds (a delivery in flight) is never
+// collected, whatever the log says.
+func TestCollectLeavesLiveHolds(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	ref, release, _ := s.Put("s1", pngBytes(t, 8, 8, 15))
+	l := &logs{refs: map[string]map[string]bool{"s1": {}}, reads: map[string]int{}}
+	if _, err := s.Collect(t.Context(), l.verify, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Has(ref) {
+		t.Fatal("Collect removed a blob a live delivery holds")
+	}
+	release()
+	if s.Has(ref) {
+		t.Fatal("the release after Collect left the blob")
+	}
+}
+
+// A session whose log was deleted by hand, after its markers were
+// verified: with a catalog, the next collection drops them and the blob.
+func TestCollectDropsVerifiedMarkersOfSessionsThatNoLongerExist(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	gone, kept := pngBytes(t, 8, 8, 20), pngBytes(t, 8, 8, 21)
+	refGone, _, _ := s.Put("gone", gone)
+	refKept, _, _ := s.Put("kept", kept)
+	l := &logs{refs: map[string]map[string]bool{"gone": {refGone: true}, "kept": {refKept: true}}, reads: map[string]int{}}
+	if _, err := openStore(t, dir).Collect(t.Context(), l.verify, nil); err != nil { // both verified
+		t.Fatal(err)
+	}
+	known := func(stdctx.Context) (map[string]bool, error) { return map[string]bool{"kept": true}, nil }
+	reopened := openStore(t, dir)
+	got, err := reopened.Collect(t.Context(), l.verify, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reopened.Has(refGone) || !reopened.Has(refKept) || got.Blobs != 1 {
+		t.Fatalf("collected %+v; want the deleted session's blob gone and the other kept", got)
+	}
+	// A catalog that fails keeps everything verified.
+	failing := func(stdctx.Context) (map[string]bool, error) { return nil, errors.New("cannot list") }
+	if _, err := openStore(t, dir).Collect(t.Context(), l.verify, failing); err == nil || !reopened.Has(refKept) {
+		t.Fatalf("a failing catalog: %v", err)
+	}
+}
+
+// Once a closed session's holds are forgotten, what its log does not
+// back is collected like anything a crash left.
+func TestForgetLetsCollectTakeWhatTheLogDoesNotBack(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	ref, _, _ := s.Put("s1", pngBytes(t, 8, 8, 30)) // a delivery that never settled
+	logged, _, _ := s.Put("s1", pngBytes(t, 8, 8, 31))
+	s.Forget("s1")
+	l := &logs{refs: map[string]map[string]bool{"s1": {logged: true}}, reads: map[string]int{}}
+	if _, err := s.Collect(t.Context(), l.verify, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Has(ref) || !s.Has(logged) {
+		t.Fatal("after Forget, Collect kept the unlogged blob or dropped the logged one")
+	}
+}

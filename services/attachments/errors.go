@@ -1,0 +1,17 @@
+package attachments
+
+import "github.com/dsh-go/dsh/errs"
+
+// Error codes of the attachments service.
+const (
+	// TooLarge: a part or a message is over its size limit.
+	TooLarge errs.Code = "ATTACHMENT_TOO_LARGE"
+	// MediaMismatch: a part's bytes are not what its declared type says.
+	MediaMismatch errs.Code = "ATTACHMENT_MEDIA_MISMATCH"
+	// BadPart: a part is malformed (unknown type, no bytes, bad reference).
+	BadPart errs.Code = "ATTACHMENT_BAD_PART"
+	// NotFound: a referenced blob is not in the store.
+	NotFound errs.Code = "ATTACHMENT_NOT_FOUND"
+	// StoreFailed: the store could not read or write its directory.
+	StoreFailed errs.Code = "ATTACHMENT_STORE_FAILED"
+)

@@ -1,0 +1,27 @@
+package attachments
+
+// Limits cap what one delivery may store. Zero fields take the defaults.
+type Limits struct {
+	// PerPart is the most bytes one part may hold.
+	PerPart int64 `koanf:"max_part_bytes" json:"max_part_bytes,omitempty"`
+	// PerMessage is the most bytes all parts of one message may hold.
+	PerMessage int64 `koanf:"max_message_bytes" json:"max_message_bytes,omitempty"`
+}
+
+// Default limits: a screenshot or a PDF fits; a video does not. The
+// providers' own caps are near these (Anthropic: 5 MB per image after
+// their resize, 32 MB per request).
+const (
+	DefaultPerPart    = 10 << 20
+	DefaultPerMessage = 20 << 20
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.PerPart <= 0 {
+		l.PerPart = DefaultPerPart
+	}
+	if l.PerMessage <= 0 {
+		l.PerMessage = DefaultPerMessage
+	}
+	return l
+}

@@ -1,0 +1,55 @@
+package attachments
+
+import (
+	"fmt"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+)
+
+// Key is the service key.
+var Key = dshctx.NewKey[*Store]("attachments")
+
+// Options configure the service.
+type Options struct {
+	// Dir keeps the blobs on disk — an attachments/ directory beside the
+	// session files; empty keeps them in memory, for sessions that are
+	// not persisted.
+	Dir    string `koanf:"dir" json:"dir,omitempty"`
+	Limits Limits `koanf:",squash" json:",inline"`
+}
+
+// Plugin provides the store. Its config is an Options value (or nil: in
+// memory, default limits), given by the code that mounts it. It does not
+// collect: the session logs Collect reads are not loaded yet when core
+// services start; the host calls Collect once persistence is up.
+var Plugin = dshctx.Define("attachments", func(ctx *dshctx.Context, config any) error {
+	var o Options
+	switch c := config.(type) {
+	case nil:
+	case Options:
+		o = c
+	case *Options:
+		if c != nil {
+			o = *c
+		}
+	default:
+		return errs.New(errs.InvalidArgument, fmt.Sprintf("attachments: the config is a %T; pass an attachments.Options or nil", config))
+	}
+	s := NewMemory(o.Limits)
+	if o.Dir != "" {
+		var err error
+		if s, err = Open(o.Dir, o.Limits); err != nil {
+			return err
+		}
+	}
+	return Key.Provide(ctx, s)
+})
+
+// Provided is a plugin that provides s itself: for a host that opens the
+// store once and hands it to the session controller too
+// (sessions.Options.Attachments), so prompts, model requests and
+// deletions all use the same store.
+func Provided(s *Store) dshctx.Plugin {
+	return dshctx.Define("attachments", func(ctx *dshctx.Context, _ any) error { return Key.Provide(ctx, s) })
+}
