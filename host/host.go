@@ -29,6 +29,7 @@ import (
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -64,6 +65,10 @@ type Host struct {
 	controller *agentcontroller.Controller
 	models     *llm.Service
 	sessions   *sessions.Controller
+	// attachments keeps the bytes of message parts; attachmentsDir is
+	// where ("" in memory).
+	attachments    *attachments.Store
+	attachmentsDir string
 
 	stopTimeout    time.Duration
 	noConfigAgents bool
@@ -130,6 +135,11 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 	if h.stopTimeout <= 0 {
 		h.stopTimeout = DefaultStopTimeout
 	}
+	store, dir, err := openAttachments(cfg)
+	if err != nil {
+		return nil, errors.Join(errs.Wrap(StartFailed, err, "the attachments store cannot be opened"), root.Dispose(stdctx.Background()))
+	}
+	h.attachments, h.attachmentsDir = store, dir
 	if err := h.mountCore(); err != nil {
 		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 	}
@@ -144,6 +154,9 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		}
 		h.plugins = append(h.plugins, m)
 	}
+	// The logs are readable now: drop what a crash left in the store
+	// before any session can add to it.
+	h.collectAttachments()
 	for _, ac := range cfg.Agents {
 		if h.noConfigAgents {
 			break
@@ -166,7 +179,7 @@ func (h *Host) mountCore() error {
 	if err := core.Mount(h.root); err != nil {
 		return err
 	}
-	for _, p := range []dshctx.Plugin{agentcontroller.Plugin, agentloop.Plugin} {
+	for _, p := range []dshctx.Plugin{agentcontroller.Plugin, agentloop.Plugin, attachments.Provided(h.attachments)} {
 		f, err := h.root.Plugin(p, nil)
 		if err != nil {
 			return err

@@ -20,7 +20,7 @@ import (
 func (h *Host) Sessions() *sessions.Controller { return h.sessions }
 
 func (h *Host) sessionOptions() sessions.Options {
-	return sessions.Options{Opener: hostOpener{h}, Catalog: storeCatalog{h}, NewHub: newLiveHub}
+	return sessions.Options{Opener: hostOpener{h}, Catalog: storeCatalog{h}, NewHub: newLiveHub, Attachments: h.attachments}
 }
 
 // hostOpener opens a session's agent through OpenAgent, so its presets are

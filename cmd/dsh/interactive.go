@@ -152,15 +152,27 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 					fmt.Fprint(diag, "usage: /steer TEXT\n")
 					continue
 				}
-				send.enqueue(text, agentcontroller.Steer)
+				parts, err := mentions(sess.workspace(), text, h.Config().Attachments)
+				if err != nil {
+					fmt.Fprintf(diag, "dsh: not sent: %v\n", err)
+					continue
+				}
+				send.enqueue(text, parts, agentcontroller.Steer)
 				fmt.Fprint(diag, "(steering)\n")
 			case strings.HasPrefix(line, "/"):
 				fmt.Fprintf(diag, "unknown command %s; /help lists them\n", strings.Fields(line)[0])
 			default:
+				// @path mentions attach workspace files; a mention that
+				// cannot be read keeps the line from being sent at all.
+				parts, err := mentions(sess.workspace(), line, h.Config().Attachments)
+				if err != nil {
+					fmt.Fprintf(diag, "dsh: not sent: %v\n> ", err)
+					continue
+				}
 				if busy() {
 					fmt.Fprint(diag, "(queued)\n")
 				}
-				send.enqueue(line, agentcontroller.Followup)
+				send.enqueue(line, parts, agentcontroller.Followup)
 			}
 		case <-turnEnded:
 			// A turn can end before the delivery that started it has

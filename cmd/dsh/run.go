@@ -33,6 +33,8 @@ type runFlags struct {
 	session string
 	// continueLast is --continue: the agent's most recent session.
 	continueLast bool
+	// attach are the files --attach adds to the prompt.
+	attach []string
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -65,6 +67,7 @@ stderr; with --json the first line is {"type":"session/opened",...}.`,
 	cmd.Flags().StringVarP(&f.prompt, "prompt", "p", "", "send this prompt, print the answer and exit")
 	cmd.Flags().StringVar(&f.agentID, "agent", "", "the agent to talk to (default the first configured)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "write the session events as JSON lines instead of the answer")
+	cmd.Flags().StringArrayVar(&f.attach, "attach", nil, "attach this file to the prompt: an image, a PDF or a text file (repeatable; with -p or stdin)")
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config when the file changes")
 	cmd.Flags().StringVar(&f.session, "session", "", "continue the stored session with this id, or start one under it")
 	cmd.Flags().BoolVarP(&f.continueLast, "continue", "c", false, "continue the agent's most recently updated session")
@@ -95,6 +98,15 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		return &exitCode{code: exitUsage, err: noStoreError(flagName(f))}
 	}
 	ac, err := pickAgentConfig(cfg, f.agentID)
+	if err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+	// The files are read before anything starts: a missing or oversized
+	// one is a usage error that costs nothing.
+	if len(f.attach) > 0 && f.prompt == "" && isTerminal(cmd.InOrStdin()) {
+		return &exitCode{code: exitUsage, err: fmt.Errorf("--attach goes with a prompt (-p or stdin); in an interactive session, mention workspace files in a line with @path")}
+	}
+	parts, err := attachFiles(f.attach, cfg.Attachments)
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
@@ -172,7 +184,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		if f.json {
 			reportOpened(s, ac.ID, resumed, stdout)
 		}
-		code := headless(h, s, prompt, f.json, f.approvals, stdout, stderr, signals)
+		code := headless(h, s, prompt, parts, f.json, f.approvals, stdout, stderr, signals)
 		reportSessionID(s.ID(), stored, stderr)
 		reportUsage(h.Config(), ac, s, f.json, stdout, stderr)
 		if code != exitOK {
@@ -382,7 +394,7 @@ func (t *tracker) busy() bool {
 }
 
 // headless sends one prompt and waits for its turn to end.
-func headless(h *host.Host, s *sessions.Session, text string, jsonOut bool, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+func headless(h *host.Host, s *sessions.Session, text string, parts []llm.Part, jsonOut bool, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	t := newTracker(out, diag, jsonOut)
@@ -410,7 +422,7 @@ func headless(h *host.Host, s *sessions.Session, text string, jsonOut bool, flag
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	defer cancel()
 	go func() {
-		id, err := prompt(ctx, s, agentcontroller.Followup, text)
+		id, err := prompt(ctx, s, agentcontroller.Followup, text, parts)
 		done <- delivered{id, err}
 	}()
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -34,8 +35,9 @@ type sender struct {
 // outgoing names no session: a reload may replace the session while the
 // line waits, and the line goes to the session current when it is sent.
 type outgoing struct {
-	text string
-	mode agentcontroller.Mode
+	text  string
+	parts []llm.Part
+	mode  agentcontroller.Mode
 }
 
 func newSender(cur *current, diag io.Writer) *sender {
@@ -45,9 +47,9 @@ func newSender(cur *current, diag io.Writer) *sender {
 	return s
 }
 
-func (s *sender) enqueue(text string, mode agentcontroller.Mode) {
+func (s *sender) enqueue(text string, parts []llm.Part, mode agentcontroller.Mode) {
 	s.mu.Lock()
-	s.queue = append(s.queue, outgoing{text, mode})
+	s.queue = append(s.queue, outgoing{text, parts, mode})
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -100,7 +102,7 @@ func (s *sender) loop() {
 		s.mu.Unlock()
 
 		sess := s.cur.get()
-		_, err := prompt(s.ctx, sess, o.mode, o.text)
+		_, err := prompt(s.ctx, sess, o.mode, o.text, o.parts)
 		if s.ctx.Err() != nil {
 			return
 		}

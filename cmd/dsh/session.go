@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
 	"github.com/google/uuid"
@@ -49,9 +50,10 @@ func openSession(ctx stdctx.Context, h *host.Host, ac config.AgentConfig) (*sess
 	return s, err
 }
 
-// prompt sends text to the session with a fresh request id.
-func prompt(ctx stdctx.Context, s *sessions.Session, mode agentcontroller.Mode, text string) (string, error) {
-	r := sessions.PromptRequest{RequestID: "cli-" + uuid.NewString(), Content: text, Source: cliSource}
+// prompt sends text, with the files attached to it, to the session with a
+// fresh request id.
+func prompt(ctx stdctx.Context, s *sessions.Session, mode agentcontroller.Mode, text string, parts []llm.Part) (string, error) {
+	r := sessions.PromptRequest{RequestID: "cli-" + uuid.NewString(), Content: text, Parts: parts, Source: cliSource}
 	// Both go through the agent controller's admission.
 	if mode == agentcontroller.Steer {
 		return s.Steer(ctx, r)
@@ -178,6 +180,14 @@ func newCurrent(cfg *config.Config, ac config.AgentConfig, s *sessions.Session) 
 	c := &current{}
 	c.set(cfg, ac, s)
 	return c
+}
+
+// workspace is the directory the current agent works in: where @path
+// mentions are read from.
+func (c *current) workspace() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ac.Workspace
 }
 
 func (c *current) get() *sessions.Session {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/usage"
 	"github.com/go-viper/mapstructure/v2"
@@ -48,6 +49,9 @@ type Config struct {
 	ACP ACPConfig `koanf:"acp"`
 	// Pricing prices models' tokens, for the usage reports (pricing.go).
 	Pricing usage.Pricing `koanf:"pricing"`
+	// Attachments limits the images and files one message may carry
+	// (attachments.max_part_bytes, max_message_bytes).
+	Attachments attachments.Limits `koanf:"attachments"`
 	// Serve configures `dsh serve`: its listener, auth, webhooks and
 	// schedules (serve.go).
 	Serve ServeConfig `koanf:"serve"`
@@ -351,6 +355,9 @@ func (c *Config) check(p *problems, dir string) {
 	c.checkStores(p)
 	c.checkPricing(p)
 	c.checkServe(p)
+	if c.Attachments.PerPart < 0 || c.Attachments.PerMessage < 0 {
+		p.add("attachments", "max_part_bytes and max_message_bytes cannot be negative; leave them out for the defaults (10 MiB a part, 20 MiB a message)")
+	}
 	switch strings.ToLower(c.Log.Level) {
 	case "", "trace", "debug", "info", "warn", "error", "off":
 	default:

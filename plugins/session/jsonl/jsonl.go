@@ -46,6 +46,11 @@ type Config struct {
 // Defaults keeps sessions in ./sessions unless the entry says otherwise.
 func (Config) Defaults() Config { return Config{Dir: "sessions"} }
 
+// AttachmentsDir is where the attachments of these sessions are kept:
+// beside the session files (services/attachments), so a session and the
+// images it references move and are backed up together.
+func (c Config) AttachmentsDir() string { return filepath.Join(c.Dir, "attachments") }
+
 // Validate checks the config before anything starts.
 func (c Config) Validate() error {
 	if c.Dir == "" {
