@@ -70,15 +70,10 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	return stopOf(end)
 }
 
-// deliveryOf is the request that delivers a prompt's content.
-//
-// HAND-OFF (issue 19): until sessions.PromptRequest has Parts, a prompt
-// travels as its text (pc.Text: images and files described, text
-// resources inline). Once it has, this becomes
-//
-//	return sessions.PromptRequest{RequestID: rid, Content: pc.Content(), Parts: pc.Parts, Source: agentSourceOf(rid)}
+// deliveryOf is the request that delivers a prompt's content: its text,
+// and its images and files as parts the session's attachments store keeps.
 func deliveryOf(rid string, pc promptContent) sessions.PromptRequest {
-	return sessions.PromptRequest{RequestID: rid, Content: pc.Text, Source: agentSourceOf(rid)}
+	return sessions.PromptRequest{RequestID: rid, Content: pc.Content(), Parts: pc.Parts, Source: agentSourceOf(rid)}
 }
 
 // stopOf maps a turn's end onto the answer's stopReason.

@@ -152,10 +152,9 @@ func TestImagePromptWhereTheProviderTakesImages(t *testing.T) {
 	if err != nil || pr.StopReason != acp.StopReasonEndTurn {
 		t.Fatal(pr, err)
 	}
-	// Until sessions.PromptRequest carries parts the image travels
-	// described ("[image image/png]"); with parts the scripted model
-	// echoes it with its size ("[image image/png, 16 bytes]").
-	if got := agentText(e.c.all()); !strings.Contains(got, "what is this?") || !strings.Contains(got, "[image image/png") {
+	// The image reaches the model with its bytes: the scripted model
+	// echoes it with its size.
+	if got := agentText(e.c.all()); !strings.Contains(got, "what is this?") || !strings.Contains(got, "[image image/png, 16 bytes]") {
 		t.Fatalf("the model did not hear of the image: %q", got)
 	}
 }
