@@ -59,9 +59,11 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 			} else {
 				executed++
 			}
-			a.sess.Append(rec, session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &llm.Message{
-				Role: llm.RoleTool, ToolCallID: calls[i].ID, Content: content, IsError: isError,
-			}})
+			msg := llm.Message{Role: llm.RoleTool, ToolCallID: calls[i].ID, Content: content, IsError: isError}
+			if o.Ran && o.Err == nil && len(o.Result.Parts) > 0 {
+				msg = a.toolParts(msg, o.Result.Parts)
+			}
+			a.sess.Append(rec, session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &msg})
 		},
 	})
 	return executed, err

@@ -75,6 +75,10 @@ type Call struct {
 type Result struct {
 	Content string `json:"content"`
 	IsError bool   `json:"is_error,omitempty"`
+	// Parts are images or files the call produced (reading a PNG), bytes
+	// in Data: the agent loop stores them in the attachments service and
+	// the tool/result message carries them by reference after Content.
+	Parts []llm.Part `json:"parts,omitempty"`
 }
 
 // Tool is an executable tool.

@@ -70,7 +70,8 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 			return fail(p.explain(err, args.Path))
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err != nil {
+		st, err := f.Stat()
+		if err != nil {
 			return fail(p.explain(err, args.Path))
 		} else if st.IsDir() {
 			return failf("%q is a directory; use list to see its entries", args.Path)
@@ -80,6 +81,9 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 		if why, err := sniff(f); err != nil {
 			return fail(p.explain(err, args.Path))
 		} else if why != "" {
+			if r, ok, err := readImage(f, st.Size(), args.Path); ok || err != nil {
+				return r, err
+			}
 			return failf("%q looks like a binary file (%s); read shows text files only", args.Path, why)
 		}
 		src = f
