@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/dsh-go/dsh/services/tools"
@@ -66,7 +67,7 @@ echo "{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"additionalCon
 		"bad": {Content: "broken\n\nPostToolUse hook context: it failed", IsError: true},
 	} {
 		got, err := svc.Execute(stdctx.Background(), a.Context(), tools.Call{AgentID: "main", Name: name, Workspace: r.ws})
-		if err != nil || got != want {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, %v; want %+v", name, got, err, want)
 		}
 	}
