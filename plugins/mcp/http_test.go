@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	stdctx "context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/services/llm"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -112,13 +115,33 @@ func TestResultsThroughTheServer(t *testing.T) {
 	cfg.MaxResultBytes = 1000
 	root, svc := mustMount(t, cfg)
 	bg := stdctx.Background()
-	if r := call(t, bg, root, svc, "t__image", `{}`); r.Content != "a dot:\n[image: image/png, 67 bytes; images are not passed on to the model yet]" {
-		t.Fatalf("image: %q", r.Content)
+	img := testPNG()
+	r := call(t, bg, root, svc, "t__image", `{}`)
+	if want := fmt.Sprintf("a dot:\n[image: image/png, %d bytes; attached to this result as image 1]", len(img)); r.Content != want {
+		t.Fatalf("image: %q, want %q", r.Content, want)
+	}
+	if len(r.Parts) != 1 || r.Parts[0].Type != llm.PartImage || r.Parts[0].MediaType != "image/png" || !bytes.Equal(r.Parts[0].Data, img) {
+		t.Fatalf("image parts: %+v", r.Parts)
+	}
+	// An image as an embedded resource is attached too; bytes declared an
+	// image that are not one, and audio, are described.
+	r = call(t, bg, root, svc, "t__mixed", `{}`)
+	if len(r.Parts) != 1 || !bytes.Equal(r.Parts[0].Data, img) {
+		t.Fatalf("mixed parts: %+v", r.Parts)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("[resource file:///dot.png: image/png, %d bytes; attached to this result as image 1]", len(img)),
+		"[image: declared image/png but its bytes are not an image (67 bytes); not attached]",
+		"[audio: audio/wav, 12 bytes; audio is not passed on to the model]",
+	} {
+		if !strings.Contains(r.Content, want) {
+			t.Errorf("mixed: %q lacks %q", r.Content, want)
+		}
 	}
 	if r := call(t, bg, root, svc, "t__structured", `{}`); r.Content != `{"n":2}` {
 		t.Fatalf("structured: %q", r.Content)
 	}
-	r := call(t, bg, root, svc, "t__big", `{}`)
+	r = call(t, bg, root, svc, "t__big", `{}`)
 	if !strings.HasSuffix(r.Content, "[result cut: the first 1000 of 100000 bytes are shown (max_result_bytes)]") || !strings.HasPrefix(r.Content, "éé") {
 		t.Fatalf("big: %q", r.Content[len(r.Content)-120:])
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -307,7 +308,7 @@ func (s *server) call(ctx stdctx.Context, name string, c tools.Call) (tools.Resu
 	res, err := cur.sess.CallTool(cctx, &mcpsdk.CallToolParams{Name: name, Arguments: c.Arguments})
 	switch {
 	case err == nil:
-		return result(res, s.cfg.MaxResultBytes), nil
+		return result(res, s.cfg.MaxResultBytes, resultLimits), nil
 	case ctx.Err() != nil:
 		return tools.Result{}, ctx.Err()
 	case cctx.Err() != nil:
@@ -318,6 +319,12 @@ func (s *server) call(ctx stdctx.Context, name string, c tools.Call) (tools.Resu
 		return failed("MCP server %q answered the call of %q with an error: %v", s.cfg.Name, name, err), nil
 	}
 }
+
+// resultLimits bound the images of one result: the attachments store's
+// defaults, as for the file tool's images (the plugin does not depend on
+// the store; one configured lower refuses the images, and the agent loop
+// says so in the result).
+var resultLimits = attachments.Limits{PerPart: attachments.DefaultPerPart, PerMessage: attachments.DefaultPerMessage}
 
 // gone reports whether c is no longer the live connection.
 func (s *server) gone(c *conn) bool {

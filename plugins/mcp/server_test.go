@@ -1,9 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"strings"
 	"sync"
@@ -100,7 +104,14 @@ func newTestServer() (*mcpsdk.Server, *observed) {
 		return nil, nil
 	})
 	add("image", "an image", readOnly, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
-		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "a dot:"}, &mcpsdk.ImageContent{MIMEType: "image/png", Data: make([]byte, 67)}}}, nil
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "a dot:"}, &mcpsdk.ImageContent{MIMEType: "image/png", Data: testPNG()}}}, nil
+	})
+	add("mixed", "an image as a resource, a fake image and audio", readOnly, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{
+			&mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "file:///dot.png", MIMEType: "image/png", Blob: testPNG()}},
+			&mcpsdk.ImageContent{MIMEType: "image/png", Data: make([]byte, 67)},
+			&mcpsdk.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF....WAVE")},
+		}}, nil
 	})
 	add("structured", "structured only", readOnly, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
 		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{}, StructuredContent: map[string]any{"n": 2}}, nil
@@ -127,6 +138,18 @@ func newTestServer() (*mcpsdk.Server, *observed) {
 		return text("retitled"), nil
 	})
 	return srv, o
+}
+
+// testPNG is a real PNG, a 2×2 image, encoded the same way in the test
+// and in the server process.
+func testPNG() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: 255, A: 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
 }
 
 // stdioConfig runs the test binary as the server.

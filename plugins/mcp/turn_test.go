@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	stdctx "context"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all"
+	"github.com/dsh-go/dsh/plugins/mcp"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/tools"
@@ -104,4 +107,76 @@ func lastAssistant(s *session.Session) string {
 		}
 	}
 	return text
+}
+
+// TestAnImageFromAnMCPToolReachesTheSessionByReference: through a whole
+// turn, the image a stdio server's tool returns is kept in the host's
+// attachments store and the tool/result message in the session log names
+// it by reference, after the result's text.
+func TestAnImageFromAnMCPToolReachesTheSessionByReference(t *testing.T) {
+	yaml := fmt.Sprintf(`
+plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - text: "looking"
+          tool_calls:
+            - name: gh__image
+              arguments: '{}'
+        - text: "done"
+  - use: tools.mcp
+    config:
+      name: gh
+      command: %q
+      env: {DSH_MCP_TEST_SERVER: "1"}
+agents:
+  - id: a
+    provider: scripted
+`, os.Args[0])
+	cfg, err := config.Parse("config.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	a, _ := h.Agent("a")
+	if err := a.Followup(llm.Message{Role: llm.RoleUser, Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.WhenIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var msg *llm.Message
+	for _, e := range a.Session().Events(1) {
+		if e.Type == session.ToolResult && e.Message != nil {
+			msg = e.Message
+		}
+	}
+	if msg == nil || msg.IsError {
+		t.Fatalf("the tool result in the session: %+v", msg)
+	}
+	img := mcp.TestPNG()
+	if len(msg.Parts) != 2 || msg.Parts[0].Type != llm.PartText || !strings.HasPrefix(msg.Parts[0].Text, "a dot:\n[image: image/png") {
+		t.Fatalf("the result's parts: %+v", msg.Parts)
+	}
+	p := msg.Parts[1]
+	if p.Type != llm.PartImage || p.MediaType != "image/png" || p.Size != int64(len(img)) || !strings.HasPrefix(p.Ref, "sha256:") || p.Data != nil {
+		t.Fatalf("the image part in the log: %+v", p)
+	}
+	store, err := attachments.Key.Get(h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Get(p.Ref)
+	if err != nil || !bytes.Equal(got, img) {
+		t.Fatalf("the store holds %d bytes for %s (%v), want the server's %d", len(got), p.Ref, err, len(img))
+	}
+	if !strings.Contains(lastAssistant(a.Session()), "done") {
+		t.Fatal("the turn did not finish")
+	}
 }

@@ -74,11 +74,11 @@ func TestConfigValidation(t *testing.T) {
 
 func TestCapTextCutsOnACharacterBoundary(t *testing.T) {
 	s := strings.Repeat("é", 10) // 20 bytes
-	got := capText(s, 5)
-	if !strings.HasPrefix(got, "éé\n[result cut: the first 4 of 20 bytes") {
+	got, kept := capText(s, 5)
+	if kept != 4 || !strings.HasPrefix(got, "éé\n[result cut: the first 4 of 20 bytes") {
 		t.Fatalf("%q", got)
 	}
-	if capText("short", 5) != "short" {
+	if got, kept := capText("short", 5); got != "short" || kept != 5 {
 		t.Fatal("a text within the cap must stay as it is")
 	}
 }
