@@ -200,7 +200,9 @@ func TestUploadRetryIsDeliveredOnceAndStoresNothingTwice(t *testing.T) {
 		if r.status != http.StatusAccepted {
 			t.Fatalf("upload %d: %d %s", i, r.status, r.body)
 		}
-		var out struct{ MessageID string `json:"message_id"` }
+		var out struct {
+			MessageID string `json:"message_id"`
+		}
 		r.json(t, &out)
 		ids[i] = out.MessageID
 	}
