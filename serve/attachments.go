@@ -146,7 +146,11 @@ func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
 	h.Set("ETag", `"`+ref+`"`)
 	h.Set("Cache-Control", "private, max-age=31536000, immutable")
 	if !modelImages[mt] {
-		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": downloadName(p)}))
+		cd := mime.FormatMediaType("attachment", map[string]string{"filename": downloadName(p)})
+		if cd == "" { // a name mime cannot encode: download it unnamed
+			cd = "attachment"
+		}
+		h.Set("Content-Disposition", cd)
 	}
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 }
