@@ -5,10 +5,131 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
 	"strings"
+
+	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/llm"
 )
+
+// bodyLimit is the most bytes r's body may hold: serve.max_body_bytes,
+// except for a multipart message, which may carry a message's worth of
+// attachments (attachments.max_message_bytes) beside its text.
+func (s *Server) bodyLimit(r *http.Request) int64 {
+	if isMultipart(r) && r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/messages") {
+		return s.uploadLimit()
+	}
+	return s.cfg.MaxBodyBytes
+}
+
+// uploadLimit is the body limit of a multipart message: the attachments
+// of one message, plus what a JSON body may hold for the text and the
+// form's own bytes.
+func (s *Server) uploadLimit() int64 {
+	per := s.o.Config.Attachments.PerMessage
+	if s.o.Attachments != nil {
+		per = s.o.Attachments.Limits().PerMessage
+	}
+	if per <= 0 {
+		per = attachments.DefaultPerMessage
+	}
+	return per + s.cfg.MaxBodyBytes
+}
+
+func isMultipart(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "multipart/form-data"
+}
+
+// readMessage reads the body of POST .../messages: JSON (its parts in
+// base64) or multipart/form-data (its files as "file" parts).
+func (s *Server) readMessage(r *http.Request) (messageRequest, []llm.Part, error) {
+	if isMultipart(r) {
+		return s.readMultipart(r)
+	}
+	var req messageRequest
+	if err := s.decode(r, &req, false); err != nil {
+		return req, nil, err
+	}
+	var parts []llm.Part
+	for i, p := range req.Parts {
+		if p.Type != llm.PartImage && p.Type != llm.PartFile {
+			return req, nil, fail(http.StatusBadRequest, BadRequest, "parts[%d] has type %q; a part is an \"image\" or a \"file\" (text goes in content)", i, p.Type)
+		}
+		if len(p.Data) == 0 {
+			return req, nil, fail(http.StatusBadRequest, BadRequest, "parts[%d] (%q) has no data; send the file's bytes in base64 in data", i, p.Name)
+		}
+		parts = append(parts, llm.Part{Type: p.Type, MediaType: p.MediaType, Name: p.Name, Data: p.Data, Size: int64(len(p.Data))})
+	}
+	return req, parts, nil
+}
+
+// formFields are the text fields of a multipart message.
+const formFields = `"request_id", "content", "mode" and "file" (repeatable)`
+
+// readMultipart reads a multipart message part by part, so nothing but
+// the bytes themselves is held: the text fields, then every "file".
+func (s *Server) readMultipart(r *http.Request) (messageRequest, []llm.Part, error) {
+	var req messageRequest
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return req, nil, fail(http.StatusBadRequest, BadRequest, "the multipart body of POST %s cannot be read: %v; send multipart/form-data with a boundary", r.URL.Path, err)
+	}
+	seen := map[string]bool{}
+	var parts []llm.Part
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return req, parts, nil
+		}
+		if err != nil {
+			return req, nil, s.multipartError(r, err)
+		}
+		name := part.FormName()
+		data, err := io.ReadAll(part)
+		part.Close()
+		if err != nil {
+			return req, nil, s.multipartError(r, err)
+		}
+		switch name {
+		case "file":
+			if part.FileName() == "" && len(data) == 0 {
+				continue // a form's file input left empty
+			}
+			p, err := uploadedPart(data, part.Header.Get("Content-Type"), part.FileName())
+			if err != nil {
+				return req, nil, err
+			}
+			parts = append(parts, p)
+			continue
+		case "request_id", "content", "mode":
+		default:
+			return req, nil, fail(http.StatusBadRequest, BadRequest, "POST %s takes no form field %q; its fields are %s", r.URL.Path, name, formFields)
+		}
+		if seen[name] {
+			return req, nil, fail(http.StatusBadRequest, BadRequest, "the form field %q comes twice; send it once (only \"file\" repeats)", name)
+		}
+		seen[name] = true
+		switch name {
+		case "request_id":
+			req.RequestID = string(data)
+		case "content":
+			req.Content = string(data)
+		case "mode":
+			req.Mode = string(data)
+		}
+	}
+}
+
+func (s *Server) multipartError(r *http.Request, err error) error {
+	if mb := new(http.MaxBytesError); errors.As(err, &mb) {
+		return fail(http.StatusRequestEntityTooLarge, BodyTooLarge,
+			"the upload is larger than %d bytes (attachments.max_message_bytes plus serve.max_body_bytes); attach fewer or smaller files, or raise attachments.max_message_bytes", s.uploadLimit())
+	}
+	return fail(http.StatusBadRequest, BadRequest, "the multipart body of POST %s is malformed: %v; send multipart/form-data with fields %s", r.URL.Path, err, formFields)
+}
 
 // decode reads r's body into v, a pointer to a struct whose json tags are
 // the fields the route takes. An empty body is allowed when every field

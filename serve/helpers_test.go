@@ -25,6 +25,7 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/serve"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
@@ -175,9 +176,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if !o.noStore {
 		store, _ = session.Key.Get(h.Root())
 	}
+	att, _ := attachments.Key.Get(h.Root())
 	e.srv, err = serve.New(serve.Options{
 		Sessions: h.Sessions(), Config: cfg, Token: e.token, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
-		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Store: store,
+		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Store: store, Attachments: att,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
@@ -37,16 +38,29 @@ type messageRequest struct {
 	RequestID string `json:"request_id"`
 	Content   string `json:"content"`
 	Mode      string `json:"mode,omitempty"`
+	// Parts are attachments with their bytes in base64, for clients that
+	// script JSON; a browser uploads multipart/form-data instead.
+	Parts []partRequest `json:"parts,omitempty"`
+}
+
+// partRequest is one attachment of a JSON message. It carries bytes only:
+// a part naming a ref would let a client take a blob of another session
+// by its hash.
+type partRequest struct {
+	Type      llm.PartType `json:"type"`
+	MediaType string       `json:"media_type,omitempty"`
+	Name      string       `json:"name,omitempty"`
+	Data      []byte       `json:"data"`
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
-	var req messageRequest
-	if err := s.decode(r, &req, false); err != nil {
+	req, parts, err := s.readMessage(r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if strings.TrimSpace(req.Content) == "" {
-		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "content is empty; send the text of the message"))
+	if strings.TrimSpace(req.Content) == "" && len(parts) == 0 {
+		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "content is empty and nothing is attached; send the text of the message in content, or attach a file"))
 		return
 	}
 	if req.RequestID == "" {
@@ -59,7 +73,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Source: httpSource}
+	p := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Parts: parts, Source: httpSource}
 	var id string
 	switch req.Mode {
 	case "", "followup":
@@ -70,7 +84,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		err = fail(http.StatusBadRequest, BadRequest, "mode %q is not a mode; send \"followup\" (the default: queued for a turn) or \"steer\" (handed to the running turn)", req.Mode)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, attachmentError(err))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"message_id": id, "request_id": req.RequestID})

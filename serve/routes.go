@@ -45,6 +45,7 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/sessions/{id}/approvals/{qid}", handle: s.answer},
 		{method: "GET", path: "/v1/sessions/{id}/events", handle: s.events},
 		{method: "GET", path: "/v1/sessions/{id}/stream", handle: s.stream},
+		{method: "GET", path: "/v1/sessions/{id}/attachments/{ref}", handle: s.attachment},
 	}
 }
 
@@ -78,7 +79,7 @@ func (s *Server) build() http.Handler {
 			return
 		}
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
+			r.Body = http.MaxBytesReader(sw, r.Body, s.bodyLimit(r))
 		}
 		h, pattern := mux.Handler(r)
 		if pattern == "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
@@ -52,6 +53,10 @@ type Options struct {
 	// GET .../events and a closed session's last_seq; nil answers those
 	// from open sessions only.
 	Store *session.Store
+	// Attachments holds the bytes of the parts sessions' messages carry,
+	// for GET .../attachments/{ref} and the upload limit; nil reads the
+	// store of open sessions only.
+	Attachments *attachments.Store
 }
 
 // Server serves the HTTP API; see the package documentation.

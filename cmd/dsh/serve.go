@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/serve/webhook"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/spf13/cobra"
 )
@@ -90,9 +91,10 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 		return &exitCode{code: exitError, err: errors.Join(err, closeHost())}
 	}
 	store, _ := session.Key.Get(h.Root())
+	att, _ := attachments.Key.Get(h.Root())
 	srv, err := serve.New(serve.Options{
 		Sessions: h.Sessions(), Config: cfg, Token: token, NoAuth: sc.NoAuth, Hooks: un.hooks,
-		Log: log, Version: dshVersion(), Store: store,
+		Log: log, Version: dshVersion(), Store: store, Attachments: att,
 	})
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), closeHost())}

@@ -277,8 +277,8 @@ func TestPageQueuesSteersAndCancels(t *testing.T) {
 
 // answerRound sends the prompt of the script and allows its tool call,
 // up to the final answer.
-func answerRound(b *browser) {
-	send(b, "say hello web, loudly")
+func answerRound(b *browser, text string) {
+	send(b, text)
 	b.wait("the question", `document.querySelector("#approvals .question button[data-choice=allow-once]")`)
 	b.do("allowing the call", chromedp.Click(chromedp.CSS(`#approvals button[data-choice=allow-once]`)))
 	b.wait("the end of the turn", `[...document.querySelectorAll("#log .msg.assistant .content")].some(c => c.textContent === "All done: the tool shouted it.") &&
@@ -291,7 +291,7 @@ func TestPageClosesAndResumesASession(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	b := newBrowser(t)
 	openPage(t, e, b)
-	answerRound(b)
+	answerRound(b, "say hello web, loudly")
 	before := eval[[]string](b, transcriptJS)
 
 	b.do("closing the session", chromedp.Click(chromedp.ID("close")))

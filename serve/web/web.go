@@ -1,7 +1,7 @@
 // Package web is the page dsh serve shows at "/": a small client of the
 // serve HTTP API (session list, chat with streamed answer and reasoning,
-// tool calls, approvals, queue, steer, cancel) written as plain HTML, CSS and
-// JavaScript modules.
+// tool calls, approvals, queue, steer, cancel, attachments) written as plain
+// HTML, CSS and JavaScript modules.
 //
 // The files are embedded in the binary, so building dsh needs no Node step
 // and the page works offline: it loads nothing from another origin. The
@@ -31,8 +31,10 @@ var static embed.FS
 
 // Policy is the Content-Security-Policy of every response: scripts, styles
 // and connections only from the server itself, no inline script or style,
-// no plugins, no framing, no form posts.
-const Policy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; " +
+// no plugins, no framing, no form posts. Images may also be blob: URLs:
+// the page fetches attachments with the bearer token (an <img src> could
+// not send it) and shows the bytes it holds.
+const Policy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' blob:; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // The codes of the handler's errors: the same as dsh serve's own, so a

@@ -26,7 +26,9 @@ export class Api {
   // call sends one request and returns the decoded body (null for 204).
   async call(method, path, body) {
     const init = { method, headers: this.headers() };
-    if (body !== undefined) {
+    if (body instanceof FormData) {
+      init.body = body; // the browser sets multipart/form-data with its boundary
+    } else if (body !== undefined) {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
@@ -40,6 +42,17 @@ export class Api {
     }
     if (!res.ok) throw new ApiError(res.status, data);
     return data;
+  }
+
+  // blob fetches bytes the API serves (an attachment) with the token.
+  async blob(path) {
+    const res = await fetch(path, { headers: this.headers() });
+    if (!res.ok) {
+      let data = {};
+      try { data = await res.json(); } catch { /* the status says enough */ }
+      throw new ApiError(res.status, data);
+    }
+    return res.blob();
   }
 
   // stream reads a session's Server-Sent Events until the stream ends,

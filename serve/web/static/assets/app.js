@@ -11,8 +11,46 @@ let view = null; // the session shown: {id, open, stop: AbortController}
 
 const transcript = new Transcript(
   { log: $("log"), approvals: $("approvals"), queue: $("queue") },
-  { answer, changed: showTurnState },
+  { answer, changed: showTurnState, attachment },
 );
+
+// attachment fetches the bytes of a part of the session shown: with the
+// token, which an <img src> could not send.
+function attachment(ref) {
+  return api.blob(`/v1/sessions/${encodeURIComponent(view.id)}/attachments/${encodeURIComponent(ref)}`);
+}
+
+// attached are the files the next message carries.
+let attached = [];
+
+function formatSize(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} kB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+function showAttached() {
+  const ul = $("attached");
+  ul.replaceChildren();
+  attached.forEach((f, i) => {
+    const li = document.createElement("li");
+    li.className = "attached-file";
+    li.textContent = `${f.name || "pasted image"} (${formatSize(f.size)}) `;
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "secondary";
+    b.textContent = "Remove";
+    b.setAttribute("aria-label", `Remove ${f.name || "pasted image"}`);
+    b.addEventListener("click", () => { attached.splice(i, 1); showAttached(); });
+    li.append(b);
+    ul.append(li);
+  });
+}
+
+function attach(files) {
+  for (const f of files) attached.push(f);
+  showAttached();
+}
 
 // takeToken moves a token from the URL fragment (#token=...) into this
 // tab's sessionStorage and out of the address bar and history.
@@ -262,19 +300,39 @@ async function post(id, body) {
   }
 }
 
+// body is a message as JSON, or as multipart/form-data when it carries
+// files: a retry sends the same form again.
+function body(requestId, text, mode, files) {
+  if (files.length === 0) return { request_id: requestId, content: text, mode };
+  const form = new FormData();
+  form.append("request_id", requestId);
+  form.append("content", text);
+  form.append("mode", mode);
+  for (const f of files) form.append("file", f, f.name || "pasted-image");
+  return form;
+}
+
 async function send(mode) {
   const v = view;
   const text = $("prompt").value.trim();
-  if (!v || !text) return;
+  const files = attached;
+  if (!v || (!text && files.length === 0)) return;
+  // The files leave the composer with the message, and come back if it
+  // is not taken.
+  attached = [];
+  showAttached();
   hideRefusal();
   const requestId = newRequestId();
   transcript.ownRequests.add(requestId);
   const queued = transcript.running;
-  if (queued) transcript.queue(requestId, text, mode === "steer");
+  const label = files.length ? `${text}${text ? " " : ""}(+${files.length} file${files.length > 1 ? "s" : ""})` : text;
+  if (queued) transcript.queue(requestId, label, mode === "steer");
   try {
-    await post(v.id, { request_id: requestId, content: text, mode });
+    await post(v.id, body(requestId, text, mode, files));
     if ($("prompt").value.trim() === text) $("prompt").value = "";
   } catch (e) {
+    attached = files.concat(attached);
+    showAttached();
     transcript.dequeue(requestId);
     if (e instanceof ApiError && e.status === 422) {
       $("refusal").textContent = `Message refused: ${e.message}`;
@@ -350,6 +408,25 @@ $("prompt").addEventListener("keydown", (ev) => {
   }
 });
 $("steer").addEventListener("click", () => send("steer"));
+$("attach").addEventListener("change", (ev) => {
+  attach(ev.target.files);
+  ev.target.value = "";
+});
+// A pasted image (a screenshot) is attached; pasted text stays text.
+$("prompt").addEventListener("paste", (ev) => {
+  const files = [...(ev.clipboardData ? ev.clipboardData.files : [])];
+  if (files.length === 0) return;
+  ev.preventDefault();
+  attach(files);
+});
+$("composer").addEventListener("dragover", (ev) => {
+  if (ev.dataTransfer && [...ev.dataTransfer.types].includes("Files")) ev.preventDefault();
+});
+$("composer").addEventListener("drop", (ev) => {
+  if (!ev.dataTransfer || ev.dataTransfer.files.length === 0) return;
+  ev.preventDefault();
+  attach(ev.dataTransfer.files);
+});
 $("cancel").addEventListener("click", () => act("cancel", "Could not cancel the turn"));
 $("resume").addEventListener("click", () => act("resume", "Could not resume the session"));
 $("close").addEventListener("click", () => act("close", "Could not close the session"));

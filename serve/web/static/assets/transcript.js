@@ -2,7 +2,10 @@
 // the stream's updates (services/sessions/live): durable events by seq,
 // the message in flight from a snapshot and its chunks, notices, and
 // approval questions. Every update may come again after a reconnect; the
-// transcript ignores what it already holds, so nothing shows twice.
+// transcript ignores what it already holds, so nothing shows twice. A
+// message's images show as images and its files as downloads, their bytes
+// fetched through hooks.attachment(ref) (with the token) and shown from
+// blob: URLs, which reset releases.
 
 const el = (tag, cls, text) => {
   const e = document.createElement(tag);
@@ -12,14 +15,19 @@ const el = (tag, cls, text) => {
 };
 
 export class Transcript {
-  // parts: {log, approvals, queue}; hooks: {answer(q, choice), changed()}.
+  // parts: {log, approvals, queue}; hooks: {answer(q, choice), changed(),
+  // attachment(ref) -> Promise<Blob>}.
   constructor(parts, hooks) {
     this.parts = parts;
     this.hooks = hooks;
+    this.urls = [];
     this.reset();
   }
 
   reset() {
+    for (const u of this.urls) URL.revokeObjectURL(u);
+    this.urls = [];
+    this.generation = (this.generation || 0) + 1;
     this.parts.log.replaceChildren();
     this.parts.approvals.replaceChildren();
     this.parts.queue.replaceChildren();
@@ -98,7 +106,59 @@ export class Transcript {
   userMessage(m, steer) {
     const box = el("article", steer ? "msg user steer" : "msg user");
     box.append(el("h3", "who", steer ? "You (steer)" : "You"), el("div", "content", m ? m.content : ""));
+    this.showParts(box, m);
     return box;
+  }
+
+  // showParts appends a message's images and files after its text.
+  showParts(box, m) {
+    const parts = ((m && m.parts) || []).filter((p) => p.ref && (p.type === "image" || p.type === "file"));
+    if (parts.length === 0) return;
+    const list = el("div", "parts");
+    for (const p of parts) list.append(p.type === "image" ? this.image(p) : this.file(p));
+    box.append(list);
+  }
+
+  image(p) {
+    const img = el("img", "part-image");
+    img.alt = p.name || "image";
+    img.dataset.ref = p.ref;
+    const gen = this.generation;
+    this.hooks.attachment(p.ref).then((blob) => {
+      if (gen !== this.generation) return; // another session is shown now
+      const url = URL.createObjectURL(blob);
+      this.urls.push(url);
+      img.src = url;
+    }).catch((e) => {
+      img.replaceWith(el("p", "part-missing", `${p.name || "an image"} could not be loaded: ${e.message}`));
+    });
+    return img;
+  }
+
+  // file is a button that downloads the part: its bytes are fetched only
+  // when asked for.
+  file(p) {
+    const b = el("button", "part-file secondary", `${p.name || "file"} (${p.media_type || "file"}, ${p.size || 0} bytes)`);
+    b.type = "button";
+    b.dataset.ref = p.ref;
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      try {
+        const url = URL.createObjectURL(await this.hooks.attachment(p.ref));
+        const a = el("a");
+        a.href = url;
+        a.download = p.name || "attachment";
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 60000);
+      } catch (e) {
+        b.textContent = `${p.name || "file"}: ${e.message}`;
+      } finally {
+        b.disabled = false;
+      }
+    });
+    return b;
   }
 
   // assistantMessage renders a message: its reasoning folded away, its
@@ -147,6 +207,7 @@ export class Transcript {
       card.append(out);
     }
     out.textContent = m.content || "";
+    if (!card.querySelector(".parts")) this.showParts(card, m);
   }
 
   // inflightBox returns the box of the message being streamed, made on

@@ -1,0 +1,165 @@
+package serve
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/serve/apierr"
+	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// attachmentStatus maps the attachments service's codes: a part over a
+// limit is a body too large, bytes that are not what they claim an
+// unsupported media type, a malformed part a bad request.
+var attachmentStatus = map[errs.Code]int{
+	attachments.TooLarge:      http.StatusRequestEntityTooLarge,
+	attachments.MediaMismatch: http.StatusUnsupportedMediaType,
+	attachments.BadPart:       http.StatusBadRequest,
+	attachments.NotFound:      http.StatusNotFound,
+	attachments.StoreFailed:   http.StatusInternalServerError,
+}
+
+// attachmentError gives an error of the attachments service its status;
+// any other error passes as it is.
+func attachmentError(err error) error {
+	if _, ok := attachmentStatus[errs.CodeOf(err)]; !ok {
+		return err
+	}
+	return apierr.From(err, attachmentStatus)
+}
+
+// modelImages are the image types models take; any other bytes (SVG
+// included, which is markup) travel as a file.
+var modelImages = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// uploadedPart is an uploaded file as a part: an image when its bytes are
+// one, else a file, its media type sniffed (the declared one only names a
+// text format; a declared image that is not one is refused).
+func uploadedPart(data []byte, declared, name string) (llm.Part, error) {
+	mt, err := attachments.Sniff(data, declared, name)
+	if err != nil {
+		return llm.Part{}, attachmentError(err)
+	}
+	p := llm.Part{Type: llm.PartFile, MediaType: mt, Name: name, Data: data, Size: int64(len(data))}
+	if modelImages[mt] {
+		p.Type = llm.PartImage
+	}
+	return p, nil
+}
+
+// attachmentStore is the store holding the session's parts: the one the
+// server was given, or the open session's own.
+func (s *Server) attachmentStore(id string) (*attachments.Store, error) {
+	if s.o.Attachments != nil {
+		return s.o.Attachments, nil
+	}
+	if ss, ok := s.o.Sessions.Get(id); ok {
+		if st, err := attachments.Key.Get(ss.Agent().Context()); err == nil {
+			return st, nil
+		}
+	}
+	return nil, errs.New(attachments.NotFound, fmt.Sprintf("this server reads no attachments store for session %q; dsh serve passes the host's (Options.Attachments)", id))
+}
+
+// sessionEvents returns the durable events of a session, open here or
+// persisted.
+func (s *Server) sessionEvents(r *http.Request, id string) ([]session.Event, error) {
+	if ss, ok := s.o.Sessions.Get(id); ok {
+		return ss.Agent().Session().Events(1), nil
+	}
+	if _, found, err := s.persisted(r.Context(), id); err != nil || !found {
+		if err == nil {
+			err = notFound(id)
+		}
+		return nil, err
+	}
+	if s.o.Store == nil {
+		return nil, errs.New(attachments.NotFound, fmt.Sprintf("session %q is not open and this server reads no store; POST /v1/sessions/%s/resume opens it", id, id))
+	}
+	return s.o.Store.Load(r.Context(), id)
+}
+
+// partOf finds the part of the session's log that names ref: what the
+// session's messages reference is all it may read.
+func partOf(events []session.Event, ref string) (llm.Part, bool) {
+	for _, ev := range events {
+		if ev.Message == nil {
+			continue
+		}
+		for _, p := range ev.Message.Parts {
+			if p.Ref == ref {
+				return p, true
+			}
+		}
+	}
+	return llm.Part{}, false
+}
+
+// attachment serves the bytes of a part of the session's history, for a
+// client showing it. Only refs the session's log names are served, so a
+// hash guessed or learnt elsewhere reads nothing of another session. The
+// bytes are immutable under their ref, hence the ETag and long caching;
+// the headers keep a browser from running them (nosniff, a sandbox CSP,
+// and a download for anything but a raster image).
+func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
+	id, ref := r.PathValue("id"), r.PathValue("ref")
+	hex, ok := strings.CutPrefix(ref, attachments.RefPrefix)
+	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "%q is not an attachment reference; it is \"sha256:\" and 64 lowercase hex digits, as a part's ref in the session's events", ref))
+		return
+	}
+	events, err := s.sessionEvents(r, id)
+	if err != nil {
+		s.writeError(w, r, attachmentError(err))
+		return
+	}
+	p, ok := partOf(events, ref)
+	if !ok {
+		s.writeError(w, r, attachmentError(errs.New(attachments.NotFound, fmt.Sprintf("session %q has no attachment %s; GET /v1/sessions/%s/events lists its parts with their refs", id, ref, id))))
+		return
+	}
+	store, err := s.attachmentStore(id)
+	if err != nil {
+		s.writeError(w, r, attachmentError(err))
+		return
+	}
+	data, err := store.Get(ref)
+	if err != nil {
+		s.writeError(w, r, attachmentError(err))
+		return
+	}
+	h := w.Header()
+	mt := p.MediaType
+	if mt == "" {
+		mt = "application/octet-stream"
+	}
+	h.Set("Content-Type", mt)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	h.Set("ETag", `"`+ref+`"`)
+	h.Set("Cache-Control", "private, max-age=31536000, immutable")
+	if !modelImages[mt] {
+		cd := mime.FormatMediaType("attachment", map[string]string{"filename": downloadName(p)})
+		if cd == "" { // a name mime cannot encode: download it unnamed
+			cd = "attachment"
+		}
+		h.Set("Content-Disposition", cd)
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+}
+
+// downloadName is the file name a download gets: the part's, or one made
+// of its ref.
+func downloadName(p llm.Part) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return strings.TrimPrefix(p.Ref, attachments.RefPrefix)[:12]
+}
