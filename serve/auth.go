@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -51,6 +52,14 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 		h.Set("Access-Control-Expose-Headers", "WWW-Authenticate, Location")
 	}
 	if !preflight {
+		// A cross-origin write needs no preflight when its body is
+		// text/plain: refuse it here, or any site the user visits could
+		// drive a server that runs without a token.
+		if !allowed && !safeMethod(r.Method) && !sameOrigin(origin, r.Host) {
+			writeJSON(w, http.StatusForbidden, fail(0, CORSRefused,
+				"origin %q may not call this server from a browser; list it under serve.cors_origins to allow it", origin))
+			return false
+		}
 		return true
 	}
 	if !allowed {
@@ -64,4 +73,15 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return false
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// sameOrigin reports whether origin names the host the request was sent
+// to, as the server's own page does.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && strings.EqualFold(u.Host, host)
 }

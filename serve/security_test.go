@@ -179,3 +179,30 @@ func TestNoAuthOnlyOnLoopback(t *testing.T) {
 	}
 	t.Log("no address but loopback here: only the loopback half ran")
 }
+
+// A page on another origin can send a "simple" cross-origin POST (a
+// text/plain body needs no preflight); without a token to stop it, it would
+// open a session and prompt its agent from any site the user visits. Such
+// a write is refused; the same origin and a listed one pass.
+func TestCrossOriginWriteRefused(t *testing.T) {
+	e := newEnv(t, envOpts{noAuth: true, serve: "  cors_origins: [\"https://app.example\"]\n"})
+	evil := http.Header{"Origin": {"https://evil.example"}, "Content-Type": {"text/plain;charset=UTF-8"}}
+	r := e.raw("POST", "/v1/sessions", `{"session_id":"pwned"}`, evil)
+	if r.status != http.StatusForbidden || r.err(t).Code != "SERVE_CORS_REFUSED" {
+		t.Fatalf("cross-origin POST: %d %s", r.status, r.body)
+	}
+	if got := e.raw("GET", "/v1/sessions/pwned", nil, http.Header{}); got.status != http.StatusNotFound {
+		t.Fatalf("a cross-origin POST opened a session: %d %s", got.status, got.body)
+	}
+	same := http.Header{"Origin": {e.ts.URL}, "Content-Type": {"application/json"}}
+	if r := e.raw("POST", "/v1/sessions", `{"session_id":"mine"}`, same); r.status != http.StatusCreated {
+		t.Fatalf("same-origin POST: %d %s", r.status, r.body)
+	}
+	if r := e.raw("POST", "/v1/sessions/mine/messages", `{"content":"hi"}`, evil); r.status != http.StatusForbidden {
+		t.Fatalf("cross-origin message: %d %s", r.status, r.body)
+	}
+	listed := http.Header{"Origin": {"https://app.example"}, "Content-Type": {"application/json"}}
+	if r := e.raw("POST", "/v1/sessions/mine/close", nil, listed); r.status != http.StatusOK {
+		t.Fatalf("listed-origin POST: %d %s", r.status, r.body)
+	}
+}
