@@ -3,10 +3,13 @@ package serve
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/dsh-go/dsh/host/config"
 )
 
 // authorize lets a request through only with the bearer token. The token
@@ -84,4 +87,13 @@ func safeMethod(m string) bool {
 func sameOrigin(origin, host string) bool {
 	u, err := url.Parse(origin)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+// loopbackHost reports whether a request's Host names this machine only.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return config.IsLoopback(strings.Trim(host, "[]"))
 }

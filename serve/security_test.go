@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -204,5 +205,46 @@ func TestCrossOriginWriteRefused(t *testing.T) {
 	listed := http.Header{"Origin": {"https://app.example"}, "Content-Type": {"application/json"}}
 	if r := e.raw("POST", "/v1/sessions/mine/close", nil, listed); r.status != http.StatusOK {
 		t.Fatalf("listed-origin POST: %d %s", r.status, r.body)
+	}
+}
+
+// Without a token, the loopback address is the only guard, and DNS
+// rebinding walks past it: a site's name re-pointed at 127.0.0.1 makes the
+// browser send the site's own (same-origin) requests here, with the site's
+// name as Host. A server without a token answers only loopback names.
+func TestNoAuthRefusesForeignHost(t *testing.T) {
+	e := newEnv(t, envOpts{noAuth: true})
+	do := func(method, host, body string) response {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, e.ts.URL+"/v1/sessions", rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Origin", "http://"+host)
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		r := response{status: resp.StatusCode, header: resp.Header, body: b}
+		e.doc.check(t, method, "/v1/sessions", r)
+		return r
+	}
+	for _, method := range []string{"GET", "POST"} {
+		r := do(method, "rebound.example:"+e.ts.URL[strings.LastIndex(e.ts.URL, ":")+1:], "{}")
+		if r.status != http.StatusForbidden || r.err(t).Code != "SERVE_HOST_REFUSED" {
+			t.Fatalf("%s with a foreign Host: %d %s", method, r.status, r.body)
+		}
+	}
+	for _, host := range []string{"localhost", "127.0.0.1:1", "[::1]:80", e.ts.Listener.Addr().String()} {
+		if r := do("GET", host, ""); r.status != http.StatusOK {
+			t.Fatalf("GET with Host %s: %d %s", host, r.status, r.body)
+		}
 	}
 }
