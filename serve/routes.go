@@ -83,7 +83,9 @@ func (s *Server) build() http.Handler {
 		if !s.cors(sw, r) {
 			return
 		}
-		if r.Body != nil {
+		// A webhook bounds its deliveries by its own max_body_bytes, which
+		// may be larger than the API's.
+		if r.Body != nil && !(s.o.Hooks != nil && strings.HasPrefix(r.URL.Path, "/hooks/")) {
 			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
 		}
 		h, pattern := mux.Handler(r)
