@@ -1,9 +1,12 @@
 package serve_test
 
 import (
+	"bufio"
 	stdctx "context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,5 +56,35 @@ func TestShutdownWithAStalledStream(t *testing.T) {
 	start := time.Now()
 	if err := e.shutdown(ctx); err != nil {
 		t.Fatalf("shutdown with a stalled stream, %v after it began: %v", time.Since(start), err)
+	}
+}
+
+// A stream the session's close ends finishes its response cleanly: the
+// client reads to the end without an error.
+func TestStreamEndsCleanlyOnClose(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	id := e.open(nil)
+	req, _ := http.NewRequest("GET", e.ts.URL+"/v1/sessions/"+id+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, "event: ready") {
+			break
+		}
+	}
+	if r := e.call("POST", "/v1/sessions/"+id+"/close", nil); r.status != http.StatusOK {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	if _, err := io.ReadAll(rd); err != nil {
+		t.Fatalf("the stream ended with %v", err)
 	}
 }
