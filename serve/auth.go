@@ -20,7 +20,9 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		// The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
+		ok = ok && strings.EqualFold(scheme, "Bearer")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dsh"`)

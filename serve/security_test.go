@@ -248,3 +248,17 @@ func TestNoAuthRefusesForeignHost(t *testing.T) {
 		}
 	}
 }
+
+// The auth scheme is case-insensitive (RFC 9110 §11.1): "bearer" is the
+// same scheme as "Bearer"; the token itself is compared exactly.
+func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		if r := e.raw("GET", "/v1/sessions", nil, http.Header{"Authorization": {scheme + " " + e.token}}); r.status != http.StatusOK {
+			t.Fatalf("%s <token>: %d %s", scheme, r.status, r.body)
+		}
+	}
+	if r := e.raw("GET", "/v1/sessions", nil, http.Header{"Authorization": {"bearer " + strings.ToUpper(e.token)}}); r.status != http.StatusUnauthorized {
+		t.Fatalf("a token in the wrong case: %d", r.status)
+	}
+}
