@@ -3,9 +3,13 @@ package serve
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/dsh-go/dsh/host/config"
 )
 
 // authorize lets a request through only with the bearer token. The token
@@ -16,7 +20,9 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		// The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
+		ok = ok && strings.EqualFold(scheme, "Bearer")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dsh"`)
@@ -51,6 +57,14 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 		h.Set("Access-Control-Expose-Headers", "WWW-Authenticate, Location")
 	}
 	if !preflight {
+		// A cross-origin write needs no preflight when its body is
+		// text/plain: refuse it here, or any site the user visits could
+		// drive a server that runs without a token.
+		if !allowed && !safeMethod(r.Method) && !sameOrigin(origin, r.Host) {
+			writeJSON(w, http.StatusForbidden, fail(0, CORSRefused,
+				"origin %q may not call this server from a browser; list it under serve.cors_origins to allow it", origin))
+			return false
+		}
 		return true
 	}
 	if !allowed {
@@ -64,4 +78,24 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return false
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// sameOrigin reports whether origin names the host the request was sent
+// to, as the server's own page does.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+// loopbackHost reports whether a request's Host names this machine only.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return config.IsLoopback(strings.Trim(host, "[]"))
 }

@@ -25,6 +25,9 @@ const (
 	// CORSRefused: a browser preflight from an origin serve.cors_origins
 	// does not list.
 	CORSRefused errs.Code = "SERVE_CORS_REFUSED"
+	// HostRefused: a server without a token got a request for a Host
+	// that is not a loopback name (DNS rebinding).
+	HostRefused errs.Code = "SERVE_HOST_REFUSED"
 	// NoToken: the server has no token and is not told to run without.
 	NoToken errs.Code = "SERVE_NO_TOKEN"
 )
@@ -39,6 +42,7 @@ var statusOf = map[errs.Code]int{
 	RouteNotFound:    http.StatusNotFound,
 	MethodNotAllowed: http.StatusMethodNotAllowed,
 	CORSRefused:      http.StatusForbidden,
+	HostRefused:      http.StatusForbidden,
 }
 
 // writeError answers with err's status and JSON body; a server-side

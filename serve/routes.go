@@ -75,10 +75,18 @@ func (s *Server) build() http.Handler {
 			writeJSON(sw, http.StatusServiceUnavailable, fail(0, ShuttingDown, "dsh serve is shutting down and takes no new requests; retry against the restarted server"))
 			return
 		}
+		if s.o.NoAuth && !loopbackHost(r.Host) {
+			// Without a token, a name rebound to 127.0.0.1 would let any
+			// site's page drive the server as if it were its own origin.
+			writeJSON(sw, http.StatusForbidden, fail(0, HostRefused, "a server without a token answers only requests to localhost or a loopback IP, and this one was sent to %q; open the page at http://127.0.0.1:<port>/, or set a token", r.Host))
+			return
+		}
 		if !s.cors(sw, r) {
 			return
 		}
-		if r.Body != nil {
+		// A webhook bounds its deliveries by its own max_body_bytes, which
+		// may be larger than the API's; an upload by the attachments'.
+		if r.Body != nil && !(s.o.Hooks != nil && strings.HasPrefix(r.URL.Path, "/hooks/")) {
 			r.Body = http.MaxBytesReader(sw, r.Body, s.bodyLimit(r))
 		}
 		h, pattern := mux.Handler(r)

@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -178,4 +179,86 @@ func TestNoAuthOnlyOnLoopback(t *testing.T) {
 		return
 	}
 	t.Log("no address but loopback here: only the loopback half ran")
+}
+
+// A page on another origin can send a "simple" cross-origin POST (a
+// text/plain body needs no preflight); without a token to stop it, it would
+// open a session and prompt its agent from any site the user visits. Such
+// a write is refused; the same origin and a listed one pass.
+func TestCrossOriginWriteRefused(t *testing.T) {
+	e := newEnv(t, envOpts{noAuth: true, serve: "  cors_origins: [\"https://app.example\"]\n"})
+	evil := http.Header{"Origin": {"https://evil.example"}, "Content-Type": {"text/plain;charset=UTF-8"}}
+	r := e.raw("POST", "/v1/sessions", `{"session_id":"pwned"}`, evil)
+	if r.status != http.StatusForbidden || r.err(t).Code != "SERVE_CORS_REFUSED" {
+		t.Fatalf("cross-origin POST: %d %s", r.status, r.body)
+	}
+	if got := e.raw("GET", "/v1/sessions/pwned", nil, http.Header{}); got.status != http.StatusNotFound {
+		t.Fatalf("a cross-origin POST opened a session: %d %s", got.status, got.body)
+	}
+	same := http.Header{"Origin": {e.ts.URL}, "Content-Type": {"application/json"}}
+	if r := e.raw("POST", "/v1/sessions", `{"session_id":"mine"}`, same); r.status != http.StatusCreated {
+		t.Fatalf("same-origin POST: %d %s", r.status, r.body)
+	}
+	if r := e.raw("POST", "/v1/sessions/mine/messages", `{"content":"hi"}`, evil); r.status != http.StatusForbidden {
+		t.Fatalf("cross-origin message: %d %s", r.status, r.body)
+	}
+	listed := http.Header{"Origin": {"https://app.example"}, "Content-Type": {"application/json"}}
+	if r := e.raw("POST", "/v1/sessions/mine/close", nil, listed); r.status != http.StatusOK {
+		t.Fatalf("listed-origin POST: %d %s", r.status, r.body)
+	}
+}
+
+// Without a token, the loopback address is the only guard, and DNS
+// rebinding walks past it: a site's name re-pointed at 127.0.0.1 makes the
+// browser send the site's own (same-origin) requests here, with the site's
+// name as Host. A server without a token answers only loopback names.
+func TestNoAuthRefusesForeignHost(t *testing.T) {
+	e := newEnv(t, envOpts{noAuth: true})
+	do := func(method, host, body string) response {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, e.ts.URL+"/v1/sessions", rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Origin", "http://"+host)
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		r := response{status: resp.StatusCode, header: resp.Header, body: b}
+		e.doc.check(t, method, "/v1/sessions", r)
+		return r
+	}
+	for _, method := range []string{"GET", "POST"} {
+		r := do(method, "rebound.example:"+e.ts.URL[strings.LastIndex(e.ts.URL, ":")+1:], "{}")
+		if r.status != http.StatusForbidden || r.err(t).Code != "SERVE_HOST_REFUSED" {
+			t.Fatalf("%s with a foreign Host: %d %s", method, r.status, r.body)
+		}
+	}
+	for _, host := range []string{"localhost", "127.0.0.1:1", "[::1]:80", e.ts.Listener.Addr().String()} {
+		if r := do("GET", host, ""); r.status != http.StatusOK {
+			t.Fatalf("GET with Host %s: %d %s", host, r.status, r.body)
+		}
+	}
+}
+
+// The auth scheme is case-insensitive (RFC 9110 §11.1): "bearer" is the
+// same scheme as "Bearer"; the token itself is compared exactly.
+func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		if r := e.raw("GET", "/v1/sessions", nil, http.Header{"Authorization": {scheme + " " + e.token}}); r.status != http.StatusOK {
+			t.Fatalf("%s <token>: %d %s", scheme, r.status, r.body)
+		}
+	}
+	if r := e.raw("GET", "/v1/sessions", nil, http.Header{"Authorization": {"bearer " + strings.ToUpper(e.token)}}); r.status != http.StatusUnauthorized {
+		t.Fatalf("a token in the wrong case: %d", r.status)
+	}
 }

@@ -43,7 +43,8 @@ type Options struct {
 	Token  string
 	NoAuth bool
 	// Hooks is mounted at /hooks/ without bearer auth (webhooks check
-	// their HMAC); nil answers 404 there.
+	// their HMAC) and without serve.max_body_bytes: it bounds its bodies
+	// itself, as webhook.Handler does per webhook; nil answers 404 there.
 	Hooks http.Handler
 	// Log receives one line per request (never a header or a body);
 	// nil discards.

@@ -132,6 +132,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	out := &sse{w: w, rc: http.NewResponseController(w), seq: seq, notes: notice}
+	// A client that stopped reading leaves a write blocked, which no
+	// context reaches: at shutdown, the stream's writes fail at once. (Not
+	// on the handler's own return, which must end the response cleanly.)
+	unblock := stdctx.AfterFunc(s.streams, func() { _ = out.rc.SetWriteDeadline(time.Now()) })
+	defer unblock()
 	ready, _ := json.Marshal(map[string]any{"session": id, "last_seq": max(last, seq)})
 	if out.send("ready", ready, false) != nil {
 		return

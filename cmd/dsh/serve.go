@@ -178,13 +178,22 @@ func startUnattended(h *host.Host, cfg *config.Config, log *slog.Logger) (unatte
 		}
 		sched.Start()
 	}
+	// Turns cancelled at the deadline are the documented shutdown, as
+	// serve.Server.Shutdown treats the API's own: a warning, not a failure.
+	cancelled := func(err error) error {
+		if errors.Is(err, stdctx.DeadlineExceeded) {
+			log.Warn("unattended turns still ran at the shutdown deadline; they were cancelled", "error", err)
+			return nil
+		}
+		return err
+	}
 	u := unattended{stop: func(ctx stdctx.Context) error {
 		var failed []error
 		if sched != nil {
-			failed = append(failed, sched.Stop(ctx))
+			failed = append(failed, cancelled(sched.Stop(ctx)))
 		}
 		if hooks != nil {
-			failed = append(failed, hooks.Close(ctx))
+			failed = append(failed, cancelled(hooks.Close(ctx)))
 		}
 		return errors.Join(failed...)
 	}}

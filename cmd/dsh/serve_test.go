@@ -264,3 +264,43 @@ func TestServeUnattendedSources(t *testing.T) {
 		t.Fatalf("no schedule state: %v", err)
 	}
 }
+
+// A schedule's turn still running at SIGTERM is cancelled at the shutdown
+// deadline, as a turn of the API is, and dsh serve exits 0 as documented.
+func TestServeShutdownCancelsAnUnattendedTurn(t *testing.T) {
+	store, state := t.TempDir(), t.TempDir()
+	cfg := writeConfig(t, "        - text: \""+strings.Repeat("slow ", 400)+"\"\n", "  - use: session.jsonl\n    config: {dir: "+store+"}\n")
+	b, _ := os.ReadFile(cfg)
+	yaml := strings.Replace(string(b), "    config:\n      replies:", "    config:\n      delay: 20ms\n      replies:", 1) + `serve:
+  no_auth: true
+  state_dir: ` + state + `
+  shutdown_timeout: 300ms
+  schedules:
+    - name: tick
+      cron: "@every 1s"
+      prompt: "tick"
+`
+	os.WriteFile(cfg, []byte(yaml), 0o644)
+	p := startServe(t, cfg)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		files, _ := filepath.Glob(filepath.Join(store, "*.jsonl"))
+		running := false
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			running = running || strings.Contains(string(data), `"tick"`)
+		}
+		if running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the schedule never ran:\n%s", p.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.copied
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("dsh serve exited with %v:\n%s", err, p.log.String())
+	}
+}
