@@ -127,9 +127,12 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	}
 	sctx, cancel := stdctx.WithTimeout(stdctx.Background(), timeout)
 	defer cancel()
-	// The unattended sources stop first: nothing new arrives while the
-	// turns finish.
-	failed := []error{un.stop(sctx), srv.Shutdown(sctx)}
+	// The API and the unattended sources stop together: both refuse new
+	// work at once, and the turns of each have the whole deadline to
+	// finish (draining one first left the other's turns no time).
+	unStopped := make(chan error, 1)
+	go func() { unStopped <- un.stop(sctx) }()
+	failed := []error{srv.Shutdown(sctx), <-unStopped}
 	if serveErr == nil {
 		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 			failed = append(failed, err)
