@@ -16,6 +16,7 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/prompt/agentsmd"
 	_ "github.com/dsh-go/dsh/plugins/session/compact"
 	_ "github.com/dsh-go/dsh/plugins/session/jsonl"
+	_ "github.com/dsh-go/dsh/plugins/session/nats"
 	_ "github.com/dsh-go/dsh/plugins/tools/bash"
 	_ "github.com/dsh-go/dsh/plugins/tools/clock"
 	_ "github.com/dsh-go/dsh/plugins/tools/files"

@@ -1,0 +1,216 @@
+package nats
+
+import (
+	stdctx "context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// LeaseRecord is the value of a lease entry: who holds the session. The
+// holder's description goes into the error of the next one who asks; the
+// host id tells a cluster's router where to forward the session's
+// messages.
+type LeaseRecord struct {
+	Holder string    `json:"holder"`
+	HostID string    `json:"host_id,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+// LeaseBucket is the JetStream key-value bucket holding the leases of the
+// sessions of stream: one key per session id.
+func LeaseBucket(stream string) string { return stream + "_LEASES" }
+
+func holderName(hostID string) string {
+	if hostID != "" {
+		return fmt.Sprintf("host %q (process %d)", hostID, os.Getpid())
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("process %d on host %q", os.Getpid(), host)
+}
+
+// lease is this process's entry in the lease bucket for one session. The
+// bucket's TTL drops an entry nobody renews, so the lease of a host that
+// died runs out; a live holder renews it every third of the TTL.
+type lease struct {
+	store *store
+	key   string
+	// token is unique to this hold; it prefixes the message ids of the
+	// writes made under it.
+	token string
+
+	mu  sync.Mutex
+	rev uint64
+	// lost is set when a renewal found the entry gone or replaced: the TTL
+	// ran out (this process stalled) and someone else may own the session.
+	lost error
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Lock takes session id for this process, or fails with SessionLocked
+// naming the holder.
+func (s *store) Lock(ctx stdctx.Context, sessionID string) (session.Lease, error) {
+	wr, err := s.lock(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+func (s *store) lock(ctx stdctx.Context, sessionID string) (*writer, error) {
+	subject, err := s.subject(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.timeout(ctx)
+	defer cancel()
+	l, err := s.acquire(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	// Taken after the lease: every write of a previous owner that could
+	// land is in, and one that lands later is refused by the expected
+	// sequence, not mixed into this writer's log.
+	last, err := s.lastSeq(ctx, subject)
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	wr := &writer{store: s, id: sessionID, subject: subject, lease: l, last: last}
+	s.mu.Lock()
+	s.held[sessionID] = wr
+	s.mu.Unlock()
+	return wr, nil
+}
+
+func (s *store) acquire(ctx stdctx.Context, key string) (*lease, error) {
+	var tok [12]byte
+	rand.Read(tok[:])
+	value, _ := json.Marshal(LeaseRecord{Holder: s.holder, HostID: s.cfg.HostID, Since: time.Now().UTC()})
+	rev, err := s.leases.Create(ctx, key, value)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		who := "another host"
+		if e, gerr := s.leases.Get(ctx, key); gerr == nil {
+			var h LeaseRecord
+			if json.Unmarshal(e.Value(), &h) == nil && h.Holder != "" {
+				who = h.Holder
+			}
+		}
+		return nil, errs.New(session.SessionLocked, fmt.Sprintf(
+			"session %q is in use by %s (lease in bucket %q on %s); only one dsh may write a session: stop the other one, wait for its lease to run out (lease_ttl %s) if it died, or pick another session id",
+			key, who, s.leases.Bucket(), s.cfg.URL, s.cfg.LeaseTTL)).WithReason(session.ReasonOtherProcess)
+	}
+	if err != nil {
+		return nil, s.failed(err, fmt.Sprintf("take the lease of session %q", key))
+	}
+	l := &lease{store: s, key: key, token: hex.EncodeToString(tok[:]), rev: rev,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go l.renew(value)
+	return l, nil
+}
+
+// renew keeps the entry alive until release.
+func (l *lease) renew(value []byte) {
+	defer close(l.done)
+	t := time.NewTicker(l.store.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		rev := l.rev
+		l.mu.Unlock()
+		ctx, cancel := l.store.timeout(stdctx.Background())
+		next, err := l.store.leases.Update(ctx, l.key, value, rev)
+		cancel()
+		l.mu.Lock()
+		if err == nil {
+			l.rev = next
+		} else if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
+			l.lost = err
+		}
+		l.mu.Unlock()
+		if err != nil {
+			// A server briefly away is retried at the next tick; the
+			// fencing of appends keeps a lost lease harmless meanwhile.
+			l.store.log.Warn("cannot renew a session lease", "session", l.key, "error", err)
+		}
+	}
+}
+
+// release stops the renewals and deletes the entry, unless it is no longer
+// this lease's.
+func (l *lease) release() error {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	rev, lost := l.rev, l.lost
+	l.mu.Unlock()
+	if lost != nil {
+		return nil
+	}
+	ctx, cancel := l.store.timeout(stdctx.Background())
+	defer cancel()
+	err := l.store.leases.Delete(ctx, l.key, jetstream.LastRevision(rev))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return l.store.failed(err, fmt.Sprintf("release the lease of session %q", l.key))
+	}
+	return nil
+}
+
+// writerFor returns the writer that owns s: its lease, or for a session
+// opened without this plugin's lease (the plugin came later, as in a
+// preset) a writer that locks on first use.
+func (s *store) writerFor(ss *session.Session) *writer {
+	if wr, ok := ss.Lease().(*writer); ok && wr.store == s {
+		return wr
+	}
+	s.mu.Lock()
+	wr, ok := s.adopted[ss]
+	s.mu.Unlock()
+	if ok {
+		return wr
+	}
+	wr, err := s.lock(stdctx.Background(), ss.ID())
+	if err != nil {
+		s.log.Error("cannot write this session", "session", ss.ID(), "error", err)
+		wr = &writer{store: s, id: ss.ID(), broken: err}
+	}
+	s.mu.Lock()
+	if again, ok := s.adopted[ss]; ok {
+		s.mu.Unlock()
+		wr.Release()
+		return again
+	}
+	s.adopted[ss] = wr
+	s.mu.Unlock()
+	return wr
+}
+
+// forget drops a released writer.
+func (s *store) forget(wr *writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[wr.id] == wr {
+		delete(s.held, wr.id)
+	}
+	for ss, x := range s.adopted {
+		if x == wr {
+			delete(s.adopted, ss)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package nats_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"go.uber.org/goleak"
+)
+
+// The embedded servers are shut down and waited for by each test, so no
+// goroutine of theirs is ignored.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// startServer runs a JetStream server on a random loopback port, storing
+// in a temporary directory, until the test ends.
+func startServer(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host:      "127.0.0.1",
+		Port:      server.RANDOM_PORT,
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the embedded NATS server did not start")
+	}
+	return s
+}
+
+var streams atomic.Int64
+
+// streamName is a stream no other test of the run uses, so tests may share
+// one server.
+func streamName() string { return fmt.Sprintf("T%d", streams.Add(1)) }

@@ -1,0 +1,159 @@
+package nats
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// writer owns one session's subject for this process: it holds the
+// session's lease and the events waiting for their checkpoint. It is the
+// session's session.Lease, so writes are keyed by the writer that owns the
+// session, never by its id.
+type writer struct {
+	store   *store
+	id      string
+	subject string
+
+	// io serializes the publishes of the session; never held with mu.
+	io sync.Mutex
+
+	mu      sync.Mutex
+	agent   string
+	lease   *lease // nil for a writer that never got one (broken)
+	pending []session.Event
+	// last is the stream sequence of the last message of the subject as
+	// this writer knows it; every publish expects it, so a message someone
+	// else wrote in between refuses this writer's next one.
+	last     uint64
+	released bool
+	// broken is why this writer may not write: it could not take the
+	// lease, or another writer appended to its subject.
+	broken error
+}
+
+var _ session.Lease = (*writer)(nil)
+
+func (wr *writer) add(agent string, e session.Event) {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	wr.agent = agent
+	if wr.released {
+		wr.store.log.Error("dropped a session event appended after the session was closed",
+			"session", wr.id, "seq", e.Seq, "type", e.Type)
+		return
+	}
+	wr.pending = append(wr.pending, e)
+}
+
+// write publishes the pending events up to seq, one message each, and
+// waits for each ack: the ack is the durability point. An event stays
+// pending until acked, so a failed publish is retried at the next
+// checkpoint; the message id makes the server drop a retry of a message it
+// stored but whose ack was lost.
+func (wr *writer) write(ctx stdctx.Context, seq int64) error {
+	wr.io.Lock()
+	defer wr.io.Unlock()
+	wr.mu.Lock()
+	if err := wr.unusable(); err != nil {
+		wr.mu.Unlock()
+		return err
+	}
+	n := 0
+	for n < len(wr.pending) && wr.pending[n].Seq <= seq {
+		n++
+	}
+	batch := wr.pending[:n:n]
+	agent, last, token := wr.agent, wr.last, wr.lease.token
+	wr.mu.Unlock()
+	ctx, cancel := wr.store.timeout(ctx)
+	defer cancel()
+	for i, e := range batch {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.nats: event %d of session %q cannot be written as JSON", e.Seq, wr.id))
+		}
+		m := natsgo.NewMsg(wr.subject)
+		m.Data = data
+		m.Header.Set(agentHeader, agent)
+		ack, err := wr.store.js.PublishMsg(ctx, m,
+			jetstream.WithExpectLastSequencePerSubject(last),
+			jetstream.WithMsgID(token+":"+strconv.FormatInt(e.Seq, 10)))
+		if err != nil {
+			return wr.failed(i, err, e.Seq)
+		}
+		last = ack.Sequence
+		wr.mu.Lock()
+		wr.last = last
+		if !wr.released {
+			wr.pending = wr.pending[1:]
+		}
+		wr.mu.Unlock()
+	}
+	return nil
+}
+
+// failed turns a refused publish into the writer's error; a message
+// another writer appended first fences this writer for good.
+func (wr *writer) failed(done int, err error, seq int64) error {
+	var je jetstream.JetStreamError
+	if errors.As(err, &je) && je.APIError() != nil {
+		switch je.APIError().ErrorCode {
+		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+			fenced := errs.New(session.SessionLocked, fmt.Sprintf(
+				"session.nats: another writer appended to session %q (subject %s) after this one last did; this writer stops so the two logs cannot interleave — resume the session where it is now owned",
+				wr.id, wr.subject)).WithReason(session.ReasonFenced)
+			wr.mu.Lock()
+			wr.broken = fenced
+			wr.mu.Unlock()
+			return fenced
+		}
+	}
+	return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
+		"session.nats: cannot publish event %d of session %q to %s on %s (%d of the batch stored); the rest stay in memory and are published at the next checkpoint — check the NATS server",
+		seq, wr.id, wr.subject, wr.store.cfg.URL, done))
+}
+
+// unusable says why the writer may not write; the caller holds mu.
+func (wr *writer) unusable() error {
+	switch {
+	case wr.broken != nil:
+		return wr.broken
+	case wr.released:
+		return errs.New(session.SessionLocked, fmt.Sprintf(
+			"session.nats: the writer of session %q was released; what it still had is not written, so it cannot mix with the next owner's log", wr.id)).WithReason(session.ReasonFenced)
+	}
+	return nil
+}
+
+// Release lets the session go: the lease is given back and nothing more is
+// written through this writer.
+func (wr *writer) Release() error {
+	wr.io.Lock() // a publish in flight finishes while the lease is held
+	defer wr.io.Unlock()
+	wr.mu.Lock()
+	if wr.released {
+		wr.mu.Unlock()
+		return nil
+	}
+	wr.released = true
+	if n := len(wr.pending); n > 0 && wr.broken == nil {
+		wr.store.log.Error("session closed with events that were never published", "session", wr.id, "events", n)
+	}
+	wr.pending = nil
+	l := wr.lease
+	wr.mu.Unlock()
+	wr.store.forget(wr)
+	if l == nil {
+		return nil
+	}
+	return l.release()
+}
