@@ -93,7 +93,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON lines")
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set agents.main.model=deepseek-chat (repeatable)")
 
-	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand(), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g))
+	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand(), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g), clusterCommand(g))
 
 	err := root.Execute()
 	if err == nil {

@@ -55,6 +55,9 @@ type Config struct {
 	// Serve configures `dsh serve`: its listener, auth, webhooks and
 	// schedules (serve.go).
 	Serve ServeConfig `koanf:"serve"`
+	// Cluster joins hosts that share sessions on NATS JetStream
+	// (cluster.go); unset, dsh runs alone.
+	Cluster ClusterConfig `koanf:"cluster"`
 
 	// File is where the config came from ("" when built in code).
 	File string `koanf:"-"`
@@ -295,6 +298,7 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 func (c *Config) check(p *problems, dir string) {
 	c.decoded = map[*Entry]any{}
 	c.wd = dir
+	c.checkCluster(p)
 	c.checkEntries(c.Plugins, "plugins", p)
 	var names []string // the presets the file defines
 	for name := range c.Presets {
