@@ -55,6 +55,8 @@ type Host struct {
 	mu     sync.Mutex
 	rev    uint64 // revision of the presence record
 	closed bool
+	// inflight are the claims being resumed, by session id.
+	inflight map[string]*claiming
 }
 
 func (o Options) withDefaults() Options {
@@ -109,7 +111,7 @@ func Join(ctx stdctx.Context, o Options) (*Host, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	h := &Host{o: o, log: o.Logger}
+	h := &Host{o: o, log: o.Logger, inflight: map[string]*claiming{}}
 	if h.log == nil {
 		h.log = hclog.NewNullLogger()
 	}

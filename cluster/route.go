@@ -159,21 +159,69 @@ func (h *Host) claims(req request) bool {
 	return req.Hops > 0 || h.o.ClaimGroup == "" || h.o.ClaimGroup == h.o.Group
 }
 
-// claim resumes session id in the local controller.
+// claiming is one resume of a session in flight on this host, which the
+// other requests for the session wait for instead of racing it.
+type claiming struct {
+	done chan struct{}
+	ss   *sessions.Session
+	err  error
+}
+
+// claim resumes session id in the local controller, once however many
+// requests for it arrive together.
 func (h *Host) claim(ctx stdctx.Context, id string) (*sessions.Session, error) {
 	if h.o.Open == nil {
 		return nil, errs.New(NoHost, fmt.Sprintf("cluster: session %q has a lease naming host %q but is not open in it, and the host has no session opener to resume it", id, h.o.HostID))
 	}
+	h.mu.Lock()
+	c, running := h.inflight[id]
+	if !running {
+		c = &claiming{done: make(chan struct{})}
+		h.inflight[id] = c
+	}
+	h.mu.Unlock()
+	if running {
+		select {
+		case <-c.done:
+			return c.ss, c.err
+		case <-ctx.Done():
+			return nil, stdctx.Cause(ctx)
+		}
+	}
+	c.ss, c.err = h.resume(ctx, id)
+	h.mu.Lock()
+	delete(h.inflight, id)
+	h.mu.Unlock()
+	close(c.done)
+	return c.ss, c.err
+}
+
+func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) {
 	o := h.o.Open(id)
 	o.KeepRunning = true
 	ss, err := h.o.Sessions.Resume(ctx, id, o)
-	if errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
-		// A concurrent request of this host resumed it first.
+	if !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
+		return ss, err
+	}
+	// Opened, or being opened, in this controller by someone else (the
+	// API's resume): the controller tells nobody when an open ends, so
+	// look again for a while.
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	limit := time.NewTimer(h.o.ConnectTimeout)
+	defer limit.Stop()
+	for {
 		if ss, ok := h.o.Sessions.Get(id); ok {
 			return ss, nil
 		}
+		select {
+		case <-t.C:
+		case <-limit.C:
+			return nil, err
+		case <-ctx.Done():
+			return nil, stdctx.Cause(ctx)
+		}
 	}
-	return ss, err
 }
 
 // local serves req through an open session of this host.
