@@ -398,6 +398,11 @@ func (h *Host) take(m *nats.Msg) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		// Taken before the subscription ended: say at once that this host
+		// is gone, as no subscriber would have, rather than let the sender
+		// wait out its timeout.
+		h.answer(m, "", errs.New(OwnerUnreachable, fmt.Sprintf(
+			"cluster: host %q is leaving the cluster and takes no more requests; retry with the same request id", h.o.HostID)).WithReason(ReasonNoResponders))
 		return
 	}
 	h.work.Add(1)

@@ -122,38 +122,48 @@ func TestAPromptSentToAnotherHostPassesTheOwnersAdmission(t *testing.T) {
 	}
 
 	// Through host b's API: the same refusal as a JSON body.
-	api, err := serve.New(serve.Options{Sessions: b.h.Sessions(), Config: b.cfg, NoAuth: true, Router: b.c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	post := func(body string) (int, map[string]any) {
-		req := httptest.NewRequest(http.MethodPost, "/v1/sessions/s1/messages", strings.NewReader(body))
-		req.Host = "127.0.0.1"
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		api.Handler().ServeHTTP(rec, req)
-		var out map[string]any
-		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
-			t.Fatalf("status %d, body %q: %v", rec.Code, rec.Body, err)
-		}
-		return rec.Code, out
-	}
-	status, out := post(`{"request_id": "h1", "content": "forbidden, over http"}`)
+	post := api(t, b)
+	status, out := post("/v1/sessions/s1/messages", `{"request_id": "h1", "content": "forbidden, over http"}`)
 	if status != http.StatusUnprocessableEntity || out["code"] != string(sessions.PromptRejected) || out["reason"] != refuseReason ||
 		out["presented"] != true || out["request_id"] != "h1" {
 		t.Fatalf("host b's API answered %d %v", status, out)
 	}
-	status, out = post(`{"request_id": "h2", "content": "fine, over http"}`)
+	status, out = post("/v1/sessions/s1/messages", `{"request_id": "h2", "content": "fine, over http"}`)
 	if status != http.StatusAccepted || out["message_id"] == "" {
 		t.Fatalf("host b's API answered %d %v", status, out)
 	}
 	if got := a.prompts(t, "s1"); !slices.Equal(got, []string{"hello from b", "fine, over http"}) {
 		t.Fatalf("host a's session holds the prompts %q", got)
 	}
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
-	defer cancel()
-	if err := api.Shutdown(ctx); err != nil {
+}
+
+// api serves n's HTTP API with n's membership as its router, and returns
+// a function that posts a JSON body to a path of it.
+func api(t *testing.T, n *node) func(path, body string) (int, map[string]any) {
+	t.Helper()
+	srv, err := serve.New(serve.Options{Sessions: n.h.Sessions(), Config: n.cfg, NoAuth: true, Router: n.c})
+	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return func(path, body string) (int, map[string]any) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.Host = "127.0.0.1"
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		var out map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatalf("status %d, body %q: %v", rec.Code, rec.Body, err)
+		}
+		return rec.Code, out
 	}
 }
 
@@ -337,6 +347,21 @@ func TestACancelIsForwarded(t *testing.T) {
 	}
 	if st := ag.Status(); st == agents.StatusRunning {
 		t.Fatal("the turn still runs after the forwarded cancel returned")
+	}
+	// Through host b's API.
+	post := api(t, b)
+	if status, out := post("/v1/sessions/s1/messages", `{"content": "again"}`); status != http.StatusAccepted {
+		t.Fatalf("posting through b: %d %v", status, out)
+	}
+	eventually(t, "the second turn to run on host a", func() bool { return ag.Status() == agents.StatusRunning })
+	if status, out := post("/v1/sessions/s1/cancel", `{}`); status != http.StatusOK {
+		t.Fatalf("cancelling through b: %d %v", status, out)
+	}
+	if st := ag.Status(); st == agents.StatusRunning {
+		t.Fatal("the turn still runs after the cancel through b's API returned")
+	}
+	if status, out := post("/v1/sessions/nowhere/cancel", `{}`); status != http.StatusConflict || out["code"] != string(sessions.Closed) {
+		t.Fatalf("cancelling a session open nowhere through b: %d %v", status, out)
 	}
 	err := b.c.Cancel(ctxT(t), "nowhere")
 	if !errs.HasCode(err, sessions.Closed) {
