@@ -43,12 +43,21 @@ const refuseReason = "clustertest/refused"
 type refuseConfig struct {
 	Word string `koanf:"word" json:"word"`
 	Host string `koanf:"host" json:"host"`
+	// Slow messages, those holding "slow", are held this long first.
+	Hold time.Duration `koanf:"hold" json:"hold"`
 }
 
 func init() {
 	plugin.Register("clustertest.refuse", "refuses messages holding a word (tests only)", func(ctx *dshctx.Context, cfg refuseConfig) error {
 		_, err := agentcontroller.EventAdmission.On(ctx, func(c stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
-			if strings.Contains(a.Message.Content, cfg.Word) {
+			if strings.Contains(a.Message.Content, "slow") {
+				select {
+				case <-time.After(cfg.Hold):
+				case <-c.Done():
+					return agentcontroller.Decision{}, c.Err()
+				}
+			}
+			if cfg.Word != "" && strings.Contains(a.Message.Content, cfg.Word) {
 				return agentcontroller.Reject(refuseReason, fmt.Sprintf("host %s does not take messages saying %q", cfg.Host, cfg.Word), true), nil
 			}
 			return next.Call(c, a)
@@ -102,6 +111,8 @@ type nodeOpts struct {
 	group, claimGroup string
 	// refuse makes the host's admission refuse messages holding it.
 	refuse string
+	// hold makes it hold messages holding "slow" that long.
+	hold time.Duration
 	// delay is the scripted model's delay per chunk: a long one keeps a
 	// turn running.
 	delay time.Duration
@@ -120,8 +131,8 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
   - use: session.nats
     config: {url: %q, stream: %q, subject_prefix: %q, lease_ttl: %s, host_id: %q}
 `, llmCfg, srv.ClientURL(), stream, "dsh.t."+stream, leaseTTL, id)
-	if o.refuse != "" {
-		yaml += fmt.Sprintf("  - use: clustertest.refuse\n    config: {word: %q, host: %q}\n", o.refuse, id)
+	if o.refuse != "" || o.hold > 0 {
+		yaml += fmt.Sprintf("  - use: clustertest.refuse\n    config: {word: %q, host: %q, hold: %s}\n", o.refuse, id, o.hold)
 	}
 	yaml += "agents:\n  - id: main\n    provider: scripted\n"
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})

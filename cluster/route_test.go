@@ -435,3 +435,43 @@ func TestConcurrentClaimsMeetOnOneHost(t *testing.T) {
 		t.Fatalf("s1 holds the prompts %q, want %q", got, want)
 	}
 }
+
+// TestASlowAdmissionIsNotAnUnreachableOwner: the owner's admission holds
+// a message longer than the request timeout; the owner says it is still
+// working, so the sender waits for the outcome.
+func TestASlowAdmissionIsNotAnUnreachableOwner(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := startNode(t, srv, stream, "a", nodeOpts{hold: 2500 * time.Millisecond})
+	b := startNode(t, srv, stream, "b", nodeOpts{})
+	a.open(t, "s1")
+	start := time.Now()
+	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Steer, sessions.PromptRequest{Content: "slow, but steer it in"}); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 2500*time.Millisecond {
+		t.Fatalf("the prompt returned after %s, before host a's admission let it in", waited)
+	}
+	if got := a.prompts(t, "s1"); !slices.Equal(got, []string{"slow, but steer it in"}) {
+		t.Fatalf("host a's session holds the prompts %q", got)
+	}
+}
+
+// TestAHostThatClaimsNothingHandsSessionsOn: a host without a session
+// opener (a gateway) forwards an unowned session to a host that claims it.
+func TestAHostThatClaimsNothingHandsSessionsOn(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	w := startNode(t, srv, stream, "worker", nodeOpts{})
+	g := startNode(t, srv, stream, "gateway", nodeOpts{noOpen: true})
+	persist(t, w, "s1")
+	if _, err := g.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "via the gateway"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.prompts(t, "s1"); !slices.Equal(got, []string{"first", "via the gateway"}) {
+		t.Fatalf("the worker resumed s1 with the prompts %q", got)
+	}
+	if got := owner(t, leases(t, srv, stream), "s1"); got != "worker" {
+		t.Fatalf("the lease of s1 names %q", got)
+	}
+}
