@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-go/dsh/plugin"
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
 	_ "github.com/dsh-go/dsh/plugins/session/nats"
+	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -105,6 +106,8 @@ type node struct {
 	h   *host.Host
 	cfg *config.Config
 	c   *cluster.Host
+	// api is the host's HTTP API, once a test serves it (see api).
+	api *serve.Server
 }
 
 type nodeOpts struct {
@@ -118,6 +121,8 @@ type nodeOpts struct {
 	delay time.Duration
 	// noOpen leaves Options.Open nil: the host claims nothing.
 	noOpen bool
+	// claimed is Options.Claimed.
+	claimed func(*sessions.Session) error
 }
 
 // startNode starts host id on the server's stream and joins it to the
@@ -161,6 +166,7 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
 	if o.noOpen {
 		opts.Open = nil
 	}
+	opts.Claimed = o.claimed
 	if n.c, err = cluster.Join(stdctx.Background(), opts); err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,11 @@ type Options struct {
 	// to a claimed session. Nil: this host claims no session and hands
 	// unowned ones to another live host.
 	Open func(sessionID string) sessions.OpenOptions
+	// Claimed, when set, is called with each session this host claimed,
+	// before the message that claimed it is delivered: an entry point
+	// adopts it there (dsh serve answers its approvals and closes it at
+	// shutdown). An error fails that message and closes the session.
+	Claimed func(*sessions.Session) error
 	// RequestTimeout is how long a forwarded request waits for a sign of
 	// life from its target (the answer, or the target's periodic "still
 	// working"); 0 is 5s.

@@ -200,6 +200,11 @@ func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) 
 	o := h.o.Open(id)
 	o.KeepRunning = true
 	ss, err := h.o.Sessions.Resume(ctx, id, o)
+	if err == nil && h.o.Claimed != nil {
+		if cerr := h.o.Claimed(ss); cerr != nil {
+			return nil, errors.Join(cerr, ss.Close(stdctx.WithoutCancel(ctx)))
+		}
+	}
 	if !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
 		return ss, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,6 +146,7 @@ func api(t *testing.T, n *node) func(path, body string) (int, map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.api = srv
 	t.Cleanup(func() {
 		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
 		defer cancel()
@@ -213,7 +215,9 @@ func TestASessionOwnedByNobodyIsClaimed(t *testing.T) {
 	stream := streamName()
 	a := startNode(t, srv, stream, "a", nodeOpts{group: "workers"})
 	b := startNode(t, srv, stream, "b", nodeOpts{claimGroup: "workers"})
-	c := startNode(t, srv, stream, "c", nodeOpts{})
+	var c *node
+	c = startNode(t, srv, stream, "c", nodeOpts{claimed: func(ss *sessions.Session) error { return c.api.Adopt(ss) }})
+	post := api(t, c)
 	kv := leases(t, srv, stream)
 	for _, id := range []string{"s1", "s2", "s3"} {
 		persist(t, a, id)
@@ -222,8 +226,12 @@ func TestASessionOwnedByNobodyIsClaimed(t *testing.T) {
 		}
 	}
 
-	if _, err := c.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "claimed by c"}); err != nil {
-		t.Fatal(err)
+	// Through c's API, which adopts what c claims.
+	if status, out := post("/v1/sessions/s1/messages", `{"content": "claimed by c"}`); status != http.StatusAccepted {
+		t.Fatalf("posting to c: %d %v", status, out)
+	}
+	if _, out := post("/v1/sessions/s1/approvals/1", `{"choice": "deny"}`); strings.Contains(out["message"].(string), "not opened by this server") {
+		t.Fatalf("c's API does not answer the approvals of the session c claimed for it: %v", out)
 	}
 	if got := c.prompts(t, "s1"); !slices.Equal(got, []string{"first", "claimed by c"}) {
 		t.Fatalf("host c resumed s1 with the prompts %q", got)
@@ -399,10 +407,20 @@ func TestAnAttachmentOverMaxPayloadIsRefused(t *testing.T) {
 func TestConcurrentClaimsMeetOnOneHost(t *testing.T) {
 	srv := startServer(t, 0)
 	stream := streamName()
+	var mu sync.Mutex
+	var claimed []string
+	claims := func(id string) nodeOpts {
+		return nodeOpts{claimed: func(ss *sessions.Session) error {
+			mu.Lock()
+			defer mu.Unlock()
+			claimed = append(claimed, id+":"+ss.ID())
+			return nil
+		}}
+	}
 	nodes := []*node{
-		startNode(t, srv, stream, "a", nodeOpts{}),
-		startNode(t, srv, stream, "b", nodeOpts{}),
-		startNode(t, srv, stream, "c", nodeOpts{}),
+		startNode(t, srv, stream, "a", claims("a")),
+		startNode(t, srv, stream, "b", claims("b")),
+		startNode(t, srv, stream, "c", claims("c")),
 	}
 	persist(t, nodes[0], "s1")
 	errc := make(chan error, len(nodes))
@@ -429,6 +447,11 @@ func TestConcurrentClaimsMeetOnOneHost(t *testing.T) {
 	if got := owner(t, leases(t, srv, stream), "s1"); got != open[0].id {
 		t.Fatalf("s1 is open on host %s but its lease names %q", open[0].id, got)
 	}
+	mu.Lock()
+	if want := []string{open[0].id + ":s1"}; !slices.Equal(claimed, want) {
+		t.Errorf("Options.Claimed was called for %q, want %q", claimed, want)
+	}
+	mu.Unlock()
 	got := open[0].prompts(t, "s1")
 	slices.Sort(got)
 	if want := []string{"first", "from a", "from b", "from c"}; !slices.Equal(got, want) {
@@ -473,5 +496,27 @@ func TestAHostThatClaimsNothingHandsSessionsOn(t *testing.T) {
 	}
 	if got := owner(t, leases(t, srv, stream), "s1"); got != "worker" {
 		t.Fatalf("the lease of s1 names %q", got)
+	}
+}
+
+// TestAClaimTheEntryPointRefusesIsUndone: Options.Claimed fails, so the
+// message fails with its error and the session is closed again, owned by
+// nobody.
+func TestAClaimTheEntryPointRefusesIsUndone(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := startNode(t, srv, stream, "a", nodeOpts{claimed: func(ss *sessions.Session) error {
+		return errs.New("TEST_NOT_ADOPTED", "the test adopts no session")
+	}})
+	persist(t, a, "s1")
+	_, err := a.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "lost"})
+	if !errs.HasCode(err, "TEST_NOT_ADOPTED") {
+		t.Fatalf("the claim's hook failed, and the prompt returned %v", err)
+	}
+	if _, open := a.h.Sessions().Get("s1"); open {
+		t.Fatal("the session stayed open after its hook failed")
+	}
+	if got := owner(t, leases(t, srv, stream), "s1"); got != "" {
+		t.Fatalf("the lease of s1 names %q after the claim was undone", got)
 	}
 }

@@ -241,3 +241,15 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 	}
 	return errors.Join(failed...)
 }
+
+// Adopt makes the server keep a session it did not open, as it keeps its
+// own: it answers the session's approvals and closes it at shutdown. A
+// cluster calls it (cluster.Options.Claimed) for a session it resumed on
+// this host for a message the API routed. A session the server cannot keep
+// is closed again.
+func (s *Server) Adopt(ss *sessions.Session) error {
+	if _, ok := s.holding(ss.ID()); ok {
+		return nil
+	}
+	return s.hold(ss)
+}
