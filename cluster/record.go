@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"time"
+
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/hashicorp/go-hclog"
 )
 
 // HostRecord is a host's entry in the presence bucket, kept while the host
@@ -45,4 +48,33 @@ type Options struct {
 	LeaseTTL time.Duration
 	// ConnectTimeout bounds connecting and every JetStream request.
 	ConnectTimeout time.Duration
+	// Replicas is how many servers keep the presence bucket (1, 3 or 5);
+	// 0 is 1.
+	Replicas int
+
+	// The fields below are Join's only.
+
+	// Sessions is the host's session controller: forwarded requests are
+	// served through it, and a claimed session is resumed in it.
+	Sessions *sessions.Controller
+	// Open says how to resume a session this host claims (its agent,
+	// presets, workspace); KeepRunning is forced on, as nobody attaches
+	// to a claimed session. Nil: this host claims no session and hands
+	// unowned ones to another live host.
+	Open func(sessionID string) sessions.OpenOptions
+	// Claimed, when set, is called with each session this host claimed,
+	// before the message that claimed it is delivered: an entry point
+	// adopts it there (dsh serve answers its approvals and closes it at
+	// shutdown). An error fails that message and closes the session.
+	Claimed func(*sessions.Session) error
+	// RequestTimeout is how long a forwarded request waits for a sign of
+	// life from its target (the answer, or the target's periodic "still
+	// working"); 0 is 5s.
+	RequestTimeout time.Duration
+	// API is the address of this host's `dsh serve`, for the presence
+	// record; empty when it serves none.
+	API string
+	// Logger receives what the cluster cannot return to a caller (a
+	// failed heartbeat); nil discards.
+	Logger hclog.Logger
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"net/http"
 
+	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/serve/apierr"
 )
@@ -43,6 +44,12 @@ var statusOf = map[errs.Code]int{
 	MethodNotAllowed: http.StatusMethodNotAllowed,
 	CORSRefused:      http.StatusForbidden,
 	HostRefused:      http.StatusForbidden,
+	// A cluster's routing (Options.Router): the owner or the NATS server
+	// is away for now, which a retry with the same request id survives.
+	cluster.OwnerUnreachable: http.StatusServiceUnavailable,
+	cluster.Unreachable:      http.StatusServiceUnavailable,
+	cluster.NoHost:           http.StatusServiceUnavailable,
+	cluster.PayloadTooLarge:  http.StatusRequestEntityTooLarge,
 }
 
 // writeError answers with err's status and JSON body; a server-side

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
@@ -68,20 +69,36 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		// gives the client the one made for it.
 		req.RequestID = "http-" + uuid.NewString()
 	}
-	ss, err := s.openSession(r, r.PathValue("id"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	sid := r.PathValue("id")
+	ss, open := s.o.Sessions.Get(sid)
+	routed := !open && s.o.Router != nil
+	if !open && !routed {
+		if ss, err = s.openSession(r, sid); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	p := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Parts: parts, Source: httpSource}
-	var id string
+	var mode agentcontroller.Mode
 	switch req.Mode {
 	case "", "followup":
-		id, err = ss.Prompt(r.Context(), p)
+		mode = agentcontroller.Followup
 	case "steer":
+		mode = agentcontroller.Steer
+	default:
+		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "mode %q is not a mode; send \"followup\" (the default: queued for a turn) or \"steer\" (handed to the running turn)", req.Mode))
+		return
+	}
+	var id string
+	switch {
+	case routed:
+		// Not open here: the cluster knows whether another host runs it,
+		// or claims it.
+		id, err = s.o.Router.Prompt(r.Context(), sid, mode, p)
+	case mode == agentcontroller.Steer:
 		id, err = ss.Steer(r.Context(), p)
 	default:
-		err = fail(http.StatusBadRequest, BadRequest, "mode %q is not a mode; send \"followup\" (the default: queued for a turn) or \"steer\" (handed to the running turn)", req.Mode)
+		id, err = ss.Prompt(r.Context(), p)
 	}
 	if err != nil {
 		s.writeError(w, r, attachmentError(err))
@@ -91,7 +108,16 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
-	ss, err := s.openSession(r, r.PathValue("id"))
+	id := r.PathValue("id")
+	if _, open := s.o.Sessions.Get(id); !open && s.o.Router != nil {
+		if err := s.o.Router.Cancel(r.Context(), id); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, struct{}{})
+		return
+	}
+	ss, err := s.openSession(r, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -58,6 +59,18 @@ type Options struct {
 	// for GET .../attachments/{ref} and the upload limit; nil reads the
 	// store of open sessions only.
 	Attachments *attachments.Store
+	// Router delivers the messages and cancels of sessions not open in
+	// Sessions to the host of a cluster that runs them (cluster.Host);
+	// nil serves local sessions only.
+	Router Router
+}
+
+// Router sends a session's prompts and cancels to wherever the session
+// runs. Its errors are the owner's, with the codes, reasons and presented
+// flag a local session gives, so the server answers them alike.
+type Router interface {
+	Prompt(ctx stdctx.Context, sessionID string, mode agentcontroller.Mode, r sessions.PromptRequest) (messageID string, err error)
+	Cancel(ctx stdctx.Context, sessionID string) error
 }
 
 // Server serves the HTTP API; see the package documentation.
@@ -227,4 +240,16 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 		failed = append(failed, errs.New(errs.Internal, "serve: requests were still in flight when the shutdown ended"))
 	}
 	return errors.Join(failed...)
+}
+
+// Adopt makes the server keep a session it did not open, as it keeps its
+// own: it answers the session's approvals and closes it at shutdown. A
+// cluster calls it (cluster.Options.Claimed) for a session it resumed on
+// this host for a message the API routed. A session the server cannot keep
+// is closed again.
+func (s *Server) Adopt(ss *sessions.Session) error {
+	if _, ok := s.holding(ss.ID()); ok {
+		return nil
+	}
+	return s.hold(ss)
 }

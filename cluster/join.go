@@ -1,0 +1,294 @@
+package cluster
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of the Options left zero.
+const (
+	DefaultStream         = "DSH_SESSIONS"
+	DefaultLeaseTTL       = 30 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultRequestTimeout = 5 * time.Second
+)
+
+// token is what a host id or stream name may hold: one NATS subject token
+// and one key-value key.
+var token = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Host is this host's membership of a cluster: its presence record, kept
+// alive by a heartbeat, and the subscription that serves the requests
+// other hosts forward to it. Prompt and Cancel route a session's messages
+// to its owner.
+type Host struct {
+	o      Options
+	log    hclog.Logger
+	nc     *nats.Conn
+	hosts  jetstream.KeyValue
+	leases jetstream.KeyValue
+	record []byte
+	sub    *nats.Subscription
+
+	// ctx is what forwarded requests run under; cancelled by Close once
+	// their grace is over.
+	ctx    stdctx.Context
+	cancel stdctx.CancelFunc
+	// work counts the forwarded requests being served.
+	work sync.WaitGroup
+
+	beatStop chan struct{}
+	beatDone chan struct{}
+
+	mu     sync.Mutex
+	rev    uint64 // revision of the presence record
+	closed bool
+	// inflight are the claims being resumed, by session id.
+	inflight map[string]*claiming
+}
+
+func (o Options) withDefaults() Options {
+	if o.Stream == "" {
+		o.Stream = DefaultStream
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	bad := func(format string, args ...any) error {
+		return errs.New(errs.InvalidArgument, "cluster.Join: "+fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.URL == "":
+		return bad("the NATS url is empty; set cluster.nats.url, e.g. nats://127.0.0.1:4222")
+	case !token.MatchString(o.HostID):
+		return bad("host id %q cannot name a NATS subject token; set cluster.host_id to letters, digits, '_' and '-'", o.HostID)
+	case !token.MatchString(o.Stream):
+		return bad("stream %q is not a JetStream stream name; use letters, digits, '_' and '-'", o.Stream)
+	case o.LeaseTTL < time.Second:
+		return bad("lease_ttl is %s; use at least 1s, e.g. 30s", o.LeaseTTL)
+	case o.ConnectTimeout < 0 || o.RequestTimeout < 0:
+		return bad("connect and request timeouts must be positive")
+	case o.Replicas != 1 && o.Replicas != 3 && o.Replicas != 5:
+		return bad("replicas is %d; JetStream keeps 1, 3 or 5 copies", o.Replicas)
+	case o.Sessions == nil:
+		return bad("Options.Sessions is nil; pass the host's session controller (host.Sessions())")
+	}
+	return nil
+}
+
+// Join connects this host to the cluster: it announces the host in the
+// presence bucket — refused with HostIDTaken while another live host
+// announces the same id — and serves the requests other hosts forward to
+// it through o.Sessions until Close. session.nats must already run on the
+// same stream (its lease bucket says who owns each session).
+func Join(ctx stdctx.Context, o Options) (*Host, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	h := &Host{o: o, log: o.Logger, inflight: map[string]*claiming{}}
+	if h.log == nil {
+		h.log = hclog.NewNullLogger()
+	}
+	opts := []nats.Option{
+		nats.Name("dsh cluster host " + o.HostID),
+		nats.Timeout(o.ConnectTimeout),
+		// A host outlives a NATS server's restart: keep reconnecting, the
+		// heartbeat and the lease renewals resume once it is back.
+		nats.MaxReconnects(-1),
+	}
+	if o.CredentialsFile != "" {
+		opts = append(opts, nats.UserCredentials(o.CredentialsFile))
+	}
+	nc, err := nats.Connect(o.URL, opts...)
+	if err != nil {
+		return nil, errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"cluster: host %q cannot connect to the NATS server at %s; start it (nats-server -js) or fix cluster.nats.url and credentials_file", o.HostID, o.URL))
+	}
+	h.nc = nc
+	if err := h.setUp(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Host) setUp(ctx stdctx.Context) error {
+	o := h.o
+	js, err := jetstream.New(h.nc)
+	if err != nil {
+		return errs.Wrap(Unreachable, err, "cluster: cannot use JetStream on "+o.URL)
+	}
+	tctx, cancel := stdctx.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
+	h.leases, err = js.KeyValue(tctx, natsplugin.LeaseBucket(o.Stream))
+	if err != nil {
+		return errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"cluster: cannot open the lease bucket %q on %s; session.nats must run on stream %q before the host joins (a cluster: config mounts it)",
+			natsplugin.LeaseBucket(o.Stream), o.URL, o.Stream))
+	}
+	h.hosts, err = js.CreateOrUpdateKeyValue(tctx, jetstream.KeyValueConfig{
+		Bucket:      HostBucket(o.Stream),
+		Description: "dsh cluster presence: one entry per live host",
+		TTL:         o.LeaseTTL,
+		Replicas:    o.Replicas,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"cluster: cannot create or update the presence bucket %q on %s; is JetStream enabled (nats-server -js), and do all hosts use the same lease_ttl and replicas?",
+			HostBucket(o.Stream), o.URL))
+	}
+	name, _ := os.Hostname()
+	h.record, _ = json.Marshal(HostRecord{HostID: o.HostID, Group: o.Group, Hostname: name, PID: os.Getpid(),
+		Started: time.Now().UTC(), API: o.API})
+	// Announced before subscribing: two hosts with one id must never both
+	// serve its route subject, where both would answer every request.
+	h.rev, err = h.hosts.Create(tctx, o.HostID, h.record)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return h.taken(tctx)
+	}
+	if err != nil {
+		return errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot announce host %q in bucket %q on %s", o.HostID, HostBucket(o.Stream), o.URL))
+	}
+	h.ctx, h.cancel = stdctx.WithCancel(stdctx.Background())
+	h.sub, err = h.nc.Subscribe(RouteSubject(o.Stream, o.HostID), h.take)
+	if err == nil {
+		// The subscription is known to the server once Join returns, so a
+		// host that reads the presence record can reach this one.
+		err = h.nc.FlushWithContext(tctx)
+	}
+	if err != nil {
+		h.cancel()
+		_ = h.hosts.Delete(stdctx.Background(), o.HostID, jetstream.LastRevision(h.rev))
+		return errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot subscribe to %s on %s", RouteSubject(o.Stream, o.HostID), o.URL))
+	}
+	h.beatStop, h.beatDone = make(chan struct{}), make(chan struct{})
+	go h.heartbeat()
+	return nil
+}
+
+// taken is the refusal of a host id a live host announces.
+func (h *Host) taken(ctx stdctx.Context) error {
+	who := "another live host"
+	if e, err := h.hosts.Get(ctx, h.o.HostID); err == nil {
+		var r HostRecord
+		if json.Unmarshal(e.Value(), &r) == nil {
+			who = fmt.Sprintf("process %d on %q (started %s)", r.PID, r.Hostname, r.Started.Format(time.RFC3339))
+		}
+	}
+	return errs.New(HostIDTaken, fmt.Sprintf(
+		"cluster: host id %q is announced by %s in bucket %q; give this host another cluster.host_id, or, if that host died, wait for its entry to expire (lease_ttl %s)",
+		h.o.HostID, who, HostBucket(h.o.Stream), h.o.LeaseTTL))
+}
+
+// heartbeat renews the presence record every third of the TTL, so it
+// expires only when the host stops renewing it.
+func (h *Host) heartbeat() {
+	defer close(h.beatDone)
+	t := time.NewTicker(h.o.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.beatStop:
+			return
+		case <-t.C:
+		}
+		h.beat()
+	}
+}
+
+func (h *Host) beat() {
+	ctx, cancel := stdctx.WithTimeout(h.ctx, h.o.ConnectTimeout)
+	defer cancel()
+	h.mu.Lock()
+	rev := h.rev
+	h.mu.Unlock()
+	next, err := h.hosts.Update(ctx, h.o.HostID, h.record, rev)
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
+		// The entry expired (this host stalled longer than the TTL, or
+		// the server was away): announce again, unless another host took
+		// the id meanwhile.
+		next, err = h.hosts.Create(ctx, h.o.HostID, h.record)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			h.log.Error("cluster: another host announces this host id; requests for this host may reach it", "host_id", h.o.HostID)
+			return
+		}
+	}
+	if err != nil {
+		// Retried at the next tick; a server briefly away is no reason to
+		// leave the cluster.
+		h.log.Warn("cluster: cannot renew the presence record", "host_id", h.o.HostID, "error", err)
+		return
+	}
+	h.mu.Lock()
+	h.rev = next
+	h.mu.Unlock()
+}
+
+// ID returns the host id.
+func (h *Host) ID() string { return h.o.HostID }
+
+// Close leaves the cluster: it stops taking forwarded requests, lets the
+// ones in flight finish until ctx ends (then cancels them), stops the
+// heartbeat, deletes the presence record and closes the connection. The
+// host's sessions stay open; their leases still name this host.
+func (h *Host) Close(ctx stdctx.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+	var failed []error
+	if err := h.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		failed = append(failed, errs.Wrap(Unreachable, err, "cluster: cannot unsubscribe from "+h.sub.Subject))
+	}
+	idle := make(chan struct{})
+	go func() { h.work.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		h.cancel()
+		<-idle
+	}
+	close(h.beatStop)
+	<-h.beatDone
+	h.cancel()
+	dctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), h.o.ConnectTimeout)
+	defer cancel()
+	h.mu.Lock()
+	rev := h.rev
+	h.mu.Unlock()
+	if err := h.hosts.Delete(dctx, h.o.HostID, jetstream.LastRevision(rev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		failed = append(failed, errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot delete the presence record of host %q; it expires within lease_ttl (%s)", h.o.HostID, h.o.LeaseTTL)))
+	}
+	h.nc.Close()
+	return errors.Join(failed...)
+}

@@ -1,0 +1,470 @@
+package cluster
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// maxHops bounds how often one request is forwarded: to the owner, and
+// once more when the session moved (or a claiming host lost the claim to
+// another) meanwhile. Past it the request fails rather than chase a
+// session around the cluster.
+const maxHops = 2
+
+// claimAttempts bounds the claims of one request: a claim lost to another
+// host is followed by reading the lease again and forwarding to the winner.
+const claimAttempts = 3
+
+const (
+	opPrompt = "prompt"
+	opCancel = "cancel"
+)
+
+// request is a forwarded prompt, steer or cancel as it travels over NATS.
+type request struct {
+	Op        string                 `json:"op"`
+	Session   string                 `json:"session"`
+	Mode      agentcontroller.Mode   `json:"mode,omitempty"`
+	RequestID string                 `json:"request_id,omitempty"`
+	Content   string                 `json:"content,omitempty"`
+	Parts     []part                 `json:"parts,omitempty"`
+	Source    agentcontroller.Source `json:"source"`
+	// From is the host that forwarded it last, for the target's log.
+	From string `json:"from"`
+	// Hops counts the forwards so far; the target forwards again only
+	// below maxHops.
+	Hops int `json:"hops"`
+}
+
+// part is an attachment with its bytes: llm.Part keeps Data out of JSON
+// (bytes never reach a log), but a forwarded prompt must carry them to the
+// owner, whose attachments store takes them.
+type part struct {
+	llm.Part
+	Data []byte `json:"data,omitempty"`
+}
+
+// reply is one message of the target on the request's inbox: Working while
+// it still serves the request (so the sender tells a slow admission from a
+// dead host), then one final message with the message id or the error as
+// errs.Encode writes it, code, reason and details (presented) included.
+type reply struct {
+	Working   bool            `json:"working,omitempty"`
+	MessageID string          `json:"message_id,omitempty"`
+	Error     json.RawMessage `json:"error,omitempty"`
+}
+
+// Prompt delivers a prompt (mode Followup) or a steering message (Steer)
+// to the session, wherever it runs: through the local session controller
+// when the session is open here, else to the host its lease names, whose
+// admission decides. A session nobody owns is claimed: resumed here, or on
+// a live host of Options.ClaimGroup. It returns the message id; a refusal
+// is the owner's, with the same code, reason and presented flag it has
+// there.
+func (h *Host) Prompt(ctx stdctx.Context, sessionID string, mode agentcontroller.Mode, r sessions.PromptRequest) (string, error) {
+	switch mode {
+	case "":
+		mode = agentcontroller.Followup
+	case agentcontroller.Followup, agentcontroller.Steer:
+	default:
+		return "", errs.New(errs.InvalidArgument, fmt.Sprintf("cluster: mode %q is not a delivery mode; use %q or %q", mode, agentcontroller.Followup, agentcontroller.Steer))
+	}
+	req := request{Op: opPrompt, Session: sessionID, Mode: mode, RequestID: r.RequestID, Content: r.Content, Source: r.Source}
+	for _, p := range r.Parts {
+		req.Parts = append(req.Parts, part{Part: p, Data: p.Data})
+	}
+	return h.route(ctx, req)
+}
+
+// Cancel cancels the session's running turn on the host that runs it and
+// waits until it is idle there. A session open on no host is
+// sessions.Closed, as it is for a local session that is not open.
+func (h *Host) Cancel(ctx stdctx.Context, sessionID string) error {
+	_, err := h.route(ctx, request{Op: opCancel, Session: sessionID})
+	return err
+}
+
+// route serves req here or sends it where the session runs.
+func (h *Host) route(ctx stdctx.Context, req request) (string, error) {
+	if !session.ValidID(req.Session) {
+		return "", errs.New(sessions.NotFound, fmt.Sprintf("cluster: %q is not a session id (letters, digits, '.', '_' and '-'), so no host has it", req.Session))
+	}
+	var lost error
+	for range claimAttempts {
+		if ss, ok := h.o.Sessions.Get(req.Session); ok {
+			return h.local(ctx, ss, req)
+		}
+		lease, owned, err := h.owner(ctx, req.Session)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case owned && lease.HostID == "":
+			return "", errs.New(OwnerUnreachable, fmt.Sprintf(
+				"cluster: session %q is held by %s, which names no host id, so no request can reach it; give every dsh on stream %q a cluster host_id",
+				req.Session, lease.Holder, h.o.Stream)).WithReason(ReasonUnnamed)
+		case owned && lease.HostID != h.o.HostID:
+			if req.Hops >= maxHops {
+				return "", errs.New(OwnerUnreachable, fmt.Sprintf(
+					"cluster: session %q moved to host %q while this request was forwarded %d times; retry it (the request id makes that safe)",
+					req.Session, lease.HostID, req.Hops)).WithReason(ReasonMoved)
+			}
+			return h.forward(ctx, lease.HostID, req)
+		case req.Op == opCancel:
+			return "", errs.New(sessions.Closed, fmt.Sprintf(
+				"cluster: session %q is open on no host of the cluster, so no turn of it runs; send a message to resume it", req.Session))
+		case !owned && !h.claims(req):
+			if req.Hops > 0 {
+				return "", errs.New(NoHost, fmt.Sprintf(
+					"cluster: host %q was asked to claim session %q but claims no sessions (it has no session opener); give it one, or take it out of claim_group %q",
+					h.o.HostID, req.Session, h.o.ClaimGroup))
+			}
+			return h.forwardClaim(ctx, req)
+		}
+		// Owned by nobody, or by this host without being open in the
+		// controller (its lease outlived a restart): resume it here.
+		ss, err := h.claim(ctx, req.Session)
+		if err == nil {
+			return h.local(ctx, ss, req)
+		}
+		if !errs.HasCode(err, session.SessionLocked) {
+			return "", err
+		}
+		// Another host won the claim: its lease says where to go now.
+		lost = err
+	}
+	return "", lost
+}
+
+// claims reports whether this host resumes an unowned session for req: a
+// forwarded request was sent here to be claimed; one of this host's own
+// callers is claimed here when the claim group allows it.
+func (h *Host) claims(req request) bool {
+	if h.o.Open == nil {
+		return false
+	}
+	return req.Hops > 0 || h.o.ClaimGroup == "" || h.o.ClaimGroup == h.o.Group
+}
+
+// claiming is one resume of a session in flight on this host, which the
+// other requests for the session wait for instead of racing it.
+type claiming struct {
+	done chan struct{}
+	ss   *sessions.Session
+	err  error
+}
+
+// claim resumes session id in the local controller, once however many
+// requests for it arrive together.
+func (h *Host) claim(ctx stdctx.Context, id string) (*sessions.Session, error) {
+	if h.o.Open == nil {
+		return nil, errs.New(NoHost, fmt.Sprintf("cluster: session %q has a lease naming host %q but is not open in it, and the host has no session opener to resume it", id, h.o.HostID))
+	}
+	h.mu.Lock()
+	c, running := h.inflight[id]
+	if !running {
+		c = &claiming{done: make(chan struct{})}
+		h.inflight[id] = c
+	}
+	h.mu.Unlock()
+	if running {
+		select {
+		case <-c.done:
+			return c.ss, c.err
+		case <-ctx.Done():
+			return nil, stdctx.Cause(ctx)
+		}
+	}
+	c.ss, c.err = h.resume(ctx, id)
+	h.mu.Lock()
+	delete(h.inflight, id)
+	h.mu.Unlock()
+	close(c.done)
+	return c.ss, c.err
+}
+
+func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) {
+	o := h.o.Open(id)
+	o.KeepRunning = true
+	ss, err := h.o.Sessions.Resume(ctx, id, o)
+	if err == nil && h.o.Claimed != nil {
+		if cerr := h.o.Claimed(ss); cerr != nil {
+			return nil, errors.Join(cerr, ss.Close(stdctx.WithoutCancel(ctx)))
+		}
+	}
+	if !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
+		return ss, err
+	}
+	// Opened, or being opened, in this controller by someone else (the
+	// API's resume): the controller tells nobody when an open ends, so
+	// look again for a while.
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	limit := time.NewTimer(h.o.ConnectTimeout)
+	defer limit.Stop()
+	for {
+		if ss, ok := h.o.Sessions.Get(id); ok {
+			return ss, nil
+		}
+		select {
+		case <-t.C:
+		case <-limit.C:
+			return nil, err
+		case <-ctx.Done():
+			return nil, stdctx.Cause(ctx)
+		}
+	}
+}
+
+// local serves req through an open session of this host.
+func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (string, error) {
+	if req.Op == opCancel {
+		return "", ss.Cancel(ctx)
+	}
+	pr := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Source: req.Source}
+	for _, p := range req.Parts {
+		q := p.Part
+		q.Data = p.Data
+		pr.Parts = append(pr.Parts, q)
+	}
+	if req.Mode == agentcontroller.Steer {
+		return ss.Steer(ctx, pr)
+	}
+	return ss.Prompt(ctx, pr)
+}
+
+// owner reads the lease of session id: who owns it, if anyone.
+func (h *Host) owner(ctx stdctx.Context, id string) (natsplugin.LeaseRecord, bool, error) {
+	tctx, cancel := stdctx.WithTimeout(ctx, h.o.ConnectTimeout)
+	defer cancel()
+	e, err := h.leases.Get(tctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return natsplugin.LeaseRecord{}, false, nil
+	}
+	if err != nil {
+		return natsplugin.LeaseRecord{}, false, errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"cluster: cannot read the lease of session %q in bucket %q on %s; check that the NATS server is up",
+			id, natsplugin.LeaseBucket(h.o.Stream), h.o.URL))
+	}
+	var rec natsplugin.LeaseRecord
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		rec = natsplugin.LeaseRecord{Holder: fmt.Sprintf("an entry that is not a lease record (%v)", err)}
+	}
+	return rec, true, nil
+}
+
+// forwardClaim hands an unowned session to a live host of the claim group
+// (any host when there is none), trying the next one while a host turns
+// out to be gone.
+func (h *Host) forwardClaim(ctx stdctx.Context, req request) (string, error) {
+	hosts, err := h.liveHosts(ctx)
+	if err != nil {
+		return "", err
+	}
+	var gone []error
+	for _, r := range hosts {
+		if r.HostID == h.o.HostID || (h.o.ClaimGroup != "" && r.Group != h.o.ClaimGroup) {
+			continue
+		}
+		id, err := h.forward(ctx, r.HostID, req)
+		if errs.Has(err, OwnerUnreachable, ReasonNoResponders) {
+			gone = append(gone, err)
+			continue
+		}
+		return id, err
+	}
+	who := "no other live host claims sessions"
+	if h.o.ClaimGroup != "" {
+		who = fmt.Sprintf("no live host of claim_group %q answers", h.o.ClaimGroup)
+	}
+	return "", errs.Wrap(NoHost, errors.Join(gone...), fmt.Sprintf(
+		"cluster: nobody owns session %q and %s (presence bucket %q); start one, or set this host's group to claim it here",
+		req.Session, who, HostBucket(h.o.Stream)))
+}
+
+// liveHosts reads the presence bucket, in random order so claims spread.
+func (h *Host) liveHosts(ctx stdctx.Context) ([]HostRecord, error) {
+	tctx, cancel := stdctx.WithTimeout(ctx, h.o.ConnectTimeout)
+	defer cancel()
+	keys, err := h.hosts.Keys(tctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot list the live hosts in bucket %q on %s", HostBucket(h.o.Stream), h.o.URL))
+	}
+	var out []HostRecord
+	for _, k := range keys {
+		e, err := h.hosts.Get(tctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // left meanwhile
+		}
+		if err != nil {
+			return nil, errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot read the presence record of host %q on %s", k, h.o.URL))
+		}
+		var r HostRecord
+		if json.Unmarshal(e.Value(), &r) == nil && r.HostID != "" {
+			out = append(out, r)
+		}
+	}
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out, nil
+}
+
+// forward sends req to host target and waits for its final answer. The
+// target says it is still working every third of RequestTimeout; a
+// silence longer than RequestTimeout means the target is gone.
+func (h *Host) forward(ctx stdctx.Context, target string, req request) (string, error) {
+	req.Hops++
+	req.From = h.o.HostID
+	data, err := json.Marshal(req)
+	if err != nil {
+		return "", errs.Wrap(errs.Internal, err, "cluster: cannot encode a forwarded request")
+	}
+	if limit := h.nc.MaxPayload(); int64(len(data)) > limit {
+		attached := 0
+		for _, p := range req.Parts {
+			attached += len(p.Data)
+		}
+		return "", errs.New(PayloadTooLarge, fmt.Sprintf(
+			"cluster: the message for session %q must be forwarded to host %q, and with its %d bytes of attachments it makes a %d-byte NATS message, over the server's max_payload of %d bytes; send smaller attachments, or raise max_payload in the NATS server's config (at most 64MB)",
+			req.Session, target, attached, len(data), limit))
+	}
+	subject := RouteSubject(h.o.Stream, target)
+	answers := make(chan *nats.Msg, 16)
+	inbox := h.nc.NewInbox()
+	sub, err := h.nc.ChanSubscribe(inbox, answers)
+	if err != nil {
+		return "", h.connFailed(err, target)
+	}
+	defer sub.Unsubscribe()
+	if err := h.nc.PublishRequest(subject, inbox, data); err != nil {
+		return "", h.connFailed(err, target)
+	}
+	silence := time.NewTimer(h.o.RequestTimeout)
+	defer silence.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", stdctx.Cause(ctx)
+		case <-silence.C:
+			return "", errs.New(OwnerUnreachable, fmt.Sprintf(
+				"cluster: host %q took the %s for session %q but said nothing for %s; if it died, its lease expires within lease_ttl (%s) and another host then claims the session — retry with the same request id",
+				target, req.Op, req.Session, h.o.RequestTimeout, h.o.LeaseTTL)).WithReason(ReasonTimeout)
+		case m := <-answers:
+			if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+				return "", errs.New(OwnerUnreachable, fmt.Sprintf(
+					"cluster: host %q, which owns session %q, does not take requests (it left the cluster or stopped); its lease expires within lease_ttl (%s) if it died, and another host then claims the session — retry with the same request id",
+					target, req.Session, h.o.LeaseTTL)).WithReason(ReasonNoResponders)
+			}
+			var r reply
+			if err := json.Unmarshal(m.Data, &r); err != nil {
+				return "", errs.Wrap(errs.Internal, err, fmt.Sprintf("cluster: host %q answered a forwarded request with something that is not a reply; do all hosts run the same dsh version?", target))
+			}
+			if r.Working {
+				silence.Reset(h.o.RequestTimeout)
+				continue
+			}
+			if len(r.Error) > 0 {
+				rerr, derr := errs.Decode(r.Error)
+				if derr != nil {
+					return "", errs.Wrap(errs.Internal, derr, fmt.Sprintf("cluster: host %q answered with an error that cannot be decoded", target))
+				}
+				return "", rerr
+			}
+			return r.MessageID, nil
+		}
+	}
+}
+
+func (h *Host) connFailed(err error, target string) error {
+	return errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot send a request to host %q over %s; check that the NATS server is up", target, h.o.URL))
+}
+
+// take starts serving a forwarded request; the subscription's own
+// goroutine must not wait for an admission that holds.
+func (h *Host) take(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		// Taken before the subscription ended: say at once that this host
+		// is gone, as no subscriber would have, rather than let the sender
+		// wait out its timeout.
+		h.answer(m, "", errs.New(OwnerUnreachable, fmt.Sprintf(
+			"cluster: host %q is leaving the cluster and takes no more requests; retry with the same request id", h.o.HostID)).WithReason(ReasonNoResponders))
+		return
+	}
+	h.work.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.work.Done()
+		h.serve(m)
+	}()
+}
+
+// serve answers one forwarded request: at once that it works on it, again
+// every third of RequestTimeout, then the outcome.
+func (h *Host) serve(m *nats.Msg) {
+	var req request
+	if err := json.Unmarshal(m.Data, &req); err != nil || req.Hops < 1 {
+		h.answer(m, "", errs.New(errs.InvalidArgument, fmt.Sprintf("cluster: host %q got a request on %s it cannot read; do all hosts run the same dsh version?", h.o.HostID, m.Subject)))
+		return
+	}
+	h.respond(m, reply{Working: true})
+	done, quiet := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(quiet)
+		t := time.NewTicker(h.o.RequestTimeout / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				h.respond(m, reply{Working: true})
+			}
+		}
+	}()
+	id, err := h.route(h.ctx, req)
+	close(done)
+	<-quiet
+	if err != nil {
+		h.log.Debug("cluster: a forwarded request failed", "from", req.From, "session", req.Session, "op", req.Op, "error", err)
+	}
+	h.answer(m, id, err)
+}
+
+func (h *Host) answer(m *nats.Msg, id string, err error) {
+	r := reply{MessageID: id}
+	if err != nil {
+		b, eerr := errs.Encode(err)
+		if eerr != nil {
+			b, _ = errs.Encode(errs.New(errs.Internal, fmt.Sprintf("cluster: host %q failed the request and cannot encode why: %v (the error was %s)", h.o.HostID, eerr, err)))
+		}
+		r.Error = b
+	}
+	h.respond(m, r)
+}
+
+func (h *Host) respond(m *nats.Msg, r reply) {
+	b, _ := json.Marshal(r)
+	if err := m.Respond(b); err != nil {
+		h.log.Warn("cluster: cannot answer a forwarded request", "subject", m.Subject, "error", err)
+	}
+}
