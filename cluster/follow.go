@@ -229,7 +229,7 @@ func (f *Follower) follow(ctx stdctx.Context, sessionID, subject string, after i
 	if err != nil {
 		return f.failed(err, fmt.Sprintf("follow session %q", sessionID))
 	}
-	defer it.Stop()
+	defer f.drop(cons, it)
 	delivered := after
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))
@@ -259,6 +259,21 @@ func (f *Follower) follow(ctx stdctx.Context, sessionID, subject string, after i
 		}
 		delivered = e.Seq
 	}
+}
+
+// drop stops the consumer and deletes it on the server, which would
+// otherwise keep it until its inactivity threshold: clients reconnect
+// often, and each follow makes one.
+func (f *Follower) drop(cons jetstream.Consumer, it jetstream.MessagesContext) {
+	it.Stop()
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), f.o.ConnectTimeout)
+	defer cancel()
+	// Best effort: a consumer left behind expires by itself.
+	_ = f.js.DeleteConsumer(ctx, f.o.Stream, info.Name)
 }
 
 // head is where a session's log ends: the stream sequence of its last

@@ -17,6 +17,8 @@ import (
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // patience bounds every wait of the tests.
@@ -204,6 +206,25 @@ func TestFollowerStreamsALogFromAnySeq(t *testing.T) {
 	n3 := say(t, a, "main", "third")
 	ahead.until(t, a, "main", n2+1, n3)
 	ahead.stop(t)
+
+	// Each follow removed its consumer from the server as it ended.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	st, err := js.Stream(stdctx.Background(), testStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(stdctx.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 0 {
+		t.Fatalf("%d consumers left on the stream", info.State.Consumers)
+	}
 }
 
 // TestFollowerWaitsForALeasedSessionsFirstEvent: a session open on its
@@ -275,8 +296,8 @@ func TestFollowEndsWithItsCallbackAndWithClose(t *testing.T) {
 		if !errs.HasCode(err, cluster.FollowerClosed) {
 			t.Fatalf("a follow ended by Close returned %v", err)
 		}
-	default:
-		t.Fatal("Close returned while a follow still ran")
+	case <-time.After(patience):
+		t.Fatal("Close did not end a follow")
 	}
 	if err := f.Follow(stdctx.Background(), "s1", 0, nil); !errs.HasCode(err, cluster.FollowerClosed) {
 		t.Fatalf("following after Close: %v", err)
