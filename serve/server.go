@@ -58,6 +58,10 @@ type Options struct {
 	// for GET .../attachments/{ref} and the upload limit; nil reads the
 	// store of open sessions only.
 	Attachments *attachments.Store
+	// Remote streams the sessions not open here (GET .../stream) from
+	// the cluster's shared log, durable events only; nil streams open
+	// sessions only.
+	Remote Remote
 }
 
 // Server serves the HTTP API; see the package documentation.
