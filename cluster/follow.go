@@ -213,12 +213,23 @@ func (f *Follower) follow(ctx stdctx.Context, sessionID, subject string, after i
 		return err
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
-	if h.stream > 0 && h.seq <= after {
+	switch {
+	case h.stream == 0 || after == 0:
+		// The whole log, from its first event.
+	case h.seq <= after:
 		// The client has everything stored (the common reconnect): read
 		// only what comes after the last message. A later message of the
 		// subject has a later stream sequence, so none is missed.
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = h.stream + 1
+	default:
+		start, err := f.find(tctx, sessionID, subject, h.stream, after+1)
+		if err != nil {
+			tcancel()
+			return err
+		}
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = start
 	}
 	cons, err := f.js.OrderedConsumer(tctx, f.o.Stream, cfg)
 	tcancel()
@@ -259,6 +270,37 @@ func (f *Follower) follow(ctx stdctx.Context, sessionID, subject string, after i
 		}
 		delivered = e.Seq
 	}
+}
+
+// find is the stream sequence of event seq of the log on subject, whose
+// last message is at stream sequence end, by bisection: a log's events
+// are in seq order in the stream, so a long session is not read from its
+// start for a client that resumes near its end.
+func (f *Follower) find(ctx stdctx.Context, sessionID, subject string, end uint64, seq int64) (uint64, error) {
+	st, err := f.streamHandle(ctx)
+	if err != nil {
+		return 0, err
+	}
+	found := end
+	for lo, hi := uint64(1), end; lo <= hi; {
+		mid := lo + (hi-lo)/2
+		// The subject's first message at or after mid: there is one, as
+		// the one at end is.
+		m, err := st.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subject))
+		if err != nil {
+			return 0, f.failed(err, fmt.Sprintf("find event %d of session %q", seq, sessionID))
+		}
+		var e session.Event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			return 0, errs.New(session.BadLog, fmt.Sprintf("cluster: message %d of %s in stream %q is not a session event: %v", m.Sequence, subject, f.o.Stream, err))
+		}
+		if e.Seq < seq {
+			lo = m.Sequence + 1
+		} else {
+			found, hi = m.Sequence, mid-1
+		}
+	}
+	return found, nil
 }
 
 // drop stops the consumer and deletes it on the server, which would

@@ -181,7 +181,11 @@ func TestFollowerStreamsALogFromAnySeq(t *testing.T) {
 	}
 	defer f.Close()
 
-	n1 := say(t, a, "main", "first")
+	// Another session's events between s1's: the stream interleaves
+	// subjects, and a follow finds its place among them.
+	say(t, a, "main", "first")
+	say(t, a, "idle", "meanwhile")
+	n1 := say(t, a, "main", "first again")
 	stored(t, f, "s1", n1)
 	k := n1 / 2
 
