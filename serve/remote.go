@@ -34,7 +34,9 @@ type Remote interface {
 // the same ids, so the client resumes on any host with Last-Event-ID.
 func (s *Server) streamRemote(w http.ResponseWriter, r *http.Request, id string, seq, notice int64) {
 	last, err := s.o.Remote.LastSeq(r.Context(), id)
-	if errs.HasCode(err, session.NotFound) {
+	if errs.HasCode(err, session.NotFound) || errs.HasCode(err, errs.InvalidArgument) {
+		// Answered as for a session unknown here: an id that cannot name
+		// a session names none.
 		err = notFound(id)
 	}
 	if err != nil {

@@ -113,9 +113,11 @@ func TestStreamOfASessionOpenOnAnotherHost(t *testing.T) {
 		t.Fatalf("resumed from %d-7: seqs %v, last id %q", len(evs)-1, last.seqs, last.lastID)
 	}
 
-	r := b.call("GET", "/v1/sessions/nobody/stream", nil)
-	if r.status != http.StatusNotFound || r.err(t).Code != "SESSION_NOT_FOUND" {
-		t.Fatalf("streaming an unknown session: %d %s", r.status, r.body)
+	for _, unknown := range []string{"nobody", "-bad-id"} {
+		r := b.call("GET", "/v1/sessions/"+unknown+"/stream", nil)
+		if r.status != http.StatusNotFound || r.err(t).Code != "SESSION_NOT_FOUND" {
+			t.Fatalf("streaming the unknown session %q: %d %s", unknown, r.status, r.body)
+		}
 	}
 
 	// Shutdown ends a remote stream, as it does a local one.
