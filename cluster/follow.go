@@ -241,6 +241,11 @@ func (f *Follower) follow(ctx stdctx.Context, sessionID, subject string, after i
 		return f.failed(err, fmt.Sprintf("follow session %q", sessionID))
 	}
 	defer f.drop(cons, it)
+	// Next heeds ctx only while it waits for a message: while it
+	// re-creates a consumer the server lost (it retries until the server
+	// is back), only Stop ends it.
+	stopOnDone := stdctx.AfterFunc(ctx, it.Stop)
+	defer stopOnDone()
 	delivered := after
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))

@@ -307,3 +307,47 @@ func TestFollowEndsWithItsCallbackAndWithClose(t *testing.T) {
 		t.Fatalf("following after Close: %v", err)
 	}
 }
+
+// TestFollowEndsWhenCancelledWithTheServerGone: a follow whose NATS server
+// went away still ends when its context does, and Close returns.
+func TestFollowEndsWhenCancelledWithTheServerGone(t *testing.T) {
+	srv := startNATS(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := stdctx.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: testStream, Subjects: []string{testPrefix + ".>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, testPrefix+".s1", []byte(`{"seq":1,"type":"user/message","time":"2026-01-01T00:00:00Z"}`)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cluster.NewFollower(cluster.Options{URL: srv.ClientURL(), Stream: testStream, SubjectPrefix: testPrefix, ConnectTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fl := follow(f, "s1", 0)
+	select {
+	case e := <-fl.events:
+		if e.Seq != 1 {
+			t.Fatalf("first event %d", e.Seq)
+		}
+	case <-time.After(patience):
+		t.Fatal("no event")
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	fl.cancel()
+	select {
+	case err := <-fl.done:
+		if !errors.Is(err, stdctx.Canceled) {
+			t.Fatalf("a follow cancelled with the server gone returned %v", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("a follow did not end with its context while the server was gone")
+	}
+}
