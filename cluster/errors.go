@@ -35,3 +35,7 @@ const (
 	// the cluster writes it.
 	ReasonUnnamed = "cluster/owner-unnamed"
 )
+
+// FollowerClosed: the Follower was closed; the follows it ran end with
+// this code.
+const FollowerClosed errs.Code = "CLUSTER_FOLLOWER_CLOSED"

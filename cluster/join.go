@@ -115,20 +115,11 @@ func Join(ctx stdctx.Context, o Options) (*Host, error) {
 	if h.log == nil {
 		h.log = hclog.NewNullLogger()
 	}
-	opts := []nats.Option{
-		nats.Name("dsh cluster host " + o.HostID),
-		nats.Timeout(o.ConnectTimeout),
-		// A host outlives a NATS server's restart: keep reconnecting, the
-		// heartbeat and the lease renewals resume once it is back.
-		nats.MaxReconnects(-1),
-	}
-	if o.CredentialsFile != "" {
-		opts = append(opts, nats.UserCredentials(o.CredentialsFile))
-	}
-	nc, err := nats.Connect(o.URL, opts...)
+	// A host outlives a NATS server's restart: keep reconnecting, the
+	// heartbeat and the lease renewals resume once it is back.
+	nc, err := dial(o, "dsh cluster host "+o.HostID, fmt.Sprintf("for host %q", o.HostID), nats.MaxReconnects(-1))
 	if err != nil {
-		return nil, errs.Wrap(Unreachable, err, fmt.Sprintf(
-			"cluster: host %q cannot connect to the NATS server at %s; start it (nats-server -js) or fix cluster.nats.url and credentials_file", o.HostID, o.URL))
+		return nil, err
 	}
 	h.nc = nc
 	if err := h.setUp(ctx); err != nil {

@@ -39,6 +39,10 @@ type Options struct {
 	// Stream is session.nats's stream; the lease and presence buckets are
 	// named after it.
 	Stream string
+	// SubjectPrefix is session.nats's subject_prefix: session S's log is
+	// the subject <SubjectPrefix>.S of Stream. Empty means session.nats's
+	// default.
+	SubjectPrefix string
 	// HostID names this host; unique among the live hosts.
 	HostID string
 	// Group is this host's group; ClaimGroup, when set, is the only group

@@ -10,12 +10,8 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
-	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// StatusUnreachable: the status report could not reach the engine.
-const StatusUnreachable errs.Code = "CLUSTER_UNREACHABLE"
 
 // Report is what `dsh cluster status` shows: the live hosts with the
 // sessions each owns, and leases held in the name of a host that is gone
@@ -48,7 +44,7 @@ type Lease struct {
 
 // Status reads the presence and lease buckets of the cluster o names.
 func Status(ctx stdctx.Context, o Options) (Report, error) {
-	nc, err := dial(o, "dsh cluster status")
+	nc, err := dial(o, "dsh cluster status", "to report its status")
 	if err != nil {
 		return Report{}, err
 	}
@@ -57,7 +53,7 @@ func Status(ctx stdctx.Context, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, unreachable(o, err, "use JetStream")
 	}
-	ctx, cancel := stdctx.WithTimeout(ctx, o.connectTimeout())
+	ctx, cancel := stdctx.WithTimeout(ctx, o.withDefaults().ConnectTimeout)
 	defer cancel()
 	var rep Report
 	byHost := map[string]int{}
@@ -129,27 +125,7 @@ func entries(ctx stdctx.Context, js jetstream.JetStream, bucket string) ([]jetst
 	return out, nil
 }
 
-func (o Options) connectTimeout() time.Duration {
-	if o.ConnectTimeout > 0 {
-		return o.ConnectTimeout
-	}
-	return 5 * time.Second
-}
-
-// dial connects to the cluster's engine as name.
-func dial(o Options, name string) (*natsgo.Conn, error) {
-	opts := []natsgo.Option{natsgo.Name(name), natsgo.Timeout(o.connectTimeout())}
-	if o.CredentialsFile != "" {
-		opts = append(opts, natsgo.UserCredentials(o.CredentialsFile))
-	}
-	nc, err := natsgo.Connect(o.URL, opts...)
-	if err != nil {
-		return nil, unreachable(o, err, "connect")
-	}
-	return nc, nil
-}
-
 func unreachable(o Options, err error, what string) error {
-	return errs.Wrap(StatusUnreachable, err, fmt.Sprintf(
+	return errs.Wrap(Unreachable, err, fmt.Sprintf(
 		"cluster: cannot %s on the NATS server at %s; check that it runs with JetStream (nats-server -js) and that cluster.nats.url and credentials_file are right", what, o.URL))
 }

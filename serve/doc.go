@@ -29,6 +29,9 @@
 // store), then the message being streamed, then everything live. A stream
 // that falls behind the hub's buffer is re-attached from its last seq by
 // the server itself, so a slow client sees contiguous seqs, never a gap.
+// On a host of a cluster (Options.Remote), a session open elsewhere is
+// streamed from the shared log instead: its durable events only, each once
+// stored, with the ids a local stream gives them.
 //
 // # Security
 //

@@ -142,6 +142,10 @@ type envOpts struct {
 	noAuth  bool
 	hooks   http.Handler
 	noStore bool // no persistence plugin
+	// persist is the persistence plugin's YAML entry, instead of
+	// session.jsonl's.
+	persist string
+	remote  serve.Remote
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -180,6 +184,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	e.srv, err = serve.New(serve.Options{
 		Sessions: h.Sessions(), Config: cfg, Token: e.token, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
 		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Store: store, Attachments: att,
+		Remote: o.remote,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +202,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 func persistence(o envOpts) string {
 	if o.noStore {
 		return ""
+	}
+	if o.persist != "" {
+		return o.persist
 	}
 	return "  - use: session.jsonl\n    config: {dir: " + o.store + "}\n"
 }

@@ -63,6 +63,10 @@ type Options struct {
 	// Sessions to the host of a cluster that runs them (cluster.Host);
 	// nil serves local sessions only.
 	Router Router
+	// Remote streams the sessions not open here (GET .../stream) from
+	// the cluster's shared log, durable events only; nil streams open
+	// sessions only.
+	Remote Remote
 }
 
 // Router sends a session's prompts and cancels to wherever the session

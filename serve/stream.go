@@ -87,12 +87,18 @@ func (e *sse) ping() error {
 
 // stream serves GET /v1/sessions/{id}/stream: the live hub's contract as
 // Server-Sent Events. It ends when the client goes, the session closes or
-// the server shuts down; the client reconnects with Last-Event-ID.
+// the server shuts down; the client reconnects with Last-Event-ID. A
+// session not open here is streamed from Options.Remote when there is one
+// (streamRemote: durable events only).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	seq, notice, err := resumePoint(r)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if _, open := s.o.Sessions.Get(id); !open && s.o.Remote != nil {
+		s.streamRemote(w, r, id, seq, notice)
 		return
 	}
 	ss, err := s.openSession(r, id)
@@ -126,12 +132,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { tab.Detach(stdctx.Background()) }()
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := &sse{w: w, rc: http.NewResponseController(w), seq: seq, notes: notice}
+	out := beginSSE(w, seq, notice)
 	// A client that stopped reading leaves a write blocked, which no
 	// context reaches: at shutdown, the stream's writes fail at once. (Not
 	// on the handler's own return, which must end the response cleanly.)
@@ -142,24 +143,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	pings := make(chan struct{})
-	defer func() { <-pings }()
-	go func() {
-		defer close(pings)
-		t := time.NewTicker(pingEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if out.ping() != nil {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	wait := keepAlive(ctx, cancel, out)
+	defer wait()
 	defer cancel()
 
 	loadRetries := 0

@@ -108,8 +108,15 @@ func (s *store) subject(sessionID string) (string, error) {
 		return "", errs.New(errs.InvalidArgument, fmt.Sprintf(
 			"session.nats: session id %q cannot name a subject; use letters, digits, '.', '_' and '-', starting with a letter or digit", sessionID))
 	}
+	return Subject(s.cfg.SubjectPrefix, sessionID), nil
+}
+
+// Subject is the subject of session sessionID's log under prefix; the id
+// should be valid (session.ValidID). Exported so that readers of the
+// stream, like a cluster's followers, name the log as its writer does.
+func Subject(prefix, sessionID string) string {
 	// A '.' separates subject tokens; the id's dots stay in one token.
-	return s.cfg.SubjectPrefix + "." + strings.ReplaceAll(sessionID, ".", "%2E"), nil
+	return prefix + "." + strings.ReplaceAll(sessionID, ".", "%2E")
 }
 
 // lastSeq is the stream sequence of the last message on subject, 0 when

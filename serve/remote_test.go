@@ -1,0 +1,134 @@
+package serve_test
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/cluster"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/serve"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// startNATS runs a JetStream server on a random loopback port until the
+// test ends.
+func startNATS(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	if !s.ReadyForConnections(patience) {
+		t.Fatal("the embedded NATS server did not start")
+	}
+	return s
+}
+
+// sessionNATS is a host's session.nats entry on the shared stream.
+func sessionNATS(url, hostID string) string {
+	return fmt.Sprintf("  - use: session.nats\n    config: {url: %q, stream: REMOTE, subject_prefix: dsh.remote, lease_ttl: 3s, host_id: %s}\n", url, hostID)
+}
+
+// Host B, which does not have the session open, streams host A's session
+// from JetStream live, and a client that drops resumes there with
+// Last-Event-ID: every durable event once, none missing.
+func TestStreamOfASessionOpenOnAnotherHost(t *testing.T) {
+	t.Cleanup(serve.SetTimings(time.Minute, 20*time.Millisecond))
+	ns := startNATS(t)
+	a := newEnv(t, envOpts{persist: sessionNATS(ns.ClientURL(), "a"), delay: 200_000, extra: "  - use: tools.clock\n", replies: []scripted.Reply{
+		{Text: words(20), ToolCalls: []scripted.Call{{Name: "clock"}}},
+		{Text: words(20), ToolCalls: []scripted.Call{{Name: "clock"}}},
+		{Text: words(20)},
+		{Text: words(20)},
+	}})
+	f, err := cluster.NewFollower(cluster.Options{URL: ns.ClientURL(), Stream: "REMOTE", SubjectPrefix: "dsh.remote"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newEnv(t, envOpts{persist: sessionNATS(ns.ClientURL(), "b"), remote: f})
+	t.Cleanup(func() { f.Close() }) // before b's shutdown, which it must not block
+
+	id := a.open(nil)
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	// Open on A, nothing stored yet: B streams it from its first event.
+	s1 := b.stream(ctx, id, nil)
+	m, _ := s1.next(t)
+	var ready struct {
+		Session string `json:"session"`
+		LastSeq int64  `json:"last_seq"`
+	}
+	if json.Unmarshal(m.data, &ready); m.event != "ready" || ready.Session != id || ready.LastSeq != 0 {
+		t.Fatalf("first message %q %s", m.event, m.data)
+	}
+	// While nothing comes, the stream is pinged.
+	deadline := time.Now().Add(patience)
+	for s1.pings.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings on a remote stream", s1.pings.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	a.send(id, "go", "go")
+	var got streamed
+	b.consume(t, s1, &got, func(update) bool { return len(got.seqs) >= 3 })
+	s1.close()
+
+	s2 := b.stream(ctx, id, nil, "Last-Event-ID", got.lastID)
+	defer s2.close()
+	b.consume(t, s2, &got, isTurnEnd)
+	evs := a.events(id)
+	contiguous(t, got.seqs, len(evs))
+	if got.kinds["chunk"] != 0 || got.kinds["snapshot"] != 0 || got.kinds["ready"] != 1 {
+		t.Fatalf("a remote stream carried %v", got.kinds)
+	}
+	// Still attached, it follows the next turn live.
+	a.send(id, "again", "again")
+	b.consume(t, s2, &got, isTurnEnd)
+	evs = a.events(id)
+	contiguous(t, got.seqs, len(evs))
+
+	// GET .../events on B reads the same log from its store.
+	if onB := b.events(id); len(onB) != len(evs) || onB[len(onB)-1].Type != evs[len(evs)-1].Type {
+		t.Fatalf("B's events: %d, A's: %d", len(onB), len(evs))
+	}
+	// An id's notice part is kept: the client's place in A's notices.
+	s3 := b.stream(ctx, id, nil, "Last-Event-ID", fmt.Sprintf("%d-7", len(evs)-1))
+	var last streamed
+	b.consume(t, s3, &last, isTurnEnd)
+	s3.close()
+	if len(last.seqs) != 1 || last.lastID != fmt.Sprintf("%d-7", len(evs)) {
+		t.Fatalf("resumed from %d-7: seqs %v, last id %q", len(evs)-1, last.seqs, last.lastID)
+	}
+
+	for _, unknown := range []string{"nobody", "-bad-id"} {
+		r := b.call("GET", "/v1/sessions/"+unknown+"/stream", nil)
+		if r.status != http.StatusNotFound || r.err(t).Code != "SESSION_NOT_FOUND" {
+			t.Fatalf("streaming the unknown session %q: %d %s", unknown, r.status, r.body)
+		}
+	}
+
+	// Shutdown ends a remote stream, as it does a local one.
+	sctx, scancel := stdctx.WithTimeout(stdctx.Background(), patience)
+	defer scancel()
+	if err := b.shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s2.done:
+	case <-time.After(patience):
+		t.Fatal("the remote stream outlived the shutdown")
+	}
+}
