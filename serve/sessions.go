@@ -404,3 +404,28 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// ClaimOptions says how this server resumes session id when a cluster
+// claims it for a message (cluster.Options.Open): as POST .../resume
+// would, with the agent that wrote the session when it is configured,
+// else the default agent, and serve.presets.
+func (s *Server) ClaimOptions(id string) sessions.OpenOptions {
+	var req openRequest
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if sum, found, err := s.persisted(ctx, id); err == nil && found {
+		if name := configuredAgent(sum.Agent); name != "" {
+			if _, ok := s.o.Config.Agent(name); ok {
+				req.Agent = name
+			}
+		}
+	}
+	o, err := s.options(req)
+	if err != nil {
+		// No agent to run it: the resume fails with the controller's
+		// clear error for an empty agent.
+		s.log.Warn("cannot claim a session", "session", id, "error", err)
+	}
+	o.SessionID = id
+	return o
+}

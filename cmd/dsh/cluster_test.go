@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,5 +117,158 @@ func TestClusterStatusExplains(t *testing.T) {
 	out = runDsh(t, "", "--config", file, "cluster", "status")
 	if out.code != exitError || !strings.Contains(out.stderr, "CLUSTER_UNREACHABLE") || !strings.Contains(out.stderr, "nats://127.0.0.1:1") {
 		t.Fatalf("with no server: %+v", out)
+	}
+}
+
+// TestClusterOfServeHostsSurvivesAKill runs two dsh serve processes on one
+// NATS server. A prompt sent to host b for a session host a runs passes
+// a's admission and is answered; a client streaming from b sees a's
+// events; a retry through b is not delivered twice. Then host a is killed
+// mid-turn: once its lease runs out, b takes the session for the next
+// message — the completed turn intact, the interrupted one closed, nothing
+// doubled — and b's client sees the events continue.
+func TestClusterOfServeHostsSurvivesAKill(t *testing.T) {
+	url := natsServer(t)
+	token := "cluster-token-5e1d"
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(path, []byte(fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config:
+      delay: 20ms
+      replies:
+        - text: "answer one"
+        - text: "%s"
+agents:
+  - id: main
+    provider: scripted
+cluster:
+  nats: {url: %q}
+  lease_ttl: 2s
+log: {level: warn}
+`, strings.Repeat("slow ", 400), url)), 0o644)
+	a := startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=a")
+	b := startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=b")
+	call := func(base, method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	if code, out := call(a.base, "POST", "/v1/sessions", `{"session_id":"s1"}`); code != 201 {
+		t.Fatalf("open on a: %d %s", code, out)
+	}
+
+	// A client of host b follows the session host a runs.
+	req, _ := http.NewRequest("GET", b.base+"/v1/sessions/s1/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	await := func(what string) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("b's stream ended before %q", what)
+				}
+				if strings.HasPrefix(l, "data: ") && strings.Contains(l, what) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("b's stream never carried %q\na:\n%s\nb:\n%s", what, a.log.String(), b.log.String())
+			}
+		}
+	}
+
+	code, first := call(b.base, "POST", "/v1/sessions/s1/messages", `{"request_id":"r1","content":"hello through b"}`)
+	if code != 202 {
+		t.Fatalf("a message through b: %d %s", code, first)
+	}
+	await("answer one")
+	if code, again := call(b.base, "POST", "/v1/sessions/s1/messages", `{"request_id":"r1","content":"hello through b"}`); code != 202 || again != first {
+		t.Fatalf("a retry through b: %d %s, first %s", code, again, first)
+	}
+	out := runDsh(t, "", "--config", path, "cluster", "status", "--json")
+	var rep cluster.Report
+	if err := json.Unmarshal([]byte(out.stdout), &rep); err != nil || len(rep.Hosts) != 2 {
+		t.Fatalf("cluster status: %v %+v", err, out)
+	}
+	if hs := rep.Hosts[0]; hs.HostID != "a" || len(hs.Sessions) != 1 || hs.Sessions[0].Session != "s1" {
+		t.Fatalf("host a in the status: %+v", hs)
+	}
+
+	// Mid-turn, host a dies.
+	if code, out := call(b.base, "POST", "/v1/sessions/s1/messages", `{"request_id":"r2","content":"talk slowly"}`); code != 202 {
+		t.Fatalf("a second message: %d %s", code, out)
+	}
+	await("talk slowly")
+	a.cmd.Process.Kill()
+	a.cmd.Wait()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, out := call(b.base, "POST", "/v1/sessions/s1/messages", `{"request_id":"r3","content":"after the kill"}`)
+		if code == 202 {
+			break
+		}
+		if code != 503 && code != 409 || time.Now().After(deadline) {
+			t.Fatalf("a message after the kill: %d %s\nb:\n%s", code, out, b.log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	await("after the kill")
+	await("answer one")
+
+	code, body := call(b.base, "GET", "/v1/sessions/s1/events", "")
+	if code != 200 {
+		t.Fatalf("events: %d %s", code, body)
+	}
+	var page struct {
+		Events []struct {
+			Seq       int64
+			Type      string
+			Turn      int
+			Reason    string
+			RequestID string `json:"request_id"`
+		}
+	}
+	json.Unmarshal([]byte(body), &page)
+	requests := map[string]int{}
+	ends := map[int]string{}
+	for i, e := range page.Events {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: %s", i, e.Seq, body)
+		}
+		if e.RequestID != "" {
+			requests[e.RequestID]++
+		}
+		if e.Type == "turn/end" {
+			ends[e.Turn] = e.Reason
+		}
+	}
+	if requests["r1"] != 1 || requests["r2"] != 1 || requests["r3"] != 1 {
+		t.Fatalf("request ids in the log: %v\n%s", requests, body)
+	}
+	if ends[1] != "completed" || ends[2] != "interrupted" {
+		t.Fatalf("the turns ended %v\n%s", ends, body)
 	}
 }

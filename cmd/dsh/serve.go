@@ -90,18 +90,25 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, closeHost())}
 	}
-	store, _ := session.Key.Get(h.Root())
-	att, _ := attachments.Key.Get(h.Root())
-	srv, err := serve.New(serve.Options{
-		Sessions: h.Sessions(), Config: cfg, Token: token, NoAuth: sc.NoAuth, Hooks: un.hooks,
-		Log: log, Version: dshVersion(), Store: store, Attachments: att,
-	})
+	member, err := joinCluster(h, cfg, sc.Listen, h.Logger())
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), closeHost())}
 	}
+	store, _ := session.Key.Get(h.Root())
+	att, _ := attachments.Key.Get(h.Root())
+	so := serve.Options{
+		Sessions: h.Sessions(), Config: cfg, Token: token, NoAuth: sc.NoAuth, Hooks: un.hooks,
+		Log: log, Version: dshVersion(), Store: store, Attachments: att,
+	}
+	member.wire(&so)
+	srv, err := serve.New(so)
+	if err != nil {
+		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
+	}
+	member.started(srv)
 	l, err := net.Listen("tcp", sc.Listen)
 	if err != nil {
-		return &exitCode{code: exitError, err: errors.Join(fmt.Errorf("cannot listen on %s: %w; pick another address with --listen or serve.listen", sc.Listen, err), un.stop(stdctx.Background()), closeHost())}
+		return &exitCode{code: exitError, err: errors.Join(fmt.Errorf("cannot listen on %s: %w; pick another address with --listen or serve.listen", sc.Listen, err), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
 	}
 	ctx, stop := signal.NotifyContext(stdctx.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -113,6 +120,9 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	}
 	fmt.Fprintf(stderr, "dsh serve: listening on http://%s (%s); stop with Ctrl-C\n", l.Addr(), auth)
 	fmt.Fprintf(stderr, "dsh serve: the web page is at %s\n", page)
+	if member != nil {
+		fmt.Fprintf(stderr, "dsh serve: joined the cluster at %s as host %q\n", cfg.Cluster.NATS.URL, cfg.Cluster.HostID)
+	}
 
 	var serveErr error
 	select {
@@ -140,7 +150,10 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	} else if !errors.Is(serveErr, http.ErrServerClosed) {
 		failed = append(failed, serveErr)
 	}
-	failed = append(failed, closeHost())
+	// Out of the cluster before the sessions close: their leases are
+	// released as they do, and no forwarded request lands in a closing
+	// session.
+	failed = append(failed, member.leave(sctx), closeHost())
 	if err := errors.Join(failed...); err != nil {
 		return &exitCode{code: exitError, err: fmt.Errorf("shutdown: %w", err)}
 	}
