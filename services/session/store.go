@@ -133,6 +133,13 @@ func (st *Store) open(ctx stdctx.Context, at *dshctx.Context, agentID, sessionID
 	for _, e := range fix {
 		s.Append(ctx, e)
 	}
+	if len(fix) > 0 {
+		// Stored now, not at the next turn's checkpoint: the turn is
+		// closed for whoever reads the log meanwhile (another host's
+		// stream, dsh sessions show). A failure leaves the events pending;
+		// the next checkpoint writes them or fails the turn.
+		_ = s.Flush(ctx)
+	}
 	return s, nil
 }
 

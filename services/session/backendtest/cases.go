@@ -145,6 +145,11 @@ func resumeRepairs(t *testing.T, f Fixture) {
 	if !ok || in.Turn != 2 || in.Prompt.Content != "use the tool" || in.Unanswered != 1 {
 		t.Fatalf("Interrupted() = %+v, %v", in, ok)
 	}
+	// Stored by the resume itself, before any checkpoint: a reader
+	// elsewhere sees the turn closed while the session stays open.
+	if got := f.mount(t).load(t, "s1"); len(got) != r.Len() || got[len(got)-1].Type != session.TurnEnd {
+		t.Fatalf("while the resumed session is open the store holds %d events (of %d), ending with %+v", len(got), r.Len(), got[len(got)-1])
+	}
 	flush(t, r)
 	b.store.Close(r)
 	b.close(t)
