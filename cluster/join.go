@@ -52,6 +52,11 @@ type Host struct {
 	beatStop chan struct{}
 	beatDone chan struct{}
 
+	// adoptWatch watches the lease bucket for expiries (adopt.go); nil
+	// on a host that claims nothing.
+	adoptWatch jetstream.KeyWatcher
+	adoptDone  chan struct{}
+
 	mu     sync.Mutex
 	rev    uint64 // revision of the presence record
 	closed bool
@@ -179,6 +184,14 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 		_ = h.hosts.Delete(stdctx.Background(), o.HostID, jetstream.LastRevision(h.rev))
 		return errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot subscribe to %s on %s", RouteSubject(o.Stream, o.HostID), o.URL))
 	}
+	if h.claims(request{}) {
+		if err := h.watchLeases(h.ctx); err != nil {
+			h.cancel()
+			h.sub.Unsubscribe()
+			_ = h.hosts.Delete(stdctx.Background(), o.HostID, jetstream.LastRevision(h.rev))
+			return err
+		}
+	}
 	h.beatStop, h.beatDone = make(chan struct{}), make(chan struct{})
 	go h.heartbeat()
 	return nil
@@ -269,9 +282,10 @@ func (h *Host) Close(ctx stdctx.Context) error {
 		h.cancel()
 		<-idle
 	}
+	h.cancel()
+	h.stopAdopting()
 	close(h.beatStop)
 	<-h.beatDone
-	h.cancel()
 	dctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), h.o.ConnectTimeout)
 	defer cancel()
 	h.mu.Lock()

@@ -89,8 +89,11 @@ func (s *store) setUp() error {
 		Bucket:      LeaseBucket(s.cfg.Stream),
 		Description: "dsh session leases: who writes each session",
 		TTL:         s.cfg.LeaseTTL,
-		Replicas:    s.cfg.Replicas,
-		Storage:     jetstream.FileStorage,
+		// An expired lease leaves a marker, so a cluster's hosts see a
+		// host die (cluster/adopt.go) apart from a release.
+		LimitMarkerTTL: s.cfg.LeaseTTL,
+		Replicas:       s.cfg.Replicas,
+		Storage:        jetstream.FileStorage,
 	})
 	if err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(

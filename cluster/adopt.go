@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	stdctx "context"
+	"errors"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A lease that runs out — rather than being released — means its host
+// died or stalled past lease_ttl with the session open: clients of that
+// session are waiting for it. Every host that may claim sessions watches
+// the lease bucket and resumes such a session at once, instead of leaving
+// it closed until a message arrives. They all try; the lease is created
+// only if absent, so exactly one wins and the others are refused with
+// SessionLocked, which they ignore.
+//
+// session.nats keeps limit markers in the lease bucket, so an expiry
+// reaches the watchers as a purge. A released lease is a delete, whose
+// tombstone later expires as a purge too: only a purge that follows a
+// put — a lease nobody released — is a host gone.
+
+// watchLeases starts adopting the sessions whose leases expire.
+func (h *Host) watchLeases(ctx stdctx.Context) error {
+	w, err := h.leases.WatchAll(ctx)
+	if err != nil {
+		return errs.Wrap(Unreachable, err, "cluster: cannot watch the lease bucket "+h.leases.Bucket())
+	}
+	h.adoptWatch, h.adoptDone = w, make(chan struct{})
+	go h.adoptExpired(w)
+	return nil
+}
+
+func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
+	defer close(h.adoptDone)
+	// held are the leases that exist, from the watch's initial values on.
+	held := map[string]bool{}
+	for e := range w.Updates() {
+		if e == nil {
+			continue // the initial values are in
+		}
+		switch e.Operation() {
+		case jetstream.KeyValuePut:
+			held[e.Key()] = true
+		case jetstream.KeyValueDelete:
+			delete(held, e.Key())
+		case jetstream.KeyValuePurge:
+			if held[e.Key()] {
+				delete(held, e.Key())
+				h.adopt(e.Key())
+			}
+		}
+	}
+}
+
+// adopt resumes session id here, unless another host got it first.
+func (h *Host) adopt(id string) {
+	ctx, cancel := stdctx.WithTimeout(h.ctx, h.o.LeaseTTL+h.o.ConnectTimeout)
+	defer cancel()
+	_, err := h.claim(ctx, id)
+	switch {
+	case err == nil:
+		h.log.Info("cluster: resumed a session whose host's lease ran out", "session", id)
+	case errs.HasCode(err, session.SessionLocked):
+		h.log.Debug("cluster: another host resumed a session whose lease ran out", "session", id)
+	case errs.HasCode(err, session.NotFound), errors.Is(err, stdctx.Canceled):
+		// Deleted meanwhile, or this host is leaving.
+	default:
+		h.log.Warn("cluster: cannot resume a session whose host's lease ran out; the next message for it will try again", "session", id, "error", err)
+	}
+}
+
+// stopAdopting ends the watch and waits for an adoption in progress.
+func (h *Host) stopAdopting() {
+	if h.adoptWatch == nil {
+		return
+	}
+	h.adoptWatch.Stop()
+	<-h.adoptDone
+}
