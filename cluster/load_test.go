@@ -14,10 +14,13 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/cluster"
+	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
@@ -43,6 +46,42 @@ const loadLeaseTTL = cluster.DefaultLeaseTTL
 
 // loadHosts is how many hosts the sessions spread over.
 const loadHosts = 3
+
+// agentErrors are the agent errors (a failed flush of a session log,
+// say) the load hosts reported, by the key of their clusterload.errors
+// entry: a prompt can be accepted and its log still fail to be stored, and
+// the error says why.
+var agentErrors = struct {
+	sync.Mutex
+	m map[string][]string
+}{m: map[string][]string{}}
+
+type agentErrorsConfig struct {
+	Key string `koanf:"key" json:"key"`
+}
+
+func init() {
+	plugin.Register("clusterload.errors", "records the agent errors of a host under a key (tests only)", func(ctx *dshctx.Context, cfg agentErrorsConfig) error {
+		_, err := agents.EventError.On(ctx, func(_ stdctx.Context, r agents.ErrorReport) error {
+			agentErrors.Lock()
+			agentErrors.m[cfg.Key] = append(agentErrors.m[cfg.Key], fmt.Sprintf("agent %s: %v", r.Agent.ID(), r.Err))
+			agentErrors.Unlock()
+			return nil
+		})
+		return err
+	})
+}
+
+// agentErrors returns what the hosts of the cluster reported so far.
+func (lc *loadCluster) agentErrors() []string {
+	agentErrors.Lock()
+	defer agentErrors.Unlock()
+	var out []string
+	for _, n := range lc.nodes {
+		out = append(out, agentErrors.m[lc.stream+"/"+n.id]...)
+	}
+	return out
+}
 
 type loadConfig struct {
 	sessions int
@@ -143,13 +182,15 @@ func startLoadServer(tb testing.TB) *server.Server {
 func startLoadNode(tb testing.TB, srv *server.Server, stream, id string, ttl time.Duration) *node {
 	tb.Helper()
 	yaml := fmt.Sprintf(`plugins:
+  - use: clusterload.errors
+    config: {key: %q}
   - use: llm.scripted
   - use: session.nats
     config: {url: %q, stream: %q, subject_prefix: %q, lease_ttl: %s, host_id: %q}
 agents:
   - id: main
     provider: scripted
-`, srv.ClientURL(), stream, "dsh.t."+stream, ttl, id)
+`, stream+"/"+id, srv.ClientURL(), stream, "dsh.t."+stream, ttl, id)
 	cfg, err := config.Parse("load.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		tb.Fatal(err)
@@ -367,7 +408,7 @@ func readLogs(tb testing.TB, url, stream, prefix string) map[string][]session.Ev
 	return out
 }
 
-// check: no refusal; a retry got its original's message id; every
+// check: no refusal and no agent error; a retry got its original's message id; every
 // session's stored log is contiguous from seq 1, holds each accepted
 // request id of the session exactly once and no other, with as many turn
 // ends as starts.
@@ -447,6 +488,9 @@ func (r *loadResult) check(t *testing.T, lc *loadCluster, ids []string, logs map
 			}
 		}
 	}
+	for _, e := range lc.agentErrors() {
+		fail("%s", e)
+	}
 	for id := range logs {
 		if _, ok := lc.owner[id]; !ok {
 			fail("the stream holds a log of session %s, which the test never opened", id)
@@ -519,4 +563,3 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-

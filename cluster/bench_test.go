@@ -1,0 +1,280 @@
+package cluster_test
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The prompt benchmarks report each figure beside a floor measured in the
+// same run on the same server: one bare NATS request/reply between two
+// connections, with a payload the size of a forwarded prompt. CPU time
+// (cpu-ns, the process's user+system time from getrusage) counts every
+// party in the process: the sender, the owner, the NATS server and the
+// turns that run meanwhile; allocs/op counts them too.
+
+// benchSessions is how many sessions of the owner the prompts go round.
+const benchSessions = 4
+
+// benchFloorOps is how many round trips the in-run floor times.
+const benchFloorOps = 2000
+
+// benchCluster is three hosts with benchSessions sessions open on the
+// first one, a.
+type benchCluster struct {
+	*loadCluster
+	ids []string
+}
+
+func startBenchCluster(b *testing.B) *benchCluster {
+	b.Helper()
+	lc := startLoadCluster(b, loadLeaseTTL)
+	bc := &benchCluster{loadCluster: lc}
+	for i := range benchSessions {
+		id := "bench-" + strconv.Itoa(i)
+		if _, err := lc.nodes[0].h.Sessions().Open(stdctx.Background(), sessions.OpenOptions{Agent: "main", SessionID: id, KeepRunning: true}); err != nil {
+			b.Fatal(err)
+		}
+		lc.owner[id] = 0
+		bc.ids = append(bc.ids, id)
+	}
+	return bc
+}
+
+// prompt sends the prompt numbered i, with a request id unique in the run,
+// through host via.
+func (bc *benchCluster) prompt(b *testing.B, via int, tag string, i int) {
+	rid := tag + "-" + strconv.Itoa(i)
+	if _, err := bc.nodes[via].c.Prompt(stdctx.Background(), bc.ids[i%len(bc.ids)], agentcontroller.Followup,
+		sessions.PromptRequest{RequestID: rid, Content: "bench prompt " + rid}); err != nil {
+		b.Fatalf("prompt %s through host %s: %v", rid, bc.nodes[via].id, err)
+	}
+}
+
+// idle waits until the owner has answered every prompt.
+func (bc *benchCluster) idle(b *testing.B) {
+	b.Helper()
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 2*time.Minute)
+	defer cancel()
+	for _, id := range bc.ids {
+		ss, ok := bc.nodes[0].h.Sessions().Get(id)
+		if !ok {
+			b.Fatalf("session %s is no longer open on host a", id)
+		}
+		if err := ss.Agent().WhenIdle(ctx); err != nil {
+			b.Fatalf("session %s still runs its turns after 2 minutes: %v", id, err)
+		}
+	}
+}
+
+// BenchmarkPromptLocal: (*cluster.Host).Prompt on the session's owner,
+// one at a time, round-robin over 4 sessions: the lookup in the local
+// controller, admission, the inbox. The accepted prompts run their turns
+// meanwhile; cpu-ns/answered also counts the turns that finished after
+// the last accept.
+func BenchmarkPromptLocal(b *testing.B) {
+	bc := startBenchCluster(b)
+	floorWall, floorCPU := natsFloor(b, bc.srv, benchFloorOps)
+	benchPrompts(b, bc, 0, floorWall, floorCPU)
+}
+
+// BenchmarkPromptForwarded: Prompt on host b for sessions owned by host a:
+// the lease read from the key-value bucket, the request over NATS, the
+// owner's Prompt, its "working" and final replies. local-ns/op and x-local
+// are the same number of local prompts timed in the same run;
+// lease-get-ns/op is one read of a session's lease, the first part of a
+// forward, on its own.
+func BenchmarkPromptForwarded(b *testing.B) {
+	bc := startBenchCluster(b)
+	floorWall, floorCPU := natsFloor(b, bc.srv, benchFloorOps)
+	n := max(100, min(b.N, benchFloorOps))
+	var local time.Duration
+	for i := 0; i < n; {
+		start := time.Now()
+		for end := min(n, i+benchBacklog); i < end; i++ {
+			bc.prompt(b, 0, "local", i)
+		}
+		local += time.Since(start)
+		bc.idle(b)
+	}
+	localWall := local / time.Duration(n)
+	leaseWall := leaseGet(b, bc, n)
+	wall := benchPrompts(b, bc, 1, floorWall, floorCPU)
+	b.ReportMetric(float64(localWall), "local-ns/op")
+	b.ReportMetric(float64(wall)/float64(localWall), "x-local")
+	b.ReportMetric(float64(leaseWall), "lease-get-ns/op")
+}
+
+// benchBacklog is how many prompts are sent before the benchmark waits,
+// untimed, for the owner to answer them. Prompts are accepted much faster
+// than answered; an unbounded backlog makes one turn of tens of thousands
+// of messages, whose log the owner then fails to store (see
+// /work/notes/load18.md), and measures that rather than the accept.
+const benchBacklog = 256
+
+// benchPrompts times b.N prompts through host via, benchBacklog at a time,
+// and reports them beside the floor; it returns the wall time per prompt.
+func benchPrompts(b *testing.B, bc *benchCluster, via int, floorWall, floorCPU time.Duration) time.Duration {
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wall, cpu time.Duration
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; {
+		start, c0 := time.Now(), cpuTime()
+		for end := min(b.N, i+benchBacklog); i < end; i++ {
+			bc.prompt(b, via, "bench", i)
+		}
+		wall, cpu = wall+time.Since(start), cpu+cpuTime()-c0
+		b.StopTimer()
+		bc.idle(b)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	all := cpuTime() - cpu0
+	if errs := bc.agentErrors(); len(errs) > 0 {
+		b.Fatalf("the hosts reported agent errors:\n%s", strings.Join(errs, "\n"))
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(cpu)/n, "cpu-ns/op")
+	b.ReportMetric(float64(all)/n, "cpu-ns/answered")
+	b.ReportMetric(float64(floorWall), "floor-ns/op")
+	b.ReportMetric(float64(floorCPU), "floor-cpu-ns/op")
+	b.ReportMetric(float64(wall)/n/float64(floorWall), "x-floor")
+	b.ReportMetric(float64(cpu)/n/float64(floorCPU), "x-floor-cpu")
+	return wall / time.Duration(b.N)
+}
+
+// BenchmarkNATSRequestFloor: the floor on its own — a bare NATS
+// request/reply round trip between two connections to one embedded server,
+// the request the size of a forwarded prompt, the reply that of its
+// answer.
+func BenchmarkNATSRequestFloor(b *testing.B) {
+	srv := startLoadServer(b)
+	f := startFloor(b, srv)
+	defer f.close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime()
+	for range b.N {
+		f.roundTrip(b)
+	}
+	wall, cpu := time.Since(start), cpuTime()-cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(wall)/float64(b.N), "wall-ns/op")
+}
+
+// floor is a responder and a requester, each on its own connection, as two
+// hosts are.
+type floor struct {
+	requester, responder *nats.Conn
+	sub                  *nats.Subscription
+	payload              []byte
+}
+
+// floorRequest has the fields of a forwarded prompt, so its JSON is the
+// same size.
+type floorRequest struct {
+	Op        string                 `json:"op"`
+	Session   string                 `json:"session"`
+	Mode      agentcontroller.Mode   `json:"mode,omitempty"`
+	RequestID string                 `json:"request_id,omitempty"`
+	Content   string                 `json:"content,omitempty"`
+	Source    agentcontroller.Source `json:"source"`
+	From      string                 `json:"from"`
+	Hops      int                    `json:"hops"`
+}
+
+func startFloor(tb testing.TB, srv *server.Server) *floor {
+	tb.Helper()
+	responder, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	requester, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		responder.Close()
+		tb.Fatal(err)
+	}
+	answer := []byte(`{"message_id":"0b7c5a52-6f8e-4f4c-9a43-1f1d2b7e9c10"}`)
+	sub, err := responder.Subscribe("floor.host.a", func(m *nats.Msg) {
+		if err := m.Respond(answer); err != nil {
+			tb.Error(err)
+		}
+	})
+	if err == nil {
+		err = responder.Flush()
+	}
+	if err != nil {
+		responder.Close()
+		requester.Close()
+		tb.Fatal(err)
+	}
+	rid := "bench-123456"
+	payload, _ := json.Marshal(floorRequest{Op: "prompt", Session: "bench-0", Mode: agentcontroller.Followup,
+		RequestID: rid, Content: "bench prompt " + rid, From: "b", Hops: 1})
+	return &floor{requester: requester, responder: responder, sub: sub, payload: payload}
+}
+
+func (f *floor) roundTrip(tb testing.TB) {
+	if _, err := f.requester.Request("floor.host.a", f.payload, 5*time.Second); err != nil {
+		tb.Fatalf("floor request: %v", err)
+	}
+}
+
+func (f *floor) close() {
+	_ = f.sub.Unsubscribe()
+	f.requester.Close()
+	f.responder.Close()
+}
+
+// natsFloor times n floor round trips on srv; it returns wall and CPU time
+// per round trip.
+func natsFloor(tb testing.TB, srv *server.Server, n int) (wall, cpu time.Duration) {
+	tb.Helper()
+	f := startFloor(tb, srv)
+	defer f.close()
+	f.roundTrip(tb) // the requester's response subscription
+	start, cpu0 := time.Now(), cpuTime()
+	for range n {
+		f.roundTrip(tb)
+	}
+	return time.Since(start) / time.Duration(n), (cpuTime() - cpu0) / time.Duration(n)
+}
+
+// leaseGet times n reads of a session's lease from the lease bucket, as
+// a forwarding host reads it, on a connection of its own.
+func leaseGet(b *testing.B, bc *benchCluster, n int) time.Duration {
+	b.Helper()
+	nc, err := nats.Connect(bc.srv.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := stdctx.Background()
+	kv, err := js.KeyValue(ctx, natsplugin.LeaseBucket(bc.stream))
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for range n {
+		if _, err := kv.Get(ctx, bc.ids[0]); err != nil {
+			b.Fatalf("reading the lease of %s: %v", bc.ids[0], err)
+		}
+	}
+	return time.Since(start) / time.Duration(n)
+}
