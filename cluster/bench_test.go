@@ -174,6 +174,9 @@ func BenchmarkNATSRequestFloor(b *testing.B) {
 	b.ReportMetric(float64(wall)/float64(b.N), "wall-ns/op")
 }
 
+// floorSubject is what the floor's responder answers on.
+const floorSubject = "floor.host.a"
+
 // floor is a responder and a requester, each on its own connection, as two
 // hosts are.
 type floor struct {
@@ -207,7 +210,7 @@ func startFloor(tb testing.TB, srv *server.Server) *floor {
 		tb.Fatal(err)
 	}
 	answer := []byte(`{"message_id":"0b7c5a52-6f8e-4f4c-9a43-1f1d2b7e9c10"}`)
-	sub, err := responder.Subscribe("floor.host.a", func(m *nats.Msg) {
+	sub, err := responder.Subscribe(floorSubject, func(m *nats.Msg) {
 		if err := m.Respond(answer); err != nil {
 			tb.Error(err)
 		}
@@ -227,7 +230,7 @@ func startFloor(tb testing.TB, srv *server.Server) *floor {
 }
 
 func (f *floor) roundTrip(tb testing.TB) {
-	if _, err := f.requester.Request("floor.host.a", f.payload, 5*time.Second); err != nil {
+	if _, err := f.requester.Request(floorSubject, f.payload, 5*time.Second); err != nil {
 		tb.Fatalf("floor request: %v", err)
 	}
 }

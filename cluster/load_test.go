@@ -274,6 +274,11 @@ type loadResult struct {
 	// late counts the sends that started more than 10ms after their
 	// slot: the sender itself fell behind the rate.
 	late int
+	// floor are the round trips of a bare NATS request/reply sent beside
+	// each prompt, on the same server under the same load; floorErrs
+	// are those that failed.
+	floor     []time.Duration
+	floorErrs []error
 }
 
 // run sends prompts at cfg.rate for cfg.duration, each in its own
@@ -298,6 +303,21 @@ func (lc *loadCluster) run(t *testing.T, cfg loadConfig, ids []string) *loadResu
 		res.sent = append(res.sent, s)
 		mu.Unlock()
 	}
+	fl := startFloor(t, lc.srv)
+	defer fl.close()
+	probe := func() {
+		defer wg.Done()
+		start := time.Now()
+		_, err := fl.requester.Request(floorSubject, fl.payload, 5*time.Second)
+		d := time.Since(start)
+		mu.Lock()
+		if err != nil {
+			res.floorErrs = append(res.floorErrs, err)
+		} else {
+			res.floor = append(res.floor, d)
+		}
+		mu.Unlock()
+	}
 	start, cpu0 := time.Now(), cpuTime()
 	for k := range total {
 		slot := start.Add(time.Duration(k) * interval)
@@ -309,8 +329,9 @@ func (lc *loadCluster) run(t *testing.T, cfg loadConfig, ids []string) *loadResu
 		id := ids[rng.IntN(len(ids))]
 		via := rng.IntN(len(lc.nodes))
 		s := loadSent{requestID: fmt.Sprintf("p%06d", k), session: id, via: via, forwarded: via != lc.owner[id]}
-		wg.Add(1)
+		wg.Add(2)
 		go send(s)
+		go probe()
 		if cfg.retryEvery > 0 && k%cfg.retryEvery == 0 {
 			r := s
 			r.retry = true
@@ -529,6 +550,7 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	}
 	lp50, lp99, lmax := percentiles(local)
 	fp50, fp99, fmax := percentiles(fwd)
+	np50, np99, nmax := percentiles(r.floor)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d sessions, %g prompts/s for %v: %d sent in %v (%d behind their slot by >10ms), process CPU %v (%.2f cores)\n",
 		cfg.sessions, cfg.rate, cfg.duration, len(local)+len(fwd), r.wall.Round(time.Millisecond), r.late,
@@ -536,10 +558,17 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	fmt.Fprintf(&b, "%-22s %10s %10s %10s %8s\n", "accept latency", "p50", "p99", "max", "samples")
 	fmt.Fprintf(&b, "%-22s %10v %10v %10v %8d\n", "local", lp50, lp99, lmax, len(local))
 	fmt.Fprintf(&b, "%-22s %10v %10v %10v %8d\n", "forwarded", fp50, fp99, fmax, len(fwd))
-	if lp50 > 0 && lp99 > 0 {
-		fmt.Fprintf(&b, "forwarded/local: p50 %.2fx, p99 %.2fx", float64(fp50)/float64(lp50), float64(fp99)/float64(lp99))
+	fmt.Fprintf(&b, "%-22s %10v %10v %10v %8d\n", "floor: NATS req/reply", np50, np99, nmax, len(r.floor))
+	if lp50 > 0 && lp99 > 0 && np50 > 0 && np99 > 0 {
+		fmt.Fprintf(&b, "forwarded/local: p50 %.2fx, p99 %.2fx; forwarded/floor: p50 %.2fx, p99 %.2fx; local/floor: p50 %.2fx, p99 %.2fx",
+			float64(fp50)/float64(lp50), float64(fp99)/float64(lp99),
+			float64(fp50)/float64(np50), float64(fp99)/float64(np99),
+			float64(lp50)/float64(np50), float64(lp99)/float64(np99))
 	}
 	t.Log("\n" + b.String())
+	if len(r.floorErrs) > 0 {
+		t.Errorf("%d floor round trips failed, the first: %v", len(r.floorErrs), r.floorErrs[0])
+	}
 	if len(local) == 0 || len(fwd) == 0 {
 		t.Errorf("%d local and %d forwarded prompts: the run compared nothing; send more prompts", len(local), len(fwd))
 	}
