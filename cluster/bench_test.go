@@ -3,6 +3,7 @@ package cluster_test
 import (
 	stdctx "context"
 	"encoding/json"
+	"flag"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,7 +102,7 @@ func BenchmarkPromptForwarded(b *testing.B) {
 	var local time.Duration
 	for i := 0; i < n; {
 		start := time.Now()
-		for end := min(n, i+benchBacklog); i < end; i++ {
+		for end := backlogEnd(i, n); i < end; i++ {
 			bc.prompt(b, 0, "local", i)
 		}
 		local += time.Since(start)
@@ -117,12 +118,21 @@ func BenchmarkPromptForwarded(b *testing.B) {
 
 // benchBacklog is how many prompts are sent before the benchmark waits,
 // untimed, for the owner to answer them. Prompts are accepted much faster
-// than answered; an unbounded backlog makes one turn of tens of thousands
-// of messages, whose log the owner then fails to store (see
-// /work/notes/load18.md), and measures that rather than the accept.
-const benchBacklog = 256
+// than answered; an unbounded backlog (-bench.backlog 0) makes one turn of
+// tens of thousands of messages, whose log session.nats then fails to
+// store (see /work/notes/load18.md), and measures that rather than the
+// accept.
+var benchBacklog = flag.Int("bench.backlog", 256, "prompt benchmarks: prompts sent before waiting, untimed, for their answers (0: never wait)")
 
-// benchPrompts times b.N prompts through host via, benchBacklog at a time,
+// backlogEnd is where a batch of prompts that starts at i ends.
+func backlogEnd(i, n int) int {
+	if *benchBacklog <= 0 {
+		return n
+	}
+	return min(n, i+*benchBacklog)
+}
+
+// benchPrompts times b.N prompts through host via, -bench.backlog at a time,
 // and reports them beside the floor; it returns the wall time per prompt.
 func benchPrompts(b *testing.B, bc *benchCluster, via int, floorWall, floorCPU time.Duration) time.Duration {
 	b.ReportAllocs()
@@ -131,7 +141,7 @@ func benchPrompts(b *testing.B, bc *benchCluster, via int, floorWall, floorCPU t
 	cpu0 := cpuTime()
 	for i := 0; i < b.N; {
 		start, c0 := time.Now(), cpuTime()
-		for end := min(b.N, i+benchBacklog); i < end; i++ {
+		for end := backlogEnd(i, b.N); i < end; i++ {
 			bc.prompt(b, via, "bench", i)
 		}
 		wall, cpu = wall+time.Since(start), cpu+cpuTime()-c0
