@@ -11,6 +11,7 @@ import (
 
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -39,7 +40,12 @@ type benchCluster struct {
 
 func startBenchCluster(b *testing.B) *benchCluster {
 	b.Helper()
-	lc := startLoadCluster(b, loadLeaseTTL)
+	return startBenchClusterWith(b, 0)
+}
+
+func startBenchClusterWith(b *testing.B, delay time.Duration) *benchCluster {
+	b.Helper()
+	lc := startLoadClusterWith(b, loadLeaseTTL, delay)
 	bc := &benchCluster{loadCluster: lc}
 	for i := range benchSessions {
 		id := "bench-" + strconv.Itoa(i)
@@ -163,6 +169,57 @@ func benchPrompts(b *testing.B, bc *benchCluster, via int, floorWall, floorCPU t
 	b.ReportMetric(float64(floorCPU), "floor-cpu-ns/op")
 	b.ReportMetric(float64(accept/n)/float64(floorWall), "accept-x-floor")
 	return accept / n
+}
+
+// BenchmarkPromptQueued: Prompt while the owner's session runs a turn
+// that does not end (the model waits an hour before its first chunk), so
+// each prompt is only queued and starts no turn — on 2 cores a new turn
+// competes with the forwarded reply — on the owner (local) and on another
+// host (forwarded). The turn is cancelled afterwards, dropping the queue.
+func BenchmarkPromptQueued(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		via  int
+	}{{"local", 0}, {"forwarded", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			bc := startBenchClusterWith(b, time.Hour)
+			ss, ok := bc.nodes[0].h.Sessions().Get(bc.ids[0])
+			if !ok {
+				b.Fatal("the session is not open on host a")
+			}
+			if _, err := ss.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "hold", Content: "hold the turn"}); err != nil {
+				b.Fatal(err)
+			}
+			deadline := time.Now().Add(time.Minute)
+			for ss.Agent().Status() == agents.StatusIdle {
+				if time.Now().After(deadline) {
+					b.Fatal("the holding turn did not start within a minute")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			floorWall, floorCPU := natsFloor(b, bc.srv, benchFloorOps)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := range b.N {
+				rid := "queued-" + strconv.Itoa(i)
+				if _, err := bc.nodes[c.via].c.Prompt(stdctx.Background(), bc.ids[0], agentcontroller.Followup,
+					sessions.PromptRequest{RequestID: rid, Content: "queued " + rid}); err != nil {
+					b.Fatalf("prompt %s: %v", rid, err)
+				}
+			}
+			cpu := cpuTime() - cpu0
+			b.StopTimer()
+			if err := ss.Cancel(stdctx.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(floorWall), "floor-ns/op")
+			b.ReportMetric(float64(floorCPU), "floor-cpu-ns/op")
+			b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(floorWall), "x-floor")
+			b.ReportMetric(float64(cpu)/float64(b.N)/float64(floorCPU), "x-floor-cpu")
+		})
+	}
 }
 
 // BenchmarkNATSRequestFloor: the floor on its own — a bare NATS

@@ -146,11 +146,18 @@ type loadCluster struct {
 
 func startLoadCluster(tb testing.TB, ttl time.Duration) *loadCluster {
 	tb.Helper()
+	return startLoadClusterWith(tb, ttl, 0)
+}
+
+// startLoadClusterWith makes the hosts' scripted model wait delay before
+// each chunk of an answer: a long one holds a turn.
+func startLoadClusterWith(tb testing.TB, ttl, delay time.Duration) *loadCluster {
+	tb.Helper()
 	srv := startLoadServer(tb)
 	stream := streamName()
 	lc := &loadCluster{srv: srv, stream: stream, prefix: "dsh.t." + stream, owner: map[string]int{}}
 	for i := range loadHosts {
-		lc.nodes = append(lc.nodes, startLoadNode(tb, srv, stream, string(rune('a'+i)), ttl))
+		lc.nodes = append(lc.nodes, startLoadNode(tb, srv, stream, string(rune('a'+i)), ttl, delay))
 	}
 	return lc
 }
@@ -178,19 +185,21 @@ func startLoadServer(tb testing.TB) *server.Server {
 
 // startLoadNode is startNode for benchmarks too, with the lease TTL given:
 // host id on the server's stream with session.nats and the scripted model
-// (which echoes each prompt at once), joined to the cluster.
-func startLoadNode(tb testing.TB, srv *server.Server, stream, id string, ttl time.Duration) *node {
+// (which echoes each prompt, waiting delay before each chunk), joined to
+// the cluster.
+func startLoadNode(tb testing.TB, srv *server.Server, stream, id string, ttl, delay time.Duration) *node {
 	tb.Helper()
 	yaml := fmt.Sprintf(`plugins:
   - use: clusterload.errors
     config: {key: %q}
   - use: llm.scripted
+    config: {delay: %s}
   - use: session.nats
     config: {url: %q, stream: %q, subject_prefix: %q, lease_ttl: %s, host_id: %q}
 agents:
   - id: main
     provider: scripted
-`, stream+"/"+id, srv.ClientURL(), stream, "dsh.t."+stream, ttl, id)
+`, stream+"/"+id, delay, srv.ClientURL(), stream, "dsh.t."+stream, ttl, id)
 	cfg, err := config.Parse("load.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		tb.Fatal(err)
