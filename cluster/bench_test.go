@@ -1,0 +1,369 @@
+package cluster_test
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"flag"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The prompt benchmarks report each figure beside a floor measured in the
+// same run on the same server: one bare NATS request/reply between two
+// connections, with a payload the size of a forwarded prompt. CPU time
+// (cpu-ns, the process's user+system time from getrusage) counts every
+// party in the process: the sender, the owner, the NATS server and the
+// prompt's turn; allocs/op counts them too.
+
+// benchSessions is how many sessions of the owner the prompts go round.
+const benchSessions = 4
+
+// benchFloorOps is how many round trips the in-run floor times.
+const benchFloorOps = 2000
+
+// benchCluster is three hosts with benchSessions sessions open on the
+// first one, a.
+type benchCluster struct {
+	*loadCluster
+	ids []string
+}
+
+func startBenchCluster(b *testing.B) *benchCluster {
+	b.Helper()
+	return startBenchClusterWith(b, 0)
+}
+
+func startBenchClusterWith(b *testing.B, delay time.Duration) *benchCluster {
+	b.Helper()
+	lc := startLoadClusterWith(b, loadLeaseTTL, delay)
+	bc := &benchCluster{loadCluster: lc}
+	for i := range benchSessions {
+		id := "bench-" + strconv.Itoa(i)
+		if _, err := lc.nodes[0].h.Sessions().Open(stdctx.Background(), sessions.OpenOptions{Agent: "main", SessionID: id, KeepRunning: true}); err != nil {
+			b.Fatal(err)
+		}
+		lc.owner[id] = 0
+		bc.ids = append(bc.ids, id)
+	}
+	return bc
+}
+
+// prompt sends the prompt numbered i, with a request id unique in the run,
+// through host via.
+func (bc *benchCluster) prompt(b *testing.B, via int, tag string, i int) {
+	rid := tag + "-" + strconv.Itoa(i)
+	if _, err := bc.nodes[via].c.Prompt(stdctx.Background(), bc.ids[i%len(bc.ids)], agentcontroller.Followup,
+		sessions.PromptRequest{RequestID: rid, Content: "bench prompt " + rid}); err != nil {
+		b.Fatalf("prompt %s through host %s: %v", rid, bc.nodes[via].id, err)
+	}
+}
+
+// idle waits until the owner has answered every prompt.
+func (bc *benchCluster) idle(b *testing.B) {
+	b.Helper()
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 2*time.Minute)
+	defer cancel()
+	for _, id := range bc.ids {
+		ss, ok := bc.nodes[0].h.Sessions().Get(id)
+		if !ok {
+			b.Fatalf("session %s is no longer open on host a", id)
+		}
+		if err := ss.Agent().WhenIdle(ctx); err != nil {
+			b.Fatalf("session %s still runs its turns after 2 minutes: %v", id, err)
+		}
+	}
+}
+
+// BenchmarkPromptLocal: (*cluster.Host).Prompt on the session's owner,
+// round-robin over 4 idle sessions — the lookup in the local controller,
+// admission, the inbox, waking the agent — and the prompt's turn.
+func BenchmarkPromptLocal(b *testing.B) {
+	bc := startBenchCluster(b)
+	floorWall, floorCPU := natsFloor(b, bc.srv, benchFloorOps)
+	benchPrompts(b, bc, 0, floorWall, floorCPU)
+}
+
+// BenchmarkPromptForwarded: Prompt on host b for sessions owned by host a
+// — the lease read from the key-value bucket, the request over NATS, the
+// owner's Prompt, its "working" and final replies — and the prompt's turn
+// on a. local-accept-ns/op and accept-x-local are the accepts of as many
+// local prompts timed in the same run;
+// lease-get-ns/op is one read of a session's lease, the first part of a
+// forward, on its own.
+func BenchmarkPromptForwarded(b *testing.B) {
+	bc := startBenchCluster(b)
+	floorWall, floorCPU := natsFloor(b, bc.srv, benchFloorOps)
+	n := max(100, min(b.N, benchFloorOps))
+	var local time.Duration
+	for i := 0; i < n; {
+		start := time.Now()
+		for end := backlogEnd(i, n); i < end; i++ {
+			bc.prompt(b, 0, "local", i)
+		}
+		local += time.Since(start)
+		bc.idle(b)
+	}
+	localWall := local / time.Duration(n)
+	leaseWall := leaseGet(b, bc, n)
+	accept := benchPrompts(b, bc, 1, floorWall, floorCPU)
+	b.ReportMetric(float64(localWall), "local-accept-ns/op")
+	b.ReportMetric(float64(accept)/float64(localWall), "accept-x-local")
+	b.ReportMetric(float64(leaseWall), "lease-get-ns/op")
+}
+
+// benchBacklog is how many prompts a benchmark sends before it waits for
+// the owner to answer them. With 1, the default, every prompt is accepted
+// by an idle owner and answered in a turn of its own, local and forwarded
+// alike, so the two compare. A larger
+// backlog has local prompts, accepted in microseconds, share turns, and
+// forwarded ones, which take longer than a turn, not; an unbounded one
+// (0) makes turns of tens of thousands of messages, whose log session.nats
+// then fails to store (see /work/notes/load18.md).
+var benchBacklog = flag.Int("bench.backlog", 1, "prompt benchmarks: prompts sent before waiting for their answers (0: never wait)")
+
+// backlogEnd is where a batch of prompts that starts at i ends.
+func backlogEnd(i, n int) int {
+	if *benchBacklog <= 0 {
+		return n
+	}
+	return min(n, i+*benchBacklog)
+}
+
+// benchPrompts times b.N prompts through host via, each op a prompt and
+// its answer: -bench.backlog prompts, then the wait until the owner
+// answered them. ns/op, cpu-ns/op, B/op and allocs/op cover both, so local
+// and forwarded ops differ by the forwarding alone; accept-ns/op is the
+// Prompt call by itself. It returns accept-ns/op.
+func benchPrompts(b *testing.B, bc *benchCluster, via int, floorWall, floorCPU time.Duration) time.Duration {
+	b.ReportAllocs()
+	b.ResetTimer()
+	var accept time.Duration
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; {
+		s := time.Now()
+		for end := backlogEnd(i, b.N); i < end; i++ {
+			bc.prompt(b, via, "bench", i)
+		}
+		accept += time.Since(s)
+		bc.idle(b)
+	}
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	if errs := bc.agentErrors(); len(errs) > 0 {
+		b.Fatalf("the hosts reported agent errors:\n%s", strings.Join(errs, "\n"))
+	}
+	n := time.Duration(b.N)
+	b.ReportMetric(float64(accept/n), "accept-ns/op")
+	b.ReportMetric(float64(cpu/n), "cpu-ns/op")
+	b.ReportMetric(float64(floorWall), "floor-ns/op")
+	b.ReportMetric(float64(floorCPU), "floor-cpu-ns/op")
+	b.ReportMetric(float64(accept/n)/float64(floorWall), "accept-x-floor")
+	return accept / n
+}
+
+// benchQueue bounds the prompts BenchmarkPromptQueued leaves queued.
+const benchQueue = 4096
+
+// BenchmarkPromptQueued: Prompt while the owner's session runs a turn
+// that does not end (the model waits an hour before its first chunk), so
+// each prompt is only queued and starts no turn — on 2 cores a new turn
+// competes with the forwarded reply — on the owner (local) and on another
+// host (forwarded). The turn is cancelled every benchQueue prompts,
+// untimed, dropping the queue, and held again.
+func BenchmarkPromptQueued(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		via  int
+	}{{"local", 0}, {"forwarded", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			bc := startBenchClusterWith(b, time.Hour)
+			ss, ok := bc.nodes[0].h.Sessions().Get(bc.ids[0])
+			if !ok {
+				b.Fatal("the session is not open on host a")
+			}
+			hold := func(k int) {
+				if _, err := ss.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "hold-" + strconv.Itoa(k), Content: "hold the turn"}); err != nil {
+					b.Fatal(err)
+				}
+				deadline := time.Now().Add(time.Minute)
+				for ss.Agent().Status() == agents.StatusIdle {
+					if time.Now().After(deadline) {
+						b.Fatal("the holding turn did not start within a minute")
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			hold(0)
+			floorWall, floorCPU := natsFloor(b, bc.srv, benchFloorOps)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var cpu time.Duration
+			for i := 0; i < b.N; {
+				c0 := cpuTime()
+				// At most benchQueue wait in the inbox: the queue of a
+				// default -benchtime run would otherwise take gigabytes.
+				for end := min(b.N, i+benchQueue); i < end; i++ {
+					rid := "queued-" + strconv.Itoa(i)
+					if _, err := bc.nodes[c.via].c.Prompt(stdctx.Background(), bc.ids[0], agentcontroller.Followup,
+						sessions.PromptRequest{RequestID: rid, Content: "queued " + rid}); err != nil {
+						b.Fatalf("prompt %s: %v", rid, err)
+					}
+				}
+				cpu += cpuTime() - c0
+				b.StopTimer()
+				// Cancel drops the queue and ends the turn.
+				if err := ss.Cancel(stdctx.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if i < b.N {
+					hold(i)
+				}
+				b.StartTimer()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(floorWall), "floor-ns/op")
+			b.ReportMetric(float64(floorCPU), "floor-cpu-ns/op")
+			b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(floorWall), "x-floor")
+			b.ReportMetric(float64(cpu)/float64(b.N)/float64(floorCPU), "x-floor-cpu")
+		})
+	}
+}
+
+// BenchmarkNATSRequestFloor: the floor on its own — a bare NATS
+// request/reply round trip between two connections to one embedded server,
+// the request the size of a forwarded prompt, the reply that of its
+// answer.
+func BenchmarkNATSRequestFloor(b *testing.B) {
+	srv := startLoadServer(b)
+	f := startFloor(b, srv)
+	defer f.close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime()
+	for range b.N {
+		f.roundTrip(b)
+	}
+	wall, cpu := time.Since(start), cpuTime()-cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(wall)/float64(b.N), "wall-ns/op")
+}
+
+// floorSubject is what the floor's responder answers on.
+const floorSubject = "floor.host.a"
+
+// floor is a responder and a requester, each on its own connection, as two
+// hosts are.
+type floor struct {
+	requester, responder *nats.Conn
+	sub                  *nats.Subscription
+	payload              []byte
+}
+
+// floorRequest has the fields of a forwarded prompt, so its JSON is the
+// same size.
+type floorRequest struct {
+	Op        string                 `json:"op"`
+	Session   string                 `json:"session"`
+	Mode      agentcontroller.Mode   `json:"mode,omitempty"`
+	RequestID string                 `json:"request_id,omitempty"`
+	Content   string                 `json:"content,omitempty"`
+	Source    agentcontroller.Source `json:"source"`
+	From      string                 `json:"from"`
+	Hops      int                    `json:"hops"`
+}
+
+func startFloor(tb testing.TB, srv *server.Server) *floor {
+	tb.Helper()
+	responder, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	requester, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		responder.Close()
+		tb.Fatal(err)
+	}
+	answer := []byte(`{"message_id":"0b7c5a52-6f8e-4f4c-9a43-1f1d2b7e9c10"}`)
+	sub, err := responder.Subscribe(floorSubject, func(m *nats.Msg) {
+		if err := m.Respond(answer); err != nil {
+			tb.Error(err)
+		}
+	})
+	if err == nil {
+		err = responder.Flush()
+	}
+	if err != nil {
+		responder.Close()
+		requester.Close()
+		tb.Fatal(err)
+	}
+	rid := "bench-123456"
+	payload, _ := json.Marshal(floorRequest{Op: "prompt", Session: "bench-0", Mode: agentcontroller.Followup,
+		RequestID: rid, Content: "bench prompt " + rid, From: "b", Hops: 1})
+	return &floor{requester: requester, responder: responder, sub: sub, payload: payload}
+}
+
+func (f *floor) roundTrip(tb testing.TB) {
+	if _, err := f.requester.Request(floorSubject, f.payload, 5*time.Second); err != nil {
+		tb.Fatalf("floor request: %v", err)
+	}
+}
+
+func (f *floor) close() {
+	_ = f.sub.Unsubscribe()
+	f.requester.Close()
+	f.responder.Close()
+}
+
+// natsFloor times n floor round trips on srv; it returns wall and CPU time
+// per round trip.
+func natsFloor(tb testing.TB, srv *server.Server, n int) (wall, cpu time.Duration) {
+	tb.Helper()
+	f := startFloor(tb, srv)
+	defer f.close()
+	f.roundTrip(tb) // the requester's response subscription
+	start, cpu0 := time.Now(), cpuTime()
+	for range n {
+		f.roundTrip(tb)
+	}
+	return time.Since(start) / time.Duration(n), (cpuTime() - cpu0) / time.Duration(n)
+}
+
+// leaseGet times n reads of a session's lease from the lease bucket, as
+// a forwarding host reads it, on a connection of its own.
+func leaseGet(b *testing.B, bc *benchCluster, n int) time.Duration {
+	b.Helper()
+	nc, err := nats.Connect(bc.srv.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := stdctx.Background()
+	kv, err := js.KeyValue(ctx, natsplugin.LeaseBucket(bc.stream))
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for range n {
+		if _, err := kv.Get(ctx, bc.ids[0]); err != nil {
+			b.Fatalf("reading the lease of %s: %v", bc.ids[0], err)
+		}
+	}
+	return time.Since(start) / time.Duration(n)
+}
