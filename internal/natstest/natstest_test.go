@@ -2,6 +2,7 @@ package natstest_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,43 @@ func TestAClusterKeepsAReplicatedStreamThroughAStoppedNode(t *testing.T) {
 	}
 	if st, err := info.Info(ctx); err != nil || st.State.Msgs != 4 {
 		t.Fatalf("after the restart the stream holds %+v (%v); want 4 messages", st, err)
+	}
+}
+
+// TestAFrozenProxyStallsAClientWithoutDisconnecting: through a frozen
+// proxy a request times out while the connection stays up; thawed, the
+// same connection works again.
+func TestAFrozenProxyStallsAClientWithoutDisconnecting(t *testing.T) {
+	s := natstest.Single(t)
+	p := natstest.NewProxy(t, s.ClientURL())
+	nc, err := natsgo.Connect(p.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	server, err := natsgo.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	sub, err := server.Subscribe("echo", func(m *natsgo.Msg) { m.Respond(m.Data) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	server.Flush()
+	if _, err := nc.Request("echo", []byte("1"), 5*time.Second); err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+	p.Freeze()
+	if _, err := nc.Request("echo", []byte("2"), 200*time.Millisecond); !errors.Is(err, natsgo.ErrTimeout) {
+		t.Fatalf("through the frozen proxy: %v", err)
+	}
+	if !nc.IsConnected() {
+		t.Fatal("a frozen proxy disconnected its client")
+	}
+	p.Thaw()
+	if m, err := nc.Request("echo", []byte("3"), 5*time.Second); err != nil || string(m.Data) != "3" {
+		t.Fatalf("through the thawed proxy: %v", err)
 	}
 }
