@@ -271,6 +271,33 @@ func (c *Cluster) StreamLeader(stream string) int {
 	return leader
 }
 
+// MoveStreamLeader makes sure node i does not lead stream (of Account):
+// if it does, it steps down, and MoveStreamLeader waits for another
+// running node to take over. It returns the leader.
+func (c *Cluster) MoveStreamLeader(stream string, i int) int {
+	c.t.Helper()
+	leader := c.StreamLeader(stream)
+	if leader != i {
+		return leader
+	}
+	if err := c.nodes[i].srv.JetStreamStepdownStream(Account, stream); err != nil {
+		c.t.Fatalf("natstest: node %d cannot step down as the leader of stream %s: %v", i, stream, err)
+	}
+	c.await(fmt.Sprintf("a leader of stream %s other than node %d", stream, i), func() string {
+		if c.nodes[i].srv.JetStreamIsStreamLeader(Account, stream) {
+			return "node " + strconv.Itoa(i) + " leads it"
+		}
+		for _, j := range c.running() {
+			if c.nodes[j].srv.JetStreamIsStreamLeader(Account, stream) {
+				leader = j
+				return ""
+			}
+		}
+		return "no running node leads it"
+	})
+	return leader
+}
+
 // WaitStreamCurrent waits until node i's replica of stream (of Account) is
 // current with the stream's leader.
 func (c *Cluster) WaitStreamCurrent(i int, stream string) {

@@ -59,6 +59,13 @@ func TestAClusterKeepsAReplicatedStreamThroughAStoppedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := c.StreamLeader("S")
+	if moved := c.MoveStreamLeader("S", leader); moved == leader {
+		t.Fatalf("the leadership of node %d did not move", leader)
+	}
+	if again := c.MoveStreamLeader("S", leader); again == leader {
+		t.Fatal("moving the leadership off a node that does not lead moved it onto it")
+	}
+	leader = c.StreamLeader("S")
 	for i := 0; i < c.Len(); i++ {
 		if _, err := jetStream(t, c.URL(i)).Publish(ctx, "s.a", []byte("x")); err != nil {
 			t.Fatalf("publishing through node %d: %v", i, err)
