@@ -23,7 +23,7 @@ var bg = stdctx.Background()
 
 // mount starts the plugin in a dsh root of its own and returns the root's
 // sessions service, or the plugin's start error.
-func mount(t *testing.T, cfg *natsplugin.Config) (*dshctx.Context, *session.Store, error) {
+func mount(t testing.TB, cfg *natsplugin.Config) (*dshctx.Context, *session.Store, error) {
 	t.Helper()
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
 	ctxtest.Cleanup(t, root)
@@ -41,7 +41,7 @@ func mount(t *testing.T, cfg *natsplugin.Config) (*dshctx.Context, *session.Stor
 	return root, st, nil
 }
 
-func mustMount(t *testing.T, cfg *natsplugin.Config) (*dshctx.Context, *session.Store) {
+func mustMount(t testing.TB, cfg *natsplugin.Config) (*dshctx.Context, *session.Store) {
 	t.Helper()
 	root, st, err := mount(t, cfg)
 	if err != nil {
@@ -50,7 +50,7 @@ func mustMount(t *testing.T, cfg *natsplugin.Config) (*dshctx.Context, *session.
 	return root, st
 }
 
-func open(t *testing.T, root *dshctx.Context, st *session.Store, id string) *session.Session {
+func open(t testing.TB, root *dshctx.Context, st *session.Store, id string) *session.Session {
 	t.Helper()
 	scope, err := root.Scoped("agent-" + id)
 	if err != nil {
