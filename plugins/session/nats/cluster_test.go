@@ -250,11 +250,18 @@ func aStaleOwnerIsFenced(t *testing.T, c *natstest.Cluster) {
 
 // writesGoOnWithANodeStopped: a writer connected to one node flushes turns
 // while another node is stopped, then while the stream's leader is; every
-// flush succeeds, and the log reads back whole through the survivors and
+// flush succeeds, and the log reads back whole through a survivor and
 // through the restarted nodes.
 func writesGoOnWithANodeStopped(t *testing.T, c *natstest.Cluster) {
 	const w = 0 // the writer's node
 	cfg := clusterConfig(c.URL(w))
+	// The readers are hosts already up when a node goes: starting one
+	// then may wait for the cluster to elect its meta leader again.
+	var readers []*session.Store
+	for i := 0; i < c.Len(); i++ {
+		_, r := mustMount(t, at(cfg, c.URL(i), ""))
+		readers = append(readers, r)
+	}
 	cfg.ConnectTimeout = 2 * time.Second // how long a flush waits for a leader
 	root, st := mustMount(t, cfg)
 	s := open(t, root, st, "s1")
@@ -293,8 +300,7 @@ func writesGoOnWithANodeStopped(t *testing.T, c *natstest.Cluster) {
 	}
 	t.Logf("with the stream's leader stopped, the flush took %s", time.Since(stopped).Round(time.Millisecond))
 	survivor := 3 - w - leader
-	_, reader := mustMount(t, at(cfg, c.URL(survivor), ""))
-	events, err := reader.Load(bg, "s1")
+	events, err := readers[survivor].Load(bg, "s1")
 	if err != nil {
 		t.Fatalf("loading through node %d: %v", survivor, err)
 	}
@@ -302,9 +308,8 @@ func writesGoOnWithANodeStopped(t *testing.T, c *natstest.Cluster) {
 
 	c.RestartNode(leader)
 	c.WaitStreamCurrent(leader, cfg.Stream)
-	_, reader = mustMount(t, at(cfg, c.URL(leader), ""))
-	events, err = reader.Load(bg, "s1")
-	if err != nil {
+	_, reader := mustMount(t, at(cfg, c.URL(leader), ""))
+	if events, err = reader.Load(bg, "s1"); err != nil {
 		t.Fatalf("loading through restarted node %d: %v", leader, err)
 	}
 	wholeLog(t, events, "w", "w", "w")
