@@ -80,13 +80,15 @@ func Start(t testing.TB, n int) *Cluster {
 		t.Fatalf("natstest: a cluster of %d nodes; start at least one", n)
 	}
 	c := &Cluster{t: t, name: fmt.Sprintf("natstest-%d", clusters.Add(1))}
+	// Made before the shutdown is registered, so it is removed after the
+	// servers stopped writing in it: cleanups run last first.
+	dir := t.TempDir()
 	t.Cleanup(c.shutdown)
 	ports := freePorts(t, 2*n)
 	routes := make([]*url.URL, n)
 	for i := range routes {
 		routes[i] = &url.URL{Scheme: "nats", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1]))}
 	}
-	dir := t.TempDir()
 	for i := 0; i < n; i++ {
 		opts := &server.Options{
 			ServerName: fmt.Sprintf("%s-n%d", c.name, i),
