@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/natstest"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
@@ -24,6 +25,7 @@ func TestOnAThreeNodeCluster(t *testing.T) {
 	t.Run("AFlushIsReadBackThroughEveryNode", func(t *testing.T) { aFlushIsReadBackThroughEveryNode(t, c) })
 	t.Run("ALongFlushIsNotFencedByItself", func(t *testing.T) { aLongFlushIsNotFencedByItself(t, c) })
 	t.Run("AStaleOwnerIsFenced", func(t *testing.T) { aStaleOwnerIsFenced(t, c) })
+	t.Run("AStaleOwnerIsFencedBeforeTheNewOneWrites", func(t *testing.T) { aStaleOwnerIsFencedBeforeTheNewOneWrites(t, c) })
 	t.Run("Conformance", func(t *testing.T) {
 		backendtest.Run(t, func(t *testing.T) backendtest.Fixture {
 			cfg := clusterConfig(c.URLs())
@@ -218,18 +220,7 @@ func aStaleOwnerIsFenced(t *testing.T, c *natstest.Cluster) {
 	}
 
 	proxy.Freeze()
-	var sB *session.Session
-	deadline := time.Now().Add(10 * cfg.LeaseTTL)
-	for {
-		var err error
-		if sB, err = b.Resume(bg, scopeB, "agent", "s1"); err == nil {
-			break
-		}
-		if !errs.Has(err, session.SessionLocked, session.ReasonOtherProcess) || time.Now().After(deadline) {
-			t.Fatalf("B resuming the session of stalled A: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	sB := resumeWhenFree(t, b, scopeB, cfg.LeaseTTL)
 	defer b.Close(sB)
 	appendTurn(sB, 2, "b")
 	if err := sB.Flush(bg); err != nil {
@@ -248,20 +239,75 @@ func aStaleOwnerIsFenced(t *testing.T, c *natstest.Cluster) {
 	wholeLog(t, events, "a", "b")
 }
 
+// aStaleOwnerIsFencedBeforeTheNewOneWrites: as aStaleOwnerIsFenced, but
+// stale A flushes before B has written anything. The log's end is still
+// A's, so the expected sequence does not stop A; A must see that its lease
+// ran out, or A's turn would land in the session B now owns and fence B.
+func aStaleOwnerIsFencedBeforeTheNewOneWrites(t *testing.T, c *natstest.Cluster) {
+	cfg := clusterConfig(c.URL(0))
+	cfg.LeaseTTL = time.Second
+	cfg.ConnectTimeout = 2 * time.Second
+	proxy := natstest.NewProxy(t, c.URL(0))
+	rootA, a := mustMount(t, at(cfg, proxy.URL(), "a"))
+	rootB, b := mustMount(t, at(cfg, c.URL(1), "b"))
+	sA := open(t, rootA, a, "s1")
+	appendTurn(sA, 1, "a")
+	if err := sA.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	scopeB, _ := rootB.Scoped("agent")
+	proxy.Freeze()
+	sB := resumeWhenFree(t, b, scopeB, cfg.LeaseTTL)
+	defer b.Close(sB)
+
+	proxy.Thaw()
+	appendTurn(sA, 2, "a")
+	if err := sA.Flush(bg); !errs.Has(err, session.SessionLocked, session.ReasonFenced) {
+		t.Fatalf("stale A's flush after B took the session over: %v", err)
+	}
+	appendTurn(sB, 2, "b")
+	if err := sB.Flush(bg); err != nil {
+		t.Fatalf("B writing the session it took over: %v", err)
+	}
+	events, err := b.Load(bg, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wholeLog(t, events, "a", "b")
+}
+
+// resumeWhenFree resumes s1 through st as soon as the lease of its stalled
+// holder has run out.
+func resumeWhenFree(t *testing.T, st *session.Store, scope *dshctx.Context, ttl time.Duration) *session.Session {
+	t.Helper()
+	deadline := time.Now().Add(10 * ttl)
+	for {
+		s, err := st.Resume(bg, scope, "agent", "s1")
+		if err == nil {
+			return s
+		}
+		if !errs.Has(err, session.SessionLocked, session.ReasonOtherProcess) || time.Now().After(deadline) {
+			t.Fatalf("resuming the session of a stalled host: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // writesGoOnWithANodeStopped: a writer connected to one node flushes turns
 // while another node is stopped, then while the stream's leader is; every
 // flush succeeds, and the log reads back whole through a survivor and
 // through the restarted nodes.
 func writesGoOnWithANodeStopped(t *testing.T, c *natstest.Cluster) {
 	const w = 0 // the writer's node
-	cfg := clusterConfig(c.URL(w))
+	base := clusterConfig(c.URL(w))
 	// The readers are hosts already up when a node goes: starting one
 	// then may wait for the cluster to elect its meta leader again.
 	var readers []*session.Store
 	for i := 0; i < c.Len(); i++ {
-		_, r := mustMount(t, at(cfg, c.URL(i), ""))
+		_, r := mustMount(t, at(base, c.URL(i), ""))
 		readers = append(readers, r)
 	}
+	cfg := at(base, c.URL(w), "")
 	cfg.ConnectTimeout = 2 * time.Second // how long a flush waits for a leader
 	root, st := mustMount(t, cfg)
 	s := open(t, root, st, "s1")
@@ -308,7 +354,10 @@ func writesGoOnWithANodeStopped(t *testing.T, c *natstest.Cluster) {
 
 	c.RestartNode(leader)
 	c.WaitStreamCurrent(leader, cfg.Stream)
-	_, reader := mustMount(t, at(cfg, c.URL(leader), ""))
+	// A host starting updates the lease bucket too, whose leader may have
+	// been on the stopped node as well.
+	c.StreamLeader("KV_" + natsplugin.LeaseBucket(cfg.Stream))
+	_, reader := mustMount(t, at(base, c.URL(leader), ""))
 	if events, err = reader.Load(bg, "s1"); err != nil {
 		t.Fatalf("loading through restarted node %d: %v", leader, err)
 	}

@@ -77,6 +77,11 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 	wr.mu.Unlock()
 	ctx, cancel := wr.store.timeout(ctx)
 	defer cancel()
+	if len(batch) > 0 {
+		if err := wr.lease.hold(ctx); err != nil {
+			return wr.unleased(err)
+		}
+	}
 	for i, e := range batch {
 		data, err := json.Marshal(e)
 		if err != nil {
@@ -150,6 +155,24 @@ func (wr *writer) failed(done int, err error, seq int64) error {
 	return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
 		"session.nats: cannot publish event %d of session %q to %s on %s (%d of the batch stored); the rest stay in memory and are published at the next checkpoint — check the NATS server",
 		seq, wr.id, wr.subject, wr.store.cfg.URL, done))
+}
+
+// unleased turns a lease that could not be held into the writer's error:
+// a lease that ran out fences the writer for good; a server out of reach
+// is retried at the next checkpoint.
+func (wr *writer) unleased(err error) error {
+	if !isLost(err) {
+		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
+			"session.nats: cannot renew the lease of session %q on %s, which it needs before writing: renewals failed for over two thirds of lease_ttl (%s); the events stay in memory and are written at the next checkpoint — check the NATS server",
+			wr.id, wr.store.cfg.URL, wr.store.cfg.LeaseTTL))
+	}
+	fenced := errs.New(session.SessionLocked, fmt.Sprintf(
+		"session.nats: the lease of session %q ran out — this host could not renew it for lease_ttl (%s) — and another host may own the session now; this writer stops so two cannot write it — resume the session where it is now owned",
+		wr.id, wr.store.cfg.LeaseTTL)).WithReason(session.ReasonFenced)
+	wr.mu.Lock()
+	wr.broken = fenced
+	wr.mu.Unlock()
+	return fenced
 }
 
 // unusable says why the writer may not write; the caller holds mu.
