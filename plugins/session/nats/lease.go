@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	stdctx "context"
 	"crypto/rand"
 	"encoding/hex"
@@ -166,6 +167,14 @@ func (l *lease) refresh(ctx stdctx.Context) error {
 	}
 	sent := time.Now()
 	next, err := l.store.leases.Update(ctx, l.key, l.value, rev)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// A renewal whose answer was lost (a timeout, a leader change) may
+		// have landed: the entry is then still this lease's, at a later
+		// revision. Another holder's entry, or none, has another value.
+		if e, gerr := l.store.leases.Get(ctx, l.key); gerr == nil && bytes.Equal(e.Value(), l.value) {
+			next, err = l.store.leases.Update(ctx, l.key, l.value, e.Revision())
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil {

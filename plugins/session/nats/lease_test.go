@@ -266,3 +266,48 @@ func TestABadHostIDIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestARenewalWhoseAnswerWasLostKeepsTheLease: a renewal may land on the
+// server though its answer never comes back; the entry is then at a
+// revision the holder does not know. The holder's next renewal must see
+// the entry is still its own rather than take the lease for lost and
+// stop writing.
+func TestARenewalWhoseAnswerWasLostKeepsTheLease(t *testing.T) {
+	srv := startServer(t)
+	cfg := pluginConfig(srv.ClientURL())
+	cfg.LeaseTTL = time.Second
+	root, st := mustMount(t, cfg)
+	s := open(t, root, st, "s1")
+	defer st.Close(s)
+	kv, err := jetStream(t, srv.ClientURL()).KeyValue(bg, natsplugin.LeaseBucket(cfg.Stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(bg, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lost renewal: the holder's own entry, written again.
+	landed, err := kv.Update(bg, "s1", e.Value(), e.Revision())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * cfg.LeaseTTL)
+	for {
+		now, err := kv.Get(bg, "s1")
+		if err != nil {
+			t.Fatalf("the holder lost its lease after a renewal it did not hear of: %v", err)
+		}
+		if now.Revision() > landed {
+			break // renewed after it
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lease was not renewed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Append(bg, session.Event{Type: session.TurnStart, Turn: 1})
+	if err := s.Flush(bg); err != nil {
+		t.Fatalf("flushing after the renewal: %v", err)
+	}
+}
