@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	stdctx "context"
 	"crypto/rand"
 	"encoding/hex"
@@ -48,8 +49,17 @@ type lease struct {
 	// writes made under it.
 	token string
 
+	value []byte // the entry, as written at each renewal
+
+	// renewing serializes the writes of the entry: two at once would
+	// expect the same revision, and the loser would think the lease lost.
+	renewing sync.Mutex
+
 	mu  sync.Mutex
 	rev uint64
+	// sent is when the write that made rev was sent: the entry expires no
+	// sooner than a TTL after it.
+	sent time.Time
 	// lost is set when a renewal found the entry gone or replaced: the TTL
 	// ran out (this process stalled) and someone else may own the session.
 	lost error
@@ -98,6 +108,7 @@ func (s *store) acquire(ctx stdctx.Context, key string) (*lease, error) {
 	var tok [12]byte
 	rand.Read(tok[:])
 	value, _ := json.Marshal(LeaseRecord{Holder: s.holder, HostID: s.cfg.HostID, Since: time.Now().UTC()})
+	sent := time.Now()
 	rev, err := s.leases.Create(ctx, key, value)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		who := "another host"
@@ -114,14 +125,14 @@ func (s *store) acquire(ctx stdctx.Context, key string) (*lease, error) {
 	if err != nil {
 		return nil, s.failed(err, fmt.Sprintf("take the lease of session %q", key))
 	}
-	l := &lease{store: s, key: key, token: hex.EncodeToString(tok[:]), rev: rev,
+	l := &lease{store: s, key: key, token: hex.EncodeToString(tok[:]), value: value, rev: rev, sent: sent,
 		stop: make(chan struct{}), done: make(chan struct{})}
-	go l.renew(value)
+	go l.renew()
 	return l, nil
 }
 
 // renew keeps the entry alive until release.
-func (l *lease) renew(value []byte) {
+func (l *lease) renew() {
 	defer close(l.done)
 	t := time.NewTicker(l.store.cfg.LeaseTTL / 3)
 	defer t.Stop()
@@ -131,25 +142,72 @@ func (l *lease) renew(value []byte) {
 			return
 		case <-t.C:
 		}
-		l.mu.Lock()
-		rev := l.rev
-		l.mu.Unlock()
 		ctx, cancel := l.store.timeout(stdctx.Background())
-		next, err := l.store.leases.Update(ctx, l.key, value, rev)
+		err := l.refresh(ctx)
 		cancel()
-		l.mu.Lock()
-		if err == nil {
-			l.rev = next
-		} else if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
-			l.lost = err
-		}
-		l.mu.Unlock()
 		if err != nil {
 			// A server briefly away is retried at the next tick; the
 			// fencing of appends keeps a lost lease harmless meanwhile.
 			l.store.log.Warn("cannot renew a session lease", "session", l.key, "error", err)
 		}
 	}
+}
+
+// refresh writes the entry again, so it lasts another TTL. Finding it gone
+// or replaced means it ran out, and someone may have taken the session
+// since: the lease is lost for good.
+func (l *lease) refresh(ctx stdctx.Context) error {
+	l.renewing.Lock()
+	defer l.renewing.Unlock()
+	l.mu.Lock()
+	rev, lost := l.rev, l.lost
+	l.mu.Unlock()
+	if lost != nil {
+		return lost
+	}
+	sent := time.Now()
+	next, err := l.store.leases.Update(ctx, l.key, l.value, rev)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// A renewal whose answer was lost (a timeout, a leader change) may
+		// have landed: the entry is then still this lease's, at a later
+		// revision. Another holder's entry, or none, has another value.
+		if e, gerr := l.store.leases.Get(ctx, l.key); gerr == nil && bytes.Equal(e.Value(), l.value) {
+			next, err = l.store.leases.Update(ctx, l.key, l.value, e.Revision())
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		l.rev, l.sent = next, sent
+	} else if isLost(err) {
+		l.lost = err
+	}
+	return err
+}
+
+// hold makes sure, before a write, that the lease is still this
+// process's. The expected sequence of an append cannot tell: when the
+// lease ran out while this process stalled and another took the session
+// but has not written yet, the log's end is still this writer's. A lease
+// renewed lately cannot have run out; an older one — renewals missed — is
+// renewed first, which fails if it ran out. The write then has a third of
+// the TTL at least to land.
+func (l *lease) hold(ctx stdctx.Context) error {
+	l.mu.Lock()
+	lost, sent := l.lost, l.sent
+	l.mu.Unlock()
+	if lost != nil {
+		return lost
+	}
+	if time.Since(sent) < 2*l.store.cfg.LeaseTTL/3 {
+		return nil
+	}
+	return l.refresh(ctx)
+}
+
+// isLost says whether err is a lease found run out.
+func isLost(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound)
 }
 
 // release stops the renewals and deletes the entry, unless it is no longer

@@ -23,7 +23,7 @@ var bg = stdctx.Background()
 
 // mount starts the plugin in a dsh root of its own and returns the root's
 // sessions service, or the plugin's start error.
-func mount(t *testing.T, cfg *natsplugin.Config) (*dshctx.Context, *session.Store, error) {
+func mount(t testing.TB, cfg *natsplugin.Config) (*dshctx.Context, *session.Store, error) {
 	t.Helper()
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
 	ctxtest.Cleanup(t, root)
@@ -41,7 +41,7 @@ func mount(t *testing.T, cfg *natsplugin.Config) (*dshctx.Context, *session.Stor
 	return root, st, nil
 }
 
-func mustMount(t *testing.T, cfg *natsplugin.Config) (*dshctx.Context, *session.Store) {
+func mustMount(t testing.TB, cfg *natsplugin.Config) (*dshctx.Context, *session.Store) {
 	t.Helper()
 	root, st, err := mount(t, cfg)
 	if err != nil {
@@ -50,7 +50,7 @@ func mustMount(t *testing.T, cfg *natsplugin.Config) (*dshctx.Context, *session.
 	return root, st
 }
 
-func open(t *testing.T, root *dshctx.Context, st *session.Store, id string) *session.Session {
+func open(t testing.TB, root *dshctx.Context, st *session.Store, id string) *session.Session {
 	t.Helper()
 	scope, err := root.Scoped("agent-" + id)
 	if err != nil {
@@ -264,5 +264,50 @@ func TestABadHostIDIsRefused(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "host_id") {
 			t.Errorf("host_id %q: %v", id, err)
 		}
+	}
+}
+
+// TestARenewalWhoseAnswerWasLostKeepsTheLease: a renewal may land on the
+// server though its answer never comes back; the entry is then at a
+// revision the holder does not know. The holder's next renewal must see
+// the entry is still its own rather than take the lease for lost and
+// stop writing.
+func TestARenewalWhoseAnswerWasLostKeepsTheLease(t *testing.T) {
+	srv := startServer(t)
+	cfg := pluginConfig(srv.ClientURL())
+	cfg.LeaseTTL = time.Second
+	root, st := mustMount(t, cfg)
+	s := open(t, root, st, "s1")
+	defer st.Close(s)
+	kv, err := jetStream(t, srv.ClientURL()).KeyValue(bg, natsplugin.LeaseBucket(cfg.Stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(bg, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lost renewal: the holder's own entry, written again.
+	landed, err := kv.Update(bg, "s1", e.Value(), e.Revision())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * cfg.LeaseTTL)
+	for {
+		now, err := kv.Get(bg, "s1")
+		if err != nil {
+			t.Fatalf("the holder lost its lease after a renewal it did not hear of: %v", err)
+		}
+		if now.Revision() > landed {
+			break // renewed after it
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lease was not renewed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Append(bg, session.Event{Type: session.TurnStart, Turn: 1})
+	if err := s.Flush(bg); err != nil {
+		t.Fatalf("flushing after the renewal: %v", err)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"go.uber.org/goleak"
 )
@@ -16,29 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // startServer runs a JetStream server on a random loopback port, storing
 // in a temporary directory, until the test ends.
-func startServer(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      server.RANDOM_PORT,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the embedded NATS server did not start")
-	}
-	return s
-}
+func startServer(t *testing.T) *server.Server { return natstest.Single(t) }
 
 var streams atomic.Int64
 

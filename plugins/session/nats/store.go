@@ -79,7 +79,11 @@ func (s *store) setUp() error {
 		Subjects:    []string{s.cfg.SubjectPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Replicas:    s.cfg.Replicas,
-		AllowDirect: true,
+		// Reads go to the stream's leader. A direct get may be answered by
+		// a replica that has not applied the last acked append yet, and a
+		// log end read there is stale: a host taking a session over would
+		// be fenced on its first write, and a load could miss the last turn.
+		AllowDirect: false,
 	})
 	if err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(

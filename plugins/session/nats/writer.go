@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -76,6 +77,11 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 	wr.mu.Unlock()
 	ctx, cancel := wr.store.timeout(ctx)
 	defer cancel()
+	if len(batch) > 0 {
+		if err := wr.lease.hold(ctx); err != nil {
+			return wr.unleased(err)
+		}
+	}
 	for i, e := range batch {
 		data, err := json.Marshal(e)
 		if err != nil {
@@ -84,9 +90,7 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 		m := natsgo.NewMsg(wr.subject)
 		m.Data = data
 		m.Header.Set(agentHeader, agent)
-		ack, err := wr.store.js.PublishMsg(ctx, m,
-			jetstream.WithExpectLastSequencePerSubject(last),
-			jetstream.WithMsgID(token+":"+strconv.FormatInt(e.Seq, 10)))
+		ack, err := wr.publish(ctx, m, last, token+":"+strconv.FormatInt(e.Seq, 10))
 		if err != nil {
 			return wr.failed(i, err, e.Seq)
 		}
@@ -101,13 +105,44 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 	return nil
 }
 
+// busyRetry is the pause before publishing again what a cluster refused
+// for a moment.
+const busyRetry = 20 * time.Millisecond
+
+// publish sends one message that expects last as its subject's last
+// sequence, riding out, until ctx ends, what a cluster refuses only for a
+// moment: no stream leader while one is elected, and the subject counted
+// in flight. The latter is JetStream's "wrong last sequence" of code 10164
+// (not 10071, which means another writer appended): a stream leader may
+// ack an append before it stops counting it in flight, so the next append
+// of the same writer can be refused although the sequence it expects is
+// right.
+func (wr *writer) publish(ctx stdctx.Context, m *natsgo.Msg, last uint64, msgID string) (*jetstream.PubAck, error) {
+	for {
+		ack, err := wr.store.js.PublishMsg(ctx, m,
+			jetstream.WithExpectLastSequencePerSubject(last),
+			jetstream.WithMsgID(msgID),
+			// As many as fit in connect_timeout, which ctx ends anyway.
+			jetstream.WithRetryAttempts(int(wr.store.cfg.ConnectTimeout/busyRetry)+1), jetstream.WithRetryWait(busyRetry))
+		var je jetstream.JetStreamError
+		if err == nil || !errors.As(err, &je) || je.APIError() == nil || je.APIError().ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(busyRetry):
+		}
+	}
+}
+
 // failed turns a refused publish into the writer's error; a message
 // another writer appended first fences this writer for good.
 func (wr *writer) failed(done int, err error, seq int64) error {
 	var je jetstream.JetStreamError
 	if errors.As(err, &je) && je.APIError() != nil {
 		switch je.APIError().ErrorCode {
-		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+		case jetstream.JSErrCodeStreamWrongLastSequence:
 			fenced := errs.New(session.SessionLocked, fmt.Sprintf(
 				"session.nats: another writer appended to session %q (subject %s) after this one last did; this writer stops so the two logs cannot interleave — resume the session where it is now owned",
 				wr.id, wr.subject)).WithReason(session.ReasonFenced)
@@ -120,6 +155,24 @@ func (wr *writer) failed(done int, err error, seq int64) error {
 	return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
 		"session.nats: cannot publish event %d of session %q to %s on %s (%d of the batch stored); the rest stay in memory and are published at the next checkpoint — check the NATS server",
 		seq, wr.id, wr.subject, wr.store.cfg.URL, done))
+}
+
+// unleased turns a lease that could not be held into the writer's error:
+// a lease that ran out fences the writer for good; a server out of reach
+// is retried at the next checkpoint.
+func (wr *writer) unleased(err error) error {
+	if !isLost(err) {
+		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
+			"session.nats: cannot renew the lease of session %q on %s, which it needs before writing: renewals failed for over two thirds of lease_ttl (%s); the events stay in memory and are written at the next checkpoint — check the NATS server",
+			wr.id, wr.store.cfg.URL, wr.store.cfg.LeaseTTL))
+	}
+	fenced := errs.New(session.SessionLocked, fmt.Sprintf(
+		"session.nats: the lease of session %q ran out — this host could not renew it for lease_ttl (%s) — and another host may own the session now; this writer stops so two cannot write it — resume the session where it is now owned",
+		wr.id, wr.store.cfg.LeaseTTL)).WithReason(session.ReasonFenced)
+	wr.mu.Lock()
+	wr.broken = fenced
+	wr.mu.Unlock()
+	return fenced
 }
 
 // unusable says why the writer may not write; the caller holds mu.
