@@ -75,10 +75,11 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 	batch := wr.pending[:n:n]
 	agent, last, token := wr.agent, wr.last, wr.lease.token
 	wr.mu.Unlock()
-	ctx, cancel := wr.store.timeout(ctx)
-	defer cancel()
 	if len(batch) > 0 {
-		if err := wr.lease.hold(ctx); err != nil {
+		hctx, cancel := wr.store.timeout(ctx)
+		err := wr.lease.hold(hctx)
+		cancel()
+		if err != nil {
 			return wr.unleased(err)
 		}
 	}
@@ -90,7 +91,21 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 		m := natsgo.NewMsg(wr.subject)
 		m.Data = data
 		m.Header.Set(agentHeader, agent)
-		ack, err := wr.publish(ctx, m, last, token+":"+strconv.FormatInt(e.Seq, 10))
+		// connect_timeout bounds each publish, not the batch: a long
+		// batch is no slower server.
+		pctx, cancel := wr.store.timeout(ctx)
+		msgID := token + ":" + strconv.FormatInt(e.Seq, 10)
+		ack, err := wr.publish(pctx, m, last, msgID)
+		if err != nil && wrongLast(err) {
+			// An earlier try of this very message may have been stored
+			// with its ack lost; the server checks the expected sequence
+			// before the duplicate id, so the retry is refused as if
+			// another writer had appended.
+			if seq, ok := wr.landed(pctx, msgID); ok {
+				ack, err = &jetstream.PubAck{Sequence: seq}, nil
+			}
+		}
+		cancel()
 		if err != nil {
 			return wr.failed(i, err, e.Seq)
 		}
@@ -134,6 +149,24 @@ func (wr *writer) publish(ctx stdctx.Context, m *natsgo.Msg, last uint64, msgID 
 		case <-time.After(busyRetry):
 		}
 	}
+}
+
+// wrongLast reports JetStream's refusal of a publish whose expected last
+// sequence is not the subject's.
+func wrongLast(err error) bool {
+	var je jetstream.JetStreamError
+	return errors.As(err, &je) && je.APIError() != nil && je.APIError().ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// landed reports whether the subject's last message is the one published
+// with msgID, and its sequence: then this writer stored it, and nobody
+// appended after it.
+func (wr *writer) landed(ctx stdctx.Context, msgID string) (uint64, bool) {
+	m, err := wr.store.stream.GetLastMsgForSubject(ctx, wr.subject)
+	if err != nil || m.Header.Get(jetstream.MsgIDHeader) != msgID {
+		return 0, false
+	}
+	return m.Sequence, true
 }
 
 // failed turns a refused publish into the writer's error; a message
