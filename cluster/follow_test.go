@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"testing"
 	"time"
 
@@ -21,27 +22,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// startNATS runs a JetStream server on a random loopback port until the
-// test ends.
-func startNATS(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(patience) {
-		t.Fatal("the embedded NATS server did not start")
-	}
-	return s
-}
+// startNATS runs a JetStream server until the test ends.
+func startNATS(t *testing.T) *server.Server { return natstest.Single(t) }
 
 const (
 	testStream = "FOLLOW"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -163,25 +164,7 @@ func startLoadClusterWith(tb testing.TB, ttl, delay time.Duration) *loadCluster 
 }
 
 // startLoadServer is startServer for benchmarks too.
-func startLoadServer(tb testing.TB) *server.Server {
-	tb.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: tb.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s.Start()
-	tb.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		tb.Fatal("the embedded NATS server did not start")
-	}
-	return s
-}
+func startLoadServer(tb testing.TB) *server.Server { return natstest.Single(tb) }
 
 // startLoadNode is startNode for benchmarks too, with the lease TTL given:
 // host id on the server's stream with session.nats and the scripted model

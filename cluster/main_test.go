@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,31 +68,10 @@ func init() {
 	})
 }
 
-// startServer runs a JetStream server on a random loopback port until the
-// test ends; maxPayload 0 keeps the server's default.
+// startServer runs a JetStream server until the test ends; maxPayload 0
+// keeps the server's default.
 func startServer(t *testing.T, maxPayload int32) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host:       "127.0.0.1",
-		Port:       server.RANDOM_PORT,
-		JetStream:  true,
-		StoreDir:   t.TempDir(),
-		NoLog:      true,
-		NoSigs:     true,
-		MaxPayload: maxPayload,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the embedded NATS server did not start")
-	}
-	return s
+	return natstest.SingleWith(t, func(o *server.Options) { o.MaxPayload = maxPayload })
 }
 
 var streams atomic.Int64
@@ -121,6 +101,8 @@ type nodeOpts struct {
 	delay time.Duration
 	// noOpen leaves Options.Open nil: the host claims nothing.
 	noOpen bool
+	// replicas is session.nats's (0: its default, 1).
+	replicas int
 	// claimed is Options.Claimed.
 	claimed func(*sessions.Session) error
 }
@@ -134,8 +116,8 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
   - use: llm.scripted
     config: %s
   - use: session.nats
-    config: {url: %q, stream: %q, subject_prefix: %q, lease_ttl: %s, host_id: %q}
-`, llmCfg, srv.ClientURL(), stream, "dsh.t."+stream, leaseTTL, id)
+    config: {url: %q, stream: %q, subject_prefix: %q, lease_ttl: %s, host_id: %q, replicas: %d}
+`, llmCfg, srv.ClientURL(), stream, "dsh.t."+stream, leaseTTL, id, max(o.replicas, 1))
 	if o.refuse != "" || o.hold > 0 {
 		yaml += fmt.Sprintf("  - use: clustertest.refuse\n    config: {word: %q, host: %q, hold: %s}\n", o.refuse, id, o.hold)
 	}

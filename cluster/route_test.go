@@ -5,6 +5,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"errors"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -83,11 +84,23 @@ func persist(t *testing.T, n *node, id string) {
 // reason, message and presented, through B's HTTP API too.
 func TestAPromptSentToAnotherHostPassesTheOwnersAdmission(t *testing.T) {
 	srv := startServer(t, 0)
+	promptThroughAnotherHost(t, srv, srv, 1)
+}
+
+// TestAPromptCrossesNodesOfANATSCluster: the same with the hosts on
+// different nodes of a 3-node JetStream cluster, the session log kept by
+// all three.
+func TestAPromptCrossesNodesOfANATSCluster(t *testing.T) {
+	c := natstest.Start(t, 3)
+	promptThroughAnotherHost(t, c.Node(0), c.Node(2), 3)
+}
+
+func promptThroughAnotherHost(t *testing.T, srvA, srvB *server.Server, replicas int) {
 	stream := streamName()
-	a := startNode(t, srv, stream, "a", nodeOpts{refuse: "forbidden"})
-	b := startNode(t, srv, stream, "b", nodeOpts{})
+	a := startNode(t, srvA, stream, "a", nodeOpts{refuse: "forbidden", replicas: replicas})
+	b := startNode(t, srvB, stream, "b", nodeOpts{replicas: replicas})
 	a.open(t, "s1")
-	if got := owner(t, leases(t, srv, stream), "s1"); got != "a" {
+	if got := owner(t, leases(t, srvB, stream), "s1"); got != "a" {
 		t.Fatalf("the lease of s1 names host %q, not a", got)
 	}
 

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"net/http"
 	"testing"
 	"time"
@@ -14,27 +15,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// startNATS runs a JetStream server on a random loopback port until the
-// test ends.
-func startNATS(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(patience) {
-		t.Fatal("the embedded NATS server did not start")
-	}
-	return s
-}
+// startNATS runs a JetStream server until the test ends.
+func startNATS(t *testing.T) *server.Server { return natstest.Single(t) }
 
 // sessionNATS is a host's session.nats entry on the shared stream.
 func sessionNATS(url, hostID string) string {

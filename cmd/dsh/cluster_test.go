@@ -5,6 +5,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"io"
 	"net/http"
 	"os"
@@ -17,25 +18,7 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/hashicorp/go-hclog"
-	"github.com/nats-io/nats-server/v2/server"
 )
-
-// natsServer runs a JetStream server on a loopback port until the test
-// ends.
-func natsServer(t *testing.T) string {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the embedded NATS server did not start")
-	}
-	return s.ClientURL()
-}
 
 // clusterConfig is a config joining the cluster at url as hostID, with an
 // agent keeping session s1.
@@ -64,7 +47,7 @@ log: {level: warn}
 // session in JetStream, another command lists it, and dsh cluster status
 // shows who holds what.
 func TestClusterSessionsAndStatus(t *testing.T) {
-	url := natsServer(t)
+	url := natstest.Single(t).ClientURL()
 	file := clusterConfig(t, url, "host-a")
 	if out := runDsh(t, "", "--config", file, "run", "--session", "s1", "-p", "hi"); out.code != 0 || !strings.Contains(out.stdout, "stored in JetStream") {
 		t.Fatalf("dsh run: %+v", out)
@@ -120,15 +103,16 @@ func TestClusterStatusExplains(t *testing.T) {
 	}
 }
 
-// TestClusterOfServeHostsSurvivesAKill runs two dsh serve processes on one
-// NATS server. A prompt sent to host b for a session host a runs passes
-// a's admission and is answered; a client streaming from b sees a's
-// events; a retry through b is not delivered twice. Then host a is killed
-// mid-turn: once its lease runs out, b resumes the session — the completed turn intact, the interrupted one closed, nothing
-// doubled — and b's client sees the events continue, without waiting for
-// a message to claim the session.
+// TestClusterOfServeHostsSurvivesAKill runs three dsh serve processes on
+// a 3-node NATS cluster, the session logs kept by all three nodes. A
+// prompt sent to host b for a session host a runs passes a's admission and
+// is answered; a client streaming from b sees a's events; a retry through
+// b is not delivered twice. Then host a is killed mid-turn: once its lease
+// runs out, b or c resumes the session — the completed turn intact, the
+// interrupted one closed, nothing doubled — and b's client sees the events
+// continue, without waiting for a message to claim the session.
 func TestClusterOfServeHostsSurvivesAKill(t *testing.T) {
-	url := natsServer(t)
+	nc := natstest.Start(t, 3)
 	token := "cluster-token-5e1d"
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	os.WriteFile(path, []byte(fmt.Sprintf(`plugins:
@@ -144,10 +128,12 @@ agents:
 cluster:
   nats: {url: %q}
   lease_ttl: 2s
+  replicas: 3
 log: {level: warn}
-`, strings.Repeat("slow ", 400), url)), 0o644)
+`, strings.Repeat("slow ", 400), nc.URLs())), 0o644)
 	a := startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=a")
 	b := startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=b")
+	startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=c")
 	call := func(base, method, path, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -209,7 +195,7 @@ log: {level: warn}
 	}
 	out := runDsh(t, "", "--config", path, "cluster", "status", "--json")
 	var rep cluster.Report
-	if err := json.Unmarshal([]byte(out.stdout), &rep); err != nil || len(rep.Hosts) != 2 {
+	if err := json.Unmarshal([]byte(out.stdout), &rep); err != nil || len(rep.Hosts) != 3 {
 		t.Fatalf("cluster status: %v %+v", err, out)
 	}
 	if hs := rep.Hosts[0]; hs.HostID != "a" || len(hs.Sessions) != 1 || hs.Sessions[0].Session != "s1" {

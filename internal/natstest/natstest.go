@@ -33,16 +33,24 @@ var ReadyTimeout = 30 * time.Second
 
 // Single runs one JetStream server on a random loopback port, storing in
 // a temporary directory, until the test ends.
-func Single(t testing.TB) *server.Server {
+func Single(t testing.TB) *server.Server { return SingleWith(t, nil) }
+
+// SingleWith is Single with options of the test's own (a smaller
+// max_payload, say) set by edit on the defaults.
+func SingleWith(t testing.TB, edit func(*server.Options)) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
+	o := &server.Options{
 		Host:      "127.0.0.1",
 		Port:      server.RANDOM_PORT,
 		JetStream: true,
 		StoreDir:  t.TempDir(),
 		NoLog:     true,
 		NoSigs:    true,
-	})
+	}
+	if edit != nil {
+		edit(o)
+	}
+	s, err := server.NewServer(o)
 	if err != nil {
 		t.Fatalf("natstest: cannot configure a NATS server: %v", err)
 	}
