@@ -31,16 +31,7 @@ import (
 // leases opens the stream's lease bucket on a connection of the test's.
 func leases(t *testing.T, srv *server.Server, stream string) jetstream.KeyValue {
 	t.Helper()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctxT(t), natsplugin.LeaseBucket(stream))
+	kv, err := natstest.JetStream(t, srv.ClientURL()).KeyValue(ctxT(t), natsplugin.LeaseBucket(stream))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Account is the account clients of these servers use: none is configured,
@@ -336,4 +338,21 @@ func (c *Cluster) await(what string, cond func() string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// JetStream connects to url for the test's own reads and writes (what a
+// test checks or plants behind the code under test's back); the
+// connection closes when the test ends.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatalf("natstest: cannot connect to %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("natstest: cannot use JetStream on %s: %v", url, err)
+	}
+	return js
 }

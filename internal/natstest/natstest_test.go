@@ -17,23 +17,9 @@ import (
 // their goroutines is ignored here.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func jetStream(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 func TestSingleServesJetStream(t *testing.T) {
 	s := natstest.Single(t)
-	js := jetStream(t, s.ClientURL())
+	js := natstest.JetStream(t, s.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
@@ -54,7 +40,7 @@ func TestAClusterKeepsAReplicatedStreamThroughAStoppedNode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	js := jetStream(t, c.URLs())
+	js := natstest.JetStream(t, c.URLs())
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +53,7 @@ func TestAClusterKeepsAReplicatedStreamThroughAStoppedNode(t *testing.T) {
 	}
 	leader = c.StreamLeader("S")
 	for i := 0; i < c.Len(); i++ {
-		if _, err := jetStream(t, c.URL(i)).Publish(ctx, "s.a", []byte("x")); err != nil {
+		if _, err := natstest.JetStream(t, c.URL(i)).Publish(ctx, "s.a", []byte("x")); err != nil {
 			t.Fatalf("publishing through node %d: %v", i, err)
 		}
 	}
@@ -76,7 +62,7 @@ func TestAClusterKeepsAReplicatedStreamThroughAStoppedNode(t *testing.T) {
 		t.Fatal("a stopped node still has a server")
 	}
 	other := (leader + 1) % c.Len()
-	if _, err := jetStream(t, c.URL(other)).Publish(ctx, "s.a", []byte("y")); err != nil {
+	if _, err := natstest.JetStream(t, c.URL(other)).Publish(ctx, "s.a", []byte("y")); err != nil {
 		t.Fatalf("publishing through node %d with the leader %d stopped: %v", other, leader, err)
 	}
 	if now := c.StreamLeader("S"); now == leader {
@@ -84,7 +70,7 @@ func TestAClusterKeepsAReplicatedStreamThroughAStoppedNode(t *testing.T) {
 	}
 	c.RestartNode(leader)
 	c.WaitStreamCurrent(leader, "S")
-	info, err := jetStream(t, c.URL(leader)).Stream(ctx, "S")
+	info, err := natstest.JetStream(t, c.URL(leader)).Stream(ctx, "S")
 	if err != nil {
 		t.Fatal(err)
 	}

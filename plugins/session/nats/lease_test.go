@@ -3,6 +3,7 @@ package nats_test
 import (
 	stdctx "context"
 	"encoding/json"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"net"
 	"strings"
 	"testing"
@@ -15,8 +16,6 @@ import (
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/hashicorp/go-hclog"
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 var bg = stdctx.Background()
@@ -63,20 +62,6 @@ func open(t testing.TB, root *dshctx.Context, st *session.Store, id string) *ses
 	return s
 }
 
-func jetStream(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 // TestAnUnreachableServerIsExplained: the start fails with a stable code
 // and a message naming the URL and the fix.
 func TestAnUnreachableServerIsExplained(t *testing.T) {
@@ -107,7 +92,7 @@ func TestAnAppendByAnotherWriterFencesTheOwner(t *testing.T) {
 	if err := s.Flush(bg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jetStream(t, srv.ClientURL()).Publish(bg, cfg.SubjectPrefix+".s1", []byte(`{"seq":2,"type":"turn/end","turn":1}`)); err != nil {
+	if _, err := natstest.JetStream(t, srv.ClientURL()).Publish(bg, cfg.SubjectPrefix+".s1", []byte(`{"seq":2,"type":"turn/end","turn":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	s.Append(bg, session.Event{Type: session.UserMessage, Turn: 1})
@@ -135,7 +120,7 @@ func TestTheLeaseOfADeadHostRunsOut(t *testing.T) {
 	cfg := pluginConfig(srv.ClientURL())
 	cfg.LeaseTTL = time.Second
 	root, st := mustMount(t, cfg)
-	kv, err := jetStream(t, srv.ClientURL()).KeyValue(bg, natsplugin.LeaseBucket(cfg.Stream))
+	kv, err := natstest.JetStream(t, srv.ClientURL()).KeyValue(bg, natsplugin.LeaseBucket(cfg.Stream))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +219,7 @@ func TestALeaseNamesItsHost(t *testing.T) {
 	root, st := mustMount(t, cfg)
 	s := open(t, root, st, "s1")
 	defer st.Close(s)
-	kv, err := jetStream(t, srv.ClientURL()).KeyValue(bg, natsplugin.LeaseBucket(cfg.Stream))
+	kv, err := natstest.JetStream(t, srv.ClientURL()).KeyValue(bg, natsplugin.LeaseBucket(cfg.Stream))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +264,7 @@ func TestARenewalWhoseAnswerWasLostKeepsTheLease(t *testing.T) {
 	root, st := mustMount(t, cfg)
 	s := open(t, root, st, "s1")
 	defer st.Close(s)
-	kv, err := jetStream(t, srv.ClientURL()).KeyValue(bg, natsplugin.LeaseBucket(cfg.Stream))
+	kv, err := natstest.JetStream(t, srv.ClientURL()).KeyValue(bg, natsplugin.LeaseBucket(cfg.Stream))
 	if err != nil {
 		t.Fatal(err)
 	}
