@@ -3,6 +3,7 @@ package all_test
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"strings"
 	"testing"
 
@@ -32,10 +33,20 @@ func configs(t *testing.T) map[string]string {
 	}
 }
 
+// configFor is id's test config; session.nats gets an embedded NATS
+// server of the test's own, started only for it.
+func configFor(t *testing.T, id string) (string, bool) {
+	if id == "session.nats" {
+		return fmt.Sprintf("{url: %q}", natstest.Single(t).ClientURL()), true
+	}
+	c, ok := configs(t)[id]
+	return c, ok
+}
+
 // entry is one YAML list item using id with its test config.
 func entry(t *testing.T, id string) string {
 	e := "    - use: " + id + "\n"
-	if c, ok := configs(t)[id]; ok {
+	if c, ok := configFor(t, id); ok {
 		e += "      config: " + c + "\n"
 	}
 	return e

@@ -32,6 +32,9 @@ func TestOnlyTheControllerInsertsOutsideMessages(t *testing.T) {
 		// agent/turn-continuation, for the step it continues: the
 		// agent's own machinery, not a message from outside.
 		mod + "plugins/hooks": true,
+		// The persistence backends' conformance suite: test code in a
+		// package of its own, so every backend's tests can run it.
+		mod + "services/session/backendtest": true,
 	}, map[string]bool{
 		"services/agents.Agent.Followup":             true,
 		"services/agents.Agent.Steer":                true,
@@ -60,6 +63,9 @@ func TestOnlyTheSessionControllerOwnsAgents(t *testing.T) {
 		// (OpenAgent) and starts the config's agents; the CLI runs on
 		// the session controller (issue 20).
 		mod + "host": true,
+		// The persistence backends' conformance suite: test code in a
+		// package of its own, so every backend's tests can run it.
+		mod + "services/session/backendtest": true,
 	}
 	forbidden := map[string]bool{
 		"services/agents.Registry.Create":             true,
