@@ -39,6 +39,8 @@ type Host struct {
 	nc     *nats.Conn
 	hosts  jetstream.KeyValue
 	leases jetstream.KeyValue
+	// stream holds the session logs: whether a session exists.
+	stream jetstream.Stream
 	record []byte
 	sub    *nats.Subscription
 
@@ -79,6 +81,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 1
+	}
+	if o.SubjectPrefix == "" {
+		o.SubjectPrefix = natsplugin.Config{}.Defaults().SubjectPrefix
 	}
 	return o
 }
@@ -147,6 +152,10 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"cluster: cannot open the lease bucket %q on %s; session.nats must run on stream %q before the host joins (a cluster: config mounts it)",
 			natsplugin.LeaseBucket(o.Stream), o.URL, o.Stream))
+	}
+	if h.stream, err = js.Stream(tctx, o.Stream); err != nil {
+		return errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"cluster: cannot open the stream %q on %s; session.nats must run on it before the host joins (a cluster: config mounts it)", o.Stream, o.URL))
 	}
 	h.hosts, err = js.CreateOrUpdateKeyValue(tctx, jetstream.KeyValueConfig{
 		Bucket:      HostBucket(o.Stream),

@@ -157,7 +157,7 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
 
 func clusterOptions(srv *server.Server, stream, id string, h *host.Host) cluster.Options {
 	return cluster.Options{
-		URL: srv.ClientURL(), Stream: stream, HostID: id, LeaseTTL: leaseTTL,
+		URL: srv.ClientURL(), Stream: stream, SubjectPrefix: "dsh.t." + stream, HostID: id, LeaseTTL: leaseTTL,
 		Sessions:       h.Sessions(),
 		Open:           func(string) sessions.OpenOptions { return sessions.OpenOptions{Agent: "main"} },
 		RequestTimeout: time.Second,

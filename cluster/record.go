@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	stdctx "context"
 	"time"
 
 	"github.com/dsh-go/dsh/services/sessions"
@@ -71,6 +72,10 @@ type Options struct {
 	// adopts it there (dsh serve answers its approvals and closes it at
 	// shutdown). An error fails that message and closes the session.
 	Claimed func(*sessions.Session) error
+	// CloseLocal, when set, is how this host closes a session it runs
+	// for a close another host forwarded (dsh serve: as its API closes
+	// one); nil closes it in Sessions.
+	CloseLocal func(stdctx.Context, *sessions.Session) error
 	// RequestTimeout is how long a forwarded request waits for a sign of
 	// life from its target (the answer, or the target's periodic "still
 	// working"); 0 is 5s.

@@ -31,6 +31,7 @@ const claimAttempts = 3
 const (
 	opPrompt = "prompt"
 	opCancel = "cancel"
+	opClose  = "close"
 )
 
 // request is a forwarded prompt, steer or cancel as it travels over NATS.
@@ -97,6 +98,14 @@ func (h *Host) Cancel(ctx stdctx.Context, sessionID string) error {
 	return err
 }
 
+// CloseSession closes the session on the host that runs it (through
+// Options.CloseLocal there). A session open on no host is already closed:
+// nil, or sessions.NotFound when it was never stored.
+func (h *Host) CloseSession(ctx stdctx.Context, sessionID string) error {
+	_, err := h.route(ctx, request{Op: opClose, Session: sessionID})
+	return err
+}
+
 // route serves req here or sends it where the session runs.
 func (h *Host) route(ctx stdctx.Context, req request) (string, error) {
 	if !session.ValidID(req.Session) {
@@ -104,7 +113,7 @@ func (h *Host) route(ctx stdctx.Context, req request) (string, error) {
 	}
 	var lost error
 	for range claimAttempts {
-		if ss, ok := h.o.Sessions.Get(req.Session); ok {
+		if ss, ok := h.o.Sessions.Get(req.Session); ok && !h.stale(ctx, ss) {
 			return h.local(ctx, ss, req)
 		}
 		lease, owned, err := h.owner(ctx, req.Session)
@@ -123,10 +132,22 @@ func (h *Host) route(ctx stdctx.Context, req request) (string, error) {
 					req.Session, lease.HostID, req.Hops)).WithReason(ReasonMoved)
 			}
 			return h.forward(ctx, lease.HostID, req)
-		case req.Op == opCancel:
-			return "", errs.New(sessions.Closed, fmt.Sprintf(
-				"cluster: session %q is open on no host of the cluster, so no turn of it runs; send a message to resume it", req.Session))
-		case !owned && !h.claims(req):
+		case !owned:
+			stored, err := h.stored(ctx, req.Session)
+			switch {
+			case err != nil:
+				return "", err
+			case !stored:
+				return "", errs.New(sessions.NotFound, fmt.Sprintf(
+					"cluster: no session %q is stored in stream %q; open one with that id first", req.Session, h.o.Stream))
+			case req.Op == opClose:
+				return "", nil // open nowhere: closed already
+			case req.Op == opCancel:
+				return "", errs.New(sessions.Closed, fmt.Sprintf(
+					"cluster: session %q is open on no host of the cluster, so no turn of it runs; send a message to resume it", req.Session))
+			}
+		}
+		if !owned && !h.claims(req) {
 			if req.Hops > 0 {
 				return "", errs.New(NoHost, fmt.Sprintf(
 					"cluster: host %q was asked to claim session %q but claims no sessions (it has no session opener); give it one, or take it out of claim_group %q",
@@ -231,8 +252,14 @@ func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) 
 
 // local serves req through an open session of this host.
 func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (string, error) {
-	if req.Op == opCancel {
+	switch req.Op {
+	case opCancel:
 		return "", ss.Cancel(ctx)
+	case opClose:
+		if h.o.CloseLocal != nil {
+			return "", h.o.CloseLocal(ctx, ss)
+		}
+		return "", ss.Close(ctx)
 	}
 	pr := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Source: req.Source}
 	for _, p := range req.Parts {
@@ -244,6 +271,40 @@ func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (str
 		return ss.Steer(ctx, pr)
 	}
 	return ss.Prompt(ctx, pr)
+}
+
+// stale reports whether ss, open here, is no longer this host's: its
+// lease ran out (this host stalled past lease_ttl) and another host may
+// run the session now. The copy here is closed — its last events cannot be
+// written, the writer being fenced — and the request goes by the lease.
+func (h *Host) stale(ctx stdctx.Context, ss *sessions.Session) bool {
+	hl, ok := ss.Agent().Session().Lease().(session.Holder)
+	if !ok {
+		return false
+	}
+	err := hl.Hold(ctx)
+	if !errs.Has(err, session.SessionLocked, session.ReasonFenced) {
+		return false
+	}
+	h.log.Warn("cluster: a session open here lost its lease to another host; closing this copy", "session", ss.ID())
+	if cerr := ss.Close(stdctx.WithoutCancel(ctx)); cerr != nil && !errs.HasCode(cerr, session.SessionLocked) {
+		h.log.Warn("cluster: closing a session whose lease was lost", "session", ss.ID(), "error", cerr)
+	}
+	return true
+}
+
+// stored reports whether session id has a log in the stream.
+func (h *Host) stored(ctx stdctx.Context, id string) (bool, error) {
+	tctx, cancel := stdctx.WithTimeout(ctx, h.o.ConnectTimeout)
+	defer cancel()
+	_, err := h.stream.GetLastMsgForSubject(tctx, natsplugin.Subject(h.o.SubjectPrefix, id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot read the log of session %q in stream %q on %s", id, h.o.Stream, h.o.URL))
+	}
+	return true, nil
 }
 
 // owner reads the lease of session id: who owns it, if anyone.

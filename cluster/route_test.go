@@ -372,12 +372,22 @@ func TestACancelIsForwarded(t *testing.T) {
 	if st := ag.Status(); st == agents.StatusRunning {
 		t.Fatal("the turn still runs after the cancel through b's API returned")
 	}
-	if status, out := post("/v1/sessions/nowhere/cancel", `{}`); status != http.StatusConflict || out["code"] != string(sessions.Closed) {
+	// As the API of one host answers: a stored session open nowhere is
+	// closed (409), one never stored is not found (404).
+	if err := a.session(t, "s1").Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if status, out := post("/v1/sessions/s1/cancel", `{}`); status != http.StatusConflict || out["code"] != string(sessions.Closed) {
 		t.Fatalf("cancelling a session open nowhere through b: %d %v", status, out)
 	}
-	err := b.c.Cancel(ctxT(t), "nowhere")
-	if !errs.HasCode(err, sessions.Closed) {
+	if err := b.c.Cancel(ctxT(t), "s1"); !errs.HasCode(err, sessions.Closed) {
 		t.Fatalf("cancelling a session open nowhere: %v", err)
+	}
+	if status, out := post("/v1/sessions/nowhere/cancel", `{}`); status != http.StatusNotFound || out["code"] != string(sessions.NotFound) {
+		t.Fatalf("cancelling a session never stored through b: %d %v", status, out)
+	}
+	if err := b.c.Cancel(ctxT(t), "nowhere"); !errs.HasCode(err, sessions.NotFound) {
+		t.Fatalf("cancelling a session never stored: %v", err)
 	}
 }
 

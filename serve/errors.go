@@ -1,6 +1,7 @@
 package serve
 
 import (
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"net/http"
 
 	"github.com/dsh-go/dsh/cluster"
@@ -50,6 +51,7 @@ var statusOf = map[errs.Code]int{
 	cluster.Unreachable:      http.StatusServiceUnavailable,
 	cluster.NoHost:           http.StatusServiceUnavailable,
 	cluster.PayloadTooLarge:  http.StatusRequestEntityTooLarge,
+	natsplugin.Unreachable:   http.StatusServiceUnavailable,
 }
 
 // writeError answers with err's status and JSON body; a server-side

@@ -70,9 +70,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		req.RequestID = "http-" + uuid.NewString()
 	}
 	sid := r.PathValue("id")
-	ss, open := s.o.Sessions.Get(sid)
-	routed := !open && s.o.Router != nil
-	if !open && !routed {
+	// In a cluster every message goes by the router, a session open here
+	// included: it may have lost its lease to another host.
+	routed := s.o.Router != nil
+	var ss *sessions.Session
+	if !routed {
 		if ss, err = s.openSession(r, sid); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -92,8 +94,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	var id string
 	switch {
 	case routed:
-		// Not open here: the cluster knows whether another host runs it,
-		// or claims it.
+		// Open here, on another host or nowhere (then claimed): the
+		// cluster knows.
 		id, err = s.o.Router.Prompt(r.Context(), sid, mode, p)
 	case mode == agentcontroller.Steer:
 		id, err = ss.Steer(r.Context(), p)
@@ -109,7 +111,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, open := s.o.Sessions.Get(id); !open && s.o.Router != nil {
+	if s.o.Router != nil {
 		if err := s.o.Router.Cancel(r.Context(), id); err != nil {
 			s.writeError(w, r, err)
 			return

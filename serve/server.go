@@ -75,6 +75,9 @@ type Options struct {
 type Router interface {
 	Prompt(ctx stdctx.Context, sessionID string, mode agentcontroller.Mode, r sessions.PromptRequest) (messageID string, err error)
 	Cancel(ctx stdctx.Context, sessionID string) error
+	// CloseSession closes the session where it runs; one open nowhere is
+	// closed already.
+	CloseSession(ctx stdctx.Context, sessionID string) error
 }
 
 // Server serves the HTTP API; see the package documentation.

@@ -363,19 +363,18 @@ func (s *Server) closeCtx(r *http.Request) (stdctx.Context, stdctx.CancelFunc) {
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var before *sessionJSON
+	ctx, cancel := s.closeCtx(r)
+	defer cancel()
 	if ss, open := s.o.Sessions.Get(id); open {
 		d := describeOpen(ss, nil)
 		before = &d
-		ctx, cancel := s.closeCtx(r)
-		defer cancel()
-		s.mu.Lock()
-		h := s.held[id]
-		delete(s.held, id)
-		s.mu.Unlock()
-		if h != nil {
-			h.approver.stop()
+		if err := s.CloseOpen(ctx, ss); err != nil {
+			s.writeError(w, r, err)
+			return
 		}
-		if err := ss.Close(ctx); err != nil {
+	} else if s.o.Router != nil {
+		// Perhaps open on another host of the cluster: closed there.
+		if err := s.o.Router.CloseSession(ctx, id); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -391,6 +390,20 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, d)
+}
+
+// CloseOpen closes a session open in this server's controller as POST
+// .../close does: its approvals end with it. A cluster closes a session
+// through it for a close another host forwarded (cluster.Options.CloseLocal).
+func (s *Server) CloseOpen(ctx stdctx.Context, ss *sessions.Session) error {
+	s.mu.Lock()
+	h := s.held[ss.ID()]
+	delete(s.held, ss.ID())
+	s.mu.Unlock()
+	if h != nil {
+		h.approver.stop()
+	}
+	return ss.Close(ctx)
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {

@@ -59,7 +59,7 @@ func clusterOptions(cfg *config.Config) cluster.Options {
 	c := cfg.Cluster
 	o := cluster.Options{
 		URL: c.NATS.URL, Stream: c.Stream, HostID: c.HostID,
-		Group: c.Group, ClaimGroup: c.ClaimGroup, LeaseTTL: c.LeaseTTL,
+		Group: c.Group, ClaimGroup: c.ClaimGroup, LeaseTTL: c.LeaseTTL, Replicas: c.Replicas,
 	}
 	for i := range cfg.Plugins {
 		if e := &cfg.Plugins[i]; e.ID == config.ClusterEntryID {

@@ -253,3 +253,34 @@ log: {level: warn}
 		t.Fatalf("the turns ended %v\n%s", ends, body)
 	}
 }
+
+// TestClusterOptionsCarryTheWholeKey: what the cluster: key says reaches
+// the membership, replicas included (the presence bucket is kept by as
+// many servers as the session logs).
+func TestClusterOptionsCarryTheWholeKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(path, []byte(`plugins:
+  - use: llm.scripted
+    config: {replies: [{text: "x"}]}
+agents:
+  - id: main
+    provider: scripted
+cluster:
+  nats: {url: "nats://127.0.0.1:4222", credentials_file: a.creds}
+  host_id: a
+  group: g
+  claim_group: g
+  lease_ttl: 7s
+  replicas: 3
+  stream: S
+`), 0o644)
+	cfg, err := config.Load(config.LoadOptions{Path: path, Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := clusterOptions(cfg)
+	if o.URL != "nats://127.0.0.1:4222" || o.CredentialsFile != filepath.Join(filepath.Dir(path), "a.creds") || o.HostID != "a" ||
+		o.Group != "g" || o.ClaimGroup != "g" || o.LeaseTTL != 7*time.Second || o.Replicas != 3 || o.Stream != "S" {
+		t.Fatalf("clusterOptions = %+v", o)
+	}
+}

@@ -90,7 +90,7 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, closeHost())}
 	}
-	member, err := joinCluster(h, cfg, sc.Listen, h.Logger())
+	member, err := newClusterMember(cfg)
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), closeHost())}
 	}
@@ -105,7 +105,9 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
 	}
-	member.started(srv)
+	if err := member.join(h, srv, sc.Listen, h.Logger()); err != nil {
+		return &exitCode{code: exitError, err: errors.Join(err, srv.Shutdown(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
+	}
 	l, err := net.Listen("tcp", sc.Listen)
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(fmt.Errorf("cannot listen on %s: %w; pick another address with --listen or serve.listen", sc.Listen, err), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
@@ -137,12 +139,16 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	}
 	sctx, cancel := stdctx.WithTimeout(stdctx.Background(), timeout)
 	defer cancel()
+	// Out of the cluster first: no request forwarded here, claim or
+	// adoption lands in a server that is closing; the other hosts take
+	// this one's sessions when their next message comes.
+	failed := []error{member.leave(sctx)}
 	// The API and the unattended sources stop together: both refuse new
 	// work at once, and the turns of each have the whole deadline to
 	// finish (draining one first left the other's turns no time).
 	unStopped := make(chan error, 1)
 	go func() { unStopped <- un.stop(sctx) }()
-	failed := []error{srv.Shutdown(sctx), <-unStopped}
+	failed = append(failed, srv.Shutdown(sctx), <-unStopped)
 	if serveErr == nil {
 		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 			failed = append(failed, err)
@@ -150,10 +156,7 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	} else if !errors.Is(serveErr, http.ErrServerClosed) {
 		failed = append(failed, serveErr)
 	}
-	// Out of the cluster before the sessions close: their leases are
-	// released as they do, and no forwarded request lands in a closing
-	// session.
-	failed = append(failed, member.leave(sctx), closeHost())
+	failed = append(failed, closeHost())
 	if err := errors.Join(failed...); err != nil {
 		return &exitCode{code: exitError, err: fmt.Errorf("shutdown: %w", err)}
 	}

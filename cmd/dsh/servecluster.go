@@ -4,7 +4,6 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/errs"
@@ -16,77 +15,100 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// clusterMember is what `dsh serve` runs of the cluster: key — the host's
-// membership (presence, routing, claims) and a follower streaming the
-// sessions other hosts run. The membership joins before the API exists,
-// so the API's part in a claim goes through srv, set once it does.
+// clusterMember is what `dsh serve` runs of the cluster: key — a follower
+// streaming the sessions other hosts run, and the host's membership
+// (presence, routing, claims, adoptions). The API is built on the member
+// first; the membership joins once the API exists, so every session it
+// claims or adopts is kept by the API, and it leaves before the API shuts
+// down, so nothing is claimed into a server that is closing.
 type clusterMember struct {
-	host     *cluster.Host
+	cfg      *config.Config
 	follower *cluster.Follower
-	srv      atomic.Pointer[serve.Server]
+	host     *cluster.Host // nil until join
 }
 
-// joinCluster joins h to the cluster cfg names; nil when it names none.
-func joinCluster(h *host.Host, cfg *config.Config, api string, log hclog.Logger) (*clusterMember, error) {
+// newClusterMember prepares the member cfg's cluster: key calls for; nil
+// when it names none.
+func newClusterMember(cfg *config.Config) (*clusterMember, error) {
 	if !cfg.Cluster.Enabled() {
 		return nil, nil
 	}
-	m := &clusterMember{}
-	o := clusterOptions(cfg)
-	o.Sessions, o.API, o.Logger = h.Sessions(), api, log
-	o.Open = func(id string) sessions.OpenOptions {
-		if srv := m.srv.Load(); srv != nil {
-			return srv.ClaimOptions(id)
-		}
-		agent, _ := cfg.ServeAgent("")
-		return sessions.OpenOptions{Agent: agent, SessionID: id, Presets: cfg.Serve.Presets}
-	}
-	o.Claimed = func(ss *sessions.Session) error {
-		srv := m.srv.Load()
-		if srv == nil {
-			return errs.New(cluster.NoHost, fmt.Sprintf("host %q is still starting its API and cannot keep session %q yet; retry in a moment", o.HostID, ss.ID()))
-		}
-		return srv.Adopt(ss)
-	}
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), o.LeaseTTL+o.ConnectTimeout)
-	defer cancel()
-	var err error
-	if m.host, err = cluster.Join(ctx, o); err != nil {
+	f, err := cluster.NewFollower(clusterOptions(cfg))
+	if err != nil {
 		return nil, err
 	}
-	if m.follower, err = cluster.NewFollower(o); err != nil {
-		return nil, errors.Join(err, m.host.Close(stdctx.Background()))
-	}
-	return m, nil
+	return &clusterMember{cfg: cfg, follower: f}, nil
 }
 
 // wire gives the API the cluster's router and follower.
 func (m *clusterMember) wire(o *serve.Options) {
-	if m == nil {
-		return
-	}
-	o.Router, o.Remote = m, m.follower
-}
-
-// started lets claims adopt their sessions into srv.
-func (m *clusterMember) started(srv *serve.Server) {
 	if m != nil {
-		m.srv.Store(srv)
+		o.Router, o.Remote = m, m.follower
 	}
 }
 
-// Prompt and Cancel route through the membership (serve.Router).
-func (m *clusterMember) Prompt(ctx stdctx.Context, id string, mode agentcontroller.Mode, r sessions.PromptRequest) (string, error) {
-	return m.host.Prompt(ctx, id, mode, r)
+// join joins h to the cluster, claiming and adopting sessions into srv.
+func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hclog.Logger) error {
+	if m == nil {
+		return nil
+	}
+	o := clusterOptions(m.cfg)
+	o.Sessions, o.API, o.Logger = h.Sessions(), api, log
+	o.Open, o.Claimed, o.CloseLocal = srv.ClaimOptions, srv.Adopt, srv.CloseOpen
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), o.LeaseTTL+o.ConnectTimeout)
+	defer cancel()
+	c, err := cluster.Join(ctx, o)
+	if err != nil {
+		return err
+	}
+	m.host = c
+	return nil
 }
 
-func (m *clusterMember) Cancel(ctx stdctx.Context, id string) error { return m.host.Cancel(ctx, id) }
+// joined is the membership, or the error of a request that came before it.
+func (m *clusterMember) joined() (*cluster.Host, error) {
+	if m.host == nil {
+		return nil, errs.New(cluster.NoHost, fmt.Sprintf("host %q has not joined the cluster yet; retry in a moment", m.cfg.Cluster.HostID))
+	}
+	return m.host, nil
+}
 
-// leave stops following and leaves the cluster: requests in flight are
-// answered within ctx, then the presence entry goes.
+// Prompt, Cancel and CloseSession route through the membership
+// (serve.Router).
+func (m *clusterMember) Prompt(ctx stdctx.Context, id string, mode agentcontroller.Mode, r sessions.PromptRequest) (string, error) {
+	c, err := m.joined()
+	if err != nil {
+		return "", err
+	}
+	return c.Prompt(ctx, id, mode, r)
+}
+
+func (m *clusterMember) Cancel(ctx stdctx.Context, id string) error {
+	c, err := m.joined()
+	if err != nil {
+		return err
+	}
+	return c.Cancel(ctx, id)
+}
+
+func (m *clusterMember) CloseSession(ctx stdctx.Context, id string) error {
+	c, err := m.joined()
+	if err != nil {
+		return err
+	}
+	return c.CloseSession(ctx, id)
+}
+
+// leave leaves the cluster — requests forwarded here are answered within
+// ctx, then no more come and nothing more is adopted — and stops
+// following.
 func (m *clusterMember) leave(ctx stdctx.Context) error {
 	if m == nil {
 		return nil
 	}
-	return errors.Join(m.follower.Close(), m.host.Close(ctx))
+	var err error
+	if m.host != nil {
+		err = m.host.Close(ctx)
+	}
+	return errors.Join(err, m.follower.Close())
 }

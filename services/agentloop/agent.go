@@ -278,14 +278,21 @@ func (a *ReactLoopAgent) finish(ctx stdctx.Context) error {
 	if a.finished {
 		return nil
 	}
-	if err := a.sess.Flush(ctx); err != nil {
-		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
-			"agent %q: the final write of session %q failed; its events stay in memory and the session stays held — dispose again to retry", a.id, a.sess.ID()))
+	var err error
+	if ferr := a.sess.Flush(ctx); ferr != nil {
+		if !errs.Has(ferr, session.SessionLocked, session.ReasonFenced) {
+			return errs.Wrap(session.FlushFailed, ferr, fmt.Sprintf(
+				"agent %q: the final write of session %q failed; its events stay in memory and the session stays held — dispose again to retry", a.id, a.sess.ID()))
+		}
+		// Fenced: another writer owns the log now (a shared store's lease
+		// ran out), so no retry could write what is left; holding the
+		// session would only keep a dead copy running.
+		err = errs.Wrap(session.SessionLocked, ferr, fmt.Sprintf(
+			"agent %q: session %q is written by another owner now; the events this agent had not written are dropped", a.id, a.sess.ID())).WithReason(session.ReasonFenced)
 	}
 	a.finished = true
-	var err error
 	if cerr := a.loop.sessions.Close(a.sess); cerr != nil {
-		err = errs.Wrap(session.FlushFailed, cerr, fmt.Sprintf("agent %q: releasing session %q failed", a.id, a.sess.ID()))
+		err = errors.Join(err, errs.Wrap(session.FlushFailed, cerr, fmt.Sprintf("agent %q: releasing session %q failed", a.id, a.sess.ID())))
 	}
 	a.loop.registry.Unregister(a)
 	agents.EventDisposed.Emit(stdctx.Background(), a.scope, a)

@@ -36,6 +36,17 @@ type Lease interface {
 	Release() error
 }
 
+// Holder is a Lease that can run out while its process lives: a shared
+// store's lease expires when its holder stalls past its TTL, and another
+// host may own the session since. Hold reports, renewing the lease first
+// when it has not been lately, whether it is still held: SessionLocked
+// (reason session/fenced) means it is lost for good, and the session must
+// be left to its new owner; any other error means it could not be told.
+type Holder interface {
+	Lease
+	Hold(ctx stdctx.Context) error
+}
+
 // Locker is implemented by backends that make a session's writer
 // exclusive. The store takes the lease before anything of the session is
 // read for a resume or written, and releases it when the session closes.

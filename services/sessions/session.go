@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
 )
 
 // Cancelled is the cause a turn ends with when a client cancels it.
@@ -267,9 +268,12 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	}
 	// Found before the dispose ends the agent's scope.
 	store := s.storeOrNil()
-	if err := s.handle.Dispose(ctx); err != nil {
-		return err
+	disposed := s.handle.Dispose(ctx)
+	if disposed != nil && !errs.Has(disposed, session.SessionLocked, session.ReasonFenced) {
+		return disposed
 	}
+	// Disposed, or fenced: the agent let its session go to the writer
+	// that owns it now, and what it had not written is dropped.
 	var err error
 	if s.hub != nil {
 		err = s.hub.Close()
@@ -278,7 +282,7 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	s.state = stateClosed
 	s.mu.Unlock()
 	s.c.forget(s)
-	return errors.Join(err, releaseUnpersisted(store, s.id))
+	return errors.Join(disposed, err, releaseUnpersisted(store, s.id))
 }
 
 // abandon disposes the agent of a session that was never published,

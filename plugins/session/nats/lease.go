@@ -145,6 +145,11 @@ func (l *lease) renew() {
 		ctx, cancel := l.store.timeout(stdctx.Background())
 		err := l.refresh(ctx)
 		cancel()
+		if isLost(err) {
+			// For good: the next owner's now. Writes and Hold say so.
+			l.store.log.Warn("a session lease ran out while this host held it; another host may own the session now", "session", l.key)
+			return
+		}
 		if err != nil {
 			// A server briefly away is retried at the next tick; the
 			// fencing of appends keeps a lost lease harmless meanwhile.

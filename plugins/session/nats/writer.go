@@ -41,7 +41,24 @@ type writer struct {
 	broken error
 }
 
-var _ session.Lease = (*writer)(nil)
+var _ session.Holder = (*writer)(nil)
+
+// Hold tells whether this writer still holds its session; see
+// session.Holder. A lease lost fences the writer as a write would.
+func (wr *writer) Hold(ctx stdctx.Context) error {
+	wr.mu.Lock()
+	err := wr.unusable()
+	wr.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	hctx, cancel := wr.store.timeout(ctx)
+	defer cancel()
+	if err := wr.lease.hold(hctx); err != nil {
+		return wr.unleased(err)
+	}
+	return nil
+}
 
 func (wr *writer) add(agent string, e session.Event) {
 	wr.mu.Lock()

@@ -1,0 +1,78 @@
+package cluster_test
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/sessions"
+)
+
+// TestAHostThatLostItsLeaseStopsServingTheSession: host a stalled past
+// lease_ttl (here its lease is removed under it) and host b took the
+// session. A message reaching a must not be admitted into a's stale copy,
+// whose writer is fenced and which b never sees: a closes its copy and
+// forwards to b.
+func TestAHostThatLostItsLeaseStopsServingTheSession(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := startNode(t, srv, stream, "a", nodeOpts{})
+	b := startNode(t, srv, stream, "b", nodeOpts{})
+	kv := leases(t, srv, stream)
+	ss := a.open(t, "s1")
+	if _, err := ss.Prompt(ctxT(t), sessions.PromptRequest{Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	a.prompts(t, "s1")
+	if err := kv.Delete(ctxT(t), "s1"); err != nil { // a's lease is gone
+		t.Fatal(err)
+	}
+	// Within a renewal (a third of the TTL) a finds its lease gone.
+	time.Sleep(leaseTTL / 2)
+	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "via b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := owner(t, kv, "s1"); got != "b" {
+		t.Fatalf("the lease of s1 names %q after b claimed it", got)
+	}
+	if _, err := a.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "via a"}); err != nil {
+		t.Fatalf("a message for s1 through a: %v", err)
+	}
+	if got := b.prompts(t, "s1"); !slices.Equal(got, []string{"first", "via b", "via a"}) {
+		t.Fatalf("b's session holds the prompts %q", got)
+	}
+	if _, open := a.h.Sessions().Get("s1"); open {
+		t.Fatal("a still has its stale copy of s1 open")
+	}
+}
+
+// TestACloseIsForwarded: POST .../close on a host that does not run the
+// session closes it where it runs; a session stored but open nowhere is
+// closed already, one never stored is not found.
+func TestACloseIsForwarded(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := startNode(t, srv, stream, "a", nodeOpts{})
+	b := startNode(t, srv, stream, "b", nodeOpts{})
+	ss := a.open(t, "s1")
+	if _, err := ss.Prompt(ctxT(t), sessions.PromptRequest{Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	a.prompts(t, "s1")
+	post := api(t, b)
+	if status, out := post("/v1/sessions/s1/close", `{}`); status != http.StatusOK || out["open"] == true {
+		t.Fatalf("closing through b: %d %v", status, out)
+	}
+	if _, open := a.h.Sessions().Get("s1"); open {
+		t.Fatal("s1 still runs on a after a close through b")
+	}
+	if status, out := post("/v1/sessions/s1/close", `{}`); status != http.StatusOK {
+		t.Fatalf("closing a closed session through b: %d %v", status, out)
+	}
+	if err := b.c.CloseSession(ctxT(t), "never"); !errs.HasCode(err, sessions.NotFound) {
+		t.Fatalf("closing a session never stored: %v", err)
+	}
+}
