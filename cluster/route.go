@@ -209,7 +209,12 @@ func (h *Host) claim(ctx stdctx.Context, id string) (*sessions.Session, error) {
 			return nil, stdctx.Cause(ctx)
 		}
 	}
-	c.ss, c.err = h.resume(ctx, id)
+	// The resume is every waiter's, not its first caller's: one client
+	// going away must not fail the others. The host's own end (Close)
+	// and a bound still stop it.
+	rctx, cancel := stdctx.WithTimeout(h.ctx, h.o.LeaseTTL+h.o.ConnectTimeout)
+	c.ss, c.err = h.resume(rctx, id)
+	cancel()
 	h.mu.Lock()
 	delete(h.inflight, id)
 	h.mu.Unlock()

@@ -29,9 +29,10 @@ type Remote interface {
 // from Options.Remote. Such a stream carries durable events only: the
 // chunks of a message being generated, the notices and the approval
 // questions live in the hub of the host that has the session open, and
-// an event arrives once its writer stores it, at the end of a step or a
-// turn. Its messages are those of a local stream's durable events, with
-// the same ids, so the client resumes on any host with Last-Event-ID.
+// an event arrives once its writer stores it: when the prompt is recorded
+// and when the turn ends. Its messages are those of a local stream's
+// durable events, with the same ids, so the client resumes on any host
+// with Last-Event-ID.
 func (s *Server) streamRemote(w http.ResponseWriter, r *http.Request, id string, seq, notice int64) {
 	last, err := s.o.Remote.LastSeq(r.Context(), id)
 	if errs.HasCode(err, session.NotFound) || errs.HasCode(err, errs.InvalidArgument) {
