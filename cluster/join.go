@@ -280,8 +280,14 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	h.closed = true
 	h.mu.Unlock()
 	var failed []error
-	if err := h.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+	// Drained, not dropped: a request already delivered to this host is
+	// answered (closed is set: "leaving, retry") instead of left to time
+	// out at its sender.
+	if err := h.sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		failed = append(failed, errs.Wrap(Unreachable, err, "cluster: cannot unsubscribe from "+h.sub.Subject))
+	}
+	for h.sub.IsValid() && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
 	}
 	idle := make(chan struct{})
 	go func() { h.work.Wait(); close(idle) }()
