@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"sync"
 	"time"
 
@@ -24,10 +23,6 @@ const (
 	DefaultConnectTimeout = 5 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
 )
-
-// token is what a host id or stream name may hold: one NATS subject token
-// and one key-value key.
-var token = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // Host is this host's membership of a cluster: its presence record, kept
 // alive by a heartbeat, and the subscription that serves the requests
@@ -95,9 +90,9 @@ func (o Options) validate() error {
 	switch {
 	case o.URL == "":
 		return bad("the NATS url is empty; set cluster.nats.url, e.g. nats://127.0.0.1:4222")
-	case !token.MatchString(o.HostID):
+	case !natsplugin.ValidToken(o.HostID):
 		return bad("host id %q cannot name a NATS subject token; set cluster.host_id to letters, digits, '_' and '-'", o.HostID)
-	case !token.MatchString(o.Stream):
+	case !natsplugin.ValidToken(o.Stream):
 		return bad("stream %q is not a JetStream stream name; use letters, digits, '_' and '-'", o.Stream)
 	case o.LeaseTTL < time.Second:
 		return bad("lease_ttl is %s; use at least 1s, e.g. 30s", o.LeaseTTL)

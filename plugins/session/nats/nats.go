@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -70,18 +69,23 @@ func (Config) Defaults() Config {
 }
 
 var (
-	streamName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	subjectTok = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+	token   = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	subject = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 )
+
+// ValidToken reports whether s may be one token of a NATS subject, a key
+// of a key-value bucket and a stream's name: letters, digits, '_' and
+// '-'. Host ids and stream names must be.
+func ValidToken(s string) bool { return token.MatchString(s) }
 
 // Validate checks the config before anything starts.
 func (c Config) Validate() error {
 	switch {
 	case c.URL == "":
 		return errors.New("url is empty; name the NATS server, e.g. nats://127.0.0.1:4222")
-	case !streamName.MatchString(c.Stream):
+	case !ValidToken(c.Stream):
 		return fmt.Errorf("stream %q is not a JetStream stream name; use letters, digits, '_' and '-'", c.Stream)
-	case !subjectTok.MatchString(c.SubjectPrefix):
+	case !subject.MatchString(c.SubjectPrefix):
 		return fmt.Errorf("subject_prefix %q is not a NATS subject; use dot-separated tokens of letters, digits, '_' and '-', without wildcards", c.SubjectPrefix)
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return fmt.Errorf("replicas is %d; JetStream keeps 1, 3 or 5 copies", c.Replicas)
@@ -89,7 +93,7 @@ func (c Config) Validate() error {
 		return errors.New("connect_timeout must be positive, e.g. 5s")
 	case c.LeaseTTL < time.Second:
 		return fmt.Errorf("lease_ttl is %s; use at least 1s, e.g. 30s", c.LeaseTTL)
-	case c.HostID != "" && !subjectTok.MatchString(c.HostID) || strings.Contains(c.HostID, "."):
+	case c.HostID != "" && !ValidToken(c.HostID):
 		return fmt.Errorf("host_id %q cannot name a NATS subject token; use letters, digits, '_' and '-'", c.HostID)
 	}
 	return nil
