@@ -52,16 +52,14 @@ func (s *Server) streamRemote(w http.ResponseWriter, r *http.Request, id string,
 	// The notice part of the resume point is sent back unchanged: this
 	// stream has no notices, and the client keeps its place in those of
 	// the hub it streams from next.
-	out := beginSSE(w, seq, notice)
-	unblock := stdctx.AfterFunc(s.streams, func() { _ = out.rc.SetWriteDeadline(time.Now()) })
-	defer unblock()
 	// A seq past the stored end is no error here, as it is for a local
 	// stream: the client may have seen the events live from their writer
 	// before their checkpoint stored them.
-	ready, _ := json.Marshal(map[string]any{"session": id, "last_seq": max(last, seq)})
-	if out.send("ready", ready, false) != nil {
+	out, unblock, ok := s.startStream(w, id, seq, notice, last)
+	if !ok {
 		return
 	}
+	defer unblock()
 	wait := keepAlive(ctx, cancel, out)
 	defer wait()
 	defer cancel()

@@ -132,16 +132,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { tab.Detach(stdctx.Background()) }()
 
-	out := beginSSE(w, seq, notice)
-	// A client that stopped reading leaves a write blocked, which no
-	// context reaches: at shutdown, the stream's writes fail at once. (Not
-	// on the handler's own return, which must end the response cleanly.)
-	unblock := stdctx.AfterFunc(s.streams, func() { _ = out.rc.SetWriteDeadline(time.Now()) })
-	defer unblock()
-	ready, _ := json.Marshal(map[string]any{"session": id, "last_seq": max(last, seq)})
-	if out.send("ready", ready, false) != nil {
+	out, unblock, ok := s.startStream(w, id, seq, notice, last)
+	if !ok {
 		return
 	}
+	defer unblock()
 
 	wait := keepAlive(ctx, cancel, out)
 	defer wait()
@@ -187,4 +182,22 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// startStream begins an SSE response resuming at seq and notice, and sends
+// ready with the session's last seq. A client that stopped reading leaves
+// a write blocked, which no context reaches: at shutdown, the stream's
+// writes fail at once (not on the handler's own return, which must end
+// the response cleanly); unblock ends that watch. ok is false when ready
+// could not be sent.
+func (s *Server) startStream(w http.ResponseWriter, id string, seq, notice, last int64) (out *sse, unblock func(), ok bool) {
+	out = beginSSE(w, seq, notice)
+	stop := stdctx.AfterFunc(s.streams, func() { _ = out.rc.SetWriteDeadline(time.Now()) })
+	unblock = func() { stop() }
+	ready, _ := json.Marshal(map[string]any{"session": id, "last_seq": max(last, seq)})
+	if out.send("ready", ready, false) != nil {
+		unblock()
+		return nil, nil, false
+	}
+	return out, unblock, true
 }
