@@ -37,7 +37,19 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 	defer close(h.adoptDone)
 	// held are the leases that exist, from the watch's initial values on.
 	held := map[string]bool{}
-	for e := range w.Updates() {
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case <-h.ctx.Done():
+			// Leaving: with the server away the watch's channel may not
+			// close for a while.
+			return
+		case u, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			e = u
+		}
 		if e == nil {
 			continue // the initial values are in
 		}
@@ -77,6 +89,11 @@ func (h *Host) stopAdopting() {
 	if h.adoptWatch == nil {
 		return
 	}
-	h.adoptWatch.Stop()
-	<-h.adoptDone
+	// Stopping deletes the watch's consumer on the server, which waits
+	// out a request timeout while the server is away; the connection's
+	// close ends the watch then.
+	if h.nc.IsConnected() {
+		h.adoptWatch.Stop()
+	}
+	<-h.adoptDone // the loop ends with h.ctx, cancelled first
 }

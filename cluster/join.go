@@ -259,6 +259,9 @@ func (h *Host) beat() {
 	h.mu.Unlock()
 }
 
+// Connected reports whether the host's connection to NATS is up.
+func (h *Host) Connected() bool { return h.nc.IsConnected() }
+
 // ID returns the host id.
 func (h *Host) ID() string { return h.o.HostID }
 
@@ -281,7 +284,7 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	if err := h.sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		failed = append(failed, errs.Wrap(Unreachable, err, "cluster: cannot unsubscribe from "+h.sub.Subject))
 	}
-	for h.sub.IsValid() && ctx.Err() == nil {
+	for h.sub.IsValid() && h.nc.IsConnected() && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
 	idle := make(chan struct{})
@@ -301,6 +304,12 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	h.mu.Lock()
 	rev := h.rev
 	h.mu.Unlock()
+	// With the server away the entry expires by itself within lease_ttl;
+	// waiting for it would only eat the caller's shutdown budget.
+	if !h.nc.IsConnected() {
+		h.nc.Close()
+		return errors.Join(failed...)
+	}
 	if err := h.hosts.Delete(dctx, h.o.HostID, jetstream.LastRevision(rev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		failed = append(failed, errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot delete the presence record of host %q; it expires within lease_ttl (%s)", h.o.HostID, h.o.LeaseTTL)))
 	}

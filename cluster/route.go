@@ -111,6 +111,12 @@ func (h *Host) route(ctx stdctx.Context, req request) (string, error) {
 	if !session.ValidID(req.Session) {
 		return "", errs.New(sessions.NotFound, fmt.Sprintf("cluster: %q is not a session id (letters, digits, '.', '_' and '-'), so no host has it", req.Session))
 	}
+	h.mu.Lock()
+	left := h.closed
+	h.mu.Unlock()
+	if left {
+		return "", errs.New(NoHost, fmt.Sprintf("cluster: host %q has left the cluster (it is shutting down); send the request to another host", h.o.HostID))
+	}
 	var lost error
 	for range claimAttempts {
 		if ss, ok := h.o.Sessions.Get(req.Session); ok && !h.stale(ctx, ss) {
@@ -261,10 +267,9 @@ func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (str
 	case opCancel:
 		return "", ss.Cancel(ctx)
 	case opClose:
-		if h.o.CloseLocal != nil {
-			return "", h.o.CloseLocal(ctx, ss)
-		}
-		return "", ss.Close(ctx)
+		cctx, cancel := stdctx.WithTimeout(ctx, h.o.LeaseTTL+h.o.ConnectTimeout)
+		defer cancel()
+		return "", h.closeLocal(cctx, ss)
 	}
 	pr := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Source: req.Source}
 	for _, p := range req.Parts {
@@ -276,6 +281,14 @@ func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (str
 		return ss.Steer(ctx, pr)
 	}
 	return ss.Prompt(ctx, pr)
+}
+
+// closeLocal closes a session open here as the entry point closes one.
+func (h *Host) closeLocal(ctx stdctx.Context, ss *sessions.Session) error {
+	if h.o.CloseLocal != nil {
+		return h.o.CloseLocal(ctx, ss)
+	}
+	return ss.Close(ctx)
 }
 
 // stale reports whether ss, open here, is no longer this host's: its
@@ -292,7 +305,9 @@ func (h *Host) stale(ctx stdctx.Context, ss *sessions.Session) bool {
 		return false
 	}
 	h.log.Warn("cluster: a session open here lost its lease to another host; closing this copy", "session", ss.ID())
-	if cerr := ss.Close(stdctx.WithoutCancel(ctx)); cerr != nil && !errs.HasCode(cerr, session.SessionLocked) {
+	cctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), h.o.LeaseTTL+h.o.ConnectTimeout)
+	defer cancel()
+	if cerr := h.closeLocal(cctx, ss); cerr != nil && !errs.HasCode(cerr, session.SessionLocked) {
 		h.log.Warn("cluster: closing a session whose lease was lost", "session", ss.ID(), "error", cerr)
 	}
 	return true

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	stdctx "context"
 	"net/http"
 	"slices"
 	"testing"
@@ -74,5 +75,57 @@ func TestACloseIsForwarded(t *testing.T) {
 	}
 	if err := b.c.CloseSession(ctxT(t), "never"); !errs.HasCode(err, sessions.NotFound) {
 		t.Fatalf("closing a session never stored: %v", err)
+	}
+}
+
+// TestACloseOnAHostWithAStaleCopyIsRouted: host a lost the lease of s1 to
+// b; a close sent to a closes the session where it runs now, b, and not
+// only a's stale copy.
+func TestACloseOnAHostWithAStaleCopyIsRouted(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := startNode(t, srv, stream, "a", nodeOpts{})
+	b := startNode(t, srv, stream, "b", nodeOpts{})
+	post := api(t, a)
+	kv := leases(t, srv, stream)
+	ss := a.open(t, "s1")
+	if _, err := ss.Prompt(ctxT(t), sessions.PromptRequest{Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	a.prompts(t, "s1")
+	if err := kv.Delete(ctxT(t), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(leaseTTL / 2)
+	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "via b"}); err != nil {
+		t.Fatal(err)
+	}
+	if status, out := post("/v1/sessions/s1/close", `{}`); status != http.StatusOK {
+		t.Fatalf("close through a: %d %v", status, out)
+	}
+	if _, open := b.h.Sessions().Get("s1"); open {
+		t.Error("s1 still runs on b after a close through a")
+	}
+	if _, open := a.h.Sessions().Get("s1"); open {
+		t.Error("a's stale copy of s1 is still open")
+	}
+}
+
+// TestLeavingWithTheServerAwayIsQuick: a host leaving while NATS is down
+// does not spend its caller's shutdown budget waiting for the server; its
+// presence entry expires by itself.
+func TestLeavingWithTheServerAwayIsQuick(t *testing.T) {
+	srv := startServer(t, 0)
+	a := startNode(t, srv, streamName(), "a", nodeOpts{})
+	c := a.c
+	a.c = nil
+	srv.Shutdown()
+	eventually(t, "the host to see the server gone", func() bool { return !c.Connected() })
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	c.Close(ctx)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("leaving with the server away took %s", d)
 	}
 }

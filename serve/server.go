@@ -255,8 +255,20 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 // this host for a message the API routed. A session the server cannot keep
 // is closed again.
 func (s *Server) Adopt(ss *sessions.Session) error {
-	if _, ok := s.holding(ss.ID()); ok {
+	s.mu.Lock()
+	h, ok := s.held[ss.ID()]
+	if ok && h.s != ss {
+		// A copy of the session that was closed under the server (a
+		// cluster took it elsewhere) and is back: the new one gets its
+		// own approver.
+		delete(s.held, ss.ID())
+	}
+	s.mu.Unlock()
+	if ok && h.s == ss {
 		return nil
+	}
+	if ok {
+		h.approver.stop()
 	}
 	return s.hold(ss)
 }

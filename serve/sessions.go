@@ -365,19 +365,23 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	var before *sessionJSON
 	ctx, cancel := s.closeCtx(r)
 	defer cancel()
-	if ss, open := s.o.Sessions.Get(id); open {
+	ss, open := s.o.Sessions.Get(id)
+	if open {
 		d := describeOpen(ss, nil)
 		before = &d
-		if err := s.CloseOpen(ctx, ss); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	} else if s.o.Router != nil {
-		// Perhaps open on another host of the cluster: closed there.
-		if err := s.o.Router.CloseSession(ctx, id); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	}
+	var err error
+	switch {
+	case s.o.Router != nil:
+		// Closed where it runs: here, on another host of the cluster, or
+		// — a copy here that lost its lease — on both.
+		err = s.o.Router.CloseSession(ctx, id)
+	case open:
+		err = s.CloseOpen(ctx, ss)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	d, err := s.describe(r.Context(), id)
 	if errs.HasCode(err, sessions.NotFound) && before != nil {

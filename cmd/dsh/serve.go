@@ -105,12 +105,15 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
 	}
-	if err := member.join(h, srv, sc.Listen, h.Logger()); err != nil {
-		return &exitCode{code: exitError, err: errors.Join(err, srv.Shutdown(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
-	}
 	l, err := net.Listen("tcp", sc.Listen)
 	if err != nil {
-		return &exitCode{code: exitError, err: errors.Join(fmt.Errorf("cannot listen on %s: %w; pick another address with --listen or serve.listen", sc.Listen, err), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
+		return &exitCode{code: exitError, err: errors.Join(fmt.Errorf("cannot listen on %s: %w; pick another address with --listen or serve.listen", sc.Listen, err), srv.Shutdown(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
+	}
+	// Joined once the port is ours: a host that cannot serve never claims
+	// or adopts a session.
+	if err := member.join(h, srv, l.Addr().String(), h.Logger()); err != nil {
+		l.Close()
+		return &exitCode{code: exitError, err: errors.Join(err, srv.Shutdown(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
 	}
 	ctx, stop := signal.NotifyContext(stdctx.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -142,7 +145,9 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	// Out of the cluster first: no request forwarded here, claim or
 	// adoption lands in a server that is closing; the other hosts take
 	// this one's sessions when their next message comes.
-	failed := []error{member.leave(sctx)}
+	lctx, lcancel := stdctx.WithTimeout(sctx, min(timeout/4, 2*time.Second))
+	failed := []error{member.leave(lctx)}
+	lcancel()
 	// The API and the unattended sources stop together: both refuse new
 	// work at once, and the turns of each have the whole deadline to
 	// finish (draining one first left the other's turns no time).

@@ -288,7 +288,7 @@ func (a *ReactLoopAgent) finish(ctx stdctx.Context) error {
 		// ran out), so no retry could write what is left; holding the
 		// session would only keep a dead copy running.
 		err = errs.Wrap(session.SessionLocked, ferr, fmt.Sprintf(
-			"agent %q: session %q is written by another owner now; the events this agent had not written are dropped", a.id, a.sess.ID())).WithReason(session.ReasonFenced)
+			"agent %q: session %q is fenced (its lease was released, or ran out and another owner writes it now); the events this agent had not written are dropped", a.id, a.sess.ID())).WithReason(session.ReasonFenced)
 	}
 	a.finished = true
 	if cerr := a.loop.sessions.Close(a.sess); cerr != nil {

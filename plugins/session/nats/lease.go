@@ -176,8 +176,14 @@ func (l *lease) refresh(ctx stdctx.Context) error {
 		// A renewal whose answer was lost (a timeout, a leader change) may
 		// have landed: the entry is then still this lease's, at a later
 		// revision. Another holder's entry, or none, has another value.
-		if e, gerr := l.store.leases.Get(ctx, l.key); gerr == nil && bytes.Equal(e.Value(), l.value) {
+		e, gerr := l.store.leases.Get(ctx, l.key)
+		switch {
+		case gerr == nil && bytes.Equal(e.Value(), l.value):
 			next, err = l.store.leases.Update(ctx, l.key, l.value, e.Revision())
+		case gerr != nil && !errors.Is(gerr, jetstream.ErrKeyNotFound):
+			// Cannot tell (the server flaps): not lost, retried at the
+			// next renewal.
+			err = gerr
 		}
 	}
 	l.mu.Lock()

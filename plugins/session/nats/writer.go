@@ -118,7 +118,15 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 			// with its ack lost; the server checks the expected sequence
 			// before the duplicate id, so the retry is refused as if
 			// another writer had appended.
-			if seq, ok := wr.landed(pctx, msgID); ok {
+			lctx, lcancel := wr.store.timeout(ctx)
+			seq, ok, lerr := wr.landed(lctx, msgID)
+			lcancel()
+			if lerr != nil {
+				// Cannot tell whether it landed: retried at the next
+				// checkpoint rather than taken for another writer.
+				err = lerr
+			}
+			if ok {
 				ack, err = &jetstream.PubAck{Sequence: seq}, nil
 			}
 		}
@@ -178,12 +186,15 @@ func wrongLast(err error) bool {
 // landed reports whether the subject's last message is the one published
 // with msgID, and its sequence: then this writer stored it, and nobody
 // appended after it.
-func (wr *writer) landed(ctx stdctx.Context, msgID string) (uint64, bool) {
+func (wr *writer) landed(ctx stdctx.Context, msgID string) (uint64, bool, error) {
 	m, err := wr.store.stream.GetLastMsgForSubject(ctx, wr.subject)
-	if err != nil || m.Header.Get(jetstream.MsgIDHeader) != msgID {
-		return 0, false
+	if err != nil {
+		return 0, false, err
 	}
-	return m.Sequence, true
+	if m.Header.Get(jetstream.MsgIDHeader) != msgID {
+		return 0, false, nil
+	}
+	return m.Sequence, true, nil
 }
 
 // failed turns a refused publish into the writer's error; a message
