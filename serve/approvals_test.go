@@ -3,6 +3,7 @@ package serve_test
 import (
 	stdctx "context"
 	"encoding/json"
+	"github.com/dsh-go/dsh/services/sessions"
 	"net/http"
 	"strings"
 	"testing"
@@ -143,4 +144,40 @@ func toolResult(evs []eventOut) string {
 		}
 	}
 	return ""
+}
+
+// TestAnAdoptedSessionBackAgainGetsItsApprover: a cluster closed the
+// server's copy of a session under it (another host took the session) and
+// later resumed it here again; adopting the new copy replaces what the
+// server held for the old one, so the new copy's questions are answered.
+func TestAnAdoptedSessionBackAgainGetsItsApprover(t *testing.T) {
+	e := newEnv(t, envOpts{replies: []scripted.Reply{
+		{Text: "first"}, {ToolCalls: []scripted.Call{{Name: "ask"}}}, {Text: "done"},
+	}})
+	ctx := stdctx.Background()
+	old, err := e.h.Sessions().Open(ctx, sessions.OpenOptions{Agent: "main", SessionID: "s1", KeepRunning: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Adopt(old); err != nil {
+		t.Fatal(err)
+	}
+	e.send("s1", "r0", "stored")
+	old.Agent().WhenIdle(ctx)
+	if err := old.Close(ctx); err != nil { // closed under the server
+		t.Fatal(err)
+	}
+	back, err := e.h.Sessions().Resume(ctx, "s1", sessions.OpenOptions{Agent: "main", KeepRunning: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Adopt(back); err != nil {
+		t.Fatal(err)
+	}
+	e.send("s1", "r1", "hello")
+	e.send("s1", "r2", "use the tool")
+	q := e.waitQuestion("s1")
+	if r := e.call("POST", "/v1/sessions/s1/approvals/"+itoa(q), map[string]string{"choice": "allow-once"}); r.status != 200 {
+		t.Fatalf("answering the new copy's question: %d %s", r.status, r.body)
+	}
 }
