@@ -26,7 +26,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -69,8 +68,7 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 	if err != nil {
 		return err
 	}
-	w := &files{dir: cfg.Dir, log: ctx.Logger(), sink: appendSync,
-		held: map[string]*writer{}, adopted: map[*session.Session]*writer{}}
+	w := &files{dir: cfg.Dir, log: ctx.Logger(), sink: appendSync}
 	// Only a root instance serves resumes: an agent resumes before its
 	// scope, and the presets in it, exist. In a preset it records its
 	// agent, taking the session's lock when it first hears of it.
@@ -106,12 +104,9 @@ type files struct {
 	// sink appends data to a file durably.
 	sink func(path string, data []byte) error
 
-	mu   sync.Mutex
-	held map[string]*writer // by session id: the sessions this plugin holds
-	// adopted are the writers of sessions opened without this plugin's
-	// lease (the plugin came later, as in a preset); they lock on first
-	// use.
-	adopted map[*session.Session]*writer
+	// writers are the sessions this plugin holds, and those it adopted
+	// (opened without its lease; they lock on first use).
+	writers session.Writers[*writer]
 }
 
 var _ session.Locker = (*files)(nil)
@@ -144,9 +139,7 @@ func (w *files) lock(sessionID string) (*writer, error) {
 		return nil, err
 	}
 	wr := &writer{files: w, id: sessionID, path: path, lock: f}
-	w.mu.Lock()
-	w.held[sessionID] = wr
-	w.mu.Unlock()
+	w.writers.Hold(sessionID, wr)
 	return wr, nil
 }
 
@@ -155,63 +148,21 @@ func (w *files) writerFor(s *session.Session) *writer {
 	if wr, ok := s.Lease().(*writer); ok && wr.files == w {
 		return wr
 	}
-	w.mu.Lock()
-	wr, ok := w.adopted[s]
-	w.mu.Unlock()
-	if ok {
-		return wr
-	}
-	wr, err := w.lock(s.ID())
-	if err != nil {
-		w.log.Error("cannot write this session", "session", s.ID(), "error", err)
-		wr = &writer{files: w, id: s.ID(), broken: err}
-	}
-	w.mu.Lock()
-	if again, ok := w.adopted[s]; ok { // another event adopted it first
-		w.mu.Unlock()
-		wr.Release()
-		return again
-	}
-	w.adopted[s] = wr
-	w.mu.Unlock()
-	return wr
-}
-
-// forget drops a released writer.
-func (w *files) forget(wr *writer) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.held[wr.id] == wr {
-		delete(w.held, wr.id)
-	}
-	for s, x := range w.adopted {
-		if x == wr {
-			delete(w.adopted, s)
+	return w.writers.Adopt(s, func() *writer {
+		wr, err := w.lock(s.ID())
+		if err != nil {
+			w.log.Error("cannot write this session", "session", s.ID(), "error", err)
+			wr = &writer{files: w, id: s.ID(), broken: err}
 		}
-	}
-}
-
-func (w *files) holds(sessionID string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.held[sessionID]
-	return ok
+		return wr
+	})
 }
 
 // close writes every pending event and releases every writer; it runs when
 // the plugin goes away.
 func (w *files) close() error {
-	w.mu.Lock()
-	all := map[*writer]bool{}
-	for _, wr := range w.held {
-		all[wr] = true
-	}
-	for _, wr := range w.adopted {
-		all[wr] = true
-	}
-	w.mu.Unlock()
 	var failed []error
-	for wr := range all {
+	for _, wr := range w.writers.All() {
 		wr.mu.Lock()
 		broken := wr.broken != nil || wr.released
 		wr.mu.Unlock()
@@ -258,7 +209,7 @@ func (w *files) Load(_ stdctx.Context, sessionID string) ([]session.Event, error
 			return nil, errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read %s", path))
 		}
 		if err != nil { // the file ends without a newline
-			if !w.holds(sessionID) {
+			if !w.writers.Holds(sessionID) {
 				return events, nil
 			}
 			w.log.Warn("dropped a session event cut short by an interrupted write", "file", path, "line", line)

@@ -130,7 +130,7 @@ func (wr *writer) Release() error {
 		wr.files.log.Error("session closed with events that were never written", "session", wr.id, "events", n)
 	}
 	wr.pending = nil
-	wr.files.forget(wr)
+	wr.files.writers.Forget(wr.id, wr)
 	if wr.lock == nil {
 		return nil
 	}

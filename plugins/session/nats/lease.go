@@ -98,9 +98,7 @@ func (s *store) lock(ctx stdctx.Context, sessionID string) (*writer, error) {
 		return nil, err
 	}
 	wr := &writer{store: s, id: sessionID, subject: subject, lease: l, last: last}
-	s.mu.Lock()
-	s.held[sessionID] = wr
-	s.mu.Unlock()
+	s.writers.Hold(sessionID, wr)
 	return wr, nil
 }
 
@@ -248,38 +246,12 @@ func (s *store) writerFor(ss *session.Session) *writer {
 	if wr, ok := ss.Lease().(*writer); ok && wr.store == s {
 		return wr
 	}
-	s.mu.Lock()
-	wr, ok := s.adopted[ss]
-	s.mu.Unlock()
-	if ok {
-		return wr
-	}
-	wr, err := s.lock(stdctx.Background(), ss.ID())
-	if err != nil {
-		s.log.Error("cannot write this session", "session", ss.ID(), "error", err)
-		wr = &writer{store: s, id: ss.ID(), broken: err}
-	}
-	s.mu.Lock()
-	if again, ok := s.adopted[ss]; ok {
-		s.mu.Unlock()
-		wr.Release()
-		return again
-	}
-	s.adopted[ss] = wr
-	s.mu.Unlock()
-	return wr
-}
-
-// forget drops a released writer.
-func (s *store) forget(wr *writer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held[wr.id] == wr {
-		delete(s.held, wr.id)
-	}
-	for ss, x := range s.adopted {
-		if x == wr {
-			delete(s.adopted, ss)
+	return s.writers.Adopt(ss, func() *writer {
+		wr, err := s.lock(stdctx.Background(), ss.ID())
+		if err != nil {
+			s.log.Error("cannot write this session", "session", ss.ID(), "error", err)
+			wr = &writer{store: s, id: ss.ID(), broken: err}
 		}
-	}
+		return wr
+	})
 }

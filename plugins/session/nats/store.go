@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -34,9 +33,9 @@ type store struct {
 	leases jetstream.KeyValue
 	holder string // who this process is, as a lease names it
 
-	mu      sync.Mutex
-	held    map[string]*writer
-	adopted map[*session.Session]*writer
+	// writers are the sessions this process holds, and those it adopted
+	// (opened without its lease; they lock on first use).
+	writers session.Writers[*writer]
 }
 
 var (
@@ -57,8 +56,7 @@ func connect(log hclog.Logger, cfg Config) (*store, error) {
 		return nil, errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"session.nats: cannot connect to the NATS server at %s; start it (nats-server -js) or fix url/credentials_file in the plugin's config", cfg.URL))
 	}
-	s := &store{cfg: cfg, log: log, nc: nc, holder: holderName(cfg.HostID),
-		held: map[string]*writer{}, adopted: map[*session.Session]*writer{}}
+	s := &store{cfg: cfg, log: log, nc: nc, holder: holderName(cfg.HostID)}
 	if err := s.setUp(); err != nil {
 		nc.Close()
 		return nil, err
@@ -205,17 +203,8 @@ func (s *store) notFound(sessionID string) error {
 // close publishes every pending event, releases every lease and closes the
 // connection; it runs when the plugin goes away.
 func (s *store) close() error {
-	s.mu.Lock()
-	all := map[*writer]bool{}
-	for _, wr := range s.held {
-		all[wr] = true
-	}
-	for _, wr := range s.adopted {
-		all[wr] = true
-	}
-	s.mu.Unlock()
 	var failed []error
-	for wr := range all {
+	for _, wr := range s.writers.All() {
 		if err := wr.write(stdctx.Background(), 1<<62); err != nil && !errs.HasCode(err, session.SessionLocked) {
 			failed = append(failed, err)
 		}

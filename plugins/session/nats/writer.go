@@ -265,7 +265,7 @@ func (wr *writer) Release() error {
 	wr.pending = nil
 	l := wr.lease
 	wr.mu.Unlock()
-	wr.store.forget(wr)
+	wr.store.writers.Forget(wr.id, wr)
 	if l == nil {
 		return nil
 	}
