@@ -4,7 +4,6 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"github.com/dsh-go/dsh/internal/natstest"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/natstest"
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
 	_ "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/agentcontroller"

@@ -5,7 +5,6 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"errors"
-	"github.com/dsh-go/dsh/internal/natstest"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/natstest"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/serve/apierr"

@@ -3,13 +3,13 @@ package serve_test
 import (
 	stdctx "context"
 	"encoding/json"
-	"github.com/dsh-go/dsh/services/sessions"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 type pendingOut struct {

@@ -1,11 +1,11 @@
 package serve
 
 import (
-	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"net/http"
 
 	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/errs"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve/apierr"
 )
 

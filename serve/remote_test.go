@@ -4,12 +4,12 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
-	"github.com/dsh-go/dsh/internal/natstest"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/cluster"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/serve"
 	"github.com/nats-io/nats-server/v2/server"

@@ -5,7 +5,6 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
-	"github.com/dsh-go/dsh/internal/natstest"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/hashicorp/go-hclog"
 )
 

@@ -3,13 +3,13 @@ package all_test
 import (
 	stdctx "context"
 	"fmt"
-	"github.com/dsh-go/dsh/internal/natstest"
 	"strings"
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/admission/readygate"
 	_ "github.com/dsh-go/dsh/plugins/all"

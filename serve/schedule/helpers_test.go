@@ -2,23 +2,19 @@ package schedule_test
 
 import (
 	stdctx "context"
-	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/internal/testtools"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/services/session"
-	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 )
@@ -27,68 +23,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // wait bounds every wait of the tests.
 const wait = 10 * time.Second
-
-type noConfig struct{}
-
-// blocker is the tool "block": it returns when the test releases it or its
-// call is cancelled.
-var blocker struct {
-	mu      sync.Mutex
-	started chan struct{}
-	release chan struct{}
-}
-
-func resetBlocker() {
-	blocker.mu.Lock()
-	blocker.started, blocker.release = make(chan struct{}, 8), make(chan struct{})
-	blocker.mu.Unlock()
-}
-
-func release() {
-	blocker.mu.Lock()
-	close(blocker.release)
-	blocker.mu.Unlock()
-}
-
-// risky counts the runs of the tool "risky", which asks for approval.
-var risky atomic.Int32
-
-func init() {
-	plugin.Register("test.risky", "a tool that needs approval (tests only)", func(ctx *dshctx.Context, _ noConfig) error {
-		svc, err := tools.Key.Get(ctx)
-		if err != nil {
-			return err
-		}
-		return svc.Register(ctx, tools.Tool{
-			Name: "risky", Description: "needs approval", Parameters: json.RawMessage(`{"type":"object"}`), Approval: tools.Ask,
-			Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
-				risky.Add(1)
-				return tools.Result{Content: "ran"}, nil
-			},
-		})
-	}, tools.Key)
-	plugin.Register("test.block", "a tool that waits for the test (tests only)", func(ctx *dshctx.Context, _ noConfig) error {
-		svc, err := tools.Key.Get(ctx)
-		if err != nil {
-			return err
-		}
-		return svc.Register(ctx, tools.Tool{
-			Name: "block", Description: "waits", Parameters: json.RawMessage(`{"type":"object"}`),
-			Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
-				blocker.mu.Lock()
-				started, rel := blocker.started, blocker.release
-				blocker.mu.Unlock()
-				started <- struct{}{}
-				select {
-				case <-rel:
-					return tools.Result{Content: "released"}, nil
-				case <-ctx.Done():
-					return tools.Result{Content: "cancelled", IsError: true}, nil
-				}
-			},
-		})
-	}, tools.Key)
-}
 
 // clock is a fake clock: time moves only when the test advances it.
 type clock struct {
@@ -213,7 +147,7 @@ func newEnv(t *testing.T, replies, serve string) *env {
 // newEnvWith is newEnv with more plugin entries (YAML list items).
 func newEnvWith(t *testing.T, replies, extra, serve string) *env {
 	t.Helper()
-	resetBlocker()
+	testtools.ResetBlock()
 	if replies == "" {
 		replies = "[]"
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/testtools"
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/services/session"
 )
@@ -48,10 +49,10 @@ func TestAnOverlappingRunIsSkipped(t *testing.T) {
 	e := newEnv(t, `[{tool_calls: [{name: block, arguments: "{}"}]}, {text: done}]`, quarterly)
 	e.start()
 	e.clock.set(at("10:00"))
-	<-blocker.started
+	<-testtools.BlockStarted()
 	e.clock.set(at("10:15"))
 	e.waitLog("schedule run skipped", "overlap: skip", "time=2026-03-02 10:15")
-	release()
+	testtools.ReleaseBlock()
 	e.waitLog("schedule run ended", "time=2026-03-02 10:00")
 	e.clock.set(at("10:30"))
 	e.waitPrompts("sched-q", "quarter at 10:00", "quarter at 10:30")
@@ -62,7 +63,7 @@ func TestAnOverlappingRunIsQueuedOnce(t *testing.T) {
 		strings.Replace(quarterly, "session: sched-q", "session: sched-q\n      overlap: queue", 1))
 	e.start()
 	e.clock.set(at("10:00"))
-	<-blocker.started
+	<-testtools.BlockStarted()
 	e.clock.set(at("10:15"))
 	e.waitLog("schedule run queued", "time=2026-03-02 10:15")
 	e.clock.set(at("10:30"))
@@ -70,7 +71,7 @@ func TestAnOverlappingRunIsQueuedOnce(t *testing.T) {
 	if got := e.prompts("sched-q"); len(got) != 1 {
 		t.Fatalf("prompts %q while the first turn runs; the queued run must wait for it", got)
 	}
-	release()
+	testtools.ReleaseBlock()
 	e.waitPrompts("sched-q", "quarter at 10:00", "quarter at 10:15")
 	e.waitLog("schedule run ended", "time=2026-03-02 10:15")
 	e.clock.set(at("10:45"))
@@ -170,7 +171,7 @@ func TestARefusedRunIsLoggedAndNotDelivered(t *testing.T) {
 }
 
 func TestAToolNeedingApprovalIsRefusedInAScheduledTurn(t *testing.T) {
-	risky.Store(0)
+	testtools.Risky.Store(0)
 	e := newEnv(t, `[{tool_calls: [{name: risky, arguments: "{}"}]}, {text: done}]`, quarterly)
 	e.start()
 	e.clock.set(at("10:00"))
@@ -182,8 +183,8 @@ func TestAToolNeedingApprovalIsRefusedInAScheduledTurn(t *testing.T) {
 			results = append(results, ev.Message.Content)
 		}
 	}
-	if len(results) != 1 || !strings.Contains(results[0], "unattended source") || risky.Load() != 0 {
-		t.Fatalf("tool results %q, runs %d; want the call refused as unattended, never run", results, risky.Load())
+	if len(results) != 1 || !strings.Contains(results[0], "unattended source") || testtools.Risky.Load() != 0 {
+		t.Fatalf("tool results %q, runs %d; want the call refused as unattended, never run", results, testtools.Risky.Load())
 	}
 }
 
@@ -191,7 +192,7 @@ func TestStopCancelsARunStillGoingAtItsDeadline(t *testing.T) {
 	e := newEnv(t, `[{tool_calls: [{name: block, arguments: "{}"}]}, {text: done}]`, "serve:\n  schedules:\n    - {name: slow, cron: \"@hourly\", prompt: go}\n")
 	s := e.start()
 	e.clock.set(at("10:00"))
-	<-blocker.started
+	<-testtools.BlockStarted()
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := s.Stop(ctx); err == nil {

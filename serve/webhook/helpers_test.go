@@ -10,19 +10,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/internal/testtools"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/session"
-	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 )
@@ -33,62 +29,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const wait = 10 * time.Second
 
 const secret = "s3cret-for-tests"
-
-type noConfig struct{}
-
-// risky counts the runs of the tool "risky", which asks for approval.
-var risky atomic.Int32
-
-// blocker is the tool "block": it returns when the test releases it or its
-// call is cancelled.
-var blocker struct {
-	mu      sync.Mutex
-	started chan struct{}
-	release chan struct{}
-}
-
-func resetBlocker() {
-	blocker.mu.Lock()
-	blocker.started, blocker.release = make(chan struct{}, 8), make(chan struct{})
-	blocker.mu.Unlock()
-}
-
-func init() {
-	plugin.Register("test.risky", "a tool that needs approval (tests only)", func(ctx *dshctx.Context, _ noConfig) error {
-		svc, err := tools.Key.Get(ctx)
-		if err != nil {
-			return err
-		}
-		return svc.Register(ctx, tools.Tool{
-			Name: "risky", Description: "needs approval", Parameters: json.RawMessage(`{"type":"object"}`), Approval: tools.Ask,
-			Execute: func(stdctx.Context, tools.Call) (tools.Result, error) {
-				risky.Add(1)
-				return tools.Result{Content: "ran"}, nil
-			},
-		})
-	}, tools.Key)
-	plugin.Register("test.block", "a tool that waits for the test (tests only)", func(ctx *dshctx.Context, _ noConfig) error {
-		svc, err := tools.Key.Get(ctx)
-		if err != nil {
-			return err
-		}
-		return svc.Register(ctx, tools.Tool{
-			Name: "block", Description: "waits", Parameters: json.RawMessage(`{"type":"object"}`),
-			Execute: func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
-				blocker.mu.Lock()
-				started, release := blocker.started, blocker.release
-				blocker.mu.Unlock()
-				started <- struct{}{}
-				select {
-				case <-release:
-					return tools.Result{Content: "released"}, nil
-				case <-ctx.Done():
-					return tools.Result{Content: "cancelled", IsError: true}, nil
-				}
-			},
-		})
-	}, tools.Key)
-}
 
 // env is a host, the webhooks handler and an HTTP server in front of it.
 type env struct {
@@ -117,7 +57,7 @@ func baseIn(dir, replies, extra string) string {
 
 func newEnv(t *testing.T, yaml string) *env {
 	t.Helper()
-	resetBlocker()
+	testtools.ResetBlock()
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/testtools"
 	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/session"
 )
@@ -271,7 +272,7 @@ func TestARefusingAdmissionPluginRefusesTheDelivery(t *testing.T) {
 }
 
 func TestAToolNeedingApprovalIsRefusedInAWebhookTurn(t *testing.T) {
-	risky.Store(0)
+	testtools.Risky.Store(0)
 	e := newEnv(t, base(t, `[{tool_calls: [{name: risky, arguments: "{}"}]}, {text: done}]`, "")+hooks)
 	expect(t, e.signed("push", []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"c"}}`), nil), http.StatusAccepted, "")
 	events := e.turnsEnded("hooks-push", 1)
@@ -279,7 +280,7 @@ func TestAToolNeedingApprovalIsRefusedInAWebhookTurn(t *testing.T) {
 	if len(results) != 1 || !strings.Contains(results[0].Message.Content, "unattended source") {
 		t.Fatalf("tool results %v; want the call refused as unattended", results)
 	}
-	if risky.Load() != 0 {
+	if testtools.Risky.Load() != 0 {
 		t.Fatal("the tool that needs approval ran")
 	}
 	if end := of(events, session.TurnEnd); end[0].Reason != "completed" {
@@ -292,7 +293,7 @@ func TestCloseCancelsTurnsStillRunningAtItsDeadline(t *testing.T) {
 	r := e.signed("fresh", []byte("go"), nil)
 	expect(t, r, http.StatusAccepted, "")
 	select {
-	case <-blocker.started:
+	case <-testtools.BlockStarted():
 	case <-time.After(wait):
 		t.Fatal("the tool did not start")
 	}
@@ -338,7 +339,7 @@ func TestARedeliveryAfterARestartIsNotDeliveredAgain(t *testing.T) {
 func TestCloseAfterTheServerClosedTheSessions(t *testing.T) {
 	e := newEnv(t, base(t, `[{tool_calls: [{name: block, arguments: "{}"}]}, {text: done}]`, "")+hooks)
 	expect(t, e.signed("fresh", []byte("go"), nil), http.StatusAccepted, "")
-	<-blocker.started
+	<-testtools.BlockStarted()
 	// The server's shutdown closes every session first.
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), wait)
 	defer cancel()

@@ -3,7 +3,6 @@ package nats_test
 import (
 	stdctx "context"
 	"encoding/json"
-	"github.com/dsh-go/dsh/internal/natstest"
 	"net"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/ctxtest"
+	"github.com/dsh-go/dsh/internal/natstest"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/session"
