@@ -1,0 +1,260 @@
+package egress_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/internal/egress"
+)
+
+// echoServer answers every connection by echoing what it reads, until
+// the test ends.
+func echoServer(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				io.Copy(c, c)
+				c.(*net.TCPConn).CloseWrite()
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String()
+}
+
+// tunnel opens a CONNECT tunnel to target through the proxy and returns
+// the connection ready to carry bytes.
+func tunnel(t *testing.T, h *harness, target string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	status, _ := br.ReadString('\n')
+	if !strings.Contains(status, " 200 ") {
+		t.Fatalf("CONNECT %s: %q", target, status)
+	}
+	if blank, _ := br.ReadString('\n'); blank != "\r\n" {
+		t.Fatalf("CONNECT %s: header line %q", target, blank)
+	}
+	return c, br
+}
+
+// Bytes sent right behind the CONNECT line, before the 200, reach the
+// far side; a half-close travels through and the reply still comes back.
+func TestTunnelPipelinedBytesAndHalfClose(t *testing.T) {
+	echo := echoServer(t)
+	h := startProxy(t, policy(t, []string{"127.0.0.1"}, nil), newDNS(), egress.Options{})
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "CONNECT "+echo+" HTTP/1.1\r\n\r\nearly bytes|")
+	io.WriteString(c, "late bytes")
+	c.(*net.TCPConn).CloseWrite()
+	all, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "HTTP/1.1 200 Connection established\r\n\r\nearly bytes|late bytes"; string(all) != want {
+		t.Fatalf("got %q, want %q", all, want)
+	}
+}
+
+// Close ends open tunnels and returns; the clients see their connection
+// closed, and goleak (TestMain) sees no goroutine left.
+func TestCloseWithOpenTunnels(t *testing.T) {
+	echo := echoServer(t)
+	h := startProxy(t, policy(t, []string{"127.0.0.1"}, nil), newDNS(), egress.Options{})
+	var conns []net.Conn
+	for range 3 {
+		c, br := tunnel(t, h, echo)
+		io.WriteString(c, "ping\n")
+		if line, _ := br.ReadString('\n'); line != "ping\n" {
+			t.Fatalf("echo through the tunnel: %q", line)
+		}
+		conns = append(conns, c)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.p.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return with tunnels open")
+	}
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+			t.Errorf("tunnel %d still open after Close (%d, %v)", i, n, err)
+		}
+	}
+	if _, err := net.DialTimeout("tcp", h.addr, time.Second); err == nil {
+		t.Errorf("the listener still accepts after Close")
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// Serve returns nil when its listener is closed by its owner.
+func TestServeReturnsWhenListenerCloses(t *testing.T) {
+	p := egress.New(egress.Policy{}, egress.Options{})
+	defer p.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(l) }()
+	// Make sure Serve is accepting before the listener goes.
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	l.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its listener closed")
+	}
+	// Serve after Close returns at once and closes the listener.
+	p.Close()
+	l2, _ := net.Listen("tcp", "127.0.0.1:0")
+	if err := p.Serve(l2); err != nil {
+		t.Errorf("Serve after Close: %v", err)
+	}
+	if _, err := l2.Accept(); err == nil {
+		t.Errorf("Serve after Close left its listener open")
+	}
+}
+
+// MaxConns caps open client connections, tunnels included: a further
+// client is answered only once one closes.
+func TestMaxConns(t *testing.T) {
+	echo := echoServer(t)
+	h := startProxy(t, policy(t, []string{"127.0.0.1"}, nil), newDNS(), egress.Options{MaxConns: 1})
+	first, _ := tunnel(t, h, echo)
+	second, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	io.WriteString(second, "CONNECT "+echo+" HTTP/1.1\r\n\r\n")
+	second.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, err := second.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("a connection over the cap was answered (%d, %v)", n, err)
+	}
+	first.Close()
+	second.SetReadDeadline(time.Now().Add(5 * time.Second))
+	status, _ := bufio.NewReader(second).ReadString('\n')
+	if !strings.Contains(status, " 200 ") {
+		t.Fatalf("after the first closed, the second got %q", status)
+	}
+}
+
+// A tunnel with no traffic either way is closed after TunnelIdleTimeout;
+// one with traffic in one direction only is not.
+func TestTunnelIdleTimeout(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	echo := echoServer(t)
+	h := startProxy(t, policy(t, []string{"127.0.0.1"}, nil), newDNS(), egress.Options{TunnelIdleTimeout: idle})
+
+	quiet, _ := tunnel(t, h, echo)
+	quiet.SetReadDeadline(time.Now().Add(10 * idle))
+	start := time.Now()
+	if _, err := quiet.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("an idle tunnel was not closed: %v", err)
+	}
+	if d := time.Since(start); d < idle {
+		t.Errorf("closed after %s, before the idle timeout", d)
+	}
+
+	// Upstream to client only: the client writes nothing after CONNECT,
+	// yet the tunnel lives on while bytes keep coming back.
+	busy, br := tunnel(t, h, dripServer(t, 8, idle/3))
+	busy.SetReadDeadline(time.Now().Add(20 * idle))
+	for got := range 8 {
+		if _, err := br.ReadByte(); err != nil {
+			t.Fatalf("a tunnel busy one way closed after %d bytes: %v", got, err)
+		}
+	}
+}
+
+// dripServer writes n bytes to each connection, one every gap, reading
+// nothing.
+func dripServer(t *testing.T, n int, gap time.Duration) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				for range n {
+					time.Sleep(gap)
+					if _, err := c.Write([]byte{'x'}); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	return l.Addr().String()
+}
