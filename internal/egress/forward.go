@@ -39,9 +39,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) newForwarder() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			// The upstream sees the host that was checked: a Host header
-			// naming another site behind the same address (domain
-			// fronting) is replaced.
+			// The upstream must see the host that was checked, not a Host
+			// header naming another site behind the same address (domain
+			// fronting). net/http already takes an absolute-form request's
+			// host from its URL; an empty Out.Host keeps it so here too.
 			pr.Out.Host = ""
 		},
 		Transport: p.tr,
