@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"errors"
 	"net"
 	"sync"
 )
@@ -42,7 +43,12 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 func (l *limitListener) Close() error {
 	l.doneOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
+	// Closing a listener its owner closed already is not a failure of
+	// the proxy's Close.
+	if err := l.Listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // clientConn is one client connection; closing it frees its slot.

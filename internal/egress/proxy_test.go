@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"bufio"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -241,5 +242,57 @@ func TestProxyUnreachable(t *testing.T) {
 	}
 	if len(h.recorded()) != 0 {
 		t.Errorf("failures recorded as refusals")
+	}
+}
+
+// A request sent to the proxy's own address does not loop: it reaches
+// the proxy in origin form, which the proxy refuses.
+func TestProxyLoop(t *testing.T) {
+	h := startProxy(t, policy(t, []string{"127.0.0.1"}, nil), newDNS(), egress.Options{MaxConns: 4})
+	code, body := get(t, h.client(t, nil), "http://"+h.addr+"/")
+	if code != http.StatusBadRequest || !strings.Contains(body, "this is an HTTP proxy") {
+		t.Fatalf("got %d %q", code, body)
+	}
+}
+
+// An Upgrade (WebSocket style) through a forwarded request works, and
+// Close ends it like a tunnel.
+func TestProxyUpgradeAndClose(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "echo" {
+			http.Error(w, "want upgrade", 400)
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		brw.Flush()
+		io.Copy(c, brw)
+	}))
+	defer up.Close()
+	h := startProxy(t, policy(t, []string{"allowed.test"}, nil), newDNS("allowed.test", "127.0.0.1"), egress.Options{})
+	c, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	p := port(t, up.Listener.Addr().String())
+	io.WriteString(c, "GET http://allowed.test:"+p+"/ws HTTP/1.1\r\nHost: allowed.test:"+p+"\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	io.WriteString(c, "ping\n")
+	if line, _ := br.ReadString('\n'); line != "ping\n" {
+		t.Fatalf("echo over the upgraded connection: %q", line)
+	}
+	h.p.Close()
+	if _, err := br.ReadByte(); err == nil || isTimeout(err) {
+		t.Errorf("the upgraded connection outlived Close: %v", err)
 	}
 }
