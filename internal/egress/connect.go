@@ -14,12 +14,16 @@ import (
 // bytes both ways until both sides are done, the tunnel idles out or the
 // proxy closes.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
-	host, addrs, port, err := p.decide(r.Context(), r.RequestURI, "")
+	// Not r.Context(): net/http cancels it when the client half-closes,
+	// which a tunnel client may do right after sending its data; the dial
+	// is bounded by DialTimeout and stopped by Close all the same.
+	ctx := p.ctx
+	host, addrs, port, err := p.decide(ctx, r.RequestURI, "")
 	if err != nil {
 		p.refuse(w, r, r.RequestURI, err)
 		return
 	}
-	up, err := p.dial(r.Context(), host, addrs, port)
+	up, err := p.dial(ctx, host, addrs, port)
 	if err != nil {
 		p.fail(w, r, r.RequestURI, err)
 		return

@@ -43,7 +43,7 @@ func (p *Proxy) dial(ctx context.Context, host string, addrs []netip.Addr, port 
 		}
 	}
 	reason := "egress/dial"
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		reason = "egress/dial-timeout"
 	}
 	return nil, errs.Wrap(Unreachable, errors.Join(errList...), fmt.Sprintf("dsh egress proxy: could not connect to %s", net.JoinHostPort(host, strconv.Itoa(int(port))))).WithReason(reason)

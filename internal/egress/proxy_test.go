@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -294,5 +296,41 @@ func TestProxyUpgradeAndClose(t *testing.T) {
 	h.p.Close()
 	if _, err := br.ReadByte(); err == nil || isTimeout(err) {
 		t.Errorf("the upgraded connection outlived Close: %v", err)
+	}
+}
+
+// lockedBuffer is a log sink safe for the proxy's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Each refusal is one log line naming the agent, the target, the reason
+// and the deciding rule.
+func TestRefusalIsLogged(t *testing.T) {
+	var logs lockedBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	h := startProxy(t, policy(t, []string{"*"}, []string{"*.denied.test"}), newDNS(), egress.Options{Agent: "reviewer", Logger: logger})
+	h.raw(t, "CONNECT x.denied.test:443 HTTP/1.1\r\n\r\n")
+	line := logs.String()
+	for _, want := range []string{`"level":"WARN"`, `"agent":"reviewer"`, `"target":"x.denied.test:443"`, `"reason":"egress/denied-name"`, `"rule":"*.denied.test"`, "dsh egress policy: x.denied.test:443 is denied"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log %q lacks %s", line, want)
+		}
+	}
+	if n := strings.Count(line, "\n"); n != 1 {
+		t.Errorf("%d log lines for one refusal", n)
 	}
 }
