@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -46,7 +47,9 @@ func (p *Proxy) newForwarder() *httputil.ReverseProxy {
 			pr.Out.Host = ""
 		},
 		Transport: p.tr,
-		ErrorLog:  nil,
+		// Broken client or upstream connections mid-body are routine for
+		// a proxy; they go to the debug log, not to stderr.
+		ErrorLog: slog.NewLogLogger(p.opts.Logger.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if !errs.HasCode(err, Unreachable) && !errs.HasCode(err, Refused) {
 				if errors.Is(err, context.Canceled) {
@@ -72,11 +75,12 @@ func (p *Proxy) newTransport() *http.Transport {
 			}
 			return p.dial(ctx, d.host, d.addrs, d.port)
 		},
-		MaxIdleConns:           64,
-		MaxIdleConnsPerHost:    8,
-		IdleConnTimeout:        p.opts.IdleTimeout,
-		DisableCompression:     true,
-		ResponseHeaderTimeout:  0,
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     p.opts.IdleTimeout,
+		DisableCompression:  true,
+		// No ResponseHeaderTimeout: a long poll may wait for minutes, and
+		// the command's own timeout bounds it.
 		MaxResponseHeaderBytes: int64(p.opts.MaxHeaderBytes) * 4,
 	}
 }
