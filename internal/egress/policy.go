@@ -171,7 +171,8 @@ func (p *Policy) checkName(t target) (explicit bool, err error) {
 // the client asked for or one the name resolved to.
 func (p *Policy) checkAddr(t target, a netip.Addr, explicit bool) error {
 	for _, r := range p.Deny {
-		if r.matchAddr(a, t.port) {
+		// A deny "*" (or "*:port") covers addresses as well as names.
+		if r.matchAddr(a, t.port) || (r.any && r.matchName("", t.port)) {
 			return p.refuse(ReasonDeniedAddress, t, r.text, p.addrMsg(t, a, fmt.Sprintf("which is denied by %s.deny entry %q", p.key(), r.text)))
 		}
 	}

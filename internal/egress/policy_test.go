@@ -166,6 +166,21 @@ func TestDecidePorts(t *testing.T) {
 			t.Errorf("%s:%d: got %q, want %q", tc.host, tc.port, got, tc.want)
 		}
 	}
+	// A deny "*:25" holds for IP literals too, even under allow "*".
+	open := policy(t, []string{"*"}, []string{"*:25"})
+	for _, tc := range []struct {
+		host string
+		port uint16
+		want string
+	}{
+		{"93.184.215.14", 25, egress.ReasonDeniedAddress},
+		{"93.184.215.14", 587, ""},
+		{"example.com", 25, egress.ReasonDeniedName},
+	} {
+		if got := decide(t, open, dns, tc.host, tc.port); got != tc.want {
+			t.Errorf("allow *, deny *:25, %s:%d: got %q, want %q", tc.host, tc.port, got, tc.want)
+		}
+	}
 }
 
 func TestDecideDenyWins(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"sync"
 	"time"
 )
@@ -89,6 +90,10 @@ type Proxy struct {
 // New returns a proxy that enforces policy. It serves nothing until Serve.
 func New(policy Policy, opts Options) *Proxy {
 	opts.fill()
+	// The proxy keeps its own lists: a caller changing its slices later
+	// does not change what a running proxy allows.
+	policy.Allow = slices.Clone(policy.Allow)
+	policy.Deny = slices.Clone(policy.Deny)
 	p := &Proxy{
 		policy: policy,
 		opts:   opts,
