@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/dsh-go/dsh/errs"
 )
@@ -173,7 +174,7 @@ func (p *Policy) checkAddr(t target, a netip.Addr, explicit bool) error {
 	for _, r := range p.Deny {
 		// A deny "*" (or "*:port") covers addresses as well as names.
 		if r.matchAddr(a, t.port) || (r.any && r.matchName("", t.port)) {
-			return p.refuse(ReasonDeniedAddress, t, r.text, p.addrMsg(t, a, fmt.Sprintf("which is denied by %s.deny entry %q", p.key(), r.text)))
+			return p.refuse(ReasonDeniedAddress, t, r.text, p.addrMsg(t, a, fmt.Sprintf("denied by %s.deny entry %q", p.key(), r.text)))
 		}
 	}
 	for _, r := range p.Allow {
@@ -199,9 +200,14 @@ func (p *Policy) checkAddr(t target, a netip.Addr, explicit bool) error {
 	return nil
 }
 
+// addrMsg words an address refusal; why is "denied by ..." or "a
+// loopback address, ...".
 func (p *Policy) addrMsg(t target, a netip.Addr, why string) string {
 	if t.addr.IsValid() {
 		return fmt.Sprintf("dsh egress policy: %s is %s", t, why)
+	}
+	if strings.HasPrefix(why, "denied") {
+		why = "which is " + why
 	}
 	return fmt.Sprintf("dsh egress policy: %s resolves to %s, %s", t, a, why)
 }

@@ -266,6 +266,14 @@ func TestDecideMessages(t *testing.T) {
 	if want := `rebind.test:443 resolves to 10.0.0.7, which is denied by agents[1].sandbox.network.deny entry "10.0.0.0/8"`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want %q", err, want)
 	}
+	_, err = p.Decide(context.Background(), dns, "10.9.9.9", 443)
+	if want := `dsh egress policy: 10.9.9.9:443 is denied by agents[1].sandbox.network.deny entry "10.0.0.0/8"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	_, err = p.Decide(context.Background(), dns, "::1", 80)
+	if want := `dsh egress policy: [::1]:80 is a loopback address, which only an entry in agents[1].sandbox.network.allow`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
 	var off egress.Policy
 	_, err = off.Decide(context.Background(), dns, "example.org", 443)
 	if want := "network access is off for sandboxed commands (sandbox.network: off)"; !errs.Has(err, egress.Refused, egress.ReasonOff) || !strings.Contains(err.Error(), want) {
