@@ -53,7 +53,10 @@ func (p *Proxy) newForwarder() *httputil.ReverseProxy {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if !errs.HasCode(err, Unreachable) && !errs.HasCode(err, Refused) {
 				if errors.Is(err, context.Canceled) {
-					return
+					// The client left or the proxy is closing. Returning
+					// would let net/http send an empty 200; abort instead
+					// so the client sees the connection cut.
+					panic(http.ErrAbortHandler)
 				}
 				err = errs.Wrap(Unreachable, err, "dsh egress proxy: the request to "+r.URL.Host+" failed").WithReason("egress/upstream")
 			}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -257,4 +259,96 @@ func dripServer(t *testing.T, n int, gap time.Duration) string {
 	}()
 	t.Cleanup(func() { l.Close(); wg.Wait() })
 	return l.Addr().String()
+}
+
+// Close returns promptly while forwarded requests wait on a slow
+// upstream: their contexts end with the proxy.
+func TestCloseWithRequestsInFlight(t *testing.T) {
+	arrived := make(chan struct{}, 8)
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	h := startProxy(t, policy(t, []string{"allowed.test"}, nil), newDNS("allowed.test", "127.0.0.1"), egress.Options{})
+	c := h.client(t, nil)
+	u := "http://allowed.test:" + port(t, up.Listener.Addr().String()) + "/slow"
+	errc := make(chan error, 4)
+	for range 4 {
+		go func() {
+			resp, err := c.Get(u)
+			if err == nil {
+				resp.Body.Close()
+			}
+			errc <- err
+		}()
+	}
+	for range 4 {
+		<-arrived
+	}
+	done := make(chan struct{})
+	go func() { h.p.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited on requests held by a slow upstream")
+	}
+	for range 4 {
+		if err := <-errc; err == nil {
+			t.Errorf("a request in flight got a response after Close")
+		}
+	}
+}
+
+// Many clients at once, over a small connection cap, mixing forwarded,
+// refused and tunnelled requests: every one is answered.
+func TestConcurrentClients(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer up.Close()
+	echo := echoServer(t)
+	h := startProxy(t, policy(t, []string{"allowed.test", "127.0.0.1"}, nil), newDNS("allowed.test", "127.0.0.1"), egress.Options{MaxConns: 4})
+	p := port(t, up.Listener.Addr().String())
+	var wg sync.WaitGroup
+	errc := make(chan string, 64)
+	for i := range 48 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch i % 3 {
+			case 0:
+				status, rest := h.raw(t, "GET http://allowed.test:"+p+"/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+				if !strings.Contains(status, "200") || !strings.HasSuffix(rest, "ok") {
+					errc <- "allowed: " + status
+				}
+			case 1:
+				status, _ := h.raw(t, "GET http://other.test:"+p+"/ HTTP/1.1\r\nHost: other.test\r\n\r\n")
+				if !strings.Contains(status, "403") {
+					errc <- "refused: " + status
+				}
+			case 2:
+				c, err := net.Dial("tcp", h.addr)
+				if err != nil {
+					errc <- err.Error()
+					return
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				io.WriteString(c, "CONNECT "+echo+" HTTP/1.1\r\n\r\nping")
+				c.(*net.TCPConn).CloseWrite()
+				if all, _ := io.ReadAll(c); !strings.HasSuffix(string(all), "\r\n\r\nping") {
+					errc <- "tunnel: " + string(all)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for e := range errc {
+		t.Error(e)
+	}
 }

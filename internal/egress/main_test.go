@@ -129,17 +129,20 @@ func (h *harness) client(t testing.TB, roots *x509.CertPool) *http.Client {
 }
 
 // raw sends req on a fresh connection to the proxy and returns the
-// status line, the response headers and body as text.
+// status line, the response headers and body as text. It reports
+// failures with Errorf, so it may run on any goroutine.
 func (h *harness) raw(t testing.TB, req string) (status string, rest string) {
 	t.Helper()
 	c, err := net.Dial("tcp", h.addr)
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("dial the proxy: %v", err)
+		return "", ""
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, req); err != nil {
-		t.Fatal(err)
+		t.Errorf("send %q: %v", clipTest(req), err)
+		return "", ""
 	}
 	br := bufio.NewReader(c)
 	status, _ = br.ReadString('\n')
@@ -186,4 +189,11 @@ func selfSigned(t testing.TB, names ...string) (tls.Certificate, *x509.CertPool)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}, pool
+}
+
+func clipTest(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
 }
