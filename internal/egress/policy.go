@@ -259,3 +259,30 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// String describes the policy in one line for status and log lines:
+// "off", "on", or "allow-list (allow: a, *.b; deny: c)".
+func (p Policy) String() string {
+	if p.Mode != ModeAllowList {
+		return p.Mode.String()
+	}
+	var b strings.Builder
+	b.WriteString("allow-list (allow: ")
+	for i, r := range p.Allow {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(r.text)
+	}
+	if len(p.Deny) > 0 {
+		b.WriteString("; deny: ")
+		for i, r := range p.Deny {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(r.text)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}

@@ -286,3 +286,19 @@ func TestDecideMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyString(t *testing.T) {
+	on, _ := egress.ParsePolicy("", "on")
+	for p, want := range map[*egress.Policy]string{
+		{}:  "off",
+		&on: "on",
+		ptr(policy(t, []string{"a.test", "*.b.test"}, nil)):             "allow-list (allow: a.test, *.b.test)",
+		ptr(policy(t, []string{"*"}, []string{"10.0.0.0/8", "c.test"})): "allow-list (allow: *; deny: 10.0.0.0/8, c.test)",
+	} {
+		if got := p.String(); got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
