@@ -3,6 +3,7 @@ package egress_test
 import (
 	"bufio"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/internal/egress"
+	"go.uber.org/goleak"
 )
 
 // echoServer answers every connection by echoing what it reads, until
@@ -351,4 +353,69 @@ func TestConcurrentClients(t *testing.T) {
 	for e := range errc {
 		t.Error(e)
 	}
+}
+
+// Closing one listener ends the tunnels that came through it before
+// Serve returns, and leaves another listener's tunnels alone: a finished
+// command's connections do not outlive it.
+func TestListenerCloseEndsItsTunnels(t *testing.T) {
+	echo := echoServer(t)
+	h := startProxy(t, policy(t, []string{"127.0.0.1"}, nil), newDNS(), egress.Options{})
+	l2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- h.p.Serve(l2) }()
+	other := &harness{p: h.p, addr: l2.Addr().String()}
+
+	kept, keptR := tunnel(t, h, echo)
+	gone, _ := tunnel(t, other, echo)
+	l2.Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its listener closed with a tunnel open")
+	}
+	// Serve has returned, so the tunnel must be gone already.
+	gone.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := gone.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("a tunnel outlived its listener's Serve: %v", err)
+	}
+	io.WriteString(kept, "still here\n")
+	if line, _ := keptR.ReadString('\n'); line != "still here\n" {
+		t.Errorf("the other listener's tunnel was cut: %q", line)
+	}
+}
+
+// Once its last listener is closed, a proxy that was never closed holds
+// no goroutine: not even kept-alive upstream connections. A runner that
+// serves one listener per command and never calls Close leaks nothing.
+func TestNoGoroutinesAfterLastServe(t *testing.T) {
+	// The upstream stays up throughout: a kept-alive connection to it
+	// would keep goroutines on both ends.
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer up.Close()
+	base := goleak.IgnoreCurrent()
+	p := egress.New(policy(t, []string{"allowed.test"}, nil), egress.Options{Resolver: newDNS("allowed.test", "127.0.0.1"), Logger: slog.New(slog.DiscardHandler)})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(l) }()
+	h := &harness{p: p, addr: l.Addr().String()}
+	status, _ := h.raw(t, "GET http://allowed.test:"+port(t, up.Listener.Addr().String())+"/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+	if !strings.Contains(status, "200") {
+		t.Fatalf("GET: %q", status)
+	}
+	l.Close()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, base)
+	p.Close()
 }

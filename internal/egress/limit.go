@@ -6,14 +6,24 @@ import (
 	"sync"
 )
 
-// limitListener holds back Accept while MaxConns client connections are
-// open, and registers each connection with the proxy so Close can reach
-// it after net/http has handed it over (hijacked for a tunnel).
+// limitListener wraps one listener given to Serve. It holds back Accept
+// while MaxConns client connections are open, and keeps the connections
+// it accepted so that closing the listener can end them: net/http stops
+// tracking a connection once it is hijacked for a tunnel.
 type limitListener struct {
 	net.Listener
 	p        *Proxy
 	done     chan struct{}
 	doneOnce sync.Once
+
+	// closed, conns and work are guarded by p.mu.
+	closed bool
+	conns  map[*clientConn]struct{}
+	work   sync.WaitGroup // requests in flight on this listener's conns
+}
+
+func newLimitListener(p *Proxy, l net.Listener) *limitListener {
+	return &limitListener{Listener: l, p: p, done: make(chan struct{}), conns: map[*clientConn]struct{}{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -27,15 +37,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		<-l.p.sem
 		return nil, err
 	}
-	cc := &clientConn{Conn: c, p: l.p}
+	cc := &clientConn{Conn: c, l: l}
 	l.p.mu.Lock()
-	closed := l.p.closed
-	if !closed {
+	ok := !l.p.closed && !l.closed
+	if ok {
 		l.p.conns[cc] = struct{}{}
+		l.conns[cc] = struct{}{}
 	}
 	l.p.mu.Unlock()
-	if closed {
-		cc.closeOnce.Do(func() { c.Close(); <-l.p.sem })
+	if !ok {
+		cc.Close()
 		return nil, net.ErrClosed
 	}
 	return cc, nil
@@ -51,10 +62,27 @@ func (l *limitListener) Close() error {
 	return nil
 }
 
+// shut ends what was accepted from l and waits for its requests, so no
+// tunnel of a finished command outlives the listener it came through.
+func (l *limitListener) shut() {
+	l.Close()
+	l.p.mu.Lock()
+	l.closed = true
+	conns := make([]*clientConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	l.work.Wait()
+}
+
 // clientConn is one client connection; closing it frees its slot.
 type clientConn struct {
 	net.Conn
-	p         *Proxy
+	l         *limitListener
 	closeOnce sync.Once
 	err       error
 }
@@ -62,10 +90,12 @@ type clientConn struct {
 func (c *clientConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.err = c.Conn.Close()
-		c.p.mu.Lock()
-		delete(c.p.conns, c)
-		c.p.mu.Unlock()
-		<-c.p.sem
+		p := c.l.p
+		p.mu.Lock()
+		delete(p.conns, c)
+		delete(c.l.conns, c)
+		p.mu.Unlock()
+		<-p.sem
 	})
 	return c.err
 }

@@ -81,10 +81,11 @@ type Proxy struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[*clientConn]struct{}
-	work   sync.WaitGroup // requests and tunnels in flight
+	mu      sync.Mutex
+	closed  bool
+	serving int // Serve calls running
+	conns   map[*clientConn]struct{}
+	work    sync.WaitGroup // requests and tunnels in flight
 }
 
 // New returns a proxy that enforces policy. It serves nothing until Serve.
@@ -109,6 +110,9 @@ func New(policy Policy, opts Options) *Proxy {
 		IdleTimeout:       opts.IdleTimeout,
 		MaxHeaderBytes:    opts.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return p.ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 		// net/http logs malformed requests and broken clients; those are
 		// the client's problem and already answered with 400.
 		ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelError),
@@ -116,18 +120,32 @@ func New(policy Policy, opts Options) *Proxy {
 	return p
 }
 
-// Serve answers proxy requests on l until l is closed or Close is called;
-// either way it returns nil. Connections accepted before l was closed are
-// served on until Close.
+// Serve answers proxy requests on l until l is closed or Close is called,
+// then ends every connection it accepted from l (tunnels included), waits
+// for their requests and returns nil. A proxy may serve several listeners
+// at once, one per sandboxed command, say: closing one ends only what came
+// through it.
 func (p *Proxy) Serve(l net.Listener) error {
 	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
+	if p.closed {
+		p.mu.Unlock()
 		l.Close()
 		return nil
 	}
-	err := p.srv.Serve(&limitListener{Listener: l, p: p, done: make(chan struct{})})
+	p.serving++
+	p.mu.Unlock()
+	ll := newLimitListener(p, l)
+	err := p.srv.Serve(ll)
+	ll.shut()
+	p.mu.Lock()
+	p.serving--
+	idle := p.serving == 0
+	p.mu.Unlock()
+	if idle {
+		// Kept-alive upstream connections hold goroutines; with no
+		// command left to use them they go now, not after IdleTimeout.
+		p.tr.CloseIdleConnections()
+	}
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
@@ -161,25 +179,39 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// enter registers a request in flight; false once the proxy is closed.
-func (p *Proxy) enter() bool {
+// enter registers a request in flight with the proxy and the listener
+// its connection came from; false once either is closed.
+func (p *Proxy) enter(cc *clientConn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || (cc != nil && cc.l.closed) {
 		return false
 	}
 	p.work.Add(1)
+	if cc != nil {
+		cc.l.work.Add(1)
+	}
 	return true
 }
+
+func (p *Proxy) leave(cc *clientConn) {
+	if cc != nil {
+		cc.l.work.Done()
+	}
+	p.work.Done()
+}
+
+type connKey struct{}
 
 // ServeHTTP dispatches one request: CONNECT is tunnelled, an absolute-form
 // request forwarded, anything else refused as not a proxy request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !p.enter() {
+	cc, _ := r.Context().Value(connKey{}).(*clientConn)
+	if !p.enter(cc) {
 		http.Error(w, "dsh egress proxy: shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	defer p.work.Done()
+	defer p.leave(cc)
 	switch {
 	case r.Method == http.MethodConnect:
 		p.connect(w, r)
