@@ -334,3 +334,27 @@ func TestRefusalIsLogged(t *testing.T) {
 		t.Errorf("%d log lines for one refusal", n)
 	}
 }
+
+// A refused request whose body the proxy never reads still gets its 403,
+// not a connection reset.
+func TestRefusalWithUnreadBody(t *testing.T) {
+	h := startProxy(t, policy(t, []string{"allowed.test"}, nil), newDNS(), egress.Options{})
+	c := h.client(t, nil)
+	for range 5 {
+		body := strings.NewReader(strings.Repeat("x", 4<<20))
+		resp, err := c.Post("http://denied.test/upload", "application/octet-stream", body)
+		if err != nil {
+			t.Fatalf("POST with a large body to a refused host: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 403 || !strings.Contains(string(b), "denied.test:80 is not in sandbox.network.allow") {
+			t.Fatalf("got %d %q", resp.StatusCode, b)
+		}
+	}
+	// Raw, with the body already on the wire behind the header.
+	status, _ := h.raw(t, "POST http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\nContent-Length: 200000\r\n\r\n"+strings.Repeat("y", 200000))
+	if !strings.Contains(status, "403") {
+		t.Fatalf("raw POST: %q", status)
+	}
+}
