@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -100,7 +101,7 @@ func (p *Policy) key() string {
 
 // Decide checks one target: host as the client asked for it (a name or an
 // IP literal, unbracketed) and port. A name is checked first and resolved
-// with res only when the name may pass, then every address it resolves to
+// with res (nil: net.DefaultResolver) only when the name may pass, then every address it resolves to
 // is checked; Decide returns the addresses the caller may dial, all of
 // them allowed. The error is a Refused, BadTarget or Unreachable *errs.Error
 // whose message is meant for the person or model behind the client.
@@ -121,6 +122,9 @@ func (p *Policy) Decide(ctx context.Context, res Resolver, host string, port uin
 	explicit, err := p.checkName(t)
 	if err != nil {
 		return nil, err
+	}
+	if res == nil {
+		res = net.DefaultResolver
 	}
 	addrs, err := res.LookupNetIP(ctx, "ip", t.name)
 	if err != nil {
