@@ -221,9 +221,11 @@ func TestTunnelIdleTimeout(t *testing.T) {
 
 	// Upstream to client only: the client writes nothing after CONNECT,
 	// yet the tunnel lives on while bytes keep coming back.
-	busy, br := tunnel(t, h, dripServer(t, 8, idle/3))
+	// Gaps of a tenth of the idle time leave room for a loaded machine;
+	// 25 of them outlast the idle time twice over.
+	busy, br := tunnel(t, h, dripServer(t, 25, idle/10))
 	busy.SetReadDeadline(time.Now().Add(20 * idle))
-	for got := range 8 {
+	for got := range 25 {
 		if _, err := br.ReadByte(); err != nil {
 			t.Fatalf("a tunnel busy one way closed after %d bytes: %v", got, err)
 		}

@@ -3,6 +3,8 @@ package egress
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -116,7 +118,28 @@ func (p *Proxy) respond(w http.ResponseWriter, r *http.Request, code int, proxyS
 	}
 	conn.SetWriteDeadline(time.Now().Add(p.opts.HeaderTimeout))
 	brw.WriteString(b.String())
-	brw.Flush()
+	if brw.Flush() == nil {
+		linger(conn)
+	}
+}
+
+// Bounds of linger: a refused upload is drained for this long, this far.
+const (
+	lingerTime  = 2 * time.Second
+	lingerBytes = 16 << 20
+)
+
+// linger half-closes conn and reads what the client still sends (the
+// body of a refused upload) until it closes its side. Closing with unread
+// bytes would send a reset, and a reset can reach the client before it
+// has read the answer, which it then never sees.
+func linger(conn net.Conn) {
+	cw, ok := conn.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	conn.SetReadDeadline(time.Now().Add(lingerTime))
+	io.CopyN(io.Discard, conn, lingerBytes)
 }
 
 // oneLine makes msg safe for a status line or a quoted header value:
