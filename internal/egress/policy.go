@@ -92,7 +92,7 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-func (p *Policy) key() string {
+func (p Policy) key() string {
 	if p.Key == "" {
 		return DefaultKey
 	}
@@ -105,7 +105,7 @@ func (p *Policy) key() string {
 // is checked; Decide returns the addresses the caller may dial, all of
 // them allowed. The error is a Refused, BadTarget or Unreachable *errs.Error
 // whose message is meant for the person or model behind the client.
-func (p *Policy) Decide(ctx context.Context, res Resolver, host string, port uint16) ([]netip.Addr, error) {
+func (p Policy) Decide(ctx context.Context, res Resolver, host string, port uint16) ([]netip.Addr, error) {
 	t, err := parseTarget(host, port)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (p *Policy) Decide(ctx context.Context, res Resolver, host string, port uin
 
 // checkName applies the name rules. explicit reports that an allow rule
 // other than "*" named the host, which lets it resolve to local addresses.
-func (p *Policy) checkName(t target) (explicit bool, err error) {
+func (p Policy) checkName(t target) (explicit bool, err error) {
 	for _, r := range p.Deny {
 		if r.matchName(t.name, t.port) {
 			return false, p.refuse(ReasonDeniedName, t, r.text, fmt.Sprintf("dsh egress policy: %s is denied by %s.deny entry %q", t, p.key(), r.text))
@@ -174,7 +174,7 @@ func (p *Policy) checkName(t target) (explicit bool, err error) {
 
 // checkAddr applies the address rules to one address, either the literal
 // the client asked for or one the name resolved to.
-func (p *Policy) checkAddr(t target, a netip.Addr, explicit bool) error {
+func (p Policy) checkAddr(t target, a netip.Addr, explicit bool) error {
 	for _, r := range p.Deny {
 		// A deny "*" (or "*:port") covers addresses as well as names.
 		if r.matchAddr(a, t.port) || (r.any && r.matchName("", t.port)) {
@@ -206,7 +206,7 @@ func (p *Policy) checkAddr(t target, a netip.Addr, explicit bool) error {
 
 // addrMsg words an address refusal; why is "denied by ..." or "a
 // loopback address, ...".
-func (p *Policy) addrMsg(t target, a netip.Addr, why string) string {
+func (p Policy) addrMsg(t target, a netip.Addr, why string) string {
 	if t.addr.IsValid() {
 		return fmt.Sprintf("dsh egress policy: %s is %s", t, why)
 	}
@@ -216,7 +216,7 @@ func (p *Policy) addrMsg(t target, a netip.Addr, why string) string {
 	return fmt.Sprintf("dsh egress policy: %s resolves to %s, %s", t, a, why)
 }
 
-func (p *Policy) refuse(reason string, t target, rule, msg string) *errs.Error {
+func (p Policy) refuse(reason string, t target, rule, msg string) *errs.Error {
 	e := errs.New(Refused, msg).WithReason(reason)
 	e.Details = map[string]any{"target": t.String(), "key": p.key()}
 	if rule != "" {
