@@ -78,6 +78,7 @@ func BenchmarkConnectThroughput(b *testing.B) {
 	buf := make([]byte, 32<<10)
 	var dt, pt time.Duration
 	b.SetBytes(chunk)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		dt += send(b, direct, buf, chunk)
@@ -130,6 +131,7 @@ func BenchmarkRequestOverhead(b *testing.B) {
 	do(dc, up.URL)
 	do(pc, "http://allowed.test:"+p+"/")
 	var dt, pt time.Duration
+	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		dt += do(dc, up.URL)
@@ -147,6 +149,7 @@ func BenchmarkTunnelSetup(b *testing.B) {
 	h := startProxy(b, policy(b, []string{"127.0.0.1"}, nil), newDNS(), egress.Options{})
 	one := []byte{0}
 	var dt, pt time.Duration
+	b.ReportAllocs()
 	for b.Loop() {
 		start := time.Now()
 		c, err := net.Dial("tcp", sink)
