@@ -130,7 +130,7 @@ func (p *policy) anyCommandRule() *rule {
 // c surely matches decides, unless a rule before it that c could match
 // once its words are expanded (a glob, "$@", $X) denies or asks, which
 // is then held against it. No rule: fallback decides.
-func (p *policy) byRules(pt part, c shell.Command, fallback func() part) part {
+func (p *policy) byRules(pt part, c shell.Command, fallback fallback) part {
 	known := exact(c.Words)
 	var worst *rule
 	for i := range p.rules {
@@ -149,14 +149,29 @@ func (p *policy) byRules(pt part, c shell.Command, fallback func() part) part {
 		}
 	}
 	if worst == nil {
-		return fallback()
+		return p.fallBack(pt, fallback)
 	}
-	if fb := fallback(); fb.decided && rank(fb.v.Decision) > rank(worst.decision) {
+	if fb := p.fallBack(pt, fallback); fb.decided && rank(fb.v.Decision) > rank(worst.decision) {
 		return fb
 	}
 	out := p.byRule(pt, worst)
 	out.v.Reason += "; some of its words are known only at run time and could match it"
 	return out
+}
+
+// fallback says how a command no rule decides is decided: by the mode,
+// or, for a program that runs others (runner), as unreadable under the
+// name whole.
+type fallback struct {
+	whole  *part
+	runner string
+}
+
+func (p *policy) fallBack(pt part, f fallback) part {
+	if f.runner == "" {
+		return p.byMode(pt, BashTool)
+	}
+	return p.unreadable(*f.whole, f.runner+" runs other commands")
 }
 
 // opaque decides pt, which runs code known only at run time: it could be
@@ -232,12 +247,11 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 	name := path.Base(prog.Value)
 	e := effectOf(c, name, l)
 	var out []part
+	fb := fallback{}
 	if e.runs {
-		why := fmt.Sprintf("%s runs other commands", name)
-		out = append(out, p.byRules(pt, c, func() part { return p.unreadable(whole, why) }))
-	} else {
-		out = append(out, p.byRules(pt, c, func() part { return p.byMode(pt, BashTool) }))
+		fb = fallback{whole: &whole, runner: name}
 	}
+	out = append(out, p.byRules(pt, c, fb))
 	if e.opaque != "" {
 		out = append(out, p.opaque(whole, e.opaque, p.unreadable(whole, e.opaque)))
 	}

@@ -113,37 +113,33 @@ func Parse(src string) (Script, error) {
 		}
 		return src[start:end]
 	}
-	// A statement's redirections belong to its command, which Walk visits
-	// right after the statement.
-	var stdinOf *syntax.CallExpr
-	var stdin *Input
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
-			if call, ok := n.Cmd.(*syntax.CallExpr); ok {
-				stdinOf, stdin = call, input(n.Redirs)
+			// A simple command is always a statement's: its redirections
+			// are the statement's.
+			call, ok := n.Cmd.(*syntax.CallExpr)
+			if !ok {
+				break
 			}
-		case *syntax.CallExpr:
-			for _, a := range n.Assigns {
+			for _, a := range call.Assigns {
 				if a.Value != nil {
 					s.code(word(a.Value, ""))
 				}
 			}
 			// Assignments alone (X=1) run no program; their substitutions
 			// are still walked.
-			if len(n.Args) > 0 {
-				var ws []Word
-				for _, a := range n.Args {
-					ws = append(ws, words(a, text(a))...)
+			if len(call.Args) > 0 {
+				ws := make([]Word, 0, len(call.Args))
+				for _, a := range call.Args {
+					ws = appendWords(ws, a, text(a))
 				}
 				for _, w := range ws {
 					s.code(w)
 				}
-				c := Command{Words: ws, Text: text(n)}
-				if n == stdinOf {
-					c.Stdin = stdin
+				if len(ws) > 0 {
+					s.Commands = append(s.Commands, Command{Words: ws, Text: text(call), Stdin: input(n.Redirs)})
 				}
-				s.Commands = append(s.Commands, c)
 			}
 		case *syntax.DeclClause:
 			// export, declare, local...: builtins the parser gives a node

@@ -13,26 +13,33 @@ import (
 // the word counts as unknown, so {1..99999999} costs nothing to judge.
 const maxBraceWords = 64
 
-// words returns the words w stands for once the shell has expanded its
-// braces ({rm,-f,x} is three words), each read as word reads it.
-func words(w *syntax.Word, written string) []Word {
+// appendWords appends to ws the words w stands for once the shell has
+// expanded its braces ({rm,-f,x} is three words), each read as word reads
+// it.
+func appendWords(ws []Word, w *syntax.Word, written string) []Word {
 	if !hasBrace(w) {
-		return []Word{word(w, written)}
+		return append(ws, word(w, written))
 	}
+	return appendBraces(ws, w, written)
+}
+
+// appendBraces is appendWords for a word that may hold braces, apart so
+// that its copy of the word is made only then.
+func appendBraces(ws []Word, w *syntax.Word, written string) []Word {
 	cp := *w // SplitBraces replaces the parts of the word it is given
 	if !syntax.SplitBraces(&cp) {
-		return []Word{word(w, written)}
+		return append(ws, word(w, written))
 	}
-	var out []Word
+	n := len(ws)
 	for x, err := range expand.BracesSeq(nil, &cp) {
-		if err != nil || len(out) == maxBraceWords {
-			return []Word{{Value: written, Split: true}}
+		if err != nil || len(ws)-n == maxBraceWords {
+			return append(ws[:n], Word{Value: written, Split: true})
 		}
 		if !emptyUnquoted(x) {
-			out = append(out, word(x, written))
+			ws = append(ws, word(x, written))
 		}
 	}
-	return out
+	return ws
 }
 
 // emptyUnquoted reports whether w is an unquoted empty word, which bash
@@ -59,6 +66,19 @@ func hasBrace(w *syntax.Word) bool {
 // at run time, whether it is a glob, and whether splitting may turn it
 // into no word or several.
 func word(w *syntax.Word, written string) Word {
+	if len(w.Parts) == 1 {
+		// The common words, git or 'a b', need no copy.
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if !strings.ContainsAny(p.Value, `\*?[`) {
+				return Word{Value: p.Value, Literal: true}
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return Word{Value: p.Value, Literal: true}
+			}
+		}
+	}
 	var val, pat strings.Builder
 	out := Word{Literal: true}
 	for _, p := range w.Parts {
