@@ -65,6 +65,11 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 	for _, cmd := range script.Commands {
 		parts = append(parts, p.judgeCommand(cmd, l, false)...)
 	}
+	if name, ok := setsShellCode(script); ok {
+		pt := part{subject: fmt.Sprintf("the assignment of %s", name), program: l.text}
+		why := fmt.Sprintf("%s makes a shell started later run code the line does not show", name)
+		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
+	}
 	for _, w := range script.Writes {
 		if pt, ok := p.judgeWrite(w, l.workspace); ok {
 			parts = append(parts, pt)
@@ -327,4 +332,28 @@ func (p *policy) judgeWrite(w shell.Write, workspace string) (part, bool) {
 		}
 	}
 	return part{}, false
+}
+
+// setsShellCode returns a variable the script sets that makes bash run
+// code it does not show: BASH_ENV and ENV name a file a shell sources
+// first, BASH_FUNC_name%% is a function a shell imports. It is set before
+// a command, alone, by export or declare, or as a NAME=value word (env).
+func setsShellCode(s shell.Script) (string, bool) {
+	for _, n := range s.Assigned {
+		if shellCodeVar(n) {
+			return n, true
+		}
+	}
+	for _, c := range s.Commands {
+		for _, w := range c.Words[1:] {
+			if n, _, ok := strings.Cut(w.Value, "="); ok && shellCodeVar(n) {
+				return n, true
+			}
+		}
+	}
+	return "", false
+}
+
+func shellCodeVar(name string) bool {
+	return name == "BASH_ENV" || name == "ENV" || strings.HasPrefix(name, "BASH_FUNC_")
 }

@@ -20,7 +20,7 @@ var shells = []string{"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish",
 var wrappers = []string{"exec", "command", "builtin", "env", "sudo", "doas", "su", "runuser", "pkexec",
 	"nohup", "nice", "ionice", "chrt", "taskset", "time", "timeout", "xargs", "setsid", "stdbuf", "unbuffer",
 	"chroot", "unshare", "nsenter", "watch", "flock", "busybox", "script", "strace", "ltrace", "fakeroot",
-	"systemd-run", "firejail", "find"}
+	"systemd-run", "firejail", "ssh", "find"}
 
 // codeRunners run a string, a file or their input as shell code, or make
 // a name run another program.
@@ -150,6 +150,10 @@ func shellEffect(c shell.Command, l line) effect {
 	e := effect{runs: true}
 	ws := c.Words[1:]
 	cflag := false
+	if leadingFlag(c.Words, 's', "oO") {
+		// -s: the operands are arguments; the script is standard input.
+		return stdinEffect(e, c.Stdin, l)
+	}
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
 		if !w.Literal {
@@ -250,10 +254,13 @@ func scriptFile(e *effect, f string, l line) {
 func evalEffect(ws []shell.Word) effect {
 	e := effect{runs: true}
 	var b []string
-	for _, w := range ws[1:] {
+	for i, w := range ws[1:] {
 		if !w.Literal {
 			e.opaque = "it runs a string known only at run time"
 			return e
+		}
+		if i == 0 && w.Value == "--" {
+			continue
 		}
 		b = append(b, w.Value)
 	}

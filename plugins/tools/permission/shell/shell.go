@@ -96,6 +96,9 @@ type Script struct {
 	// command substitution: bash runs such a string when it evaluates a
 	// variable holding it as arithmetic (x='a[$(cmd)]'; (( x ))).
 	Code []string
+	// Assigned are the names of the variables the line assigns, before a
+	// command (X=1 cmd), alone (X=1) or through export, declare, local.
+	Assigned []string
 }
 
 // Parse splits src, read as bash. Its error is the parser's, which names
@@ -123,6 +126,9 @@ func Parse(src string) (Script, error) {
 				break
 			}
 			for _, a := range call.Assigns {
+				if a.Name != nil {
+					s.Assigned = append(s.Assigned, a.Name.Value)
+				}
 				if a.Value != nil {
 					s.code(word(a.Value, ""))
 				}
@@ -146,6 +152,9 @@ func Parse(src string) (Script, error) {
 			// of their own; judged like any other command.
 			ws := []Word{{Value: n.Variant.Value, Literal: true}}
 			for _, a := range n.Args {
+				if a.Name != nil {
+					s.Assigned = append(s.Assigned, a.Name.Value)
+				}
 				w := assign(a, text(a))
 				s.code(w)
 				ws = append(ws, w)
