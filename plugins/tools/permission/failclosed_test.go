@@ -67,6 +67,7 @@ var runTimeRm = []string{
 	"/bin/[s]h -c 'ls'",
 	"builtin eval 'rm f'",
 	"x='a[$(rm -f f)]'; (( x ))",
+	"let 'y=a[$(rm -f f)]'",
 	"hash -p /bin/rm ls; ls f",
 	"eval -- 'rm f'",
 	"bash -s -- a <<< 'rm f'",

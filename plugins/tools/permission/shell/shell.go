@@ -147,6 +147,13 @@ func Parse(src string) (Script, error) {
 					s.Commands = append(s.Commands, Command{Words: ws, Text: text(call), Stdin: input(n.Redirs)})
 				}
 			}
+		case *syntax.LetClause:
+			// let 'x=a[$(cmd)]' evaluates its quoted words as arithmetic.
+			for _, e := range n.Exprs {
+				if w, ok := e.(*syntax.Word); ok {
+					s.code(word(w, ""))
+				}
+			}
 		case *syntax.DeclClause:
 			// export, declare, local...: builtins the parser gives a node
 			// of their own; judged like any other command.

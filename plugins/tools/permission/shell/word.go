@@ -157,8 +157,8 @@ func unquotedLit(s string, val, pat *strings.Builder, glob *bool) {
 			}
 			val.WriteByte(s[i])
 			escapeGlob(pat, s[i:i+1])
-		case c == '*' || c == '?' || c == '[':
-			*glob = true
+		case c == '*' || c == '?' || c == '[' || c == ']':
+			*glob = *glob || c != ']'
 			val.WriteByte(c)
 			pat.WriteByte(c)
 		default:
