@@ -7,9 +7,14 @@
 // every simple command is found, however deep it sits (after &&, ||, ;,
 // in a pipe, a subshell, a block, a function body, a command substitution
 // $(...) or `...` inside an argument, a process substitution, a here-doc).
-// Words the shell would expand at run time (variables, substitutions,
-// arithmetic) are reported as not literal: their value is unknown before
-// the command runs.
+// Words are read as far as the shell would expand them without running
+// anything: quotes and backslashes removed, $'...' decoded, braces
+// expanded. A word with an unquoted glob is reported as a glob, and words
+// the shell would expand at run time (variables, substitutions,
+// arithmetic) as not literal, with whether splitting may make them several
+// words. A command's own standard input redirection, strings that hold
+// command substitutions and the variables a line assigns are reported too,
+// for a policy that must know what code a shell would read.
 package shell
 
 import (
