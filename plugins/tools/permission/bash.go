@@ -302,12 +302,21 @@ func (p *policy) wrapped(c shell.Command, e effect, l line) []part {
 	return out
 }
 
+// joinWords renders a wrapper's tail for messages, cut after about 200
+// bytes: a long tail is rendered once per tail tried.
 func joinWords(ws []shell.Word) string {
-	s := make([]string, len(ws))
+	var b strings.Builder
 	for i, w := range ws {
-		s[i] = w.Value
+		if b.Len() > 200 {
+			b.WriteString(" …")
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.Value)
 	}
-	return strings.Join(s, " ")
+	return b.String()
 }
 
 // judgeWrite holds a redirection to the mode: read-only writes nothing,
