@@ -35,6 +35,7 @@ func TestWordsAreReadAsTheShellExpandsThem(t *testing.T) {
 		`$'r\155' $'\u0072m'`:      "rm rm",
 		`$'a\tb' $'a\0b' $'\cA'`:   "a\tb a \x01",
 		`$'100%' $'\q'`:            `100% \q`,
+		`gi$'\U7fffffff't`:         `gi\U7ffffffft`,
 		"{rm,-f,f}":                "rm -f f",
 		"{r,x}m {,}a x{,} {,}":     "rm xm a a x x",
 		"{1..3}":                   "1 2 3",

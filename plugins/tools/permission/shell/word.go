@@ -274,10 +274,15 @@ func ansiC(s string) string {
 				continue
 			}
 			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
-			if c == 'x' {
+			switch {
+			case c == 'x':
 				b.WriteByte(byte(n))
-			} else if utf8.ValidRune(rune(n)) {
+			case n <= utf8.MaxRune && utf8.ValidRune(rune(n)):
 				b.WriteRune(rune(n))
+			default:
+				// Not a character: kept as written, so it never reads as
+				// a name an allow rule knows.
+				b.WriteString(s[i-1 : j])
 			}
 			i = j - 1
 		case '0', '1', '2', '3', '4', '5', '6', '7':
