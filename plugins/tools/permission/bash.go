@@ -344,8 +344,9 @@ func (p *policy) judgeWrite(w shell.Write, workspace string) (part, bool) {
 }
 
 // setsShellCode returns a variable the script sets that makes bash run
-// code it does not show: BASH_ENV and ENV name a file a shell sources
-// first, BASH_FUNC_name%% is a function a shell imports. It is set before
+// code it does not show: BASH_ENV names a file a non-interactive bash
+// sources first, BASH_FUNC_name%% is a function bash imports. (ENV counts
+// only for interactive shells, and is a common name for other things.) It is set before
 // a command, alone, by export or declare, or as a NAME=value word (env).
 func setsShellCode(s shell.Script) (string, bool) {
 	for _, n := range s.Assigned {
@@ -364,5 +365,5 @@ func setsShellCode(s shell.Script) (string, bool) {
 }
 
 func shellCodeVar(name string) bool {
-	return name == "BASH_ENV" || name == "ENV" || strings.HasPrefix(name, "BASH_FUNC_")
+	return name == "BASH_ENV" || strings.HasPrefix(name, "BASH_FUNC_")
 }

@@ -227,7 +227,7 @@ func TestOrdinaryCommandsKeepTheirVerdicts(t *testing.T) {
 		"ls *.go", "go test ./...", "git commit -m \"$(date)\"", "for f in *.go; do gofmt -l \"$f\"; done",
 		"echo {a,b}.txt", "cat <<'EOF'\n$(rm -rf ~)\nEOF\n", "command -v rm", "trap - EXIT", "trap INT",
 		"find . -name '*.go'", "xargs -0 < list", "bash -c 'ls'", "sh -c 'echo $1' _ x", "echo rm -f f",
-		"rmdir x", "sudo -l", "printf '%s\\n' rm",
+		"rmdir x", "sudo -l", "printf '%s\\n' rm", "ENV=production node app.js",
 	} {
 		if v := bash(root, t, command); v.Decision != tools.Allow {
 			t.Errorf("%q: got %+v, want allow", command, v)
