@@ -138,6 +138,7 @@ func (p *policy) anyCommandRule() *rule {
 func (p *policy) byRules(pt part, c shell.Command, fallback fallback) part {
 	known := exact(c.Words)
 	var worst *rule
+	sure := false // a rule surely matches: the fallback never decides
 	for i := range p.rules {
 		r := &p.rules[i]
 		if r.path != "" || !r.matchesTool(BashTool) {
@@ -147,6 +148,7 @@ func (p *policy) byRules(pt part, c shell.Command, fallback fallback) part {
 			if worst == nil || rank(r.decision) > rank(worst.decision) {
 				return p.byRule(pt, r)
 			}
+			sure = true
 			break
 		}
 		if !known && r.decision != tools.Allow && r.mayMatchCommand(c) && (worst == nil || rank(r.decision) > rank(worst.decision)) {
@@ -156,7 +158,7 @@ func (p *policy) byRules(pt part, c shell.Command, fallback fallback) part {
 	if worst == nil {
 		return p.fallBack(pt, fallback)
 	}
-	if fb := p.fallBack(pt, fallback); fb.decided && rank(fb.v.Decision) > rank(worst.decision) {
+	if fb := p.fallBack(pt, fallback); !sure && fb.decided && rank(fb.v.Decision) > rank(worst.decision) {
 		return fb
 	}
 	out := p.byRule(pt, worst)

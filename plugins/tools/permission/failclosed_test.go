@@ -176,6 +176,33 @@ func TestAnAskRuleFailsClosedToAsk(t *testing.T) {
 	}
 }
 
+// TestARuleThatCouldMatchIsHeldBeforeTheOneThatDoes: the first rule a
+// command surely matches decides, unless one before it that it could
+// match is stricter; the mode never decides a command a rule surely
+// matches.
+func TestARuleThatCouldMatchIsHeldBeforeTheOneThatDoes(t *testing.T) {
+	root := policyOf(t, permission.Config{Mode: permission.ReadOnly, Rules: []permission.Rule{
+		{Command: "ls -la", Decision: tools.Ask},
+		{Command: "ls *", Decision: tools.Allow},
+	}})
+	cases := map[string]struct {
+		want   tools.Decision
+		source string
+	}{
+		"ls -l":    {tools.Allow, "rules[1]"},
+		"ls -la":   {tools.Ask, "rules[0]"},
+		"ls $X":    {tools.Ask, "rules[0]"},
+		"ls -l[a]": {tools.Ask, "rules[0]"},
+		"ls -l $X": {tools.Allow, "rules[1]"},
+		"cat $X":   {tools.Deny, "mode=read-only"},
+	}
+	for command, c := range cases {
+		if v := bash(root, t, command); v.Decision != c.want || v.Source != "tools.permission:"+c.source {
+			t.Errorf("%q: got %+v, want %s by %s", command, v, c.want, c.source)
+		}
+	}
+}
+
 // TestAllowRulesDoNotWiden: what an allow rule matches is still exactly
 // what it names; the rest of the line is judged on its own.
 func TestAllowRulesDoNotWiden(t *testing.T) {
