@@ -30,6 +30,7 @@ var runTimeRm = []string{
 	`$'\u0072m' -f f`,
 	"{rm,-f,f}",
 	"{r,x}m -f f",
+	"{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n} f",
 	"/bin/r[m] -f f",
 	"/bin/r? -f f",
 	"/usr/*/rm -f f",
@@ -113,6 +114,7 @@ var runTimeRm = []string{
 	"find . -execdir rm -f {} +",
 	`find . -exec $X {} \;`,
 	"coproc rm f",
+	"sudo " + strings.Repeat("word ", 70) + "&& true",
 	// Everywhere in a line.
 	"ls; rm f",
 	"cat <(rm -f f)",
@@ -235,7 +237,7 @@ func TestAllowRulesDoNotWiden(t *testing.T) {
 // about (a rule can deny them by name), not denied.
 func TestInterpretersTheOperatorDidNotListAreAsked(t *testing.T) {
 	root := policyOf(t, permission.Config{Mode: permission.WorkspaceWrite, Rules: []permission.Rule{{Command: "rm *", Decision: tools.Deny}}})
-	for _, command := range []string{`python3 -c 'import os; os.remove("f")'`, `perl -e 'unlink "f"'`, "sh script.sh", "source ./env.sh"} {
+	for _, command := range []string{`python3 -c 'import os; os.remove("f")'`, `perl -e 'unlink "f"'`, "sh script.sh", "source ./env.sh", "sh < setup.sh", "bash -x build.sh a b"} {
 		if v := bash(root, t, command); v.Decision != tools.Ask {
 			t.Errorf("%q: got %+v, want ask", command, v)
 		}
