@@ -167,18 +167,28 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 }
 
 // wrapped judges what a wrapper may run: every tail of its words that
-// starts with a word other than an option or an assignment (sudo -u bob
-// rm -rf / has `bob rm -rf /` and `rm -rf /`). Only what a rule denies or
-// asks about counts: a tail may be a wrong guess, and a guess never
-// allows.
+// starts with a literal word other than an option or an assignment (sudo
+// -u bob rm -rf / has `bob rm -rf /` and `rm -rf /`), and every tail that
+// starts with a word known only at run time where the wrapper's syntax
+// puts its command. Only what a rule denies or asks about counts: a tail
+// may be a wrong guess, and a guess never allows.
 func (p *policy) wrapped(c shell.Command, e effect, l line) []part {
 	ws := e.args
+	var starts []bool // nil: a word known only at run time may start the command anywhere
+	if name := path.Base(c.Program().Value); name == "find" {
+		starts = findCommands(ws[:e.starts])
+	} else if sx, ok := wrapperSyntax[name]; ok {
+		starts = commandStarts(ws[:e.starts], sx)
+	}
 	var out []part
 	n := 0
 	for i := 1; i < e.starts; i++ {
 		w := ws[i]
 		if w.Literal && (strings.HasPrefix(w.Value, "-") || strings.Contains(w.Value, "=")) {
 			continue
+		}
+		if !w.Literal && starts != nil && !starts[i] {
+			continue // an argument of the command, or an option's value
 		}
 		if n++; n > maxTails {
 			why := fmt.Sprintf("it has more than %d words that may be the command it runs", maxTails)

@@ -113,6 +113,15 @@ var runTimeRm = []string{
 	`find . -name f -exec rm {} \;`,
 	"find . -execdir rm -f {} +",
 	`find . -exec $X {} \;`,
+	`find . "$E" rm f \;`,
+	`find . -exec {} \;`,
+	"timeout 5 $X f",
+	"timeout --foreground 5 $X f",
+	"nice -n 5 $X",
+	"env A=1 $X",
+	"sudo -u bob $X",
+	"xargs -n 1 $X",
+	"ssh -p 22 host $X",
 	"coproc rm f",
 	"sudo " + strings.Repeat("word ", 70) + "&& true",
 	// Everywhere in a line.
@@ -257,6 +266,8 @@ func TestOrdinaryCommandsKeepTheirVerdicts(t *testing.T) {
 		"echo {a,b}.txt", "cat <<'EOF'\n$(rm -rf ~)\nEOF\n", "command -v rm", "trap - EXIT", "trap INT",
 		"find . -name '*.go'", "xargs -0 < list", "bash -c 'ls'", "sh -c 'echo $1' _ x", "echo rm -f f",
 		"rmdir x", "sudo -l", "printf '%s\\n' rm", "ENV=production node app.js",
+		`sudo cp "$SRC" /etc/x`, "timeout 60 go test $PKGS", "xargs -I{} cp {} dest/", "xargs -I {} cp {} dest/",
+		`find "$DIR" -name '*.go' -exec grep -l foo {} +`, "nice -n 5 make $TARGET", "env CGO_ENABLED=0 go build $FLAGS",
 	} {
 		if v := bash(root, t, command); v.Decision != tools.Allow {
 			t.Errorf("%q: got %+v, want allow", command, v)

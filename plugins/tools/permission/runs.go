@@ -132,7 +132,9 @@ func substituted(ws []shell.Word, name string) []shell.Word {
 	}
 	out := make([]shell.Word, 0, len(ws)+1)
 	for i, w := range ws {
-		if i > 0 && repl != "" && w.Literal && strings.Contains(w.Value, repl) {
+		option := strings.HasPrefix(w.Value, "-I") || strings.HasPrefix(w.Value, "-i") || strings.HasPrefix(w.Value, "--replace") ||
+			i > 0 && ws[i-1].Literal && ws[i-1].Value == "-I"
+		if i > 0 && !option && repl != "" && w.Literal && strings.Contains(w.Value, repl) {
 			w = shell.Word{Value: w.Value}
 		}
 		out = append(out, w)
