@@ -122,6 +122,11 @@ var runTimeRm = []string{
 	"sudo -u bob $X",
 	"xargs -n 1 $X",
 	"ssh -p 22 host $X",
+	`flock f -c "$X"`,
+	`env -S "$X"`,
+	`ssh -o "$X" host`,
+	"ssh -o 'ProxyCommand=rm f' host",
+	`su -c "$X"`,
 	"coproc rm f",
 	"sudo " + strings.Repeat("word ", 70) + "&& true",
 	// Everywhere in a line.

@@ -100,9 +100,20 @@ func wrapperEffect(c shell.Command, name string) effect {
 	case "xargs", "find":
 		e.args = substituted(c.Words, name)
 	}
+	if codeUnknown(c.Words, wrapperSyntax[name]) {
+		e.opaque = "it runs an option's value known only at run time as a command line"
+	}
 	for _, w := range e.args[1:] {
-		if w.Literal && strings.ContainsAny(w.Value, " \t\n;&|<>()$`'\"\\") {
+		if !w.Literal {
+			continue
+		}
+		if looksLikeCode(w.Value) {
 			e.guesses = append(e.guesses, w.Value)
+		}
+		// An option's value may be a command line too (--command=...,
+		// ssh -o ProxyCommand=...).
+		if _, v, ok := strings.Cut(w.Value, "="); ok && looksLikeCode(v) {
+			e.guesses = append(e.guesses, v)
 		}
 	}
 	return e
@@ -381,4 +392,10 @@ func globMayRunCode(prog shell.Word) bool {
 		}
 	}
 	return false
+}
+
+// looksLikeCode reports whether a word has spaces or shell syntax, so a
+// wrapper may run it as a command line.
+func looksLikeCode(s string) bool {
+	return strings.ContainsAny(s, " \t\n;&|<>()$`'\"\\")
 }

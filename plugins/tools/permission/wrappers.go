@@ -13,6 +13,7 @@ import (
 type syntax struct {
 	values   string
 	operands int
+	code     string // options whose value is a command line (env -S, flock -c, ssh -o ProxyCommand=...)
 }
 
 // wrapperSyntax knows the wrappers whose command position can be told.
@@ -23,7 +24,7 @@ type syntax struct {
 var wrapperSyntax = map[string]syntax{
 	"sudo":     {values: "ugpChrtUDRT"},
 	"doas":     {values: "uC"},
-	"env":      {values: "uCSP"},
+	"env":      {values: "uCP", code: "S"},
 	"nice":     {values: "n"},
 	"ionice":   {values: "cnp"},
 	"chrt":     {operands: 1},
@@ -38,13 +39,13 @@ var wrapperSyntax = map[string]syntax{
 	"builtin":  {},
 	"chroot":   {operands: 1},
 	"watch":    {values: "nq"},
-	"flock":    {values: "wEc", operands: 1},
+	"flock":    {values: "wE", operands: 1, code: "c"},
 	"busybox":  {},
 	"strace":   {values: "abeEIoOpPsSuX"},
 	"ltrace":   {values: "aAeEnoOpsSuX"},
 	"fakeroot": {values: "lsi"},
 	"pkexec":   {},
-	"ssh":      {values: "bcDEeFIiJLlmOopQRSWw", operands: 1},
+	"ssh":      {values: "bcDEeFIiJLlmOpQRSWw", operands: 1, code: "o"},
 }
 
 // commandStarts marks the positions of ws where the wrapper's command may
@@ -136,4 +137,19 @@ func findCommands(ws []shell.Word) []bool {
 		}
 	}
 	return starts
+}
+
+// codeUnknown reports whether an option of sx whose value is a command
+// line is given a value known only at run time (env -S "$X").
+func codeUnknown(ws []shell.Word, sx syntax) bool {
+	if sx.code == "" {
+		return false
+	}
+	for i := 1; i+1 < len(ws); i++ {
+		v := ws[i].Value
+		if ws[i].Literal && len(v) == 2 && v[0] == '-' && strings.IndexByte(sx.code, v[1]) >= 0 && !ws[i+1].Literal {
+			return true
+		}
+	}
+	return false
 }
