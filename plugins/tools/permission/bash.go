@@ -11,21 +11,19 @@ import (
 	"github.com/dsh-go/dsh/services/tools"
 )
 
-// maxDepth bounds how deep `bash -c 'bash -c ...'` is read.
+// maxDepth bounds how deep `bash -c 'bash -c ...'` is read; code nested
+// deeper is opaque.
 const maxDepth = 4
-
-// shells run their -c argument as a script.
-var shells = []string{"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"}
-
-// wrappers run their arguments as another command (sudo rm, xargs rm,
-// timeout 5 rm), or run code no argument shows (source, a shell with a
-// script file).
-var wrappers = []string{"eval", "exec", "command", "builtin", "source", ".", "env", "sudo", "doas", "su",
-	"nohup", "nice", "ionice", "time", "timeout", "xargs", "setsid", "stdbuf", "chroot", "unshare",
-	"nsenter", "watch", "flock", "parallel", "busybox", "script"}
 
 // harmless are write targets that are not files.
 var harmless = []string{"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
+
+// line is what judging one command needs from around it.
+type line struct {
+	text      string // the call's whole command line: where a script file may have been written
+	workspace string
+	depth     int // how many inline scripts deep
+}
 
 // judgeBash judges each simple command of the call's command line and each
 // file it writes through a redirection.
@@ -38,92 +36,92 @@ func (p *policy) judgeBash(c tools.Call) []part {
 		// nothing to read, only the rules for every command apply.
 		return []part{p.unreadable(part{subject: "a bash call without a command string"}, "its command argument is missing")}
 	}
-	return p.judgeLine(*args.Command, c.Workspace, 0)
+	return p.judgeLine(*args.Command, line{text: *args.Command, workspace: c.Workspace})
 }
 
-func (p *policy) judgeLine(line, workspace string, depth int) []part {
-	script, err := shell.Parse(line)
+func (p *policy) judgeLine(src string, l line) []part {
+	script, err := shell.Parse(src)
 	if err != nil {
-		// Its program is unknown: a session answer covers this line only.
-		pt := part{subject: fmt.Sprintf("the command %q", line), program: line}
-		if r := p.anyCommandRule(); r != nil {
-			return []part{p.byRule(pt, r)}
-		}
-		if p.mode == FullAccess {
-			return []part{p.byMode(pt, BashTool)}
-		}
-		return []part{p.decide(pt, tools.Deny, "parse", fmt.Sprintf("it could not be read as bash (%v); fix its quoting or split it into simpler commands", err))}
+		return []part{p.unparsed(src, err)}
 	}
+	return p.judgeScript(script, l)
+}
+
+// unparsed decides a line that could not be parsed: it may be any
+// command, so every rule that denies or asks holds; the rest is denied
+// with the parser's message, except in full-access mode.
+func (p *policy) unparsed(src string, err error) part {
+	// Its program is unknown: a session answer covers this line only.
+	pt := part{subject: fmt.Sprintf("the command %q", src), program: src}
+	fallback := p.decide(pt, tools.Deny, "parse", fmt.Sprintf("it could not be read as bash (%v); fix its quoting or split it into simpler commands", err))
+	if p.mode == FullAccess {
+		fallback = p.byMode(pt, BashTool)
+	}
+	return p.opaque(pt, "it could not be read as bash", fallback)
+}
+
+func (p *policy) judgeScript(script shell.Script, l line) []part {
 	var parts []part
 	for _, cmd := range script.Commands {
-		parts = append(parts, p.judgeCommand(cmd, line, workspace, depth)...)
+		parts = append(parts, p.judgeCommand(cmd, l, false)...)
+	}
+	if name, ok := setsShellCode(script); ok {
+		pt := part{subject: fmt.Sprintf("the assignment of %s", name), program: l.text}
+		why := fmt.Sprintf("%s makes a shell started later run code the line does not show", name)
+		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
 	}
 	for _, w := range script.Writes {
-		if pt, ok := p.judgeWrite(w, workspace); ok {
+		if pt, ok := p.judgeWrite(w, l.workspace); ok {
 			parts = append(parts, pt)
+		}
+	}
+	// A string holding $(...) runs its substitutions when bash evaluates
+	// a variable holding it as arithmetic (x='a[$(cmd)]'; (( x ))); the
+	// rules that deny or ask meet what they would run. Read as the
+	// argument of : so that only the substitutions count.
+	for _, code := range script.Code {
+		if l.depth < maxDepth {
+			parts = append(parts, restrictive(p.judgeNested(": "+code, l, true))...)
 		}
 	}
 	return parts
 }
 
-// anyCommandRule is the first bash rule that takes any command, even one
-// that cannot be read before it runs.
-func (p *policy) anyCommandRule() *rule {
-	for i := range p.rules {
-		r := &p.rules[i]
-		if r.path == "" && r.matchesTool(BashTool) && r.matchesAnyCommand() {
-			return r
+// judgeNested judges code a command runs: an inline script, an eval'd
+// string, a trap. Code too deep to read, or that does not parse when
+// lenient is false, is opaque.
+func (p *policy) judgeNested(code string, l line, lenient bool) []part {
+	pt := part{subject: fmt.Sprintf("the code %q", code), program: l.text}
+	if l.depth >= maxDepth {
+		return []part{p.opaque(pt, fmt.Sprintf("it is nested more than %d levels deep", maxDepth), p.unreadable(pt, "it is nested too deep"))}
+	}
+	l.depth++
+	script, err := shell.Parse(code)
+	switch {
+	case err != nil && lenient:
+		return nil
+	case err != nil:
+		return []part{p.unparsed(code, err)}
+	}
+	return p.judgeScript(script, l)
+}
+
+// restrictive keeps the parts a rule denies or asks about, and opaque
+// code: what a guess at what runs may add. A guess never allows, and the
+// mode's verdict on a guess would be noise.
+func restrictive(parts []part) []part {
+	out := parts[:0]
+	for _, pt := range parts {
+		if pt.rule && pt.v.Decision != tools.Allow {
+			out = append(out, pt)
 		}
 	}
-	return nil
+	return out
 }
 
-func (p *policy) firstRule(c shell.Command) *rule {
-	for i := range p.rules {
-		r := &p.rules[i]
-		if r.path == "" && r.matchesTool(BashTool) && r.matchesCommand(c) {
-			return r
-		}
-	}
-	return nil
-}
-
-// restrictingRule is the first bash rule that denies, else the first that
-// asks, among those c matches; nil when none does.
-func (p *policy) restrictingRule(c shell.Command) *rule {
-	var best *rule
-	for i := range p.rules {
-		r := &p.rules[i]
-		if r.decision != tools.Allow && r.path == "" && r.matchesTool(BashTool) && r.matchesCommand(c) &&
-			(best == nil || rank(r.decision) > rank(best.decision)) {
-			best = r
-		}
-	}
-	return best
-}
-
-func verbOf(d tools.Decision) string {
-	if d == tools.Deny {
-		return "denies"
-	}
-	return "asks about"
-}
-
-// unreadable decides a command whose meaning is not known before it runs:
-// by a rule that takes every command, else allowed in full-access mode,
-// denied in read-only mode and asked about otherwise.
-func (p *policy) unreadable(pt part, why string) part {
-	if r := p.anyCommandRule(); r != nil {
-		return p.byRule(pt, r)
-	}
-	switch p.mode {
-	case FullAccess, ReadOnly:
-		return p.byMode(pt, BashTool)
-	}
-	return p.decide(pt, tools.Ask, "unreadable", why+", so it cannot be judged before it runs")
-}
-
-func (p *policy) judgeCommand(c shell.Command, line, workspace string, depth int) []part {
+// judgeCommand judges one simple command and what it runs. inTail says c
+// is a guess at what a wrapper runs, whose own tails are already guessed.
+func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 	prog := c.Program()
 	pt := part{subject: fmt.Sprintf("the command %q", c.Text), program: prog.Value}
 	// A command judged unreadable names itself, not its program, for
@@ -132,114 +130,95 @@ func (p *policy) judgeCommand(c shell.Command, line, workspace string, depth int
 	// expands takes its value from the line (CMD=ls; $CMD): the line then.
 	whole := pt
 	whole.program = c.Text
-	if slices.ContainsFunc(c.Words, func(w shell.Word) bool { return !w.Literal }) {
-		whole.program = line
+	if !exact(c.Words) {
+		whole.program = l.text
 	}
 	if !prog.Literal {
-		// It could be the program a rule denies or asks about: then a
-		// person sees it first, whatever the mode would allow (full-access
-		// allowed `$X -rf ~` beside a deny rule for rm).
-		if r := p.restrictingRule(c); r != nil && p.mode != ReadOnly {
-			return []part{p.decide(whole, tools.Ask, "unreadable", fmt.Sprintf(
-				"its program name is not literal and may be one that %s:%s %s, so it cannot be judged before it runs", p.source, r.where, verbOf(r.decision)))}
-		}
-		return []part{p.unreadable(whole, "its program name is not literal")}
+		why := "its program is named only at run time"
+		return []part{p.opaque(whole, why, p.unreadable(whole, why))}
+	}
+	if prog.Glob && globMayRunCode(prog) {
+		why := fmt.Sprintf("its program %q is a glob that may name a shell or a program that runs others", prog.Value)
+		return []part{p.opaque(whole, why, p.unreadable(whole, why))}
 	}
 	name := path.Base(prog.Value)
-	r := p.firstRule(c)
+	e := effectOf(c, name, l)
 	var out []part
-	switch {
-	case r != nil:
-		out = append(out, p.byRule(pt, r))
-	case slices.Contains(shells, name) || slices.Contains(wrappers, name) || isFindExec(c):
-		out = append(out, p.unreadable(whole, fmt.Sprintf("%s runs other commands", name)))
-	default:
-		out = append(out, p.byMode(pt, BashTool))
+	fb := fallback{}
+	if e.runs {
+		fb = fallback{whole: &whole, runner: name}
 	}
-	if script, ok := inlineScript(c, name); ok && depth < maxDepth {
-		return append(out, p.judgeLine(script, workspace, depth+1)...)
+	out = append(out, p.byRules(pt, c, fb))
+	if e.opaque != "" {
+		out = append(out, p.opaque(whole, e.opaque, p.unreadable(whole, e.opaque)))
 	}
-	if slices.Contains(wrappers, name) || isFindExec(c) {
-		out = append(out, p.wrapped(c)...)
+	for _, code := range e.code {
+		out = append(out, p.judgeNested(code, l, false)...)
+	}
+	for _, code := range e.guesses {
+		if l.depth < maxDepth {
+			out = append(out, restrictive(p.judgeNested(code, l, true))...)
+		}
+	}
+	if e.wrapper && !inTail {
+		out = append(out, p.wrapped(c, e, l)...)
 	}
 	return out
 }
 
-// inlineScript returns the script a `sh -c '...'` or `eval ...` runs, or
-// an alias stands for, when it is literal.
-func inlineScript(c shell.Command, name string) (string, bool) {
-	ws := c.Words[1:]
-	if name == "alias" {
-		// alias x='rm -rf' makes x run rm -rf on the lines after it:
-		// the alias's text is judged as the commands it becomes.
-		var b []string
-		for _, w := range ws {
-			if _, v, ok := strings.Cut(w.Value, "="); ok && w.Literal {
-				b = append(b, v)
-			}
-		}
-		return strings.Join(b, "\n"), len(b) > 0
+// wrapped judges what a wrapper may run: every tail of its words that
+// starts with a literal word other than an option or an assignment (sudo
+// -u bob rm -rf / has `bob rm -rf /` and `rm -rf /`), and every tail that
+// starts with a word known only at run time where the wrapper's syntax
+// puts its command. Only what a rule denies or asks about counts: a tail
+// may be a wrong guess, and a guess never allows.
+func (p *policy) wrapped(c shell.Command, e effect, l line) []part {
+	ws := e.args
+	var starts []bool // nil: a word known only at run time may start the command anywhere
+	if name := path.Base(c.Program().Value); name == "find" {
+		starts = findCommands(ws[:e.starts])
+	} else if sx, ok := wrapperSyntax[name]; ok {
+		starts = commandStarts(ws[:e.starts], sx)
 	}
-	if name == "eval" {
-		var b []string
-		for _, w := range ws {
-			if !w.Literal {
-				return "", false
-			}
-			b = append(b, w.Value)
-		}
-		return strings.Join(b, " "), len(b) > 0
-	}
-	if !slices.Contains(shells, name) {
-		return "", false
-	}
-	for i, w := range ws {
-		if !w.Literal || !strings.HasPrefix(w.Value, "-") || strings.HasPrefix(w.Value, "--") {
-			return "", false
-		}
-		if strings.Contains(w.Value, "c") && i+1 < len(ws) && ws[i+1].Literal {
-			return ws[i+1].Value, true
-		}
-	}
-	return "", false
-}
-
-func isFindExec(c shell.Command) bool {
-	if path.Base(c.Program().Value) != "find" {
-		return false
-	}
-	return slices.ContainsFunc(c.Words[1:], func(w shell.Word) bool {
-		return !w.Literal || slices.Contains([]string{"-exec", "-execdir", "-ok", "-okdir"}, w.Value)
-	})
-}
-
-// wrapped judges the commands a wrapper may run: every tail of its words
-// that starts with a literal word other than an option or an assignment
-// is a candidate (sudo -u bob rm -rf / has candidates `bob rm -rf /` and
-// `rm -rf /`). Only the rules that deny or ask count: a candidate may be
-// a wrong guess, and a guess must never allow.
-func (p *policy) wrapped(c shell.Command) []part {
 	var out []part
-	for i := 1; i < len(c.Words); i++ {
-		w := c.Words[i]
-		if !w.Literal || strings.HasPrefix(w.Value, "-") || strings.Contains(w.Value, "=") {
+	n := 0
+	for i := 1; i < e.starts; i++ {
+		w := ws[i]
+		if w.Literal && (strings.HasPrefix(w.Value, "-") || strings.Contains(w.Value, "=")) {
 			continue
 		}
-		cand := shell.Command{Words: c.Words[i:], Text: joinWords(c.Words[i:])}
-		if r := p.firstRule(cand); r != nil && r.decision != tools.Allow {
-			pt := part{subject: fmt.Sprintf("the command %q (run by %q)", cand.Text, c.Text), program: w.Value}
-			out = append(out, p.byRule(pt, r))
+		if !w.Literal && starts != nil && !starts[i] {
+			continue // an argument of the command, or an option's value
+		}
+		if n++; n > maxTails {
+			why := fmt.Sprintf("it has more than %d words that may be the command it runs", maxTails)
+			pt := part{subject: fmt.Sprintf("the command %q", c.Text), program: c.Text}
+			return append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+		}
+		tail := shell.Command{Words: ws[i:], Text: joinWords(ws[i:]), Stdin: c.Stdin}
+		for _, pt := range restrictive(p.judgeCommand(tail, l, true)) {
+			pt.subject += fmt.Sprintf(" (run by %q)", c.Text)
+			out = append(out, pt)
 		}
 	}
 	return out
 }
 
+// joinWords renders a wrapper's tail for messages, cut after about 200
+// bytes: a long tail is rendered once per tail tried.
 func joinWords(ws []shell.Word) string {
-	s := make([]string, len(ws))
+	var b strings.Builder
 	for i, w := range ws {
-		s[i] = w.Value
+		if b.Len() > 200 {
+			b.WriteString(" …")
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.Value)
 	}
-	return strings.Join(s, " ")
+	return b.String()
 }
 
 // judgeWrite holds a redirection to the mode: read-only writes nothing,
@@ -264,4 +243,29 @@ func (p *policy) judgeWrite(w shell.Write, workspace string) (part, bool) {
 		}
 	}
 	return part{}, false
+}
+
+// setsShellCode returns a variable the script sets that makes bash run
+// code it does not show: BASH_ENV names a file a non-interactive bash
+// sources first, BASH_FUNC_name%% is a function bash imports. (ENV counts
+// only for interactive shells, and is a common name for other things.) It is set before
+// a command, alone, by export or declare, or as a NAME=value word (env).
+func setsShellCode(s shell.Script) (string, bool) {
+	for _, n := range s.Assigned {
+		if shellCodeVar(n) {
+			return n, true
+		}
+	}
+	for _, c := range s.Commands {
+		for _, w := range c.Words[1:] {
+			if n, _, ok := strings.Cut(w.Value, "="); ok && shellCodeVar(n) {
+				return n, true
+			}
+		}
+	}
+	return "", false
+}
+
+func shellCodeVar(name string) bool {
+	return name == "BASH_ENV" || strings.HasPrefix(name, "BASH_FUNC_")
 }

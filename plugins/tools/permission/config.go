@@ -35,6 +35,10 @@ var ReadTools = []string{"read", "list", "glob", "grep", "clock"}
 // they write only inside the workspace.
 var FileTools = []string{"write", "edit"}
 
+// maxPatternWords bounds a command pattern, so matching a command against
+// it takes one machine word of state.
+const maxPatternWords = 63
+
 // BashTool is the name of the tool whose command rules judge.
 const BashTool = "bash"
 
@@ -138,7 +142,10 @@ func compileRule(r Rule, where string) (rule, error) {
 			return fail("command", "%v", err)
 		}
 		fields := strings.Fields(r.Command)
-		out.command, out.pattern, out.anyRest = p, r.Command, fields[len(fields)-1] == "*"
+		if len(fields) > maxPatternWords {
+			return fail("command", "has %d words; a pattern has at most %d (end it with * to match any further words)", len(fields), maxPatternWords)
+		}
+		out.command, out.pattern, out.words, out.anyRest = p, r.Command, fields, fields[len(fields)-1] == "*"
 		out.progSlash = strings.Contains(fields[0], "/")
 	}
 	if r.Path != "" {

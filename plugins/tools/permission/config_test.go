@@ -23,6 +23,7 @@ func TestValidateNamesTheKeyAtFault(t *testing.T) {
 		{"empty rule", permission.Config{Rules: []permission.Rule{{Tool: "read", Decision: tools.Allow}, {Decision: tools.Deny}}}, []string{"rules[1]: an empty rule"}},
 		{"bad tool glob", permission.Config{Rules: []permission.Rule{{Tool: "re[ad", Decision: tools.Deny}}}, []string{"rules[0].tool:", "never closed"}},
 		{"bad command word", permission.Config{Rules: []permission.Rule{{Command: "git [", Decision: tools.Deny}}}, []string{"rules[0].command:", `word 2 "["`}},
+		{"long command", permission.Config{Rules: []permission.Rule{{Command: "x" + strings.Repeat(" y", 63), Decision: tools.Deny}}}, []string{"rules[0].command: has 64 words; a pattern has at most 63"}},
 		{"blank command", permission.Config{Rules: []permission.Rule{{Command: "  ", Decision: tools.Deny}}}, []string{"rules[0].command: the pattern is blank"}},
 		{"command on another tool", permission.Config{Rules: []permission.Rule{{Tool: "read", Command: "git *", Decision: tools.Deny}}}, []string{"rules[0].command: applies to the bash tool only"}},
 		{"path on bash", permission.Config{Rules: []permission.Rule{{Tool: "bash", Path: "src/**", Decision: tools.Deny}}}, []string{"rules[0].path: bash takes a command"}},

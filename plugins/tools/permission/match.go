@@ -3,13 +3,11 @@ package permission
 import (
 	"encoding/json"
 	"fmt"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/dsh-go/dsh/plugins/tools/permission/shell"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -21,6 +19,7 @@ type rule struct {
 	command   []*regexp.Regexp // nil = every command
 	anyRest   bool             // the pattern ends in a lone *
 	pattern   string           // the command pattern as written
+	words     []string         // its words as written
 	progSlash bool             // the pattern's program has a slash: no base-name match
 	path      string           // doublestar; "" = every call
 	decision  tools.Decision
@@ -97,45 +96,6 @@ func (r *rule) matchesTool(name string) bool {
 // even one that cannot be read before it runs.
 func (r *rule) matchesAnyCommand() bool {
 	return r.command == nil || (len(r.command) == 1 && r.anyRest)
-}
-
-// matchesCommand reports whether c matches the rule's command pattern
-// word for word. A word that expands at run time could become anything:
-// it matches any pattern word for a rule that denies or asks, and only *
-// for a rule that allows, so an unknown word never widens what is allowed.
-// The program is also matched by its base name (/bin/rm is rm) unless the
-// pattern's first word has a slash.
-func (r *rule) matchesCommand(c shell.Command) bool {
-	if r.command == nil {
-		return true
-	}
-	ws := c.Words
-	pats := r.command
-	if r.anyRest {
-		pats = pats[:len(pats)-1]
-		if len(ws) < len(pats) {
-			return false
-		}
-	} else if len(ws) != len(pats) {
-		return false
-	}
-	for i, re := range pats {
-		w := ws[i]
-		if !w.Literal {
-			if r.decision == tools.Allow && re.String() != `^.*$` {
-				return false
-			}
-			continue
-		}
-		if re.MatchString(w.Value) {
-			continue
-		}
-		if i == 0 && !r.progSlash && re.MatchString(path.Base(w.Value)) {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 // pathKeys are the argument names read as paths, on every tool.

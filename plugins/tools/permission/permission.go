@@ -30,20 +30,33 @@
 // A bash command line is parsed (package shell) and each simple command is
 // judged on its own: `git status && rm -rf ~` is two commands, and so are
 // the commands of pipes, lists, subshells, $(...) and `...` inside an
-// argument. The strictest decision wins (deny over ask over allow). A
-// command whose program is not literal ($CMD), or one that runs other
-// commands (eval, sudo, xargs, sh -c, find -exec...), is decided only by a
-// rule that takes every command (tool bash without command, or command
-// "*") or as written by a rule naming it (command "sudo *"); failing that
-// it is asked about (allowed in full-access, denied in read-only). The
-// literal script of sh -c and eval is read and judged too, and the deny and
-// ask rules are tried on what a wrapper runs (sudo rm -rf / meets "rm *").
-// A line that cannot be parsed is denied with the parser's message.
+// argument. The strictest decision wins (deny over ask over allow). Words
+// are expanded as far as possible without running anything: quotes and
+// backslashes removed, $'...' decoded, braces expanded; a glob may become
+// any file names it matches, and a word known only at run time ($X, $(cmd))
+// any word, or any number of words outside double quotes. The first rule
+// a command surely matches decides, but a rule before it that the command
+// could match once expanded is held against it when it denies or asks: an
+// allow rule never covers more than it names, and a deny rule meets every
+// command it might turn out to be.
+//
+// Code known only at run time is opaque: a program named at run time,
+// eval of a variable, a shell reading a pipe, source of a process
+// substitution, a script file the same line may write, BASH_ENV. It meets
+// every rule that denies or asks, so a deny stays a deny whatever answers
+// the asks (--yolo, --allow bash); with no such rule it is asked about
+// (allowed in full-access, denied in read-only). Known code a command runs
+// is judged too: the script of sh -c and eval, a trap's action, a here-
+// string fed to a shell, an alias, and the tails of a wrapper's words
+// (sudo -u bob rm -rf / meets "rm *"), where only rules that deny or ask
+// count. A wrapper or a shell running a file is decided by a rule naming it
+// or taking every command, else asked about. A line that cannot be parsed
+// is opaque, and denied with the parser's message failing a rule.
 // Redirections that write a file count in the modes: read-only denies
 // them, workspace-write asks unless the file is inside the workspace.
-// This is a policy, not a sandbox: a script file, an alias or an
-// interpreter (python -c) can run anything; the sandbox of tools.bash is
-// what confines a command that runs.
+// This is a policy, not a sandbox: a script file written earlier or an
+// interpreter (python -c) the rules do not name runs code the policy does
+// not read; the sandbox of tools.bash is what confines a command that runs.
 //
 // # Several policies
 //

@@ -54,6 +54,7 @@ type part struct {
 	subject string // `the tool "write"`, `the command "rm -rf ~"`
 	program string // what a session answer covers (Pattern): the program as written, or the whole command or redirection when the program says too little
 	decided bool   // false: this policy has no opinion; the next one decides
+	rule    bool   // decided by a rule (not by the mode or a fallback)
 	v       tools.Verdict
 }
 
@@ -145,7 +146,7 @@ func (p *policy) judge(a tools.Approval) []part {
 
 // byRule decides pt by r.
 func (p *policy) byRule(pt part, r *rule) part {
-	pt.decided = true
+	pt.decided, pt.rule = true, true
 	pt.v = tools.Verdict{Decision: r.decision, Source: p.source + ":" + r.where}
 	var what string
 	switch r.decision {

@@ -7,9 +7,14 @@
 // every simple command is found, however deep it sits (after &&, ||, ;,
 // in a pipe, a subshell, a block, a function body, a command substitution
 // $(...) or `...` inside an argument, a process substitution, a here-doc).
-// Words the shell would expand at run time (variables, substitutions,
-// arithmetic) are reported as not literal: their value is unknown before
-// the command runs.
+// Words are read as far as the shell would expand them without running
+// anything: quotes and backslashes removed, $'...' decoded, braces
+// expanded. A word with an unquoted glob is reported as a glob, and words
+// the shell would expand at run time (variables, substitutions,
+// arithmetic) as not literal, with whether splitting may make them several
+// words. A command's own standard input redirection, strings that hold
+// command substitutions and the variables a line assigns are reported too,
+// for a policy that must know what code a shell would read.
 package shell
 
 import (
@@ -21,23 +26,62 @@ import (
 // Word is one word of a command as the shell would pass it, when that is
 // known before it runs.
 type Word struct {
-	// Value is the word after quote removal; for a word that is not
-	// literal it is the word as written.
+	// Value is the word after quote removal and $'...' decoding; for a
+	// word that is not literal it is the word as written.
 	Value string
 	// Literal is false when the word expands at run time ($X, $(cmd), ...).
 	Literal bool
+	// Glob is set on a literal word with an unquoted *, ? or [ (or an
+	// extended glob): the shell replaces it by the names of the files it
+	// matches, which may be several words.
+	Glob bool
+	// Pattern is a Glob word as a glob: its quoted characters escaped
+	// with a backslash, an extended glob read as *.
+	Pattern string
+	// Split is set on a word that is not literal and that splitting may
+	// turn into no word or several ($X, $(cmd) outside quotes, "$@").
+	Split bool
 }
+
+// Exact reports whether the word is one known word.
+func (w Word) Exact() bool { return w.Literal && !w.Glob }
 
 // Command is one simple command: a program and its arguments.
 type Command struct {
-	// Words are the program and its arguments; never empty.
+	// Words are the program and its arguments, brace expansions expanded;
+	// never empty.
 	Words []Word
 	// Text is the command as written, for messages.
 	Text string
+	// Stdin is where the command's own redirections point its standard
+	// input; nil when it reads what it inherits (a pipe, or the caller's).
+	Stdin *Input
 }
 
 // Program is the command's first word.
 func (c Command) Program() Word { return c.Words[0] }
+
+// InputKind says what a redirection of standard input reads.
+type InputKind int
+
+// Kinds of Input.
+const (
+	// FromFile: < file or <> file; Value is the file.
+	FromFile InputKind = iota
+	// FromText: a here-document or here-string; Value is its text.
+	FromText
+	// FromDescriptor: <&N, a descriptor opened elsewhere.
+	FromDescriptor
+)
+
+// Input is a command's redirection of its standard input.
+type Input struct {
+	Kind InputKind
+	// Value is the file or the text, when Literal.
+	Value string
+	// Literal is false when the file or text is known only at run time.
+	Literal bool
+}
 
 // Write is a redirection that writes to a file (>, >>, &>, >|, <>).
 type Write struct {
@@ -53,6 +97,13 @@ type Write struct {
 type Script struct {
 	Commands []Command
 	Writes   []Write
+	// Code are literal strings (arguments, assigned values) that hold a
+	// command substitution: bash runs such a string when it evaluates a
+	// variable holding it as arithmetic (x='a[$(cmd)]'; (( x ))).
+	Code []string
+	// Assigned are the names of the variables the line assigns, before a
+	// command (X=1 cmd), alone (X=1) or through export, declare, local.
+	Assigned []string
 }
 
 // Parse splits src, read as bash. Its error is the parser's, which names
@@ -72,24 +123,55 @@ func Parse(src string) (Script, error) {
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
-		case *syntax.CallExpr:
+		case *syntax.Stmt:
+			// A simple command is always a statement's: its redirections
+			// are the statement's.
+			call, ok := n.Cmd.(*syntax.CallExpr)
+			if !ok {
+				break
+			}
+			for _, a := range call.Assigns {
+				if a.Name != nil {
+					s.Assigned = append(s.Assigned, a.Name.Value)
+				}
+				if a.Value != nil {
+					s.code(word(a.Value, ""))
+				}
+			}
 			// Assignments alone (X=1) run no program; their substitutions
 			// are still walked.
-			if len(n.Args) > 0 {
-				words := make([]Word, len(n.Args))
-				for i, a := range n.Args {
-					words[i] = word(a, text(a))
+			if len(call.Args) > 0 {
+				ws := make([]Word, 0, len(call.Args))
+				for _, a := range call.Args {
+					ws = appendWords(ws, a, text(a))
 				}
-				s.Commands = append(s.Commands, Command{Words: words, Text: text(n)})
+				for _, w := range ws {
+					s.code(w)
+				}
+				if len(ws) > 0 {
+					s.Commands = append(s.Commands, Command{Words: ws, Text: text(call), Stdin: input(n.Redirs)})
+				}
+			}
+		case *syntax.LetClause:
+			// let 'x=a[$(cmd)]' evaluates its quoted words as arithmetic.
+			for _, e := range n.Exprs {
+				if w, ok := e.(*syntax.Word); ok {
+					s.code(word(w, ""))
+				}
 			}
 		case *syntax.DeclClause:
 			// export, declare, local...: builtins the parser gives a node
 			// of their own; judged like any other command.
-			words := []Word{{Value: n.Variant.Value, Literal: true}}
+			ws := []Word{{Value: n.Variant.Value, Literal: true}}
 			for _, a := range n.Args {
-				words = append(words, assign(a, text(a)))
+				if a.Name != nil {
+					s.Assigned = append(s.Assigned, a.Name.Value)
+				}
+				w := assign(a, text(a))
+				s.code(w)
+				ws = append(ws, w)
 			}
-			s.Commands = append(s.Commands, Command{Words: words, Text: text(n)})
+			s.Commands = append(s.Commands, Command{Words: ws, Text: text(n)})
 		case *syntax.Redirect:
 			if writes(n) {
 				w := word(n.Word, text(n.Word))
@@ -99,6 +181,65 @@ func Parse(src string) (Script, error) {
 		return true
 	})
 	return s, nil
+}
+
+func (s *Script) code(w Word) {
+	if w.Literal && (strings.Contains(w.Value, "$(") || strings.Contains(w.Value, "`")) {
+		s.Code = append(s.Code, w.Value)
+	}
+}
+
+// input returns where rs point standard input; the last one wins.
+func input(rs []*syntax.Redirect) *Input {
+	var in *Input
+	for _, r := range rs {
+		if r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		switch r.Op {
+		case syntax.RdrIn, syntax.RdrInOut:
+			v, ok := literal(r.Word)
+			in = &Input{Kind: FromFile, Value: v, Literal: ok}
+		case syntax.WordHdoc:
+			v, ok := literal(r.Word)
+			in = &Input{Kind: FromText, Value: v, Literal: ok}
+		case syntax.Hdoc, syntax.DashHdoc:
+			v, ok := hereDoc(r)
+			in = &Input{Kind: FromText, Value: v, Literal: ok}
+		case syntax.DplIn:
+			in = &Input{Kind: FromDescriptor}
+		}
+	}
+	return in
+}
+
+// hereDoc returns a here-document's text when nothing in it expands: with
+// a quoted delimiter its body is taken as written; otherwise a backslash
+// escapes only $ ` \ and newline.
+func hereDoc(r *syntax.Redirect) (string, bool) {
+	if r.Hdoc == nil {
+		return "", true
+	}
+	quoted := false
+	for _, p := range r.Word.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok || strings.Contains(l.Value, `\`) {
+			quoted = true
+		}
+	}
+	var b strings.Builder
+	for _, p := range r.Hdoc.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			return "", false
+		}
+		if quoted {
+			b.WriteString(l.Value)
+		} else {
+			b.WriteString(unescapeHereDoc(l.Value))
+		}
+	}
+	return b.String(), true
 }
 
 // writes reports whether r opens a file for writing. >&N and >&- duplicate
@@ -116,13 +257,6 @@ func writes(r *syntax.Redirect) bool {
 		return v != "-" && strings.Trim(v, "0123456789-") != ""
 	}
 	return false
-}
-
-func word(w *syntax.Word, written string) Word {
-	if v, ok := literal(w); ok {
-		return Word{Value: v, Literal: true}
-	}
-	return Word{Value: written}
 }
 
 func assign(a *syntax.Assign, written string) Word {
@@ -143,64 +277,22 @@ func assign(a *syntax.Assign, written string) Word {
 	return Word{Value: a.Name.Value + op + v, Literal: true}
 }
 
-// literal returns w's value after quote removal when nothing in it expands
-// at run time.
-func literal(w *syntax.Word) (string, bool) {
-	if w == nil {
-		return "", false
-	}
-	var b strings.Builder
-	for _, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			b.WriteString(unescape(p.Value, false))
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false // $'...' has escapes of its own
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				return "", false // $"..." is translated at run time
-			}
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
-				}
-				b.WriteString(unescape(l.Value, true))
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
-}
-
-// unescape removes the backslashes bash removes: before any character
-// outside quotes (so \rm is rm), before $ ` " \ and newline inside double
-// quotes. A backslash-newline is a line continuation and vanishes.
-func unescape(s string, quoted bool) string {
+// unescapeHereDoc removes the backslashes an unquoted here-document
+// removes: before $ ` \ and newline.
+func unescapeHereDoc(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b.WriteByte(c)
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
 			continue
 		}
-		n := s[i+1]
-		switch {
-		case n == '\n':
-			i++
-		case !quoted || strings.IndexByte("$`\"\\", n) >= 0:
-			b.WriteByte(n)
-			i++
-		default:
-			b.WriteByte(c)
-		}
+		b.WriteByte(s[i])
 	}
 	return b.String()
 }
