@@ -55,7 +55,7 @@ func run(t *testing.T, st sandbox.Status, r sandbox.Rules, script string) (strin
 func TestWritesLandOnlyBeneathTheWritableDirectories(t *testing.T) {
 	st := landlock(t)
 	ws, outside := t.TempDir(), t.TempDir()
-	out, waitErr, entryErr := run(t, st, sandbox.Rules{Writable: []string{ws}, Network: true}, fmt.Sprintf(
+	out, waitErr, entryErr := run(t, st, sandbox.Rules{Writable: []string{ws}, Network: sandbox.NetworkOn}, fmt.Sprintf(
 		`echo in > %[1]s/a && mkdir %[1]s/d && mv %[1]s/a %[1]s/d/a && echo ok
 echo out > %[2]s/b || echo refused
 cat /etc/hostname >/dev/null && echo read
@@ -117,7 +117,7 @@ func TestNetworkOnAllowsATCPConnect(t *testing.T) {
 		}
 		accepted <- err
 	}()
-	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: true}, dialScript(port))
+	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: sandbox.NetworkOn}, dialScript(port))
 	if entryErr != nil {
 		t.Fatal(entryErr)
 	}
@@ -136,7 +136,7 @@ func TestSignalsDoNotCrossTheEdge(t *testing.T) {
 	if st.ABI < 6 {
 		t.Skipf("signal scoping needs Landlock ABI 6; this kernel has %d", st.ABI)
 	}
-	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: true},
+	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: sandbox.NetworkOn},
 		fmt.Sprintf(`kill -0 %d && echo reached || echo blocked; sleep 0 & kill -0 $! && echo own`, os.Getpid()))
 	if entryErr != nil {
 		t.Fatal(entryErr)
@@ -168,17 +168,17 @@ func TestAnABIBeyondTheKernelFailsLoudly(t *testing.T) {
 
 func TestCheckSaysWhatIsMissing(t *testing.T) {
 	none := sandbox.Status{Reason: "not enabled at boot"}
-	if err := none.Check(sandbox.Rules{Network: true}); !isCode(err, sandbox.Unavailable) || !strings.Contains(err.Error(), "not enabled at boot") {
+	if err := none.Check(sandbox.Rules{Network: sandbox.NetworkOn}); !isCode(err, sandbox.Unavailable) || !strings.Contains(err.Error(), "not enabled at boot") {
 		t.Fatalf("no Landlock: %v", err)
 	}
 	old := sandbox.Status{ABI: 3}
-	if err := old.Check(sandbox.Rules{Network: true}); err != nil {
+	if err := old.Check(sandbox.Rules{Network: sandbox.NetworkOn}); err != nil {
 		t.Fatalf("ABI 3 confines writes: %v", err)
 	}
 	if err := old.Check(sandbox.Rules{}); !isCode(err, sandbox.Unavailable) || !strings.Contains(err.Error(), "ABI 4") {
 		t.Fatalf("network: false on ABI 3: %v", err)
 	}
-	if !old.Effective(sandbox.Rules{}).Network {
+	if old.Effective(sandbox.Rules{}).Accept&sandbox.OpenNetwork != 0 {
 		t.Fatal("on ABI 3 the network stays open, and Effective must say so")
 	}
 	if _, err := sandbox.Attach(exec.Command("/bin/true"), sandbox.Rules{}, old); !isCode(err, sandbox.Unavailable) {
