@@ -34,11 +34,22 @@ func isolated(t *testing.T, change func(*bash.Config)) bash.Config {
 
 // TestSecretsOfDshAreOutOfReach: a secret in dsh's environment is not in
 // the command's environment, nor in /proc/$PPID, /proc/1 or any
-// /proc/*/environ it can read.
+// /proc/*/environ it can read. /proc shows the environment a process was
+// started with, so the test runs again in a process started with the
+// secret, as dsh would be.
 func TestSecretsOfDshAreOutOfReach(t *testing.T) {
 	const secret = "sk-test-5e3c7e7-not-a-real-key"
-	t.Setenv("DSH_FAKE_PROVIDER_KEY", secret)
-	a := start(t, isolated(t, nil))
+	cfg := isolated(t, nil)
+	if os.Getenv("DSH_FAKE_PROVIDER_KEY") != secret {
+		again := exec.Command(os.Args[0], "-test.run=^TestSecretsOfDshAreOutOfReach$", "-test.count=1", "-test.v")
+		again.Env = append(os.Environ(), "DSH_FAKE_PROVIDER_KEY="+secret)
+		out, err := again.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestSecretsOfDshAreOutOfReach") {
+			t.Fatalf("with the secret in dsh's environment (%v):\n%s", err, out)
+		}
+		return
+	}
+	a := start(t, cfg)
 	r := a.run(t.Context(), `env; echo PPID=$PPID; tr '\0' '\n' < /proc/$PPID/environ; tr '\0' '\n' < /proc/1/environ
 for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done 2>/dev/null; echo searched`)
 	if strings.Contains(r.Content, secret) {
@@ -315,4 +326,39 @@ func sleepers(secs string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// TestBoundariesAsAnUnprivilegedUser runs the boundary tests again as
+// nobody, from a copy of this test binary anyone may execute: there the
+// command keeps the user's own kernel uid and the read-only mounts alone
+// refuse changes outside.
+func TestBoundariesAsAnUnprivilegedUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("already unprivileged: the boundary tests above ran as this user")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed to drop to nobody: %v", err)
+	}
+	dir := worldDir(t)
+	bin := filepath.Join(dir, "bash.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	run := "^(TestSecretsOfDshAreOutOfReach|TestMetadataOutsideTheWorkspaceIsReadOnly|TestProtectedPathsStayReadOnly|TestNoStrayOutlivesAKilledDsh|TestTheSandboxConfinesWritesToTheWorkspaceAndTMPDIR)$"
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run="+run, "-test.count=1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=/tmp"}
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "--- SKIP") || strings.Count(string(out), "--- PASS: Test") < 5 {
+		t.Fatalf("as nobody (%v):\n%s", err, out)
+	}
 }
