@@ -16,7 +16,7 @@ import (
 
 // self is dsh's executable as the kernel knows it: it still works when the
 // file was replaced or removed since dsh started (an upgrade).
-const self = "/proc/self/exe"
+var self = "/proc/self/exe"
 
 // entryCaps are the capabilities, within its own user namespace, the entry
 // needs to build the view (mounts, loopback) and take the command's uid;
