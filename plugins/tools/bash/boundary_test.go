@@ -362,3 +362,18 @@ func TestBoundariesAsAnUnprivilegedUser(t *testing.T) {
 		t.Fatalf("as nobody (%v):\n%s", err, out)
 	}
 }
+
+// TestATimeoutEndsASandboxedCommandThatIgnoresSIGTERM: the shell is the
+// PID namespace's init, which the kernel spares SIGTERM; the teardown is
+// bounded all the same (SIGKILL after the grace).
+func TestATimeoutEndsASandboxedCommandThatIgnoresSIGTERM(t *testing.T) {
+	a := start(t, isolated(t, nil))
+	began := time.Now()
+	r := a.run(t.Context(), `trap '' TERM; sleep 300 & wait; sleep 300`, "timeout", "1")
+	if took := time.Since(began); took > 15*time.Second {
+		t.Fatalf("the teardown took %s", took)
+	}
+	if !strings.Contains(r.Content, "timed out after 1s") {
+		t.Fatalf("got %+v", r)
+	}
+}
