@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/internal/sandbox/entry"
 )
 
 // trials caches what a real sandboxed start showed, once per process: the
@@ -42,16 +41,18 @@ func probeNamespaces(st *Status) {
 	st.Idmap, st.IdmapReason = trials.idmap, trials.idmapReason
 }
 
-// trial starts dsh's own executable, told to exit at once, in a sandbox
-// with a fresh temp dir writable.
+// trial enters a sandbox with a fresh temp dir writable and exits there,
+// without running a program. It leaves out the network namespace, the
+// slowest part to create: a kernel that creates a user namespace creates
+// that one too, and if not, commands fail to start and say so.
 func trial(st Status, weak Weaken) error {
 	dir, err := os.MkdirTemp("", "dsh-sandbox-probe-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.Command(self, entry.HoldMarker)
-	e, err := attach(cmd, Rules{Writable: []string{dir}}, st, weak)
+	cmd := exec.Command(self)
+	e, err := attach(cmd, Rules{Writable: []string{dir}, Network: NetworkOn}, st, weak)
 	if err != nil {
 		return err
 	}

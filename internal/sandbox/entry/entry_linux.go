@@ -38,6 +38,10 @@ func run(arg string) {
 		os.Exit(ExitFailed)
 	}
 	err := enter(&s)
+	if err == nil && s.Path == "" {
+		// A probe: the sandbox could be entered; there is nothing to run.
+		os.Exit(0)
+	}
 	if err == nil {
 		err = syscall.Exec(s.Path, s.Args, os.Environ())
 		err = fmt.Errorf("executing %s: %w", s.Path, err)

@@ -78,7 +78,8 @@ type Spec struct {
 	// in place.
 	Dir string `json:"dir,omitempty"`
 	// Path and Args are the program to run once inside (Args[0] is its
-	// name, as in exec.Cmd).
+	// name, as in exec.Cmd); an empty Path makes the child exit 0 once it
+	// is inside (dsh's probe).
 	Path string   `json:"path"`
 	Args []string `json:"args"`
 }
