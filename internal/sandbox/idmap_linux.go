@@ -90,6 +90,9 @@ func idmappedMount(path string, ns *os.File, readOnly bool) (*os.File, error) {
 	}
 	fdcwd := atFdcwd
 	fd, _, e := syscall.Syscall(sysOpenTree, uintptr(fdcwd), uintptr(unsafe.Pointer(p)), openTreeClone|syscall.O_CLOEXEC)
+	if e == syscall.ENOENT || e == syscall.ENOTDIR {
+		return nil, errs.Wrap(errs.InvalidArgument, e, fmt.Sprintf("sandbox: the directory %s does not exist; create it, or take it out of sandbox.writable", path)).WithReason("sandbox/missing-directory")
+	}
 	if e != 0 {
 		return nil, errs.Wrap(Unavailable, e, fmt.Sprintf("sandbox: cloning the mount of %s (open_tree)", path)).WithReason("sandbox/no-idmap")
 	}

@@ -145,8 +145,10 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 	// The entry enters the directory once its mounts are in place: the
 	// one it starts in is the old, read-only view, and with another uid
 	// dsh's directory may not even be reachable.
+	// Without a directory the command starts in dsh's, entered again for
+	// the same reason.
 	spec.Dir, cmd.Dir = cmd.Dir, ""
-	if spec.Dir != "" && !filepath.IsAbs(spec.Dir) {
+	if !filepath.IsAbs(spec.Dir) {
 		if wd, err := os.Getwd(); err == nil {
 			spec.Dir = filepath.Join(wd, spec.Dir)
 		}
@@ -165,6 +167,13 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 			e.placeholders = append(e.placeholders, p)
 		}
 		spec.ReadOnly = append(spec.ReadOnly, p)
+		// A protected name that is a symlink is covered where it stands;
+		// its target, writable under its own name, is covered too.
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if t, err := filepath.EvalSymlinks(p); err == nil && beneathAny(t, spec.Writable) {
+				spec.ReadOnly = append(spec.ReadOnly, t)
+			}
+		}
 	}
 	if !idmapped {
 		for _, w := range spec.Writable {

@@ -377,3 +377,28 @@ func TestATimeoutEndsASandboxedCommandThatIgnoresSIGTERM(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 }
+
+// TestAProtectedSymlinkAndItsTargetStayReadOnly: AGENTS.md as a symlink to
+// another file of the workspace; neither the link nor the file it names
+// can be changed.
+func TestAProtectedSymlinkAndItsTargetStayReadOnly(t *testing.T) {
+	a := start(t, isolated(t, nil))
+	if err := os.WriteFile(filepath.Join(a.ws, "real.md"), []byte("orig\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.md", filepath.Join(a.ws, "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	r := a.run(t.Context(), `echo x > AGENTS.md && echo WROTE-LINK; rm -f AGENTS.md && echo REMOVED; echo y > real.md && echo WROTE-TARGET; true`)
+	for _, bad := range []string{"WROTE-LINK", "REMOVED", "WROTE-TARGET"} {
+		if strings.Contains(r.Content, bad) {
+			t.Errorf("%s:\n%s", bad, r.Content)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(a.ws, "real.md")); string(b) != "orig\n" {
+		t.Errorf("the target changed: %q", b)
+	}
+	if l, err := os.Readlink(filepath.Join(a.ws, "AGENTS.md")); err != nil || l != "real.md" {
+		t.Errorf("the link changed: %q %v", l, err)
+	}
+}
