@@ -84,7 +84,8 @@ type pollFd struct {
 
 // poll checks fds without waiting.
 func poll(fds []pollFd) (int, error) {
-	n, _, e := syscall.Syscall(syscall.SYS_POLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), 0)
+	var zero syscall.Timespec
+	n, _, e := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}

@@ -85,8 +85,11 @@ type runner struct {
 	// guard: commands run without a PID namespace, so childproc's group
 	// watcher kills what they leave behind once dsh is gone.
 	guard bool
-	// egress serves the proxy listener of a proxied command.
-	egress EgressServer
+	// egress serves the proxy listener of a proxied command; proxied is
+	// set when commands get one (not where the sandbox has no network
+	// namespace to put it in, which the warning then names).
+	egress  EgressServer
+	proxied bool
 	// refusal, when set, answers every command (unavailable: refuse).
 	refusal string
 	// warning says how commands are less confined than configured
@@ -134,6 +137,7 @@ func newRunner(cfg Config) (*runner, error) {
 	switch {
 	case err == nil:
 		r.sandboxed = true
+		r.proxied = policy.Mode == sandbox.NetworkProxied
 		r.summary = "sandbox: " + r.status.Describe(wanted)
 	case cfg.Sandbox.Unavailable == Refuse:
 		r.refusal = fmt.Sprintf("the bash tool is off: the sandbox it is configured with cannot be enforced here: %s. "+
@@ -150,6 +154,7 @@ func newRunner(cfg Config) (*runner, error) {
 	default:
 		r.sandboxed, r.accept = true, sandbox.AcceptAll
 		r.guard = need&sandbox.NoNamespaces != 0
+		r.proxied = policy.Mode == sandbox.NetworkProxied && !r.guard
 		r.warning = "sandbox weaker than configured (sandbox.unavailable: warn): " + msg(err) + "; in force: " + r.status.Describe(wanted)
 	}
 	return r, nil

@@ -36,7 +36,7 @@ func (r *runner) run(ctx stdctx.Context, command, ws string, timeout time.Durati
 	out := p.out
 	defer out.Close()
 	var served chan struct{}
-	if r.policy.Mode == sandbox.NetworkProxied && entry != nil {
+	if r.proxied && entry != nil {
 		l, err := entry.Listener()
 		if err != nil || l == nil {
 			p.Stop(0)
@@ -158,7 +158,7 @@ func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started,
 	// The temp dir is where the sandbox lets the command write; a TMPDIR
 	// from the config would point it elsewhere.
 	env["TMPDIR"] = tmp
-	if r.sandboxed && r.policy.Mode == sandbox.NetworkProxied {
+	if r.proxied {
 		proxy := fmt.Sprintf("http://127.0.0.1:%d", sandbox.DefaultProxyPort)
 		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
 			env[k] = proxy
