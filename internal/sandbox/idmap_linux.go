@@ -146,25 +146,25 @@ func views(dirs, writable []string) []string {
 // placeholder creates a missing protected path empty (a directory when
 // dir), so a read-only mount can cover it for the command's run; it
 // reports whether it made one. A path whose parent is missing is left:
-// there is nothing to protect yet and nothing to mount on.
-func placeholder(p string, dir bool) (bool, error) {
+// there is nothing to protect yet and nothing to mount on. So is one dsh
+// itself may not create: the command, under dsh's uid or a lesser one,
+// may not either.
+func placeholder(p string, dir bool) bool {
 	if _, err := os.Lstat(p); err == nil {
-		return false, nil
+		return false
 	}
 	if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-		return false, nil
+		return false
 	}
 	if dir {
-		if err := os.Mkdir(p, placeholderDirMod); err != nil {
-			return false, errs.Wrap(EntryFailed, err, "sandbox: creating a placeholder for the protected path "+p)
-		}
-		return true, nil
+		return os.Mkdir(p, placeholderDirMod) == nil
 	}
 	f, err := os.OpenFile(p, placeholderFlags, placeholderPerm)
 	if err != nil {
-		return false, errs.Wrap(EntryFailed, err, "sandbox: creating a placeholder for the protected path "+p)
+		return false
 	}
-	return true, f.Close()
+	f.Close()
+	return true
 }
 
 // removePlaceholders removes the placeholders this entry made, if they are

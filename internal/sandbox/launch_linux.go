@@ -161,9 +161,7 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 		if !beneathAny(p, spec.Writable) {
 			continue // read-only already
 		}
-		if made, err := placeholder(p, strings.HasSuffix(r.ReadOnly[i], "/")); err != nil {
-			return err
-		} else if made {
+		if placeholder(p, strings.HasSuffix(r.ReadOnly[i], "/")) {
 			e.placeholders = append(e.placeholders, p)
 		}
 		spec.ReadOnly = append(spec.ReadOnly, p)
