@@ -402,3 +402,28 @@ func TestAProtectedSymlinkAndItsTargetStayReadOnly(t *testing.T) {
 		t.Errorf("the link changed: %q %v", l, err)
 	}
 }
+
+// TestWithoutIdmappedMountsWarnRunsUnderRootAndSaysSo: as root where
+// idmapped mounts are unavailable (simulated), refuse refuses, and warn
+// runs the command in the namespaces under root's own uid, naming what
+// that leaves open.
+func TestWithoutIdmappedMountsWarnRunsUnderRootAndSaysSo(t *testing.T) {
+	st := sandbox.Probe()
+	if !st.Root || !st.Namespaces {
+		t.Skip("needs dsh as root on a kernel with the sandbox's namespaces")
+	}
+	st.Idmap, st.IdmapReason = false, "simulated: no idmapped mounts"
+	defer bash.SetProbe(st)()
+	refused := start(t, defaults(nil))
+	if r := refused.run(t.Context(), "touch ran"); !r.IsError || !strings.Contains(r.Content, "simulated: no idmapped mounts") {
+		t.Fatalf("refuse: %+v", r)
+	}
+	a := start(t, defaults(func(c *bash.Config) { c.Sandbox.Unavailable = bash.Warn }))
+	r := a.run(t.Context(), "echo in > inside && echo pid=$$")
+	if r.IsError || !strings.Contains(r.Content, "kernel uid stays root (NOT isolated") || !strings.Contains(r.Content, "pid=1\n") {
+		t.Fatalf("warn: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(a.ws, "inside")); err != nil {
+		t.Fatalf("the write inside did not land: %v", err)
+	}
+}
