@@ -157,11 +157,11 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 	if err != nil {
 		return err
 	}
-	for i, p := range readOnly {
+	for _, p := range readOnly {
 		if !beneathAny(p, spec.Writable) {
 			continue // read-only already
 		}
-		if placeholder(p, strings.HasSuffix(r.ReadOnly[i], "/")) {
+		if placeholder(p) {
 			e.placeholders = append(e.placeholders, p)
 		}
 		spec.ReadOnly = append(spec.ReadOnly, p)

@@ -84,10 +84,10 @@ const (
 type Rules struct {
 	// Writable lists absolute directories the program may write beneath.
 	Writable []string
-	// ReadOnly lists absolute paths inside Writable that stay read-only
-	// (a trailing slash marks a directory). A missing one is created
-	// empty for the command's run, read-only, so the command cannot
-	// create it either, and removed after (see Entry.Err).
+	// ReadOnly lists absolute paths inside Writable that stay read-only.
+	// A missing one is created as an empty directory for the command's
+	// run and covered read-only, so the command cannot create it either,
+	// and removed after (see Entry.Err).
 	ReadOnly []string
 	// Network is off (the zero value), on or proxied.
 	Network Network

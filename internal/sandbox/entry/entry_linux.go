@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -121,6 +123,17 @@ func isolate(s *Spec) error {
 			return err
 		}
 	}
+	// A covered path is safe only while its directory stays where it is:
+	// `mv .git .git-old; mkdir .git` would put a fresh, writable
+	// .git/config in its place. A mount point cannot be renamed or
+	// removed, so each directory between a writable one and a covered
+	// path is mounted over itself, deepest first (each clone carries the
+	// mounts beneath it).
+	for _, d := range pinned(s.ReadOnly, s.Writable) {
+		if err := pin(d); err != nil {
+			return err
+		}
+	}
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc of the new PID namespace: %w", err)
 	}
@@ -161,6 +174,48 @@ func readOnly(p string) error {
 	}
 	if err := moveMount(fd, p); err != nil {
 		return fmt.Errorf("mounting the protected path %s read-only: %w", p, err)
+	}
+	return nil
+}
+
+// pinned are the directories strictly between a writable directory and a
+// covered path, deepest first.
+func pinned(readOnly, writable []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range readOnly {
+		root := ""
+		for _, w := range writable {
+			if strings.HasPrefix(p, w+"/") && len(w) > len(root) {
+				root = w
+			}
+		}
+		if root == "" {
+			continue
+		}
+		for d := filepath.Dir(p); len(d) > len(root); d = filepath.Dir(d) {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// pin mounts directory d over itself, with what is mounted beneath it.
+func pin(d string) error {
+	fd, err := openTree(-1, d, openTreeClone|atRecursive)
+	if err == syscall.ENOENT || err == syscall.ENOTDIR {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cloning %s to pin it: %w", d, err)
+	}
+	defer syscall.Close(fd)
+	if err := moveMount(fd, d); err != nil {
+		return fmt.Errorf("pinning %s: %w", d, err)
 	}
 	return nil
 }

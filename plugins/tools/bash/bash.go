@@ -167,11 +167,7 @@ func (r *runner) rules(writable, readOnly []string) sandbox.Rules {
 	ro := make([]string, 0, len(readOnly))
 	for _, p := range readOnly {
 		if !filepath.IsAbs(p) {
-			dir := strings.HasSuffix(p, "/")
 			p = filepath.Join(writable[0], p)
-			if dir {
-				p += "/"
-			}
 		}
 		ro = append(ro, p)
 	}

@@ -145,10 +145,12 @@ func TestProtectedPathsStayReadOnly(t *testing.T) {
 	}
 	r := a.run(t.Context(), `echo x > .git/config && echo CONFIG-WRITTEN
 rm -rf .git/hooks && echo HOOKS-REMOVED
+mv .git .git-old && mkdir .git && echo x > .git/config && echo GIT-SWAPPED
+rm -rf .git 2>/dev/null; [ -d .git/hooks ] || echo GIT-GONE
 mkdir -p .claude/x && echo CLAUDE-MADE
 echo y > AGENTS.md && echo AGENTS-WRITTEN
 echo fine > notes.txt && cat notes.txt`)
-	for _, bad := range []string{"CONFIG-WRITTEN", "HOOKS-REMOVED", "CLAUDE-MADE", "AGENTS-WRITTEN"} {
+	for _, bad := range []string{"CONFIG-WRITTEN", "HOOKS-REMOVED", "GIT-SWAPPED", "GIT-GONE", "CLAUDE-MADE", "AGENTS-WRITTEN"} {
 		if strings.Contains(r.Content, bad) {
 			t.Errorf("%s:\n%s", bad, r.Content)
 		}

@@ -57,8 +57,9 @@ type SandboxConfig struct {
 	Writable []string `koanf:"writable" json:"writable,omitempty"`
 	// ReadOnly lists paths, relative to the workspace or absolute, that
 	// commands may not change even inside a writable directory: what
-	// dsh or git would later load and run. A trailing slash marks a
-	// directory (a missing one is covered by an empty directory).
+	// dsh or git would later load and run. A missing one cannot be
+	// created either: an empty read-only directory stands in its place
+	// while a command runs.
 	ReadOnly []string `koanf:"read_only" json:"read_only,omitempty"`
 	// UID is the kernel uid (and gid) commands run under when dsh runs as
 	// root; default 65534 (nobody). Root itself is refused.
@@ -68,7 +69,7 @@ type SandboxConfig struct {
 // DefaultReadOnly are the paths commands may not change by default: git's
 // config and hooks (a later git run executes them) and the files dsh and
 // other agents load as instructions or settings.
-var DefaultReadOnly = []string{".git/config", ".git/hooks/", ".git/info/", ".claude/", ".agents/", "AGENTS.md", "CLAUDE.md", ".mcp.json"}
+var DefaultReadOnly = []string{".git/config", ".git/hooks", ".git/info", ".claude", ".agents", "AGENTS.md", "CLAUDE.md", ".mcp.json"}
 
 // NetworkPolicy is sandbox.network decoded.
 type NetworkPolicy struct {

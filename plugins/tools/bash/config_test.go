@@ -41,7 +41,7 @@ func TestTheNetworkSettingTakesEveryForm(t *testing.T) {
 
 func TestTheDefaultsProtectGitAndInstructions(t *testing.T) {
 	c := bash.Config{}.Defaults()
-	for _, p := range []string{".git/config", ".git/hooks/", ".git/info/", ".claude/", ".agents/", "AGENTS.md", "CLAUDE.md", ".mcp.json"} {
+	for _, p := range []string{".git/config", ".git/hooks", ".git/info", ".claude", ".agents", "AGENTS.md", "CLAUDE.md", ".mcp.json"} {
 		if !strings.Contains(strings.Join(c.Sandbox.ReadOnly, " "), p) {
 			t.Errorf("the default read_only lacks %s", p)
 		}
