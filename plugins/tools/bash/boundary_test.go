@@ -429,3 +429,26 @@ func TestWithoutIdmappedMountsWarnRunsUnderRootAndSaysSo(t *testing.T) {
 		t.Fatalf("the write inside did not land: %v", err)
 	}
 }
+
+// TestANestedNamespaceGivesNothingBack: a command that makes a user
+// namespace of its own, to hold capabilities there, can neither unmount
+// a protected path nor remount anything writable.
+func TestANestedNamespaceGivesNothingBack(t *testing.T) {
+	a := start(t, isolated(t, nil))
+	if err := os.MkdirAll(filepath.Join(a.ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.ws, ".git/config"), []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := a.run(t.Context(), `unshare -Urm sh -c 'umount .git/config && echo UMOUNTED; echo x > .git/config && echo WROTE; mount -o remount,rw / && echo REMOUNTED'
+unshare -rm sh -c 'umount .git/config && echo UMOUNTED2'; mount -t tmpfs x /mnt && echo MOUNTED; true`)
+	for _, bad := range []string{"UMOUNTED", "WROTE", "REMOUNTED", "MOUNTED"} {
+		if strings.Contains(r.Content, bad+"\n") {
+			t.Errorf("%s:\n%s", bad, r.Content)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(a.ws, ".git/config")); string(b) != "[core]\n" {
+		t.Errorf(".git/config changed: %q", b)
+	}
+}
