@@ -40,8 +40,8 @@ func TestSandboxReportSaysWhatIsInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := describeSandbox(cfg)
-	locked := "  locked: sandbox: Landlock ABI "
-	if !sandbox.Probe().Available() {
+	locked := "  locked: sandbox: namespaces ("
+	if st := sandbox.Probe(); !st.Available() || !st.Namespaces {
 		locked = "  locked: sandbox unavailable, every command is refused"
 	}
 	for _, want := range []string{"bash sandbox:\n", locked, "  open: sandbox off (sandbox.mode: off)"} {

@@ -1,27 +1,28 @@
-// Package sandbox confines a child process with Landlock, the Linux
-// security module an unprivileged process can use to restrict itself and
-// every process it starts.
+// Package sandbox is dsh's side of the sandbox a bash command runs in: a
+// boundary built of Linux features, not a filter.
 //
-// Landlock restricts the thread that asks for it, and whatever that thread
-// executes, so the rules cannot be applied from dsh to an already started
-// child, nor from dsh to itself (dsh must keep writing its sessions).
-// Instead the child is dsh's own executable run again with a marker
-// argument: this package's init function recognizes it before main runs
-// (and before a test binary's flags are parsed), applies the rules to the
-// one thread it locks, and replaces the process with the real program
-// (execve), which keeps the rules. A test binary that links this package
-// re-executes itself the same way.
+// A sandboxed command starts as dsh's own executable run again with a
+// marker argument, as the first process of new user, PID, mount, IPC and
+// UTS namespaces (and a network namespace unless the network is on).
+// Package entry recognizes the marker in an init function, before dsh's
+// heavy packages are initialized, builds the command's view and execs the
+// program: everything read-only but the writable directories, the
+// protected paths read-only again inside them, a /proc of the new PID
+// namespace, Landlock, no capabilities, no_new_privs.
 //
-// The rules are fixed: reads and execution are allowed everywhere; writes
-// only beneath the directories Rules.Writable names (and to /dev/null and
-// its kin); with Rules.Network false, TCP bind and connect, unix sockets
-// created outside the sandbox and abstract unix sockets are refused, as far
-// as the kernel's Landlock ABI can restrict them. Signals to processes
-// outside the sandbox (dsh itself among them) are refused from ABI 6 on.
+// When dsh runs as root the command must not keep kernel uid 0: in a user
+// namespace without a mapping it would show as nobody yet still own every
+// file root owns. It runs as uid 0 of a namespace that maps it to an
+// unprivileged kernel uid (65534 by default), and the writable
+// directories are idmapped mounts dsh prepares (open_tree and
+// mount_setattr, through a user namespace with the same mapping), so what
+// the command writes lands on disk as root's. Directories only root may
+// enter on the way to them, and $HOME, are shown read-only and idmapped.
 //
-// Nothing is downgraded silently: the parent probes the kernel (Probe),
-// decides with Status.Check whether the rules can be enforced as asked,
-// and passes the exact ABI to use; the child applies that ABI strictly
-// and, if it cannot, reports why through a pipe and never runs the
-// program.
+// Nothing is downgraded silently: Probe finds out what this kernel and
+// container allow (by entering a sandbox for real, once per process),
+// Status.Check says what a set of Rules would lose, Rules.Accept says what
+// the caller accepts to lose, and Status.Describe names what is then not
+// isolated. The child enforces exactly what dsh chose and, if it cannot,
+// reports why over the control socket and never runs the program.
 package sandbox

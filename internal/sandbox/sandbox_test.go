@@ -55,7 +55,7 @@ func run(t *testing.T, st sandbox.Status, r sandbox.Rules, script string) (strin
 func TestWritesLandOnlyBeneathTheWritableDirectories(t *testing.T) {
 	st := landlock(t)
 	ws, outside := t.TempDir(), t.TempDir()
-	out, waitErr, entryErr := run(t, st, sandbox.Rules{Writable: []string{ws}, Network: true}, fmt.Sprintf(
+	out, waitErr, entryErr := run(t, st, sandbox.Rules{Writable: []string{ws}, Network: sandbox.NetworkOn}, fmt.Sprintf(
 		`echo in > %[1]s/a && mkdir %[1]s/d && mv %[1]s/a %[1]s/d/a && echo ok
 echo out > %[2]s/b || echo refused
 cat /etc/hostname >/dev/null && echo read
@@ -117,7 +117,7 @@ func TestNetworkOnAllowsATCPConnect(t *testing.T) {
 		}
 		accepted <- err
 	}()
-	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: true}, dialScript(port))
+	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: sandbox.NetworkOn}, dialScript(port))
 	if entryErr != nil {
 		t.Fatal(entryErr)
 	}
@@ -136,7 +136,7 @@ func TestSignalsDoNotCrossTheEdge(t *testing.T) {
 	if st.ABI < 6 {
 		t.Skipf("signal scoping needs Landlock ABI 6; this kernel has %d", st.ABI)
 	}
-	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: true},
+	out, _, entryErr := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}, Network: sandbox.NetworkOn},
 		fmt.Sprintf(`kill -0 %d && echo reached || echo blocked; sleep 0 & kill -0 $! && echo own`, os.Getpid()))
 	if entryErr != nil {
 		t.Fatal(entryErr)
@@ -167,34 +167,61 @@ func TestAnABIBeyondTheKernelFailsLoudly(t *testing.T) {
 }
 
 func TestCheckSaysWhatIsMissing(t *testing.T) {
-	none := sandbox.Status{Reason: "not enabled at boot"}
-	if err := none.Check(sandbox.Rules{Network: true}); !isCode(err, sandbox.Unavailable) || !strings.Contains(err.Error(), "not enabled at boot") {
+	none := sandbox.Status{Reason: "not enabled at boot", NSReason: "user namespaces disabled"}
+	if err := none.Check(sandbox.Rules{}); !isReason(err, "sandbox/no-namespaces") || !strings.Contains(err.Error(), "user namespaces disabled") {
+		t.Fatalf("no namespaces: %v", err)
+	}
+	if err := none.Check(sandbox.Rules{Accept: sandbox.NoNamespaces}); !isReason(err, "sandbox/no-landlock") || !strings.Contains(err.Error(), "not enabled at boot") {
 		t.Fatalf("no Landlock: %v", err)
 	}
-	old := sandbox.Status{ABI: 3}
-	if err := old.Check(sandbox.Rules{Network: true}); err != nil {
-		t.Fatalf("ABI 3 confines writes: %v", err)
-	}
-	if err := old.Check(sandbox.Rules{}); !isCode(err, sandbox.Unavailable) || !strings.Contains(err.Error(), "ABI 4") {
-		t.Fatalf("network: false on ABI 3: %v", err)
-	}
-	if !old.Effective(sandbox.Rules{}).Network {
-		t.Fatal("on ABI 3 the network stays open, and Effective must say so")
-	}
-	if _, err := sandbox.Attach(exec.Command("/bin/true"), sandbox.Rules{}, old); !isCode(err, sandbox.Unavailable) {
+	if _, err := sandbox.Attach(exec.Command("/bin/true"), sandbox.Rules{}, none); !isCode(err, sandbox.Unavailable) {
 		t.Fatalf("Attach must refuse rules the kernel cannot enforce: %v", err)
 	}
-	if d := (sandbox.Status{ABI: 10}).Describe(sandbox.Rules{}); !strings.Contains(d, "TCP bind/connect, UDP, abstract unix sockets, unix sockets made outside refused; not restricted: multipath TCP") {
+	// With a network namespace, ABI 3 closes the network all the same.
+	if err := (sandbox.Status{ABI: 3, Namespaces: true}).Check(sandbox.Rules{}); err != nil {
+		t.Fatalf("namespaces on ABI 3: %v", err)
+	}
+	old := sandbox.Status{ABI: 3, NSReason: "refused"}
+	landlockOnly := sandbox.Rules{Accept: sandbox.NoNamespaces}
+	if err := old.Check(landlockOnly); !isReason(err, "sandbox/no-network-rules") || !strings.Contains(err.Error(), "ABI 4") {
+		t.Fatalf("network off on ABI 3 without namespaces: %v", err)
+	}
+	if old.Effective(landlockOnly).Accept&sandbox.OpenNetwork == 0 {
+		t.Fatal("on ABI 3 without namespaces the network stays open, and Effective must say so")
+	}
+	if d := old.Describe(landlockOnly); !strings.Contains(d, "network NOT restricted") || !strings.Contains(d, "NOT isolated: dsh's /proc") {
+		t.Fatalf("Describe must name what is not isolated: %s", d)
+	}
+	rootNoIdmap := sandbox.Status{ABI: 7, Namespaces: true, Root: true, IdmapReason: "vfat cannot be idmapped"}
+	if err := rootNoIdmap.Check(sandbox.Rules{}); !isReason(err, "sandbox/no-idmap") || !strings.Contains(err.Error(), "vfat") {
+		t.Fatalf("root without idmapped mounts: %v", err)
+	}
+	if err := rootNoIdmap.Check(sandbox.Rules{Accept: sandbox.SameUID}); err != nil {
+		t.Fatalf("accepting the same uid: %v", err)
+	}
+	if d := rootNoIdmap.Describe(sandbox.Rules{Writable: []string{"/w"}}); !strings.Contains(d, "kernel uid stays root (NOT isolated") {
+		t.Fatalf("Describe must say the uid stays root: %s", d)
+	}
+	full := sandbox.Status{ABI: 7, Namespaces: true, Root: true, Idmap: true}
+	if d := full.Describe(sandbox.Rules{Writable: []string{"/w"}, ReadOnly: []string{"/w/.git/config"}}); !strings.Contains(d, "kernel uid 65534") || !strings.Contains(d, "read-only everywhere but /w (read-only inside them: /w/.git/config)") || !strings.Contains(d, "network off (a network namespace") {
+		t.Fatalf("the full sandbox: %s", d)
+	}
+	if d := (sandbox.Status{ABI: 10}).Describe(landlockOnly); !strings.Contains(d, "TCP bind/connect, UDP, abstract unix sockets, unix sockets made outside refused; not restricted: multipath TCP") {
 		t.Fatalf("ABI 10 closes all Landlock can: %s", d)
 	}
-	for _, st := range []sandbox.Status{none, old, {ABI: 7}, {ABI: 11}} {
+	for _, st := range []sandbox.Status{none, old, rootNoIdmap, full, {ABI: 11}} {
 		if st.String() == "" || st.Describe(sandbox.Rules{Writable: []string{"/w"}}) == "" {
 			t.Fatalf("%#v describes nothing", st)
 		}
 	}
-	if d := (sandbox.Status{ABI: 7}).Describe(sandbox.Rules{Writable: []string{"/w"}}); !strings.Contains(d, "not restricted: UDP (needs ABI 10), unix sockets made outside (needs ABI 9)") || !strings.Contains(d, "/w") {
-		t.Fatalf("ABI 7 with the network off must name /w and say UDP and unix sockets stay open: %s", d)
+	if d := (sandbox.Status{ABI: 7}).Describe(sandbox.Rules{Writable: []string{"/w"}, Accept: sandbox.NoNamespaces}); !strings.Contains(d, "not restricted: UDP (needs ABI 10), unix sockets made outside (needs ABI 9)") || !strings.Contains(d, "/w") {
+		t.Fatalf("ABI 7 without namespaces must name /w and say UDP and unix sockets stay open: %s", d)
 	}
+}
+
+func isReason(err error, reason string) bool {
+	var e *errs.Error
+	return errors.As(err, &e) && e.Code == sandbox.Unavailable && e.Reason == reason
 }
 
 func isCode(err error, c errs.Code) bool {

@@ -3,9 +3,11 @@
 //
 // Every command is started through internal/childproc (a minimal
 // environment, its own process group, a bounded teardown) and, on Linux,
-// inside a Landlock sandbox (internal/sandbox): writes only beneath the
-// workspace, a temp dir of its own and the directories the config adds;
-// the network off unless the config turns it on. Where the kernel cannot
+// inside the sandbox of internal/sandbox: its own user, PID, mount and
+// network namespaces, another kernel uid when dsh is root, no
+// capabilities, Landlock; writes only beneath the workspace, a temp dir of
+// its own and the directories the config adds, the protected paths
+// excepted; the network off, on, or through dsh's egress proxy. Where the kernel cannot
 // enforce that, sandbox.unavailable decides: refuse every command (the
 // default) or run as confined as the kernel allows, with a warning.
 package bash
@@ -16,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -37,7 +40,7 @@ var probe = sandbox.Probe
 var shells = []string{"/bin/bash", "/usr/bin/bash", "/bin/sh"}
 
 // Plugin is tools.bash.
-var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command in the workspace, sandboxed with Landlock on Linux",
+var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command in the workspace, sandboxed on Linux (namespaces, another uid, Landlock)",
 	func(ctx *dshctx.Context, cfg Config) error {
 		svc, err := tools.Key.Get(ctx)
 		if err != nil {
@@ -73,11 +76,20 @@ var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command 
 type runner struct {
 	cfg   Config
 	shell string
-	// sandboxed: commands enter Landlock with rules (network as the
-	// kernel can enforce it) at status.
+	// sandboxed: commands enter the sandbox at status, weakened no more
+	// than accept allows (sandbox.unavailable: warn accepts all).
 	sandboxed bool
 	status    sandbox.Status
-	network   bool
+	accept    sandbox.Weaken
+	policy    NetworkPolicy
+	// guard: commands run without a PID namespace, so childproc's group
+	// watcher kills what they leave behind once dsh is gone.
+	guard bool
+	// egress serves the proxy listener of a proxied command; proxied is
+	// set when commands get one (not where the sandbox has no network
+	// namespace to put it in, which the warning then names).
+	egress  EgressServer
+	proxied bool
 	// refusal, when set, answers every command (unavailable: refuse).
 	refusal string
 	// warning says how commands are less confined than configured
@@ -89,7 +101,11 @@ type runner struct {
 }
 
 func newRunner(cfg Config) (*runner, error) {
-	r := &runner{cfg: cfg, network: cfg.Sandbox.Network}
+	policy, err := cfg.Sandbox.Policy()
+	if err != nil {
+		return nil, fmt.Errorf("tools.bash: %w", err)
+	}
+	r := &runner{cfg: cfg, policy: policy}
 	for _, s := range shells {
 		if st, err := os.Stat(s); err == nil && !st.IsDir() {
 			r.shell = s
@@ -100,34 +116,65 @@ func newRunner(cfg Config) (*runner, error) {
 		return nil, fmt.Errorf("tools.bash: no shell found at %s; install bash", strings.Join(shells, ", "))
 	}
 	if cfg.Sandbox.Mode == ModeOff {
-		r.summary = "sandbox off (sandbox.mode: off): commands run with your full access"
+		r.guard = true
+		r.summary = "sandbox off (sandbox.mode: off): commands run with your full access; what they leave running is killed when they end or dsh goes"
 		return r, nil
 	}
+	if policy.Mode == sandbox.NetworkProxied {
+		if Egress == nil {
+			r.refusal = "the bash tool is off: sandbox.network lists domains, which needs dsh's egress proxy, and this build has none. Set sandbox.network: off or on."
+			r.summary, r.warning = "every command is refused: "+r.refusal, "every command is refused: "+r.refusal
+			return r, nil
+		}
+		r.egress = Egress(policy.Allow, policy.Deny)
+	}
 	r.status = probe()
-	wanted := sandbox.Rules{Writable: []string{"the workspace", "a temp dir per command"}, Network: cfg.Sandbox.Network}
-	wanted.Writable = append(wanted.Writable, cfg.Sandbox.Writable...)
-	err := r.status.Check(wanted)
+	names := []string{"the workspace", "a temp dir per command"}
+	wanted := r.rules(append(names, cfg.Sandbox.Writable...), nil)
+	wanted.ReadOnly = cfg.Sandbox.ReadOnly
+	err = r.status.Check(wanted)
+	need := r.status.Needed(wanted)
 	switch {
 	case err == nil:
 		r.sandboxed = true
+		r.proxied = policy.Mode == sandbox.NetworkProxied
 		r.summary = "sandbox: " + r.status.Describe(wanted)
 	case cfg.Sandbox.Unavailable == Refuse:
 		r.refusal = fmt.Sprintf("the bash tool is off: the sandbox it is configured with cannot be enforced here: %s. "+
-			"To run commands anyway, set in the tools.bash config sandbox.unavailable: warn (runs as confined as the kernel allows, with a warning)", msg(err))
-		if !cfg.Sandbox.Network {
-			r.refusal += ", sandbox.network: true (lets commands use the network)"
+			"To run commands anyway, set in the tools.bash config sandbox.unavailable: warn (runs as confined as the kernel allows, with a warning naming what is not isolated)", msg(err))
+		if policy.Mode == sandbox.NetworkOff {
+			r.refusal += ", sandbox.network: on (lets commands use the network)"
 		}
 		r.refusal += " or sandbox.mode: off (no sandbox)."
 		r.summary = "sandbox unavailable, every command is refused: " + msg(err)
 		r.warning = r.summary
-	case r.status.Available():
-		r.sandboxed = true
-		r.network = r.status.Effective(wanted).Network
-		r.warning = "sandbox weaker than configured (sandbox.unavailable: warn): " + msg(err) + "; in force: " + r.status.Describe(wanted)
-	default:
+	case need&sandbox.NoLandlock != 0 && need&sandbox.NoNamespaces != 0:
+		r.guard = true
 		r.warning = "NO sandbox (sandbox.unavailable: warn): " + msg(err) + "; commands run with your full access"
+	default:
+		r.sandboxed, r.accept = true, sandbox.AcceptAll
+		r.guard = need&sandbox.NoNamespaces != 0
+		r.proxied = policy.Mode == sandbox.NetworkProxied && !r.guard
+		r.warning = "sandbox weaker than configured (sandbox.unavailable: warn): " + msg(err) + "; in force: " + r.status.Describe(wanted)
 	}
 	return r, nil
+}
+
+// rules are the sandbox's rules for commands writing beneath writable,
+// with the protected paths of readOnly (relative ones beneath the first
+// writable directory, the workspace).
+func (r *runner) rules(writable, readOnly []string) sandbox.Rules {
+	ro := make([]string, 0, len(readOnly))
+	for _, p := range readOnly {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(writable[0], p)
+		}
+		ro = append(ro, p)
+	}
+	return sandbox.Rules{
+		Writable: writable, ReadOnly: ro, Network: r.policy.Mode,
+		UID: r.cfg.Sandbox.UID, GID: r.cfg.Sandbox.UID, Accept: r.accept,
+	}
 }
 
 // msg is an error's message without its code, for people and models.
@@ -157,11 +204,17 @@ func (r *runner) description() string {
 		if len(r.cfg.Sandbox.Writable) > 0 {
 			b.WriteString(" and " + strings.Join(r.cfg.Sandbox.Writable, ", "))
 		}
-		b.WriteString("; reading is allowed everywhere")
-		if r.network {
+		if len(r.cfg.Sandbox.ReadOnly) > 0 {
+			b.WriteString(", except " + strings.Join(r.cfg.Sandbox.ReadOnly, ", ") + " (read-only)")
+		}
+		b.WriteString("; reading is allowed everywhere; processes started by a command end with it")
+		switch r.policy.Mode {
+		case sandbox.NetworkOn:
 			b.WriteString("; network allowed.")
-		} else {
-			b.WriteString("; network access is off (connections are refused).")
+		case sandbox.NetworkProxied:
+			b.WriteString("; network only through an HTTP(S) proxy (HTTP_PROXY is set) that allows some domains; a refused domain is an error from the proxy.")
+		default:
+			b.WriteString("; network access is off.")
 		}
 	default:
 		b.WriteString("No sandbox: the command runs with the user's full access.")

@@ -337,7 +337,7 @@ echo out > %s/x || echo refused`, outside))
 	if _, err := os.Stat(filepath.Join(outside, "x")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a write outside the workspace landed: %v", err)
 	}
-	if !strings.Contains(a.log.String(), "sandbox: Landlock ABI") {
+	if !strings.Contains(a.log.String(), "sandbox: namespaces") || !strings.Contains(a.log.String(), "Landlock ABI") {
 		t.Fatalf("the sandbox in force was not logged at info:\n%s", a.log)
 	}
 }
@@ -388,7 +388,7 @@ func TestTheNetworkFollowsTheConfig(t *testing.T) {
 // TestWithoutLandlockRefuseAnswersEveryCall: a kernel without Landlock
 // (simulated) and the default unavailable: refuse.
 func TestWithoutLandlockRefuseAnswersEveryCall(t *testing.T) {
-	defer bash.SetProbe(sandbox.Status{Reason: "simulated: not enabled at boot"})()
+	defer bash.SetProbe(sandbox.Status{Reason: "simulated: not enabled at boot", NSReason: "simulated: not enabled at boot"})()
 	a := start(t, defaults(nil))
 	r := a.run(t.Context(), "touch ran")
 	if !r.IsError || !strings.Contains(r.Content, "simulated: not enabled at boot") || !strings.Contains(r.Content, "sandbox.unavailable: warn") {
@@ -408,7 +408,7 @@ func TestWithoutLandlockRefuseAnswersEveryCall(t *testing.T) {
 // TestWithoutLandlockWarnRunsAndSaysSoOnce: unavailable: warn runs the
 // command, logs a warning at start and states it in the first result only.
 func TestWithoutLandlockWarnRunsAndSaysSoOnce(t *testing.T) {
-	defer bash.SetProbe(sandbox.Status{Reason: "simulated"})()
+	defer bash.SetProbe(sandbox.Status{Reason: "simulated", NSReason: "simulated"})()
 	a := start(t, defaults(func(c *bash.Config) { c.Sandbox.Unavailable = bash.Warn }))
 	first := a.run(t.Context(), "echo ran")
 	if first.IsError || !strings.HasPrefix(first.Content, "warning: NO sandbox") || !strings.Contains(first.Content, "ran\n") {
@@ -471,10 +471,12 @@ func TestASandboxThatCannotBeEnteredRunsNothing(t *testing.T) {
 	if st := sandbox.Probe(); !st.Available() || st.ABI >= 11 {
 		t.Skipf("needs a kernel with Landlock below ABI 11 (%s)", st)
 	}
-	defer bash.SetProbe(sandbox.Status{ABI: 11})()
+	st := sandbox.Probe()
+	st.ABI = 11
+	defer bash.SetProbe(st)()
 	a := start(t, defaults(nil))
 	r := a.run(t.Context(), "touch ran")
-	if !r.IsError || !strings.Contains(r.Content, "could not enter the Landlock sandbox") {
+	if !r.IsError || !strings.Contains(r.Content, "could not enter the sandbox") {
 		t.Fatalf("got %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(a.ws, "ran")); err == nil {
@@ -483,7 +485,9 @@ func TestASandboxThatCannotBeEnteredRunsNothing(t *testing.T) {
 }
 
 func TestDescribeSaysWhichSandboxIsInForce(t *testing.T) {
-	defer bash.SetProbe(sandbox.Status{ABI: 7})()
+	st := sandbox.Probe()
+	st.ABI = 7
+	defer bash.SetProbe(st)()
 	line, err := bash.Describe(defaults(nil))
 	if err != nil || !strings.Contains(line, "Landlock ABI 7") || !strings.Contains(line, "network off") {
 		t.Fatalf("%q %v", line, err)

@@ -3,12 +3,16 @@ package bash
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/dsh-go/dsh/internal/sandbox"
 )
 
 // Sandbox modes and policies for a kernel that lacks what the mode needs.
 const (
-	// ModeLandlock runs every command under Landlock (Linux).
+	// ModeLandlock runs every command in the sandbox: namespaces, another
+	// kernel uid when dsh is root, no capabilities, Landlock (Linux).
 	ModeLandlock = "landlock"
 	// ModeOff runs commands with the user's full access.
 	ModeOff = "off"
@@ -38,26 +42,100 @@ type Config struct {
 
 // SandboxConfig says how commands are confined.
 type SandboxConfig struct {
-	// Mode is landlock (default) or off.
+	// Mode is landlock (default: namespaces, another uid when dsh is
+	// root, Landlock) or off.
 	Mode string `koanf:"mode" json:"mode,omitempty"`
-	// Network allows network access from commands (default false).
-	Network bool `koanf:"network" json:"network"`
+	// Network is off (default), on, or {allow: [...], deny: [...]}: only
+	// through dsh's egress proxy, which enforces the domain lists. The
+	// booleans of earlier versions mean off and on.
+	Network any `koanf:"network" json:"network,omitempty"`
 	// Unavailable decides what happens where the kernel cannot enforce
 	// the sandbox: refuse (default) or warn.
 	Unavailable string `koanf:"unavailable" json:"unavailable,omitempty"`
 	// Writable lists more absolute directories commands may write beneath,
 	// besides the workspace and their temp dir (a build cache, say).
 	Writable []string `koanf:"writable" json:"writable,omitempty"`
+	// ReadOnly lists paths, relative to the workspace or absolute, that
+	// commands may not change even inside a writable directory: what
+	// dsh or git would later load and run. A missing one cannot be
+	// created either: an empty read-only directory stands in its place
+	// while a command runs.
+	ReadOnly []string `koanf:"read_only" json:"read_only,omitempty"`
+	// UID is the kernel uid (and gid) commands run under when dsh runs as
+	// root; default 65534 (nobody). Root itself is refused.
+	UID int `koanf:"uid" json:"uid,omitempty"`
+}
+
+// DefaultReadOnly are the paths commands may not change by default: git's
+// config and hooks (a later git run executes them) and the files dsh and
+// other agents load as instructions or settings.
+var DefaultReadOnly = []string{".git/config", ".git/hooks", ".git/info", ".claude", ".agents", "AGENTS.md", "CLAUDE.md", ".mcp.json"}
+
+// NetworkPolicy is sandbox.network decoded.
+type NetworkPolicy struct {
+	// Mode is off, on or proxied.
+	Mode sandbox.Network
+	// Allow and Deny are the egress proxy's domain lists (proxied).
+	Allow, Deny []string
+}
+
+// Policy decodes sandbox.network: a boolean, "off", "on", or a map with
+// allow and deny lists of domains.
+func (c SandboxConfig) Policy() (NetworkPolicy, error) {
+	switch v := c.Network.(type) {
+	case nil:
+		return NetworkPolicy{Mode: sandbox.NetworkOff}, nil
+	case bool:
+		if v {
+			return NetworkPolicy{Mode: sandbox.NetworkOn}, nil
+		}
+		return NetworkPolicy{Mode: sandbox.NetworkOff}, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "off", "false":
+			return NetworkPolicy{Mode: sandbox.NetworkOff}, nil
+		case "on", "true":
+			return NetworkPolicy{Mode: sandbox.NetworkOn}, nil
+		}
+	case map[string]any:
+		p := NetworkPolicy{Mode: sandbox.NetworkProxied}
+		for k, list := range v {
+			var dst *[]string
+			switch k {
+			case "allow":
+				dst = &p.Allow
+			case "deny":
+				dst = &p.Deny
+			default:
+				return p, fmt.Errorf("sandbox.network has the key %q; use allow and deny (lists of domains)", k)
+			}
+			items, ok := list.([]any)
+			if !ok && list != nil {
+				return p, fmt.Errorf("sandbox.network.%s must be a list of domains", k)
+			}
+			for _, it := range items {
+				d, ok := it.(string)
+				if !ok || strings.TrimSpace(d) == "" {
+					return p, fmt.Errorf("sandbox.network.%s lists %v, which is not a domain", k, it)
+				}
+				*dst = append(*dst, d)
+			}
+		}
+		return p, nil
+	}
+	return NetworkPolicy{}, fmt.Errorf("sandbox.network is %v; use off, on, or {allow: [domains], deny: [domains]}", c.Network)
 }
 
 // Defaults: two minutes per command, ten at most, 30000 bytes of output,
-// Landlock with the network off, and no command where it cannot be had.
+// the sandbox with the network off and DefaultReadOnly protected, and no
+// command where it cannot be had.
 func (Config) Defaults() Config {
 	return Config{
 		Timeout:        2 * time.Minute,
 		MaxTimeout:     10 * time.Minute,
 		MaxOutputBytes: 30000,
-		Sandbox:        SandboxConfig{Mode: ModeLandlock, Unavailable: Refuse},
+		Sandbox: SandboxConfig{Mode: ModeLandlock, Unavailable: Refuse,
+			ReadOnly: append([]string(nil), DefaultReadOnly...)},
 	}
 }
 
@@ -81,6 +159,17 @@ func (c Config) Validate() error {
 		if !filepath.IsAbs(w) {
 			return fmt.Errorf("sandbox.writable lists %q, which is not an absolute path", w)
 		}
+	}
+	for _, p := range c.Sandbox.ReadOnly {
+		if strings.TrimSpace(p) == "" || strings.Contains("/"+p+"/", "/../") {
+			return fmt.Errorf("sandbox.read_only lists %q; give a path inside the workspace or an absolute one, without ..", p)
+		}
+	}
+	if c.Sandbox.UID < 0 || c.Sandbox.UID > 1<<31-2 {
+		return fmt.Errorf("sandbox.uid is %d; give an unprivileged uid such as 65534", c.Sandbox.UID)
+	}
+	if _, err := c.Sandbox.Policy(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/childproc"
 	"github.com/dsh-go/dsh/internal/sandbox"
 	"github.com/dsh-go/dsh/services/tools"
@@ -28,46 +29,30 @@ func (r *runner) run(ctx stdctx.Context, command, ws string, timeout time.Durati
 		return errorResult("could not create the command's temp dir: " + err.Error() + "; check that dsh's TMPDIR is writable")
 	}
 	defer os.RemoveAll(tmp)
-	env := map[string]string{}
-	for k, v := range r.cfg.Env {
-		env[k] = v
+	p, entry, warning, problem := r.start(command, ws, tmp)
+	if problem != "" {
+		return errorResult(problem)
 	}
-	// The temp dir is where the sandbox lets the command write; a TMPDIR
-	// from the config would point it elsewhere.
-	env["TMPDIR"] = tmp
-	p, err := childproc.New(childproc.Spec{
-		Path: r.shell, Args: []string{"-c", command}, Dir: ws,
-		Env: env, Passthrough: r.cfg.EnvPassthrough,
-	})
-	if err != nil {
-		return errorResult("could not prepare the command: " + err.Error())
-	}
-	out, in, err := os.Pipe()
-	if err != nil {
-		p.Stop(0)
-		return errorResult("could not create the command's output pipe: " + err.Error())
-	}
+	out := p.out
 	defer out.Close()
-	// One pipe for both streams keeps them in the order they were
-	// written; a file (not a writer) lets Wait return when the shell
-	// exits, even while a background process still holds the pipe.
-	p.Cmd.Stdout, p.Cmd.Stderr = in, in
-	var entry *sandbox.Entry
-	if r.sandboxed {
-		rules := sandbox.Rules{Writable: append([]string{ws, tmp}, r.cfg.Sandbox.Writable...), Network: r.network}
-		if entry, err = sandbox.Attach(p.Cmd, rules, r.status); err != nil {
-			in.Close()
+	var served chan struct{}
+	if r.proxied && entry != nil {
+		l, err := entry.Listener()
+		if err != nil || l == nil {
 			p.Stop(0)
-			return errorResult("the sandbox refused the command: " + msg(err))
+			_ = p.Wait()
+			_ = entry.Err()
+			return errorResult(fmt.Sprintf("the command's egress proxy could not be set up, so it did not run: %v", msgOrNone(err)))
 		}
-	}
-	err = p.Start()
-	in.Close()
-	if entry != nil {
-		entry.Started()
-	}
-	if err != nil {
-		return errorResult(fmt.Sprintf("could not start %s: %v", r.shell, err))
+		served = make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = r.egress.Serve(l)
+		}()
+		defer func() {
+			l.Close()
+			<-served
+		}()
 	}
 	captured := newCapture(r.cfg.MaxOutputBytes)
 	copied := make(chan struct{})
@@ -98,6 +83,7 @@ func (r *runner) run(ctx stdctx.Context, command, ws string, timeout time.Durati
 	escaped := drain(out, copied)
 
 	var b strings.Builder
+	b.WriteString(warning)
 	if entry != nil {
 		if err := entry.Err(); err != nil {
 			return errorResult(msg(err))
@@ -131,6 +117,100 @@ func (r *runner) run(ctx stdctx.Context, command, ws string, timeout time.Durati
 		}
 	}
 	return tools.Result{Content: b.String(), IsError: isErr}
+}
+
+// started is a command that started, with the read end of its output.
+type started struct {
+	*childproc.Proc
+	out *os.File
+}
+
+// start prepares and starts the command in ws with its temp dir tmp. When
+// this workspace cannot be idmapped and sandbox.unavailable is warn, the
+// command runs under dsh's own uid, and warning says so; under refuse
+// problem does.
+func (r *runner) start(command, ws, tmp string) (started, *sandbox.Entry, string, string) {
+	st, warning := r.status, ""
+	for {
+		p, entry, err, problem := r.startWith(command, ws, tmp, st)
+		if problem != "" || err == nil {
+			return p, entry, warning, problem
+		}
+		var e *errs.Error
+		if !errors.As(err, &e) || e.Reason != "sandbox/no-idmap" || !st.Idmap {
+			return p, nil, "", "the sandbox refused the command: " + msg(err)
+		}
+		if r.accept&sandbox.SameUID == 0 {
+			return p, nil, "", "the sandbox refused the command: " + msg(err) + ". Move the workspace to a file system that supports idmapped mounts (ext4, xfs, btrfs, tmpfs), or set sandbox.unavailable: warn to run commands under dsh's own uid there."
+		}
+		st.Idmap, st.IdmapReason = false, msg(err)
+		warning = "warning: " + msg(err) + "; this command ran under dsh's own uid (sandbox.unavailable: warn)\n"
+	}
+}
+
+// startWith starts the command under st: a sandbox error (to retry or
+// report) or a problem that ends the call.
+func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started, *sandbox.Entry, error, string) {
+	env := map[string]string{}
+	for k, v := range r.cfg.Env {
+		env[k] = v
+	}
+	// The temp dir is where the sandbox lets the command write; a TMPDIR
+	// from the config would point it elsewhere.
+	env["TMPDIR"] = tmp
+	if r.proxied {
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", sandbox.DefaultProxyPort)
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+			env[k] = proxy
+		}
+		env["NO_PROXY"], env["no_proxy"] = "", ""
+	}
+	p, err := childproc.New(childproc.Spec{
+		Path: r.shell, Args: []string{"-c", command}, Dir: ws,
+		Env: env, Passthrough: r.cfg.EnvPassthrough, Guard: r.guard,
+	})
+	if err != nil {
+		return started{}, nil, nil, "could not prepare the command: " + err.Error()
+	}
+	out, in, err := os.Pipe()
+	if err != nil {
+		p.Stop(0)
+		return started{}, nil, nil, "could not create the command's output pipe: " + err.Error()
+	}
+	// One pipe for both streams keeps them in the order they were
+	// written; a file (not a writer) lets Wait return when the shell
+	// exits, even while a background process still holds the pipe.
+	p.Cmd.Stdout, p.Cmd.Stderr = in, in
+	var entry *sandbox.Entry
+	if r.sandboxed {
+		rules := r.rules(append([]string{ws, tmp}, r.cfg.Sandbox.Writable...), r.cfg.Sandbox.ReadOnly)
+		if entry, err = sandbox.Attach(p.Cmd, rules, st); err != nil {
+			in.Close()
+			out.Close()
+			p.Stop(0)
+			return started{}, nil, err, ""
+		}
+	}
+	err = p.Start()
+	in.Close()
+	if entry != nil {
+		entry.Started()
+	}
+	if err != nil {
+		out.Close()
+		if entry != nil {
+			_ = entry.Err()
+		}
+		return started{}, nil, nil, fmt.Sprintf("could not start %s: %v", r.shell, err)
+	}
+	return started{Proc: p, out: out}, entry, nil, ""
+}
+
+func msgOrNone(err error) string {
+	if err == nil {
+		return "the sandbox handed over no listener"
+	}
+	return msg(err)
 }
 
 // drain waits for the output copy to end once the group is gone; a
