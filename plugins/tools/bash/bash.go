@@ -25,6 +25,7 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/egress"
 	"github.com/dsh-go/dsh/internal/sandbox"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/tools/internal/workspace"
@@ -46,9 +47,17 @@ var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command 
 		if err != nil {
 			return err
 		}
-		r, err := newRunner(cfg)
+		r, err := newRunner(cfg, ctx)
 		if err != nil {
 			return err
+		}
+		if r.egress != nil {
+			// The proxy ends with the plugin: every tunnel a command
+			// still holds is closed, no goroutine is left behind.
+			if _, err := ctx.OnDispose("tools.bash egress proxy", r.egress.Close); err != nil {
+				r.egress.Close()
+				return err
+			}
 		}
 		// Which agent's bash this is: a preset mounts one per agent, the
 		// root one serves all ("").
@@ -88,7 +97,7 @@ type runner struct {
 	// egress serves the proxy listener of a proxied command; proxied is
 	// set when commands get one (not where the sandbox has no network
 	// namespace to put it in, which the warning then names).
-	egress  EgressServer
+	egress  *egress.Proxy
 	proxied bool
 	// refusal, when set, answers every command (unavailable: refuse).
 	refusal string
@@ -100,7 +109,7 @@ type runner struct {
 	summary string
 }
 
-func newRunner(cfg Config) (*runner, error) {
+func newRunner(cfg Config, ctx *dshctx.Context) (*runner, error) {
 	policy, err := cfg.Sandbox.Policy()
 	if err != nil {
 		return nil, fmt.Errorf("tools.bash: %w", err)
@@ -121,12 +130,9 @@ func newRunner(cfg Config) (*runner, error) {
 		return r, nil
 	}
 	if policy.Mode == sandbox.NetworkProxied {
-		if Egress == nil {
-			r.refusal = "the bash tool is off: sandbox.network lists domains, which needs dsh's egress proxy, and this build has none. Set sandbox.network: off or on."
-			r.summary, r.warning = "every command is refused: "+r.refusal, "every command is refused: "+r.refusal
-			return r, nil
+		if ctx != nil { // Describe only reads the settings
+			r.egress = newEgress(policy.Egress, ctx)
 		}
-		r.egress = Egress(policy.Allow, policy.Deny)
 	}
 	r.status = probe()
 	names := []string{"the workspace", "a temp dir per command"}
@@ -294,9 +300,16 @@ func Describe(cfg Config) (string, error) {
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}
-	r, err := newRunner(cfg)
+	r, err := newRunner(cfg, nil)
 	if err != nil {
 		return "", err
+	}
+	if r.policy.Mode == sandbox.NetworkProxied && r.refusal == "" {
+		egressLine := "; egress " + r.policy.Egress.String()
+		r.summary += egressLine
+		if r.warning != "" {
+			r.warning += egressLine
+		}
 	}
 	if r.warning != "" {
 		return r.warning, nil

@@ -5,7 +5,8 @@ package bash_test
 import (
 	"bytes"
 	"fmt"
-	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,56 +172,44 @@ echo fine > notes.txt && cat notes.txt`)
 	}
 }
 
-// TestProxiedNetworkGoesThroughTheEgressServer: with domain lists the
-// command has loopback only; HTTP_PROXY leads to the listener dsh serves,
-// and a server on the host's loopback is out of reach.
-func TestProxiedNetworkGoesThroughTheEgressServer(t *testing.T) {
-	served := make(chan string, 4)
-	old := bash.Egress
-	bash.Egress = func(allow, deny []string) bash.EgressServer {
-		return replyServer{reply: "via-proxy allow=" + strings.Join(allow, ","), seen: served}
-	}
-	t.Cleanup(func() { bash.Egress = old })
-	host := listenHost(t)
+// TestProxiedNetworkGoesThroughTheEgressProxy: with an allow list the
+// command has loopback only; HTTP_PROXY leads to dsh's egress proxy, which
+// lets through what the list allows and refuses the rest in words, and a
+// server on the host's loopback is out of reach by any other way.
+func TestProxiedNetworkGoesThroughTheEgressProxy(t *testing.T) {
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "reached-the-allowed-server")
+	}))
+	t.Cleanup(allowed.Close)
+	denied := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "DENIED-SERVER-REACHED")
+	}))
+	t.Cleanup(denied.Close)
+	allowedHost := strings.TrimPrefix(allowed.URL, "http://")
+	deniedHost := strings.TrimPrefix(denied.URL, "http://")
 	a := start(t, isolated(t, func(c *bash.Config) {
-		c.Sandbox.Network = map[string]any{"allow": []any{"example.test"}, "deny": []any{}}
+		c.Sandbox.Network = map[string]any{"allow": []any{allowedHost}}
 	}))
 	r := a.run(t.Context(), fmt.Sprintf(`echo "$HTTP_PROXY $HTTPS_PROXY $http_proxy $https_proxy [$NO_PROXY]"
 hp=${HTTP_PROXY#http://}
-exec 3<>/dev/tcp/${hp%%:*}/${hp##*:} && printf 'GET http://example.test/ HTTP/1.0\r\n\r\n' >&3 && cat <&3
-exec 4<>/dev/tcp/127.0.0.1/%d && echo HOST-REACHED || echo host-refused`, host))
+get() { exec 3<>/dev/tcp/${hp%%%%:*}/${hp##*:} && printf 'GET http://%%s/ HTTP/1.0\r\nHost: %%s\r\n\r\n' "$1" "$1" >&3 && cat <&3; exec 3<&-; }
+get %s
+get %s
+exec 4<>/dev/tcp/%s && echo HOST-REACHED || echo host-refused`, allowedHost, deniedHost, strings.Replace(deniedHost, ":", "/", 1)))
 	if !strings.Contains(r.Content, "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 []") {
 		t.Fatalf("the proxy variables are not set:\n%s", r.Content)
 	}
-	if !strings.Contains(r.Content, "via-proxy allow=example.test") || !strings.Contains(r.Content, "host-refused") {
-		t.Fatalf("want the request through the egress server and the host unreachable:\n%s", r.Content)
+	if !strings.Contains(r.Content, "reached-the-allowed-server") {
+		t.Fatalf("the allowed server was not reached through the proxy:\n%s", r.Content)
 	}
-	if got := <-served; !strings.HasPrefix(got, "GET http://example.test/") {
-		t.Fatalf("the egress server saw %q", got)
+	if strings.Contains(r.Content, "DENIED-SERVER-REACHED") || !strings.Contains(r.Content, "403") || !strings.Contains(r.Content, "sandbox.network") {
+		t.Fatalf("want the server not on the list refused with a 403 naming sandbox.network:\n%s", r.Content)
 	}
-}
-
-// replyServer is a tiny stand-in for the egress proxy: it answers every
-// connection with its reply and reports the request line.
-type replyServer struct {
-	reply string
-	seen  chan<- string
-}
-
-func (s replyServer) Serve(l net.Listener) error {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return err
-		}
-		buf := make([]byte, 512)
-		n, _ := c.Read(buf)
-		select {
-		case s.seen <- string(buf[:n]):
-		default:
-		}
-		fmt.Fprintf(c, "HTTP/1.0 200 OK\r\n\r\n%s\n", s.reply)
-		c.Close()
+	if !strings.Contains(r.Content, "host-refused") {
+		t.Fatalf("the host's loopback must be out of reach except through the proxy:\n%s", r.Content)
+	}
+	if !strings.Contains(a.log.String(), "egress policy refused") {
+		t.Errorf("the refusal is not in dsh's log:\n%s", a.log.String())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/egress"
 	"github.com/dsh-go/dsh/internal/sandbox"
 )
 
@@ -75,55 +76,26 @@ var DefaultReadOnly = []string{".git/config", ".git/hooks", ".git/info", ".claud
 type NetworkPolicy struct {
 	// Mode is off, on or proxied.
 	Mode sandbox.Network
-	// Allow and Deny are the egress proxy's domain lists (proxied).
-	Allow, Deny []string
+	// Egress is the proxy's policy when Mode is proxied: the domains,
+	// addresses and ports commands may reach, and those they may not.
+	Egress egress.Policy
 }
 
 // Policy decodes sandbox.network: a boolean, "off", "on", or a map with
-// allow and deny lists of domains.
+// allow and deny lists (egress.ParsePolicy reads every form and says what
+// is wrong with a bad entry).
 func (c SandboxConfig) Policy() (NetworkPolicy, error) {
-	switch v := c.Network.(type) {
-	case nil:
-		return NetworkPolicy{Mode: sandbox.NetworkOff}, nil
-	case bool:
-		if v {
-			return NetworkPolicy{Mode: sandbox.NetworkOn}, nil
-		}
-		return NetworkPolicy{Mode: sandbox.NetworkOff}, nil
-	case string:
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "off", "false":
-			return NetworkPolicy{Mode: sandbox.NetworkOff}, nil
-		case "on", "true":
-			return NetworkPolicy{Mode: sandbox.NetworkOn}, nil
-		}
-	case map[string]any:
-		p := NetworkPolicy{Mode: sandbox.NetworkProxied}
-		for k, list := range v {
-			var dst *[]string
-			switch k {
-			case "allow":
-				dst = &p.Allow
-			case "deny":
-				dst = &p.Deny
-			default:
-				return p, fmt.Errorf("sandbox.network has the key %q; use allow and deny (lists of domains)", k)
-			}
-			items, ok := list.([]any)
-			if !ok && list != nil {
-				return p, fmt.Errorf("sandbox.network.%s must be a list of domains", k)
-			}
-			for _, it := range items {
-				d, ok := it.(string)
-				if !ok || strings.TrimSpace(d) == "" {
-					return p, fmt.Errorf("sandbox.network.%s lists %v, which is not a domain", k, it)
-				}
-				*dst = append(*dst, d)
-			}
-		}
-		return p, nil
+	p, err := egress.ParsePolicy("sandbox.network", c.Network)
+	if err != nil {
+		return NetworkPolicy{}, err
 	}
-	return NetworkPolicy{}, fmt.Errorf("sandbox.network is %v; use off, on, or {allow: [domains], deny: [domains]}", c.Network)
+	switch p.Mode {
+	case egress.ModeOn:
+		return NetworkPolicy{Mode: sandbox.NetworkOn}, nil
+	case egress.ModeAllowList:
+		return NetworkPolicy{Mode: sandbox.NetworkProxied, Egress: p}, nil
+	}
+	return NetworkPolicy{Mode: sandbox.NetworkOff}, nil
 }
 
 // Defaults: two minutes per command, ten at most, 30000 bytes of output,

@@ -21,16 +21,17 @@ func TestTheNetworkSettingTakesEveryForm(t *testing.T) {
 		{true, bash.NetworkPolicy{Mode: sandbox.NetworkOn}},
 		{"off", bash.NetworkPolicy{Mode: sandbox.NetworkOff}},
 		{"on", bash.NetworkPolicy{Mode: sandbox.NetworkOn}},
-		{map[string]any{"allow": []any{"github.com", "*.golang.org"}, "deny": []any{"evil.example"}},
-			bash.NetworkPolicy{Mode: sandbox.NetworkProxied, Allow: []string{"github.com", "*.golang.org"}, Deny: []string{"evil.example"}}},
-		{map[string]any{"allow": []any{}}, bash.NetworkPolicy{Mode: sandbox.NetworkProxied}},
 	} {
 		got, err := bash.SandboxConfig{Network: c.in}.Policy()
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%#v: got %+v, %v; want %+v", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []any{"maybe", 3, map[string]any{"allowed": []any{"x"}}, map[string]any{"allow": "x"}, map[string]any{"deny": []any{""}}} {
+	lists, err := bash.SandboxConfig{Network: map[string]any{"allow": []any{"github.com", "*.golang.org"}, "deny": []any{"evil.example"}}}.Policy()
+	if err != nil || lists.Mode != sandbox.NetworkProxied || lists.Egress.String() != "allow-list (allow: github.com, *.golang.org; deny: evil.example)" {
+		t.Errorf("domain lists: got %+v (%s), %v; want the proxied network with both lists", lists, lists.Egress.String(), err)
+	}
+	for _, bad := range []any{"maybe", 3, map[string]any{"allowed": []any{"x"}}, map[string]any{"deny": []any{""}}, map[string]any{"allow": []any{}}, map[string]any{"allow": []any{"exa mple.com"}}} {
 		c := bash.Config{}.Defaults()
 		c.Sandbox.Network = bad
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "sandbox.network") {

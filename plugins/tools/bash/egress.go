@@ -1,16 +1,21 @@
 package bash
 
-import "net"
+import (
+	"log/slog"
 
-// EgressServer serves the proxy listener of one sandboxed command whose
-// network is {allow, deny}: an HTTP proxy (CONNECT included) that lets
-// through only the domains its policy allows. Serve returns once the
-// listener is closed, with every connection it accepted ended.
-type EgressServer interface {
-	Serve(net.Listener) error
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/internal/egress"
+)
+
+// newEgress is the proxy that serves the listener of every proxied
+// command of one plugin instance. Its refusals go to the plugin's log under
+// the agent's name; the command itself reads them in the proxy's 403.
+func newEgress(p egress.Policy, ctx *dshctx.Context) *egress.Proxy {
+	return egress.New(p, egress.Options{
+		Agent:  ctx.Tag(),
+		Logger: slog.New(slog.DiscardHandler),
+		OnRefusal: func(r egress.Refusal) {
+			ctx.Logger().Warn("tools.bash: the egress policy refused a request", "agent", r.Agent, "target", r.Target, "reason", r.Reason)
+		},
+	})
 }
-
-// Egress makes the egress server for a policy's domain lists; nil means
-// this build has none, and a config that lists domains refuses every
-// command. It is set once, before any plugin is applied.
-var Egress func(allow, deny []string) EgressServer
