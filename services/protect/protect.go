@@ -56,6 +56,7 @@ var Defaults = []Entry{
 	{"AGENTS.md", "agent instructions: dsh puts this file into the system prompt of every later session"},
 	{"CLAUDE.md", "agent instructions: dsh and Claude Code put this file into the system prompt of every later session"},
 	{".mcp.json", "MCP server definitions: the commands in it start when an MCP client opens this folder"},
+	{".dsh", "dsh's own folder (serve's state and token, local settings)"},
 }
 
 // Key is the service key of a tree's list.

@@ -79,3 +79,27 @@ func TestPathsForTheSandboxAndRegistrationsLeaveWithTheirFiber(t *testing.T) {
 		t.Fatal("lists share entries")
 	}
 }
+
+func TestTheOperatorsPathsJoinTheList(t *testing.T) {
+	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
+	defer root.Dispose(stdctx.Background())
+	for _, p := range []struct {
+		p   dshctx.Plugin
+		cfg any
+	}{{protect.Plugin, nil}, {protect.PathsPlugin, protect.PathsConfig{Paths: []protect.Entry{{Path: "deploy/secrets.yaml"}}}}} {
+		f, err := root.Plugin(p.p, p.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Await(stdctx.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, _ := protect.Key.Get(root)
+	if e, ok := l.Match("/w", "/w/deploy/secrets.yaml"); !ok || e.What == "" {
+		t.Fatalf("%+v %v", e, ok)
+	}
+	if err := (protect.PathsConfig{Paths: []protect.Entry{{What: "x"}}}).Validate(); err == nil {
+		t.Fatal("an entry without a path must be refused")
+	}
+}

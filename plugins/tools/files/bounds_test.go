@@ -64,7 +64,7 @@ func BenchmarkWorstPatternWithinBounds(b *testing.B) {
 		}
 		return s
 	}
-	p := strings.Repeat(alts(3), 2) + "/" + strings.Repeat("{*,**/*}", 6)
+	p := alts(3) + "/**/" + alts(0) + "{*,**/*}" + strings.Repeat("*a", 100)
 	for len(p) > MaxPatternBytes {
 		p = p[:len(p)-1]
 	}

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	stdctx "context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -67,7 +69,7 @@ func (c Config) grep(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return failf("pattern %s is not a valid Go regular expression: %v (RE2 syntax: no lookaround, no backreferences)", workspace.Quote(args.Pattern), err)
+		return failf("pattern %s is not a valid Go regular expression: %v (RE2 syntax: no lookaround, no backreferences)", workspace.Quote(args.Pattern), bareRegexpError(err))
 	}
 	if args.Glob != "" {
 		if msg := checkBounds(args.Glob); msg != "" {
@@ -208,4 +210,14 @@ func (g *grepRun) report(pattern string, w *walker) string {
 		fmt.Fprintf(b, "[the search stopped after %d entries; narrow with path or glob]\n", g.c.WalkMaxEntries)
 	}
 	return b.String()
+}
+
+// bareRegexpError keeps what is wrong with a pattern and cuts the part of
+// it the parser quotes, which may be the whole pattern.
+func bareRegexpError(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s: %s", se.Code, workspace.Quote(se.Expr))
+	}
+	return err.Error()
 }

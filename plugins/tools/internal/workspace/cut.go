@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"unicode/utf8"
 )
 
@@ -34,4 +36,15 @@ func head(s string) string {
 		h = h[:len(h)-1]
 	}
 	return h
+}
+
+// Bare strips the path out of an *fs.PathError (or *os.LinkError), which
+// repeats it whole, keeping the operation and the reason: the message
+// around it names the path once, cut.
+func Bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
