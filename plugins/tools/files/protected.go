@@ -9,7 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/tools/internal/workspace"
@@ -46,22 +47,26 @@ type guard struct {
 // protectedEntry reports the entry protecting rel: by the name given (after
 // cleaning, so ./.git//config and sub/../.git/config count) or by the file
 // it lands on once symlinks are followed.
-func (c Config) protectedEntry(p *place, rel string) (protect.Entry, bool) {
+func (c Config) protectedEntry(p *place, rel string) (e protect.Entry, shown string, hit bool) {
 	list := c.guard.list
 	if list == nil {
 		list = defaultList
 	}
 	if e, ok := list.Match(p.dir, p.abs(rel)); ok {
-		return e, true
+		return e, rel, true
 	}
 	real, ok := p.realPath(rel)
 	if !ok {
-		return protect.Entry{}, false
+		return protect.Entry{}, "", false
 	}
 	if e, ok := list.Match(p.realDir(), real); ok {
-		return e, true
+		// Name both: the model wrote one name, the file has another.
+		if r, err := filepath.Rel(p.realDir(), real); err == nil {
+			real = filepath.ToSlash(r)
+		}
+		return e, rel + " (which leads to " + workspace.Cut(real) + ")", true
 	}
-	return protect.Entry{}, false
+	return protect.Entry{}, "", false
 }
 
 // defaultList serves a config built without the plugin (tests, embedders
@@ -75,11 +80,11 @@ func (c Config) allowWrite(ctx stdctx.Context, call tools.Call, p *place, rel, a
 	if c.ProtectedWrites == ProtectedAllow {
 		return nil, tools.Result{}, true
 	}
-	e, hit := c.protectedEntry(p, rel)
+	e, shown, hit := c.protectedEntry(p, rel)
 	if !hit {
 		return nil, tools.Result{}, true
 	}
-	if err := c.askProtected(ctx, call, rel, e); err != nil {
+	if err := c.askProtected(ctx, call, shown, e); err != nil {
 		r, _ := fail(err)
 		return nil, r, false
 	}
@@ -133,8 +138,8 @@ func quoteCode(rel string) string { return "`" + workspace.Cut(rel) + "`" }
 // is the file the write would land on at this moment.
 func (p *place) realPath(rel string) (string, bool) {
 	rest := ""
-	for cur := rel; ; {
-		f, err := p.root.OpenFile(cur, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	for cur, hops := rel, 0; hops < maxHops; hops++ {
+		f, err := p.resolve(cur)
 		if err == nil {
 			real, rerr := fdPath(f)
 			f.Close()
@@ -143,12 +148,50 @@ func (p *place) realPath(rel string) (string, bool) {
 			}
 			return filepath.Join(real, filepath.FromSlash(rest)), true
 		}
-		if !errors.Is(err, fs.ErrNotExist) || cur == "." {
+		var link string
+		switch {
+		case errors.Is(err, errSymlink):
+			// A link whose target cannot be opened for reading: follow
+			// its text by hand, inside the root.
+			if link, err = p.root.Readlink(cur); err != nil || path.IsAbs(link) {
+				return "", false
+			}
+			cur = path.Join(path.Dir(cur), link)
+		case errors.Is(err, fs.ErrNotExist) && cur != ".":
+			rest = path.Join(path.Base(cur), rest)
+			cur = path.Dir(cur)
+		default:
 			return "", false
 		}
-		rest = path.Join(path.Base(cur), rest)
-		cur = path.Dir(cur)
 	}
+	return "", false
+}
+
+// maxHops bounds the links realPath follows by hand, as the kernel does.
+const maxHops = 40
+
+// errSymlink: the name is a symlink whose target could not be opened.
+var errSymlink = errors.New("a symlink whose target cannot be opened")
+
+// resolve opens cur so that its descriptor names the file: for reading
+// when that is allowed (following a last symlink), else with O_PATH, which
+// needs no permission on the file — as an ordinary user a file may be
+// writable but not readable. O_PATH does not follow a last symlink, so a
+// symlink found that way is errSymlink for the caller to follow.
+func (p *place) resolve(cur string) (*os.File, error) {
+	f, err := p.root.OpenFile(cur, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		return f, err
+	}
+	f, err = p.root.OpenFile(cur, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, serr := p.root.Lstat(cur); serr == nil && st.Mode()&fs.ModeSymlink != 0 {
+		f.Close()
+		return nil, errSymlink
+	}
+	return f, nil
 }
 
 // realDir is the workspace with its symlinks resolved, the frame realPath's

@@ -98,12 +98,25 @@ func (p *place) writeText(ctx stdctx.Context, rel, text string, check func(*os.F
 func writeFile(root *os.Root, rel string, data []byte, check func(*os.File) error) (created bool, err error) {
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	created = err == nil
+	if created && check != nil {
+		if err = check(f); err != nil {
+			f.Close()
+			root.Remove(rel)
+			return false, err
+		}
+	}
 	if errors.Is(err, fs.ErrExist) {
 		// Opened without O_TRUNC: the file is checked before anything in
 		// it changes.
 		f, err = root.OpenFile(rel, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 		if err == nil {
-			if err = replaceable(f); err == nil {
+			if check != nil {
+				err = check(f)
+			}
+			if err == nil {
+				err = replaceable(f)
+			}
+			if err == nil {
 				err = f.Truncate(0)
 			}
 			if err != nil {
@@ -113,15 +126,6 @@ func writeFile(root *os.Root, rel string, data []byte, check func(*os.File) erro
 	}
 	if err != nil {
 		return false, err
-	}
-	if check != nil {
-		if err := check(f); err != nil {
-			f.Close()
-			if created {
-				root.Remove(rel)
-			}
-			return false, err
-		}
 	}
 	_, werr := f.Write(data)
 	cerr := f.Close()
