@@ -231,3 +231,14 @@ func containsRun(p, run []string) bool {
 	}
 	return false
 }
+
+// PathsFor returns the protected paths of ctx's tree for the workspace ws
+// (see List.Paths): what the bash sandbox mounts read-only. A plugin
+// calling it must inject Key.
+func PathsFor(ctx *dshctx.Context, ws string) ([]string, error) {
+	l, err := Key.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.Paths(ws), nil
+}

@@ -62,7 +62,10 @@ func TestPathsForTheSandboxAndRegistrationsLeaveWithTheirFiber(t *testing.T) {
 	if err := lf.Await(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}
-	paths := l.Paths("/w")
+	paths, err := protect.PathsFor(root, "/w")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"/w/.git/config", "/w/.git/hooks", "/w/.claude", "/w/AGENTS.md", "/srv/hooks.json"} {
 		if !slices.Contains(paths, filepath.FromSlash(want)) {
 			t.Errorf("Paths lacks %s: %v", want, paths)
