@@ -102,8 +102,11 @@ func (c Config) askProtected(ctx stdctx.Context, call tools.Call, rel string, e 
 	if call.Unattended {
 		return refuse("this turn came from an unattended source, which never waits for a person")
 	}
-	if c.guard.approvals == nil || call.AgentID == "" {
+	if c.guard.approvals == nil {
 		return refuse("no approval service is there to ask a person")
+	}
+	if call.AgentID == "" {
+		return refuse("the call names no agent whose person could be asked")
 	}
 	ans, err := c.guard.approvals.Ask(ctx, approval.Request{
 		AgentID: call.AgentID, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
