@@ -106,6 +106,14 @@ func TestProtectedPathsAreRefusedWithNobodyToAsk(t *testing.T) {
 			t.Errorf("%s %v: want a refusal naming %q with nobody to ask, got %+v", c.tool, c.args, c.what, r)
 		}
 	}
+	// A hard link is the same file under an innocent name: refused for
+	// having two names, before any question.
+	if err := os.Link(filepath.Join(ws, ".git", "config"), filepath.Join(ws, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if r := execAs(t, root, svc, ws, "write", m{"path": "notes.txt", "content": "[core]\n\tfsmonitor = x\n"}); !r.IsError || !strings.Contains(r.Content, "hard link") {
+		t.Errorf("a hard link to .git/config: %+v", r)
+	}
 	for p, want := range map[string]string{".git/config": gitConfig, "sub/.git/config": gitConfig, ".claude/settings.json": "{}\n", "AGENTS.md": "be careful\n"} {
 		if got := readFile(t, filepath.Join(ws, p)); got != want {
 			t.Errorf("%s changed: %q", p, got)
