@@ -143,6 +143,9 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 	if err := h.mountCore(); err != nil {
 		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 	}
+	if err := h.protectLoaded(cfg); err != nil {
+		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
+	}
 	for i := range cfg.Plugins {
 		e := &cfg.Plugins[i]
 		if e.Disabled {

@@ -61,6 +61,10 @@ func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
 	old := h.cfg
 	current := slices.Clone(h.plugins)
 	h.mu.Unlock()
+	// Before the new entries start: a binary is protected before it runs.
+	if err := h.protectLoaded(cfg); err != nil {
+		h.log.Warn("the paths the new config loads could not be added to the protected list", "error", err)
+	}
 
 	plugins, err := h.reloadPlugins(ctx, old, cfg, current)
 	h.mu.Lock()

@@ -62,7 +62,7 @@ func headlessAnswerer(f approvalFlags, notify func(approvalEvent)) approval.Answ
 		notify(requested(req))
 		ans, by, ok := f.preanswer(req)
 		if !ok {
-			ans, by = approval.Answer{Choice: approval.Deny, Reason: unattendedDenial(req)}, "unattended"
+			ans, by = approval.Answer{Choice: approval.Deny, Reason: unattendedDenial(req), Unattended: true}, "unattended"
 		}
 		notify(answered(req, ans, by))
 		return ans, nil

@@ -72,8 +72,8 @@ func TestHeadlessAnswererAllowsOnlyWhatTheFlagsName(t *testing.T) {
 		t.Fatalf("--allow edit: %+v %v", ans, err)
 	}
 	ans, err = ask(stdctx.Background(), bashRm)
-	if err != nil || ans.Choice != approval.Deny {
-		t.Fatalf("bash without --allow bash: %+v %v", ans, err)
+	if err != nil || ans.Choice != approval.Deny || !ans.Unattended {
+		t.Fatalf("bash without --allow bash: an unattended denial, got %+v %v", ans, err)
 	}
 	for _, want := range []string{"bash (git status && rm -rf ~)", "nobody to ask", "--allow bash", "--yolo"} {
 		if !strings.Contains(ans.Reason, want) {

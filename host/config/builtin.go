@@ -53,7 +53,9 @@ func shippedPresets() []BuiltinPreset {
 			Name: PresetFullAccess,
 			Doc:  "every tool, bash without a sandbox, nothing asks (explicit deny rules still hold)",
 			Entries: []Entry{
-				files(nil),
+				// Unsandboxed bash can write .git/config anyway: asking
+				// before the file tools do would protect nothing.
+				files(map[string]any{"protected_writes": "allow"}),
 				bash(map[string]any{"sandbox": map[string]any{"mode": "off"}}),
 				mode(PresetFullAccess),
 			},

@@ -120,3 +120,22 @@ func (c *Config) checkStores(p *problems) {
 		}
 	}
 }
+
+// StoreDirs returns the directories of the session stores the config
+// enables, on the root and in presets, absolute and clean.
+func (c *Config) StoreDirs() []string {
+	var out []string
+	for _, s := range c.storesIn(c.Plugins, "plugins") {
+		out = append(out, s.dir)
+	}
+	for _, name := range c.DefinedPresets() {
+		list, err := c.Preset(name)
+		if err != nil {
+			continue
+		}
+		for _, s := range c.storesIn(list, "presets."+name) {
+			out = append(out, s.dir)
+		}
+	}
+	return out
+}

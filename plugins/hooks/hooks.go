@@ -39,6 +39,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/protect"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 )
@@ -68,8 +69,11 @@ var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.js
 		if reg, err := agents.Key.Get(ctx); err == nil {
 			p.registry = reg
 		}
+		if err := protectFiles(ctx, cfg.Files); err != nil {
+			return err
+		}
 		return p.mount(ctx)
-	}, agents.Key, tools.Key)
+	}, agents.Key, tools.Key, protect.Key)
 
 // hooks is one mounted instance.
 type hooks struct {

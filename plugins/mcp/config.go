@@ -49,6 +49,10 @@ type Config struct {
 	// MaxResultBytes caps the text of one result; the rest is cut with a
 	// note.
 	MaxResultBytes int `koanf:"max_result_bytes" json:"max_result_bytes,omitempty"`
+	// MaxMessageBytes bounds one message from a stdio server (default
+	// 16 MiB). A result over it is answered as an error result ("result
+	// too large") and the server keeps running.
+	MaxMessageBytes int `koanf:"max_message_bytes" json:"max_message_bytes,omitempty"`
 
 	// Approval, when set (allow, ask, deny), is every tool's default
 	// verdict instead of the one derived from its annotations.
@@ -77,6 +81,7 @@ func (Config) Defaults() Config {
 		CallTimeout:       60 * time.Second,
 		OnUnavailable:     Fail,
 		MaxResultBytes:    64 << 10,
+		MaxMessageBytes:   DefaultMaxMessageBytes,
 		RestartBackoff:    500 * time.Millisecond,
 		RestartBackoffMax: 30 * time.Second,
 		RestartStable:     30 * time.Second,
@@ -131,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxResultBytes < 256 {
 		bad("max_result_bytes is %d; set at least 256", c.MaxResultBytes)
+	}
+	if c.MaxMessageBytes < 64<<10 {
+		bad("max_message_bytes is %d; set at least 65536 (64 KiB)", c.MaxMessageBytes)
 	}
 	switch c.Approval {
 	case "", "allow", "ask", "deny":

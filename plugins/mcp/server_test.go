@@ -119,6 +119,12 @@ func newTestServer() (*mcpsdk.Server, *observed) {
 	add("big", "100000 bytes", readOnly, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
 		return text(strings.Repeat("é", 50000)), nil
 	})
+	add("huge", "17 MiB of text, over the default message cap", readOnly, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
+		return text(strings.Repeat("x", 17<<20)), nil
+	})
+	add("pid", "the server's process id", readOnly, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
+		return text(fmt.Sprint(os.Getpid())), nil
+	})
 	add("fail", "an error result", readOnly, func(stdctx.Context, map[string]any) (*mcpsdk.CallToolResult, error) {
 		return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "no such issue"}}}, nil
 	})

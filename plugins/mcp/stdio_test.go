@@ -2,6 +2,8 @@ package mcp
 
 import (
 	stdctx "context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -207,4 +209,39 @@ func alive(pid int) bool {
 	s := string(stat)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// TestAResultOverTheMessageCapIsAnErrorAndTheServerStays: a real SDK
+// server over stdio answers 17 MiB; the call gets "result too large" and
+// the same process answers the next call — no restart.
+func TestAResultOverTheMessageCapIsAnErrorAndTheServerStays(t *testing.T) {
+	root, svc := mustMount(t, stdioConfig())
+	bg := stdctx.Background()
+	before := call(t, bg, root, svc, "t__pid", `{}`)
+	r := call(t, bg, root, svc, "t__huge", `{}`)
+	want := fmt.Sprintf("result too large (%d bytes, limit %d)", 17<<20, DefaultMaxMessageBytes)
+	if !r.IsError || !strings.Contains(r.Content, "result too large (") || !strings.Contains(r.Content, fmt.Sprintf("limit %d)", DefaultMaxMessageBytes)) || len(r.Content) > 1000 {
+		t.Fatalf("want an error result like %q, got %.300q", want, r.Content)
+	}
+	if after := call(t, bg, root, svc, "t__pid", `{}`); after.IsError || after.Content != before.Content {
+		t.Fatalf("the server was restarted or lost: pid %q before, %+v after", before.Content, after)
+	}
+}
+
+func TestFrameIDIsFoundAtEitherEnd(t *testing.T) {
+	big := strings.Repeat("y", 100<<10)
+	for _, c := range []struct{ line, id string }{
+		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + big + `"}]}}`, "7"},
+		{`{"result":{"content":[{"type":"text","text":"` + big + `"}]},"jsonrpc":"2.0","id":"a\"b"}`, `"a\"b"`},
+	} {
+		f := newFrameCap(io.NopCloser(strings.NewReader(c.line+"\n"+`{"jsonrpc":"2.0","id":8,"result":{}}`+"\n")), 64<<10, func(int, bool) {})
+		out, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], `"id":`+c.id) || !strings.Contains(lines[0], "result too large") || lines[1] != `{"jsonrpc":"2.0","id":8,"result":{}}` {
+			t.Fatalf("%.60s…: %q", c.line, out)
+		}
+	}
 }

@@ -102,7 +102,13 @@ func (s *server) startProcess(c *conn) (mcpsdk.Transport, error) {
 	}
 	c.proc = p
 	go func() { _ = p.Wait() }()
-	return &mcpsdk.IOTransport{Reader: outR, Writer: inW}, nil
+	limit := s.cfg.MaxMessageBytes
+	out := newFrameCap(outR, limit, func(n int, answered bool) {
+		s.log.Warn("an MCP server message over max_message_bytes was dropped; the server keeps running", "bytes", n, "limit", limit, "answered_as_error", answered)
+	})
+	// The SDK's own cap stays as a backstop above ours, which no line
+	// passes.
+	return &mcpsdk.IOTransport{Reader: out, Writer: inW, MaxLineLength: limit + 64<<10}, nil
 }
 
 func (s *server) httpTransport(c *conn) (mcpsdk.Transport, error) {

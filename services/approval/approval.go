@@ -86,6 +86,10 @@ type Answer struct {
 	Choice Choice `json:"choice"`
 	// Reason goes to the model with a denial.
 	Reason string `json:"reason,omitempty"`
+	// Unattended: no person answered; an answerer that stands in for
+	// nobody (dsh run -p) denied because there was nobody to ask. The
+	// model is told that, not that a user refused.
+	Unattended bool `json:"unattended,omitempty"`
 }
 
 // Allowed reports whether the answer lets the call run.

@@ -1,5 +1,5 @@
 // Package core mounts the core services — agents, sessions, llm, approval,
-// tools and systemPrompt — on a context, in the order they depend on each
+// tools, systemPrompt and the protected-path list — on a context, in the order they depend on each
 // other: approval reads agents, and the tools' approval stage asks approval.
 // The agent loop and the agent controller are applied on top with their own
 // configuration.
@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/protect"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/systemprompt"
 	"github.com/dsh-go/dsh/services/tools"
@@ -19,7 +20,7 @@ import (
 
 // Plugins are the core service plugins.
 func Plugins() []dshctx.Plugin {
-	return []dshctx.Plugin{agents.Plugin, session.Plugin, llm.Plugin, approval.Plugin, tools.Plugin, systemprompt.Plugin}
+	return []dshctx.Plugin{agents.Plugin, session.Plugin, llm.Plugin, approval.Plugin, tools.Plugin, systemprompt.Plugin, protect.Plugin}
 }
 
 // Mount applies the core service plugins in ctx and returns the first

@@ -139,6 +139,12 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, 
 		return refuse("was not approved: asking for approval failed (%v). It did not run.", call.Name, err), false, nil
 	case ans.Allowed():
 		return Result{}, true, nil
+	case ans.Unattended:
+		// Nobody was there: saying "denied by the user" would send the
+		// model to ask a person who does not exist.
+		return refuse("was not approved: it needs approval%s, and this run has nobody to ask, so it was refused automatically: %s. "+
+			"It did not run; carry on without it, or say in your answer what you could not do.",
+			call.Name, because(v.Reason), orNone(ans.Reason)), false, nil
 	default:
 		return refuse("was denied by the user: %s. It did not run; ask the user how to proceed or take another approach.",
 			call.Name, orNone(ans.Reason)), false, nil

@@ -77,6 +77,18 @@ func mustContain(t testing.TB, r tools.Result, parts ...string) {
 	}
 }
 
+func TestAnUnattendedDenialDoesNotBlameAUser(t *testing.T) {
+	st := newStage(t)
+	st.answer(t, func(stdctx.Context, approval.Request) (approval.Answer, error) {
+		return approval.Answer{Choice: approval.Deny, Reason: "dsh run -p has nobody to ask", Unattended: true}, nil
+	})
+	r, _ := st.exec(t, stdctx.Background(), "bash", "git push")
+	mustContain(t, r, "nobody to ask", "refused automatically")
+	if strings.Contains(r.Content, "by the user") || strings.Contains(r.Content, "ask the user") {
+		t.Fatalf("a denial nobody made is blamed on a user: %s", r.Content)
+	}
+}
+
 func TestPolicyDenyIsAResultWithTheReason(t *testing.T) {
 	st := newStage(t)
 	tools.EventApprove.On(st.at, func(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {

@@ -40,6 +40,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/protect"
 	"github.com/dsh-go/dsh/services/systemprompt"
 	"github.com/hashicorp/go-hclog"
 )
@@ -91,7 +92,7 @@ func (c Config) Validate() error {
 }
 
 // Plugin is prompt.agents-md.
-var Plugin = plugin.Register(ID, "puts the project's AGENTS.md files (workspace up to the repository root) into the system prompt", apply, agents.Key, systemprompt.Key)
+var Plugin = plugin.Register(ID, "puts the project's AGENTS.md files (workspace up to the repository root) into the system prompt", apply, agents.Key, systemprompt.Key, protect.Key)
 
 // section holds the text in the scope it is applied in; disposing its fiber
 // removes it.
@@ -133,6 +134,16 @@ type agentState struct {
 func apply(ctx *dshctx.Context, cfg Config) error {
 	reg, err := agents.Key.Get(ctx)
 	if err != nil {
+		return err
+	}
+	// The names it loads are instructions for every later session: the
+	// file tools ask a person before writing them (AGENTS.md is on the
+	// list by default; configured names join it while this is mounted).
+	var names []protect.Entry
+	for _, n := range cfg.Names {
+		names = append(names, protect.Entry{Path: n, What: "agent instructions: dsh puts this file into the system prompt of every later session (prompt.agents-md)"})
+	}
+	if err := protect.Register(ctx, names...); err != nil {
 		return err
 	}
 	home, _ := os.UserHomeDir()

@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"bytes"
 	stdctx "context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,9 @@ import (
 // Now is the time source; tests replace it.
 var Now = time.Now
 
-var schema = json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string","description":"IANA time zone such as Europe/Paris; default UTC"}}}`)
+// schema is closed like every built-in tool's: an argument the tool does
+// not know is refused before it runs, never silently ignored.
+var schema = json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string","maxLength":64,"description":"IANA time zone such as Europe/Paris; default UTC"}},"additionalProperties":false}`)
 
 // Plugin registers the clock tool in its context's scope.
 var Plugin = plugin.Register("tools.clock", "a tool that tells the current date and time", func(ctx *dshctx.Context, _ plugin.None) error {
@@ -38,16 +41,18 @@ func run(_ stdctx.Context, c tools.Call) (tools.Result, error) {
 	var args struct {
 		Timezone string `json:"timezone"`
 	}
-	if len(c.Arguments) > 0 {
-		if err := json.Unmarshal(c.Arguments, &args); err != nil {
-			return tools.Result{}, fmt.Errorf("the arguments are not a JSON object with an optional timezone: %v", err)
+	if len(bytes.TrimSpace(c.Arguments)) > 0 {
+		d := json.NewDecoder(bytes.NewReader(c.Arguments))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&args); err != nil {
+			return tools.Result{}, fmt.Errorf("the arguments are not a JSON object with an optional timezone and nothing else: %v", err)
 		}
 	}
 	loc := time.UTC
 	if args.Timezone != "" {
 		l, err := time.LoadLocation(args.Timezone)
 		if err != nil {
-			return tools.Result{}, fmt.Errorf("unknown time zone %q", args.Timezone)
+			return tools.Result{}, fmt.Errorf("unknown time zone %q; give an IANA name such as Europe/Paris", args.Timezone)
 		}
 		loc = l
 	}

@@ -35,3 +35,22 @@ func BenchmarkGrepTree(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWrite is one write of a small file through the tool: with the
+// protected-path check (the name, the resolved file, then the opened file)
+// and with it lifted, to show what the check costs.
+func BenchmarkWrite(b *testing.B) {
+	for _, mode := range []string{ProtectedAsk, ProtectedAllow} {
+		b.Run("protected_writes="+mode, func(b *testing.B) {
+			ws := tree(b, map[string]string{"src/a.go": "package a\n"})
+			c := Config{ProtectedWrites: mode}.withDefaults()
+			raw := []byte(`{"path":"src/a.go","content":"package a\n"}`)
+			b.ReportAllocs()
+			for range b.N {
+				if r, _ := c.write(b.Context(), tools.Call{Name: "write", Arguments: raw, Workspace: ws}); r.IsError {
+					b.Fatal(r.Content)
+				}
+			}
+		})
+	}
+}

@@ -80,7 +80,7 @@ func (p *place) special(rel, arg string) error {
 		return p.explain(err, arg)
 	}
 	if !st.IsDir() && !st.Mode().IsRegular() {
-		return fmt.Errorf("%q is not a regular file (%v): the file tools handle regular files and folders only", arg, st.Mode().Type())
+		return fmt.Errorf("%s is not a regular file (%v): the file tools handle regular files and folders only", workspace.Quote(arg), st.Mode().Type())
 	}
 	return nil
 }
@@ -102,19 +102,20 @@ func (p *place) explain(err error, arg string) error {
 	if arg == "" {
 		arg = "."
 	}
+	q := workspace.Quote(arg)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%q does not exist in the workspace; use list or glob to find the right path", arg)
+		return fmt.Errorf("%s does not exist in the workspace; use list or glob to find the right path", q)
 	case errors.Is(err, syscall.EISDIR):
-		return fmt.Errorf("%q is a directory; give a file path", arg)
+		return fmt.Errorf("%s is a directory; give a file path", q)
 	case errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("%q is a file, or goes through one, where a folder was expected", arg)
+		return fmt.Errorf("%s is a file, or goes through one, where a folder was expected", q)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%q cannot be accessed: permission denied", arg)
+		return fmt.Errorf("%s cannot be accessed: permission denied", q)
 	case errors.Is(err, errLinked):
-		return fmt.Errorf("%q %v", arg, err)
+		return fmt.Errorf("%s %v", q, err)
 	}
-	return fmt.Errorf("%q: %v", arg, err)
+	return fmt.Errorf("%s: %v", q, workspace.Bare(err))
 }
 
 // binaryReason says why head (a file's first bytes, cut at sniffBytes or

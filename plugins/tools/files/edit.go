@@ -81,7 +81,11 @@ func (c Config) edit(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 			n, rel, matchLines(before, old))
 	}
 	after := strings.ReplaceAll(before, old, repl)
-	if _, err := p.writeText(ctx, rel, after); err != nil {
+	approved, r, ok := c.allowWrite(ctx, call, p, rel, args.Path)
+	if !ok {
+		return r, nil
+	}
+	if _, err := p.writeText(ctx, rel, after, c.rechecker(p, approved)); err != nil {
 		return fail(p.explain(err, args.Path))
 	}
 	var b strings.Builder

@@ -195,7 +195,7 @@ func TestAPipeSwappedInAfterTheCheckDoesNotHang(t *testing.T) {
 			f.Close()
 		}
 		done <- fmt.Sprintf("openRead: %v", err)
-		_, err = writeFile(p.root, "pipe", []byte("x"))
+		_, err = writeFile(p.root, "pipe", []byte("x"), nil)
 		done <- fmt.Sprintf("writeFile: %v", err)
 	}()
 	for i := 0; i < 3; i++ {

@@ -16,6 +16,8 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/protect"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -29,14 +31,23 @@ var Plugin = plugin.Register("tools.files", "file tools confined to the agent's 
 	if err != nil {
 		return err
 	}
+	list, err := protect.Key.Get(ctx)
+	if err != nil {
+		return err
+	}
+	approvals, err := approval.Key.Get(ctx)
+	if err != nil {
+		return err
+	}
 	cfg = cfg.withDefaults()
+	cfg.guard = guard{list: list, approvals: approvals}
 	for _, t := range cfg.build() {
 		if err := svc.Register(ctx, t); err != nil {
 			return err
 		}
 	}
 	return nil
-}, tools.Key)
+}, tools.Key, protect.Key, approval.Key)
 
 // build returns the tools the config selects.
 func (c Config) build() []tools.Tool {
@@ -86,6 +97,16 @@ type Config struct {
 	WalkMaxEntries int `koanf:"walk_max_entries" json:"walk_max_entries,omitempty"`
 	// DiffMaxLines caps the diff an edit shows (default 60).
 	DiffMaxLines int `koanf:"diff_max_lines" json:"diff_max_lines,omitempty"`
+	// ProtectedWrites decides writes to protected paths (package
+	// protect: .git/, .claude/, AGENTS.md, dsh's config and hooks files...):
+	// "ask" (default) asks the agent's person and fails closed with nobody
+	// to ask; "allow" lifts the protection for the agents this entry
+	// serves, as a full-access preset may.
+	ProtectedWrites string `koanf:"protected_writes" json:"protected_writes,omitempty"`
+
+	// guard is what the protection check reads from the tree; the zero
+	// value checks the default list and, with nobody to ask, refuses.
+	guard guard
 }
 
 // Defaults is the configuration of an entry that sets nothing.
@@ -107,6 +128,9 @@ func (c Config) withDefaults() Config {
 	def(&c.GrepMaxLineBytes, 300)
 	def(&c.WalkMaxEntries, 200000)
 	def(&c.DiffMaxLines, 60)
+	if c.ProtectedWrites == "" {
+		c.ProtectedWrites = ProtectedAsk
+	}
 	return c
 }
 
@@ -116,6 +140,11 @@ func (c Config) Validate() error {
 		if !slices.Contains(Names, n) {
 			return errs.New(errs.InvalidArgument, fmt.Sprintf("tools.files: unknown tool %q in tools; choose among %v", n, Names))
 		}
+	}
+	switch c.ProtectedWrites {
+	case "", ProtectedAsk, ProtectedAllow:
+	default:
+		return errs.New(errs.InvalidArgument, fmt.Sprintf("tools.files: protected_writes is %q; use %q (the default) or %q", c.ProtectedWrites, ProtectedAsk, ProtectedAllow))
 	}
 	for _, l := range []struct {
 		name string

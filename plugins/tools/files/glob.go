@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/dsh-go/dsh/plugins/tools/internal/workspace"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -22,7 +23,7 @@ func (c Config) globTool() tools.Tool {
 			".git and .gitignore'd files skipped. Returns workspace-relative paths sorted by path, at most %d, with a count of the rest.",
 			c.GlobMaxResults),
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
-			`"pattern":{"type":"string","minLength":1,"description":"Pattern matched against paths relative to path"},` +
+			`"pattern":{"type":"string","minLength":1,"maxLength":` + fmt.Sprint(MaxPatternBytes) + `,"description":"Pattern matched against paths relative to path; ` + patternBounds + `"},` +
 			`"path":{"type":"string","description":"Folder to search in, relative to the workspace; default the workspace itself"}},` +
 			`"required":["pattern"],"additionalProperties":false}`),
 		ParallelSafe: true,
@@ -40,7 +41,7 @@ func (c Config) glob(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	}
 	pattern := strings.TrimPrefix(args.Pattern, "./")
 	if msg := checkPattern(pattern); msg != "" {
-		return failf("pattern %q %s", args.Pattern, msg)
+		return failf("pattern %s %s", workspace.Quote(args.Pattern), msg)
 	}
 	p, err := enter(call)
 	if err != nil {
@@ -101,6 +102,9 @@ func (c Config) glob(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 
 // checkPattern says what is wrong with a glob pattern, or "".
 func checkPattern(p string) string {
+	if msg := checkBounds(p); msg != "" {
+		return msg
+	}
 	switch {
 	case p == "":
 		return "is empty"

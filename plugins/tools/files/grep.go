@@ -4,13 +4,16 @@ import (
 	"bufio"
 	stdctx "context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/dsh-go/dsh/plugins/tools/internal/workspace"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -28,7 +31,7 @@ func (c Config) grepTool() tools.Tool {
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"pattern":{"type":"string","minLength":1,"description":"Regular expression (Go RE2 syntax) matched against each line"},` +
 			`"path":{"type":"string","description":"File or folder to search, relative to the workspace; default the workspace itself"},` +
-			`"glob":{"type":"string","description":"Only search files matching this pattern: without a / it matches the file name (*.go), with one the workspace-relative path (src/**/*.ts)"},` +
+			`"glob":{"type":"string","maxLength":` + fmt.Sprint(MaxPatternBytes) + `,"description":"Only search files matching this pattern: without a / it matches the file name (*.go), with one the workspace-relative path (src/**/*.ts); ` + patternBounds + `"},` +
 			`"case_insensitive":{"type":"boolean","description":"Ignore letter case; default false"}},` +
 			`"required":["pattern"],"additionalProperties":false}`),
 		ParallelSafe: true,
@@ -66,10 +69,15 @@ func (c Config) grep(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return failf("pattern %q is not a valid Go regular expression: %v (RE2 syntax: no lookaround, no backreferences)", args.Pattern, err)
+		return failf("pattern %s is not a valid Go regular expression: %v (RE2 syntax: no lookaround, no backreferences)", workspace.Quote(args.Pattern), bareRegexpError(err))
 	}
-	if args.Glob != "" && !doublestar.ValidatePattern(args.Glob) {
-		return failf("glob %q is not a valid pattern (check its brackets and braces)", args.Glob)
+	if args.Glob != "" {
+		if msg := checkBounds(args.Glob); msg != "" {
+			return failf("glob %s %s", workspace.Quote(args.Glob), msg)
+		}
+		if !doublestar.ValidatePattern(args.Glob) {
+			return failf("glob %s is not a valid pattern (check its brackets and braces)", workspace.Quote(args.Glob))
+		}
 	}
 	p, err := enter(call)
 	if err != nil {
@@ -202,4 +210,14 @@ func (g *grepRun) report(pattern string, w *walker) string {
 		fmt.Fprintf(b, "[the search stopped after %d entries; narrow with path or glob]\n", g.c.WalkMaxEntries)
 	}
 	return b.String()
+}
+
+// bareRegexpError keeps what is wrong with a pattern and cuts the part of
+// it the parser quotes, which may be the whole pattern.
+func bareRegexpError(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s: %s", se.Code, workspace.Quote(se.Expr))
+	}
+	return err.Error()
 }

@@ -11,6 +11,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/internal/ctxtest"
 	"github.com/dsh-go/dsh/plugins/tools/files"
+	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
@@ -18,23 +19,22 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// mount returns a root with the tools service and tools.files applied
-// with cfg (nil for the defaults).
+// mount returns a root with the core services (tools, approval, the
+// protected-path list) and tools.files applied with cfg (nil for the
+// defaults).
 func mount(t *testing.T, cfg any) (*dshctx.Context, *tools.Service) {
 	t.Helper()
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
 	ctxtest.Cleanup(t, root)
-	for _, p := range []struct {
-		p   dshctx.Plugin
-		cfg any
-	}{{tools.Plugin, nil}, {files.Plugin, cfg}} {
-		f, err := root.Plugin(p.p, p.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Await(stdctx.Background()); err != nil {
-			t.Fatalf("mounting %T: %v", p.p, err)
-		}
+	if err := core.Mount(root); err != nil {
+		t.Fatal(err)
+	}
+	f, err := root.Plugin(files.Plugin, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Await(stdctx.Background()); err != nil {
+		t.Fatalf("mounting tools.files: %v", err)
 	}
 	svc, err := tools.Key.Get(root)
 	if err != nil {
@@ -121,9 +121,10 @@ func TestConfigValidation(t *testing.T) {
 	}
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
 	ctxtest.Cleanup(t, root)
-	f, _ := root.Plugin(tools.Plugin, nil)
-	f.Await(stdctx.Background())
-	f, _ = root.Plugin(files.Plugin, files.Config{Tools: []string{"nope"}})
+	if err := core.Mount(root); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := root.Plugin(files.Plugin, files.Config{Tools: []string{"nope"}})
 	if f.Await(stdctx.Background()) == nil {
 		t.Fatal("an invalid config must fail the mount")
 	}

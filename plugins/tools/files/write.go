@@ -10,6 +10,7 @@ import (
 	"path"
 	"syscall"
 
+	"github.com/dsh-go/dsh/plugins/tools/internal/workspace"
 	"github.com/dsh-go/dsh/services/editor"
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -48,7 +49,11 @@ func (c Config) write(ctx stdctx.Context, call tools.Call) (tools.Result, error)
 		return fail(err)
 	}
 	if isRoot(rel) {
-		return failf("%q names the workspace itself; give a file path", *args.Path)
+		return failf("%s names the workspace itself; give a file path", workspace.Quote(*args.Path))
+	}
+	approved, r, ok := c.allowWrite(ctx, call, p, rel, *args.Path)
+	if !ok {
+		return r, nil
 	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := p.root.MkdirAll(dir, 0o755); err != nil {
@@ -58,7 +63,7 @@ func (c Config) write(ctx stdctx.Context, call tools.Call) (tools.Result, error)
 	if err := p.special(rel, *args.Path); err != nil {
 		return fail(err)
 	}
-	created, err := p.writeText(ctx, rel, *args.Content)
+	created, err := p.writeText(ctx, rel, *args.Content, c.rechecker(p, approved))
 	if err != nil {
 		return fail(p.explain(err, *args.Path))
 	}
@@ -71,7 +76,7 @@ func (c Config) write(ctx stdctx.Context, call tools.Call) (tools.Result, error)
 
 // writeText writes text to rel, through the call's editor when it has one
 // (after the disk checks writeFile makes), or to the disk.
-func (p *place) writeText(ctx stdctx.Context, rel, text string) (created bool, err error) {
+func (p *place) writeText(ctx stdctx.Context, rel, text string, check func(*os.File) error) (created bool, err error) {
 	if _, has := editor.From(ctx); has {
 		exists, err := p.existing(rel)
 		if err != nil {
@@ -81,22 +86,37 @@ func (p *place) writeText(ctx stdctx.Context, rel, text string) (created bool, e
 			return !exists, err
 		}
 	}
-	return writeFile(p.root, rel, []byte(text))
+	return writeFile(p.root, rel, []byte(text), check)
 }
 
 // writeFile writes data to rel through root, telling whether it made the
 // file. An existing file keeps its mode. Creation uses O_EXCL, so "created"
 // never hides a replacement; a symlink in place is followed by os.Root,
-// which refuses it when it leads outside.
-func writeFile(root *os.Root, rel string, data []byte) (created bool, err error) {
+// which refuses it when it leads outside. check, when set, judges the
+// opened file before anything in it changes; a file it refuses that this
+// call created is removed again.
+func writeFile(root *os.Root, rel string, data []byte, check func(*os.File) error) (created bool, err error) {
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	created = err == nil
+	if created && check != nil {
+		if err = check(f); err != nil {
+			f.Close()
+			root.Remove(rel)
+			return false, err
+		}
+	}
 	if errors.Is(err, fs.ErrExist) {
 		// Opened without O_TRUNC: the file is checked before anything in
 		// it changes.
 		f, err = root.OpenFile(rel, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 		if err == nil {
-			if err = replaceable(f); err == nil {
+			if check != nil {
+				err = check(f)
+			}
+			if err == nil {
+				err = replaceable(f)
+			}
+			if err == nil {
 				err = f.Truncate(0)
 			}
 			if err != nil {

@@ -84,11 +84,11 @@ func Rel(dir, p string) (string, error) {
 				return r, nil
 			}
 		}
-		return "", errs.New(OutsideWorkspace, fmt.Sprintf("%q is outside the workspace %s: absolute paths must lie inside the workspace; give a path relative to it", p, dir)).WithReason(ReasonAbsolute)
+		return "", errs.New(OutsideWorkspace, fmt.Sprintf("%s is outside the workspace %s: absolute paths must lie inside the workspace; give a path relative to it", Quote(p), dir)).WithReason(ReasonAbsolute)
 	}
 	c := filepath.Clean(p)
 	if c == ".." || strings.HasPrefix(c, ".."+string(filepath.Separator)) {
-		return "", errs.New(OutsideWorkspace, fmt.Sprintf("%q climbs out of the workspace %s with \"..\": paths must stay inside the workspace", p, dir)).WithReason(ReasonDotDot)
+		return "", errs.New(OutsideWorkspace, fmt.Sprintf("%s climbs out of the workspace %s with \"..\": paths must stay inside the workspace", Quote(p), dir)).WithReason(ReasonDotDot)
 	}
 	return filepath.ToSlash(c), nil
 }
@@ -119,7 +119,7 @@ func Explain(err error, p, dir string) error {
 	if err == nil || !Escaped(err) {
 		return err
 	}
-	return errs.Wrap(OutsideWorkspace, err, fmt.Sprintf("%q goes through a symlink that leads outside the workspace %s (or is absolute): symlinks out of the workspace are never followed", p, dir)).WithReason(ReasonSymlink)
+	return errs.Wrap(OutsideWorkspace, Bare(err), fmt.Sprintf("%s goes through a symlink that leads outside the workspace %s (or is absolute): symlinks out of the workspace are never followed", Quote(p), dir)).WithReason(ReasonSymlink)
 }
 
 // Escaped reports whether err is os.Root refusing a path that escapes it.

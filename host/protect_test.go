@@ -1,0 +1,44 @@
+package host_test
+
+import (
+	stdctx "context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/protect"
+)
+
+// TestTheHostProtectsWhatItLoads: the config file and the session store
+// are on the tree's protected list, so the file tools ask before touching
+// them even when they sit inside an agent's workspace.
+func TestTheHostProtectsWhatItLoads(t *testing.T) {
+	ws := t.TempDir()
+	file := filepath.Join(ws, "dsh.yaml")
+	text := fmt.Sprintf("plugins:\n  - use: llm.scripted\n    config: {replies: [{text: hi}]}\n  - use: session.jsonl\n    config: {dir: %q}\nagents:\n  - id: a\n    provider: scripted\n", filepath.Join(ws, "sessions"))
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(file, []byte(text), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{LogOutput: &strings.Builder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	l, err := protect.Key.Get(h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, what := range map[string]string{file: "config file", filepath.Join(ws, "sessions", "a", "session.jsonl"): "session store"} {
+		if e, ok := l.Match(ws, p); !ok || !strings.Contains(e.What, what) {
+			t.Errorf("%s: want it protected as the %s, got %+v %v", p, what, e, ok)
+		}
+	}
+}
