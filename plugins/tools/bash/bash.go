@@ -29,6 +29,7 @@ import (
 	"github.com/dsh-go/dsh/internal/sandbox"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/tools/internal/workspace"
+	"github.com/dsh-go/dsh/services/protect"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -49,6 +50,9 @@ var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command 
 		}
 		r, err := newRunner(cfg, ctx)
 		if err != nil {
+			return err
+		}
+		if r.protected, err = protect.Key.Get(ctx); err != nil {
 			return err
 		}
 		if r.egress != nil {
@@ -78,7 +82,7 @@ var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command 
 			Approval:     tools.Ask,
 			Execute:      r.execute,
 		})
-	}, tools.Key)
+	}, tools.Key, protect.Key)
 
 // runner is one plugin instance: its config and the sandbox it settled
 // on when applied.
@@ -107,6 +111,9 @@ type runner struct {
 	warned  atomic.Bool
 	// summary is the line logged at info: which sandbox is in force.
 	summary string
+	// protected is the tree's list of protected paths: mounted read-only
+	// in every sandbox beside sandbox.read_only.
+	protected *protect.List
 }
 
 func newRunner(cfg Config, ctx *dshctx.Context) (*runner, error) {

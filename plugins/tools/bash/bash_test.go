@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/dsh/internal/ctxtest"
 	"github.com/dsh-go/dsh/internal/sandbox"
 	"github.com/dsh-go/dsh/plugins/tools/bash"
+	"github.com/dsh-go/dsh/services/protect"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
@@ -47,7 +48,7 @@ func start(t *testing.T, cfg bash.Config) *agent {
 	for _, p := range []struct {
 		plugin any
 		cfg    any
-	}{{tools.Plugin, nil}, {bash.Plugin, cfg}} {
+	}{{tools.Plugin, nil}, {protect.Plugin, nil}, {bash.Plugin, cfg}} {
 		f, err := root.Plugin(p.plugin.(dshctx.Plugin), p.cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/internal/sandbox"
 	"github.com/dsh-go/dsh/plugins/tools/bash"
+	"github.com/dsh-go/dsh/services/protect"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 )
@@ -41,7 +42,7 @@ func BenchmarkTrue(b *testing.B) {
 			for _, p := range []struct {
 				p dshctx.Plugin
 				c any
-			}{{tools.Plugin, nil}, {bash.Plugin, cfg}} {
+			}{{tools.Plugin, nil}, {protect.Plugin, nil}, {bash.Plugin, cfg}} {
 				f, _ := root.Plugin(p.p, p.c)
 				if err := f.Await(stdctx.Background()); err != nil {
 					b.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dsh-go/dsh/internal/sandbox"
 	"github.com/dsh-go/dsh/plugins/tools/bash"
+	"github.com/dsh-go/dsh/services/protect"
 )
 
 // The attacks of issue 28 on the sandbox, each run through the tool as a
@@ -439,5 +440,37 @@ unshare -rm sh -c 'umount .git/config && echo UMOUNTED2'; mount -t tmpfs x /mnt 
 	}
 	if b, _ := os.ReadFile(filepath.Join(a.ws, ".git/config")); string(b) != "[core]\n" {
 		t.Errorf(".git/config changed: %q", b)
+	}
+}
+
+// TestTheTreesProtectedListIsReadOnlyInTheSandbox: what services/protect
+// lists (here an operator's entry and dsh's own folder) cannot be changed
+// by a command, while git can still write its objects and refs under .git.
+func TestTheTreesProtectedListIsReadOnlyInTheSandbox(t *testing.T) {
+	a := start(t, isolated(t, nil))
+	list, err := protect.Key.Get(a.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list.Add(protect.Entry{Path: "deploy/prod.env", What: "the production settings"})
+	for _, d := range []string{"deploy", ".git/objects", ".dsh"} {
+		if err := os.MkdirAll(filepath.Join(a.ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(a.ws, "deploy/prod.env"), []byte("KEEP\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := a.run(t.Context(), `echo changed > deploy/prod.env 2>/dev/null && echo ENV-CHANGED
+echo x > .dsh/token 2>/dev/null && echo DSH-CHANGED
+echo obj > .git/objects/ab && echo git-objects-writable`)
+	if strings.Contains(r.Content, "ENV-CHANGED") || strings.Contains(r.Content, "DSH-CHANGED") {
+		t.Fatalf("a protected path was changed inside the sandbox:\n%s", r.Content)
+	}
+	if b, _ := os.ReadFile(filepath.Join(a.ws, "deploy/prod.env")); string(b) != "KEEP\n" {
+		t.Fatalf("deploy/prod.env is %q", b)
+	}
+	if !strings.Contains(r.Content, "git-objects-writable") {
+		t.Fatalf("git must still write beneath .git:\n%s", r.Content)
 	}
 }

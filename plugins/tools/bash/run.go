@@ -183,7 +183,8 @@ func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started,
 	p.Cmd.Stdout, p.Cmd.Stderr = in, in
 	var entry *sandbox.Entry
 	if r.sandboxed {
-		rules := r.rules(append([]string{ws, tmp}, r.cfg.Sandbox.Writable...), r.cfg.Sandbox.ReadOnly)
+		writable := append([]string{ws, tmp}, r.cfg.Sandbox.Writable...)
+		rules := r.rules(writable, r.readOnly(ws, writable))
 		if entry, err = sandbox.Attach(p.Cmd, rules, st); err != nil {
 			in.Close()
 			out.Close()

@@ -1,0 +1,45 @@
+package bash
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// readOnly is what a command in the workspace ws may not change inside
+// its writable directories: sandbox.read_only, and the paths of the
+// tree's protected list (services/protect) that lie beneath a writable
+// directory. The file tools ask before writing those; a command cannot be
+// asked mid-run, so the sandbox refuses it the write.
+//
+// One entry of the list is left writable: .git as a whole. git writes
+// objects, refs and the index there on every commit, and a sandbox that
+// refused that would make the agent useless on a repository; what git
+// later runs from .git (config, hooks, info) stays read-only.
+func (r *runner) readOnly(ws string, writable []string) []string {
+	out := slices.Clone(r.cfg.Sandbox.ReadOnly)
+	if r.protected == nil {
+		return out
+	}
+	gitDir := filepath.Join(ws, ".git")
+	for _, p := range r.protected.Paths(ws) {
+		if p == gitDir || slices.Contains(out, p) || !beneathAny(p, writable) {
+			continue
+		}
+		if rel, err := filepath.Rel(ws, p); err == nil && slices.Contains(out, rel) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// beneathAny reports whether p lies strictly beneath one of dirs.
+func beneathAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, filepath.Clean(d)+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
