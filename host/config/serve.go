@@ -224,7 +224,7 @@ func checkTemplate(p *problems, at, text string) {
 
 func checkSessionID(p *problems, at, id string) {
 	if id != "" && !session.ValidID(id) {
-		p.add(at, fmt.Sprintf("session id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", id))
+		p.add(at, fmt.Sprintf("session id %q is not a session id: use %s", id, session.IDRule))
 	}
 }
 

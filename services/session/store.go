@@ -14,9 +14,19 @@ import (
 // file name on every system.
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// ValidID reports whether id can name a persisted session: letters,
-// digits, '.', '_' and '-', starting with a letter or digit.
-func ValidID(id string) bool { return validID.MatchString(id) }
+// MaxIDLen bounds a session id so that it fits every store, checked once
+// when the id is chosen rather than at the first flush: session.jsonl
+// names files <id>.jsonl and <id>.lock (255 bytes a name on common file
+// systems), session.nats spells each '.' as three characters in a subject
+// and a lease key, and 128 leaves room for both with a margin.
+const MaxIDLen = 128
+
+// IDRule says what ValidID accepts, for error messages.
+const IDRule = "1 to 128 letters, digits, '.', '_' and '-', starting with a letter or digit"
+
+// ValidID reports whether id can name a persisted session in every store:
+// see IDRule.
+func ValidID(id string) bool { return len(id) <= MaxIDLen && validID.MatchString(id) }
 
 // Key is the service key of the sessions service.
 var Key = dshctx.NewKey[*Store]("sessions")
