@@ -47,6 +47,8 @@ func runCommand(g *globals) *cobra.Command {
 With -p, or a prompt piped on stdin, it sends the prompt, streams the answer to
 stdout (tool calls and reasoning to stderr) and exits when the turn ends:
 0 completed, 1 failed, 3 refused by admission, 4 token limit, 130 interrupted.
+A reader that closes stdout early (| head -1) changes none of that: dsh stops
+printing, says so on stderr, and the turn runs to its end and is saved.
 On a terminal it opens an interactive session; type /help there.
 
 When a policy asks whether a tool call may run, the interactive session asks
@@ -181,12 +183,17 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	}
 	stored := persists(cfg)
 	if prompt != "" {
+		// A reader that stops early ends the printing, not the run: the
+		// exit code stays the turn's (see the command's help).
+		defer catchSIGPIPE()()
+		out := newCutWriter(stdout)
 		if f.json {
-			reportOpened(s, ac.ID, resumed, stdout)
+			reportOpened(s, ac.ID, resumed, out)
 		}
-		code := headless(h, s, prompt, parts, f.json, f.approvals, stdout, stderr, signals)
+		code := headless(h, s, prompt, parts, f.json, f.approvals, out, stderr, signals)
 		reportSessionID(s.ID(), stored, stderr)
-		reportUsage(h.Config(), ac, s, f.json, stdout, stderr)
+		reportUsage(h.Config(), ac, s, f.json, out, stderr)
+		reportCut(out, stderr, s.ID())
 		if code != exitOK {
 			return &exitCode{code: code}
 		}
