@@ -12,10 +12,6 @@ import (
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
-// deliveryHeaders carry the sender's id of a delivery, kept across its
-// redeliveries: GitHub's, then the usual generic one.
-var deliveryHeaders = []string{"X-GitHub-Delivery", "X-Request-Id"}
-
 // ServeHTTP serves POST /hooks/{name}; mounted without StripPrefix, or
 // with it (the name is then the whole path).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,11 +37,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err, "")
 		return
 	}
-	requestID := requestIDOf(name, r.Header, body, signature)
+	requestID, digest := requestIDOf(name, body)
 	for {
 		f, owner := h.seen.claim(requestID)
 		if owner {
-			h.deliver(w, r, hk, body, requestID, f)
+			h.deliver(w, r, hk, body, requestID, digest, f)
 			return
 		}
 		select {
@@ -64,7 +60,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // deliver renders and delivers one delivery the caller claimed.
-func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, hk *hook, body []byte, requestID string, f *flight) {
+func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, hk *hook, body []byte, requestID, digest string, f *flight) {
 	resp, ok := accepted{}, false
 	defer func() { h.seen.finish(requestID, f, resp, ok) }()
 	prompt, err := hk.render(body, r.Header)
@@ -72,7 +68,15 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, hk *hook, body
 		writeError(w, err, requestID)
 		return
 	}
-	d, err := h.runner.Deliver(r.Context(), hk.target, sessions.PromptRequest{RequestID: requestID, Content: prompt})
+	target := hk.target
+	if target.Session == "" {
+		// The delivery's own session is named by the delivery, so the
+		// session store is its durable dedup record: a redelivery after a
+		// restart, or on another host, finds the session and its request
+		// id there and runs nothing.
+		target.Own = ownSessionID(hk.name, digest)
+	}
+	d, err := h.runner.Deliver(r.Context(), target, sessions.PromptRequest{RequestID: requestID, Content: prompt})
 	if err != nil {
 		h.log.Warn("webhook delivery not delivered", "webhook", hk.name, "request_id", requestID, "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
 		writeError(w, err, requestID)
@@ -101,30 +105,18 @@ func readBody(r *http.Request, hk *hook) ([]byte, error) {
 	return body, nil
 }
 
-// maxDeliveryID bounds a sender's delivery id taken as is.
-const maxDeliveryID = 128
-
-// requestIDOf names the delivery for deduplication: the sender's delivery
-// id when it sends one, else a digest of what it sent, which a
-// redelivery repeats exactly.
-func requestIDOf(name string, header http.Header, body []byte, signature string) string {
-	for _, k := range deliveryHeaders {
-		if v := header.Get(k); v != "" && len(v) <= maxDeliveryID && printable(v) {
-			return "webhook:" + name + ":" + v
-		}
-	}
-	sum := sha256.New()
-	sum.Write(body)
-	sum.Write([]byte{0})
-	sum.Write([]byte(signature))
-	return "webhook:" + name + ":sha256-" + hex.EncodeToString(sum.Sum(nil))[:32]
+// requestIDOf names the delivery for deduplication by what its signature
+// covers, the body: a delivery id header is not signed, so a captured
+// delivery replayed under another id (or none) must still be the same
+// delivery. A sender's redelivery repeats the body exactly. Two distinct
+// deliveries with byte-identical bodies are therefore one delivery
+// (docs/webhooks.md says so); GitHub's bodies name their event.
+func requestIDOf(name string, body []byte) (requestID, digest string) {
+	sum := sha256.Sum256(body)
+	digest = hex.EncodeToString(sum[:16])
+	return "webhook:" + name + ":sha256-" + digest, digest
 }
 
-func printable(s string) bool {
-	for _, c := range s {
-		if c < 0x21 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+// ownSessionID is the session of a delivery to a webhook without session:
+// 8+64+1+32 characters at most, within session.MaxIDLen.
+func ownSessionID(name, digest string) string { return "webhook-" + name + "-" + digest }
