@@ -51,8 +51,8 @@ type ReactLoopAgent struct {
 	// from the inbox that the driver has still to record as dropped.
 	cancelBy string
 	drops    []dropped
-	idle      chan struct{} // closed when the driver goes idle
-	torn      bool
+	idle     chan struct{} // closed when the driver goes idle
+	torn     bool
 	// abandoned: a dispose timed out while the driver ran; the driver
 	// finishes the agent when it stops.
 	abandoned bool
