@@ -111,8 +111,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	// The messages the cancel drops record who cancelled.
+	ctx := sessions.WithActor(r.Context(), "an HTTP client ("+r.RemoteAddr+")")
 	if s.o.Router != nil {
-		if err := s.o.Router.Cancel(r.Context(), id); err != nil {
+		if err := s.o.Router.Cancel(ctx, id); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -124,7 +126,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := ss.Cancel(r.Context()); err != nil {
+	if err := ss.Cancel(ctx); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -36,6 +37,10 @@ type Body struct {
 	Message   string    `json:"message"`
 	Presented *bool     `json:"presented,omitempty"`
 	RequestID string    `json:"request_id,omitempty"`
+	// Outcome is the recorded outcome of a retried request that did not
+	// end delivered (AGENT_MESSAGE_DROPPED): message_id, turn, dropped,
+	// by.
+	Outcome map[string]any `json:"outcome,omitempty"`
 
 	// Status is the HTTP status it is sent with.
 	Status int `json:"-"`
@@ -62,11 +67,13 @@ var statuses = map[errs.Code]int{
 	live.QuestionClosed:     http.StatusConflict,
 	session.NoPersistence:   http.StatusConflict,
 	sessions.PromptRejected: http.StatusUnprocessableEntity,
-	BodyTooLarge:            http.StatusRequestEntityTooLarge,
-	sessions.Stopped:        http.StatusServiceUnavailable,
-	host.Closed:             http.StatusServiceUnavailable,
-	ShuttingDown:            http.StatusServiceUnavailable,
-	errs.ContextInactive:    http.StatusServiceUnavailable,
+	// A retry of a message that was dropped: the request id is spent.
+	agentcontroller.MessageDropped: http.StatusConflict,
+	BodyTooLarge:                   http.StatusRequestEntityTooLarge,
+	sessions.Stopped:               http.StatusServiceUnavailable,
+	host.Closed:                    http.StatusServiceUnavailable,
+	ShuttingDown:                   http.StatusServiceUnavailable,
+	errs.ContextInactive:           http.StatusServiceUnavailable,
 }
 
 // From turns what a service returned into a Body, keeping its code,
@@ -94,6 +101,10 @@ func From(err error, own map[errs.Code]int) *Body {
 	out := &Body{Status: status, Code: code, Reason: errs.ReasonOf(err), Message: err.Error()}
 	if e, ok := errors.AsType[*errs.Error](err); ok {
 		out.Message = e.Message
+		if e.Code == agentcontroller.MessageDropped {
+			out.Outcome = e.Details
+			out.RequestID, _ = e.Details["request_id"].(string)
+		}
 		// A cause that is one of ours was summarized by the outer message;
 		// a foreign one (a template's, a reader's) says what went wrong.
 		if _, ours := errors.AsType[*errs.Error](e.Cause); e.Cause != nil && (!ours || status == http.StatusInternalServerError) {
