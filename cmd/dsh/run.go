@@ -327,6 +327,18 @@ func (t *tracker) render(e session.Event) {
 	case session.Compacted:
 		t.endLine()
 		fmt.Fprintf(t.diag, "(%s)\n", e.Compaction)
+	case session.AssistantMessage:
+		if e.Finish == session.FinishCut {
+			// The streamed text stays on the screen and in the log.
+			t.endLine()
+			fmt.Fprintln(t.diag, "(answer stopped here)")
+		}
+	case session.MessageDropped:
+		if e.Message == nil {
+			break
+		}
+		t.endLine()
+		fmt.Fprintf(t.diag, "not delivered (%s): %s\n", droppedWhy(e), oneLine(e.Message.Content, 200))
 	case session.TurnEnd:
 		t.endLine()
 		t.endReasoning()
@@ -371,6 +383,14 @@ func (t *tracker) endLine() {
 	if open {
 		io.WriteString(t.out, "\n")
 	}
+}
+
+// droppedWhy says why a message/dropped event's message never ran.
+func droppedWhy(e session.Event) string {
+	if e.Reason == "closed" {
+		return "the session was closed"
+	}
+	return "dropped: " + e.By + " cancelled the turn"
 }
 
 func oneLine(s string, n int) string {
@@ -471,7 +491,7 @@ func headless(h *host.Host, s *sessions.Session, text string, parts []llm.Part, 
 			interrupted = true
 			// A turn that had not started is dropped and never ends.
 			go func() {
-				s.Cancel(stdctx.Background())
+				s.Cancel(sessions.WithActor(stdctx.Background(), "Ctrl-C in dsh run"))
 				t.mu.Lock()
 				close(t.changed)
 				t.changed = make(chan struct{})
