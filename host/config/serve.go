@@ -70,6 +70,11 @@ type WebhookConfig struct {
 	// SignatureHeader carries "sha256=<hex of HMAC(secret, body)>";
 	// default X-Hub-Signature-256 (GitHub's).
 	SignatureHeader string `koanf:"signature_header"`
+	// Scheme is how deliveries are signed: "github" (the default: an HMAC
+	// of the body in SignatureHeader) or "standard" (Standard Webhooks:
+	// webhook-id, webhook-timestamp and webhook-signature, an HMAC of the
+	// id, the timestamp and the body, with a replay window).
+	Scheme string `koanf:"scheme"`
 	// Prompt is a text/template over the delivery: .Name, .Body (the
 	// JSON body decoded, nil when it is not JSON), .Raw (the body as
 	// text), .Header (http.Header; {{.Header.Get "X-GitHub-Event"}}).
@@ -165,6 +170,9 @@ func (c *Config) checkServe(p *problems) {
 		c.checkServeAgent(p, at, w.Agent, w.Presets)
 		if w.SecretEnv == "" {
 			p.add(at, "the webhook has no secret_env; name the variable holding its HMAC-SHA256 secret (unsigned deliveries are refused)")
+		}
+		if w.Scheme != "" && w.Scheme != "github" && w.Scheme != "standard" {
+			p.add(at+".scheme", fmt.Sprintf("scheme %q is not a signing scheme; use github (the default) or standard (Standard Webhooks)", w.Scheme))
 		}
 		if w.MaxBodyBytes < 0 {
 			p.add(at+".max_body_bytes", "cannot be negative")

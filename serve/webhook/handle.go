@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -31,13 +32,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err, "")
 		return
 	}
-	signature := r.Header.Get(hk.header)
-	if err := verify(hk.secret, body, hk.header, signature); err != nil {
+	requestID, digest, err := hk.check(body, r.Header, h.now())
+	if err != nil {
 		h.log.Warn("webhook delivery refused: bad signature", "webhook", name, "reason", errs.ReasonOf(err), "remote", r.RemoteAddr)
 		writeError(w, err, "")
 		return
 	}
-	requestID, digest := requestIDOf(name, body)
 	for {
 		f, owner := h.seen.claim(requestID)
 		if owner {
@@ -103,6 +103,26 @@ func readBody(r *http.Request, hk *hook) ([]byte, error) {
 		return nil, tooLarge()
 	}
 	return body, nil
+}
+
+// check verifies a delivery by the webhook's scheme and names it for
+// deduplication by what the signature covers.
+func (hk *hook) check(body []byte, h http.Header, now time.Time) (requestID, digest string, err error) {
+	if hk.standard {
+		id, err := verifyStandard(hk.secret, body, h, now)
+		if err != nil {
+			return "", "", err
+		}
+		// The id is signed: it names the delivery, and the sender keeps
+		// it across its retries.
+		sum := sha256.Sum256([]byte(id))
+		return "webhook:" + hk.name + ":" + id, hex.EncodeToString(sum[:16]), nil
+	}
+	if err := verify(hk.secret, body, hk.header, h.Get(hk.header)); err != nil {
+		return "", "", err
+	}
+	requestID, digest = requestIDOf(hk.name, body)
+	return requestID, digest, nil
 }
 
 // requestIDOf names the delivery for deduplication by what its signature
