@@ -176,3 +176,31 @@ func TestACancelledAnswerStays(t *testing.T) {
 		t.Fatalf("the cut answer in the log is %q", cut)
 	}
 }
+
+// Closing a session with a message queued records the message as dropped
+// because the session closed, in the stored log.
+func TestCloseRecordsTheQueuedMessages(t *testing.T) {
+	e := newEnv(t, envOpts{replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "gate"}}}, {Text: "after"}}})
+	id := e.open(nil)
+	e.send(id, "r1", "run the gate")
+	select {
+	case <-gate.started:
+	case <-time.After(patience):
+		t.Fatal("the tool did not start")
+	}
+	queued := e.send(id, "r2", "queued behind the turn")
+	if r := e.call("POST", "/v1/sessions/"+id+"/close", nil); r.status != 200 {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	var page struct{ Events []droppedOut }
+	e.call("GET", "/v1/sessions/"+id+"/events", nil).json(t, &page)
+	var drops []droppedOut
+	for _, ev := range page.Events {
+		if ev.Type == "message/dropped" {
+			drops = append(drops, ev)
+		}
+	}
+	if len(drops) != 1 || drops[0].Message.ID != queued || drops[0].Reason != "closed" || drops[0].RequestID != "r2" {
+		t.Fatalf("stored drops %+v", drops)
+	}
+}
