@@ -26,7 +26,9 @@ type flight struct {
 // without a trip to the store. It is a cache, not the record: the record is
 // the session log, which holds the request id with the prompt, in the
 // webhook's session or in the delivery's own session named after the body
-// (ownSessionID), so it outlives the process.
+// (ownSessionID), so it outlives the process. A remembered answer is
+// checked against the log of its session while that is open here, so a
+// delivery a cancel dropped is not answered 202 from memory.
 type dedupe struct {
 	mu      sync.Mutex
 	limit   int

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -51,12 +52,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if f.ok {
+			if err := h.droppedSince(f.resp); err != nil {
+				writeError(w, err, requestID)
+				return
+			}
 			h.log.Info("webhook redelivery answered as the first", "webhook", name, "request_id", requestID)
 			writeJSON(w, http.StatusAccepted, f.resp)
 			return
 		}
 		// The first attempt failed and was forgotten: try again.
 	}
+}
+
+// droppedSince reports a remembered delivery that a cancel dropped after
+// it was accepted, from the log of its session while that is open here:
+// the memory holds the first answer, the log what became of it.
+func (h *Handler) droppedSince(first accepted) error {
+	s, ok := h.sessions.Get(first.Session)
+	if !ok {
+		return nil
+	}
+	if ev, dropped := s.Agent().Session().Dropped(first.RequestID); dropped {
+		return agentcontroller.DroppedError(s.AgentID(), ev)
+	}
+	return nil
 }
 
 // deliver renders and delivers one delivery the caller claimed.

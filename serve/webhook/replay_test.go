@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dsh-go/dsh/internal/testtools"
 	"github.com/dsh-go/dsh/services/session"
 )
 
@@ -79,5 +81,34 @@ func TestAFreshDeliveryIsNotRunAgainAfterARestart(t *testing.T) {
 	}
 	if len(fresh) != 1 || fresh[0].Turns != 1 {
 		t.Fatalf("stored sessions of the delivery %+v; want one, with one turn", fresh)
+	}
+}
+
+// A delivery queued in the webhook's session when a person cancels its
+// turn is recorded as dropped; its redelivery is told so and runs nothing.
+func TestARedeliveryOfADroppedDeliveryIsToldSo(t *testing.T) {
+	e := newEnv(t, base(t, `[{tool_calls: [{name: block, arguments: "{}"}]}, {text: done}]`, "")+hooks)
+	first := []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"one"}}`)
+	second := []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"two"}}`)
+	expect(t, e.signed("push", first, nil), http.StatusAccepted, "")
+	select {
+	case <-testtools.BlockStarted():
+	case <-time.After(wait):
+		t.Fatal("the tool did not start")
+	}
+	queued := e.signed("push", second, nil)
+	expect(t, queued, http.StatusAccepted, "")
+	s, _ := e.h.Sessions().Get("hooks-push")
+	if err := s.Cancel(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testtools.ReleaseBlock()
+	again := e.signed("push", second, nil)
+	expect(t, again, http.StatusConflict, "AGENT_MESSAGE_DROPPED")
+	if out, _ := again.body["outcome"].(map[string]any); out["message_id"] != queued.str("message_id") || out["dropped"] != "cancelled" {
+		t.Fatalf("the redelivery of a dropped delivery was answered %v", again.body)
+	}
+	if n := len(of(e.events("hooks-push"), session.UserMessage)); n != 1 {
+		t.Fatalf("%d prompts delivered; want only the first", n)
 	}
 }

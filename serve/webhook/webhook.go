@@ -53,11 +53,12 @@ type hook struct {
 
 // Handler serves the configured webhooks; mount it at /hooks/.
 type Handler struct {
-	hooks  map[string]*hook
-	runner *unattended.Runner
-	log    *slog.Logger
-	seen   *dedupe
-	now    func() time.Time
+	hooks    map[string]*hook
+	runner   *unattended.Runner
+	log      *slog.Logger
+	seen     *dedupe
+	now      func() time.Time
+	sessions *sessions.Controller
 }
 
 // DefaultSignatureHeader carries the signature unless a webhook names
@@ -81,7 +82,7 @@ func New(o Options) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	serve := o.Config.Serve
-	h := &Handler{hooks: map[string]*hook{}, log: log, seen: newDedupe(maxRemembered), now: o.Now}
+	h := &Handler{hooks: map[string]*hook{}, log: log, seen: newDedupe(maxRemembered), now: o.Now, sessions: o.Sessions}
 	if h.now == nil {
 		h.now = time.Now
 	}

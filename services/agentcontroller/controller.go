@@ -281,7 +281,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 			// dropped is not reported as accepted a second time.
 			if s := agent.Session(); s != nil {
 				if ev, dropped := s.Dropped(req.RequestID); dropped {
-					return outcome{err: droppedErr(agent.ID(), ev)}
+					return outcome{err: DroppedError(agent.ID(), ev)}
 				}
 			}
 			return outcome{id: id}

@@ -77,8 +77,9 @@ const MessageDropped errs.Code = "AGENT_MESSAGE_DROPPED"
 // ReasonDropped goes with MessageDropped.
 const ReasonDropped = "agent-controller/dropped"
 
-// droppedErr describes the recorded drop of a retried request.
-func droppedErr(agentID string, ev session.Event) *errs.Error {
+// DroppedError describes the recorded drop of a retried request, for a
+// sender that answers retries from its own memory (webhooks).
+func DroppedError(agentID string, ev session.Event) *errs.Error {
 	msgID := ""
 	if ev.Message != nil {
 		msgID = ev.Message.ID
