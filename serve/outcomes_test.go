@@ -114,6 +114,19 @@ func TestCancelRecordsTheMessagesItDrops(t *testing.T) {
 	// Nothing ran for it; a new request id delivers.
 	e.send(id, "r4", "now")
 	evs = e.waitEvents(id, "the next turn", turnsEnded(2))
+	// A retry of a delivered message says where it went.
+	r = e.call("POST", "/v1/sessions/"+id+"/messages", map[string]string{"request_id": "r4", "content": "now"})
+	var acc struct {
+		MessageID string `json:"message_id"`
+		Delivered *struct {
+			Type string `json:"type"`
+			Turn int    `json:"turn"`
+		} `json:"delivered"`
+	}
+	r.json(t, &acc)
+	if r.status != http.StatusAccepted || acc.Delivered == nil || acc.Delivered.Type != "user/message" || acc.Delivered.Turn != 2 {
+		t.Fatalf("retry of a delivered message: %d %s", r.status, r.body)
+	}
 	if got := answer(evs); got != "after" {
 		t.Fatalf("the next turn answered %q", got)
 	}
