@@ -101,10 +101,14 @@ func (st *conv) waitTurn(msgID string, cancelled chan struct{}) (turnEnd, error)
 		st.mu.Lock()
 		turn, seen := st.turnOf[msgID]
 		end, ended := st.ended[turn]
+		dropped := st.dropped[msgID]
 		ch := st.changed
 		st.mu.Unlock()
 		if seen && ended {
 			return end, nil
+		}
+		if dropped {
+			return turnEnd{reason: agentloop.ReasonAborted}, nil
 		}
 		select {
 		case <-ch:

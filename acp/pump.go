@@ -207,6 +207,15 @@ func (st *conv) event(seq int64, e *session.Event) {
 			}
 			st.title(e.Message.Content)
 		}
+	case session.MessageDropped:
+		// A prompt of this client's that a cancel (maybe another
+		// client's) dropped answers cancelled rather than wait for a turn
+		// that will not come.
+		if e.Message != nil {
+			st.mu.Lock()
+			st.dropped[e.Message.ID] = true
+			st.mu.Unlock()
+		}
 	case session.AssistantMessage:
 		if e.Message != nil {
 			st.rest(e.Message.ID, *e.Message, true)

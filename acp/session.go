@@ -36,6 +36,7 @@ type conv struct {
 
 	mu        sync.Mutex
 	turnOf    map[string]int  // message id → turn
+	dropped   map[string]bool // message ids a cancel or close dropped
 	ended     map[int]turnEnd // turn → how it ended
 	changed   chan struct{}   // closed and replaced on every change
 	cancelled chan struct{}   // closed by session/cancel, then replaced
@@ -135,7 +136,7 @@ func (s *Server) start(ss *sessions.Session, kind openKind, cwd string) (*conv, 
 	}
 	st := &conv{
 		srv: s, id: acp.SessionId(ss.ID()), s: ss, tab: tab, mode: mode, cwd: cwd,
-		turnOf: map[string]int{}, ended: map[int]turnEnd{}, changed: make(chan struct{}), cancelled: make(chan struct{}),
+		turnOf: map[string]int{}, dropped: map[string]bool{}, ended: map[int]turnEnd{}, changed: make(chan struct{}), cancelled: make(chan struct{}),
 		streamed: map[string]sent{}, announced: map[string]chan struct{}{}, questions: map[int64]stdctx.CancelFunc{}, askedBy: map[int64]uint64{},
 		pumpDone: make(chan struct{}), forwarded: after, replayTo: last,
 	}

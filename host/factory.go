@@ -200,7 +200,7 @@ func (h *Host) specPlan(cfg *config.Config, spec AgentSpec) (plan, error) {
 		return plan{}, specErr(ReasonSpecSession, "SessionID", "Resume is set but SessionID is empty; name the persisted session to resume")
 	case spec.SessionID != "" && !session.ValidID(spec.SessionID):
 		return plan{}, specErr(ReasonSpecSession, "SessionID", fmt.Sprintf(
-			"session id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", spec.SessionID))
+			"session id %q is not a session id: use %s", spec.SessionID, session.IDRule))
 	}
 
 	p := plan{id: ac.ID, options: agentOptions(ac), presets: ac.PresetNames(), session: ac.Session}

@@ -106,13 +106,38 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, attachmentError(err))
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"message_id": id, "request_id": req.RequestID})
+	out := accepted{MessageID: id, RequestID: req.RequestID}
+	if ss != nil {
+		// A retry of a message already delivered says where it went.
+		if ev, ok := ss.Agent().Session().Outcome(req.RequestID); ok && ev.Message != nil && ev.Message.ID == id && ev.Type != session.MessageDropped {
+			out.Delivered = &delivered{Type: string(ev.Type), Turn: ev.Turn, Seq: ev.Seq}
+		}
+	}
+	writeJSON(w, http.StatusAccepted, out)
+}
+
+// accepted answers a message the agent's inbox took (or had taken, for a
+// retry).
+type accepted struct {
+	MessageID string `json:"message_id"`
+	RequestID string `json:"request_id"`
+	// Delivered is set on a retry of a message a turn already took.
+	Delivered *delivered `json:"delivered,omitempty"`
+}
+
+// delivered is the log event that recorded a message's delivery.
+type delivered struct {
+	Type string `json:"type"`
+	Turn int    `json:"turn"`
+	Seq  int64  `json:"seq"`
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	// The messages the cancel drops record who cancelled.
+	ctx := sessions.WithActor(r.Context(), "an HTTP client ("+r.RemoteAddr+")")
 	if s.o.Router != nil {
-		if err := s.o.Router.Cancel(r.Context(), id); err != nil {
+		if err := s.o.Router.Cancel(ctx, id); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -124,7 +149,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := ss.Cancel(r.Context()); err != nil {
+	if err := ss.Cancel(ctx); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -225,7 +225,7 @@ func (s *Server) options(req openRequest) (sessions.OpenOptions, error) {
 		return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "workspace %q is not an absolute path; send the absolute path of an existing directory", req.Workspace)
 	}
 	if req.SessionID != "" && !session.ValidID(req.SessionID) {
-		return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "session_id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", req.SessionID)
+		return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "session_id %q (%d characters) is not a session id: use %s, so that every session store can name it", req.SessionID, len(req.SessionID), session.IDRule)
 	}
 	return sessions.OpenOptions{
 		Agent: agent, Presets: append(slices.Clone(cfg.Serve.Presets), req.Presets...), Workspace: req.Workspace,

@@ -134,7 +134,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 				fmt.Fprint(out, interactiveUsage(h.Config(), sess, busy()))
 			case line == "/cancel":
 				send.drop()
-				cur.agent.Cancel(fmt.Errorf("cancelled from the prompt"))
+				cur.agent.Cancel(fmt.Errorf("/cancel in dsh run"))
 				fmt.Fprint(diag, "(cancelled)\n")
 			case line == "/agents":
 				for _, x := range h.Sessions().Sessions() {
@@ -221,13 +221,13 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 				pending.reply <- approval.Answer{Choice: approval.Deny, Reason: "the user interrupted the turn"}
 				pending = nil
 				send.drop()
-				cur.agent.Cancel(fmt.Errorf("interrupted"))
+				cur.agent.Cancel(fmt.Errorf("Ctrl-C in dsh run"))
 				fmt.Fprint(diag, "\n(denied; turn cancelled; Ctrl-C again or Ctrl-D to quit)\n")
 				continue
 			}
 			if busy() {
 				send.drop()
-				cur.agent.Cancel(fmt.Errorf("interrupted"))
+				cur.agent.Cancel(fmt.Errorf("Ctrl-C in dsh run"))
 				fmt.Fprint(diag, "\n(turn cancelled; Ctrl-C again or Ctrl-D to quit)\n")
 				continue
 			}

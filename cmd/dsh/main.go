@@ -10,7 +10,7 @@
 //
 // Exit codes: 0 the turn completed, 1 it failed, 2 bad usage or config,
 // 3 admission refused the prompt, 4 the answer hit the token limit, 130
-// interrupted.
+// interrupted. A reader that closes stdout early changes no code (run.go).
 package main
 
 import (

@@ -47,6 +47,8 @@ func runCommand(g *globals) *cobra.Command {
 With -p, or a prompt piped on stdin, it sends the prompt, streams the answer to
 stdout (tool calls and reasoning to stderr) and exits when the turn ends:
 0 completed, 1 failed, 3 refused by admission, 4 token limit, 130 interrupted.
+A reader that closes stdout early (| head -1) changes none of that: dsh stops
+printing, says so on stderr, and the turn runs to its end and is saved.
 On a terminal it opens an interactive session; type /help there.
 
 When a policy asks whether a tool call may run, the interactive session asks
@@ -181,12 +183,17 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	}
 	stored := persists(cfg)
 	if prompt != "" {
+		// A reader that stops early ends the printing, not the run: the
+		// exit code stays the turn's (see the command's help).
+		defer catchSIGPIPE()()
+		out := newCutWriter(stdout)
 		if f.json {
-			reportOpened(s, ac.ID, resumed, stdout)
+			reportOpened(s, ac.ID, resumed, out)
 		}
-		code := headless(h, s, prompt, parts, f.json, f.approvals, stdout, stderr, signals)
+		code := headless(h, s, prompt, parts, f.json, f.approvals, out, stderr, signals)
 		reportSessionID(s.ID(), stored, stderr)
-		reportUsage(h.Config(), ac, s, f.json, stdout, stderr)
+		reportUsage(h.Config(), ac, s, f.json, out, stderr)
+		reportCut(out, stderr, s.ID())
 		if code != exitOK {
 			return &exitCode{code: code}
 		}
@@ -320,6 +327,18 @@ func (t *tracker) render(e session.Event) {
 	case session.Compacted:
 		t.endLine()
 		fmt.Fprintf(t.diag, "(%s)\n", e.Compaction)
+	case session.AssistantMessage:
+		if e.Finish == session.FinishCut {
+			// The streamed text stays on the screen and in the log.
+			t.endLine()
+			fmt.Fprintln(t.diag, "(answer stopped here)")
+		}
+	case session.MessageDropped:
+		if e.Message == nil {
+			break
+		}
+		t.endLine()
+		fmt.Fprintf(t.diag, "not delivered (%s): %s\n", droppedWhy(e), oneLine(e.Message.Content, 200))
 	case session.TurnEnd:
 		t.endLine()
 		t.endReasoning()
@@ -364,6 +383,14 @@ func (t *tracker) endLine() {
 	if open {
 		io.WriteString(t.out, "\n")
 	}
+}
+
+// droppedWhy says why a message/dropped event's message never ran.
+func droppedWhy(e session.Event) string {
+	if e.Reason == "closed" {
+		return "the session was closed"
+	}
+	return "dropped: " + e.By + " cancelled the turn"
 }
 
 func oneLine(s string, n int) string {
@@ -464,7 +491,7 @@ func headless(h *host.Host, s *sessions.Session, text string, parts []llm.Part, 
 			interrupted = true
 			// A turn that had not started is dropped and never ends.
 			go func() {
-				s.Cancel(stdctx.Background())
+				s.Cancel(sessions.WithActor(stdctx.Background(), "Ctrl-C in dsh run"))
 				t.mu.Lock()
 				close(t.changed)
 				t.changed = make(chan struct{})

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"syscall"
 	"unsafe"
@@ -12,6 +13,9 @@ import (
 // attributes can be read. A character device alone is not enough —
 // /dev/null is one, and reading a prompt from it must not open a session.
 func isTerminal(v any) bool {
+	if u, ok := v.(interface{ Unwrap() io.Writer }); ok {
+		v = u.Unwrap()
+	}
 	f, ok := v.(*os.File)
 	if !ok {
 		return false

@@ -348,7 +348,7 @@ func (c *Config) check(p *problems, dir string) {
 		switch {
 		case a.Session == "":
 		case !session.ValidID(a.Session):
-			p.add(at+".session", fmt.Sprintf("session id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", a.Session))
+			p.add(at+".session", fmt.Sprintf("session id %q is not a session id: use %s", a.Session, session.IDRule))
 		case sessions[a.Session] > 0:
 			p.add(at+".session", fmt.Sprintf("session %q is also agents[%d]'s; two agents cannot share a session", a.Session, sessions[a.Session]-1))
 		default:

@@ -70,6 +70,11 @@ type WebhookConfig struct {
 	// SignatureHeader carries "sha256=<hex of HMAC(secret, body)>";
 	// default X-Hub-Signature-256 (GitHub's).
 	SignatureHeader string `koanf:"signature_header"`
+	// Scheme is how deliveries are signed: "github" (the default: an HMAC
+	// of the body in SignatureHeader) or "standard" (Standard Webhooks:
+	// webhook-id, webhook-timestamp and webhook-signature, an HMAC of the
+	// id, the timestamp and the body, with a replay window).
+	Scheme string `koanf:"scheme"`
 	// Prompt is a text/template over the delivery: .Name, .Body (the
 	// JSON body decoded, nil when it is not JSON), .Raw (the body as
 	// text), .Header (http.Header; {{.Header.Get "X-GitHub-Event"}}).
@@ -166,6 +171,9 @@ func (c *Config) checkServe(p *problems) {
 		if w.SecretEnv == "" {
 			p.add(at, "the webhook has no secret_env; name the variable holding its HMAC-SHA256 secret (unsigned deliveries are refused)")
 		}
+		if w.Scheme != "" && w.Scheme != "github" && w.Scheme != "standard" {
+			p.add(at+".scheme", fmt.Sprintf("scheme %q is not a signing scheme; use github (the default) or standard (Standard Webhooks)", w.Scheme))
+		}
 		if w.MaxBodyBytes < 0 {
 			p.add(at+".max_body_bytes", "cannot be negative")
 		}
@@ -224,7 +232,7 @@ func checkTemplate(p *problems, at, text string) {
 
 func checkSessionID(p *problems, at, id string) {
 	if id != "" && !session.ValidID(id) {
-		p.add(at, fmt.Sprintf("session id %q can hold only letters, digits, '.', '_' and '-', starting with a letter or digit", id))
+		p.add(at, fmt.Sprintf("session id %q is not a session id: use %s", id, session.IDRule))
 	}
 }
 

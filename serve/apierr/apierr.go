@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -36,12 +37,44 @@ type Body struct {
 	Message   string    `json:"message"`
 	Presented *bool     `json:"presented,omitempty"`
 	RequestID string    `json:"request_id,omitempty"`
+	// Outcome is the recorded outcome of a retried request that did not
+	// end delivered (AGENT_MESSAGE_DROPPED).
+	Outcome *Outcome `json:"outcome,omitempty"`
 
 	// Status is the HTTP status it is sent with.
 	Status int `json:"-"`
 }
 
 func (b *Body) Error() string { return string(b.Code) + ": " + b.Message }
+
+// Outcome is what became of an accepted message that was not delivered:
+// the agent controller's AGENT_MESSAGE_DROPPED details.
+type Outcome struct {
+	MessageID string `json:"message_id"`
+	RequestID string `json:"request_id"`
+	// Turn is the turn that ran when the message was dropped.
+	Turn int `json:"turn"`
+	// Dropped is "cancelled" or "closed"; By is who did it.
+	Dropped string `json:"dropped"`
+	By      string `json:"by,omitempty"`
+}
+
+// outcomeOf reads the details of a MessageDropped error, also after they
+// crossed a host boundary as JSON (numbers then come back as float64).
+func outcomeOf(d map[string]any) *Outcome {
+	o := &Outcome{}
+	o.MessageID, _ = d["message_id"].(string)
+	o.RequestID, _ = d["request_id"].(string)
+	o.Dropped, _ = d["dropped"].(string)
+	o.By, _ = d["by"].(string)
+	switch n := d["turn"].(type) {
+	case int:
+		o.Turn = n
+	case float64:
+		o.Turn = int(n)
+	}
+	return o
+}
 
 // New is a Body the server decides itself.
 func New(status int, code errs.Code, format string, args ...any) *Body {
@@ -62,11 +95,13 @@ var statuses = map[errs.Code]int{
 	live.QuestionClosed:     http.StatusConflict,
 	session.NoPersistence:   http.StatusConflict,
 	sessions.PromptRejected: http.StatusUnprocessableEntity,
-	BodyTooLarge:            http.StatusRequestEntityTooLarge,
-	sessions.Stopped:        http.StatusServiceUnavailable,
-	host.Closed:             http.StatusServiceUnavailable,
-	ShuttingDown:            http.StatusServiceUnavailable,
-	errs.ContextInactive:    http.StatusServiceUnavailable,
+	// A retry of a message that was dropped: the request id is spent.
+	agentcontroller.MessageDropped: http.StatusConflict,
+	BodyTooLarge:                   http.StatusRequestEntityTooLarge,
+	sessions.Stopped:               http.StatusServiceUnavailable,
+	host.Closed:                    http.StatusServiceUnavailable,
+	ShuttingDown:                   http.StatusServiceUnavailable,
+	errs.ContextInactive:           http.StatusServiceUnavailable,
 }
 
 // From turns what a service returned into a Body, keeping its code,
@@ -94,6 +129,10 @@ func From(err error, own map[errs.Code]int) *Body {
 	out := &Body{Status: status, Code: code, Reason: errs.ReasonOf(err), Message: err.Error()}
 	if e, ok := errors.AsType[*errs.Error](err); ok {
 		out.Message = e.Message
+		if e.Code == agentcontroller.MessageDropped {
+			out.Outcome = outcomeOf(e.Details)
+			out.RequestID = out.Outcome.RequestID
+		}
 		// A cause that is one of ours was summarized by the outer message;
 		// a foreign one (a template's, a reader's) says what went wrong.
 		if _, ours := errors.AsType[*errs.Error](e.Cause); e.Cause != nil && (!ours || status == http.StatusInternalServerError) {

@@ -34,6 +34,11 @@ type Target struct {
 	// Session, when set, is the one session every delivery goes to;
 	// empty opens a new session per delivery.
 	Session string
+	// Own, with Session empty, names the session of this one delivery:
+	// resumed when the store has it (a redelivery then finds its request
+	// id in the log and runs nothing), else opened under this id. Empty
+	// opens a session under a fresh id.
+	Own string
 	// Source is who sends: its kind makes the turn unattended.
 	Source agentcontroller.Source
 }
@@ -127,7 +132,7 @@ func (r *Runner) openOptions(t Target) sessions.OpenOptions {
 // deliverFresh opens a session for this one prompt; it closes after the
 // turn.
 func (r *Runner) deliverFresh(ctx stdctx.Context, t Target, req sessions.PromptRequest, started *bool) (Delivery, error) {
-	s, err := r.sessions.Open(ctx, r.openOptions(t))
+	s, err := r.own(ctx, t)
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -139,6 +144,21 @@ func (r *Runner) deliverFresh(ctx stdctx.Context, t Target, req sessions.PromptR
 	*started = true
 	go r.follow(s, req.RequestID, msgID, done, true)
 	return Delivery{Session: s.ID(), MessageID: msgID, Done: done}, nil
+}
+
+// own opens the session of one delivery: under a fresh id, or under
+// t.Own, resuming it when it is stored.
+func (r *Runner) own(ctx stdctx.Context, t Target) (*sessions.Session, error) {
+	o := r.openOptions(t)
+	if t.Own == "" {
+		return r.sessions.Open(ctx, o)
+	}
+	s, err := r.sessions.Resume(ctx, t.Own, o)
+	if errs.HasCode(err, session.NotFound) || errs.HasCode(err, session.NoPersistence) {
+		o.SessionID = t.Own
+		return r.sessions.Open(ctx, o)
+	}
+	return s, err
 }
 
 // deliverFixed prompts the target's own session, opening it when it is

@@ -343,3 +343,24 @@ func TestPageParsesAStreamCutAnywhere(t *testing.T) {
 		t.Fatalf("the parser gave %d different results; want only\n%s\ngot\n%s", len(got), want, strings.Join(got, "\n"))
 	}
 }
+
+// A message queued behind a turn that is then cancelled does not stay
+// "Queued" for ever: the page shows it as not delivered, with who
+// cancelled, and a reload shows the same from the log.
+func TestPageShowsAMessageDroppedByCancel(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	b := newBrowser(t)
+	openPage(t, e, b)
+	send(b, "say hello web, loudly")
+	b.wait("the question", `document.querySelector("#approvals .question")`)
+	send(b, "queued, then cancelled")
+	b.wait("pending", `document.querySelectorAll("#queue .queued").length === 1`)
+	cancelTurn(t, b)
+	dropped := `[...document.querySelectorAll("#log .msg.dropped")].some(d => d.innerText.includes("queued, then cancelled") && d.innerText.includes("HTTP client"))`
+	b.wait("the dropped message", dropped+` && document.querySelectorAll("#queue .queued").length === 0`)
+	b.do("reloading", chromedp.Reload())
+	b.wait("the dropped message after a reload", dropped)
+	if errs := b.pageErrors(); len(errs) > 0 {
+		t.Fatalf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

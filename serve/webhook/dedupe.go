@@ -21,11 +21,14 @@ type flight struct {
 	resp accepted
 }
 
-// dedupe remembers the accepted deliveries so a redelivery (the same
-// request id) is answered as the first was and delivered once. A session
-// named by the webhook also refuses a repeated request id itself, across
-// restarts; the deliveries that open a fresh session each rely on this
-// memory only, which lasts as long as the process.
+// dedupe remembers the accepted deliveries so concurrent copies and
+// recent redeliveries (the same request id) are answered as the first was
+// without a trip to the store. It is a cache, not the record: the record is
+// the session log, which holds the request id with the prompt, in the
+// webhook's session or in the delivery's own session named after the body
+// (ownSessionID), so it outlives the process. A remembered answer is
+// checked against the log of its session while that is open here, so a
+// delivery a cancel dropped is not answered 202 from memory.
 type dedupe struct {
 	mu      sync.Mutex
 	limit   int

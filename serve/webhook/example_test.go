@@ -60,7 +60,6 @@ serve:
 	mac.Write(body)
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/deploy", bytes.NewReader(body))
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	req.Header.Set("X-Request-Id", "deploy-42")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Println(err)
@@ -73,5 +72,5 @@ serve:
 	}
 	json.NewDecoder(res.Body).Decode(&accepted)
 	fmt.Println(res.StatusCode, accepted.Session, accepted.RequestID)
-	// Output: 202 deploys webhook:deploy:deploy-42
+	// Output: 202 deploys webhook:deploy:sha256-4d68c054405eb9968a77ba6313be4cb3
 }

@@ -7,14 +7,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 )
-
-// deliveryHeaders carry the sender's id of a delivery, kept across its
-// redeliveries: GitHub's, then the usual generic one.
-var deliveryHeaders = []string{"X-GitHub-Delivery", "X-Request-Id"}
 
 // ServeHTTP serves POST /hooks/{name}; mounted without StripPrefix, or
 // with it (the name is then the whole path).
@@ -35,17 +33,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err, "")
 		return
 	}
-	signature := r.Header.Get(hk.header)
-	if err := verify(hk.secret, body, hk.header, signature); err != nil {
+	requestID, digest, err := hk.check(body, r.Header, h.now())
+	if err != nil {
 		h.log.Warn("webhook delivery refused: bad signature", "webhook", name, "reason", errs.ReasonOf(err), "remote", r.RemoteAddr)
 		writeError(w, err, "")
 		return
 	}
-	requestID := requestIDOf(name, r.Header, body, signature)
 	for {
 		f, owner := h.seen.claim(requestID)
 		if owner {
-			h.deliver(w, r, hk, body, requestID, f)
+			h.deliver(w, r, hk, body, requestID, digest, f)
 			return
 		}
 		select {
@@ -55,6 +52,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if f.ok {
+			if err := h.droppedSince(f.resp); err != nil {
+				writeError(w, err, requestID)
+				return
+			}
 			h.log.Info("webhook redelivery answered as the first", "webhook", name, "request_id", requestID)
 			writeJSON(w, http.StatusAccepted, f.resp)
 			return
@@ -63,8 +64,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// droppedSince reports a remembered delivery that a cancel dropped after
+// it was accepted, from the log of its session while that is open here:
+// the memory holds the first answer, the log what became of it.
+func (h *Handler) droppedSince(first accepted) error {
+	s, ok := h.sessions.Get(first.Session)
+	if !ok {
+		return nil
+	}
+	if ev, dropped := s.Agent().Session().Dropped(first.RequestID); dropped {
+		return agentcontroller.DroppedError(s.AgentID(), ev)
+	}
+	return nil
+}
+
 // deliver renders and delivers one delivery the caller claimed.
-func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, hk *hook, body []byte, requestID string, f *flight) {
+func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, hk *hook, body []byte, requestID, digest string, f *flight) {
 	resp, ok := accepted{}, false
 	defer func() { h.seen.finish(requestID, f, resp, ok) }()
 	prompt, err := hk.render(body, r.Header)
@@ -72,7 +87,15 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, hk *hook, body
 		writeError(w, err, requestID)
 		return
 	}
-	d, err := h.runner.Deliver(r.Context(), hk.target, sessions.PromptRequest{RequestID: requestID, Content: prompt})
+	target := hk.target
+	if target.Session == "" {
+		// The delivery's own session is named by the delivery, so the
+		// session store is its durable dedup record: a redelivery after a
+		// restart, or on another host, finds the session and its request
+		// id there and runs nothing.
+		target.Own = ownSessionID(hk.name, digest)
+	}
+	d, err := h.runner.Deliver(r.Context(), target, sessions.PromptRequest{RequestID: requestID, Content: prompt})
 	if err != nil {
 		h.log.Warn("webhook delivery not delivered", "webhook", hk.name, "request_id", requestID, "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
 		writeError(w, err, requestID)
@@ -101,30 +124,38 @@ func readBody(r *http.Request, hk *hook) ([]byte, error) {
 	return body, nil
 }
 
-// maxDeliveryID bounds a sender's delivery id taken as is.
-const maxDeliveryID = 128
-
-// requestIDOf names the delivery for deduplication: the sender's delivery
-// id when it sends one, else a digest of what it sent, which a
-// redelivery repeats exactly.
-func requestIDOf(name string, header http.Header, body []byte, signature string) string {
-	for _, k := range deliveryHeaders {
-		if v := header.Get(k); v != "" && len(v) <= maxDeliveryID && printable(v) {
-			return "webhook:" + name + ":" + v
+// check verifies a delivery by the webhook's scheme and names it for
+// deduplication by what the signature covers.
+func (hk *hook) check(body []byte, h http.Header, now time.Time) (requestID, digest string, err error) {
+	if hk.standard {
+		id, err := verifyStandard(hk.secret, body, h, now)
+		if err != nil {
+			return "", "", err
 		}
+		// The id is signed: it names the delivery, and the sender keeps
+		// it across its retries.
+		sum := sha256.Sum256([]byte(id))
+		return "webhook:" + hk.name + ":" + id, hex.EncodeToString(sum[:16]), nil
 	}
-	sum := sha256.New()
-	sum.Write(body)
-	sum.Write([]byte{0})
-	sum.Write([]byte(signature))
-	return "webhook:" + name + ":sha256-" + hex.EncodeToString(sum.Sum(nil))[:32]
+	if err := verify(hk.secret, body, hk.header, h.Get(hk.header)); err != nil {
+		return "", "", err
+	}
+	requestID, digest = requestIDOf(hk.name, body)
+	return requestID, digest, nil
 }
 
-func printable(s string) bool {
-	for _, c := range s {
-		if c < 0x21 || c > 0x7e {
-			return false
-		}
-	}
-	return true
+// requestIDOf names the delivery for deduplication by what its signature
+// covers, the body: a delivery id header is not signed, so a captured
+// delivery replayed under another id (or none) must still be the same
+// delivery. A sender's redelivery repeats the body exactly. Two distinct
+// deliveries with byte-identical bodies are therefore one delivery
+// (docs/webhooks.md says so); GitHub's bodies name their event.
+func requestIDOf(name string, body []byte) (requestID, digest string) {
+	sum := sha256.Sum256(body)
+	digest = hex.EncodeToString(sum[:16])
+	return "webhook:" + name + ":sha256-" + digest, digest
 }
+
+// ownSessionID is the session of a delivery to a webhook without session:
+// 8+64+1+32 characters at most, within session.MaxIDLen.
+func ownSessionID(name, digest string) string { return "webhook-" + name + "-" + digest }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
@@ -33,24 +34,31 @@ type Options struct {
 	// environment.
 	Getenv func(string) string
 	Log    *slog.Logger
+	// Now is the clock the replay window is checked against; nil is
+	// time.Now.
+	Now func() time.Time
 }
 
 // hook is one configured webhook, ready to serve.
 type hook struct {
-	name    string
-	secret  []byte
-	header  string
-	maxBody int64
-	prompt  *template.Template
-	target  unattended.Target
+	name   string
+	secret []byte
+	header string
+	// standard: the Standard Webhooks scheme, not GitHub's.
+	standard bool
+	maxBody  int64
+	prompt   *template.Template
+	target   unattended.Target
 }
 
 // Handler serves the configured webhooks; mount it at /hooks/.
 type Handler struct {
-	hooks  map[string]*hook
-	runner *unattended.Runner
-	log    *slog.Logger
-	seen   *dedupe
+	hooks    map[string]*hook
+	runner   *unattended.Runner
+	log      *slog.Logger
+	seen     *dedupe
+	now      func() time.Time
+	sessions *sessions.Controller
 }
 
 // DefaultSignatureHeader carries the signature unless a webhook names
@@ -74,7 +82,10 @@ func New(o Options) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	serve := o.Config.Serve
-	h := &Handler{hooks: map[string]*hook{}, log: log, seen: newDedupe(maxRemembered)}
+	h := &Handler{hooks: map[string]*hook{}, log: log, seen: newDedupe(maxRemembered), now: o.Now, sessions: o.Sessions}
+	if h.now == nil {
+		h.now = time.Now
+	}
 	for _, name := range slices.Sorted(maps.Keys(serve.Webhooks)) {
 		hk, err := prepare(o.Config, name, serve.Webhooks[name], getenv)
 		if err != nil {
@@ -95,6 +106,15 @@ func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv fun
 	if secret == "" {
 		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf(
 			"webhook %q (%s): its secret variable %s is unset or empty; export it with the secret the sender signs deliveries with", name, at, w.SecretEnv))
+	}
+	key := []byte(secret)
+	standard := w.Scheme == "standard"
+	if standard {
+		var err error
+		if key, err = standardSecret(secret); err != nil {
+			return nil, errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf(
+				"webhook %q (%s): its secret in %s starts with whsec_ but the rest is not base64; paste the secret as the sender shows it", name, at, w.SecretEnv))
+		}
 	}
 	agent, ok := cfg.ServeAgent(w.Agent)
 	if !ok {
@@ -117,7 +137,7 @@ func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv fun
 		maxBody = config.DefaultMaxBody
 	}
 	return &hook{
-		name: name, secret: []byte(secret), header: header, maxBody: maxBody, prompt: tmpl,
+		name: name, secret: key, header: header, standard: standard, maxBody: maxBody, prompt: tmpl,
 		target: unattended.Target{Agent: agent, Presets: w.Presets, Session: w.Session,
 			Source: agentcontroller.Source{Kind: agentcontroller.SourceWebhook, RPCID: "webhook:" + name}},
 	}, nil

@@ -121,7 +121,6 @@ func TestTheTemplateDoesNotSeeTheSignatureOrCredentials(t *testing.T) {
 
 func TestConcurrentDeliveriesShareTheFixedSession(t *testing.T) {
 	e := newEnv(t, base(t, "", "")+hooks)
-	body := []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"c"}}`)
 	const n = 8
 	answers := make(chan response, 2*n)
 	var wg sync.WaitGroup
@@ -129,8 +128,9 @@ func TestConcurrentDeliveriesShareTheFixedSession(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Each delivery id twice: 2n requests, n deliveries.
-			answers <- e.signed("push", body, map[string]string{"X-GitHub-Delivery": fmt.Sprint("c-", i%n)})
+			// Each body twice: 2n requests, n deliveries.
+			body := []byte(fmt.Sprintf(`{"repository":{"full_name":"a/b"},"pusher":{"name":"c-%d"}}`, i%n))
+			answers <- e.signed("push", body, map[string]string{"X-GitHub-Delivery": fmt.Sprint("c-", i)})
 		}()
 	}
 	wg.Wait()
@@ -198,17 +198,17 @@ func TestARedeliveryIsDeliveredOnce(t *testing.T) {
 	expect(t, first, http.StatusAccepted, "")
 	again := e.signed("push", body, map[string]string{"X-GitHub-Delivery": "d-1"})
 	expect(t, again, http.StatusAccepted, "")
-	if again.str("message_id") != first.str("message_id") || again.str("request_id") != "webhook:push:d-1" {
+	if again.str("message_id") != first.str("message_id") || again.str("request_id") != first.str("request_id") {
 		t.Fatalf("the redelivery was answered %v; the first %v", again.body, first.body)
 	}
-	other := e.signed("push", body, map[string]string{"X-GitHub-Delivery": "d-2"})
+	other := e.signed("push", []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"d"}}`), map[string]string{"X-GitHub-Delivery": "d-2"})
 	expect(t, other, http.StatusAccepted, "")
 	events := e.turnsEnded("hooks-push", 2)
 	if n := len(of(events, session.UserMessage)); n != 2 {
 		t.Fatalf("%d prompts delivered for deliveries d-1, d-1 again and d-2; want 2", n)
 	}
-	// Without a delivery id the body and its signature name the delivery:
-	// the fresh session opened for it is not opened twice.
+	// Without a delivery id the body names the delivery: the fresh
+	// session opened for it is not opened twice.
 	a := e.signed("fresh", []byte("same"), nil)
 	b := e.signed("fresh", []byte("same"), nil)
 	expect(t, a, http.StatusAccepted, "")
@@ -222,7 +222,7 @@ func TestAFixedSessionIsReusedAndAFreshOneClosed(t *testing.T) {
 	body := []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"c"}}`)
 	one := e.signed("push", body, map[string]string{"X-GitHub-Delivery": "1"})
 	e.turnsEnded("hooks-push", 1)
-	two := e.signed("push", body, map[string]string{"X-GitHub-Delivery": "2"})
+	two := e.signed("push", []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"d"}}`), map[string]string{"X-GitHub-Delivery": "2"})
 	e.turnsEnded("hooks-push", 2)
 	if one.str("session") != "hooks-push" || two.str("session") != "hooks-push" {
 		t.Fatalf("deliveries went to %q and %q; want hooks-push", one.str("session"), two.str("session"))
@@ -329,7 +329,7 @@ func TestARedeliveryAfterARestartIsNotDeliveredAgain(t *testing.T) {
 	if again.str("message_id") != first.str("message_id") {
 		t.Fatalf("after a restart the redelivery got message %s; the first %s", again.str("message_id"), first.str("message_id"))
 	}
-	expect(t, after.signed("push", body, map[string]string{"X-GitHub-Delivery": "r-2"}), http.StatusAccepted, "")
+	expect(t, after.signed("push", []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"d"}}`), map[string]string{"X-GitHub-Delivery": "r-2"}), http.StatusAccepted, "")
 	events := after.turnsEnded("hooks-push", 2)
 	if n := len(of(events, session.UserMessage)); n != 2 {
 		t.Fatalf("%d prompts in the session; want r-1 once and r-2", n)

@@ -277,6 +277,13 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	}
 	if req.RequestID != "" {
 		if id, ok := c.acceptedID(agent, req.RequestID); ok {
+			// A retry learns the recorded outcome: a message that was
+			// dropped is not reported as accepted a second time.
+			if s := agent.Session(); s != nil {
+				if ev, dropped := s.Dropped(req.RequestID); dropped {
+					return outcome{err: DroppedError(agent.ID(), ev)}
+				}
+			}
 			return outcome{id: id}
 		}
 	}

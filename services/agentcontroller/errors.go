@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
 )
 
 // RejectedCode marks every refusal of a delivery, whatever its reason.
@@ -63,4 +64,29 @@ func agentGone(id string) *errs.Error {
 func stopped() *errs.Error {
 	return AgentAdmissionRejected(ReasonStopped,
 		"the agent controller stopped before the message entered the inbox", false, nil)
+}
+
+// MessageDropped answers a retry of a request whose message was accepted
+// and later dropped from the inbox (a cancel, the session's close): the
+// retry is told what happened rather than accepted again, and the sender
+// decides whether to send it anew, under a new request id. Details carry
+// "message_id", "request_id", "turn", "dropped" (cancelled or closed) and
+// "by".
+const MessageDropped errs.Code = "AGENT_MESSAGE_DROPPED"
+
+// ReasonDropped goes with MessageDropped.
+const ReasonDropped = "agent-controller/dropped"
+
+// DroppedError describes the recorded drop of a retried request, for a
+// sender that answers retries from its own memory (webhooks).
+func DroppedError(agentID string, ev session.Event) *errs.Error {
+	msgID := ""
+	if ev.Message != nil {
+		msgID = ev.Message.ID
+	}
+	e := errs.New(MessageDropped, fmt.Sprintf(
+		"request %q was accepted as message %s and then dropped (%s by %s, during turn %d of agent %q) without reaching a turn; send it again under a new request_id to deliver it",
+		ev.RequestID, msgID, ev.Reason, ev.By, ev.Turn, agentID)).WithReason(ReasonDropped)
+	e.Details = map[string]any{"message_id": msgID, "request_id": ev.RequestID, "turn": ev.Turn, "dropped": ev.Reason, "by": ev.By}
+	return e
 }

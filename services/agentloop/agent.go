@@ -47,8 +47,12 @@ type ReactLoopAgent struct {
 	// abortStep cancels the step in flight; aborting records why.
 	abortStep stdctx.CancelFunc
 	aborting  bool
-	idle      chan struct{} // closed when the driver goes idle
-	torn      bool
+	// cancelBy is who sent the last cancel; drops are the messages taken
+	// from the inbox that the driver has still to record as dropped.
+	cancelBy string
+	drops    []dropped
+	idle     chan struct{} // closed when the driver goes idle
+	torn     bool
 	// abandoned: a dispose timed out while the driver ran; the driver
 	// finishes the agent when it stops.
 	abandoned bool
@@ -158,11 +162,15 @@ func (a *ReactLoopAgent) Abort() {
 
 // Cancel clears both FIFOs, aborts the step in flight and ends the current
 // turn — or drops the one about to start. It governs exactly one turn.
+// Every message it takes out is recorded as message/dropped.
 func (a *ReactLoopAgent) Cancel(cause error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.inbox.queued.drain()
-	a.inbox.steering.drain()
+	// Queued and steering messages are dropped, not kept for a next turn:
+	// a cancel means stop. Each is recorded as dropped, with who
+	// cancelled, by the driver (which runs whenever the inbox holds any).
+	a.cancelBy = cancelledBy(cause)
+	a.dropAllLocked(DroppedCancelled, a.cancelBy)
 	a.cancelled = true
 	if a.abortStep != nil {
 		a.aborting = true
@@ -221,8 +229,7 @@ func (a *ReactLoopAgent) teardown(ctx stdctx.Context) error {
 		// The status turns disposed in the same step, so the driver, which
 		// may go idle any moment now, cannot report idle in between.
 		from, a.status = a.status, agents.StatusDisposed
-		a.inbox.queued.drain()
-		a.inbox.steering.drain()
+		a.dropAllLocked(DroppedClosed, "the session was closed")
 		if a.abortStep != nil {
 			a.abortStep()
 		}

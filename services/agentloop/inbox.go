@@ -1,6 +1,13 @@
 package agentloop
 
-import "github.com/dsh-go/dsh/services/llm"
+import (
+	stdctx "context"
+	"errors"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+)
 
 // Inbox holds an agent's two FIFOs: queued messages start the next turn,
 // all that are queued when it starts going into it together; steering
@@ -22,3 +29,76 @@ func (f *fifo) drain() []llm.Message {
 }
 
 func (f *fifo) len() int { return len(f.items) }
+
+// dropped is a message that left the inbox without reaching a turn: a
+// cancel or the agent's close took it. The driver records each as a
+// message/dropped event, so every accepted message ends in the log.
+type dropped struct {
+	msg    llm.Message
+	reason string // "cancelled" or "closed"
+	by     string
+}
+
+// Reasons of message/dropped.
+const (
+	DroppedCancelled = "cancelled"
+	DroppedClosed    = "closed"
+)
+
+// dropAllLocked empties both FIFOs into a.drops. The caller holds a.mu.
+func (a *ReactLoopAgent) dropAllLocked(reason, by string) {
+	for _, f := range []*fifo{&a.inbox.steering, &a.inbox.queued} {
+		for _, m := range f.drain() {
+			a.drops = append(a.drops, dropped{msg: m, reason: reason, by: by})
+		}
+	}
+}
+
+// recordDropped appends a message/dropped event for every message dropped
+// since the last call, and makes them durable. Only the driver calls it:
+// it is the one goroutine that appends to the session.
+func (a *ReactLoopAgent) recordDropped() {
+	a.mu.Lock()
+	drops, turn := a.drops, a.turn
+	a.drops = nil
+	a.mu.Unlock()
+	if len(drops) == 0 {
+		return
+	}
+	ctx := stdctx.Background()
+	for i := range drops {
+		d := &drops[i]
+		a.sess.Append(ctx, session.Event{Type: session.MessageDropped, Turn: turn, Message: &d.msg,
+			RequestID: d.msg.RequestID, Reason: d.reason, By: d.by})
+	}
+	a.flush(ctx)
+}
+
+// cancelledBy names who cancelled from a cancel's cause: its "by" detail
+// when it carries one (the session controller sets it), else its text.
+func cancelledBy(cause error) string {
+	if cause == nil {
+		return "unknown"
+	}
+	if e, ok := errors.AsType[*errs.Error](cause); ok {
+		if by, ok := e.Details["by"].(string); ok && by != "" {
+			return by
+		}
+	}
+	return cause.Error()
+}
+
+// dropTaken records msgs, taken from the queue for a turn that a cancel or
+// a close stopped before it started, as dropped.
+func (a *ReactLoopAgent) dropTaken(msgs []llm.Message) {
+	a.mu.Lock()
+	reason, by := DroppedCancelled, a.cancelBy
+	if a.disposed {
+		reason, by = DroppedClosed, "the session was closed"
+	}
+	for _, m := range msgs {
+		a.drops = append(a.drops, dropped{msg: m, reason: reason, by: by})
+	}
+	a.mu.Unlock()
+	a.recordDropped()
+}

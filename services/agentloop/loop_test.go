@@ -366,14 +366,28 @@ func TestCancelGovernsExactlyOneTurn(t *testing.T) {
 	assertTrace(t, a.Session(),
 		"turn/start", "user/message:first",
 		"step/start", "assistant/message", "tool/call:wait", "tool/result", "turn/end:aborted",
+		"message/dropped", "message/dropped",
 		"turn/start", "user/message:later",
 		"step/start", "assistant/message", "step/end", "turn/end:completed")
+	// Each dropped message is recorded with its text, the reason and who
+	// cancelled; steering first, as it would have run first.
+	var drops []session.Event
+	for _, ev := range a.Session().Events(1) {
+		if ev.Type == session.MessageDropped {
+			drops = append(drops, ev)
+		}
+	}
+	if len(drops) != 2 || drops[0].Message.Content != "steer, dropped" || drops[1].Message.Content != "queued, never runs" ||
+		drops[0].Reason != "cancelled" || drops[0].By != "user pressed ctrl-c" || drops[0].Turn != 1 {
+		t.Fatalf("dropped events %+v", drops)
+	}
 }
 
 func TestCancelDropsATurnAboutToStart(t *testing.T) {
 	e := newEnv(t, nil, agentloop.Config{})
 	a := e.create("a").Agent
-	// Cancel as the status turns running: the turn is dropped unrecorded.
+	// Cancel as the status turns running: the turn does not start, and its
+	// message is recorded as dropped.
 	agents.EventStatus.On(a.Context(), func(_ stdctx.Context, c agents.StatusChange) error {
 		if c.To == agents.StatusRunning {
 			c.Agent.Cancel(nil)
@@ -382,8 +396,9 @@ func TestCancelDropsATurnAboutToStart(t *testing.T) {
 	})
 	a.Followup(user("doomed"))
 	idle(t, a)
-	if n := a.Session().Len(); n != 0 {
-		t.Fatalf("a dropped turn left %d events", n)
+	assertTrace(t, a.Session(), "message/dropped")
+	if ev := a.Session().Events(1)[0]; ev.Message.Content != "doomed" || ev.Reason != "cancelled" || ev.By == "" {
+		t.Fatalf("dropped %+v", ev)
 	}
 }
 

@@ -27,6 +27,7 @@ const (
 // drive runs turns while messages are queued, then goes idle and exits.
 func (a *ReactLoopAgent) drive() {
 	for {
+		a.recordDropped()
 		a.mu.Lock()
 		a.cancelled = false // a cancel governs one turn: the one in this iteration
 		a.aborting = false  // so does an abort
@@ -79,14 +80,16 @@ func (a *ReactLoopAgent) checkStop() string {
 // runTurn runs one turn for msgs, the messages drained from the queue.
 // Whatever fails inside, the turn ends with a reason and the driver goes on.
 func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
-	// The turn is dropped, unrecorded, when it was cancelled before it
-	// started: right after it was taken from the queue and after the
-	// status turned running.
+	// The turn does not start when it was cancelled before it started:
+	// right after it was taken from the queue and after the status turned
+	// running. Its messages are then recorded as dropped.
 	if a.checkStop() != "" {
+		a.dropTaken(msgs)
 		return
 	}
 	a.setStatus(agents.StatusRunning)
 	if a.checkStop() != "" {
+		a.dropTaken(msgs)
 		return
 	}
 	// Abort cancels this context: it spans the whole turn, so an abort
@@ -96,6 +99,7 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	a.mu.Lock()
 	if a.disposed || a.cancelled {
 		a.mu.Unlock()
+		a.dropTaken(msgs)
 		return
 	}
 	a.turn++
@@ -131,6 +135,7 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 		a.reportError(err)
 	}
 	a.sess.Append(ctx, end)
+	a.recordDropped()
 	a.flush(ctx)
 
 	// Steering that came too late for this turn starts the next one, ahead
@@ -231,6 +236,7 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 	msgID := uuid.NewString()
 	asm, err := a.stream(ctx, req, turn, step, msgID)
 	if err != nil {
+		a.keepCut(asm, turn, step, msgID, req)
 		return false, false, err
 	}
 	finish, finishErr := asm.Finish()
@@ -287,25 +293,26 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 }
 
 // stream calls the model and hands each chunk to agent/stream-chunk as it
-// arrives; only the assembled message goes into the session.
+// arrives; only the assembled message goes into the session. On an error
+// the assembler still holds what arrived before it (see keepCut).
 func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int, msgID string) (*llm.Assembler, error) {
+	asm := &llm.Assembler{}
 	s, err := a.loop.llm.In(a.scope).Stream(ctx, req)
 	if err != nil {
-		return nil, err
+		return asm, err
 	}
 	defer s.Close()
-	asm := &llm.Assembler{}
 	for {
 		c, err := s.Recv()
 		if errors.Is(err, io.EOF) {
 			return asm, nil
 		}
 		if err != nil {
-			return nil, err
+			return asm, err
 		}
 		if ctx.Err() != nil {
 			// Aborted or disposed: stop reading a provider that does not.
-			return nil, stdctx.Cause(ctx)
+			return asm, stdctx.Cause(ctx)
 		}
 		asm.Add(c)
 		EventStreamChunk.Emit(ctx, a.scope, StreamChunk{Agent: a, Turn: turn, Step: step, MessageID: msgID, Chunk: c})

@@ -44,6 +44,15 @@ const (
 	// a compaction plugin (session.compact) before a model request.
 	Compacted Type = "history/compacted"
 
+	// MessageDropped records a message that was accepted into the inbox
+	// and never reached a turn: a cancel (or the session's close) dropped
+	// it. Message is the dropped message, RequestID its sender's id,
+	// Reason "cancelled" or "closed", By who did it, Turn the turn that
+	// was running (0 before any). Every accepted message ends in exactly
+	// one user/message, steering/message or message/dropped. It is not
+	// part of the history.
+	MessageDropped Type = "message/dropped"
+
 	// AssistantChunk is a stream chunk, which logs written before chunks
 	// became agent/stream-chunk notifications hold. Nothing records it any
 	// more; a log that has it still loads, and replay ignores it.
@@ -56,11 +65,20 @@ const (
 func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
-		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted:
+		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped:
 		return true
 	}
 	return false
 }
+
+// FinishCut is the finish of an assistant/message whose step was
+// cancelled while it streamed: the message holds the text (and reasoning)
+// that had arrived, kept because a person may have read it, and no tool
+// calls. The history sends it to the model followed by CutNote.
+const FinishCut llm.FinishReason = "cut"
+
+// CutNote ends a cut answer in the history.
+const CutNote = "\n\n[cut off here: the user stopped this answer]"
 
 // Event is one entry of a session log. Fields that do not apply to the type
 // are empty. Pointer fields are shared with the log: read them, never write
@@ -94,6 +112,8 @@ type Event struct {
 	// RequestID is the sender's id of an admitted message, so retries can
 	// be recognized from the log.
 	RequestID string `json:"request_id,omitempty"`
+	// By says who cancelled, for message/dropped.
+	By string `json:"by,omitempty"`
 	// Compaction describes a history/compacted event; its Message is the
 	// summary and its Usage that of the summary request.
 	Compaction *Compaction `json:"compaction,omitempty"`
@@ -180,7 +200,19 @@ func (e Event) clone() Event {
 // event log into the conversation sent to the model.
 func Derive(log *llm.Log, e Event) {
 	switch e.Type {
-	case UserMessage, SteeringMessage, AssistantMessage, ToolResult:
+	case AssistantMessage:
+		if e.Message == nil {
+			return
+		}
+		m := *e.Message
+		if e.Finish == FinishCut {
+			// The model is told what it said before it was stopped, and
+			// that it was stopped there: it must not take the half
+			// answer for a finished one.
+			m.Content += CutNote
+		}
+		log.Append(m)
+	case UserMessage, SteeringMessage, ToolResult:
 		if e.Message != nil {
 			log.Append(*e.Message)
 		}

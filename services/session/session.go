@@ -66,6 +66,9 @@ type Session struct {
 	// message id: derived from the log like the history, so it survives a
 	// resume.
 	requests map[string]string
+	// recorded maps the RequestID of every recorded outside message to
+	// the seq of the event that recorded what became of it.
+	recorded map[string]int64
 
 	// lease is the backend's hold on the session, nil without a Locker.
 	lease Lease
@@ -104,7 +107,35 @@ func (s *Session) index(e Event) {
 			s.requests = map[string]string{}
 		}
 		s.requests[e.RequestID] = e.Message.ID
+		if s.recorded == nil {
+			s.recorded = map[string]int64{}
+		}
+		s.recorded[e.RequestID] = e.Seq
 	}
+}
+
+// Outcome returns the event that recorded what became of the message sent
+// with requestID: user/message or steering/message (delivered in its
+// turn) or message/dropped.
+func (s *Session) Outcome(requestID string) (Event, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seq, ok := s.recorded[requestID]
+	if !ok {
+		return Event{}, false
+	}
+	return s.event(int(seq - 1)).clone(), true
+}
+
+// Dropped returns the message/dropped event of requestID, when the message
+// sent with it was accepted and then dropped, so a retry is answered with
+// what happened to it rather than accepted again.
+func (s *Session) Dropped(requestID string) (Event, bool) {
+	ev, ok := s.Outcome(requestID)
+	if !ok || ev.Type != MessageDropped {
+		return Event{}, false
+	}
+	return ev, true
 }
 
 // Request returns the id of the recorded message that was delivered with

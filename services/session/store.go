@@ -14,9 +14,20 @@ import (
 // file name on every system.
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// ValidID reports whether id can name a persisted session: letters,
-// digits, '.', '_' and '-', starting with a letter or digit.
-func ValidID(id string) bool { return validID.MatchString(id) }
+// MaxIDLen bounds a session id so that it fits every store, checked once
+// when the id is chosen rather than at the first flush: session.jsonl
+// names files <id>.jsonl and <id>.lock (255 bytes a name on common file
+// systems, 143 under eCryptfs, as in encrypted home directories),
+// session.nats spells each '.' as three characters in a subject and a
+// lease key; 128 fits all of them.
+const MaxIDLen = 128
+
+// IDRule says what ValidID accepts, for error messages.
+const IDRule = "1 to 128 letters, digits, '.', '_' and '-', starting with a letter or digit"
+
+// ValidID reports whether id can name a persisted session in every store:
+// see IDRule.
+func ValidID(id string) bool { return len(id) <= MaxIDLen && validID.MatchString(id) }
 
 // Key is the service key of the sessions service.
 var Key = dshctx.NewKey[*Store]("sessions")

@@ -154,7 +154,14 @@ func (s *Session) Cancel(ctx stdctx.Context) error {
 	if !s.Open() {
 		return closedErr(s.id)
 	}
-	s.handle.Agent.Cancel(errs.New(Cancelled, fmt.Sprintf("a client cancelled the turn of session %q", s.id)))
+	by := ActorOf(ctx)
+	if by == "" {
+		by = "a client of the session"
+	}
+	cause := errs.New(Cancelled, fmt.Sprintf("%s cancelled the turn of session %q", by, s.id))
+	// The agent records who cancelled on every message the cancel drops.
+	cause.Details = map[string]any{"by": by}
+	s.handle.Agent.Cancel(cause)
 	return s.handle.Agent.WhenIdle(ctx)
 }
 

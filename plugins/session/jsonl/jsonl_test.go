@@ -186,7 +186,7 @@ func TestDamagedFiles(t *testing.T) {
 
 func TestBadSessionIDsAreConfigErrors(t *testing.T) {
 	_, err := config.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n    session: ../etc/passwd\n"), config.LoadOptions{Environ: []string{}})
-	if !errs.HasCode(err, config.Invalid) || !strings.Contains(err.Error(), "agents[0].session: session id \"../etc/passwd\" can hold only") {
+	if !errs.HasCode(err, config.Invalid) || !strings.Contains(err.Error(), "agents[0].session: session id \"../etc/passwd\" is not a session id: use 1 to 128") {
 		t.Fatalf("got %v", err)
 	}
 	_, err = config.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: a\n    provider: scripted\n    session: s1\n  - id: b\n    provider: scripted\n    session: s1\n"), config.LoadOptions{Environ: []string{}})

@@ -72,9 +72,19 @@ export class Transcript {
         this.dequeue(ev.request_id || (m && m.request_id));
         this.add(ev, this.userMessage(m, ev.type === "steering/message"));
         break;
-      case "assistant/message":
+      case "assistant/message": {
         this.dropInflight();
-        this.add(ev, this.assistantMessage(m));
+        const box = this.assistantMessage(m);
+        // A cancelled answer stays as far as it had come.
+        if (ev.finish === "cut") box.append(el("p", "cut-note", "— stopped here"));
+        this.add(ev, box);
+        break;
+      }
+      case "message/dropped":
+        // An accepted message that never reached a turn: its outcome
+        // replaces the "Queued" line, also for a page opened later.
+        this.dequeue(ev.request_id || (m && m.request_id));
+        this.add(ev, this.droppedMessage(ev));
         break;
       case "tool/call":
         this.callStatus(ev.tool_call.id, "running");
@@ -107,6 +117,14 @@ export class Transcript {
     const box = el("article", steer ? "msg user steer" : "msg user");
     box.append(el("h3", "who", steer ? "You (steer)" : "You"), el("div", "content", m ? m.content : ""));
     this.showParts(box, m);
+    return box;
+  }
+
+  droppedMessage(ev) {
+    const why = ev.reason === "closed" ? "the session was closed" : `${ev.by || "someone"} cancelled turn ${ev.turn || ""}`.trim();
+    const box = el("article", "msg user dropped");
+    box.append(el("h3", "who", "Not delivered"), el("div", "content", ev.message ? ev.message.content : ""),
+      el("p", "note", `Dropped: ${why}. Send it again to deliver it.`));
     return box;
   }
 
