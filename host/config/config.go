@@ -58,6 +58,9 @@ type Config struct {
 	// Cluster joins hosts that share sessions on NATS JetStream
 	// (cluster.go); unset, dsh runs alone.
 	Cluster ClusterConfig `koanf:"cluster"`
+	// IgnoreEnvironment turns DSH_ overrides off, as --ignore-env does
+	// (see overrideVariables).
+	IgnoreEnvironment bool `koanf:"ignore_environment"`
 
 	// File is where the config came from ("" when built in code).
 	File string `koanf:"-"`
@@ -193,12 +196,21 @@ type LoadOptions struct {
 	// Dir is the directory relative paths start from, and the default
 	// workspace (the working directory when empty).
 	Dir string
+	// IgnoreEnv reads neither DSH_CONFIG nor DSH_ overrides (the
+	// --ignore-env flag): whoever sets dsh's environment can add an exec:
+	// plugin, so an operator who does not trust it turns it off. Variables
+	// the config names itself (serve.token_env, a webhook's secret_env) are
+	// still read.
+	IgnoreEnv bool
 }
 
 // ResolvePath returns the config file Load would read.
 func ResolvePath(opts LoadOptions) string {
 	if opts.Path != "" {
 		return opts.Path
+	}
+	if opts.IgnoreEnv {
+		return "config.yaml"
 	}
 	if p := lookupEnv(opts.environ(), "DSH_CONFIG"); p != "" {
 		return p
@@ -247,12 +259,8 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 	raw := k.Raw()
 	p := &problems{file: file, data: data, sources: map[string]string{}}
 
-	secrets := secretVariables(raw)
-	for _, kv := range opts.environ() {
+	for _, kv := range overrideVariables(raw, opts) {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "DSH_") || name == "DSH_CONFIG" || secrets[name] {
-			continue
-		}
 		segs := strings.Split(strings.ToLower(strings.TrimPrefix(name, "DSH_")), "__")
 		source := "environment variable " + name
 		at, err := override(raw, segs, value, source)
