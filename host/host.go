@@ -251,7 +251,7 @@ func (h *Host) applyAt(ctx *dshctx.Context, cfg *config.Config, e *config.Entry,
 func agentOptions(ac config.AgentConfig) agents.Options {
 	return agents.Options{
 		Provider: ac.Provider, Model: ac.Model, SystemPrompt: ac.SystemPrompt, MaxTokens: ac.MaxTokens, MaxSteps: ac.MaxSteps,
-		Workspace: ac.Workspace, MaxParallelTools: ac.MaxParallelTools,
+		Workspace: ac.Workspace, MaxParallelTools: ac.MaxParallelTools, Limits: ac.Limits,
 	}
 }
 

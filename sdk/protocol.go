@@ -34,6 +34,7 @@ package sdk
 import (
 	stdctx "context"
 
+	"github.com/dsh-go/dsh/internal/childproc"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -48,7 +49,7 @@ const ProtocolVersion = 2
 // anything else exits with a message instead of serving.
 var Handshake = plugin.HandshakeConfig{
 	ProtocolVersion:  ProtocolVersion,
-	MagicCookieKey:   "DSH_PLUGIN_MAGIC_COOKIE",
+	MagicCookieKey:   childproc.MagicCookieEnv,
 	MagicCookieValue: "d5h-pl4g1n-8c0f",
 }
 

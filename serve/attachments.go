@@ -20,6 +20,8 @@ import (
 // unsupported media type, a malformed part a bad request.
 var attachmentStatus = map[errs.Code]int{
 	attachments.TooLarge:      http.StatusRequestEntityTooLarge,
+	attachments.TooMany:       http.StatusRequestEntityTooLarge,
+	attachments.StoreFull:     http.StatusInsufficientStorage,
 	attachments.MediaMismatch: http.StatusUnsupportedMediaType,
 	attachments.BadPart:       http.StatusBadRequest,
 	attachments.NotFound:      http.StatusNotFound,

@@ -32,6 +32,12 @@ const (
 	HostRefused errs.Code = "SERVE_HOST_REFUSED"
 	// NoToken: the server has no token and is not told to run without.
 	NoToken errs.Code = "SERVE_NO_TOKEN"
+	// WorkspaceRefused: a session was asked for on a workspace that is
+	// neither its agent's nor under serve.workspaces.
+	WorkspaceRefused errs.Code = "SERVE_WORKSPACE_REFUSED"
+	// PresetRefused: a session was asked for with a preset that
+	// serve.client_presets does not list.
+	PresetRefused errs.Code = "SERVE_PRESET_REFUSED"
 )
 
 // fail is an error the server decides itself.
@@ -45,6 +51,8 @@ var statusOf = map[errs.Code]int{
 	MethodNotAllowed: http.StatusMethodNotAllowed,
 	CORSRefused:      http.StatusForbidden,
 	HostRefused:      http.StatusForbidden,
+	WorkspaceRefused: http.StatusForbidden,
+	PresetRefused:    http.StatusForbidden,
 	// A cluster's routing (Options.Router): the owner or the NATS server
 	// is away for now, which a retry with the same request id survives.
 	cluster.OwnerUnreachable: http.StatusServiceUnavailable,

@@ -138,6 +138,7 @@ type envOpts struct {
 	delay   time.Duration
 	extra   string // YAML plugin entries
 	serve   string // YAML keys under serve:
+	top     string // YAML top-level keys (attachments:, limits:)
 	store   string // a session directory shared between envs
 	noAuth  bool
 	hooks   http.Handler
@@ -162,6 +163,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.serve != "" {
 		yaml += "serve:\n" + o.serve
 	}
+	yaml += o.top
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)

@@ -227,8 +227,19 @@ func (s *Server) options(req openRequest) (sessions.OpenOptions, error) {
 	if req.SessionID != "" && !session.ValidID(req.SessionID) {
 		return sessions.OpenOptions{}, fail(http.StatusBadRequest, BadRequest, "session_id %q (%d characters) is not a session id: use %s, so that every session store can name it", req.SessionID, len(req.SessionID), session.IDRule)
 	}
+	// The operator's config bounds what a client chooses (serve.workspaces,
+	// serve.client_presets).
+	ac, _ := cfg.Agent(agent)
+	workspace, err := cfg.ClientWorkspace(ac, req.Workspace)
+	if err != nil {
+		return sessions.OpenOptions{}, fail(http.StatusForbidden, WorkspaceRefused, "%v", err)
+	}
+	presets, err := cfg.ClientPresets(ac, req.Presets)
+	if err != nil {
+		return sessions.OpenOptions{}, fail(http.StatusForbidden, PresetRefused, "%v", err)
+	}
 	return sessions.OpenOptions{
-		Agent: agent, Presets: append(slices.Clone(cfg.Serve.Presets), req.Presets...), Workspace: req.Workspace,
+		Agent: agent, Presets: append(slices.Clone(cfg.Serve.Presets), presets...), Workspace: workspace,
 		SessionID: req.SessionID, Source: httpSource, KeepRunning: true,
 	}, nil
 }

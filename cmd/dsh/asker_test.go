@@ -59,7 +59,7 @@ func TestInteractiveAnswersApprovals(t *testing.T) {
 	signals := make(chan os.Signal, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- interactive(h, sess, stdin, scr, scr, signals, approvalFlags{allow: []string{"read"}})
+		done <- interactive(h, sess, stdin, scr, scr, signals, approvalFlags{allow: []string{"read"}}, defaultEcho)
 	}()
 	// The greeting comes once the terminal is attached as the approver.
 	pos := scr.waitFor(t, 0, "> ")

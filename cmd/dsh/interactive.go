@@ -28,9 +28,9 @@ type attached struct {
 
 // attach listens to agent's session: the tracker renders it, and every
 // turn end is signalled on turnEnded.
-func attach(agent agents.Agent, out, diag io.Writer, dim bool, turnEnded chan<- struct{}) (*attached, error) {
+func attach(agent agents.Agent, out, diag io.Writer, dim bool, echo int, turnEnded chan<- struct{}) (*attached, error) {
 	t := newTracker(out, diag, false)
-	t.dim = dim
+	t.dim, t.echo = dim, echo
 	off, err := t.follow(agent)
 	if err != nil {
 		return nil, err
@@ -53,13 +53,13 @@ func attach(agent agents.Agent, out, diag io.Writer, dim bool, turnEnded chan<- 
 
 // interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
 // with no turn running.
-func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags) error {
+func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags, echo int) error {
 	agent := sess.get().Agent()
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	dim := colorful(stderr)
 	turnEnded := make(chan struct{}, 16)
-	cur, err := attach(agent, out, diag, dim, turnEnded)
+	cur, err := attach(agent, out, diag, dim, echo, turnEnded)
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
@@ -197,7 +197,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 			if next == nil {
 				continue
 			}
-			re, err := attach(next.Agent(), out, diag, dim, turnEnded)
+			re, err := attach(next.Agent(), out, diag, dim, echo, turnEnded)
 			if err != nil {
 				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.AgentID(), err)
 				continue

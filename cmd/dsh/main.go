@@ -60,6 +60,8 @@ type globals struct {
 	logLevel string
 	logJSON  bool
 	sets     []string
+	// ignoreEnv: read no DSH_ variable as config (see config.LoadOptions).
+	ignoreEnv bool
 }
 
 func (g *globals) loadOptions() config.LoadOptions {
@@ -70,7 +72,7 @@ func (g *globals) loadOptions() config.LoadOptions {
 	if g.logJSON {
 		sets = append(sets, "log.json=true")
 	}
-	return config.LoadOptions{Path: g.config, Sets: sets}
+	return config.LoadOptions{Path: g.config, Sets: sets, IgnoreEnv: g.ignoreEnv}
 }
 
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -91,6 +93,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.StringVar(&g.config, "config", "", "config file (default $DSH_CONFIG, else ./config.yaml)")
 	pf.StringVar(&g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error, off")
 	pf.BoolVar(&g.logJSON, "log-json", false, "write logs as JSON lines")
+	pf.BoolVar(&g.ignoreEnv, "ignore-env", false, "read no DSH_ variable as config: neither DSH_CONFIG nor DSH_ overrides")
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set agents.main.model=deepseek-chat (repeatable)")
 
 	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand(), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g), clusterCommand(g))

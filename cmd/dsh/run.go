@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -35,6 +36,9 @@ type runFlags struct {
 	continueLast bool
 	// attach are the files --attach adds to the prompt.
 	attach []string
+	// echo is --echo-bytes: how much of a tool call's arguments and of
+	// its result the text output shows.
+	echo int
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -70,6 +74,7 @@ stderr; with --json the first line is {"type":"session/opened",...}.`,
 	cmd.Flags().StringVar(&f.agentID, "agent", "", "the agent to talk to (default the first configured)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "write the session events as JSON lines instead of the answer")
 	cmd.Flags().StringArrayVar(&f.attach, "attach", nil, "attach this file to the prompt: an image, a PDF or a text file (repeatable; with -p or stdin)")
+	cmd.Flags().IntVar(&f.echo, "echo-bytes", defaultEcho, "show at most this many bytes of a tool call's arguments and of its result")
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config when the file changes")
 	cmd.Flags().StringVar(&f.session, "session", "", "continue the stored session with this id, or start one under it")
 	cmd.Flags().BoolVarP(&f.continueLast, "continue", "c", false, "continue the agent's most recently updated session")
@@ -190,7 +195,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		if f.json {
 			reportOpened(s, ac.ID, resumed, out)
 		}
-		code := headless(h, s, prompt, parts, f.json, f.approvals, out, stderr, signals)
+		code := headless(h, s, prompt, parts, f.json, f.echo, f.approvals, out, stderr, signals)
 		reportSessionID(s.ID(), stored, stderr)
 		reportUsage(h.Config(), ac, s, f.json, out, stderr)
 		reportCut(out, stderr, s.ID())
@@ -203,7 +208,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		reportSessionID(cur.get().ID(), persists(h.Config()), stderr)
 		reportSessionUsage(h, cur, stderr)
 	}()
-	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals)
+	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals, f.echo)
 }
 
 // syncWriter serializes writes from the event listeners and the UI.
@@ -225,6 +230,9 @@ type tracker struct {
 	json      bool
 	// dim shows reasoning dimmed, for a terminal.
 	dim bool
+	// echo bounds what is shown of a call's arguments and result: a model
+	// may send a megabyte of arguments, a tool may answer with as much.
+	echo int
 
 	mu       sync.Mutex
 	turnOf   map[string]int        // message id → turn
@@ -236,7 +244,7 @@ type tracker struct {
 }
 
 func newTracker(out, diag io.Writer, jsonOut bool) *tracker {
-	return &tracker{out: out, diag: diag, json: jsonOut, turnOf: map[string]int{}, ended: map[int]session.Event{}, changed: make(chan struct{})}
+	return &tracker{out: out, diag: diag, json: jsonOut, echo: defaultEcho, turnOf: map[string]int{}, ended: map[int]session.Event{}, changed: make(chan struct{})}
 }
 
 // follow subscribes t to the agent's session events and, for the text
@@ -317,13 +325,13 @@ func (t *tracker) render(e session.Event) {
 	case session.ToolCall:
 		t.endLine()
 		t.endReasoning()
-		fmt.Fprintf(t.diag, "→ %s %s\n", e.ToolCall.Name, e.ToolCall.Arguments)
+		fmt.Fprintf(t.diag, "→ %s %s\n", oneLine(e.ToolCall.Name, t.echo), oneLine(e.ToolCall.Arguments, t.echo))
 	case session.ToolResult:
 		mark := "←"
 		if e.Message.IsError {
 			mark = "← error:"
 		}
-		fmt.Fprintf(t.diag, "%s %s\n", mark, oneLine(e.Message.Content, 200))
+		fmt.Fprintf(t.diag, "%s %s\n", mark, oneLine(e.Message.Content, t.echo))
 	case session.Compacted:
 		t.endLine()
 		fmt.Fprintf(t.diag, "(%s)\n", e.Compaction)
@@ -394,12 +402,19 @@ func droppedWhy(e session.Event) string {
 }
 
 func oneLine(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
 	if len(s) > n {
-		return s[:n] + "…"
+		// Cut before replacing: s may be megabytes long.
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 	}
-	return s
+	return strings.ReplaceAll(s, "\n", " ")
 }
+
+// defaultEcho is --echo-bytes unset.
+const defaultEcho = 200
 
 // endOf returns the turn/end of the turn that took message id, if it ended.
 func (t *tracker) endOf(id string) (session.Event, bool, <-chan struct{}) {
@@ -421,10 +436,11 @@ func (t *tracker) busy() bool {
 }
 
 // headless sends one prompt and waits for its turn to end.
-func headless(h *host.Host, s *sessions.Session, text string, parts []llm.Part, jsonOut bool, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+func headless(h *host.Host, s *sessions.Session, text string, parts []llm.Part, jsonOut bool, echo int, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	t := newTracker(out, diag, jsonOut)
+	t.echo = echo
 	t.dim = colorful(stderr)
 	agent := s.Agent()
 	off, err := t.follow(agent)

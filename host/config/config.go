@@ -24,6 +24,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/usage"
 	"github.com/go-viper/mapstructure/v2"
@@ -58,6 +59,12 @@ type Config struct {
 	// Cluster joins hosts that share sessions on NATS JetStream
 	// (cluster.go); unset, dsh runs alone.
 	Cluster ClusterConfig `koanf:"cluster"`
+	// Limits bound every agent's model responses (llm.Limits); an
+	// agent's own limits: win field by field.
+	Limits llm.Limits `koanf:"limits"`
+	// IgnoreEnvironment turns DSH_ overrides off, as --ignore-env does
+	// (see overrideVariables).
+	IgnoreEnvironment bool `koanf:"ignore_environment"`
 
 	// File is where the config came from ("" when built in code).
 	File string `koanf:"-"`
@@ -161,6 +168,10 @@ type AgentConfig struct {
 	// MaxParallelTools caps how many parallel-safe tool calls of one step
 	// run at once; 0 means the agent loop's default.
 	MaxParallelTools int `koanf:"max_parallel_tools"`
+	// Limits bound the agent's model responses; unset fields take the
+	// top-level limits:, then llm's defaults. After Load they hold the
+	// top-level values merged in.
+	Limits llm.Limits `koanf:"limits"`
 }
 
 // PresetNames returns the agent's presets in order.
@@ -193,12 +204,21 @@ type LoadOptions struct {
 	// Dir is the directory relative paths start from, and the default
 	// workspace (the working directory when empty).
 	Dir string
+	// IgnoreEnv reads neither DSH_CONFIG nor DSH_ overrides (the
+	// --ignore-env flag): whoever sets dsh's environment can add an exec:
+	// plugin, so an operator who does not trust it turns it off. Variables
+	// the config names itself (serve.token_env, a webhook's secret_env) are
+	// still read.
+	IgnoreEnv bool
 }
 
 // ResolvePath returns the config file Load would read.
 func ResolvePath(opts LoadOptions) string {
 	if opts.Path != "" {
 		return opts.Path
+	}
+	if opts.IgnoreEnv {
+		return "config.yaml"
 	}
 	if p := lookupEnv(opts.environ(), "DSH_CONFIG"); p != "" {
 		return p
@@ -247,12 +267,8 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 	raw := k.Raw()
 	p := &problems{file: file, data: data, sources: map[string]string{}}
 
-	secrets := secretVariables(raw)
-	for _, kv := range opts.environ() {
+	for _, kv := range overrideVariables(raw, opts) {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "DSH_") || name == "DSH_CONFIG" || secrets[name] {
-			continue
-		}
 		segs := strings.Split(strings.ToLower(strings.TrimPrefix(name, "DSH_")), "__")
 		source := "environment variable " + name
 		at, err := override(raw, segs, value, source)
@@ -299,6 +315,9 @@ func (c *Config) check(p *problems, dir string) {
 	c.decoded = map[*Entry]any{}
 	c.wd = dir
 	c.checkCluster(p)
+	if err := c.Limits.Check("limits"); err != nil {
+		p.add("limits", err.Error())
+	}
 	c.checkEntries(c.Plugins, "plugins", p)
 	var names []string // the presets the file defines
 	for name := range c.Presets {
@@ -344,6 +363,10 @@ func (c *Config) check(p *problems, dir string) {
 		if a.MaxParallelTools < 0 {
 			p.add(at+".max_parallel_tools", "max_parallel_tools cannot be negative; 0 means the default cap")
 		}
+		if err := a.Limits.Check(at + ".limits"); err != nil {
+			p.add(at+".limits", err.Error())
+		}
+		a.Limits = c.Limits.Over(a.Limits)
 		resolveWorkspace(a, at, dir, p)
 		switch {
 		case a.Session == "":

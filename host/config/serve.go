@@ -41,6 +41,16 @@ type ServeConfig struct {
 	// the first configured. Presets are added to every such session's.
 	Agent   string   `koanf:"agent"`
 	Presets []string `koanf:"presets"`
+	// Workspaces are the directories a client may open a session on
+	// (POST /v1/sessions {"workspace": …}), each with the directories
+	// under it. By default none: a session runs in its agent's own
+	// workspace, and a client that names another is refused. After Load
+	// they are absolute, clean and free of symbolic links.
+	Workspaces []string `koanf:"workspaces"`
+	// ClientPresets are the presets a client may add to a session
+	// ({"presets": […]}). By default none beyond those the agent and
+	// serve.presets mount anyway.
+	ClientPresets []string `koanf:"client_presets"`
 	// Webhooks map a name (the {name} of POST /hooks/{name}) to what its
 	// deliveries prompt.
 	Webhooks map[string]WebhookConfig `koanf:"webhooks"`
@@ -161,6 +171,7 @@ func (c *Config) checkServe(p *problems) {
 		p.add("serve.shutdown_timeout", "cannot be negative; leave it out for the default (10s)")
 	}
 	c.checkServeAgent(p, "serve", s.Agent, s.Presets)
+	c.checkClientChoices(p)
 	for _, name := range slices.Sorted(maps.Keys(s.Webhooks)) {
 		w := s.Webhooks[name]
 		at := "serve.webhooks." + name

@@ -48,7 +48,7 @@ func (g *groupRunner) Kill(context.Context) error      { return g.proc.Signal(sy
 func (g *groupRunner) Diagnose(context.Context) string { return "" }
 func (g *groupRunner) Stdout() io.ReadCloser           { return g.stdout }
 func (g *groupRunner) Stderr() io.ReadCloser           { return g.stderr }
-func (g *groupRunner) Name() string                    { return g.proc.Cmd.Path }
+func (g *groupRunner) Name() string                    { return g.proc.Cmd.Args[0] } // the configured path, also when run through a descriptor
 
 // ID is the pid, empty until the process started: go-plugin's Kill has
 // nothing to do before that.

@@ -1,15 +1,11 @@
 package execplugin
 
 import (
-	"bytes"
 	stdctx "context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/internal/childproc"
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
@@ -154,9 +149,16 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 			"plugin %q (%s) did not finish starting within %s: it hung in %s; start_timeout bounds the handshake, Describe and Configure together — raise it, or fix the plugin",
 			e.ID, e.Exec, limit, phase)).WithReason(ReasonStartTimeout)
 	}
-	// go-plugin checks a checksum only on a command it starts itself.
-	if err := checkSum(e); err != nil {
+	// go-plugin checks a checksum only on a command it starts itself; pin
+	// checks it on the file the process is started from.
+	exe, err := pin(e, proc)
+	if err != nil {
 		return fail(err, startHint(err))
+	}
+	if exe != nil {
+		// The child has its own copy once it started; the handshake
+		// below returns only after that (or after a failed start).
+		defer exe.Close()
 	}
 	conn, err := r.handshake(ctx, p)
 	if ended(err) {
@@ -210,27 +212,6 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	r.mu.Unlock()
 	r.log.Debug("plugin started", "name", desc.Name, "version", desc.Version, "listeners", len(desc.Listeners))
 	return desc, p, nil
-}
-
-// checkSum compares the binary with the entry's sha256, if it has one.
-func checkSum(e config.Entry) error {
-	if e.SHA256 == "" {
-		return nil
-	}
-	want, _ := hex.DecodeString(e.SHA256)
-	f, err := os.Open(e.Exec)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return err
-	}
-	if !bytes.Equal(h.Sum(nil), want) {
-		return plugin.ErrChecksumsDoNotMatch
-	}
-	return nil
 }
 
 // handshake runs go-plugin's handshake, which takes no context, so that

@@ -37,6 +37,7 @@ import (
 	"sync"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/internal/childproc"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/protect"
@@ -201,8 +202,8 @@ func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) 
 	for k, v := range p.cfg.Env {
 		vars[k] = v
 	}
-	vars["DSH_PROJECT_DIR"], vars["CLAUDE_PROJECT_DIR"] = w.workspace, w.workspace
-	vars["DSH_HOOK_EVENT"], vars["DSH_AGENT_ID"] = event, w.agentID
+	vars[childproc.ProjectDirEnv], vars["CLAUDE_PROJECT_DIR"] = w.workspace, w.workspace
+	vars[childproc.HookEventEnv], vars[childproc.AgentIDEnv] = event, w.agentID
 	e := env{vars: vars, passthrough: p.cfg.EnvPassthrough}
 	replies := make([]reply, len(todo))
 	var wg sync.WaitGroup

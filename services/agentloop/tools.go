@@ -18,7 +18,9 @@ import (
 const DefaultMaxParallelTools = tools.DefaultMaxParallel
 
 // runTools runs the tool calls of one step through the tools scheduler and
-// returns how many ran to a result.
+// returns how many ran to a result; a call refused by a bound of the
+// agent's limits counts as one, as a call with invalid arguments does, so
+// the model gets to react to the refusal.
 //
 // The calls run on worker goroutines, but the session is written only
 // here, on the driver, as its event order requires: a call's tool/call is
@@ -32,9 +34,33 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 		return 0, nil
 	}
 	rec := stdctx.Background()
-	batch := make([]tools.Call, len(calls))
+	refused := a.refuseOverLimits(calls)
+	// answer records the results of the refused calls before index i, so
+	// results stay in the model's order around the calls that run.
+	answered := 0
+	answer := func(i int) {
+		for ; answered < i; answered++ {
+			if why := refused[answered]; why != "" {
+				// Answered like a call whose arguments were not valid
+				// JSON: the model hears why and the turn goes on.
+				executed++
+				a.sess.Append(rec, session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &llm.Message{
+					Role: llm.RoleTool, ToolCallID: calls[answered].ID, Content: why, IsError: true,
+				}})
+			}
+		}
+	}
+	defer answer(len(calls))
+	run := make([]int, 0, len(calls)) // indexes of the calls that may run
+	batch := make([]tools.Call, 0, len(calls))
 	for i, c := range calls {
-		batch[i] = tools.Call{AgentID: a.id, ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Workspace: a.workspace, Unattended: a.unattended}
+		if refused[i] == "" {
+			run = append(run, i)
+			batch = append(batch, tools.Call{AgentID: a.id, ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Workspace: a.workspace, Unattended: a.unattended})
+		}
+	}
+	if len(batch) == 0 {
+		return executed, nil
 	}
 	limit := a.opts.MaxParallelTools
 	if limit <= 0 {
@@ -42,17 +68,20 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 	}
 	err = a.loop.tools.Run(ctx, a.scope, batch, tools.Schedule{
 		MaxParallel: limit,
-		Start: func(i int) bool {
+		Start: func(j int) bool {
 			// Aborted while a tool or the provider finished anyway: no
 			// further call starts; each is still answered.
 			if a.checkStop() != "" {
 				return false
 			}
-			c := calls[i]
+			c := calls[run[j]]
 			a.sess.Append(rec, session.Event{Type: session.ToolCall, Turn: turn, Step: step, ToolCall: &c})
 			return true
 		},
-		Done: func(i int, o tools.Outcome) {
+		Done: func(j int, o tools.Outcome) {
+			i := run[j]
+			answer(i)
+			answered = i + 1
 			content, isError := o.Result.Content, o.Result.IsError
 			if o.Err != nil || !o.Ran {
 				content, isError = a.unanswered(o), true
@@ -67,6 +96,33 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 		},
 	})
 	return executed, err
+}
+
+// refuseOverLimits says, by index, which calls of a step do not run and
+// why: those the model service refused while reading the reply (arguments
+// over the cap, one call too many), any past max_tool_calls, and the
+// subagent calls past max_subagent_calls. Each subagent is a whole agent
+// with its own model calls; one reply must not start hundreds.
+func (a *ReactLoopAgent) refuseOverLimits(calls []llm.ToolCall) []string {
+	l := a.opts.Limits.WithDefaults()
+	refused := make([]string, len(calls))
+	spawned := 0
+	for i, c := range calls {
+		switch {
+		case c.Refused != "":
+			refused[i] = c.Refused
+		case i >= l.MaxToolCalls:
+			refused[i] = fmt.Sprintf("not executed: the reply asked for %d tool calls in one step, over the limit of %d (max_tool_calls); make fewer calls per step", len(calls), l.MaxToolCalls)
+		default:
+			if t := a.loop.tools.Lookup(a.scope, c.Name); t != nil && t.Spawns {
+				spawned++
+				if spawned > l.MaxSubagentCalls {
+					refused[i] = fmt.Sprintf("not executed: the reply starts more than %d subagents in one step (max_subagent_calls); start at most %d per step and wait for their results", l.MaxSubagentCalls, l.MaxSubagentCalls)
+				}
+			}
+		}
+	}
+	return refused
 }
 
 // unanswered is the result the model is told for a call that never

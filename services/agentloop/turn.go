@@ -225,6 +225,7 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 		History:   a.sess.History(),
 		Tools:     a.loop.tools.Specs(a.scope),
 		MaxTokens: a.opts.MaxTokens,
+		Limits:    a.opts.Limits,
 	}})
 	if err != nil {
 		return false, false, err

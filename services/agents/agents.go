@@ -122,6 +122,10 @@ type Options struct {
 	// MaxParallelTools caps how many parallel-safe tool calls of one step
 	// run at once; 0 means the loop's default.
 	MaxParallelTools int `koanf:"max_parallel_tools" json:"max_parallel_tools,omitempty"`
+	// Limits bound each model response of the agent: its text, reasoning,
+	// tool-call arguments, and its tool and subagent calls per step
+	// (zero fields: llm's defaults).
+	Limits llm.Limits `koanf:"limits" json:"limits,omitempty"`
 }
 
 // CreateOptions describe a new agent.

@@ -45,6 +45,10 @@ func (s *Store) Admit(sessionID string, parts []llm.Part) ([]llm.Part, func(), e
 // check enforces the limits and the shape of every part before anything
 // is stored.
 func (s *Store) check(parts []llm.Part) error {
+	if len(parts) > s.limits.Parts {
+		return errs.New(TooMany, fmt.Sprintf("the message carries %d parts, over the limit of %d per message; send fewer files in one message or raise attachments.max_parts",
+			len(parts), s.limits.Parts))
+	}
 	var total int64
 	for i, p := range parts {
 		switch p.Type {

@@ -10,6 +10,8 @@ type backend interface {
 	// sharing the store.
 	lock() (unlock func(), err error)
 	writeBlob(hex string, data []byte) (written int64, err error)
+	// usage is the bytes all blobs hold together.
+	usage() (int64, error)
 	readBlob(hex string) ([]byte, error)
 	// hasBlob fails with NotFound when hex is not stored.
 	hasBlob(hex string) error

@@ -239,3 +239,20 @@ func syncDir(dir string) error {
 	defer f.Close()
 	return f.Sync()
 }
+
+func (d *disk) usage() (int64, error) {
+	entries, err := os.ReadDir(filepath.Join(d.dir, "blobs"))
+	if err != nil {
+		return 0, d.failed(err, "list the blobs")
+	}
+	var total int64
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			total += info.Size()
+		}
+	}
+	return total, nil
+}

@@ -12,6 +12,11 @@ const (
 	BadPart errs.Code = "ATTACHMENT_BAD_PART"
 	// NotFound: a referenced blob is not in the store.
 	NotFound errs.Code = "ATTACHMENT_NOT_FOUND"
+	// TooMany: a message carries more parts than attachments.max_parts.
+	TooMany errs.Code = "ATTACHMENT_TOO_MANY"
+	// StoreFull: storing a part would take the store past
+	// attachments.max_store_bytes.
+	StoreFull errs.Code = "ATTACHMENT_STORE_FULL"
 	// StoreFailed: the store could not read or write its directory.
 	StoreFailed errs.Code = "ATTACHMENT_STORE_FAILED"
 )

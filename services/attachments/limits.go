@@ -6,6 +6,14 @@ type Limits struct {
 	PerPart int64 `koanf:"max_part_bytes" json:"max_part_bytes,omitempty"`
 	// PerMessage is the most bytes all parts of one message may hold.
 	PerMessage int64 `koanf:"max_message_bytes" json:"max_message_bytes,omitempty"`
+	// Parts is the most parts one message may carry, text parts
+	// included: each stored part costs a file, a marker and their syncs,
+	// however small it is.
+	Parts int `koanf:"max_parts" json:"max_parts,omitempty"`
+	// Store is the most bytes the store's blobs may hold together. A part
+	// whose bytes are not stored yet and would pass it is refused; bytes
+	// already stored (sent before, by any session) always pass.
+	Store int64 `koanf:"max_store_bytes" json:"max_store_bytes,omitempty"`
 }
 
 // Default limits: a screenshot or a PDF fits; a video does not. The
@@ -14,6 +22,8 @@ type Limits struct {
 const (
 	DefaultPerPart    = 10 << 20
 	DefaultPerMessage = 20 << 20
+	DefaultParts      = 32
+	DefaultStore      = 4 << 30
 )
 
 func (l Limits) withDefaults() Limits {
@@ -22,6 +32,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.PerMessage <= 0 {
 		l.PerMessage = DefaultPerMessage
+	}
+	if l.Parts <= 0 {
+		l.Parts = DefaultParts
+	}
+	if l.Store <= 0 {
+		l.Store = DefaultStore
 	}
 	return l
 }

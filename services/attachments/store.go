@@ -161,6 +161,12 @@ func (s *Store) take(k holdKey, data []byte) error {
 		return err
 	}
 	if data != nil {
+		if err := s.room(k.hex, len(data)); err != nil {
+			if added {
+				s.b.removeRef(k.hex, k.session)
+			}
+			return err
+		}
 		n, err := s.b.writeBlob(k.hex, data)
 		if err != nil {
 			if added {
@@ -318,4 +324,23 @@ func (s *Store) ReleaseSession(sessionID string) error {
 		s.removeIfUnreferenced(h)
 	}
 	return errors.Join(failed...)
+}
+
+// room refuses a blob that is not stored yet and would take the store past
+// its limit; the caller holds the backend lock, so two writers cannot both
+// take the last room.
+func (s *Store) room(hex string, n int) error {
+	if s.b.hasBlob(hex) == nil {
+		return nil // stored already: costs nothing
+	}
+	used, err := s.b.usage()
+	if err != nil {
+		return err
+	}
+	if used+int64(n) > s.limits.Store {
+		return errs.New(StoreFull, fmt.Sprintf(
+			"the attachments store holds %d bytes and a part of %d bytes would take it past its limit of %d bytes; delete sessions you no longer need (dsh sessions rm), or raise attachments.max_store_bytes",
+			used, n, s.limits.Store))
+	}
+	return nil
 }

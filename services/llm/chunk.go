@@ -60,6 +60,9 @@ type ToolCallDelta struct {
 	ID        string `json:"id,omitempty"`
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments,omitempty"`
+	// Refused, set by the model service's bounds (see Limits), says why
+	// the call will not run; its arguments are dropped.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Chunk is one element of a model stream.
@@ -72,7 +75,8 @@ type Chunk struct {
 	ToolCall  *ToolCallDelta `json:"tool_call,omitempty"`
 	Usage     *Usage         `json:"usage,omitempty"`
 	Finish    FinishReason   `json:"finish,omitempty"`
-	// Error describes a FinishError, keeping the provider's raw words.
+	// Error describes a FinishError, keeping the provider's raw words, or
+	// says which bound of Limits cut a max-tokens finish.
 	Error string `json:"error,omitempty"`
 }
 
@@ -80,10 +84,18 @@ type Chunk struct {
 type Assembler struct {
 	text, reasoning strings.Builder
 	signature       string
-	calls           map[int]*ToolCall
+	calls           map[int]*callParts
 	usage           Usage
 	finish          FinishReason
 	errText         string
+}
+
+// callParts is a tool call being assembled. Its arguments grow in a
+// builder: providers send them a few bytes at a time, and joining strings
+// would copy the whole text again for every piece.
+type callParts struct {
+	ToolCall
+	args strings.Builder
 }
 
 // Add takes in one chunk.
@@ -101,11 +113,11 @@ func (a *Assembler) Add(c Chunk) {
 			return
 		}
 		if a.calls == nil {
-			a.calls = map[int]*ToolCall{}
+			a.calls = map[int]*callParts{}
 		}
 		tc := a.calls[c.ToolCall.Index]
 		if tc == nil {
-			tc = &ToolCall{}
+			tc = &callParts{}
 			a.calls[c.ToolCall.Index] = tc
 		}
 		if c.ToolCall.ID != "" {
@@ -114,7 +126,16 @@ func (a *Assembler) Add(c Chunk) {
 		if c.ToolCall.Name != "" {
 			tc.Name = c.ToolCall.Name
 		}
-		tc.Arguments += c.ToolCall.Arguments
+		switch {
+		case c.ToolCall.Refused != "":
+			// What arrived is dropped; "{}" keeps the stored call valid
+			// for every provider the history is sent to again.
+			tc.Refused = c.ToolCall.Refused
+			tc.args.Reset()
+			tc.args.WriteString("{}")
+		case tc.Refused == "":
+			tc.args.WriteString(c.ToolCall.Arguments)
+		}
 	case ChunkUsage:
 		if c.Usage != nil {
 			a.usage = *c.Usage
@@ -137,7 +158,9 @@ func (a *Assembler) Message() Message {
 		sort.Ints(idx)
 		m.ToolCalls = make([]ToolCall, len(idx))
 		for k, i := range idx {
-			m.ToolCalls[k] = *a.calls[i]
+			tc := a.calls[i]
+			m.ToolCalls[k] = tc.ToolCall
+			m.ToolCalls[k].Arguments = tc.args.String()
 		}
 	}
 	return m

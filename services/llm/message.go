@@ -68,6 +68,9 @@ type ToolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// Refused says why the call does not run although the model asked for
+	// it (a bound of Limits); the agent loop answers it with this text.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Usage counts the tokens of one model call.

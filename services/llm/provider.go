@@ -49,6 +49,9 @@ type Request struct {
 	Tools       []ToolSpec
 	MaxTokens   int
 	Temperature *float64
+	// Limits bound the response; the service enforces them on every
+	// provider's stream (see Limits; zero fields take the defaults).
+	Limits Limits
 }
 
 // Stream yields the chunks of one model call. Recv returns io.EOF after the
@@ -158,7 +161,9 @@ func (s *Service) Provider(name string) (Provider, bool) {
 
 // Stream starts a model call with the provider the request names. A panic
 // of the provider, in Stream or later in the stream's Recv or Close, comes
-// back as a ProviderPanic error instead of ending the process.
+// back as a ProviderPanic error instead of ending the process. The stream
+// holds to req.Limits: past a bound it stops reading the provider and ends
+// (see bounded).
 func (s *Service) Stream(ctx stdctx.Context, req Request) (Stream, error) {
 	p, ok := s.Provider(req.Provider)
 	if !ok {
@@ -175,7 +180,7 @@ func (s *Service) Stream(ctx stdctx.Context, req Request) (Stream, error) {
 		return nil, errs.New(ProviderFailed, fmt.Sprintf(
 			"model provider %q returned neither a stream nor an error for agent %q; this is a bug in the provider", req.Provider, req.AgentID))
 	}
-	return &guarded{s: st, provider: req.Provider, agent: req.AgentID}, nil
+	return newBounded(&guarded{s: st, provider: req.Provider, agent: req.AgentID}, req.Limits), nil
 }
 
 func orNone(names []string) string {

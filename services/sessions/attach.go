@@ -2,6 +2,7 @@ package sessions
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 
 	"github.com/dsh-go/dsh/errs"
@@ -26,7 +27,13 @@ func (s *Session) prepareParts(r PromptRequest) func(stdctx.Context) (agentcontr
 		}
 		stored, release, err := store.Admit(s.id, parts)
 		if err != nil {
-			return agentcontroller.Prepared{}, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("session %q: the prompt's attachments were refused", s.id))
+			// The store's message says which part, which limit and how to
+			// fix it; entry points show only the outer one.
+			why := err.Error()
+			if e, ok := errors.AsType[*errs.Error](err); ok {
+				why = e.Message
+			}
+			return agentcontroller.Prepared{}, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("session %q: the prompt's attachments were refused: %s", s.id, why))
 		}
 		return agentcontroller.Prepared{Content: llm.TextOf(stored), Parts: stored, Release: release}, nil
 	}

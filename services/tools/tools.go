@@ -93,6 +93,9 @@ type Tool struct {
 	// that is not runs alone, after the calls before it and before the
 	// calls after it.
 	ParallelSafe bool
+	// Spawns marks a tool whose call starts an agent (a subagent): the
+	// agent loop caps such calls per step (llm.Limits.MaxSubagentCalls).
+	Spawns bool
 	// Approval is what the approval stage decides for a call of this tool
 	// when no policy plugin decides otherwise; "" means Allow.
 	Approval Decision

@@ -259,7 +259,7 @@ func (t *Tool) Spec() tools.Tool {
 		"required":             []string{"agent", "prompt"},
 		"additionalProperties": false,
 	})
-	return tools.Tool{Name: t.cfg.Name, Description: strings.TrimRight(b.String(), "\n"), Parameters: schema, ParallelSafe: true, Execute: t.run}
+	return tools.Tool{Name: t.cfg.Name, Description: strings.TrimRight(b.String(), "\n"), Parameters: schema, ParallelSafe: true, Spawns: true, Execute: t.run}
 }
 
 // args are a call's arguments.

@@ -14,8 +14,13 @@ import (
 	"io"
 )
 
-// MaxLine bounds one line of the stream.
-const MaxLine = 4 << 20
+// MaxLine bounds one line of the stream, and MaxEvent the data of one
+// event, its "data:" lines joined: a server that sends data lines without
+// the blank line that ends an event must not grow one event forever.
+const (
+	MaxLine  = 4 << 20
+	MaxEvent = 8 << 20
+)
 
 // Event is one server-sent event.
 type Event struct {
@@ -43,7 +48,7 @@ func NewReader(r io.Reader) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
-// ErrLineTooLong reports a line over MaxLine.
+// ErrLineTooLong reports a line over MaxLine, or an event over MaxEvent.
 var ErrLineTooLong = errors.New("sse: line too long")
 
 // Next returns the next event. It returns io.EOF when the stream ends at an
@@ -84,6 +89,9 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "data":
+			if len(r.data)+1+len(value) > MaxEvent {
+				return Event{}, fmt.Errorf("%w: the event that began at line %d holds over %d bytes of data", ErrLineTooLong, start, MaxEvent)
+			}
 			if has {
 				r.data = append(r.data, '\n')
 			} else {

@@ -63,3 +63,13 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// Data lines without the blank line that ends an event do not grow one
+// event past MaxEvent.
+func TestEndlessEvent(t *testing.T) {
+	line := "data: " + strings.Repeat("z", 1<<20) + "\n"
+	r := NewReader(strings.NewReader(strings.Repeat(line, MaxEvent>>20+2)))
+	if _, err := r.Next(); !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "over 8388608 bytes") {
+		t.Fatalf("got %v", err)
+	}
+}
