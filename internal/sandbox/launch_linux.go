@@ -27,8 +27,8 @@ var entryCaps = []uintptr{
 	0x6,  // CAP_SETGID
 	0x8,  // CAP_SETPCAP
 	0xc,  // CAP_NET_ADMIN
-	// Through a view the entry, still root's uid, meets directories
-	// owned by the command's uid; these two let it pass them.
+	// Through the idmapped mounts the entry, still root's uid, meets
+	// directories owned by the command's uid; these two let it pass them.
 	0x1, // CAP_DAC_OVERRIDE
 	0x2, // CAP_DAC_READ_SEARCH
 }

@@ -15,16 +15,19 @@ import (
 )
 
 // secretHome builds a home that holds secrets and, beneath it, the
-// workspace: home/{secret, .ssh/id_test, other/notes, .gitconfig, ws}.
+// workspace: home/{secret, .ssh/id_test, other/notes, .config/tool/token,
+// .gitconfig, .config/git/config, ws}.
 // It returns home and ws.
 func secretHome(t *testing.T) (string, string) {
 	t.Helper()
 	home := filepath.Join(t.TempDir(), "home")
 	for path, body := range map[string]string{
-		"secret":       "TOPSECRET-1\n",
-		".ssh/id_test": "TOPSECRET-2\n",
-		"other/notes":  "TOPSECRET-3\n",
-		".gitconfig":   "[user]\n\tname = Sandbox Tester\n",
+		"secret":             "TOPSECRET-1\n",
+		".ssh/id_test":       "TOPSECRET-2\n",
+		"other/notes":        "TOPSECRET-3\n",
+		".gitconfig":         "[user]\n\tname = Sandbox Tester\n",
+		".config/git/config": "[alias]\n\tzz = status\n",
+		".config/tool/token": "TOPSECRET-4\n",
 	} {
 		p := filepath.Join(home, path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -46,6 +49,8 @@ func secretHome(t *testing.T) (string, string) {
 
 const secretsScript = `cd %s && echo made > f && cat f
 git config --global --get user.name
+git config --get alias.zz
+cat ../.config/tool/token 2>/dev/null
 cat ../secret ../.ssh/id_test ../other/notes 2>/dev/null
 ls -a .. ../other ../.ssh 2>/dev/null
 find .. -maxdepth 3
@@ -71,7 +76,7 @@ func TestARootOnlyHomeShowsOnlyTheWayToTheWorkspace(t *testing.T) {
 		t.Fatalf("entry: %v\n%s", entryErr, out)
 	}
 	_ = waitErr // ls and cat of what is masked fail, as they should
-	if !strings.Contains(out, "made\n") || !strings.Contains(out, "Sandbox Tester\n") || !strings.Contains(out, "end\n") {
+	if !strings.Contains(out, "made\n") || !strings.Contains(out, "Sandbox Tester\nstatus\n") || !strings.Contains(out, "end\n") {
 		t.Fatalf("want the workspace writable and git's user name read:\n%s", out)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "f")); err != nil || string(b) != "made\n" {
@@ -83,7 +88,7 @@ func TestARootOnlyHomeShowsOnlyTheWayToTheWorkspace(t *testing.T) {
 		}
 		return
 	}
-	for _, leak := range []string{"TOPSECRET", "secret", "id_test", "notes", ".ssh", "other"} {
+	for _, leak := range []string{"TOPSECRET", "secret", "id_test", "notes", ".ssh", "other", "tool"} {
 		if strings.Contains(out, leak) {
 			t.Errorf("the command saw %q beside the workspace:\n%s", leak, out)
 		}

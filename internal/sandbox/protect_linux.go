@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // placeholderMode is a placeholder's: an empty directory, read-only even
@@ -20,15 +21,15 @@ const placeholderMode = 0o555
 // without a repository. The entry pins those parents (a mount point
 // cannot be renamed or removed), so the way to the placeholder stays.
 //
-// It returns what it created, outermost first: nothing for a path that
-// exists, lies in no writable directory, or lies beneath something that
-// is not a directory (nothing can be created there). A path dsh itself may
+// It returns what it made, or shares with a run still using it, outermost
+// first: nothing for a path that exists, lies in no writable directory, or
+// lies beneath something that is not a directory (nothing can be created
+// there). A path dsh itself may
 // not create is left: the command, under dsh's uid or a lesser one, may
 // not create it either.
 func placeholder(p string, writable []string) []string {
-	if _, err := os.Lstat(p); err == nil {
-		return nil
-	}
+	held.Lock()
+	defer held.Unlock()
 	root := ""
 	for _, w := range writable {
 		if len(p) > len(w)+1 && p[:len(w)+1] == w+"/" && len(w) > len(root) {
@@ -38,35 +39,62 @@ func placeholder(p string, writable []string) []string {
 	if root == "" {
 		return nil
 	}
-	var missing []string
-	for d := filepath.Dir(p); len(d) > len(root); d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
+	// The way down, outermost last: each missing or held by another
+	// run's placeholder; it stops at the first directory of the tree's
+	// own.
+	var way []string
+	for d := p; len(d) > len(root); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil && held.n[d] == 0 {
+			if d == p {
+				return nil
+			}
 			if st, err := os.Stat(d); err != nil || !st.IsDir() {
 				return nil
 			}
 			break
 		}
-		missing = append(missing, d)
+		way = append(way, d)
 	}
 	var made []string
-	for i := len(missing) - 1; i >= 0; i-- {
-		if os.Mkdir(missing[i], 0o755) != nil {
-			return made
+	for i := len(way) - 1; i >= 0; i-- {
+		d := way[i]
+		if held.n[d] == 0 {
+			mode := os.FileMode(0o755)
+			if d == p {
+				mode = placeholderMode
+			}
+			if os.Mkdir(d, mode) != nil {
+				return made
+			}
 		}
-		made = append(made, missing[i])
-	}
-	if os.Mkdir(p, placeholderMode) == nil {
-		made = append(made, p)
+		held.n[d]++
+		made = append(made, d)
 	}
 	return made
 }
 
-// removePlaceholders removes what placeholder made for this entry, the
-// deepest first; os.Remove leaves a directory that is no longer empty
-// (the command put something in a parent it was free to write).
+// held counts, per path placeholder made, the runs using it: commands run
+// side by side in one workspace share a placeholder, and the first to end
+// must not remove it from under the others (removing a mount point
+// detaches the mount in every namespace, which would uncover the path).
+var held = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// removePlaceholders lets go of what placeholder made for this entry and
+// removes, the deepest first, what no other run holds; os.Remove leaves a
+// directory that is no longer empty (the command put something in a
+// parent it was free to write).
 func (e *Entry) removePlaceholders() {
+	held.Lock()
+	defer held.Unlock()
 	for i := len(e.placeholders) - 1; i >= 0; i-- {
 		p := e.placeholders[i]
+		if held.n[p]--; held.n[p] > 0 {
+			continue
+		}
+		delete(held.n, p)
 		if st, err := os.Lstat(p); err == nil && st.IsDir() {
 			_ = os.Remove(p)
 		}
