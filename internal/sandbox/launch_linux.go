@@ -157,6 +157,7 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 	if err != nil {
 		return err
 	}
+	readOnly = withSubmodules(readOnly)
 	for _, p := range readOnly {
 		if !beneathAny(p, spec.Writable) {
 			continue // read-only already
