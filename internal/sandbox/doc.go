@@ -16,8 +16,11 @@
 // unprivileged kernel uid (65534 by default), and the writable
 // directories are idmapped mounts dsh prepares (open_tree and
 // mount_setattr, through a user namespace with the same mapping), so what
-// the command writes lands on disk as root's. Directories only root may
-// enter on the way to them, and $HOME, are shown read-only and idmapped.
+// the command writes lands on disk as root's. A directory only root may
+// enter on the way to them, the working directory or $HOME (/root) is
+// masked: the command sees a read-only tmpfs there holding only the way
+// to those places and, of $HOME, git's configuration (Rules.HomeFiles),
+// so what else dsh keeps there, keys and tokens, stays out of its reach.
 //
 // Nothing is downgraded silently: Probe finds out what this kernel and
 // container allow (by entering a sandbox for real, once per process),

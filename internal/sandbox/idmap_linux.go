@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -106,36 +104,4 @@ func idmappedMount(path string, ns *os.File, readOnly bool) (*os.File, error) {
 		return nil, errs.Wrap(Unavailable, e, fmt.Sprintf("sandbox: %s (file system type 0x%x) cannot be mounted idmapped, so a command cannot write it under another uid than root", path, st.Type)).WithReason("sandbox/no-idmap")
 	}
 	return os.NewFile(fd, "idmapped:"+path), nil
-}
-
-// views are the directories among dirs' ancestors (and dirs themselves)
-// that only dsh's user, root, may enter: the command, under another uid,
-// could not reach a workspace beneath /root, nor read the git config in a
-// 0700 home. Each is shown read-only and idmapped, so it can read there
-// what dsh can, and write nothing. Directories inside writable ones are
-// left alone; so are those inside another view.
-func views(dirs, writable []string) []string {
-	var out []string
-	for _, d := range dirs {
-		if d == "" || !filepath.IsAbs(d) {
-			continue
-		}
-		d = filepath.Clean(d)
-		parts := strings.Split(strings.TrimPrefix(d, "/"), "/")
-		p := ""
-		for _, part := range parts {
-			p += "/" + part
-			var st syscall.Stat_t
-			if syscall.Stat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-				break
-			}
-			if st.Uid == 0 && st.Mode&0o001 == 0 {
-				if !beneathAny(p, writable) && !beneathAny(p, out) {
-					out = append(out, p)
-				}
-				break
-			}
-		}
-	}
-	return out
 }

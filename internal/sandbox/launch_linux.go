@@ -27,8 +27,8 @@ var entryCaps = []uintptr{
 	0x6,  // CAP_SETGID
 	0x8,  // CAP_SETPCAP
 	0xc,  // CAP_NET_ADMIN
-	// Through a view the entry, still root's uid, meets directories
-	// owned by the command's uid; these two let it pass them.
+	// Through the idmapped mounts the entry, still root's uid, meets
+	// directories owned by the command's uid; these two let it pass them.
 	0x1, // CAP_DAC_OVERRIDE
 	0x2, // CAP_DAC_READ_SEARCH
 }
@@ -42,7 +42,7 @@ type Entry struct {
 	mounts   []*os.File
 	proxied  bool
 	// placeholders are the missing protected paths created for the run,
-	// removed by Err.
+	// with the parents they lacked, outermost first; removed by Err.
 	placeholders []string
 	failure      string
 	done         bool
@@ -111,8 +111,8 @@ func attach(cmd *exec.Cmd, r Rules, st Status, weak Weaken) (*Entry, error) {
 }
 
 // namespaces asks for the new namespaces and prepares the view: the uid
-// mapping, the writable directories (idmapped when dsh is root), the views
-// of directories only root may enter, the protected paths.
+// mapping, the writable directories (idmapped when dsh is root), the masks
+// over directories only root may enter, the protected paths.
 func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec) error {
 	spec.Namespaces = true
 	attr := cmd.SysProcAttr
@@ -157,13 +157,12 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 	if err != nil {
 		return err
 	}
+	readOnly = withSubmodules(readOnly)
 	for _, p := range readOnly {
 		if !beneathAny(p, spec.Writable) {
 			continue // read-only already
 		}
-		if placeholder(p) {
-			e.placeholders = append(e.placeholders, p)
-		}
+		e.placeholders = append(e.placeholders, placeholder(p, spec.Writable)...)
 		spec.ReadOnly = append(spec.ReadOnly, p)
 		// A protected name that is a symlink is covered where it stands;
 		// its target, writable under its own name, is covered too.
@@ -173,7 +172,17 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 			}
 		}
 	}
+	home := os.Getenv("HOME")
+	if home != "" {
+		home = filepath.Clean(home)
+	}
+	files, err := r.homeFiles(home, spec.Writable)
+	if err != nil {
+		return err
+	}
 	if !idmapped {
+		// The command has dsh's own uid: it may read what dsh's user may,
+		// and nothing is masked (see docs/tools.md, "Secrets").
 		for _, w := range spec.Writable {
 			spec.Mounts = append(spec.Mounts, entry.Mount{Path: w})
 		}
@@ -194,9 +203,20 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 		spec.Mounts = append(spec.Mounts, entry.Mount{Path: path, FD: 2 + len(cmd.ExtraFiles)})
 		return nil
 	}
-	for _, v := range views(append(append([]string{}, spec.Writable...), os.Getenv("HOME"), spec.Dir), spec.Writable) {
-		if err := add(v, true); err != nil {
-			return err
+	spec.Masks = masked(append(append([]string{}, spec.Writable...), home, spec.Dir), spec.Writable)
+	// The working directory and $HOME, beneath a masked directory and
+	// outside the writable ones, are reachable and empty; of $HOME the
+	// command reads only the files it needs.
+	for _, d := range []string{spec.Dir, home} {
+		if d != "" && beneathAny(d, spec.Masks) && !beneathAny(d, spec.Writable) {
+			spec.Reach = append(spec.Reach, d)
+		}
+	}
+	if beneathAny(home, spec.Masks) {
+		for _, f := range files {
+			if err := add(f, true); err != nil {
+				return err
+			}
 		}
 	}
 	for _, w := range spec.Writable {

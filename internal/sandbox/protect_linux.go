@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // placeholderMode is a placeholder's: an empty directory, read-only even
@@ -11,26 +12,89 @@ import (
 // listed as untracked and swept into the next `git add -A`.
 const placeholderMode = 0o555
 
-// placeholder creates a missing protected path as an empty directory, so
-// a read-only mount can cover it for the command's run (nothing can be
-// created there, file or directory); it reports whether it made one. A
-// path whose parent is missing is left: there is nothing to protect yet
-// and nothing to mount on. So is one dsh itself may not create: the
-// command, under dsh's uid or a lesser one, may not either.
-func placeholder(p string) bool {
-	if _, err := os.Lstat(p); err == nil {
-		return false
+// placeholder creates a missing protected path p as an empty directory,
+// so a read-only mount can cover it for the command's run (nothing can be
+// created there, file or directory), and creates first, as plain
+// directories, its parents missing beneath the writable directory holding
+// it: were a parent left missing, the command could make it and then the
+// path, as `mkdir .git && echo ... > .git/config` would in a workspace
+// without a repository. The entry pins those parents (a mount point
+// cannot be renamed or removed), so the way to the placeholder stays.
+//
+// It returns what it made, or shares with a run still using it, outermost
+// first: nothing for a path that exists, lies in no writable directory, or
+// lies beneath something that is not a directory (nothing can be created
+// there). A path dsh itself may
+// not create is left: the command, under dsh's uid or a lesser one, may
+// not create it either.
+func placeholder(p string, writable []string) []string {
+	held.Lock()
+	defer held.Unlock()
+	root := ""
+	for _, w := range writable {
+		if len(p) > len(w)+1 && p[:len(w)+1] == w+"/" && len(w) > len(root) {
+			root = w
+		}
 	}
-	if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-		return false
+	if root == "" {
+		return nil
 	}
-	return os.Mkdir(p, placeholderMode) == nil
+	// The way down, outermost last: each missing or held by another
+	// run's placeholder; it stops at the first directory of the tree's
+	// own.
+	var way []string
+	for d := p; len(d) > len(root); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil && held.n[d] == 0 {
+			if d == p {
+				return nil
+			}
+			if st, err := os.Stat(d); err != nil || !st.IsDir() {
+				return nil
+			}
+			break
+		}
+		way = append(way, d)
+	}
+	var made []string
+	for i := len(way) - 1; i >= 0; i-- {
+		d := way[i]
+		if held.n[d] == 0 {
+			mode := os.FileMode(0o755)
+			if d == p {
+				mode = placeholderMode
+			}
+			if os.Mkdir(d, mode) != nil {
+				return made
+			}
+		}
+		held.n[d]++
+		made = append(made, d)
+	}
+	return made
 }
 
-// removePlaceholders removes the placeholders this entry made; os.Remove
-// leaves one that is no longer an empty directory.
+// held counts, per path placeholder made, the runs using it: commands run
+// side by side in one workspace share a placeholder, and the first to end
+// must not remove it from under the others (removing a mount point
+// detaches the mount in every namespace, which would uncover the path).
+var held = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// removePlaceholders lets go of what placeholder made for this entry and
+// removes, the deepest first, what no other run holds; os.Remove leaves a
+// directory that is no longer empty (the command put something in a
+// parent it was free to write).
 func (e *Entry) removePlaceholders() {
-	for _, p := range e.placeholders {
+	held.Lock()
+	defer held.Unlock()
+	for i := len(e.placeholders) - 1; i >= 0; i-- {
+		p := e.placeholders[i]
+		if held.n[p]--; held.n[p] > 0 {
+			continue
+		}
+		delete(held.n, p)
 		if st, err := os.Lstat(p); err == nil && st.IsDir() {
 			_ = os.Remove(p)
 		}

@@ -59,6 +59,11 @@ const DefaultProxyPort = 3128
 // root: nobody's.
 const DefaultID = 65534
 
+// DefaultHomeFiles are git's user configuration files: without them git
+// in the sandbox knows neither the user's name nor their settings. Nothing
+// that commonly holds a secret (~/.ssh, ~/.git-credentials, ~/.aws).
+var DefaultHomeFiles = []string{".gitconfig", ".config/git"}
+
 // Weaken names what a caller accepts to lose where the kernel cannot give
 // it; Status.Effective says which of them apply.
 type Weaken uint8
@@ -97,6 +102,11 @@ type Rules struct {
 	// UID and GID are the kernel ids the command runs under when dsh is
 	// root; 0 means DefaultID. Root itself cannot be chosen.
 	UID, GID int
+	// HomeFiles are the paths, relative to $HOME, the command may read
+	// when dsh is root and $HOME lies in a directory only root may enter
+	// (/root): everything else there is masked. nil means
+	// DefaultHomeFiles; an empty, non-nil list shows none.
+	HomeFiles []string
 	// Accept is what may be weakened where the kernel cannot enforce the
 	// rest; Attach refuses rules that need more.
 	Accept Weaken

@@ -110,7 +110,13 @@ func isolate(s *Spec) error {
 	if err := setAttr(-1, "/", atRecursive, mountAttrRdonly); err != nil {
 		return fmt.Errorf("making every mount read-only: %w", err)
 	}
-	// Outermost first: a writable directory may lie inside a view.
+	// Masks first: every mount beneath one needs its mount point there.
+	for _, m := range s.Masks {
+		if err := mask(m, mounts, s.Reach); err != nil {
+			return err
+		}
+	}
+	// Outermost first: a writable directory may lie inside another.
 	sort.SliceStable(mounts, func(i, j int) bool { return len(mounts[i].path) < len(mounts[j].path) })
 	for _, d := range mounts {
 		if err := moveMount(d.fd, d.path); err != nil {

@@ -62,8 +62,16 @@ type Spec struct {
 	Namespaces bool `json:"namespaces,omitempty"`
 	// Mounts are attached, outermost first, once everything else is
 	// read-only: the writable directories and, when dsh is root, the
-	// read-only idmapped views of directories only dsh's user may enter.
+	// files of $HOME the command may read, read-only and idmapped.
 	Mounts []Mount `json:"mounts,omitempty"`
+	// Masks are directories only dsh's user may enter (/root) that the
+	// command must pass through: each is covered with an empty tmpfs
+	// holding only the mount points of the Mounts beneath it and the
+	// directories of Reach, read-only once built.
+	Masks []string `json:"masks,omitempty"`
+	// Reach are directories created, empty, in the Masks so the command
+	// can enter them: its working directory and $HOME.
+	Reach []string `json:"reach,omitempty"`
 	// ReadOnly paths inside writable directories are mounted over
 	// read-only; a missing one is skipped (dsh placed a placeholder
 	// where it could).
