@@ -187,6 +187,7 @@ func (r *runner) rules(writable, readOnly []string) sandbox.Rules {
 	return sandbox.Rules{
 		Writable: writable, ReadOnly: ro, Network: r.policy.Mode,
 		UID: r.cfg.Sandbox.UID, GID: r.cfg.Sandbox.UID, Accept: r.accept,
+		HomeFiles: r.cfg.Sandbox.HomeFiles,
 	}
 }
 

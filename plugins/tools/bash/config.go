@@ -62,6 +62,12 @@ type SandboxConfig struct {
 	// created either: an empty read-only directory stands in its place
 	// while a command runs.
 	ReadOnly []string `koanf:"read_only" json:"read_only,omitempty"`
+	// HomeFiles are the paths, relative to $HOME, a command may read when
+	// dsh runs as root and $HOME is root's alone (/root): the rest of the
+	// home is masked, so keys and tokens kept there stay dsh's. Unset
+	// means git's configuration (.gitconfig, .config/git); an empty list
+	// shows nothing. Add a cache a build needs (go/pkg/mod, .cargo).
+	HomeFiles []string `koanf:"home_files" json:"home_files,omitempty"`
 	// UID is the kernel uid (and gid) commands run under when dsh runs as
 	// root; default 65534 (nobody). Root itself is refused.
 	UID int `koanf:"uid" json:"uid,omitempty"`
@@ -135,6 +141,11 @@ func (c Config) Validate() error {
 	for _, p := range c.Sandbox.ReadOnly {
 		if strings.TrimSpace(p) == "" || strings.Contains("/"+p+"/", "/../") {
 			return fmt.Errorf("sandbox.read_only lists %q; give a path inside the workspace or an absolute one, without ..", p)
+		}
+	}
+	for _, p := range c.Sandbox.HomeFiles {
+		if clean := filepath.Clean(p); p == "" || filepath.IsAbs(p) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+			return fmt.Errorf("sandbox.home_files lists %q; give a path relative to the home directory, without .., such as .gitconfig", p)
 		}
 	}
 	if c.Sandbox.UID < 0 || c.Sandbox.UID > 1<<31-2 {

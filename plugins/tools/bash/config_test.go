@@ -59,3 +59,18 @@ func TestTheDefaultsProtectGitAndInstructions(t *testing.T) {
 		t.Error("a negative sandbox.uid must be refused")
 	}
 }
+
+func TestHomeFilesMustStayInTheHome(t *testing.T) {
+	for _, bad := range []string{"/etc/passwd", "../x", ".", ""} {
+		c := bash.Config{}.Defaults()
+		c.Sandbox.HomeFiles = []string{bad}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "sandbox.home_files") {
+			t.Errorf("home_files %q: want an error naming sandbox.home_files, got %v", bad, err)
+		}
+	}
+	c := bash.Config{}.Defaults()
+	c.Sandbox.HomeFiles = []string{".gitconfig", "go/pkg/mod"}
+	if err := c.Validate(); err != nil {
+		t.Errorf("relative home files are fine: %v", err)
+	}
+}
