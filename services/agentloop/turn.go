@@ -266,6 +266,13 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 		a.answerUnrun(turn, step, calls, "not executed: the reply hit the output token limit")
 		calls = nil
 	}
+	if len(calls) > 0 {
+		// The calls are durable before any of them runs, so a crash
+		// while one runs leaves a log that names it, and resuming
+		// answers it as interrupted. A step without calls has nothing
+		// to run before its end is checkpointed.
+		a.flush(rec)
+	}
 	executed, err := a.runTools(ctx, turn, step, calls)
 	if err != nil {
 		return false, maxed, err
@@ -283,6 +290,12 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 		return false, maxed, err
 	}
 	a.sess.Append(rec, session.Event{Type: session.StepEnd, Turn: turn, Step: step})
+	if cont {
+		// The step is the unit of durability: a crash in a later step
+		// loses none of this one. The last step needs no checkpoint of
+		// its own; the turn's end, next, is one.
+		a.flush(rec)
+	}
 	return cont, maxed, nil
 }
 

@@ -68,7 +68,7 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 	if err != nil {
 		return err
 	}
-	w := &files{dir: cfg.Dir, log: ctx.Logger(), sink: appendSync}
+	w := &files{dir: cfg.Dir, log: ctx.Logger(), commit: newCommitter()}
 	// Only a root instance serves resumes: an agent resumes before its
 	// scope, and the presets in it, exist. In a preset it records its
 	// agent, taking the session's lock when it first hears of it.
@@ -101,8 +101,8 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 type files struct {
 	dir string
 	log hclog.Logger
-	// sink appends data to a file durably.
-	sink func(path string, data []byte) error
+	// commit syncs the appends of every session of dir in groups.
+	commit *committer
 
 	// writers are the sessions this plugin holds, and those it adopted
 	// (opened without its lease; they lock on first use).
