@@ -37,6 +37,14 @@ func (a *ReactLoopAgent) resolveParts(h llm.History) (llm.History, error) {
 					"agent %q: message %d has attachments but no attachments service is mounted to read them; mount attachments.Plugin", a.id, i))
 			}
 		}
+		m, done, err := inline(store, msgs[i])
+		if err != nil {
+			return h, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("agent %q: cannot read the result of tool call %q, stored out of line", a.id, msgs[i].ToolCallID))
+		}
+		if done {
+			msgs[i] = m
+			continue
+		}
 		parts, err := store.Resolve(msgs[i].Parts)
 		if err != nil {
 			return h, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("agent %q: cannot read the attachments of message %d (%s)", a.id, i, msgs[i].Role))

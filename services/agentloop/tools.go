@@ -63,6 +63,7 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 			if o.Ran && o.Err == nil && len(o.Result.Parts) > 0 {
 				msg = a.toolParts(msg, o.Result.Parts)
 			}
+			msg = a.outOfLine(msg)
 			a.sess.Append(rec, session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &msg})
 		},
 	})

@@ -1,0 +1,66 @@
+package agentloop
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/llm"
+)
+
+// A tool result larger than OutOfLine is kept once in the attachments
+// store, beside the session log, and the log holds a preview and a
+// reference: a 50 MB result would otherwise be a 75 MB line (JSON escapes)
+// that every resume decodes, and every listing and live client copies.
+// The model still gets the whole text: resolveParts reads it back for each
+// request.
+const (
+	OutOfLine = 64 << 10
+	// previewBytes of the result stay in the log, for people reading it.
+	previewBytes = 2 << 10
+	// resultPart names the part that holds a result out of line.
+	resultPart = "tool-result"
+)
+
+// outOfLine stores a large result's text and returns the message the log
+// keeps; small results, and sessions whose attachments are not persisted,
+// keep it inline. A store that fails keeps it inline too: a slow resume
+// is better than a lost result.
+func (a *ReactLoopAgent) outOfLine(msg llm.Message) llm.Message {
+	if len(msg.Content) <= OutOfLine || msg.HasParts() {
+		return msg
+	}
+	store, err := attachments.Key.Get(a.scope)
+	if err != nil || !store.Persistent() {
+		return msg
+	}
+	ref, _, err := store.Put(a.sess.ID(), []byte(msg.Content))
+	if err != nil {
+		a.reportError(err)
+		return msg
+	}
+	size := len(msg.Content)
+	cut := previewBytes
+	for cut > 0 && !utf8.RuneStart(msg.Content[cut]) {
+		cut--
+	}
+	msg.Content = fmt.Sprintf("%s\n[… %d of %d bytes shown; the whole result is stored as %s]", msg.Content[:cut], cut, size, ref)
+	msg.Parts = []llm.Part{{Type: llm.PartText, Name: resultPart, Ref: ref, Size: int64(size)}}
+	a.noteParts(msg)
+	return msg
+}
+
+// inline returns a tool result stored out of line with its whole text
+// back in Content, for a model request; other messages are returned as
+// they are.
+func inline(store *attachments.Store, m llm.Message) (llm.Message, bool, error) {
+	if m.Role != llm.RoleTool || len(m.Parts) != 1 || m.Parts[0].Type != llm.PartText || m.Parts[0].Name != resultPart || m.Parts[0].Ref == "" {
+		return m, false, nil
+	}
+	data, err := store.Get(m.Parts[0].Ref)
+	if err != nil {
+		return m, true, err
+	}
+	m.Content, m.Parts = string(data), nil
+	return m, true, nil
+}
