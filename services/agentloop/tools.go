@@ -50,6 +50,11 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 			}
 			c := calls[i]
 			a.sess.Append(rec, session.Event{Type: session.ToolCall, Turn: turn, Step: step, ToolCall: &c})
+			// A call is durable, with its assistant message and the
+			// results before it, before it runs: a crash while it runs
+			// leaves a log that names it, which a resume answers as
+			// interrupted, and live clients hear it start.
+			a.flush(rec)
 			return true
 		},
 		Done: func(i int, o tools.Outcome) {

@@ -266,13 +266,6 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 		a.answerUnrun(turn, step, calls, "not executed: the reply hit the output token limit")
 		calls = nil
 	}
-	if len(calls) > 0 {
-		// The calls are durable before any of them runs, so a crash
-		// while one runs leaves a log that names it, and resuming
-		// answers it as interrupted. A step without calls has nothing
-		// to run before its end is checkpointed.
-		a.flush(rec)
-	}
 	executed, err := a.runTools(ctx, turn, step, calls)
 	if err != nil {
 		return false, maxed, err

@@ -7,9 +7,9 @@
 // log yields the identical history. Each append is also emitted as a
 // session/event in the agent's scope. The step is the unit of durability:
 // the loop awaits the session/flush checkpoint, where persistence plugins
-// hook in, once a turn's prompt is recorded, once a step's tool calls are
-// recorded and before any runs, at the end of every step that continues
-// and at the turn's end, so a crash loses at most the step in flight. A
+// hook in, once a turn's prompt is recorded, as each tool call starts
+// (before it runs), at the end of every step that continues and at the
+// turn's end, so a crash loses at most the step in flight. A
 // checkpoint that succeeded is announced as session/durable, the event
 // live streams follow. Stream chunks are not events: the loop records the
 // assembled assistant message.

@@ -44,8 +44,8 @@ var (
 	// EventAppended is emitted after every append.
 	EventAppended = waterfall.NewEmit[Appended]("session/event")
 	// EventFlush is the checkpoint the agent loop awaits after recording a
-	// turn's prompt, once a step's tool calls are recorded (before they
-	// run), at the end of every step that continues and at the turn's end.
+	// turn's prompt, as each tool call starts (before it runs), at the
+	// end of every step that continues and at the turn's end.
 	// Persistence listeners write, then call next; an error is reported
 	// through agent/error and does not stop the agent.
 	EventFlush = waterfall.New[Flush, struct{}]("session/flush", nil)
