@@ -3,10 +3,12 @@
 // its conversation after dsh restarts.
 //
 // Events are buffered as they are appended and written at the agent loop's
-// session/flush checkpoint (every turn end, and when the agent is
-// disposed), followed by an fsync: a turn that ended is on disk before the
-// next begins. The plugin is also the sessions service's persistence
-// backend, so agents configured with a session id resume from their file.
+// session/flush checkpoints (the prompt, each tool call's start, each
+// step's end, the turn's end, and when the agent is disposed), then
+// synced: a step that ended is on disk before the next begins. The syncs
+// of all the directory's sessions are shared (group commit, commit.go).
+// The plugin is also the sessions service's persistence backend, so agents
+// configured with a session id resume from their file.
 //
 // The directory holds <id>.jsonl (the log; its first line also names the
 // agent that wrote it) and <id>.lock (flocked by the one writer of the
