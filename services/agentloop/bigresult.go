@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
 )
@@ -36,7 +37,9 @@ func (a *ReactLoopAgent) outOfLine(msg llm.Message) llm.Message {
 	}
 	ref, _, err := store.Put(a.sess.ID(), []byte(msg.Content))
 	if err != nil {
-		a.reportError(err)
+		a.reportError(errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf(
+			"agent %q: the %d-byte result of tool call %q could not be stored beside session %q, so the log keeps it inline; check the attachments directory",
+			a.id, len(msg.Content), msg.ToolCallID, a.sess.ID())))
 		return msg
 	}
 	size := len(msg.Content)

@@ -80,7 +80,11 @@ func stopAt(point string) {
 		return
 	}
 	os.WriteFile(filepath.Join(os.Getenv(crashEnv), "stopped"), []byte(point), 0o600)
-	select {}
+	// Sleeping, not select{}: with every goroutine blocked the runtime
+	// would end the process itself, before the test kills it.
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 type noCrashConfig struct{}
