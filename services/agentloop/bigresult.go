@@ -54,16 +54,20 @@ func (a *ReactLoopAgent) outOfLine(msg llm.Message) llm.Message {
 }
 
 // inline returns a tool result stored out of line with its whole text
-// back in Content, for a model request; other messages are returned as
-// they are.
-func inline(store *attachments.Store, m llm.Message) (llm.Message, bool, error) {
+// back in Content, for a model request; ok is false for any other message.
+// A result that cannot be read back goes as its preview, with a note the
+// model reads, and err says why: a lost blob must not wedge the session.
+func inline(store *attachments.Store, m llm.Message) (_ llm.Message, ok bool, err error) {
 	if m.Role != llm.RoleTool || len(m.Parts) != 1 || m.Parts[0].Type != llm.PartText || m.Parts[0].Name != resultPart || m.Parts[0].Ref == "" {
 		return m, false, nil
 	}
-	data, err := store.Get(m.Parts[0].Ref)
+	ref := m.Parts[0].Ref
+	m.Parts = nil
+	data, err := store.Get(ref)
 	if err != nil {
+		m.Content += "\n[the whole result could not be read back; only the part above is known]"
 		return m, true, err
 	}
-	m.Content, m.Parts = string(data), nil
+	m.Content = string(data)
 	return m, true, nil
 }

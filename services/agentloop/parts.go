@@ -37,11 +37,11 @@ func (a *ReactLoopAgent) resolveParts(h llm.History) (llm.History, error) {
 					"agent %q: message %d has attachments but no attachments service is mounted to read them; mount attachments.Plugin", a.id, i))
 			}
 		}
-		m, done, err := inline(store, msgs[i])
-		if err != nil {
-			return h, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("agent %q: cannot read the result of tool call %q, stored out of line", a.id, msgs[i].ToolCallID))
-		}
-		if done {
+		if m, ok, err := inline(store, msgs[i]); ok {
+			if err != nil {
+				a.reportError(errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf(
+					"agent %q: the result of tool call %q, stored beside the session, cannot be read; the model gets its 2 KiB preview", a.id, msgs[i].ToolCallID)))
+			}
 			msgs[i] = m
 			continue
 		}

@@ -203,3 +203,30 @@ func BenchmarkResumeLargeResult(b *testing.B) {
 	b.ReportMetric(float64(st.Size())/(1<<20), "log-MB")
 	b.ReportMetric(0, "ns/op")
 }
+
+// TestALostLargeResultDoesNotWedgeTheSession: the stored result removed
+// behind dsh's back, the next turn still runs — the model gets the
+// preview with a note — instead of failing every turn after.
+func TestALostLargeResultDoesNotWedgeTheSession(t *testing.T) {
+	dir := t.TempDir()
+	const size = 1 << 20
+	writeBigSession(t, dir, size)
+	ref := attachments.RefOf([]byte(bigText(size)))
+	if err := os.Remove(filepath.Join(dir, "attachments", "blobs", strings.TrimPrefix(ref, attachments.RefPrefix))); err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(mustParse(bigYAML(dir, size)), host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	a, _ := h.Agent("main")
+	if _, err := h.Controller().Deliver(stdctx.Background(), a, agentcontroller.Request{Mode: agentcontroller.Followup, Content: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	a.WhenIdle(stdctx.Background())
+	evs := a.Session().Events(1)
+	if last := evs[len(evs)-1]; last.Type != session.TurnEnd || last.Reason != "completed" {
+		t.Fatalf("the turn after the result was lost ended with %+v", last)
+	}
+}
