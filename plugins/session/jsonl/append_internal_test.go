@@ -33,7 +33,7 @@ func TestAFailedAppendLeavesTheFileAsItWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sync := newCommitter()
+	sync := newCommitter(false)
 	err = appendTo(f, []byte(`{"seq":2}`+"\n"), func(f *os.File) error { return sync.sync(f, false) })
 	syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old)
 	if err == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugins/session/jsonl"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/hashicorp/go-hclog"
@@ -58,34 +59,40 @@ const stepsPerTurn = 5
 // BenchmarkSteps runs turns of stepsPerTurn steps on 1, 10 and 100 agents
 // at once, with and without session.jsonl, and reports persisted steps per
 // second and the CPU time (user and system, of the whole process) per
-// step. Every step of a tool-calling turn is checkpointed; the appends of
-// all agents share syncs.
+// step. Every step of a tool-calling turn is checkpointed; with sync=group
+// the appends of all agents share syncs, with sync=file each syncs alone.
 //
 //	go test -run '^$' -bench BenchmarkSteps -benchtime 3s ./plugins/session/jsonl/
 func BenchmarkSteps(b *testing.B) {
 	for _, agents := range []int{1, 10, 100} {
-		for _, persist := range []bool{false, true} {
-			b.Run(fmt.Sprintf("agents=%d/persist=%v", agents, persist), func(b *testing.B) {
+		for _, persist := range []string{"", jsonl.SyncGroup, jsonl.SyncFile} {
+			name := "persist=false"
+			if persist != "" {
+				name = "persist=true/sync=" + persist
+			}
+			b.Run(fmt.Sprintf("agents=%d/%s", agents, name), func(b *testing.B) {
 				benchSteps(b, agents, persist)
 			})
 		}
 	}
 }
 
-func benchSteps(b *testing.B, n int, persist bool) {
+// benchSteps runs the agents with session.jsonl syncing as persist says,
+// or without it when persist is empty.
+func benchSteps(b *testing.B, n int, persist string) {
 	var yaml strings.Builder
 	yaml.WriteString("plugins:\n  - use: llm.scripted\n    config:\n      replies:\n")
 	for range stepsPerTurn - 1 {
 		yaml.WriteString("        - text: \"a look at the clock. \"\n          tool_calls: [{name: clock, arguments: '{}'}]\n")
 	}
 	yaml.WriteString("        - text: \"done\"\n  - use: tools.clock\n")
-	if persist {
-		fmt.Fprintf(&yaml, "  - use: session.jsonl\n    config: {dir: %q}\n", b.TempDir())
+	if persist != "" {
+		fmt.Fprintf(&yaml, "  - use: session.jsonl\n    config: {dir: %q, sync: %s}\n", b.TempDir(), persist)
 	}
 	yaml.WriteString("agents:\n")
 	for i := range n {
 		fmt.Fprintf(&yaml, "  - id: a%d\n    provider: scripted\n    max_steps: %d\n", i, stepsPerTurn)
-		if persist {
+		if persist != "" {
 			fmt.Fprintf(&yaml, "    session: s%d\n", i)
 		}
 	}

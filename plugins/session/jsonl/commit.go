@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"os"
+	"path/filepath"
 	"sync"
 )
 
@@ -14,6 +15,9 @@ import (
 //
 // How a group is synced is the platform's (syncGroup).
 type committer struct {
+	// alone makes every caller sync its own file, sharing nothing.
+	alone bool
+
 	mu   sync.Mutex
 	cond sync.Cond
 	// busy is set while a leader syncs a group.
@@ -34,8 +38,8 @@ type group struct {
 	err   error
 }
 
-func newCommitter() *committer {
-	c := &committer{}
+func newCommitter(alone bool) *committer {
+	c := &committer{alone: alone}
 	c.cond.L = &c.mu
 	return c
 }
@@ -43,6 +47,12 @@ func newCommitter() *committer {
 // sync returns once f's data written before the call is durable. fresh
 // says f was created since its last sync.
 func (c *committer) sync(f *os.File, fresh bool) error {
+	if c.alone {
+		c.mu.Lock()
+		c.syncs++
+		c.mu.Unlock()
+		return syncAlone(f, fresh)
+	}
 	c.mu.Lock()
 	g := c.forming
 	if g == nil {
@@ -83,6 +93,28 @@ func (g *group) run() error {
 		files = append(files, f)
 	}
 	return syncGroup(files, g.fresh)
+}
+
+// syncAlone makes f's appends durable by itself: its data, and its
+// directory's entry when it is new.
+func syncAlone(f *os.File, fresh bool) error {
+	if err := syncData(f); err != nil {
+		return err
+	}
+	if !fresh {
+		return nil
+	}
+	return syncDir(f)
+}
+
+// syncDir makes the entry of f in its directory durable.
+func syncDir(f *os.File) error {
+	d, err := os.Open(filepath.Dir(f.Name()))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // count returns the syncs made so far.

@@ -32,7 +32,7 @@ func benchCommit(b *testing.B, n int, alone bool, line []byte) {
 	{
 		{
 			dir := b.TempDir()
-			c := newCommitter()
+			c := newCommitter(false)
 			files := make([]*os.File, n)
 			for i := range files {
 				f, _, err := openLog(filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i)))
@@ -49,7 +49,7 @@ func benchCommit(b *testing.B, n int, alone bool, line []byte) {
 					wg.Go(func() {
 						sync := func(f *os.File) error { return c.sync(f, false) }
 						if alone {
-							sync = func(f *os.File) error { return syncGroup([]*os.File{f}, false) }
+							sync = func(f *os.File) error { return syncAlone(f, false) }
 						}
 						if err := appendTo(f, line, sync); err != nil {
 							b.Error(err)

@@ -12,9 +12,26 @@ import (
 // Many writers appending at once share syncs, and every append is in its
 // file, whole and in order, when its sync returns.
 func TestGroupCommitSharesSyncs(t *testing.T) {
+	c := concurrentAppends(t, false)
+	if n := c.count(); n >= 20*10 {
+		t.Fatalf("%d syncs for %d appends: none was shared", n, 20*10)
+	}
+}
+
+// With sync: file every append syncs its own file, shared with nobody.
+func TestSyncFileSharesNothing(t *testing.T) {
+	c := concurrentAppends(t, true)
+	if n := c.count(); n != 20*10 {
+		t.Fatalf("%d syncs for %d appends; want one each", n, 20*10)
+	}
+}
+
+// concurrentAppends has 20 writers append 10 lines each to their own file
+// at once, and checks every file holds its lines whole and in order.
+func concurrentAppends(t *testing.T, alone bool) *committer {
 	const writers, appends = 20, 10
 	dir := t.TempDir()
-	c := newCommitter()
+	c := newCommitter(alone)
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
@@ -45,7 +62,17 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 			t.Fatalf("writer %d's file holds %q (%v)", w, got, err)
 		}
 	}
-	if n := c.count(); n >= writers*appends {
-		t.Fatalf("%d syncs for %d appends: none was shared", n, writers*appends)
+	return c
+}
+
+func TestConfigRefusesAnUnknownSync(t *testing.T) {
+	err := Config{Dir: "s", Sync: "fast"}.Validate()
+	if err == nil || !strings.Contains(err.Error(), `sync is "fast"`) {
+		t.Fatalf("sync: fast: %v", err)
+	}
+	for _, ok := range []string{"", SyncGroup, SyncFile} {
+		if err := (Config{Dir: "s", Sync: ok}).Validate(); err != nil {
+			t.Fatalf("sync: %q: %v", ok, err)
+		}
 	}
 }
