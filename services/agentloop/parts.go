@@ -37,6 +37,14 @@ func (a *ReactLoopAgent) resolveParts(h llm.History) (llm.History, error) {
 					"agent %q: message %d has attachments but no attachments service is mounted to read them; mount attachments.Plugin", a.id, i))
 			}
 		}
+		if m, ok, err := inline(store, msgs[i]); ok {
+			if err != nil {
+				a.reportError(errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf(
+					"agent %q: the result of tool call %q, stored beside the session, cannot be read; the model gets its 2 KiB preview", a.id, msgs[i].ToolCallID)))
+			}
+			msgs[i] = m
+			continue
+		}
 		parts, err := store.Resolve(msgs[i].Parts)
 		if err != nil {
 			return h, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("agent %q: cannot read the attachments of message %d (%s)", a.id, i, msgs[i].Role))

@@ -76,6 +76,11 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 			}
 			c := calls[run[j]]
 			a.sess.Append(rec, session.Event{Type: session.ToolCall, Turn: turn, Step: step, ToolCall: &c})
+			// A call is durable, with its assistant message and the
+			// results before it, before it runs: a crash while it runs
+			// leaves a log that names it, which a resume answers as
+			// interrupted, and live clients hear it start.
+			a.flush(rec)
 			return true
 		},
 		Done: func(j int, o tools.Outcome) {
@@ -92,6 +97,7 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 			if o.Ran && o.Err == nil && len(o.Result.Parts) > 0 {
 				msg = a.toolParts(msg, o.Result.Parts)
 			}
+			msg = a.outOfLine(msg)
 			a.sess.Append(rec, session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &msg})
 		},
 	})

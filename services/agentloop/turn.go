@@ -290,6 +290,12 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 		return false, maxed, err
 	}
 	a.sess.Append(rec, session.Event{Type: session.StepEnd, Turn: turn, Step: step})
+	if cont {
+		// The step is the unit of durability: a crash in a later step
+		// loses none of this one. The last step needs no checkpoint of
+		// its own; the turn's end, next, is one.
+		a.flush(rec)
+	}
 	return cont, maxed, nil
 }
 

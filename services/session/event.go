@@ -5,10 +5,14 @@
 // sequence numbers. The conversation sent to the model is never stored on its
 // own: it is derived from the log by Derive, event by event, so replaying a
 // log yields the identical history. Each append is also emitted as a
-// session/event in the agent's scope, and the loop awaits the session/flush
-// checkpoint once a turn's prompt is recorded and again at the turn's end,
-// which is where persistence plugins hook in. Stream chunks are not events:
-// the loop records the assembled assistant message.
+// session/event in the agent's scope. The step is the unit of durability:
+// the loop awaits the session/flush checkpoint, where persistence plugins
+// hook in, once a turn's prompt is recorded, as each tool call starts
+// (before it runs), at the end of every step that continues and at the
+// turn's end, so a crash loses at most the step in flight. A
+// checkpoint that succeeded is announced as session/durable, the event
+// live streams follow. Stream chunks are not events: the loop records the
+// assembled assistant message.
 //
 // A persistence backend may also list its sessions without loading their
 // logs (Lister: id, agent, title, created, updated, turns, state) and delete

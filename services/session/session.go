@@ -44,10 +44,17 @@ var (
 	// EventAppended is emitted after every append.
 	EventAppended = waterfall.NewEmit[Appended]("session/event")
 	// EventFlush is the checkpoint the agent loop awaits after recording a
-	// turn's prompt and again at its end.
+	// turn's prompt, as each tool call starts (before it runs), at the
+	// end of every step that continues and at the turn's end.
 	// Persistence listeners write, then call next; an error is reported
 	// through agent/error and does not stop the agent.
 	EventFlush = waterfall.New[Flush, struct{}]("session/flush", nil)
+	// EventDurable is emitted once a checkpoint succeeded: every event up
+	// to Seq is stored by every persistence listener (or, with none, is
+	// as durable as it will get). What shows the log to others — live
+	// streams — sends an event only once it is durable, so a crash never
+	// takes back an event a client saw under its seq.
+	EventDurable = waterfall.NewEmit[Flush]("session/durable")
 )
 
 // Session is one agent's event log.
@@ -76,6 +83,9 @@ type Session struct {
 	closing bool
 	// interrupted is set when the restored log ended inside a turn.
 	interrupted *Interruption
+	// durable is the seq up to which the log is stored: the last
+	// successful checkpoint's, or the restored log's end.
+	durable int64
 }
 
 const pageSize = 256
@@ -208,11 +218,33 @@ func (s *Session) History() llm.History {
 	return s.history.log.View()
 }
 
-// Flush runs the session/flush checkpoint for everything appended so far.
+// Flush runs the session/flush checkpoint for everything appended so far
+// and, once it succeeded, emits session/durable.
 func (s *Session) Flush(ctx stdctx.Context) error {
 	seq := int64(s.Len())
-	_, err := EventFlush.Dispatch(ctx, s.at, Flush{Session: s, Seq: seq})
-	return err
+	if _, err := EventFlush.Dispatch(ctx, s.at, Flush{Session: s, Seq: seq}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	advanced := seq > s.durable
+	if advanced {
+		s.durable = seq
+	}
+	s.mu.Unlock()
+	if advanced {
+		// Two checkpoints racing (a dispose's and the driver's) may emit
+		// out of order; a listener takes the highest seq it heard.
+		EventDurable.Emit(ctx, s.at, Flush{Session: s, Seq: seq})
+	}
+	return nil
+}
+
+// Durable returns the seq up to which the log is stored: events after it
+// may still be lost to a crash.
+func (s *Session) Durable() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.durable
 }
 
 // Lease returns the backend's hold on the session, or nil. Persistence

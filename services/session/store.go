@@ -131,6 +131,7 @@ func (st *Store) open(ctx stdctx.Context, at *dshctx.Context, agentID, sessionID
 			s.push(e)
 			s.index(e)
 		}
+		s.durable = int64(len(events))
 	}
 	st.mu.Lock()
 	if err = st.taken(sessionID); err != nil {

@@ -28,7 +28,13 @@ func TestAFailedAppendLeavesTheFileAsItWas(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
 		t.Fatal(err)
 	}
-	err := appendSync(path, []byte(`{"seq":2}`+"\n"))
+	f, _, err := openLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sync := newCommitter(false)
+	err = appendTo(f, []byte(`{"seq":2}`+"\n"), func(f *os.File) error { return sync.sync(f, false) })
 	syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old)
 	if err == nil {
 		t.Fatal("the append went through despite the size limit")
@@ -40,7 +46,7 @@ func TestAFailedAppendLeavesTheFileAsItWas(t *testing.T) {
 	if string(got) != string(whole) {
 		t.Fatalf("after a failed append the file holds %q; want %q", got, whole)
 	}
-	if err := appendSync(path, []byte(`{"seq":2}`+"\n")); err != nil {
+	if err := appendTo(f, []byte(`{"seq":2}`+"\n"), func(f *os.File) error { return sync.sync(f, false) }); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(whole)+`{"seq":2}`+"\n" {

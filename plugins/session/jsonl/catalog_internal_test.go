@@ -60,7 +60,7 @@ func holdElsewhere(t *testing.T, dir, id string) (pid int) {
 }
 
 func newFiles(dir string) *files {
-	return &files{dir: dir, log: hclog.NewNullLogger(), sink: appendSync}
+	return &files{dir: dir, log: hclog.NewNullLogger(), commit: newCommitter(false)}
 }
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)

@@ -3,10 +3,12 @@
 // its conversation after dsh restarts.
 //
 // Events are buffered as they are appended and written at the agent loop's
-// session/flush checkpoint (every turn end, and when the agent is
-// disposed), followed by an fsync: a turn that ended is on disk before the
-// next begins. The plugin is also the sessions service's persistence
-// backend, so agents configured with a session id resume from their file.
+// session/flush checkpoints (the prompt, each tool call's start, each
+// step's end, the turn's end, and when the agent is disposed), then
+// synced: a step that ended is on disk before the next begins. The syncs
+// of all the directory's sessions are shared (group commit, commit.go).
+// The plugin is also the sessions service's persistence backend, so agents
+// configured with a session id resume from their file.
 //
 // The directory holds <id>.jsonl (the log; its first line also names the
 // agent that wrote it) and <id>.lock (flocked by the one writer of the
@@ -40,10 +42,22 @@ type Config struct {
 	// Dir holds one <session id>.jsonl file per session; it is created if
 	// missing. Relative paths start from the working directory.
 	Dir string `koanf:"dir" json:"dir"`
+	// Sync is how checkpoints reach the disk: "group" (default) shares one
+	// sync among the sessions that wrote meanwhile, a syncfs(2) of the
+	// file system for more than one; "file" syncs each session's file on
+	// its own, for a dir on a file system that other programs write
+	// heavily, whose dirty data a syncfs would write back too.
+	Sync string `koanf:"sync" json:"sync,omitempty"`
 }
 
 // Defaults keeps sessions in ./sessions unless the entry says otherwise.
-func (Config) Defaults() Config { return Config{Dir: "sessions"} }
+func (Config) Defaults() Config { return Config{Dir: "sessions", Sync: SyncGroup} }
+
+// The values of Config.Sync.
+const (
+	SyncGroup = "group"
+	SyncFile  = "file"
+)
 
 // AttachmentsDir is where the attachments of these sessions are kept:
 // beside the session files (services/attachments), so a session and the
@@ -54,6 +68,9 @@ func (c Config) AttachmentsDir() string { return filepath.Join(c.Dir, "attachmen
 func (c Config) Validate() error {
 	if c.Dir == "" {
 		return errors.New("dir is empty; name the directory that holds the session files")
+	}
+	if c.Sync != "" && c.Sync != SyncGroup && c.Sync != SyncFile {
+		return fmt.Errorf("sync is %q; use %q (share syncs among sessions) or %q (sync each file alone)", c.Sync, SyncGroup, SyncFile)
 	}
 	return nil
 }
@@ -68,7 +85,7 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 	if err != nil {
 		return err
 	}
-	w := &files{dir: cfg.Dir, log: ctx.Logger(), sink: appendSync}
+	w := &files{dir: cfg.Dir, log: ctx.Logger(), commit: newCommitter(cfg.Sync == SyncFile)}
 	// Only a root instance serves resumes: an agent resumes before its
 	// scope, and the presets in it, exist. In a preset it records its
 	// agent, taking the session's lock when it first hears of it.
@@ -101,8 +118,8 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 type files struct {
 	dir string
 	log hclog.Logger
-	// sink appends data to a file durably.
-	sink func(path string, data []byte) error
+	// commit syncs the appends of every session of dir in groups.
+	commit *committer
 
 	// writers are the sessions this plugin holds, and those it adopted
 	// (opened without its lease; they lock on first use).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 
@@ -24,6 +25,12 @@ type writer struct {
 
 	// io serializes the writes to the file; never held with mu.
 	io sync.Mutex
+
+	// file is the log, open for appending from the first write until
+	// Release; fresh says it was created and not yet synced. Both are
+	// used with io held.
+	file  *os.File
+	fresh bool
 
 	mu       sync.Mutex
 	agent    string   // the id of the agent writing; recorded with event 1
@@ -83,7 +90,7 @@ func (wr *writer) write(seq int64) error {
 			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: event %d of session %q cannot be written as JSON", e.Seq, wr.id))
 		}
 	}
-	if err := wr.files.sink(wr.path, buf.Bytes()); err != nil {
+	if err := wr.append(buf.Bytes()); err != nil {
 		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
 			"session.jsonl: cannot write %s; %d events of session %q are kept in memory and written at the next checkpoint", wr.path, n, wr.id))
 	}
@@ -131,26 +138,76 @@ func (wr *writer) Release() error {
 	}
 	wr.pending = nil
 	wr.files.writers.Forget(wr.id, wr)
-	if wr.lock == nil {
-		return nil
+	var err error
+	if wr.file != nil {
+		err = wr.file.Close()
+		wr.file = nil
 	}
-	err := unlock(wr.lock)
+	if wr.lock == nil {
+		return err
+	}
+	err = errors.Join(err, unlock(wr.lock))
 	wr.lock = nil
 	return err
 }
 
-// appendSync appends data and syncs it. On any failure it cuts the file
-// back to its size before the write, so the events, which stay pending, are
+// append writes data at the end of the log and waits for the group
+// commit that makes it durable. On any failure it cuts the file back to
+// its size before the write, so the events, which stay pending, are
 // retried onto a whole file: a partial line or a repeated event in the
-// middle would make the session impossible to resume.
-func appendSync(path string, data []byte) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
+// middle would make the session impossible to resume. The caller holds io.
+func (wr *writer) append(data []byte) error {
+	if wr.file != nil && !wr.current() {
+		// The file was moved or removed behind dsh's back: appending to
+		// the old inode would write where nobody reads.
+		wr.file.Close()
+		wr.file = nil
 	}
+	if wr.file == nil {
+		f, fresh, err := openLog(wr.path)
+		if err != nil {
+			return err
+		}
+		wr.file, wr.fresh = f, fresh
+	}
+	return appendTo(wr.file, data, func(f *os.File) error {
+		err := wr.files.commit.sync(f, wr.fresh)
+		if err == nil {
+			wr.fresh = false
+		}
+		return err
+	})
+}
+
+// current reports whether the open file is still the one at the log's
+// path; the caller holds io.
+func (wr *writer) current() bool {
+	at, err := os.Stat(wr.path)
+	if err != nil {
+		return false
+	}
+	open, err := wr.file.Stat()
+	return err == nil && os.SameFile(at, open)
+}
+
+// openLog opens path for appending, creating it if missing; fresh says it
+// was created.
+func openLog(path string) (f *os.File, fresh bool, err error) {
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		fresh = true
+	}
+	return f, fresh, err
+}
+
+// appendTo appends data to f and makes it durable with sync; on failure
+// it cuts f back to its size before the write.
+func appendTo(f *os.File, data []byte, sync func(*os.File) error) (err error) {
+	// The size is read each time, not remembered: a resume may have cut
+	// a torn last line since the file was opened.
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return err
 	}
 	defer func() {
@@ -159,12 +216,9 @@ func appendSync(path string, data []byte) (err error) {
 				err = errors.Join(err, fmt.Errorf("cutting the failed write back: %w", terr))
 			}
 		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
 	}()
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	return f.Sync()
+	return sync(f)
 }

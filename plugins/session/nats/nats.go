@@ -12,9 +12,10 @@
 // expiring when its holder dies.
 //
 // Like session.jsonl, events are buffered as they are appended and
-// published at the agent loop's session/flush checkpoint; the publish acks
-// are the durability point, so a turn that ended is stored (and replicated,
-// with replicas > 1) before the next begins.
+// published at the agent loop's session/flush checkpoints (the prompt,
+// each tool call's start, each step's end, the turn's end); the publish
+// acks are the durability point, so a step that ended is stored (and
+// replicated, with replicas > 1) before the next begins.
 package nats
 
 import (

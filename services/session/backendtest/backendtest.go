@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"DisposeWritesWhatWasPending", disposeWritesPending},
 		{"AgentResumesItsHistory", agentResumes},
 		{"ResumeClosesAnInterruptedTurn", resumeRepairs},
+		{"StepsAreStoredAsTheyEnd", stepsStoredAsTheyEnd},
 		{"SecondWriterIsRefused", secondWriterRefused},
 		{"ReleasedWriterIsFenced", releasedWriterFenced},
 		{"LoadOfMissingSessionIsNotFound", loadMissing},

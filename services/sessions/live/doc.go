@@ -3,7 +3,10 @@
 //
 // # The live event contract
 //
-// Durable events (the session log) carry their sequence numbers. Stream
+// Durable events (the session log) carry their sequence numbers, and go
+// out only once durable: when the session/flush checkpoint that stored
+// them succeeded (session/durable), never at their append, so a client
+// never holds an event under a seq that a crash gives to another. Stream
 // chunks are transient: they are never recorded in the log and carry the id
 // of the message they build and their index in it (0, 1, 2, ...). A client
 // attaches — or re-attaches after a drop — with the last sequence number it
@@ -20,7 +23,7 @@
 //
 // No event is missing and none comes twice: the Hub takes the backlog, the
 // snapshot and the client's subscription under the one lock its listeners
-// take, so an event appended while a client attaches lands either in the
+// take, so an event made durable while a client attaches lands either in the
 // backlog or in the live part, never in both or neither. A streamed message
 // ends when its assistant/message event is durable (or the step or turn
 // ends without one, when the stream was aborted): from then on the log holds

@@ -40,8 +40,12 @@ func (a *fakeAgent) Pending() int                  { return 0 }
 func (a *fakeAgent) emit(turn, step int, id string, c llm.Chunk) {
 	agentloop.EventStreamChunk.Emit(stdctx.Background(), a.scope, agentloop.StreamChunk{Agent: a, Turn: turn, Step: step, MessageID: id, Chunk: c})
 }
+
+// append records e and makes it durable, which is when the Hub sends it.
 func (a *fakeAgent) append(e session.Event) session.Event {
-	return a.sess.Append(stdctx.Background(), e)
+	e = a.sess.Append(stdctx.Background(), e)
+	a.sess.Flush(stdctx.Background())
+	return e
 }
 
 func newAgent(t testing.TB) *fakeAgent {

@@ -109,11 +109,11 @@ func New(agent agents.Agent, opts Options) (*Hub, error) {
 	h := &Hub{agent: agent, sess: sess, opts: opts, clients: map[*Client]struct{}{}}
 	// The Hub starts a window's worth back: a resumed log can be long,
 	// and older events are the loader's.
-	if n := int64(sess.Len()); n > int64(opts.Window) {
+	if n := sess.Durable(); n > int64(opts.Window) {
 		h.last = n - int64(opts.Window)
 	}
 	at := agent.Context()
-	offEvents, err := session.EventAppended.On(at, h.onAppended)
+	offEvents, err := session.EventDurable.On(at, h.onDurable)
 	if err != nil {
 		return nil, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("live: cannot listen to the session of agent %q", agent.ID()))
 	}
@@ -134,10 +134,12 @@ func New(agent agents.Agent, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	h.stop = stop
-	// Events appended before the listeners were on are read from the
+	// Events made durable before the listeners were on are read from the
 	// session; the listeners drop what this already recorded.
 	h.mu.Lock()
-	h.catchUp(0)
+	if d := sess.Durable(); d > h.last {
+		h.catchUp(d)
+	}
 	h.mu.Unlock()
 	return h, nil
 }
@@ -180,34 +182,28 @@ func (h *Hub) shutdown(why error) {
 	h.flight = nil
 }
 
-// onAppended records a durable event.
-func (h *Hub) onAppended(_ stdctx.Context, ap session.Appended) error {
-	if ap.Session != h.sess {
+// onDurable records the events a checkpoint made durable. An event is
+// sent only once stored: a crash can lose the step in flight, and a client
+// must never have seen an event under a seq that the log, resumed
+// elsewhere, gives to another.
+func (h *Hub) onDurable(_ stdctx.Context, f session.Flush) error {
+	if f.Session != h.sess {
 		return nil
 	}
-	yieldTo(h.appended(ap.Event))
+	yieldTo(h.durable(f.Seq))
 	return nil
 }
 
-// appended records e unless recorded already; it says whether a caught-up
-// client got an update.
-func (h *Hub) appended(e session.Event) bool {
+// durable records the events up to seq not recorded yet; it says whether a
+// caught-up client got an update.
+func (h *Hub) durable(seq int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed != nil || e.Seq <= h.last {
-		// Already read from the session while filling a gap.
+	if h.closed != nil || seq <= h.last {
+		// Checkpoints racing may be heard out of order.
 		return false
 	}
-	caughtUp := false
-	if e.Seq > h.last+1 {
-		// Appends from several goroutines may be heard out of order; the
-		// session holds every event before this one already.
-		caughtUp = h.catchUp(e.Seq - 1)
-	}
-	if e.Seq == h.last+1 {
-		caughtUp = h.record(e) || caughtUp
-	}
-	return caughtUp
+	return h.catchUp(seq)
 }
 
 // catchUp records the session's events after h.last up to to (0: all);
