@@ -35,7 +35,7 @@ func start(t *testing.T, dir, scripted, compactCfg string) *host.Host {
 	yaml := fmt.Sprintf(`plugins:
   - use: llm.scripted
     config:
-      context_window: 400
+      context_window: 480
       simulate_usage: true
 %s
   - use: session.jsonl
@@ -116,7 +116,7 @@ func TestCompactsPastTheThresholdAndAResumeUsesTheCompactedHistory(t *testing.T)
 	a, _ := h.Agent("main")
 	cs := compactions(a)
 	if len(cs) == 0 {
-		t.Fatal("six turns of 100 tokens in a 400-token window did not compact")
+		t.Fatal("six turns of 100 tokens in a 480-token window did not compact")
 	}
 	c := cs[0]
 	if c.Message == nil || !strings.HasPrefix(c.Message.Content, compact.SummaryPrefix) || c.Compaction.Summarized == 0 || c.Compaction.Turns == 0 {
@@ -379,7 +379,7 @@ func TestAHistoryFarPastTheWindowTakesSeveralRounds(t *testing.T) {
 	}
 	h.Close(stdctx.Background())
 
-	h = start(t, dir, "", "window: 400")
+	h = start(t, dir, "", "window: 480")
 	defer h.Close(stdctx.Background())
 	var mu sync.Mutex
 	var sizes []int
@@ -395,7 +395,7 @@ func TestAHistoryFarPastTheWindowTakesSeveralRounds(t *testing.T) {
 	a, _ := h.Agent("main")
 	cs := compactions(a)
 	if len(cs) < 2 {
-		t.Fatalf("a 900-token history in a 400-token window compacted in %d rounds", len(cs))
+		t.Fatalf("a 900-token history in a 480-token window compacted in %d rounds", len(cs))
 	}
 	for _, c := range cs {
 		if c.Turn != cs[0].Turn {
