@@ -405,8 +405,14 @@ func TestAnAttachmentOverMaxPayloadIsRefused(t *testing.T) {
 	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "small", Parts: file(1000)}); err != nil {
 		t.Fatal(err)
 	}
-	msgs := a.session(t, "s1").Agent().Session().History().Messages()
-	if len(msgs) == 0 || len(msgs[0].Parts) != 2 || msgs[0].Parts[1].Size != 1000 || msgs[0].Parts[1].Ref == "" {
+	// Prompt returns once the owner accepted the message; the turn that
+	// puts it into the history may start a moment later.
+	var msgs []llm.Message
+	eventually(t, "the message in host a's history", func() bool {
+		msgs = a.session(t, "s1").Agent().Session().History().Messages()
+		return len(msgs) > 0
+	})
+	if len(msgs[0].Parts) != 2 || msgs[0].Parts[1].Size != 1000 || msgs[0].Parts[1].Ref == "" {
 		t.Fatalf("host a's session got %+v", msgs)
 	}
 	_, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "big", Parts: file(300 << 10)})
