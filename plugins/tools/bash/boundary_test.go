@@ -214,11 +214,6 @@ exec 4<>/dev/tcp/%s && echo HOST-REACHED || echo host-refused`, allowedHost, den
 	}
 }
 
-func listenHost(t *testing.T) int {
-	t.Helper()
-	return listen(t)
-}
-
 // worldDir is a directory outside every test's workspace that any uid may
 // enter (t.TempDir's parent is root's alone).
 func worldDir(t *testing.T) string {

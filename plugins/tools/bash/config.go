@@ -140,12 +140,12 @@ func (c Config) Validate() error {
 	}
 	for _, p := range c.Sandbox.ReadOnly {
 		if strings.TrimSpace(p) == "" || strings.Contains("/"+p+"/", "/../") {
-			return fmt.Errorf("sandbox.read_only lists %q; give a path inside the workspace or an absolute one, without ..", p)
+			return fmt.Errorf("sandbox.read_only lists %q; give a path inside the workspace or an absolute one, with no \"..\" in it", p)
 		}
 	}
 	for _, p := range c.Sandbox.HomeFiles {
 		if clean := filepath.Clean(p); p == "" || filepath.IsAbs(p) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-			return fmt.Errorf("sandbox.home_files lists %q; give a path relative to the home directory, without .., such as .gitconfig", p)
+			return fmt.Errorf("sandbox.home_files lists %q; give a path relative to the home directory, such as .gitconfig, with no \"..\" in it", p)
 		}
 	}
 	if c.Sandbox.UID < 0 || c.Sandbox.UID > 1<<31-2 {

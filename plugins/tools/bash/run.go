@@ -132,7 +132,7 @@ type started struct {
 func (r *runner) start(command, ws, tmp string) (started, *sandbox.Entry, string, string) {
 	st, warning := r.status, ""
 	for {
-		p, entry, err, problem := r.startWith(command, ws, tmp, st)
+		p, entry, problem, err := r.startWith(command, ws, tmp, st)
 		if problem != "" || err == nil {
 			return p, entry, warning, problem
 		}
@@ -150,7 +150,7 @@ func (r *runner) start(command, ws, tmp string) (started, *sandbox.Entry, string
 
 // startWith starts the command under st: a sandbox error (to retry or
 // report) or a problem that ends the call.
-func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started, *sandbox.Entry, error, string) {
+func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started, *sandbox.Entry, string, error) {
 	env := map[string]string{}
 	for k, v := range r.cfg.Env {
 		env[k] = v
@@ -170,12 +170,12 @@ func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started,
 		Env: env, Passthrough: r.cfg.EnvPassthrough, Guard: r.guard,
 	})
 	if err != nil {
-		return started{}, nil, nil, "could not prepare the command: " + err.Error()
+		return started{}, nil, "could not prepare the command: " + err.Error(), nil
 	}
 	out, in, err := os.Pipe()
 	if err != nil {
 		p.Stop(0)
-		return started{}, nil, nil, "could not create the command's output pipe: " + err.Error()
+		return started{}, nil, "could not create the command's output pipe: " + err.Error(), nil
 	}
 	// One pipe for both streams keeps them in the order they were
 	// written; a file (not a writer) lets Wait return when the shell
@@ -189,7 +189,7 @@ func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started,
 			in.Close()
 			out.Close()
 			p.Stop(0)
-			return started{}, nil, err, ""
+			return started{}, nil, "", err
 		}
 	}
 	err = p.Start()
@@ -202,9 +202,9 @@ func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started,
 		if entry != nil {
 			_ = entry.Err()
 		}
-		return started{}, nil, nil, fmt.Sprintf("could not start %s: %v", r.shell, err)
+		return started{}, nil, fmt.Sprintf("could not start %s: %v", r.shell, err), nil
 	}
-	return started{Proc: p, out: out}, entry, nil, ""
+	return started{Proc: p, out: out}, entry, "", nil
 }
 
 func msgOrNone(err error) string {
