@@ -13,13 +13,22 @@ import (
 	"github.com/dsh-go/dsh/services/protect"
 )
 
-// TestTheHostProtectsWhatItLoads: the config file and the session store
-// are on the tree's protected list, so the file tools ask before touching
+// TestTheHostProtectsWhatItLoads: the config file, the session store and
+// the plugin binaries the config names are on the tree's protected list, so the file tools ask before touching
 // them even when they sit inside an agent's workspace.
 func TestTheHostProtectsWhatItLoads(t *testing.T) {
 	ws := t.TempDir()
 	file := filepath.Join(ws, "dsh.yaml")
-	text := fmt.Sprintf("plugins:\n  - use: llm.scripted\n    config: {replies: [{text: hi}]}\n  - use: session.jsonl\n    config: {dir: %q}\nagents:\n  - id: a\n    provider: scripted\n", filepath.Join(ws, "sessions"))
+	// A plugin binary in the workspace, named by a preset no agent
+	// mounts yet: the next agent that does would run what is there.
+	bin := filepath.Join(ws, "bin", "dsh-audit")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("plugins:\n  - use: llm.scripted\n    config: {replies: [{text: hi}]}\n  - use: session.jsonl\n    config: {dir: %q}\npresets:\n  audited:\n    - id: audit\n      exec: %q\nagents:\n  - id: a\n    provider: scripted\n", filepath.Join(ws, "sessions"), bin)
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +45,7 @@ func TestTheHostProtectsWhatItLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, what := range map[string]string{file: "config file", filepath.Join(ws, "sessions", "a", "session.jsonl"): "session store"} {
+	for p, what := range map[string]string{file: "config file", filepath.Join(ws, "sessions", "a", "session.jsonl"): "session store", bin: "plugin binary"} {
 		if e, ok := l.Match(ws, p); !ok || !strings.Contains(e.What, what) {
 			t.Errorf("%s: want it protected as the %s, got %+v %v", p, what, e, ok)
 		}
