@@ -10,14 +10,6 @@ import (
 	"github.com/dsh-go/dsh/services/session"
 )
 
-// ReasonRecorded goes with RejectedCode on a retry of a request id whose
-// message admission already turned away: the retry is answered from the
-// record, not decided again, so every request id has one outcome. The
-// details name it: "outcome" (refused or expired), "refused_reason" (the
-// first refusal's reason), "request_id", "message_id", "seq" and "turn"
-// once the session log holds it.
-const ReasonRecorded = "agent-controller/recorded"
-
 // Outcome names of a request that did not end in a turn. Delivered and
 // merged messages are read from their user/message or steering/message.
 const (
@@ -44,7 +36,7 @@ func recordable(err error) (Refusal, bool) {
 		return r, false
 	}
 	switch r.Reason {
-	case ReasonAdmissionFailed, ReasonAgentGone, ReasonStopped, ReasonRecorded:
+	case ReasonAdmissionFailed, ReasonAgentGone, ReasonStopped:
 		return r, false
 	}
 	return r, true
@@ -114,8 +106,11 @@ func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bo
 }
 
 // RecordedRefusal is the answer to a retry of a request whose message was
-// refused or expired: a refusal (RejectedCode, reason ReasonRecorded)
-// saying what happened the first time and that the request id is spent.
+// refused or expired: the first refusal again — RejectedCode with its
+// reason — whose message says the request id is spent. Its details name
+// the outcome: "outcome" (refused or expired), "expired", "recorded"
+// (true), "request_id", "message_id", and "seq" and "turn" once the
+// session log holds it.
 func RecordedRefusal(agentID string, ev session.Event) *errs.Error {
 	kind, what := OutcomeRefused, "refused"
 	if ev.Type == session.MessageExpired {
@@ -126,10 +121,10 @@ func RecordedRefusal(agentID string, ev session.Event) *errs.Error {
 		msgID = ev.Message.ID
 	}
 	e := errs.New(RejectedCode, fmt.Sprintf(
-		"request %q was %s before (%s: %s) and is not decided again; send the message anew under a new request_id",
-		ev.RequestID, what, ev.Reason, ev.Error)).WithReason(ReasonRecorded)
-	e.Details = map[string]any{"presented": false, "outcome": kind, "refused_reason": ev.Reason,
-		"request_id": ev.RequestID, "message_id": msgID, "agent": agentID}
+		"request %q to agent %q was %s before (%s) and is not decided again; send the message anew under a new request_id",
+		ev.RequestID, agentID, what, ev.Error)).WithReason(ev.Reason)
+	e.Details = map[string]any{"presented": false, "outcome": kind, "expired": kind == OutcomeExpired, "recorded": true,
+		"request_id": ev.RequestID, "message_id": msgID}
 	if ev.Seq > 0 {
 		e.Details["seq"], e.Details["turn"] = ev.Seq, ev.Turn
 	}
