@@ -29,8 +29,14 @@ type raw struct {
 
 func newRaw(t *testing.T) *raw {
 	t.Helper()
+	return newRawWith(t, "")
+}
+
+// newRawWith is newRaw with extra plugin entries (YAML).
+func newRawWith(t *testing.T, extra string) *raw {
+	t.Helper()
 	store := t.TempDir()
-	cfg, err := config.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: "+store+"}\nagents:\n  - id: main\n    provider: scripted\n"), config.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: "+store+"}\n"+extra+"agents:\n  - id: main\n    provider: scripted\n"), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
