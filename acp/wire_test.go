@@ -169,7 +169,11 @@ func TestARetriedPromptIsDeliveredOnce(t *testing.T) {
 		for {
 			m := r.next()
 			if m["id"] == float64(10) {
-				if res, _ := m["result"].(map[string]any); res["stopReason"] != "end_turn" {
+				res, _ := m["result"].(map[string]any)
+				meta, _ := res["_meta"].(map[string]any)
+				o, _ := meta["dsh.dev/outcome"].(map[string]any)
+				// The retry's answer is the first's, outcome included.
+				if res["stopReason"] != "end_turn" || o["outcome"] != "delivered" || o["turn"] != float64(1) {
 					t.Fatalf("%v", m)
 				}
 				break
