@@ -220,3 +220,55 @@ func waitStreamed(t *testing.T, s *eventStream, what string) {
 		}
 	}
 }
+
+// A message refused while a turn runs is answered on a retry from the
+// controller's memory until the turn ends and its driver writes the
+// refusal; the record then outlives the session: closed and resumed, a
+// retry still gets the same refusal, placed in the log.
+func TestARefusalDuringATurnIsRecordedAtItsEndAndOutlivesAResume(t *testing.T) {
+	resetHoldRefuse()
+	close(holdRefuse.release)
+	e := newEnv(t, envOpts{extra: "  - use: servetest.hold-refuse\n", replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "gate"}}}, {Text: "after"}}})
+	id := e.open(nil)
+	e.send(id, "t1", "run the gate")
+	select {
+	case <-gate.started:
+	case <-time.After(patience):
+		t.Fatal("the tool did not start")
+	}
+	post := func() errorOut {
+		t.Helper()
+		r := e.call("POST", "/v1/sessions/"+id+"/messages", map[string]string{"request_id": "t2", "content": "hold this"})
+		var out errorOut
+		r.json(t, &out)
+		if r.status != http.StatusUnprocessableEntity || out.Reason != "servetest/refused" || out.Outcome == nil || out.Outcome.Outcome != "refused" {
+			t.Fatalf("answered %d %s", r.status, r.body)
+		}
+		return out
+	}
+	post()
+	if retry := post(); !retry.Outcome.Recorded || retry.Outcome.Seq != 0 {
+		t.Fatalf("the retry during the turn: %+v", *retry.Outcome)
+	}
+	if len(holdRefuse.held) != 1 {
+		t.Fatalf("admission decided the request %d times", len(holdRefuse.held))
+	}
+	openGate()
+	evs := e.waitEvents(id, "the refusal after the turn", func(evs []eventOut) bool { return len(eventsOfType(evs, "message/refused")) == 1 })
+	ref := eventsOfType(evs, "message/refused")[0]
+	if ref.Turn != 1 || ref.RequestID != "t2" {
+		t.Fatalf("recorded %+v", ref)
+	}
+	if r := e.call("POST", "/v1/sessions/"+id+"/close", nil); r.status != http.StatusOK {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	if r := e.call("POST", "/v1/sessions/"+id+"/resume", nil); r.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", r.status, r.body)
+	}
+	if retry := post(); !retry.Outcome.Recorded || retry.Outcome.Seq != ref.Seq {
+		t.Fatalf("the retry after a resume: %+v; want seq %d", *retry.Outcome, ref.Seq)
+	}
+	if len(holdRefuse.held) != 1 {
+		t.Fatalf("admission decided the request %d times", len(holdRefuse.held))
+	}
+}
