@@ -52,7 +52,24 @@ func newRawWith(t *testing.T, extra string) *raw {
 		outW.Close()
 		r.served <- err
 	}()
-	t.Cleanup(func() { inW.Close(); h.Close(stdctx.Background()) })
+	t.Cleanup(func() {
+		inW.Close()
+		// Updates the test did not read (a turn's last ones) would block
+		// the server's writer for ever: read them to the end.
+		drained := make(chan struct{})
+		go func() {
+			for r.out.Scan() {
+			}
+			close(drained)
+		}()
+		select {
+		case <-r.served:
+		case <-time.After(wait):
+			t.Error("Serve did not return after stdin closed")
+		}
+		<-drained
+		h.Close(stdctx.Background())
+	})
 	return r
 }
 
