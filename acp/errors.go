@@ -58,6 +58,7 @@ func rpcErr(err error) error {
 		d := data(err)
 		d["presented"] = r.Presented
 		d["reason"] = r.Reason
+		refusalData(d, r)
 		return &acp.RequestError{Code: CodeRefused, Message: "prompt refused: " + r.Message, Data: d}
 	}
 	switch errs.CodeOf(err) {

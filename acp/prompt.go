@@ -48,7 +48,11 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	}
 	rid := s.requestID(p.Meta)
 	if rest, ok := strings.CutPrefix(pc.Text, "/steer "); ok && pc.Parts == nil {
-		if _, err := st.s.Steer(st.ctx, sessions.PromptRequest{RequestID: rid, Content: rest, Source: agentSourceOf(rid)}); err != nil {
+		_, err := st.s.Steer(st.ctx, sessions.PromptRequest{RequestID: rid, Content: rest, Source: agentSourceOf(rid)})
+		if r, dropped := droppedAnswer(st, rid, err); dropped {
+			return r, nil
+		}
+		if err != nil {
 			return acp.PromptResponse{}, rpcErr(err)
 		}
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
@@ -60,6 +64,9 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	// arrives; a queued prompt must not take the running one down, so the
 	// delivery and the wait heed the session, not the request.
 	msgID, err := st.s.Prompt(st.ctx, deliveryOf(rid, pc))
+	if r, dropped := droppedAnswer(st, rid, err); dropped {
+		return r, nil
+	}
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
 	}
@@ -67,7 +74,11 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
 	}
-	return stopOf(end)
+	r, err := stopOf(end)
+	if err != nil {
+		return r, err
+	}
+	return withOutcome(st, rid, r), nil
 }
 
 // deliveryOf is the request that delivers a prompt's content: its text,

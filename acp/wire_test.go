@@ -29,8 +29,14 @@ type raw struct {
 
 func newRaw(t *testing.T) *raw {
 	t.Helper()
+	return newRawWith(t, "")
+}
+
+// newRawWith is newRaw with extra plugin entries (YAML).
+func newRawWith(t *testing.T, extra string) *raw {
+	t.Helper()
 	store := t.TempDir()
-	cfg, err := config.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: "+store+"}\nagents:\n  - id: main\n    provider: scripted\n"), config.LoadOptions{Environ: []string{}})
+	cfg, err := config.Parse("test.yaml", []byte("plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: "+store+"}\n"+extra+"agents:\n  - id: main\n    provider: scripted\n"), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +52,24 @@ func newRaw(t *testing.T) *raw {
 		outW.Close()
 		r.served <- err
 	}()
-	t.Cleanup(func() { inW.Close(); h.Close(stdctx.Background()) })
+	t.Cleanup(func() {
+		inW.Close()
+		// Updates the test did not read (a turn's last ones) would block
+		// the server's writer for ever: read them to the end.
+		drained := make(chan struct{})
+		go func() {
+			for r.out.Scan() {
+			}
+			close(drained)
+		}()
+		select {
+		case <-r.served:
+		case <-time.After(wait):
+			t.Error("Serve did not return after stdin closed")
+		}
+		<-drained
+		h.Close(stdctx.Background())
+	})
 	return r
 }
 
@@ -163,7 +186,11 @@ func TestARetriedPromptIsDeliveredOnce(t *testing.T) {
 		for {
 			m := r.next()
 			if m["id"] == float64(10) {
-				if res, _ := m["result"].(map[string]any); res["stopReason"] != "end_turn" {
+				res, _ := m["result"].(map[string]any)
+				meta, _ := res["_meta"].(map[string]any)
+				o, _ := meta["dsh.dev/outcome"].(map[string]any)
+				// The retry's answer is the first's, outcome included.
+				if res["stopReason"] != "end_turn" || o["outcome"] != "delivered" || o["turn"] != float64(1) {
 					t.Fatalf("%v", m)
 				}
 				break

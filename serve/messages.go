@@ -108,9 +108,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	out := accepted{MessageID: id, RequestID: req.RequestID}
 	if ss != nil {
-		// A retry of a message already delivered says where it went.
-		if ev, ok := ss.Agent().Session().Outcome(req.RequestID); ok && ev.Message != nil && ev.Message.ID == id && ev.Type != session.MessageDropped {
-			out.Delivered = &delivered{Type: string(ev.Type), Turn: ev.Turn, Seq: ev.Seq}
+		// A retry of a message a turn already took says which turn, and
+		// whether it started it or joined it.
+		if o, ok := ss.RequestOutcome(req.RequestID); ok && o.MessageID == id &&
+			(o.Outcome == sessions.FateDelivered || o.Outcome == sessions.FateMerged) {
+			out.Delivered = &delivered{Outcome: string(o.Outcome), Type: string(o.Type), Turn: o.Turn, Seq: o.Seq}
 		}
 	}
 	writeJSON(w, http.StatusAccepted, out)
@@ -127,9 +129,12 @@ type accepted struct {
 
 // delivered is the log event that recorded a message's delivery.
 type delivered struct {
-	Type string `json:"type"`
-	Turn int    `json:"turn"`
-	Seq  int64  `json:"seq"`
+	// Outcome is "delivered" (the message started the turn) or "merged"
+	// (it joined a turn another message started).
+	Outcome string `json:"outcome"`
+	Type    string `json:"type"`
+	Turn    int    `json:"turn"`
+	Seq     int64  `json:"seq"`
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {

@@ -37,9 +37,10 @@ type Body struct {
 	Message   string    `json:"message"`
 	Presented *bool     `json:"presented,omitempty"`
 	RequestID string    `json:"request_id,omitempty"`
-	// Outcome is the recorded outcome of a retried request that did not
-	// end delivered (AGENT_MESSAGE_DROPPED).
-	Outcome *Outcome `json:"outcome,omitempty"`
+	// Outcome is what became of a message that was not delivered: its
+	// drop (AGENT_MESSAGE_DROPPED), refusal or expiry (a refused prompt's).
+	// A value, so that bodies compare with ==; omitted when zero.
+	Outcome Outcome `json:"outcome,omitzero"`
 
 	// Status is the HTTP status it is sent with.
 	Status int `json:"-"`
@@ -47,22 +48,32 @@ type Body struct {
 
 func (b *Body) Error() string { return string(b.Code) + ": " + b.Message }
 
-// Outcome is what became of an accepted message that was not delivered:
-// the agent controller's AGENT_MESSAGE_DROPPED details.
+// Outcome is what became of a message that was not delivered: dropped
+// (the agent controller's AGENT_MESSAGE_DROPPED details), refused or
+// expired (a refused prompt's).
 type Outcome struct {
-	MessageID string `json:"message_id"`
-	RequestID string `json:"request_id"`
-	// Turn is the turn that ran when the message was dropped.
-	Turn int `json:"turn"`
+	// Outcome is "dropped", "refused" or "expired".
+	Outcome   string `json:"outcome"`
+	MessageID string `json:"message_id,omitempty"`
+	// RequestID is set for a drop; a refusal's is the body's.
+	RequestID string `json:"request_id,omitempty"`
+	// Turn is the turn that ran when the message was dropped or refused;
+	// Seq is the log event that recorded it, set once it is written (a
+	// retry's answer).
+	Turn int   `json:"turn"`
+	Seq  int64 `json:"seq,omitempty"`
 	// Dropped is "cancelled" or "closed"; By is who did it.
-	Dropped string `json:"dropped"`
+	Dropped string `json:"dropped,omitempty"`
 	By      string `json:"by,omitempty"`
+	// Recorded says the answer is a retry's, read from the record of the
+	// first attempt.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // outcomeOf reads the details of a MessageDropped error, also after they
 // crossed a host boundary as JSON (numbers then come back as float64).
-func outcomeOf(d map[string]any) *Outcome {
-	o := &Outcome{}
+func outcomeOf(d map[string]any) Outcome {
+	o := Outcome{Outcome: "dropped", Recorded: true}
 	o.MessageID, _ = d["message_id"].(string)
 	o.RequestID, _ = d["request_id"].(string)
 	o.Dropped, _ = d["dropped"].(string)
@@ -112,8 +123,12 @@ func From(err error, own map[errs.Code]int) *Body {
 		return b
 	}
 	if r, ok := sessions.RejectionOf(err); ok {
-		return &Body{Status: http.StatusUnprocessableEntity, Code: sessions.PromptRejected,
+		b := &Body{Status: http.StatusUnprocessableEntity, Code: sessions.PromptRejected,
 			Reason: r.Reason, Message: r.Message, Presented: &r.Presented, RequestID: r.RequestID}
+		if r.Outcome != "" {
+			b.Outcome = Outcome{Outcome: string(r.Outcome), Turn: r.Turn, Seq: r.Seq, Recorded: r.Recorded}
+		}
+		return b
 	}
 	code := errs.CodeOf(err)
 	status, known := own[code]

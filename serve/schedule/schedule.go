@@ -364,8 +364,10 @@ func (s *Scheduler) deliver(e *entry, t time.Time) {
 	}
 	d, err := s.runner.Deliver(stdctx.Background(), e.target, sessions.PromptRequest{RequestID: id, Content: prompt.String()})
 	if err != nil {
+		// A catch-up of a run already decided is answered from its record:
+		// the outcome says refused, expired or dropped, and nothing ran.
 		s.log.Warn("the schedule's run was not delivered", "schedule", e.name, "request_id", id,
-			"code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
+			"outcome", agentcontroller.OutcomeOf(err), "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
 		return
 	}
 	s.log.Info("schedule run delivered", "schedule", e.name, "request_id", id, "session", d.Session, "message_id", d.MessageID)

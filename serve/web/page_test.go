@@ -213,6 +213,17 @@ func TestPageShowsARefusedPrompt(t *testing.T) {
 		t.Fatalf("the refusal shows a second time in the conversation (%d notices)", n)
 	}
 	cancelTurn(t, b)
+	// Reloaded, the page learns the refusal from the log: once, as a
+	// message not delivered, though its notice is retained too.
+	b.do("reloading", chromedp.Reload())
+	refused := `[...document.querySelectorAll("#log .msg.refused")].filter(d => d.innerText.includes("something forbidden") && d.innerText.includes("Refused: prompts saying forbidden")).length`
+	b.wait("the refused message after a reload", refused+` === 1`)
+	if n := count(b, "#log .notice"); n != 0 {
+		t.Fatalf("the refusal shows twice after a reload (%d notices)", n)
+	}
+	if errs := b.pageErrors(); len(errs) > 0 {
+		t.Fatalf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
 }
 
 // cancelTurn cancels the running turn, which waits for an approval: the

@@ -264,9 +264,22 @@ func TestARefusingAdmissionPluginRefusesTheDelivery(t *testing.T) {
 			t.Fatalf("the fresh session %q of a refused delivery is still open", s.ID())
 		}
 	}
+	// The refusal is the delivery's recorded outcome: a redelivery (the
+	// sender's retry, the same signed delivery) is answered with it and
+	// decided no second time — also for the delivery's own session, which
+	// keeps the refusal as its record.
+	for _, name := range []string{"push", "fresh"} {
+		r := e.signed(name, []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"c"}}`), nil)
+		expect(t, r, http.StatusUnprocessableEntity, "SESSION_PROMPT_REJECTED")
+		o, _ := r.body["outcome"].(map[string]any)
+		if r.str("reason") != "admission/not-ready" || o["outcome"] != "refused" || o["recorded"] != true {
+			t.Fatalf("%s redelivered: %v", name, r.body)
+		}
+	}
+	waitUntil(t, "the refusal in the log", func() bool { return len(of(e.events("hooks-push"), session.MessageRefused)) == 1 })
 	for _, s := range e.persisted() {
-		if s.ID != "hooks-push" {
-			t.Fatalf("the fresh session %q of a refused delivery was kept", s.ID)
+		if s.ID != "hooks-push" && s.Turns != 0 {
+			t.Fatalf("the fresh session %q of a refused delivery ran %d turns", s.ID, s.Turns)
 		}
 	}
 }

@@ -55,7 +55,7 @@ var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ any) e
 	if err != nil {
 		return err
 	}
-	c := &Controller{registry: reg, chains: map[string]*chain{}, emitting: map[string]emitQueue{}, accepted: map[acceptKey]string{}}
+	c := &Controller{registry: reg, chains: map[string]*chain{}, emitting: map[string]emitQueue{}, accepted: map[acceptKey]string{}, refused: map[acceptKey]session.Event{}}
 	c.stop, c.cancel = stdctx.WithCancel(stdctx.Background())
 	// Registered first, so it runs last: by then the listeners below are
 	// gone and every pending delivery has settled.
@@ -91,6 +91,10 @@ type Controller struct {
 	// ids until the session records them; from then on the session's
 	// own index answers.
 	accepted map[acceptKey]string
+	// refused maps request ids whose messages admission turned away to
+	// their message/refused or message/expired event until the session
+	// records it, as accepted does for admitted ones.
+	refused map[acceptKey]session.Event
 }
 
 type acceptKey struct{ agent, request string }
@@ -276,15 +280,10 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		return outcome{err: err}
 	}
 	if req.RequestID != "" {
-		if id, ok := c.acceptedID(agent, req.RequestID); ok {
-			// A retry learns the recorded outcome: a message that was
-			// dropped is not reported as accepted a second time.
-			if s := agent.Session(); s != nil {
-				if ev, dropped := s.Dropped(req.RequestID); dropped {
-					return outcome{err: DroppedError(agent.ID(), ev)}
-				}
-			}
-			return outcome{id: id}
+		// A retry learns the recorded outcome: a message that was
+		// dropped, refused or expired is not decided a second time.
+		if out, ok := c.recorded(agent, req.RequestID); ok {
+			return out
 		}
 	}
 
@@ -307,18 +306,26 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	// A reload replacing admission plugins holds the stage: the decision
 	// waits until the configured listeners are all in place.
 	if err := c.enter(signal); err != nil {
+		c.recordRefusal(agent, msg, err)
 		return outcome{err: err}
 	}
 	decision, err := c.decide(signal, agent, msg, req)
 	c.leave()
+	if err == nil && decision.Kind == DecisionReject {
+		// Recorded also when the sender left meanwhile: its retry learns
+		// the refusal from the record.
+		rej := AgentAdmissionRejected(decision.Reason, decision.Message, decision.Presented, nil)
+		if decision.Expired {
+			rej = expiredRefusal(decision.Reason, decision.Message, decision.Presented)
+		}
+		c.recordRefusal(agent, msg, rej)
+		err = rej
+	}
 	if ctx.Err() != nil {
 		return outcome{err: stdctx.Cause(ctx)} // the sender's cancellation wins over any decision
 	}
 	if err != nil {
 		return outcome{err: err}
-	}
-	if decision.Kind == DecisionReject {
-		return outcome{err: AgentAdmissionRejected(decision.Reason, decision.Message, decision.Presented, nil)}
 	}
 	if m := decision.admitted; m != nil {
 		// Listeners may rewrite the content; the identity stays the
@@ -420,28 +427,16 @@ func (c *Controller) decide(signal stdctx.Context, agent agents.Agent, msg llm.M
 		fmt.Sprintf("the admission check for agent %q failed", agent.ID()), false, err)
 }
 
-// acceptedID finds a request id the agent already accepted: in the inbox,
-// or recorded in its session.
-func (c *Controller) acceptedID(agent agents.Agent, requestID string) (string, bool) {
-	c.mu.Lock()
-	id, ok := c.accepted[acceptKey{agent.ID(), requestID}]
-	c.mu.Unlock()
-	if ok {
-		return id, true
-	}
-	if s := agent.Session(); s != nil {
-		return s.Request(requestID)
-	}
-	return "", false
-}
-
-// onAppended forgets accepted request ids once the session records them.
+// onAppended forgets accepted and refused request ids once the session
+// records them.
 func (c *Controller) onAppended(_ stdctx.Context, a session.Appended) error {
 	if a.Event.RequestID == "" {
 		return nil
 	}
+	key := acceptKey{a.Session.AgentID(), a.Event.RequestID}
 	c.mu.Lock()
-	delete(c.accepted, acceptKey{a.Session.AgentID(), a.Event.RequestID})
+	delete(c.accepted, key)
+	delete(c.refused, key)
 	c.mu.Unlock()
 	return nil
 }
@@ -452,6 +447,11 @@ func (c *Controller) onDisposed(_ stdctx.Context, a agents.Agent) error {
 	for k := range c.accepted {
 		if k.agent == a.ID() {
 			delete(c.accepted, k)
+		}
+	}
+	for k := range c.refused {
+		if k.agent == a.ID() {
+			delete(c.refused, k)
 		}
 	}
 	c.mu.Unlock()

@@ -32,6 +32,15 @@ func AgentAdmissionRejected(reason, message string, presented bool, cause error)
 	return e
 }
 
+// expiredRefusal is a refusal of a message whose wait ran out: its
+// details say "expired" and its outcome is recorded as message/expired.
+func expiredRefusal(reason, message string, presented bool) *errs.Error {
+	e := AgentAdmissionRejected(reason, message, presented, nil)
+	e.Details["expired"] = true
+	e.Details["outcome"] = OutcomeExpired
+	return e
+}
+
 // IsRejected reports whether err is a refusal of a delivery. It matches by
 // code, so it also holds for an error that crossed a process boundary.
 func IsRejected(err error) bool { return errs.HasCode(err, RejectedCode) }
@@ -41,6 +50,9 @@ type Refusal struct {
 	Reason    string
 	Message   string
 	Presented bool
+	// Expired says the message waited in the admission stage until its
+	// limit ran out, rather than being turned down by a check.
+	Expired bool
 }
 
 // RefusalOf extracts the refusal from err, recognizing it by code.
@@ -53,7 +65,8 @@ func RefusalOf(err error) (Refusal, bool) {
 		return Refusal{}, false
 	}
 	presented, _ := e.Details["presented"].(bool)
-	return Refusal{Reason: e.Reason, Message: e.Message, Presented: presented}, true
+	expired, _ := e.Details["expired"].(bool)
+	return Refusal{Reason: e.Reason, Message: e.Message, Presented: presented, Expired: expired}, true
 }
 
 func agentGone(id string) *errs.Error {

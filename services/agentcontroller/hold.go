@@ -141,6 +141,6 @@ func (c *Controller) leave() {
 }
 
 func held() *errs.Error {
-	return AgentAdmissionRejected(ReasonHeld,
-		"the message waited for a config reload that replaces admission plugins longer than the reload's limit, and was not delivered; send it again", false, nil)
+	return expiredRefusal(ReasonHeld,
+		"the message waited for a config reload that replaces admission plugins longer than the reload's limit, and was not delivered; send it again under a new request_id", false)
 }

@@ -102,6 +102,10 @@ type Decision struct {
 	// Presented says the refusing plugin already showed the refusal in its
 	// own interface, so the sender need not.
 	Presented bool `json:"presented,omitempty"`
+	// Expired marks a refusal because the message's wait ran out (a
+	// readiness timeout), recorded as message/expired rather than
+	// message/refused.
+	Expired bool `json:"expired,omitempty"`
 	// admitted is the message as the innermost step received it: a
 	// listener may pass a rewritten message down with next (to redact it,
 	// say), and that is what enters the inbox. Its content and parts are
@@ -116,6 +120,14 @@ func Admit() Decision { return Decision{Kind: DecisionAdmit} }
 // Reject builds a refusal.
 func Reject(reason, message string, presented bool) Decision {
 	return Decision{Kind: DecisionReject, Reason: reason, Message: message, Presented: presented}
+}
+
+// Expire builds the refusal of a message whose wait in the admission
+// stage ran out: a holding listener returns it when its limit passes.
+func Expire(reason, message string, presented bool) Decision {
+	d := Reject(reason, message, presented)
+	d.Expired = true
+	return d
 }
 
 // Admission is the payload of agent-controller/admission. The listener's

@@ -51,6 +51,9 @@ type ReactLoopAgent struct {
 	// from the inbox that the driver has still to record as dropped.
 	cancelBy string
 	drops    []dropped
+	// refusals are outcome events of messages admission turned away,
+	// waiting for the driver to append them (see RecordRefusal).
+	refusals []session.Event
 	idle     chan struct{} // closed when the driver goes idle
 	torn     bool
 	// abandoned: a dispose timed out while the driver ran; the driver

@@ -3,8 +3,10 @@ package agentloop
 import (
 	stdctx "context"
 	"errors"
+	"fmt"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 )
@@ -59,10 +61,10 @@ func (a *ReactLoopAgent) dropAllLocked(reason, by string) {
 // it is the one goroutine that appends to the session.
 func (a *ReactLoopAgent) recordDropped() {
 	a.mu.Lock()
-	drops, turn := a.drops, a.turn
-	a.drops = nil
+	drops, refusals, turn := a.drops, a.refusals, a.turn
+	a.drops, a.refusals = nil, nil
 	a.mu.Unlock()
-	if len(drops) == 0 {
+	if len(drops)+len(refusals) == 0 {
 		return
 	}
 	ctx := stdctx.Background()
@@ -71,7 +73,28 @@ func (a *ReactLoopAgent) recordDropped() {
 		a.sess.Append(ctx, session.Event{Type: session.MessageDropped, Turn: turn, Message: &d.msg,
 			RequestID: d.msg.RequestID, Reason: d.reason, By: d.by})
 	}
+	for _, ev := range refusals {
+		ev.Turn = turn
+		a.sess.Append(ctx, ev)
+	}
 	a.flush(ctx)
+}
+
+// RecordRefusal has the driver append ev — a message/refused or
+// message/expired event — to the session: the driver is the one goroutine
+// that appends, so the agent controller hands its refusals over rather
+// than appending them itself. An idle agent's driver starts to record it
+// (and goes idle again); a running turn records it at its end. A disposed
+// agent records nothing and says so.
+func (a *ReactLoopAgent) RecordRefusal(ev session.Event) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.disposed {
+		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more outcomes", a.id))
+	}
+	a.refusals = append(a.refusals, ev)
+	a.wakeLocked()
+	return nil
 }
 
 // cancelledBy names who cancelled from a cancel's cause: its "by" detail

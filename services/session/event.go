@@ -54,8 +54,21 @@ const (
 	// Reason "cancelled" or "closed", By who did it, Turn the turn that
 	// was running (0 before any). Every accepted message ends in exactly
 	// one user/message, steering/message or message/dropped. It is not
-	// part of the history.
+	// part of the history. (A message admission turned away never entered
+	// the inbox; MessageRefused and MessageExpired record it.)
 	MessageDropped Type = "message/dropped"
+
+	// MessageRefused records a message with a request id that the
+	// admission stage refused: Message is the message as it was built
+	// (never in the inbox), RequestID its sender's id, Reason the refusing
+	// plugin's reason ("admission/rate-limited") and Error its message to
+	// the sender. A retry of the request id is answered with this refusal
+	// instead of being decided again. Not part of the history.
+	MessageRefused Type = "message/refused"
+	// MessageExpired is MessageRefused for a message whose wait in the
+	// admission stage ran out (the ready gate's timeout, a reload's hold
+	// limit) rather than one a check turned down.
+	MessageExpired Type = "message/expired"
 
 	// AssistantChunk is a stream chunk, which logs written before chunks
 	// became agent/stream-chunk notifications hold. Nothing records it any
@@ -69,7 +82,8 @@ const (
 func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
-		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped:
+		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped,
+		MessageRefused, MessageExpired:
 		return true
 	}
 	return false
@@ -109,9 +123,11 @@ type Event struct {
 	Model    string `json:"model,omitempty"`
 	// Finish is the finish reason of assistant/message.
 	Finish llm.FinishReason `json:"finish,omitempty"`
-	// Reason is why a turn ended (turn/end).
+	// Reason is why a turn ended (turn/end), why a message was dropped
+	// (message/dropped) or the refusal's reason (message/refused, /expired).
 	Reason string `json:"reason,omitempty"`
-	// Error describes a failure that ended a turn.
+	// Error describes a failure that ended a turn, or the refusal of
+	// message/refused and message/expired.
 	Error string `json:"error,omitempty"`
 	// RequestID is the sender's id of an admitted message, so retries can
 	// be recognized from the log.

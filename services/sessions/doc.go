@@ -17,6 +17,12 @@
 // Outcome on the session (Session.Outcomes, EventOutcome) for a client that
 // reconnects and missed the answer.
 //
+// Every request id ends in one outcome recorded in the session log —
+// delivered or merged into turn N, dropped, refused or expired — and a
+// retry of it is answered with that outcome, so every entry point answers
+// retries alike; Session.RequestOutcome reads it (see Fate and
+// docs/sessions.md).
+//
 // A prompt may carry images and files (PromptRequest.Parts, bytes in
 // Data). The session stores them in the attachments service when the
 // delivery's turn comes and the log records references; a prompt that

@@ -77,6 +77,18 @@ func DeliveryError(sessionID, requestID string, err error) error {
 	}
 	e := errs.Wrap(PromptRejected, err, ref.Message).WithReason(ref.Reason)
 	e.Details = map[string]any{"presented": ref.Presented, "request_id": requestID, "session": sessionID}
+	// The outcome travels with the refusal: a first refusal says refused
+	// or expired, a retry's also where the log recorded it.
+	if f := fateOfError(err); f != "" {
+		e.Details["outcome"] = string(f)
+	}
+	if c, ok := errors.AsType[*errs.Error](err); ok {
+		for _, k := range outcomeDetails {
+			if v, ok := c.Details[k]; ok && k != "outcome" {
+				e.Details[k] = v
+			}
+		}
+	}
 	return e
 }
 
@@ -86,6 +98,13 @@ type Rejection struct {
 	Message   string
 	Presented bool
 	RequestID string
+	// Outcome is refused or expired. Recorded says the answer is a
+	// retry's, read from the record of the first attempt; Seq and Turn
+	// then place that record in the log once it is written.
+	Outcome  Fate
+	Recorded bool
+	Seq      int64
+	Turn     int
 }
 
 // RejectionOf extracts a rejected prompt from err by code, so it also holds
@@ -100,7 +119,26 @@ func RejectionOf(err error) (Rejection, bool) {
 	}
 	presented, _ := e.Details["presented"].(bool)
 	requestID, _ := e.Details["request_id"].(string)
-	return Rejection{Reason: e.Reason, Message: e.Message, Presented: presented, RequestID: requestID}, true
+	r := Rejection{Reason: e.Reason, Message: e.Message, Presented: presented, RequestID: requestID}
+	outcome, _ := e.Details["outcome"].(string)
+	r.Outcome = Fate(outcome)
+	r.Recorded, _ = e.Details["recorded"].(bool)
+	r.Seq, r.Turn = int64(number(e.Details["seq"])), int(number(e.Details["turn"]))
+	return r, true
+}
+
+// number reads a detail that is a number in memory, or a float64 after it
+// crossed a process boundary as JSON.
+func number(v any) float64 {
+	switch n := v.(type) {
+	case int:
+		return float64(n)
+	case int64:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return 0
 }
 
 func notFound(id string) *errs.Error {

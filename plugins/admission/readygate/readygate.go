@@ -117,8 +117,13 @@ func (g *Gate) listen(ctx stdctx.Context, a agentcontroller.Admission, next agen
 		}
 	}
 	if !ok {
-		return agentcontroller.Reject(Reason, fmt.Sprintf(
-			"agent %q is not ready yet (waited %s); try again later", a.Agent.ID(), limit), false), nil
+		msg := fmt.Sprintf("agent %q is not ready yet (waited %s); try again later under a new request id", a.Agent.ID(), limit)
+		if limit > 0 {
+			// The message waited and its time ran out: an expiry, not a
+			// check that turned it down.
+			return agentcontroller.Expire(Reason, msg, false), nil
+		}
+		return agentcontroller.Reject(Reason, msg, false), nil
 	}
 	return next.Call(ctx, a)
 }

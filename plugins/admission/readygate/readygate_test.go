@@ -47,7 +47,9 @@ func TestRefusesAfterTimeoutAndNeverHoldsUnattended(t *testing.T) {
 	e.Apply(readygate.Plugin, readygate.Config{Timeout: 30 * time.Millisecond})
 	a := e.Agent("a")
 	_, err := e.Controller.Deliver(stdctx.Background(), a, testkit.Send("late"))
-	if ref, ok := agentcontroller.RefusalOf(err); !ok || ref.Reason != readygate.Reason {
+	// A message that waited out the timeout expired; one refused without
+	// waiting (below) was refused.
+	if ref, ok := agentcontroller.RefusalOf(err); !ok || ref.Reason != readygate.Reason || !ref.Expired {
 		t.Fatalf("timeout: %v", err)
 	}
 
@@ -65,7 +67,7 @@ func TestRefusesAfterTimeoutAndNeverHoldsUnattended(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if ref, ok := agentcontroller.RefusalOf(err); !ok || ref.Reason != readygate.Reason {
+		if ref, ok := agentcontroller.RefusalOf(err); !ok || ref.Reason != readygate.Reason || ref.Expired {
 			t.Fatalf("unattended: %v", err)
 		}
 	case <-time.After(10 * time.Second):

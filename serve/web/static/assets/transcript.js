@@ -39,6 +39,7 @@ export class Transcript {
     this.questions = new Map(); // question id -> box
     this.queued = new Map(); // request id -> item
     this.ownRequests = new Set(); // request ids this page sent: their refusal shows where they were sent
+    this.refusals = new Set(); // request ids whose refusal is shown: its log event and its notice say the same
   }
 
   // lastEventId is what the stream resumes after: "<seq>-<notice>".
@@ -86,6 +87,16 @@ export class Transcript {
         this.dequeue(ev.request_id || (m && m.request_id));
         this.add(ev, this.droppedMessage(ev));
         break;
+      case "message/refused":
+      case "message/expired": {
+        // A message admission turned away, as the log records it: shown
+        // once (its notice says the same), and not on the page that sent
+        // it, which showed the refusal where it was typed.
+        const rid = ev.request_id || (m && m.request_id);
+        this.dequeue(rid);
+        if (this.firstRefusal(rid) && !this.ownRequests.has(rid)) this.add(ev, this.refusedMessage(ev));
+        break;
+      }
       case "tool/call":
         this.callStatus(ev.tool_call.id, "running");
         break;
@@ -117,6 +128,23 @@ export class Transcript {
     const box = el("article", steer ? "msg user steer" : "msg user");
     box.append(el("h3", "who", steer ? "You (steer)" : "You"), el("div", "content", m ? m.content : ""));
     this.showParts(box, m);
+    return box;
+  }
+
+  // firstRefusal says whether the refusal of requestId is not shown yet,
+  // and counts it as shown.
+  firstRefusal(requestId) {
+    if (!requestId) return true;
+    if (this.refusals.has(requestId)) return false;
+    this.refusals.add(requestId);
+    return true;
+  }
+
+  refusedMessage(ev) {
+    const what = ev.type === "message/expired" ? "Expired while it waited" : "Refused";
+    const box = el("article", "msg user dropped refused");
+    box.append(el("h3", "who", "Not delivered"), el("div", "content", ev.message ? ev.message.content : ""),
+      el("p", "note", `${what}: ${ev.error || ev.reason}`));
     return box;
   }
 
@@ -293,6 +321,7 @@ export class Transcript {
     this.lastNotice = n.id;
     if (n.request_id) this.dequeue(n.request_id);
     if (n.request_id && this.ownRequests.has(n.request_id)) return;
+    if (n.type === "session/prompt-rejected" && !this.firstRefusal(n.request_id)) return;
     const text = n.type === "session/prompt-rejected" ? `Message refused: ${n.message || n.reason || n.code}` : (n.message || n.type);
     const p = el("p", "notice", text);
     p.dataset.notice = n.id;

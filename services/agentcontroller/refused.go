@@ -1,0 +1,160 @@
+package agentcontroller
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// Outcome names of a request that did not end in a turn. Delivered and
+// merged messages are read from their user/message or steering/message.
+const (
+	OutcomeRefused = "refused"
+	OutcomeExpired = "expired"
+	OutcomeDropped = "dropped"
+)
+
+// refusalRecorder is the part of an agent that records a refusal in its
+// session log from the one goroutine that appends to it (the agent loop's
+// driver). An agent without it keeps its refusals in the controller's
+// memory only, for as long as it lives.
+type refusalRecorder interface {
+	RecordRefusal(ev session.Event) error
+}
+
+// recordable says whether a refusal is the fate of this message — a check
+// turned it down or its wait ran out — rather than of the session (the
+// agent or the controller gone) or of a failing check, which the next
+// attempt may pass.
+func recordable(err error) (Refusal, bool) {
+	r, ok := RefusalOf(err)
+	if !ok {
+		return r, false
+	}
+	switch r.Reason {
+	case ReasonAdmissionFailed, ReasonAgentGone, ReasonStopped:
+		return r, false
+	}
+	return r, true
+}
+
+// recordRefusal keeps the refusal of req's message in memory until the
+// session log holds it, and has the agent append it there. Only requests
+// with an id are recorded: without one, no retry can ask.
+func (c *Controller) recordRefusal(agent agents.Agent, msg llm.Message, err error) {
+	if msg.RequestID == "" {
+		return
+	}
+	r, ok := recordable(err)
+	if !ok {
+		return
+	}
+	typ := session.MessageRefused
+	if r.Expired {
+		typ = session.MessageExpired
+	}
+	// The parts' bytes are released with the refusal; the record keeps
+	// the text only, never a reference to bytes no longer stored.
+	m := msg
+	m.Parts = nil
+	ev := session.Event{Type: typ, Message: &m, RequestID: msg.RequestID, Reason: r.Reason, Error: r.Message}
+	c.mu.Lock()
+	c.refused[acceptKey{agent.ID(), msg.RequestID}] = ev
+	c.mu.Unlock()
+	if rec, ok := agent.(refusalRecorder); ok {
+		if err := rec.RecordRefusal(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
+			agent.Context().Logger().Warn("recording a refused message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
+		}
+	}
+}
+
+// recorded answers a retry of a request id from what became of its first
+// attempt: the message id of one accepted (queued, delivered or merged),
+// or the error of one dropped, refused or expired. ok is false for a
+// request id never seen.
+func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bool) {
+	key := acceptKey{agent.ID(), requestID}
+	c.mu.Lock()
+	refused, isRefused := c.refused[key]
+	id, isAccepted := c.accepted[key]
+	c.mu.Unlock()
+	if isRefused {
+		return outcome{err: RecordedRefusal(agent.ID(), refused)}, true
+	}
+	if isAccepted {
+		return outcome{id: id}, true
+	}
+	s := agent.Session()
+	if s == nil {
+		return outcome{}, false
+	}
+	ev, ok := s.Outcome(requestID)
+	if !ok {
+		return outcome{}, false
+	}
+	switch ev.Type {
+	case session.MessageDropped:
+		return outcome{err: DroppedError(agent.ID(), ev)}, true
+	case session.MessageRefused, session.MessageExpired:
+		return outcome{err: RecordedRefusal(agent.ID(), ev)}, true
+	}
+	return outcome{id: ev.Message.ID}, true
+}
+
+// RecordedRefusal is the answer to a retry of a request whose message was
+// refused or expired: the first refusal again — RejectedCode with its
+// reason — whose message says the request id is spent. Its details name
+// the outcome: "outcome" (refused or expired), "expired", "recorded"
+// (true), "request_id", "message_id", and "seq" and "turn" once the
+// session log holds it.
+func RecordedRefusal(agentID string, ev session.Event) *errs.Error {
+	kind, what := OutcomeRefused, "refused"
+	if ev.Type == session.MessageExpired {
+		kind, what = OutcomeExpired, "expired while it waited in the admission stage"
+	}
+	msgID := ""
+	if ev.Message != nil {
+		msgID = ev.Message.ID
+	}
+	e := errs.New(RejectedCode, fmt.Sprintf(
+		"request %q to agent %q was %s before (%s) and is not decided again; send the message anew under a new request_id",
+		ev.RequestID, agentID, what, ev.Error)).WithReason(ev.Reason)
+	e.Details = map[string]any{"presented": false, "outcome": kind, "expired": kind == OutcomeExpired, "recorded": true,
+		"request_id": ev.RequestID, "message_id": msgID}
+	if ev.Seq > 0 {
+		e.Details["seq"], e.Details["turn"] = ev.Seq, ev.Turn
+	}
+	return e
+}
+
+// OutcomeOf names the recorded outcome an error carries: refused or
+// expired for a refusal (a first one or a retry's), dropped for
+// MessageDropped, "" for anything else (a failing check, the agent or the
+// controller gone: nothing is recorded and a retry is decided anew).
+func OutcomeOf(err error) string {
+	e, ok := errors.AsType[*errs.Error](err)
+	for ok && e.Code != RejectedCode && e.Code != MessageDropped {
+		e, ok = errors.AsType[*errs.Error](e.Cause)
+	}
+	if !ok {
+		return ""
+	}
+	if e.Code == MessageDropped {
+		return OutcomeDropped
+	}
+	switch e.Reason {
+	case ReasonAdmissionFailed, ReasonAgentGone, ReasonStopped:
+		return "" // not this message's fate: nothing is recorded
+	}
+	if o, _ := e.Details["outcome"].(string); o != "" {
+		return o
+	}
+	if x, _ := e.Details["expired"].(bool); x {
+		return OutcomeExpired
+	}
+	return OutcomeRefused
+}

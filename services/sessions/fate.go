@@ -1,0 +1,100 @@
+package sessions
+
+import (
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// Fate names what became of one accepted request id. Each request id ends
+// in exactly one, read from the one log event that recorded it (see the
+// table in docs/sessions.md).
+type Fate string
+
+// Fates of a request.
+const (
+	// FateDelivered: the message started turn N (the first user/message
+	// after its turn/start).
+	FateDelivered Fate = "delivered"
+	// FateMerged: the message joined turn N that another message started
+	// — queued together with it (a later user/message of the same turn
+	// start) or steered into the running turn (steering/message).
+	FateMerged Fate = "merged"
+	// FateDropped: a cancel or the session's close took the message from
+	// the inbox before any turn (message/dropped).
+	FateDropped Fate = "dropped"
+	// FateRefused: admission turned the message away (message/refused).
+	FateRefused Fate = "refused"
+	// FateExpired: the message waited in admission until its limit ran
+	// out (message/expired).
+	FateExpired Fate = "expired"
+)
+
+// RequestOutcome is the recorded outcome of a request id: the log event
+// that ended it and what it means.
+type RequestOutcome struct {
+	Outcome   Fate         `json:"outcome"`
+	Type      session.Type `json:"type"`
+	Turn      int          `json:"turn"`
+	Seq       int64        `json:"seq"`
+	RequestID string       `json:"request_id"`
+	MessageID string       `json:"message_id"`
+	// Reason is why it was dropped (cancelled or closed) or the refusal's
+	// reason; By who cancelled; Message the refusal's text.
+	Reason  string `json:"reason,omitempty"`
+	By      string `json:"by,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// RequestOutcome returns the recorded outcome of requestID in the session's
+// log; ok is false while the request is undecided or queued (or was never
+// sent). Every entry point answers a retry with it.
+func (s *Session) RequestOutcome(requestID string) (RequestOutcome, bool) {
+	return OutcomeInLog(s.handle.Agent.Session(), requestID)
+}
+
+// OutcomeInLog reads the outcome of requestID from log.
+func OutcomeInLog(log *session.Session, requestID string) (RequestOutcome, bool) {
+	if log == nil || requestID == "" {
+		return RequestOutcome{}, false
+	}
+	ev, ok := log.Outcome(requestID)
+	if !ok {
+		return RequestOutcome{}, false
+	}
+	o := RequestOutcome{Type: ev.Type, Turn: ev.Turn, Seq: ev.Seq, RequestID: requestID, Reason: ev.Reason, By: ev.By}
+	if ev.Message != nil {
+		o.MessageID = ev.Message.ID
+	}
+	switch ev.Type {
+	case session.MessageDropped:
+		o.Outcome = FateDropped
+	case session.MessageRefused:
+		o.Outcome, o.Message = FateRefused, ev.Error
+	case session.MessageExpired:
+		o.Outcome, o.Message = FateExpired, ev.Error
+	case session.SteeringMessage:
+		o.Outcome = FateMerged
+	default:
+		o.Outcome = FateDelivered
+		if !startsTurn(log, ev.Seq) {
+			o.Outcome = FateMerged
+		}
+	}
+	return o, true
+}
+
+// startsTurn says whether the user/message at seq is the first of its
+// turn: the event before it is the turn's start. Reading one event costs
+// a copy of the log's tail, which a retry (rare) can afford.
+func startsTurn(log *session.Session, seq int64) bool {
+	evs := log.Events(seq - 1)
+	return len(evs) > 0 && evs[0].Type == session.TurnStart
+}
+
+// outcomeDetails are the details of the agent controller's error that a
+// session error keeps: what a retry's answer says of the recorded outcome.
+var outcomeDetails = []string{"outcome", "expired", "recorded", "seq", "turn", "message_id"}
+
+// fateOfError names the outcome a delivery error reports, "" when it
+// reports none.
+func fateOfError(err error) Fate { return Fate(agentcontroller.OutcomeOf(err)) }
