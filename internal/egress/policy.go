@@ -200,8 +200,27 @@ func (p Policy) checkAddr(t target, a netip.Addr, explicit bool) error {
 		return nil
 	case t.addr.IsValid() && !wildcard:
 		return p.refuse(ReasonNotAllowed, t, "", fmt.Sprintf("dsh egress policy: %s is not in %s.allow", t, p.key()))
+	case t.addr.IsValid():
+		// A literal address carries no name for a name rule to see: with
+		// deny listing evil.example, its address would be the way round.
+		// While deny names hosts, only an allow entry covering the address
+		// lets a literal through.
+		if rule, ok := p.denyNamesHosts(); ok {
+			return p.refuse(ReasonDeniedAddress, t, rule, fmt.Sprintf("dsh egress policy: %s is an IP address, refused because %s.deny names hosts (%q) that an address would get round; add the address or its block to %s.allow to reach it", t, p.key(), rule, p.key()))
+		}
 	}
 	return nil
+}
+
+// denyNamesHosts returns the first deny entry that names hosts rather
+// than addresses (other than "*", which covers addresses already).
+func (p Policy) denyNamesHosts() (string, bool) {
+	for _, r := range p.Deny {
+		if !r.IsAddress() && !r.any {
+			return r.text, true
+		}
+	}
+	return "", false
 }
 
 // addrMsg words an address refusal; why is "denied by ..." or "a

@@ -302,3 +302,35 @@ func TestPolicyString(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestADeniedNameIsNotReachedByItsAddress: a literal address has no name
+// for a name rule to see, so while deny names hosts only an allow entry
+// covering the address lets a literal through.
+func TestADeniedNameIsNotReachedByItsAddress(t *testing.T) {
+	dns := newDNS("evil.example", "93.184.215.14", "good.example", "93.184.215.20")
+	open := policy(t, []string{"*"}, []string{"evil.example"})
+	for _, tc := range []struct {
+		host string
+		want string
+	}{
+		{"evil.example", egress.ReasonDeniedName},
+		{"93.184.215.14", egress.ReasonDeniedAddress},
+		{"[::ffff:93.184.215.14]", egress.ReasonDeniedAddress},
+		{"good.example", ""},
+	} {
+		host := strings.Trim(tc.host, "[]")
+		if got := decide(t, open, dns, host, 443); got != tc.want {
+			t.Errorf("allow *, deny evil.example, %s: got %q, want %q", tc.host, got, tc.want)
+		}
+	}
+	// An address the operator allowed outright still passes.
+	both := policy(t, []string{"*", "93.184.215.0/24"}, []string{"evil.example"})
+	if got := decide(t, both, dns, "93.184.215.20", 443); got != "" {
+		t.Errorf("an allowed block under a name deny: %q", got)
+	}
+	// With deny naming only addresses, literals under * pass as before.
+	addrOnly := policy(t, []string{"*"}, []string{"10.0.0.0/8"})
+	if got := decide(t, addrOnly, dns, "93.184.215.20", 443); got != "" {
+		t.Errorf("a literal under * with an address-only deny: %q", got)
+	}
+}
