@@ -292,3 +292,40 @@ func TestPythonPluginGroupDiesWithAKilledHost(t *testing.T) {
 	cmd.Wait()
 	waitDead(t, sleeper, "the Python plugin's own child")
 }
+
+// emptyScript declares a tool that forgets its result and one that is
+// empty on purpose.
+const emptyScript = `
+from dsh_plugin import Plugin, empty
+
+plugin = Plugin("empties", "1.0.0")
+
+@plugin.tool("nothing", "Forgets to return.")
+def nothing(args, ctx):
+    pass
+
+@plugin.tool("blank", "Answers nothing on purpose.")
+def blank(args, ctx):
+    return empty()
+
+plugin.serve()
+`
+
+// TestPythonEmptyResult: a Python tool returning None is an error result
+// naming the plugin and the tool; dsh_plugin.empty() is a chosen empty
+// result.
+func TestPythonEmptyResult(t *testing.T) {
+	requirePython(t)
+	script := filepath.Join(t.TempDir(), "plugin.py")
+	if err := os.WriteFile(script, []byte(emptyScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entry := pythonEntry(t, "empties", script, "{}")
+	got := toolTurn(t, entry, "nothing", "{}")
+	if !strings.Contains(got[0], `"nothing"`) || !strings.Contains(got[0], `"empties"`) || !strings.Contains(got[0], "PLUGIN_EMPTY_RESULT") {
+		t.Fatalf("a forgotten result: %q", got[0])
+	}
+	if got := toolTurn(t, entry, "blank", "{}"); got[0] != "" {
+		t.Fatalf("a deliberately empty result: %q", got[0])
+	}
+}
