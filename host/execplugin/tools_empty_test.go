@@ -12,8 +12,8 @@ import (
 func TestAnEmptyResultIsAnErrorUnlessChosen(t *testing.T) {
 	bin := toolPlugin(t)
 	h, logs := startExec(t, toolConfig(bin, "{}", "", ""))
-	r := callTool(t, h, "main", "nothing", "")
-	if !r.IsError || !strings.Contains(r.Content, `"nothing"`) || !strings.Contains(r.Content, `"tools"`) || !strings.Contains(r.Content, "PLUGIN_EMPTY_RESULT") || !strings.Contains(r.Content, "sdk.Empty()") {
+	r := callTool(t, h, "main", "absent", "")
+	if !r.IsError || !strings.Contains(r.Content, `"absent"`) || !strings.Contains(r.Content, `"tools"`) || !strings.Contains(r.Content, "PLUGIN_EMPTY_RESULT") || !strings.Contains(r.Content, "sdk.Empty()") {
 		t.Fatalf("a forgotten result: %+v", r)
 	}
 	if !strings.Contains(logs.String(), "[WARN]") || !strings.Contains(logs.String(), "PLUGIN_EMPTY_RESULT") {

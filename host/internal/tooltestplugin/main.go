@@ -70,7 +70,7 @@ func main() {
 	p.Tool(&sdk.ToolDecl{Name: "fail", Description: "fails in the plugin"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
 		return nil, errs.New("TOOLTEST_BROKE", "the tool broke")
 	})
-	p.Tool(&sdk.ToolDecl{Name: "nothing", Description: "forgets its result"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+	p.Tool(&sdk.ToolDecl{Name: "absent", Description: "forgets its result"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
 		return nil, nil
 	})
 	p.Tool(&sdk.ToolDecl{Name: "blank", Description: "answers empty on purpose"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
