@@ -181,10 +181,7 @@ func (r *remote) protocolError(format string, args ...any) error {
 func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.Result, error) {
 	rpc := r.current()
 	if rpc == nil {
-		if r.entry.OnUnavailable == "skip" {
-			return nil, errSkip
-		}
-		return nil, r.unavailable()
+		return nil, r.whileDown()
 	}
 	var own time.Time // the entry's own deadline, if it has one
 	if t := r.callTimeout(); t > 0 {
@@ -196,10 +193,16 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1
 	cctx, cancel := stdctx.WithCancel(ctx)
 	defer cancel()
 	stream, err := rpc.Call(cctx)
+	if notConnected(err) {
+		return nil, r.whileDown()
+	}
 	if err != nil {
 		return nil, r.callError(ctx, own, err)
 	}
 	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, Payload: payload, ScopeTag: scope}}}); err != nil {
+		if notConnected(err) {
+			return nil, r.whileDown()
+		}
 		return nil, r.callError(ctx, own, err)
 	}
 	// Receiving on this goroutine rather than on a reader goroutine saves
@@ -207,6 +210,10 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1
 	// waking goroutines on other threads is what a call mostly waits for).
 	// A cancelled cctx ends a pending Recv.
 	msg, err := stream.Recv()
+	if notConnected(err) {
+		// A stream's connection error can surface at its first Recv.
+		return nil, r.whileDown()
+	}
 	if err != nil {
 		return nil, r.callError(ctx, own, err)
 	}
