@@ -99,6 +99,13 @@ func TestPythonPluginBadConfig(t *testing.T) {
 // session recorded.
 func toolTurn(t *testing.T, entries, tool, args string) []string {
 	t.Helper()
+	out, _ := toolTurnLogs(t, entries, tool, args)
+	return out
+}
+
+// toolTurnLogs is toolTurn that also returns the host's log.
+func toolTurnLogs(t *testing.T, entries, tool, args string) ([]string, *logBuffer) {
+	t.Helper()
 	ws := t.TempDir()
 	for name, body := range map[string]string{"a.txt": "one two\nthree\n", "b.txt": "four\n", "secret.key": "x"} {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o600); err != nil {
@@ -130,7 +137,7 @@ func toolTurn(t *testing.T, entries, tool, args string) []string {
 	if len(out) == 0 {
 		t.Fatalf("no tool result in the session\n%s", logs.String())
 	}
-	return out
+	return out, logs
 }
 
 // TestPythonToolPlugin: the tool a Python binary declares in Describe is
