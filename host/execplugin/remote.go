@@ -120,6 +120,12 @@ func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 	desc, proc, err := r.start(ctx)
 	if err != nil {
 		r.cancelStop()
+		if p.entry.Optional && ctx.Err() == nil {
+			// One broken extra must not keep dsh from starting: say why
+			// once, and run without it.
+			ctx.Logger().Warn(fmt.Sprintf("plugin %q (%s) is optional and failed to start; dsh runs without it until the next reload or restart", p.entry.ID, p.entry.Exec), "error", err)
+			return nil
+		}
 		return err
 	}
 	r.mu.Lock()
@@ -323,7 +329,7 @@ func pastDeadline(ctx stdctx.Context) bool {
 // matchable with errors.Is.
 func (r *remote) timeoutError(ctx stdctx.Context, own time.Time, cause error) error {
 	if dl, _ := ctx.Deadline(); !own.IsZero() && !dl.Before(own) {
-		return errs.Wrap(PluginTimeout, cause, fmt.Sprintf("plugin %q (%s) did not answer within %s (its timeout:); raise it, or fix the plugin", r.entry.ID, r.entry.Exec, r.callTimeout()))
+		return errs.Wrap(PluginTimeout, cause, fmt.Sprintf("plugin %q (%s) did not answer within %s, its entry's timeout; raise timeout: in the entry, or fix the plugin", r.entry.ID, r.entry.Exec, r.callTimeout()))
 	}
 	return errs.Wrap(PluginTimeout, stdctx.DeadlineExceeded, fmt.Sprintf("plugin %q (%s) did not answer before the caller's deadline", r.entry.ID, r.entry.Exec))
 }
