@@ -11,11 +11,11 @@ import (
 )
 
 // EmptyResult is the code of a tool call whose handler returned neither a
-// result nor an error; ReasonEmptyResult is its reason.
-const (
-	EmptyResult       errs.Code = "PLUGIN_EMPTY_RESULT"
-	ReasonEmptyResult           = "sdk/empty-result"
-)
+// result nor an error.
+const EmptyResult errs.Code = "PLUGIN_EMPTY_RESULT"
+
+// ReasonEmptyResult is the reason of an EmptyResult error.
+const ReasonEmptyResult = "sdk/empty-result"
 
 type (
 	// ToolDecl declares a tool the plugin gives the model: its name
