@@ -51,6 +51,16 @@ func (o *outputLog) Write(p []byte) (int, error) {
 	}
 }
 
+// flush logs a last line the plugin did not end with a newline.
+func (o *outputLog) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.pending) > 0 {
+		o.emit(o.pending)
+		o.pending = o.pending[:0]
+	}
+}
+
 func (o *outputLog) emit(line []byte) {
 	if o.skipFirst {
 		o.skipFirst = false
@@ -61,15 +71,19 @@ func (o *outputLog) emit(line []byte) {
 
 // teeOutput passes r through to its reader (go-plugin, which reads the
 // handshake and discards the rest) and copies every byte to w.
+// At the end of the stream it logs a last line left without a newline.
 type teeOutput struct {
 	r io.ReadCloser
-	w io.Writer
+	w *outputLog
 }
 
 func (t teeOutput) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	if n > 0 {
 		_, _ = t.w.Write(p[:n])
+	}
+	if err != nil {
+		t.w.flush()
 	}
 	return n, err
 }

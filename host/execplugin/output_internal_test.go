@@ -1,6 +1,7 @@
 package execplugin
 
 import (
+	"io"
 	"strings"
 	"testing"
 
@@ -26,5 +27,13 @@ func TestOutputLogSplitsLines(t *testing.T) {
 	}
 	if len(o.pending) != 10 {
 		t.Fatalf("%d bytes held, want the 10 after the piece", len(o.pending))
+	}
+	// The end of the stream logs what is left.
+	tee := teeOutput{r: io.NopCloser(strings.NewReader("")), w: o}
+	if _, err := tee.Read(make([]byte, 8)); err != io.EOF {
+		t.Fatal(err)
+	}
+	if got := b.String(); strings.Count(got, "plugin output") != 4 || !strings.Contains(got, "line="+strings.Repeat("x", 10)+"\n") {
+		t.Fatalf("the unterminated tail was not logged at the end:\n%s", got)
 	}
 }
