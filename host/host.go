@@ -420,6 +420,13 @@ func describeEntry(e config.Entry) string {
 	if e.Disabled {
 		s += " [disabled]"
 	}
+	if e.Optional {
+		s += " [optional: dsh starts without it if it fails to start"
+		if _, err := os.Stat(e.Exec); err != nil {
+			s += "; its binary is missing, so it will"
+		}
+		s += "]"
+	}
 	return s
 }
 

@@ -33,7 +33,7 @@ func (h *Host) protectLoaded(cfg *config.Config) error {
 	for _, list := range lists {
 		for _, e := range list {
 			if e.Exec != "" {
-				entries = append(entries, protect.Entry{Path: abs(e.Exec), What: "a plugin binary dsh runs (exec: in its config), with dsh's rights"})
+				entries = append(entries, protect.Entry{Path: cfg.ExecPath(e.Exec), What: "a plugin binary dsh runs (exec: in its config), with dsh's rights"})
 			}
 		}
 	}

@@ -10,6 +10,13 @@ import (
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 )
 
+// EmptyResult is the code of a tool call whose handler returned neither a
+// result nor an error.
+const EmptyResult errs.Code = "PLUGIN_EMPTY_RESULT"
+
+// ReasonEmptyResult is the reason of an EmptyResult error.
+const ReasonEmptyResult = "sdk/empty-result"
+
 type (
 	// ToolDecl declares a tool the plugin gives the model: its name
 	// (^[a-zA-Z0-9_-]{1,64}$), description, JSON Schema of the arguments
@@ -48,6 +55,11 @@ func (p *Plugin) Tool(decl *ToolDecl, fn ToolHandler) {
 
 // Text is a successful result with text for the model.
 func Text(text string) *ToolResult { return &ToolResult{Content: text} }
+
+// Empty is a deliberately empty, successful result. A handler that
+// returns (nil, nil) instead fails the call with EmptyResult, so a
+// forgotten return value is not taken for "nothing to say".
+func Empty() *ToolResult { return &ToolResult{} }
 
 // Failed is an error result the model sees and can act on.
 func Failed(format string, args ...any) *ToolResult {
@@ -97,7 +109,13 @@ func (s *server) ExecuteTool(ctx stdctx.Context, inv *ToolInvocation) (*pluginv1
 		return &pluginv1.ToolOutcome{Error: ErrorToProto(err)}, nil
 	}
 	if res == nil {
-		res = &ToolResult{}
+		// A nil result with no error is almost always a forgotten return
+		// value; passing it on as an empty result would leave the model
+		// with nothing and the operator with no trace. Empty() is how an
+		// author says "nothing" on purpose.
+		return &pluginv1.ToolOutcome{Error: ErrorToProto(errs.New(EmptyResult, fmt.Sprintf(
+			"plugin %s: the tool %q returned neither a result nor an error; return sdk.Text, sdk.Failed or an error, or sdk.Empty() for a deliberately empty result",
+			s.p.name, name)).WithReason(ReasonEmptyResult))}, nil
 	}
 	return &pluginv1.ToolOutcome{Result: res}, nil
 }

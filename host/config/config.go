@@ -122,6 +122,10 @@ type Entry struct {
 	// EnvPassthrough names variables of dsh's environment the binary may
 	// see; no other variable reaches it.
 	EnvPassthrough []string `koanf:"env_passthrough"`
+	// Optional lets dsh start without the plugin when it fails to start
+	// (or its binary is missing): the failure is logged at warn and the
+	// entry stays out until the next reload or restart.
+	Optional bool `koanf:"optional"`
 }
 
 // execOnly reports the exec-only settings an entry sets, by key.
@@ -134,7 +138,7 @@ func (e *Entry) execOnly() []string {
 		{"sha256", e.SHA256 != ""}, {"timeout", e.Timeout != nil}, {"start_timeout", e.StartTimeout != 0},
 		{"on_unavailable", e.OnUnavailable != ""}, {"max_restarts", e.MaxRestarts != 0},
 		{"restart_window", e.RestartWindow != 0}, {"args", len(e.Args) > 0}, {"env", len(e.Env) > 0},
-		{"env_passthrough", len(e.EnvPassthrough) > 0},
+		{"env_passthrough", len(e.EnvPassthrough) > 0}, {"optional", e.Optional},
 	} {
 		if set.on {
 			keys = append(keys, set.key)
@@ -427,7 +431,9 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 		case e.Use == "" && e.Exec == "":
 			p.add(key, "the entry names no plugin; add use: <plugin id> (see dsh plugins) or exec: <binary>")
 		case e.Exec != "":
-			checkExec(e, key, p)
+			written := e.Exec
+			e.Exec = c.ExecPath(e.Exec)
+			checkExec(e, c.where(written), key, p)
 		default:
 			if keys := e.execOnly(); len(keys) > 0 {
 				list := strings.Join(keys, ", ")
@@ -476,11 +482,14 @@ func messageOf(err error) string {
 
 // checkExec validates an exec: entry: the binary, its checksum and the
 // supervision settings.
-func checkExec(e *Entry, key string, p *problems) {
-	if st, err := os.Stat(e.Exec); err != nil {
-		p.add(key+".exec", fmt.Sprintf("plugin binary %q not found; build it or fix the path (relative paths start from the working directory)", e.Exec))
-	} else if st.IsDir() || st.Mode()&0o111 == 0 {
-		p.add(key+".exec", fmt.Sprintf("plugin binary %q is not an executable file; chmod +x it", e.Exec))
+func checkExec(e *Entry, where, key string, p *problems) {
+	// A missing binary of an optional entry is not a problem: dsh starts
+	// without it, says why, and dsh config check marks it.
+	switch st, err := os.Stat(e.Exec); {
+	case err != nil && !e.Optional:
+		p.add(key+".exec", fmt.Sprintf("plugin binary %s not found; build it or fix the path", where))
+	case err == nil && (st.IsDir() || st.Mode()&0o111 == 0):
+		p.add(key+".exec", fmt.Sprintf("plugin binary %s is not an executable file; chmod +x it", where))
 	}
 	if e.SHA256 != "" {
 		if b, err := hex.DecodeString(e.SHA256); err != nil || len(b) != sha256.Size {

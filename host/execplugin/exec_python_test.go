@@ -99,6 +99,13 @@ func TestPythonPluginBadConfig(t *testing.T) {
 // session recorded.
 func toolTurn(t *testing.T, entries, tool, args string) []string {
 	t.Helper()
+	out, _ := toolTurnLogs(t, entries, tool, args)
+	return out
+}
+
+// toolTurnLogs is toolTurn that also returns the host's log.
+func toolTurnLogs(t *testing.T, entries, tool, args string) ([]string, *logBuffer) {
+	t.Helper()
 	ws := t.TempDir()
 	for name, body := range map[string]string{"a.txt": "one two\nthree\n", "b.txt": "four\n", "secret.key": "x"} {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o600); err != nil {
@@ -130,7 +137,7 @@ func toolTurn(t *testing.T, entries, tool, args string) []string {
 	if len(out) == 0 {
 		t.Fatalf("no tool result in the session\n%s", logs.String())
 	}
-	return out
+	return out, logs
 }
 
 // TestPythonToolPlugin: the tool a Python binary declares in Describe is
@@ -291,4 +298,41 @@ func TestPythonPluginGroupDiesWithAKilledHost(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	waitDead(t, sleeper, "the Python plugin's own child")
+}
+
+// emptyScript declares a tool that forgets its result and one that is
+// empty on purpose.
+const emptyScript = `
+from dsh_plugin import Plugin, empty
+
+plugin = Plugin("empties", "1.0.0")
+
+@plugin.tool("nothing", "Forgets to return.")
+def nothing(args, ctx):
+    pass
+
+@plugin.tool("blank", "Answers nothing on purpose.")
+def blank(args, ctx):
+    return empty()
+
+plugin.serve()
+`
+
+// TestPythonEmptyResult: a Python tool returning None is an error result
+// naming the plugin and the tool; dsh_plugin.empty() is a chosen empty
+// result.
+func TestPythonEmptyResult(t *testing.T) {
+	requirePython(t)
+	script := filepath.Join(t.TempDir(), "plugin.py")
+	if err := os.WriteFile(script, []byte(emptyScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entry := pythonEntry(t, "empties", script, "{}")
+	got := toolTurn(t, entry, "nothing", "{}")
+	if !strings.Contains(got[0], `"nothing"`) || !strings.Contains(got[0], `"empties"`) || !strings.Contains(got[0], "PLUGIN_EMPTY_RESULT") {
+		t.Fatalf("a forgotten result: %q", got[0])
+	}
+	if got := toolTurn(t, entry, "blank", "{}"); got[0] != "" {
+		t.Fatalf("a deliberately empty result: %q", got[0])
+	}
 }

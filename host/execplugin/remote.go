@@ -120,6 +120,12 @@ func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 	desc, proc, err := r.start(ctx)
 	if err != nil {
 		r.cancelStop()
+		if p.entry.Optional && ctx.Err() == nil {
+			// One broken extra must not keep dsh from starting: say why
+			// once, and run without it.
+			ctx.Logger().Warn(fmt.Sprintf("plugin %q (%s) is optional and failed to start; dsh runs without it until the next reload or restart", p.entry.ID, p.entry.Exec), "error", err)
+			return nil
+		}
 		return err
 	}
 	r.mu.Lock()
@@ -181,10 +187,7 @@ func (r *remote) protocolError(format string, args ...any) error {
 func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.Result, error) {
 	rpc := r.current()
 	if rpc == nil {
-		if r.entry.OnUnavailable == "skip" {
-			return nil, errSkip
-		}
-		return nil, r.unavailable()
+		return nil, r.whileDown()
 	}
 	var own time.Time // the entry's own deadline, if it has one
 	if t := r.callTimeout(); t > 0 {
@@ -196,10 +199,16 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1
 	cctx, cancel := stdctx.WithCancel(ctx)
 	defer cancel()
 	stream, err := rpc.Call(cctx)
+	if notConnected(err) {
+		return nil, r.whileDown()
+	}
 	if err != nil {
 		return nil, r.callError(ctx, own, err)
 	}
 	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, Payload: payload, ScopeTag: scope}}}); err != nil {
+		if notConnected(err) {
+			return nil, r.whileDown()
+		}
 		return nil, r.callError(ctx, own, err)
 	}
 	// Receiving on this goroutine rather than on a reader goroutine saves
@@ -207,6 +216,10 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1
 	// waking goroutines on other threads is what a call mostly waits for).
 	// A cancelled cctx ends a pending Recv.
 	msg, err := stream.Recv()
+	if notConnected(err) {
+		// A stream's connection error can surface at its first Recv.
+		return nil, r.whileDown()
+	}
 	if err != nil {
 		return nil, r.callError(ctx, own, err)
 	}
@@ -316,7 +329,7 @@ func pastDeadline(ctx stdctx.Context) bool {
 // matchable with errors.Is.
 func (r *remote) timeoutError(ctx stdctx.Context, own time.Time, cause error) error {
 	if dl, _ := ctx.Deadline(); !own.IsZero() && !dl.Before(own) {
-		return errs.Wrap(PluginTimeout, cause, fmt.Sprintf("plugin %q (%s) did not answer within %s (its timeout:); raise it, or fix the plugin", r.entry.ID, r.entry.Exec, r.callTimeout()))
+		return errs.Wrap(PluginTimeout, cause, fmt.Sprintf("plugin %q (%s) did not answer within %s, its entry's timeout; raise timeout: in the entry, or fix the plugin", r.entry.ID, r.entry.Exec, r.callTimeout()))
 	}
 	return errs.Wrap(PluginTimeout, stdctx.DeadlineExceeded, fmt.Sprintf("plugin %q (%s) did not answer before the caller's deadline", r.entry.ID, r.entry.Exec))
 }

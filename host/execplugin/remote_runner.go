@@ -24,7 +24,11 @@ type groupRunner struct {
 // runnerFor returns go-plugin's RunnerFunc for proc. go-plugin hands over
 // a command carrying only its own variables (the handshake cookie, the
 // client certificate, the socket directory): they join proc's environment.
-func runnerFor(proc *childproc.Proc) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+//
+// A plugin that does not serve through go-plugin's Go server (one in
+// Python, say) keeps its real stdout after the handshake; what it prints
+// there is copied to stdout, which skips the handshake line itself.
+func runnerFor(proc *childproc.Proc, stdoutLog *outputLog) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 		cmd := proc.Cmd
 		cmd.Env = append(cmd.Env, spec.Env...)
@@ -38,7 +42,8 @@ func runnerFor(proc *childproc.Proc) func(hclog.Logger, *exec.Cmd, string) (runn
 		if err != nil {
 			return nil, err
 		}
-		return &groupRunner{proc: proc, stdout: stdout, stderr: stderr}, nil
+		stdoutLog.skipFirst = true
+		return &groupRunner{proc: proc, stdout: teeOutput{r: stdout, w: stdoutLog}, stderr: stderr}, nil
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 	"sync"
@@ -106,16 +105,19 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(nil),
-		RunnerFunc:       runnerFor(proc),
+		RunnerFunc:       runnerFor(proc, newOutputLog(r.log, "stdout")),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Logger:           quiet,
 		// ctx bounds the start; go-plugin's own timer is only a backstop,
 		// so a slow handshake always fails as a PLUGIN_TIMEOUT.
 		StartTimeout: limit + stopGrace,
-		SyncStdout:   io.Discard,
-		SyncStderr:   io.Discard,
-		Stderr:       stderr,
+		// A Go plugin's os.Stdout and os.Stderr come over gRPC once it
+		// serves; another's raw stdout is tee'd by the runner. Either way
+		// its output after the handshake lands in dsh's log.
+		SyncStdout: newOutputLog(r.log, "stdout"),
+		SyncStderr: newOutputLog(r.log, "stderr"),
+		Stderr:     stderr,
 		// The environment is childproc's, complete: go-plugin must not add
 		// dsh's own to it.
 		SkipHostEnv: true,

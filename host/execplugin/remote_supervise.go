@@ -2,9 +2,12 @@ package execplugin
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Restart policy defaults: a crash counts against max_restarts and the
@@ -128,4 +131,25 @@ func (r *remote) unavailable() error {
 			r.entry.ID, r.entry.Exec, n, r.restartWindow())).WithReason(ReasonGivenUp)
 	}
 	return errs.New(PluginCrashed, fmt.Sprintf("plugin %q (%s) is not running; it is being restarted", r.entry.ID, r.entry.Exec)).WithReason(ReasonUnavailable)
+}
+
+// whileDown is what a listener's call gets while the plugin is down: passed
+// over with on_unavailable: skip, refused as unavailable otherwise.
+func (r *remote) whileDown() error {
+	if r.entry.OnUnavailable == "skip" {
+		return errSkip
+	}
+	return r.unavailable()
+}
+
+// notConnected reports a call that failed before it reached the plugin:
+// gRPC could not (re)connect to its socket, which is what a call made
+// after the process died but before the supervisor saw it exit gets
+// ("connection refused", or the TLS handshake cut by the dying process).
+// Such a call did not crash anything; the plugin is unavailable. A call
+// cut by a crash in flight fails differently ("error reading from server",
+// "transport is closing").
+func notConnected(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), "connection error:")
 }

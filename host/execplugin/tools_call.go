@@ -44,6 +44,9 @@ func (r *remote) executeTool(ctx stdctx.Context, call tools.Call) (tools.Result,
 		// RPC already ended the plugin's ctx.
 		return tools.Result{}, ctx.Err()
 	}
+	if notConnected(err) {
+		return r.toolFailure(call.Name, r.unavailable()), nil
+	}
 	if err != nil {
 		if status.Code(err) == codes.Unimplemented {
 			return r.toolFailure(call.Name, r.protocolError("it declares the tool %q but does not implement ExecuteTool", call.Name)), nil

@@ -57,6 +57,9 @@ type config struct {
 	// the first creates the file, later ones find it, write <file>.hung
 	// and hang.
 	HangAfterFirst string `json:"hang_after_first"`
+	// PrintWord prints a message that contains it to stdout and stderr,
+	// as print debugging would.
+	PrintWord string `json:"print_word"`
 	// SpawnPidFile starts a sleep of the plugin's own and writes its pid
 	// there (written to a temporary name first, so a reader never sees
 	// half of it).
@@ -132,6 +135,9 @@ func main() {
 	p.Admission(func(ctx stdctx.Context, a *sdk.Admission, next sdk.AdmissionNext) (*sdk.Decision, error) {
 		text := a.Message.Content
 		switch {
+		case cfg.PrintWord != "" && strings.Contains(text, cfg.PrintWord):
+			fmt.Println("to stdout: " + text)
+			fmt.Fprintln(os.Stderr, "to stderr: "+text)
 		case cfg.CrashWord != "" && strings.Contains(text, cfg.CrashWord):
 			os.Exit(3)
 		case cfg.GiveUpWord != "" && strings.Contains(text, cfg.GiveUpWord):

@@ -70,6 +70,12 @@ func main() {
 	p.Tool(&sdk.ToolDecl{Name: "fail", Description: "fails in the plugin"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
 		return nil, errs.New("TOOLTEST_BROKE", "the tool broke")
 	})
+	p.Tool(&sdk.ToolDecl{Name: "absent", Description: "forgets its result"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+		return nil, nil
+	})
+	p.Tool(&sdk.ToolDecl{Name: "blank", Description: "answers empty on purpose"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+		return sdk.Empty(), nil
+	})
 	if second {
 		p.Tool(&sdk.ToolDecl{Name: "late", Description: "declared from the second start on"}, echo)
 	} else {

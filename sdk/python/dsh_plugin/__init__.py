@@ -19,13 +19,13 @@ decorated functions into the dsh plugin protocol (sdk/proto/pluginv1):
 events and pb are the generated classes of events.proto and plugin.proto.
 """
 
-from .errors import HANDLER_FAILED, NO_HANDLER, PLUGIN_ERROR, PluginError
+from .errors import EMPTY_RESULT, HANDLER_FAILED, NO_HANDLER, PLUGIN_ERROR, PluginError
 from .handshake import HandshakeError
 from .plugin import Plugin
 from .proto import events_pb2 as events
 from .proto import plugin_pb2 as pb
-from .tools import ToolContext, ToolError, image, text
+from .tools import ToolContext, ToolError, empty, image, text
 
 __all__ = ["Plugin", "PluginError", "ToolError", "ToolContext", "HandshakeError", "events", "pb",
-           "text", "image", "PLUGIN_ERROR", "HANDLER_FAILED", "NO_HANDLER"]
+           "text", "image", "empty", "PLUGIN_ERROR", "HANDLER_FAILED", "NO_HANDLER", "EMPTY_RESULT"]
 __version__ = "0.1.0"

@@ -10,6 +10,8 @@ PLUGIN_ERROR = "PLUGIN_ERROR"
 HANDLER_FAILED = "PLUGIN_HANDLER_FAILED"
 #: The host sent an event, or a tool call, this plugin has no handler for.
 NO_HANDLER = "PLUGIN_NO_HANDLER"
+#: A tool handler returned None; tools.empty() is the deliberate empty result.
+EMPTY_RESULT = "PLUGIN_EMPTY_RESULT"
 
 
 class PluginError(Exception):

@@ -205,7 +205,14 @@ class Plugin:
             return pb.ToolOutcome(result=events.ToolResult(
                 is_error=True, content="the arguments of %s are not JSON (%s); send a JSON object" % (tool.decl.name, e)))
         try:
-            return pb.ToolOutcome(result=to_result(tool.fn(args, ctx)))
+            value = tool.fn(args, ctx)
+            if value is None:
+                return pb.ToolOutcome(error=PluginError(
+                    _errors.EMPTY_RESULT,
+                    "plugin %s: the tool %r returned None; return a str, a result or raise ToolError, "
+                    "or return dsh_plugin.empty() for a deliberately empty result" % (self.name, tool.decl.name),
+                    reason="sdk/empty-result").to_proto())
+            return pb.ToolOutcome(result=to_result(value))
         except ToolError as e:
             return pb.ToolOutcome(result=events.ToolResult(is_error=True, content=str(e)))
         except Exception as e:  # noqa: BLE001

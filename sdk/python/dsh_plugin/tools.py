@@ -51,11 +51,22 @@ def image(media_type, data):
     return events.ContentPart(image=events.Image(media_type=media_type, data=data))
 
 
+def empty():
+    """A deliberately empty, successful result.
+
+    A handler that returns None instead fails the call with
+    PLUGIN_EMPTY_RESULT: a missing return statement is far more common
+    than a tool with nothing to say.
+    """
+    return events.ToolResult()
+
+
 def to_result(value):
     """The ToolResult of what a handler returned.
 
     A str is the content; a ToolResult passes as it is; a list of content
     parts (text(), image()) is the parts; anything else is sent as JSON.
+    None is not a result: the caller turns it into PLUGIN_EMPTY_RESULT.
     """
     if isinstance(value, events.ToolResult):
         return value
@@ -63,8 +74,6 @@ def to_result(value):
         return events.ToolResult(content=value)
     if isinstance(value, (list, tuple)) and all(isinstance(p, events.ContentPart) for p in value):
         return events.ToolResult(parts=list(value))
-    if value is None:
-        return events.ToolResult()
     return events.ToolResult(content=json.dumps(value))
 
 
