@@ -93,6 +93,9 @@ func (s *store) lock(ctx stdctx.Context, sessionID string) (*writer, error) {
 	// land is in, and one that lands later is refused by the expected
 	// sequence, not mixed into this writer's log.
 	last, err := s.lastSeq(ctx, subject)
+	if err == nil && last == 0 {
+		last, err = s.markOpen(ctx, subject, l.token)
+	}
 	if err != nil {
 		l.release()
 		return nil, err

@@ -22,6 +22,11 @@ const Unreachable errs.Code = "SESSION_NATS_UNREACHABLE"
 // reads it from the first message of a log.
 const agentHeader = "Dsh-Agent"
 
+// openHeader marks the first message of a session opened here: it holds no
+// event, and makes the session exist in the stream from its open, so that
+// another host can resume a session that was opened and never prompted.
+const openHeader = "Dsh-Open"
+
 // store is the plugin's state: the connection, the stream of logs, the
 // lease bucket and the writers of the sessions it holds.
 type store struct {
@@ -171,6 +176,10 @@ func (s *store) read(ctx stdctx.Context, sessionID string) ([]session.Event, str
 		if err != nil {
 			return nil, "", s.failed(err, fmt.Sprintf("read session %q", sessionID))
 		}
+		next = m.Sequence + 1
+		if m.Header.Get(openHeader) != "" {
+			continue
+		}
 		var e session.Event
 		jerr := json.Unmarshal(m.Data, &e)
 		if jerr == nil && e.Seq == 0 {
@@ -191,7 +200,6 @@ func (s *store) read(ctx stdctx.Context, sessionID string) ([]session.Event, str
 			agent = m.Header.Get(agentHeader)
 		}
 		events = append(events, e)
-		next = m.Sequence + 1
 	}
 	return events, agent, nil
 }
