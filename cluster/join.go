@@ -36,6 +36,10 @@ type Host struct {
 	leases jetstream.KeyValue
 	// stream holds the session logs: whether a session exists.
 	stream jetstream.Stream
+	// queue holds the prompts owners accepted (queue.go); queued are the
+	// entries this host stored and will delete.
+	queue  jetstream.KeyValue
+	queued queueKeys
 	record []byte
 	sub    *nats.Subscription
 
@@ -151,6 +155,9 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 	if h.stream, err = js.Stream(tctx, o.Stream); err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"cluster: cannot open the stream %q on %s; session.nats must run on it before the host joins (a cluster: config mounts it)", o.Stream, o.URL))
+	}
+	if err := h.openQueue(tctx, js); err != nil {
+		return err
 	}
 	h.hosts, err = js.CreateOrUpdateKeyValue(tctx, jetstream.KeyValueConfig{
 		Bucket:      HostBucket(o.Stream),

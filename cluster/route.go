@@ -237,6 +237,9 @@ func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) 
 			return nil, errors.Join(cerr, ss.Close(stdctx.WithoutCancel(ctx)))
 		}
 	}
+	if err == nil {
+		h.redeliver(ctx, ss)
+	}
 	if !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
 		return ss, err
 	}
@@ -277,10 +280,17 @@ func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (str
 		q.Data = p.Data
 		pr.Parts = append(pr.Parts, q)
 	}
+	var id string
+	var err error
 	if req.Mode == agentcontroller.Steer {
-		return ss.Steer(ctx, pr)
+		id, err = ss.Steer(ctx, pr)
+	} else {
+		id, err = ss.Prompt(ctx, pr)
 	}
-	return ss.Prompt(ctx, pr)
+	if err == nil {
+		h.enqueue(ctx, ss, req)
+	}
+	return id, err
 }
 
 // closeLocal closes a session open here as the entry point closes one.

@@ -40,7 +40,8 @@ const liveToken = "cluster-live-token-77a1"
 // as JetStream stores it: the same event under each seq, nothing the log
 // lacks, the interrupted turns' ends included. The woken host ends its
 // streams with an `end` message and writes nothing more; a session opened
-// on the killed host and never prompted lives on.
+// on the killed host and never prompted lives on; a prompt queued on the
+// killed host behind the running turn is run by the new owner.
 func TestClusterLiveStreamsMatchTheLog(t *testing.T) {
 	nSessions, perSession, stalls := 3, 2, 1
 	if *clusterLiveLong {
@@ -105,14 +106,19 @@ log: {level: warn}
 	defer func() { stop(); wg.Wait() }()
 
 	// Round 1: every session mid-turn on a, a killed.
-	prompt := func(via, id, req string) {
+	prompt := func(via, id, req string) string {
 		t.Helper()
-		if code, out := liveCall(t, hosts[via].base, "POST", "/v1/sessions/"+id+"/messages", `{"request_id":"`+req+`","content":"`+req+`"}`); code != 202 {
+		code, out := liveCall(t, hosts[via].base, "POST", "/v1/sessions/"+id+"/messages", `{"request_id":"`+req+`","content":"`+req+`"}`)
+		if code != 202 {
 			t.Fatalf("prompt %s through %s: %d %s\n%s", id, via, code, out, logs())
 		}
+		return out
 	}
+	// (d) Behind each turn a second prompt waits in a's inbox.
+	firstAnswer := map[string]string{}
 	for _, id := range ids {
 		prompt("b", id, id+"-kill")
+		firstAnswer[id] = prompt("c", id, id+"-queued")
 	}
 	time.Sleep(700 * time.Millisecond)
 	hosts["a"].cmd.Process.Kill()
@@ -120,7 +126,29 @@ log: {level: warn}
 	alive := []string{"b", "c"}
 	js := natstest.JetStream(t, nc.URLs())
 	for _, id := range ids {
-		awaitIdle(t, js, id, 1, logs)
+		// The new owner ran the queued prompt, once, in a turn of its own.
+		awaitIdle(t, js, id, 2, logs)
+		var queuedIn []int
+		var msgID string
+		for _, e := range readLiveLog(t, js, id) {
+			if e.RequestID == id+"-queued" {
+				queuedIn = append(queuedIn, e.Turn)
+				if e.Message != nil {
+					msgID = e.Message.ID
+				}
+			}
+		}
+		if len(queuedIn) != 1 || queuedIn[0] != 2 {
+			t.Fatalf("the prompt queued on the killed host is in turns %v of %s, want [2]", queuedIn, id)
+		}
+		// Its retry answers with what the log records.
+		code, out := liveCall(t, hosts["b"].base, "POST", "/v1/sessions/"+id+"/messages", `{"request_id":"`+id+`-queued","content":"again"}`)
+		if code != 202 || msgID == "" || !strings.Contains(out, msgID) {
+			t.Fatalf("the retry of the queued prompt: %d %s, the log's message id %q", code, out, msgID)
+		}
+		if out != firstAnswer[id] {
+			t.Logf("the queued prompt was accepted as %s and is recorded as %s", firstAnswer[id], out)
+		}
 	}
 
 	// (c) A session opened on a and never prompted outlived it.
@@ -130,7 +158,7 @@ log: {level: warn}
 	// Rounds of stalls: the owner of the first session is stopped
 	// mid-turn past its lease, and woken once another host took over.
 	for round := range stalls {
-		turn := round + 2
+		turn := round + 3
 		owner := ownerOf(t, path, ids[0])
 		other := alive[0]
 		if other == owner {
