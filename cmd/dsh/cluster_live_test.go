@@ -271,8 +271,8 @@ func readLiveLog(t *testing.T, js jetstream.JetStream, id string) []session.Even
 			t.Fatal(err)
 		}
 		next = m.Sequence + 1
-		if len(m.Data) == 0 {
-			continue // the open record
+		if natsplugin.IsOpenRecord(m.Header) {
+			continue
 		}
 		var e session.Event
 		if err := json.Unmarshal(m.Data, &e); err != nil {

@@ -17,7 +17,7 @@ import (
 // every later message for it would find no session.
 func (s *store) markOpen(ctx stdctx.Context, subject, token string) (uint64, error) {
 	m := natsgo.NewMsg(subject)
-	m.Header.Set(openHeader, "1")
+	m.Header.Set(OpenHeader, "1")
 	ack, err := s.js.PublishMsg(ctx, m,
 		jetstream.WithExpectLastSequencePerSubject(0),
 		jetstream.WithMsgID(token+":open"))

@@ -22,10 +22,15 @@ const Unreachable errs.Code = "SESSION_NATS_UNREACHABLE"
 // reads it from the first message of a log.
 const agentHeader = "Dsh-Agent"
 
-// openHeader marks the first message of a session opened here: it holds no
-// event, and makes the session exist in the stream from its open, so that
-// another host can resume a session that was opened and never prompted.
-const openHeader = "Dsh-Open"
+// OpenHeader marks the first message of a session's log, its open record:
+// it holds no event, and makes the session exist in the stream from its
+// open, so that another host can resume a session that was opened and
+// never prompted. Readers of the stream skip it (IsOpenRecord).
+const OpenHeader = "Dsh-Open"
+
+// IsOpenRecord reports whether a message with header h is a session's
+// open record rather than an event.
+func IsOpenRecord(h natsgo.Header) bool { return h.Get(OpenHeader) != "" }
 
 // store is the plugin's state: the connection, the stream of logs, the
 // lease bucket and the writers of the sessions it holds.
@@ -177,7 +182,7 @@ func (s *store) read(ctx stdctx.Context, sessionID string) ([]session.Event, str
 			return nil, "", s.failed(err, fmt.Sprintf("read session %q", sessionID))
 		}
 		next = m.Sequence + 1
-		if m.Header.Get(openHeader) != "" {
+		if IsOpenRecord(m.Header) {
 			continue
 		}
 		var e session.Event
