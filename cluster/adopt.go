@@ -99,6 +99,8 @@ func (h *Host) leasedElsewhere(e jetstream.KeyValueEntry) bool {
 }
 
 // dropStale closes this host's copy of session id if its lease is lost.
+// Its lease expired or another host holds one now: either way the lease
+// is renewed at once to find out, not trusted for being renewed lately.
 // A host that stalled past lease_ttl learns it here as soon as it wakes —
 // before its next checkpoint fails — so it stops calling the model and
 // running tools for the session, and its live streams end (clients
@@ -110,7 +112,7 @@ func (h *Host) dropStale(id string) {
 	}
 	ctx, cancel := stdctx.WithTimeout(h.ctx, h.o.ConnectTimeout)
 	defer cancel()
-	h.stale(ctx, ss)
+	h.staleBy(ctx, ss, true)
 }
 
 // stopAdopting ends the watch and waits for an adoption in progress.

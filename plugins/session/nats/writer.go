@@ -60,6 +60,27 @@ func (wr *writer) Hold(ctx stdctx.Context) error {
 	return nil
 }
 
+// Recheck is Hold without trusting a recent renewal: it renews the lease
+// now, which fails if the entry is no longer this writer's. A cluster host
+// calls it when it sees another host take the session's lease — which
+// happens only once this one's ran out — so that the writer is fenced
+// before the copy is closed and its last flush could land after the new
+// owner read the log's end.
+func (wr *writer) Recheck(ctx stdctx.Context) error {
+	wr.mu.Lock()
+	err := wr.unusable()
+	wr.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	hctx, cancel := wr.store.timeout(ctx)
+	defer cancel()
+	if err := wr.lease.refresh(hctx); err != nil {
+		return wr.unleased(err)
+	}
+	return nil
+}
+
 func (wr *writer) add(agent string, e session.Event) {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
