@@ -3,9 +3,9 @@ package serve
 import "encoding/json"
 
 // streamEnd is the data of the last message of a stream whose session
-// closed on this server: closed by a client, by the shutdown, or — in a
-// cluster — because this server lost the session to another host (its
-// lease ran out while it stalled). Without it a client could not tell the
+// closed on this server: a client closed it, or — in a cluster — this
+// server lost the session to another host (its lease ran out while it
+// stalled). A shutdown ends streams without it. Without it a client could not tell the
 // end from a dropped connection; with it, it knows to reconnect, with its
 // Last-Event-ID, to any server (after resuming the session, on one host).
 type streamEnd struct {
