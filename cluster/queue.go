@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,6 +49,11 @@ type queued struct {
 	Parts     []part                 `json:"parts,omitempty"`
 	Source    agentcontroller.Source `json:"source"`
 	Accepted  time.Time              `json:"accepted"`
+	// Born is the stream sequence of the first message of the session's
+	// log when the prompt was accepted: a session deleted and opened again
+	// under the same id starts elsewhere, and is not given the prompts of
+	// the one before.
+	Born uint64 `json:"born"`
 }
 
 // queueKeys are the entries this host stored for its open sessions and has
@@ -99,8 +105,13 @@ func (h *Host) enqueue(ctx stdctx.Context, ss *sessions.Session, req request) {
 			h.log.Debug("cluster: cannot delete a recorded prompt from the queue bucket", "session", ss.ID(), "error", err)
 		}
 	}
+	born, err := h.born(ctx, ss.ID())
+	if err != nil {
+		h.log.Warn("cluster: cannot read the start of a session's log; an accepted prompt is lost if this host dies before its turn", "session", ss.ID(), "request_id", req.RequestID, "error", err)
+		return
+	}
 	data, _ := json.Marshal(queued{Mode: req.Mode, RequestID: req.RequestID, Content: req.Content, Parts: req.Parts,
-		Source: req.Source, Accepted: time.Now().UTC()})
+		Source: req.Source, Accepted: time.Now().UTC(), Born: born})
 	key := queueKey(ss.ID(), req.RequestID)
 	if _, err := h.queue.Put(ctx, key, data); err != nil {
 		h.log.Warn("cluster: cannot store an accepted prompt in the queue bucket; it is lost if this host dies before its turn", "session", ss.ID(), "request_id", req.RequestID, "error", err)
@@ -146,6 +157,7 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 		h.log.Warn("cluster: cannot read the prompts queued for a resumed session", "session", ss.ID(), "error", err)
 		return
 	}
+	born, berr := h.born(ctx, ss.ID())
 	var entries []jetstream.KeyValueEntry
 	for e := range w.Updates() {
 		if e == nil {
@@ -159,6 +171,10 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 		var q queued
 		if err := json.Unmarshal(e.Value(), &q); err != nil {
 			h.log.Warn("cluster: a queued prompt is not a queue entry; dropped", "session", ss.ID(), "key", e.Key(), "error", err)
+		} else if berr != nil || q.Born != born {
+			// Accepted for an earlier session of this id (deleted since),
+			// or the log's start cannot be read: not delivered.
+			h.log.Debug("cluster: a queued prompt of an earlier session under this id was dropped", "session", ss.ID(), "request_id", q.RequestID)
 		} else {
 			pr := sessions.PromptRequest{RequestID: q.RequestID, Content: q.Content, Source: q.Source}
 			for _, p := range q.Parts {
@@ -183,4 +199,13 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 			h.log.Debug("cluster: cannot delete a queued prompt", "session", ss.ID(), "error", err)
 		}
 	}
+}
+
+// born is the stream sequence of the first message of session id's log.
+func (h *Host) born(ctx stdctx.Context, id string) (uint64, error) {
+	m, err := h.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(natsplugin.Subject(h.o.SubjectPrefix, id)))
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
 }
