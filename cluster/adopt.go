@@ -2,11 +2,9 @@ package cluster
 
 import (
 	stdctx "context"
-	"encoding/json"
 	"errors"
 
 	"github.com/dsh-go/dsh/errs"
-	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -59,7 +57,7 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 		case jetstream.KeyValuePut:
 			held[e.Key()] = true
 			if h.leasedElsewhere(e) {
-				h.dropStale(e.Key())
+				h.dropStale(e.Key(), nil)
 			}
 		case jetstream.KeyValueDelete:
 			delete(held, e.Key())
@@ -68,8 +66,7 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 				delete(held, e.Key())
 				// This host's own lease may be the one that ran out (it
 				// stalled): its copy stops before anyone resumes the log.
-				h.dropStale(e.Key())
-				h.adopt(e.Key())
+				h.dropStale(e.Key(), h.adopt)
 			}
 		}
 	}
@@ -90,29 +87,6 @@ func (h *Host) adopt(id string) {
 	default:
 		h.log.Warn("cluster: cannot resume a session whose host's lease ran out; the next message for it will try again", "session", id, "error", err)
 	}
-}
-
-// leasedElsewhere reports whether e is a lease another host took.
-func (h *Host) leasedElsewhere(e jetstream.KeyValueEntry) bool {
-	var rec natsplugin.LeaseRecord
-	return json.Unmarshal(e.Value(), &rec) == nil && rec.HostID != h.o.HostID
-}
-
-// dropStale closes this host's copy of session id if its lease is lost.
-// Its lease expired or another host holds one now: either way the lease
-// is renewed at once to find out, not trusted for being renewed lately.
-// A host that stalled past lease_ttl learns it here as soon as it wakes —
-// before its next checkpoint fails — so it stops calling the model and
-// running tools for the session, and its live streams end (clients
-// reconnect and follow the log from the new owner).
-func (h *Host) dropStale(id string) {
-	ss, ok := h.o.Sessions.Get(id)
-	if !ok {
-		return
-	}
-	ctx, cancel := stdctx.WithTimeout(h.ctx, h.o.ConnectTimeout)
-	defer cancel()
-	h.staleBy(ctx, ss, true)
 }
 
 // stopAdopting ends the watch and waits for an adoption in progress.

@@ -49,6 +49,8 @@ type Host struct {
 	cancel stdctx.CancelFunc
 	// work counts the forwarded requests being served.
 	work sync.WaitGroup
+	// drops counts the checks of stale sessions in progress (fence.go).
+	drops sync.WaitGroup
 
 	beatStop chan struct{}
 	beatDone chan struct{}
@@ -235,6 +237,7 @@ func (h *Host) heartbeat() {
 		case <-t.C:
 		}
 		h.beat()
+		h.sweepStale()
 	}
 }
 
@@ -306,6 +309,7 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	h.stopAdopting()
 	close(h.beatStop)
 	<-h.beatDone
+	h.drops.Wait()
 	dctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), h.o.ConnectTimeout)
 	defer cancel()
 	h.mu.Lock()

@@ -191,7 +191,7 @@ log: {level: warn}
 		}
 		// The woken host let go of its copy: its client was told to
 		// reconnect, promptly.
-		watcher.awaitEnd(t, owner, woke, 10*time.Second)
+		watcher.awaitEnd(t, owner, woke, 10*time.Second, logs)
 	}
 
 	// Every client ends up with exactly the log.
@@ -432,7 +432,7 @@ func (f *follower) await(t *testing.T, n int64, d time.Duration, logs func() str
 
 // awaitEnd waits for host h to have ended this follower's stream with an
 // end message, after since and within d of it.
-func (f *follower) awaitEnd(t *testing.T, h string, since time.Time, d time.Duration) {
+func (f *follower) awaitEnd(t *testing.T, h string, since time.Time, d time.Duration, logs func() string) {
 	t.Helper()
 	for {
 		f.mu.Lock()
@@ -443,7 +443,7 @@ func (f *follower) awaitEnd(t *testing.T, h string, since time.Time, d time.Dura
 			return
 		}
 		if time.Since(since) > d {
-			t.Fatalf("the woken host %s did not end its stream of %s with an end message within %v", h, f.session, d)
+			t.Fatalf("the woken host %s did not end its stream of %s with an end message within %v\n%s", h, f.session, d, logs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
