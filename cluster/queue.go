@@ -100,16 +100,24 @@ func (h *Host) enqueue(ctx stdctx.Context, ss *sessions.Session, req request) {
 	}
 	ctx, cancel := stdctx.WithTimeout(ctx, h.o.ConnectTimeout)
 	defer cancel()
-	for _, key := range h.queued.recorded(ss) {
-		if err := h.queue.Delete(ctx, key); err != nil {
-			h.log.Debug("cluster: cannot delete a recorded prompt from the queue bucket", "session", ss.ID(), "error", err)
-		}
+	if done := h.queued.recorded(ss); len(done) > 0 {
+		// Off the prompt's path: an entry left behind only costs a
+		// redelivery the log answers.
+		h.spawn(func() {
+			dctx, dcancel := stdctx.WithTimeout(h.ctx, h.o.ConnectTimeout)
+			defer dcancel()
+			for _, key := range done {
+				if err := h.queue.Delete(dctx, key); err != nil {
+					h.log.Debug("cluster: cannot delete a recorded prompt from the queue bucket", "session", ss.ID(), "error", err)
+				}
+			}
+		})
 	}
-	born, err := h.born(ctx, ss.ID())
-	if err != nil {
-		h.log.Warn("cluster: cannot read the start of a session's log; an accepted prompt is lost if this host dies before its turn", "session", ss.ID(), "request_id", req.RequestID, "error", err)
-		return
+	b, ok := ss.Agent().Session().Lease().(interface{ Born() uint64 })
+	if !ok {
+		return // not kept by session.nats: nothing to resume it elsewhere
 	}
+	born := b.Born()
 	data, _ := json.Marshal(queued{Mode: req.Mode, RequestID: req.RequestID, Content: req.Content, Parts: req.Parts,
 		Source: req.Source, Accepted: time.Now().UTC(), Born: born})
 	key := queueKey(ss.ID(), req.RequestID)

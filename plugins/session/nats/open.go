@@ -32,3 +32,18 @@ func (s *store) markOpen(ctx stdctx.Context, subject, token string) (uint64, err
 	}
 	return ack.Sequence, nil
 }
+
+// firstSeq is the stream sequence of the first message on subject, which
+// has one.
+func (s *store) firstSeq(ctx stdctx.Context, subject string) (uint64, error) {
+	m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
+	if err != nil {
+		return 0, s.failed(err, "read the start of "+subject)
+	}
+	return m.Sequence, nil
+}
+
+// Born is the stream sequence of the first message of the session's log
+// (its open record, for a session opened since they exist). It tells this
+// session from another one under the same id, opened after a delete.
+func (wr *writer) Born() uint64 { return wr.born }

@@ -30,6 +30,7 @@ type writer struct {
 	mu      sync.Mutex
 	agent   string
 	lease   *lease // nil for a writer that never got one (broken)
+	born    uint64 // see Born
 	pending []session.Event
 	// last is the stream sequence of the last message of the subject as
 	// this writer knows it; every publish expects it, so a message someone
