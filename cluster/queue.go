@@ -183,6 +183,9 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 			// Accepted for an earlier session of this id (deleted since),
 			// or the log's start cannot be read: not delivered.
 			h.log.Debug("cluster: a queued prompt of an earlier session under this id was dropped", "session", ss.ID(), "request_id", q.RequestID)
+		} else if _, recorded := ss.Agent().Session().Outcome(q.RequestID); recorded {
+			// Its outcome is in the log (the usual case: the previous
+			// owner ran it): nothing to deliver, not even to admission.
 		} else {
 			pr := sessions.PromptRequest{RequestID: q.RequestID, Content: q.Content, Source: q.Source}
 			for _, p := range q.Parts {
