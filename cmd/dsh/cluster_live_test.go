@@ -26,8 +26,13 @@ import (
 )
 
 // clusterLiveLong makes TestClusterLiveStreamsMatchTheLog issue 29's size:
-// more sessions and clients, and several rounds of kills and stalls.
-var clusterLiveLong = flag.Bool("cluster.long", false, "TestClusterLiveStreamsMatchTheLog: 12 sessions, 24 clients, 3 rounds of SIGSTOP")
+// more sessions and clients, several rounds of stalls, and the loss of a
+// NATS node.
+var clusterLiveLong = flag.Bool("cluster.long", false, "TestClusterLiveStreamsMatchTheLog: 12 sessions, 24 clients, 3 rounds of SIGSTOP, a NATS node lost")
+
+// clusterLiveNodeLoss adds the NATS node loss of the long run to the
+// short one.
+var clusterLiveNodeLoss = flag.Bool("cluster.nodeloss", false, "TestClusterLiveStreamsMatchTheLog: stop the stream leader's NATS node mid-turn (always on with -cluster.long)")
 
 const liveToken = "cluster-live-token-77a1"
 
@@ -115,16 +120,23 @@ log: {level: warn}
 		return out
 	}
 	// (d) Behind each turn a second prompt waits in a's inbox.
-	firstAnswer := map[string]string{}
+	js := natstest.JetStream(t, nc.URLs())
 	for _, id := range ids {
 		prompt("b", id, id+"-kill")
+	}
+	// Once each turn runs (its prompt stored), a second prompt is queued
+	// behind it rather than taken into it.
+	for _, id := range ids {
+		awaitRequest(t, js, id, id+"-kill", logs)
+	}
+	firstAnswer := map[string]string{}
+	for _, id := range ids {
 		firstAnswer[id] = prompt("c", id, id+"-queued")
 	}
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
 	hosts["a"].cmd.Process.Kill()
 	hosts["a"].cmd.Wait()
 	alive := []string{"b", "c"}
-	js := natstest.JetStream(t, nc.URLs())
 	for _, id := range ids {
 		// The new owner ran the queued prompt, once, in a turn of its own.
 		awaitIdle(t, js, id, 2, logs)
@@ -192,6 +204,23 @@ log: {level: warn}
 		// The woken host let go of its copy: its client was told to
 		// reconnect, promptly.
 		watcher.awaitEnd(t, owner, woke, 10*time.Second, logs)
+	}
+
+	// A NATS node lost mid-turn: the stream's leader, stopped and, after a
+	// while, started again. The sessions' logs are kept by all three.
+	if *clusterLiveLong || *clusterLiveNodeLoss {
+		turn := stalls + 3
+		for _, id := range ids {
+			prompt(alive[0], id, id+"-nodeloss")
+		}
+		time.Sleep(700 * time.Millisecond)
+		leader := nc.StreamLeader(cluster.DefaultStream)
+		nc.StopNode(leader)
+		time.Sleep(3 * time.Second)
+		nc.RestartNode(leader)
+		for _, id := range ids {
+			awaitIdle(t, js, id, turn, logs)
+		}
 	}
 
 	// Every client ends up with exactly the log.
@@ -281,6 +310,23 @@ func readLiveLog(t *testing.T, js jetstream.JetStream, id string) []session.Even
 		out = append(out, e)
 	}
 	return out
+}
+
+// awaitRequest waits for session id's stored log to hold request rid.
+func awaitRequest(t *testing.T, js jetstream.JetStream, id, rid string, logs func() string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, e := range readLiveLog(t, js, id) {
+			if e.RequestID == rid {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s never stored request %s\n%s", id, rid, logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // awaitIdle waits for session id's stored log to end with turn's end.
