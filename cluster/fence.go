@@ -28,8 +28,14 @@ func (h *Host) leasedElsewhere(e jetstream.KeyValueEntry) bool {
 // its lease is lost — renewed at once to find out, not trusted for being
 // renewed lately — then calls then (when set) with id.
 func (h *Host) dropStale(id string, then func(string)) {
+	ss, open := h.o.Sessions.Get(id)
+	if !open && then == nil {
+		// The common case, every renewal of another host's lease: no
+		// goroutine for it.
+		return
+	}
 	h.spawn(func() {
-		if ss, ok := h.o.Sessions.Get(id); ok {
+		if open {
 			ctx, cancel := stdctx.WithTimeout(h.ctx, h.o.ConnectTimeout)
 			h.staleBy(ctx, ss, true)
 			cancel()
