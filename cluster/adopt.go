@@ -56,12 +56,17 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 		switch e.Operation() {
 		case jetstream.KeyValuePut:
 			held[e.Key()] = true
+			if h.leasedElsewhere(e) {
+				h.dropStale(e.Key(), nil)
+			}
 		case jetstream.KeyValueDelete:
 			delete(held, e.Key())
 		case jetstream.KeyValuePurge:
 			if held[e.Key()] {
 				delete(held, e.Key())
-				h.adopt(e.Key())
+				// This host's own lease may be the one that ran out (it
+				// stalled): its copy stops before anyone resumes the log.
+				h.dropStale(e.Key(), h.adopt)
 			}
 		}
 	}

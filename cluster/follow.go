@@ -242,6 +242,9 @@ func (f *Follower) follow(ctx stdctx.Context, sessionID, subject string, after i
 			}
 			return f.failed(err, fmt.Sprintf("follow session %q", sessionID))
 		}
+		if natsplugin.IsOpenRecord(m.Headers()) {
+			continue
+		}
 		var e session.Event
 		jerr := json.Unmarshal(m.Data(), &e)
 		if jerr == nil && e.Seq <= 0 {
@@ -282,8 +285,9 @@ func (f *Follower) find(ctx stdctx.Context, sessionID, subject string, end uint6
 		if err != nil {
 			return 0, f.failed(err, fmt.Sprintf("find event %d of session %q", seq, sessionID))
 		}
-		var e session.Event
-		if err := json.Unmarshal(m.Data, &e); err != nil {
+		var e session.Event // the open record counts as event 0
+		if natsplugin.IsOpenRecord(m.Header) {
+		} else if err := json.Unmarshal(m.Data, &e); err != nil {
 			return 0, errs.New(session.BadLog, fmt.Sprintf("cluster: message %d of %s in stream %q is not a session event: %v", m.Sequence, subject, f.o.Stream, err))
 		}
 		if e.Seq < seq {
@@ -329,6 +333,10 @@ func (f *Follower) head(ctx stdctx.Context, sessionID, subject string) (head, er
 	}
 	if err != nil {
 		return head{}, f.failed(err, fmt.Sprintf("read the end of session %q", sessionID))
+	}
+	if natsplugin.IsOpenRecord(m.Header) {
+		// Opened, no event yet.
+		return head{stream: m.Sequence}, nil
 	}
 	var e session.Event
 	if err := json.Unmarshal(m.Data, &e); err != nil {

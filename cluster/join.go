@@ -36,6 +36,10 @@ type Host struct {
 	leases jetstream.KeyValue
 	// stream holds the session logs: whether a session exists.
 	stream jetstream.Stream
+	// queue holds the prompts owners accepted (queue.go); queued are the
+	// entries this host stored and will delete.
+	queue  jetstream.KeyValue
+	queued queueKeys
 	record []byte
 	sub    *nats.Subscription
 
@@ -45,6 +49,8 @@ type Host struct {
 	cancel stdctx.CancelFunc
 	// work counts the forwarded requests being served.
 	work sync.WaitGroup
+	// drops counts the checks of stale sessions in progress (fence.go).
+	drops sync.WaitGroup
 
 	beatStop chan struct{}
 	beatDone chan struct{}
@@ -152,6 +158,9 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"cluster: cannot open the stream %q on %s; session.nats must run on it before the host joins (a cluster: config mounts it)", o.Stream, o.URL))
 	}
+	if err := h.openQueue(tctx, js); err != nil {
+		return err
+	}
 	h.hosts, err = js.CreateOrUpdateKeyValue(tctx, jetstream.KeyValueConfig{
 		Bucket:      HostBucket(o.Stream),
 		Description: "dsh cluster presence: one entry per live host",
@@ -228,6 +237,7 @@ func (h *Host) heartbeat() {
 		case <-t.C:
 		}
 		h.beat()
+		h.sweepStale()
 	}
 }
 
@@ -299,6 +309,7 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	h.stopAdopting()
 	close(h.beatStop)
 	<-h.beatDone
+	h.drops.Wait()
 	dctx, cancel := stdctx.WithTimeout(stdctx.WithoutCancel(ctx), h.o.ConnectTimeout)
 	defer cancel()
 	h.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/plugin"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
@@ -404,6 +405,9 @@ func readLogs(tb testing.TB, url, stream, prefix string) map[string][]session.Ev
 			id, ok := strings.CutPrefix(m.Subject(), prefix+".")
 			if !ok {
 				tb.Fatalf("stream %s holds a message on subject %s, outside the session logs", stream, m.Subject())
+			}
+			if natsplugin.IsOpenRecord(m.Headers()) {
+				continue
 			}
 			var e session.Event
 			if err := json.Unmarshal(m.Data(), &e); err != nil {

@@ -237,6 +237,9 @@ func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) 
 			return nil, errors.Join(cerr, ss.Close(stdctx.WithoutCancel(ctx)))
 		}
 	}
+	if err == nil {
+		h.redeliver(ctx, ss)
+	}
 	if !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
 		return ss, err
 	}
@@ -277,10 +280,17 @@ func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (str
 		q.Data = p.Data
 		pr.Parts = append(pr.Parts, q)
 	}
+	var id string
+	var err error
 	if req.Mode == agentcontroller.Steer {
-		return ss.Steer(ctx, pr)
+		id, err = ss.Steer(ctx, pr)
+	} else {
+		id, err = ss.Prompt(ctx, pr)
 	}
-	return ss.Prompt(ctx, pr)
+	if err == nil {
+		h.enqueue(ctx, ss, req)
+	}
+	return id, err
 }
 
 // closeLocal closes a session open here as the entry point closes one.
@@ -296,11 +306,28 @@ func (h *Host) closeLocal(ctx stdctx.Context, ss *sessions.Session) error {
 // run the session now. The copy here is closed — its last events cannot be
 // written, the writer being fenced — and the request goes by the lease.
 func (h *Host) stale(ctx stdctx.Context, ss *sessions.Session) bool {
+	return h.staleBy(ctx, ss, false)
+}
+
+// rechecker is session.nats's writer: it can renew its lease now rather
+// than trust a recent renewal.
+type rechecker interface {
+	Recheck(ctx stdctx.Context) error
+}
+
+// staleBy is stale; with now, the lease is renewed whatever its last
+// renewal, for a host that saw another take the session.
+func (h *Host) staleBy(ctx stdctx.Context, ss *sessions.Session, now bool) bool {
 	hl, ok := ss.Agent().Session().Lease().(session.Holder)
 	if !ok {
 		return false
 	}
-	err := hl.Hold(ctx)
+	var err error
+	if rc, ok := hl.(rechecker); ok && now {
+		err = rc.Recheck(ctx)
+	} else {
+		err = hl.Hold(ctx)
+	}
 	if !errs.Has(err, session.SessionLocked, session.ReasonFenced) {
 		return false
 	}

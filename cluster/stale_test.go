@@ -4,11 +4,13 @@ import (
 	stdctx "context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -127,5 +129,47 @@ func TestLeavingWithTheServerAwayIsQuick(t *testing.T) {
 	c.Close(ctx)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("leaving with the server away took %s", d)
+	}
+}
+
+// TestAHostWhoseLeaseIsTakenStopsItsTurnAtOnce: host a runs a long turn
+// when its lease is removed under it (as when it stalls past lease_ttl)
+// and b takes the session. a learns it from its watch of the lease bucket
+// and closes its copy at once — its turn stops — instead of answering the
+// whole turn into a log it can no longer write; b's log closes a's turn
+// as interrupted.
+func TestAHostWhoseLeaseIsTakenStopsItsTurnAtOnce(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := startNode(t, srv, stream, "a", nodeOpts{delay: 50 * time.Millisecond})
+	b := startNode(t, srv, stream, "b", nodeOpts{})
+	kv := leases(t, srv, stream)
+	ss := a.open(t, "s1")
+	if _, err := ss.Prompt(ctxT(t), sessions.PromptRequest{Content: strings.Repeat("long ", 200)}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the answer streams: 10 s of it
+	if err := kv.Delete(ctxT(t), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	taken := time.Now()
+	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "via b"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a to close its copy of s1", func() bool {
+		_, open := a.h.Sessions().Get("s1")
+		return !open
+	})
+	if d := time.Since(taken); d > leaseTTL/3 {
+		t.Errorf("a closed its copy %v after b took the session; its own renewal would have told it by %v", d, leaseTTL/3)
+	}
+	ends := map[int]string{}
+	for _, e := range b.session(t, "s1").Agent().Session().Events(1) {
+		if e.Type == session.TurnEnd {
+			ends[e.Turn] = e.Reason
+		}
+	}
+	if ends[1] != "interrupted" {
+		t.Fatalf("turn 1 of s1 ended %q on b", ends[1])
 	}
 }

@@ -163,6 +163,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		case errs.HasCode(err, live.LoadFailed) && loadRetries < 3:
 			loadRetries++
 			continue
+		case errs.HasCode(err, live.HubClosed) && ctx.Err() == nil:
+			s.sendEnd(out, id)
+			return
 		case err != nil:
 			return
 		}

@@ -41,6 +41,10 @@ func (e *env) consume(t *testing.T, s *eventStream, got *streamed, stop func(upd
 			e.doc.validate(t, "#/components/schemas/Ready", m.data, "ready")
 			continue
 		}
+		if m.event == "end" {
+			e.doc.validate(t, "#/components/schemas/End", m.data, "end")
+			continue
+		}
 		e.doc.validate(t, "#/components/schemas/Update", m.data, "stream "+m.event)
 		var u update
 		if err := json.Unmarshal(m.data, &u); err != nil || u.Kind != m.event {
@@ -209,4 +213,43 @@ func TestStreamPingsAndOutlivesTheReadTimeout(t *testing.T) {
 	var got streamed
 	e.consume(t, s, &got, isTurnEnd)
 	contiguous(t, got.seqs, len(e.events(id)))
+}
+
+// TestAStreamOfASessionClosedHereEndsWithEnd: when the session closes on
+// the server (a client closed it; in a cluster, the server lost it to
+// another host) its streams say so before they end, so a client knows to
+// reconnect rather than guess from a dropped connection.
+func TestAStreamOfASessionClosedHereEndsWithEnd(t *testing.T) {
+	e := newEnv(t, envOpts{replies: []scripted.Reply{{Text: "done"}}})
+	id := e.open(map[string]any{})
+	e.send(id, "r1", "hi")
+	e.waitEvents(id, "the turn's end", func(ev []eventOut) bool {
+		return len(ev) > 0 && ev[len(ev)-1].Type == "turn/end"
+	})
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	s := e.stream(ctx, id, nil)
+	var got streamed
+	e.consume(t, s, &got, isTurnEnd)
+	if r := e.call("POST", "/v1/sessions/"+id+"/close", map[string]any{}); r.status != http.StatusOK {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	var last streamMsg
+	for {
+		m, ok := s.next(t)
+		if !ok {
+			break
+		}
+		last = m
+	}
+	var end struct {
+		Kind      string `json:"kind"`
+		Session   string `json:"session"`
+		LastSeq   int64  `json:"last_seq"`
+		Reconnect bool   `json:"reconnect"`
+	}
+	if last.event != "end" || json.Unmarshal(last.data, &end) != nil || end.Session != id || !end.Reconnect || end.LastSeq != got.seqs[len(got.seqs)-1] {
+		t.Fatalf("the stream's last message: %q %s (last seq streamed %v)", last.event, last.data, got.seqs)
+	}
+	e.doc.validate(t, "#/components/schemas/End", last.data, "end")
 }

@@ -315,3 +315,38 @@ type providerFunc func(stdctx.Context, llm.Request) (llm.Stream, error)
 func (f providerFunc) Stream(ctx stdctx.Context, req llm.Request) (llm.Stream, error) {
 	return f(ctx, req)
 }
+
+// TestAFencedCheckpointStopsTheTurn: once a checkpoint says another owner
+// writes the session (a shared store's lease ran out while this host
+// stalled), the turn ends before the model is asked, where it used to go
+// on and answer a turn the log records as interrupted.
+func TestAFencedCheckpointStopsTheTurn(t *testing.T) {
+	e := newEnv(t, nil, agentloop.Config{})
+	session.EventFlush.On(e.root, func(ctx stdctx.Context, f session.Flush, next waterfall.Next[session.Flush, struct{}]) (struct{}, error) {
+		return struct{}{}, errs.New(session.SessionLocked, "another writer appended").WithReason(session.ReasonFenced)
+	})
+	var mu sync.Mutex
+	calls := 0
+	e.registerProvider("fenced", providerFunc(func(_ stdctx.Context, req llm.Request) (llm.Stream, error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return &sliceStream{chunks: []llm.Chunk{{Kind: llm.ChunkText, Text: "ok"}, {Kind: llm.ChunkFinish, Finish: llm.FinishStop}}}, nil
+	}))
+	h, err := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: "a", Options: agents.Options{Provider: "fenced"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Dispose(stdctx.Background())
+	a := h.Agent
+	a.Followup(user("1"))
+	idle(t, a)
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 0 {
+		t.Fatalf("the model was asked %d times after the session was fenced", calls)
+	}
+	if ends := turnEnds(a.Session()); !slices.Equal(ends, []string{"aborted"}) {
+		t.Fatalf("turns %v", ends)
+	}
+}

@@ -81,7 +81,9 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 			// leaves a log that names it, which a resume answers as
 			// interrupted, and live clients hear it start.
 			a.flush(rec)
-			return true
+			// A fenced checkpoint aborted the turn: this copy no longer
+			// owns the session, so the call does not run.
+			return a.checkStop() == ""
 		},
 		Done: func(j int, o tools.Outcome) {
 			i := run[j]

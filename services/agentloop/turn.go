@@ -148,9 +148,16 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 }
 
 // flush runs the session/flush checkpoint; a failure is reported and the
-// turn goes on, and the next checkpoint covers what this one missed.
+// turn goes on, and the next checkpoint covers what this one missed —
+// unless the session is fenced: another owner writes it now (a shared
+// store's lease ran out), no checkpoint of this copy can ever succeed, and
+// going on would call the model and run tools for a turn the log records
+// as interrupted. The step in flight is aborted instead.
 func (a *ReactLoopAgent) flush(ctx stdctx.Context) {
 	if err := a.sess.Flush(ctx); err != nil {
+		if errs.Has(err, session.SessionLocked, session.ReasonFenced) {
+			a.Abort()
+		}
 		a.reportError(errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
 			"flushing session %q of agent %q failed; the events stay in memory and the next checkpoint writes them", a.sess.ID(), a.id)))
 	}

@@ -36,6 +36,10 @@ func (s *store) summarize(ctx stdctx.Context, id string) session.Summary {
 		sum.State, sum.Error = session.StateCorrupt, err.Error()
 		return sum
 	}
+	if len(events) == 0 {
+		// Opened, never prompted: only its open record is stored.
+		return s.leased(ctx, sum)
+	}
 	first, last := events[0], events[len(events)-1]
 	sum.Agent, sum.Created, sum.Updated, sum.Turns = agent, first.Time, last.Time, last.Turn
 	for _, e := range events {
@@ -49,9 +53,14 @@ func (s *store) summarize(ctx stdctx.Context, id string) session.Summary {
 	if last.Type != session.TurnEnd {
 		sum.State = session.StateInterrupted
 	}
+	return s.leased(ctx, sum)
+}
+
+// leased marks sum open when a host holds the session's lease.
+func (s *store) leased(ctx stdctx.Context, sum session.Summary) session.Summary {
 	tctx, cancel := s.timeout(ctx)
 	defer cancel()
-	if e, err := s.leases.Get(tctx, id); err == nil {
+	if e, err := s.leases.Get(tctx, sum.ID); err == nil {
 		var h LeaseRecord
 		json.Unmarshal(e.Value(), &h)
 		sum.State, sum.Holder = session.StateOpen, h.Holder

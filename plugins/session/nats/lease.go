@@ -93,11 +93,19 @@ func (s *store) lock(ctx stdctx.Context, sessionID string) (*writer, error) {
 	// land is in, and one that lands later is refused by the expected
 	// sequence, not mixed into this writer's log.
 	last, err := s.lastSeq(ctx, subject)
+	var born uint64
+	switch {
+	case err == nil && last == 0:
+		last, err = s.markOpen(ctx, subject, l.token)
+		born = last
+	case err == nil:
+		born, err = s.firstSeq(ctx, subject)
+	}
 	if err != nil {
 		l.release()
 		return nil, err
 	}
-	wr := &writer{store: s, id: sessionID, subject: subject, lease: l, last: last}
+	wr := &writer{store: s, id: sessionID, subject: subject, lease: l, last: last, born: born}
 	s.writers.Hold(sessionID, wr)
 	return wr, nil
 }

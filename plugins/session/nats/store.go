@@ -22,6 +22,16 @@ const Unreachable errs.Code = "SESSION_NATS_UNREACHABLE"
 // reads it from the first message of a log.
 const agentHeader = "Dsh-Agent"
 
+// OpenHeader marks the first message of a session's log, its open record:
+// it holds no event, and makes the session exist in the stream from its
+// open, so that another host can resume a session that was opened and
+// never prompted. Readers of the stream skip it (IsOpenRecord).
+const OpenHeader = "Dsh-Open"
+
+// IsOpenRecord reports whether a message with header h is a session's
+// open record rather than an event.
+func IsOpenRecord(h natsgo.Header) bool { return h.Get(OpenHeader) != "" }
+
 // store is the plugin's state: the connection, the stream of logs, the
 // lease bucket and the writers of the sessions it holds.
 type store struct {
@@ -171,6 +181,10 @@ func (s *store) read(ctx stdctx.Context, sessionID string) ([]session.Event, str
 		if err != nil {
 			return nil, "", s.failed(err, fmt.Sprintf("read session %q", sessionID))
 		}
+		next = m.Sequence + 1
+		if IsOpenRecord(m.Header) {
+			continue
+		}
 		var e session.Event
 		jerr := json.Unmarshal(m.Data, &e)
 		if jerr == nil && e.Seq == 0 {
@@ -191,7 +205,6 @@ func (s *store) read(ctx stdctx.Context, sessionID string) ([]session.Event, str
 			agent = m.Header.Get(agentHeader)
 		}
 		events = append(events, e)
-		next = m.Sequence + 1
 	}
 	return events, agent, nil
 }

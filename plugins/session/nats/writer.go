@@ -30,6 +30,7 @@ type writer struct {
 	mu      sync.Mutex
 	agent   string
 	lease   *lease // nil for a writer that never got one (broken)
+	born    uint64 // see Born
 	pending []session.Event
 	// last is the stream sequence of the last message of the subject as
 	// this writer knows it; every publish expects it, so a message someone
@@ -55,6 +56,27 @@ func (wr *writer) Hold(ctx stdctx.Context) error {
 	hctx, cancel := wr.store.timeout(ctx)
 	defer cancel()
 	if err := wr.lease.hold(hctx); err != nil {
+		return wr.unleased(err)
+	}
+	return nil
+}
+
+// Recheck is Hold without trusting a recent renewal: it renews the lease
+// now, which fails if the entry is no longer this writer's. A cluster host
+// calls it when it sees another host take the session's lease — which
+// happens only once this one's ran out — so that the writer is fenced
+// before the copy is closed and its last flush could land after the new
+// owner read the log's end.
+func (wr *writer) Recheck(ctx stdctx.Context) error {
+	wr.mu.Lock()
+	err := wr.unusable()
+	wr.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	hctx, cancel := wr.store.timeout(ctx)
+	defer cancel()
+	if err := wr.lease.refresh(hctx); err != nil {
 		return wr.unleased(err)
 	}
 	return nil

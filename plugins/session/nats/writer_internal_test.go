@@ -35,12 +35,12 @@ func TestAPublishWhoseAckWasLostIsNotAnotherWriter(t *testing.T) {
 	first := session.Event{Seq: 1, Type: session.TurnStart, Turn: 1}
 	wr.add("agent", first)
 	// The lost try: the same message, id and expected sequence as the
-	// writer's, stored behind its back.
+	// writer's (after the session's open record), stored behind its back.
 	data, _ := json.Marshal(first)
 	m := natsgo.NewMsg(wr.subject)
 	m.Data = data
 	m.Header.Set(agentHeader, "agent")
-	if _, err := st.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithMsgID(wr.lease.token+":"+strconv.Itoa(1))); err != nil {
+	if _, err := st.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(wr.last), jetstream.WithMsgID(wr.lease.token+":"+strconv.Itoa(1))); err != nil {
 		t.Fatal(err)
 	}
 	if err := wr.write(ctx, 1); err != nil {
