@@ -165,10 +165,12 @@ type detached struct {
 }
 
 // readOnly mounts p over itself read-only, so the command can change
-// neither it nor (for a directory) anything beneath it.
+// neither it nor (for a directory) anything beneath it. A path that cannot
+// exist is skipped: missing, or beneath a file (.git/config where .git is
+// a worktree's `gitdir:` file, which is covered under its own name).
 func readOnly(p string) error {
 	fd, err := openTree(-1, p, openTreeClone|atRecursive)
-	if err == syscall.ENOENT {
+	if err == syscall.ENOENT || err == syscall.ENOTDIR {
 		return nil
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package bash
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,10 +13,14 @@ import (
 // directory. The file tools ask before writing those; a command cannot be
 // asked mid-run, so the sandbox refuses it the write.
 //
-// One entry of the list is left writable: .git as a whole. git writes
-// objects, refs and the index there on every commit, and a sandbox that
-// refused that would make the agent useless on a repository; what git
-// later runs from .git (config, hooks, info) stays read-only.
+// One entry of the list is left writable: .git as a whole, when it is the
+// repository's directory. git writes objects, refs and the index there on
+// every commit, and a sandbox that refused that would make the agent
+// useless on a repository; what git later runs from .git (config, hooks,
+// info) stays read-only. A .git that is not a directory (a worktree's or
+// submodule's `gitdir:` file) is read-only: git writes nothing to it, and
+// its one line would send the next git to a configuration of the
+// command's making.
 func (r *runner) readOnly(ws string, writable []string) []string {
 	out := slices.Clone(r.cfg.Sandbox.ReadOnly)
 	if r.protected == nil {
@@ -23,7 +28,7 @@ func (r *runner) readOnly(ws string, writable []string) []string {
 	}
 	gitDir := filepath.Join(ws, ".git")
 	for _, p := range r.protected.Paths(ws) {
-		if p == gitDir || slices.Contains(out, p) || !beneathAny(p, writable) {
+		if (p == gitDir && !isFile(p)) || slices.Contains(out, p) || !beneathAny(p, writable) {
 			continue
 		}
 		if rel, err := filepath.Rel(ws, p); err == nil && slices.Contains(out, rel) {
@@ -32,6 +37,18 @@ func (r *runner) readOnly(ws string, writable []string) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// isFile reports whether p exists and is not a directory (a symlink to a
+// directory counts as one, as git follows it). A missing .git is left to
+// the placeholders of .git/config, hooks and info, so that nothing stops
+// `git init` beyond what those already do.
+func isFile(p string) bool {
+	if _, err := os.Lstat(p); err != nil {
+		return false
+	}
+	st, err := os.Stat(p)
+	return err != nil || !st.IsDir()
 }
 
 // beneathAny reports whether p lies strictly beneath one of dirs.
