@@ -60,7 +60,7 @@ echo evil > AGENTS.md && echo WROTE; echo end`)
 }
 
 // TestSubmoduleConfigsAreProtectedWithTheRepository: protecting
-// .git/config protects the configuration and hooks of the submodules git
+// .git/config protects the configuration, hooks and commondir of the submodules git
 // keeps in .git/modules, nested ones and names with slashes included,
 // while their objects stay writable.
 func TestSubmoduleConfigsAreProtectedWithTheRepository(t *testing.T) {
@@ -81,13 +81,14 @@ func TestSubmoduleConfigsAreProtectedWithTheRepository(t *testing.T) {
 for g in .git/modules/sub .git/modules/libs/json .git/modules/sub/modules/deep; do
   echo '[core] fsmonitor = evil' >> $g/config && echo "WROTE $g"
   mkdir -p $g/hooks 2>/dev/null; echo evil > $g/hooks/post-checkout && echo "HOOK $g"
+  echo ../../../evil > $g/commondir && echo "COMMONDIR $g"
   mv $g $g.old 2>/dev/null && echo "MOVED $g"
   touch $g/objects/ok && echo "OBJECTS $g"
 done`)
 	if entryErr != nil {
 		t.Fatal(entryErr)
 	}
-	if strings.Count(out, "OBJECTS ") != 3 || strings.Contains(out, "WROTE") || strings.Contains(out, "HOOK") || strings.Contains(out, "MOVED") {
+	if strings.Count(out, "OBJECTS ") != 3 || strings.Contains(out, "WROTE") || strings.Contains(out, "HOOK") || strings.Contains(out, "MOVED") || strings.Contains(out, "COMMONDIR") {
 		t.Fatalf("want every submodule's config and hooks read-only and its objects writable:\n%s", out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, ".git/modules/sub/config")); string(b) != "[core]\n" {

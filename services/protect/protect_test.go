@@ -15,16 +15,19 @@ func TestMatchByComponentsAnywhereAndAbsoluteFromTheRoot(t *testing.T) {
 	l := protect.New(protect.Entry{Path: "/etc/dsh/config.yaml", What: "dsh's config"})
 	ws := "/w"
 	for p, want := range map[string]string{
-		"/w/.git/config":               ".git/config",
-		"/w/.git/hooks/pre-commit":     ".git/hooks",
-		"/w/.git/HEAD":                 ".git",
-		"/w/.GIT/Config":               ".git/config",
-		"/w/vendor/x/.git/config":      ".git/config",
-		"/w/.claude/settings.json":     ".claude",
-		"/w/docs/AGENTS.md":            "AGENTS.md",
-		"/etc/dsh/config.yaml":         "/etc/dsh/config.yaml",
-		"/w/.mcp.json":                 ".mcp.json",
-		"/w/.agents/skills/a/SKILL.md": ".agents",
+		"/w/.git/config":                 ".git/config",
+		"/w/.git/hooks/pre-commit":       ".git/hooks",
+		"/w/.git/HEAD":                   ".git",
+		"/w/.git/commondir":              ".git/commondir",
+		"/w/.git/worktrees/wt/commondir": ".git/worktrees",
+		"/w/.git/config.worktree":        ".git/config.worktree",
+		"/w/.GIT/Config":                 ".git/config",
+		"/w/vendor/x/.git/config":        ".git/config",
+		"/w/.claude/settings.json":       ".claude",
+		"/w/docs/AGENTS.md":              "AGENTS.md",
+		"/etc/dsh/config.yaml":           "/etc/dsh/config.yaml",
+		"/w/.mcp.json":                   ".mcp.json",
+		"/w/.agents/skills/a/SKILL.md":   ".agents",
 	} {
 		e, ok := l.Match(ws, p)
 		if !ok || e.Path != want {
