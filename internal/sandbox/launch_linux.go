@@ -172,6 +172,11 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 			}
 		}
 	}
+	hidden, err := absolute(r.Hidden, "hidden path")
+	if err != nil {
+		return err
+	}
+	spec.Hidden = hidden
 	home := os.Getenv("HOME")
 	if home != "" {
 		home = filepath.Clean(home)

@@ -109,3 +109,14 @@ func TestTheOperatorsPathsJoinTheList(t *testing.T) {
 		t.Fatal("an entry without a path must be refused")
 	}
 }
+
+// TestSecretsListsOnlySecretEntries: the sandbox hides what Secrets lists,
+// so an ordinary entry must not be in it, and a relative secret is joined
+// to the workspace.
+func TestSecretsListsOnlySecretEntries(t *testing.T) {
+	l := protect.New(protect.Entry{Path: "/srv/store", Secret: true}, protect.Entry{Path: ".dsh/serve", Secret: true})
+	got := l.Secrets("/w")
+	if len(got) != 2 || got[0] != "/srv/store" || got[1] != "/w/.dsh/serve" {
+		t.Fatalf("Secrets = %q", got)
+	}
+}

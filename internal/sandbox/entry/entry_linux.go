@@ -150,6 +150,9 @@ func isolate(s *Spec) error {
 			return err
 		}
 	}
+	if err := hide(s.Hidden); err != nil {
+		return err
+	}
 	// A covered path is safe only while its directory stays where it is:
 	// `mv .git .git-old; mkdir .git` would put a fresh, writable
 	// .git/config in its place. A mount point cannot be renamed or

@@ -39,6 +39,16 @@ func (r *runner) readOnly(ws string, writable []string) []string {
 	return out
 }
 
+// hidden is what a command in the workspace ws may not even read: the
+// entries of the protected list marked Secret (session stores, serve's
+// state and token), wherever they are.
+func (r *runner) hidden(ws string) []string {
+	if r.protected == nil {
+		return nil
+	}
+	return r.protected.Secrets(ws)
+}
+
 // isFile reports whether p exists and is not a directory (a symlink to a
 // directory counts as one, as git follows it). A missing .git is left to
 // the placeholders of .git/config, hooks and info, so that nothing stops
