@@ -11,7 +11,11 @@ import (
 // its writable directories: sandbox.read_only, and the paths of the
 // tree's protected list (services/protect) that lie beneath a writable
 // directory. The file tools ask before writing those; a command cannot be
-// asked mid-run, so the sandbox refuses it the write.
+// asked mid-run, so the sandbox refuses it the write. Relative entries
+// apply at the top of the workspace and of each sandbox.writable
+// directory (not the command's own fresh TMPDIR, which nothing loads
+// from later), and the git entries (.git/…) in every repository nested
+// in them when the command starts (see nestedRepos).
 //
 // One entry of the list is left writable: .git as a whole, when it is the
 // repository's directory. git writes objects, refs and the index there on
@@ -26,15 +30,40 @@ func (r *runner) readOnly(ws string, writable []string) []string {
 	if r.protected == nil {
 		return out
 	}
-	gitDir := filepath.Join(ws, ".git")
-	for _, p := range r.protected.Paths(ws) {
-		if (p == gitDir && !isFile(p)) || slices.Contains(out, p) || !beneathAny(p, writable) {
-			continue
+	add := func(p string) {
+		if slices.Contains(out, p) || !beneathAny(p, writable) {
+			return
+		}
+		if filepath.Base(p) == ".git" && !isFile(p) {
+			return
 		}
 		if rel, err := filepath.Rel(ws, p); err == nil && slices.Contains(out, rel) {
-			continue
+			return
 		}
 		out = append(out, p)
+	}
+	tops := []string{ws}
+	for _, w := range r.cfg.Sandbox.Writable {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(ws, w)
+		}
+		tops = append(tops, filepath.Clean(w))
+	}
+	var gitEntries []string
+	for _, e := range r.protected.Entries() {
+		if rel := filepath.FromSlash(e.Path); !filepath.IsAbs(rel) && (rel == ".git" || strings.HasPrefix(rel, ".git"+string(filepath.Separator))) {
+			gitEntries = append(gitEntries, rel)
+		}
+	}
+	for _, top := range tops {
+		for _, p := range r.protected.Paths(top) {
+			add(p)
+		}
+		for _, repo := range nestedRepos(top) {
+			for _, rel := range gitEntries {
+				add(filepath.Join(repo, rel))
+			}
+		}
 	}
 	return out
 }
