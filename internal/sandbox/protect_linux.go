@@ -30,6 +30,7 @@ const placeholderMode = 0o555
 func placeholder(p string, writable []string) []string {
 	held.Lock()
 	defer held.Unlock()
+	defer writeJournal()
 	root := ""
 	for _, w := range writable {
 		if len(p) > len(w)+1 && p[:len(w)+1] == w+"/" && len(w) > len(root) {
@@ -55,6 +56,7 @@ func placeholder(p string, writable []string) []string {
 		}
 		way = append(way, d)
 	}
+	writeJournal(way...)
 	var made []string
 	for i := len(way) - 1; i >= 0; i-- {
 		d := way[i]
@@ -123,4 +125,5 @@ func (e *Entry) removePlaceholders() {
 		}
 	}
 	e.placeholders = nil
+	writeJournal()
 }

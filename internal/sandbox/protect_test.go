@@ -3,6 +3,7 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -94,4 +95,69 @@ done`)
 	if b, _ := os.ReadFile(filepath.Join(ws, ".git/modules/sub/config")); string(b) != "[core]\n" {
 		t.Fatalf("a submodule's config changed on disk: %q", b)
 	}
+}
+
+// TestPlaceholdersOfAKilledDshAreSwept: a dsh SIGKILLed mid-command leaves
+// its placeholders (.git/config, .git, AGENTS.md as empty read-only
+// directories) on disk, where `git init` would fail; the next dsh to
+// start a sandboxed command removes them, from the killed one's journal.
+func TestPlaceholdersOfAKilledDshAreSwept(t *testing.T) {
+	if ws := os.Getenv("DSH_TEST_PLACEHOLDER_WS"); ws != "" {
+		holdPlaceholders(t, ws)
+		return
+	}
+	st := namespaced(t)
+	ws, journal := t.TempDir(), t.TempDir()
+	helper := exec.Command(os.Args[0], "-test.run=^TestPlaceholdersOfAKilledDshAreSwept$", "-test.count=1")
+	helper.Env = append(os.Environ(), "DSH_TEST_PLACEHOLDER_WS="+ws, "DSH_TEST_JOURNAL="+journal)
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "READY\n" {
+		_ = helper.Process.Kill()
+		_ = helper.Wait()
+		t.Fatalf("the helper did not start its command: %q", line)
+	}
+	_ = helper.Process.Kill()
+	_ = helper.Wait()
+	if fi, err := os.Lstat(filepath.Join(ws, ".git/config")); err != nil || !fi.IsDir() {
+		t.Fatalf("want the killed dsh's placeholder left on disk: %v", err)
+	}
+	defer sandbox.SetJournalDir(journal)()
+	other := t.TempDir()
+	if _, _, err := run(t, st, sandbox.Rules{Writable: []string{other}, ReadOnly: []string{filepath.Join(other, "AGENTS.md")}}, "true"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".git", "AGENTS.md"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("%s is left in the workspace after the next start", p)
+		}
+	}
+	if names, _ := os.ReadDir(journal); len(names) != 0 {
+		t.Errorf("journals left: %v", names)
+	}
+}
+
+// holdPlaceholders is the dsh the test kills: it starts a command that
+// holds two placeholders and waits for its end, which never comes.
+func holdPlaceholders(t *testing.T, ws string) {
+	sandbox.SetJournalDir(os.Getenv("DSH_TEST_JOURNAL"))
+	cmd := exec.Command("/bin/bash", "-c", "echo READY; sleep 60")
+	cmd.Stdout = os.Stdout
+	r := sandbox.Rules{Writable: []string{ws}, ReadOnly: []string{filepath.Join(ws, ".git/config"), filepath.Join(ws, "AGENTS.md")}}
+	e, err := sandbox.Attach(cmd, r, sandbox.Probe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	startErr := cmd.Start()
+	e.Started()
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
+	_ = cmd.Wait()
 }
