@@ -38,11 +38,11 @@ func (h *Host) protectLoaded(cfg *config.Config) error {
 		}
 	}
 	for _, dir := range cfg.StoreDirs() {
-		entries = append(entries, protect.Entry{Path: dir, What: "dsh's session store: recorded sessions are resumed as trusted history"})
+		entries = append(entries, protect.Entry{Path: dir, What: "dsh's session store: recorded sessions are resumed as trusted history", Secret: true})
 	}
 	if h.attachmentsDir != "" {
-		entries = append(entries, protect.Entry{Path: abs(h.attachmentsDir), What: "dsh's attachments store"})
+		entries = append(entries, protect.Entry{Path: abs(h.attachmentsDir), What: "dsh's attachments store", Secret: true})
 	}
-	entries = append(entries, protect.Entry{Path: abs(cfg.ServeStateDir()), What: "dsh serve's state (its token and sessions)"})
+	entries = append(entries, protect.Entry{Path: abs(cfg.ServeStateDir()), What: "dsh serve's state (its token and sessions)", Secret: true})
 	return protect.Register(h.root, entries...)
 }

@@ -158,6 +158,7 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 		return err
 	}
 	readOnly = withSubmodules(readOnly)
+	sweepStaleOnce()
 	for _, p := range readOnly {
 		if !beneathAny(p, spec.Writable) {
 			continue // read-only already
@@ -172,6 +173,11 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 			}
 		}
 	}
+	hidden, err := absolute(r.Hidden, "hidden path")
+	if err != nil {
+		return err
+	}
+	spec.Hidden = hidden
 	home := os.Getenv("HOME")
 	if home != "" {
 		home = filepath.Clean(home)

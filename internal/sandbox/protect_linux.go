@@ -30,6 +30,7 @@ const placeholderMode = 0o555
 func placeholder(p string, writable []string) []string {
 	held.Lock()
 	defer held.Unlock()
+	defer writeJournal()
 	root := ""
 	for _, w := range writable {
 		if len(p) > len(w)+1 && p[:len(w)+1] == w+"/" && len(w) > len(root) {
@@ -55,6 +56,7 @@ func placeholder(p string, writable []string) []string {
 		}
 		way = append(way, d)
 	}
+	writeJournal(way...)
 	var made []string
 	for i := len(way) - 1; i >= 0; i-- {
 		d := way[i]
@@ -63,7 +65,11 @@ func placeholder(p string, writable []string) []string {
 			if d == p {
 				mode = placeholderMode
 			}
-			if os.Mkdir(d, mode) != nil {
+			if d == p && filepath.Base(p) == "commondir" {
+				if makeCommondir(p) != nil {
+					return made
+				}
+			} else if os.Mkdir(d, mode) != nil {
 				return made
 			}
 		}
@@ -71,6 +77,25 @@ func placeholder(p string, writable []string) []string {
 		made = append(made, d)
 	}
 	return made
+}
+
+// makeCommondir creates the placeholder of a missing git commondir: not
+// an empty directory, which git fails to read (`fatal: failed to read
+// .git/commondir`) even in a repository that never had one, but the file
+// naming the repository itself, which git reads as no redirect at all.
+func makeCommondir(p string) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(".\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(p)
+	}
+	return err
 }
 
 // held counts, per path placeholder made, the runs using it: commands run
@@ -95,9 +120,10 @@ func (e *Entry) removePlaceholders() {
 			continue
 		}
 		delete(held.n, p)
-		if st, err := os.Lstat(p); err == nil && st.IsDir() {
+		if st, err := os.Lstat(p); err == nil && (st.IsDir() || st.Mode().IsRegular()) {
 			_ = os.Remove(p)
 		}
 	}
 	e.placeholders = nil
+	writeJournal()
 }

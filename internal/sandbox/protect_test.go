@@ -3,6 +3,7 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -60,7 +61,7 @@ echo evil > AGENTS.md && echo WROTE; echo end`)
 }
 
 // TestSubmoduleConfigsAreProtectedWithTheRepository: protecting
-// .git/config protects the configuration and hooks of the submodules git
+// .git/config protects the configuration, hooks and commondir of the submodules git
 // keeps in .git/modules, nested ones and names with slashes included,
 // while their objects stay writable.
 func TestSubmoduleConfigsAreProtectedWithTheRepository(t *testing.T) {
@@ -81,16 +82,82 @@ func TestSubmoduleConfigsAreProtectedWithTheRepository(t *testing.T) {
 for g in .git/modules/sub .git/modules/libs/json .git/modules/sub/modules/deep; do
   echo '[core] fsmonitor = evil' >> $g/config && echo "WROTE $g"
   mkdir -p $g/hooks 2>/dev/null; echo evil > $g/hooks/post-checkout && echo "HOOK $g"
+  echo ../../../evil > $g/commondir && echo "COMMONDIR $g"
   mv $g $g.old 2>/dev/null && echo "MOVED $g"
   touch $g/objects/ok && echo "OBJECTS $g"
 done`)
 	if entryErr != nil {
 		t.Fatal(entryErr)
 	}
-	if strings.Count(out, "OBJECTS ") != 3 || strings.Contains(out, "WROTE") || strings.Contains(out, "HOOK") || strings.Contains(out, "MOVED") {
+	if strings.Count(out, "OBJECTS ") != 3 || strings.Contains(out, "WROTE") || strings.Contains(out, "HOOK") || strings.Contains(out, "MOVED") || strings.Contains(out, "COMMONDIR") {
 		t.Fatalf("want every submodule's config and hooks read-only and its objects writable:\n%s", out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, ".git/modules/sub/config")); string(b) != "[core]\n" {
 		t.Fatalf("a submodule's config changed on disk: %q", b)
 	}
+}
+
+// TestPlaceholdersOfAKilledDshAreSwept: a dsh SIGKILLed mid-command leaves
+// its placeholders (.git/config, .git, AGENTS.md as empty read-only
+// directories) on disk, where `git init` would fail; the next dsh to
+// start a sandboxed command removes them, from the killed one's journal.
+func TestPlaceholdersOfAKilledDshAreSwept(t *testing.T) {
+	if ws := os.Getenv("DSH_TEST_PLACEHOLDER_WS"); ws != "" {
+		holdPlaceholders(t, ws)
+		return
+	}
+	st := namespaced(t)
+	ws, journal := t.TempDir(), t.TempDir()
+	helper := exec.Command(os.Args[0], "-test.run=^TestPlaceholdersOfAKilledDshAreSwept$", "-test.count=1")
+	helper.Env = append(os.Environ(), "DSH_TEST_PLACEHOLDER_WS="+ws, "DSH_TEST_JOURNAL="+journal)
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "READY\n" {
+		_ = helper.Process.Kill()
+		_ = helper.Wait()
+		t.Fatalf("the helper did not start its command: %q", line)
+	}
+	_ = helper.Process.Kill()
+	_ = helper.Wait()
+	if fi, err := os.Lstat(filepath.Join(ws, ".git/config")); err != nil || !fi.IsDir() {
+		t.Fatalf("want the killed dsh's placeholder left on disk: %v", err)
+	}
+	defer sandbox.SetJournalDir(journal)()
+	other := t.TempDir()
+	if _, _, err := run(t, st, sandbox.Rules{Writable: []string{other}, ReadOnly: []string{filepath.Join(other, "AGENTS.md")}}, "true"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".git", "AGENTS.md"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("%s is left in the workspace after the next start", p)
+		}
+	}
+	if names, _ := os.ReadDir(journal); len(names) != 0 {
+		t.Errorf("journals left: %v", names)
+	}
+}
+
+// holdPlaceholders is the dsh the test kills: it starts a command that
+// holds two placeholders and waits for its end, which never comes.
+func holdPlaceholders(t *testing.T, ws string) {
+	sandbox.SetJournalDir(os.Getenv("DSH_TEST_JOURNAL"))
+	cmd := exec.Command("/bin/bash", "-c", "echo READY; sleep 60")
+	cmd.Stdout = os.Stdout
+	r := sandbox.Rules{Writable: []string{ws}, ReadOnly: []string{filepath.Join(ws, ".git/config"), filepath.Join(ws, "AGENTS.md")}}
+	e, err := sandbox.Attach(cmd, r, sandbox.Probe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	startErr := cmd.Start()
+	e.Started()
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
+	_ = cmd.Wait()
 }

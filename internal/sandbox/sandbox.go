@@ -94,6 +94,12 @@ type Rules struct {
 	// run and covered read-only, so the command cannot create it either,
 	// and removed after (see Entry.Err).
 	ReadOnly []string
+	// Hidden lists absolute paths the program sees empty: a directory as
+	// an empty read-only one, a file as an empty read-only file. Secrets
+	// (a token, recorded sessions) that the read-only mounts would still
+	// let it read. A missing one is left (see ReadOnly to keep it so).
+	// Only with namespaces; without, they stay readable as dsh's user.
+	Hidden []string
 	// Network is off (the zero value), on or proxied.
 	Network Network
 	// ProxyPort is the proxy's port for NetworkProxied; 0 means

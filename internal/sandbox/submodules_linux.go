@@ -10,8 +10,10 @@ import (
 const submoduleDepth = 8
 
 // withSubmodules adds, for each protected repository configuration
-// (…/.git/config), the configuration, hooks and rules of the submodules
-// git keeps beneath it (.git/modules/<name>/config, hooks, info): git in
+// (…/.git/config), the configuration, hooks, rules and pointers to other
+// repositories of the submodules git keeps beneath it
+// (.git/modules/<name>/config, hooks, info, commondir, config.worktree,
+// worktrees): git in
 // the outer repository runs git in each submodule (`git status` does), so
 // an fsmonitor set there runs outside the sandbox as surely as one in
 // .git/config. Only submodules that exist when the command starts are
@@ -36,6 +38,9 @@ func withSubmodules(paths []string) []string {
 			add(filepath.Join(g, "config"))
 			add(filepath.Join(g, "hooks"))
 			add(filepath.Join(g, "info"))
+			add(filepath.Join(g, "commondir"))
+			add(filepath.Join(g, "config.worktree"))
+			add(filepath.Join(g, "worktrees"))
 		}
 	}
 	return out

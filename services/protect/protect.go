@@ -41,22 +41,30 @@ type Entry struct {
 	// why it matters: "git's configuration: a change can run commands
 	// outside the sandbox".
 	What string `koanf:"what" json:"what,omitempty"`
+	// Secret marks what a command must not read either (a token, recorded
+	// sessions): the bash sandbox shows it empty rather than read-only.
+	// Files there may be dsh's user's alone, and the sandbox's idmapped
+	// workspace would let the command read them as that user.
+	Secret bool `koanf:"secret" json:"secret,omitempty"`
 }
 
 // Defaults are the entries every list starts with: what dsh, Claude Code
 // and git load from a workspace whatever the config says. The more specific
 // entries come first so a match names the file most precisely.
 var Defaults = []Entry{
-	{".git/config", "git's configuration: a change can make git run commands outside the sandbox (core.fsmonitor, core.hooksPath, aliases) the next time anyone runs git here"},
-	{".git/hooks", "git's hooks folder: git runs these scripts outside the sandbox on commit, checkout, merge and push"},
-	{".git/info", "git's per-repository rules (attributes, excludes, sparse-checkout), which decide what git runs and shows"},
-	{".git", "git's repository data: git trusts what is there (and a .git file pointing elsewhere redirects git to another configuration)"},
-	{".claude", "the .claude settings folder: hooks in .claude/settings.json run as dsh's user, unsandboxed, when dsh or Claude Code starts; its skills and commands become instructions"},
-	{".agents", "the .agents folder: its skills, commands and instructions are loaded into the model's prompt"},
-	{"AGENTS.md", "agent instructions: dsh puts this file into the system prompt of every later session"},
-	{"CLAUDE.md", "agent instructions: dsh and Claude Code put this file into the system prompt of every later session"},
-	{".mcp.json", "MCP server definitions: the commands in it start when an MCP client opens this folder"},
-	{".dsh", "dsh's own folder (serve's state and token, local settings)"},
+	{Path: ".git/config", What: "git's configuration: a change can make git run commands outside the sandbox (core.fsmonitor, core.hooksPath, aliases) the next time anyone runs git here"},
+	{Path: ".git/hooks", What: "git's hooks folder: git runs these scripts outside the sandbox on commit, checkout, merge and push"},
+	{Path: ".git/info", What: "git's per-repository rules (attributes, excludes, sparse-checkout), which decide what git runs and shows"},
+	{Path: ".git/commondir", What: "git's pointer to the repository's shared data: a change sends every later git here to another configuration, whose core.fsmonitor runs outside the sandbox"},
+	{Path: ".git/config.worktree", What: "git's per-worktree configuration: with extensions.worktreeConfig git loads it like .git/config, so a change can run commands outside the sandbox"},
+	{Path: ".git/worktrees", What: "git's linked worktrees: each holds a commondir, HEAD and config that decide which repository and configuration git loads in that worktree"},
+	{Path: ".git", What: "git's repository data: git trusts what is there (and a .git file pointing elsewhere redirects git to another configuration)"},
+	{Path: ".claude", What: "the .claude settings folder: hooks in .claude/settings.json run as dsh's user, unsandboxed, when dsh or Claude Code starts; its skills and commands become instructions"},
+	{Path: ".agents", What: "the .agents folder: its skills, commands and instructions are loaded into the model's prompt"},
+	{Path: "AGENTS.md", What: "agent instructions: dsh puts this file into the system prompt of every later session"},
+	{Path: "CLAUDE.md", What: "agent instructions: dsh and Claude Code put this file into the system prompt of every later session"},
+	{Path: ".mcp.json", What: "MCP server definitions: the commands in it start when an MCP client opens this folder"},
+	{Path: ".dsh", What: "dsh's own folder (serve's state and token, local settings)"},
 }
 
 // Key is the service key of a tree's list.
@@ -172,6 +180,27 @@ func (l *List) Paths(ws string) []string {
 	defer l.mu.RUnlock()
 	var out []string
 	for _, h := range l.entries {
+		p := filepath.FromSlash(h.e.Path)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(ws, p)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Secrets returns, as Paths does, the paths of the entries marked Secret:
+// what the bash sandbox hides.
+func (l *List) Secrets(ws string) []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []string
+	for _, h := range l.entries {
+		if !h.e.Secret {
+			continue
+		}
 		p := filepath.FromSlash(h.e.Path)
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(ws, p)

@@ -15,16 +15,19 @@ func TestMatchByComponentsAnywhereAndAbsoluteFromTheRoot(t *testing.T) {
 	l := protect.New(protect.Entry{Path: "/etc/dsh/config.yaml", What: "dsh's config"})
 	ws := "/w"
 	for p, want := range map[string]string{
-		"/w/.git/config":               ".git/config",
-		"/w/.git/hooks/pre-commit":     ".git/hooks",
-		"/w/.git/HEAD":                 ".git",
-		"/w/.GIT/Config":               ".git/config",
-		"/w/vendor/x/.git/config":      ".git/config",
-		"/w/.claude/settings.json":     ".claude",
-		"/w/docs/AGENTS.md":            "AGENTS.md",
-		"/etc/dsh/config.yaml":         "/etc/dsh/config.yaml",
-		"/w/.mcp.json":                 ".mcp.json",
-		"/w/.agents/skills/a/SKILL.md": ".agents",
+		"/w/.git/config":                 ".git/config",
+		"/w/.git/hooks/pre-commit":       ".git/hooks",
+		"/w/.git/HEAD":                   ".git",
+		"/w/.git/commondir":              ".git/commondir",
+		"/w/.git/worktrees/wt/commondir": ".git/worktrees",
+		"/w/.git/config.worktree":        ".git/config.worktree",
+		"/w/.GIT/Config":                 ".git/config",
+		"/w/vendor/x/.git/config":        ".git/config",
+		"/w/.claude/settings.json":       ".claude",
+		"/w/docs/AGENTS.md":              "AGENTS.md",
+		"/etc/dsh/config.yaml":           "/etc/dsh/config.yaml",
+		"/w/.mcp.json":                   ".mcp.json",
+		"/w/.agents/skills/a/SKILL.md":   ".agents",
 	} {
 		e, ok := l.Match(ws, p)
 		if !ok || e.Path != want {
@@ -104,5 +107,16 @@ func TestTheOperatorsPathsJoinTheList(t *testing.T) {
 	}
 	if err := (protect.PathsConfig{Paths: []protect.Entry{{What: "x"}}}).Validate(); err == nil {
 		t.Fatal("an entry without a path must be refused")
+	}
+}
+
+// TestSecretsListsOnlySecretEntries: the sandbox hides what Secrets lists,
+// so an ordinary entry must not be in it, and a relative secret is joined
+// to the workspace.
+func TestSecretsListsOnlySecretEntries(t *testing.T) {
+	l := protect.New(protect.Entry{Path: "/srv/store", Secret: true}, protect.Entry{Path: ".dsh/serve", Secret: true})
+	got := l.Secrets("/w")
+	if len(got) != 2 || got[0] != "/srv/store" || got[1] != "/w/.dsh/serve" {
+		t.Fatalf("Secrets = %q", got)
 	}
 }

@@ -45,12 +45,29 @@ func run(arg string) {
 		os.Exit(0)
 	}
 	if err == nil {
-		err = syscall.Exec(s.Path, s.Args, os.Environ())
+		err = syscall.Exec(s.Path, s.Args, commandEnv(os.Environ()))
 		err = fmt.Errorf("executing %s: %w", s.Path, err)
 	}
 	msg := append([]byte{MsgError}, err.Error()...)
 	_ = syscall.Sendmsg(s.CtlFD, msg, nil, nil, 0)
 	os.Exit(ExitFailed)
+}
+
+// hostFDEnv is childproc.HostFDEnv (not imported: the entry runs before
+// main and keeps its dependencies few).
+const hostFDEnv = "DSH_HOST_FD"
+
+// commandEnv is the command's environment: env without the variable that
+// names the host pipe, which is closed in the sandbox; a program that
+// trusted it would read whatever descriptor 3 is by then.
+func commandEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, hostFDEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // enter does everything short of the execve.
@@ -61,10 +78,14 @@ func enter(s *Spec) error {
 		}
 	}
 	// The control socket is closed by a successful execve, so the parent
-	// reads end-of-file; so is every descriptor after it, which the
-	// command was not given: Landlock checks a file when it is opened, so
-	// one dsh inherited open for writing would be a way out.
-	if err := closeFrom(s.CtlFD); err != nil {
+	// reads end-of-file; so is every descriptor but stdin, stdout and
+	// stderr: those dsh inherited (Landlock checks a file when it is
+	// opened, so one open for writing would be a way out), and those the
+	// launcher passed below the socket (the host pipe of childproc, the
+	// mounts), which the command has no use for: the sandbox ends with
+	// dsh by its parent-death signal and PID namespace, or by the
+	// launcher's guard.
+	if err := closeFrom(3); err != nil {
 		return err
 	}
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
@@ -129,6 +150,9 @@ func isolate(s *Spec) error {
 			return err
 		}
 	}
+	if err := hide(s.Hidden); err != nil {
+		return err
+	}
 	// A covered path is safe only while its directory stays where it is:
 	// `mv .git .git-old; mkdir .git` would put a fresh, writable
 	// .git/config in its place. A mount point cannot be renamed or
@@ -165,10 +189,12 @@ type detached struct {
 }
 
 // readOnly mounts p over itself read-only, so the command can change
-// neither it nor (for a directory) anything beneath it.
+// neither it nor (for a directory) anything beneath it. A path that cannot
+// exist is skipped: missing, or beneath a file (.git/config where .git is
+// a worktree's `gitdir:` file, which is covered under its own name).
 func readOnly(p string) error {
 	fd, err := openTree(-1, p, openTreeClone|atRecursive)
-	if err == syscall.ENOENT {
+	if err == syscall.ENOENT || err == syscall.ENOTDIR {
 		return nil
 	}
 	if err != nil {

@@ -76,6 +76,9 @@ type Spec struct {
 	// read-only; a missing one is skipped (dsh placed a placeholder
 	// where it could).
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Hidden paths are covered, after ReadOnly, by an empty read-only
+	// tmpfs (a directory) or /dev/null (a file).
+	Hidden []string `json:"hidden,omitempty"`
 	// UID and GID are the ids the command runs as inside the user
 	// namespace; SetGroups clears its supplementary groups (only a
 	// privileged parent lets the namespace do that).

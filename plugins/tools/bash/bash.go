@@ -143,7 +143,7 @@ func newRunner(cfg Config, ctx *dshctx.Context) (*runner, error) {
 	}
 	r.status = probe()
 	names := []string{"the workspace", "a temp dir per command"}
-	wanted := r.rules(append(names, cfg.Sandbox.Writable...), nil)
+	wanted := r.rules(append(names, cfg.Sandbox.Writable...), nil, nil)
 	wanted.ReadOnly = cfg.Sandbox.ReadOnly
 	err = r.status.Check(wanted)
 	need := r.status.Needed(wanted)
@@ -176,7 +176,7 @@ func newRunner(cfg Config, ctx *dshctx.Context) (*runner, error) {
 // rules are the sandbox's rules for commands writing beneath writable,
 // with the protected paths of readOnly (relative ones beneath the first
 // writable directory, the workspace).
-func (r *runner) rules(writable, readOnly []string) sandbox.Rules {
+func (r *runner) rules(writable, readOnly, hidden []string) sandbox.Rules {
 	ro := make([]string, 0, len(readOnly))
 	for _, p := range readOnly {
 		if !filepath.IsAbs(p) {
@@ -185,7 +185,7 @@ func (r *runner) rules(writable, readOnly []string) sandbox.Rules {
 		ro = append(ro, p)
 	}
 	return sandbox.Rules{
-		Writable: writable, ReadOnly: ro, Network: r.policy.Mode,
+		Writable: writable, ReadOnly: ro, Hidden: hidden, Network: r.policy.Mode,
 		UID: r.cfg.Sandbox.UID, GID: r.cfg.Sandbox.UID, Accept: r.accept,
 		HomeFiles: r.cfg.Sandbox.HomeFiles,
 	}

@@ -74,9 +74,10 @@ type SandboxConfig struct {
 }
 
 // DefaultReadOnly are the paths commands may not change by default: git's
-// config and hooks (a later git run executes them) and the files dsh and
+// config and hooks (a later git run executes them), the commondir and
+// worktree files that send git to another configuration, and the files dsh and
 // other agents load as instructions or settings.
-var DefaultReadOnly = []string{".git/config", ".git/hooks", ".git/info", ".claude", ".agents", "AGENTS.md", "CLAUDE.md", ".mcp.json"}
+var DefaultReadOnly = []string{".git/config", ".git/hooks", ".git/info", ".git/commondir", ".git/worktrees", ".git/config.worktree", ".claude", ".agents", "AGENTS.md", "CLAUDE.md", ".mcp.json"}
 
 // NetworkPolicy is sandbox.network decoded.
 type NetworkPolicy struct {

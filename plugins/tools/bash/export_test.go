@@ -8,3 +8,6 @@ func SetProbe(st sandbox.Status) (restore func()) {
 	probe = func() sandbox.Status { return st }
 	return func() { probe = old }
 }
+
+// NestedRepos is nestedRepos, for its bounds to be tested.
+var NestedRepos = nestedRepos

@@ -184,7 +184,7 @@ func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started,
 	var entry *sandbox.Entry
 	if r.sandboxed {
 		writable := append([]string{ws, tmp}, r.cfg.Sandbox.Writable...)
-		rules := r.rules(writable, r.readOnly(ws, writable))
+		rules := r.rules(writable, r.readOnly(ws, writable), r.hidden(ws))
 		if entry, err = sandbox.Attach(p.Cmd, rules, st); err != nil {
 			in.Close()
 			out.Close()
