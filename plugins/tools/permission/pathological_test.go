@@ -9,8 +9,8 @@ import (
 	"github.com/dsh-go/dsh/services/tools"
 )
 
-// pathological are command lines of about 1 MiB built to make brace
-// expansion or the walk over a wrapper's words blow up.
+// pathological are command lines of up to 1 MiB built to make brace
+// expansion blow up.
 func pathological() map[string]string {
 	const n = 1 << 19 // 512 Ki braces each way: 1 MiB
 	return map[string]string{
@@ -21,22 +21,25 @@ func pathological() map[string]string {
 		"rm in nested braces":      strings.Repeat("{", n/2) + "rm,f" + strings.Repeat("}", n/2),
 		"a long word with a brace": "echo {a,b}" + strings.Repeat("x", 2*n),
 		"many brace words":         "echo" + strings.Repeat(" {a,b}", n/6),
-		"a long wrapper":           "sudo" + strings.Repeat(" -u x", n/5),
 	}
 }
 
 // TestPathologicalLinesAreJudgedQuickly: each 1 MiB line is judged in
-// well under a second (five under the race detector, on a shared
-// machine), and a brace word too big to expand is held to the deny rule
+// well under a second (bounded at two, ten under the race detector, on a
+// shared machine), and a brace word too big to expand is held to the deny rule
 // when it is the program.
 func TestPathologicalLinesAreJudgedQuickly(t *testing.T) {
 	root := policyOf(t, permission.Config{Mode: permission.FullAccess, Rules: []permission.Rule{{Command: "rm *", Decision: tools.Deny}}})
+	limit := 2 * time.Second
+	if raceEnabled {
+		limit = 10 * time.Second
+	}
 	for name, command := range pathological() {
 		start := time.Now()
 		v := bash(root, t, command)
 		took := time.Since(start)
 		t.Logf("%s (%d bytes): %s in %v", name, len(command), v.Decision, took)
-		if took > 5*time.Second {
+		if took > limit {
 			t.Errorf("%s: judged in %v", name, took)
 		}
 		if strings.HasPrefix(command, "{") && v.Decision != tools.Deny {
