@@ -162,6 +162,8 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 	}
 	if e.wrapper && !inTail {
 		out = append(out, p.wrapped(c, e, l)...)
+	} else if !inTail {
+		out = append(out, p.namedTails(c, name, l)...)
 	}
 	return out
 }

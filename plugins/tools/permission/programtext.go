@@ -1,0 +1,140 @@
+package permission
+
+import (
+	"strings"
+
+	"github.com/dsh-go/dsh/plugins/tools/permission/shell"
+)
+
+// programTextRuns returns why c, a program that reads a program text of
+// its own (awk, sed, gdb, expect) or a configuration that names commands
+// (git -c), runs commands the policy cannot read; "" when its text holds
+// no construct that runs one, so `awk '{print $1}'` stays what it is.
+func programTextRuns(ws []shell.Word, name string) string {
+	switch name {
+	case "awk", "gawk", "mawk", "nawk":
+		for _, w := range ws[1:] {
+			if w.Literal && (strings.Contains(w.Value, "system") || strings.Contains(w.Value, "|")) {
+				return "its awk program runs commands (system() or a pipe)"
+			}
+		}
+	case "sed", "gsed":
+		for _, s := range sedScripts(ws) {
+			if sedRuns(s) {
+				return "its sed script runs commands (the e command or the e flag of s)"
+			}
+		}
+	case "gdb":
+		for _, w := range ws[1:] {
+			if w.Literal && gdbRuns(w.Value) {
+				return "a gdb command it is given runs a shell (shell, !, pipe, python)"
+			}
+		}
+	case "expect":
+		for _, w := range ws[1:] {
+			if w.Literal && (strings.Contains(w.Value, "spawn") || strings.Contains(w.Value, "exec") || strings.Contains(w.Value, "system")) {
+				return "its expect script runs commands (spawn, exec, system)"
+			}
+		}
+	case "git":
+		return gitConfigRuns(ws)
+	}
+	return ""
+}
+
+// gdbRuns reports whether a word may be a gdb command that runs a shell
+// or a script interpreter.
+func gdbRuns(v string) bool {
+	v = strings.TrimSpace(v)
+	if strings.HasPrefix(v, "!") || strings.HasPrefix(v, "|") {
+		return true
+	}
+	first, _, _ := strings.Cut(v, " ")
+	switch first {
+	case "shell", "pipe", "python", "py", "python-interactive", "pi", "guile", "gu", "source", "compile":
+		return true
+	}
+	return false
+}
+
+// gitConfigRuns returns why git's -c or --config-env options make it run
+// a command: core.sshCommand, core.pager, core.editor, credential.helper,
+// diff.external, an alias starting with !... A value from the
+// environment (--config-env) is unknown, so any key counts.
+func gitConfigRuns(ws []shell.Word) string {
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		var kv string
+		switch {
+		case !w.Literal:
+			continue
+		case w.Value == "-c" && i+1 < len(ws):
+			i++
+			if !ws[i].Literal {
+				return "a -c setting of git is known only at run time and may name a command"
+			}
+			kv = ws[i].Value
+		case strings.HasPrefix(w.Value, "-c") && len(w.Value) > 2:
+			kv = w.Value[2:]
+		case w.Value == "--config-env" || strings.HasPrefix(w.Value, "--config-env="):
+			return "git --config-env takes a setting from the environment, which may name a command"
+		default:
+			continue
+		}
+		key, val, _ := strings.Cut(kv, "=")
+		key = strings.ToLower(key)
+		if strings.HasPrefix(key, "alias.") && strings.HasPrefix(strings.TrimSpace(val), "!") {
+			return "a git alias set with -c runs a shell command"
+		}
+		for _, suffix := range []string{"command", "pager", "editor", "helper", "external", "fsmonitor", "hookspath", "askpass", "program", "cmd", "textconv", "driver", "clean", "smudge", "process"} {
+			if strings.HasSuffix(key, suffix) {
+				return "a git setting given with -c (" + key + ") names a command git runs"
+			}
+		}
+	}
+	return ""
+}
+
+// sgEffect: sg GROUP [-c] COMMAND runs COMMAND with /bin/sh -c.
+func sgEffect(ws []shell.Word) effect {
+	e := effect{runs: true}
+	ops, ok := operandsAfterOptions(ws[1:])
+	if !ok {
+		e.opaque = "its group or command is known only at run time"
+		return e
+	}
+	if len(ops) < 2 {
+		e.opaque = "it starts a shell, which reads commands from its standard input"
+		return e
+	}
+	rest := ops[1:]
+	if rest[0].Value == "-c" {
+		rest = rest[1:]
+	}
+	var b []string
+	for _, w := range rest {
+		if !w.Literal {
+			e.opaque = "its command is known only at run time"
+			return e
+		}
+		b = append(b, w.Value)
+	}
+	if len(b) > 0 {
+		e.code = append(e.code, strings.Join(b, " "))
+	}
+	return e
+}
+
+// operandsAfterOptions returns ws from the first word that is not an
+// option on; false when a word before it is known only at run time.
+func operandsAfterOptions(ws []shell.Word) ([]shell.Word, bool) {
+	for i, w := range ws {
+		if !w.Literal {
+			return nil, false
+		}
+		if w.Value == "-" || !strings.HasPrefix(w.Value, "-") {
+			return ws[i:], true
+		}
+	}
+	return nil, true
+}
