@@ -79,6 +79,11 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 	// a variable holding it as arithmetic (x='a[$(cmd)]'; (( x ))); the
 	// rules that deny or ask meet what they would run. Read as the
 	// argument of : so that only the substitutions count.
+	// A subscript bash evaluates runs what it holds, like eval: its
+	// commands are judged, and it is opaque when it cannot be read.
+	for _, code := range script.Subscripts {
+		parts = append(parts, p.judgeNested(": "+code, l, false)...)
+	}
 	for _, code := range script.Code {
 		if l.depth < maxDepth {
 			parts = append(parts, restrictive(p.judgeNested(": "+code, l, true))...)
