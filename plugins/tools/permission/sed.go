@@ -18,7 +18,7 @@ func sedScripts(ws []shell.Word) []string {
 		v := w.Value
 		switch {
 		case !w.Literal:
-			if !haveFirst {
+			if !haveFirst && !given {
 				out = append(out, "e")
 			}
 			haveFirst = true
@@ -41,6 +41,9 @@ func sedScripts(ws []shell.Word) []string {
 			// number.
 			for k := 1; k < len(v); k++ {
 				c := v[k]
+				if c == 'i' {
+					break // -i takes the rest as a backup suffix (-i.bak)
+				}
 				if c != 'e' && c != 'f' && c != 'l' {
 					continue
 				}
