@@ -10,12 +10,12 @@ import (
 )
 
 // nonRunners never run a program named by their arguments, so a word of
-// theirs that names a denied program is data (echo rm, grep rm x, man rm,
-// git rm: a git subcommand is not the rm program). Every other program
-// may be a wrapper the wrapper table does not know (setpriv rm f).
+// theirs that names a denied program is data (echo rm, grep rm x, man rm).
+// Every other program may be a wrapper the wrapper table does not know
+// (setpriv rm f).
 var nonRunners = []string{"echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "man", "info", "whatis",
 	"apropos", "which", "whereis", "type", "help", "cat", "less", "more", "head", "tail", "wc", "ls", "file",
-	"stat", "git", ":", "true", "false", "test", "[", "hash", "command"} // command only as command -v/-V: else it is a wrapper
+	"stat", ":", "true", "false", "test", "[", "hash", "command"} // command only as command -v/-V: else it is a wrapper
 
 // restrictivePrograms returns the programs deny and ask rules for bash
 // name as a plain word (rm of `rm *`, /bin/rm of `/bin/rm -rf /`).
@@ -52,10 +52,17 @@ func (p *policy) namedTails(c shell.Command, name string, l line) []part {
 	if len(progs) == 0 {
 		return nil
 	}
+	sub := -1
+	if name == "git" {
+		sub = gitSubcommand(c.Words)
+	}
 	var out []part
 	n := 0
 	for i := 1; i < len(c.Words); i++ {
 		w := c.Words[i]
+		if i == sub {
+			continue // git rm: a git subcommand, not the rm program
+		}
 		if !w.Exact() || !slices.ContainsFunc(progs, func(prog string) bool { return namesProgram(w.Value, prog) }) {
 			continue
 		}
@@ -71,4 +78,23 @@ func (p *policy) namedTails(c shell.Command, name string, l line) []part {
 		}
 	}
 	return out
+}
+
+// gitSubcommand returns the index of git's subcommand: its first word
+// that is not an option or an option's value; -1 when there is none or
+// it cannot be told.
+func gitSubcommand(ws []shell.Word) int {
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		switch {
+		case !w.Literal:
+			return -1
+		case slices.Contains([]string{"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--exec-path"}, w.Value):
+			i++
+		case strings.HasPrefix(w.Value, "-"):
+		default:
+			return i
+		}
+	}
+	return -1
 }
