@@ -75,15 +75,15 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 			parts = append(parts, pt)
 		}
 	}
-	// A string holding $(...) runs its substitutions when bash evaluates
-	// a variable holding it as arithmetic (x='a[$(cmd)]'; (( x ))); the
-	// rules that deny or ask meet what they would run. Read as the
-	// argument of : so that only the substitutions count.
 	// A subscript bash evaluates runs what it holds, like eval: its
 	// commands are judged, and it is opaque when it cannot be read.
 	for _, code := range script.Subscripts {
 		parts = append(parts, p.judgeNested(": "+code, l, false)...)
 	}
+	// A string holding $(...) runs its substitutions when bash evaluates
+	// a variable holding it as arithmetic (x='a[$(cmd)]'; (( x ))); the
+	// rules that deny or ask meet what they would run. Read as the
+	// argument of : so that only the substitutions count.
 	for _, code := range script.Code {
 		if l.depth < maxDepth {
 			parts = append(parts, restrictive(p.judgeNested(": "+code, l, true))...)

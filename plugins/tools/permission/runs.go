@@ -27,7 +27,8 @@ var wrappers = []string{"exec", "command", "builtin", "env", "sudo", "doas", "su
 
 // codeRunners run a string, a file or their input as shell code, or make
 // a name run another program.
-var codeRunners = []string{"eval", "trap", "source", ".", "alias", "hash", "enable", "mapfile", "readarray", "parallel"}
+var codeRunners = []string{"eval", "trap", "source", ".", "alias", "hash", "enable", "mapfile", "readarray", "parallel",
+	"sg", "awk", "gawk", "mawk", "nawk", "sed", "gsed", "expect", "git"}
 
 // effect is what a command runs besides its own program, read from its
 // program's name and its words.

@@ -16,7 +16,7 @@ var unknownWrapperRm = []string{
 	"run-one rm f", "sem rm f", "nocache rm f", "sg g -c 'rm f'", "sg g 'rm f'", "gdb -ex 'shell rm f'",
 	"gdb -ex '!rm f'", "expect -c 'spawn rm f'", `awk 'BEGIN{system("rm f")}'`, `awk '{print | "sh"}' x`,
 	"sed -n '1e rm f' x", "sed 's/x/rm f/e' x", "sed -e p -e '1e rm f' x", "sed --expression='1 e rm f' x",
-	"sed -ne '$e rm f' x", "sed -i.tmpfile '1e rm f' x", "sed \"$S\" x", "cp /bin/rm /tmp/x", "docker rm x", "git bisect run rm f", "git -C . bisect run /bin/rm f", "git -c core.sshCommand='rm f' fetch", "git -c alias.x='!rm f' x",
+	"sed -ne '$e rm f' x", "sed -i.tmpfile '1e rm f' x", "sed \"$S\" x", "cp /bin/rm /tmp/x", "docker rm x", "git bisect run rm f", `/usr/bin/[a]wk 'BEGIN{system("rm f")}'`, "git -C . bisect run /bin/rm f", "git -c core.sshCommand='rm f' fetch", "git -c alias.x='!rm f' x",
 	"git -c core.pager='rm f' log", "git --config-env=core.sshCommand=X fetch",
 	// Programs in no table: the word rm is enough.
 	"some-new-wrapper --flag rm f", "/opt/x/bin/runner /usr/bin/rm f", "sg g -c \"$X\"",
