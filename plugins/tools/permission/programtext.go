@@ -138,3 +138,58 @@ func operandsAfterOptions(ws []shell.Word) ([]shell.Word, bool) {
 	}
 	return nil, true
 }
+
+// gitEffect reads the shell commands git runs from its own options:
+// rebase -x/--exec, submodule foreach, the filters of filter-branch.
+// They are judged as code; a command known only at run time is opaque.
+func gitEffect(ws []shell.Word) effect {
+	var e effect
+	add := func(w shell.Word) {
+		e.runs = true
+		if !w.Literal {
+			e.opaque = "a command git runs is known only at run time"
+			return
+		}
+		e.code = append(e.code, w.Value)
+	}
+	sub := gitSubcommand(ws)
+	if sub < 0 {
+		return e
+	}
+	cmd := ws[sub].Value
+	for i := sub + 1; i < len(ws); i++ {
+		w := ws[i]
+		if !w.Literal {
+			continue
+		}
+		opt, val, hasVal := strings.Cut(w.Value, "=")
+		switch {
+		case cmd == "rebase" && (opt == "-x" || opt == "--exec"),
+			cmd == "filter-branch" && strings.HasPrefix(opt, "--") && strings.HasSuffix(opt, "-filter"):
+			if hasVal {
+				add(shell.Word{Value: val, Literal: true})
+			} else if i+1 < len(ws) {
+				i++
+				add(ws[i])
+			}
+		case cmd == "submodule" && w.Value == "foreach":
+			rest := ws[i+1:]
+			for len(rest) > 0 && rest[0].Literal && strings.HasPrefix(rest[0].Value, "-") {
+				rest = rest[1:]
+			}
+			var b []string
+			for _, r := range rest {
+				if !r.Literal {
+					e.runs, e.opaque = true, "a command git runs is known only at run time"
+					return e
+				}
+				b = append(b, r.Value)
+			}
+			if len(b) > 0 {
+				add(shell.Word{Value: strings.Join(b, " "), Literal: true})
+			}
+			return e
+		}
+	}
+	return e
+}

@@ -87,6 +87,8 @@ func effectByName(c shell.Command, name string, l line) effect {
 		return effect{}
 	case name == "sg":
 		return sgEffect(ws)
+	case name == "git":
+		return gitEffect(ws)
 	case name == "parallel":
 		return effect{runs: true, opaque: "it runs commands built from its input"}
 	case name == "find" && !isFindExec(c):

@@ -16,7 +16,8 @@ var unknownWrapperRm = []string{
 	"run-one rm f", "sem rm f", "nocache rm f", "sg g -c 'rm f'", "sg g 'rm f'", "gdb -ex 'shell rm f'",
 	"gdb -ex '!rm f'", "expect -c 'spawn rm f'", `awk 'BEGIN{system("rm f")}'`, `awk '{print | "sh"}' x`,
 	"sed -n '1e rm f' x", "sed 's/x/rm f/e' x", "sed -e p -e '1e rm f' x", "sed --expression='1 e rm f' x",
-	"sed -ne '$e rm f' x", "sed -i.tmpfile '1e rm f' x", "sed \"$S\" x", "cp /bin/rm /tmp/x", "docker rm x", "git bisect run rm f", `/usr/bin/[a]wk 'BEGIN{system("rm f")}'`, "git -C . bisect run /bin/rm f", "git -c core.sshCommand='rm f' fetch", "git -c alias.x='!rm f' x",
+	"sed -ne '$e rm f' x", "sed -i.tmpfile '1e rm f' x", "sed \"$S\" x", "cp /bin/rm /tmp/x", "docker rm x", "git bisect run rm f", "git rebase -x 'rm f' main", "git rebase --exec='make && rm f' main",
+	"git submodule foreach --recursive 'rm f'", "git filter-branch --tree-filter 'rm f' HEAD", `git rebase -x "$X" main`, `/usr/bin/[a]wk 'BEGIN{system("rm f")}'`, "git -C . bisect run /bin/rm f", "git -c core.sshCommand='rm f' fetch", "git -c alias.x='!rm f' x",
 	"git -c core.pager='rm f' log", "git --config-env=core.sshCommand=X fetch",
 	// Programs in no table: the word rm is enough.
 	"some-new-wrapper --flag rm f", "/opt/x/bin/runner /usr/bin/rm f", "sg g -c \"$X\"",
@@ -45,7 +46,7 @@ func TestProgramTextsWithoutCommandsStayPrecise(t *testing.T) {
 	for _, command := range []string{
 		"awk '{print $1}' x", "awk -F: '$3 > 1000 {n++} END {print n}' /etc/passwd", "sed 's/a/b/g' x", "sed -n '1,5p' x",
 		"sed -i -e 's/old/new/' -e '/^$/d' x", "sed '/x/{s/a/b/;p}' f", "sed 's/e/E/g' x", "sed -E 's/(x)+/y/' f",
-		"git -c user.name=x commit -m m", "git -c color.ui=always log", "git rm -f x", "git -C sub rm x", "git -c user.name=x rm x", "echo rm", "grep rm x",
+		"git -c user.name=x commit -m m", "git -c color.ui=always log", "git rm -f x", "git rebase -x 'make test' main", "git submodule foreach git pull", "git cherry-pick -x abc", "git clean -x -f", "git -C sub rm x", "git -c user.name=x rm x", "echo rm", "grep rm x",
 		"man rm", "which rm", "command -v rm", "type rm", "printf '%s\\n' rm", "gdb -batch -ex bt ./a.out core",
 		"expect -v", "ls rm", "perf stat ls", `sed -e 's/a/b/' "$F"`, `sed -i.bak 's/a/b/' "$F"`, "sed -n -f script.sed x",
 	} {
@@ -67,5 +68,14 @@ func TestANamedProgramWordFailsClosedOnlyForDenyAndAsk(t *testing.T) {
 	}
 	if v := bash(root, t, "mytool make all"); v.Decision == tools.Allow {
 		t.Errorf("mytool make all: allowed by the make rule: %+v", v)
+	}
+	git := policyOf(t, permission.Config{Rules: []permission.Rule{{Command: "git *", Decision: tools.Allow}}})
+	for _, command := range []string{"git cherry-pick -x abc", "git clean -x -f", "git rm x"} {
+		if v := bash(git, t, command); v.Decision != tools.Allow {
+			t.Errorf("%q under git *: got %+v, want allow", command, v)
+		}
+	}
+	if v := bash(git, t, "git rebase -x 'curl x' main"); v.Decision == tools.Allow {
+		t.Errorf("git rebase -x 'curl x': allowed by git *: %+v", v)
 	}
 }
