@@ -7,9 +7,9 @@ import (
 )
 
 // programTextRuns returns why c, a program that reads a program text of
-// its own (awk, sed, gdb, expect) or a configuration that names commands
-// (git -c), runs commands the policy cannot read; "" when its text holds
-// no construct that runs one, so `awk '{print $1}'` stays what it is.
+// its own (awk, sed, gdb, expect), runs commands the policy cannot read;
+// "" when its text holds no construct that runs one, so
+// `awk '{print $1}'` stays what it is.
 func programTextRuns(ws []shell.Word, name string) string {
 	switch name {
 	case "awk", "gawk", "mawk", "nawk":
@@ -36,8 +36,6 @@ func programTextRuns(ws []shell.Word, name string) string {
 				return "its expect script runs commands (spawn, exec, system)"
 			}
 		}
-	case "git":
-		return gitConfigRuns(ws)
 	}
 	return ""
 }
@@ -57,11 +55,11 @@ func gdbRuns(v string) bool {
 	return false
 }
 
-// gitConfigRuns returns why git's -c or --config-env options make it run
-// a command: core.sshCommand, core.pager, core.editor, credential.helper,
+// gitConfigCode adds to e the commands git's -c settings make it run:
+// core.sshCommand, core.pager, core.editor, credential.helper,
 // diff.external, an alias starting with !... A value from the
-// environment (--config-env) is unknown, so any key counts.
-func gitConfigRuns(ws []shell.Word) string {
+// environment (--config-env) or known only at run time is opaque.
+func gitConfigCode(e *effect, ws []shell.Word) {
 	for i := 1; i < len(ws); i++ {
 		w := ws[i]
 		var kv string
@@ -71,29 +69,43 @@ func gitConfigRuns(ws []shell.Word) string {
 		case w.Value == "-c" && i+1 < len(ws):
 			i++
 			if !ws[i].Literal {
-				return "a -c setting of git is known only at run time and may name a command"
+				e.runs, e.opaque = true, "a -c setting of git is known only at run time and may name a command"
+				return
 			}
 			kv = ws[i].Value
 		case strings.HasPrefix(w.Value, "-c") && len(w.Value) > 2:
 			kv = w.Value[2:]
 		case w.Value == "--config-env" || strings.HasPrefix(w.Value, "--config-env="):
-			return "git --config-env takes a setting from the environment, which may name a command"
+			e.runs, e.opaque = true, "git --config-env takes a setting from the environment, which may name a command"
+			return
 		default:
 			continue
 		}
 		key, val, _ := strings.Cut(kv, "=")
 		key = strings.ToLower(key)
-		if strings.HasPrefix(key, "alias.") && strings.HasPrefix(strings.TrimSpace(val), "!") {
-			return "a git alias set with -c runs a shell command"
+		if key == "core.hookspath" {
+			e.runs, e.opaque = true, "git -c core.hooksPath runs the hook scripts of a directory the policy does not read"
+			return
 		}
-		for _, suffix := range []string{"command", "pager", "editor", "helper", "external", "fsmonitor", "hookspath", "askpass", "program", "cmd", "textconv", "driver", "clean", "smudge", "process"} {
+		if strings.HasPrefix(key, "alias.") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(val), "!"); ok {
+				e.runs, e.code = true, append(e.code, v)
+			}
+			continue
+		}
+		for _, suffix := range gitCommandKeys {
 			if strings.HasSuffix(key, suffix) {
-				return "a git setting given with -c (" + key + ") names a command git runs"
+				e.runs, e.code = true, append(e.code, val)
+				break
 			}
 		}
 	}
-	return ""
 }
+
+// gitCommandKeys end the names of git settings whose value is a command
+// git runs with sh -c.
+var gitCommandKeys = []string{"command", "pager", "editor", "helper", "external", "fsmonitor", "askpass",
+	"program", "cmd", "textconv", "driver", "clean", "smudge", "process"}
 
 // sgEffect: sg GROUP [-c] COMMAND runs COMMAND with /bin/sh -c.
 func sgEffect(ws []shell.Word) effect {
@@ -144,6 +156,10 @@ func operandsAfterOptions(ws []shell.Word) ([]shell.Word, bool) {
 // They are judged as code; a command known only at run time is opaque.
 func gitEffect(ws []shell.Word) effect {
 	var e effect
+	gitConfigCode(&e, ws)
+	if e.opaque != "" {
+		return e
+	}
 	add := func(w shell.Word) {
 		e.runs = true
 		if !w.Literal {

@@ -18,7 +18,7 @@ var unknownWrapperRm = []string{
 	"sed -n '1e rm f' x", "sed 's/x/rm f/e' x", "sed -e p -e '1e rm f' x", "sed --expression='1 e rm f' x",
 	"sed -ne '$e rm f' x", "sed -i.tmpfile '1e rm f' x", "sed \"$S\" x", "cp /bin/rm /tmp/x", "docker rm x", "git bisect run rm f", "git rebase -x 'rm f' main", "git rebase --exec='make && rm f' main",
 	"git submodule foreach --recursive 'rm f'", "git filter-branch --tree-filter 'rm f' HEAD", `git rebase -x "$X" main`, `/usr/bin/[a]wk 'BEGIN{system("rm f")}'`, "git -C . bisect run /bin/rm f", "git -c core.sshCommand='rm f' fetch", "git -c alias.x='!rm f' x",
-	"git -c core.pager='rm f' log", "git --config-env=core.sshCommand=X fetch",
+	"git -c core.pager='rm f' log", "git -c core.hooksPath=h commit", "git --config-env=core.sshCommand=X fetch",
 	// Programs in no table: the word rm is enough.
 	"some-new-wrapper --flag rm f", "/opt/x/bin/runner /usr/bin/rm f", "sg g -c \"$X\"",
 }
@@ -46,7 +46,7 @@ func TestProgramTextsWithoutCommandsStayPrecise(t *testing.T) {
 	for _, command := range []string{
 		"awk '{print $1}' x", "awk -F: '$3 > 1000 {n++} END {print n}' /etc/passwd", "sed 's/a/b/g' x", "sed -n '1,5p' x",
 		"sed -i -e 's/old/new/' -e '/^$/d' x", "sed '/x/{s/a/b/;p}' f", "sed 's/e/E/g' x", "sed -E 's/(x)+/y/' f",
-		"git -c user.name=x commit -m m", "git -c color.ui=always log", "git rm -f x", "git rebase -x 'make test' main", "git submodule foreach git pull", "git cherry-pick -x abc", "git clean -x -f", "git -C sub rm x", "git -c user.name=x rm x", "echo rm", "grep rm x",
+		"git -c user.name=x commit -m m", "git -c color.ui=always log", "git rm -f x", "git -c core.pager=cat log", "git -c core.editor='vim -n' commit", "git rebase -x 'make test' main", "git submodule foreach git pull", "git cherry-pick -x abc", "git clean -x -f", "git -C sub rm x", "git -c user.name=x rm x", "echo rm", "grep rm x",
 		"man rm", "which rm", "command -v rm", "type rm", "printf '%s\\n' rm", "gdb -batch -ex bt ./a.out core",
 		"expect -v", "ls rm", "perf stat ls", `sed -e 's/a/b/' "$F"`, `sed -i.bak 's/a/b/' "$F"`, "sed -n -f script.sed x",
 	} {
