@@ -13,8 +13,9 @@
 // the shell would expand at run time (variables, substitutions,
 // arithmetic) as not literal, with whether splitting may make them several
 // words. A command's own standard input redirection, strings that hold
-// command substitutions and the variables a line assigns are reported too,
-// for a policy that must know what code a shell would read.
+// command substitutions, array subscripts that bash evaluates and that
+// hold one, and the variables a line assigns are reported too, for a
+// policy that must know what code a shell would read.
 package shell
 
 import (
