@@ -75,6 +75,11 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 			parts = append(parts, pt)
 		}
 	}
+	// A subscript bash evaluates runs what it holds, like eval: its
+	// commands are judged, and it is opaque when it cannot be read.
+	for _, code := range script.Subscripts {
+		parts = append(parts, p.judgeNested(": "+code, l, false)...)
+	}
 	// A string holding $(...) runs its substitutions when bash evaluates
 	// a variable holding it as arithmetic (x='a[$(cmd)]'; (( x ))); the
 	// rules that deny or ask meet what they would run. Read as the
@@ -162,6 +167,8 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 	}
 	if e.wrapper && !inTail {
 		out = append(out, p.wrapped(c, e, l)...)
+	} else if !inTail {
+		out = append(out, p.namedTails(c, name, l)...)
 	}
 	return out
 }

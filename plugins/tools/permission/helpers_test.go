@@ -28,7 +28,7 @@ func tool(name string) *tools.Tool {
 	return t
 }
 
-func newRoot(t *testing.T) *dshctx.Context {
+func newRoot(t testing.TB) *dshctx.Context {
 	t.Helper()
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
 	ctxtest.Cleanup(t, root)
@@ -36,7 +36,7 @@ func newRoot(t *testing.T) *dshctx.Context {
 }
 
 // mount applies tools.permission with cfg at ctx and returns its fiber.
-func mount(t *testing.T, at *dshctx.Context, cfg permission.Config) *dshctx.Fiber {
+func mount(t testing.TB, at *dshctx.Context, cfg permission.Config) *dshctx.Fiber {
 	t.Helper()
 	f, err := at.Plugin(permission.Plugin, cfg)
 	if err != nil {
@@ -49,14 +49,14 @@ func mount(t *testing.T, at *dshctx.Context, cfg permission.Config) *dshctx.Fibe
 }
 
 // policyOf mounts cfg on a fresh root and returns the root.
-func policyOf(t *testing.T, cfg permission.Config) *dshctx.Context {
+func policyOf(t testing.TB, cfg permission.Config) *dshctx.Context {
 	t.Helper()
 	root := newRoot(t)
 	mount(t, root, cfg)
 	return root
 }
 
-func approve(t *testing.T, at *dshctx.Context, name string, args any) tools.Verdict {
+func approve(t testing.TB, at *dshctx.Context, name string, args any) tools.Verdict {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -72,7 +72,7 @@ func approve(t *testing.T, at *dshctx.Context, name string, args any) tools.Verd
 	return v
 }
 
-func bash(at *dshctx.Context, t *testing.T, command string) tools.Verdict {
+func bash(at *dshctx.Context, t testing.TB, command string) tools.Verdict {
 	t.Helper()
 	return approve(t, at, "bash", map[string]string{"command": command})
 }

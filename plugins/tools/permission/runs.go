@@ -20,11 +20,15 @@ var shells = []string{"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish",
 var wrappers = []string{"exec", "command", "builtin", "env", "sudo", "doas", "su", "runuser", "pkexec",
 	"nohup", "nice", "ionice", "chrt", "taskset", "time", "timeout", "xargs", "setsid", "stdbuf", "unbuffer",
 	"chroot", "unshare", "nsenter", "watch", "flock", "busybox", "script", "strace", "ltrace", "fakeroot",
-	"systemd-run", "firejail", "ssh", "find"}
+	"systemd-run", "firejail", "ssh", "find",
+	"setpriv", "prlimit", "numactl", "cgexec", "xvfb-run", "torsocks", "proxychains", "proxychains4", "bwrap",
+	"chpst", "valgrind", "perf", "eatmydata", "faketime", "dbus-run-session", "catchsegv", "softlimit",
+	"daemonize", "run-one", "sem", "nocache", "gdb"}
 
 // codeRunners run a string, a file or their input as shell code, or make
 // a name run another program.
-var codeRunners = []string{"eval", "trap", "source", ".", "alias", "hash", "enable", "mapfile", "readarray", "parallel"}
+var codeRunners = []string{"eval", "trap", "source", ".", "alias", "hash", "enable", "mapfile", "readarray", "parallel",
+	"sg", "awk", "gawk", "mawk", "nawk", "sed", "gsed", "expect", "git"}
 
 // effect is what a command runs besides its own program, read from its
 // program's name and its words.
@@ -40,6 +44,14 @@ type effect struct {
 
 // effectOf reads what c, whose program's base name is name, runs.
 func effectOf(c shell.Command, name string, l line) effect {
+	e := effectByName(c, name, l)
+	if why := programTextRuns(c.Words, name); why != "" {
+		e.runs, e.opaque = true, why
+	}
+	return e
+}
+
+func effectByName(c shell.Command, name string, l line) effect {
 	ws := c.Words
 	switch {
 	case slices.Contains(shells, name):
@@ -73,6 +85,10 @@ func effectOf(c shell.Command, name string, l line) effect {
 			return effect{runs: true, opaque: "its callback runs with input known only at run time"}
 		}
 		return effect{}
+	case name == "sg":
+		return sgEffect(ws)
+	case name == "git":
+		return gitEffect(ws)
 	case name == "parallel":
 		return effect{runs: true, opaque: "it runs commands built from its input"}
 	case name == "find" && !isFindExec(c):

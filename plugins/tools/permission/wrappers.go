@@ -56,7 +56,7 @@ func commandStarts(ws []shell.Word, sx syntax) []bool {
 	starts := make([]bool, len(ws)+1)
 	type state struct{ i, left int }
 	seen := make(map[state]bool)
-	todo := []state{{1, sx.operands}}
+	var todo []state
 	push := func(i, left int) {
 		s := state{i, left}
 		if i < len(ws) && !seen[s] {
@@ -64,6 +64,8 @@ func commandStarts(ws []shell.Word, sx syntax) []bool {
 			todo = append(todo, s)
 		}
 	}
+	// Through push, so that a wrapper alone (env, nice) has no start.
+	push(1, sx.operands)
 	for len(todo) > 0 {
 		s := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]

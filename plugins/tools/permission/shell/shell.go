@@ -13,8 +13,9 @@
 // the shell would expand at run time (variables, substitutions,
 // arithmetic) as not literal, with whether splitting may make them several
 // words. A command's own standard input redirection, strings that hold
-// command substitutions and the variables a line assigns are reported too,
-// for a policy that must know what code a shell would read.
+// command substitutions, array subscripts that bash evaluates and that
+// hold one, and the variables a line assigns are reported too, for a
+// policy that must know what code a shell would read.
 package shell
 
 import (
@@ -104,7 +105,19 @@ type Script struct {
 	// Assigned are the names of the variables the line assigns, before a
 	// command (X=1 cmd), alone (X=1) or through export, declare, local.
 	Assigned []string
+	// Subscripts are literal strings with an array subscript holding a
+	// substitution ('a[$(cmd)]') where bash evaluates them: operands of
+	// declare, printf -v, read, unset, test -v and the like, and
+	// arithmetic ($(( )), (( )), let, [[ -eq ]]). Bash runs what the
+	// subscript holds, so they are code.
+	Subscripts []string
 }
+
+// subscriptBuiltins evaluate an operand's array subscript: a variable
+// name they assign, test or unset.
+var subscriptBuiltins = map[string]bool{"declare": true, "typeset": true, "local": true, "readonly": true,
+	"export": true, "printf": true, "read": true, "unset": true, "test": true, "[": true, "let": true,
+	"mapfile": true, "readarray": true, "wait": true}
 
 // Parse splits src, read as bash. Its error is the parser's, which names
 // the line and column.
@@ -148,6 +161,11 @@ func Parse(src string) (Script, error) {
 				for _, w := range ws {
 					s.code(w)
 				}
+				if takesSubscripts(ws) {
+					for _, w := range ws[1:] {
+						s.subscript(w)
+					}
+				}
 				if len(ws) > 0 {
 					s.Commands = append(s.Commands, Command{Words: ws, Text: text(call), Stdin: input(n.Redirs)})
 				}
@@ -157,6 +175,40 @@ func Parse(src string) (Script, error) {
 			for _, e := range n.Exprs {
 				if w, ok := e.(*syntax.Word); ok {
 					s.code(word(w, ""))
+				}
+				s.arithm(e)
+			}
+		case *syntax.ArithmExp:
+			s.arithm(n.X)
+		case *syntax.ArithmCmd:
+			s.arithm(n.X)
+		case *syntax.CStyleLoop:
+			s.arithm(n.Init)
+			s.arithm(n.Cond)
+			s.arithm(n.Post)
+		case *syntax.ParamExp:
+			if n.Index != nil {
+				s.arithm(n.Index)
+			}
+		case *syntax.Assign:
+			if n.Index != nil {
+				s.arithm(n.Index)
+			}
+		case *syntax.BinaryTest:
+			// [[ x -eq y ]] and the other numeric tests evaluate both
+			// sides as arithmetic.
+			switch n.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLss, syntax.TsLeq, syntax.TsGtr, syntax.TsGeq:
+				for _, x := range []syntax.TestExpr{n.X, n.Y} {
+					if w, ok := x.(*syntax.Word); ok {
+						s.subscript(word(w, ""))
+					}
+				}
+			}
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet {
+				if w, ok := n.X.(*syntax.Word); ok {
+					s.subscript(word(w, ""))
 				}
 			}
 		case *syntax.DeclClause:
@@ -169,6 +221,7 @@ func Parse(src string) (Script, error) {
 				}
 				w := assign(a, text(a))
 				s.code(w)
+				s.subscript(w)
 				ws = append(ws, w)
 			}
 			s.Commands = append(s.Commands, Command{Words: ws, Text: text(n)})
@@ -181,6 +234,47 @@ func Parse(src string) (Script, error) {
 		return true
 	})
 	return s, nil
+}
+
+// subscript notes w when it is literal and has an array subscript that
+// holds a substitution.
+func (s *Script) subscript(w Word) {
+	v := w.Value
+	if w.Literal && strings.Contains(v, "[") && (strings.Contains(v, "$(") || strings.Contains(v, "`") || strings.Contains(v, "${")) {
+		s.Subscripts = append(s.Subscripts, v)
+	}
+}
+
+// arithm notes the words of an arithmetic expression that hold a
+// subscript with a substitution; nil is no expression.
+func (s *Script) arithm(x syntax.ArithmExpr) {
+	if x == nil {
+		return
+	}
+	syntax.Walk(x, func(n syntax.Node) bool {
+		if w, ok := n.(*syntax.Word); ok {
+			s.subscript(word(w, ""))
+			return false
+		}
+		return true
+	})
+}
+
+// takesSubscripts reports whether the command ws is a builtin that
+// evaluates its operands' subscripts, also behind builtin or command.
+func takesSubscripts(ws []Word) bool {
+	for i, w := range ws {
+		if !w.Literal {
+			return false
+		}
+		if subscriptBuiltins[w.Value] {
+			return true
+		}
+		if i > 0 || w.Value != "builtin" && w.Value != "command" {
+			return false
+		}
+	}
+	return false
 }
 
 func (s *Script) code(w Word) {
@@ -260,6 +354,10 @@ func writes(r *syntax.Redirect) bool {
 }
 
 func assign(a *syntax.Assign, written string) Word {
+	if a.Name == nil && a.Value != nil {
+		// A naked operand ('a[x]'=1, -a): the word as written, read.
+		return word(a.Value, written)
+	}
 	if a.Name == nil || a.Array != nil || a.Index != nil {
 		return Word{Value: written}
 	}

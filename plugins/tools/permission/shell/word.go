@@ -13,6 +13,15 @@ import (
 // the word counts as unknown, so {1..99999999} costs nothing to judge.
 const maxBraceWords = 64
 
+// maxBraces and maxBraceWordLen bound the words brace expansion is tried
+// on: SplitBraces is superlinear in nested braces (a 40 KiB word of {
+// then } took half a minute), so a word past either bound is read as
+// unknown before it is split, and the strictest rule it could meet holds.
+const (
+	maxBraces       = 64
+	maxBraceWordLen = 4096
+)
+
 // appendWords appends to ws the words w stands for once the shell has
 // expanded its braces ({rm,-f,x} is three words), each read as word reads
 // it.
@@ -26,6 +35,9 @@ func appendWords(ws []Word, w *syntax.Word, written string) []Word {
 // appendBraces is appendWords for a word that may hold braces, apart so
 // that its copy of the word is made only then.
 func appendBraces(ws []Word, w *syntax.Word, written string) []Word {
+	if len(written) > maxBraceWordLen || braces(w) > maxBraces {
+		return append(ws, Word{Value: written, Split: true})
+	}
 	cp := *w // SplitBraces replaces the parts of the word it is given
 	if !syntax.SplitBraces(&cp) {
 		return append(ws, word(w, written))
@@ -51,6 +63,17 @@ func emptyUnquoted(w *syntax.Word) bool {
 		}
 	}
 	return true
+}
+
+// braces counts the opening braces of w's unquoted literal parts.
+func braces(w *syntax.Word) int {
+	n := 0
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			n += strings.Count(l.Value, "{")
+		}
+	}
+	return n
 }
 
 func hasBrace(w *syntax.Word) bool {

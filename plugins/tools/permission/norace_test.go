@@ -1,0 +1,5 @@
+//go:build !race
+
+package permission_test
+
+const raceEnabled = false

@@ -1,0 +1,211 @@
+package permission
+
+import (
+	"strings"
+
+	"github.com/dsh-go/dsh/plugins/tools/permission/shell"
+)
+
+// programTextRuns returns why c, a program that reads a program text of
+// its own (awk, sed, gdb, expect), runs commands the policy cannot read;
+// "" when its text holds no construct that runs one, so
+// `awk '{print $1}'` stays what it is.
+func programTextRuns(ws []shell.Word, name string) string {
+	switch name {
+	case "awk", "gawk", "mawk", "nawk":
+		for _, w := range ws[1:] {
+			if w.Literal && (strings.Contains(w.Value, "system") || strings.Contains(w.Value, "|")) {
+				return "its awk program runs commands (system() or a pipe)"
+			}
+		}
+	case "sed", "gsed":
+		for _, s := range sedScripts(ws) {
+			if sedRuns(s) {
+				return "its sed script runs commands (the e command or the e flag of s)"
+			}
+		}
+	case "gdb":
+		for _, w := range ws[1:] {
+			if w.Literal && gdbRuns(w.Value) {
+				return "a gdb command it is given runs a shell (shell, !, pipe, python)"
+			}
+		}
+	case "expect":
+		for _, w := range ws[1:] {
+			if w.Literal && (strings.Contains(w.Value, "spawn") || strings.Contains(w.Value, "exec") || strings.Contains(w.Value, "system")) {
+				return "its expect script runs commands (spawn, exec, system)"
+			}
+		}
+	}
+	return ""
+}
+
+// gdbRuns reports whether a word may be a gdb command that runs a shell
+// or a script interpreter.
+func gdbRuns(v string) bool {
+	v = strings.TrimSpace(v)
+	if strings.HasPrefix(v, "!") || strings.HasPrefix(v, "|") {
+		return true
+	}
+	first, _, _ := strings.Cut(v, " ")
+	switch first {
+	case "shell", "pipe", "python", "py", "python-interactive", "pi", "guile", "gu", "source", "compile":
+		return true
+	}
+	return false
+}
+
+// gitConfigCode adds to e the commands git's -c settings make it run:
+// core.sshCommand, core.pager, core.editor, credential.helper,
+// diff.external, an alias starting with !... A value from the
+// environment (--config-env) or known only at run time is opaque.
+func gitConfigCode(e *effect, ws []shell.Word) {
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		var kv string
+		switch {
+		case !w.Literal:
+			continue
+		case w.Value == "-c" && i+1 < len(ws):
+			i++
+			if !ws[i].Literal {
+				e.runs, e.opaque = true, "a -c setting of git is known only at run time and may name a command"
+				return
+			}
+			kv = ws[i].Value
+		case strings.HasPrefix(w.Value, "-c") && len(w.Value) > 2:
+			kv = w.Value[2:]
+		case w.Value == "--config-env" || strings.HasPrefix(w.Value, "--config-env="):
+			e.runs, e.opaque = true, "git --config-env takes a setting from the environment, which may name a command"
+			return
+		default:
+			continue
+		}
+		key, val, _ := strings.Cut(kv, "=")
+		key = strings.ToLower(key)
+		if key == "core.hookspath" {
+			e.runs, e.opaque = true, "git -c core.hooksPath runs the hook scripts of a directory the policy does not read"
+			return
+		}
+		if strings.HasPrefix(key, "alias.") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(val), "!"); ok {
+				e.runs, e.code = true, append(e.code, v)
+			}
+			continue
+		}
+		for _, suffix := range gitCommandKeys {
+			if strings.HasSuffix(key, suffix) {
+				e.runs, e.code = true, append(e.code, val)
+				break
+			}
+		}
+	}
+}
+
+// gitCommandKeys end the names of git settings whose value is a command
+// git runs with sh -c.
+var gitCommandKeys = []string{"command", "pager", "editor", "helper", "external", "fsmonitor", "askpass",
+	"program", "cmd", "textconv", "driver", "clean", "smudge", "process"}
+
+// sgEffect: sg GROUP [-c] COMMAND runs COMMAND with /bin/sh -c.
+func sgEffect(ws []shell.Word) effect {
+	e := effect{runs: true}
+	ops, ok := operandsAfterOptions(ws[1:])
+	if !ok {
+		e.opaque = "its group or command is known only at run time"
+		return e
+	}
+	if len(ops) < 2 {
+		e.opaque = "it starts a shell, which reads commands from its standard input"
+		return e
+	}
+	rest := ops[1:]
+	if rest[0].Value == "-c" {
+		rest = rest[1:]
+	}
+	var b []string
+	for _, w := range rest {
+		if !w.Literal {
+			e.opaque = "its command is known only at run time"
+			return e
+		}
+		b = append(b, w.Value)
+	}
+	if len(b) > 0 {
+		e.code = append(e.code, strings.Join(b, " "))
+	}
+	return e
+}
+
+// operandsAfterOptions returns ws from the first word that is not an
+// option on; false when a word before it is known only at run time.
+func operandsAfterOptions(ws []shell.Word) ([]shell.Word, bool) {
+	for i, w := range ws {
+		if !w.Literal {
+			return nil, false
+		}
+		if w.Value == "-" || !strings.HasPrefix(w.Value, "-") {
+			return ws[i:], true
+		}
+	}
+	return nil, true
+}
+
+// gitEffect reads the shell commands git runs from its own options:
+// rebase -x/--exec, submodule foreach, the filters of filter-branch.
+// They are judged as code; a command known only at run time is opaque.
+func gitEffect(ws []shell.Word) effect {
+	var e effect
+	gitConfigCode(&e, ws)
+	if e.opaque != "" {
+		return e
+	}
+	add := func(w shell.Word) {
+		e.runs = true
+		if !w.Literal {
+			e.opaque = "a command git runs is known only at run time"
+			return
+		}
+		e.code = append(e.code, w.Value)
+	}
+	sub := gitSubcommand(ws)
+	if sub < 0 {
+		return e
+	}
+	cmd := ws[sub].Value
+	for i := sub + 1; i < len(ws); i++ {
+		w := ws[i]
+		if !w.Literal {
+			continue
+		}
+		opt, val, hasVal := strings.Cut(w.Value, "=")
+		switch {
+		case cmd == "rebase" && (opt == "-x" || opt == "--exec"),
+			cmd == "filter-branch" && strings.HasPrefix(opt, "--") && strings.HasSuffix(opt, "-filter"):
+			if hasVal {
+				add(shell.Word{Value: val, Literal: true})
+			} else if i+1 < len(ws) {
+				i++
+				add(ws[i])
+			}
+		case cmd == "submodule" && w.Value == "foreach":
+			rest := ws[i+1:]
+			for len(rest) > 0 && rest[0].Literal && strings.HasPrefix(rest[0].Value, "-") {
+				rest = rest[1:]
+			}
+			var b []string
+			for _, r := range rest {
+				if !r.Literal {
+					e.runs, e.opaque = true, "a command git runs is known only at run time"
+					return e
+				}
+				b = append(b, r.Value)
+			}
+			if len(b) > 0 {
+				add(shell.Word{Value: strings.Join(b, " "), Literal: true})
+			}
+			return e
+		}
+	}
+	return e
+}
