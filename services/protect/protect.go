@@ -175,30 +175,19 @@ func (l *List) Match(ws, p string) (Entry, bool) {
 // each relative entry joined to ws (its top-level instance only; the same
 // name deeper down is not listed) and each absolute entry as it is. The
 // paths may not exist. The bash sandbox mounts them read-only.
-func (l *List) Paths(ws string) []string {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	var out []string
-	for _, h := range l.entries {
-		p := filepath.FromSlash(h.e.Path)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(ws, p)
-		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (l *List) Paths(ws string) []string { return l.paths(ws, false) }
 
 // Secrets returns, as Paths does, the paths of the entries marked Secret:
 // what the bash sandbox hides.
-func (l *List) Secrets(ws string) []string {
+func (l *List) Secrets(ws string) []string { return l.paths(ws, true) }
+
+// paths lists the entries' paths in ws, only the secret ones if secret.
+func (l *List) paths(ws string, secret bool) []string {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	var out []string
 	for _, h := range l.entries {
-		if !h.e.Secret {
+		if secret && !h.e.Secret {
 			continue
 		}
 		p := filepath.FromSlash(h.e.Path)

@@ -46,20 +46,7 @@ var _ session.Holder = (*writer)(nil)
 
 // Hold tells whether this writer still holds its session; see
 // session.Holder. A lease lost fences the writer as a write would.
-func (wr *writer) Hold(ctx stdctx.Context) error {
-	wr.mu.Lock()
-	err := wr.unusable()
-	wr.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	hctx, cancel := wr.store.timeout(ctx)
-	defer cancel()
-	if err := wr.lease.hold(hctx); err != nil {
-		return wr.unleased(err)
-	}
-	return nil
-}
+func (wr *writer) Hold(ctx stdctx.Context) error { return wr.check(ctx, wr.lease.hold) }
 
 // Recheck is Hold without trusting a recent renewal: it renews the lease
 // now, which fails if the entry is no longer this writer's. A cluster host
@@ -67,7 +54,11 @@ func (wr *writer) Hold(ctx stdctx.Context) error {
 // happens only once this one's ran out — so that the writer is fenced
 // before the copy is closed and its last flush could land after the new
 // owner read the log's end.
-func (wr *writer) Recheck(ctx stdctx.Context) error {
+func (wr *writer) Recheck(ctx stdctx.Context) error { return wr.check(ctx, wr.lease.refresh) }
+
+// check fails when the writer is unusable, else asks the lease with ask
+// (hold, or refresh) within the store's timeout.
+func (wr *writer) check(ctx stdctx.Context, ask func(stdctx.Context) error) error {
 	wr.mu.Lock()
 	err := wr.unusable()
 	wr.mu.Unlock()
@@ -76,7 +67,7 @@ func (wr *writer) Recheck(ctx stdctx.Context) error {
 	}
 	hctx, cancel := wr.store.timeout(ctx)
 	defer cancel()
-	if err := wr.lease.refresh(hctx); err != nil {
+	if err := ask(hctx); err != nil {
 		return wr.unleased(err)
 	}
 	return nil
