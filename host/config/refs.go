@@ -49,13 +49,6 @@ func (c *Config) checkReferences(p *problems) {
 	root := map[string]string{}
 	register(root, c.Plugins, "plugins", "")
 
-	store := false
-	for i := range c.Plugins {
-		if info, ok := plugin.Lookup(c.Plugins[i].Use); ok && info.SessionStore && !c.Plugins[i].Disabled {
-			store = true
-		}
-	}
-
 	for i := range c.Agents {
 		a := &c.Agents[i]
 		at := fmt.Sprintf("agents[%d]", i)
@@ -93,8 +86,8 @@ func (c *Config) checkReferences(p *problems) {
 			}
 			p.add(at+".provider", msg)
 		}
-		if a.Session != "" && !store {
-			p.add(at+".session", fmt.Sprintf("session %q needs a plugin that persists sessions; add a plugin entry such as use: session.jsonl under plugins:, or remove session:", a.Session))
+		if a.Session != "" && !c.Persists(a.ID) {
+			p.add(at+".session", fmt.Sprintf("session %q needs a plugin that persists sessions; add a plugin entry such as use: session.jsonl under plugins: or in one of this agent's presets, or remove session:", a.Session))
 		}
 	}
 }

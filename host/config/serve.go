@@ -225,7 +225,9 @@ func (c *Config) checkServeAgent(p *problems, at, agent string, presets []string
 		}
 	}
 	for i, name := range presets {
-		if _, ok := c.Presets[name]; !ok {
+		// A built-in preset no agent uses is not in c.Presets, yet serve
+		// mounts it as it would one the config names (Config.Preset).
+		if _, ok := c.Presets[name]; !ok && !slices.Contains(builtinNames(), name) {
 			p.add(fmt.Sprintf("%s.presets[%d]", at, i), fmt.Sprintf("preset %q is not defined; defined presets: %s; built-in: %s", name, orNone(c.DefinedPresets()), strings.Join(builtinNames(), ", ")))
 		}
 	}

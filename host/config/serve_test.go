@@ -25,6 +25,7 @@ func TestServeConfigProblems(t *testing.T) {
 		{"no auth off loopback", "serve:\n  listen: 0.0.0.0:80\n  no_auth: true\n", []string{"serve.no_auth: no_auth is allowed only on a loopback address"}},
 		{"both token sources", "serve:\n  token_env: A\n  token_file: /x\n", []string{"serve.token_file: set token_env or token_file, not both"}},
 		{"unknown agent", "serve:\n  agent: nobody\n", []string{`serve.agent: no agent "nobody"; configured agents: coder`}},
+		{"unknown preset", "serve:\n  presets: [careful]\n", []string{`serve.presets[0]: preset "careful" is not defined`}},
 		{"webhook", "serve:\n  webhooks:\n    \"bad name\":\n      prompt: \"{{.Body\"\n      session: \"../x\"\n",
 			[]string{`webhook name "bad name"`, "has no secret_env", "serve.webhooks.bad name.prompt: not a valid text/template", `session id "../x"`}},
 		{"schedule", "serve:\n  schedules:\n    - cron: \"61 * * * *\"\n      prompt: hi\n      overlap: later\n    - name: a\n      prompt: \"\"\n",
@@ -55,8 +56,9 @@ serve:
     github:
       secret_env: GH_SECRET
       prompt: "push to {{.Body.repository.full_name}}"
+  presets: [workspace-write]       # built-in, and no agent uses it
   schedules:
-    - {name: nightly, cron: "CRON_TZ=Europe/Berlin 0 3 * * *", prompt: "run the checks", overlap: queue}
+    - {name: nightly, cron: "CRON_TZ=Europe/Berlin 0 3 * * *", prompt: "run the checks", overlap: queue, presets: [read-only]}
 `), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
