@@ -25,7 +25,10 @@
 //
 // Matchers select tools by dsh's name or by the name Claude Code gives the
 // same tool (bash/Bash, edit/Edit, write/Write, read/Read, glob/Glob,
-// grep/Grep, list/LS), so existing hooks files work as they are.
+// grep/Grep, list/LS, and mcp__<server>__<tool> for dsh's MCP tools
+// <server>__<tool>), so existing hooks files work as they are. The input
+// is written as Claude Code writes it: no HTML escapes, so a guard that
+// greps its raw stdin for "> /path" or "&&" sees them.
 package hooks
 
 import (
@@ -193,7 +196,8 @@ func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) 
 		return nil
 	}
 	in.HookEventName, in.AgentID, in.SessionID, in.Cwd, in.PermissionMode = event, w.agentID, w.sessionID, w.workspace, "default"
-	data, err := json.Marshal(in)
+	in.ToolInput = plain(in.ToolInput)
+	data, err := encode(in)
 	if err != nil {
 		p.log.Error("hooks: could not encode the hook input", "event", event, "error", err)
 		return nil
