@@ -25,10 +25,10 @@ if printf '%s' "$input" | grep -q '<<'; then echo "no here-documents" >&2; exit 
 exit 0`)
 	r.preToolUse(hook("Bash", guard, 0))
 	cases := map[string]string{
-		`{"command":"echo x > /etc/motd"}`:           "writes under /etc",
-		`{"command":"make && make install"}`:         "one command at a time",
-		`{"command":"echo x \u003e /etc/motd"}`:      "writes under /etc",
-		`{"command":"true \u0026\u0026 rm -f out"}`:  "one command at a time",
+		`{"command":"echo x > /etc/motd"}`:          "writes under /etc",
+		`{"command":"make && make install"}`:        "one command at a time",
+		`{"command":"echo x \u003e /etc/motd"}`:     "writes under /etc",
+		`{"command":"true \u0026\u0026 rm -f out"}`: "one command at a time",
 		`{"command":"cat \u003c\u003cEOF\nx\nEOF"}`: "no here-documents",
 	}
 	for args, want := range cases {
