@@ -18,3 +18,23 @@ func TestPlainUnescapesAndKeepsOrderAndNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestBashOutputReadsHowTheCommandEnded covers the endings of dsh's bash
+// result the tests with the real tool do not reach.
+func TestBashOutputReadsHowTheCommandEnded(t *testing.T) {
+	cases := []struct {
+		in, stdout, stderr string
+		interrupted        bool
+	}{
+		{"(no output)\nexit code: 0", "", "", false},
+		{"a\nb\nkilled by signal terminated", "a\nb\n", "", false},
+		{"partial\ncancelled: the command and every process it started were killed", "partial\n", "", true},
+		{"timeout is 9000; give a number of seconds from 1 to 600", "", "timeout is 9000; give a number of seconds from 1 to 600", false},
+	}
+	for _, c := range cases {
+		stdout, stderr, interrupted := bashOutput(c.in)
+		if stdout != c.stdout || stderr != c.stderr || interrupted != c.interrupted {
+			t.Errorf("bashOutput(%q) = %q, %q, %v", c.in, stdout, stderr, interrupted)
+		}
+	}
+}

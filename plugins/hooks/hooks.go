@@ -129,15 +129,10 @@ type input struct {
 	DshToolName    string          `json:"dsh_tool_name,omitempty"`
 	ToolInput      json.RawMessage `json:"tool_input,omitempty"`
 	ToolUseID      string          `json:"tool_use_id,omitempty"`
-	ToolResponse   *toolResponse   `json:"tool_response,omitempty"`
+	ToolResponse   map[string]any  `json:"tool_response,omitempty"`
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
 	Source         string          `json:"source,omitempty"`
-}
-
-type toolResponse struct {
-	Content string `json:"content"`
-	IsError bool   `json:"is_error"`
 }
 
 // where says where an event happens: the agent, its session and

@@ -95,8 +95,7 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 // asks unless something after it denies.
 func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
 	w := p.locate(a.Call.AgentID, a.Call.Workspace)
-	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: toolInput(a.Call.Arguments, w.workspace), ToolUseID: a.Call.ID}
-	sent := sentFilePath(a.Call.Arguments, in.ToolInput)
+	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: forHook(a.Call.Name, a.Call.Arguments, w.workspace), ToolUseID: a.Call.ID}
 	rs := p.fire(ctx, PreToolUse, a.Call.Name, in, w)
 	if ctx.Err() != nil {
 		return tools.Verdict{}, stdctx.Cause(ctx)
@@ -130,7 +129,7 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 			p.log.Warn(fmt.Sprintf("PreToolUse hook %q also rewrote the call; the first rewrite in config order is used", r.hook.command), "tool", a.Call.Name)
 			continue
 		}
-		rewrite = withoutFilePath(r.updatedInput, sent)
+		rewrite = fromHook(a.Call.Name, a.Call.Arguments, in.ToolInput, r.updatedInput)
 	}
 	if rewrite != nil {
 		a.Call.Arguments = rewrite
@@ -156,15 +155,6 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 	}
 }
 
-// toolInput is what a hook reads as tool_input: the call's arguments, "{}"
-// for none, with file_path added (see withFilePath).
-func toolInput(args []byte, workspace string) []byte {
-	if len(args) == 0 {
-		return []byte("{}")
-	}
-	return withFilePath(args, workspace)
-}
-
 func rank(d tools.Decision) int {
 	switch d {
 	case tools.Deny:
@@ -180,13 +170,14 @@ func rank(d tools.Decision) int {
 // execute runs PostToolUse after the tool: a block's reason and context
 // from the hooks are appended to the result as feedback for the model.
 func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
+	w := p.locate(x.Call.AgentID, x.Call.Workspace)
+	existed := exists(x.Call.Name, x.Call.Arguments, w.workspace)
 	res, err := next.Call(ctx, x)
 	if err != nil || x.Tool == nil || ctx.Err() != nil {
 		return res, err
 	}
-	w := p.locate(x.Call.AgentID, x.Call.Workspace)
-	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: toolInput(x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID,
-		ToolResponse: &toolResponse{Content: res.Content, IsError: res.IsError}}
+	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: forHook(x.Call.Name, x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID,
+		ToolResponse: response(x.Call.Name, x.Call.Arguments, w.workspace, res, existed)}
 	rs := p.fire(ctx, PostToolUse, x.Call.Name, in, w)
 	if ctx.Err() != nil {
 		return res, stdctx.Cause(ctx)
