@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/plugins/tools/permission"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
@@ -91,8 +92,9 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 // approve runs PreToolUse. Deny (exit 2, a deny or a block) answers at
 // once; otherwise the call, rewritten when a hook gave updatedInput, goes
 // on to the policies after this one: a hook's allow skips the tool's own
-// default (a bash ask) but not a policy's deny or ask, and a hook's ask
-// asks unless something after it denies.
+// default (a bash ask) and the ask of tools.permission's mode, but not a
+// policy's deny or its ask rule, and a hook's ask asks unless something
+// after it denies.
 func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
 	w := p.locate(a.Call.AgentID, a.Call.Workspace)
 	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: forHook(a.Call.Name, a.Call.Arguments, w.workspace), ToolUseID: a.Call.ID}
@@ -147,7 +149,10 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 	case decision == tools.Ask:
 		return tools.Verdict{Decision: tools.Ask, Reason: reasons(rs, func(r reply) bool { return r.decision == tools.Ask }),
 			Source: source, Arguments: inner.Arguments}, nil
-	case inner.Source != "": // allow: a policy's ask stands, the tool's own default does not
+	case inner.Source != "" && !permission.Prompt(inner):
+		// allow: a policy's rule stands (an ask rule, as Claude Code's ask
+		// rules stand before a hook's allow); the tool's own default and
+		// tools.permission's mode, Claude Code's permission prompt, do not.
 		return inner, nil
 	default:
 		return tools.Verdict{Decision: tools.Allow, Reason: reasons(rs, func(r reply) bool { return r.decision == tools.Allow }),

@@ -1,0 +1,47 @@
+package hooks_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+// TestAHookAllowSkipsThePromptButNotARule: a PreToolUse hook on the root
+// (a real script reading the command with jq) allows read-only git; the
+// agent's preset runs tools.permission in workspace-write mode, which
+// asks before every bash command. As in Claude Code, where a hook's
+// allow skips the permission prompt but not an ask or deny rule: the
+// mode's ask is skipped, the preset's ask rule and deny rule stand.
+func TestAHookAllowSkipsThePromptButNotARule(t *testing.T) {
+	r := newRig(t)
+	allowGit := r.script("git-ok.sh", `case "$(jq -r .tool_input.command)" in
+git\ *) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"git is fine"}}' ;;
+esac`)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"PreToolUse": []any{hook("Bash", allowGit, 0)}}}},
+		},
+		"presets": map[string]any{"careful": []any{
+			map[string]any{"use": "tools.permission", "config": map[string]any{"mode": "workspace-write", "rules": []any{
+				map[string]any{"tool": "bash", "command": "git push *", "decision": "ask"},
+				map[string]any{"tool": "bash", "command": "git clean *", "decision": "deny", "reason": "keep untracked files"},
+			}}},
+		}},
+		"agents": []any{scriptedAgent("main", map[string]any{"preset": "careful"})},
+	})
+	r.registerFake("bash")
+	if v := r.approve("main", "bash", `{"command":"git status"}`); v.Decision != tools.Allow || v.Source != "hooks.command:PreToolUse" || v.Reason != "git is fine" {
+		t.Errorf("the hook's allow must skip the mode's ask: %+v", v)
+	}
+	if v := r.approve("main", "bash", `{"command":"make"}`); v.Decision != tools.Ask || !strings.Contains(v.Source, "mode=workspace-write") {
+		t.Errorf("a call the hook does not allow is the mode's: %+v", v)
+	}
+	if v := r.approve("main", "bash", `{"command":"git push"}`); v.Decision != tools.Ask || !strings.HasSuffix(v.Source, ":rules[0]") {
+		t.Errorf("an ask rule stands before a hook's allow: %+v", v)
+	}
+	if v := r.approve("main", "bash", `{"command":"git clean -fdx"}`); v.Decision != tools.Deny || !strings.Contains(v.Reason, "keep untracked files") {
+		t.Errorf("a deny rule stands before a hook's allow: %+v", v)
+	}
+}

@@ -1,0 +1,24 @@
+package permission
+
+import (
+	"strings"
+
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+// Prompt reports whether v is an ask of tools.permission that no rule
+// made: its mode's (workspace-write asks before every bash command), or
+// one about a command it cannot read. That is what Claude Code's
+// permission prompt is, which a PreToolUse hook's allow skips; an ask
+// rule is not, and a hook's allow leaves it standing, as Claude Code
+// leaves its ask rules (package hooks).
+func Prompt(v tools.Verdict) bool {
+	if v.Decision != tools.Ask || !strings.HasPrefix(v.Source, ID) {
+		return false
+	}
+	who, where, ok := strings.Cut(v.Source, ":")
+	if !ok || who != ID && !strings.HasPrefix(who, ID+"@") {
+		return false
+	}
+	return strings.HasPrefix(where, "mode=") || where == "unreadable"
+}
