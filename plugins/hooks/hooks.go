@@ -35,6 +35,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -59,14 +60,14 @@ const ReasonBlocked = "hooks/blocked"
 // Plugin is hooks.
 var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.json) at admission, approval, tool execution, turn end and agent creation",
 	func(ctx *dshctx.Context, cfg Config) error {
-		byEvent, warnings, err := cfg.load()
+		l, err := cfg.load()
 		if err != nil {
 			return err
 		}
-		for _, w := range warnings {
+		for _, w := range l.warnings {
 			ctx.Logger().Warn(w)
 		}
-		p := &hooks{cfg: cfg, byEvent: byEvent, log: ctx.Logger(), source: ID, state: map[string]*agentState{}}
+		p := &hooks{cfg: cfg, byEvent: l.byEvent, fileEnv: l.env, log: ctx.Logger(), source: ID, state: map[string]*agentState{}}
 		if tag := ctx.Tag(); tag != "" {
 			p.source += "@" + tag
 		}
@@ -83,6 +84,7 @@ var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.js
 type hooks struct {
 	cfg      Config
 	byEvent  map[string][]compiled
+	fileEnv  map[string]string // the files' "env" keys
 	log      hclog.Logger
 	source   string
 	registry *agents.Registry
@@ -197,10 +199,11 @@ func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) 
 		p.log.Error("hooks: could not encode the hook input", "event", event, "error", err)
 		return nil
 	}
-	vars := map[string]string{}
-	for k, v := range p.cfg.Env {
-		vars[k] = v
+	vars := maps.Clone(p.fileEnv)
+	if vars == nil {
+		vars = map[string]string{}
 	}
+	maps.Copy(vars, p.cfg.Env)
 	vars[childproc.ProjectDirEnv], vars["CLAUDE_PROJECT_DIR"] = w.workspace, w.workspace
 	vars[childproc.HookEventEnv], vars[childproc.AgentIDEnv] = event, w.agentID
 	e := env{vars: vars, passthrough: p.cfg.EnvPassthrough}
