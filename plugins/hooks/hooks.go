@@ -95,9 +95,11 @@ type hooks struct {
 
 // agentState is what the plugin keeps per agent between events.
 type agentState struct {
-	// context is what UserPromptSubmit and SessionStart hooks added, shown
-	// in the system prompt.
-	context []string
+	// start is what SessionStart hooks added and context what
+	// UserPromptSubmit hooks added, both shown in the system prompt. start
+	// is kept apart because SessionStart runs again after a compaction
+	// and its new context replaces the old.
+	start, context []string
 	// stopTurn and stopCount count the continuations Stop hooks forced
 	// in one turn.
 	stopTurn, stopCount int

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/plugins/session/compact"
 	"github.com/dsh-go/dsh/plugins/tools/permission"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
@@ -50,6 +51,7 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 	}
 	if has(SessionStart) {
 		on(func() (func(), error) { return agents.EventCreated.On(ctx, p.created) })
+		on(func() (func(), error) { return compact.EventDone.On(ctx, p.compacted) })
 	}
 	if has(UserPromptSubmit) || has(SessionStart) {
 		on(func() (func(), error) { return systemprompt.EventAssemble.On(ctx, p.assemble) })
@@ -84,7 +86,7 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 	}
 	d, err := next.Call(ctx, a)
 	if err == nil && d.Kind == agentcontroller.DecisionAdmit {
-		p.addContext(a.Agent.ID(), rs)
+		p.addContext(a.Agent.ID(), rs, false)
 	}
 	return d, err
 }
@@ -302,26 +304,59 @@ func (p *hooks) created(ctx stdctx.Context, a agents.Agent) error {
 			p.log.Warn(fmt.Sprintf("SessionStart hook %q blocked, which a session start cannot be: %s", r.hook.command, r.reason), "agent", a.ID())
 		}
 	}
-	p.addContext(a.ID(), rs)
+	p.addContext(a.ID(), rs, true)
 	return nil
 }
 
-// addContext keeps what hooks added for the agent's system prompt.
-func (p *hooks) addContext(agentID string, rs []reply) {
+// compacted runs SessionStart again once a compaction is recorded, with
+// source "compact", as Claude Code does after it compacts: a hook that
+// re-states the facts of the session (the branch, the open issue) states
+// them for the summary that now stands for the history. Context it gives
+// replaces what SessionStart hooks gave before; a run that gives none
+// leaves it.
+func (p *hooks) compacted(ctx stdctx.Context, d compact.Done) error {
+	if d.Err != nil || d.Agent == nil {
+		return nil
+	}
+	rs := p.fire(ctx, SessionStart, "", input{Source: "compact"}, whereOf(d.Agent))
+	p.mu.Lock()
+	fresh := false
+	for _, r := range rs {
+		fresh = fresh || strings.TrimSpace(r.context) != ""
+	}
+	if st := p.state[d.Agent.ID()]; st != nil && fresh {
+		st.start = nil
+	}
+	p.mu.Unlock()
+	p.addContext(d.Agent.ID(), rs, true)
+	return nil
+}
+
+// addContext keeps what hooks added for the agent's system prompt: to
+// the SessionStart context when start is set, else to the prompts'.
+func (p *hooks) addContext(agentID string, rs []reply, start bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.agent(agentID)
+	list := &st.context
+	if start {
+		list = &st.start
+	}
 	for _, r := range rs {
 		if c := strings.TrimSpace(r.context); c != "" {
-			st.context = append(st.context, c)
+			*list = append(*list, c)
 		}
 	}
+	// The newest entries are kept within maxContext; SessionStart's came
+	// first, so they go first.
 	total := 0
-	for i := len(st.context) - 1; i >= 0; i-- {
-		total += len(st.context[i])
-		if total > maxContext {
-			st.context = st.context[i+1:]
-			break
+	for _, l := range []*[]string{&st.context, &st.start} {
+		for i := len(*l) - 1; i >= 0; i-- {
+			total += len((*l)[i])
+			if total > maxContext {
+				*l = (*l)[i+1:]
+				break
+			}
 		}
 	}
 }
@@ -335,7 +370,7 @@ func (p *hooks) assemble(ctx stdctx.Context, a systemprompt.Assembly, next water
 	p.mu.Lock()
 	var extra []string
 	if st := p.state[a.AgentID]; st != nil {
-		extra = append(extra, st.context...)
+		extra = append(append(extra, st.start...), st.context...)
 	}
 	p.mu.Unlock()
 	if len(extra) == 0 {
