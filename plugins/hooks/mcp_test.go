@@ -12,17 +12,20 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// serveMCP serves one tool, echo, on stdio: the MCP server the tests
-// mount as "ev", so dsh names its tool ev__echo.
+// serveMCP serves two tools that say their text back, echo and
+// write_note, on stdio: the MCP server the tests mount (as "ev", so dsh
+// names its tools ev__echo and ev__write_note).
 func serveMCP() {
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "ev", Version: "1"}, nil)
-	srv.AddTool(&mcpsdk.Tool{Name: "echo", Description: "says the text back",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
-		func(_ stdctx.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
-			var args struct{ Text string }
-			_ = json.Unmarshal(req.Params.Arguments, &args)
-			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: args.Text}}}, nil
-		})
+	for _, name := range []string{"echo", "write_note"} {
+		srv.AddTool(&mcpsdk.Tool{Name: name, Description: "says the text back",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
+			func(_ stdctx.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+				var args struct{ Text string }
+				_ = json.Unmarshal(req.Params.Arguments, &args)
+				return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: args.Text}}}, nil
+			})
+	}
 	if err := srv.Run(stdctx.Background(), &mcpsdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "test MCP server:", err)
 		os.Exit(1)
@@ -30,10 +33,10 @@ func serveMCP() {
 }
 
 // mcpServer is the config entry that mounts the test binary as the MCP
-// server "ev", its tool allowed without asking.
-func mcpServer() map[string]any {
+// server name, its tools allowed without asking.
+func mcpServer(name string) map[string]any {
 	return map[string]any{"use": "tools.mcp", "config": map[string]any{
-		"name": "ev", "command": os.Args[0], "env": map[string]any{mcpServerEnv: "1"}, "approval": "allow"}}
+		"name": name, "command": os.Args[0], "env": map[string]any{mcpServerEnv: "1"}, "approval": "allow"}}
 }
 
 // TestMatchersWrittenForClaudeCodeSelectMCPTools: Claude Code names an
@@ -45,7 +48,7 @@ func TestMatchersWrittenForClaudeCodeSelectMCPTools(t *testing.T) {
 	r.start(map[string]any{
 		"plugins": []any{
 			map[string]any{"use": "llm.scripted"},
-			mcpServer(),
+			mcpServer("ev"),
 			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
 				"PreToolUse": []any{
 					hook("mcp__.*", `jq -r .tool_name >> `+names, 0),
