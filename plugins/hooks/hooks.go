@@ -12,13 +12,14 @@
 //   - Stop runs in agent/turn-continuation when the turn would end: a block
 //     keeps the turn going with the reason handed to the model, at most
 //     max_stop_continuations times per turn.
-//   - SessionStart runs when the agent is created (agent/created); its
+//   - SessionStart runs when the agent is created (agent/created), and
+//     again with source "compact" after a compaction (compact/done); its
 //     context goes into the system prompt.
 //
 // A hook gets the event as JSON on stdin and runs through
 // internal/childproc, in the agent's workspace, in its own process group,
 // with the minimal environment plus DSH_PROJECT_DIR and CLAUDE_PROJECT_DIR
-// (the workspace) and the config's env. Exit code 2 blocks with stderr as
+// (the workspace), the settings files' "env" and the config's env. Exit code 2 blocks with stderr as
 // the reason; exit 0 may print JSON decisions; anything else is logged and
 // changes nothing. The hooks of one event run in parallel; when they
 // disagree, deny wins over ask, and ask over allow.
