@@ -99,7 +99,7 @@ func fromHook(tool string, orig, sent, updated json.RawMessage) json.RawMessage 
 	if !changed {
 		return updated
 	}
-	out, err := json.Marshal(u)
+	out, err := encode(u)
 	if err != nil {
 		return updated
 	}
