@@ -45,3 +45,36 @@ esac`)
 		t.Errorf("a deny rule stands before a hook's allow: %+v", v)
 	}
 }
+
+// TestAHookAllowSkipsTheModesAskWhicheverRunsFirst: in a preset the
+// entries run in the order listed; a hook's allow skips the mode's ask of
+// tools.permission listed before it as well as after it, and an ask rule
+// stands in both orders.
+func TestAHookAllowSkipsTheModesAskWhicheverRunsFirst(t *testing.T) {
+	r := newRig(t)
+	allow := r.script("ok.sh", `jq -e '.tool_input.command | startswith("make")' >/dev/null &&
+echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'; exit 0`)
+	hooks := map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"PreToolUse": []any{hook("Bash", allow, 0)}}}}
+	policy := map[string]any{"use": "tools.permission", "config": map[string]any{"mode": "workspace-write", "rules": []any{
+		map[string]any{"tool": "bash", "command": "make install", "decision": "ask"}}}}
+	for name, preset := range map[string][]any{"policy first": {policy, hooks}, "hooks first": {hooks, policy}} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			r.start(map[string]any{
+				"plugins": []any{map[string]any{"use": "llm.scripted"}},
+				"presets": map[string]any{"p": preset},
+				"agents":  []any{scriptedAgent("main", map[string]any{"preset": "p"})},
+			})
+			r.registerFake("bash")
+			if v := r.approve("main", "bash", `{"command":"make"}`); v.Decision != tools.Allow || v.Source != "hooks.command@main:PreToolUse" {
+				t.Errorf("make: %+v", v)
+			}
+			if v := r.approve("main", "bash", `{"command":"make install"}`); v.Decision != tools.Ask || !strings.HasSuffix(v.Source, ":rules[0]") {
+				t.Errorf("make install: %+v", v)
+			}
+			if v := r.approve("main", "bash", `{"command":"ls"}`); v.Decision != tools.Ask || !strings.Contains(v.Source, "mode=") {
+				t.Errorf("ls: %+v", v)
+			}
+		})
+	}
+}

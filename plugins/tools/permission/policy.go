@@ -100,6 +100,12 @@ func (p *policy) approve(ctx stdctx.Context, a tools.Approval, next tools.Approv
 	if undecided && rank(inner.Decision) > rank(out.Decision) {
 		out = inner
 	}
+	if out.Decision == tools.Ask && inner.Decision == tools.Allow && hookAllowed(inner) && !askedByRule(parts) {
+		// A PreToolUse hook after this policy allowed the call: it skips
+		// this policy's prompt (the mode's ask) as it does when it runs
+		// first (see Prompt), so the order of entries does not matter.
+		return inner, nil
+	}
 	// A rewrite from a policy or hook inside this one stands: dropping it
 	// would run the call as the model sent it.
 	if len(out.Arguments) == 0 {

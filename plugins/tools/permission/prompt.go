@@ -22,3 +22,23 @@ func Prompt(v tools.Verdict) bool {
 	}
 	return strings.HasPrefix(where, "mode=") || where == "unreadable"
 }
+
+// hookSource starts the Source of a hooks.command verdict (hooks.ID; that
+// package imports this one, so the name is written out here).
+const hookSource = "hooks.command"
+
+// hookAllowed reports whether v is a hooks.command hook's allow.
+func hookAllowed(v tools.Verdict) bool {
+	return v.Decision == tools.Allow && (strings.HasPrefix(v.Source, hookSource+":") || strings.HasPrefix(v.Source, hookSource+"@"))
+}
+
+// askedByRule reports whether a rule of this policy asks about one of the
+// parts: that ask stands whatever a hook allowed.
+func askedByRule(parts []part) bool {
+	for _, pt := range parts {
+		if pt.decided && pt.rule && pt.v.Decision == tools.Ask {
+			return true
+		}
+	}
+	return false
+}
