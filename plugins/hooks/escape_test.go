@@ -43,3 +43,23 @@ exit 0`)
 		}
 	}
 }
+
+// TestAPromptGuardSeesItsRawText: UserPromptSubmit's stdin is written
+// the same way: a guard grepping for "<script>" or "&&" refuses the
+// message.
+func TestAPromptGuardSeesItsRawText(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"UserPromptSubmit": []any{hook("", r.script("guard.sh", `grep -q '<script>' && { echo "no markup in prompts" >&2; exit 2; }; exit 0`), 0)},
+			}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	err := r.prompt("main", `render <script>alert(1)</script> & go`)
+	if err == nil || !strings.Contains(err.Error(), "no markup in prompts") {
+		t.Fatalf("the guard did not refuse the prompt: %v", err)
+	}
+}
