@@ -44,6 +44,11 @@ esac`)
 	if v := r.approve("main", "bash", `{"command":"git clean -fdx"}`); v.Decision != tools.Deny || !strings.Contains(v.Reason, "keep untracked files") {
 		t.Errorf("a deny rule stands before a hook's allow: %+v", v)
 	}
+	// One line, two commands: the mode asks about the first, the rule
+	// about the second; the rule's ask stands.
+	if v := r.approve("main", "bash", `{"command":"git status && git push"}`); v.Decision != tools.Ask || !strings.HasSuffix(v.Source, ":rules[0]") {
+		t.Errorf("an ask rule on a later command of the line stands before a hook's allow: %+v", v)
+	}
 }
 
 // TestAHookAllowSkipsTheModesAskWhicheverRunsFirst: in a preset the
@@ -76,5 +81,30 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
 				t.Errorf("ls: %+v", v)
 			}
 		})
+	}
+}
+
+// TestARulesAskInAPresetStandsUnderARootModesAsk: the root's mode asks,
+// the preset's rule asks about the same call; a hook's allow skips the
+// first, not the second.
+func TestARulesAskInAPresetStandsUnderARootModesAsk(t *testing.T) {
+	r := newRig(t)
+	allow := r.script("ok.sh", `echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'`)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "tools.permission", "config": map[string]any{"mode": "workspace-write"}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"PreToolUse": []any{hook("Bash", allow, 0)}}}},
+		},
+		"presets": map[string]any{"p": []any{map[string]any{"use": "tools.permission", "config": map[string]any{"rules": []any{
+			map[string]any{"tool": "bash", "command": "git push *", "decision": "ask"}}}}}},
+		"agents": []any{scriptedAgent("main", map[string]any{"preset": "p"})},
+	})
+	r.registerFake("bash")
+	if v := r.approve("main", "bash", `{"command":"git push"}`); v.Decision != tools.Ask || v.Source != "tools.permission@main:rules[0]" {
+		t.Errorf("git push: %+v", v)
+	}
+	if v := r.approve("main", "bash", `{"command":"git status"}`); v.Decision != tools.Allow {
+		t.Errorf("git status: %+v", v)
 	}
 }

@@ -79,7 +79,10 @@ func (p *policy) approve(ctx stdctx.Context, a tools.Approval, next tools.Approv
 		switch {
 		case !parts[i].decided:
 			undecided = true
-		case worst == nil || rank(parts[i].v.Decision) > rank(worst.v.Decision):
+		case worst == nil || rank(parts[i].v.Decision) > rank(worst.v.Decision),
+			// Of equal decisions, a rule's is the one reported: a hook's
+			// allow skips the mode's ask but never a rule's (Prompt).
+			rank(parts[i].v.Decision) == rank(worst.v.Decision) && parts[i].rule && !worst.rule:
 			worst = &parts[i]
 		}
 	}
@@ -98,6 +101,11 @@ func (p *policy) approve(ctx stdctx.Context, a tools.Approval, next tools.Approv
 	}
 	out := worst.v
 	if undecided && rank(inner.Decision) > rank(out.Decision) {
+		out = inner
+	}
+	if out.Decision == tools.Ask && inner.Decision == tools.Ask && Prompt(out) && inner.Source != "" && !Prompt(inner) {
+		// Two asks: the inner one, a rule's or a hook's, is reported, so a
+		// hook's allow does not skip it and --yolo does not answer a hook.
 		out = inner
 	}
 	if out.Decision == tools.Ask && inner.Decision == tools.Allow && hookAllowed(inner) && !askedByRule(parts) {
