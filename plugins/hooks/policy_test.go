@@ -108,3 +108,24 @@ func TestARulesAskInAPresetStandsUnderARootModesAsk(t *testing.T) {
 		t.Errorf("git status: %+v", v)
 	}
 }
+
+// TestAHooksAskInAPresetStandsOverARootAllow: the root's rule allows
+// make; the preset's hook asks about it. The hook's author asked for a
+// person, and gets one, in either order.
+func TestAHooksAskInAPresetStandsOverARootAllow(t *testing.T) {
+	r := newRig(t)
+	ask := r.script("ask.sh", `echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"a person checks builds"}}'`)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "tools.permission", "config": map[string]any{"rules": []any{
+				map[string]any{"tool": "bash", "command": "make *", "decision": "allow"}}}},
+		},
+		"presets": map[string]any{"p": []any{map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"PreToolUse": []any{hook("Bash", ask, 0)}}}}}},
+		"agents":  []any{scriptedAgent("main", map[string]any{"preset": "p"})},
+	})
+	r.registerFake("bash")
+	if v := r.approve("main", "bash", `{"command":"make"}`); v.Decision != tools.Ask || v.Source != "hooks.command@main:PreToolUse" || v.Reason != "a person checks builds" {
+		t.Errorf("make: %+v", v)
+	}
+}

@@ -108,6 +108,11 @@ func (p *policy) approve(ctx stdctx.Context, a tools.Approval, next tools.Approv
 		// hook's allow does not skip it and --yolo does not answer a hook.
 		out = inner
 	}
+	if out.Decision == tools.Allow && inner.Decision == tools.Ask && hookAsked(inner) {
+		// A PreToolUse hook after this policy asks for a person: its ask
+		// stands over this policy's allow, as when the hook runs first.
+		out = inner
+	}
 	if out.Decision == tools.Ask && inner.Decision == tools.Allow && hookAllowed(inner) && !askedByRule(parts) {
 		// A PreToolUse hook after this policy allowed the call: it skips
 		// this policy's prompt (the mode's ask) as it does when it runs

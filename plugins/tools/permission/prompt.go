@@ -28,8 +28,13 @@ func Prompt(v tools.Verdict) bool {
 const hookSource = "hooks.command"
 
 // hookAllowed reports whether v is a hooks.command hook's allow.
-func hookAllowed(v tools.Verdict) bool {
-	return v.Decision == tools.Allow && (strings.HasPrefix(v.Source, hookSource+":") || strings.HasPrefix(v.Source, hookSource+"@"))
+func hookAllowed(v tools.Verdict) bool { return v.Decision == tools.Allow && byHook(v) }
+
+// hookAsked reports whether v is a hooks.command hook's ask.
+func hookAsked(v tools.Verdict) bool { return v.Decision == tools.Ask && byHook(v) }
+
+func byHook(v tools.Verdict) bool {
+	return strings.HasPrefix(v.Source, hookSource+":") || strings.HasPrefix(v.Source, hookSource+"@")
 }
 
 // askedByRule reports whether a rule of this policy asks about one of the
