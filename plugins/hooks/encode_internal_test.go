@@ -38,3 +38,17 @@ func TestBashOutputReadsHowTheCommandEnded(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHookInput is the cost of writing one PreToolUse input, with
+// arguments the model sent escaped (plain has work to do).
+func BenchmarkHookInput(b *testing.B) {
+	args := []byte(`{"command":"make build \u0026\u0026 ./bin/app \u003e out.log 2\u003e\u00261","timeout":30}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		in := input{SessionID: "s", Cwd: "/w", HookEventName: PreToolUse, ToolName: "Bash", DshToolName: "bash",
+			ToolInput: plain(forHook("bash", args, "/w")), ToolUseID: "c1"}
+		if _, err := encode(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
