@@ -162,6 +162,16 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 	}
 }
 
+// any reports whether a hook of event matches tool.
+func (p *hooks) any(event, tool string) bool {
+	for i := range p.byEvent[event] {
+		if p.byEvent[event][i].match.matches(tool) {
+			return true
+		}
+	}
+	return false
+}
+
 func rank(d tools.Decision) int {
 	switch d {
 	case tools.Deny:
@@ -177,6 +187,9 @@ func rank(d tools.Decision) int {
 // execute runs PostToolUse after the tool: a block's reason and context
 // from the hooks are appended to the result as feedback for the model.
 func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
+	if !p.any(PostToolUse, x.Call.Name) {
+		return next.Call(ctx, x)
+	}
 	w := p.locate(x.Call.AgentID, x.Call.Workspace)
 	existed := exists(x.Call.Name, x.Call.Arguments, w.workspace)
 	res, err := next.Call(ctx, x)
