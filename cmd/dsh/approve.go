@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/plugins/hooks"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -36,9 +37,14 @@ func (f approvalFlags) check() error {
 	return nil
 }
 
-// preanswer answers req from the flags, if they cover it.
+// preanswer answers req from the flags, if they cover it. A hook's ask
+// is never answered by a flag: the hook's author asked for a person, as a
+// PreToolUse hook's "ask" does in Claude Code whatever its permission mode,
+// and a flag is the operator's answer to dsh's policies, not to hooks.
 func (f approvalFlags) preanswer(req approval.Request) (approval.Answer, string, bool) {
 	switch {
+	case hookAsks(req):
+		return approval.Answer{}, "", false
 	case f.yolo:
 		return approval.Answer{Choice: approval.AllowOnce}, "--yolo", true
 	case slices.Contains(f.allow, req.Tool):
@@ -47,9 +53,18 @@ func (f approvalFlags) preanswer(req approval.Request) (approval.Answer, string,
 	return approval.Answer{}, "", false
 }
 
+// hookAsks reports whether req is a hooks.command hook's ask.
+func hookAsks(req approval.Request) bool {
+	return strings.HasPrefix(req.Source, hooks.ID+":") || strings.HasPrefix(req.Source, hooks.ID+"@")
+}
+
 // unattendedDenial is the reason a headless run gives the model, and the
 // operator, for a call it had nobody to ask about.
 func unattendedDenial(req approval.Request) string {
+	if hookAsks(req) {
+		return fmt.Sprintf("%s: a PreToolUse hook (%s) asks a person about it and dsh run -p has nobody to ask, so it was denied; --yolo and --allow do not answer a hook's ask: run dsh interactively, or change the hook to allow or deny",
+			describeCall(req), req.Source)
+	}
 	return fmt.Sprintf("%s needs approval and dsh run -p has nobody to ask, so it was denied; the operator can rerun with --allow %s to allow %s calls (or --yolo to allow every call a policy asks about)",
 		describeCall(req), req.Tool, req.Tool)
 }

@@ -93,6 +93,17 @@ func TestHeadlessAnswererAllowsOnlyWhatTheFlagsName(t *testing.T) {
 	if ans, _ := yolo(stdctx.Background(), bashRm); ans.Choice != approval.AllowOnce {
 		t.Fatalf("--yolo: %+v", ans)
 	}
+	// A policy's ask is answered by the flags, a hook's (in a preset too)
+	// is not.
+	for source, flagged := range map[string]bool{"tools.permission:rules[0]": true, "hooks.command:PreToolUse": false, "hooks.command@main:PreToolUse": false, "hooks.commandeer:x": true} {
+		req := bashRm
+		req.Source = source
+		for _, f := range []approvalFlags{{yolo: true}, {allow: []string{"bash"}}} {
+			if _, _, ok := f.preanswer(req); ok != flagged {
+				t.Errorf("%+v on an ask of %s: answered %v, want %v", f, source, ok, flagged)
+			}
+		}
+	}
 }
 
 func TestApprovalEventsAsJSONLines(t *testing.T) {

@@ -36,7 +36,9 @@ type Config struct {
 	// MaxOutputBytes caps what is kept of a hook's stdout and of its
 	// stderr; the rest is counted and dropped.
 	MaxOutputBytes int `koanf:"max_output_bytes" json:"max_output_bytes,omitempty"`
-	// Env is set for every hook, over the minimal environment.
+	// Env is set for every hook, over the minimal environment and over
+	// the "env" keys of Files (Claude Code's settings set those variables
+	// for the session, so its hooks see them).
 	Env map[string]string `koanf:"env" json:"env,omitempty"`
 	// EnvPassthrough names variables of dsh's environment hooks may see.
 	EnvPassthrough []string `koanf:"env_passthrough" json:"env_passthrough,omitempty"`
@@ -74,7 +76,7 @@ func (Config) Defaults() Config {
 const maxHookTimeout = 24 * time.Hour
 
 func (c Config) Validate() error {
-	_, _, err := c.load()
+	_, err := c.load()
 	return err
 }
 
@@ -103,11 +105,20 @@ type compiled struct {
 	timeout time.Duration
 }
 
+// loaded is a config read: runnable hooks by event, the variables the
+// files' "env" keys set, and warnings about what was skipped.
+type loaded struct {
+	byEvent  map[string][]compiled
+	env      map[string]string
+	warnings []string
+}
+
 // load turns the config into runnable hooks by event, and the warnings
 // about what it skips.
-func (c Config) load() (map[string][]compiled, []string, error) {
+func (c Config) load() (loaded, error) {
 	var problems, warnings []string
 	out := map[string][]compiled{}
+	env := map[string]string{}
 	if c.Timeout <= 0 {
 		problems = append(problems, fmt.Sprintf("timeout is %s; set a positive duration such as 60s", c.Timeout))
 	}
@@ -163,38 +174,60 @@ func (c Config) load() (map[string][]compiled, []string, error) {
 		}
 	}
 	for _, f := range c.Files {
-		events, err := readFile(f)
+		doc, err := readFile(f)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		add(f+": ", events)
+		add(f+": ", doc.Hooks)
+		maps.Copy(env, doc.vars())
 	}
 	add("", c.Hooks)
 	if len(problems) > 0 {
 		sort.Strings(problems)
-		return nil, warnings, errs.New(errs.InvalidArgument, "hooks: "+strings.Join(problems, "; "))
+		return loaded{warnings: warnings}, errs.New(errs.InvalidArgument, "hooks: "+strings.Join(problems, "; "))
 	}
-	return out, warnings, nil
+	return loaded{byEvent: out, env: env, warnings: warnings}, nil
 }
 
-// readFile reads the "hooks" key of a Claude Code settings file.
-func readFile(name string) (map[string][]Group, error) {
+// settings is what dsh reads of a Claude Code settings file: its hooks,
+// and its "env", the variables Claude Code sets for the session and so
+// for every hook it runs.
+type settings struct {
+	Hooks map[string][]Group `json:"hooks"`
+	Env   map[string]any     `json:"env"`
+}
+
+// vars are the settings' env as variables: strings as they are, numbers
+// and booleans written out; anything else is not a value a variable can
+// hold and is left out.
+func (s settings) vars() map[string]string {
+	out := map[string]string{}
+	for k, v := range s.Env {
+		switch v.(type) {
+		case string, float64, bool:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+// readFile reads the "hooks" and "env" keys of a Claude Code settings
+// file.
+func readFile(name string) (settings, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		abs, _ := filepath.Abs(name)
-		return nil, fmt.Errorf("files: cannot read %s (%s): %v; relative paths start from the directory dsh was started in", name, abs, unwrapPathErr(err))
+		return settings{}, fmt.Errorf("files: cannot read %s (%s): %v; relative paths start from the directory dsh was started in", name, abs, unwrapPathErr(err))
 	}
-	var doc struct {
-		Hooks map[string][]Group `json:"hooks"`
-	}
+	var doc settings
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: not a hooks file: %v; expected {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}}", name, err)
+		return settings{}, fmt.Errorf("%s: not a hooks file: %v; expected {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}}", name, err)
 	}
 	if doc.Hooks == nil {
-		return nil, fmt.Errorf("%s: has no \"hooks\" key; expected {\"hooks\": {\"PreToolUse\": [...], ...}}", name)
+		return settings{}, fmt.Errorf("%s: has no \"hooks\" key; expected {\"hooks\": {\"PreToolUse\": [...], ...}}", name)
 	}
-	return doc.Hooks, nil
+	return doc, nil
 }
 
 func unwrapPathErr(err error) error {

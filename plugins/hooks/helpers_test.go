@@ -20,7 +20,17 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// mcpServerEnv set makes the test binary an MCP server on stdio (see
+// serveMCP) instead of running the tests.
+const mcpServerEnv = "DSH_HOOKS_TEST_MCP_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mcpServerEnv) != "" {
+		serveMCP()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // logs is a logger output the test can read while hooks write to it.
 type logs struct {
@@ -161,6 +171,22 @@ func (r *rig) registerFake(names ...string) {
 			r.t.Fatal(err)
 		}
 	}
+}
+
+// execute runs a call through the whole tool pipeline of agentID:
+// validation, approval (nobody attached: an ask is refused), execution.
+func (r *rig) execute(agentID, tool, args string) tools.Result {
+	r.t.Helper()
+	a := r.agent(agentID)
+	svc, err := tools.Key.Get(a.Context())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	res, err := svc.Execute(stdctx.Background(), a.Context(), tools.Call{AgentID: agentID, ID: "call-1", Name: tool, Arguments: json.RawMessage(args), Workspace: r.ws})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return res
 }
 
 func contains(t *testing.T, what, got, want string) {

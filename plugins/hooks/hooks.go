@@ -12,26 +12,31 @@
 //   - Stop runs in agent/turn-continuation when the turn would end: a block
 //     keeps the turn going with the reason handed to the model, at most
 //     max_stop_continuations times per turn.
-//   - SessionStart runs when the agent is created (agent/created); its
+//   - SessionStart runs when the agent is created (agent/created), and
+//     again with source "compact" after a compaction (compact/done); its
 //     context goes into the system prompt.
 //
 // A hook gets the event as JSON on stdin and runs through
 // internal/childproc, in the agent's workspace, in its own process group,
 // with the minimal environment plus DSH_PROJECT_DIR and CLAUDE_PROJECT_DIR
-// (the workspace) and the config's env. Exit code 2 blocks with stderr as
+// (the workspace), the settings files' "env" and the config's env. Exit code 2 blocks with stderr as
 // the reason; exit 0 may print JSON decisions; anything else is logged and
 // changes nothing. The hooks of one event run in parallel; when they
 // disagree, deny wins over ask, and ask over allow.
 //
 // Matchers select tools by dsh's name or by the name Claude Code gives the
 // same tool (bash/Bash, edit/Edit, write/Write, read/Read, glob/Glob,
-// grep/Grep, list/LS), so existing hooks files work as they are.
+// grep/Grep, list/LS, and mcp__<server>__<tool> for dsh's MCP tools
+// <server>__<tool>), so existing hooks files work as they are. The input
+// is written as Claude Code writes it: no HTML escapes, so a guard that
+// greps its raw stdin for "> /path" or "&&" sees them.
 package hooks
 
 import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -56,14 +61,14 @@ const ReasonBlocked = "hooks/blocked"
 // Plugin is hooks.
 var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.json) at admission, approval, tool execution, turn end and agent creation",
 	func(ctx *dshctx.Context, cfg Config) error {
-		byEvent, warnings, err := cfg.load()
+		l, err := cfg.load()
 		if err != nil {
 			return err
 		}
-		for _, w := range warnings {
+		for _, w := range l.warnings {
 			ctx.Logger().Warn(w)
 		}
-		p := &hooks{cfg: cfg, byEvent: byEvent, log: ctx.Logger(), source: ID, state: map[string]*agentState{}}
+		p := &hooks{cfg: cfg, byEvent: l.byEvent, fileEnv: l.env, log: ctx.Logger(), source: ID, state: map[string]*agentState{}}
 		if tag := ctx.Tag(); tag != "" {
 			p.source += "@" + tag
 		}
@@ -80,6 +85,7 @@ var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.js
 type hooks struct {
 	cfg      Config
 	byEvent  map[string][]compiled
+	fileEnv  map[string]string // the files' "env" keys
 	log      hclog.Logger
 	source   string
 	registry *agents.Registry
@@ -90,9 +96,11 @@ type hooks struct {
 
 // agentState is what the plugin keeps per agent between events.
 type agentState struct {
-	// context is what UserPromptSubmit and SessionStart hooks added, shown
-	// in the system prompt.
-	context []string
+	// start is what SessionStart hooks added and context what
+	// UserPromptSubmit hooks added, both shown in the system prompt. start
+	// is kept apart because SessionStart runs again after a compaction
+	// and its new context replaces the old.
+	start, context []string
 	// stopTurn and stopCount count the continuations Stop hooks forced
 	// in one turn.
 	stopTurn, stopCount int
@@ -126,15 +134,10 @@ type input struct {
 	DshToolName    string          `json:"dsh_tool_name,omitempty"`
 	ToolInput      json.RawMessage `json:"tool_input,omitempty"`
 	ToolUseID      string          `json:"tool_use_id,omitempty"`
-	ToolResponse   *toolResponse   `json:"tool_response,omitempty"`
+	ToolResponse   map[string]any  `json:"tool_response,omitempty"`
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
 	Source         string          `json:"source,omitempty"`
-}
-
-type toolResponse struct {
-	Content string `json:"content"`
-	IsError bool   `json:"is_error"`
 }
 
 // where says where an event happens: the agent, its session and
@@ -193,15 +196,17 @@ func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) 
 		return nil
 	}
 	in.HookEventName, in.AgentID, in.SessionID, in.Cwd, in.PermissionMode = event, w.agentID, w.sessionID, w.workspace, "default"
-	data, err := json.Marshal(in)
+	in.ToolInput = plain(in.ToolInput)
+	data, err := encode(in)
 	if err != nil {
 		p.log.Error("hooks: could not encode the hook input", "event", event, "error", err)
 		return nil
 	}
-	vars := map[string]string{}
-	for k, v := range p.cfg.Env {
-		vars[k] = v
+	vars := maps.Clone(p.fileEnv)
+	if vars == nil {
+		vars = map[string]string{}
 	}
+	maps.Copy(vars, p.cfg.Env)
 	vars[childproc.ProjectDirEnv], vars["CLAUDE_PROJECT_DIR"] = w.workspace, w.workspace
 	vars[childproc.HookEventEnv], vars[childproc.AgentIDEnv] = event, w.agentID
 	e := env{vars: vars, passthrough: p.cfg.EnvPassthrough}

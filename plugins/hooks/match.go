@@ -19,11 +19,21 @@ var claudeNames = map[string]string{
 	"list":  "LS",
 }
 
+// mcpPrefix starts the name Claude Code gives an MCP tool:
+// mcp__<server>__<tool>.
+const mcpPrefix = "mcp__"
+
 // claudeName is the name a hook sees as tool_name: Claude Code's name for
-// a dsh tool that has one, else dsh's own.
+// a built-in tool that has one; for an MCP tool, which dsh names
+// <server>__<tool>, Claude Code's mcp__<server>__<tool>; else dsh's own.
+// dsh's built-in tools never have "__" in their names, so the name alone
+// tells an MCP tool (a plugin tool named with "__" is taken for one too).
 func claudeName(tool string) string {
 	if n, ok := claudeNames[tool]; ok {
 		return n
+	}
+	if strings.Contains(tool, "__") && !strings.HasPrefix(tool, mcpPrefix) {
+		return mcpPrefix + tool
 	}
 	return tool
 }

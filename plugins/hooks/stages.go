@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/plugins/session/compact"
+	"github.com/dsh-go/dsh/plugins/tools/permission"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
@@ -49,6 +51,7 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 	}
 	if has(SessionStart) {
 		on(func() (func(), error) { return agents.EventCreated.On(ctx, p.created) })
+		on(func() (func(), error) { return compact.EventDone.On(ctx, p.compacted) })
 	}
 	if has(UserPromptSubmit) || has(SessionStart) {
 		on(func() (func(), error) { return systemprompt.EventAssemble.On(ctx, p.assemble) })
@@ -83,7 +86,7 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 	}
 	d, err := next.Call(ctx, a)
 	if err == nil && d.Kind == agentcontroller.DecisionAdmit {
-		p.addContext(a.Agent.ID(), rs)
+		p.addContext(a.Agent.ID(), rs, false)
 	}
 	return d, err
 }
@@ -91,12 +94,12 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 // approve runs PreToolUse. Deny (exit 2, a deny or a block) answers at
 // once; otherwise the call, rewritten when a hook gave updatedInput, goes
 // on to the policies after this one: a hook's allow skips the tool's own
-// default (a bash ask) but not a policy's deny or ask, and a hook's ask
-// asks unless something after it denies.
+// default (a bash ask) and the ask of tools.permission's mode, but not a
+// policy's deny or its ask rule, and a hook's ask asks unless something
+// after it denies.
 func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
 	w := p.locate(a.Call.AgentID, a.Call.Workspace)
-	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: toolInput(a.Call.Arguments, w.workspace), ToolUseID: a.Call.ID}
-	sent := sentFilePath(a.Call.Arguments, in.ToolInput)
+	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: forHook(a.Call.Name, a.Call.Arguments, w.workspace), ToolUseID: a.Call.ID}
 	rs := p.fire(ctx, PreToolUse, a.Call.Name, in, w)
 	if ctx.Err() != nil {
 		return tools.Verdict{}, stdctx.Cause(ctx)
@@ -130,7 +133,7 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 			p.log.Warn(fmt.Sprintf("PreToolUse hook %q also rewrote the call; the first rewrite in config order is used", r.hook.command), "tool", a.Call.Name)
 			continue
 		}
-		rewrite = withoutFilePath(r.updatedInput, sent)
+		rewrite = fromHook(a.Call.Name, a.Call.Arguments, in.ToolInput, r.updatedInput)
 	}
 	if rewrite != nil {
 		a.Call.Arguments = rewrite
@@ -148,7 +151,10 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 	case decision == tools.Ask:
 		return tools.Verdict{Decision: tools.Ask, Reason: reasons(rs, func(r reply) bool { return r.decision == tools.Ask }),
 			Source: source, Arguments: inner.Arguments}, nil
-	case inner.Source != "": // allow: a policy's ask stands, the tool's own default does not
+	case inner.Source != "" && !permission.Prompt(inner):
+		// allow: a policy's rule stands (an ask rule, as Claude Code's ask
+		// rules stand before a hook's allow); the tool's own default and
+		// tools.permission's mode, Claude Code's permission prompt, do not.
 		return inner, nil
 	default:
 		return tools.Verdict{Decision: tools.Allow, Reason: reasons(rs, func(r reply) bool { return r.decision == tools.Allow }),
@@ -156,13 +162,14 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 	}
 }
 
-// toolInput is what a hook reads as tool_input: the call's arguments, "{}"
-// for none, with file_path added (see withFilePath).
-func toolInput(args []byte, workspace string) []byte {
-	if len(args) == 0 {
-		return []byte("{}")
+// any reports whether a hook of event matches tool.
+func (p *hooks) any(event, tool string) bool {
+	for i := range p.byEvent[event] {
+		if p.byEvent[event][i].match.matches(tool) {
+			return true
+		}
 	}
-	return withFilePath(args, workspace)
+	return false
 }
 
 func rank(d tools.Decision) int {
@@ -180,13 +187,17 @@ func rank(d tools.Decision) int {
 // execute runs PostToolUse after the tool: a block's reason and context
 // from the hooks are appended to the result as feedback for the model.
 func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
+	if !p.any(PostToolUse, x.Call.Name) {
+		return next.Call(ctx, x)
+	}
+	w := p.locate(x.Call.AgentID, x.Call.Workspace)
+	existed := exists(x.Call.Name, x.Call.Arguments, w.workspace)
 	res, err := next.Call(ctx, x)
 	if err != nil || x.Tool == nil || ctx.Err() != nil {
 		return res, err
 	}
-	w := p.locate(x.Call.AgentID, x.Call.Workspace)
-	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: toolInput(x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID,
-		ToolResponse: &toolResponse{Content: res.Content, IsError: res.IsError}}
+	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: forHook(x.Call.Name, x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID,
+		ToolResponse: response(x.Call.Name, x.Call.Arguments, w.workspace, res, existed)}
 	rs := p.fire(ctx, PostToolUse, x.Call.Name, in, w)
 	if ctx.Err() != nil {
 		return res, stdctx.Cause(ctx)
@@ -306,26 +317,59 @@ func (p *hooks) created(ctx stdctx.Context, a agents.Agent) error {
 			p.log.Warn(fmt.Sprintf("SessionStart hook %q blocked, which a session start cannot be: %s", r.hook.command, r.reason), "agent", a.ID())
 		}
 	}
-	p.addContext(a.ID(), rs)
+	p.addContext(a.ID(), rs, true)
 	return nil
 }
 
-// addContext keeps what hooks added for the agent's system prompt.
-func (p *hooks) addContext(agentID string, rs []reply) {
+// compacted runs SessionStart again once a compaction is recorded, with
+// source "compact", as Claude Code does after it compacts: a hook that
+// re-states the facts of the session (the branch, the open issue) states
+// them for the summary that now stands for the history. Context it gives
+// replaces what SessionStart hooks gave before; a run that gives none
+// leaves it.
+func (p *hooks) compacted(ctx stdctx.Context, d compact.Done) error {
+	if d.Err != nil || d.Agent == nil {
+		return nil
+	}
+	rs := p.fire(ctx, SessionStart, "", input{Source: "compact"}, whereOf(d.Agent))
+	p.mu.Lock()
+	fresh := false
+	for _, r := range rs {
+		fresh = fresh || strings.TrimSpace(r.context) != ""
+	}
+	if st := p.state[d.Agent.ID()]; st != nil && fresh {
+		st.start = nil
+	}
+	p.mu.Unlock()
+	p.addContext(d.Agent.ID(), rs, true)
+	return nil
+}
+
+// addContext keeps what hooks added for the agent's system prompt: to
+// the SessionStart context when start is set, else to the prompts'.
+func (p *hooks) addContext(agentID string, rs []reply, start bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.agent(agentID)
+	list := &st.context
+	if start {
+		list = &st.start
+	}
 	for _, r := range rs {
 		if c := strings.TrimSpace(r.context); c != "" {
-			st.context = append(st.context, c)
+			*list = append(*list, c)
 		}
 	}
+	// The newest entries are kept within maxContext; SessionStart's came
+	// first, so they go first.
 	total := 0
-	for i := len(st.context) - 1; i >= 0; i-- {
-		total += len(st.context[i])
-		if total > maxContext {
-			st.context = st.context[i+1:]
-			break
+	for _, l := range []*[]string{&st.context, &st.start} {
+		for i := len(*l) - 1; i >= 0; i-- {
+			total += len((*l)[i])
+			if total > maxContext {
+				*l = (*l)[i+1:]
+				break
+			}
 		}
 	}
 }
@@ -339,7 +383,7 @@ func (p *hooks) assemble(ctx stdctx.Context, a systemprompt.Assembly, next water
 	p.mu.Lock()
 	var extra []string
 	if st := p.state[a.AgentID]; st != nil {
-		extra = append(extra, st.context...)
+		extra = append(append(extra, st.start...), st.context...)
 	}
 	p.mu.Unlock()
 	if len(extra) == 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/plugins/session/compact"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/llm"
@@ -229,5 +230,54 @@ func TestSessionStartSaysResumeForAKeptSession(t *testing.T) {
 	data, _ := os.ReadFile(seen)
 	if got := strings.Fields(string(data)); strings.Join(got, " ") != `"source":"startup" "source":"resume"` {
 		t.Fatalf("SessionStart saw %q", got)
+	}
+}
+
+// TestSessionStartRunsAgainAfterACompaction: as in Claude Code, a
+// compaction runs SessionStart with source "compact"; the context it
+// gives replaces the SessionStart context in the system prompt from the
+// next model request on.
+func TestSessionStartRunsAgainAfterACompaction(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "sources")
+	cmd := r.script("start.sh", `src=$(jq -r .source)
+echo "$src" >> `+seen+`
+echo "the session began by $src"`)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"context_window": 100000}},
+			map[string]any{"use": "session.compact", "config": map[string]any{"window": 100000}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionStart": []any{hook("", cmd, 0)}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	systems := r.systems()
+	if err := r.prompt("main", "one"); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := compact.Key.Get(r.h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Request("main")
+	if err := r.prompt("main", "two"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.events("main", session.Compacted)); n != 1 {
+		t.Fatalf("%d compactions", n)
+	}
+	// The request that compacted was assembled before; the next one
+	// carries the new context.
+	if err := r.prompt("main", "three"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	if got := strings.Fields(string(data)); strings.Join(got, " ") != "startup compact" {
+		t.Fatalf("SessionStart saw sources %q", got)
+	}
+	all := systems()
+	last := all[len(all)-1]
+	if !strings.Contains(last, "the session began by compact") || strings.Contains(last, "the session began by startup") {
+		t.Fatalf("the system prompt after the compaction:\n%s", last)
 	}
 }

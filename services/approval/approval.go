@@ -69,6 +69,10 @@ type Request struct {
 	Reason string `json:"reason,omitempty"`
 	// Pattern is what AllowSession covers (see tools.Verdict.Pattern).
 	Pattern string `json:"pattern,omitempty"`
+	// Source names the policy that asks (tools.Verdict.Source), so an
+	// answerer can tell whose question it answers: dsh run's --yolo
+	// answers a policy's ask but not a hook's.
+	Source string `json:"source,omitempty"`
 }
 
 // Choice is a person's answer.

@@ -108,7 +108,7 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, 
 	}
 	req := approval.Request{
 		AgentID: agentID, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
-		Summary: summary(call), Reason: v.Reason, Pattern: v.Pattern,
+		Summary: summary(call), Reason: v.Reason, Pattern: v.Pattern, Source: v.Source,
 	}
 	if call.Unattended {
 		return refuse("was not approved: it needs approval%s, and this turn came from an unattended source (a webhook, a schedule or another agent), "+

@@ -63,7 +63,10 @@
 // When the plugin is mounted on the root and in a preset, a Deny from any
 // of them wins; otherwise the outermost policy that has a matching rule or
 // a mode decides: the root's (registered with waterfall.Prepend, so it
-// stays outermost across reloads), then the presets' in the order applied. Each verdict's Source names the
+// stays outermost across reloads), then the presets' in the order applied.
+// A hooks.command PreToolUse hook inside a policy is heard as if it ran
+// first: its allow skips the policy's mode ask (not a rule's), its ask
+// stands over the policy's allow (see Prompt). Each verdict's Source names the
 // rule that decided ("tools.permission:rules[2]"), and an ask about bash
 // carries the programs asked about as its Pattern, so "allow for this
 // session" covers git, not every command.

@@ -79,7 +79,10 @@ func (p *policy) approve(ctx stdctx.Context, a tools.Approval, next tools.Approv
 		switch {
 		case !parts[i].decided:
 			undecided = true
-		case worst == nil || rank(parts[i].v.Decision) > rank(worst.v.Decision):
+		case worst == nil || rank(parts[i].v.Decision) > rank(worst.v.Decision),
+			// Of equal decisions, a rule's is the one reported: a hook's
+			// allow skips the mode's ask but never a rule's (Prompt).
+			rank(parts[i].v.Decision) == rank(worst.v.Decision) && parts[i].rule && !worst.rule:
 			worst = &parts[i]
 		}
 	}
@@ -99,6 +102,22 @@ func (p *policy) approve(ctx stdctx.Context, a tools.Approval, next tools.Approv
 	out := worst.v
 	if undecided && rank(inner.Decision) > rank(out.Decision) {
 		out = inner
+	}
+	if out.Decision == tools.Ask && inner.Decision == tools.Ask && Prompt(out) && inner.Source != "" && !Prompt(inner) {
+		// Two asks: the inner one, a rule's or a hook's, is reported, so a
+		// hook's allow does not skip it and --yolo does not answer a hook.
+		out = inner
+	}
+	if out.Decision == tools.Allow && inner.Decision == tools.Ask && hookAsked(inner) {
+		// A PreToolUse hook after this policy asks for a person: its ask
+		// stands over this policy's allow, as when the hook runs first.
+		out = inner
+	}
+	if out.Decision == tools.Ask && inner.Decision == tools.Allow && hookAllowed(inner) && !askedByRule(parts) {
+		// A PreToolUse hook after this policy allowed the call: it skips
+		// this policy's prompt (the mode's ask) as it does when it runs
+		// first (see Prompt), so the order of entries does not matter.
+		return inner, nil
 	}
 	// A rewrite from a policy or hook inside this one stands: dropping it
 	// would run the call as the model sent it.
