@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -62,9 +63,15 @@ type remote struct {
 	entry config.Entry
 	log   hclog.Logger
 
-	mu      sync.Mutex
-	proc    process // the current process; exited while down
-	rpc     pluginv1.PluginClient
+	mu     sync.Mutex
+	proc   process // the current process; exited while down
+	rpc    pluginv1.PluginClient
+	health grpc_health_v1.HealthClient // the current process's health service
+	// stuck is why the current process failed its health check; calls are
+	// refused with it until a new process serves.
+	stuck error
+	// probe asks the supervisor for a health check now.
+	probe   chan struct{}
 	batch   bool        // the current process accepts EmitBatch
 	crashes []time.Time // within the restart window
 	givenUp int         // the crashes it was given up after; 0 while supervised
@@ -88,7 +95,7 @@ type remote struct {
 }
 
 func newRemote(e config.Entry, log hclog.Logger) *remote {
-	r := &remote{entry: e, log: log, stop: make(chan struct{}), down: make(chan struct{}),
+	r := &remote{entry: e, log: log, stop: make(chan struct{}), down: make(chan struct{}), probe: make(chan struct{}, 1),
 		emits: make(chan *pluginv1.EmitRequest, emitQueue), emitsFull: make(chan struct{}, 1), emitDone: make(chan struct{})}
 	r.stopCtx, r.cancelStop = stdctx.WithCancel(stdctx.Background())
 	return r
@@ -167,11 +174,12 @@ func bridgeNames() string {
 	return strings.Join(names, ", ")
 }
 
-// current returns the live client, or nil while the plugin is down.
+// current returns the live client, or nil while the plugin is down or
+// failed its health check.
 func (r *remote) current() pluginv1.PluginClient {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.proc.client == nil || r.proc.client.Exited() {
+	if r.proc.client == nil || r.proc.client.Exited() || r.stuck != nil {
 		return nil
 	}
 	return r.rpc
@@ -310,7 +318,12 @@ func (r *remote) callError(ctx stdctx.Context, own time.Time, err error) error {
 	}
 	r.mu.Lock()
 	exited := r.proc.client != nil && r.proc.client.Exited()
+	stuck := r.stuck
 	r.mu.Unlock()
+	if stuck != nil {
+		// The call was in flight when the stuck process was killed.
+		return stuck
+	}
 	if exited {
 		return errs.Wrap(PluginCrashed, err, fmt.Sprintf("plugin %q (%s) exited during the call", r.entry.ID, r.entry.Exec))
 	}
@@ -328,6 +341,7 @@ func pastDeadline(ctx stdctx.Context) bool {
 // entry's own (own) or the caller's, whose context.DeadlineExceeded stays
 // matchable with errors.Is.
 func (r *remote) timeoutError(ctx stdctx.Context, own time.Time, cause error) error {
+	r.probeSoon()
 	if dl, _ := ctx.Deadline(); !own.IsZero() && !dl.Before(own) {
 		return errs.Wrap(PluginTimeout, cause, fmt.Sprintf("plugin %q (%s) did not answer within %s, its entry's timeout; raise timeout: in the entry, or fix the plugin", r.entry.ID, r.entry.Exec, r.callTimeout()))
 	}

@@ -79,7 +79,7 @@ func (r *remote) executeTool(ctx stdctx.Context, call tools.Call) (tools.Result,
 func (r *remote) toolFailure(tool string, err error) tools.Result {
 	r.log.Warn("a call of a plugin's tool failed", "tool", tool, "error", err)
 	what := "failed"
-	if errs.Has(err, PluginCrashed, ReasonUnavailable) || errs.Has(err, PluginCrashed, ReasonGivenUp) {
+	if errs.Has(err, PluginCrashed, ReasonUnavailable) || errs.Has(err, PluginCrashed, ReasonGivenUp) || errs.Has(err, PluginUnhealthy, ReasonUnhealthy) {
 		what = "is unavailable"
 	}
 	return tools.Result{IsError: true, Content: fmt.Sprintf("The tool %q %s and did not run to completion: %v", tool, what, err)}
