@@ -36,6 +36,12 @@ const (
 	// ReasonUnhealthy marks the refusal of a call while a plugin that
 	// failed its health check is restarted.
 	ReasonUnhealthy = "host/plugin-unhealthy"
+	// PluginBusy: the plugin refused the call at once because every one of
+	// its workers is busy (gRPC RESOURCE_EXHAUSTED): back-pressure, not a
+	// failure of the plugin.
+	PluginBusy errs.Code = "PLUGIN_BUSY"
+	// ReasonBusy marks a PLUGIN_BUSY refusal.
+	ReasonBusy = "host/plugin-busy"
 	// healthService is the service name go-plugin registers its health
 	// status under, and what every SDK answers for.
 	healthService = plugin.GRPCServiceName
@@ -113,4 +119,12 @@ func (r *remote) markStuck(why error) {
 	r.mu.Unlock()
 	r.log.Error(why.Error())
 	p.proc.Kill()
+}
+
+// busyError is the refusal of a plugin at its concurrency limit, with the
+// plugin's own explanation (which names the setting to raise).
+func (r *remote) busyError(err error) error {
+	return errs.New(PluginBusy, fmt.Sprintf(
+		"plugin %q (%s) refused the call at once (%s); it recovers when a call returns, or is restarted once every worker hangs in a call dsh gave up on",
+		r.entry.ID, r.entry.Exec, status.Convert(err).Message())).WithReason(ReasonBusy)
 }

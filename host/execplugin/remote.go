@@ -124,6 +124,10 @@ func (p *Plugin) Inject() []dshctx.ServiceKey { return []dshctx.ServiceKey{tools
 func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 	r := newRemote(p.entry, ctx.Logger())
 	p.remote = r
+	if s := unpinnedScripts(p.entry); len(s) > 0 {
+		ctx.Logger().Warn(fmt.Sprintf("plugin %q: sha256 pins only %s, not %s it runs; list the script under pin: so a changed script is refused",
+			p.entry.ID, p.entry.Exec, strings.Join(s, ", ")))
+	}
 	desc, proc, err := r.start(ctx)
 	if err != nil {
 		r.cancelStop()
@@ -308,6 +312,9 @@ func answerNext(stream pluginv1.Plugin_CallClient, out *pluginv1.Result, err err
 
 // callError explains why a call's stream failed.
 func (r *remote) callError(ctx stdctx.Context, own time.Time, err error) error {
+	if status.Code(err) == codes.ResourceExhausted {
+		return r.busyError(err)
+	}
 	// The deadline travels with the call, so the plugin's side may end the
 	// stream a moment before the host's own timer fires.
 	if errors.Is(ctx.Err(), stdctx.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || pastDeadline(ctx) {

@@ -154,6 +154,9 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	}
 	// go-plugin checks a checksum only on a command it starts itself; pin
 	// checks it on the file the process is started from.
+	if err := checkPins(e); err != nil {
+		return fail(err, pinHint)
+	}
 	exe, err := pin(e, proc)
 	if err != nil {
 		return fail(err, startHint(err))
