@@ -36,7 +36,10 @@ class FileStatsTest(unittest.TestCase):
             self.check(h)
 
     def test_as_a_child_process(self):
-        with PluginHarness.child([sys.executable, os.path.join(HERE, "dsh_file_stats.py")]) as h:
+        # As a module, so the test runs whichever dsh_file_stats is
+        # importable: this folder's, or the installed package's.
+        path = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH", "")) if p)
+        with PluginHarness.child([sys.executable, "-m", "dsh_file_stats"], env={"PYTHONPATH": path}) as h:
             self.check(h)
             self.assertEqual(h.health(), "SERVING")
 
