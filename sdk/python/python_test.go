@@ -26,7 +26,7 @@ func requirePython(t *testing.T, modules string) {
 	if os.Getenv("CI") != "" {
 		t.Fatalf("CI must have python3 with %s (.ci/run installs them): %v\n%s", modules, err, out)
 	}
-	t.Skipf("python3 with %s is not installed (apt-get install python3-grpcio python3-protobuf python3-cryptography python3-venv python3-pip python3-setuptools): %s", modules, out)
+	t.Skipf("python3 with %s is not installed (apt-get install python3-grpcio python3-protobuf python3-cryptography python3-venv python3-pip python3-setuptools python3-wheel): %s", modules, out)
 }
 
 func run(t *testing.T, dir string, name string, args ...string) string {
