@@ -455,7 +455,9 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 			checkExec(e, c.where(written), key, p)
 			for j := range e.Pin {
 				written := e.Pin[j].File
-				e.Pin[j].File = c.ExecPath(written)
+				if written != "" {
+					e.Pin[j].File = c.ExecPath(written)
+				}
 				checkPin(e.Pin[j], c.where(written), fmt.Sprintf("%s.pin[%d]", key, j), p)
 			}
 		default:
