@@ -114,3 +114,22 @@ func TestBusyPluginIsNotRestarted(t *testing.T) {
 		t.Fatalf("a busy plugin was restarted (pid %d, then %d):\n%s", pid, now, logs.String())
 	}
 }
+
+// TestAToolCallIntoAStuckPluginFailsClosedSayingWhy: with no call timeout,
+// a tool call into a stopped plugin would wait forever; the interval check
+// finds the plugin stuck and restarts it, and the call ends as an error
+// result that says why.
+func TestAToolCallIntoAStuckPluginFailsClosedSayingWhy(t *testing.T) {
+	bin := toolPlugin(t)
+	h, logs := startExec(t, toolConfig(bin, "{}", "    timeout: 0s\n    health_interval: 200ms\n    health_timeout: 200ms\n", ""))
+	old := stopPlugin(t, h, "tools")
+	r := callTool(t, h, "main", "echo", `{"text":"x"}`)
+	if !r.IsError || !strings.Contains(r.Content, `The tool "echo" is unavailable`) || !strings.Contains(r.Content, `plugin "tools"`) ||
+		!strings.Contains(r.Content, "did not answer its health check in 200ms; restarting") {
+		t.Fatalf("a tool call in flight when the stuck plugin was killed: %+v\n%s", r, logs.String())
+	}
+	waitNewPID(t, h, "tools", old, 5*time.Second, logs)
+	if r := callTool(t, h, "main", "echo", `{"text":"x"}`); r.IsError {
+		t.Fatalf("after the restart: %+v", r)
+	}
+}

@@ -48,6 +48,10 @@ func (r *remote) executeTool(ctx stdctx.Context, call tools.Call) (tools.Result,
 		return r.toolFailure(call.Name, r.unavailable()), nil
 	}
 	if err != nil {
+		if stuck := r.stuckReason(); stuck != nil {
+			// In flight when the stuck process was killed: why it died.
+			return r.toolFailure(call.Name, stuck), nil
+		}
 		if status.Code(err) == codes.Unimplemented {
 			return r.toolFailure(call.Name, r.protocolError("it declares the tool %q but does not implement ExecuteTool", call.Name)), nil
 		}
