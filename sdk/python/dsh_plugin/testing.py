@@ -26,6 +26,8 @@ import os
 import queue
 import signal
 import subprocess
+import sys
+import threading
 from concurrent import futures
 
 import grpc
@@ -75,7 +77,8 @@ class PluginHarness:
         """Start argv as dsh starts a plugin binary and connect to it.
 
         env adds to this process's environment. The plugin's stderr (its
-        log) passes through to the test's.
+        log) passes through to the test's, and so does what it prints on
+        stdout after the handshake, marked, as dsh would log it.
         """
         client = ServerCert()  # the host's AutoMTLS certificate
         full = dict(os.environ, PLUGIN_PROTOCOL_VERSIONS=str(PROTOCOL_VERSION),
@@ -101,6 +104,11 @@ class PluginHarness:
             proc.wait()
             proc.stdout.close()
             raise
+        # Read stdout to its end, or a plugin that prints a lot blocks on a
+        # full pipe.
+        drain = threading.Thread(target=_forward, args=(proc.stdout,), daemon=True)
+        drain.start()
+        proc.drain = drain
         return cls(config=config, _channel=channel, _proc=proc, **kwargs)
 
     def _unary(self, name, req, resp):
@@ -190,7 +198,7 @@ class PluginHarness:
                 os.killpg(self._proc.pid, signal.SIGKILL)
                 self._proc.wait()
         if self._proc is not None:
-            self._proc.stdout.close()
+            self._proc.drain.join(timeout=2)
         self.channel.close()
         if self._server is not None:
             self._server.stop(0)
@@ -201,3 +209,8 @@ class PluginHarness:
     def __exit__(self, *exc):
         self.close()
 
+
+def _forward(stdout):
+    with stdout:
+        for line in stdout:
+            sys.stderr.write("[plugin stdout] " + line)
