@@ -81,6 +81,28 @@ class WorkersTest(unittest.TestCase):
         h.close()
 
 
+class ToolWorkersTest(unittest.TestCase):
+    def test_a_hung_tool_the_host_gave_up_on_makes_the_plugin_not_serving(self):
+        release = threading.Event()
+        plugin = Plugin("jam", concurrency=1)
+
+        @plugin.tool("hang", "Hang.")
+        def hang(args, ctx):
+            release.wait()  # ignores ctx.cancelled, as a stuck tool does
+            return "late"
+
+        served = Served(plugin)
+        self.addCleanup(served.close)
+        self.addCleanup(release.set)
+        with self.assertRaises(grpc.RpcError) as caught:
+            served.execute_tool(pb.ToolInvocation(call=events.ToolCall(name="hang", arguments="{}")), timeout=0.2)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        deadline = time.monotonic() + WAIT
+        while served.health(b"", timeout=WAIT) != NOT_SERVING:
+            self.assertLess(time.monotonic(), deadline, "the one slot, abandoned, must answer NOT_SERVING")
+            time.sleep(0.01)
+
+
 class ConcurrencyTest(unittest.TestCase):
     def test_sources_in_order(self):
         self.assertEqual(concurrency_from(5), 5)
