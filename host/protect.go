@@ -34,6 +34,9 @@ func (h *Host) protectLoaded(cfg *config.Config) error {
 		for _, e := range list {
 			if e.Exec != "" {
 				entries = append(entries, protect.Entry{Path: cfg.ExecPath(e.Exec), What: "a plugin binary dsh runs (exec: in its config), with dsh's rights"})
+				for _, f := range e.Pin {
+					entries = append(entries, protect.Entry{Path: f.File, What: "a file a plugin binary runs, pinned by pin: in dsh's config"})
+				}
 			}
 		}
 	}

@@ -28,7 +28,12 @@ func TestTheHostProtectsWhatItLoads(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprintf("plugins:\n  - use: llm.scripted\n    config: {replies: [{text: hi}]}\n  - use: session.jsonl\n    config: {dir: %q}\npresets:\n  audited:\n    - id: audit\n      exec: %q\nagents:\n  - id: a\n    provider: scripted\n", filepath.Join(ws, "sessions"), bin)
+	// And the script it runs, pinned.
+	script := filepath.Join(ws, "bin", "audit.py")
+	if err := os.WriteFile(script, []byte("print(1)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("plugins:\n  - use: llm.scripted\n    config: {replies: [{text: hi}]}\n  - use: session.jsonl\n    config: {dir: %q}\npresets:\n  audited:\n    - id: audit\n      exec: %q\n      pin: [{file: %q, sha256: %s}]\nagents:\n  - id: a\n    provider: scripted\n", filepath.Join(ws, "sessions"), bin, script, strings.Repeat("ab", 32))
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +50,7 @@ func TestTheHostProtectsWhatItLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, what := range map[string]string{file: "config file", filepath.Join(ws, "sessions", "a", "session.jsonl"): "session store", bin: "plugin binary"} {
+	for p, what := range map[string]string{file: "config file", filepath.Join(ws, "sessions", "a", "session.jsonl"): "session store", bin: "plugin binary", script: "pinned by pin:"} {
 		if e, ok := l.Match(ws, p); !ok || !strings.Contains(e.What, what) {
 			t.Errorf("%s: want it protected as the %s, got %+v %v", p, what, e, ok)
 		}

@@ -126,6 +126,24 @@ type Entry struct {
 	// (or its binary is missing): the failure is logged at warn and the
 	// entry stays out until the next reload or restart.
 	Optional bool `koanf:"optional"`
+	// HealthInterval is how often dsh asks the running plugin its gRPC
+	// health; unset means execplugin.DefaultHealthInterval.
+	HealthInterval time.Duration `koanf:"health_interval"`
+	// HealthTimeout bounds one health check; a plugin that does not answer
+	// in time is stuck and restarted. Unset means
+	// execplugin.DefaultHealthTimeout.
+	HealthTimeout time.Duration `koanf:"health_timeout"`
+	// Pin lists files besides the binary whose sha256 must match before
+	// the plugin starts: the script an interpreter runs, or every file of
+	// an installed package.
+	Pin []PinnedFile `koanf:"pin"`
+}
+
+// PinnedFile is one file an exec: entry's start depends on, with its
+// checksum. File resolves like exec: (from the config file's folder).
+type PinnedFile struct {
+	File   string `koanf:"file"`
+	SHA256 string `koanf:"sha256"`
 }
 
 // execOnly reports the exec-only settings an entry sets, by key.
@@ -139,6 +157,7 @@ func (e *Entry) execOnly() []string {
 		{"on_unavailable", e.OnUnavailable != ""}, {"max_restarts", e.MaxRestarts != 0},
 		{"restart_window", e.RestartWindow != 0}, {"args", len(e.Args) > 0}, {"env", len(e.Env) > 0},
 		{"env_passthrough", len(e.EnvPassthrough) > 0}, {"optional", e.Optional},
+		{"health_interval", e.HealthInterval != 0}, {"health_timeout", e.HealthTimeout != 0}, {"pin", len(e.Pin) > 0},
 	} {
 		if set.on {
 			keys = append(keys, set.key)
@@ -434,6 +453,13 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 			written := e.Exec
 			e.Exec = c.ExecPath(e.Exec)
 			checkExec(e, c.where(written), key, p)
+			for j := range e.Pin {
+				written := e.Pin[j].File
+				if written != "" {
+					e.Pin[j].File = c.ExecPath(written)
+				}
+				checkPin(e.Pin[j], c.where(written), fmt.Sprintf("%s.pin[%d]", key, j), p)
+			}
 		default:
 			if keys := e.execOnly(); len(keys) > 0 {
 				list := strings.Join(keys, ", ")
@@ -503,6 +529,9 @@ func checkExec(e *Entry, where, key string, p *problems) {
 	}
 	if (e.Timeout != nil && *e.Timeout < 0) || e.StartTimeout < 0 || e.MaxRestarts < -1 {
 		p.add(key, "timeout and start_timeout cannot be negative; max_restarts is -1 (never restart) or more")
+	}
+	if e.HealthInterval < 0 || e.HealthTimeout < 0 {
+		p.add(key, "health_interval and health_timeout cannot be negative (defaults 10s and 2s)")
 	}
 	if e.RestartWindow < 0 {
 		p.add(key+".restart_window", "restart_window cannot be negative; it is how long a crash counts against max_restarts (default 10m)")

@@ -32,7 +32,7 @@ func BenchmarkPythonToolCall(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one two\nthree\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	yaml := "plugins:\n  - use: llm.scripted\n" + pythonEntry(b, "stats", "../../examples/python-tool/plugin.py", "{}") +
+	yaml := "plugins:\n  - use: llm.scripted\n" + pythonEntry(b, "stats", "../../examples/python-tool/dsh_file_stats.py", "{}") +
 		"agents:\n  - id: main\n    provider: scripted\n    workspace: " + ws + "\n"
 	cfg, err := config.Parse("bench.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {

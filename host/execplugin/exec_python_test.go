@@ -79,7 +79,7 @@ func TestPythonPlugin(t *testing.T) {
 func TestPythonPluginBadConfig(t *testing.T) {
 	requirePython(t)
 	yaml := "plugins:\n  - use: llm.scripted\n" +
-		pythonEntry(t, "stats", "../../examples/python-tool/plugin.py", `{max_files: 0}`) +
+		pythonEntry(t, "stats", "../../examples/python-tool/dsh_file_stats.py", `{max_files: 0}`) +
 		"agents:\n  - id: main\n    provider: scripted\n"
 	cfg, err := config.Parse("exec.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
@@ -146,7 +146,7 @@ func toolTurnLogs(t *testing.T, entries, tool, args string) ([]string, *logBuffe
 // It needs the host side of binary tools (issue 21, branch bintools).
 func TestPythonToolPlugin(t *testing.T) {
 	requirePython(t)
-	stats := pythonEntry(t, "stats", "../../examples/python-tool/plugin.py", "{}")
+	stats := pythonEntry(t, "stats", "../../examples/python-tool/dsh_file_stats.py", "{}")
 	got := toolTurn(t, stats, "file_stats", `{"pattern": "*.txt"}`)
 	want := "lines words bytes file\n2 3 14 a.txt\n1 1 5 b.txt\n3 4 19 total"
 	if got[0] != want {
@@ -189,7 +189,7 @@ func TestPythonApprovalPolicy(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(policyScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	entries := pythonEntry(t, "stats", "../../examples/python-tool/plugin.py", "{}") +
+	entries := pythonEntry(t, "stats", "../../examples/python-tool/dsh_file_stats.py", "{}") +
 		pythonEntry(t, "no-keys", policy, "{}")
 	denied := toolTurn(t, entries, "file_stats", `{"pattern": "*.key"}`)
 	if !strings.Contains(denied[0], "denied") || !strings.Contains(denied[0], "key files stay private") || strings.Contains(denied[0], "secret.key") {

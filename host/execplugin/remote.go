@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -62,9 +63,15 @@ type remote struct {
 	entry config.Entry
 	log   hclog.Logger
 
-	mu      sync.Mutex
-	proc    process // the current process; exited while down
-	rpc     pluginv1.PluginClient
+	mu     sync.Mutex
+	proc   process // the current process; exited while down
+	rpc    pluginv1.PluginClient
+	health grpc_health_v1.HealthClient // the current process's health service
+	// stuck is why the current process failed its health check; calls are
+	// refused with it until a new process serves.
+	stuck error
+	// probe asks the supervisor for a health check now.
+	probe   chan struct{}
 	batch   bool        // the current process accepts EmitBatch
 	crashes []time.Time // within the restart window
 	givenUp int         // the crashes it was given up after; 0 while supervised
@@ -88,7 +95,7 @@ type remote struct {
 }
 
 func newRemote(e config.Entry, log hclog.Logger) *remote {
-	r := &remote{entry: e, log: log, stop: make(chan struct{}), down: make(chan struct{}),
+	r := &remote{entry: e, log: log, stop: make(chan struct{}), down: make(chan struct{}), probe: make(chan struct{}, 1),
 		emits: make(chan *pluginv1.EmitRequest, emitQueue), emitsFull: make(chan struct{}, 1), emitDone: make(chan struct{})}
 	r.stopCtx, r.cancelStop = stdctx.WithCancel(stdctx.Background())
 	return r
@@ -117,6 +124,10 @@ func (p *Plugin) Inject() []dshctx.ServiceKey { return []dshctx.ServiceKey{tools
 func (p *Plugin) Apply(ctx *dshctx.Context, _ any) error {
 	r := newRemote(p.entry, ctx.Logger())
 	p.remote = r
+	if s := unpinnedScripts(p.entry); len(s) > 0 {
+		ctx.Logger().Warn(fmt.Sprintf("plugin %q: sha256 pins only %s, not %s it runs; list the script under pin: so a changed script is refused",
+			p.entry.ID, p.entry.Exec, strings.Join(s, ", ")))
+	}
 	desc, proc, err := r.start(ctx)
 	if err != nil {
 		r.cancelStop()
@@ -167,11 +178,12 @@ func bridgeNames() string {
 	return strings.Join(names, ", ")
 }
 
-// current returns the live client, or nil while the plugin is down.
+// current returns the live client, or nil while the plugin is down or
+// failed its health check.
 func (r *remote) current() pluginv1.PluginClient {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.proc.client == nil || r.proc.client.Exited() {
+	if r.proc.client == nil || r.proc.client.Exited() || r.stuck != nil {
 		return nil
 	}
 	return r.rpc
@@ -300,6 +312,9 @@ func answerNext(stream pluginv1.Plugin_CallClient, out *pluginv1.Result, err err
 
 // callError explains why a call's stream failed.
 func (r *remote) callError(ctx stdctx.Context, own time.Time, err error) error {
+	if status.Code(err) == codes.ResourceExhausted {
+		return r.busyError(err)
+	}
 	// The deadline travels with the call, so the plugin's side may end the
 	// stream a moment before the host's own timer fires.
 	if errors.Is(ctx.Err(), stdctx.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || pastDeadline(ctx) {
@@ -310,7 +325,12 @@ func (r *remote) callError(ctx stdctx.Context, own time.Time, err error) error {
 	}
 	r.mu.Lock()
 	exited := r.proc.client != nil && r.proc.client.Exited()
+	stuck := r.stuck
 	r.mu.Unlock()
+	if stuck != nil {
+		// The call was in flight when the stuck process was killed.
+		return stuck
+	}
 	if exited {
 		return errs.Wrap(PluginCrashed, err, fmt.Sprintf("plugin %q (%s) exited during the call", r.entry.ID, r.entry.Exec))
 	}
@@ -328,6 +348,7 @@ func pastDeadline(ctx stdctx.Context) bool {
 // entry's own (own) or the caller's, whose context.DeadlineExceeded stays
 // matchable with errors.Is.
 func (r *remote) timeoutError(ctx stdctx.Context, own time.Time, cause error) error {
+	r.probeSoon()
 	if dl, _ := ctx.Deadline(); !own.IsZero() && !dl.Before(own) {
 		return errs.Wrap(PluginTimeout, cause, fmt.Sprintf("plugin %q (%s) did not answer within %s, its entry's timeout; raise timeout: in the entry, or fix the plugin", r.entry.ID, r.entry.Exec, r.callTimeout()))
 	}

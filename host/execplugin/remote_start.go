@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -153,6 +154,9 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	}
 	// go-plugin checks a checksum only on a command it starts itself; pin
 	// checks it on the file the process is started from.
+	if err := checkPins(e); err != nil {
+		return fail(err, pinHint)
+	}
 	exe, err := pin(e, proc)
 	if err != nil {
 		return fail(err, startHint(err))
@@ -174,6 +178,10 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		return fail(err, "the plugin does not serve the dsh protocol")
 	}
 	rpc := raw.(pluginv1.PluginClient)
+	var health grpc_health_v1.HealthClient
+	if gc, ok := conn.(*plugin.GRPCClient); ok {
+		health = grpc_health_v1.NewHealthClient(gc.Conn)
+	}
 	desc, err := rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion, Capabilities: Capabilities()})
 	if expired(ctx, err) {
 		return timedOut(phaseDescribe, err)
@@ -208,6 +216,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	quiet.starting.Store(false)
 	r.mu.Lock()
 	r.rpc = rpc
+	r.health = health
 	// A restart may run a newer or older build: what it accepts is asked
 	// anew each time.
 	r.batch = accepts(desc, CapEmitBatch)

@@ -69,15 +69,28 @@ func (r *remote) supervise() {
 	defer close(r.down)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	checked := time.Now()
 	for {
+		probe := false
 		select {
 		case <-r.stop:
 			return
 		case <-tick.C:
+			probe = time.Since(checked) >= r.healthInterval()
+		case <-r.probe:
+			probe = true
 		}
 		r.mu.Lock()
 		old := r.proc
 		r.mu.Unlock()
+		// A process already found stuck is being killed: checking it again
+		// would only replace the reason with a reset connection's.
+		if probe && !old.client.Exited() && r.stuckReason() == nil {
+			checked = time.Now()
+			if err := r.checkHealth(); err != nil {
+				r.markStuck(err)
+			}
+		}
 		if !old.client.Exited() {
 			continue
 		}
@@ -106,7 +119,9 @@ func (r *remote) supervise() {
 		r.redeclared(desc.Tools)
 		r.mu.Lock()
 		r.proc = p
+		r.stuck = nil
 		r.mu.Unlock()
+		checked = time.Now()
 	}
 }
 
@@ -130,7 +145,18 @@ func (r *remote) unavailable() error {
 			"plugin %q (%s) was given up after %d crashes within %s and stays down; see the log for why it crashed, fix it, then reload or restart dsh",
 			r.entry.ID, r.entry.Exec, n, r.restartWindow())).WithReason(ReasonGivenUp)
 	}
+	if stuck := r.stuckReason(); stuck != nil {
+		return stuck
+	}
 	return errs.New(PluginCrashed, fmt.Sprintf("plugin %q (%s) is not running; it is being restarted", r.entry.ID, r.entry.Exec)).WithReason(ReasonUnavailable)
+}
+
+// stuckReason is why the plugin failed its health check, while it is
+// restarted because of it.
+func (r *remote) stuckReason() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stuck
 }
 
 // whileDown is what a listener's call gets while the plugin is down: passed

@@ -48,6 +48,10 @@ func (r *remote) executeTool(ctx stdctx.Context, call tools.Call) (tools.Result,
 		return r.toolFailure(call.Name, r.unavailable()), nil
 	}
 	if err != nil {
+		if stuck := r.stuckReason(); stuck != nil {
+			// In flight when the stuck process was killed: why it died.
+			return r.toolFailure(call.Name, stuck), nil
+		}
 		if status.Code(err) == codes.Unimplemented {
 			return r.toolFailure(call.Name, r.protocolError("it declares the tool %q but does not implement ExecuteTool", call.Name)), nil
 		}
@@ -79,7 +83,7 @@ func (r *remote) executeTool(ctx stdctx.Context, call tools.Call) (tools.Result,
 func (r *remote) toolFailure(tool string, err error) tools.Result {
 	r.log.Warn("a call of a plugin's tool failed", "tool", tool, "error", err)
 	what := "failed"
-	if errs.Has(err, PluginCrashed, ReasonUnavailable) || errs.Has(err, PluginCrashed, ReasonGivenUp) {
+	if errs.Has(err, PluginCrashed, ReasonUnavailable) || errs.Has(err, PluginCrashed, ReasonGivenUp) || errs.Has(err, PluginUnhealthy, ReasonUnhealthy) {
 		what = "is unavailable"
 	}
 	return tools.Result{IsError: true, Content: fmt.Sprintf("The tool %q %s and did not run to completion: %v", tool, what, err)}

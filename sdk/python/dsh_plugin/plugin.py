@@ -19,11 +19,16 @@ from .log import HostLogHandler, host_logger
 from .proto import events_pb2 as events
 from .proto import plugin_pb2 as pb
 from .tools import APPROVALS, TOOL_NAME, ToolContext, ToolError, schema_text, to_result
+from .workers import Workers, concurrency_from
 
 SERVICE = "dsh.plugin.v1.Plugin"
 #: Features this SDK understands (DescribeResponse.accepts).
 ACCEPTS = ("emit-batch",)
 _SERVING = b"\x08\x01"  # grpc.health.v1.HealthCheckResponse{status: SERVING}
+_NOT_SERVING = b"\x08\x02"
+#: gRPC threads beyond the handlers' slots, so the health check, Describe
+#: and the refusals of a full plugin are answered while every slot is held.
+_RESERVE = 8
 
 
 class _Tool:
@@ -46,11 +51,18 @@ class Plugin:
 
     host_capabilities holds what the host offered in Describe;
     entry_id the config entry's id, known once Configure ran.
+
+    concurrency is how many handlers (waterfall calls, tool calls,
+    notifications) run at once; a call beyond it is refused at once with
+    gRPC status RESOURCE_EXHAUSTED, which dsh reports as PLUGIN_BUSY. Unset,
+    it is $DSH_PLUGIN_CONCURRENCY (an entry's env: can set it), else 32.
     """
 
-    def __init__(self, name, version="0.0.0", requires=()):
+    def __init__(self, name, version="0.0.0", requires=(), concurrency=None):
         self.name, self.version = name, version
         self.requires = list(requires)
+        self._concurrency = concurrency
+        self._workers = None
         self.log = host_logger(name)
         self.host_capabilities = []
         self.entry_id = ""
@@ -145,6 +157,32 @@ class Plugin:
         if any(l.event == event for l in self._listeners):
             raise ValueError("plugin %s already listens to %s; one handler per event" % (self.name, event))
 
+    @property
+    def workers(self):
+        """The handler slots, sized on first use (see concurrency)."""
+        if self._workers is None:
+            self._workers = Workers(concurrency_from(self._concurrency))
+        return self._workers
+
+    def _limited(self, fn):
+        """fn as a unary handler that holds a slot while it runs, refused at
+        once when none is free."""
+        def handler(request, context):
+            slot = self.workers.acquire()
+            if slot is None:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self.workers.refusal(self.name))
+            context.add_callback(slot.abandon)
+            try:
+                return fn(request, context)
+            finally:
+                slot.release()
+        return handler
+
+    def _health(self, request, context):
+        # NOT_SERVING only when nothing can ever be served again: busy
+        # alone is back-pressure, not a reason to restart.
+        return _NOT_SERVING if self.workers.jammed() else _SERVING
+
     # The protocol.
 
     def describe(self, request):
@@ -220,24 +258,33 @@ class Plugin:
             return pb.ToolOutcome(error=error_to_proto(e, "tool %s" % tool.decl.name))
 
     def _call(self, requests, context):
+        slot = self.workers.acquire()
+        if slot is None:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self.workers.refusal(self.name))
         out = queue.Queue()
-        threading.Thread(target=self._run_call, args=(requests, out), daemon=True).start()
+
+        def ended():
+            # The host ended the call: a handler still running keeps its
+            # slot, but this gRPC thread is free to serve others.
+            slot.abandon()
+            out.put(None)
+        context.add_callback(ended)
+        threading.Thread(target=self._run_call, args=(requests, out, slot), daemon=True).start()
         while True:
             msg = out.get()
             if msg is None:
                 return
             yield msg
 
-    def _run_call(self, requests, out):
+    def _run_call(self, requests, out, slot):
         try:
-            first = next(requests)
-        except (StopIteration, grpc.RpcError):
-            out.put(None)
-            return
-        start = first.start
-        try:
-            out.put(pb.PluginMessage(result=self._waterfall_result(start, requests, out)))
+            try:
+                first = next(requests)
+            except (StopIteration, grpc.RpcError):
+                return
+            out.put(pb.PluginMessage(result=self._waterfall_result(first.start, requests, out)))
         finally:
+            slot.release()
             out.put(None)
 
     def _waterfall_result(self, start, requests, out):
@@ -298,25 +345,31 @@ class Plugin:
                 "Configure": unary(self._configure_rpc, pb.ConfigureRequest, pb.ConfigureResponse),
                 "Call": grpc.stream_stream_rpc_method_handler(
                     self._call, pb.HostMessage.FromString, pb.PluginMessage.SerializeToString),
-                "Emit": unary(self._emit, pb.EmitRequest, pb.EmitResponse),
-                "EmitBatch": unary(self._emit_batch, pb.EmitBatchRequest, pb.EmitBatchResponse),
-                "ExecuteTool": unary(self._execute_tool, pb.ToolInvocation, pb.ToolOutcome),
+                "Emit": unary(self._limited(self._emit), pb.EmitRequest, pb.EmitResponse),
+                "EmitBatch": unary(self._limited(self._emit_batch), pb.EmitBatchRequest, pb.EmitBatchResponse),
+                "ExecuteTool": unary(self._limited(self._execute_tool), pb.ToolInvocation, pb.ToolOutcome),
             }),
-            # go-plugin's health check of service "plugin". The messages
-            # are not modelled here: the answer is always SERVING.
+            # go-plugin's health check of service "plugin", which dsh asks
+            # on an interval and after a call timed out. The messages are
+            # not modelled here: the answer is one of two constant bytes.
             grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
-                "Check": grpc.unary_unary_rpc_method_handler(lambda req, ctx: _SERVING),
+                "Check": grpc.unary_unary_rpc_method_handler(self._health),
             }),
             grpc.method_handlers_generic_handler("plugin.GRPCController", {
                 "Shutdown": grpc.unary_unary_rpc_method_handler(stop),
             }),
         ]
 
-    def serve(self, max_workers=32):
+    def serve(self, concurrency=None, max_workers=None):
         """Serve the host until it stops the plugin; never returns normally.
 
+        concurrency overrides the Plugin's (max_workers is its old name).
         Run by hand rather than by dsh, it says so on stderr and exits 1.
         """
+        if concurrency is None:
+            concurrency = max_workers
+        if concurrency is not None:
+            self._concurrency, self._workers = concurrency, None
         try:
             check_environment()
         except HandshakeError as e:
@@ -330,7 +383,12 @@ class Plugin:
         if not logging.root.handlers:
             logging.root.addHandler(HostLogHandler())
         cert = ServerCert()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
+        try:
+            limit = self.workers.limit
+        except ValueError as e:
+            sys.stderr.write("plugin %s: %s\n" % (self.name, e))
+            sys.exit(1)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=limit + _RESERVE))
         server.add_generic_rpc_handlers(self.rpc_handlers(shutdown=lambda: server.stop(0)))
         creds = grpc.ssl_server_credentials([(cert.key_pem, cert.cert_pem)],
                                             root_certificates=os.environ["PLUGIN_CLIENT_CERT"].encode(),

@@ -13,8 +13,8 @@ from dsh_plugin.tools import ToolContext
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), os.path.join(REPO, "examples", name, "plugin.py"))
+def load(name, module="plugin"):
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), os.path.join(REPO, "examples", name, module + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -22,7 +22,7 @@ def load(name):
 
 class FileStatsTest(unittest.TestCase):
     def setUp(self):
-        self.mod = load("python-tool")
+        self.mod = load("python-tool", "dsh_file_stats")
         self.mod.configure({})
         self.tmp = tempfile.TemporaryDirectory()
         self.ws = os.path.join(self.tmp.name, "ws")

@@ -19,9 +19,10 @@ limit = 200  # files per call, so a "**/*" in a large tree stays cheap
 @plugin.configure
 def configure(config):
     global limit
-    limit = int(config.get("max_files", limit))
-    if limit < 1:
-        raise ValueError("max_files must be at least 1, got %d" % limit)
+    wanted = int(config.get("max_files", 200))
+    if wanted < 1:
+        raise ValueError("max_files must be at least 1, got %d" % wanted)
+    limit = wanted
 
 
 PARAMETERS = {
@@ -62,5 +63,10 @@ def file_stats(args, ctx):
     return "lines words bytes file\n" + "\n".join(rows)
 
 
-if __name__ == "__main__":
+def main():
+    """The console script dsh-file-stats (see pyproject.toml)."""
     plugin.serve()
+
+
+if __name__ == "__main__":
+    main()
