@@ -168,10 +168,10 @@ func (s *Server) Initialize(ctx stdctx.Context, p acp.InitializeRequest) (acp.In
 			// Embedded resources every provider takes, text ones as
 			// text files; images only a provider that takes them. A
 			// blob the provider cannot take is refused at the prompt.
-			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true, Image: s.opts.Accepts.Images},
-			McpCapabilities:    acp.McpCapabilities{Http: s.opts.MCP},
+			PromptCapabilities:  acp.PromptCapabilities{EmbeddedContext: true, Image: s.opts.Accepts.Images},
+			McpCapabilities:     acp.McpCapabilities{Http: s.opts.MCP},
 			SessionCapabilities: sessionCaps,
-			Meta: map[string]any{"steering": map[string]any{"method": MethodSteering}},
+			Meta:                map[string]any{"steering": map[string]any{"method": MethodSteering}},
 		},
 	}, nil
 }
