@@ -102,7 +102,7 @@ func Serve(ctx stdctx.Context, in io.Reader, out io.Writer, opts Options) error 
 	filtered := make(chan struct{})
 	go func() {
 		defer close(filtered)
-		filter(in, pw, w)
+		filter(in, pw, w, log)
 	}()
 	select {
 	case <-s.conn.Done():
