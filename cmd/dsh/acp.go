@@ -38,6 +38,10 @@ session's agent is stopped and its session saved.`,
 }
 
 func serveACP(cmd *cobra.Command, g *globals) error {
+	// An editor that goes away closes stdout too: dsh's answers then hit
+	// a closed pipe, which must fail the write, not kill dsh before its
+	// sessions are saved.
+	defer catchSIGPIPE()()
 	stderr := cmd.ErrOrStderr()
 	cfg, err := config.Load(g.loadOptions())
 	if err != nil {
