@@ -137,7 +137,6 @@ func unavailableText(down []unavailable) string {
 	return b.String()
 }
 
-
 // serverName turns an editor's name for a server ("My Files", "gh.tools")
 // into one the mcp plugin takes as the prefix of tool names: letters,
 // digits and dashes, at most 30 characters, unique in the session.
