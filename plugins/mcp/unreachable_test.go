@@ -65,3 +65,20 @@ func TestAnUnreachableHTTPServerIsSaidToBeUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// A server that cannot be reached at its first start is named with its
+// address.
+func TestAnHTTPServerUnreachableAtStartIsNamedWithItsAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/mcp"
+	l.Close()
+	cfg := Config{}.Defaults()
+	cfg.Name, cfg.URL = "web", url
+	_, _, err = mount(t, cfg)
+	if err == nil || !strings.Contains(err.Error(), "could not be reached at "+url) {
+		t.Fatalf("the start of an unreachable server: %v", err)
+	}
+}
