@@ -63,3 +63,28 @@ func TestABrokenEditorMCPServerDoesNotFailTheSession(t *testing.T) {
 		t.Fatalf("the working server got %d calls", calls.Load())
 	}
 }
+
+// session/load with a broken server resumes the session all the same: the
+// failed first attempt leaves the stored session free for the second.
+func TestLoadWithABrokenEditorMCPServer(t *testing.T) {
+	e := newEnv(t, envOpts{mcp: true})
+	id := e.newSession()
+	if _, err := e.prompt(id, "remember this"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.conn.LoadSession(e.ctx(), acp.LoadSessionRequest{SessionId: id, Cwd: e.dir, McpServers: []acp.McpServer{
+		{Stdio: &acp.McpServerStdio{Name: "broken", Command: "/nonexistent/mcp-server", Args: []string{}, Env: []acp.EnvVariable{}}},
+	}})
+	if err != nil {
+		t.Fatalf("a broken server failed the load: %v", err)
+	}
+	if down, _ := r.Meta[dshacp.MetaMCPUnavailable].([]any); len(down) != 1 {
+		t.Fatalf("_meta: %v", r.Meta)
+	}
+	if p, err := e.prompt(id, "and now?"); err != nil || p.StopReason != acp.StopReasonEndTurn {
+		t.Fatal(p, err)
+	}
+}
