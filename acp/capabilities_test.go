@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/coder/acp-go-sdk"
@@ -32,5 +33,12 @@ func TestInitializeOffersNoStoreWithoutOne(t *testing.T) {
 	}
 	if _, err := conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: s.SessionId}); err != nil {
 		t.Fatal(err)
+	}
+	// A client that calls them anyway learns they are not there, and why.
+	if _, err := conn.ListSessions(e.ctx(), acp.ListSessionsRequest{}); rpcCode(err) != -32601 || !strings.Contains(err.Error(), "session.jsonl") {
+		t.Fatalf("session/list without a store: %v", err)
+	}
+	if _, err := conn.LoadSession(e.ctx(), acp.LoadSessionRequest{SessionId: s.SessionId, Cwd: t.TempDir(), McpServers: []acp.McpServer{}}); rpcCode(err) != -32601 {
+		t.Fatalf("session/load without a store: %v", err)
 	}
 }
