@@ -18,6 +18,12 @@
 // cannot take is refused before it is delivered. A prompt of text only
 // (text blocks, text resources, links) travels as text, as before.
 //
+// initialize advertises only what works on the loaded config: session/load,
+// /resume and /list only when the session store can do them
+// (capabilities.go). The editor's MCP servers become tools.mcp entries of
+// the session's agent; one that does not start leaves the session open
+// without it, and the editor is told (mcp.go).
+//
 // The ACP modes (read-only, workspace-write, full-access) are an approval
 // policy the server prepends in each session agent's scope: switching mode
 // only changes which calls it lets through, asks about or refuses, so it

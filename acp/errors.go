@@ -68,6 +68,10 @@ func rpcErr(err error) error {
 		return &acp.RequestError{Code: CodeLocked, Message: err.Error(), Data: data(err)}
 	case sessions.Closed:
 		return &acp.RequestError{Code: CodeClosed, Message: err.Error(), Data: data(err)}
+	case session.NoPersistence:
+		// Not advertised without a store (capabilities.go): to a client
+		// that calls it anyway, the method is not there.
+		return &acp.RequestError{Code: -32601, Message: "Method not found: " + err.Error(), Data: data(err)}
 	case BadParams, errs.InvalidArgument, parts.Unsupported:
 		return &acp.RequestError{Code: -32602, Message: "Invalid params: " + err.Error(), Data: data(err)}
 	}

@@ -43,8 +43,9 @@ func ExampleServe() {
 	fromClient.Close() // the editor goes away: every session is closed
 	fmt.Println("served:", <-served)
 	<-conn.Done()
+	// This config has no session store, so session/load is not offered.
 	// Output:
-	// protocol 1 load true
+	// protocol 1 load false
 	// You said: hi / end_turn
 	// served: <nil>
 }

@@ -14,11 +14,18 @@ const mcpPlugin = "tools.mcp"
 // maxServerName is the mcp plugin's limit on a server's name.
 const maxServerName = 30
 
+// mcpServer is one of the editor's MCP servers as an entry of the mcp
+// plugin: Label is the editor's name for it, Name the plugin's.
+type mcpServer struct {
+	Label, Name string
+	Entry       sessions.Entry
+}
+
 // mcpEntries maps the client's MCP servers onto entries of the mcp plugin
 // (one per server) mounted in the session's agent only. Without the
 // plugin they are ignored with a warning: the session still works, with
 // dsh's own tools.
-func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) []sessions.Entry {
+func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) []mcpServer {
 	if len(servers) == 0 {
 		return nil
 	}
@@ -26,7 +33,7 @@ func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) []sessions.Entr
 		s.log.Warn("the client's MCP servers are ignored: this dsh binary has no mcp plugin", "servers", len(servers))
 		return nil
 	}
-	var out []sessions.Entry
+	var out []mcpServer
 	taken := map[string]bool{}
 	for _, srv := range servers {
 		switch {
@@ -39,17 +46,29 @@ func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) []sessions.Entr
 			for i, a := range srv.Stdio.Args {
 				args[i] = a
 			}
-			out = append(out, sessions.Entry{Use: mcpPlugin, Config: map[string]any{
-				"name": serverName(srv.Stdio.Name, taken), "command": srv.Stdio.Command, "args": args, "env": env, "cwd": cwd}})
+			name := serverName(srv.Stdio.Name, taken)
+			out = append(out, mcpServer{Label: srv.Stdio.Name, Name: name, Entry: sessions.Entry{Use: mcpPlugin, Config: map[string]any{
+				"name": name, "command": srv.Stdio.Command, "args": args, "env": env, "cwd": cwd}}})
 		case srv.Http != nil:
 			headers := map[string]any{}
 			for _, h := range srv.Http.Headers {
 				headers[h.Name] = h.Value
 			}
-			out = append(out, sessions.Entry{Use: mcpPlugin, Config: map[string]any{"name": serverName(srv.Http.Name, taken), "url": srv.Http.Url, "headers": headers}})
+			name := serverName(srv.Http.Name, taken)
+			out = append(out, mcpServer{Label: srv.Http.Name, Name: name, Entry: sessions.Entry{Use: mcpPlugin, Config: map[string]any{
+				"name": name, "url": srv.Http.Url, "headers": headers}}})
 		default:
 			s.log.Warn("an MCP server of a transport dsh does not take (sse, acp) is ignored")
 		}
+	}
+	return out
+}
+
+// entriesOf is the plugin entries of servers.
+func entriesOf(servers []mcpServer) []sessions.Entry {
+	var out []sessions.Entry
+	for _, srv := range servers {
+		out = append(out, srv.Entry)
 	}
 	return out
 }

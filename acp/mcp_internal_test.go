@@ -16,11 +16,11 @@ import (
 // merged.)
 func TestMCPServersBecomeEntries(t *testing.T) {
 	s := &Server{opts: Options{MCP: true}, log: slog.New(slog.DiscardHandler)}
-	got := s.mcpEntries([]acp.McpServer{
+	got := entriesOf(s.mcpEntries([]acp.McpServer{
 		{Stdio: &acp.McpServerStdio{Name: "fs", Command: "/bin/mcp-fs", Args: []string{"--root", "."}, Env: []acp.EnvVariable{{Name: "TOKEN", Value: "t"}}}},
 		{Http: &acp.McpServerHttpInline{Type: "http", Name: "web", Url: "https://example.test/mcp", Headers: []acp.HttpHeader{{Name: "Authorization", Value: "Bearer x"}}}},
 		{Sse: &acp.McpServerSseInline{}},
-	}, "/work/project")
+	}, "/work/project"))
 	want := []sessions.Entry{
 		{Use: mcpPlugin, Config: map[string]any{"name": "fs", "command": "/bin/mcp-fs", "args": []any{"--root", "."}, "env": map[string]any{"TOKEN": "t"}, "cwd": "/work/project"}},
 		{Use: mcpPlugin, Config: map[string]any{"name": "web", "url": "https://example.test/mcp", "headers": map[string]any{"Authorization": "Bearer x"}}},

@@ -15,7 +15,8 @@ func (s *Server) NewSession(ctx stdctx.Context, p acp.NewSessionRequest) (acp.Ne
 		return acp.NewSessionResponse{}, rpcErr(err)
 	}
 	st.announce()
-	return acp.NewSessionResponse{SessionId: st.id, Modes: modeState(st.mode.get())}, nil
+	st.reportDown()
+	return acp.NewSessionResponse{SessionId: st.id, Modes: modeState(st.mode.get()), Meta: st.downMeta()}, nil
 }
 
 // LoadSession resumes a stored session and replays its history as
@@ -27,7 +28,8 @@ func (s *Server) LoadSession(ctx stdctx.Context, p acp.LoadSessionRequest) (acp.
 	}
 	st.waitForwarded(st.replayTo)
 	st.announce()
-	return acp.LoadSessionResponse{Modes: modeState(st.mode.get())}, nil
+	st.reportDown()
+	return acp.LoadSessionResponse{Modes: modeState(st.mode.get()), Meta: st.downMeta()}, nil
 }
 
 // ResumeSession resumes a stored session without replaying it.
@@ -37,7 +39,8 @@ func (s *Server) ResumeSession(ctx stdctx.Context, p acp.ResumeSessionRequest) (
 		return acp.ResumeSessionResponse{}, rpcErr(err)
 	}
 	st.announce()
-	return acp.ResumeSessionResponse{Modes: modeState(st.mode.get())}, nil
+	st.reportDown()
+	return acp.ResumeSessionResponse{Modes: modeState(st.mode.get()), Meta: st.downMeta()}, nil
 }
 
 // CloseSession closes exactly that session: its agent is disposed. A

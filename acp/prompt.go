@@ -82,9 +82,15 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 }
 
 // deliveryOf is the request that delivers a prompt's content: its text,
-// and its images and files as parts the session's attachments store keeps.
+// or, for a prompt with images or files, its parts alone. The parts carry
+// the prompt's text blocks in their places already, and the session
+// controller puts a request's Content before its parts: both would give
+// the model (and the session's title) the text twice.
 func deliveryOf(rid string, pc promptContent) sessions.PromptRequest {
-	return sessions.PromptRequest{RequestID: rid, Content: pc.Content(), Parts: pc.Parts, Source: agentSourceOf(rid)}
+	if pc.Parts != nil {
+		return sessions.PromptRequest{RequestID: rid, Parts: pc.Parts, Source: agentSourceOf(rid)}
+	}
+	return sessions.PromptRequest{RequestID: rid, Content: pc.Text, Source: agentSourceOf(rid)}
 }
 
 // stopOf maps a turn's end onto the answer's stopReason.

@@ -102,7 +102,7 @@ func Serve(ctx stdctx.Context, in io.Reader, out io.Writer, opts Options) error 
 	filtered := make(chan struct{})
 	go func() {
 		defer close(filtered)
-		filter(in, pw, w)
+		filter(in, pw, w, log)
 	}()
 	select {
 	case <-s.conn.Done():
@@ -154,27 +154,24 @@ func (s *Server) get(id acp.SessionId) (*conv, error) {
 // Initialize negotiates: dsh speaks protocol version 1 and says so
 // whatever the client asks (the client then decides), and advertises only
 // what it does.
-func (s *Server) Initialize(_ stdctx.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+func (s *Server) Initialize(ctx stdctx.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	s.mu.Lock()
 	s.client = p.ClientCapabilities
 	s.mu.Unlock()
+	load, sessionCaps := s.sessionCapabilities(ctx)
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		AgentInfo:       &acp.Implementation{Name: "dsh", Title: acp.Ptr("dsh"), Version: s.opts.Version},
 		AuthMethods:     []acp.AuthMethod{},
 		AgentCapabilities: acp.AgentCapabilities{
-			LoadSession: true,
+			LoadSession: load,
 			// Embedded resources every provider takes, text ones as
 			// text files; images only a provider that takes them. A
 			// blob the provider cannot take is refused at the prompt.
-			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true, Image: s.opts.Accepts.Images},
-			McpCapabilities:    acp.McpCapabilities{Http: s.opts.MCP},
-			SessionCapabilities: acp.SessionCapabilities{
-				Close:  &acp.SessionCloseCapabilities{},
-				List:   &acp.SessionListCapabilities{},
-				Resume: &acp.SessionResumeCapabilities{},
-			},
-			Meta: map[string]any{"steering": map[string]any{"method": MethodSteering}},
+			PromptCapabilities:  acp.PromptCapabilities{EmbeddedContext: true, Image: s.opts.Accepts.Images},
+			McpCapabilities:     acp.McpCapabilities{Http: s.opts.MCP},
+			SessionCapabilities: sessionCaps,
+			Meta:                map[string]any{"steering": map[string]any{"method": MethodSteering}},
 		},
 	}, nil
 }

@@ -24,6 +24,8 @@ type conv struct {
 	tab  *sessions.Attachment
 	mode *modePolicy
 	cwd  string
+	// down are the editor's MCP servers the session opened without.
+	down []unavailable
 	// ctx ends when the session closes.
 	ctx    stdctx.Context
 	cancel stdctx.CancelFunc
@@ -82,10 +84,10 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 	if !filepath.IsAbs(cwd) {
 		return nil, errs.New(BadParams, fmt.Sprintf("cwd %q is not an absolute path; send the absolute path of the project directory", cwd))
 	}
+	mcp := s.mcpEntries(servers, cwd)
 	o := sessions.OpenOptions{
 		Agent: s.opts.Agent, Presets: s.opts.Presets, Workspace: filepath.Clean(cwd),
-		Source:  agentSourceOf(""),
-		Entries: s.mcpEntries(servers, cwd),
+		Source: agentSourceOf(""),
 	}
 	if kind != openNew {
 		s.mu.Lock()
@@ -95,21 +97,36 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 			return nil, errs.New(BadParams, fmt.Sprintf("session %q is already open on this connection; keep using it, or session/close it first", id))
 		}
 	}
-	var ss *sessions.Session
-	var err error
-	if kind == openNew {
-		ss, err = s.opts.Sessions.Open(ctx, o)
-	} else {
-		ss, err = s.opts.Sessions.Resume(ctx, string(id), o)
+	// One broken server of the editor's must not cost the person the
+	// session, and the advice the mcp plugin gives (on_unavailable: skip)
+	// is no setting an editor user has: the session opens without it, and
+	// the editor is told which server and why (report).
+	var down []unavailable
+	for {
+		o.Entries = entriesOf(mcp)
+		var ss *sessions.Session
+		var err error
+		if kind == openNew {
+			ss, err = s.opts.Sessions.Open(ctx, o)
+		} else {
+			ss, err = s.opts.Sessions.Resume(ctx, string(id), o)
+		}
+		if i, why, ok := failedServer(err, mcp); ok {
+			s.log.Warn("an MCP server of the editor's did not start; the session opens without it", "server", mcp[i].Label, "error", why)
+			down = append(down, unavailable{Label: mcp[i].Label, Name: mcp[i].Name, Why: why})
+			mcp = append(mcp[:i:i], mcp[i+1:]...)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		st, err := s.start(ss, kind, o.Workspace)
+		if err != nil {
+			return nil, errors.Join(err, ss.Detach(stdctx.Background()))
+		}
+		st.down = down
+		return st, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	st, err := s.start(ss, kind, o.Workspace)
-	if err != nil {
-		return nil, errors.Join(err, ss.Detach(stdctx.Background()))
-	}
-	return st, nil
 }
 
 // start attaches to the session's hub, mounts the mode policy and starts

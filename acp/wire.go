@@ -5,7 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
+
+	"github.com/coder/acp-go-sdk"
 )
 
 // The SDK logs and drops a line that is not JSON, and never answers a
@@ -44,7 +48,7 @@ type envelope struct {
 
 // filter copies in to sdk line by line until in ends, answering malformed
 // messages on out itself; it closes sdk when done.
-func filter(in io.Reader, sdk *io.PipeWriter, out io.Writer) {
+func filter(in io.Reader, sdk *io.PipeWriter, out io.Writer, log *slog.Logger) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	for sc.Scan() {
@@ -53,6 +57,13 @@ func filter(in io.Reader, sdk *io.PipeWriter, out io.Writer) {
 			continue
 		}
 		fixed, reply := vet(line)
+		if fixed == nil && reply == nil {
+			// The spec has a receiver ignore a notification it does not
+			// know; the SDK would log each at ERROR, which tells an
+			// operator something is broken when nothing is.
+			log.Debug("an unknown notification is ignored", "method", methodOf(line))
+			continue
+		}
 		if reply != nil {
 			_, _ = out.Write(reply)
 			continue
@@ -70,7 +81,8 @@ func filter(in io.Reader, sdk *io.PipeWriter, out io.Writer) {
 	_ = sdk.Close()
 }
 
-// vet returns the line to pass on, or the reply that answers it instead.
+// vet returns the line to pass on, or the reply that answers it instead;
+// neither for a notification to ignore.
 func vet(line []byte) ([]byte, []byte) {
 	if line[0] != '{' {
 		if json.Valid(line) {
@@ -90,8 +102,25 @@ func vet(line []byte) ([]byte, []byte) {
 		return nil, rpcError(e.ID, -32600, "Invalid request", "the message has an id but no method, result or error")
 	case e.Method == "session/prompt" && hasID:
 		return withRequestID(line, e), nil
+	case e.Method != "" && !hasID && !knownNotification(e.Method):
+		return nil, nil
 	}
 	return line, nil
+}
+
+// knownNotification says whether the SDK has a handler for a notification
+// the client sends: session/cancel, the protocol's $/cancel_request, and
+// extension notifications ("_…"), which the SDK ignores quietly itself
+// when nobody handles them.
+func knownNotification(method string) bool {
+	return method == acp.AgentMethodSessionCancel || method == "$/cancel_request" || strings.HasPrefix(method, "_")
+}
+
+// methodOf is the method a line names, for the log.
+func methodOf(line []byte) string {
+	var e envelope
+	_ = json.Unmarshal(line, &e)
+	return e.Method
 }
 
 // withRequestID puts the request's id into params._meta; a line whose

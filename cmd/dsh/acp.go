@@ -30,14 +30,18 @@ func acpCommand(g *globals) *cobra.Command {
 stdin/stdout. Each editor session is an agent opened from the acp: key of the
 config (agent: the configured agent to start from, default the first;
 presets: added to its own; mode: the starting mode, default workspace-write).
-Logs go to stderr. It exits 0 when the editor closes stdin, after every
-session's agent is stopped and its session saved.`,
+Logs go to stderr. It exits 0 when the editor closes stdin (and stdout too,
+if it does), after every session's agent is stopped and its session saved.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serveACP(cmd, g) },
 	}
 }
 
 func serveACP(cmd *cobra.Command, g *globals) error {
+	// An editor that goes away closes stdout too: dsh's answers then hit
+	// a closed pipe, which must fail the write, not kill dsh before its
+	// sessions are saved.
+	defer catchSIGPIPE()()
 	stderr := cmd.ErrOrStderr()
 	cfg, err := config.Load(g.loadOptions())
 	if err != nil {

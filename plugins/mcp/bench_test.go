@@ -79,9 +79,27 @@ func benchDirect(b *testing.B, t mcpsdk.Transport) {
 	})
 }
 
-func benchDsh(b *testing.B, cfg Config) {
+// BenchmarkCallOfAChangingTool is BenchmarkCall/…/dsh for a tool without
+// readOnlyHint, after which dsh lists the server's tools (catchup.go):
+// the difference is the price of that list.
+func BenchmarkCallOfAChangingTool(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		cfg, _ := memoryConfig(b)
+		cfg.Approval = "allow"
+		benchTool(b, cfg, "write")
+	})
+	b.Run("stdio", func(b *testing.B) {
+		cfg := stdioConfig()
+		cfg.Approval = "allow"
+		benchTool(b, cfg, "write")
+	})
+}
+
+func benchDsh(b *testing.B, cfg Config) { benchTool(b, cfg, "echo") }
+
+func benchTool(b *testing.B, cfg Config, tool string) {
 	root, svc := mustMount(b, cfg)
-	c := tools.Call{ID: "c", Name: cfg.Name + "__echo", Arguments: benchArgs}
+	c := tools.Call{ID: "c", Name: cfg.Name + "__" + tool, Arguments: benchArgs}
 	measure(b, func() {
 		r, err := svc.Execute(stdctx.Background(), root, c)
 		if err != nil || r.IsError {

@@ -39,8 +39,12 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 		if cfg.OnUnavailable == Fail {
 			stop()
 			<-done
-			return errs.Wrap(Unavailable, err, fmt.Sprintf(
+			e := errs.Wrap(Unavailable, err, fmt.Sprintf(
 				"MCP server %q did not start; fix its command or url, or set on_unavailable: skip to start without it", cfg.Name))
+			// Whoever mounted several servers (an ACP session's editor)
+			// learns which one failed without parsing the message.
+			e.Details = map[string]any{"server": cfg.Name}
+			return e
 		}
 		s.log.Warn("starting without the MCP server (on_unavailable: skip); dsh keeps trying to start it", "error", err)
 	}

@@ -33,8 +33,11 @@ type server struct {
 	cur  *conn  // nil while the server is down
 	down string // why it is down, for the results of calls meanwhile
 
-	// tools are the registered tools by the server's own names; only the
-	// supervising goroutine touches them.
+	// syncMu serializes the syncs of the registry: the supervisor's (on
+	// start and on a notification) and the one after each call.
+	syncMu sync.Mutex
+	// tools are the registered tools by the server's own names; syncMu
+	// guards them.
 	tools map[string]*remote
 }
 
@@ -183,6 +186,8 @@ func (s *server) lost(c *conn, why string) {
 // sync lists the server's tools and brings the registry in step: new
 // tools are registered, removed ones unregistered, changed ones replaced.
 func (s *server) sync(ctx stdctx.Context, c *conn) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	var list []*mcpsdk.Tool
 	for t, err := range c.sess.Tools(ctx, nil) {
 		if err != nil {
@@ -219,6 +224,8 @@ func (s *server) sync(ctx stdctx.Context, c *conn) error {
 }
 
 func (s *server) unregisterAll() {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	for name, r := range s.tools {
 		_ = r.fiber.Dispose(stdctx.Background())
 		delete(s.tools, name)
@@ -288,7 +295,7 @@ func (s *server) tool(t *mcpsdk.Tool) (tools.Tool, error) {
 		ParallelSafe: readOnly || slices.Contains(s.cfg.ParallelSafe, t.Name) || slices.Contains(s.cfg.ParallelSafe, "*"),
 		Approval:     approval,
 		Execute: func(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
-			return s.call(ctx, name, c)
+			return s.call(ctx, name, readOnly, c)
 		},
 	}, nil
 }
@@ -296,7 +303,7 @@ func (s *server) tool(t *mcpsdk.Tool) (tools.Tool, error) {
 // call runs the server's tool name. Everything the model can act on —
 // the server down, a timeout, a disconnect, the server's own error — is
 // an error result naming the server; only the end of ctx is a Go error.
-func (s *server) call(ctx stdctx.Context, name string, c tools.Call) (tools.Result, error) {
+func (s *server) call(ctx stdctx.Context, name string, readOnly bool, c tools.Call) (tools.Result, error) {
 	s.mu.Lock()
 	cur, down := s.cur, s.down
 	s.mu.Unlock()
@@ -308,11 +315,17 @@ func (s *server) call(ctx stdctx.Context, name string, c tools.Call) (tools.Resu
 	res, err := cur.sess.CallTool(cctx, &mcpsdk.CallToolParams{Name: name, Arguments: c.Arguments})
 	switch {
 	case err == nil:
+		s.catchUp(ctx, cur, readOnly)
 		return result(res, s.cfg.MaxResultBytes, resultLimits), nil
 	case ctx.Err() != nil:
 		return tools.Result{}, ctx.Err()
 	case cctx.Err() != nil:
 		return failed("the call of %q on MCP server %q timed out after %s (call_timeout) and was cancelled", name, s.cfg.Name, s.cfg.CallTimeout), nil
+	}
+	if r, ok := s.unreachable(name, err); ok {
+		return r, nil
+	}
+	switch {
 	case errors.Is(err, mcpsdk.ErrConnectionClosed) || s.gone(cur):
 		return failed("MCP server %q went away during the call of %q (%v); it may or may not have taken effect. dsh restarts the server: check, then try again", s.cfg.Name, name, err), nil
 	default:

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -187,6 +188,10 @@ func (s *server) connect(ctx stdctx.Context) (*conn, error) {
 		}
 		if ctx.Err() == stdctx.DeadlineExceeded {
 			return c, fmt.Errorf("no MCP handshake within start_timeout (%s)", s.cfg.StartTimeout)
+		}
+		var op *net.OpError
+		if s.cfg.URL != "" && errors.As(err, &op) && op.Op == "dial" {
+			return c, fmt.Errorf("it could not be reached at %s (%v); check that the server is running at that address", s.cfg.URL, op.Err)
 		}
 		return c, err
 	}

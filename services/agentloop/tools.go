@@ -142,6 +142,10 @@ func (a *ReactLoopAgent) unanswered(o tools.Outcome) string {
 		return "not executed: the turn was " + r
 	case !o.Ran:
 		return "not executed: the turn ended"
+	case errs.HasCode(o.Err, tools.NotApproved) && r != "":
+		return "not executed: the turn was " + r + " while this call waited for approval; it did not run"
+	case errs.HasCode(o.Err, tools.NotApproved):
+		return "not executed: the turn ended while this call waited for approval; it did not run"
 	case r != "":
 		return "interrupted: the turn was " + r + " while this call ran; it may have partly run"
 	case errors.Is(o.Err, stdctx.Canceled) || errors.Is(o.Err, stdctx.DeadlineExceeded):

@@ -66,7 +66,10 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 func approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
 	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: &e.tool})
 	if err != nil {
-		if ctx.Err() != nil || errs.HasCode(err, errs.ListenerFailed) {
+		if ctx.Err() != nil {
+			return call, Result{}, false, withdrawn(call, err)
+		}
+		if errs.HasCode(err, errs.ListenerFailed) {
 			return call, Result{}, false, err
 		}
 		// A policy that fails is not a permission: refuse, and say so.
@@ -127,7 +130,7 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, 
 	}
 	if ctx.Err() != nil {
 		// Whatever was answered, the call is cancelled: it never runs.
-		return Result{}, false, ctx.Err()
+		return Result{}, false, withdrawn(call, ctx.Err())
 	}
 	switch {
 	case errs.HasCode(err, approval.NoAnswerer):
@@ -198,4 +201,11 @@ func summary(call Call) string {
 		s = strings.ToValidUTF8(s[:maxSummary], "") + "…"
 	}
 	return s
+}
+
+// withdrawn is the error of a call whose turn ended while the approval
+// stage decided it: it never ran, which the agent loop tells the model
+// (a call cut off while running may have partly run; this one cannot).
+func withdrawn(call Call, cause error) error {
+	return errs.Wrap(NotApproved, cause, fmt.Sprintf("the call to %q was not approved before its turn ended; it did not run", call.Name))
 }

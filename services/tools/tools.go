@@ -46,6 +46,10 @@ import (
 const (
 	// ToolPanicked: a tool's Execute panicked; the turn that ran it fails.
 	ToolPanicked errs.Code = "TOOL_PANICKED"
+	// NotApproved: the call's context ended while the approval stage
+	// decided it (a cancel withdrew the question): the tool never ran.
+	// It wraps the context's error, so errors.Is still sees the cancel.
+	NotApproved errs.Code = "TOOL_NOT_APPROVED"
 )
 
 // Key is the service key.
