@@ -29,6 +29,54 @@ type Doc struct {
 	Body string
 	// BodyLine is the 1-based line the body starts on.
 	BodyLine int
+	// lines are the front matter's lines, for Raw.
+	lines []string
+}
+
+// Raw is the text after "key:" on the key's line, as written: for fields
+// such as argument-hint whose value is display text even where YAML
+// would read a list ("[message]").
+func (d *Doc) Raw(key string) (string, bool) {
+	if d.Fields == nil {
+		return "", false
+	}
+	for i := 0; i+1 < len(d.Fields.Content); i += 2 {
+		k := d.Fields.Content[i]
+		if k.Value != key {
+			continue
+		}
+		if v := d.Fields.Content[i+1]; v.Kind == yaml.ScalarNode || k.Line < 1 || k.Line > len(d.lines) {
+			return v.Value, true
+		}
+		_, after, _ := strings.Cut(d.lines[k.Line-1], ":")
+		return strings.TrimSpace(after), true
+	}
+	return "", false
+}
+
+// flatLines reads front matter that is not YAML as "key: value" lines,
+// each value the rest of its line with surrounding quotes removed; ok is
+// false when a line is neither that, blank nor a comment.
+func flatLines(lines []string) (*yaml.Node, bool) {
+	m := &yaml.Node{Kind: yaml.MappingNode}
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		k, v, found := strings.Cut(l, ":")
+		if !found || k != strings.TrimSpace(k) || k == "" || strings.ContainsAny(k, " \t") {
+			return nil, false
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		m.Content = append(m.Content,
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k, Line: i + 1},
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Line: i + 1})
+	}
+	return m, true
 }
 
 // Parse splits text. With required set, a file that does not open with a
@@ -60,10 +108,18 @@ func Parse(file string, text []byte, required bool) (*Doc, error) {
 		rest = more
 		line++
 	}
-	d := &Doc{File: file, Body: rest, BodyLine: line + 1}
+	d := &Doc{File: file, Body: rest, BodyLine: line + 1, lines: strings.Split(yamlText.String(), "\n")}
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(yamlText.String()), &root); err != nil {
-		return nil, errs.New(Invalid, fmt.Sprintf("%s:1: the front matter is not valid YAML: %s", file, shiftLines(err.Error(), 1))).WithReason("frontmatter/yaml")
+		// Claude Code reads "argument-hint: [pr-number] [priority]",
+		// which is not YAML, as the text it looks like: so does dsh,
+		// for front matter of plain "key: value" lines.
+		flat, ok := flatLines(d.lines)
+		if !ok {
+			return nil, errs.New(Invalid, fmt.Sprintf("%s:1: the front matter is not valid YAML: %s", file, shiftLines(err.Error(), 1))).WithReason("frontmatter/yaml")
+		}
+		d.Fields = flat
+		return d, nil
 	}
 	if len(root.Content) == 0 {
 		return d, nil // "---\n---": empty front matter
