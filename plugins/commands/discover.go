@@ -187,6 +187,10 @@ func invalid(err error) error {
 	return errs.New(Invalid, msg).WithReason("commands/invalid")
 }
 
+// Find returns the command of list that name invokes: "ns:name"
+// exactly, or the first of that bare name.
+func Find(list []Command, name string) (Command, bool) { return lookup(list, name) }
+
 // lookup finds the command name invokes: "ns:name" exactly, or the
 // first of that bare name.
 func lookup(list []Command, name string) (Command, bool) {
