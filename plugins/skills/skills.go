@@ -59,9 +59,10 @@ var section = dshctx.Define(ID+"/section", func(ctx *dshctx.Context, cfg any) er
 }, systemprompt.Key)
 
 type plug struct {
-	cfg  Config
-	log  hclog.Logger
-	home string
+	cfg   Config
+	log   hclog.Logger
+	home  string
+	files cache
 
 	mu     sync.Mutex
 	agents map[string]*agentState
@@ -163,7 +164,7 @@ func (p *plug) refresh(a agents.Agent) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	list, problems := scan(st.dirs)
+	list, problems := p.files.scan(st.dirs)
 	p.report(st, list, problems)
 	text := render(list)
 	if text == st.text && (text == "") == (st.holder == nil) {

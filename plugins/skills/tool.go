@@ -33,7 +33,7 @@ func (p *plug) tool() tools.Tool {
 			if err := d.Decode(&args); err != nil {
 				return tools.Result{}, fmt.Errorf("the arguments are not {\"name\": \"<skill>\"}: %v", err)
 			}
-			list, _ := scan(resolve(p.cfg.Paths, c.Workspace, p.home))
+			list, _ := p.files.scan(resolve(p.cfg.Paths, c.Workspace, p.home))
 			for _, s := range list {
 				if s.Name == args.Name {
 					return tools.Result{Content: body(s)}, nil
