@@ -85,8 +85,13 @@ func scan(dirs []string) ([]Command, []Problem) {
 	for _, dir := range dirs {
 		var files []string
 		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // the common case: no commands there
+			}
 			if err != nil {
-				return nil // a missing folder: no commands there
+				// There but unreadable is said, not taken for empty.
+				problems = append(problems, Problem{File: p, Err: errs.New(Unreadable, fmt.Sprintf("%s: cannot be listed: %v", p, err)).WithReason("commands/unreadable")})
+				return nil
 			}
 			if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir

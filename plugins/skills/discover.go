@@ -108,8 +108,14 @@ func (c *cache) scan(dirs []string) ([]Skill, []Problem) {
 	seen := map[string]string{}
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the common case: no skills there
+		}
 		if err != nil {
-			continue // a missing folder is the common case: no skills there
+			// A folder that is there but cannot be listed is said, not
+			// taken for an empty one.
+			problems = append(problems, Problem{File: dir, Err: errs.New(Unreadable, fmt.Sprintf("%s: the skills folder cannot be listed: %v", dir, err)).WithReason("skills/unreadable")})
+			continue
 		}
 		sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 		for _, e := range entries {
