@@ -32,6 +32,12 @@ func TestPromptCommandsOverTheAPI(t *testing.T) {
 	if !strings.HasPrefix(stored, "<command-name>/review-pr</command-name>\n<command-args>456 high alice</command-args>\n\nReview PR #456") {
 		t.Fatalf("stored %q in %+v", stored, evs)
 	}
+	// The session is titled by the line typed, not by the tags.
+	var list struct{ Sessions []sessionOut }
+	e.call("GET", "/v1/sessions", nil).json(t, &list)
+	if len(list.Sessions) != 1 || list.Sessions[0].Title != "/review-pr 456 high alice" {
+		t.Fatalf("list %+v", list)
+	}
 	r := e.call("POST", "/v1/sessions/"+id+"/messages", map[string]string{"request_id": "c2", "content": "/deploy"})
 	var refused errorOut
 	r.json(t, &refused)

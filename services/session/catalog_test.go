@@ -118,6 +118,8 @@ func TestTitle(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", ""},
 		{"  fix\n\tthe   build \n", "fix the build"},
+		{"<command-name>/review-pr</command-name>\n<command-args>456 high alice</command-args>\n\nReview PR #456", "/review-pr 456 high alice"},
+		{"<command-name>/optimize</command-name>\n\nAnalyze this code", "/optimize"},
 		{strings.Repeat("é", session.TitleMax), strings.Repeat("é", session.TitleMax)},
 		{strings.Repeat("é", session.TitleMax+1), strings.Repeat("é", session.TitleMax-1) + "…"},
 		{strings.Repeat("ab ", 100), strings.Repeat("ab ", 26) + "a…"},
