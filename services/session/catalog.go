@@ -205,7 +205,7 @@ func commandLine(prompt string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if args, ok := strings.CutPrefix(strings.TrimLeft(rest, "\n"), "<command-args>"); ok {
+	if args, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "<command-args>"); ok {
 		if args, _, ok = strings.Cut(args, "</command-args>"); ok {
 			return name + " " + args, true
 		}
