@@ -306,13 +306,18 @@ func (sh *shared) report(list []Skill, problems []Problem) {
 		}
 	}
 	for _, s := range list {
-		if len(s.Ignored) == 0 {
+		ignored := s.Ignored
+		if len(s.AllowedTools) > 0 {
+			// Read and valid, but it grants nothing in dsh.
+			ignored = append([]string{"allowed-tools"}, ignored...)
+		}
+		if len(ignored) == 0 {
 			continue
 		}
-		msg := "ignored " + strings.Join(s.Ignored, " ")
+		msg := "ignored " + strings.Join(ignored, " ")
 		now[s.File] = msg
 		if sh.warned[s.File] != msg {
-			sh.log.Info("skills: front matter fields outside the Agent Skills specification are ignored", "agent", sh.agent.ID(), "file", s.File, "fields", s.Ignored)
+			sh.log.Info("skills: front matter fields dsh does not apply are ignored (allowed-tools grants nothing: calls go through approval)", "agent", sh.agent.ID(), "file", s.File, "fields", ignored)
 		}
 	}
 	sh.warned = now
