@@ -180,3 +180,26 @@ func TestAMessageWithPartsExpandsItsFirstText(t *testing.T) {
 		t.Fatalf("stored %+v", m)
 	}
 }
+
+// TestABrokenFileIsLoggedOnceWithItsLine: a command file whose front matter
+// is broken is left out, logged with its file and line, once however often
+// the folder is scanned; the other commands work.
+func TestABrokenFileIsLoggedOnceWithItsLine(t *testing.T) {
+	ws, _ := docsFolders(t)
+	bad := filepath.Join(ws, ".claude", "commands", "bad.md")
+	writeFile(t, bad, "---\ndescription: fine\nnot a field\n---\nbody\n")
+	e := newEnv(t)
+	e.apply(e.root, commands.Plugin, commands.Config{}.Defaults())
+	a := e.create("main", ws)
+	for range 2 {
+		if got, err := e.prompt(a, "/optimize", agentcontroller.SourceUser); err != nil || !strings.Contains(got.Content, "Analyze this code") {
+			t.Fatalf("%q %v", got.Content, err)
+		}
+	}
+	if _, err := e.prompt(a, "/bad", agentcontroller.SourceUser); err == nil {
+		t.Fatal("the broken command ran")
+	}
+	if l := e.logged(); strings.Count(l, "command file left out") != 1 || !strings.Contains(l, bad+":3: the front matter is not valid YAML") {
+		t.Fatalf("log:\n%s", l)
+	}
+}
