@@ -184,7 +184,7 @@ type shared struct {
 	sources   []source
 	text      string
 	section   *dshctx.Fiber // holds the system prompt section; nil without one
-	toolFiber *dshctx.Fiber // holds the skill tool; nil without entries
+	toolFiber *dshctx.Fiber // holds the skill tool; nil while there is no skill
 	warned    map[string]string
 }
 
