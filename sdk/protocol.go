@@ -34,10 +34,19 @@ package sdk
 import (
 	stdctx "context"
 
-	"github.com/dsh-go/dsh/internal/childproc"
+	"github.com/dsh-go/dsh/sdk/internal/hostwatch"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+)
+
+// MagicCookieEnv names the variable that carries go-plugin's handshake
+// cookie to a plugin; HostFDEnv the one that names the host pipe, whose
+// end-of-file tells a plugin dsh is gone. A plugin in another language
+// reads both (sdk/python does).
+const (
+	MagicCookieEnv = "DSH_PLUGIN_MAGIC_COOKIE"
+	HostFDEnv      = hostwatch.HostFDEnv
 )
 
 // ProtocolVersion is the dsh plugin protocol this SDK speaks. Version 2
@@ -49,7 +58,7 @@ const ProtocolVersion = 2
 // anything else exits with a message instead of serving.
 var Handshake = plugin.HandshakeConfig{
 	ProtocolVersion:  ProtocolVersion,
-	MagicCookieKey:   childproc.MagicCookieEnv,
+	MagicCookieKey:   MagicCookieEnv,
 	MagicCookieValue: "d5h-pl4g1n-8c0f",
 }
 

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package hostwatch
+
+import "os"
+
+// KillOwnGroup ends the calling process outside Unix, which has no groups.
+func KillOwnGroup() { os.Exit(1) }
