@@ -96,7 +96,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.BoolVar(&g.ignoreEnv, "ignore-env", false, "read no DSH_ variable as config: neither DSH_CONFIG nor DSH_ overrides")
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set agents.main.model=deepseek-chat (repeatable)")
 
-	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand(), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g), clusterCommand(g))
+	root.AddCommand(runCommand(g), configCommand(g), withPluginsCheck(pluginsCommand(), g), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g), clusterCommand(g))
 
 	err := root.Execute()
 	if err == nil {
