@@ -37,10 +37,12 @@ func Watch(gone func()) bool {
 	if err != nil || n < 3 {
 		return false
 	}
-	f := os.NewFile(uintptr(n), "dsh-host")
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
-		return false // not the pipe dsh passed; leave the descriptor alone
+	if !isPipe(n) {
+		// Not the pipe dsh passed: leave the descriptor alone. (An
+		// *os.File made to look at it would close it when collected.)
+		return false
 	}
+	f := os.NewFile(uintptr(n), "dsh-host")
 	broken := make(chan os.Signal, 1)
 	signal.Notify(broken, syscall.SIGPIPE)
 	eof := make(chan struct{})
