@@ -26,6 +26,12 @@
 // capabilities the plugin cannot work without; HostCapabilities says what
 // the host offered.
 //
+// The SDK is a Go module of its own, github.com/dsh-go/dsh/sdk, with its
+// own Version; it depends on go-plugin, gRPC and protobuf, not on dsh.
+// Package sdktest runs a plugin in a test and drives it through the real
+// protocol, without dsh; `dsh plugins check` shows what dsh sees of a
+// built binary. docs/plugins.md is the author's guide.
+//
 // Plugins in Python use sdk/python; plugins in other languages implement
 // sdk/proto/pluginv1/plugin.proto, and sdk/proto/pluginv1/EVENTS.md gives
 // the JSON of every event.

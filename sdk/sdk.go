@@ -110,8 +110,8 @@ type server struct {
 	p *Plugin
 }
 
-// Server returns the protocol server of p, for tests that serve it on their
-// own gRPC server.
+// Server returns the protocol server of p, for a test that serves it on a
+// gRPC server of its own; sdktest.Start does that and plays the host.
 func (p *Plugin) Server() pluginv1.PluginServer { return &server{p: p} }
 
 // Describe implements the protocol.

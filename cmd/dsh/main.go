@@ -5,6 +5,7 @@
 //	dsh run --session ID         resume session ID (or create it); --continue: the latest
 //	dsh config check             validate the config and print its plugin tree
 //	dsh plugins                  list the plugins compiled in
+//	dsh plugins check PATH       start a plugin binary, print what it declares
 //	dsh presets                  list the built-in presets (the modes)
 //	dsh sessions list|show|rm    the persisted sessions, with their usage
 //
