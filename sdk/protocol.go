@@ -26,6 +26,12 @@
 // capabilities the plugin cannot work without; HostCapabilities says what
 // the host offered.
 //
+// The SDK is a Go module of its own, github.com/dsh-go/dsh/sdk, with its
+// own Version; it depends on go-plugin, gRPC and protobuf, not on dsh.
+// Package sdktest runs a plugin in a test and drives it through the real
+// protocol, without dsh; `dsh plugins check` shows what dsh sees of a
+// built binary. docs/plugins.md is the author's guide.
+//
 // Plugins in Python use sdk/python; plugins in other languages implement
 // sdk/proto/pluginv1/plugin.proto, and sdk/proto/pluginv1/EVENTS.md gives
 // the JSON of every event.
@@ -34,10 +40,19 @@ package sdk
 import (
 	stdctx "context"
 
-	"github.com/dsh-go/dsh/internal/childproc"
+	"github.com/dsh-go/dsh/sdk/internal/hostwatch"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+)
+
+// MagicCookieEnv names the variable that carries go-plugin's handshake
+// cookie to a plugin; HostFDEnv the one that names the host pipe, whose
+// end-of-file tells a plugin dsh is gone. A plugin in another language
+// reads both (sdk/python does).
+const (
+	MagicCookieEnv = "DSH_PLUGIN_MAGIC_COOKIE"
+	HostFDEnv      = hostwatch.HostFDEnv
 )
 
 // ProtocolVersion is the dsh plugin protocol this SDK speaks. Version 2
@@ -49,7 +64,7 @@ const ProtocolVersion = 2
 // anything else exits with a message instead of serving.
 var Handshake = plugin.HandshakeConfig{
 	ProtocolVersion:  ProtocolVersion,
-	MagicCookieKey:   childproc.MagicCookieEnv,
+	MagicCookieKey:   MagicCookieEnv,
 	MagicCookieValue: "d5h-pl4g1n-8c0f",
 }
 

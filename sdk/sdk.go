@@ -8,8 +8,8 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/internal/childproc"
+	"github.com/dsh-go/dsh/sdk/errs"
+	"github.com/dsh-go/dsh/sdk/internal/hostwatch"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -95,7 +95,7 @@ func (p *Plugin) OnConfigure(fn func(config json.RawMessage) error) { p.configur
 func (p *Plugin) Serve() {
 	// Started by dsh, the plugin's whole process group dies with dsh,
 	// even when dsh is SIGKILLed: children the plugin started included.
-	childproc.WatchHost(childproc.KillOwnGroup)
+	hostwatch.Watch(hostwatch.KillOwnGroup)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: VersionedPlugins(&server{p: p}),
@@ -110,8 +110,8 @@ type server struct {
 	p *Plugin
 }
 
-// Server returns the protocol server of p, for tests that serve it on their
-// own gRPC server.
+// Server returns the protocol server of p, for a test that serves it on a
+// gRPC server of its own; sdktest.Start does that and plays the host.
 func (p *Plugin) Server() pluginv1.PluginServer { return &server{p: p} }
 
 // Describe implements the protocol.
@@ -119,7 +119,7 @@ func (s *server) Describe(_ stdctx.Context, req *pluginv1.DescribeRequest) (*plu
 	p := s.p
 	p.hostCaps.Store(slices.Clone(req.GetCapabilities()))
 	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners,
-		Requires: p.requires, Accepts: []string{EmitBatch}, Tools: p.tools}, nil
+		Requires: p.requires, Accepts: []string{EmitBatch}, Tools: p.tools, Sdk: sdkName}, nil
 }
 
 // Configure implements the protocol.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/sdk"
+	"github.com/dsh-go/dsh/sdk/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"

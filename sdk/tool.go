@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
-	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/sdk/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/sdk"
+	"github.com/dsh-go/dsh/sdk/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/proto"

@@ -5,6 +5,7 @@
 //	dsh run --session ID         resume session ID (or create it); --continue: the latest
 //	dsh config check             validate the config and print its plugin tree
 //	dsh plugins                  list the plugins compiled in
+//	dsh plugins check PATH       start a plugin binary, print what it declares
 //	dsh presets                  list the built-in presets (the modes)
 //	dsh sessions list|show|rm    the persisted sessions, with their usage
 //
@@ -96,7 +97,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.BoolVar(&g.ignoreEnv, "ignore-env", false, "read no DSH_ variable as config: neither DSH_CONFIG nor DSH_ overrides")
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set agents.main.model=deepseek-chat (repeatable)")
 
-	root.AddCommand(runCommand(g), configCommand(g), pluginsCommand(), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g), clusterCommand(g))
+	root.AddCommand(runCommand(g), configCommand(g), withPluginsCheck(pluginsCommand(), g), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g), clusterCommand(g))
 
 	err := root.Execute()
 	if err == nil {

@@ -18,17 +18,22 @@ import (
 	"github.com/dsh-go/dsh/sdk"
 )
 
-func main() {
+func main() { newPlugin().Serve() }
+
+// newPlugin builds the plugin; main serves it to dsh, and main_test.go
+// drives it with sdktest.
+func newPlugin() *sdk.Plugin {
 	var cfg struct {
 		Word string `json:"word"`
 	}
 	p := sdk.New("no-secrets", "1.0.0")
 	p.OnConfigure(func(raw json.RawMessage) error { return json.Unmarshal(raw, &cfg) })
 	p.Admission(func(ctx stdctx.Context, a *sdk.Admission, next sdk.AdmissionNext) (*sdk.Decision, error) {
-		if cfg.Word != "" && strings.Contains(strings.ToLower(a.Message.Content), cfg.Word) {
+		word := strings.ToLower(cfg.Word)
+		if word != "" && strings.Contains(strings.ToLower(a.GetMessage().GetContent()), word) {
 			return sdk.Reject("no-secrets/word", "Please do not send "+cfg.Word+"s to the agent.", false), nil
 		}
 		return next(ctx, a) // admit
 	})
-	p.Serve()
+	return p
 }

@@ -30,7 +30,11 @@ const schema = `{
   "additionalProperties": false
 }`
 
-func main() {
+func main() { newPlugin().Serve() }
+
+// newPlugin builds the plugin; main serves it to dsh, and main_test.go
+// drives it with sdktest.
+func newPlugin() *sdk.Plugin {
 	p := sdk.New("word-count", "1.0.0")
 	p.Tool(&sdk.ToolDecl{
 		Name:         "word_count",
@@ -38,7 +42,7 @@ func main() {
 		Parameters:   schema,
 		ParallelSafe: true, // it only reads
 	}, count)
-	p.Serve()
+	return p
 }
 
 func count(_ stdctx.Context, inv *sdk.ToolInvocation) (*sdk.ToolResult, error) {

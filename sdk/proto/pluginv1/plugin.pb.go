@@ -231,7 +231,12 @@ type DescribeResponse struct {
 	// Optional features the plugin understands, such as "emit-batch". A
 	// plugin built before a feature existed leaves it out and the host does
 	// without it, so older binaries keep working.
-	Accepts       []string `protobuf:"bytes,6,rep,name=accepts,proto3" json:"accepts,omitempty"`
+	Accepts []string `protobuf:"bytes,6,rep,name=accepts,proto3" json:"accepts,omitempty"`
+	// The SDK the plugin was built with and its version, as "go/0.1.0" or
+	// "python/0.4.0"; empty for a plugin written against this file directly.
+	// It is for people reading `dsh plugins check`, never for compatibility,
+	// which the handshake's protocol version alone decides.
+	Sdk           string `protobuf:"bytes,7,opt,name=sdk,proto3" json:"sdk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -306,6 +311,13 @@ func (x *DescribeResponse) GetAccepts() []string {
 		return x.Accepts
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetSdk() string {
+	if x != nil {
+		return x.Sdk
+	}
+	return ""
 }
 
 // A tool declared by a plugin binary. The host validates every call
@@ -1337,14 +1349,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\aprepend\x18\x03 \x01(\bR\aprepend\"`\n" +
 	"\x0fDescribeRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\"\n" +
-	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\"\xdc\x01\n" +
+	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\"\xee\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x125\n" +
 	"\tlisteners\x18\x03 \x03(\v2\x17.dsh.plugin.v1.ListenerR\tlisteners\x12-\n" +
 	"\x05tools\x18\x04 \x03(\v2\x17.dsh.plugin.v1.ToolDeclR\x05tools\x12\x1a\n" +
 	"\brequires\x18\x05 \x03(\tR\brequires\x12\x18\n" +
-	"\aaccepts\x18\x06 \x03(\tR\aaccepts\"\xa1\x01\n" +
+	"\aaccepts\x18\x06 \x03(\tR\aaccepts\x12\x10\n" +
+	"\x03sdk\x18\a \x01(\tR\x03sdk\"\xa1\x01\n" +
 	"\bToolDecl\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from . import events_pb2 as events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cplugin.proto\x12\rdsh.plugin.v1\x1a\x0c\x65vents.proto\"M\n\x08Listener\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12!\n\x04kind\x18\x02 \x01(\x0e\x32\x13.dsh.plugin.v1.Kind\x12\x0f\n\x07prepend\x18\x03 \x01(\x08\"A\n\x0f\x44\x65scribeRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x14\n\x0c\x63\x61pabilities\x18\x02 \x03(\t\"\xa8\x01\n\x10\x44\x65scribeResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12*\n\tlisteners\x18\x03 \x03(\x0b\x32\x17.dsh.plugin.v1.Listener\x12&\n\x05tools\x18\x04 \x03(\x0b\x32\x17.dsh.plugin.v1.ToolDecl\x12\x10\n\x08requires\x18\x05 \x03(\t\x12\x0f\n\x07\x61\x63\x63\x65pts\x18\x06 \x03(\t\"j\n\x08ToolDecl\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\t\x12\x15\n\rparallel_safe\x18\x04 \x01(\x08\x12\x10\n\x08\x61pproval\x18\x05 \x01(\t\"p\n\x0eToolInvocation\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12%\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x17.dsh.plugin.v1.ToolCall\x12\x11\n\tworkspace\x18\x03 \x01(\t\x12\x12\n\nunattended\x18\x04 \x01(\x08\"]\n\x0bToolOutcome\x12)\n\x06result\x18\x01 \x01(\x0b\x32\x19.dsh.plugin.v1.ToolResult\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x14.dsh.plugin.v1.Error\"=\n\x10\x45mitBatchRequest\x12)\n\x05\x65mits\x18\x01 \x03(\x0b\x32\x1a.dsh.plugin.v1.EmitRequest\"A\n\x11\x45mitBatchResponse\x12,\n\x08\x66\x61ilures\x18\x01 \x03(\x0b\x32\x1a.dsh.plugin.v1.EmitFailure\"A\n\x0b\x45mitFailure\x12\r\n\x05index\x18\x01 \x01(\r\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x14.dsh.plugin.v1.Error\"9\n\x10\x43onfigureRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\x0c\x12\x10\n\x08\x65ntry_id\x18\x02 \x01(\t\"8\n\x11\x43onfigureResponse\x12#\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x14.dsh.plugin.v1.Error\"q\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x04 \x01(\x0c\x12#\n\x05\x63\x61use\x18\x05 \x01(\x0b\x32\x14.dsh.plugin.v1.Error\"q\n\x0bHostMessage\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x18.dsh.plugin.v1.CallStartH\x00\x12\x30\n\x0bnext_result\x18\x02 \x01(\x0b\x32\x19.dsh.plugin.v1.NextResultH\x00\x42\x05\n\x03msg\"\\\n\tCallStart\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\'\n\x07payload\x18\x04 \x01(\x0b\x32\x16.dsh.plugin.v1.Payload\x12\x11\n\tscope_tag\x18\x03 \x01(\tJ\x04\x08\x02\x10\x03\"^\n\nNextResult\x12%\n\x06result\x18\x03 \x01(\x0b\x32\x15.dsh.plugin.v1.Result\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x14.dsh.plugin.v1.ErrorJ\x04\x08\x01\x10\x02\"o\n\rPluginMessage\x12*\n\x04next\x18\x01 \x01(\x0b\x32\x1a.dsh.plugin.v1.NextRequestH\x00\x12+\n\x06result\x18\x02 \x01(\x0b\x32\x19.dsh.plugin.v1.CallResultH\x00\x42\x05\n\x03msg\"B\n\x0bNextRequest\x12\'\n\x07payload\x18\x03 \x01(\x0b\x32\x16.dsh.plugin.v1.PayloadJ\x04\x08\x01\x10\x02J\x04\x08\x02\x10\x03\"^\n\nCallResult\x12%\n\x06result\x18\x03 \x01(\x0b\x32\x15.dsh.plugin.v1.Result\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x14.dsh.plugin.v1.ErrorJ\x04\x08\x01\x10\x02\"^\n\x0b\x45mitRequest\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\'\n\x07payload\x18\x04 \x01(\x0b\x32\x16.dsh.plugin.v1.Payload\x12\x11\n\tscope_tag\x18\x03 \x01(\tJ\x04\x08\x02\x10\x03\"3\n\x0c\x45mitResponse\x12#\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x14.dsh.plugin.v1.Error*?\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x12\n\x0eKIND_WATERFALL\x10\x01\x12\r\n\tKIND_EMIT\x10\x02\x32\xc6\x03\n\x06Plugin\x12K\n\x08\x44\x65scribe\x12\x1e.dsh.plugin.v1.DescribeRequest\x1a\x1f.dsh.plugin.v1.DescribeResponse\x12N\n\tConfigure\x12\x1f.dsh.plugin.v1.ConfigureRequest\x1a .dsh.plugin.v1.ConfigureResponse\x12\x44\n\x04\x43\x61ll\x12\x1a.dsh.plugin.v1.HostMessage\x1a\x1c.dsh.plugin.v1.PluginMessage(\x01\x30\x01\x12?\n\x04\x45mit\x12\x1a.dsh.plugin.v1.EmitRequest\x1a\x1b.dsh.plugin.v1.EmitResponse\x12N\n\tEmitBatch\x12\x1f.dsh.plugin.v1.EmitBatchRequest\x1a .dsh.plugin.v1.EmitBatchResponse\x12H\n\x0b\x45xecuteTool\x12\x1d.dsh.plugin.v1.ToolInvocation\x1a\x1a.dsh.plugin.v1.ToolOutcomeB3Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cplugin.proto\x12\rdsh.plugin.v1\x1a\x0c\x65vents.proto\"M\n\x08Listener\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12!\n\x04kind\x18\x02 \x01(\x0e\x32\x13.dsh.plugin.v1.Kind\x12\x0f\n\x07prepend\x18\x03 \x01(\x08\"A\n\x0f\x44\x65scribeRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x14\n\x0c\x63\x61pabilities\x18\x02 \x03(\t\"\xb5\x01\n\x10\x44\x65scribeResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12*\n\tlisteners\x18\x03 \x03(\x0b\x32\x17.dsh.plugin.v1.Listener\x12&\n\x05tools\x18\x04 \x03(\x0b\x32\x17.dsh.plugin.v1.ToolDecl\x12\x10\n\x08requires\x18\x05 \x03(\t\x12\x0f\n\x07\x61\x63\x63\x65pts\x18\x06 \x03(\t\x12\x0b\n\x03sdk\x18\x07 \x01(\t\"j\n\x08ToolDecl\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\t\x12\x15\n\rparallel_safe\x18\x04 \x01(\x08\x12\x10\n\x08\x61pproval\x18\x05 \x01(\t\"p\n\x0eToolInvocation\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12%\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x17.dsh.plugin.v1.ToolCall\x12\x11\n\tworkspace\x18\x03 \x01(\t\x12\x12\n\nunattended\x18\x04 \x01(\x08\"]\n\x0bToolOutcome\x12)\n\x06result\x18\x01 \x01(\x0b\x32\x19.dsh.plugin.v1.ToolResult\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x14.dsh.plugin.v1.Error\"=\n\x10\x45mitBatchRequest\x12)\n\x05\x65mits\x18\x01 \x03(\x0b\x32\x1a.dsh.plugin.v1.EmitRequest\"A\n\x11\x45mitBatchResponse\x12,\n\x08\x66\x61ilures\x18\x01 \x03(\x0b\x32\x1a.dsh.plugin.v1.EmitFailure\"A\n\x0b\x45mitFailure\x12\r\n\x05index\x18\x01 \x01(\r\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x14.dsh.plugin.v1.Error\"9\n\x10\x43onfigureRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\x0c\x12\x10\n\x08\x65ntry_id\x18\x02 \x01(\t\"8\n\x11\x43onfigureResponse\x12#\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x14.dsh.plugin.v1.Error\"q\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\x04 \x01(\x0c\x12#\n\x05\x63\x61use\x18\x05 \x01(\x0b\x32\x14.dsh.plugin.v1.Error\"q\n\x0bHostMessage\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x18.dsh.plugin.v1.CallStartH\x00\x12\x30\n\x0bnext_result\x18\x02 \x01(\x0b\x32\x19.dsh.plugin.v1.NextResultH\x00\x42\x05\n\x03msg\"\\\n\tCallStart\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\'\n\x07payload\x18\x04 \x01(\x0b\x32\x16.dsh.plugin.v1.Payload\x12\x11\n\tscope_tag\x18\x03 \x01(\tJ\x04\x08\x02\x10\x03\"^\n\nNextResult\x12%\n\x06result\x18\x03 \x01(\x0b\x32\x15.dsh.plugin.v1.Result\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x14.dsh.plugin.v1.ErrorJ\x04\x08\x01\x10\x02\"o\n\rPluginMessage\x12*\n\x04next\x18\x01 \x01(\x0b\x32\x1a.dsh.plugin.v1.NextRequestH\x00\x12+\n\x06result\x18\x02 \x01(\x0b\x32\x19.dsh.plugin.v1.CallResultH\x00\x42\x05\n\x03msg\"B\n\x0bNextRequest\x12\'\n\x07payload\x18\x03 \x01(\x0b\x32\x16.dsh.plugin.v1.PayloadJ\x04\x08\x01\x10\x02J\x04\x08\x02\x10\x03\"^\n\nCallResult\x12%\n\x06result\x18\x03 \x01(\x0b\x32\x15.dsh.plugin.v1.Result\x12#\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x14.dsh.plugin.v1.ErrorJ\x04\x08\x01\x10\x02\"^\n\x0b\x45mitRequest\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\'\n\x07payload\x18\x04 \x01(\x0b\x32\x16.dsh.plugin.v1.Payload\x12\x11\n\tscope_tag\x18\x03 \x01(\tJ\x04\x08\x02\x10\x03\"3\n\x0c\x45mitResponse\x12#\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x14.dsh.plugin.v1.Error*?\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x12\n\x0eKIND_WATERFALL\x10\x01\x12\r\n\tKIND_EMIT\x10\x02\x32\xc6\x03\n\x06Plugin\x12K\n\x08\x44\x65scribe\x12\x1e.dsh.plugin.v1.DescribeRequest\x1a\x1f.dsh.plugin.v1.DescribeResponse\x12N\n\tConfigure\x12\x1f.dsh.plugin.v1.ConfigureRequest\x1a .dsh.plugin.v1.ConfigureResponse\x12\x44\n\x04\x43\x61ll\x12\x1a.dsh.plugin.v1.HostMessage\x1a\x1c.dsh.plugin.v1.PluginMessage(\x01\x30\x01\x12?\n\x04\x45mit\x12\x1a.dsh.plugin.v1.EmitRequest\x1a\x1b.dsh.plugin.v1.EmitResponse\x12N\n\tEmitBatch\x12\x1f.dsh.plugin.v1.EmitBatchRequest\x1a .dsh.plugin.v1.EmitBatchResponse\x12H\n\x0b\x45xecuteTool\x12\x1d.dsh.plugin.v1.ToolInvocation\x1a\x1a.dsh.plugin.v1.ToolOutcomeB3Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'plugin_pb2', globals())
@@ -22,48 +22,48 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1'
-  _KIND._serialized_start=1839
-  _KIND._serialized_end=1902
+  _KIND._serialized_start=1852
+  _KIND._serialized_end=1915
   _LISTENER._serialized_start=45
   _LISTENER._serialized_end=122
   _DESCRIBEREQUEST._serialized_start=124
   _DESCRIBEREQUEST._serialized_end=189
   _DESCRIBERESPONSE._serialized_start=192
-  _DESCRIBERESPONSE._serialized_end=360
-  _TOOLDECL._serialized_start=362
-  _TOOLDECL._serialized_end=468
-  _TOOLINVOCATION._serialized_start=470
-  _TOOLINVOCATION._serialized_end=582
-  _TOOLOUTCOME._serialized_start=584
-  _TOOLOUTCOME._serialized_end=677
-  _EMITBATCHREQUEST._serialized_start=679
-  _EMITBATCHREQUEST._serialized_end=740
-  _EMITBATCHRESPONSE._serialized_start=742
-  _EMITBATCHRESPONSE._serialized_end=807
-  _EMITFAILURE._serialized_start=809
-  _EMITFAILURE._serialized_end=874
-  _CONFIGUREREQUEST._serialized_start=876
-  _CONFIGUREREQUEST._serialized_end=933
-  _CONFIGURERESPONSE._serialized_start=935
-  _CONFIGURERESPONSE._serialized_end=991
-  _ERROR._serialized_start=993
-  _ERROR._serialized_end=1106
-  _HOSTMESSAGE._serialized_start=1108
-  _HOSTMESSAGE._serialized_end=1221
-  _CALLSTART._serialized_start=1223
-  _CALLSTART._serialized_end=1315
-  _NEXTRESULT._serialized_start=1317
-  _NEXTRESULT._serialized_end=1411
-  _PLUGINMESSAGE._serialized_start=1413
-  _PLUGINMESSAGE._serialized_end=1524
-  _NEXTREQUEST._serialized_start=1526
-  _NEXTREQUEST._serialized_end=1592
-  _CALLRESULT._serialized_start=1594
-  _CALLRESULT._serialized_end=1688
-  _EMITREQUEST._serialized_start=1690
-  _EMITREQUEST._serialized_end=1784
-  _EMITRESPONSE._serialized_start=1786
-  _EMITRESPONSE._serialized_end=1837
-  _PLUGIN._serialized_start=1905
-  _PLUGIN._serialized_end=2359
+  _DESCRIBERESPONSE._serialized_end=373
+  _TOOLDECL._serialized_start=375
+  _TOOLDECL._serialized_end=481
+  _TOOLINVOCATION._serialized_start=483
+  _TOOLINVOCATION._serialized_end=595
+  _TOOLOUTCOME._serialized_start=597
+  _TOOLOUTCOME._serialized_end=690
+  _EMITBATCHREQUEST._serialized_start=692
+  _EMITBATCHREQUEST._serialized_end=753
+  _EMITBATCHRESPONSE._serialized_start=755
+  _EMITBATCHRESPONSE._serialized_end=820
+  _EMITFAILURE._serialized_start=822
+  _EMITFAILURE._serialized_end=887
+  _CONFIGUREREQUEST._serialized_start=889
+  _CONFIGUREREQUEST._serialized_end=946
+  _CONFIGURERESPONSE._serialized_start=948
+  _CONFIGURERESPONSE._serialized_end=1004
+  _ERROR._serialized_start=1006
+  _ERROR._serialized_end=1119
+  _HOSTMESSAGE._serialized_start=1121
+  _HOSTMESSAGE._serialized_end=1234
+  _CALLSTART._serialized_start=1236
+  _CALLSTART._serialized_end=1328
+  _NEXTRESULT._serialized_start=1330
+  _NEXTRESULT._serialized_end=1424
+  _PLUGINMESSAGE._serialized_start=1426
+  _PLUGINMESSAGE._serialized_end=1537
+  _NEXTREQUEST._serialized_start=1539
+  _NEXTREQUEST._serialized_end=1605
+  _CALLRESULT._serialized_start=1607
+  _CALLRESULT._serialized_end=1701
+  _EMITREQUEST._serialized_start=1703
+  _EMITREQUEST._serialized_end=1797
+  _EMITRESPONSE._serialized_start=1799
+  _EMITRESPONSE._serialized_end=1850
+  _PLUGIN._serialized_start=1918
+  _PLUGIN._serialized_end=2372
 # @@protoc_insertion_point(module_scope)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/sdk/errs"
 )
 
 const refused errs.Code = "AGENT_ADMISSION_REJECTED"
