@@ -24,10 +24,10 @@ func WatchHost(gone func()) bool {
 	if err != nil || n < 3 {
 		return false
 	}
-	f := os.NewFile(uintptr(n), "dsh-host")
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+	if !isPipe(n) {
 		return false // not the pipe dsh passed; leave the descriptor alone
 	}
+	f := os.NewFile(uintptr(n), "dsh-host")
 	broken := make(chan os.Signal, 1)
 	signal.Notify(broken, syscall.SIGPIPE)
 	eof := make(chan struct{})
