@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkParsePlainPrompt is what every prompt that is not a command
-// costs the admission stage.
+// costs the prepare stage.
 func BenchmarkParsePlainPrompt(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {

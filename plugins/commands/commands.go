@@ -4,13 +4,15 @@
 // matter (description, argument-hint, model, allowed-tools) — invoked by a
 // prompt whose text is "/name args".
 //
-// The expansion happens in the agent's admission stage
-// (agent-controller/admission), so every entry point — dsh run, the
-// interactive CLI, ACP, the web page, webhooks, schedules — gets it once
-// and none needs code of its own. The admitted message holds what the user
-// typed (in <command-name> and <command-args> tags, as Claude Code records
-// it) followed by the expanded prompt; that is what the session stores and
-// the model receives. A "/name" no folder holds is refused with the list of
+// The expansion happens in the agent controller's prepare stage
+// (agent-controller/prepare), where a sender's input becomes message
+// content, so every entry point — dsh run, the interactive CLI, ACP, the
+// web page, webhooks, schedules — gets it once and none needs code of its
+// own, and admission judges the expanded prompt, the text the model will
+// read, without adding to it. The message holds what the user typed (in
+// <command-name> and <command-args> tags, as Claude Code records it)
+// followed by the expanded prompt; that is what the session stores and the
+// model receives. A "/name" no folder holds is refused with the list of
 // the commands there are; text whose first word is not a possible command
 // name (a path such as /usr/bin) passes unchanged. Prompts an agent's
 // model wrote for a subagent are left alone: commands are what people
@@ -44,7 +46,7 @@ import (
 // ID is the plugin's id, as config names it (use: prompt.commands).
 const ID = "prompt.commands"
 
-// Refusal reasons of the admission stage.
+// Refusal reasons of the prepare stage, recorded as the message's refusal.
 const (
 	ReasonUnknown     = "commands/unknown"
 	ReasonUnsupported = "commands/unsupported"
@@ -109,7 +111,7 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	}); err != nil {
 		return err
 	}
-	_, err := agentcontroller.EventAdmission.On(ctx, p.admit)
+	_, err := agentcontroller.EventPrepare.On(ctx, p.prepare)
 	return err
 }
 
@@ -135,61 +137,60 @@ func workspaceOf(a agents.Agent) string {
 	return ""
 }
 
-// admit expands an invocation this entry knows, passes on one another
+// prepare expands an invocation this entry knows, passes on one another
 // entry knows, and refuses one nobody knows.
-func (p *plug) admit(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
-	if a.Source.Kind == agentcontroller.SourceSubagent {
-		return next.Call(ctx, a)
+func (p *plug) prepare(ctx stdctx.Context, in agentcontroller.Preparation, next agentcontroller.PrepareNext) (agentcontroller.Preparation, error) {
+	if in.Source.Kind == agentcontroller.SourceSubagent {
+		return next.Call(ctx, in)
 	}
-	text, at := textOf(a.Message)
+	text, at := textOf(in)
 	inv, ok := Parse(text)
 	if !ok {
-		return next.Call(ctx, a)
+		return next.Call(ctx, in)
 	}
-	c, ok := lookup(p.commands(a.Agent), inv.Name)
+	c, ok := lookup(p.commands(in.Agent), inv.Name)
 	if !ok {
-		all := List(ctx, a.Agent)
+		all := List(ctx, in.Agent)
 		if _, known := lookup(all, inv.Name); known {
-			return next.Call(ctx, a) // another entry expands it
+			return next.Call(ctx, in) // another entry expands it
 		}
-		return agentcontroller.Reject(ReasonUnknown, unknown(inv.Name, all), false), nil
+		return in, agentcontroller.RefusePreparation(ReasonUnknown, unknown(inv.Name, all))
 	}
 	expanded, err := Expand(c, inv.Args)
 	if err != nil {
-		return agentcontroller.Reject(ReasonUnsupported, err.Error(), false), nil
+		return in, agentcontroller.RefusePreparation(ReasonUnsupported, err.Error())
 	}
 	if c.Model != "" {
-		p.log.Warn("commands: the command's model is not applied; the turn uses the agent's model", "agent", a.Agent.ID(), "command", c.Qualified(), "model", c.Model, "file", c.File)
+		p.log.Warn("commands: the command's model is not applied; the turn uses the agent's model", "agent", in.Agent.ID(), "command", c.Qualified(), "model", c.Model, "file", c.File)
 	}
 	if len(c.AllowedTools) > 0 {
-		p.log.Warn("commands: the command's allowed-tools are not applied; its tool calls go through approval as any other", "agent", a.Agent.ID(), "command", c.Qualified(), "allowed_tools", c.AllowedTools, "file", c.File)
+		p.log.Warn("commands: the command's allowed-tools are not applied; its tool calls go through approval as any other", "agent", in.Agent.ID(), "command", c.Qualified(), "allowed_tools", c.AllowedTools, "file", c.File)
 	}
-	a.Message = withText(a.Message, at, Message(inv, expanded))
-	return next.Call(ctx, a)
+	return next.Call(ctx, withText(in, at, Message(inv, expanded)))
 }
 
-// textOf is the message's text: Content, or the first part's when the
-// message has parts (the prompt's first block is what the user typed).
-func textOf(m llm.Message) (string, int) {
-	if m.Parts == nil {
-		return m.Content, -1
+// textOf is the input's text: Content, or the first part's when it has
+// parts (the prompt's first block is what the user typed).
+func textOf(in agentcontroller.Preparation) (string, int) {
+	if in.Parts == nil {
+		return in.Content, -1
 	}
-	if len(m.Parts) > 0 && m.Parts[0].Type == llm.PartText {
-		return m.Parts[0].Text, 0
+	if len(in.Parts) > 0 && in.Parts[0].Type == llm.PartText {
+		return in.Parts[0].Text, 0
 	}
 	return "", -1
 }
 
-func withText(m llm.Message, at int, text string) llm.Message {
+func withText(in agentcontroller.Preparation, at int, text string) agentcontroller.Preparation {
 	if at < 0 {
-		m.Content = text
-		return m
+		in.Content = text
+		return in
 	}
-	parts := append([]llm.Part(nil), m.Parts...)
+	parts := append([]llm.Part(nil), in.Parts...)
 	parts[at].Text = text
-	m.Parts = parts
-	m.Content = llm.TextOf(parts)
-	return m
+	in.Parts = parts
+	in.Content = llm.TextOf(parts)
+	return in
 }
 
 // unknown is the refusal of "/name": what there is instead.

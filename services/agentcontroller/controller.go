@@ -2,8 +2,12 @@
 // message from outside — a person at the CLI, a schedule, a webhook, a
 // plugin acting for someone — enters an agent's inbox.
 //
-// Deliver prepares the sender's content, builds the message, asks the
-// agent-controller/admission waterfall for a decision and, once admitted,
+// Deliver prepares the sender's content (Request.Prepare, then the
+// agent-controller/prepare waterfall, where plugins may turn the input into
+// other content: a prompt command into its file's text), builds the
+// message, asks the agent-controller/admission waterfall for a decision —
+// admission judges the prepared content and adds nothing the model sees —
+// and, once admitted,
 // inserts the message with nothing in between that could let the agent
 // change. Deliveries to one agent run in arrival order on one chain, so a
 // held message keeps later ones to the same agent waiting while other agents
@@ -303,6 +307,11 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 
 	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, Parts: prepared.Parts,
 		RequestID: req.RequestID, Unattended: req.Source.IsUnattended()}
+	msg, err := c.prepare(signal, agent, req, msg)
+	if err != nil {
+		c.recordRefusal(agent, msg, err)
+		return outcome{err: err}
+	}
 	// A reload replacing admission plugins holds the stage: the decision
 	// waits until the configured listeners are all in place.
 	if err := c.enter(signal); err != nil {
@@ -407,6 +416,27 @@ func (c *Controller) check(ctx stdctx.Context, agent agents.Agent) error {
 }
 
 // decide runs the admission stage and maps its failures.
+// prepare runs the prepare stage over msg's content. A refusal keeps its
+// code, to be recorded; any other failure becomes one naming the stage.
+func (c *Controller) prepare(signal stdctx.Context, agent agents.Agent, req Request, msg llm.Message) (llm.Message, error) {
+	p, err := EventPrepare.Dispatch(signal, agent.Context(), Preparation{Agent: agent, Mode: req.Mode, Source: req.Source, Content: msg.Content, Parts: msg.Parts})
+	if err == nil {
+		msg.Content, msg.Parts = p.Content, p.Parts
+		return msg, nil
+	}
+	if _, refused := RefusalOf(err); refused {
+		return msg, err
+	}
+	if c.stop.Err() != nil {
+		return msg, stopped()
+	}
+	if signal.Err() != nil {
+		return msg, stdctx.Cause(signal)
+	}
+	return msg, AgentAdmissionRejected(ReasonAdmissionFailed,
+		fmt.Sprintf("preparing the message for agent %q failed", agent.ID()), false, err)
+}
+
 func (c *Controller) decide(signal stdctx.Context, agent agents.Agent, msg llm.Message, req Request) (Decision, error) {
 	d, err := EventAdmission.Dispatch(signal, agent.Context(), Admission{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source})
 	if err == nil && d.Kind != DecisionAdmit && d.Kind != DecisionReject {

@@ -148,8 +148,38 @@ type Inserted struct {
 	Source  Source
 }
 
+// Preparation is the payload of agent-controller/prepare: a delivery's
+// content as the sender gave it (after Request.Prepare), before admission
+// judges it.
+type Preparation struct {
+	Agent   agents.Agent
+	Mode    Mode
+	Source  Source
+	Content string
+	// Parts are the message's parts, when it has any; their first text
+	// part is what the user typed.
+	Parts []llm.Part
+}
+
+// RefusePreparation is the error a prepare listener returns to refuse the
+// input: the delivery ends as a refusal with reason, recorded like one of
+// admission's (message/refused), and its sender gets PromptRejected.
+func RefusePreparation(reason, message string) error {
+	return AgentAdmissionRejected(reason, message, false, nil)
+}
+
 // Events of the agent controller, dispatched in the agent's scope.
 var (
+	// EventPrepare turns a sender's input into the content the message
+	// will hold, before admission: the seed's prepare step, open to
+	// plugins (a prompt command expanded into its file's text). A listener
+	// returns next's result, changed or not, or refuses with
+	// RefusePreparation. Admission then judges, and adds nothing to, what
+	// this stage made; the stage runs once per delivery, never on a retry
+	// the controller answers from its record.
+	EventPrepare = waterfall.New("agent-controller/prepare", func(_ stdctx.Context, p Preparation) (Preparation, error) {
+		return p, nil
+	})
 	// EventAdmission decides whether a message enters the inbox. Admit by
 	// returning next's decision, hold by waiting before next, refuse by
 	// returning a Reject without calling next. The innermost step admits.
@@ -167,6 +197,11 @@ var (
 // Listener signatures of the controller's events, so a plugin can name
 // them.
 type (
+	// PrepareListener turns a delivery's input into message content; see
+	// EventPrepare.
+	PrepareListener = waterfall.Listener[Preparation, Preparation]
+	// PrepareNext passes a delivery's input on to the rest of the stage.
+	PrepareNext = waterfall.Next[Preparation, Preparation]
 	// AdmissionListener decides, holds or rewrites a delivery; see
 	// EventAdmission.
 	AdmissionListener = waterfall.Listener[Admission, Decision]
