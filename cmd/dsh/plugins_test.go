@@ -112,8 +112,9 @@ func TestPluginsCheckPython(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := checkJSON(t, 0, "--python", python, "--env", "PYTHONPATH="+sdkDir, "../../examples/python-tool/plugin.py")
-	if !r.OK || r.Exec != python || len(r.Args) != 1 || !strings.HasSuffix(r.Args[0], "/examples/python-tool/plugin.py") || len(r.Tools) == 0 {
+	r := checkJSON(t, 0, "--python", python, "--env", "PYTHONPATH="+sdkDir, "../../examples/python-tool/dsh_file_stats.py")
+	if !r.OK || r.Exec != python || len(r.Args) != 1 || !strings.HasSuffix(r.Args[0], "/examples/python-tool/dsh_file_stats.py") || len(r.Tools) == 0 ||
+		!strings.HasPrefix(r.SDK, "python/") {
 		t.Fatalf("got %+v", r)
 	}
 }

@@ -188,9 +188,11 @@ class Plugin:
     def describe(self, request):
         """The DescribeResponse for a DescribeRequest."""
         self.host_capabilities = list(request.capabilities)
+        from . import __version__  # here: the package imports this module
         return pb.DescribeResponse(name=self.name, version=self.version, listeners=self._listeners,
                                    tools=[t.decl for t in self._tools.values()],
-                                   requires=self.requires, accepts=list(ACCEPTS))
+                                   requires=self.requires, accepts=list(ACCEPTS),
+                                   sdk="python/" + __version__)
 
     def _describe(self, request, context):
         return self.describe(request)
