@@ -79,6 +79,10 @@ type Config struct {
 	spareErr map[string]string
 	// wd is the working directory relative paths started from.
 	wd string
+	// environ is the environment ${VAR} in bundles' MCP servers reads.
+	environ []string
+	// bundles reports what each bundle and mcp_json entry mounted.
+	bundles []BundleReport
 }
 
 // Entry is one plugin to apply.
@@ -95,6 +99,16 @@ type Entry struct {
 	Config map[string]any `koanf:"config"`
 	// Disabled entries are checked but not applied.
 	Disabled bool `koanf:"disabled"`
+	// Bundle is the folder of a plugin bundle (Claude Code's plugin
+	// format): Load replaces the entry with the entries of what the
+	// bundle declares (bundle.go).
+	Bundle string `koanf:"bundle"`
+	// MCPJSON is a project .mcp.json: Load replaces the entry with one
+	// tools.mcp entry per server in it.
+	MCPJSON string `koanf:"mcp_json"`
+
+	// from is the bundle or mcp_json entry this one was made from.
+	from *origin
 
 	// For exec entries only:
 
@@ -297,7 +311,7 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 		p.sources[normalPath(at)] = source
 	}
 
-	cfg := &Config{File: file}
+	cfg := &Config{File: file, environ: opts.environ()}
 	decodeStrict(raw, cfg, "", p, true)
 	if !p.empty() {
 		return nil, p.err()
@@ -322,6 +336,8 @@ func (c *Config) check(p *problems, dir string) {
 	if err := c.Limits.Check("limits"); err != nil {
 		p.add("limits", err.Error())
 	}
+	c.bundles = nil
+	c.Plugins = c.expandBundles(c.Plugins, "plugins", p)
 	c.checkEntries(c.Plugins, "plugins", p)
 	var names []string // the presets the file defines
 	for name := range c.Presets {
@@ -334,6 +350,9 @@ func (c *Config) check(p *problems, dir string) {
 		if c.builtin[name] {
 			// Not in the file: a line number would point at another key.
 			at = "built-in preset " + name
+		}
+		if !c.builtin[name] {
+			c.Presets[name] = c.expandBundles(c.Presets[name], at, p)
 		}
 		c.checkEntries(c.Presets[name], at, p)
 	}
@@ -415,6 +434,9 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 	for i := range list {
 		e := &list[i]
 		key := fmt.Sprintf("%s[%d]", at, i)
+		if e.from != nil {
+			key = e.from.key
+		}
 		if e.ID == "" {
 			e.ID = e.Use
 			if e.ID == "" {
@@ -429,7 +451,7 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 		case e.Use != "" && e.Exec != "":
 			p.add(key, "an entry has either use: (an in-process plugin) or exec: (a plugin binary), not both")
 		case e.Use == "" && e.Exec == "":
-			p.add(key, "the entry names no plugin; add use: <plugin id> (see dsh plugins) or exec: <binary>")
+			p.add(key, "the entry names no plugin; add use: <plugin id> (see dsh plugins), exec: <binary>, bundle: <folder> or mcp_json: <file>")
 		case e.Exec != "":
 			written := e.Exec
 			e.Exec = c.ExecPath(e.Exec)

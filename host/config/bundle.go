@@ -1,0 +1,368 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/dsh-go/dsh/internal/bundle"
+	"github.com/dsh-go/dsh/plugin"
+)
+
+// A bundle: entry (or mcp_json: entry) is not a plugin: Load replaces it,
+// in place, with ordinary entries of dsh's own plugins — one per part the
+// bundle declares — so every part passes the seams any entry passes
+// (admission, approval, the sandbox, protected paths) and a preset scopes
+// them to its agents. The expansion happens while checking, before any
+// entry is decoded: a bundle with a defect fails the whole config, so
+// nothing of it, or of the rest, is applied.
+
+// The plugins a bundle's parts become.
+const (
+	skillsPlugin   = "skills"
+	commandsPlugin = "commands"
+	hooksPlugin    = "hooks.command"
+	mcpPlugin      = "tools.mcp"
+	protectPlugin  = "protect.paths"
+)
+
+// origin records where a generated entry came from.
+type origin struct {
+	// key is the problem path of the part: plugins[1].bundle[hooks].
+	key string
+	// what names the source for dsh config check: `bundle "review"`.
+	what string
+}
+
+// From names the bundle or .mcp.json an entry was made from ("" for an
+// entry the config file wrote).
+func (e Entry) From() string {
+	if e.from == nil {
+		return ""
+	}
+	return e.from.what
+}
+
+// BundleReport is what one bundle: or mcp_json: entry mounted, for dsh
+// config check and the start log.
+type BundleReport struct {
+	// At is the entry's key path ("plugins[2]", "presets.review[0]").
+	At string
+	// Kind is "bundle" or "mcp_json"; Path what the entry names, resolved.
+	Kind, Path string
+	// Name is the bundle's name (its manifest's, else its folder's).
+	Name string
+	// Entries are the ids of the entries it became, in order.
+	Entries []string
+	// Vars are variables of dsh's environment its MCP servers read.
+	Vars []string
+	// Notes are its parts that are not mounted or ignored, with why.
+	Notes []string
+}
+
+// Bundles reports what the config's bundle: and mcp_json: entries
+// mounted, in config order.
+func (c *Config) Bundles() []BundleReport { return c.bundles }
+
+// expandBundles returns list with each bundle: and mcp_json: entry
+// replaced by the entries it stands for.
+func (c *Config) expandBundles(list []Entry, at string, p *problems) []Entry {
+	if !slices.ContainsFunc(list, func(e Entry) bool { return e.Bundle != "" || e.MCPJSON != "" }) {
+		return list
+	}
+	out := make([]Entry, 0, len(list))
+	ids := map[string]string{}
+	for i, e := range list {
+		key := fmt.Sprintf("%s[%d]", at, i)
+		if e.Bundle == "" && e.MCPJSON == "" {
+			out = append(out, e)
+			continue
+		}
+		if !c.bundleEntryOK(e, key, p) {
+			continue
+		}
+		var gen []Entry
+		var report BundleReport
+		if e.Bundle != "" {
+			gen, report = c.bundleEntries(e, key, p)
+		} else {
+			gen, report = c.mcpJSONEntries(e, key, p)
+		}
+		if gen == nil {
+			continue
+		}
+		if len(gen) == 0 {
+			report.At = key
+			c.bundles = append(c.bundles, report)
+			continue
+		}
+		if prev, dup := ids[gen[0].ID]; dup {
+			p.add(key+".id", fmt.Sprintf("%s %q mounts under the id %q, as %s does; give one of them its own id:", report.Kind, e.Bundle+e.MCPJSON, strings.TrimSuffix(gen[0].ID, "/protect"), prev))
+			continue
+		}
+		ids[gen[0].ID] = key
+		report.At = key
+		c.bundles = append(c.bundles, report)
+		out = append(out, gen...)
+	}
+	c.checkServerNames(out, p)
+	return out
+}
+
+// bundleEntryOK refuses what a bundle: or mcp_json: entry cannot carry.
+func (c *Config) bundleEntryOK(e Entry, key string, p *problems) bool {
+	kind := "bundle"
+	if e.Bundle == "" {
+		kind = "mcp_json"
+	}
+	var extra []string
+	if e.Bundle != "" && e.MCPJSON != "" {
+		extra = append(extra, "mcp_json")
+	}
+	if e.Use != "" {
+		extra = append(extra, "use")
+	}
+	if e.Exec != "" {
+		extra = append(extra, "exec")
+	}
+	if len(e.Config) > 0 {
+		extra = append(extra, "config")
+	}
+	extra = append(extra, e.execOnly()...)
+	if len(extra) > 0 {
+		p.add(key, fmt.Sprintf("a %s: entry takes only id: and disabled:; remove %s (the %s's own files say what it mounts)", kind, strings.Join(extra, ", "), map[string]string{"bundle": "bundle", "mcp_json": "file"}[kind]))
+		return false
+	}
+	return true
+}
+
+// bundleEntries reads the bundle of e and makes its entries: the
+// protection of its folder first (its hooks and servers run as dsh's
+// user, so the agent's tools must not rewrite them), then skills,
+// commands, hooks and one entry per MCP server.
+func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, BundleReport) {
+	dir := c.ExecPath(e.Bundle)
+	b, err := bundle.Load(dir, bundle.EnvLookup(c.environ))
+	if err != nil {
+		for _, line := range bundle.Problems(err) {
+			p.add(key+".bundle", line)
+		}
+		return nil, BundleReport{}
+	}
+	id := e.ID
+	if id == "" {
+		id = b.Name
+	}
+	what := fmt.Sprintf("bundle %q", id)
+	part := func(name string) *origin {
+		return &origin{key: fmt.Sprintf("%s.bundle[%s]", key, name), what: what}
+	}
+	report := BundleReport{Kind: "bundle", Path: b.Root, Name: b.Name, Vars: b.Vars, Notes: b.Notes}
+	var gen []Entry
+	ok := true
+	need := func(use, has string) bool {
+		if _, found := plugin.Lookup(use); !found {
+			p.add(key+".bundle", fmt.Sprintf("bundle %q has %s, and this dsh binary has no %q plugin to mount them; use a dsh built with it, or remove the part from the bundle", id, has, use))
+			ok = false
+			return false
+		}
+		return true
+	}
+	if need(protectPlugin, "hooks, servers and instructions dsh loads from its folder") {
+		gen = append(gen, Entry{ID: id + "/protect", Use: protectPlugin, from: part("protect"), Config: map[string]any{
+			"paths": []any{map[string]any{"path": b.Root, "what": fmt.Sprintf("the folder of plugin bundle %q: dsh loads its hooks, MCP servers, skills and commands, and runs its hooks and servers as dsh's user", b.Name)}},
+		}})
+	}
+	if len(b.Skills) > 0 && need(skillsPlugin, "skills ("+shown(b, b.Skills)+")") {
+		gen = append(gen, Entry{ID: id + "/skills", Use: skillsPlugin, from: part("skills"), Config: map[string]any{"paths": anyList(b.Skills)}})
+	}
+	if len(b.Commands) > 0 && need(commandsPlugin, "commands ("+shown(b, b.Commands)+")") {
+		gen = append(gen, Entry{ID: id + "/commands", Use: commandsPlugin, from: part("commands"), Config: map[string]any{"paths": anyList(b.Commands)}})
+	}
+	if len(b.Hooks) > 0 && need(hooksPlugin, "hooks ("+strings.Join(b.HookSources, ", ")+")") {
+		events := map[string]any{}
+		for ev, groups := range b.Hooks {
+			events[ev] = groups
+		}
+		gen = append(gen, Entry{ID: id + "/hooks", Use: hooksPlugin, from: part(strings.Join(b.HookSources, " ")), Config: map[string]any{
+			"hooks": events,
+			// Claude Code gives a plugin's hooks the root in the
+			// environment as well as in the command text.
+			"env": map[string]any{bundle.PluginRootVar: b.Root},
+		}})
+	}
+	if len(b.Servers) > 0 && need(mcpPlugin, "MCP servers ("+strings.Join(bundle.ServerNames(b.Servers), ", ")+")") {
+		for _, s := range b.Servers {
+			cfg, note := serverConfig(s)
+			if note != "" {
+				report.Notes = append(report.Notes, note)
+			}
+			if s.Type == "stdio" {
+				env, _ := cfg["env"].(map[string]any)
+				if env == nil {
+					env = map[string]any{}
+				}
+				env[bundle.PluginRootVar] = b.Root
+				cfg["env"] = env
+			}
+			gen = append(gen, Entry{ID: id + "/mcp/" + s.Name, Use: mcpPlugin, from: part(s.File + " " + s.Name), Config: cfg})
+		}
+	}
+	if !ok {
+		return nil, BundleReport{}
+	}
+	for i := range gen {
+		gen[i].Disabled = e.Disabled
+		report.Entries = append(report.Entries, gen[i].ID)
+	}
+	return gen, report
+}
+
+// mcpJSONEntries reads the .mcp.json of e: one tools.mcp entry per server,
+// and the file's protection. Naming the file in the config is the
+// operator's consent to start what it declares: dsh never reads a
+// project's .mcp.json on its own.
+func (c *Config) mcpJSONEntries(e Entry, key string, p *problems) ([]Entry, BundleReport) {
+	file := c.ExecPath(e.MCPJSON)
+	f, err := bundle.ReadMCPJSON(file, bundle.EnvLookup(c.environ))
+	if err != nil {
+		for _, line := range bundle.Problems(err) {
+			p.add(key+".mcp_json", line)
+		}
+		return nil, BundleReport{}
+	}
+	id := e.ID
+	if id == "" {
+		id = e.MCPJSON
+	}
+	what := fmt.Sprintf("mcp_json %q", e.MCPJSON)
+	report := BundleReport{Kind: "mcp_json", Path: file, Vars: f.Vars, Notes: f.Notes}
+	gen := []Entry{}
+	if _, found := plugin.Lookup(protectPlugin); found {
+		gen = append(gen, Entry{ID: id + "/protect", Use: protectPlugin, from: &origin{key: key + ".mcp_json", what: what}, Config: map[string]any{
+			"paths": []any{map[string]any{"path": file, "what": "an MCP config dsh loads (mcp_json: in its config): its servers run as dsh's user"}},
+		}})
+	}
+	if len(f.Servers) > 0 {
+		if _, found := plugin.Lookup(mcpPlugin); !found {
+			p.add(key+".mcp_json", fmt.Sprintf("this dsh binary has no %q plugin to start the servers of %s", mcpPlugin, e.MCPJSON))
+			return nil, BundleReport{}
+		}
+	}
+	for _, s := range f.Servers {
+		cfg, note := serverConfig(s)
+		if note != "" {
+			report.Notes = append(report.Notes, note)
+		}
+		gen = append(gen, Entry{ID: id + "/" + s.Name, Use: mcpPlugin, from: &origin{key: fmt.Sprintf("%s.mcp_json[%s]", key, s.Name), what: what}, Config: cfg})
+	}
+	for i := range gen {
+		gen[i].Disabled = e.Disabled
+		report.Entries = append(report.Entries, gen[i].ID)
+	}
+	return gen, report
+}
+
+// serverConfig is the tools.mcp config of s, and a note when its name had
+// to change to fit in tool names.
+func serverConfig(s bundle.Server) (map[string]any, string) {
+	name := mcpName(s.Name)
+	note := ""
+	if name != s.Name {
+		note = fmt.Sprintf("%s: server %q is mounted as %q: its tools are named %s__<tool>, and tool names allow only letters, digits, '-' and single '_'", s.File, s.Name, name, name)
+	}
+	cfg := map[string]any{"name": name}
+	switch s.Type {
+	case "http":
+		cfg["url"] = s.URL
+		if len(s.Headers) > 0 {
+			cfg["headers"] = anyMap(s.Headers)
+		}
+	default:
+		cfg["command"] = s.Command
+		if len(s.Args) > 0 {
+			cfg["args"] = anyList(s.Args)
+		}
+		if len(s.Env) > 0 {
+			cfg["env"] = anyMap(s.Env)
+		}
+	}
+	return cfg, note
+}
+
+// mcpName fits a server's name to tools.mcp's rule (letters, digits, '-',
+// single '_', at most 30 characters).
+func mcpName(name string) string {
+	const max = 30
+	if len(name) <= max && mcpNameRule.MatchString(name) {
+		return name
+	}
+	s := mcpNameBad.ReplaceAllString(name, "-")
+	s = strings.Trim(s, "-_")
+	for strings.Contains(s, "__") {
+		s = strings.ReplaceAll(s, "__", "_")
+	}
+	if len(s) > max {
+		s = strings.Trim(s[:max], "-_")
+	}
+	if s == "" {
+		s = "mcp"
+	}
+	return s
+}
+
+var (
+	mcpNameRule = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+	mcpNameBad  = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+)
+
+// checkServerNames refuses two MCP servers of one name in one list: their
+// tools would have the same names in one scope.
+func (c *Config) checkServerNames(list []Entry, p *problems) {
+	seen := map[string]string{}
+	for _, e := range list {
+		if e.Use != mcpPlugin || e.Disabled {
+			continue
+		}
+		name, _ := e.Config["name"].(string)
+		if name == "" {
+			continue
+		}
+		where := e.From()
+		if where == "" {
+			where = fmt.Sprintf("entry %q", e.ID)
+		}
+		if prev, dup := seen[name]; dup && e.from != nil {
+			p.add(e.from.key, fmt.Sprintf("MCP server %q of %s has the name of one from %s; their tools would clash (%s__<tool>); mount one of them in a preset, or rename a server in its file", name, where, prev, name))
+			continue
+		}
+		seen[name] = where
+	}
+}
+
+func shown(b *bundle.Bundle, paths []string) string {
+	var out []string
+	for _, path := range paths {
+		rel := strings.TrimPrefix(path, b.Root)
+		out = append(out, "."+rel)
+	}
+	return strings.Join(out, ", ")
+}
+
+func anyList(xs []string) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out[k] = m[k]
+	}
+	return out
+}

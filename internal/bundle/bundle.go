@@ -1,0 +1,300 @@
+package bundle
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Bundle is a plugin bundle as read from disk: what dsh mounts, and what it
+// does not with the reason.
+type Bundle struct {
+	// Root is the bundle's directory, absolute with symlinks resolved:
+	// the value of ${CLAUDE_PLUGIN_ROOT}.
+	Root string
+	// Name is the manifest's name, or the folder's when there is none.
+	Name string
+	// Manifest is the manifest file read, "" when the bundle has none.
+	Manifest string
+	// Skills are folders of skills (<name>/SKILL.md), or skill folders.
+	Skills []string
+	// Commands are folders of command files, or command files (*.md).
+	Commands []string
+	// Hooks are the hook groups by event, from every hooks file and the
+	// manifest's inline hooks, in the shape of a hooks.json "hooks" key,
+	// with ${CLAUDE_PLUGIN_ROOT} replaced in each command.
+	Hooks map[string][]any
+	// HookSources name where the hooks came from ("./hooks/hooks.json").
+	HookSources []string
+	// Servers are the MCP servers to mount.
+	Servers []Server
+	// Agents are the agent definitions found; dsh does not mount them
+	// (see Notes).
+	Agents []Agent
+	// Notes say what is not mounted or ignored, and why, one line each.
+	Notes []string
+	// Vars are the variables of dsh's environment the MCP config read.
+	Vars []string
+}
+
+// Agent is an agent definition (agents/*.md) by its front matter.
+type Agent struct {
+	Name, Description, File string
+}
+
+// Manifest locations in the order they are looked for: Claude Code's, then
+// the Open Plugins specification's.
+var manifestPaths = []string{".claude-plugin/plugin.json", ".plugin/plugin.json"}
+
+// The default component locations of the format.
+const (
+	defaultCommands = "commands"
+	defaultAgents   = "agents"
+	defaultSkills   = "skills"
+	defaultHooks    = "hooks/hooks.json"
+	defaultMCP      = ".mcp.json"
+)
+
+// pluginName is the format's name rule: lowercase letters and digits in
+// words joined by single '-' (or '.', which the Open Plugins spec allows).
+var pluginName = regexp.MustCompile(`^[a-z0-9]+([.-][a-z0-9]+)*$`)
+
+// Load reads the bundle at dir. lookup resolves ${VAR} in its MCP servers'
+// config. Every defect is reported at once, each naming its file and
+// field; a part dsh cannot mount is a Note, not an error.
+func Load(dir string, lookup func(string) (string, bool)) (*Bundle, error) {
+	p := &problems{}
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		p.add(dir, "", "cannot read the bundle: %v", unwrapPathErr(err))
+		return nil, p.err("bundle "+dir, "bundle/missing")
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		p.add(dir, "", "not a directory; a bundle is the plugin's folder (the one holding .claude-plugin/)")
+		return nil, p.err("bundle "+dir, "bundle/missing")
+	}
+	b := &Bundle{Root: abs, Hooks: map[string][]any{}}
+	l := &loader{b: b, p: p, x: &expander{lookup: lookup, root: abs}}
+	m := l.manifest()
+	if len(p.list) == 0 {
+		l.components(m)
+	}
+	b.Vars = l.x.read
+	b.Notes = sortedNotes(dedupe(b.Notes))
+	if err := p.err("bundle "+dir, "bundle/invalid"); err != nil {
+		return nil, err
+	}
+	if b.Manifest == "" && len(b.Skills)+len(b.Commands)+len(b.Hooks)+len(b.Servers)+len(b.Agents) == 0 {
+		p.add(dir, "", "not a plugin bundle: it has no .claude-plugin/plugin.json and none of commands/, skills/, agents/, hooks/hooks.json, .mcp.json")
+		return nil, p.err("bundle "+dir, "bundle/empty")
+	}
+	return b, nil
+}
+
+type loader struct {
+	b *Bundle
+	p *problems
+	x *expander
+}
+
+func (l *loader) note(format string, args ...any) {
+	l.b.Notes = append(l.b.Notes, fmt.Sprintf(format, args...))
+}
+
+// manifest reads and checks the manifest; nil when there is none.
+func (l *loader) manifest() map[string]any {
+	var found []string
+	for _, rel := range manifestPaths {
+		if exists(l.b.Root, rel) {
+			found = append(found, rel)
+		}
+	}
+	if len(found) == 0 {
+		l.b.Name = filepath.Base(l.b.Root)
+		if !pluginName.MatchString(l.b.Name) {
+			l.p.add(l.b.Root, "", "the bundle has no manifest, so its folder name %q is its name, and that is not a plugin name (lowercase letters, digits and '-'); rename the folder or add .claude-plugin/plugin.json with a name", l.b.Name)
+		}
+		return nil
+	}
+	if len(found) > 1 {
+		l.note("%s: ignored: the bundle also has %s, which is read instead", found[1], found[0])
+	}
+	file := found[0]
+	path, ok := resolve(l.p, l.b.Root, file, "", "./"+file)
+	if !ok {
+		return nil
+	}
+	l.b.Manifest = path
+	m, ok := readJSONObject(l.p, path, file)
+	if !ok {
+		return nil
+	}
+	l.checkManifest(file, m)
+	return m
+}
+
+// Manifest fields: metadata dsh only checks, component paths it reads,
+// and those of parts it does not support yet.
+var (
+	metaStrings = []string{"$schema", "version", "description", "homepage", "license"}
+	pathFields  = []string{"commands", "agents", "skills", "hooks", "mcpServers"}
+	unsupported = map[string]string{
+		"outputStyles": "dsh has no output styles",
+		"lspServers":   "dsh does not run language servers",
+		"monitors":     "dsh does not run background monitors",
+		"userConfig":   "dsh does not prompt for plugin options; pass values through the environment",
+		"channels":     "dsh has no channels",
+		"settings":     "dsh does not take settings from a bundle",
+		"dependencies": "dsh does not install a bundle's dependencies; mount each bundle yourself",
+	}
+)
+
+func (l *loader) checkManifest(file string, m map[string]any) {
+	switch name, ok := m["name"].(string); {
+	case m["name"] == nil:
+		l.p.add(file, "name", `missing; the manifest's one required field, e.g. "name": "my-plugin"`)
+	case !ok:
+		l.p.add(file, "name", "expected a string, got %s", jsonKind(m["name"]))
+	case len(name) > 64 || !pluginName.MatchString(name):
+		l.p.add(file, "name", "%q is not a plugin name; use at most 64 lowercase letters and digits in words joined by '-', such as \"code-review\"", name)
+	default:
+		l.b.Name = name
+	}
+	for _, k := range metaStrings {
+		if v, has := m[k]; has {
+			if _, ok := v.(string); !ok {
+				l.p.add(file, k, "expected a string, got %s", jsonKind(v))
+			}
+		}
+	}
+	if v, has := m["author"]; has {
+		switch a := v.(type) {
+		case string:
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(a)) {
+				if _, ok := a[k].(string); !ok {
+					l.p.add(file, "author."+k, "expected a string, got %s", jsonKind(a[k]))
+				}
+			}
+		default:
+			l.p.add(file, "author", `expected an object such as {"name": "...", "email": "..."} or a string, got %s`, jsonKind(v))
+		}
+	}
+	if v, has := m["repository"]; has {
+		switch v.(type) {
+		case string, map[string]any:
+		default:
+			l.p.add(file, "repository", "expected a URL string or an object, got %s", jsonKind(v))
+		}
+	}
+	if v, has := m["keywords"]; has {
+		strList(l.p, file, "keywords", v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch {
+		case k == "name" || k == "author" || k == "repository" || k == "keywords" || slices.Contains(metaStrings, k) || slices.Contains(pathFields, k):
+		case unsupported[k] != "":
+			l.note("%s: %s: not mounted: %s", file, k, unsupported[k])
+		default:
+			l.note("%s: %s: not a manifest field dsh knows; ignored", file, k)
+		}
+	}
+}
+
+// paths reads a manifest field that is a path or a list of paths.
+func (l *loader) paths(file, field string, v any) []string {
+	var rels []string
+	switch x := v.(type) {
+	case string:
+		rels = []string{x}
+	case []any:
+		rels = strList(l.p, file, field, x)
+	default:
+		l.p.add(file, field, "expected a path such as \"./%s\" or a list of paths, got %s", field, jsonKind(v))
+		return nil
+	}
+	var out []string
+	for i, rel := range rels {
+		at := field
+		if _, list := v.([]any); list {
+			at = fmt.Sprintf("%s[%d]", field, i)
+		}
+		if path, ok := resolve(l.p, l.b.Root, file, at, rel); ok {
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// components finds every part: in the manifest's paths where it gives
+// them, else in the default locations.
+func (l *loader) components(m map[string]any) {
+	file := "plugin.json"
+	if l.b.Manifest != "" {
+		file = show(l.b.Root, l.b.Manifest)[2:]
+	}
+	// For skills, commands and agents a manifest path replaces the
+	// default folder, as in Claude Code's reference; write both to keep
+	// the default.
+	dirs := func(field, def string) []string {
+		if v, has := m[field]; has {
+			return l.paths(file, field, v)
+		}
+		if exists(l.b.Root, def) {
+			if path, ok := resolve(l.p, l.b.Root, def, "", "./"+def); ok {
+				return []string{path}
+			}
+		}
+		return nil
+	}
+	for _, path := range dirs("skills", defaultSkills) {
+		if st, err := os.Stat(path); err != nil || !st.IsDir() {
+			l.p.add(file, "skills", "%s is not a folder; skills are folders holding <name>/SKILL.md", show(l.b.Root, path))
+			continue
+		}
+		l.b.Skills = append(l.b.Skills, path)
+	}
+	for _, path := range dirs("commands", defaultCommands) {
+		st, err := os.Stat(path)
+		if err != nil || (!st.IsDir() && !strings.HasSuffix(path, ".md")) {
+			l.p.add(file, "commands", "%s is neither a folder nor a .md command file", show(l.b.Root, path))
+			continue
+		}
+		l.b.Commands = append(l.b.Commands, path)
+	}
+	for _, path := range dirs("agents", defaultAgents) {
+		l.agents(path)
+	}
+	l.hooks(file, m)
+	l.servers(file, m)
+	for _, rel := range []string{".lsp.json", "output-styles", "monitors", "bin", "settings.json"} {
+		if exists(l.b.Root, rel) {
+			l.note("./%s: not mounted: %s", rel, map[string]string{
+				".lsp.json":     "dsh does not run language servers",
+				"output-styles": "dsh has no output styles",
+				"monitors":      "dsh does not run background monitors",
+				"bin":           "dsh does not add a bundle's executables to the tools' PATH",
+				"settings.json": "dsh does not take settings from a bundle",
+			}[rel])
+		}
+	}
+}
+
+func dedupe(list []string) []string {
+	seen := map[string]bool{}
+	out := list[:0]
+	for _, s := range list {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
