@@ -21,11 +21,16 @@ import (
 
 // The plugins a bundle's parts become.
 const (
-	skillsPlugin   = "skills"
-	commandsPlugin = "commands"
-	hooksPlugin    = "hooks.command"
-	mcpPlugin      = "tools.mcp"
-	protectPlugin  = "protect.paths"
+	hooksPlugin   = "hooks.command"
+	mcpPlugin     = "tools.mcp"
+	protectPlugin = "protect.paths"
+)
+
+// The plugins of skills and commands, each with config {paths: [...]};
+// variables so tests can check the mechanism with plugins of their own.
+var (
+	skillsPlugin   = "prompt.skills"
+	commandsPlugin = "prompt.commands"
 )
 
 // origin records where a generated entry came from.

@@ -83,7 +83,8 @@ func Load(dir string, lookup func(string) (string, bool)) (*Bundle, error) {
 	b := &Bundle{Root: abs, Hooks: map[string][]any{}}
 	l := &loader{b: b, p: p, x: &expander{lookup: lookup, root: abs}}
 	m := l.manifest()
-	if len(p.list) == 0 {
+	if m != nil || b.Manifest == "" && len(p.list) == 0 {
+		// Path defects are worth reporting beside the manifest's own.
 		l.components(m)
 	}
 	b.Vars = l.x.read
@@ -91,7 +92,7 @@ func Load(dir string, lookup func(string) (string, bool)) (*Bundle, error) {
 	if err := p.err("bundle "+dir, "bundle/invalid"); err != nil {
 		return nil, err
 	}
-	if b.Manifest == "" && len(b.Skills)+len(b.Commands)+len(b.Hooks)+len(b.Servers)+len(b.Agents) == 0 {
+	if b.Manifest == "" && len(b.Skills)+len(b.Commands)+len(b.HookSources)+len(b.Servers)+len(b.Agents)+len(b.Notes) == 0 {
 		p.add(dir, "", "not a plugin bundle: it has no .claude-plugin/plugin.json and none of commands/, skills/, agents/, hooks/hooks.json, .mcp.json")
 		return nil, p.err("bundle "+dir, "bundle/empty")
 	}

@@ -1,0 +1,317 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/plugins/hooks"
+	"github.com/dsh-go/dsh/plugins/mcp"
+	"github.com/dsh-go/dsh/services/protect"
+)
+
+// pathsConfig stands in for the skills and commands plugins' config.
+type pathsConfig struct {
+	Paths []string `koanf:"paths"`
+}
+
+// Stand-ins for the skills and commands plugins while this binary lacks
+// them. TODO(bundles): drop once prompt.skills and prompt.commands merge.
+func init() {
+	for _, id := range []string{"prompt.skills", "prompt.commands"} {
+		if _, ok := plugin.Lookup(id); !ok {
+			plugin.Register(id, "test", func(*dshctx.Context, pathsConfig) error { return nil })
+		}
+	}
+}
+
+func withPartPlugins(t *testing.T) {}
+
+// writeTree creates files under dir (a path ending in "/" is a folder).
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for path, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(path))
+		if strings.HasSuffix(path, "/") {
+			os.MkdirAll(full, 0o755)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// docBundle is a bundle as Claude Code's plugins reference writes one.
+var docBundle = map[string]string{
+	".claude-plugin/plugin.json": `{"name": "quality", "version": "1.0.0", "description": "review and format", "author": {"name": "A"}}`,
+	"commands/review.md":         "---\ndescription: Review the changes\n---\nReview $ARGUMENTS.\n",
+	"skills/style/SKILL.md":      "---\nname: style\ndescription: The house style. Use when writing code.\n---\nUse tabs.\n",
+	"agents/reviewer.md":         "---\nname: reviewer\ndescription: reviews diffs\n---\nYou review.\n",
+	"hooks/hooks.json":           `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/scripts/guard.sh", "timeout": 5}]}]}}`,
+	"scripts/guard.sh":           "#!/bin/sh\nexit 0\n",
+	".mcp.json":                  `{"mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/servers/db", "args": ["--url", "${DB_URL:-sqlite://x}"]}, "api": {"type": "http", "url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}"}}}}`,
+	"servers/db":                 "#!/bin/sh\n",
+}
+
+// setup writes the bundle under dir/quality and the config beside it, and
+// parses the config from its own folder.
+func parseWith(t *testing.T, yaml string, environ []string, bundles map[string]map[string]string) (*config.Config, error, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, files := range bundles {
+		writeTree(t, filepath.Join(dir, name), files)
+	}
+	file := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{Path: file, Environ: environ, Dir: dir})
+	real, _ := filepath.EvalSymlinks(dir)
+	return cfg, err, real
+}
+
+func ids(list []config.Entry) []string {
+	var out []string
+	for _, e := range list {
+		out = append(out, e.ID+" "+e.Use)
+	}
+	return out
+}
+
+func TestABundleBecomesEntriesOfDshsOwnPlugins(t *testing.T) {
+	withPartPlugins(t)
+	cfg, err, dir := parseWith(t, `
+plugins:
+  - use: llm.scripted
+  - bundle: ./quality
+agents:
+  - id: a
+    provider: scripted
+`, []string{"API_TOKEN=secret", "OTHER=x"}, map[string]map[string]string{"quality": docBundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "quality")
+	want := []string{
+		"llm.scripted llm.scripted",
+		"quality/protect protect.paths",
+		"quality/skills prompt.skills",
+		"quality/commands prompt.commands",
+		"quality/hooks hooks.command",
+		"quality/mcp/api tools.mcp",
+		"quality/mcp/db tools.mcp",
+	}
+	if got := ids(cfg.Plugins); !slices.Equal(got, want) {
+		t.Fatalf("entries\n got %q\nwant %q", got, want)
+	}
+	for _, e := range cfg.Plugins[1:] {
+		if e.From() != `bundle "quality"` {
+			t.Errorf("%s: From() = %q", e.ID, e.From())
+		}
+	}
+	if p := cfg.PluginConfig(&cfg.Plugins[1]).(*protect.PathsConfig); len(p.Paths) != 1 || p.Paths[0].Path != root {
+		t.Fatalf("protected %+v; want the bundle's folder", p)
+	}
+	if s := cfg.PluginConfig(&cfg.Plugins[2]).(*pathsConfig); !slices.Equal(s.Paths, []string{root + "/skills"}) {
+		t.Fatalf("skills config %+v", s)
+	}
+	if c := cfg.PluginConfig(&cfg.Plugins[3]).(*pathsConfig); !slices.Equal(c.Paths, []string{root + "/commands"}) {
+		t.Fatalf("commands config %+v", c)
+	}
+	h := cfg.PluginConfig(&cfg.Plugins[4]).(*hooks.Config)
+	wantHooks := map[string][]hooks.Group{"PreToolUse": {{Matcher: "Bash", Hooks: []hooks.Hook{{Type: "command", Command: root + "/scripts/guard.sh", Timeout: 5}}}}}
+	if !reflect.DeepEqual(h.Hooks, wantHooks) || h.Env["CLAUDE_PLUGIN_ROOT"] != root {
+		t.Fatalf("hooks config %+v env %v", h.Hooks, h.Env)
+	}
+	api := cfg.PluginConfig(&cfg.Plugins[5]).(*mcp.Config)
+	if api.Name != "api" || api.URL != "https://api.example.com/mcp" || api.Headers["Authorization"] != "Bearer secret" {
+		t.Fatalf("api server %+v", api)
+	}
+	db := cfg.PluginConfig(&cfg.Plugins[6]).(*mcp.Config)
+	if db.Command != root+"/servers/db" || !slices.Equal(db.Args, []string{"--url", "sqlite://x"}) || db.Env["CLAUDE_PLUGIN_ROOT"] != root {
+		t.Fatalf("db server %+v", db)
+	}
+	reports := cfg.Bundles()
+	if len(reports) != 1 || reports[0].At != "plugins[1]" || reports[0].Name != "quality" || !slices.Equal(reports[0].Vars, []string{"API_TOKEN"}) {
+		t.Fatalf("reports %+v", reports)
+	}
+	if !slices.ContainsFunc(reports[0].Notes, func(n string) bool { return strings.Contains(n, `agent "reviewer": not mounted`) }) {
+		t.Fatalf("the agent is not reported: %q", reports[0].Notes)
+	}
+}
+
+// TestADefectiveBundleFailsTheWholeConfig: nothing of a config with a bad
+// bundle is returned, and each problem names the config line, the bundle
+// file and the field.
+func TestADefectiveBundleFailsTheWholeConfig(t *testing.T) {
+	withPartPlugins(t)
+	bad := map[string]string{
+		".claude-plugin/plugin.json": `{"name": "Bad Name", "skills": "skills"}`,
+		".mcp.json":                  `{"mcpServers": {"s": {"command": "x", "env": {"T": "${NOT_SET}"}}}}`,
+	}
+	cfg, err, _ := parseWith(t, `plugins:
+  - use: llm.scripted
+  - bundle: ./bad
+agents:
+  - id: a
+    provider: scripted
+`, []string{}, map[string]map[string]string{"bad": bad})
+	if cfg != nil || err == nil {
+		t.Fatalf("config %v, err %v; want no config", cfg, err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`config.yaml:3: plugins[1].bundle: .claude-plugin/plugin.json: name: "Bad Name" is not a plugin name`,
+		`config.yaml:3: plugins[1].bundle: .claude-plugin/plugin.json: skills: "skills" must start with "./"`,
+		`config.yaml:3: plugins[1].bundle: .mcp.json: mcpServers.s.env.T: ${NOT_SET} is not set in dsh's environment`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+// TestAPartsPluginRefusesTheBundle: what the plugin behind a part refuses
+// (here an event the hooks plugin does not know) fails the config, named
+// by the bundle's file.
+func TestAPartsPluginRefusesTheBundle(t *testing.T) {
+	withPartPlugins(t)
+	_, err, _ := parseWith(t, `plugins:
+  - bundle: ./h
+`, nil, map[string]map[string]string{"h": {"hooks/hooks.json": `{"hooks": {"BeforeEverything": [{"hooks": [{"type": "command", "command": "x"}]}]}}`}})
+	if err == nil || !strings.Contains(err.Error(), "plugins[0].bundle[./hooks/hooks.json].config: hooks: hooks.BeforeEverything: unknown event") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestABundleInAPresetMountsOnlyThere(t *testing.T) {
+	withPartPlugins(t)
+	cfg, err, _ := parseWith(t, `
+plugins:
+  - use: llm.scripted
+presets:
+  quality:
+    - use: tools.files
+    - id: q
+      bundle: ./quality
+      disabled: true
+agents:
+  - id: a
+    provider: scripted
+    preset: quality
+`, []string{"API_TOKEN=x"}, map[string]map[string]string{"quality": docBundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Plugins) != 1 {
+		t.Fatalf("root entries %q", ids(cfg.Plugins))
+	}
+	got := ids(cfg.Presets["quality"])
+	if len(got) != 7 || got[1] != "q/protect protect.paths" || got[6] != "q/mcp/db tools.mcp" {
+		t.Fatalf("preset entries %q", got)
+	}
+	for _, e := range cfg.Presets["quality"][1:] {
+		if !e.Disabled {
+			t.Fatalf("%s is enabled; a disabled bundle disables every part", e.ID)
+		}
+	}
+	if r := cfg.Bundles(); len(r) != 1 || r[0].At != "presets.quality[1]" {
+		t.Fatalf("reports %+v", r)
+	}
+}
+
+func TestBundleEntriesTakeOnlyIDAndDisabled(t *testing.T) {
+	_, err, _ := parseWith(t, `plugins:
+  - bundle: ./q
+    use: tools.files
+    config: {x: 1}
+    args: [a]
+  - mcp_json: ./.mcp.json
+    bundle: ./q
+`, nil, nil)
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	for _, want := range []string{
+		"plugins[0]: a bundle: entry takes only id: and disabled:; remove use, config, args",
+		"plugins[1]: a bundle: entry takes only id: and disabled:; remove mcp_json",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestABundlePartWithoutItsPluginIsRefused(t *testing.T) {
+	t.Cleanup(config.SetPartPluginsForTest("nobody.skills", "prompt.commands"))
+	_, err, _ := parseWith(t, `plugins:
+  - bundle: ./quality
+`, []string{"API_TOKEN=x"}, map[string]map[string]string{"quality": docBundle})
+	if err == nil || !strings.Contains(err.Error(), `bundle "quality" has skills (./skills), and this dsh binary has no "nobody.skills" plugin`) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestMCPJSONIsReadOnlyWhenNamed: an mcp_json: entry mounts each server
+// of the project file; the file lying in the folder is not enough.
+func TestMCPJSONIsReadOnlyWhenNamed(t *testing.T) {
+	project := map[string]string{".mcp.json": `{"mcpServers": {"files": {"command": "npx", "args": ["-y", "server-files"]}, "my.api": {"type": "http", "url": "${BASE:-http://127.0.0.1:9}/mcp"}}}`}
+	cfg, err, dir := parseWith(t, `plugins:
+  - use: llm.scripted
+agents:
+  - id: a
+    provider: scripted
+`, nil, map[string]map[string]string{".": project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Plugins) != 1 {
+		t.Fatalf("a .mcp.json nobody named was mounted: %q", ids(cfg.Plugins))
+	}
+	cfg, err, dir = parseWith(t, `plugins:
+  - use: llm.scripted
+  - mcp_json: ./.mcp.json
+agents:
+  - id: a
+    provider: scripted
+`, nil, map[string]map[string]string{".": project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"llm.scripted llm.scripted", "./.mcp.json/protect protect.paths", "./.mcp.json/files tools.mcp", "./.mcp.json/my.api tools.mcp"}
+	if got := ids(cfg.Plugins); !slices.Equal(got, want) {
+		t.Fatalf("entries %q; want %q", got, want)
+	}
+	api := cfg.PluginConfig(&cfg.Plugins[3]).(*mcp.Config)
+	if api.Name != "my-api" || api.URL != "http://127.0.0.1:9/mcp" {
+		t.Fatalf("api %+v: the name must fit tool names, the url take its default", api)
+	}
+	r := cfg.Bundles()[0]
+	if r.Path != filepath.Join(dir, ".mcp.json") || !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, `server "my.api" is mounted as "my-api"`) }) {
+		t.Fatalf("report %+v", r)
+	}
+}
+
+func TestTwoSourcesOfOneServerNameClash(t *testing.T) {
+	withPartPlugins(t)
+	_, err, _ := parseWith(t, `plugins:
+  - bundle: ./quality
+  - mcp_json: ./.mcp.json
+`, []string{"API_TOKEN=x"}, map[string]map[string]string{
+		"quality": docBundle,
+		".":       {".mcp.json": `{"mcpServers": {"db": {"command": "other"}}}`},
+	})
+	if err == nil || !strings.Contains(err.Error(), `MCP server "db" of mcp_json "./.mcp.json" has the name of one from bundle "quality"`) {
+		t.Fatalf("err %v", err)
+	}
+}
