@@ -1,15 +1,52 @@
 package bundle
 
 import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// ServerEnv, set, makes the test binary an MCP server on stdio: the server
+// a bundle under test declares in its .mcp.json.
+const ServerEnv = "DSH_BUNDLE_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(ServerEnv) != "" {
+		if err := testServer().Run(stdctx.Background(), &mcpsdk.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// testServer is a real MCP server built with the SDK. Its one tool, say,
+// answers with $GREETING, the text, and the ${CLAUDE_PLUGIN_ROOT} it was
+// given, and appends each text it is called with to the file $CALLS.
+func testServer() *mcpsdk.Server {
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "echo-kit", Version: "1"}, nil)
+	schema := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []any{"text"}}
+	srv.AddTool(&mcpsdk.Tool{Name: "say", Description: "says the text back", InputSchema: schema, Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ stdctx.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			var args struct{ Text string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			if f, err := os.OpenFile(os.Getenv("CALLS"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				fmt.Fprintln(f, args.Text)
+				f.Close()
+			}
+			text := fmt.Sprintf("%s: %s (root %s)", os.Getenv("GREETING"), args.Text, os.Getenv("CLAUDE_PLUGIN_ROOT"))
+			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
+		})
+	return srv
+}
 
 // write creates files under dir: path → content ("" for an empty folder
 // when the path ends in "/").
