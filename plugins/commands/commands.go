@@ -1,0 +1,193 @@
+// Package commands is the prompt.commands plugin: prompt commands written
+// as Claude Code writes them — Markdown files in .claude/commands (the
+// project's) and ~/.claude/commands (the user's), with optional front
+// matter (description, argument-hint, model, allowed-tools) — invoked by a
+// prompt whose text is "/name args".
+//
+// The expansion happens in the agent's admission stage
+// (agent-controller/admission), so every entry point — dsh run, the
+// interactive CLI, ACP, the web page, webhooks, schedules — gets it once
+// and none needs code of its own. The admitted message holds what the user
+// typed (in <command-name> and <command-args> tags, as Claude Code records
+// it) followed by the expanded prompt; that is what the session stores and
+// the model receives. A "/name" no folder holds is refused with the list of
+// the commands there are; text whose first word is not a possible command
+// name (a path such as /usr/bin) passes unchanged. Prompts an agent's
+// model wrote for a subagent are left alone: commands are what people
+// type.
+//
+// Files are read at each invocation, so an edit applies to the next one.
+// Mount it on the root for every agent, or in a preset for its agents; two
+// entries (a user's and a bundle's) combine, the first mounted winning a
+// name both have.
+package commands
+
+import (
+	stdctx "context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/protect"
+	"github.com/dsh-go/dsh/waterfall"
+	"github.com/hashicorp/go-hclog"
+)
+
+// ID is the plugin's id, as config names it (use: prompt.commands).
+const ID = "prompt.commands"
+
+// Refusal reasons of the admission stage.
+const (
+	ReasonUnknown     = "commands/unknown"
+	ReasonUnsupported = "commands/unsupported"
+)
+
+// Plugin is prompt.commands.
+var Plugin = plugin.Register(ID, "expands a prompt \"/name args\" into the command file .claude/commands/name.md (Claude Code's format)",
+	apply, protect.Key)
+
+// Listing is the payload of commands/list.
+type Listing struct {
+	Agent agents.Agent
+}
+
+// EventList gathers the commands an agent can invoke from every mounted
+// entry, in precedence order; dispatch it through List.
+var EventList = waterfall.New("commands/list", func(stdctx.Context, Listing) ([]Command, error) { return nil, nil })
+
+// List returns the commands agent can invoke, each once, under the name a
+// prompt uses ("name", or "ns:name" for one a command of the same name
+// shadows). Entry points call it to offer the commands (ACP's
+// available_commands_update, the CLI's /help); without the plugin the list
+// is empty.
+func List(ctx stdctx.Context, agent agents.Agent) []Command {
+	all, err := EventList.Dispatch(ctx, agent.Context(), Listing{Agent: agent})
+	if err != nil {
+		return nil
+	}
+	return Visible(all)
+}
+
+type plug struct {
+	cfg  Config
+	home string
+	log  hclog.Logger
+}
+
+func apply(ctx *dshctx.Context, cfg Config) error {
+	p := &plug{cfg: cfg, home: homeDir(), log: ctx.Logger()}
+	// A command file is a prompt a person will send: the file tools ask
+	// before the model writes one.
+	var protected []protect.Entry
+	for _, path := range cfg.Paths {
+		if !filepath.IsAbs(path) && !strings.HasPrefix(path, "~") {
+			path = filepath.ToSlash(filepath.Clean(path))
+		} else if r := resolve([]string{path}, "", p.home); len(r) == 1 {
+			path = r[0]
+		} else {
+			continue
+		}
+		protected = append(protected, protect.Entry{Path: path, What: "prompt commands: a person's /name prompt becomes this file's text (" + ID + ")"})
+	}
+	if err := protect.Register(ctx, protected...); err != nil {
+		return err
+	}
+	if _, err := EventList.On(ctx, func(c stdctx.Context, l Listing, next waterfall.Next[Listing, []Command]) ([]Command, error) {
+		rest, err := next.Call(c, l)
+		return append(p.commands(l.Agent), rest...), err
+	}); err != nil {
+		return err
+	}
+	_, err := agentcontroller.EventAdmission.On(ctx, p.admit)
+	return err
+}
+
+// commands scans the agent's folders; problems are logged.
+func (p *plug) commands(a agents.Agent) []Command {
+	list, problems := scan(resolve(p.cfg.Paths, workspaceOf(a), p.home))
+	for _, pr := range problems {
+		p.log.Warn("commands: command file left out", "agent", a.ID(), "code", errs.CodeOf(pr.Err), "error", pr.Err)
+	}
+	return list
+}
+
+func workspaceOf(a agents.Agent) string {
+	if w, ok := a.(interface{ Workspace() string }); ok {
+		return w.Workspace()
+	}
+	return ""
+}
+
+// admit expands an invocation this entry knows, passes on one another
+// entry knows, and refuses one nobody knows.
+func (p *plug) admit(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+	if a.Source.Kind == agentcontroller.SourceSubagent {
+		return next.Call(ctx, a)
+	}
+	text, at := textOf(a.Message)
+	inv, ok := Parse(text)
+	if !ok {
+		return next.Call(ctx, a)
+	}
+	c, ok := lookup(p.commands(a.Agent), inv.Name)
+	if !ok {
+		all := List(ctx, a.Agent)
+		if _, known := lookup(all, inv.Name); known {
+			return next.Call(ctx, a) // another entry expands it
+		}
+		return agentcontroller.Reject(ReasonUnknown, unknown(inv.Name, all), false), nil
+	}
+	expanded, err := Expand(c, inv.Args)
+	if err != nil {
+		return agentcontroller.Reject(ReasonUnsupported, err.Error(), false), nil
+	}
+	if c.Model != "" {
+		p.log.Warn("commands: the command's model is not applied; the turn uses the agent's model", "agent", a.Agent.ID(), "command", c.Qualified(), "model", c.Model, "file", c.File)
+	}
+	a.Message = withText(a.Message, at, Message(inv, expanded))
+	return next.Call(ctx, a)
+}
+
+// textOf is the message's text: Content, or the first part's when the
+// message has parts (the prompt's first block is what the user typed).
+func textOf(m llm.Message) (string, int) {
+	if m.Parts == nil {
+		return m.Content, -1
+	}
+	if len(m.Parts) > 0 && m.Parts[0].Type == llm.PartText {
+		return m.Parts[0].Text, 0
+	}
+	return "", -1
+}
+
+func withText(m llm.Message, at int, text string) llm.Message {
+	if at < 0 {
+		m.Content = text
+		return m
+	}
+	parts := append([]llm.Part(nil), m.Parts...)
+	parts[at].Text = text
+	m.Parts = parts
+	m.Content = llm.TextOf(parts)
+	return m
+}
+
+// unknown is the refusal of "/name": what there is instead.
+func unknown(name string, all []Command) string {
+	if len(all) == 0 {
+		return fmt.Sprintf("/%s is not a command: no command files are installed (put NAME.md in .claude/commands or ~/.claude/commands). To send the text as it is, put something before the slash, such as a quote", name)
+	}
+	names := make([]string, len(all))
+	for i, c := range all {
+		names[i] = "/" + c.Name
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("/%s is not a command; the commands are %s", name, strings.Join(names, ", "))
+}

@@ -1,0 +1,151 @@
+package commands
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-go/dsh/errs"
+)
+
+// Invocation is a prompt of the form "/name args".
+type Invocation struct {
+	Name string
+	// Args is the rest of the line and what follows it, trimmed, as the
+	// user typed it.
+	Args string
+}
+
+// Parse reports whether text invokes a command. Text that starts with a
+// slash but whose first word is not a possible command name — a path such
+// as /usr/bin/env, a lone slash — is not an invocation and reaches the
+// model as written.
+func Parse(text string) (Invocation, bool) {
+	if !strings.HasPrefix(text, "/") {
+		return Invocation{}, false
+	}
+	word, rest, _ := strings.Cut(text[1:], " ")
+	if i := strings.IndexAny(word, "\t\n\r"); i >= 0 {
+		word, rest = word[:i], word[i:]+" "+rest
+	}
+	if !validInvocation.MatchString(word) {
+		return Invocation{}, false
+	}
+	return Invocation{Name: word, Args: strings.TrimSpace(rest)}, true
+}
+
+// validInvocation is a name, or a namespaced one ("frontend:component").
+var validInvocation = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)*$`)
+
+var (
+	// placeholder finds $ARGUMENTS, $ARGUMENTS[N] and $N.
+	placeholder = regexp.MustCompile(`\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS|\$(\d+)`)
+	// bang finds a !`command` line, which Claude Code runs in a shell
+	// before sending the prompt.
+	bang = regexp.MustCompile("!`[^`\n]+`")
+)
+
+// Expand renders c's body for args as the model receives it: $ARGUMENTS is
+// the whole argument text, $1…$N the arguments split as a shell splits
+// words (quotes keep spaces), counting from 1 as Claude Code's command
+// files do, $ARGUMENTS[N] the same counting from 0; a missing one is
+// empty. A body with no placeholder gets "ARGUMENTS: …" appended when
+// arguments were given, so they are never lost. A body that asks for a
+// shell command (!`…`) is refused: dsh does not run shell commands outside
+// the tool pipeline, where approval and the sandbox apply.
+func Expand(c Command, args string) (string, error) {
+	if loc := bang.FindStringIndex(c.Body); loc != nil {
+		line := c.bodyLine + strings.Count(c.Body[:loc[0]], "\n")
+		return "", errs.New(Unsupported, fmt.Sprintf(
+			"/%s runs a shell command (%s, %s:%d) before the prompt is sent, which dsh does not do: shell commands run only as the model's bash calls, through approval and the sandbox. Replace it with an instruction to run the command, e.g. \"Run `%s` and use its output\"",
+			c.Qualified(), c.Body[loc[0]:loc[1]], c.File, line, strings.Trim(c.Body[loc[0]+1:loc[1]], "`"))).WithReason("commands/shell")
+	}
+	words := splitWords(args)
+	used := false
+	body := placeholder.ReplaceAllStringFunc(c.Body, func(m string) string {
+		sub := placeholder.FindStringSubmatch(m)
+		used = used || sub[2] != "0"
+		switch {
+		case sub[1] != "":
+			i, _ := strconv.Atoi(sub[1])
+			return word(words, i)
+		case sub[2] != "":
+			i, _ := strconv.Atoi(sub[2])
+			if i == 0 {
+				return m // $0 is no placeholder of command files: left as written
+			}
+			return word(words, i-1)
+		default:
+			return args
+		}
+	})
+	if !used && args != "" {
+		body += "\n\nARGUMENTS: " + args
+	}
+	return body, nil
+}
+
+func word(words []string, i int) string {
+	if i < len(words) {
+		return words[i]
+	}
+	return ""
+}
+
+// splitWords splits s at blanks outside quotes; quotes are removed, and a
+// backslash outside single quotes keeps the next character.
+func splitWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quote, esc := false, rune(0), false
+	for _, r := range s {
+		switch {
+		case esc:
+			cur.WriteRune(r)
+			esc = false
+		case r == '\\' && quote != '\'':
+			esc, in = true, true
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '"' || r == '\'':
+			quote, in = r, true
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// Message is the text stored and sent for an invocation: what the user
+// typed, in the tags Claude Code records it with, then the expanded
+// prompt. Both stay in the session log, and the model sees which command
+// it is following.
+func Message(inv Invocation, expanded string) string {
+	var b strings.Builder
+	b.WriteString("<command-name>/")
+	b.WriteString(inv.Name)
+	b.WriteString("</command-name>\n")
+	if inv.Args != "" {
+		b.WriteString("<command-args>")
+		b.WriteString(inv.Args)
+		b.WriteString("</command-args>\n")
+	}
+	b.WriteString("\n")
+	b.WriteString(expanded)
+	return b.String()
+}

@@ -1,0 +1,203 @@
+package skills
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/skills/frontmatter"
+)
+
+// Codes of the problems a skill folder can have; a skill with one is left
+// out and logged, and never fails the agent.
+const (
+	// Invalid: SKILL.md breaks the format (front matter, name,
+	// description, a field's type or length).
+	Invalid errs.Code = "SKILL_INVALID"
+	// Unreadable: SKILL.md cannot be read, is too large or is not text.
+	Unreadable errs.Code = "SKILL_UNREADABLE"
+	// Duplicate: a skill of the same name was found earlier in paths.
+	Duplicate errs.Code = "SKILL_DUPLICATE"
+	// Unknown: the model asked for a skill that is not there.
+	Unknown errs.Code = "SKILL_UNKNOWN"
+)
+
+// MaxFileBytes bounds one SKILL.md: its body goes to the model whole.
+const MaxFileBytes = 256 << 10
+
+// Skill is one valid skill folder.
+type Skill struct {
+	Name          string
+	Description   string
+	License       string
+	Compatibility string
+	Metadata      map[string]string
+	AllowedTools  []string
+	// Dir is the skill's folder, absolute; File its SKILL.md.
+	Dir, File string
+	// Body is SKILL.md after the front matter.
+	Body string
+	// Ignored names front matter keys the spec does not define, which
+	// dsh reads past (Claude Code adds some of its own).
+	Ignored []string
+}
+
+// Problem is a skill left out, and why.
+type Problem struct {
+	File string
+	Err  error
+}
+
+// specFields are the front matter keys of the Agent Skills
+// specification.
+var specFields = map[string]bool{"name": true, "description": true, "license": true, "compatibility": true, "metadata": true, "allowed-tools": true}
+
+// scan reads every <dir>/<name>/SKILL.md of dirs, in order; a name found
+// again later is a Duplicate problem, so the earlier directory wins.
+func scan(dirs []string) ([]Skill, []Problem) {
+	var out []Skill
+	var problems []Problem
+	seen := map[string]string{}
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // a missing folder is the common case: no skills there
+		}
+		sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+		for _, e := range entries {
+			sub := filepath.Join(dir, e.Name())
+			// A linked skill folder is common (one checkout, several
+			// agents): follow it.
+			if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+				continue
+			}
+			file := filepath.Join(sub, "SKILL.md")
+			if _, err := os.Lstat(file); err != nil {
+				continue // not a skill folder
+			}
+			s, err := load(file)
+			if err != nil {
+				problems = append(problems, Problem{File: file, Err: err})
+				continue
+			}
+			if first, dup := seen[s.Name]; dup {
+				problems = append(problems, Problem{File: file, Err: errs.New(Duplicate, fmt.Sprintf(
+					"%s: skill %q is already loaded from %s, which comes earlier in paths; rename one of them", file, s.Name, first)).WithReason("skills/duplicate")})
+				continue
+			}
+			seen[s.Name] = file
+			out = append(out, s)
+		}
+	}
+	return out, problems
+}
+
+// load reads and validates one SKILL.md as the specification says.
+func load(file string) (Skill, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return Skill{}, errs.New(Unreadable, fmt.Sprintf("%s: cannot be read: %v", file, err)).WithReason("skills/unreadable")
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return Skill{}, errs.New(Unreadable, fmt.Sprintf("%s: cannot be read: %v", file, err)).WithReason("skills/unreadable")
+	}
+	if len(data) > MaxFileBytes {
+		return Skill{}, errs.New(Unreadable, fmt.Sprintf("%s: larger than %d bytes; move detail into files beside it (references/), as the format recommends", file, MaxFileBytes)).WithReason("skills/too-large")
+	}
+	if !utf8.Valid(data) || strings.IndexByte(string(data), 0) >= 0 {
+		return Skill{}, errs.New(Unreadable, fmt.Sprintf("%s: not UTF-8 text", file)).WithReason("skills/binary")
+	}
+	d, err := frontmatter.Parse(file, data, true)
+	if err != nil {
+		return Skill{}, invalid(err)
+	}
+	s := Skill{Dir: filepath.Dir(file), File: file, Body: strings.TrimSpace(d.Body)}
+	var present bool
+	if s.Name, present, err = d.String("name"); err != nil {
+		return Skill{}, invalid(err)
+	} else if !present {
+		return Skill{}, invalid(frontmatter.Errorf(file, 1, "the required field name is missing; add \"name: %s\" (the folder's name)", filepath.Base(s.Dir)))
+	}
+	nameNode, _ := d.Field("name")
+	if err := checkName(s.Name, filepath.Base(s.Dir)); err != nil {
+		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(nameNode), "%v", err))
+	}
+	if s.Description, present, err = d.String("description"); err != nil {
+		return Skill{}, invalid(err)
+	} else if !present {
+		return Skill{}, invalid(frontmatter.Errorf(file, 1, "the required field description is missing; say what the skill does and when to use it, in at most 1024 characters"))
+	}
+	descNode, _ := d.Field("description")
+	switch n := utf8.RuneCountInString(s.Description); {
+	case strings.TrimSpace(s.Description) == "":
+		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(descNode), "description is empty; say what the skill does and when to use it"))
+	case n > 1024:
+		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(descNode), "description is %d characters; the limit is 1024", n))
+	}
+	if s.License, _, err = d.String("license"); err != nil {
+		return Skill{}, invalid(err)
+	}
+	if c, present, err := d.String("compatibility"); err != nil {
+		return Skill{}, invalid(err)
+	} else if present {
+		n, _ := d.Field("compatibility")
+		if l := utf8.RuneCountInString(c); l < 1 || l > 500 {
+			return Skill{}, invalid(frontmatter.Errorf(file, d.Line(n), "compatibility is %d characters; give 1 to 500, or leave the field out", l))
+		}
+		s.Compatibility = c
+	}
+	if s.Metadata, err = d.StringMap("metadata"); err != nil {
+		return Skill{}, invalid(err)
+	}
+	if s.AllowedTools, err = d.Strings("allowed-tools"); err != nil {
+		return Skill{}, invalid(err)
+	}
+	for _, k := range d.Keys() {
+		if !specFields[k.Name] {
+			s.Ignored = append(s.Ignored, k.Name)
+		}
+	}
+	return s, nil
+}
+
+// invalid recodes a front matter error as the skill's, keeping its
+// message (file, line, fix).
+func invalid(err error) error {
+	msg := err.Error()
+	var e *errs.Error
+	if errors.As(err, &e) {
+		msg = e.Message
+	}
+	return errs.New(Invalid, msg).WithReason("skills/invalid")
+}
+
+// checkName applies the specification's rules for name.
+func checkName(name, dir string) error {
+	if n := utf8.RuneCountInString(name); n < 1 || n > 64 {
+		return fmt.Errorf("name %q is %d characters; give 1 to 64", name, n)
+	}
+	for _, r := range name {
+		if r != '-' && !unicode.IsDigit(r) && !(unicode.IsLetter(r) && unicode.IsLower(r)) {
+			return fmt.Errorf("name %q has %q; use lowercase letters, digits and hyphens only", name, r)
+		}
+	}
+	if strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-") {
+		return fmt.Errorf("name %q starts or ends with a hyphen", name)
+	}
+	if strings.Contains(name, "--") {
+		return fmt.Errorf("name %q has two hyphens in a row", name)
+	}
+	if name != dir {
+		return fmt.Errorf("name %q does not match its folder %q; the specification requires them to be equal", name, dir)
+	}
+	return nil
+}
