@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -183,8 +184,19 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 	if len(b.Skills) > 0 && need(skillsPlugin, "skills ("+shown(b, b.Skills)+")") {
 		gen = append(gen, Entry{ID: id + "/skills", Use: skillsPlugin, from: part("skills"), Config: map[string]any{"paths": anyList(b.Skills)}})
 	}
-	if len(b.Commands) > 0 && need(commandsPlugin, "commands ("+shown(b, b.Commands)+")") {
-		gen = append(gen, Entry{ID: id + "/commands", Use: commandsPlugin, from: part("commands"), Config: map[string]any{"paths": anyList(b.Commands)}})
+	// prompt.commands reads folders; a manifest may also name single
+	// command files, which are reported rather than widened to their
+	// folder (that would mount files the bundle did not name).
+	var cmdDirs []string
+	for _, path := range b.Commands {
+		if st, err := os.Stat(path); err == nil && !st.IsDir() {
+			report.Notes = append(report.Notes, fmt.Sprintf("%s: command file not mounted: dsh's commands plugin reads folders of command files; list the folder that holds it instead", shown(b, []string{path})))
+			continue
+		}
+		cmdDirs = append(cmdDirs, path)
+	}
+	if len(cmdDirs) > 0 && need(commandsPlugin, "commands ("+shown(b, cmdDirs)+")") {
+		gen = append(gen, Entry{ID: id + "/commands", Use: commandsPlugin, from: part("commands"), Config: map[string]any{"paths": anyList(cmdDirs)}})
 	}
 	if len(b.Hooks) > 0 && need(hooksPlugin, "hooks ("+strings.Join(b.HookSources, ", ")+")") {
 		events := map[string]any{}

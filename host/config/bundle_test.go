@@ -8,30 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/plugins/commands"
 	"github.com/dsh-go/dsh/plugins/hooks"
 	"github.com/dsh-go/dsh/plugins/mcp"
+	"github.com/dsh-go/dsh/plugins/skills"
 	"github.com/dsh-go/dsh/services/protect"
 )
-
-// pathsConfig stands in for the skills and commands plugins' config.
-type pathsConfig struct {
-	Paths []string `koanf:"paths"`
-}
-
-// Stand-ins for the skills and commands plugins while this binary lacks
-// them. TODO(bundles): drop once prompt.skills and prompt.commands merge.
-func init() {
-	for _, id := range []string{"prompt.skills", "prompt.commands"} {
-		if _, ok := plugin.Lookup(id); !ok {
-			plugin.Register(id, "test", func(*dshctx.Context, pathsConfig) error { return nil })
-		}
-	}
-}
-
-func withPartPlugins(t *testing.T) {}
 
 // writeTree creates files under dir (a path ending in "/" is a folder).
 func writeTree(t *testing.T, dir string, files map[string]string) {
@@ -89,7 +72,6 @@ func ids(list []config.Entry) []string {
 }
 
 func TestABundleBecomesEntriesOfDshsOwnPlugins(t *testing.T) {
-	withPartPlugins(t)
 	cfg, err, dir := parseWith(t, `
 plugins:
   - use: llm.scripted
@@ -122,10 +104,10 @@ agents:
 	if p := cfg.PluginConfig(&cfg.Plugins[1]).(*protect.PathsConfig); len(p.Paths) != 1 || p.Paths[0].Path != root {
 		t.Fatalf("protected %+v; want the bundle's folder", p)
 	}
-	if s := cfg.PluginConfig(&cfg.Plugins[2]).(*pathsConfig); !slices.Equal(s.Paths, []string{root + "/skills"}) {
+	if s := cfg.PluginConfig(&cfg.Plugins[2]).(*skills.Config); !slices.Equal(s.Paths, []string{root + "/skills"}) {
 		t.Fatalf("skills config %+v", s)
 	}
-	if c := cfg.PluginConfig(&cfg.Plugins[3]).(*pathsConfig); !slices.Equal(c.Paths, []string{root + "/commands"}) {
+	if c := cfg.PluginConfig(&cfg.Plugins[3]).(*commands.Config); !slices.Equal(c.Paths, []string{root + "/commands"}) {
 		t.Fatalf("commands config %+v", c)
 	}
 	h := cfg.PluginConfig(&cfg.Plugins[4]).(*hooks.Config)
@@ -154,7 +136,6 @@ agents:
 // bundle is returned, and each problem names the config line, the bundle
 // file and the field.
 func TestADefectiveBundleFailsTheWholeConfig(t *testing.T) {
-	withPartPlugins(t)
 	bad := map[string]string{
 		".claude-plugin/plugin.json": `{"name": "Bad Name", "skills": "skills"}`,
 		".mcp.json":                  `{"mcpServers": {"s": {"command": "x", "env": {"T": "${NOT_SET}"}}}}`,
@@ -185,7 +166,6 @@ agents:
 // (here an event the hooks plugin does not know) fails the config, named
 // by the bundle's file.
 func TestAPartsPluginRefusesTheBundle(t *testing.T) {
-	withPartPlugins(t)
 	_, err, _ := parseWith(t, `plugins:
   - bundle: ./h
 `, nil, map[string]map[string]string{"h": {"hooks/hooks.json": `{"hooks": {"BeforeEverything": [{"hooks": [{"type": "command", "command": "x"}]}]}}`}})
@@ -195,7 +175,6 @@ func TestAPartsPluginRefusesTheBundle(t *testing.T) {
 }
 
 func TestABundleInAPresetMountsOnlyThere(t *testing.T) {
-	withPartPlugins(t)
 	cfg, err, _ := parseWith(t, `
 plugins:
   - use: llm.scripted
@@ -303,7 +282,6 @@ agents:
 }
 
 func TestTwoSourcesOfOneServerNameClash(t *testing.T) {
-	withPartPlugins(t)
 	_, err, _ := parseWith(t, `plugins:
   - bundle: ./quality
   - mcp_json: ./.mcp.json
@@ -313,5 +291,25 @@ func TestTwoSourcesOfOneServerNameClash(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), `MCP server "db" of mcp_json "./.mcp.json" has the name of one from bundle "quality"`) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+func TestACommandFileInTheManifestIsReportedNotMounted(t *testing.T) {
+	cfg, err, _ := parseWith(t, `plugins:
+  - bundle: ./c
+`, nil, map[string]map[string]string{"c": {
+		".claude-plugin/plugin.json": `{"name": "c", "commands": ["./extra/deploy.md", "./more"]}`,
+		"extra/deploy.md":            "Deploy.",
+		"more/status.md":             "Status.",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.PluginConfig(&cfg.Plugins[1]).(*commands.Config)
+	if len(c.Paths) != 1 || !strings.HasSuffix(c.Paths[0], "/c/more") {
+		t.Fatalf("commands paths %v; want the folder only", c.Paths)
+	}
+	if n := cfg.Bundles()[0].Notes; !slices.ContainsFunc(n, func(s string) bool { return strings.Contains(s, "./extra/deploy.md: command file not mounted") }) {
+		t.Fatalf("notes %q", n)
 	}
 }
