@@ -6,15 +6,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -28,6 +32,24 @@ func kit(t *testing.T, dir, out string) string {
 	t.Helper()
 	root := filepath.Join(dir, "echo-kit")
 	files := map[string]string{
+		// The command and the skill as the Claude Code and Agent Skills
+		// documentation write them.
+		"commands/review.md": `---
+description: Review code for a topic
+argument-hint: [topic]
+---
+
+Review the code for $ARGUMENTS and list the problems you find.
+`,
+		"skills/house-style/SKILL.md": `---
+name: house-style
+description: The house coding style. Use when writing or reviewing code in this repository.
+---
+
+# House style
+
+Indent with tabs. Name errors after what failed.
+`,
 		".claude-plugin/plugin.json": `{
   "name": "echo-kit",
   "version": "0.1.0",
@@ -126,7 +148,7 @@ agents:
 		`echo-kit/mcp/echo (use tools.mcp) (from bundle "echo-kit")`,
 		`echo-kit/hooks (use hooks.command) (from bundle "echo-kit")`,
 		"presets.kit[0]: bundle \"echo-kit\" " + root,
-		"mounts: echo-kit/protect, echo-kit/hooks, echo-kit/mcp/echo",
+		"mounts: echo-kit/protect, echo-kit/skills, echo-kit/commands, echo-kit/hooks, echo-kit/mcp/echo",
 		"reads from dsh's environment: BUNDLE_OUT",
 	} {
 		if !strings.Contains(tree, want) {
@@ -184,5 +206,81 @@ agents:
 	seen, _ := os.ReadFile(filepath.Join(out, "root.txt"))
 	if strings.TrimSpace(string(seen)) != root {
 		t.Errorf("the hook saw CLAUDE_PLUGIN_ROOT=%q; want %q", seen, root)
+	}
+}
+
+// TestABundlesCommandAndSkillWorkThroughAdmission: a person's "/review
+// ..." reaches the model expanded from the bundle's command file (the
+// expansion happens at admission, so it is delivered through the agent
+// controller like any entry point's prompt), the bundle's skill is listed
+// in the system prompt, and the skill tool hands its body to the model.
+func TestABundlesCommandAndSkillWorkThroughAdmission(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	kit(t, dir, out)
+	yaml := `
+plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - text: "loading the style"
+          tool_calls:
+            - name: skill
+              arguments: '{"name": "house-style"}'
+        - text: "reviewed"
+  - bundle: ./echo-kit
+agents:
+  - id: a
+    provider: scripted
+`
+	file := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{Path: file, Dir: dir, Environ: []string{"BUNDLE_OUT=" + out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	var mu sync.Mutex
+	var reqs []llm.Request
+	agentloop.EventRequest.On(h.Root(), func(ctx stdctx.Context, ev agentloop.RequestEvent, next waterfall.Next[agentloop.RequestEvent, llm.Request]) (llm.Request, error) {
+		mu.Lock()
+		reqs = append(reqs, ev.Request)
+		mu.Unlock()
+		return next.Call(ctx, ev)
+	})
+	ctl, err := agentcontroller.Key.Get(h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := h.Agent("a")
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := ctl.Deliver(ctx, a, agentcontroller.Request{Mode: agentcontroller.Followup, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser}, Content: "/review error handling"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WhenIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests; want 2", len(reqs))
+	}
+	first := reqs[0]
+	if !strings.Contains(first.System, "house-style") || !strings.Contains(first.System, "The house coding style.") {
+		t.Errorf("the bundle's skill is not listed in the system prompt:\n%s", first.System)
+	}
+	user, _ := first.History.Last()
+	if !strings.Contains(user.Content, "Review the code for error handling and list the problems you find.") {
+		t.Errorf("the command was not expanded from the bundle's file: %q", user.Content)
+	}
+	result, _ := reqs[1].History.Last()
+	if result.IsError || !strings.Contains(result.Content, "Indent with tabs.") {
+		t.Errorf("the skill tool's result: %+v", result)
 	}
 }
