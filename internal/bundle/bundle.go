@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -260,7 +261,9 @@ func (l *loader) components(m map[string]any) {
 			l.p.add(file, "skills", "%s is not a folder; skills are folders holding <name>/SKILL.md", show(l.b.Root, path))
 			continue
 		}
-		l.b.Skills = append(l.b.Skills, path)
+		if l.readable(file, "skills", path) {
+			l.b.Skills = append(l.b.Skills, path)
+		}
 	}
 	for _, path := range dirs("commands", defaultCommands) {
 		st, err := os.Stat(path)
@@ -268,10 +271,14 @@ func (l *loader) components(m map[string]any) {
 			l.p.add(file, "commands", "%s is neither a folder nor a .md command file", show(l.b.Root, path))
 			continue
 		}
-		l.b.Commands = append(l.b.Commands, path)
+		if l.readable(file, "commands", path) {
+			l.b.Commands = append(l.b.Commands, path)
+		}
 	}
 	for _, path := range dirs("agents", defaultAgents) {
-		l.agents(path)
+		if l.readable(file, "agents", path) {
+			l.agents(path)
+		}
 	}
 	l.hooks(file, m)
 	l.servers(file, m)
@@ -286,6 +293,29 @@ func (l *loader) components(m map[string]any) {
 			}[rel])
 		}
 	}
+}
+
+// readable reports whether dsh's user can read path (a folder's list, or
+// a file), and reports it when not: the plugin behind the part would
+// otherwise skip what it cannot read, and the part would be silently
+// empty. As root this always holds; as another user a folder of another
+// owner may be closed.
+func (l *loader) readable(file, field, path string) bool {
+	f, err := os.Open(path)
+	if err == nil {
+		if st, serr := f.Stat(); serr == nil && st.IsDir() {
+			_, err = f.Readdirnames(1)
+			if err == io.EOF {
+				err = nil
+			}
+		}
+		f.Close()
+	}
+	if err != nil {
+		l.p.add(file, field, "cannot read %s: %v; dsh runs as uid %d", show(l.b.Root, path), unwrapPathErr(err), os.Getuid())
+		return false
+	}
+	return true
 }
 
 func dedupe(list []string) []string {
