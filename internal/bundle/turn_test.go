@@ -284,3 +284,93 @@ agents:
 		t.Errorf("the skill tool's result: %+v", result)
 	}
 }
+
+// TestAReloadPicksUpABundlesChange: an edit to a bundle's files changes
+// its generated entry, so a reload restarts that entry alone; an edit that
+// breaks the bundle fails the new config's load, and the running host
+// keeps the old one whole.
+func TestAReloadPicksUpABundlesChange(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	root := kit(t, dir, out)
+	yaml := `
+plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - text: "calling"
+          tool_calls:
+            - name: echo__say
+              arguments: '{"text": "world"}'
+        - text: "done"
+  - bundle: ./echo-kit
+agents:
+  - id: a
+    provider: scripted
+`
+	file := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := config.LoadOptions{Path: file, Dir: dir, Environ: []string{"BUNDLE_OUT=" + out}}
+	cfg, err := config.Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+
+	mcpFile := filepath.Join(root, ".mcp.json")
+	orig, _ := os.ReadFile(mcpFile)
+	if err := os.WriteFile(mcpFile, []byte(strings.Replace(string(orig), "${GREETING:-hello}", "${GREETING:-good day}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next, err := config.Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Reload(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if got := sayOnce(t, ctx, h); got != "good day: world (root "+root+")" {
+		t.Fatalf("after the reload the server answers %q", got)
+	}
+
+	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers": {"echo": {"command": "${CLAUDE_PLUGIN_ROOT}/servers/echo-server", "env": {"T": "${UNSET_TOKEN}"}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(opts); err == nil || !strings.Contains(err.Error(), "${UNSET_TOKEN} is not set") {
+		t.Fatalf("a broken bundle loaded: %v", err)
+	}
+	if got := sayOnce(t, ctx, h); got != "good day: world (root "+root+")" {
+		t.Fatalf("the running host changed after a failed load: %q", got)
+	}
+}
+
+// sayOnce runs one turn of agent a (whose scripted model calls echo__say
+// then answers) and returns the tool's result.
+func sayOnce(t *testing.T, ctx stdctx.Context, h *host.Host) string {
+	t.Helper()
+	a, ok := h.Agent("a")
+	if !ok {
+		t.Fatal("no agent a")
+	}
+	n := len(a.Session().Events(1))
+	if err := a.Followup(llm.Message{Role: llm.RoleUser, Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WhenIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	result := ""
+	for _, e := range a.Session().Events(1)[n:] {
+		if e.Type == session.ToolResult && e.Message != nil {
+			result = e.Message.Content
+		}
+	}
+	return result
+}
