@@ -203,6 +203,7 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 		for ev, groups := range b.Hooks {
 			events[ev] = groups
 		}
+		report.Notes = append(report.Notes, renamePluginTools(b)...)
 		gen = append(gen, Entry{ID: id + "/hooks", Use: hooksPlugin, from: part(strings.Join(b.HookSources, " ")), Config: map[string]any{
 			"hooks": events,
 			// Claude Code gives a plugin's hooks the root in the
@@ -307,6 +308,38 @@ func serverConfig(s bundle.Server) (map[string]any, string) {
 		}
 	}
 	return cfg, note
+}
+
+// renamePluginTools rewrites, in the bundle's hook matchers, the names
+// Claude Code gives a plugin's own MCP tools (mcp__plugin_<plugin>_<server>__<tool>)
+// to the names dsh gives them (<server>__<tool>): a guard written for the
+// bundle's own server must not silently stop matching. A matcher that
+// still names a plugin's tools after that (another plugin's, or a pattern
+// over the prefix) is reported, since nothing in dsh is named so.
+func renamePluginTools(b *bundle.Bundle) []string {
+	var notes []string
+	for _, ev := range slices.Sorted(maps.Keys(b.Hooks)) {
+		for i, g := range b.Hooks[ev] {
+			group, _ := g.(map[string]any)
+			m, _ := group["matcher"].(string)
+			if !strings.Contains(m, "mcp__plugin_") {
+				continue
+			}
+			orig := m
+			for _, s := range b.Servers {
+				m = strings.ReplaceAll(m, "mcp__plugin_"+b.Name+"_"+s.Name+"__", mcpName(s.Name)+"__")
+			}
+			group["matcher"] = m
+			at := fmt.Sprintf("hooks.%s[%d].matcher", ev, i)
+			if m != orig {
+				notes = append(notes, fmt.Sprintf("%s %q: matches the bundle's own MCP tools by dsh's names, as %q", at, orig, m))
+			}
+			if strings.Contains(m, "mcp__plugin_") {
+				notes = append(notes, fmt.Sprintf("%s %q: names tools by Claude Code's plugin prefix (mcp__plugin_...), which no dsh tool has; it matches nothing of another bundle's, whose tools are <server>__<tool>", at, m))
+			}
+		}
+	}
+	return notes
 }
 
 // mcpName fits a server's name to tools.mcp's rule (letters, digits, '-',

@@ -313,3 +313,35 @@ func TestACommandFileInTheManifestIsReportedNotMounted(t *testing.T) {
 		t.Fatalf("notes %q", n)
 	}
 }
+
+// TestHookMatchersForTheBundlesOwnToolsMatchInDsh: Claude Code names a
+// plugin's MCP tools mcp__plugin_<plugin>_<server>__<tool>; a bundle's
+// guard written with that name is rewritten to dsh's name for the same
+// tool, and one naming another plugin's tools is reported.
+func TestHookMatchersForTheBundlesOwnToolsMatchInDsh(t *testing.T) {
+	cfg, err, _ := parseWith(t, `plugins:
+  - bundle: ./kit
+`, nil, map[string]map[string]string{"kit": {
+		".claude-plugin/plugin.json": `{"name": "kit"}`,
+		".mcp.json":                  `{"mcpServers": {"db.main": {"command": "x"}}}`,
+		"hooks/hooks.json": `{"hooks": {"PreToolUse": [
+			{"matcher": "mcp__plugin_kit_db.main__query|Bash", "hooks": [{"type": "command", "command": "guard"}]},
+			{"matcher": "mcp__plugin_other_x__.*", "hooks": [{"type": "command", "command": "guard"}]}]}}`,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h *hooks.Config
+	for i := range cfg.Plugins {
+		if cfg.Plugins[i].ID == "kit/hooks" {
+			h = cfg.PluginConfig(&cfg.Plugins[i]).(*hooks.Config)
+		}
+	}
+	if got := h.Hooks["PreToolUse"][0].Matcher; got != "db-main__query|Bash" {
+		t.Fatalf("matcher %q; want dsh's name for the bundle's tool", got)
+	}
+	notes := strings.Join(cfg.Bundles()[0].Notes, "\n")
+	if !strings.Contains(notes, `hooks.PreToolUse[1].matcher "mcp__plugin_other_x__.*": names tools by Claude Code's plugin prefix`) {
+		t.Fatalf("notes:\n%s", notes)
+	}
+}

@@ -27,7 +27,8 @@ import (
 // through ${CLAUDE_PLUGIN_ROOT}, .mcp.json starting a server shipped in the
 // bundle — and returns its root. The hook records what it was given in
 // out and blocks a call whose input says "forbidden", as a Claude Code
-// PreToolUse guard does (exit 2, the reason on stderr).
+// PreToolUse guard does (exit 2, the reason on stderr); its matcher names
+// the tool as Claude Code names a plugin's MCP tool.
 func kit(t *testing.T, dir, out string) string {
 	t.Helper()
 	root := filepath.Join(dir, "echo-kit")
@@ -68,7 +69,7 @@ Indent with tabs. Name errors after what failed.
   "description": "guards the echo server",
   "hooks": {
     "PreToolUse": [
-      {"matcher": "echo__say", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/scripts/guard.sh", "timeout": 10}]}
+      {"matcher": "mcp__plugin_echo-kit_echo__say", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/scripts/guard.sh", "timeout": 10}]}
     ]
   }
 }`,
