@@ -261,3 +261,19 @@ func TestBadHooksFilesAreErrorsWithTheirPlace(t *testing.T) {
 		"hooks/hooks.json: hooks.Stop: expected a list of matcher groups",
 	)
 }
+
+// TestABundlesMCPFileMayMapServersDirectly: Claude Code's plugin docs also
+// write a bundle's .mcp.json without the "mcpServers" wrapper.
+func TestABundlesMCPFileMayMapServersDirectly(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{".mcp.json": `{"database-tools": {"command": "${CLAUDE_PLUGIN_ROOT}/servers/db-server", "args": ["--config", "${CLAUDE_PLUGIN_ROOT}/config.json"]}}`})
+	b, err := Load(dir, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Servers) != 1 || b.Servers[0].Name != "database-tools" || b.Servers[0].Command != b.Root+"/servers/db-server" {
+		t.Fatalf("servers %+v", b.Servers)
+	}
+	write(t, dir, map[string]string{".mcp.json": `{"database-tools": {"command": "x", "args": 5}}`})
+	containsAll(t, mustProblems(t, dir, env()), ".mcp.json: database-tools.args: expected a list of strings, got the number 5")
+}

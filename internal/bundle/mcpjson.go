@@ -106,7 +106,7 @@ func readServers(p *problems, x *expander, file, field string, raw any, out *MCP
 		return
 	}
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
-		at := field + "." + name
+		at := joinField(field, name)
 		obj, ok := servers[name].(map[string]any)
 		if !ok {
 			p.add(file, at, "expected an object such as {\"command\": \"...\"} or {\"type\": \"http\", \"url\": \"...\"}, got %s", jsonKind(servers[name]))
@@ -214,6 +214,13 @@ func readServer(p *problems, x *expander, file, at, name string, obj map[string]
 		}
 	}
 	return s, len(p.list) == before
+}
+
+func joinField(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
 }
 
 func missingMessage(name string) string {
