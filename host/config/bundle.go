@@ -208,7 +208,7 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 			"hooks": events,
 			// Claude Code gives a plugin's hooks the root in the
 			// environment as well as in the command text.
-			"env": map[string]any{bundle.PluginRootVar: b.Root},
+			"env": map[string]any{bundle.PluginRootVar: b.Root, bundle.OpenPluginRootVar: b.Root},
 		}})
 	}
 	if len(b.Servers) > 0 && need(mcpPlugin, "MCP servers ("+strings.Join(bundle.ServerNames(b.Servers), ", ")+")") {
@@ -223,6 +223,7 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 					env = map[string]any{}
 				}
 				env[bundle.PluginRootVar] = b.Root
+				env[bundle.OpenPluginRootVar] = b.Root
 				cfg["env"] = env
 			}
 			gen = append(gen, Entry{ID: id + "/mcp/" + s.Name, Use: mcpPlugin, from: part(s.File + " " + s.Name), Config: cfg})

@@ -277,3 +277,22 @@ func TestABundlesMCPFileMayMapServersDirectly(t *testing.T) {
 	write(t, dir, map[string]string{".mcp.json": `{"database-tools": {"command": "x", "args": 5}}`})
 	containsAll(t, mustProblems(t, dir, env()), ".mcp.json: database-tools.args: expected a list of strings, got the number 5")
 }
+
+// TestTheOpenPluginsLayoutLoads: the Open Plugins specification puts the
+// manifest in .plugin/ and names the root ${PLUGIN_ROOT}.
+func TestTheOpenPluginsLayoutLoads(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		".plugin/plugin.json": `{"name": "acme.tools", "version": "1.0.0"}`,
+		".mcp.json":           `{"mcpServers": {"s": {"command": "${PLUGIN_ROOT}/bin/s", "args": ["${PLUGIN_ROOT}/c.json"]}}}`,
+		"hooks/hooks.json":    `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "${PLUGIN_ROOT}/check.sh"}]}]}}`,
+	})
+	b, err := Load(dir, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := b.Hooks["Stop"][0].(map[string]any)["hooks"].([]any)[0].(map[string]any)["command"]
+	if b.Name != "acme.tools" || b.Servers[0].Command != b.Root+"/bin/s" || b.Servers[0].Args[0] != b.Root+"/c.json" || cmd != b.Root+"/check.sh" {
+		t.Fatalf("name %q servers %+v hook %q", b.Name, b.Servers, cmd)
+	}
+}

@@ -10,6 +10,10 @@ import (
 // that names the bundle's root directory.
 const PluginRootVar = "CLAUDE_PLUGIN_ROOT"
 
+// OpenPluginRootVar is the Open Plugins specification's name for the same
+// directory; a bundle may use either.
+const OpenPluginRootVar = "PLUGIN_ROOT"
+
 // pluginDataVar is Claude Code's per-plugin data directory, which dsh does
 // not provide (yet); a reference to it is refused rather than expanded to
 // a value the bundle did not expect.
@@ -36,7 +40,7 @@ func (x *expander) expand(s string) string {
 	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
 		inner := m[2 : len(m)-1]
 		name, def, hasDef := strings.Cut(inner, ":-")
-		if x.root != "" && name == PluginRootVar {
+		if x.root != "" && (name == PluginRootVar || name == OpenPluginRootVar) {
 			return x.root
 		}
 		if name == pluginDataVar {
@@ -75,11 +79,12 @@ func (x *expander) takeMissing() []string {
 	return m
 }
 
-// expandRoot replaces only ${CLAUDE_PLUGIN_ROOT}: what Claude Code does to
-// a hook's command before the shell sees it. Every other ${...} is left to
-// the shell.
+// expandRoot replaces only ${CLAUDE_PLUGIN_ROOT} (and the Open Plugins
+// ${PLUGIN_ROOT}): what Claude Code does to a hook's command before the
+// shell sees it. Every other ${...} is left to the shell.
 func expandRoot(s, root string) string {
-	return strings.ReplaceAll(s, "${"+PluginRootVar+"}", root)
+	s = strings.ReplaceAll(s, "${"+PluginRootVar+"}", root)
+	return strings.ReplaceAll(s, "${"+OpenPluginRootVar+"}", root)
 }
 
 // EnvLookup turns an environment list (os.Environ's form) into a lookup;

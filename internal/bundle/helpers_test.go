@@ -50,7 +50,7 @@ func testServer() *mcpsdk.Server {
 
 // write creates files under dir: path → content ("" for an empty folder
 // when the path ends in "/").
-func write(t *testing.T, dir string, files map[string]string) {
+func write(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for path, content := range files {
 		full := filepath.Join(dir, filepath.FromSlash(path))
