@@ -56,6 +56,8 @@ func (e Entry) From() string {
 type BundleReport struct {
 	// At is the entry's key path ("plugins[2]", "presets.review[0]").
 	At string
+	// ID is the entry's id, which starts the ids of what it mounts.
+	ID string
 	// Kind is "bundle" or "mcp_json"; Path what the entry names, resolved.
 	Kind, Path string
 	// Name is the bundle's name (its manifest's, else its folder's).
@@ -99,16 +101,11 @@ func (c *Config) expandBundles(list []Entry, at string, p *problems) []Entry {
 		if gen == nil {
 			continue
 		}
-		if len(gen) == 0 {
-			report.At = key
-			c.bundles = append(c.bundles, report)
+		if prev, dup := ids[report.ID]; dup {
+			p.add(key+".id", fmt.Sprintf("%s %q mounts under the id %q, as %s does; give one of them its own id:", report.Kind, e.Bundle+e.MCPJSON, report.ID, prev))
 			continue
 		}
-		if prev, dup := ids[gen[0].ID]; dup {
-			p.add(key+".id", fmt.Sprintf("%s %q mounts under the id %q, as %s does; give one of them its own id:", report.Kind, e.Bundle+e.MCPJSON, strings.TrimSuffix(gen[0].ID, "/protect"), prev))
-			continue
-		}
-		ids[gen[0].ID] = key
+		ids[report.ID] = key
 		report.At = key
 		c.bundles = append(c.bundles, report)
 		out = append(out, gen...)
@@ -165,7 +162,7 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 	part := func(name string) *origin {
 		return &origin{key: fmt.Sprintf("%s.bundle[%s]", key, name), what: what}
 	}
-	report := BundleReport{Kind: "bundle", Path: b.Root, Name: b.Name, Vars: b.Vars, Notes: b.Notes}
+	report := BundleReport{ID: id, Kind: "bundle", Path: b.Root, Name: b.Name, Vars: b.Vars, Notes: b.Notes}
 	var gen []Entry
 	ok := true
 	need := func(use, has string) bool {
@@ -257,7 +254,7 @@ func (c *Config) mcpJSONEntries(e Entry, key string, p *problems) ([]Entry, Bund
 		id = e.MCPJSON
 	}
 	what := fmt.Sprintf("mcp_json %q", e.MCPJSON)
-	report := BundleReport{Kind: "mcp_json", Path: file, Vars: f.Vars, Notes: f.Notes}
+	report := BundleReport{ID: id, Kind: "mcp_json", Path: file, Vars: f.Vars, Notes: f.Notes}
 	gen := []Entry{}
 	if _, found := plugin.Lookup(protectPlugin); found {
 		gen = append(gen, Entry{ID: id + "/protect", Use: protectPlugin, from: &origin{key: key + ".mcp_json", what: what}, Config: map[string]any{

@@ -345,3 +345,22 @@ func TestHookMatchersForTheBundlesOwnToolsMatchInDsh(t *testing.T) {
 		t.Fatalf("notes:\n%s", notes)
 	}
 }
+
+func TestTwoBundlesOfOneNameNeedTheirOwnIDs(t *testing.T) {
+	kit := map[string]string{".claude-plugin/plugin.json": `{"name": "kit"}`, "commands/a.md": "A."}
+	_, err, _ := parseWith(t, `plugins:
+  - bundle: ./one
+  - bundle: ./two
+`, nil, map[string]map[string]string{"one": kit, "two": kit})
+	if err == nil || !strings.Contains(err.Error(), `config.yaml:3: plugins[1].id: bundle "./two" mounts under the id "kit", as plugins[0] does; give one of them its own id:`) {
+		t.Fatalf("err %v", err)
+	}
+	cfg, err, _ := parseWith(t, `plugins:
+  - bundle: ./one
+  - id: kit2
+    bundle: ./two
+`, nil, map[string]map[string]string{"one": kit, "two": kit})
+	if err != nil || ids(cfg.Plugins)[3] != "kit2/commands prompt.commands" {
+		t.Fatalf("%v %q", err, ids(cfg.Plugins))
+	}
+}
