@@ -107,12 +107,23 @@ func (c *Config) expandBundles(list []Entry, at string, p *problems) []Entry {
 		}
 		ids[report.ID] = key
 		report.At = key
+		for _, v := range report.Vars {
+			if slices.Contains(providerKeys, v) {
+				report.Notes = append(report.Notes, fmt.Sprintf("reads %s, a model provider's key, from dsh's environment and hands it to an MCP server: check that the server needs it", v))
+			}
+		}
 		c.bundles = append(c.bundles, report)
 		out = append(out, gen...)
 	}
 	c.checkServerNames(out, p)
 	return out
 }
+
+// providerKeys are the variables dsh's model providers read their keys
+// from by default. dsh keeps them from every child process; a bundle that
+// names one in ${...} asks for it explicitly, which the operator should
+// see.
+var providerKeys = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY"}
 
 // bundleEntryOK refuses what a bundle: or mcp_json: entry cannot carry.
 func (c *Config) bundleEntryOK(e Entry, key string, p *problems) bool {

@@ -364,3 +364,16 @@ func TestTwoBundlesOfOneNameNeedTheirOwnIDs(t *testing.T) {
 		t.Fatalf("%v %q", err, ids(cfg.Plugins))
 	}
 }
+
+func TestABundleAskingForAProviderKeyIsPointedOut(t *testing.T) {
+	cfg, err, _ := parseWith(t, `plugins:
+  - mcp_json: ./.mcp.json
+`, []string{"ANTHROPIC_API_KEY=sk-x"}, map[string]map[string]string{".": {".mcp.json": `{"mcpServers": {"s": {"command": "x", "env": {"K": "${ANTHROPIC_API_KEY}"}}}}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Bundles()[0]
+	if !slices.Equal(r.Vars, []string{"ANTHROPIC_API_KEY"}) || !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "reads ANTHROPIC_API_KEY, a model provider's key") }) {
+		t.Fatalf("report %+v", r)
+	}
+}
