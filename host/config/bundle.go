@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -317,6 +318,27 @@ func serverConfig(s bundle.Server) (map[string]any, string) {
 		}
 	}
 	return cfg, note
+}
+
+// noteBundleWorkspaces points out a bundle whose folder holds an agent's
+// workspace: the whole folder is protected, so every write of that agent
+// asks a person first — right for a bundle, surprising for a workspace.
+func (c *Config) noteBundleWorkspaces() {
+	for i := range c.bundles {
+		r := &c.bundles[i]
+		if r.Kind != "bundle" {
+			continue
+		}
+		for _, a := range c.Agents {
+			ws, err := filepath.EvalSymlinks(a.Workspace)
+			if err != nil {
+				continue // reported with the agent
+			}
+			if ws == r.Path || strings.HasPrefix(ws, r.Path+string(os.PathSeparator)) {
+				r.Notes = append(r.Notes, fmt.Sprintf("agent %q works inside the bundle's folder (%s), which is protected while the bundle is mounted: each of its writes there asks first", a.ID, a.Workspace))
+			}
+		}
+	}
 }
 
 // renamePluginTools rewrites, in the bundle's hook matchers, the names

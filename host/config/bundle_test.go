@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -375,5 +376,22 @@ func TestABundleAskingForAProviderKeyIsPointedOut(t *testing.T) {
 	r := cfg.Bundles()[0]
 	if !slices.Equal(r.Vars, []string{"ANTHROPIC_API_KEY"}) || !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "reads ANTHROPIC_API_KEY, a model provider's key") }) {
 		t.Fatalf("report %+v", r)
+	}
+}
+
+func TestABundleHoldingAWorkspaceIsPointedOut(t *testing.T) {
+	cfg, err, dir := parseWith(t, `plugins:
+  - use: llm.scripted
+  - bundle: .
+agents:
+  - id: a
+    provider: scripted
+`, nil, map[string]map[string]string{".": {".claude-plugin/plugin.json": `{"name": "self"}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`agent "a" works inside the bundle's folder (%s)`, dir)
+	if n := cfg.Bundles()[0].Notes; !slices.ContainsFunc(n, func(s string) bool { return strings.Contains(s, want) }) {
+		t.Fatalf("notes %q; want %q", n, want)
 	}
 }

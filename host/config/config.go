@@ -402,6 +402,7 @@ func (c *Config) check(p *problems, dir string) {
 		}
 	}
 	c.checkReferences(p)
+	c.noteBundleWorkspaces()
 	c.checkStores(p)
 	c.checkPricing(p)
 	c.checkServe(p)
