@@ -189,11 +189,12 @@ func (s *Server) HandleExtensionMethod(ctx stdctx.Context, method string, params
 	return map[string]any{"messageId": id}, nil
 }
 
-// announce tells a new client what the session offers: its commands.
+// announce tells a new client what the session offers: its commands,
+// the server's own and the agent's prompt commands (commands.go).
 func (st *conv) announce() {
 	st.send(acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{SessionUpdate: "available_commands_update",
-		AvailableCommands: []acp.AvailableCommand{{
+		AvailableCommands: append([]acp.AvailableCommand{{
 			Name: "steer", Description: "hand a message to the running turn instead of queueing it",
 			Input: &acp.AvailableCommandInput{Unstructured: &acp.UnstructuredCommandInput{Hint: "what the agent should take into account now"}},
-		}}}})
+		}}, st.promptCommands()...)}})
 }

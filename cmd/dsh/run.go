@@ -39,6 +39,8 @@ type runFlags struct {
 	// echo is --echo-bytes: how much of a tool call's arguments and of
 	// its result the text output shows.
 	echo int
+	// command is --command: the prompt command to run (command.go).
+	command string
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -67,11 +69,17 @@ updated session; with none stored it exits 5. Both need a plugin that
 persists sessions, such as session.jsonl. A session open in another dsh is
 refused (exit 1) and left untouched. Every run ends with its session id on
 stderr; with --json the first line is {"type":"session/opened",...}.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd, g, f) },
+		Args: cobra.ArbitraryArgs, // only with --command (commandPrompt)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.commandPrompt(cmd, args); err != nil {
+				return err
+			}
+			return run(cmd, g, f)
+		},
 	}
 	cmd.Flags().StringVarP(&f.prompt, "prompt", "p", "", "send this prompt, print the answer and exit")
 	cmd.Flags().StringVar(&f.agentID, "agent", "", "the agent to talk to (default the first configured)")
+	cmd.Flags().StringVar(&f.command, "command", "", "send the prompt command NAME (a .claude/commands file) with the arguments that follow, as /NAME ARGS")
 	cmd.Flags().BoolVar(&f.json, "json", false, "write the session events as JSON lines instead of the answer")
 	cmd.Flags().StringArrayVar(&f.attach, "attach", nil, "attach this file to the prompt: an image, a PDF or a text file (repeatable; with -p or stdin)")
 	cmd.Flags().IntVar(&f.echo, "echo-bytes", defaultEcho, "show at most this many bytes of a tool call's arguments and of its result")

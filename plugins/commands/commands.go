@@ -151,6 +151,9 @@ func (p *plug) admit(ctx stdctx.Context, a agentcontroller.Admission, next agent
 	if c.Model != "" {
 		p.log.Warn("commands: the command's model is not applied; the turn uses the agent's model", "agent", a.Agent.ID(), "command", c.Qualified(), "model", c.Model, "file", c.File)
 	}
+	if len(c.AllowedTools) > 0 {
+		p.log.Warn("commands: the command's allowed-tools are not applied; its tool calls go through approval as any other", "agent", a.Agent.ID(), "command", c.Qualified(), "allowed_tools", c.AllowedTools, "file", c.File)
+	}
 	a.Message = withText(a.Message, at, Message(inv, expanded))
 	return next.Call(ctx, a)
 }

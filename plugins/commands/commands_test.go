@@ -49,8 +49,8 @@ func TestDocumentedCommandsExpandUnchanged(t *testing.T) {
 	if !strings.Contains(stored[0].Content, "<command-args>456 high alice</command-args>") || !strings.Contains(stored[0].Content, "Review PR #456") {
 		t.Errorf("stored: %q", stored[0].Content)
 	}
-	if !strings.Contains(e.logged(), "claude-3-5-haiku-20241022") {
-		t.Errorf("the ignored model of /commit is not logged:\n%s", e.logged())
+	if l := e.logged(); !strings.Contains(l, "claude-3-5-haiku-20241022") || !strings.Contains(l, "allowed-tools are not applied") {
+		t.Errorf("the ignored model and allowed-tools of /commit are not logged:\n%s", l)
 	}
 }
 

@@ -85,8 +85,13 @@ func scan(dirs []string) ([]Command, []Problem) {
 	for _, dir := range dirs {
 		var files []string
 		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // the common case: no commands there
+			}
 			if err != nil {
-				return nil // a missing folder: no commands there
+				// There but unreadable is said, not taken for empty.
+				problems = append(problems, Problem{File: p, Err: errs.New(Unreadable, fmt.Sprintf("%s: cannot be listed: %v", p, err)).WithReason("commands/unreadable")})
+				return nil
 			}
 			if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir
@@ -186,6 +191,10 @@ func invalid(err error) error {
 	}
 	return errs.New(Invalid, msg).WithReason("commands/invalid")
 }
+
+// Find returns the command of list that name invokes: "ns:name"
+// exactly, or the first of that bare name.
+func Find(list []Command, name string) (Command, bool) { return lookup(list, name) }
 
 // lookup finds the command name invokes: "ns:name" exactly, or the
 // first of that bare name.

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -59,30 +62,74 @@ type Problem struct {
 // specification.
 var specFields = map[string]bool{"name": true, "description": true, "license": true, "compatibility": true, "metadata": true, "allowed-tools": true}
 
+// cache keeps each SKILL.md as last parsed, keyed by path and checked by
+// size and modification time, so a turn's scan reads only what changed.
+type cache struct {
+	mu sync.Mutex
+	m  map[string]cached
+}
+
+type cached struct {
+	mod  time.Time
+	size int64
+	s    Skill
+	err  error
+}
+
+// load is load(file) through the cache, fi the file's stat (nil when it
+// failed); a nil cache always reads.
+func (c *cache) load(file string, fi fs.FileInfo) (Skill, error) {
+	if c == nil || fi == nil {
+		return load(file) // reports a stat error in the file's words
+	}
+	c.mu.Lock()
+	hit, ok := c.m[file]
+	c.mu.Unlock()
+	if ok && hit.mod.Equal(fi.ModTime()) && hit.size == fi.Size() {
+		return hit.s, hit.err
+	}
+	s, err := load(file)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]cached{}
+	}
+	c.m[file] = cached{mod: fi.ModTime(), size: fi.Size(), s: s, err: err}
+	c.mu.Unlock()
+	return s, err
+}
+
 // scan reads every <dir>/<name>/SKILL.md of dirs, in order; a name found
 // again later is a Duplicate problem, so the earlier directory wins.
-func scan(dirs []string) ([]Skill, []Problem) {
+func scan(dirs []string) ([]Skill, []Problem) { return (*cache)(nil).scan(dirs) }
+
+func (c *cache) scan(dirs []string) ([]Skill, []Problem) {
 	var out []Skill
 	var problems []Problem
 	seen := map[string]string{}
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the common case: no skills there
+		}
 		if err != nil {
-			continue // a missing folder is the common case: no skills there
+			// A folder that is there but cannot be listed is said, not
+			// taken for an empty one.
+			problems = append(problems, Problem{File: dir, Err: errs.New(Unreadable, fmt.Sprintf("%s: the skills folder cannot be listed: %v", dir, err)).WithReason("skills/unreadable")})
+			continue
 		}
 		sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 		for _, e := range entries {
-			sub := filepath.Join(dir, e.Name())
 			// A linked skill folder is common (one checkout, several
-			// agents): follow it.
-			if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+			// agents): a symlink is followed like a folder.
+			if !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			file := filepath.Join(sub, "SKILL.md")
-			if _, err := os.Lstat(file); err != nil {
+			file := filepath.Join(dir, e.Name(), "SKILL.md")
+			fi, err := os.Stat(file)
+			if err != nil && errors.Is(err, fs.ErrNotExist) || err == nil && fi.IsDir() {
 				continue // not a skill folder
 			}
-			s, err := load(file)
+			s, err := c.load(file, fi)
 			if err != nil {
 				problems = append(problems, Problem{File: file, Err: err})
 				continue

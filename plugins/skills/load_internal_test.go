@@ -25,7 +25,7 @@ func TestLoadAppliesTheSpecification(t *testing.T) {
 		{"pdf", "name: pdf\ndescription: d\ncompatibility: \"\"", ":4: compatibility is 0 characters"},
 		{"pdf", "name: pdf\ndescription: d\nmetadata:\n  a: [1]", ":5: metadata.a must be a text value"},
 		{"pdf", "name: pdf\ndescription: [a]", ":3: description must be a text value"},
-		{"pdf", "name: pdf\ndescription: [d\n  - e", "SKILL.md:1: the front matter is not valid YAML: yaml: line"},
+		{"pdf", "name: pdf\ndescription: [d\n  - e", "SKILL.md:2: the front matter is not valid YAML: did not find expected"},
 		{"pdf", "name: pdf\ndescription: d\nallowed-tools: {a: b}", ":4: allowed-tools must be a text value or a list of them"},
 	}
 	for _, c := range cases {

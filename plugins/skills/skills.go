@@ -1,8 +1,8 @@
-// Package skills is the skills plugin: it loads Agent Skills — folders
-// holding a SKILL.md with YAML front matter, the open format Claude Code,
-// Codex, opencode and others read — from the workspace's and the user's
-// skill folders, lists their names and descriptions in the agent's system
-// prompt, and offers the model a skill tool that returns a skill's
+// Package skills is the prompt.skills plugin: it loads Agent Skills —
+// folders holding a SKILL.md with YAML front matter, the open format Claude
+// Code, Codex, opencode and others read — from the workspace's and the
+// user's skill folders, lists their names and descriptions in the agent's
+// system prompt, and offers the model a skill tool that returns a skill's
 // instructions when it decides to use one. The skill's other files
 // (scripts/, references/, assets/) are not served by the plugin: the
 // model reads them with the workspace file tools, from the folder the
@@ -16,7 +16,9 @@
 // the fix; it never fails the agent.
 //
 // Mount it on the root for every agent, or in a preset for its agents
-// only.
+// only. Several entries (the user's, a plugin bundle's) combine: each
+// agent gets one list and one skill tool over the folders of all the
+// entries that reach it, the first mounted entry's folders first.
 package skills
 
 import (
@@ -24,6 +26,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -48,33 +51,21 @@ const sectionOrder = 150
 
 // Plugin is the skills plugin.
 var Plugin = plugin.Register(ID, "loads Agent Skills (SKILL.md folders): names and descriptions in the system prompt, a skill tool that loads one",
-	apply, agents.Key, systemprompt.Key, tools.Key, protect.Key)
+	apply, agents.Key, protect.Key)
 
-var section = dshctx.Define(ID+"/section", func(ctx *dshctx.Context, cfg any) error {
-	svc, err := systemprompt.Key.Get(ctx)
-	if err != nil {
-		return err
-	}
-	return svc.Section(ctx, SectionName, sectionOrder, cfg.(string))
-}, systemprompt.Key)
+// entries numbers the plugin's entries in the order they are applied,
+// which is their order of precedence.
+var entries atomic.Uint64
 
 type plug struct {
+	seq  uint64
 	cfg  Config
 	log  hclog.Logger
 	home string
 
 	mu     sync.Mutex
-	agents map[string]*agentState
+	agents map[string]*shared
 	closed bool
-}
-
-type agentState struct {
-	agent  agents.Agent
-	dirs   []string
-	mu     sync.Mutex
-	text   string
-	warned map[string]string // file → the last problem logged for it
-	holder *dshctx.Fiber
 }
 
 func apply(ctx *dshctx.Context, cfg Config) error {
@@ -82,7 +73,7 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	p := &plug{cfg: cfg, log: ctx.Logger(), home: homeDir(), agents: map[string]*agentState{}}
+	p := &plug{seq: entries.Add(1), cfg: cfg, log: ctx.Logger(), home: homeDir(), agents: map[string]*shared{}}
 	// What a skill says becomes the model's instructions in every later
 	// session: the file tools ask a person before writing there.
 	var protected []protect.Entry
@@ -99,13 +90,6 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	if err := protect.Register(ctx, protected...); err != nil {
 		return err
 	}
-	svc, err := tools.Key.Get(ctx)
-	if err != nil {
-		return err
-	}
-	if err := svc.Register(ctx, p.tool()); err != nil {
-		return err
-	}
 	if _, err := agents.EventCreated.On(ctx, func(_ stdctx.Context, a agents.Agent) error { p.attach(a); return nil }); err != nil {
 		return err
 	}
@@ -114,13 +98,19 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	}
 	if _, err := agents.EventStatus.On(ctx, func(_ stdctx.Context, c agents.StatusChange) error {
 		if c.To == agents.StatusRunning {
-			p.refresh(c.Agent)
+			p.mu.Lock()
+			sh := p.agents[c.Agent.ID()]
+			p.mu.Unlock()
+			// One rescan per turn, by the first entry reaching the agent.
+			if sh != nil && sh.leads(p.seq) {
+				sh.refresh()
+			}
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	if _, err := ctx.OnDispose("skills sections", p.close); err != nil {
+	if _, err := ctx.OnDispose("skills of the agents", p.close); err != nil {
 		return err
 	}
 	// Agents already running (a reload added the plugin); in a preset,
@@ -140,108 +130,214 @@ func workspaceOf(a agents.Agent) string {
 	return ""
 }
 
+// attach adds the entry's folders to the agent's skills.
 func (p *plug) attach(a agents.Agent) {
-	st := &agentState{agent: a, dirs: resolve(p.cfg.Paths, workspaceOf(a), p.home), warned: map[string]string{}}
+	sh, err := sharedKey.Own(a.Context(), func() *shared { return &shared{agent: a, log: p.log, warned: map[string]string{}} })
+	if err != nil {
+		p.log.Warn("skills: the agent's skills cannot be set up", "agent", a.ID(), "error", err)
+		return
+	}
 	p.mu.Lock()
 	if p.closed || p.agents[a.ID()] != nil {
 		p.mu.Unlock()
 		return
 	}
-	p.agents[a.ID()] = st
+	p.agents[a.ID()] = sh
 	p.mu.Unlock()
-	p.refresh(a)
-}
-
-// refresh rescans the agent's folders and replaces the section when the
-// list changed.
-func (p *plug) refresh(a agents.Agent) {
-	p.mu.Lock()
-	st := p.agents[a.ID()]
-	p.mu.Unlock()
-	if st == nil {
-		return
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	list, problems := scan(st.dirs)
-	p.report(st, list, problems)
-	text := render(list)
-	if text == st.text && (text == "") == (st.holder == nil) {
-		return
-	}
-	if st.holder != nil {
-		_ = st.holder.Dispose(stdctx.Background())
-		st.holder = nil
-	}
-	st.text = text
-	if text == "" {
-		return
-	}
-	f, err := a.Context().Plugin(section, text)
-	if err == nil {
-		err = f.Await(stdctx.Background())
-	}
-	if err != nil {
-		p.log.Warn("skills: the list could not be added to the system prompt", "agent", a.ID(), "error", err)
-		if f != nil {
-			_ = f.Dispose(stdctx.Background())
-		}
-		st.text = ""
-		return
-	}
-	st.holder = f
-}
-
-// report logs each problem once per change, not at every turn.
-func (p *plug) report(st *agentState, list []Skill, problems []Problem) {
-	now := map[string]string{}
-	for _, pr := range problems {
-		now[pr.File] = pr.Err.Error()
-		if st.warned[pr.File] != now[pr.File] {
-			p.log.Warn("skills: skill left out", "agent", st.agent.ID(), "code", errs.CodeOf(pr.Err), "error", pr.Err)
-		}
-	}
-	for _, s := range list {
-		if len(s.Ignored) == 0 {
-			continue
-		}
-		msg := "ignored"
-		for _, k := range s.Ignored {
-			msg += " " + k
-		}
-		now[s.File] = msg
-		if st.warned[s.File] != msg {
-			p.log.Info("skills: front matter fields outside the Agent Skills specification are ignored", "agent", st.agent.ID(), "file", s.File, "fields", s.Ignored)
-		}
-	}
-	st.warned = now
+	sh.add(p.seq, resolve(p.cfg.Paths, workspaceOf(a), p.home))
 }
 
 func (p *plug) detach(a agents.Agent) {
 	p.mu.Lock()
-	st := p.agents[a.ID()]
 	delete(p.agents, a.ID())
 	p.mu.Unlock()
-	if st != nil {
-		st.mu.Lock()
-		st.holder = nil // it goes with the agent's scope
-		st.mu.Unlock()
-	}
+	// The agent's scope takes its section and tool with it.
 }
 
+// close takes the entry's folders out of every agent's skills: the entry
+// is being unloaded while the agents stay.
 func (p *plug) close() error {
 	p.mu.Lock()
 	p.closed = true
 	all := p.agents
-	p.agents = map[string]*agentState{}
+	p.agents = map[string]*shared{}
 	p.mu.Unlock()
-	for _, st := range all {
-		st.mu.Lock()
-		if st.holder != nil {
-			_ = st.holder.Dispose(stdctx.Background())
-			st.holder = nil
-		}
-		st.mu.Unlock()
+	for _, sh := range all {
+		sh.remove(p.seq)
 	}
 	return nil
 }
+
+// sharedKey holds, in each agent's scope, the skills every entry reaching
+// the agent contributes to, with the one section and the one tool made of
+// them.
+var sharedKey = dshctx.NewKey[*shared](ID + "/agent")
+
+type shared struct {
+	agent agents.Agent
+	log   hclog.Logger
+	files cache
+
+	mu        sync.Mutex
+	sources   []source
+	text      string
+	section   *dshctx.Fiber // holds the system prompt section; nil without one
+	toolFiber *dshctx.Fiber // holds the skill tool; nil without entries
+	warned    map[string]string
+}
+
+// source is one entry's folders for the agent.
+type source struct {
+	seq  uint64
+	dirs []string
+}
+
+func (sh *shared) add(seq uint64, dirs []string) {
+	sh.mu.Lock()
+	i := 0
+	for i < len(sh.sources) && sh.sources[i].seq < seq {
+		i++
+	}
+	sh.sources = append(sh.sources[:i], append([]source{{seq, dirs}}, sh.sources[i:]...)...)
+	if sh.toolFiber == nil {
+		f, err := sh.agent.Context().Plugin(toolHolder, sh)
+		if err == nil {
+			err = f.Await(stdctx.Background())
+		}
+		if err != nil {
+			sh.log.Warn("skills: the skill tool could not be added", "agent", sh.agent.ID(), "error", err)
+			if f != nil {
+				_ = f.Dispose(stdctx.Background())
+			}
+		} else {
+			sh.toolFiber = f
+		}
+	}
+	sh.mu.Unlock()
+	sh.refresh()
+}
+
+func (sh *shared) remove(seq uint64) {
+	sh.mu.Lock()
+	for i, s := range sh.sources {
+		if s.seq == seq {
+			sh.sources = append(sh.sources[:i], sh.sources[i+1:]...)
+			break
+		}
+	}
+	var drop []*dshctx.Fiber
+	if len(sh.sources) == 0 {
+		drop = append(drop, sh.toolFiber, sh.section)
+		sh.toolFiber, sh.section, sh.text = nil, nil, ""
+	}
+	sh.mu.Unlock()
+	for _, f := range drop {
+		if f != nil {
+			_ = f.Dispose(stdctx.Background())
+		}
+	}
+	sh.refresh()
+}
+
+// leads reports whether seq is the first of the entries reaching the
+// agent.
+func (sh *shared) leads(seq uint64) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return len(sh.sources) > 0 && sh.sources[0].seq == seq
+}
+
+// dirs is every entry's folders, in precedence order.
+func (sh *shared) dirs() []string {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var out []string
+	for _, s := range sh.sources {
+		out = append(out, s.dirs...)
+	}
+	return out
+}
+
+// refresh rescans the folders and replaces the section when the list
+// changed.
+func (sh *shared) refresh() {
+	list, problems := sh.files.scan(sh.dirs())
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(sh.sources) == 0 {
+		return
+	}
+	sh.report(list, problems)
+	text := render(list)
+	if text == sh.text && (text == "") == (sh.section == nil) {
+		return
+	}
+	if sh.section != nil {
+		_ = sh.section.Dispose(stdctx.Background())
+		sh.section = nil
+	}
+	sh.text = text
+	if text == "" {
+		return
+	}
+	f, err := sh.agent.Context().Plugin(section, text)
+	if err == nil {
+		err = f.Await(stdctx.Background())
+	}
+	if err != nil {
+		sh.log.Warn("skills: the list could not be added to the system prompt", "agent", sh.agent.ID(), "error", err)
+		if f != nil {
+			_ = f.Dispose(stdctx.Background())
+		}
+		sh.text = ""
+		return
+	}
+	sh.section = f
+}
+
+// report logs each problem once per change, not at every turn. sh.mu is
+// held.
+func (sh *shared) report(list []Skill, problems []Problem) {
+	now := map[string]string{}
+	for _, pr := range problems {
+		now[pr.File] = pr.Err.Error()
+		if sh.warned[pr.File] != now[pr.File] {
+			sh.log.Warn("skills: skill left out", "agent", sh.agent.ID(), "code", errs.CodeOf(pr.Err), "error", pr.Err)
+		}
+	}
+	for _, s := range list {
+		ignored := s.Ignored
+		if len(s.AllowedTools) > 0 {
+			// Read and valid, but it grants nothing in dsh.
+			ignored = append([]string{"allowed-tools"}, ignored...)
+		}
+		if len(ignored) == 0 {
+			continue
+		}
+		msg := "ignored " + strings.Join(ignored, " ")
+		now[s.File] = msg
+		if sh.warned[s.File] != msg {
+			sh.log.Info("skills: front matter fields dsh does not apply are ignored (allowed-tools grants nothing: calls go through approval)", "agent", sh.agent.ID(), "file", s.File, "fields", ignored)
+		}
+	}
+	sh.warned = now
+}
+
+// section holds the list in the agent's scope; disposing its fiber
+// removes it.
+var section = dshctx.Define(ID+"/section", func(ctx *dshctx.Context, cfg any) error {
+	svc, err := systemprompt.Key.Get(ctx)
+	if err != nil {
+		return err
+	}
+	return svc.Section(ctx, SectionName, sectionOrder, cfg.(string))
+}, systemprompt.Key)
+
+// toolHolder registers the skill tool in the agent's scope.
+var toolHolder = dshctx.Define(ID+"/tool", func(ctx *dshctx.Context, cfg any) error {
+	svc, err := tools.Key.Get(ctx)
+	if err != nil {
+		return err
+	}
+	return svc.Register(ctx, cfg.(*shared).tool())
+}, tools.Key)

@@ -141,3 +141,37 @@ func TestProjectSkillShadowsTheUsersOfTheSameName(t *testing.T) {
 	}
 	_ = os.Remove
 }
+
+// TestTwoEntriesCombine: a second entry (a plugin bundle's folder) adds
+// its skills to the same list and the same skill tool; the first entry's
+// skill of a shared name wins; unloading the first leaves the second's.
+func TestTwoEntriesCombine(t *testing.T) {
+	ws := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
+	copyDir(t, "testdata/agentskills-quickstart", filepath.Join(ws, ".agents", "skills"))
+	bundle := t.TempDir()
+	write(t, filepath.Join(bundle, "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploy the app.\n---\nRun make deploy.\n")
+	write(t, filepath.Join(bundle, "skills", "roll-dice", "SKILL.md"), "---\nname: roll-dice\ndescription: The bundle's dice.\n---\nloaded dice\n")
+	e := newEnv(t, []scripted.Reply{
+		{ToolCalls: []scripted.Call{{Name: skills.ToolName, Arguments: `{"name":"deploy"}`}}},
+		{Text: "ok"},
+	})
+	first := e.apply(e.root, skills.Plugin, skills.Config{}.Defaults())
+	e.apply(e.root, skills.Plugin, skills.Config{Paths: []string{filepath.Join(bundle, "skills")}})
+	a := e.create("main", ws)
+	reqs := e.turn(a, "deploy it")
+	sys := reqs[0].System
+	if strings.Count(sys, "<available_skills>") != 1 || !strings.Contains(sys, "<name>deploy</name>") || !strings.Contains(sys, "Roll dice using") || strings.Contains(sys, "The bundle's dice.") {
+		t.Fatalf("prompt:\n%s", sys)
+	}
+	if res, _ := reqs[1].History.Last(); res.IsError || !strings.Contains(res.Content, "Run make deploy.") {
+		t.Fatalf("the bundle's skill: %+v", res)
+	}
+	if err := first.Dispose(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sys = e.turn(a, "again")[0].System
+	if !strings.Contains(sys, "The bundle's dice.") || strings.Contains(sys, "Roll dice using") || !hasTool(e.turn(a, "x")[0], skills.ToolName) {
+		t.Fatalf("after the first entry left:\n%s", sys)
+	}
+}

@@ -16,9 +16,9 @@ const ToolName = "skill"
 
 var toolSchema = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":64,"description":"the skill's name, as listed under available_skills in the system prompt"}},"required":["name"],"additionalProperties":false}`)
 
-// tool loads a skill's body. It rescans the folders of the calling agent's
-// workspace, so it answers with the file as it is now.
-func (p *plug) tool() tools.Tool {
+// tool loads a skill's body. It rescans the agent's folders, so it
+// answers with the file as it is now.
+func (sh *shared) tool() tools.Tool {
 	return tools.Tool{
 		Name:         ToolName,
 		Description:  "Load an Agent Skill: returns the instructions of the named skill (see available_skills in the system prompt) and the folder its other files are in.",
@@ -33,7 +33,7 @@ func (p *plug) tool() tools.Tool {
 			if err := d.Decode(&args); err != nil {
 				return tools.Result{}, fmt.Errorf("the arguments are not {\"name\": \"<skill>\"}: %v", err)
 			}
-			list, _ := scan(resolve(p.cfg.Paths, c.Workspace, p.home))
+			list, _ := sh.files.scan(sh.dirs())
 			for _, s := range list {
 				if s.Name == args.Name {
 					return tools.Result{Content: body(s)}, nil

@@ -97,8 +97,13 @@ type Deleter interface {
 
 // Title turns a prompt into a one-line title of at most TitleMax
 // characters: runs of white space become one space, and a cut title ends
-// with "…".
+// with "…". A prompt command's message (prompt.commands records it as
+// Claude Code does, the typed line in <command-name> and <command-args>
+// tags before the expansion) is titled by the line the user typed.
 func Title(prompt string) string {
+	if typed, ok := commandLine(prompt); ok {
+		prompt = typed
+	}
 	var b strings.Builder
 	n, cut := 0, 0
 	// emit adds r unless the title is full; it remembers where "…" goes.
@@ -188,4 +193,22 @@ func (st *Store) Delete(ctx stdctx.Context, sessionID string) error {
 			"cannot delete session %q: agent %q of this process has it open; close the session first", sessionID, s.agentID)).WithReason(ReasonOpenHere)
 	}
 	return d.Delete(ctx, sessionID)
+}
+
+// commandLine returns "/name args" for a prompt recorded as a command.
+func commandLine(prompt string) (string, bool) {
+	rest, ok := strings.CutPrefix(prompt, "<command-name>")
+	if !ok {
+		return "", false
+	}
+	name, rest, ok := strings.Cut(rest, "</command-name>")
+	if !ok {
+		return "", false
+	}
+	if args, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "<command-args>"); ok {
+		if args, _, ok = strings.Cut(args, "</command-args>"); ok {
+			return name + " " + args, true
+		}
+	}
+	return name, true
 }

@@ -118,6 +118,9 @@ func TestTitle(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"", ""},
 		{"  fix\n\tthe   build \n", "fix the build"},
+		{"<command-name>/review-pr</command-name>\n<command-args>456 high alice</command-args>\n\nReview PR #456", "/review-pr 456 high alice"},
+		{"<command-name>/optimize</command-name>\n\nAnalyze this code", "/optimize"},
+		{"<command-name>/fix</command-name> <command-args>123</command-args>  Fix issue #123", "/fix 123"},
 		{strings.Repeat("é", session.TitleMax), strings.Repeat("é", session.TitleMax)},
 		{strings.Repeat("é", session.TitleMax+1), strings.Repeat("é", session.TitleMax-1) + "…"},
 		{strings.Repeat("ab ", 100), strings.Repeat("ab ", 26) + "a…"},

@@ -116,7 +116,8 @@ func Parse(file string, text []byte, required bool) (*Doc, error) {
 		// for front matter of plain "key: value" lines.
 		flat, ok := flatLines(d.lines)
 		if !ok {
-			return nil, errs.New(Invalid, fmt.Sprintf("%s:1: the front matter is not valid YAML: %s", file, shiftLines(err.Error(), 1))).WithReason("frontmatter/yaml")
+			at, msg := yamlLine(err.Error())
+			return nil, errs.New(Invalid, fmt.Sprintf("%s:%d: the front matter is not valid YAML: %s", file, at+1, msg)).WithReason("frontmatter/yaml")
 		}
 		d.Fields = flat
 		return d, nil
@@ -226,15 +227,18 @@ func Errorf(file string, line int, format string, args ...any) error {
 	return errs.New(Invalid, fmt.Sprintf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))).WithReason("frontmatter/field")
 }
 
-var lineRef = regexp.MustCompile(`line (\d+)`)
+var lineRef = regexp.MustCompile(`^yaml: line (\d+): `)
 
-// shiftLines turns the YAML parser's line numbers, counted from the
-// front matter's first line, into the file's.
-func shiftLines(msg string, by int) string {
-	return lineRef.ReplaceAllStringFunc(msg, func(m string) string {
-		n, _ := strconv.Atoi(strings.TrimPrefix(m, "line "))
-		return "line " + strconv.Itoa(n+by)
-	})
+// yamlLine splits the YAML parser's "yaml: line N: what" into N, counted
+// from the front matter's first line, and what; N is 0 when the message
+// names no line.
+func yamlLine(msg string) (int, string) {
+	m := lineRef.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, strings.TrimPrefix(msg, "yaml: ")
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n, msg[len(m[0]):]
 }
 
 // splitList splits a one-line list on spaces and commas, but not inside

@@ -1,0 +1,26 @@
+package acp
+
+import (
+	"github.com/coder/acp-go-sdk"
+	"github.com/dsh-go/dsh/plugins/commands"
+)
+
+// promptCommands are the session agent's prompt commands (the
+// prompt.commands plugin's files) as ACP commands. The editor sends one
+// back as a prompt "/name args", which the agent's admission stage
+// expands like any entry point's; the server adds nothing. A file named
+// steer is left out: "/steer " is the server's own command.
+func (st *conv) promptCommands() []acp.AvailableCommand {
+	var out []acp.AvailableCommand
+	for _, c := range commands.List(st.ctx, st.s.Agent()) {
+		if c.Name == "steer" {
+			continue
+		}
+		ac := acp.AvailableCommand{Name: c.Name, Description: c.Description}
+		if c.ArgumentHint != "" {
+			ac.Input = &acp.AvailableCommandInput{Unstructured: &acp.UnstructuredCommandInput{Hint: c.ArgumentHint}}
+		}
+		out = append(out, ac)
+	}
+	return out
+}
