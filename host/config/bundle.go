@@ -145,9 +145,19 @@ func (c *Config) bundleEntryOK(e Entry, key string, p *problems) bool {
 	if len(e.Config) > 0 {
 		extra = append(extra, "config")
 	}
-	extra = append(extra, e.execOnly()...)
+	for _, k := range e.execOnly() {
+		if k != "on_unavailable" {
+			extra = append(extra, k)
+		}
+	}
 	if len(extra) > 0 {
-		p.add(key, fmt.Sprintf("a %s: entry takes only id: and disabled:; remove %s (the %s's own files say what it mounts)", kind, strings.Join(extra, ", "), map[string]string{"bundle": "bundle", "mcp_json": "file"}[kind]))
+		p.add(key, fmt.Sprintf("a %s: entry takes only id:, disabled: and on_unavailable:; remove %s (the %s's own files say what it mounts)", kind, strings.Join(extra, ", "), map[string]string{"bundle": "bundle", "mcp_json": "file"}[kind]))
+		return false
+	}
+	switch e.OnUnavailable {
+	case "", "fail", "skip":
+	default:
+		p.add(key+".on_unavailable", fmt.Sprintf("%q is not an option; use fail (an MCP server that does not start fails the start) or skip (start without it and keep retrying)", e.OnUnavailable))
 		return false
 	}
 	return true
@@ -222,7 +232,7 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 	}
 	if len(b.Servers) > 0 && need(mcpPlugin, "MCP servers ("+strings.Join(bundle.ServerNames(b.Servers), ", ")+")") {
 		for _, s := range b.Servers {
-			cfg, note := serverConfig(s)
+			cfg, note := serverConfig(s, e.OnUnavailable)
 			if note != "" {
 				report.Notes = append(report.Notes, note)
 			}
@@ -280,7 +290,7 @@ func (c *Config) mcpJSONEntries(e Entry, key string, p *problems) ([]Entry, Bund
 		}
 	}
 	for _, s := range f.Servers {
-		cfg, note := serverConfig(s)
+		cfg, note := serverConfig(s, e.OnUnavailable)
 		if note != "" {
 			report.Notes = append(report.Notes, note)
 		}
@@ -295,13 +305,16 @@ func (c *Config) mcpJSONEntries(e Entry, key string, p *problems) ([]Entry, Bund
 
 // serverConfig is the tools.mcp config of s, and a note when its name had
 // to change to fit in tool names.
-func serverConfig(s bundle.Server) (map[string]any, string) {
+func serverConfig(s bundle.Server, onUnavailable string) (map[string]any, string) {
 	name := mcpName(s.Name)
 	note := ""
 	if name != s.Name {
 		note = fmt.Sprintf("%s: server %q is mounted as %q: its tools are named %s__<tool>, and tool names allow only letters, digits, '-' and single '_'", s.File, s.Name, name, name)
 	}
 	cfg := map[string]any{"name": name}
+	if onUnavailable != "" {
+		cfg["on_unavailable"] = onUnavailable
+	}
 	switch s.Type {
 	case "http":
 		cfg["url"] = s.URL

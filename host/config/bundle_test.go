@@ -223,8 +223,8 @@ func TestBundleEntriesTakeOnlyIDAndDisabled(t *testing.T) {
 		t.Fatal("loaded")
 	}
 	for _, want := range []string{
-		"plugins[0]: a bundle: entry takes only id: and disabled:; remove use, config, args",
-		"plugins[1]: a bundle: entry takes only id: and disabled:; remove mcp_json",
+		"plugins[0]: a bundle: entry takes only id:, disabled: and on_unavailable:; remove use, config, args",
+		"plugins[1]: a bundle: entry takes only id:, disabled: and on_unavailable:; remove mcp_json",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -393,5 +393,27 @@ agents:
 	want := fmt.Sprintf(`agent "a" works inside the bundle's folder (%s)`, dir)
 	if n := cfg.Bundles()[0].Notes; !slices.ContainsFunc(n, func(s string) bool { return strings.Contains(s, want) }) {
 		t.Fatalf("notes %q; want %q", n, want)
+	}
+}
+
+func TestOnUnavailableReachesEveryServer(t *testing.T) {
+	cfg, err, _ := parseWith(t, `plugins:
+  - mcp_json: ./.mcp.json
+    on_unavailable: skip
+`, nil, map[string]map[string]string{".": {".mcp.json": `{"mcpServers": {"a": {"command": "x"}, "b": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2} {
+		if c := cfg.PluginConfig(&cfg.Plugins[i]).(*mcp.Config); c.OnUnavailable != mcp.Skip {
+			t.Fatalf("%s: on_unavailable %q", cfg.Plugins[i].ID, c.OnUnavailable)
+		}
+	}
+	_, err, _ = parseWith(t, `plugins:
+  - mcp_json: ./.mcp.json
+    on_unavailable: later
+`, nil, map[string]map[string]string{".": {".mcp.json": `{"mcpServers": {}}`}})
+	if err == nil || !strings.Contains(err.Error(), `plugins[0].on_unavailable: "later" is not an option`) {
+		t.Fatalf("err %v", err)
 	}
 }
