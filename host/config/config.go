@@ -1,8 +1,9 @@
 // Package config loads and checks dsh's config file: it reads config.yaml,
 // applies DSH_ variables and --set overrides typed by the field they land
 // on, decodes each entry's plugin config strictly into the type the plugin
-// registered, and reports every problem with its file:line, without
-// starting anything. Package host starts what a checked Config describes.
+// registered, expands bundle: and mcp_json: entries into entries of dsh's
+// own plugins (bundle.go), and reports every problem with its file:line,
+// without starting anything. Package host starts what a checked Config describes.
 package config
 
 import (
