@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -52,29 +50,6 @@ func (e Entry) From() string {
 	return e.from.what
 }
 
-// BundleReport is what one bundle: or mcp_json: entry mounted, for dsh
-// config check and the start log.
-type BundleReport struct {
-	// At is the entry's key path ("plugins[2]", "presets.review[0]").
-	At string
-	// ID is the entry's id, which starts the ids of what it mounts.
-	ID string
-	// Kind is "bundle" or "mcp_json"; Path what the entry names, resolved.
-	Kind, Path string
-	// Name is the bundle's name (its manifest's, else its folder's).
-	Name string
-	// Entries are the ids of the entries it became, in order.
-	Entries []string
-	// Vars are variables of dsh's environment its MCP servers read.
-	Vars []string
-	// Notes are its parts that are not mounted or ignored, with why.
-	Notes []string
-}
-
-// Bundles reports what the config's bundle: and mcp_json: entries
-// mounted, in config order.
-func (c *Config) Bundles() []BundleReport { return c.bundles }
-
 // expandBundles returns list with each bundle: and mcp_json: entry
 // replaced by the entries it stands for.
 func (c *Config) expandBundles(list []Entry, at string, p *problems) []Entry {
@@ -119,12 +94,6 @@ func (c *Config) expandBundles(list []Entry, at string, p *problems) []Entry {
 	c.checkServerNames(out, p)
 	return out
 }
-
-// providerKeys are the variables dsh's model providers read their keys
-// from by default. dsh keeps them from every child process; a bundle that
-// names one in ${...} asks for it explicitly, which the operator should
-// see.
-var providerKeys = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY"}
 
 // bundleEntryOK refuses what a bundle: or mcp_json: entry cannot carry.
 func (c *Config) bundleEntryOK(e Entry, key string, p *problems) bool {
@@ -256,184 +225,6 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 		report.Entries = append(report.Entries, gen[i].ID)
 	}
 	return gen, report
-}
-
-// mcpJSONEntries reads the .mcp.json of e: one tools.mcp entry per server,
-// and the file's protection. Naming the file in the config is the
-// operator's consent to start what it declares: dsh never reads a
-// project's .mcp.json on its own.
-func (c *Config) mcpJSONEntries(e Entry, key string, p *problems) ([]Entry, BundleReport) {
-	file := c.ExecPath(e.MCPJSON)
-	f, err := bundle.ReadMCPJSON(file, bundle.EnvLookup(c.environ))
-	if err != nil {
-		for _, line := range bundle.Problems(err) {
-			p.add(key+".mcp_json", line)
-		}
-		return nil, BundleReport{}
-	}
-	id := e.ID
-	if id == "" {
-		id = e.MCPJSON
-	}
-	what := fmt.Sprintf("mcp_json %q", e.MCPJSON)
-	report := BundleReport{ID: id, Kind: "mcp_json", Path: file, Vars: f.Vars, Notes: f.Notes}
-	gen := []Entry{}
-	if _, found := plugin.Lookup(protectPlugin); found {
-		gen = append(gen, Entry{ID: id + "/protect", Use: protectPlugin, from: &origin{key: key + ".mcp_json", what: what}, Config: map[string]any{
-			"paths": []any{map[string]any{"path": file, "what": "an MCP config dsh loads (mcp_json: in its config): its servers run as dsh's user"}},
-		}})
-	}
-	if len(f.Servers) > 0 {
-		if _, found := plugin.Lookup(mcpPlugin); !found {
-			p.add(key+".mcp_json", fmt.Sprintf("this dsh binary has no %q plugin to start the servers of %s", mcpPlugin, e.MCPJSON))
-			return nil, BundleReport{}
-		}
-	}
-	for _, s := range f.Servers {
-		cfg, note := serverConfig(s, e.OnUnavailable)
-		if note != "" {
-			report.Notes = append(report.Notes, note)
-		}
-		gen = append(gen, Entry{ID: id + "/" + s.Name, Use: mcpPlugin, from: &origin{key: fmt.Sprintf("%s.mcp_json[%s]", key, s.Name), what: what}, Config: cfg})
-	}
-	for i := range gen {
-		gen[i].Disabled = e.Disabled
-		report.Entries = append(report.Entries, gen[i].ID)
-	}
-	return gen, report
-}
-
-// serverConfig is the tools.mcp config of s, and a note when its name had
-// to change to fit in tool names.
-func serverConfig(s bundle.Server, onUnavailable string) (map[string]any, string) {
-	name := mcpName(s.Name)
-	note := ""
-	if name != s.Name {
-		note = fmt.Sprintf("%s: server %q is mounted as %q: its tools are named %s__<tool>, and tool names allow only letters, digits, '-' and single '_'", s.File, s.Name, name, name)
-	}
-	cfg := map[string]any{"name": name}
-	if onUnavailable != "" {
-		cfg["on_unavailable"] = onUnavailable
-	}
-	switch s.Type {
-	case "http":
-		cfg["url"] = s.URL
-		if len(s.Headers) > 0 {
-			cfg["headers"] = anyMap(s.Headers)
-		}
-	default:
-		cfg["command"] = s.Command
-		if len(s.Args) > 0 {
-			cfg["args"] = anyList(s.Args)
-		}
-		if len(s.Env) > 0 {
-			cfg["env"] = anyMap(s.Env)
-		}
-	}
-	return cfg, note
-}
-
-// noteBundleWorkspaces points out a bundle whose folder holds an agent's
-// workspace: the whole folder is protected, so every write of that agent
-// asks a person first — right for a bundle, surprising for a workspace.
-func (c *Config) noteBundleWorkspaces() {
-	for i := range c.bundles {
-		r := &c.bundles[i]
-		if r.Kind != "bundle" {
-			continue
-		}
-		for _, a := range c.Agents {
-			ws, err := filepath.EvalSymlinks(a.Workspace)
-			if err != nil {
-				continue // reported with the agent
-			}
-			if ws == r.Path || strings.HasPrefix(ws, r.Path+string(os.PathSeparator)) {
-				r.Notes = append(r.Notes, fmt.Sprintf("agent %q works inside the bundle's folder (%s), which is protected while the bundle is mounted: each of its writes there asks first", a.ID, a.Workspace))
-			}
-		}
-	}
-}
-
-// renamePluginTools rewrites, in the bundle's hook matchers, the names
-// Claude Code gives a plugin's own MCP tools (mcp__plugin_<plugin>_<server>__<tool>)
-// to the names dsh gives them (<server>__<tool>): a guard written for the
-// bundle's own server must not silently stop matching. A matcher that
-// still names a plugin's tools after that (another plugin's, or a pattern
-// over the prefix) is reported, since nothing in dsh is named so.
-func renamePluginTools(b *bundle.Bundle) []string {
-	var notes []string
-	for _, ev := range slices.Sorted(maps.Keys(b.Hooks)) {
-		for i, g := range b.Hooks[ev] {
-			group, _ := g.(map[string]any)
-			m, _ := group["matcher"].(string)
-			if !strings.Contains(m, "mcp__plugin_") {
-				continue
-			}
-			orig := m
-			for _, s := range b.Servers {
-				m = strings.ReplaceAll(m, "mcp__plugin_"+b.Name+"_"+s.Name+"__", mcpName(s.Name)+"__")
-			}
-			group["matcher"] = m
-			at := fmt.Sprintf("hooks.%s[%d].matcher", ev, i)
-			if m != orig {
-				notes = append(notes, fmt.Sprintf("%s %q: matches the bundle's own MCP tools by dsh's names, as %q", at, orig, m))
-			}
-			if strings.Contains(m, "mcp__plugin_") {
-				notes = append(notes, fmt.Sprintf("%s %q: names tools by Claude Code's plugin prefix (mcp__plugin_...), which no dsh tool has; it matches nothing of another bundle's, whose tools are <server>__<tool>", at, m))
-			}
-		}
-	}
-	return notes
-}
-
-// mcpName fits a server's name to tools.mcp's rule (letters, digits, '-',
-// single '_', at most 30 characters).
-func mcpName(name string) string {
-	const max = 30
-	if len(name) <= max && mcpNameRule.MatchString(name) {
-		return name
-	}
-	s := mcpNameBad.ReplaceAllString(name, "-")
-	s = strings.Trim(s, "-_")
-	for strings.Contains(s, "__") {
-		s = strings.ReplaceAll(s, "__", "_")
-	}
-	if len(s) > max {
-		s = strings.Trim(s[:max], "-_")
-	}
-	if s == "" {
-		s = "mcp"
-	}
-	return s
-}
-
-var (
-	mcpNameRule = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
-	mcpNameBad  = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
-)
-
-// checkServerNames refuses two MCP servers of one name in one list: their
-// tools would have the same names in one scope.
-func (c *Config) checkServerNames(list []Entry, p *problems) {
-	seen := map[string]string{}
-	for _, e := range list {
-		if e.Use != mcpPlugin || e.Disabled {
-			continue
-		}
-		name, _ := e.Config["name"].(string)
-		if name == "" {
-			continue
-		}
-		where := e.From()
-		if where == "" {
-			where = fmt.Sprintf("entry %q", e.ID)
-		}
-		if prev, dup := seen[name]; dup && e.from != nil {
-			p.add(e.from.key, fmt.Sprintf("MCP server %q of %s has the name of one from %s; their tools would clash (%s__<tool>); mount one of them in a preset, or rename a server in its file", name, where, prev, name))
-			continue
-		}
-		seen[name] = where
-	}
 }
 
 func shown(b *bundle.Bundle, paths []string) string {

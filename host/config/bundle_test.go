@@ -49,7 +49,7 @@ var docBundle = map[string]string{
 
 // setup writes the bundle under dir/quality and the config beside it, and
 // parses the config from its own folder.
-func parseWith(t *testing.T, yaml string, environ []string, bundles map[string]map[string]string) (*config.Config, error, string) {
+func parseWith(t *testing.T, yaml string, environ []string, bundles map[string]map[string]string) (*config.Config, string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, files := range bundles {
@@ -61,7 +61,7 @@ func parseWith(t *testing.T, yaml string, environ []string, bundles map[string]m
 	}
 	cfg, err := config.Load(config.LoadOptions{Path: file, Environ: environ, Dir: dir})
 	real, _ := filepath.EvalSymlinks(dir)
-	return cfg, err, real
+	return cfg, real, err
 }
 
 func ids(list []config.Entry) []string {
@@ -73,7 +73,7 @@ func ids(list []config.Entry) []string {
 }
 
 func TestABundleBecomesEntriesOfDshsOwnPlugins(t *testing.T) {
-	cfg, err, dir := parseWith(t, `
+	cfg, dir, err := parseWith(t, `
 plugins:
   - use: llm.scripted
   - bundle: ./quality
@@ -141,7 +141,7 @@ func TestADefectiveBundleFailsTheWholeConfig(t *testing.T) {
 		".claude-plugin/plugin.json": `{"name": "Bad Name", "skills": "skills"}`,
 		".mcp.json":                  `{"mcpServers": {"s": {"command": "x", "env": {"T": "${NOT_SET}"}}}}`,
 	}
-	cfg, err, _ := parseWith(t, `plugins:
+	cfg, _, err := parseWith(t, `plugins:
   - use: llm.scripted
   - bundle: ./bad
 agents:
@@ -167,7 +167,7 @@ agents:
 // (here an event the hooks plugin does not know) fails the config, named
 // by the bundle's file.
 func TestAPartsPluginRefusesTheBundle(t *testing.T) {
-	_, err, _ := parseWith(t, `plugins:
+	_, _, err := parseWith(t, `plugins:
   - bundle: ./h
 `, nil, map[string]map[string]string{"h": {"hooks/hooks.json": `{"hooks": {"BeforeEverything": [{"hooks": [{"type": "command", "command": "x"}]}]}}`}})
 	if err == nil || !strings.Contains(err.Error(), "plugins[0].bundle[./hooks/hooks.json].config: hooks: hooks.BeforeEverything: unknown event") {
@@ -176,7 +176,7 @@ func TestAPartsPluginRefusesTheBundle(t *testing.T) {
 }
 
 func TestABundleInAPresetMountsOnlyThere(t *testing.T) {
-	cfg, err, _ := parseWith(t, `
+	cfg, _, err := parseWith(t, `
 plugins:
   - use: llm.scripted
 presets:
@@ -211,7 +211,7 @@ agents:
 }
 
 func TestBundleEntriesTakeOnlyIDAndDisabled(t *testing.T) {
-	_, err, _ := parseWith(t, `plugins:
+	_, _, err := parseWith(t, `plugins:
   - bundle: ./q
     use: tools.files
     config: {x: 1}
@@ -234,7 +234,7 @@ func TestBundleEntriesTakeOnlyIDAndDisabled(t *testing.T) {
 
 func TestABundlePartWithoutItsPluginIsRefused(t *testing.T) {
 	t.Cleanup(config.SetPartPluginsForTest("nobody.skills", "prompt.commands"))
-	_, err, _ := parseWith(t, `plugins:
+	_, _, err := parseWith(t, `plugins:
   - bundle: ./quality
 `, []string{"API_TOKEN=x"}, map[string]map[string]string{"quality": docBundle})
 	if err == nil || !strings.Contains(err.Error(), `bundle "quality" has skills (./skills), and this dsh binary has no "nobody.skills" plugin`) {
@@ -246,7 +246,7 @@ func TestABundlePartWithoutItsPluginIsRefused(t *testing.T) {
 // of the project file; the file lying in the folder is not enough.
 func TestMCPJSONIsReadOnlyWhenNamed(t *testing.T) {
 	project := map[string]string{".mcp.json": `{"mcpServers": {"files": {"command": "npx", "args": ["-y", "server-files"]}, "my.api": {"type": "http", "url": "${BASE:-http://127.0.0.1:9}/mcp"}}}`}
-	cfg, err, dir := parseWith(t, `plugins:
+	cfg, _, err := parseWith(t, `plugins:
   - use: llm.scripted
 agents:
   - id: a
@@ -258,7 +258,7 @@ agents:
 	if len(cfg.Plugins) != 1 {
 		t.Fatalf("a .mcp.json nobody named was mounted: %q", ids(cfg.Plugins))
 	}
-	cfg, err, dir = parseWith(t, `plugins:
+	cfg, dir, err := parseWith(t, `plugins:
   - use: llm.scripted
   - mcp_json: ./.mcp.json
 agents:
@@ -283,7 +283,7 @@ agents:
 }
 
 func TestTwoSourcesOfOneServerNameClash(t *testing.T) {
-	_, err, _ := parseWith(t, `plugins:
+	_, _, err := parseWith(t, `plugins:
   - bundle: ./quality
   - mcp_json: ./.mcp.json
 `, []string{"API_TOKEN=x"}, map[string]map[string]string{
@@ -296,7 +296,7 @@ func TestTwoSourcesOfOneServerNameClash(t *testing.T) {
 }
 
 func TestACommandFileInTheManifestIsReportedNotMounted(t *testing.T) {
-	cfg, err, _ := parseWith(t, `plugins:
+	cfg, _, err := parseWith(t, `plugins:
   - bundle: ./c
 `, nil, map[string]map[string]string{"c": {
 		".claude-plugin/plugin.json": `{"name": "c", "commands": ["./extra/deploy.md", "./more"]}`,
@@ -320,7 +320,7 @@ func TestACommandFileInTheManifestIsReportedNotMounted(t *testing.T) {
 // guard written with that name is rewritten to dsh's name for the same
 // tool, and one naming another plugin's tools is reported.
 func TestHookMatchersForTheBundlesOwnToolsMatchInDsh(t *testing.T) {
-	cfg, err, _ := parseWith(t, `plugins:
+	cfg, _, err := parseWith(t, `plugins:
   - bundle: ./kit
 `, nil, map[string]map[string]string{"kit": {
 		".claude-plugin/plugin.json": `{"name": "kit"}`,
@@ -349,14 +349,14 @@ func TestHookMatchersForTheBundlesOwnToolsMatchInDsh(t *testing.T) {
 
 func TestTwoBundlesOfOneNameNeedTheirOwnIDs(t *testing.T) {
 	kit := map[string]string{".claude-plugin/plugin.json": `{"name": "kit"}`, "commands/a.md": "A."}
-	_, err, _ := parseWith(t, `plugins:
+	_, _, err := parseWith(t, `plugins:
   - bundle: ./one
   - bundle: ./two
 `, nil, map[string]map[string]string{"one": kit, "two": kit})
 	if err == nil || !strings.Contains(err.Error(), `config.yaml:3: plugins[1].id: bundle "./two" mounts under the id "kit", as plugins[0] does; give one of them its own id:`) {
 		t.Fatalf("err %v", err)
 	}
-	cfg, err, _ := parseWith(t, `plugins:
+	cfg, _, err := parseWith(t, `plugins:
   - bundle: ./one
   - id: kit2
     bundle: ./two
@@ -367,7 +367,7 @@ func TestTwoBundlesOfOneNameNeedTheirOwnIDs(t *testing.T) {
 }
 
 func TestABundleAskingForAProviderKeyIsPointedOut(t *testing.T) {
-	cfg, err, _ := parseWith(t, `plugins:
+	cfg, _, err := parseWith(t, `plugins:
   - mcp_json: ./.mcp.json
 `, []string{"ANTHROPIC_API_KEY=sk-x"}, map[string]map[string]string{".": {".mcp.json": `{"mcpServers": {"s": {"command": "x", "env": {"K": "${ANTHROPIC_API_KEY}"}}}}`}})
 	if err != nil {
@@ -380,7 +380,7 @@ func TestABundleAskingForAProviderKeyIsPointedOut(t *testing.T) {
 }
 
 func TestABundleHoldingAWorkspaceIsPointedOut(t *testing.T) {
-	cfg, err, dir := parseWith(t, `plugins:
+	cfg, dir, err := parseWith(t, `plugins:
   - use: llm.scripted
   - bundle: .
 agents:
@@ -397,7 +397,7 @@ agents:
 }
 
 func TestOnUnavailableReachesEveryServer(t *testing.T) {
-	cfg, err, _ := parseWith(t, `plugins:
+	cfg, _, err := parseWith(t, `plugins:
   - mcp_json: ./.mcp.json
     on_unavailable: skip
 `, nil, map[string]map[string]string{".": {".mcp.json": `{"mcpServers": {"a": {"command": "x"}, "b": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}`}})
@@ -409,7 +409,7 @@ func TestOnUnavailableReachesEveryServer(t *testing.T) {
 			t.Fatalf("%s: on_unavailable %q", cfg.Plugins[i].ID, c.OnUnavailable)
 		}
 	}
-	_, err, _ = parseWith(t, `plugins:
+	_, _, err = parseWith(t, `plugins:
   - mcp_json: ./.mcp.json
     on_unavailable: later
 `, nil, map[string]map[string]string{".": {".mcp.json": `{"mcpServers": {}}`}})
