@@ -80,6 +80,9 @@ func serverConfig(s bundle.Server, onUnavailable string) (map[string]any, string
 		if len(s.Env) > 0 {
 			cfg["env"] = anyMap(s.Env)
 		}
+		if s.Cwd != "" {
+			cfg["cwd"] = s.Cwd
+		}
 	}
 	return cfg, note
 }

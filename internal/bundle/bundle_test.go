@@ -284,7 +284,7 @@ func TestTheOpenPluginsLayoutLoads(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, map[string]string{
 		".plugin/plugin.json": `{"name": "acme.tools", "version": "1.0.0"}`,
-		".mcp.json":           `{"mcpServers": {"s": {"command": "${PLUGIN_ROOT}/bin/s", "args": ["${PLUGIN_ROOT}/c.json"]}}}`,
+		".mcp.json":           `{"mcpServers": {"s": {"type": "stdio", "command": "${PLUGIN_ROOT}/bin/s", "args": ["${PLUGIN_ROOT}/c.json"], "cwd": "./data"}}}`,
 		"hooks/hooks.json":    `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "${PLUGIN_ROOT}/check.sh"}]}]}}`,
 	})
 	b, err := Load(dir, env())
@@ -292,7 +292,7 @@ func TestTheOpenPluginsLayoutLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := b.Hooks["Stop"][0].(map[string]any)["hooks"].([]any)[0].(map[string]any)["command"]
-	if b.Name != "acme.tools" || b.Servers[0].Command != b.Root+"/bin/s" || b.Servers[0].Args[0] != b.Root+"/c.json" || cmd != b.Root+"/check.sh" {
+	if b.Name != "acme.tools" || b.Servers[0].Command != b.Root+"/bin/s" || b.Servers[0].Args[0] != b.Root+"/c.json" || b.Servers[0].Cwd != b.Root+"/data" || cmd != b.Root+"/check.sh" {
 		t.Fatalf("name %q servers %+v hook %q", b.Name, b.Servers, cmd)
 	}
 }

@@ -3,6 +3,7 @@ package bundle
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 )
 
@@ -18,6 +19,11 @@ type Server struct {
 	Command string
 	Args    []string
 	Env     map[string]string
+	// Cwd is the stdio server's working directory, absolute; "" leaves
+	// it to tools.mcp (dsh's own). The Open Plugins format has it; a
+	// relative one starts from the bundle's root, or from the .mcp.json's
+	// folder.
+	Cwd     string
 	URL     string
 	Headers map[string]string
 }
@@ -86,7 +92,7 @@ func readServers(p *problems, x *expander, file, field string, raw any, out *MCP
 
 // The keys Claude Code reads in a server, by transport.
 var (
-	stdioKeys = []string{"type", "command", "args", "env"}
+	stdioKeys = []string{"type", "command", "args", "env", "cwd"}
 	httpKeys  = []string{"type", "url", "headers"}
 	// unmountable keys change what the server needs to work: without
 	// them it would fail, so the server is reported rather than started.
@@ -168,6 +174,16 @@ func readServer(p *problems, x *expander, file, at, name string, obj map[string]
 		s.Env = strMap(p, file, at+".env", obj["env"])
 		for k, v := range s.Env {
 			s.Env[k] = field("env."+k, v)
+		}
+		if cwd := field("cwd", str("cwd")); cwd != "" {
+			if !filepath.IsAbs(cwd) {
+				base := x.root
+				if base == "" {
+					base = filepath.Dir(file)
+				}
+				cwd = filepath.Join(base, cwd)
+			}
+			s.Cwd = filepath.Clean(cwd)
 		}
 	case "http":
 		s.URL = field("url", str("url"))
