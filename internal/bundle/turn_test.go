@@ -210,7 +210,8 @@ agents:
 	}
 }
 
-// TestABundlesCommandAndSkillWorkThroughAdmission: a person's "/review
+// TestABundlesCommandAndSkillWorkThroughAdmission: beside the user's own
+// skills and commands entries, a person's "/review
 // ..." reaches the model expanded from the bundle's command file (the
 // expansion happens at admission, so it is delivered through the agent
 // controller like any entry point's prompt), the bundle's skill is listed
@@ -228,6 +229,8 @@ plugins:
             - name: skill
               arguments: '{"name": "house-style"}'
         - text: "reviewed"
+  - use: prompt.skills        # the user's own skills and commands beside the bundle's
+  - use: prompt.commands
   - bundle: ./echo-kit
 agents:
   - id: a
