@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -79,10 +80,13 @@ type plug struct {
 	cfg  Config
 	home string
 	log  hclog.Logger
+
+	mu     sync.Mutex
+	warned map[string]string // file → the problem last logged for it
 }
 
 func apply(ctx *dshctx.Context, cfg Config) error {
-	p := &plug{cfg: cfg, home: homeDir(), log: ctx.Logger()}
+	p := &plug{cfg: cfg, home: homeDir(), log: ctx.Logger(), warned: map[string]string{}}
 	// A command file is a prompt a person will send: the file tools ask
 	// before the model writes one.
 	var protected []protect.Entry
@@ -109,11 +113,17 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	return err
 }
 
-// commands scans the agent's folders; problems are logged.
+// commands scans the agent's folders; a problem is logged when it first
+// appears or changes, not at every scan.
 func (p *plug) commands(a agents.Agent) []Command {
 	list, problems := scan(resolve(p.cfg.Paths, workspaceOf(a), p.home))
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, pr := range problems {
-		p.log.Warn("commands: command file left out", "agent", a.ID(), "code", errs.CodeOf(pr.Err), "error", pr.Err)
+		if msg := pr.Err.Error(); p.warned[pr.File] != msg {
+			p.warned[pr.File] = msg
+			p.log.Warn("commands: command file left out", "agent", a.ID(), "code", errs.CodeOf(pr.Err), "error", pr.Err)
+		}
 	}
 	return list
 }

@@ -1,13 +1,16 @@
 package commands_test
 
 import (
+	stdctx "context"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/commands"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/llm"
 )
 
 // TestDocumentedCommandsExpandUnchanged: the examples of Claude Code's
@@ -148,5 +151,55 @@ func TestInAPresetOnlyThatAgentExpands(t *testing.T) {
 	}
 	if len(commands.List(t.Context(), b)) != 0 {
 		t.Errorf("b lists a's commands")
+	}
+}
+
+// TestAMessageWithPartsExpandsItsFirstText: a prompt of several blocks (an
+// editor's text and a resource) expands its first text block; the other
+// blocks follow unchanged and Content stays the text of the parts.
+func TestAMessageWithPartsExpandsItsFirstText(t *testing.T) {
+	ws, _ := docsFolders(t)
+	e := newEnv(t)
+	e.apply(e.root, commands.Plugin, commands.Config{}.Defaults())
+	a := e.create("main", ws)
+	parts := []llm.Part{{Type: llm.PartText, Text: "/fix-issue 7"}, {Type: llm.PartText, Text: "\n[log](file:///tmp/log)"}}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.ctl.Deliver(ctx, a, agentcontroller.Request{Mode: agentcontroller.Followup, Source: agentcontroller.Source{Kind: agentcontroller.SourceUser},
+		Prepare: func(stdctx.Context) (agentcontroller.Prepared, error) {
+			return agentcontroller.Prepared{Content: llm.TextOf(parts), Parts: parts}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WhenIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := a.Session().History().At(0)
+	want := "<command-name>/fix-issue</command-name>\n<command-args>7</command-args>\n\nFix issue #7 following our coding standards"
+	if len(m.Parts) != 2 || m.Parts[0].Text != want || m.Parts[1].Text != parts[1].Text || m.Content != want+parts[1].Text || parts[0].Text != "/fix-issue 7" {
+		t.Fatalf("stored %+v", m)
+	}
+}
+
+// TestABrokenFileIsLoggedOnceWithItsLine: a command file whose front matter
+// is broken is left out, logged with its file and line, once however often
+// the folder is scanned; the other commands work.
+func TestABrokenFileIsLoggedOnceWithItsLine(t *testing.T) {
+	ws, _ := docsFolders(t)
+	bad := filepath.Join(ws, ".claude", "commands", "bad.md")
+	writeFile(t, bad, "---\ndescription: fine\nnot a field\n---\nbody\n")
+	e := newEnv(t)
+	e.apply(e.root, commands.Plugin, commands.Config{}.Defaults())
+	a := e.create("main", ws)
+	for range 2 {
+		if got, err := e.prompt(a, "/optimize", agentcontroller.SourceUser); err != nil || !strings.Contains(got.Content, "Analyze this code") {
+			t.Fatalf("%q %v", got.Content, err)
+		}
+	}
+	if _, err := e.prompt(a, "/bad", agentcontroller.SourceUser); err == nil {
+		t.Fatal("the broken command ran")
+	}
+	if l := e.logged(); strings.Count(l, "command file left out") != 1 || !strings.Contains(l, bad+":3: the front matter is not valid YAML") {
+		t.Fatalf("log:\n%s", l)
 	}
 }

@@ -178,11 +178,13 @@ type shared struct {
 	log   hclog.Logger
 	files cache
 
+	allDirs atomic.Pointer[[]string]
+
 	mu        sync.Mutex
 	sources   []source
 	text      string
 	section   *dshctx.Fiber // holds the system prompt section; nil without one
-	toolFiber *dshctx.Fiber // holds the skill tool; nil without entries
+	toolFiber *dshctx.Fiber // holds the skill tool; nil while there is no skill
 	warned    map[string]string
 }
 
@@ -199,20 +201,7 @@ func (sh *shared) add(seq uint64, dirs []string) {
 		i++
 	}
 	sh.sources = append(sh.sources[:i], append([]source{{seq, dirs}}, sh.sources[i:]...)...)
-	if sh.toolFiber == nil {
-		f, err := sh.agent.Context().Plugin(toolHolder, sh)
-		if err == nil {
-			err = f.Await(stdctx.Background())
-		}
-		if err != nil {
-			sh.log.Warn("skills: the skill tool could not be added", "agent", sh.agent.ID(), "error", err)
-			if f != nil {
-				_ = f.Dispose(stdctx.Background())
-			}
-		} else {
-			sh.toolFiber = f
-		}
-	}
+	sh.setDirs()
 	sh.mu.Unlock()
 	sh.refresh()
 }
@@ -225,17 +214,8 @@ func (sh *shared) remove(seq uint64) {
 			break
 		}
 	}
-	var drop []*dshctx.Fiber
-	if len(sh.sources) == 0 {
-		drop = append(drop, sh.toolFiber, sh.section)
-		sh.toolFiber, sh.section, sh.text = nil, nil, ""
-	}
+	sh.setDirs()
 	sh.mu.Unlock()
-	for _, f := range drop {
-		if f != nil {
-			_ = f.Dispose(stdctx.Background())
-		}
-	}
 	sh.refresh()
 }
 
@@ -247,27 +227,36 @@ func (sh *shared) leads(seq uint64) bool {
 	return len(sh.sources) > 0 && sh.sources[0].seq == seq
 }
 
-// dirs is every entry's folders, in precedence order.
+// dirs is every entry's folders, in precedence order. It takes no lock,
+// so a running skill call never waits on a refresh that removes its tool.
 func (sh *shared) dirs() []string {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	if d := sh.allDirs.Load(); d != nil {
+		return *d
+	}
+	return nil
+}
+
+// setDirs publishes the folders of sh.sources. sh.mu is held.
+func (sh *shared) setDirs() {
 	var out []string
 	for _, s := range sh.sources {
 		out = append(out, s.dirs...)
 	}
-	return out
+	sh.allDirs.Store(&out)
 }
 
 // refresh rescans the folders and replaces the section when the list
-// changed.
+// changed. The skill tool is offered while there is a skill to load: an
+// agent without skills sees no trace of the plugin.
 func (sh *shared) refresh() {
 	list, problems := sh.files.scan(sh.dirs())
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if len(sh.sources) == 0 {
-		return
+		list, problems = nil, nil
 	}
 	sh.report(list, problems)
+	sh.offerTool(len(list) > 0)
 	text := render(list)
 	if text == sh.text && (text == "") == (sh.section == nil) {
 		return
@@ -293,6 +282,28 @@ func (sh *shared) refresh() {
 		return
 	}
 	sh.section = f
+}
+
+// offerTool adds or removes the skill tool. sh.mu is held.
+func (sh *shared) offerTool(on bool) {
+	switch {
+	case !on && sh.toolFiber != nil:
+		_ = sh.toolFiber.Dispose(stdctx.Background())
+		sh.toolFiber = nil
+	case on && sh.toolFiber == nil:
+		f, err := sh.agent.Context().Plugin(toolHolder, sh)
+		if err == nil {
+			err = f.Await(stdctx.Background())
+		}
+		if err != nil {
+			sh.log.Warn("skills: the skill tool could not be added", "agent", sh.agent.ID(), "error", err)
+			if f != nil {
+				_ = f.Dispose(stdctx.Background())
+			}
+			return
+		}
+		sh.toolFiber = f
+	}
 }
 
 // report logs each problem once per change, not at every turn. sh.mu is

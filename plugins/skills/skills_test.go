@@ -104,18 +104,18 @@ func TestSkillsChangeAtTheNextTurn(t *testing.T) {
 	e := newEnv(t, nil)
 	e.apply(e.root, skills.Plugin, skills.Config{}.Defaults())
 	a := e.create("main", ws)
-	if sys := e.turn(a, "hi")[0].System; strings.Contains(sys, "available_skills") {
-		t.Fatalf("a section with no skills:\n%s", sys)
+	if r := e.turn(a, "hi")[0]; strings.Contains(r.System, "available_skills") || hasTool(r, skills.ToolName) {
+		t.Fatalf("a section or a tool with no skills:\n%s", r.System)
 	}
 	user := filepath.Join(home, ".claude", "skills", "pdf-tools", "SKILL.md")
 	write(t, user, "---\nname: pdf-tools\ndescription: Fill & merge <PDF> forms.\n---\nUse pdftk.\n")
-	sys := e.turn(a, "hi")[0].System
-	if !strings.Contains(sys, "<description>Fill &amp; merge &lt;PDF&gt; forms.</description>") {
-		t.Fatalf("the user's new skill is not listed, escaped:\n%s", sys)
+	r := e.turn(a, "hi")[0]
+	if !strings.Contains(r.System, "<description>Fill &amp; merge &lt;PDF&gt; forms.</description>") || !hasTool(r, skills.ToolName) {
+		t.Fatalf("the user's new skill is not listed, escaped, with the tool:\n%s", r.System)
 	}
 	write(t, user, "---\nname: pdf-tools\ndescription: Fill forms.\nmetadata: [a, b]\n---\nUse pdftk.\n")
-	if sys := e.turn(a, "hi")[0].System; strings.Contains(sys, "pdf-tools") {
-		t.Fatalf("an invalid skill is listed:\n%s", sys)
+	if r := e.turn(a, "hi")[0]; strings.Contains(r.System, "pdf-tools") || hasTool(r, skills.ToolName) {
+		t.Fatalf("an invalid skill is listed, or the tool stayed:\n%s", r.System)
 	}
 	if l := e.logged(); !strings.Contains(l, user+":4: metadata must be a mapping") || !strings.Contains(l, "SKILL_INVALID") {
 		t.Fatalf("the log does not name the file, line and code:\n%s", l)
