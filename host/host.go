@@ -143,6 +143,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 	if err := h.mountCore(); err != nil {
 		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 	}
+	logBundleNotes(logger, cfg)
 	if err := h.protectLoaded(cfg); err != nil {
 		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
 	}
@@ -377,6 +378,7 @@ func Describe(cfg *config.Config) string {
 			}
 		}
 	}
+	describeBundles(&b, cfg.Bundles())
 	var unused []string
 	for _, p := range config.BuiltinPresets() {
 		if _, ok := cfg.Presets[p.Name]; !ok {
@@ -416,6 +418,9 @@ func describeEntry(e config.Entry) string {
 	}
 	if e.Exec != "" && e.Exec != e.ID {
 		s += " (exec " + strings.Join(append([]string{e.Exec}, e.Args...), " ") + ")"
+	}
+	if from := e.From(); from != "" {
+		s += " (from " + from + ")"
 	}
 	if e.Disabled {
 		s += " [disabled]"

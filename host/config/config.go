@@ -1,8 +1,9 @@
 // Package config loads and checks dsh's config file: it reads config.yaml,
 // applies DSH_ variables and --set overrides typed by the field they land
 // on, decodes each entry's plugin config strictly into the type the plugin
-// registered, and reports every problem with its file:line, without
-// starting anything. Package host starts what a checked Config describes.
+// registered, expands bundle: and mcp_json: entries into entries of dsh's
+// own plugins (bundle.go), and reports every problem with its file:line,
+// without starting anything. Package host starts what a checked Config describes.
 package config
 
 import (
@@ -79,6 +80,10 @@ type Config struct {
 	spareErr map[string]string
 	// wd is the working directory relative paths started from.
 	wd string
+	// environ is the environment ${VAR} in bundles' MCP servers reads.
+	environ []string
+	// bundles reports what each bundle and mcp_json entry mounted.
+	bundles []BundleReport
 }
 
 // Entry is one plugin to apply.
@@ -95,6 +100,16 @@ type Entry struct {
 	Config map[string]any `koanf:"config"`
 	// Disabled entries are checked but not applied.
 	Disabled bool `koanf:"disabled"`
+	// Bundle is the folder of a plugin bundle (Claude Code's plugin
+	// format): Load replaces the entry with the entries of what the
+	// bundle declares (bundle.go).
+	Bundle string `koanf:"bundle"`
+	// MCPJSON is a project .mcp.json: Load replaces the entry with one
+	// tools.mcp entry per server in it.
+	MCPJSON string `koanf:"mcp_json"`
+
+	// from is the bundle or mcp_json entry this one was made from.
+	from *origin
 
 	// For exec entries only:
 
@@ -316,7 +331,7 @@ func Parse(file string, data []byte, opts LoadOptions) (*Config, error) {
 		p.sources[normalPath(at)] = source
 	}
 
-	cfg := &Config{File: file}
+	cfg := &Config{File: file, environ: opts.environ()}
 	decodeStrict(raw, cfg, "", p, true)
 	if !p.empty() {
 		return nil, p.err()
@@ -341,6 +356,8 @@ func (c *Config) check(p *problems, dir string) {
 	if err := c.Limits.Check("limits"); err != nil {
 		p.add("limits", err.Error())
 	}
+	c.bundles = nil
+	c.Plugins = c.expandBundles(c.Plugins, "plugins", p)
 	c.checkEntries(c.Plugins, "plugins", p)
 	var names []string // the presets the file defines
 	for name := range c.Presets {
@@ -353,6 +370,9 @@ func (c *Config) check(p *problems, dir string) {
 		if c.builtin[name] {
 			// Not in the file: a line number would point at another key.
 			at = "built-in preset " + name
+		}
+		if !c.builtin[name] {
+			c.Presets[name] = c.expandBundles(c.Presets[name], at, p)
 		}
 		c.checkEntries(c.Presets[name], at, p)
 	}
@@ -402,6 +422,7 @@ func (c *Config) check(p *problems, dir string) {
 		}
 	}
 	c.checkReferences(p)
+	c.noteBundleWorkspaces()
 	c.checkStores(p)
 	c.checkPricing(p)
 	c.checkServe(p)
@@ -434,6 +455,9 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 	for i := range list {
 		e := &list[i]
 		key := fmt.Sprintf("%s[%d]", at, i)
+		if e.from != nil {
+			key = e.from.key
+		}
 		if e.ID == "" {
 			e.ID = e.Use
 			if e.ID == "" {
@@ -448,7 +472,7 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 		case e.Use != "" && e.Exec != "":
 			p.add(key, "an entry has either use: (an in-process plugin) or exec: (a plugin binary), not both")
 		case e.Use == "" && e.Exec == "":
-			p.add(key, "the entry names no plugin; add use: <plugin id> (see dsh plugins) or exec: <binary>")
+			p.add(key, "the entry names no plugin; add use: <plugin id> (see dsh plugins), exec: <binary>, bundle: <folder> or mcp_json: <file>")
 		case e.Exec != "":
 			written := e.Exec
 			e.Exec = c.ExecPath(e.Exec)
