@@ -46,7 +46,7 @@ func startApprover(s *sessions.Session) (*approver, error) {
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	a := &approver{s: s, cancel: cancel, done: make(chan struct{}), pending: map[int64]live.Question{}}
 	// From the session's end: the approver needs questions, not history.
-	tab, err := s.Attach(ctx, sessions.AttachOptions{AfterSeq: int64(s.Agent().Session().Len()), Approvals: true, Name: approverName})
+	tab, err := s.Attach(ctx, sessions.AttachOptions{AfterSeq: int64(s.UnportedAgent().Session().Len()), Approvals: true, Name: approverName})
 	if errs.HasCode(err, live.BadSeq) {
 		tab, err = s.Attach(ctx, sessions.AttachOptions{Approvals: true, Name: approverName})
 	}

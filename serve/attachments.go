@@ -63,7 +63,7 @@ func (s *Server) attachmentStore(id string) (*attachments.Store, error) {
 		return s.o.Attachments, nil
 	}
 	if ss, ok := s.o.Sessions.Get(id); ok {
-		if st, err := attachments.Key.Get(ss.Agent().Context()); err == nil {
+		if st, err := attachments.Key.Get(ss.UnportedAgent().Context()); err == nil {
 			return st, nil
 		}
 	}
@@ -74,7 +74,7 @@ func (s *Server) attachmentStore(id string) (*attachments.Store, error) {
 // persisted.
 func (s *Server) sessionEvents(r *http.Request, id string) ([]session.Event, error) {
 	if ss, ok := s.o.Sessions.Get(id); ok {
-		return ss.Agent().Session().Events(1), nil
+		return ss.UnportedAgent().Session().Events(1), nil
 	}
 	if _, found, err := s.persisted(r.Context(), id); err != nil || !found {
 		if err == nil {

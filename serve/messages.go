@@ -230,7 +230,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	limit = min(max(limit, 1), maxEvents)
 	var evs []session.Event
 	if ss, ok := s.o.Sessions.Get(id); ok {
-		log := ss.Agent().Session()
+		log := ss.UnportedAgent().Session()
 		last := int64(log.Len())
 		page := []session.Event{}
 		if after < last {

@@ -204,7 +204,7 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 	var wg sync.WaitGroup
 	for _, ss := range open {
 		wg.Go(func() {
-			if err := ss.Agent().WhenIdle(ctx); err != nil {
+			if err := ss.UnportedAgent().WhenIdle(ctx); err != nil {
 				finished.Store(false)
 			}
 		})

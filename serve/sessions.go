@@ -68,7 +68,7 @@ func describeOpen(ss *sessions.Session, sum *session.Summary) sessionJSON {
 		out = fromSummary(*sum)
 		out.Agent, out.State, out.Open = ss.AgentName(), session.StateOpen, true
 	}
-	a := ss.Agent()
+	a := ss.UnportedAgent()
 	out.Running = a.Status() == agents.StatusRunning
 	if log := a.Session(); log != nil {
 		out.LastSeq = int64(log.Len())

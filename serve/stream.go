@@ -124,7 +124,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		return tab, c, nil
 	}
-	last := int64(ss.Agent().Session().Len())
+	last := int64(ss.UnportedAgent().Session().Len())
 	tab, client, err := attach(seq, notice)
 	if err != nil {
 		s.writeError(w, r, err)

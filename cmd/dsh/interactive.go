@@ -54,7 +54,7 @@ func attach(agent agents.Agent, out, diag io.Writer, dim bool, echo int, turnEnd
 // interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
 // with no turn running.
 func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags, echo int) error {
-	agent := sess.get().Agent()
+	agent := sess.get().UnportedAgent()
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	dim := colorful(stderr)
@@ -138,7 +138,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 				fmt.Fprint(diag, "(cancelled)\n")
 			case line == "/agents":
 				for _, x := range h.Sessions().Sessions() {
-					a := x.Agent()
+					a := x.UnportedAgent()
 					fmt.Fprintf(out, "%s  %s  %d waiting\n", a.ID(), a.Status(), a.Pending())
 				}
 				if !busy() {
@@ -197,7 +197,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 			if next == nil {
 				continue
 			}
-			re, err := attach(next.Agent(), out, diag, dim, echo, turnEnded)
+			re, err := attach(next.UnportedAgent(), out, diag, dim, echo, turnEnded)
 			if err != nil {
 				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.AgentID(), err)
 				continue

@@ -164,7 +164,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 			}
 		}
 	}()
-	agent := s.Agent()
+	agent := s.UnportedAgent()
 	if f.approvals.yolo {
 		fmt.Fprintln(stderr, "dsh: warning: --yolo: every tool call a policy asks about runs without asking; deny rules still hold")
 	}
@@ -442,7 +442,7 @@ func headless(h *host.Host, s *sessions.Session, text string, parts []llm.Part, 
 	t := newTracker(out, diag, jsonOut)
 	t.echo = echo
 	t.dim = colorful(stderr)
-	agent := s.Agent()
+	agent := s.UnportedAgent()
 	off, err := t.follow(agent)
 	if err != nil {
 		fmt.Fprintln(stderr, "dsh:", err)

@@ -26,7 +26,7 @@ func usageOf(cfg *config.Config, ac config.AgentConfig, events []session.Event) 
 
 // sessionUsage returns the usage of an open session.
 func sessionUsage(cfg *config.Config, ac config.AgentConfig, s *sessions.Session) usage.Snapshot {
-	return usageOf(cfg, ac, s.Agent().Session().Events(0))
+	return usageOf(cfg, ac, s.UnportedAgent().Session().Events(0))
 }
 
 // reportUsage ends a dsh run: the usage of its last turn and of the whole

@@ -72,7 +72,7 @@ func run(out io.Writer, yaml, agentID string, prompts []string) error {
 		return err
 	}
 	defer s.Detach(ctx) // the last owner leaving closes the session
-	agent := s.Agent()
+	agent := s.UnportedAgent()
 	var answer strings.Builder
 	session.EventAppended.On(agent.Context(), func(_ stdctx.Context, a session.Appended) error {
 		switch a.Event.Type {

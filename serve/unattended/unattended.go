@@ -226,7 +226,7 @@ func (r *Runner) fixed(ctx stdctx.Context, t Target) (*sessions.Session, error) 
 func (r *Runner) follow(s *sessions.Session, requestID, msgID string, done chan struct{}, fresh bool) {
 	defer r.turns.Done()
 	defer close(done)
-	agent := s.Agent()
+	agent := s.UnportedAgent()
 	err := agent.WhenIdle(r.ctx)
 	if err != nil {
 		// Shutting down past its deadline: the turn is cancelled and

@@ -72,7 +72,7 @@ func (h *Handler) droppedSince(first accepted) error {
 	if !ok {
 		return nil
 	}
-	if ev, dropped := s.Agent().Session().Dropped(first.RequestID); dropped {
+	if ev, dropped := s.UnportedAgent().Session().Dropped(first.RequestID); dropped {
 		return agentcontroller.DroppedError(s.AgentID(), ev)
 	}
 	return nil

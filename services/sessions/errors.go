@@ -39,6 +39,9 @@ const (
 	// ReasonControllerStopped goes with Closed when the agent controller
 	// stopped before the message entered the inbox.
 	ReasonControllerStopped = "sessions/agent-controller-stopped"
+	// ReasonClosedUndecided goes with Closed when Wait saw the session
+	// close before the request it waits for was decided.
+	ReasonClosedUndecided = "sessions/closed-undecided"
 )
 
 // closedReasonOf maps the agent controller's own refusals that mean "this

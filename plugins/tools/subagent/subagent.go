@@ -366,10 +366,10 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err e
 		}
 		return t.ended(ctx, tctx, a.Agent, errs.Wrap(Refused, err, fmt.Sprintf("subagent %q was not given the task", a.Agent)))
 	}
-	if err := s.Agent().WhenIdle(tctx); err != nil {
+	if err := s.UnportedAgent().WhenIdle(tctx); err != nil {
 		return t.ended(ctx, tctx, a.Agent, err)
 	}
-	return answer(s.Agent().Session(), call.ID, a.Agent)
+	return answer(s.UnportedAgent().Session(), call.ID, a.Agent)
 }
 
 // ended answers a call whose child stopped early: the parent's turn was
