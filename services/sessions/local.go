@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
@@ -143,17 +144,14 @@ func (s *Session) info(how How) Info {
 	if it, ok := log.Interrupted(); ok {
 		in.Interrupted = &it
 	}
-	if first := log.Events(1); len(first) > 0 {
-		in.Created = first[0].Time
-		last := first[len(first)-1]
-		in.Updated, in.Turns = last.Time, last.Turn
-		for _, e := range first {
-			if e.Type == session.UserMessage && e.Message != nil {
-				in.Title = session.Title(e.Message.Content)
-				break
-			}
-		}
+	n := int64(log.Len())
+	if n == 0 {
+		return in
 	}
+	if last := log.Events(n); len(last) == 1 {
+		in.Updated, in.Turns = last[0].Time, last[0].Turn
+	}
+	in.Created, in.Title = s.head(log)
 	return in
 }
 
@@ -170,4 +168,25 @@ func (s *Session) Stream(ctx stdctx.Context, o AttachOptions) (Stream, error) {
 			"session %q has no live hub to stream from; give the controller one (Options.NewHub, e.g. LiveHubs)", s.id)), tab.Detach(stdctx.Background()))
 	}
 	return &localStream{s: s, o: o, tab: tab, c: c}, nil
+}
+
+// head returns the time of the log's first event and the title its first
+// prompt gives, read from the log once: neither changes after.
+func (s *Session) head(log *session.Session) (time.Time, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.titled {
+		return s.created, s.title
+	}
+	evs := log.Events(1)
+	if len(evs) > 0 {
+		s.created = evs[0].Time
+	}
+	for _, e := range evs {
+		if e.Type == session.UserMessage && e.Message != nil {
+			s.title, s.titled = session.Title(e.Message.Content), true
+			break
+		}
+	}
+	return s.created, s.title
 }

@@ -192,3 +192,19 @@ const (
 type AgentOptions = agents.Options
 
 var _ Service = (*Controller)(nil)
+
+// How a message enters the inbox (serve's Router names it).
+type Mode = agentcontroller.Mode
+
+// Delivery modes.
+const (
+	ModeFollowup = agentcontroller.Followup
+	ModeSteer    = agentcontroller.Steer
+)
+
+// Refusal is the agent controller's refusal a PromptRejected error wraps;
+// RejectedCode is its code, for a client that walks the causes.
+type Refusal = agentcontroller.Refusal
+
+// RejectedCode is the code of the agent controller's refusal.
+const RejectedCode = agentcontroller.RejectedCode

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
@@ -48,6 +49,10 @@ type Session struct {
 	outcomes ring
 
 	watch *watch
+	// The log's first event time and first prompt's title, once known.
+	created time.Time
+	title   string
+	titled  bool
 }
 
 func newSession(c *Controller, spec Spec, o OpenOptions, h *agents.Handle) *Session {
