@@ -72,6 +72,16 @@ func (c storeCatalog) List(ctx stdctx.Context) ([]session.Summary, error) {
 	return st.List(ctx)
 }
 
+// Load reads a stored session's log (sessions.LogLoader): the History of
+// a session that is not open.
+func (c storeCatalog) Load(ctx stdctx.Context, id string) ([]session.Event, error) {
+	st, err := c.store()
+	if err != nil {
+		return nil, err
+	}
+	return st.Load(ctx, id)
+}
+
 func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
 	st, err := c.store()
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/serve/unattended"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -139,7 +138,7 @@ func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv fun
 	return &hook{
 		name: name, secret: key, header: header, standard: standard, maxBody: maxBody, prompt: tmpl,
 		target: unattended.Target{Agent: agent, Presets: w.Presets, Session: w.Session,
-			Source: agentcontroller.Source{Kind: agentcontroller.SourceWebhook, RPCID: "webhook:" + name}},
+			Source: sessions.Source{Kind: sessions.SourceWebhook, RPCID: "webhook:" + name}},
 	}, nil
 }
 

@@ -78,6 +78,15 @@ func (c *Controller) Cancel(ctx stdctx.Context, id string) error {
 	return s.Cancel(ctx)
 }
 
+// Idle waits until session id has nothing left to do, or ctx ends.
+func (c *Controller) Idle(ctx stdctx.Context, id string) error {
+	s, err := c.session(id)
+	if err != nil {
+		return err
+	}
+	return s.handle.Agent.WhenIdle(ctx)
+}
+
 // Info describes session id.
 func (c *Controller) Info(_ stdctx.Context, id string) (Info, error) {
 	s, err := c.session(id)

@@ -4,9 +4,12 @@ import (
 	stdctx "context"
 	"time"
 
+	"github.com/dsh-go/dsh/errs"
+
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions/live"
 )
@@ -45,6 +48,9 @@ type Service interface {
 	// Cancel drops what the session has queued, ends its running turn and
 	// waits until it is idle or ctx ends. WithActor names who cancels.
 	Cancel(ctx stdctx.Context, sessionID string) error
+	// Idle waits until the session has nothing left to do — no turn
+	// running, nothing queued — or ctx ends: a server's graceful stop.
+	Idle(ctx stdctx.Context, sessionID string) error
 	// Info describes an open session.
 	Info(ctx stdctx.Context, sessionID string) (Info, error)
 	// History returns the session's log events with Seq > afterSeq: from
@@ -53,6 +59,10 @@ type Service interface {
 	// Outcome returns the recorded outcome of requestID; ok is false while
 	// it is undecided or queued, or when it was never sent.
 	Outcome(ctx stdctx.Context, sessionID, requestID string) (o RequestOutcome, ok bool, err error)
+	// Attachment returns a part the session's log names by ref, with its
+	// bytes: only what the session's own messages reference is readable,
+	// so a hash learnt elsewhere reads nothing of another session.
+	Attachment(ctx stdctx.Context, sessionID, ref string) (llm.Part, []byte, error)
 	// List returns the stored sessions, the open ones marked open.
 	List(ctx stdctx.Context) ([]session.Summary, error)
 	// Close closes an open session: its agent ends, its log is flushed.
@@ -165,6 +175,9 @@ type Stream interface {
 	Answer(id int64, a approval.Answer) error
 	// LastSeq is the seq of the last durable event Next returned.
 	LastSeq() int64
+	// Reattaches counts the times the stream attached itself again after
+	// falling behind: a client too slow for the session.
+	Reattaches() int
 	// Close ends the stream.
 	Close() error
 }
@@ -208,3 +221,13 @@ type Refusal = agentcontroller.Refusal
 
 // RejectedCode is the code of the agent controller's refusal.
 const RejectedCode = agentcontroller.RejectedCode
+
+// DroppedError is the error a retry of a request that a cancel dropped is
+// answered with (AGENT_MESSAGE_DROPPED), from its recorded outcome.
+func DroppedError(agentID string, o RequestOutcome) *errs.Error {
+	ev := session.Event{Type: o.Type, Turn: o.Turn, Seq: o.Seq, RequestID: o.RequestID, Reason: o.Reason, By: o.By}
+	if o.MessageID != "" {
+		ev.Message = &llm.Message{ID: o.MessageID}
+	}
+	return agentcontroller.DroppedError(agentID, ev)
+}

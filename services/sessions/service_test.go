@@ -275,8 +275,8 @@ func TestAStreamReattachesAfterOverflowWithoutGapOrDuplicate(t *testing.T) {
 		}
 		seq = u.Seq
 	}
-	if st.LastSeq() != in.LastSeq {
-		t.Fatalf("LastSeq %d, want %d", st.LastSeq(), in.LastSeq)
+	if st.LastSeq() != in.LastSeq || st.Reattaches() == 0 {
+		t.Fatalf("LastSeq %d, want %d; %d re-attaches, want some", st.LastSeq(), in.LastSeq, st.Reattaches())
 	}
 	if err := e.ctl.Close(ctx, "busy"); err != nil {
 		t.Fatal(err)

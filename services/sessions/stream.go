@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/approval"
@@ -26,6 +27,8 @@ type localStream struct {
 	// Owned by the goroutine calling Next.
 	notice int64
 	failed int
+	// reattached counts the re-attaches; read from any goroutine.
+	reattached atomic.Int64
 
 	mu     sync.Mutex
 	tab    *Attachment
@@ -84,6 +87,7 @@ func (st *localStream) reattach(ctx stdctx.Context, c streamClient) error {
 	}
 	st.tab, st.c = tab, next
 	st.mu.Unlock()
+	st.reattached.Add(1)
 	return old.Detach(stdctx.Background())
 }
 
@@ -95,6 +99,8 @@ func (st *localStream) Answer(id int64, a approval.Answer) error {
 	}
 	return err
 }
+
+func (st *localStream) Reattaches() int { return int(st.reattached.Load()) }
 
 func (st *localStream) LastSeq() int64 {
 	c, _ := st.client()
