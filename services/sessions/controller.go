@@ -193,9 +193,6 @@ func (c *Controller) open(ctx stdctx.Context, o OpenOptions, resume bool) (_ *Se
 	if err := c.ownerGone(ctx); err != nil {
 		return nil, s.abandon(err)
 	}
-	if err := s.startWatch(); err != nil {
-		return nil, s.abandon(err)
-	}
 	if c.newHub != nil {
 		if s.hub, err = c.newHub(h.Agent); err != nil {
 			return nil, s.abandon(errs.Wrap(errs.PluginFailed, err, fmt.Sprintf("session %q: the live hub failed to start", spec.SessionID)))

@@ -143,13 +143,16 @@ func (s *Session) Info() Info { return s.info("") }
 func (s *Session) info(how How) Info {
 	a := s.handle.Agent
 	in := Info{ID: s.id, Agent: s.agent, AgentID: s.agentID, How: how,
-		Running: a.Status() == agents.StatusRunning, Pending: a.Pending(), Outcomes: s.Outcomes()}
+		Running: a.Status() == agents.StatusRunning, Pending: a.Pending()}
+	if o := s.Outcomes(); len(o) > 0 {
+		in.Outcomes = o
+	}
 	log := a.Session()
 	if log == nil {
 		return in
 	}
 	in.LastSeq = int64(log.Len())
-	in.Messages = len(log.History().Messages())
+	in.Messages = log.History().Len()
 	if it, ok := log.Interrupted(); ok {
 		in.Interrupted = &it
 	}

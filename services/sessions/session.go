@@ -48,6 +48,8 @@ type Session struct {
 	held     bool
 	outcomes ring
 
+	// watch follows the log for Wait; made by the first Wait (most
+	// sessions of a server are never waited on), under mu.
 	watch *watch
 	// The log's first event time and first prompt's title, once known.
 	created time.Time
@@ -61,7 +63,7 @@ func newSession(c *Controller, spec Spec, o OpenOptions, h *agents.Handle) *Sess
 		src.Kind = agentcontroller.SourceUser
 	}
 	return &Session{c: c, id: spec.SessionID, agentID: spec.AgentID, agent: spec.Agent, handle: h, source: src,
-		keepRunning: o.KeepRunning, owners: 1, held: true, watch: newWatch()}
+		keepRunning: o.KeepRunning, owners: 1, held: true}
 }
 
 // ID returns the session id.
@@ -305,8 +307,11 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	}
 	s.mu.Lock()
 	s.state = stateClosed
+	w := s.watch
 	s.mu.Unlock()
-	s.watch.closed()
+	if w != nil {
+		w.closed()
+	}
 	s.c.forget(s)
 	return errors.Join(disposed, err, releaseUnpersisted(store, s.id))
 }
@@ -316,7 +321,6 @@ func (s *Session) Close(ctx stdctx.Context) error {
 // the dispose hit.
 func (s *Session) abandon(why error) error {
 	disposeErr := s.handle.Dispose(stdctx.Background())
-	s.watch.closed()
 	var hubErr error
 	if s.hub != nil {
 		hubErr = s.hub.Close()

@@ -35,20 +35,34 @@ func newWatch() *watch {
 	return &watch{changed: make(chan struct{}), ends: map[int]session.Event{}, done: make(chan struct{})}
 }
 
-// startWatch listens to the session's log; the listener goes with the
-// agent's scope.
-func (s *Session) startWatch() error {
+// watching returns the session's watch, making it on the first call: its
+// listener goes on before the caller's first look at the log, so no turn
+// end falls between the two, and goes with the agent's scope. A session
+// already closed gets a watch that says so.
+func (s *Session) watching() (*watch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watch != nil {
+		return s.watch, nil
+	}
+	w := newWatch()
+	if s.state == stateClosed {
+		close(w.done)
+		s.watch = w
+		return w, nil
+	}
 	log := s.handle.Agent.Session()
 	_, err := session.EventAppended.On(s.handle.Agent.Context(), func(_ stdctx.Context, a session.Appended) error {
 		if a.Session == log {
-			s.watch.appended(a.Event)
+			w.appended(a.Event)
 		}
 		return nil
 	})
 	if err != nil {
-		return errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("session %q: cannot follow its log", s.id))
+		return nil, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("session %q: cannot follow its log", s.id))
 	}
-	return nil
+	s.watch = w
+	return w, nil
 }
 
 func (w *watch) appended(e session.Event) {
@@ -96,7 +110,10 @@ func (s *Session) Wait(ctx stdctx.Context, requestID string) (TurnResult, error)
 	if requestID == "" {
 		return TurnResult{}, errs.New(errs.InvalidArgument, fmt.Sprintf("session %q: Wait needs the request id the prompt was sent with", s.id))
 	}
-	w := s.watch
+	w, err := s.watching()
+	if err != nil {
+		return TurnResult{}, err
+	}
 	w.waiters.Add(1)
 	defer w.waiters.Add(-1)
 	log := s.handle.Agent.Session()
@@ -109,7 +126,7 @@ func (s *Session) Wait(ctx stdctx.Context, requestID string) (TurnResult, error)
 			final, scan = true, true
 		default:
 		}
-		if r, ok := s.settled(log, requestID, scan); ok {
+		if r, ok := s.settled(w, log, requestID, scan); ok {
 			return r, nil
 		}
 		if final {
@@ -128,7 +145,7 @@ func (s *Session) Wait(ctx stdctx.Context, requestID string) (TurnResult, error)
 
 // settled returns the request's result once it is final: an outcome that
 // kept the message out of any turn, or the end of the turn it ran in.
-func (s *Session) settled(log *session.Session, requestID string, scan bool) (TurnResult, bool) {
+func (s *Session) settled(w *watch, log *session.Session, requestID string, scan bool) (TurnResult, bool) {
 	o, ok := OutcomeInLog(log, requestID)
 	if !ok {
 		return TurnResult{}, false
@@ -137,7 +154,7 @@ func (s *Session) settled(log *session.Session, requestID string, scan bool) (Tu
 	if o.Outcome != FateDelivered && o.Outcome != FateMerged {
 		return r, true
 	}
-	if e, ok := s.watch.end(o.Turn); ok {
+	if e, ok := w.end(o.Turn); ok {
 		r.End = &e
 		return r, true
 	}
