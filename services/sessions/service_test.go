@@ -372,3 +372,40 @@ type storeCatalogLoader struct{ storeCatalog }
 func (c *storeCatalogLoader) Load(ctx stdctx.Context, id string) ([]session.Event, error) {
 	return c.st.Load(ctx, id)
 }
+
+// A prompt still queued when its session closes is answered by the close:
+// Wait returns it dropped, reason closed, not an endless wait.
+func TestWaitIsAnsweredByTheClose(t *testing.T) {
+	e := newEnv(t, setup{replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "block"}}}, {Text: "done"}}})
+	g := e.gateTool("block")
+	ctx := stdctx.Background()
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ctl.Prompt(ctx, "c", sessions.PromptRequest{RequestID: "r1", Content: "block"}); err != nil {
+		t.Fatal(err)
+	}
+	g.wait(t)
+	queued, err := e.ctl.Prompt(ctx, "c", sessions.PromptRequest{RequestID: "r2", Content: "later"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan sessions.TurnResult, 1)
+	go func() {
+		r, err := queued.Wait(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	time.Sleep(20 * time.Millisecond) // the waiter is waiting
+	if err := e.ctl.Close(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, got); r.Outcome != sessions.FateDropped || r.Reason != "closed" || r.Ran() {
+		t.Fatalf("the queued prompt after the close: %+v", r)
+	}
+	if _, err := e.ctl.Wait(ctx, "c", "r2"); !errs.HasCode(err, sessions.NotFound) {
+		t.Fatalf("Wait on a closed session: %v", err)
+	}
+}
