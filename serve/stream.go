@@ -147,6 +147,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			s.log.Debug("stream ended", "session", id, "error", err)
 			return
 		}
+		if u.Kind == live.KindToolStart {
+			// Not part of the SSE API (yet): the page marks calls by
+			// their events.
+			continue
+		}
 		data, err := json.Marshal(u)
 		if err != nil {
 			s.log.Error("an update could not be encoded", "session", id, "kind", u.Kind, "error", err)

@@ -409,3 +409,47 @@ func TestWaitIsAnsweredByTheClose(t *testing.T) {
 		t.Fatalf("Wait on a closed session: %v", err)
 	}
 }
+
+// A stream tells when a tool call starts running, between its durable
+// tool/call and its tool/result: the view an editor marks in progress.
+func TestAStreamTellsWhenAToolCallStarts(t *testing.T) {
+	e := newEnv(t, setup{replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "block"}}}, {Text: "done"}}, opts: sessions.Options{NewHub: sessions.LiveHubs}})
+	g := e.gateTool("block")
+	ctx := stdctx.Background()
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("tools")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.ctl.Attach(ctx, "tools", sessions.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := e.ctl.Prompt(ctx, "tools", sessions.PromptRequest{Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	g.wait(t)
+	rctx, cancel := stdctx.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var call string
+	for {
+		u, err := st.Next(rctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Kind == live.KindEvent && u.Event.Type == session.ToolCall {
+			call = u.Event.ToolCall.ID
+		}
+		if u.Kind == live.KindToolStart {
+			if call == "" || u.ToolStart.CallID != call || u.ToolStart.Name != "block" || u.ToolStart.Turn != 1 {
+				t.Fatalf("tool start %+v after the call %q", u.ToolStart, call)
+			}
+			break
+		}
+	}
+	if err := e.ctl.Cancel(ctx, "tools"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ctl.Close(ctx, "tools"); err != nil {
+		t.Fatal(err)
+	}
+}
