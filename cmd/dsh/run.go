@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -504,12 +505,14 @@ func headless(h *host.Host, svc sessions.Service, info sessions.Info, text strin
 	done := make(chan result, 1)
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	defer cancel()
+	var accepted atomic.Bool
 	go func() {
 		turn, err := prompt(ctx, svc, info.ID, false, text, parts)
 		if err != nil {
 			done <- result{err: err}
 			return
 		}
+		accepted.Store(true)
 		res, err := turn.Wait(ctx)
 		done <- result{turn, res, err}
 	}()
@@ -547,6 +550,11 @@ func headless(h *host.Host, svc sessions.Service, info sessions.Info, text strin
 				return exitInterrupted
 			}
 			interrupted = true
+			if !accepted.Load() {
+				// Still in admission (held): abandon the delivery.
+				cancel()
+				continue
+			}
 			// Cancel the session's turn; the prompt's outcome (its turn
 			// aborted, or dropped) still comes through Wait.
 			go svc.Cancel(sessions.WithActor(stdctx.Background(), "Ctrl-C in dsh run"), info.ID)
