@@ -29,7 +29,9 @@ import (
 
 // Options configure the scheduler.
 type Options struct {
-	Sessions *sessions.Controller
+	// Sessions is the session service the schedules deliver through: the host's
+	// controller, or one that forwards to the host that runs a session.
+	Sessions sessions.Service
 	// Config holds the schedules (serve.schedules) and the default agent.
 	Config *config.Config
 	// StateDir keeps the last runs (serve.state_dir, resolved by the

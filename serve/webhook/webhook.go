@@ -25,7 +25,9 @@ import (
 
 // Options configure the webhooks handler.
 type Options struct {
-	Sessions *sessions.Controller
+	// Sessions is the session service the webhooks deliver through: the host's
+	// controller, or one that forwards to the host that runs a session.
+	Sessions sessions.Service
 	// Config holds the webhooks (serve.webhooks) and the defaults they
 	// fall back on (serve.agent, serve.max_body_bytes).
 	Config *config.Config
@@ -57,7 +59,7 @@ type Handler struct {
 	log      *slog.Logger
 	seen     *dedupe
 	now      func() time.Time
-	sessions *sessions.Controller
+	sessions sessions.Service
 }
 
 // DefaultSignatureHeader carries the signature unless a webhook names
