@@ -188,7 +188,7 @@ func (n *node) session(t *testing.T, id string) *sessions.Session {
 // agent is idle.
 func (n *node) prompts(t *testing.T, id string) []string {
 	t.Helper()
-	a := n.session(t, id).Agent()
+	a := n.session(t, id).UnportedAgent()
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
 	defer cancel()
 	if err := a.WhenIdle(ctx); err != nil {

@@ -113,7 +113,7 @@ func (h *Host) enqueue(ctx stdctx.Context, ss *sessions.Session, req request) {
 			}
 		})
 	}
-	b, ok := ss.Agent().Session().Lease().(interface{ Born() uint64 })
+	b, ok := ss.Log().Lease().(interface{ Born() uint64 })
 	if !ok {
 		return // not kept by session.nats: nothing to resume it elsewhere
 	}
@@ -143,7 +143,7 @@ func (q *queueKeys) add(id, rid, key string) {
 
 // recorded takes out the entries of ss whose outcome is durable in its log.
 func (q *queueKeys) recorded(ss *sessions.Session) []string {
-	s := ss.Agent().Session()
+	s := ss.Log()
 	durable := s.Durable()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -183,7 +183,7 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 			// Accepted for an earlier session of this id (deleted since),
 			// or the log's start cannot be read: not delivered.
 			h.log.Debug("cluster: a queued prompt of an earlier session under this id was dropped", "session", ss.ID(), "request_id", q.RequestID)
-		} else if _, recorded := ss.Agent().Session().Outcome(q.RequestID); recorded {
+		} else if _, recorded := ss.Log().Outcome(q.RequestID); recorded {
 			// Its outcome is in the log (the usual case: the previous
 			// owner ran it): nothing to deliver, not even to admission.
 		} else {

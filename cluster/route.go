@@ -318,7 +318,7 @@ type rechecker interface {
 // staleBy is stale; with now, the lease is renewed whatever its last
 // renewal, for a host that saw another take the session.
 func (h *Host) staleBy(ctx stdctx.Context, ss *sessions.Session, now bool) bool {
-	hl, ok := ss.Agent().Session().Lease().(session.Holder)
+	hl, ok := ss.Log().Lease().(session.Holder)
 	if !ok {
 		return false
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/serve"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
 )
@@ -75,7 +74,7 @@ func (m *clusterMember) joined() (*cluster.Host, error) {
 
 // Prompt, Cancel and CloseSession route through the membership
 // (serve.Router).
-func (m *clusterMember) Prompt(ctx stdctx.Context, id string, mode agentcontroller.Mode, r sessions.PromptRequest) (string, error) {
+func (m *clusterMember) Prompt(ctx stdctx.Context, id string, mode sessions.Mode, r sessions.PromptRequest) (string, error) {
 	c, err := m.joined()
 	if err != nil {
 		return "", err
