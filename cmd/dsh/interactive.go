@@ -136,7 +136,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 			case line == "/quit" || line == "/exit":
 				return nil
 			case line == "/help":
-				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+"/quit        leave (Ctrl-D does too)\n"+promptCommandsHelp(cur.agent)+"anything else is sent to the agent; while it is busy, it is queued\n> ")
+				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+"/quit        leave (Ctrl-D does too)\n"+promptCommandsHelp(sessionCommands(svc, cur.id))+"anything else is sent to the agent; while it is busy, it is queued\n> ")
 			case line == "/usage":
 				fmt.Fprint(out, interactiveUsage(h.Config(), sess, busy()))
 			case line == "/cancel":
@@ -165,7 +165,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 				}
 				send.enqueue(text, parts, true)
 				fmt.Fprint(diag, "(steering)\n")
-			case strings.HasPrefix(line, "/") && !isPromptCommand(cur.agent, line):
+			case strings.HasPrefix(line, "/") && !isPromptCommand(sessionCommands(svc, cur.id), line):
 				fmt.Fprintf(diag, "unknown command %s; /help lists them\n", strings.Fields(line)[0])
 			default:
 				// @path mentions attach workspace files; a mention that

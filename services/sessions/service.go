@@ -63,6 +63,9 @@ type Service interface {
 	// bytes: only what the session's own messages reference is readable,
 	// so a hash learnt elsewhere reads nothing of another session.
 	Attachment(ctx stdctx.Context, sessionID, ref string) (llm.Part, []byte, error)
+	// Commands returns the prompt commands the open session offers
+	// ("/name args" prompts its agent expands).
+	Commands(ctx stdctx.Context, sessionID string) ([]PromptCommand, error)
 	// List returns the stored sessions, the open ones marked open.
 	List(ctx stdctx.Context) ([]session.Summary, error)
 	// Close closes an open session: its agent ends, its log is flushed.
