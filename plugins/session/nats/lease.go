@@ -106,6 +106,16 @@ func (s *store) lock(ctx stdctx.Context, sessionID string) (*writer, error) {
 		return nil, err
 	}
 	wr := &writer{store: s, id: sessionID, subject: subject, lease: l, last: last, born: born}
+	if born == last {
+		// New: its open record is its log. Indexed now, so that a listing
+		// shows it before its first prompt.
+		wr.entry, wr.known = indexEntry{Born: born, Last: last, Msgs: 1}, true
+		wr.mu.Lock()
+		wr.reindex()
+		wr.mu.Unlock()
+	} else if x, ok, _ := s.entry(ctx, sessionID); ok && x.Last == last {
+		wr.entry, wr.known = x, true
+	}
 	s.writers.Hold(sessionID, wr)
 	return wr, nil
 }
@@ -116,6 +126,13 @@ func (s *store) acquire(ctx stdctx.Context, key string) (*lease, error) {
 	value, _ := json.Marshal(LeaseRecord{Holder: s.holder, HostID: s.cfg.HostID, Since: time.Now().UTC()})
 	sent := time.Now()
 	rev, err := s.leases.Create(ctx, key, value)
+	for inFlight(err) && ctx.Err() == nil {
+		// Right after a release the server may still count the delete in
+		// flight (see publish): a moment later the create goes through.
+		time.Sleep(busyRetry)
+		sent = time.Now()
+		rev, err = s.leases.Create(ctx, key, value)
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		who := "another host"
 		if e, gerr := s.leases.Get(ctx, key); gerr == nil {
