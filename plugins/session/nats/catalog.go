@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -17,6 +18,74 @@ import (
 // entry is missing, or counts other messages than its subject holds, is
 // described from its log, and its entry written again.
 func (s *store) List(ctx stdctx.Context) ([]session.Summary, error) {
+	// Listings asked for together share one read: a cluster adopting a
+	// dead host's sessions claims them all at once, and each claim lists.
+	l := s.listing.join(func() ([]session.Summary, error) { return s.list(ctx) })
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return nil, s.failed(ctx.Err(), "list the sessions")
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	// Each caller gets its own copy: the sessions service sorts it.
+	return append([]session.Summary(nil), l.list...), nil
+}
+
+// listings lets concurrent List calls share reads. A read in flight may
+// have begun before a caller's write, so a caller never joins it: it
+// joins the next read, which starts when that one ends and serves every
+// caller that came meanwhile. However many list at once, two reads run.
+type listings struct {
+	mu   sync.Mutex
+	cur  *listed // the read in flight
+	next *listed // the read that starts when cur ends
+	idle sync.WaitGroup
+}
+
+type listed struct {
+	done chan struct{}
+	list []session.Summary
+	err  error
+}
+
+// join returns a read that begins after this call. Reads run on their own
+// goroutine, so one caller leaving does not fail the others; wait waits
+// for them.
+func (ls *listings) join(read func() ([]session.Summary, error)) *listed {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.cur == nil {
+		ls.cur = &listed{done: make(chan struct{})}
+		ls.start(ls.cur, read)
+		return ls.cur
+	}
+	if ls.next == nil {
+		ls.next = &listed{done: make(chan struct{})}
+	}
+	return ls.next
+}
+
+// start runs l's read, then the next one if callers asked for it; the
+// caller holds mu.
+func (ls *listings) start(l *listed, read func() ([]session.Summary, error)) {
+	ls.idle.Add(1)
+	go func() {
+		defer ls.idle.Done()
+		l.list, l.err = read()
+		ls.mu.Lock()
+		ls.cur, ls.next = ls.next, nil
+		if ls.cur != nil {
+			ls.start(ls.cur, read)
+		}
+		ls.mu.Unlock()
+		close(l.done)
+	}()
+}
+
+func (s *store) list(ctx stdctx.Context) ([]session.Summary, error) {
+	ctx = stdctx.WithoutCancel(ctx)
 	counts, err := s.subjects(ctx)
 	if err != nil {
 		return nil, err

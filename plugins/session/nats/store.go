@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
@@ -43,7 +44,11 @@ type store struct {
 	stream jetstream.Stream
 	leases jetstream.KeyValue
 	index  jetstream.KeyValue // see index.go
-	holder string // who this process is, as a lease names it
+	// ends are the log ends read by lock, for the load that follows it.
+	ends sync.Map
+	// listing is the List in flight, which concurrent ones join.
+	listing listings
+	holder  string // who this process is, as a lease names it
 
 	// writers are the sessions this process holds, and those it adopted
 	// (opened without its lease; they lock on first use).
@@ -205,16 +210,17 @@ func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error)
 	}
 	ctx, cancel := s.timeout(ctx)
 	defer cancel()
-	last, err := s.lastSeq(ctx, subject)
-	if err != nil {
+	var last uint64
+	if end, ok := s.ends.LoadAndDelete(sessionID); ok && s.writers.Holds(sessionID) {
+		last = end.(uint64)
+	} else if last, err = s.lastSeq(ctx, subject); err != nil {
 		return l, err
 	}
 	if last == 0 {
 		return l, s.notFound(sessionID)
 	}
 	// An ephemeral pull consumer of the log's subject, kept in memory on
-	// one server, that the server drops soon after this read: no request
-	// to delete it.
+	// one server.
 	cons, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		FilterSubject:     subject,
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
@@ -226,6 +232,13 @@ func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error)
 	if err != nil {
 		return l, s.failed(err, fmt.Sprintf("read session %q", sessionID))
 	}
+	defer func() {
+		// Not left to linger until it idles out; one that could not be
+		// deleted does, and goes then.
+		dctx, cancel := s.timeout(stdctx.WithoutCancel(ctx))
+		s.stream.DeleteConsumer(dctx, cons.CachedInfo().Name)
+		cancel()
+	}()
 	for l.last < last {
 		// What the consumer's server holds now: a replica behind the
 		// leader gives the rest on a later pull.
@@ -310,6 +323,7 @@ func (s *store) close() error {
 		}
 		wr.Release()
 	}
+	s.listing.idle.Wait()
 	s.nc.Close()
 	return errors.Join(failed...)
 }

@@ -113,6 +113,8 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 	agent, last, token := wr.agent, wr.last, wr.lease.token
 	wr.mu.Unlock()
 	if len(batch) > 0 {
+		// The end lock read is no longer the log's.
+		wr.store.ends.Delete(wr.id)
 		hctx, cancel := wr.store.timeout(ctx)
 		err := wr.lease.hold(hctx)
 		cancel()
@@ -300,6 +302,7 @@ func (wr *writer) Release() error {
 	// The entry of the last checkpoint lands before the lease is given
 	// back, so the next owner finds it current.
 	wr.index.done.Wait()
+	wr.store.ends.Delete(wr.id)
 	wr.store.writers.Forget(wr.id, wr)
 	if l == nil {
 		return nil
