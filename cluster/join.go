@@ -167,7 +167,7 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 		return err
 	}
 	h.hosts, err = natsplugin.Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		return natsplugin.BindOrCreateKV(ctx, js, jetstream.KeyValueConfig{
 			Bucket:      HostBucket(o.Stream),
 			Description: "dsh cluster presence: one entry per live host",
 			TTL:         o.LeaseTTL,

@@ -76,7 +76,7 @@ func queueKey(id, rid string) string { return hashToken(id) + "." + hashToken(ri
 func (h *Host) openQueue(ctx stdctx.Context, js jetstream.JetStream) error {
 	var err error
 	h.queue, err = natsplugin.Ensure(ctx, h.o.ConnectTimeout, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		return natsplugin.BindOrCreateKV(ctx, js, jetstream.KeyValueConfig{
 			Bucket:      QueueBucket(h.o.Stream),
 			Description: "dsh accepted prompts not yet recorded in their session's log",
 			TTL:         queueTTL,

@@ -4,7 +4,10 @@ import (
 	stdctx "context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // SetUpPatience bounds how long a host keeps trying to create or bind its
@@ -45,4 +48,41 @@ func Ensure[T any](ctx stdctx.Context, timeout time.Duration, create func(stdctx
 		}
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// BindOrCreateKV binds the bucket cfg names when it exists with cfg's TTL,
+// replicas and limit markers, and creates or updates it otherwise. Binding first keeps
+// hosts that start together from sending the same create at once, which
+// a cluster may leave unanswered while it settles the first.
+func BindOrCreateKV(ctx stdctx.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if err == nil {
+		st, serr := kv.Status(ctx)
+		if serr == nil && st.TTL() == cfg.TTL {
+			if info, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+				have := info.StreamInfo().Config
+				if have.Replicas == max(cfg.Replicas, 1) && have.SubjectDeleteMarkerTTL == cfg.LimitMarkerTTL {
+					return kv, nil
+				}
+			}
+		}
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, err
+	}
+	return js.CreateOrUpdateKeyValue(ctx, cfg)
+}
+
+// BindOrCreateStream is BindOrCreateKV for a stream: bound when it exists
+// with cfg's subjects and replicas.
+func BindOrCreateStream(ctx stdctx.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	st, err := js.Stream(ctx, cfg.Name)
+	if err == nil {
+		have := st.CachedInfo().Config
+		if have.Replicas == max(cfg.Replicas, 1) && slices.Equal(have.Subjects, cfg.Subjects) && have.AllowDirect == cfg.AllowDirect {
+			return st, nil
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, err
+	}
+	return js.CreateOrUpdateStream(ctx, cfg)
 }

@@ -90,14 +90,14 @@ func (s *store) setUp() error {
 	// Hosts started together create the same stream and buckets at once:
 	// each is created or bound, and retried (Ensure).
 	s.stream, err = Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.Stream, error) {
-		return s.js.CreateOrUpdateStream(ctx, s.streamConfig())
+		return BindOrCreateStream(ctx, s.js, s.streamConfig())
 	})
 	if err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"session.nats: cannot create or update the stream %q on %s within %s; is JetStream enabled on the server (nats-server -js), are replicas (%d) at most its cluster's size, and does the stream's config conflict with another one?", s.cfg.Stream, s.cfg.URL, SetUpPatience, s.cfg.Replicas))
 	}
 	s.leases, err = Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
-		return s.js.CreateOrUpdateKeyValue(ctx, s.leaseConfig())
+		return BindOrCreateKV(ctx, s.js, s.leaseConfig())
 	})
 	if err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
