@@ -4,7 +4,6 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -153,9 +152,6 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
 		opts.Open = nil
 	}
 	opts.Claimed = o.claimed
-	if os.Getenv("CLDEBUG") != "" {
-		opts.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Name: id})
-	}
 	if o.lookup {
 		opts.Open = func(id string) sessions.OpenOptions {
 			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
