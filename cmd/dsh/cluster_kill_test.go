@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,7 +76,8 @@ func call(base, method, path, body string) (int, string, error) {
 // send prompts with request ids through b and c while a is killed
 // (SIGKILL). Every session's lease must name a live host within lease_ttl
 // + 2 s of the kill, and every prompt accepted (202) must be recorded in
-// its session's log exactly once: 0 lost, 0 doubled.
+// its session's log exactly once: 0 lost, 0 doubled. Then b stalls past
+// its leases (SIGSTOP), wakes, and must end with exit 0 on SIGTERM.
 func TestClusterKillUnderLoadOnRealServers(t *testing.T) {
 	n := *killSessions
 	if n == 0 {
@@ -228,6 +230,26 @@ log: {level: warn}
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+	// Host b stalls past its leases (SIGSTOP), c takes its sessions, b
+	// wakes: it drops its stale copies, and a SIGTERM then ends it with
+	// exit 0.
+	if err := hosts["b"].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(killTTL + 3*time.Second)
+	hosts["b"].cmd.Process.Signal(syscall.SIGCONT)
+	time.Sleep(time.Second)
+	hosts["b"].cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- hosts["b"].cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("host b, woken after a stall past its leases, ended with %v on SIGTERM; want exit 0\n%s", err, hosts["b"].log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("host b did not end within 30s of SIGTERM")
 	}
 	total := 0
 	for _, rids := range accepted {
