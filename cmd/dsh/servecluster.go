@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
@@ -54,7 +55,9 @@ func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hc
 	o := clusterOptions(m.cfg)
 	o.Sessions, o.API, o.Logger = h.Sessions(), api, log
 	o.Open, o.Claimed, o.CloseLocal = srv.ClaimOptions, srv.Adopt, srv.CloseOpen
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), o.LeaseTTL+o.ConnectTimeout)
+	// Room for the buckets' create-or-bind retries of hosts started
+	// together on a fresh cluster, and for an old presence to expire.
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), natsplugin.SetUpPatience+o.LeaseTTL+o.ConnectTimeout)
 	defer cancel()
 	c, err := cluster.Join(ctx, o)
 	if err != nil {
