@@ -218,7 +218,7 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 func (h *Host) born(ctx stdctx.Context, ss *sessions.Session) (uint64, error) {
 	// The writer read it when it took the lease: no request, and none
 	// that scans the stream from its start for the subject's first message.
-	if b, ok := ss.Agent().Session().Lease().(interface{ Born() uint64 }); ok && b.Born() != 0 {
+	if b, ok := ss.Log().Lease().(interface{ Born() uint64 }); ok && b.Born() != 0 {
 		return b.Born(), nil
 	}
 	m, err := h.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(natsplugin.Subject(h.o.SubjectPrefix, ss.ID())))

@@ -154,7 +154,7 @@ func TestADeadHostsSessionsAreAdoptedTogether(t *testing.T) {
 	}
 	for _, nd := range []*node{a, b} {
 		if ss, ok := nd.h.Sessions().Get(ids[n-1]); ok {
-			if got := len(ss.Agent().Session().Events(1)); got != 96 {
+			if got := len(ss.Log().Events(1)); got != 96 {
 				t.Fatalf("the adopted session holds %d events, want 96", got)
 			}
 		}
