@@ -82,6 +82,16 @@ func (c storeCatalog) Load(ctx stdctx.Context, id string) ([]session.Event, erro
 	return st.Load(ctx, id)
 }
 
+// Find asks the store by key, so a session is found without listing
+// every other (session.nats reads one index entry).
+func (c storeCatalog) Find(ctx stdctx.Context, id string) (session.Summary, bool, error) {
+	st, err := c.store()
+	if err != nil {
+		return session.Summary{}, false, nil // no store: nothing is stored
+	}
+	return st.Find(ctx, id)
+}
+
 func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
 	st, err := c.store()
 	if err != nil {

@@ -55,7 +55,7 @@ func configuredAgent(agentID string) string {
 
 func fromSummary(sum session.Summary) sessionJSON {
 	return sessionJSON{ID: sum.ID, Agent: configuredAgent(sum.Agent), Title: sum.Title, Created: sum.Created, Updated: sum.Updated,
-		Turns: sum.Turns, State: sum.State, Parent: sum.Parent, Size: sum.Size}
+		Turns: sum.Turns, State: sum.State, Parent: sum.Parent, Size: sum.Size, LastSeq: sum.LastSeq}
 }
 
 // describeOpen is an open session, as the session service describes it;
@@ -86,19 +86,9 @@ func (s *Server) info(ctx stdctx.Context, id string) (sessions.Info, bool) {
 
 // persisted returns the store's summary of id; found is false when none.
 func (s *Server) persisted(ctx stdctx.Context, id string) (session.Summary, bool, error) {
-	list, err := s.o.Sessions.List(ctx)
-	if errs.HasCode(err, session.NoPersistence) {
-		return session.Summary{}, false, nil
-	}
-	if err != nil {
-		return session.Summary{}, false, err
-	}
-	for _, sum := range list {
-		if sum.ID == id {
-			return sum, true, nil
-		}
-	}
-	return session.Summary{}, false, nil
+	// By key: a claim or a read on a host that does not run the session
+	// must not list every stored session to find one.
+	return s.o.Sessions.Find(ctx, id)
 }
 
 // describe is session id as the API shows it, open here or persisted.
@@ -118,7 +108,8 @@ func (s *Server) describe(ctx stdctx.Context, id string) (sessionJSON, error) {
 		return sessionJSON{}, notFound(id)
 	}
 	out := fromSummary(sum)
-	if s.o.Store != nil {
+	if out.LastSeq == 0 && s.o.Store != nil {
+		// A backend that does not keep the last seq: count the log.
 		if evs, err := s.o.Store.Load(ctx, id); err == nil {
 			out.LastSeq = int64(len(evs))
 		}

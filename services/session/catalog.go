@@ -90,6 +90,14 @@ type Lister interface {
 	List(ctx stdctx.Context) ([]Summary, error)
 }
 
+// Finder is implemented by backends that can describe one stored session
+// by its id without listing the others (session.nats reads its index).
+type Finder interface {
+	// Find describes session id; found is false when nothing is stored
+	// under it.
+	Find(ctx stdctx.Context, sessionID string) (sum Summary, found bool, err error)
+}
+
 // Deleter is implemented by backends that can delete a stored session.
 type Deleter interface {
 	// Delete removes the session, taking its lease first: a session held by
@@ -169,6 +177,36 @@ func (st *Store) List(ctx stdctx.Context) ([]Summary, error) {
 		return list[i].ID < list[j].ID
 	})
 	return list, nil
+}
+
+// Find describes persisted session id, as List would: by key where the
+// backend can (Finder), else from the listing. found is false when
+// nothing is stored under id.
+func (st *Store) Find(ctx stdctx.Context, id string) (Summary, bool, error) {
+	if f, ok := st.getBackend().(Finder); ok {
+		sum, found, err := f.Find(ctx, id)
+		if err != nil || !found {
+			return Summary{}, false, err
+		}
+		sum.Parent, _ = ParentOf(sum.ID)
+		st.mu.Lock()
+		if s, ok := st.sessions[id]; ok {
+			sum.State = StateOpen
+			sum.Holder = fmt.Sprintf("agent %q of this process", s.agentID)
+		}
+		st.mu.Unlock()
+		return sum, true, nil
+	}
+	list, err := st.List(ctx)
+	if err != nil {
+		return Summary{}, false, err
+	}
+	for _, sum := range list {
+		if sum.ID == id {
+			return sum, true, nil
+		}
+	}
+	return Summary{}, false, nil
 }
 
 // Delete removes a persisted session. A session open in this store, or

@@ -3,6 +3,7 @@ package sessions
 import (
 	stdctx "context"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
 )
 
@@ -16,3 +17,31 @@ type Catalog interface {
 	// with the store's SESSION_LOCKED.
 	Delete(ctx stdctx.Context, sessionID string) error
 }
+
+// Finder is what a Catalog implements to find one stored session by its
+// id without listing the others; without it Find scans List.
+type Finder interface {
+	Find(ctx stdctx.Context, sessionID string) (sum session.Summary, found bool, err error)
+}
+
+// Find describes stored session id as List would; found is false when
+// nothing is stored under it (or no persistence is loaded).
+func (c *Controller) Find(ctx stdctx.Context, id string) (session.Summary, bool, error) {
+	if f, ok := c.catalog.(Finder); ok {
+		return f.Find(ctx, id)
+	}
+	list, err := c.List(ctx)
+	if errs.HasCode(err, session.NoPersistence) {
+		return session.Summary{}, false, nil
+	}
+	if err != nil {
+		return session.Summary{}, false, err
+	}
+	for _, sum := range list {
+		if sum.ID == id {
+			return sum, true, nil
+		}
+	}
+	return session.Summary{}, false, nil
+}
+
