@@ -119,7 +119,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	}
 	// The host starts no agent of its own: the one dsh talks to is a
 	// session of the session controller.
-	h, err := host.Start(cfg, host.Options{LogOutput: stderr, NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{LogOutput: stderr})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}

@@ -20,8 +20,8 @@ import (
 )
 
 // The CLI talks to its agent through the host's session controller: the
-// host starts none of the config's agents (host.Options.NoConfigAgents) and
-// dsh run opens the one it talks to, under its configured id.
+// host starts no agent of its own, and dsh run opens the one it talks to,
+// under its configured id.
 
 // cliSource is who the CLI's prompts come from.
 var cliSource = agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}

@@ -106,7 +106,7 @@ func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Ho
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: cmd.ErrOrStderr(), NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{LogOutput: cmd.ErrOrStderr()})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
