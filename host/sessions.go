@@ -3,6 +3,7 @@ package host
 import (
 	stdctx "context"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
@@ -59,7 +60,8 @@ func (o hostOpener) agentSpec(spec sessions.Spec, resume bool) AgentSpec {
 }
 
 // storeCatalog lists and deletes through the root session store, whose
-// backend (a persistence plugin) answers without loading logs.
+// backend (a persistence plugin) answers without loading logs, and through
+// the presets' stores the root's backend does not cover (catalog.go).
 type storeCatalog struct{ h *Host }
 
 func (c storeCatalog) store() (*session.Store, error) { return session.Key.Get(c.h.root) }
@@ -69,7 +71,19 @@ func (c storeCatalog) List(ctx stdctx.Context) ([]session.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.List(ctx)
+	list, err := st.List(ctx)
+	extra := c.h.extraStores()
+	if len(extra) == 0 {
+		return list, err
+	}
+	if err != nil && !errs.HasCode(err, session.NoPersistence) {
+		return nil, err
+	}
+	more, err := extra.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return merged(list, more), nil
 }
 
 func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
@@ -77,7 +91,11 @@ func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return st.Delete(ctx, id)
+	err = st.Delete(ctx, id)
+	if extra := c.h.extraStores(); len(extra) > 0 && (errs.HasCode(err, session.NotFound) || errs.HasCode(err, session.NoPersistence)) {
+		return extra.Delete(ctx, id)
+	}
+	return err
 }
 
 // liveHub adapts a live.Hub to the controller's Hub.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,7 +102,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
-	if pinned && !persists(cfg) {
+	if pinned && !slices.ContainsFunc(cfg.AgentIDs(), func(id string) bool { return cfg.Persists(id) }) {
 		return &exitCode{code: exitUsage, err: noStoreError(flagName(f))}
 	}
 	ac, err := pickAgentConfig(cfg, f.agentID)
@@ -186,7 +187,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 			return &exitCode{code: exitUsage, err: fmt.Errorf("no prompt: pass -p \"...\" or pipe one on stdin")}
 		}
 	}
-	stored := persists(cfg)
+	stored := cfg.Persists(ac.ID)
 	if prompt != "" {
 		// A reader that stops early ends the printing, not the run: the
 		// exit code stays the turn's (see the command's help).
@@ -205,7 +206,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		return nil
 	}
 	defer func() {
-		reportSessionID(cur.get().ID(), persists(h.Config()), stderr)
+		reportSessionID(cur.get().ID(), h.Config().Persists(cur.get().AgentName()), stderr)
 		reportSessionUsage(h, cur, stderr)
 	}()
 	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals, f.echo)
