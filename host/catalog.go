@@ -143,14 +143,26 @@ func (u storeUnion) List(ctx stdctx.Context) ([]session.Summary, error) {
 	return all, nil
 }
 
+// Delete removes the session from every store that holds it: two presets
+// in different directories may both record an agent that mounts both.
 func (u storeUnion) Delete(ctx stdctx.Context, id string) error {
-	var err error
+	var notFound error
+	deleted := false
 	for _, st := range u {
-		if err = st.Delete(ctx, id); !errs.HasCode(err, session.NotFound) {
+		err := st.Delete(ctx, id)
+		switch {
+		case err == nil:
+			deleted = true
+		case errs.HasCode(err, session.NotFound):
+			notFound = err
+		default:
 			return err
 		}
 	}
-	return err
+	if deleted {
+		return nil
+	}
+	return notFound
 }
 
 // merged joins listings newest first, each session once.

@@ -92,8 +92,19 @@ func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
 		return err
 	}
 	err = st.Delete(ctx, id)
-	if extra := c.h.extraStores(); len(extra) > 0 && (errs.HasCode(err, session.NotFound) || errs.HasCode(err, session.NoPersistence)) {
-		return extra.Delete(ctx, id)
+	extra := c.h.extraStores()
+	if len(extra) == 0 {
+		return err
+	}
+	// A root store records every agent, so a preset's agent is in both:
+	// the session goes from each store that holds it.
+	rootHad := err == nil
+	if err != nil && !errs.HasCode(err, session.NotFound) && !errs.HasCode(err, session.NoPersistence) {
+		return err
+	}
+	err = extra.Delete(ctx, id)
+	if rootHad && errs.HasCode(err, session.NotFound) {
+		return nil
 	}
 	return err
 }
