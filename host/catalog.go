@@ -20,7 +20,8 @@ import (
 // store they also serve the root's session service, so `dsh run
 // --session` resumes what a preset wrote; with one, a preset store in
 // another directory is listed and deleted but not resumed (the root's
-// backend is the one resumes read).
+// backend is the one resumes read). The copies are mounted when first
+// needed (ensurePresetCatalog) and disposed with the host or by a reload.
 
 // presetCatalog is the plugin, mounted at the root, that holds the
 // catalog copies of cfg's preset stores; disposing it disposes them.
@@ -86,6 +87,34 @@ func (p presetCatalog) mount(ctx *dshctx.Context, ps config.PresetStore) (*sessi
 	return session.Key.Get(tree)
 }
 
+// ensurePresetCatalog mounts the catalog of the running config's preset
+// stores, once, when a listing, a deletion or a resume first needs it: a
+// host that never looks at stored sessions starts none of it, and a store
+// that cannot start fails the look, not the host. It waits for a reload
+// in progress, which disposes the catalog (stopPresetCatalog), so it
+// mounts the config that reload leaves. Callers must not hold the reload
+// lock.
+func (h *Host) ensurePresetCatalog() error {
+	h.reloading.RLock()
+	defer h.reloading.RUnlock()
+	h.catalogMu.Lock()
+	defer h.catalogMu.Unlock()
+	h.mu.Lock()
+	mounted, closed, cfg := h.presetCatalog != nil, h.closed, h.cfg
+	h.mu.Unlock()
+	if mounted || closed || len(cfg.PresetStores()) == 0 {
+		return nil
+	}
+	f, err := h.mountPresetCatalog(cfg)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.presetCatalog = f
+	h.mu.Unlock()
+	return nil
+}
+
 // mountPresetCatalog mounts the catalog of cfg's preset stores at the root
 // and returns its fiber.
 func (h *Host) mountPresetCatalog(cfg *config.Config) (*dshctx.Fiber, error) {
@@ -97,7 +126,7 @@ func (h *Host) mountPresetCatalog(cfg *config.Config) (*dshctx.Fiber, error) {
 		if f != nil {
 			err = errors.Join(err, f.Dispose(stdctx.Background()))
 		}
-		return nil, errs.Wrap(StartFailed, err, "the catalog of the presets' session stores failed to start")
+		return nil, errs.Wrap(StartFailed, err, "the stored sessions of the presets' session stores cannot be read: a store failed to start; fix its entry (the error names it)")
 	}
 	return f, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
@@ -176,5 +177,43 @@ func TestCloseDisposesThePresetCatalog(t *testing.T) {
 	h2 := start(t, fmt.Sprintf(presetStoresConfig, dir, ""))
 	if err := h2.Sessions().Delete(stdctx.Background(), "k1"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAPresetStoreStartsWhenFirstNeeded: the catalog starts on the first
+// listing, not with the host, so a preset store that cannot start (its
+// directory cannot be made) fails that listing, naming the entry, while
+// the host and an agent without the preset run.
+func TestAPresetStoreStartsWhenFirstNeeded(t *testing.T) {
+	h, err := host.Start(mustParse(t, `
+plugins:
+  - use: llm.scripted
+    config: {replies: [{text: hi}]}
+presets:
+  broken:
+    - use: session.jsonl
+      config: {dir: /dev/null/sessions}
+agents:
+  - id: kept
+    provider: scripted
+    preset: broken
+  - id: plain
+    provider: scripted
+`), host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatalf("a preset store no agent opened failed the start: %v", err)
+	}
+	defer h.Close(stdctx.Background())
+	ctx := stdctx.Background()
+	s, err := h.Sessions().Open(ctx, sessions.OpenOptions{Agent: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Sessions().List(ctx)
+	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), "presets.broken[0]") {
+		t.Fatalf("listing with a broken preset store: %v", err)
 	}
 }

@@ -78,10 +78,12 @@ type Host struct {
 	cfg     *config.Config
 	plugins []*mounted
 	// presetCatalog holds the catalog copies of the presets' session
-	// stores (catalog.go), nil when the config has none; presetStores are
-	// those the root's own backend does not answer for.
+	// stores (catalog.go), nil until first needed; presetStores are those
+	// the root's own backend does not answer for. catalogMu serializes
+	// the mounts.
 	presetCatalog *dshctx.Fiber
 	presetStores  storeUnion
+	catalogMu     sync.Mutex
 	// opened are the agents callers opened (OpenAgent), by id: theirs to
 	// dispose, Close's if they do not.
 	opened map[string]*openedAgent
@@ -153,11 +155,6 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 	// The logs are readable now: drop what a crash left in the store
 	// before any session can add to it.
 	h.collectAttachments()
-	if len(cfg.PresetStores()) > 0 {
-		if h.presetCatalog, err = h.mountPresetCatalog(cfg); err != nil {
-			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
-		}
-	}
 	return h, nil
 }
 

@@ -2,7 +2,6 @@ package host
 
 import (
 	stdctx "context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -61,21 +60,14 @@ func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
 		h.log.Warn("the paths the new config loads could not be added to the protected list", "error", err)
 	}
 
-	// The catalog of the presets' stores goes first and comes back on
-	// the config that ends up running: a store new at the root takes the
-	// root's backend, which the catalog may hold.
+	// The catalog of the presets' stores goes first, to be mounted again
+	// on the config that ends up running when next needed: a store new at
+	// the root takes the root's backend, which the catalog may hold.
 	h.stopPresetCatalog(ctx)
 	plugins, err := h.reloadPlugins(ctx, old, cfg, current)
 	h.mu.Lock()
 	h.plugins = plugins
 	h.mu.Unlock()
-	running := cfg
-	if err != nil {
-		running = old
-	}
-	if cerr := h.startPresetCatalog(running); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
 	if err != nil {
 		return err
 	}
@@ -272,19 +264,4 @@ func (h *Host) stopPresetCatalog(ctx stdctx.Context) {
 	if err := f.Dispose(sctx); err != nil {
 		h.log.Warn("the catalog of the presets' session stores did not stop cleanly", "error", err)
 	}
-}
-
-// startPresetCatalog mounts the catalog of cfg's preset stores, if any.
-func (h *Host) startPresetCatalog(cfg *config.Config) error {
-	if len(cfg.PresetStores()) == 0 || h.isClosed() {
-		return nil
-	}
-	f, err := h.mountPresetCatalog(cfg)
-	if err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.presetCatalog = f
-	h.mu.Unlock()
-	return nil
 }

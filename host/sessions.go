@@ -33,6 +33,10 @@ func (o hostOpener) Open(ctx stdctx.Context, spec sessions.Spec) (*agents.Handle
 }
 
 func (o hostOpener) Resume(ctx stdctx.Context, spec sessions.Spec) (*agents.Handle, error) {
+	// A session a preset's store wrote is read through the catalog.
+	if err := o.h.ensurePresetCatalog(); err != nil {
+		return nil, err
+	}
 	return o.h.OpenAgent(ctx, o.agentSpec(spec, true))
 }
 
@@ -67,6 +71,9 @@ type storeCatalog struct{ h *Host }
 func (c storeCatalog) store() (*session.Store, error) { return session.Key.Get(c.h.root) }
 
 func (c storeCatalog) List(ctx stdctx.Context) ([]session.Summary, error) {
+	if err := c.h.ensurePresetCatalog(); err != nil {
+		return nil, err
+	}
 	st, err := c.store()
 	if err != nil {
 		return nil, err
@@ -87,6 +94,9 @@ func (c storeCatalog) List(ctx stdctx.Context) ([]session.Summary, error) {
 }
 
 func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
+	if err := c.h.ensurePresetCatalog(); err != nil {
+		return err
+	}
 	st, err := c.store()
 	if err != nil {
 		return err
