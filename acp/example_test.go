@@ -17,7 +17,7 @@ import (
 // client here is the SDK's own client side.
 func ExampleServe() {
 	cfg, _ := config.Parse("example.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n"), config.LoadOptions{Environ: []string{}})
-	h, _ := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	h, _ := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	defer h.Close(stdctx.Background())
 
 	toAgent, fromClient := io.Pipe()

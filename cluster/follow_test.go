@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
@@ -50,7 +52,7 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,7 +188,7 @@ agents:
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		tb.Fatal(err)
 	}

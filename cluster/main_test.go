@@ -129,7 +129,7 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

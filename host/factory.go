@@ -63,14 +63,16 @@ type AgentSpec struct {
 	Entries []config.Entry
 }
 
-// openedAgent is an agent a caller opened: the caller's, not the config's.
+// openedAgent is an agent a caller opened: the caller's, which Close
+// disposes if the caller has not.
 type openedAgent struct {
 	handle *agents.Handle
 }
 
 // OpenAgent creates — or, with spec.Resume, resumes — one agent with its
-// presets mounted in its scope and its workspace set: the same path the
-// config's agents start through. The provider must be registered for the
+// presets mounted in its scope and its workspace set: the one way the host
+// makes an agent, as the session controller's opener (hostOpener). The
+// provider must be registered for the
 // agent's scope, at the root or by one of its presets. On any failure
 // nothing is left behind: no agent registered, no preset running, the id
 // free.

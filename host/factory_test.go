@@ -251,8 +251,8 @@ func TestOpenAgentResumes(t *testing.T) {
 }
 
 // TestReloadLeavesOpenedAgentsRunning: the caller owns them, so a reload
-// that changes their template and preset recreates the configured agent
-// only.
+// that changes their template and preset leaves them and their presets
+// running.
 func TestReloadLeavesOpenedAgentsRunning(t *testing.T) {
 	h := factoryHost(t, "open-reload")
 	handle, err := h.OpenAgent(stdctx.Background(), host.AgentSpec{ID: "o", Template: "a"})
@@ -260,13 +260,9 @@ func TestReloadLeavesOpenedAgentsRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer handle.Dispose(stdctx.Background())
-	tmplBefore, _ := h.Agent("a")
 	changed := fmt.Sprintf(factoryConfig, "open-reload-v2", "x")
 	if err := h.Reload(stdctx.Background(), mustParse(t, strings.Replace(changed, "tmpl-model", "other", 1))); err != nil {
 		t.Fatal(err)
-	}
-	if a, _ := h.Agent("a"); a == tmplBefore {
-		t.Fatal("the configured agent was not recreated")
 	}
 	if a, ok := h.Agent("o"); !ok || a != handle.Agent || a.Status() == agents.StatusDisposed {
 		t.Fatal("the reload touched the opened agent")

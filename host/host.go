@@ -1,11 +1,11 @@
 // Package host turns a checked config into a running tree and keeps it
 // running: it mounts the core services, applies the configured plugins —
 // in-process ones by id from package plugin, binaries through package
-// execplugin — creates the agents with their presets, and reloads all of
-// it when the config changes. OpenAgent is the agents factory's one
-// operation for an agent with presets and a workspace, used by the config's
-// own agents and by any caller (the session controller), whose agents it
-// then leaves to them. Package config loads and checks the file.
+// execplugin — and reloads them when the config changes. It starts no
+// agent of its own: agents are opened through the session controller
+// (Sessions), whose opener is OpenAgent, the one operation that builds an
+// agent with its presets and workspace. Package config loads and checks
+// the file.
 package host
 
 import (
@@ -47,17 +47,13 @@ type Options struct {
 	// Logger replaces the logger built from the config's log settings.
 	Logger hclog.Logger
 	// StopTimeout bounds, in a Reload whose ctx has no deadline, each
-	// stop of an agent or plugin and the hold of the admission stage
-	// during the plugin swap; 0 means DefaultStopTimeout.
+	// stop of a plugin and the hold of the admission stage during the
+	// plugin swap; 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
-	// NoConfigAgents starts none of the config's agents, at Start or on
-	// Reload: an entry point that opens the agent it talks to through the
-	// session controller (Sessions) sets it, so the configured id is free
-	// for the session's agent and nothing runs that nobody talks to.
-	NoConfigAgents bool
 }
 
-// Host is a running config: the tree, its plugins and its agents.
+// Host is a running config: the tree, its plugins and the agents opened
+// in it.
 type Host struct {
 	root       *dshctx.Context
 	log        hclog.Logger
@@ -70,8 +66,7 @@ type Host struct {
 	attachments    *attachments.Store
 	attachmentsDir string
 
-	stopTimeout    time.Duration
-	noConfigAgents bool
+	stopTimeout time.Duration
 	// base is the ordering position after the core services: a root
 	// entry put first on reload goes after them, as at start.
 	base int64
@@ -82,8 +77,13 @@ type Host struct {
 	mu      sync.Mutex
 	cfg     *config.Config
 	plugins []*mounted
-	agents  map[string]*runningAgent
-	order   []string // agent ids in config order
+	// presetCatalog holds the catalog copies of the presets' session
+	// stores (catalog.go), nil until first needed; presetStores are those
+	// the root's own backend does not answer for. catalogMu serializes
+	// the mounts.
+	presetCatalog *dshctx.Fiber
+	presetStores  storeUnion
+	catalogMu     sync.Mutex
 	// opened are the agents callers opened (OpenAgent), by id: theirs to
 	// dispose, Close's if they do not.
 	opened map[string]*openedAgent
@@ -108,16 +108,11 @@ type mounted struct {
 	order int64
 }
 
-type runningAgent struct {
-	cfg     config.AgentConfig
-	presets [][]config.Entry // the preset entries it was built with, to spot changes
-	handle  *agents.Handle
-}
-
 // Start builds the tree for cfg: the core services, the agent controller and
-// loop, the root plugins in order, then the agents with their presets. On
-// any failure everything started is disposed and the error says which entry
-// or agent failed.
+// loop, the session controller, then the root plugins in order. It opens no
+// agent: the config's agents are templates that sessions open (Sessions).
+// On any failure everything started is disposed and the error says which
+// entry failed.
 func Start(cfg *config.Config, opts Options) (*Host, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -131,7 +126,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		})
 	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{root: root, log: logger, cfg: cfg, agents: map[string]*runningAgent{}, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout, noConfigAgents: opts.NoConfigAgents}
+	h := &Host{root: root, log: logger, cfg: cfg, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
 	if h.stopTimeout <= 0 {
 		h.stopTimeout = DefaultStopTimeout
 	}
@@ -161,14 +156,6 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 	// The logs are readable now: drop what a crash left in the store
 	// before any session can add to it.
 	h.collectAttachments()
-	for _, ac := range cfg.Agents {
-		if h.noConfigAgents {
-			break
-		}
-		if err := h.startAgent(cfg, ac); err != nil {
-			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
-		}
-	}
 	return h, nil
 }
 
@@ -272,19 +259,8 @@ func (h *Host) Config() *config.Config {
 	return h.cfg
 }
 
-// Agent returns a running agent by id.
+// Agent returns a running agent by its registered id, whoever opened it.
 func (h *Host) Agent(id string) (agents.Agent, bool) { return h.registry.Get(id) }
-
-// Agents returns the running agents in config order.
-func (h *Host) Agents() []agents.Agent {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]agents.Agent, 0, len(h.order))
-	for _, id := range h.order {
-		out = append(out, h.agents[id].handle.Agent)
-	}
-	return out
-}
 
 // PluginFiber returns the fiber of the root entry with id, for status and
 // tests.
@@ -312,9 +288,8 @@ func (h *Host) ExecPlugin(id string) (*execplugin.Plugin, bool) {
 	return nil, false
 }
 
-// Close disposes the agents — first those callers opened and still hold,
-// then the config's — (their turns end, sessions flush), then the whole
-// tree, all bounded by ctx. It returns every failure joined: an agent
+// Close disposes the agents callers opened and still hold (their turns
+// end, sessions flush), then the whole tree, all bounded by ctx. It returns every failure joined: an agent
 // that did not stop, a disposer that failed (a plugin's final write), or
 // the CONTEXT_INACTIVE error of a teardown ctx cut short, which goes on in
 // the background. It does not wait for a reload in progress: that reload
@@ -322,10 +297,6 @@ func (h *Host) ExecPlugin(id string) (*execplugin.Plugin, bool) {
 func (h *Host) Close(ctx stdctx.Context) error {
 	h.mu.Lock()
 	h.closed = true
-	running := make([]*runningAgent, 0, len(h.order))
-	for _, id := range h.order {
-		running = append(running, h.agents[id])
-	}
 	opened := make([]*agents.Handle, 0, len(h.opened))
 	for _, id := range slices.Sorted(maps.Keys(h.opened)) {
 		opened = append(opened, h.opened[id].handle)
@@ -334,11 +305,6 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	var failed []error
 	for _, handle := range opened {
 		if err := handle.Dispose(ctx); err != nil {
-			failed = append(failed, err)
-		}
-	}
-	for i := len(running) - 1; i >= 0; i-- {
-		if err := running[i].handle.Dispose(ctx); err != nil {
 			failed = append(failed, err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
@@ -15,6 +17,7 @@ import (
 	"github.com/dsh-go/dsh/plugin"
 	_ "github.com/dsh-go/dsh/plugins/all" // the built-ins the configs use
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
@@ -84,7 +87,7 @@ func start(t *testing.T, yaml string) *host.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +148,15 @@ func TestPresetsAreScopedAndIndependent(t *testing.T) {
 	if g := findInstances("global"); len(g) != 1 || len(g[0].heard) != 3 {
 		t.Fatalf("root plugin must hear every agent: %v", g[0].heard)
 	}
-	// Disposing an agent disposes its preset instances, and only those.
-	h.Reload(stdctx.Background(), mustParse(t, strings.Replace(presetConfig, "  - id: a\n    provider: scripted\n    preset: watched\n", "", 1)))
+	// Closing an agent's session disposes its preset instances, and only
+	// those.
+	s, ok := hosttest.Session(h, "a")
+	if !ok {
+		t.Fatal("agent a has no session")
+	}
+	if err := s.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if !byTag["a"].disposed || byTag["b"].disposed {
 		t.Fatalf("disposed: a=%v b=%v", byTag["a"].disposed, byTag["b"].disposed)
 	}
@@ -248,13 +258,22 @@ agents:
   - id: main
     provider: scripted
 `)
-	// Parse refuses an unregistered provider; Start still checks for
+	// Parse refuses an unregistered provider; the open still checks for
 	// configs built in code.
 	cfg.Agents[0].Provider = "deepseek"
-	_, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
-	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), `"deepseek"`) || !strings.Contains(err.Error(), "llm.deepseek") {
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	_, err = hosttest.Open(stdctx.Background(), h, "main")
+	if !errs.HasCode(err, host.SpecInvalid) || !strings.Contains(err.Error(), `"deepseek"`) || !strings.Contains(err.Error(), "llm.deepseek") {
 		t.Fatalf("got %v", err)
 	}
+	if len(h.Sessions().Sessions()) != 0 {
+		t.Fatal("the failed open left a session")
+	}
+	assertNothingLeft(t, h, "main")
 }
 
 func TestDescribe(t *testing.T) {
@@ -268,22 +287,29 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-func TestReloadKeepsAnAgentThatCannotStartOnItsNewSettings(t *testing.T) {
+// TestReloadKeepsAnOpenAgentWhoseTemplateCannotOpen: a reload leaves the
+// open agents running even when their template, changed, can no longer
+// open; a new session of it then fails and says why.
+func TestReloadKeepsAnOpenAgentWhoseTemplateCannotOpen(t *testing.T) {
 	h := start(t, reloadBase)
 	bad := mustParse(t, reloadBase)
 	bad.Agents[0].Provider = "missing" // past Parse, as a config built in code
-	err := h.Reload(stdctx.Background(), bad)
-	if !errs.HasCode(err, host.StartFailed) || !strings.Contains(err.Error(), `"missing"`) {
-		t.Fatalf("got %v", err)
+	if err := h.Reload(stdctx.Background(), bad); err != nil {
+		t.Fatal(err)
 	}
 	if _, ok := h.Agent("main"); !ok {
 		t.Fatal("the agent is gone")
 	}
 	deliver(t, h, "main", "still answers")
+	_, err := h.Sessions().Open(stdctx.Background(), sessions.OpenOptions{Agent: "main"})
+	if !errs.HasCode(err, host.SpecInvalid) || !strings.Contains(err.Error(), `"missing"`) {
+		t.Fatalf("got %v", err)
+	}
 }
 
-// TestReloadedAnnouncesEachReload: holders of an agent learn that a reload
-// may have replaced it, also when the reload failed.
+// TestReloadedAnnouncesEachReload: holders of an agent learn that the
+// config changed, so they can open it again on the new one, also when the
+// reload failed; the reload itself leaves their agent alone.
 func TestReloadedAnnouncesEachReload(t *testing.T) {
 	h := start(t, reloadBase)
 	before, _ := h.Agent("main")
@@ -296,12 +322,12 @@ func TestReloadedAnnouncesEachReload(t *testing.T) {
 	default:
 		t.Fatal("the reload was not announced")
 	}
-	if after, _ := h.Agent("main"); after == before {
-		t.Fatal("the changed agent was not recreated")
+	if after, _ := h.Agent("main"); after != before {
+		t.Fatal("the reload replaced an open agent")
 	}
 	ch = h.Reloaded()
-	bad := mustParse(t, reloadBase)
-	bad.Agents[0].Provider = "missing"
+	// A session store whose dir cannot be created fails in Apply.
+	bad := mustParse(t, strings.Replace(reloadBase, "agents:\n", "  - use: session.jsonl\n    config: {dir: /dev/null/sessions}\nagents:\n", 1))
 	if err := h.Reload(stdctx.Background(), bad); err == nil {
 		t.Fatal("the reload should fail")
 	}

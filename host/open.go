@@ -11,12 +11,10 @@ import (
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agents"
-	"github.com/dsh-go/dsh/services/session"
 )
 
-// The one way an agent is made with its presets: the config's agents at
-// start and reload, and the agents callers open (OpenAgent), both go
-// through openPlan.
+// The one way an agent is made with its presets: OpenAgent, the session
+// controller's opener, goes through openPlan.
 
 // sessionMode says how an agent gets its session.
 type sessionMode int
@@ -24,9 +22,6 @@ type sessionMode int
 const (
 	// freshSession: a new session, under plan.session when set.
 	freshSession sessionMode = iota
-	// resumeOrCreate: the config's session: key — resumed when persisted,
-	// new under that id when not.
-	resumeOrCreate
 	// resumeOnly: resume plan.session; not persisted is an error.
 	resumeOnly
 )
@@ -126,42 +121,9 @@ func (h *Host) createOrResume(ctx stdctx.Context, p plan, setup func(*dshctx.Con
 		return create()
 	}
 	handle, err := h.registry.Resume(ctx, agents.ResumeOptions{AgentID: p.id, ResumeSessionID: p.session, Options: p.options, Setup: setup})
-	if err == nil {
-		h.log.Info("agent resumed its session", "agent", p.id, "session", p.session, "events", handle.Agent.Session().Len())
-		return handle, nil
-	}
-	if p.mode == resumeOrCreate && errs.HasCode(err, session.NotFound) {
-		return create()
-	}
-	return nil, err
-}
-
-// configPlan is the plan of a configured agent.
-func configPlan(cfg *config.Config, ac config.AgentConfig) plan {
-	p := plan{id: ac.ID, options: agentOptions(ac), presets: ac.PresetNames(), session: ac.Session, entries: presetsOf(cfg, ac)}
-	if ac.Session != "" {
-		p.mode = resumeOrCreate
-	}
-	p.noProvider = func(names []string) error {
-		return errs.New(StartFailed, fmt.Sprintf(
-			"agent %q uses model provider %q, which no plugin registers for it (registered: %s); add a plugin entry such as use: llm.%s",
-			ac.ID, ac.Provider, orNone(names), ac.Provider))
-	}
-	return p
-}
-
-// startAgent starts a configured agent and records it as the config's.
-func (h *Host) startAgent(cfg *config.Config, ac config.AgentConfig) error {
-	p := configPlan(cfg, ac)
-	handle, err := h.openPlan(stdctx.Background(), cfg, p)
 	if err != nil {
-		if errs.HasCode(err, session.NoPersistence) {
-			err = errs.Wrap(StartFailed, err, fmt.Sprintf(
-				"agent %q names session %q, which needs a persistence plugin; add a plugin entry such as use: session.jsonl, or remove session:", ac.ID, ac.Session))
-		}
-		return errs.Wrap(StartFailed, err, fmt.Sprintf("agent %q failed to start", ac.ID))
+		return nil, err
 	}
-	h.log.Debug("agent started", "agent", ac.ID, "provider", ac.Provider, "session", handle.Agent.Session().ID())
-	h.addAgent(&runningAgent{cfg: ac, presets: p.entries, handle: handle})
-	return nil
+	h.log.Info("agent resumed its session", "agent", p.id, "session", p.session, "events", handle.Agent.Session().Len())
+	return handle, nil
 }

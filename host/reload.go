@@ -9,13 +9,12 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
 
-// DefaultStopTimeout bounds each stop of an agent or plugin, and the hold
-// of the admission stage, in a Reload whose ctx has no deadline.
+// DefaultStopTimeout bounds each stop of a plugin, and the hold of the
+// admission stage, in a Reload whose ctx has no deadline.
 const DefaultStopTimeout = 10 * time.Second
 
 // Closed is the code of a Reload on a host that is closed or closing.
@@ -26,29 +25,24 @@ const Closed errs.Code = "HOST_CLOSED"
 // new config, a removed one is disposed and a new one applied. A restarted
 // or new root entry's listeners run at its config position among the root
 // entries (see dshctx.Fiber.Order), as they did at start; a new entry at
-// the end runs after every listener registered so far. Agents whose
-// settings or presets changed are recreated. If a
-// plugin fails to start, the plugin changes are rolled back and the old
-// config keeps running; an agent that cannot start on its new settings is
-// started again on its previous ones, and the error says so.
+// the end runs after every listener registered so far. If a plugin fails
+// to start, the plugin changes are rolled back and the old config keeps
+// running.
 //
 // While root plugins are swapped the admission stage is held (see
 // agentcontroller.Controller.Hold): no message is decided with fewer
 // listeners than the config asks for, and deliveries wait for the swap
-// rather than pass unchecked. ctx bounds every stop (an agent's, a
-// plugin's) and the hold; without a deadline each gets the host's
-// StopTimeout. A stop that fails or overruns it is logged and the reload
-// goes on: an agent whose turn did not stop keeps its id taken
-// (agents.DisposeTimeout), so its replacement fails to start and the error
-// says so. Reloads run one at a time; the host's lock is never held across
-// a start or a stop, so Close and the getters do not wait for a reload.
+// rather than pass unchecked. ctx bounds every plugin stop and the hold;
+// without a deadline each gets the host's StopTimeout. A stop that fails
+// or overruns it is logged and the reload goes on. Reloads run one at a
+// time; the host's lock is never held across a start or a stop, so Close
+// and the getters do not wait for a reload.
 //
 // Agents opened with OpenAgent are their callers': a reload neither
 // recreates nor disposes them, even when their template or presets
-// change. A reload waits for the opens in progress and the opens that
-// start meanwhile wait for it, so each open sees one config whole. A new
-// configured agent whose id an opened agent holds fails to start
-// (AGENT_EXISTS) and the error says so.
+// change; the caller opens them again to take the change up, after
+// Reloaded fires. A reload waits for the opens in progress and the opens
+// that start meanwhile wait for it, so each open sees one config whole.
 func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
 	defer h.announceReload()
 	h.reloading.Lock()
@@ -66,6 +60,10 @@ func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
 		h.log.Warn("the paths the new config loads could not be added to the protected list", "error", err)
 	}
 
+	// The catalog of the presets' stores goes first, to be mounted again
+	// on the config that ends up running when next needed: a store new at
+	// the root takes the root's backend, which the catalog may hold.
+	h.stopPresetCatalog(ctx)
 	plugins, err := h.reloadPlugins(ctx, old, cfg, current)
 	h.mu.Lock()
 	h.plugins = plugins
@@ -73,18 +71,18 @@ func (h *Host) Reload(ctx stdctx.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	var failed error
-	if !h.noConfigAgents {
-		failed = h.reloadAgents(ctx, old, cfg)
-	}
 	h.mu.Lock()
-	h.reorder(cfg)
+	if h.closed {
+		// Close came during the swap: what started goes with the tree.
+		h.mu.Unlock()
+		return closedError()
+	}
 	h.cfg = cfg
 	h.mu.Unlock()
 	if lvl := hclog.LevelFromString(orDefault(cfg.Log.Level, "info")); lvl != hclog.NoLevel {
 		h.log.SetLevel(lvl)
 	}
-	return failed
+	return nil
 }
 
 // reloadPlugins swaps the root entries of old for those of cfg and returns
@@ -203,77 +201,6 @@ func (h *Host) stopPlugin(ctx stdctx.Context, m *mounted, msg string) {
 	}
 }
 
-// reloadAgents stops the agents cfg changes or drops and starts those it
-// changes or adds. It returns the first agent that failed to start.
-func (h *Host) reloadAgents(ctx stdctx.Context, old, cfg *config.Config) error {
-	wanted := map[string]config.AgentConfig{}
-	for _, ac := range cfg.Agents {
-		wanted[ac.ID] = ac
-	}
-	var stopping []*runningAgent
-	previous := map[string]config.AgentConfig{}
-	h.mu.Lock()
-	var order []string
-	for _, id := range h.order {
-		ra := h.agents[id]
-		ac, still := wanted[id]
-		if still && reflect.DeepEqual(ac, ra.cfg) && reflect.DeepEqual(presetsOf(cfg, ac), ra.presets) {
-			order = append(order, id)
-			continue
-		}
-		stopping = append(stopping, ra)
-		previous[id] = ra.cfg
-		delete(h.agents, id)
-	}
-	h.order = order
-	h.mu.Unlock()
-	for _, ra := range stopping {
-		h.stopAgent(ctx, ra)
-	}
-
-	var failed error
-	for _, ac := range cfg.Agents {
-		if h.isClosed() {
-			return closedError()
-		}
-		if h.hasAgent(ac.ID) {
-			continue
-		}
-		err := h.startAgent(cfg, ac)
-		if err == nil {
-			continue
-		}
-		// The plugins are already on the new config; an agent that cannot
-		// start on it goes back to its previous settings, if it had some.
-		h.log.Error("agent failed to start after reload", "agent", ac.ID, "error", err)
-		if failed == nil {
-			failed = err
-		}
-		if prev, ok := previous[ac.ID]; ok {
-			if rerr := h.startAgent(old, prev); rerr != nil {
-				h.log.Error("agent could not be restored either", "agent", ac.ID, "error", rerr)
-			}
-		}
-	}
-	return failed
-}
-
-// stopAgent disposes one agent, bounded; an agent whose turn does not stop
-// in time is logged and keeps its id until it does.
-func (h *Host) stopAgent(ctx stdctx.Context, ra *runningAgent) {
-	sctx, cancel := h.bounded(ctx)
-	defer cancel()
-	err := ra.handle.Dispose(sctx)
-	switch {
-	case err == nil:
-	case errs.HasCode(err, agents.DisposeTimeout):
-		h.log.Error("agent did not stop before the reload's deadline; its id and session stay taken until its turn stops, so its replacement cannot start until then",
-			"agent", ra.cfg.ID, "error", err)
-	default:
-		h.log.Warn("agent did not stop cleanly", "agent", ra.cfg.ID, "error", err)
-	}
-}
-
 // bounded returns ctx if it has a deadline, else ctx bounded by the
 // host's stop timeout.
 func (h *Host) bounded(ctx stdctx.Context) (stdctx.Context, stdctx.CancelFunc) {
@@ -284,21 +211,6 @@ func (h *Host) bounded(ctx stdctx.Context) (stdctx.Context, stdctx.CancelFunc) {
 		return ctx, func() {}
 	}
 	return stdctx.WithTimeout(ctx, h.stopTimeout)
-}
-
-// addAgent records a started agent.
-func (h *Host) addAgent(ra *runningAgent) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.agents[ra.cfg.ID] = ra
-	h.order = append(h.order, ra.cfg.ID)
-}
-
-func (h *Host) hasAgent(id string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, ok := h.agents[id]
-	return ok
 }
 
 func (h *Host) isClosed() bool {
@@ -312,8 +224,8 @@ func closedError() error {
 }
 
 // Reloaded returns a channel closed when the next Reload has finished,
-// whether it succeeded or not. A reload may recreate agents, so whoever
-// holds an agents.Agent looks it up again by id then.
+// whether it succeeded or not: whoever holds an opened agent and wants the
+// new config's template or presets opens it again then.
 func (h *Host) Reloaded() <-chan struct{} {
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
@@ -327,24 +239,6 @@ func (h *Host) announceReload() {
 	h.reloaded = make(chan struct{})
 }
 
-// reorder puts the running agents in config order. The caller holds mu.
-func (h *Host) reorder(cfg *config.Config) {
-	h.order = h.order[:0]
-	for _, ac := range cfg.Agents {
-		if _, ok := h.agents[ac.ID]; ok {
-			h.order = append(h.order, ac.ID)
-		}
-	}
-}
-
-func presetsOf(cfg *config.Config, ac config.AgentConfig) [][]config.Entry {
-	var out [][]config.Entry
-	for _, name := range ac.PresetNames() {
-		out = append(out, cfg.Presets[name])
-	}
-	return out
-}
-
 // findEntry returns the entry of cfg with id, so its decoded config is
 // found; fallback when it is not there.
 func findEntry(cfg *config.Config, id string, fallback *config.Entry) *config.Entry {
@@ -354,4 +248,20 @@ func findEntry(cfg *config.Config, id string, fallback *config.Entry) *config.En
 		}
 	}
 	return fallback
+}
+
+// stopPresetCatalog disposes the catalog of the presets' stores, bounded.
+func (h *Host) stopPresetCatalog(ctx stdctx.Context) {
+	h.mu.Lock()
+	f := h.presetCatalog
+	h.presetCatalog = nil
+	h.mu.Unlock()
+	if f == nil {
+		return
+	}
+	sctx, cancel := h.bounded(ctx)
+	defer cancel()
+	if err := f.Dispose(sctx); err != nil {
+		h.log.Warn("the catalog of the presets' session stores did not stop cleanly", "error", err)
+	}
 }

@@ -3,6 +3,7 @@ package host
 import (
 	stdctx "context"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
@@ -32,6 +33,10 @@ func (o hostOpener) Open(ctx stdctx.Context, spec sessions.Spec) (*agents.Handle
 }
 
 func (o hostOpener) Resume(ctx stdctx.Context, spec sessions.Spec) (*agents.Handle, error) {
+	// A session a preset's store wrote is read through the catalog.
+	if err := o.h.ensurePresetCatalog(); err != nil {
+		return nil, err
+	}
 	return o.h.OpenAgent(ctx, o.agentSpec(spec, true))
 }
 
@@ -59,17 +64,33 @@ func (o hostOpener) agentSpec(spec sessions.Spec, resume bool) AgentSpec {
 }
 
 // storeCatalog lists and deletes through the root session store, whose
-// backend (a persistence plugin) answers without loading logs.
+// backend (a persistence plugin) answers without loading logs, and through
+// the presets' stores the root's backend does not cover (catalog.go).
 type storeCatalog struct{ h *Host }
 
 func (c storeCatalog) store() (*session.Store, error) { return session.Key.Get(c.h.root) }
 
 func (c storeCatalog) List(ctx stdctx.Context) ([]session.Summary, error) {
+	if err := c.h.ensurePresetCatalog(); err != nil {
+		return nil, err
+	}
 	st, err := c.store()
 	if err != nil {
 		return nil, err
 	}
-	return st.List(ctx)
+	list, err := st.List(ctx)
+	extra := c.h.extraStores()
+	if len(extra) == 0 {
+		return list, err
+	}
+	if err != nil && !errs.HasCode(err, session.NoPersistence) {
+		return nil, err
+	}
+	more, err := extra.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return merged(list, more), nil
 }
 
 // Load reads a stored session's log (sessions.LogLoader): the History of
@@ -93,11 +114,29 @@ func (c storeCatalog) Find(ctx stdctx.Context, id string) (session.Summary, bool
 }
 
 func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
+	if err := c.h.ensurePresetCatalog(); err != nil {
+		return err
+	}
 	st, err := c.store()
 	if err != nil {
 		return err
 	}
-	return st.Delete(ctx, id)
+	err = st.Delete(ctx, id)
+	extra := c.h.extraStores()
+	if len(extra) == 0 {
+		return err
+	}
+	// A root store records every agent, so a preset's agent is in both:
+	// the session goes from each store that holds it.
+	rootHad := err == nil
+	if err != nil && !errs.HasCode(err, session.NotFound) && !errs.HasCode(err, session.NoPersistence) {
+		return err
+	}
+	err = extra.Delete(ctx, id)
+	if rootHad && errs.HasCode(err, session.NotFound) {
+		return nil
+	}
+	return err
 }
 
 // LiveClient is the HubClient of the host's sessions: an attached

@@ -19,7 +19,7 @@ import (
 func Example() {
 	cfg, _ := config.Parse("example.yaml", []byte("plugins:\n  - use: llm.scripted\nagents:\n  - id: main\n    provider: scripted\n"),
 		config.LoadOptions{Environ: []string{}})
-	h, _ := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	h, _ := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	defer h.Close(stdctx.Background())
 
 	srv, err := serve.New(serve.Options{Sessions: h.Sessions(), Config: cfg, Token: "secret", Version: "example"})

@@ -320,7 +320,7 @@ func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		tb.Fatal(err)
 	}

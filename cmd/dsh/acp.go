@@ -66,7 +66,7 @@ func serveACP(cmd *cobra.Command, g *globals) error {
 			return &exitCode{code: exitUsage, err: fmt.Errorf("acp.presets[%d]: %w", i, err)}
 		}
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: stderr, NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{LogOutput: stderr})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}

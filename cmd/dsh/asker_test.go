@@ -22,7 +22,7 @@ func startInProcess(t *testing.T, text string) (*host.Host, *current) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: io.Discard, NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{LogOutput: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

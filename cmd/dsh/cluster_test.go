@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -63,7 +65,7 @@ func TestClusterSessionsAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Agents[0].Session = "s1"
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
@@ -31,17 +30,6 @@ func checkSessionFlags(f *runFlags, sessionSet bool) error {
 		return fmt.Errorf("--session was given an empty id; pass the id dsh printed at the end of a run (dsh sessions list shows them), or leave --session out")
 	}
 	return nil
-}
-
-// persists tells whether the config loads a plugin that stores sessions
-// at its root, where the CLI's agents find it.
-func persists(cfg *config.Config) bool {
-	for _, e := range cfg.Plugins {
-		if info, ok := plugin.Lookup(e.Use); ok && info.SessionStore && !e.Disabled {
-			return true
-		}
-	}
-	return false
 }
 
 // noStoreError is why --session or --continue cannot run without a store.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,7 +111,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
-	if pinned && !persists(cfg) {
+	if pinned && !slices.ContainsFunc(cfg.AgentIDs(), func(id string) bool { return cfg.Persists(id) }) {
 		return &exitCode{code: exitUsage, err: noStoreError(flagName(f))}
 	}
 	ac, err := pickAgentConfig(cfg, f.agentID)
@@ -128,7 +129,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	}
 	// The host starts no agent of its own: the one dsh talks to is a
 	// session of the session controller.
-	h, err := host.Start(cfg, host.Options{LogOutput: stderr, NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{LogOutput: stderr})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
@@ -195,7 +196,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 			return &exitCode{code: exitUsage, err: fmt.Errorf("no prompt: pass -p \"...\" or pipe one on stdin")}
 		}
 	}
-	stored := persists(cfg)
+	stored := cfg.Persists(ac.ID)
 	if prompt != "" {
 		// A reader that stops early ends the printing, not the run: the
 		// exit code stays the turn's (see the command's help).
@@ -214,7 +215,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		return nil
 	}
 	defer func() {
-		reportSessionID(cur.id(), persists(h.Config()), stderr)
+		reportSessionID(cur.id(), h.Config().Persists(cur.get().Agent), stderr)
 		reportSessionUsage(h, cur, stderr)
 	}()
 	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals, f.echo)

@@ -76,7 +76,7 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 		return &exitCode{code: exitUsage, err: errors.New("dsh serve opens its sessions from configured agents, and the config has none; add one under the agents key")}
 	}
 
-	h, err := host.Start(cfg, host.Options{LogOutput: stderr, NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{LogOutput: stderr})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}

@@ -19,10 +19,9 @@ import (
 )
 
 // The CLI talks to its session through the session service, like every
-// entry point: the host starts none of the config's agents
-// (host.Options.NoConfigAgents) and dsh run ensures the session it talks
-// to, its agent under its configured id. It follows the session's stream
-// (the live hub), never the agent's own events.
+// entry point: the host starts no agent of its own, and dsh run ensures
+// the session it talks to, its agent under its configured id. It follows
+// the session's stream (the live hub), never the agent's own events.
 
 // cliSource is who the CLI's prompts come from.
 var cliSource = sessions.Source{Kind: sessions.SourceUser, RPCID: "cli"}

@@ -107,7 +107,7 @@ func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Ho
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
-	h, err := host.Start(storeOnly(cfg), host.Options{LogOutput: cmd.ErrOrStderr(), NoConfigAgents: true})
+	h, err := host.Start(storeOnly(cfg), host.Options{LogOutput: cmd.ErrOrStderr()})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}

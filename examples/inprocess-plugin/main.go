@@ -60,7 +60,7 @@ func run(out io.Writer, yaml, agentID string, prompts []string) error {
 	if err != nil {
 		return err
 	}
-	h, err := host.Start(cfg, host.Options{NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -28,7 +30,7 @@ func benchHost(b *testing.B) (*host.Host, agentcontroller.Admission, *dshctx.Con
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func BenchmarkPluginStart(b *testing.B) {
 	for b.Loop() {
 		for _, c := range []*config.Config{cfg, base} {
 			t0 := time.Now()
-			h, err := host.Start(c, host.Options{Logger: hclog.NewNullLogger()})
+			h, err := hosttest.Start(c, host.Options{Logger: hclog.NewNullLogger()})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/agentcontroller"
@@ -46,7 +48,7 @@ func TestARelativeExecPathStartsFromTheConfigFile(t *testing.T) {
 		t.Fatalf("a path relative to the config file: %v", err)
 	}
 	logs := &logBuffer{}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/host/execplugin"
@@ -38,7 +40,7 @@ func BenchmarkPythonToolCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

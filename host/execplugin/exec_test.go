@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
@@ -63,7 +65,7 @@ func startExec(t *testing.T, yaml string) (*host.Host, *logBuffer) {
 		t.Fatal(err)
 	}
 	logs := &logBuffer{}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +277,7 @@ func TestStartFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			logs := &logBuffer{}
-			_, err = host.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
+			_, err = hosttest.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error saying %q, got %v", tc.want, err)
 			}
@@ -298,7 +300,7 @@ func TestStartFailures(t *testing.T) {
 func TestDisposeLeavesNoProcess(t *testing.T) {
 	bin, _ := binaries(t)
 	cfg, _ := config.Parse("exec.yaml", []byte(execConfig(bin, "{}", "")), config.LoadOptions{Environ: []string{}})
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +349,7 @@ func TestPluginThatNeverAnswersTheHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	_, err = hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if !errs.Has(err, execplugin.PluginTimeout, execplugin.ReasonStartTimeout) || !strings.Contains(err.Error(), "within 300ms: it hung in the handshake") {
 		t.Fatalf("got %v", err)
 	}
@@ -525,7 +527,7 @@ agents:
 func TestPluginOnAnUnknownEventFailsClearly(t *testing.T) {
 	bin, _ := binaries(t)
 	cfg, _ := config.Parse("exec.yaml", []byte(execConfig(bin, "{}", "    env: {TESTPLUGIN_UNKNOWN: \"1\"}\n")), config.LoadOptions{Environ: []string{}})
-	_, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	_, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if !errs.HasCode(err, execplugin.PluginProtocol) || !strings.Contains(err.Error(), `"no/such-event"`) || !strings.Contains(err.Error(), "agent-controller/admission") {
 		t.Fatalf("got %v", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
@@ -266,7 +268,7 @@ func TestBadToolDeclarationsFailTheStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+			_, err = hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 			if !errs.HasCode(err, execplugin.PluginProtocol) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"tools"`) {
 				t.Fatalf("want PLUGIN_PROTOCOL saying %q, got %v", want, err)
 			}
@@ -417,7 +419,7 @@ func TestTwoEntriesDeclaringOneToolConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	_, err = hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if !errs.HasCode(err, errs.ServiceConflict) || !strings.Contains(err.Error(), `plugin "again"`) || !strings.Contains(err.Error(), "already registered in this scope; remove one") {
 		t.Fatalf("got %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -69,12 +71,12 @@ func TestEveryBuiltinMountsAtTheRootOrInASharedPreset(t *testing.T) {
 				if err != nil {
 					t.Fatalf("config:\n%s\n%v", text, err)
 				}
-				h, err := host.Start(cfg, host.Options{LogOutput: &strings.Builder{}})
+				h, err := hosttest.Start(cfg, host.Options{LogOutput: &strings.Builder{}})
 				if err != nil {
 					t.Fatalf("start:\n%s\n%v", text, err)
 				}
-				if len(h.Agents()) != 2 {
-					t.Fatalf("%d agents running", len(h.Agents()))
+				if len(hosttest.Agents(h)) != 2 {
+					t.Fatalf("%d agents running", len(hosttest.Agents(h)))
 				}
 				if err := h.Close(stdctx.Background()); err != nil {
 					t.Fatal(err)
@@ -117,13 +119,13 @@ func TestPresetServiceIsEachAgentsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: &strings.Builder{}})
+	h, err := hosttest.Start(cfg, host.Options{LogOutput: &strings.Builder{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close(stdctx.Background())
 	var gates []*readygate.Gate
-	for _, a := range h.Agents() {
+	for _, a := range hosttest.Agents(h) {
 		g, err := readygate.Key.Get(a.Context())
 		if err != nil {
 			t.Fatalf("agent %s: %v", a.ID(), err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all"
@@ -112,7 +114,7 @@ func (r *rig) start(doc map[string]any) *rig {
 		t.Fatal(err)
 	}
 	log := hclog.New(&hclog.LoggerOptions{Output: r.logs, Level: hclog.Info})
-	r.h, err = host.Start(cfg, host.Options{Logger: log})
+	r.h, err = hosttest.Start(cfg, host.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

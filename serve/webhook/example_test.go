@@ -37,7 +37,7 @@ serve:
 		fmt.Println(err)
 		return
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		fmt.Println(err)
 		return

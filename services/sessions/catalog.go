@@ -44,4 +44,3 @@ func (c *Controller) Find(ctx stdctx.Context, id string) (session.Summary, bool,
 	}
 	return session.Summary{}, false, nil
 }
-

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/plugins/session/jsonl"
@@ -34,7 +36,7 @@ func BenchmarkTurn(b *testing.B) {
 			if !persist {
 				cfg.Agents[0].Session = ""
 			}
-			h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+			h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -100,7 +102,7 @@ func benchSteps(b *testing.B, n int, persist string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

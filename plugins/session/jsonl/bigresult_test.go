@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -48,7 +50,7 @@ func init() {
 		// The helper process of BenchmarkResumeLargeResult: resume, say
 		// how long it took and how long the history is, exit.
 		t0 := time.Now()
-		h, err := host.Start(mustParse(bigYAML(dir, 0)), host.Options{Logger: hclog.NewNullLogger()})
+		h, err := hosttest.Start(mustParse(bigYAML(dir, 0)), host.Options{Logger: hclog.NewNullLogger()})
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
@@ -110,7 +112,7 @@ func mustParse(yaml string) *config.Config {
 // the host.
 func writeBigSession(tb testing.TB, dir string, size int) {
 	tb.Helper()
-	h, err := host.Start(mustParse(bigYAML(dir, size)), host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(mustParse(bigYAML(dir, size)), host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestALargeToolResultIsKeptBesideTheLog(t *testing.T) {
 	ref := attachments.RefOf([]byte(bigText(size)))
 	blob := filepath.Join(dir, "attachments", "blobs", strings.TrimPrefix(ref, attachments.RefPrefix))
 
-	h, err := host.Start(mustParse(bigYAML(dir, size)), host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(mustParse(bigYAML(dir, size)), host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func TestALostLargeResultDoesNotWedgeTheSession(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "attachments", "blobs", strings.TrimPrefix(ref, attachments.RefPrefix))); err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(mustParse(bigYAML(dir, size)), host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(mustParse(bigYAML(dir, size)), host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

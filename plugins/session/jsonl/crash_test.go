@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -137,7 +139,7 @@ func init() {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -221,7 +223,7 @@ func crashAndResume(t *testing.T, point string) (kill, resume time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatalf("resume after a kill at %s: %v", point, err)
 	}

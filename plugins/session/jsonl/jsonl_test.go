@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -44,7 +46,7 @@ func hostConfig(t *testing.T, dir string, persist bool) *config.Config {
 
 func start(t *testing.T, dir string, persist bool) *host.Host {
 	t.Helper()
-	h, err := host.Start(hostConfig(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(hostConfig(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func start(t *testing.T, dir string, persist bool) *host.Host {
 // startFails returns why a host with the session in dir does not start.
 func startFails(t *testing.T, dir string, persist bool) error {
 	t.Helper()
-	h, err := host.Start(hostConfig(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(hostConfig(t, dir, persist), host.Options{Logger: hclog.NewNullLogger()})
 	if err == nil {
 		h.Close(stdctx.Background())
 		t.Fatal("the host started")
@@ -236,7 +238,7 @@ func TestManyAgentsWriteAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(turns int) *host.Host {
-		h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+		h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +321,7 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +330,7 @@ agents:
 	before, events := a.Session().History().Messages(), a.Session().Events(1)
 	h.Close(stdctx.Background())
 
-	h, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err = hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

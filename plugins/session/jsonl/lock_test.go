@@ -5,13 +5,15 @@ import (
 	"bytes"
 	stdctx "context"
 	"fmt"
-	"github.com/dsh-go/dsh/internal/ctxtest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/dsh-go/dsh/internal/ctxtest"
+	"github.com/dsh-go/dsh/internal/hosttest"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -44,7 +46,7 @@ func init() {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)

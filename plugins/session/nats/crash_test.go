@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
@@ -84,7 +86,7 @@ func init() {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -129,7 +131,7 @@ func TestAKilledHostLosesAtMostTheStepInFlight(t *testing.T) {
 	var h *host.Host
 	// The killed holder's lease (1 s) must run out first.
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if h, err = host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()}); err == nil {
+		if h, err = hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()}); err == nil {
 			break
 		}
 		if !errs.HasCode(err, session.SessionLocked) || time.Now().After(deadline) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-go/dsh/internal/hosttest"
+
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -49,7 +51,7 @@ func TestThroughTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestThroughTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: &strings.Builder{}, NoConfigAgents: true})
+	h, err := host.Start(cfg, host.Options{LogOutput: &strings.Builder{}})
 	if err != nil {
 		t.Fatal(err)
 	}
