@@ -184,7 +184,10 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 		cmdDirs = append(cmdDirs, path)
 	}
 	if len(cmdDirs) > 0 && need(commandsPlugin, "commands ("+shown(b, cmdDirs)+")") {
-		gen = append(gen, Entry{ID: id + "/commands", Use: commandsPlugin, from: part("commands"), Config: map[string]any{"paths": anyList(cmdDirs)}})
+		gen = append(gen, Entry{ID: id + "/commands", Use: commandsPlugin, from: part("commands"), Config: map[string]any{
+			// Claude Code's name for a bundle's command: /bundle:name.
+			"paths": anyList(cmdDirs), "namespace": b.Name,
+		}})
 	}
 	if len(b.Hooks) > 0 && need(hooksPlugin, "hooks ("+strings.Join(b.HookSources, ", ")+")") {
 		events := map[string]any{}
