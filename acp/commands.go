@@ -7,12 +7,12 @@ import (
 
 // promptCommands are the session agent's prompt commands (the
 // prompt.commands plugin's files) as ACP commands. The editor sends one
-// back as a prompt "/name args", which the agent's admission stage
+// back as a prompt "/name args", which the agent controller's prepare stage
 // expands like any entry point's; the server adds nothing. A file named
 // steer is left out: "/steer " is the server's own command.
 func (st *conv) promptCommands() []acp.AvailableCommand {
 	var out []acp.AvailableCommand
-	for _, c := range commands.List(st.ctx, st.s.Agent()) {
+	for _, c := range commands.List(st.ctx, st.s.UnportedAgent()) {
 		if c.Name == "steer" {
 			continue
 		}

@@ -35,7 +35,7 @@ func TestAPromptDroppedByAnotherClientsCancelAnswers(t *testing.T) {
 	if !ok {
 		t.Fatal("the session is not open")
 	}
-	log := ss.Agent().Session()
+	log := ss.UnportedAgent().Session()
 	waitFor := func(what string, ok func() bool) {
 		deadline := time.Now().Add(wait)
 		for !ok() {
@@ -45,7 +45,7 @@ func TestAPromptDroppedByAnotherClientsCancelAnswers(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	waitFor("the second prompt queued", func() bool { return ss.Agent().Pending() == 1 })
+	waitFor("the second prompt queued", func() bool { return ss.UnportedAgent().Pending() == 1 })
 	// Another client (the web page, a peer) cancels.
 	if err := ss.Cancel(stdctx.Background()); err != nil {
 		t.Fatal(err)

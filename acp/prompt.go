@@ -150,7 +150,7 @@ func (st *conv) cancelTurn() {
 	if err := st.s.Cancel(st.ctx); err != nil {
 		st.srv.log.Debug("cancel", "session", st.id, "error", err)
 	}
-	st.waitForwarded(int64(st.s.Agent().Session().Len()))
+	st.waitForwarded(int64(st.s.Log().Len()))
 	close(cancelled)
 }
 

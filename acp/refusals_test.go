@@ -123,9 +123,9 @@ func TestAPromptAnswerSaysDeliveredOrMerged(t *testing.T) {
 	ss, _ := e.h.Sessions().Get(string(id))
 	waitPending := func(n int) {
 		deadline := time.Now().Add(wait)
-		for ss.Agent().Pending() != n {
+		for ss.UnportedAgent().Pending() != n {
 			if time.Now().After(deadline) {
-				t.Fatalf("%d prompts queued; want %d", ss.Agent().Pending(), n)
+				t.Fatalf("%d prompts queued; want %d", ss.UnportedAgent().Pending(), n)
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -215,7 +215,7 @@ func waitLog(t *testing.T, ss *sessions.Session, what string, ok func([]session.
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		evs := ss.Agent().Session().Events(1)
+		evs := ss.UnportedAgent().Session().Events(1)
 		if ok(evs) {
 			return evs
 		}

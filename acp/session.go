@@ -132,7 +132,7 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 // start attaches to the session's hub, mounts the mode policy and starts
 // the pump.
 func (s *Server) start(ss *sessions.Session, kind openKind, cwd string) (*conv, error) {
-	agent := ss.Agent()
+	agent := ss.UnportedAgent()
 	mode, err := mountMode(agent, s.opts.Mode)
 	if err != nil {
 		return nil, err

@@ -112,7 +112,7 @@ const announceWait = 2 * time.Second
 // editor's files when the client offers them.
 func (st *conv) watchTools() error {
 	files := st.filesOf()
-	_, err := tools.EventExecute.On(st.s.Agent().Context(), func(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
+	_, err := tools.EventExecute.On(st.s.UnportedAgent().Context(), func(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
 		st.started(ctx, x.Call.ID)
 		if files != nil {
 			ctx = editor.With(ctx, files)

@@ -198,7 +198,7 @@ func TestARetriedPromptIsDeliveredOnce(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, ev := range r.h.Sessions().Sessions()[0].Agent().Session().Events(0) {
+	for _, ev := range r.h.Sessions().Sessions()[0].UnportedAgent().Session().Events(0) {
 		if ev.Type == "user/message" {
 			n++
 		}
@@ -232,7 +232,7 @@ func TestAClientThatStopsReadingDoesNotHoldShutdown(t *testing.T) {
 	agentID := ss.AgentID()
 	// A turn whose updates the pump cannot write.
 	inW.Write([]byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + ss.ID() + `","prompt":[{"type":"text","text":"hi"}]}}` + "\n"))
-	for ss.Agent().Session().Len() < 4 {
+	for ss.UnportedAgent().Session().Len() < 4 {
 		if time.Now().After(deadline) {
 			t.Fatal("the turn did not run")
 		}
@@ -240,7 +240,7 @@ func TestAClientThatStopsReadingDoesNotHoldShutdown(t *testing.T) {
 	}
 	ictx, cancel := stdctx.WithTimeout(stdctx.Background(), wait)
 	defer cancel()
-	ss.Agent().WhenIdle(ictx)
+	ss.UnportedAgent().WhenIdle(ictx)
 	inW.Close()
 	select {
 	case <-served:

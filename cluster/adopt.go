@@ -3,6 +3,8 @@ package cluster
 import (
 	stdctx "context"
 	"errors"
+	"math/rand/v2"
+	"sync"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -22,6 +24,11 @@ import (
 // tombstone later expires as a purge too: only a purge that follows a
 // put — a lease nobody released — is a host gone.
 
+// adopters bounds the adoptions one host runs at once. A host that died
+// may leave a thousand sessions; every live host tries them all, each in
+// its own random order, so they spread without asking each other.
+const adopters = 32
+
 // watchLeases starts adopting the sessions whose leases expire.
 func (h *Host) watchLeases(ctx stdctx.Context) error {
 	w, err := h.leases.WatchAll(ctx)
@@ -29,8 +36,72 @@ func (h *Host) watchLeases(ctx stdctx.Context) error {
 		return errs.Wrap(Unreachable, err, "cluster: cannot watch the lease bucket "+h.leases.Bucket())
 	}
 	h.adoptWatch, h.adoptDone = w, make(chan struct{})
+	h.orphans = orphans{ids: map[string]struct{}{}, more: make(chan struct{}, 1)}
+	for range adopters {
+		h.adoptWork.Add(1)
+		go h.adopter()
+	}
 	go h.adoptExpired(w)
 	return nil
+}
+
+// orphans are the sessions whose lease ran out, waiting for an adopter.
+type orphans struct {
+	mu   sync.Mutex
+	ids  map[string]struct{}
+	more chan struct{} // signalled when ids gets one
+}
+
+func (o *orphans) add(id string) {
+	o.mu.Lock()
+	o.ids[id] = struct{}{}
+	o.mu.Unlock()
+	select {
+	case o.more <- struct{}{}:
+	default:
+	}
+}
+
+// take removes and returns one of the ids, chosen at random.
+func (o *orphans) take() (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := rand.IntN(len(o.ids) + 1)
+	for id := range o.ids {
+		if n <= 0 || len(o.ids) == 1 {
+			delete(o.ids, id)
+			if len(o.ids) > 0 {
+				// Wake another adopter for the rest.
+				select {
+				case o.more <- struct{}{}:
+				default:
+				}
+			}
+			return id, true
+		}
+		n--
+	}
+	return "", false
+}
+
+// adopter adopts orphans one at a time until the host leaves.
+func (h *Host) adopter() {
+	defer h.adoptWork.Done()
+	for {
+		id, ok := h.orphans.take()
+		if !ok {
+			select {
+			case <-h.ctx.Done():
+				return
+			case <-h.orphans.more:
+				continue
+			}
+		}
+		if h.ctx.Err() != nil {
+			return
+		}
+		h.adopt(id)
+	}
 }
 
 func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
@@ -66,7 +137,7 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 				delete(held, e.Key())
 				// This host's own lease may be the one that ran out (it
 				// stalled): its copy stops before anyone resumes the log.
-				h.dropStale(e.Key(), h.adopt)
+				h.dropStale(e.Key(), h.orphans.add)
 			}
 		}
 	}
@@ -101,4 +172,5 @@ func (h *Host) stopAdopting() {
 		h.adoptWatch.Stop()
 	}
 	<-h.adoptDone // the loop ends with h.ctx, cancelled first
+	h.adoptWork.Wait()
 }

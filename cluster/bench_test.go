@@ -78,7 +78,7 @@ func (bc *benchCluster) idle(b *testing.B) {
 		if !ok {
 			b.Fatalf("session %s is no longer open on host a", id)
 		}
-		if err := ss.Agent().WhenIdle(ctx); err != nil {
+		if err := ss.UnportedAgent().WhenIdle(ctx); err != nil {
 			b.Fatalf("session %s still runs its turns after 2 minutes: %v", id, err)
 		}
 	}
@@ -196,7 +196,7 @@ func BenchmarkPromptQueued(b *testing.B) {
 					b.Fatal(err)
 				}
 				deadline := time.Now().Add(time.Minute)
-				for ss.Agent().Status() == agents.StatusIdle {
+				for ss.UnportedAgent().Status() == agents.StatusIdle {
 					if time.Now().After(deadline) {
 						b.Fatal("the holding turn did not start within a minute")
 					}

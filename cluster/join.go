@@ -59,6 +59,8 @@ type Host struct {
 	// on a host that claims nothing.
 	adoptWatch jetstream.KeyWatcher
 	adoptDone  chan struct{}
+	orphans    orphans
+	adoptWork  sync.WaitGroup // the adopters
 
 	mu     sync.Mutex
 	rev    uint64 // revision of the presence record
@@ -146,33 +148,40 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 	if err != nil {
 		return errs.Wrap(Unreachable, err, "cluster: cannot use JetStream on "+o.URL)
 	}
-	tctx, cancel := stdctx.WithTimeout(ctx, o.ConnectTimeout)
-	defer cancel()
-	h.leases, err = js.KeyValue(tctx, natsplugin.LeaseBucket(o.Stream))
+	// Each bucket is created or bound with retry (natsplugin.Ensure):
+	// hosts started together race for them on a fresh cluster.
+	t := o.ConnectTimeout
+	h.leases, err = natsplugin.Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
+		return js.KeyValue(ctx, natsplugin.LeaseBucket(o.Stream))
+	})
 	if err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"cluster: cannot open the lease bucket %q on %s; session.nats must run on stream %q before the host joins (a cluster: config mounts it)",
 			natsplugin.LeaseBucket(o.Stream), o.URL, o.Stream))
 	}
-	if h.stream, err = js.Stream(tctx, o.Stream); err != nil {
+	if h.stream, err = natsplugin.Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.Stream, error) { return js.Stream(ctx, o.Stream) }); err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"cluster: cannot open the stream %q on %s; session.nats must run on it before the host joins (a cluster: config mounts it)", o.Stream, o.URL))
 	}
-	if err := h.openQueue(tctx, js); err != nil {
+	if err := h.openQueue(ctx, js); err != nil {
 		return err
 	}
-	h.hosts, err = js.CreateOrUpdateKeyValue(tctx, jetstream.KeyValueConfig{
-		Bucket:      HostBucket(o.Stream),
-		Description: "dsh cluster presence: one entry per live host",
-		TTL:         o.LeaseTTL,
-		Replicas:    o.Replicas,
-		Storage:     jetstream.FileStorage,
+	h.hosts, err = natsplugin.Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
+		return natsplugin.BindOrCreateKV(ctx, js, jetstream.KeyValueConfig{
+			Bucket:      HostBucket(o.Stream),
+			Description: "dsh cluster presence: one entry per live host",
+			TTL:         o.LeaseTTL,
+			Replicas:    o.Replicas,
+			Storage:     jetstream.FileStorage,
+		})
 	})
 	if err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"cluster: cannot create or update the presence bucket %q on %s; is JetStream enabled (nats-server -js), and do all hosts use the same lease_ttl and replicas?",
 			HostBucket(o.Stream), o.URL))
 	}
+	tctx, cancel := stdctx.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
 	name, _ := os.Hostname()
 	h.record, _ = json.Marshal(HostRecord{HostID: o.HostID, Group: o.Group, Hostname: name, PID: os.Getpid(),
 		Started: time.Now().UTC(), API: o.API})

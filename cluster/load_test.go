@@ -350,7 +350,7 @@ func (lc *loadCluster) settle(tb testing.TB, cfg loadConfig, ids []string) {
 		if !ok {
 			tb.Fatalf("session %s is no longer open on its owner %s", id, n.id)
 		}
-		if err := ss.Agent().WhenIdle(ctx); err != nil {
+		if err := ss.UnportedAgent().WhenIdle(ctx); err != nil {
 			tb.Fatalf("session %s on host %s is not idle %v after the last prompt: %v", id, n.id, cfg.settle, err)
 		}
 	}

@@ -105,6 +105,9 @@ type nodeOpts struct {
 	replicas int
 	// claimed is Options.Claimed.
 	claimed func(*sessions.Session) error
+	// lookup makes Options.Open look the session up in the store's
+	// listing first, as serve's ClaimOptions does.
+	lookup bool
 }
 
 // startNode starts host id on the server's stream and joins it to the
@@ -149,6 +152,19 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
 		opts.Open = nil
 	}
 	opts.Claimed = o.claimed
+	if o.lookup {
+		opts.Open = func(id string) sessions.OpenOptions {
+			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+			defer cancel()
+			list, _ := h.Sessions().List(ctx)
+			for _, s := range list {
+				if s.ID == id {
+					break
+				}
+			}
+			return sessions.OpenOptions{Agent: "main"}
+		}
+	}
 	if n.c, err = cluster.Join(stdctx.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +204,7 @@ func (n *node) session(t *testing.T, id string) *sessions.Session {
 // agent is idle.
 func (n *node) prompts(t *testing.T, id string) []string {
 	t.Helper()
-	a := n.session(t, id).Agent()
+	a := n.session(t, id).UnportedAgent()
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
 	defer cancel()
 	if err := a.WhenIdle(ctx); err != nil {

@@ -75,12 +75,14 @@ func queueKey(id, rid string) string { return hashToken(id) + "." + hashToken(ri
 // openQueue opens, or creates, the queue bucket.
 func (h *Host) openQueue(ctx stdctx.Context, js jetstream.JetStream) error {
 	var err error
-	h.queue, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      QueueBucket(h.o.Stream),
-		Description: "dsh accepted prompts not yet recorded in their session's log",
-		TTL:         queueTTL,
-		Replicas:    h.o.Replicas,
-		Storage:     jetstream.FileStorage,
+	h.queue, err = natsplugin.Ensure(ctx, h.o.ConnectTimeout, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
+		return natsplugin.BindOrCreateKV(ctx, js, jetstream.KeyValueConfig{
+			Bucket:      QueueBucket(h.o.Stream),
+			Description: "dsh accepted prompts not yet recorded in their session's log",
+			TTL:         queueTTL,
+			Replicas:    h.o.Replicas,
+			Storage:     jetstream.FileStorage,
+		})
 	})
 	if err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
@@ -113,7 +115,7 @@ func (h *Host) enqueue(ctx stdctx.Context, ss *sessions.Session, req request) {
 			}
 		})
 	}
-	b, ok := ss.Agent().Session().Lease().(interface{ Born() uint64 })
+	b, ok := ss.Log().Lease().(interface{ Born() uint64 })
 	if !ok {
 		return // not kept by session.nats: nothing to resume it elsewhere
 	}
@@ -143,7 +145,7 @@ func (q *queueKeys) add(id, rid, key string) {
 
 // recorded takes out the entries of ss whose outcome is durable in its log.
 func (q *queueKeys) recorded(ss *sessions.Session) []string {
-	s := ss.Agent().Session()
+	s := ss.Log()
 	durable := s.Durable()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -165,7 +167,7 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 		h.log.Warn("cluster: cannot read the prompts queued for a resumed session", "session", ss.ID(), "error", err)
 		return
 	}
-	born, berr := h.born(ctx, ss.ID())
+	born, berr := h.born(ctx, ss)
 	var entries []jetstream.KeyValueEntry
 	for e := range w.Updates() {
 		if e == nil {
@@ -183,7 +185,7 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 			// Accepted for an earlier session of this id (deleted since),
 			// or the log's start cannot be read: not delivered.
 			h.log.Debug("cluster: a queued prompt of an earlier session under this id was dropped", "session", ss.ID(), "request_id", q.RequestID)
-		} else if _, recorded := ss.Agent().Session().Outcome(q.RequestID); recorded {
+		} else if _, recorded := ss.Log().Outcome(q.RequestID); recorded {
 			// Its outcome is in the log (the usual case: the previous
 			// owner ran it): nothing to deliver, not even to admission.
 		} else {
@@ -213,8 +215,13 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 }
 
 // born is the stream sequence of the first message of session id's log.
-func (h *Host) born(ctx stdctx.Context, id string) (uint64, error) {
-	m, err := h.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(natsplugin.Subject(h.o.SubjectPrefix, id)))
+func (h *Host) born(ctx stdctx.Context, ss *sessions.Session) (uint64, error) {
+	// The writer read it when it took the lease: no request, and none
+	// that scans the stream from its start for the subject's first message.
+	if b, ok := ss.Log().Lease().(interface{ Born() uint64 }); ok && b.Born() != 0 {
+		return b.Born(), nil
+	}
+	m, err := h.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(natsplugin.Subject(h.o.SubjectPrefix, ss.ID())))
 	if err != nil {
 		return 0, err
 	}

@@ -252,7 +252,14 @@ func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) 
 	defer limit.Stop()
 	for {
 		if ss, ok := h.o.Sessions.Get(id); ok {
-			return ss, nil
+			// The copy open here may be this host's own from before a
+			// stall past its lease: it holds no lease and must not be
+			// taken for resumed. It is closed (staleBy), and the resume
+			// tried again, which takes the lease or finds its new owner.
+			if !h.staleBy(ctx, ss, true) {
+				return ss, nil
+			}
+			return h.resumeAgain(ctx, id)
 		}
 		select {
 		case <-t.C:
@@ -262,6 +269,22 @@ func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) 
 			return nil, stdctx.Cause(ctx)
 		}
 	}
+}
+
+// resumeAgain resumes id once more after its stale copy here closed.
+func (h *Host) resumeAgain(ctx stdctx.Context, id string) (*sessions.Session, error) {
+	o := h.o.Open(id)
+	o.KeepRunning = true
+	ss, err := h.o.Sessions.Resume(ctx, id, o)
+	if err == nil && h.o.Claimed != nil {
+		if cerr := h.o.Claimed(ss); cerr != nil {
+			return nil, errors.Join(cerr, ss.Close(stdctx.WithoutCancel(ctx)))
+		}
+	}
+	if err == nil {
+		h.redeliver(ctx, ss)
+	}
+	return ss, err
 }
 
 // local serves req through an open session of this host.
@@ -318,7 +341,7 @@ type rechecker interface {
 // staleBy is stale; with now, the lease is renewed whatever its last
 // renewal, for a host that saw another take the session.
 func (h *Host) staleBy(ctx stdctx.Context, ss *sessions.Session, now bool) bool {
-	hl, ok := ss.Agent().Session().Lease().(session.Holder)
+	hl, ok := ss.Log().Lease().(session.Holder)
 	if !ok {
 		return false
 	}

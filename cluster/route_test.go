@@ -349,7 +349,7 @@ func TestACancelIsForwarded(t *testing.T) {
 	stream := streamName()
 	a := startNode(t, srv, stream, "a", nodeOpts{delay: time.Hour})
 	b := startNode(t, srv, stream, "b", nodeOpts{})
-	ag := a.open(t, "s1").Agent()
+	ag := a.open(t, "s1").UnportedAgent()
 	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "take your time"}); err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestAnAttachmentOverMaxPayloadIsRefused(t *testing.T) {
 	// puts it into the history may start a moment later.
 	var msgs []llm.Message
 	eventually(t, "the message in host a's history", func() bool {
-		msgs = a.session(t, "s1").Agent().Session().History().Messages()
+		msgs = a.session(t, "s1").UnportedAgent().Session().History().Messages()
 		return len(msgs) > 0
 	})
 	if len(msgs[0].Parts) != 2 || msgs[0].Parts[1].Size != 1000 || msgs[0].Parts[1].Ref == "" {

@@ -43,7 +43,32 @@ type Lease struct {
 }
 
 // Status reads the presence and lease buckets of the cluster o names.
+//
+// A server of the cluster going down makes the buckets it led unanswered
+// until JetStream elects new leaders, a second or two: a report that
+// cannot be read is tried again, with pauses, for StatusPatience (within
+// ctx) before the error is returned.
 func Status(ctx stdctx.Context, o Options) (Report, error) {
+	deadline := time.Now().Add(StatusPatience)
+	pause := 100 * time.Millisecond
+	for {
+		rep, err := status(ctx, o)
+		if err == nil || !errs.HasCode(err, Unreachable) || time.Now().Add(pause).After(deadline) {
+			return rep, err
+		}
+		select {
+		case <-ctx.Done():
+			return rep, err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// StatusPatience bounds how long Status retries a report it cannot read.
+const StatusPatience = 20 * time.Second
+
+func status(ctx stdctx.Context, o Options) (Report, error) {
 	nc, err := dial(o, "dsh cluster status", "to report its status")
 	if err != nil {
 		return Report{}, err

@@ -20,7 +20,7 @@ import (
 func (h *Host) Sessions() *sessions.Controller { return h.sessions }
 
 func (h *Host) sessionOptions() sessions.Options {
-	return sessions.Options{Opener: hostOpener{h}, Catalog: storeCatalog{h}, NewHub: newLiveHub, Attachments: h.attachments}
+	return sessions.Options{Opener: hostOpener{h}, Catalog: storeCatalog{h}, NewHub: sessions.LiveHubs, Attachments: h.attachments}
 }
 
 // hostOpener opens a session's agent through OpenAgent, so its presets are
@@ -72,6 +72,16 @@ func (c storeCatalog) List(ctx stdctx.Context) ([]session.Summary, error) {
 	return st.List(ctx)
 }
 
+// Load reads a stored session's log (sessions.LogLoader): the History of
+// a session that is not open.
+func (c storeCatalog) Load(ctx stdctx.Context, id string) ([]session.Event, error) {
+	st, err := c.store()
+	if err != nil {
+		return nil, err
+	}
+	return st.Load(ctx, id)
+}
+
 func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
 	st, err := c.store()
 	if err != nil {
@@ -80,56 +90,16 @@ func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {
 	return st.Delete(ctx, id)
 }
 
-// liveHub adapts a live.Hub to the controller's Hub.
-type liveHub struct{ hub *live.Hub }
-
-func newLiveHub(a agents.Agent) (sessions.Hub, error) {
-	h, err := live.New(a, live.Options{})
-	if err != nil {
-		return nil, err
-	}
-	// A refused prompt never becomes a session event; the hub carries it
-	// as a notice, kept for clients that attach later, so a client that
-	// reconnects learns its prompt was refused and why.
-	_, err = sessions.EventOutcome.On(a.Context(), func(_ stdctx.Context, o sessions.Outcome) error {
-		h.Notice(live.Notice{Type: string(o.Kind), RequestID: o.RequestID, Code: string(o.Code), Reason: o.Reason, Message: o.Message})
-		return nil
-	})
-	if err != nil {
-		h.Close()
-		return nil, err
-	}
-	return liveHub{h}, nil
-}
-
-func (l liveHub) Attach(ctx stdctx.Context, o sessions.AttachOptions) (sessions.HubClient, error) {
-	c, err := l.hub.Attach(ctx, live.AttachOptions{AfterSeq: o.AfterSeq, AfterNotice: o.AfterNotice, Approvals: o.Approvals, Name: o.Name})
-	if err != nil {
-		return nil, err
-	}
-	return LiveClient{c}, nil
-}
-
-func (l liveHub) Close() error {
-	l.hub.Close()
-	return nil
-}
-
 // LiveClient is the HubClient of the host's sessions: an attached
 // live.Client (Next, Answer, LastSeq).
-type LiveClient struct{ c *live.Client }
-
-// Live returns the live stream.
-func (l LiveClient) Live() *live.Client { return l.c }
-
-// Close detaches the client.
-func (l LiveClient) Close() { l.c.Detach() }
+type LiveClient = sessions.LiveClient
 
 // Live returns the live stream of an attachment made through the host's
-// session controller, nil when it has none.
+// session controller, nil when it has none. Transitional: entry points
+// stream through sessions.Service.Attach, which re-attaches by itself.
 func Live(a *sessions.Attachment) *live.Client {
 	if lc, ok := a.Client().(LiveClient); ok {
-		return lc.c
+		return lc.Live()
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func TestSessionControllerOpensThroughTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No provider in the options: the configured agent is the template.
-	a := s.Agent()
+	a := s.UnportedAgent()
 	if a.ID() != "coder@c1" {
 		t.Fatalf("agent %q", a.ID())
 	}
@@ -102,7 +102,7 @@ func TestSessionControllerOpensThroughTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Agent().Session().Len() == 0 {
+	if again.UnportedAgent().Session().Len() == 0 {
 		t.Fatal("the resumed session has no history")
 	}
 	if err := ctl.Delete(ctx, "c1"); err == nil {
@@ -149,7 +149,7 @@ func TestNoConfigAgents(t *testing.T) {
 	if len(h.Agents()) != 0 || !s.Open() {
 		t.Fatal("a reload started a configured agent or touched the session's")
 	}
-	if a, ok := h.Agent("coder"); !ok || a != s.Agent() {
+	if a, ok := h.Agent("coder"); !ok || a != s.UnportedAgent() {
 		t.Fatal("the session's agent is not registered under the configured id")
 	}
 	if err := s.Detach(stdctx.Background()); err != nil {

@@ -163,7 +163,7 @@ func TestAnAdoptedSessionBackAgainGetsItsApprover(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.send("s1", "r0", "stored")
-	old.Agent().WhenIdle(ctx)
+	old.UnportedAgent().WhenIdle(ctx)
 	if err := old.Close(ctx); err != nil { // closed under the server
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/dsh-go/dsh/serve/apierr"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
-	"github.com/dsh-go/dsh/services/session"
 )
 
 // attachmentStatus maps the attachments service's codes: a part over a
@@ -56,54 +54,6 @@ func uploadedPart(data []byte, declared, name string) (llm.Part, error) {
 	return p, nil
 }
 
-// attachmentStore is the store holding the session's parts: the one the
-// server was given, or the open session's own.
-func (s *Server) attachmentStore(id string) (*attachments.Store, error) {
-	if s.o.Attachments != nil {
-		return s.o.Attachments, nil
-	}
-	if ss, ok := s.o.Sessions.Get(id); ok {
-		if st, err := attachments.Key.Get(ss.Agent().Context()); err == nil {
-			return st, nil
-		}
-	}
-	return nil, errs.New(attachments.NotFound, fmt.Sprintf("this server reads no attachments store for session %q; dsh serve passes the host's (Options.Attachments)", id))
-}
-
-// sessionEvents returns the durable events of a session, open here or
-// persisted.
-func (s *Server) sessionEvents(r *http.Request, id string) ([]session.Event, error) {
-	if ss, ok := s.o.Sessions.Get(id); ok {
-		return ss.Agent().Session().Events(1), nil
-	}
-	if _, found, err := s.persisted(r.Context(), id); err != nil || !found {
-		if err == nil {
-			err = notFound(id)
-		}
-		return nil, err
-	}
-	if s.o.Store == nil {
-		return nil, errs.New(attachments.NotFound, fmt.Sprintf("session %q is not open and this server reads no store; POST /v1/sessions/%s/resume opens it", id, id))
-	}
-	return s.o.Store.Load(r.Context(), id)
-}
-
-// partOf finds the part of the session's log that names ref: what the
-// session's messages reference is all it may read.
-func partOf(events []session.Event, ref string) (llm.Part, bool) {
-	for _, ev := range events {
-		if ev.Message == nil {
-			continue
-		}
-		for _, p := range ev.Message.Parts {
-			if p.Ref == ref {
-				return p, true
-			}
-		}
-	}
-	return llm.Part{}, false
-}
-
 // attachment serves the bytes of a part of the session's history, for a
 // client showing it. Only refs the session's log names are served, so a
 // hash guessed or learnt elsewhere reads nothing of another session. The
@@ -117,22 +67,17 @@ func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "%q is not an attachment reference; it is \"sha256:\" and 64 lowercase hex digits, as a part's ref in the session's events", ref))
 		return
 	}
-	events, err := s.sessionEvents(r, id)
-	if err != nil {
-		s.writeError(w, r, attachmentError(err))
-		return
+	if _, open := s.info(r.Context(), id); !open {
+		if _, found, err := s.persisted(r.Context(), id); err != nil || !found {
+			if err == nil {
+				err = notFound(id)
+			}
+			s.writeError(w, r, attachmentError(err))
+			return
+		}
 	}
-	p, ok := partOf(events, ref)
-	if !ok {
-		s.writeError(w, r, attachmentError(errs.New(attachments.NotFound, fmt.Sprintf("session %q has no attachment %s; GET /v1/sessions/%s/events lists its parts with their refs", id, ref, id))))
-		return
-	}
-	store, err := s.attachmentStore(id)
-	if err != nil {
-		s.writeError(w, r, attachmentError(err))
-		return
-	}
-	data, err := store.Get(ref)
+	// The session service reads only what the session's log names.
+	p, data, err := s.o.Sessions.Attachment(r.Context(), id, ref)
 	if err != nil {
 		s.writeError(w, r, attachmentError(err))
 		return

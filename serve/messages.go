@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
@@ -19,20 +18,20 @@ import (
 // maxEvents bounds one page of GET .../events.
 const maxEvents = 1000
 
-// openSession returns the session id open in the controller; one only
+// openSession checks that session id is open in the controller; one only
 // persisted is SESSION_CLOSED (resume it), an unknown one 404.
-func (s *Server) openSession(r *http.Request, id string) (*sessions.Session, error) {
-	if ss, ok := s.o.Sessions.Get(id); ok {
-		return ss, nil
+func (s *Server) openSession(r *http.Request, id string) error {
+	if _, ok := s.info(r.Context(), id); ok {
+		return nil
 	}
 	_, found, err := s.persisted(r.Context(), id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !found {
-		return nil, notFound(id)
+		return notFound(id)
 	}
-	return nil, errs.New(sessions.Closed, fmt.Sprintf("session %q is not open; POST /v1/sessions/%s/resume opens it", id, id))
+	return errs.New(sessions.Closed, fmt.Sprintf("session %q is not open; POST /v1/sessions/%s/resume opens it", id, id))
 }
 
 type messageRequest struct {
@@ -73,44 +72,46 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	// In a cluster every message goes by the router, a session open here
 	// included: it may have lost its lease to another host.
 	routed := s.o.Router != nil
-	var ss *sessions.Session
 	if !routed {
-		if ss, err = s.openSession(r, sid); err != nil {
+		if err = s.openSession(r, sid); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 	}
 	p := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Parts: parts, Source: httpSource}
-	var mode agentcontroller.Mode
+	var mode sessions.Mode
 	switch req.Mode {
 	case "", "followup":
-		mode = agentcontroller.Followup
+		mode = sessions.ModeFollowup
 	case "steer":
-		mode = agentcontroller.Steer
+		mode = sessions.ModeSteer
 	default:
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "mode %q is not a mode; send \"followup\" (the default: queued for a turn) or \"steer\" (handed to the running turn)", req.Mode))
 		return
 	}
 	var id string
+	var turn sessions.Turn
 	switch {
 	case routed:
 		// Open here, on another host or nowhere (then claimed): the
 		// cluster knows.
 		id, err = s.o.Router.Prompt(r.Context(), sid, mode, p)
-	case mode == agentcontroller.Steer:
-		id, err = ss.Steer(r.Context(), p)
+	case mode == sessions.ModeSteer:
+		turn, err = s.o.Sessions.Steer(r.Context(), sid, p)
+		id = turn.MessageID
 	default:
-		id, err = ss.Prompt(r.Context(), p)
+		turn, err = s.o.Sessions.Prompt(r.Context(), sid, p)
+		id = turn.MessageID
 	}
 	if err != nil {
 		s.writeError(w, r, attachmentError(err))
 		return
 	}
 	out := accepted{MessageID: id, RequestID: req.RequestID}
-	if ss != nil {
+	if !routed {
 		// A retry of a message a turn already took says which turn, and
 		// whether it started it or joined it.
-		if o, ok := ss.RequestOutcome(req.RequestID); ok && o.MessageID == id &&
+		if o, ok, _ := s.o.Sessions.Outcome(r.Context(), sid, req.RequestID); ok && o.MessageID == id &&
 			(o.Outcome == sessions.FateDelivered || o.Outcome == sessions.FateMerged) {
 			out.Delivered = &delivered{Outcome: string(o.Outcome), Type: string(o.Type), Turn: o.Turn, Seq: o.Seq}
 		}
@@ -149,12 +150,11 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, struct{}{})
 		return
 	}
-	ss, err := s.openSession(r, id)
-	if err != nil {
+	if err := s.openSession(r, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := ss.Cancel(ctx); err != nil {
+	if err := s.o.Sessions.Cancel(ctx, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -163,7 +163,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := s.openSession(r, id); err != nil {
+	if err := s.openSession(r, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -197,7 +197,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "choice %q is not an answer; send \"allow-once\", \"allow-session\" or \"deny\"", req.Choice))
 		return
 	}
-	if _, err := s.openSession(r, id); err != nil {
+	if err := s.openSession(r, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -229,15 +229,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	limit = min(max(limit, 1), maxEvents)
 	var evs []session.Event
-	if ss, ok := s.o.Sessions.Get(id); ok {
-		log := ss.Agent().Session()
-		last := int64(log.Len())
+	if in, ok := s.info(r.Context(), id); ok {
 		page := []session.Event{}
-		if after < last {
-			page = log.Events(after + 1)
-			page = page[:min(int64(len(page)), limit)]
+		if after < in.LastSeq {
+			evs, err := s.o.Sessions.History(r.Context(), id, after)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			page = evs[:min(int64(len(evs)), limit)]
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"events": page, "last_seq": last})
+		writeJSON(w, http.StatusOK, map[string]any{"events": page, "last_seq": in.LastSeq})
 		return
 	} else {
 		if _, found, err := s.persisted(r.Context(), id); err != nil || !found {

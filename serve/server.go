@@ -14,7 +14,6 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -73,7 +72,7 @@ type Options struct {
 // runs. Its errors are the owner's, with the codes, reasons and presented
 // flag a local session gives, so the server answers them alike.
 type Router interface {
-	Prompt(ctx stdctx.Context, sessionID string, mode agentcontroller.Mode, r sessions.PromptRequest) (messageID string, err error)
+	Prompt(ctx stdctx.Context, sessionID string, mode sessions.Mode, r sessions.PromptRequest) (messageID string, err error)
 	Cancel(ctx stdctx.Context, sessionID string) error
 	// CloseSession closes the session where it runs; one open nowhere is
 	// closed already.
@@ -198,13 +197,16 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 		go func() { httpDone <- hs.Shutdown(ctx) }()
 	}
 
-	open := s.o.Sessions.Sessions()
+	var open []string
+	for _, ss := range s.o.Sessions.Sessions() {
+		open = append(open, ss.ID())
+	}
 	var finished atomic.Bool
 	finished.Store(true)
 	var wg sync.WaitGroup
-	for _, ss := range open {
+	for _, id := range open {
 		wg.Go(func() {
-			if err := ss.Agent().WhenIdle(ctx); err != nil {
+			if err := s.o.Sessions.Idle(ctx, id); err != nil && !errs.HasCode(err, sessions.NotFound) {
 				finished.Store(false)
 			}
 		})
@@ -214,8 +216,8 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 	defer cancel()
 	if !finished.Load() {
 		s.log.Warn("turns still ran at the shutdown deadline; cancelling them")
-		for _, ss := range open {
-			wg.Go(func() { _ = ss.Cancel(closeCtx) })
+		for _, id := range open {
+			wg.Go(func() { _ = s.o.Sessions.Cancel(closeCtx, id) })
 		}
 		wg.Wait()
 	}
@@ -226,9 +228,9 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 	for _, h := range holds {
 		h.approver.stop()
 	}
-	for _, ss := range open {
-		if err := ss.Close(closeCtx); err != nil {
-			failed = append(failed, fmt.Errorf("closing session %q: %w", ss.ID(), err))
+	for _, id := range open {
+		if err := s.o.Sessions.Close(closeCtx, id); err != nil && !errs.HasCode(err, sessions.NotFound) {
+			failed = append(failed, fmt.Errorf("closing session %q: %w", id, err))
 		}
 	}
 	for range servers {
@@ -255,20 +257,22 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 // this host for a message the API routed. A session the server cannot keep
 // is closed again.
 func (s *Server) Adopt(ss *sessions.Session) error {
+	id := ss.ID()
 	s.mu.Lock()
-	h, ok := s.held[ss.ID()]
-	if ok && h.s != ss {
+	h, ok := s.held[id]
+	stale := ok && h.approver.ended()
+	if stale {
 		// A copy of the session that was closed under the server (a
-		// cluster took it elsewhere) and is back: the new one gets its
-		// own approver.
-		delete(s.held, ss.ID())
+		// cluster took it elsewhere) and is back: its approver's stream
+		// ended with the old copy, the new one gets its own.
+		delete(s.held, id)
 	}
 	s.mu.Unlock()
-	if ok && h.s == ss {
+	if ok && !stale {
 		return nil
 	}
 	if ok {
 		h.approver.stop()
 	}
-	return s.hold(ss)
+	return s.hold(id)
 }

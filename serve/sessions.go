@@ -12,15 +12,13 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
 )
 
 // httpSource is who the prompts of this server come from.
-var httpSource = agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "http"}
+var httpSource = sessions.Source{Kind: sessions.SourceUser, RPCID: "http"}
 
 // sessionJSON is a session as the API shows it: the store's summary, and
 // what this server knows of it.
@@ -60,34 +58,30 @@ func fromSummary(sum session.Summary) sessionJSON {
 		Turns: sum.Turns, State: sum.State, Parent: sum.Parent, Size: sum.Size}
 }
 
-// describeOpen is an open session, from its log in memory; a persisted
-// summary, when there is one, gives the size.
-func describeOpen(ss *sessions.Session, sum *session.Summary) sessionJSON {
-	out := sessionJSON{ID: ss.ID(), Agent: ss.AgentName(), State: session.StateOpen, Open: true}
+// describeOpen is an open session, as the session service describes it;
+// a persisted summary, when there is one, gives the size.
+func describeOpen(in sessions.Info, sum *session.Summary) sessionJSON {
+	out := sessionJSON{ID: in.ID, Agent: in.Agent, State: session.StateOpen, Open: true}
 	if sum != nil {
 		out = fromSummary(*sum)
-		out.Agent, out.State, out.Open = ss.AgentName(), session.StateOpen, true
+		out.Agent, out.State, out.Open = in.Agent, session.StateOpen, true
 	}
-	a := ss.Agent()
-	out.Running = a.Status() == agents.StatusRunning
-	if log := a.Session(); log != nil {
-		out.LastSeq = int64(log.Len())
-		if evs := log.Events(1); len(evs) > 0 {
-			out.Created, out.Updated = evs[0].Time, evs[len(evs)-1].Time
-			out.Turns = evs[len(evs)-1].Turn
-			for _, e := range evs {
-				if e.Type == session.UserMessage && e.Message != nil {
-					out.Title = session.Title(e.Message.Content)
-					break
-				}
-			}
-		}
+	out.Running = in.Running
+	out.LastSeq = in.LastSeq
+	if !in.Created.IsZero() {
+		out.Created, out.Updated, out.Turns, out.Title = in.Created, in.Updated, in.Turns, in.Title
 	}
 	if out.Created.IsZero() {
 		out.Created = time.Now().UTC()
 		out.Updated = out.Created
 	}
 	return out
+}
+
+// info describes session id when it is open here.
+func (s *Server) info(ctx stdctx.Context, id string) (sessions.Info, bool) {
+	in, err := s.o.Sessions.Info(ctx, id)
+	return in, err == nil
 }
 
 // persisted returns the store's summary of id; found is false when none.
@@ -113,12 +107,12 @@ func (s *Server) describe(ctx stdctx.Context, id string) (sessionJSON, error) {
 	if err != nil {
 		return sessionJSON{}, err
 	}
-	if ss, open := s.o.Sessions.Get(id); open {
+	if in, open := s.info(ctx, id); open {
 		var p *session.Summary
 		if found {
 			p = &sum
 		}
-		return describeOpen(ss, p), nil
+		return describeOpen(in, p), nil
 	}
 	if !found {
 		return sessionJSON{}, notFound(id)
@@ -182,15 +176,16 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	seen := map[string]bool{}
 	for i := range list {
 		seen[list[i].ID] = true
-		if ss, open := s.o.Sessions.Get(list[i].ID); open {
-			out = append(out, describeOpen(ss, &list[i]))
+		if in, open := s.info(r.Context(), list[i].ID); open {
+			out = append(out, describeOpen(in, &list[i]))
 			continue
 		}
 		out = append(out, fromSummary(list[i]))
 	}
+	// Open and never stored (no persistence): this controller's own.
 	for _, ss := range s.o.Sessions.Sessions() {
 		if !seen[ss.ID()] {
-			out = append(out, describeOpen(ss, nil))
+			out = append(out, describeOpen(ss.Info(), nil))
 		}
 	}
 	slices.SortStableFunc(out, func(a, b sessionJSON) int { return b.Updated.Compare(a.Updated) })
@@ -255,33 +250,33 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ss, err := s.o.Sessions.Open(r.Context(), o)
+	in, err := s.o.Sessions.Ensure(r.Context(), sessions.EnsureOptions{OpenOptions: o, Mode: sessions.EnsureCreate})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.hold(ss); err != nil {
+	if err := s.hold(in.ID); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", "/v1/sessions/"+ss.ID())
-	writeJSON(w, http.StatusCreated, describeOpen(ss, nil))
+	w.Header().Set("Location", "/v1/sessions/"+in.ID)
+	writeJSON(w, http.StatusCreated, describeOpen(in, nil))
 }
 
 // hold keeps a session opened here: the server answers its approvals and
 // closes it at shutdown. A session that cannot be held is closed again.
-func (s *Server) hold(ss *sessions.Session) error {
-	a, err := startApprover(ss)
+func (s *Server) hold(id string) error {
+	a, err := startApprover(s.o.Sessions, id)
 	if err != nil {
-		return errors.Join(err, ss.Close(stdctx.Background()))
+		return errors.Join(err, s.o.Sessions.Close(stdctx.Background(), id))
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		a.stop()
-		return errors.Join(fail(http.StatusServiceUnavailable, ShuttingDown, "dsh serve is shutting down; the session %q was closed again", ss.ID()), ss.Close(stdctx.Background()))
+		return errors.Join(fail(http.StatusServiceUnavailable, ShuttingDown, "dsh serve is shutting down; the session %q was closed again", id), s.o.Sessions.Close(stdctx.Background(), id))
 	}
-	s.held[ss.ID()] = &held{s: ss, approver: a}
+	s.held[id] = &held{id: id, approver: a}
 	s.mu.Unlock()
 	return nil
 }
@@ -304,8 +299,8 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	if h, ok := s.holding(id); ok {
 		out.Approvals = h.approver.Pending()
 	}
-	if ss, ok := s.o.Sessions.Get(id); ok {
-		out.Outcomes = append(out.Outcomes, ss.Outcomes()...)
+	if in, ok := s.info(r.Context(), id); ok {
+		out.Outcomes = append(out.Outcomes, in.Outcomes...)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -321,8 +316,8 @@ func (s *Server) resumeSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "session_id %q differs from the path's %q; leave it out", req.SessionID, id))
 		return
 	}
-	if ss, open := s.o.Sessions.Get(id); open {
-		writeJSON(w, http.StatusOK, describeOpen(ss, nil))
+	if in, open := s.info(r.Context(), id); open {
+		writeJSON(w, http.StatusOK, describeOpen(in, nil))
 		return
 	}
 	sum, found, err := s.persisted(r.Context(), id)
@@ -346,23 +341,20 @@ func (s *Server) resumeSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ss, err := s.o.Sessions.Resume(r.Context(), id, o)
-	if errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
-		// Opened by a concurrent resume: as good as this one.
-		if ss, open := s.o.Sessions.Get(id); open {
-			writeJSON(w, http.StatusOK, describeOpen(ss, &sum))
-			return
-		}
-	}
+	o.SessionID = id
+	in, err := s.o.Sessions.Ensure(r.Context(), sessions.EnsureOptions{OpenOptions: o, Mode: sessions.EnsureExisting})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.hold(ss); err != nil {
-		s.writeError(w, r, err)
-		return
+	// Joined: a concurrent resume opened it, and holds it.
+	if in.How == sessions.HowResumed {
+		if err := s.hold(id); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
-	writeJSON(w, http.StatusOK, describeOpen(ss, &sum))
+	writeJSON(w, http.StatusOK, describeOpen(in, &sum))
 }
 
 // closeCtx bounds a close the client asked for; the client leaving does
@@ -376,9 +368,9 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	var before *sessionJSON
 	ctx, cancel := s.closeCtx(r)
 	defer cancel()
-	ss, open := s.o.Sessions.Get(id)
+	in, open := s.info(ctx, id)
 	if open {
-		d := describeOpen(ss, nil)
+		d := describeOpen(in, nil)
 		before = &d
 	}
 	var err error
@@ -388,7 +380,7 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 		// — a copy here that lost its lease — on both.
 		err = s.o.Router.CloseSession(ctx, id)
 	case open:
-		err = s.CloseOpen(ctx, ss)
+		err = s.closeHeld(ctx, id)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -411,14 +403,19 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 // .../close does: its approvals end with it. A cluster closes a session
 // through it for a close another host forwarded (cluster.Options.CloseLocal).
 func (s *Server) CloseOpen(ctx stdctx.Context, ss *sessions.Session) error {
+	return s.closeHeld(ctx, ss.ID())
+}
+
+// closeHeld stops answering session id's approvals and closes it.
+func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
 	s.mu.Lock()
-	h := s.held[ss.ID()]
-	delete(s.held, ss.ID())
+	h := s.held[id]
+	delete(s.held, id)
 	s.mu.Unlock()
 	if h != nil {
 		h.approver.stop()
 	}
-	return ss.Close(ctx)
+	return s.o.Sessions.Close(ctx, id)
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {

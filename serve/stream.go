@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
 )
@@ -101,8 +100,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		s.streamRemote(w, r, id, seq, notice)
 		return
 	}
-	ss, err := s.openSession(r, id)
-	if err != nil {
+	if err := s.openSession(r, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -112,27 +110,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	defer stopOnShutdown()
 
 	_, approving := s.holding(id)
-	attach := func(after, afterNotice int64) (*sessions.Attachment, *live.Client, error) {
-		tab, err := ss.Attach(ctx, sessions.AttachOptions{AfterSeq: after, AfterNotice: afterNotice, Approvals: approving, Name: "stream"})
-		if err != nil {
-			return nil, nil, err
-		}
-		c := host.Live(tab)
-		if c == nil {
-			tab.Detach(stdctx.Background())
-			return nil, nil, errs.New(errs.Internal, "serve: the session controller has no live hub; serve needs the host's")
-		}
-		return tab, c, nil
-	}
-	last := int64(ss.Agent().Session().Len())
-	tab, client, err := attach(seq, notice)
+	in, _ := s.info(ctx, id)
+	// The stream re-attaches itself when it falls behind the hub, from
+	// what it was sent: the client still sees every seq once.
+	st, err := s.o.Sessions.Attach(ctx, id, sessions.AttachOptions{AfterSeq: seq, AfterNotice: notice, Approvals: approving, Name: "stream"})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer func() { tab.Detach(stdctx.Background()) }()
+	defer func() { _ = st.Close() }()
 
-	out, unblock, ok := s.startStream(w, id, seq, notice, last)
+	out, unblock, ok := s.startStream(w, id, seq, notice, in.LastSeq)
 	if !ok {
 		return
 	}
@@ -142,32 +130,27 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	defer wait()
 	defer cancel()
 
-	loadRetries := 0
+	reattached := 0
 	for {
-		u, err := client.Next(ctx)
+		u, err := st.Next(ctx)
+		if n := st.Reattaches(); n > reattached {
+			reattached = n
+			s.log.Debug("a stream fell behind the hub and was re-attached from its last seq", "session", id, "seq", st.LastSeq())
+		}
 		switch {
 		case err == nil:
 			// The common case: no error code to look for.
-		case errs.HasCode(err, live.Overflow):
-			// The client fell behind the hub's buffer: pick up from what
-			// it was sent, so it still sees every seq once.
-			next, nextClient, aerr := attach(client.LastSeq(), out.notes)
-			if aerr != nil {
-				s.log.Debug("stream re-attach failed", "session", id, "error", aerr)
-				return
-			}
-			s.log.Debug("a stream fell behind the hub and was re-attached from its last seq", "session", id, "seq", client.LastSeq())
-			tab.Detach(stdctx.Background())
-			tab, client = next, nextClient
-			continue
-		case errs.HasCode(err, live.LoadFailed) && loadRetries < 3:
-			loadRetries++
-			continue
 		case errs.HasCode(err, live.HubClosed) && ctx.Err() == nil:
 			s.sendEnd(out, id)
 			return
 		case err != nil:
+			s.log.Debug("stream ended", "session", id, "error", err)
 			return
+		}
+		if u.Kind == live.KindToolStart {
+			// Not part of the SSE API (yet): the page marks calls by
+			// their events.
+			continue
 		}
 		data, err := json.Marshal(u)
 		if err != nil {

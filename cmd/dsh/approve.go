@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/plugins/hooks"
 	"github.com/dsh-go/dsh/services/approval"
@@ -186,19 +185,14 @@ func cut(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-// attachAnswerer makes a the answerer of agentID, until detach. A host
-// without the approval service has no stage that asks, so there is
-// nothing to attach to.
-var attachAnswerer = func(h *host.Host, agentID string, a approval.Answerer) (detach func(), err error) {
-	svc, err := approval.Key.Get(h.Root())
-	if errs.HasCode(err, errs.ServiceUnavailable) {
-		h.Logger().Debug("no approval service; nothing will ask", "agent", agentID)
-		return func() {}, nil
-	}
+// answers says whether the host asks about tool calls at all: without the
+// approval service no stage asks, and no stream can answer.
+func answers(h *host.Host) bool {
+	_, err := approval.Key.Get(h.Root())
 	if err != nil {
-		return nil, err
+		h.Logger().Debug("no approval service; nothing will ask", "error", err)
 	}
-	return svc.Attach(agentID, a)
+	return err == nil
 }
 
 // warnUnknownAllow tells the operator about an --allow naming a tool the

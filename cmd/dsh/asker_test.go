@@ -31,11 +31,11 @@ func startInProcess(t *testing.T, text string) (*host.Host, *current) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := openSession(stdctx.Background(), h, ac)
+	s, err := openSession(stdctx.Background(), h.Sessions(), ac)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h, newCurrent(cfg, ac, s)
+	return h, newCurrent(h.Sessions(), cfg, ac, s)
 }
 
 // TestInteractiveAnswersApprovals drives the interactive loop through the

@@ -1,16 +1,17 @@
 package main
 
 import (
+	stdctx "context"
 	"fmt"
 	"strings"
 
 	"github.com/dsh-go/dsh/plugins/commands"
-	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/spf13/cobra"
 )
 
 // commandPrompt turns --command NAME [ARGS...] into the prompt
-// "/NAME ARGS", which the agent's admission stage expands (the
+// "/NAME ARGS", which the agent controller's prepare stage expands (the
 // prompt.commands plugin) as it expands the same line typed anywhere else.
 func (f *runFlags) commandPrompt(cmd *cobra.Command, args []string) error {
 	if f.command == "" {
@@ -33,22 +34,26 @@ func (f *runFlags) commandPrompt(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// isPromptCommand reports whether line invokes one of agent's prompt
-// commands: the interactive session then sends it like any prompt, and
-// its own commands (/help, /steer, …) keep their names.
-func isPromptCommand(agent agents.Agent, line string) bool {
+// isPromptCommand reports whether line invokes one of the session's
+// prompt commands: the interactive session then sends it like any prompt,
+// and its own commands (/help, /steer, …) keep their names.
+func isPromptCommand(list []sessions.PromptCommand, line string) bool {
 	inv, ok := commands.Parse(line)
 	if !ok {
 		return false
 	}
-	_, known := commands.Find(commands.List(agent.Context(), agent), inv.Name)
-	return known
+	for _, c := range list {
+		if c.Name == inv.Name {
+			return true
+		}
+	}
+	return false
 }
 
-// promptCommandsHelp lists agent's prompt commands for /help.
-func promptCommandsHelp(agent agents.Agent) string {
+// promptCommandsHelp lists the session's prompt commands for /help.
+func promptCommandsHelp(list []sessions.PromptCommand) string {
 	var b strings.Builder
-	for _, c := range commands.List(agent.Context(), agent) {
+	for _, c := range list {
 		name := "/" + c.Name
 		if c.ArgumentHint != "" {
 			name += " " + c.ArgumentHint
@@ -56,4 +61,11 @@ func promptCommandsHelp(agent agents.Agent) string {
 		fmt.Fprintf(&b, "%-12s %s\n", name, c.Description)
 	}
 	return b.String()
+}
+
+// sessionCommands is the session's prompt commands, none when it cannot
+// say (the line is then the CLI's to judge).
+func sessionCommands(svc sessions.Service, id string) []sessions.PromptCommand {
+	list, _ := svc.Commands(stdctx.Background(), id)
+	return list
 }

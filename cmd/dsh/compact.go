@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/plugins/session/compact"
-	"github.com/dsh-go/dsh/services/agents"
 )
 
 // compactHelp is the /help line of /compact.
@@ -18,8 +18,8 @@ const compactHelp = "/compact     summarize the older turns before the next mode
 // model request: at once if a turn is running, else with the next prompt.
 // busy is the session's own view (the one that decides whether it shows a
 // prompt), not the agent's status, which lags the end of a turn.
-func compactNow(agent agents.Agent, busy bool, out, diag io.Writer) {
-	svc, err := compact.Key.Get(agent.Context())
+func compactNow(h *host.Host, agentID string, busy bool, out, diag io.Writer) {
+	svc, err := compact.Key.Get(h.Root())
 	switch {
 	case errs.HasCode(err, errs.ServiceUnavailable):
 		fmt.Fprint(diag, "compaction needs the session.compact plugin; add `- use: session.compact` under plugins: in the config\n")
@@ -28,7 +28,7 @@ func compactNow(agent agents.Agent, busy bool, out, diag io.Writer) {
 		fmt.Fprintf(diag, "/compact: %v\n", err)
 		return
 	}
-	svc.Request(agent.ID())
+	svc.Request(agentID)
 	if busy {
 		fmt.Fprint(diag, "(compacting before the next step)\n")
 		return
@@ -40,8 +40,13 @@ func compactNow(agent agents.Agent, busy bool, out, diag io.Writer) {
 // followCompactions says on diag when a summary request starts, since a
 // real model takes a while to write it; the recorded event says how it
 // ended.
-func followCompactions(agent agents.Agent, diag io.Writer) (off func(), err error) {
-	offStarted, err := compact.EventStarted.On(agent.Context(), func(_ stdctx.Context, s compact.Started) error {
+func followCompactions(h *host.Host, agentID string, diag io.Writer) (off func(), err error) {
+	// session.compact is a root plugin: its events are heard at the root,
+	// for the agent of the session shown.
+	offStarted, err := compact.EventStarted.On(h.Root(), func(_ stdctx.Context, s compact.Started) error {
+		if s.Agent == nil || s.Agent.ID() != agentID {
+			return nil
+		}
 		fmt.Fprintf(diag, "(compacting %d messages, about %s tokens…)\n", s.Messages, kilo(s.Tokens))
 		return nil
 	})
@@ -49,7 +54,10 @@ func followCompactions(agent agents.Agent, diag io.Writer) (off func(), err erro
 		return nil, err
 	}
 	// A /compact that finds nothing to do ends here, not in the log.
-	offDone, err := compact.EventDone.On(agent.Context(), func(_ stdctx.Context, d compact.Done) error {
+	offDone, err := compact.EventDone.On(h.Root(), func(_ stdctx.Context, d compact.Done) error {
+		if d.Agent == nil || d.Agent.ID() != agentID {
+			return nil
+		}
 		if errs.HasCode(d.Err, compact.Nothing) {
 			fmt.Fprintf(diag, "(not compacted: %s)\n", strings.TrimPrefix(d.Err.Error(), string(compact.Nothing)+": "))
 		}

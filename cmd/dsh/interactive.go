@@ -10,75 +10,76 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
-	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/approval"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
-// attached is the interactive session's hold on the agent it talks to. A
-// --watch reload may recreate the agent; attach follows it.
+// attached is the interactive session's view of the session it talks
+// to: one stream, rendered by the tracker, answering approvals at the
+// terminal. A --watch reload may reopen the session; attach follows it.
 type attached struct {
-	agent  agents.Agent
-	t      *tracker
-	detach func()
+	id string
+	t  *tracker
+	f  *viewer
+	// offCompact stops the compaction notes.
+	offCompact func()
 }
 
-// attach listens to agent's session: the tracker renders it, and every
-// turn end is signalled on turnEnded.
-func attach(agent agents.Agent, out, diag io.Writer, dim bool, echo int, turnEnded chan<- struct{}) (*attached, error) {
+func (a *attached) detach() { a.f.stop(); a.offCompact() }
+
+// attach follows session in: the tracker renders it, every turn end is
+// signalled on turnEnded, and answer answers its approval questions.
+func attach(h *host.Host, svc sessions.Service, in sessions.Info, out, diag io.Writer, dim bool, echo int, turnEnded chan<- struct{}, answer approval.Answerer) (*attached, error) {
 	t := newTracker(out, diag, false)
-	t.dim, t.echo = dim, echo
-	off, err := t.follow(agent)
+	t.dim, t.echo, t.turnEnded = dim, echo, turnEnded
+	if !answers(h) {
+		answer = nil
+	}
+	f, err := follow(svc, in.ID, t, answer)
 	if err != nil {
 		return nil, err
 	}
-	offEnd, err := session.EventAppended.On(agent.Context(), func(_ stdctx.Context, a session.Appended) error {
-		if a.Event.Type == session.TurnEnd {
-			select {
-			case turnEnded <- struct{}{}:
-			default:
-			}
-		}
-		return nil
-	})
+	off, err := followCompactions(h, in.AgentID, diag)
 	if err != nil {
-		off()
+		f.stop()
 		return nil, err
 	}
-	return &attached{agent: agent, t: t, detach: func() { off(); offEnd() }}, nil
+	return &attached{id: in.ID, t: t, f: f, offCompact: off}, nil
 }
 
 // interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
 // with no turn running.
 func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags, echo int) error {
-	agent := sess.get().Agent()
+	svc := sess.svc
+	info := sess.get()
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	dim := colorful(stderr)
 	turnEnded := make(chan struct{}, 16)
-	cur, err := attach(agent, out, diag, dim, echo, turnEnded)
-	if err != nil {
-		return &exitCode{code: exitError, err: err}
-	}
-	defer func() { cur.detach() }()
 
 	send := newSender(sess, diag)
 	defer send.close()
 
 	// The agent's questions come to this loop, which owns the terminal:
-	// the terminal is an approving client of the session's live hub.
+	// the terminal's stream is an approving client of the session.
 	ask := newAsker()
 	answerer := withFlags(flags, ask.answer, approvalNotifier(false, out, diag))
-	appr, err := attachApprover(sess.get(), answerer, diag)
+	cur, err := attach(h, svc, info, out, diag, dim, echo, turnEnded, answerer)
 	if err != nil {
-		return &exitCode{code: exitError, err: fmt.Errorf("agent %s: cannot attach the approval prompt: %w", agent.ID(), err)}
+		return &exitCode{code: exitError, err: fmt.Errorf("session %s: cannot follow it: %w", info.ID, err)}
 	}
 	// Deny what is still asked before detaching: the detach waits for
 	// the answers in flight to return.
-	defer func() { ask.close(); appr.stop() }()
+	defer func() { ask.close(); cur.detach() }()
+	// cancel cancels the session's turn, not only its agent's: the
+	// session records who cancelled on what it drops.
+	cancel := func(who string) {
+		send.drop()
+		id := cur.id
+		go svc.Cancel(sessions.WithActor(stdctx.Background(), who), id)
+	}
 	var pending *asking // the question on screen
 
 	lines := make(chan string)
@@ -91,8 +92,14 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 		}
 	}()
 
-	fmt.Fprintf(out, "dsh: talking to agent %s.%s Type /help for commands, Ctrl-D to quit.\n> ", agent.ID(), resumedNote(agent))
-	busy := func() bool { return cur.t.busy() || cur.agent.Pending() > 0 || send.waiting() > 0 }
+	fmt.Fprintf(out, "dsh: talking to agent %s.%s Type /help for commands, Ctrl-D to quit.\n> ", info.AgentID, resumedNote(info))
+	busy := func() bool {
+		if cur.t.busy() || send.waiting() > 0 {
+			return true
+		}
+		in, err := svc.Info(stdctx.Background(), cur.id)
+		return err == nil && in.Pending > 0
+	}
 	reloaded := h.Reloaded()
 	owed := false // a turn ended while something was still busy
 	for {
@@ -129,23 +136,22 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 			case line == "/quit" || line == "/exit":
 				return nil
 			case line == "/help":
-				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+"/quit        leave (Ctrl-D does too)\n"+promptCommandsHelp(cur.agent)+"anything else is sent to the agent; while it is busy, it is queued\n> ")
+				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+"/quit        leave (Ctrl-D does too)\n"+promptCommandsHelp(sessionCommands(svc, cur.id))+"anything else is sent to the agent; while it is busy, it is queued\n> ")
 			case line == "/usage":
 				fmt.Fprint(out, interactiveUsage(h.Config(), sess, busy()))
 			case line == "/cancel":
-				send.drop()
-				cur.agent.Cancel(fmt.Errorf("/cancel in dsh run"))
+				cancel("/cancel in dsh run")
 				fmt.Fprint(diag, "(cancelled)\n")
 			case line == "/agents":
 				for _, x := range h.Sessions().Sessions() {
-					a := x.Agent()
-					fmt.Fprintf(out, "%s  %s  %d waiting\n", a.ID(), a.Status(), a.Pending())
+					in := x.Info()
+					fmt.Fprintf(out, "%s  %s  %d waiting\n", in.AgentID, statusOf(in), in.Pending)
 				}
 				if !busy() {
 					fmt.Fprint(out, "> ")
 				}
 			case line == "/compact":
-				compactNow(cur.agent, busy(), out, diag)
+				compactNow(h, sess.get().AgentID, busy(), out, diag)
 			case strings.HasPrefix(line, "/steer"):
 				text := strings.TrimSpace(strings.TrimPrefix(line, "/steer"))
 				if text == "" {
@@ -157,9 +163,9 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 					fmt.Fprintf(diag, "dsh: not sent: %v\n", err)
 					continue
 				}
-				send.enqueue(text, parts, agentcontroller.Steer)
+				send.enqueue(text, parts, true)
 				fmt.Fprint(diag, "(steering)\n")
-			case strings.HasPrefix(line, "/") && !isPromptCommand(cur.agent, line):
+			case strings.HasPrefix(line, "/") && !isPromptCommand(sessionCommands(svc, cur.id), line):
 				fmt.Fprintf(diag, "unknown command %s; /help lists them\n", strings.Fields(line)[0])
 			default:
 				// @path mentions attach workspace files; a mention that
@@ -172,7 +178,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 				if busy() {
 					fmt.Fprint(diag, "(queued)\n")
 				}
-				send.enqueue(line, parts, agentcontroller.Followup)
+				send.enqueue(line, parts, false)
 			}
 		case <-turnEnded:
 			// A turn can end before the delivery that started it has
@@ -191,23 +197,16 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 			reloaded = h.Reloaded()
 			next, note, err := followReload(h, sess)
 			if err != nil {
-				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be reopened: %v\n", cur.agent.ID(), err)
+				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be reopened: %v\n", sess.get().AgentID, err)
 				continue
 			}
 			if next == nil {
 				continue
 			}
-			re, err := attach(next.Agent(), out, diag, dim, echo, turnEnded)
+			re, err := attach(h, svc, *next, out, diag, dim, echo, turnEnded, answerer)
 			if err != nil {
-				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.AgentID(), err)
+				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.AgentID, err)
 				continue
-			}
-			a, err := attachApprover(next, answerer, diag)
-			if err != nil {
-				fmt.Fprintf(diag, "dsh: agent %s cannot ask for approvals here: %v\n", next.AgentID(), err)
-			} else {
-				appr.stop()
-				appr = a
 			}
 			cur.detach()
 			cur = re
@@ -220,14 +219,12 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 				// Ctrl-C at a question: no, and stop the turn.
 				pending.reply <- approval.Answer{Choice: approval.Deny, Reason: "the user interrupted the turn"}
 				pending = nil
-				send.drop()
-				cur.agent.Cancel(fmt.Errorf("Ctrl-C in dsh run"))
+				cancel("Ctrl-C in dsh run")
 				fmt.Fprint(diag, "\n(denied; turn cancelled; Ctrl-C again or Ctrl-D to quit)\n")
 				continue
 			}
 			if busy() {
-				send.drop()
-				cur.agent.Cancel(fmt.Errorf("Ctrl-C in dsh run"))
+				cancel("Ctrl-C in dsh run")
 				fmt.Fprint(diag, "\n(turn cancelled; Ctrl-C again or Ctrl-D to quit)\n")
 				continue
 			}
@@ -278,13 +275,14 @@ func answerLine(q *asking, line string, out io.Writer) *asking {
 // so a configured session keeps its history. An agent the reload removed
 // gives way to the first configured one. It returns nil when nothing the
 // session depends on changed; the note says what changed.
-func followReload(h *host.Host, sess *current) (*sessions.Session, string, error) {
+func followReload(h *host.Host, sess *current) (*sessions.Info, string, error) {
 	cfg := h.Config()
 	old := sess.get()
-	ac, ok := cfg.Agent(old.AgentName())
+	ac, ok := cfg.Agent(old.Agent)
 	// A session a failed reopen left closed is opened again by the next
 	// reload, even one that brings the old settings back.
-	if ok && old.Open() && !sess.changed(cfg, ac) {
+	_, err := sess.svc.Info(stdctx.Background(), old.ID)
+	if ok && err == nil && !sess.changed(cfg, ac) {
 		return nil, "", nil
 	}
 	note := fmt.Sprintf("config reloaded; agent %s restarted with its new settings", ac.ID)
@@ -294,39 +292,46 @@ func followReload(h *host.Host, sess *current) (*sessions.Session, string, error
 			return nil, "", nil
 		}
 		ac = next
-		note = fmt.Sprintf("config reloaded; agent %s is gone, now talking to agent %s", old.AgentName(), ac.ID)
+		note = fmt.Sprintf("config reloaded; agent %s is gone, now talking to agent %s", old.Agent, ac.ID)
 	}
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 	defer cancel()
-	if err := old.Close(ctx); err != nil {
+	if err := sess.svc.Close(ctx, old.ID); err != nil && !errs.HasCode(err, sessions.NotFound) {
 		return nil, "", err
 	}
-	s, err := openSession(ctx, h, ac)
+	in, err := openSession(ctx, sess.svc, ac)
 	if err != nil {
 		return nil, "", err
 	}
-	sess.set(cfg, ac, s)
-	return s, note, nil
+	sess.set(cfg, ac, in)
+	return &in, note, nil
 }
 
-// resumedNote says what the agent's session already holds.
-func resumedNote(agent agents.Agent) string {
-	n := len(agent.Session().History().Messages())
-	if n == 0 {
+// resumedNote says what the session already holds.
+func resumedNote(in sessions.Info) string {
+	if in.Messages == 0 {
 		return ""
 	}
-	note := fmt.Sprintf(" Session %s resumed with %d messages.", agent.Session().ID(), n)
-	return note + interruptedNote(agent)
+	note := fmt.Sprintf(" Session %s resumed with %d messages.", in.ID, in.Messages)
+	return note + interruptedNote(in)
 }
 
 // interruptedNote is the greeting's sentence about an interrupted last
 // turn, or "".
-func interruptedNote(agent agents.Agent) string {
-	text, ok := interruption(agent)
+func interruptedNote(in sessions.Info) string {
+	text, ok := interruption(in)
 	if !ok {
 		return ""
 	}
 	return " " + strings.ToUpper(text[:1]) + text[1:] + "."
+}
+
+// statusOf names what a session's agent does, as /agents shows it.
+func statusOf(in sessions.Info) string {
+	if in.Running {
+		return "running"
+	}
+	return "idle"
 }
 
 // colorful reports whether w is a terminal that takes escape sequences

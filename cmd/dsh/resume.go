@@ -61,7 +61,7 @@ func configuredAgent(recorded string) string {
 // the session it opens, as the agent's session: key (resumed, or created
 // under that id). Errors carry their exit code.
 func chooseSession(ctx stdctx.Context, h *host.Host, cfg *config.Config, f *runFlags) (config.AgentConfig, error) {
-	list, err := h.Sessions().List(ctx)
+	list, err := sessions.Service(h.Sessions()).List(ctx)
 	switch {
 	case errs.HasCode(err, session.NoPersistence):
 		return config.AgentConfig{}, &exitCode{code: exitUsage, err: noStoreError(flagName(f))}
@@ -147,28 +147,21 @@ func agentOfSession(cfg *config.Config, list []session.Summary, id, agentFlag st
 	return ac, nil
 }
 
-// openResumable opens the session of configured agent ac: its session:
+// openResumable ensures the session of configured agent ac: its session:
 // key is resumed when persisted and created under that id when not;
 // without one, a fresh session. resumed says whether a stored session was
 // continued.
-func openResumable(ctx stdctx.Context, h *host.Host, ac config.AgentConfig) (s *sessions.Session, resumed bool, err error) {
-	ctl := h.Sessions()
-	o := sessions.OpenOptions{Agent: ac.ID, AgentID: ac.ID, Source: cliSource}
-	if ac.Session != "" {
-		s, err := ctl.Resume(ctx, ac.Session, o)
-		switch {
-		case err == nil:
-			return s, true, nil
-		case errs.HasCode(err, session.NoPersistence):
-			return nil, false, errs.Wrap(host.StartFailed, err, fmt.Sprintf(
-				"agent %q names session %q, which needs a persistence plugin; add a plugin entry such as use: session.jsonl, or remove session:", ac.ID, ac.Session))
-		case !errs.HasCode(err, session.NotFound):
-			return nil, false, err
-		}
-		o.SessionID = ac.Session
+func openResumable(ctx stdctx.Context, svc sessions.Service, ac config.AgentConfig) (in sessions.Info, resumed bool, err error) {
+	o := sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: ac.ID, AgentID: ac.ID, SessionID: ac.Session, Source: cliSource}}
+	if ac.Session == "" {
+		o.Mode = sessions.EnsureCreate
 	}
-	s, err = ctl.Open(ctx, o)
-	return s, false, err
+	in, err = svc.Ensure(ctx, o)
+	if errs.HasCode(err, session.NoPersistence) {
+		return in, false, errs.Wrap(host.StartFailed, err, fmt.Sprintf(
+			"agent %q names session %q, which needs a persistence plugin; add a plugin entry such as use: session.jsonl, or remove session:", ac.ID, ac.Session))
+	}
+	return in, in.How == sessions.HowResumed, err
 }
 
 // openFailure gives a failed open its exit code and a message that says
@@ -190,13 +183,13 @@ func openFailure(ac config.AgentConfig, err error) error {
 // reportOpened starts a --json stream with one "session/opened" line: the
 // session's id (session_id, as in the closing "session/usage" line), the
 // configured agent, and whether a stored session was resumed.
-func reportOpened(s *sessions.Session, agent string, resumed bool, out io.Writer) {
+func reportOpened(s sessions.Info, agent string, resumed bool, out io.Writer) {
 	b, err := json.Marshal(struct {
 		Type      string `json:"type"`
 		SessionID string `json:"session_id"`
 		Agent     string `json:"agent"`
 		Resumed   bool   `json:"resumed"`
-	}{"session/opened", s.ID(), agent, resumed})
+	}{"session/opened", s.ID, agent, resumed})
 	if err == nil {
 		out.Write(append(b, '\n'))
 	}

@@ -9,18 +9,19 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/agentloop"
-	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
 	"github.com/spf13/cobra"
 )
 
@@ -155,28 +156,28 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		stop := watch(h, opts, time.Second/2)
 		defer stop()
 	}
-	s, resumed, err := openResumable(stdctx.Background(), h, ac)
+	svc := sessions.Service(h.Sessions())
+	info, resumed, err := openResumable(stdctx.Background(), svc, ac)
 	if err != nil {
 		return openFailure(ac, err)
 	}
-	cur := newCurrent(cfg, ac, s)
+	cur := newCurrent(svc, cfg, ac, info)
 	defer func() {
 		// Closing the session ends its agent: its turn, its closing
 		// turn/end on disk. A failure there fails the run.
 		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 		defer cancel()
-		if err := cur.get().Detach(ctx); err != nil {
+		if err := svc.Close(ctx, cur.id()); err != nil && !errs.HasCode(err, sessions.NotFound) {
 			fmt.Fprintln(stderr, "dsh: shutdown:", err)
 			if runErr == nil {
 				runErr = &exitCode{code: exitError}
 			}
 		}
 	}()
-	agent := s.Agent()
 	if f.approvals.yolo {
 		fmt.Fprintln(stderr, "dsh: warning: --yolo: every tool call a policy asks about runs without asking; deny rules still hold")
 	}
-	warnUnknownAllow(h, agent.ID(), f.approvals, stderr)
+	warnUnknownAllow(h, info.AgentID, f.approvals, stderr)
 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
@@ -201,19 +202,19 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		defer catchSIGPIPE()()
 		out := newCutWriter(stdout)
 		if f.json {
-			reportOpened(s, ac.ID, resumed, out)
+			reportOpened(info, ac.ID, resumed, out)
 		}
-		code := headless(h, s, prompt, parts, f.json, f.echo, f.approvals, out, stderr, signals)
-		reportSessionID(s.ID(), stored, stderr)
-		reportUsage(h.Config(), ac, s, f.json, out, stderr)
-		reportCut(out, stderr, s.ID())
+		code := headless(h, svc, info, prompt, parts, f.json, f.echo, f.approvals, out, stderr, signals)
+		reportSessionID(info.ID, stored, stderr)
+		reportUsage(h.Config(), ac, svc, info.ID, f.json, out, stderr)
+		reportCut(out, stderr, info.ID)
 		if code != exitOK {
 			return &exitCode{code: code}
 		}
 		return nil
 	}
 	defer func() {
-		reportSessionID(cur.get().ID(), persists(h.Config()), stderr)
+		reportSessionID(cur.id(), persists(h.Config()), stderr)
 		reportSessionUsage(h, cur, stderr)
 	}()
 	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals, f.echo)
@@ -231,8 +232,8 @@ func (s syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// tracker follows one agent's session: it renders events and tells when
-// the turn of a given message ended.
+// tracker renders one session's stream: its durable events and, for the
+// text output, the chunks of the answer being streamed.
 type tracker struct {
 	out, diag io.Writer
 	json      bool
@@ -241,88 +242,134 @@ type tracker struct {
 	// echo bounds what is shown of a call's arguments and result: a model
 	// may send a megabyte of arguments, a tool may answer with as much.
 	echo int
+	// turnEnded, when set, is signalled at every turn's end.
+	turnEnded chan<- struct{}
 
 	mu       sync.Mutex
-	turnOf   map[string]int        // message id → turn
-	ended    map[int]session.Event // turn → its turn/end
 	running  bool
+	last     int64 // the seq of the last event rendered
 	changed  chan struct{}
 	lastText byte
 	thinking bool // a reasoning line is open on diag
+	// The message being streamed: its id, the index of the next chunk
+	// and how much of its text is on the screen, so a snapshot after a
+	// re-attach prints only what was missed.
+	streaming string
+	nextChunk int
+	shown     int
 }
 
 func newTracker(out, diag io.Writer, jsonOut bool) *tracker {
-	return &tracker{out: out, diag: diag, json: jsonOut, echo: defaultEcho, turnOf: map[string]int{}, ended: map[int]session.Event{}, changed: make(chan struct{})}
+	return &tracker{out: out, diag: diag, json: jsonOut, echo: defaultEcho, changed: make(chan struct{})}
 }
 
-// follow subscribes t to the agent's session events and, for the text
-// output, to its stream chunks, which are not session events.
-func (t *tracker) follow(agent agents.Agent) (off func(), err error) {
-	offLog, err := session.EventAppended.On(agent.Context(), t.listen)
-	if err != nil || t.json {
-		return offLog, err
+// update renders one update of the stream.
+func (t *tracker) update(u sessions.Update) {
+	switch u.Kind {
+	case live.KindEvent:
+		t.event(*u.Event)
+	case live.KindChunk:
+		if !t.json {
+			t.chunk(u.Chunk)
+		}
+	case live.KindSnapshot:
+		if !t.json {
+			t.snapshot(u.Snapshot)
+		}
 	}
-	offChunks, err := agentloop.EventStreamChunk.On(agent.Context(), t.chunk)
-	if err != nil {
-		offLog()
-		return nil, err
-	}
-	offCompact, err := followCompactions(agent, t.diag)
-	if err != nil {
-		offChunks()
-		offLog()
-		return nil, err
-	}
-	return func() { offCompact(); offChunks(); offLog() }, nil
 }
 
 // chunk streams the answer to out and the reasoning to diag.
-func (t *tracker) chunk(_ stdctx.Context, c agentloop.StreamChunk) error {
-	if c.Chunk.Text == "" {
-		return nil
+func (t *tracker) chunk(c live.Chunk) {
+	t.mu.Lock()
+	if c.MessageID != t.streaming {
+		t.streaming, t.nextChunk, t.shown = c.MessageID, 0, 0
 	}
-	switch c.Chunk.Kind {
+	if c.Index < t.nextChunk {
+		t.mu.Unlock()
+		return
+	}
+	t.nextChunk = c.Index + 1
+	if c.Chunk.Kind == llm.ChunkText {
+		t.shown += len(c.Chunk.Text)
+	}
+	t.mu.Unlock()
+	t.show(c.Chunk)
+}
+
+// snapshot prints what a re-attached stream missed of the message being
+// streamed: the text beyond what is on the screen.
+func (t *tracker) snapshot(s *live.Snapshot) {
+	t.mu.Lock()
+	if s.MessageID != t.streaming {
+		t.streaming, t.nextChunk, t.shown = s.MessageID, 0, 0
+	}
+	missed := ""
+	if s.Next > t.nextChunk && len(s.Message.Content) > t.shown {
+		missed = s.Message.Content[t.shown:]
+		t.shown = len(s.Message.Content)
+	}
+	t.nextChunk = max(t.nextChunk, s.Next)
+	t.mu.Unlock()
+	t.show(llm.Chunk{Kind: llm.ChunkText, Text: missed})
+}
+
+func (t *tracker) show(c llm.Chunk) {
+	if c.Text == "" {
+		return
+	}
+	switch c.Kind {
 	case llm.ChunkText:
 		// On a terminal both streams share the screen: the answer starts
 		// on a line of its own, below the reasoning.
 		t.endReasoning()
-		io.WriteString(t.out, c.Chunk.Text)
+		io.WriteString(t.out, c.Text)
 		t.mu.Lock()
-		t.lastText = c.Chunk.Text[len(c.Chunk.Text)-1]
+		t.lastText = c.Text[len(c.Text)-1]
 		t.mu.Unlock()
 	case llm.ChunkReasoning:
-		t.reasoning(c.Chunk.Text)
+		t.reasoning(c.Text)
 	}
-	return nil
 }
 
-func (t *tracker) listen(_ stdctx.Context, a session.Appended) error {
-	e := a.Event
+func (t *tracker) event(e session.Event) {
 	if t.json {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
+		if b, err := json.Marshal(e); err == nil {
+			t.out.Write(append(b, '\n'))
 		}
-		t.out.Write(append(b, '\n'))
 	} else {
 		t.render(e)
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	switch e.Type {
 	case session.TurnStart:
 		t.running = true
-	case session.UserMessage, session.SteeringMessage:
-		if e.Message != nil {
-			t.turnOf[e.Message.ID] = e.Turn
-		}
 	case session.TurnEnd:
 		t.running = false
-		t.ended[e.Turn] = e
 	}
+	t.last = e.Seq
 	close(t.changed)
 	t.changed = make(chan struct{})
-	return nil
+	t.mu.Unlock()
+	if e.Type == session.TurnEnd && t.turnEnded != nil {
+		select {
+		case t.turnEnded <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// seen is the seq of the last event rendered; next closes at the next.
+func (t *tracker) seen() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+func (t *tracker) next() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.changed
 }
 
 func (t *tracker) render(e session.Event) {
@@ -424,111 +471,101 @@ func oneLine(s string, n int) string {
 // defaultEcho is --echo-bytes unset.
 const defaultEcho = 200
 
-// endOf returns the turn/end of the turn that took message id, if it ended.
-func (t *tracker) endOf(id string) (session.Event, bool, <-chan struct{}) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	turn, started := t.turnOf[id]
-	if started {
-		if e, ok := t.ended[turn]; ok {
-			return e, true, t.changed
-		}
-	}
-	return session.Event{}, false, t.changed
-}
-
 func (t *tracker) busy() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.running
 }
 
-// headless sends one prompt and waits for its turn to end.
-func headless(h *host.Host, s *sessions.Session, text string, parts []llm.Part, jsonOut bool, echo int, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+// headless sends one prompt and waits for the recorded outcome of its
+// turn, rendering the session's stream meanwhile.
+func headless(h *host.Host, svc sessions.Service, info sessions.Info, text string, parts []llm.Part, jsonOut bool, echo int, flags approvalFlags, stdout, stderr io.Writer, signals <-chan os.Signal) int {
 	var mu sync.Mutex
 	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	t := newTracker(out, diag, jsonOut)
 	t.echo = echo
 	t.dim = colorful(stderr)
-	agent := s.Agent()
-	off, err := t.follow(agent)
+	reportInterrupted(info, jsonOut, out, diag)
+	var answer approval.Answerer
+	if answers(h) {
+		answer = headlessAnswerer(flags, approvalNotifier(jsonOut, out, diag))
+	}
+	f, err := follow(svc, info.ID, t, answer)
 	if err != nil {
-		fmt.Fprintln(stderr, "dsh:", err)
+		fmt.Fprintf(stderr, "dsh: session %s: cannot follow it: %v\n", info.ID, err)
 		return exitError
 	}
-	defer off()
-	reportInterrupted(agent, jsonOut, out, diag)
-	detach, err := attachAnswerer(h, agent.ID(), headlessAnswerer(flags, approvalNotifier(jsonOut, out, diag)))
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh: agent %s: cannot attach the headless approval answerer: %v\n", agent.ID(), err)
-		return exitError
+	defer f.stop()
+	if !jsonOut {
+		off, err := followCompactions(h, info.AgentID, diag)
+		if err != nil {
+			fmt.Fprintln(stderr, "dsh:", err)
+			return exitError
+		}
+		defer off()
 	}
-	defer detach()
 
-	type delivered struct {
-		id  string
-		err error
+	type result struct {
+		turn sessions.Turn
+		res  sessions.TurnResult
+		err  error
 	}
-	done := make(chan delivered, 1)
+	done := make(chan result, 1)
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	defer cancel()
+	var accepted atomic.Bool
 	go func() {
-		id, err := prompt(ctx, s, agentcontroller.Followup, text, parts)
-		done <- delivered{id, err}
+		turn, err := prompt(ctx, svc, info.ID, false, text, parts)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		accepted.Store(true)
+		res, err := turn.Wait(ctx)
+		done <- result{turn, res, err}
 	}()
 
-	var id string
 	interrupted := false
-	for id == "" {
+	for {
 		select {
-		case d := <-done:
-			if d.err != nil {
-				if refused(d.err, diag, "") {
-					return exitRefused
-				}
+		case r := <-done:
+			switch {
+			case r.err != nil && refused(r.err, diag, ""):
+				return exitRefused
+			case r.err != nil && interrupted:
+				return exitInterrupted
+			case r.err != nil:
+				fmt.Fprintln(diag, "dsh:", r.err)
+				return exitError
+			}
+			// What the outcome names is shown before the run ends.
+			seq := r.res.Seq
+			if r.res.End != nil {
+				seq = r.res.End.Seq
+			}
+			f.until(seq, 5*time.Second)
+			if r.res.End == nil {
+				// Dropped by a cancel (a turn that had not started
+				// never ends), refused or expired while it waited.
 				if interrupted {
 					return exitInterrupted
 				}
-				fmt.Fprintln(diag, "dsh:", d.err)
 				return exitError
 			}
-			id = d.id
+			return exitFor(*r.res.End, interrupted)
 		case <-signals:
 			if interrupted {
 				return exitInterrupted
 			}
 			interrupted = true
-			cancel()
-		}
-	}
-	for {
-		e, ok, changed := t.endOf(id)
-		if ok {
-			return exitFor(e, interrupted)
-		}
-		select {
-		case <-changed:
-		case <-signals:
-			if interrupted {
-				return exitInterrupted
+			if !accepted.Load() {
+				// Still in admission (held): abandon the delivery.
+				cancel()
+				continue
 			}
-			interrupted = true
-			// A turn that had not started is dropped and never ends.
-			go func() {
-				s.Cancel(sessions.WithActor(stdctx.Background(), "Ctrl-C in dsh run"))
-				t.mu.Lock()
-				close(t.changed)
-				t.changed = make(chan struct{})
-				t.mu.Unlock()
-			}()
-		}
-		if interrupted && agent.Status() != agents.StatusRunning {
-			if e, ok, _ := t.endOf(id); ok {
-				return exitFor(e, true)
-			}
-			if agent.Pending() == 0 && agent.Status() == agents.StatusIdle {
-				return exitInterrupted
-			}
+			// Cancel the session's turn; the prompt's outcome (its turn
+			// aborted, or dropped) still comes through Wait.
+			go svc.Cancel(sessions.WithActor(stdctx.Background(), "Ctrl-C in dsh run"), info.ID)
 		}
 	}
 }
@@ -553,13 +590,13 @@ func exitFor(end session.Event, interrupted bool) int {
 // "session/interrupted" line on stdout ahead of the session events. It
 // carries the id under "session_id" like the other session/ lines, and
 // under "session" as it did first, for the scripts that read it there.
-func reportInterrupted(agent agents.Agent, jsonOut bool, out, diag io.Writer) {
-	in, ok := agent.Session().Interrupted()
-	if !ok {
+func reportInterrupted(info sessions.Info, jsonOut bool, out, diag io.Writer) {
+	in := info.Interrupted
+	if in == nil {
 		return
 	}
 	if jsonOut {
-		line := map[string]any{"type": "session/interrupted", "session": agent.Session().ID(), "session_id": agent.Session().ID(), "turn": in.Turn}
+		line := map[string]any{"type": "session/interrupted", "session": info.ID, "session_id": info.ID, "turn": in.Turn}
 		if in.HasPrompt {
 			line["prompt"] = in.Prompt
 		}
@@ -568,19 +605,19 @@ func reportInterrupted(agent agents.Agent, jsonOut bool, out, diag io.Writer) {
 		}
 		return
 	}
-	text, _ := interruption(agent)
+	text, _ := interruption(info)
 	fmt.Fprintf(diag, "dsh: %s\n", text)
 }
 
 // interruption says that the resumed session's last turn was interrupted
 // and which prompt it held; ok is false when it was not.
-func interruption(agent agents.Agent) (text string, ok bool) {
-	in, ok := agent.Session().Interrupted()
-	if !ok {
+func interruption(info sessions.Info) (text string, ok bool) {
+	in := info.Interrupted
+	if in == nil {
 		return "", false
 	}
 	if !in.HasPrompt {
-		return fmt.Sprintf("the last turn (%d) of session %s was interrupted before its prompt was recorded", in.Turn, agent.Session().ID()), true
+		return fmt.Sprintf("the last turn (%d) of session %s was interrupted before its prompt was recorded", in.Turn, info.ID), true
 	}
-	return fmt.Sprintf("the last turn (%d) of session %s was interrupted; its prompt was %q", in.Turn, agent.Session().ID(), in.Prompt.Content), true
+	return fmt.Sprintf("the last turn (%d) of session %s was interrupted; its prompt was %q", in.Turn, info.ID, in.Prompt.Content), true
 }

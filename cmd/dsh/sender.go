@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
 )
@@ -37,7 +36,7 @@ type sender struct {
 type outgoing struct {
 	text  string
 	parts []llm.Part
-	mode  agentcontroller.Mode
+	steer bool
 }
 
 func newSender(cur *current, diag io.Writer) *sender {
@@ -47,9 +46,9 @@ func newSender(cur *current, diag io.Writer) *sender {
 	return s
 }
 
-func (s *sender) enqueue(text string, parts []llm.Part, mode agentcontroller.Mode) {
+func (s *sender) enqueue(text string, parts []llm.Part, steer bool) {
 	s.mu.Lock()
-	s.queue = append(s.queue, outgoing{text, parts, mode})
+	s.queue = append(s.queue, outgoing{text, parts, steer})
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -102,7 +101,7 @@ func (s *sender) loop() {
 		s.mu.Unlock()
 
 		sess := s.cur.get()
-		_, err := prompt(s.ctx, sess, o.mode, o.text, o.parts)
+		_, err := prompt(s.ctx, s.cur.svc, sess.ID, o.steer, o.text, o.parts)
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -110,7 +109,7 @@ func (s *sender) loop() {
 		switch {
 		case err == nil, refused(err, s.diag, "> "):
 		case errs.HasCode(err, sessions.Closed):
-			fmt.Fprintf(s.diag, "dsh: agent %s is gone after a config reload; not sent: %s\n> ", sess.AgentID(), oneLine(o.text, 80))
+			fmt.Fprintf(s.diag, "dsh: agent %s is gone after a config reload; not sent: %s\n> ", sess.AgentID, oneLine(o.text, 80))
 		default:
 			fmt.Fprintf(s.diag, "dsh: %v\n> ", err)
 		}

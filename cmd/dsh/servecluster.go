@@ -9,8 +9,8 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
 )
@@ -55,7 +55,9 @@ func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hc
 	o := clusterOptions(m.cfg)
 	o.Sessions, o.API, o.Logger = h.Sessions(), api, log
 	o.Open, o.Claimed, o.CloseLocal = srv.ClaimOptions, srv.Adopt, srv.CloseOpen
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), o.LeaseTTL+o.ConnectTimeout)
+	// Room for the buckets' create-or-bind retries of hosts started
+	// together on a fresh cluster, and for an old presence to expire.
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), natsplugin.SetUpPatience+o.LeaseTTL+o.ConnectTimeout)
 	defer cancel()
 	c, err := cluster.Join(ctx, o)
 	if err != nil {
@@ -75,7 +77,7 @@ func (m *clusterMember) joined() (*cluster.Host, error) {
 
 // Prompt, Cancel and CloseSession route through the membership
 // (serve.Router).
-func (m *clusterMember) Prompt(ctx stdctx.Context, id string, mode agentcontroller.Mode, r sessions.PromptRequest) (string, error) {
+func (m *clusterMember) Prompt(ctx stdctx.Context, id string, mode sessions.Mode, r sessions.PromptRequest) (string, error) {
 	c, err := m.joined()
 	if err != nil {
 		return "", err

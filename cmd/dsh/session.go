@@ -7,11 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -19,12 +18,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// The CLI talks to its agent through the host's session controller: the
-// host starts none of the config's agents (host.Options.NoConfigAgents) and
-// dsh run opens the one it talks to, under its configured id.
+// The CLI talks to its session through the session service, like every
+// entry point: the host starts none of the config's agents
+// (host.Options.NoConfigAgents) and dsh run ensures the session it talks
+// to, its agent under its configured id. It follows the session's stream
+// (the live hub), never the agent's own events.
 
 // cliSource is who the CLI's prompts come from.
-var cliSource = agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}
+var cliSource = sessions.Source{Kind: sessions.SourceUser, RPCID: "cli"}
 
 // pickAgentConfig returns the configured agent id names, or the first one.
 func pickAgentConfig(cfg *config.Config, id string) (config.AgentConfig, error) {
@@ -42,23 +43,23 @@ func pickAgentConfig(cfg *config.Config, id string) (config.AgentConfig, error) 
 }
 
 // openSession opens the session of configured agent ac through the session
-// controller: its session: key is resumed when persisted and created under
+// service: its session: key is resumed when persisted and created under
 // that id when not, as the host did for the config's agents; without one,
 // a fresh session.
-func openSession(ctx stdctx.Context, h *host.Host, ac config.AgentConfig) (*sessions.Session, error) {
-	s, _, err := openResumable(ctx, h, ac)
-	return s, err
+func openSession(ctx stdctx.Context, svc sessions.Service, ac config.AgentConfig) (sessions.Info, error) {
+	in, _, err := openResumable(ctx, svc, ac)
+	return in, err
 }
 
-// prompt sends text, with the files attached to it, to the session with a
-// fresh request id.
-func prompt(ctx stdctx.Context, s *sessions.Session, mode agentcontroller.Mode, text string, parts []llm.Part) (string, error) {
+// prompt sends text, with the files attached to it, to session id with a
+// fresh request id; steer hands it to the running turn.
+func prompt(ctx stdctx.Context, svc sessions.Service, id string, steer bool, text string, parts []llm.Part) (sessions.Turn, error) {
 	r := sessions.PromptRequest{RequestID: "cli-" + uuid.NewString(), Content: text, Parts: parts, Source: cliSource}
 	// Both go through the agent controller's admission.
-	if mode == agentcontroller.Steer {
-		return s.Steer(ctx, r)
+	if steer {
+		return svc.Steer(ctx, id, r)
 	}
-	return s.Prompt(ctx, r)
+	return svc.Prompt(ctx, id, r)
 }
 
 // refused reports a refused prompt to diag (unless the refusing plugin
@@ -69,39 +70,58 @@ func refused(err error, diag io.Writer, suffix string) bool {
 		return false
 	}
 	if !r.Presented {
-		fmt.Fprintf(diag, "refused: %s\n%s", refusalText(err, agentcontroller.Refusal{Message: r.Message}), suffix)
+		fmt.Fprintf(diag, "refused: %s\n%s", refusalText(err, sessions.Refusal{Message: r.Message}), suffix)
 	}
 	return true
 }
 
-// approver attaches the terminal to the session's live hub as an approving
-// client and answers each question the hub asks with answer; a question
-// settled elsewhere (withdrawn, or answered by another client) cancels the
-// answer's ctx.
-type approver struct {
+// viewer reads one session's stream, as every client of a session does:
+// the tracker renders it, and each approval question goes to answer, whose
+// answer returns through the stream; a question settled elsewhere
+// (withdrawn, or answered by another client) cancels the answer's ctx. The
+// stream re-attaches itself when it falls behind.
+type viewer struct {
+	stream sessions.Stream
+	t      *tracker
 	cancel stdctx.CancelFunc
 	done   chan struct{}
 }
 
-func attachApprover(s *sessions.Session, answer approval.Answerer, diag io.Writer) (*approver, error) {
+// follow attaches to session id from its end: the terminal shows what
+// happens from now on, and answers approvals when answer is set.
+func follow(svc sessions.Service, id string, t *tracker, answer approval.Answerer) (*viewer, error) {
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
-	tab, err := s.Attach(ctx, sessions.AttachOptions{Approvals: true, Name: "terminal"})
+	st, err := svc.Attach(ctx, id, sessions.AttachOptions{FromEnd: true, Approvals: answer != nil, Name: "terminal"})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	a := &approver{cancel: cancel, done: make(chan struct{})}
-	go a.pump(ctx, s, tab, answer, diag)
-	return a, nil
+	f := &viewer{stream: st, t: t, cancel: cancel, done: make(chan struct{})}
+	go f.pump(ctx, answer)
+	return f, nil
 }
 
-// stop detaches the client and waits for the answers in flight to return.
-func (a *approver) stop() {
-	a.cancel()
-	<-a.done
+// stop detaches the stream and waits for the answers in flight to return.
+func (f *viewer) stop() {
+	f.cancel()
+	<-f.done
 }
 
-func (a *approver) pump(ctx stdctx.Context, s *sessions.Session, tab *sessions.Attachment, answer approval.Answerer, diag io.Writer) {
+// until waits, at most wait, for the stream to have rendered the event
+// at seq: a turn's end is recorded before the hub sends it (once durable).
+func (f *viewer) until(seq int64, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for f.t.seen() < seq && time.Now().Before(deadline) {
+		select {
+		case <-f.t.next():
+		case <-f.done:
+			return
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+}
+
+func (f *viewer) pump(ctx stdctx.Context, answer approval.Answerer) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	open := map[int64]stdctx.CancelFunc{}
@@ -111,35 +131,24 @@ func (a *approver) pump(ctx stdctx.Context, s *sessions.Session, tab *sessions.A
 			cancel()
 		}
 		mu.Unlock()
-		tab.Detach(stdctx.Background())
 		wg.Wait()
-		close(a.done)
+		_ = f.stream.Close()
+		close(f.done)
 	}()
-	client := host.Live(tab)
-	if client == nil {
-		return
-	}
 	for {
-		u, err := client.Next(ctx)
-		if errs.HasCode(err, live.Overflow) {
-			// Fell behind (a long answer): re-attach where it stopped;
-			// the new attachment is taken before the old one goes, so
-			// the session keeps an owner.
-			next, aerr := s.Attach(ctx, sessions.AttachOptions{AfterSeq: client.LastSeq(), Approvals: true, Name: "terminal"})
-			if aerr != nil {
-				fmt.Fprintf(diag, "dsh: the approval prompt lost its session: %v\n", aerr)
-				return
-			}
-			tab.Detach(stdctx.Background())
-			tab, client = next, host.Live(next)
-			continue
-		}
+		u, err := f.stream.Next(ctx)
 		if err != nil {
+			if ctx.Err() == nil && !errs.HasCode(err, live.HubClosed) {
+				fmt.Fprintf(f.t.diag, "dsh: the session's stream ended: %v\n", err)
+			}
 			return
 		}
 		switch u.Kind {
 		case live.KindQuestion:
-			q, c := u.Question, client
+			if answer == nil {
+				continue
+			}
+			q := u.Question
 			qctx, cancel := stdctx.WithCancel(ctx)
 			mu.Lock()
 			open[q.ID] = cancel
@@ -153,7 +162,7 @@ func (a *approver) pump(ctx stdctx.Context, s *sessions.Session, tab *sessions.A
 				mu.Unlock()
 				cancel()
 				if err == nil {
-					c.Answer(q.ID, ans)
+					_ = f.stream.Answer(q.ID, ans)
 				}
 			}()
 		case live.KindSettled:
@@ -162,6 +171,8 @@ func (a *approver) pump(ctx stdctx.Context, s *sessions.Session, tab *sessions.A
 				cancel()
 			}
 			mu.Unlock()
+		default:
+			f.t.update(u)
 		}
 	}
 }
@@ -170,15 +181,16 @@ func (a *approver) pump(ctx stdctx.Context, s *sessions.Session, tab *sessions.A
 // opened with; an interactive session replaces it when a reload changes
 // them, and the sender and shutdown read it.
 type current struct {
+	svc     sessions.Service
 	mu      sync.Mutex
-	s       *sessions.Session
+	info    sessions.Info
 	ac      config.AgentConfig
 	presets [][]config.Entry
 }
 
-func newCurrent(cfg *config.Config, ac config.AgentConfig, s *sessions.Session) *current {
-	c := &current{}
-	c.set(cfg, ac, s)
+func newCurrent(svc sessions.Service, cfg *config.Config, ac config.AgentConfig, in sessions.Info) *current {
+	c := &current{svc: svc}
+	c.set(cfg, ac, in)
 	return c
 }
 
@@ -190,16 +202,19 @@ func (c *current) workspace() string {
 	return c.ac.Workspace
 }
 
-func (c *current) get() *sessions.Session {
+// get returns what the session was opened as.
+func (c *current) get() sessions.Info {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.s
+	return c.info
 }
 
-func (c *current) set(cfg *config.Config, ac config.AgentConfig, s *sessions.Session) {
+func (c *current) id() string { return c.get().ID }
+
+func (c *current) set(cfg *config.Config, ac config.AgentConfig, in sessions.Info) {
 	presets := presetEntries(cfg, ac)
 	c.mu.Lock()
-	c.s, c.ac, c.presets = s, ac, presets
+	c.info, c.ac, c.presets = in, ac, presets
 	c.mu.Unlock()
 }
 

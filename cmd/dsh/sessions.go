@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/usage"
 	"github.com/spf13/cobra"
@@ -106,7 +107,7 @@ func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Ho
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: cmd.ErrOrStderr(), NoConfigAgents: true})
+	h, err := host.Start(storeOnly(cfg), host.Options{LogOutput: cmd.ErrOrStderr(), NoConfigAgents: true})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
@@ -129,6 +130,17 @@ func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Ho
 		return &exitCode{code: exitUsage, err: err}
 	}
 	return &exitCode{code: exitError, err: err}
+}
+
+// storeOnly is cfg with only what reading the stored sessions needs: the
+// root entries of plugins that store sessions. Model providers and the
+// rest are not started, so listing and showing sessions needs no API key,
+// and a provider that cannot start does not stop them.
+func storeOnly(cfg *config.Config) *config.Config {
+	return cfg.OnlyPlugins(func(e *config.Entry) bool {
+		info, ok := plugin.Lookup(e.Use)
+		return ok && info.SessionStore
+	})
 }
 
 func writeList(w io.Writer, list []session.Summary, jsonOut bool) error {

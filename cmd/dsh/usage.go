@@ -1,6 +1,7 @@
 package main
 
 import (
+	stdctx "context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,22 +25,23 @@ func usageOf(cfg *config.Config, ac config.AgentConfig, events []session.Event) 
 	return usage.SnapshotOf(acc)
 }
 
-// sessionUsage returns the usage of an open session.
-func sessionUsage(cfg *config.Config, ac config.AgentConfig, s *sessions.Session) usage.Snapshot {
-	return usageOf(cfg, ac, s.Agent().Session().Events(0))
+// sessionUsage returns the usage of an open session, from its history.
+func sessionUsage(cfg *config.Config, ac config.AgentConfig, svc sessions.Service, id string) usage.Snapshot {
+	evs, _ := svc.History(stdctx.Background(), id, 0)
+	return usageOf(cfg, ac, evs)
 }
 
 // reportUsage ends a dsh run: the usage of its last turn and of the whole
 // session, on diag as text, or with --json as one "session/usage" line on
 // out after the session events.
-func reportUsage(cfg *config.Config, ac config.AgentConfig, s *sessions.Session, jsonOut bool, out, diag io.Writer) {
-	u := sessionUsage(cfg, ac, s)
+func reportUsage(cfg *config.Config, ac config.AgentConfig, svc sessions.Service, id string, jsonOut bool, out, diag io.Writer) {
+	u := sessionUsage(cfg, ac, svc, id)
 	if jsonOut {
 		b, err := json.Marshal(struct {
 			Type      string `json:"type"`
 			SessionID string `json:"session_id"`
 			usage.Snapshot
-		}{"session/usage", s.ID(), u})
+		}{"session/usage", id, u})
 		if err == nil {
 			out.Write(append(b, '\n'))
 		}
@@ -78,10 +80,10 @@ func usageLines(u usage.Snapshot, step bool) string {
 // turn is running.
 func interactiveUsage(cfg *config.Config, cur *current, busy bool) string {
 	cur.mu.Lock()
-	ac, s := cur.ac, cur.s
+	ac, id := cur.ac, cur.info.ID
 	cur.mu.Unlock()
 	text := "no model calls yet in this session\n"
-	if u := sessionUsage(cfg, ac, s); u.Session.Steps > 0 {
+	if u := sessionUsage(cfg, ac, cur.svc, id); u.Session.Steps > 0 {
 		text = usageLines(u, true)
 	}
 	if !busy {
@@ -94,9 +96,9 @@ func interactiveUsage(cfg *config.Config, cur *current, busy bool) string {
 // session it talked to last.
 func reportSessionUsage(h *host.Host, cur *current, diag io.Writer) {
 	cur.mu.Lock()
-	ac, s := cur.ac, cur.s
+	ac, id := cur.ac, cur.info.ID
 	cur.mu.Unlock()
-	if u := sessionUsage(h.Config(), ac, s); reported(u) {
+	if u := sessionUsage(h.Config(), ac, cur.svc, id); reported(u) {
 		u.Turn = nil
 		fmt.Fprint(diag, usageLines(u, false))
 	}

@@ -51,8 +51,8 @@ func main() {
 	}
 }
 
-// run starts a host from the YAML text, opens a session of the agent
-// through the session controller — the one way an embedding program, like
+// run starts a host from the YAML text, ensures a session of the agent
+// through the session service — the one way an embedding program, like
 // every entry point, reaches agents — and sends each prompt, printing the
 // tool results and the answer, or the refusal.
 func run(out io.Writer, yaml, agentID string, prompts []string) error {
@@ -67,32 +67,40 @@ func run(out io.Writer, yaml, agentID string, prompts []string) error {
 	defer h.Close(stdctx.Background())
 
 	ctx := stdctx.Background()
-	s, err := h.Sessions().Open(ctx, sessions.OpenOptions{Agent: agentID, AgentID: agentID})
+	var svc sessions.Service = h.Sessions()
+	in, err := svc.Ensure(ctx, sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: agentID, AgentID: agentID}})
 	if err != nil {
 		return err
 	}
-	defer s.Detach(ctx) // the last owner leaving closes the session
-	agent := s.Agent()
-	var answer strings.Builder
-	session.EventAppended.On(agent.Context(), func(_ stdctx.Context, a session.Appended) error {
-		switch a.Event.Type {
-		case session.ToolResult:
-			fmt.Fprintf(&answer, "[%s] ", a.Event.Message.Content)
-		case session.AssistantMessage:
-			answer.WriteString(a.Event.Message.Content)
-		}
-		return nil
-	})
+	defer svc.Close(ctx, in.ID)
 	for i, p := range prompts {
-		answer.Reset()
-		_, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: fmt.Sprintf("example-%d", i), Content: p})
+		turn, err := svc.Prompt(ctx, in.ID, sessions.PromptRequest{RequestID: fmt.Sprintf("example-%d", i), Content: p})
 		if r, refused := sessions.RejectionOf(err); refused {
 			fmt.Fprintf(out, "%q refused (%s): %s\n", p, r.Reason, r.Message)
 			continue
 		} else if err != nil {
 			return err
 		}
-		agent.WhenIdle(ctx)
+		// The turn's recorded outcome, then what it recorded: the tool
+		// results and the answer.
+		res, err := turn.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		evs, err := svc.History(ctx, in.ID, res.Seq)
+		if err != nil {
+			return err
+		}
+		var answer strings.Builder
+		for _, e := range evs {
+			switch {
+			case e.Turn != res.Turn:
+			case e.Type == session.ToolResult:
+				fmt.Fprintf(&answer, "[%s] ", e.Message.Content)
+			case e.Type == session.AssistantMessage:
+				answer.WriteString(e.Message.Content)
+			}
+		}
 		fmt.Fprintf(out, "%q answered: %s\n", p, answer.String())
 	}
 	return nil

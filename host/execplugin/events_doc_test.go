@@ -123,7 +123,7 @@ agents:
 		t.Fatal(err)
 	}
 	defer s.Detach(ctx)
-	a := s.Agent()
+	a := s.UnportedAgent()
 	svc, err := approval.Key.Get(a.Context())
 	if err != nil {
 		t.Fatal(err)

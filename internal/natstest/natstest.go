@@ -86,6 +86,16 @@ var clusters atomic.Int64
 // test ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	c := Boot(t, n)
+	c.WaitReady()
+	return c
+}
+
+// Boot starts a cluster of n JetStream servers and returns at once, as an
+// operator's start script does: clients may reach it before it elected
+// its meta leader.
+func Boot(t testing.TB, n int) *Cluster {
+	t.Helper()
 	if n < 1 {
 		t.Fatalf("natstest: a cluster of %d nodes; start at least one", n)
 	}
@@ -123,7 +133,6 @@ func Start(t testing.TB, n int) *Cluster {
 	for i := range c.nodes {
 		c.boot(i)
 	}
-	c.WaitReady()
 	return c
 }
 

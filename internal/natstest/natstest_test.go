@@ -116,3 +116,27 @@ func TestAFrozenProxyStallsAClientWithoutDisconnecting(t *testing.T) {
 		t.Fatalf("through the thawed proxy: %v", err)
 	}
 }
+
+// TestProcsFormAJetStreamCluster: nats-server processes built from the
+// module cache form a cluster that keeps an R3 stream.
+func TestProcsFormAJetStreamCluster(t *testing.T) {
+	p := natstest.StartProcs(t, 3)
+	js := natstest.JetStream(t, p.URLs())
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.ReadyTimeout)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.CreateOrUpdateStream(actx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3})
+		acancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%v\n%s", err, p.Logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := js.Publish(ctx, "r3.x", []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -39,6 +39,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/protect"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
@@ -108,6 +109,17 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	if _, err := EventList.On(ctx, func(c stdctx.Context, l Listing, next waterfall.Next[Listing, []Command]) ([]Command, error) {
 		rest, err := next.Call(c, l)
 		return append(p.commands(l.Agent), rest...), err
+	}); err != nil {
+		return err
+	}
+	// Every entry answers the session's question with the whole list
+	// (List gathers all entries), so the first to hear it ends it.
+	if _, err := sessions.EventCommands.On(ctx, func(c stdctx.Context, q sessions.CommandsQuery, _ waterfall.Next[sessions.CommandsQuery, []sessions.PromptCommand]) ([]sessions.PromptCommand, error) {
+		var out []sessions.PromptCommand
+		for _, cmd := range List(c, q.Agent) {
+			out = append(out, sessions.PromptCommand{Name: cmd.Name, Description: cmd.Description, ArgumentHint: cmd.ArgumentHint})
+		}
+		return out, nil
 	}); err != nil {
 		return err
 	}

@@ -12,8 +12,6 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
-	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
@@ -101,18 +99,18 @@ var statuses = map[errs.Code]int{
 	sessions.NotFound:       http.StatusNotFound,
 	session.SessionLocked:   http.StatusConflict,
 	session.SessionExists:   http.StatusConflict,
-	agents.AgentExists:      http.StatusConflict,
+	sessions.AgentExists:    http.StatusConflict,
 	sessions.Closed:         http.StatusConflict,
 	live.QuestionClosed:     http.StatusConflict,
 	session.NoPersistence:   http.StatusConflict,
 	sessions.PromptRejected: http.StatusUnprocessableEntity,
 	// A retry of a message that was dropped: the request id is spent.
-	agentcontroller.MessageDropped: http.StatusConflict,
-	BodyTooLarge:                   http.StatusRequestEntityTooLarge,
-	sessions.Stopped:               http.StatusServiceUnavailable,
-	host.Closed:                    http.StatusServiceUnavailable,
-	ShuttingDown:                   http.StatusServiceUnavailable,
-	errs.ContextInactive:           http.StatusServiceUnavailable,
+	sessions.MessageDropped: http.StatusConflict,
+	BodyTooLarge:            http.StatusRequestEntityTooLarge,
+	sessions.Stopped:        http.StatusServiceUnavailable,
+	host.Closed:             http.StatusServiceUnavailable,
+	ShuttingDown:            http.StatusServiceUnavailable,
+	errs.ContextInactive:    http.StatusServiceUnavailable,
 }
 
 // From turns what a service returned into a Body, keeping its code,
@@ -144,7 +142,7 @@ func From(err error, own map[errs.Code]int) *Body {
 	out := &Body{Status: status, Code: code, Reason: errs.ReasonOf(err), Message: err.Error()}
 	if e, ok := errors.AsType[*errs.Error](err); ok {
 		out.Message = e.Message
-		if e.Code == agentcontroller.MessageDropped {
+		if e.Code == sessions.MessageDropped {
 			out.Outcome = outcomeOf(e.Details)
 			out.RequestID = out.Outcome.RequestID
 		}

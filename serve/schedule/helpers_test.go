@@ -193,7 +193,7 @@ func (e *env) prompts(id string) []string {
 		return nil
 	}
 	var out []string
-	for _, ev := range s.Agent().Session().Events(1) {
+	for _, ev := range s.UnportedAgent().Session().Events(1) {
 		if ev.Type == session.UserMessage {
 			out = append(out, ev.Message.Content)
 		}

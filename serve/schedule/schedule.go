@@ -23,14 +23,15 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/serve/unattended"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/robfig/cron/v3"
 )
 
 // Options configure the scheduler.
 type Options struct {
-	Sessions *sessions.Controller
+	// Sessions is the session service the schedules deliver through: the host's
+	// controller, or one that forwards to the host that runs a session.
+	Sessions sessions.Service
 	// Config holds the schedules (serve.schedules) and the default agent.
 	Config *config.Config
 	// StateDir keeps the last runs (serve.state_dir, resolved by the
@@ -138,7 +139,7 @@ func prepare(cfg *config.Config, i int, sc config.ScheduleConfig) (*entry, error
 	return &entry{
 		name: sc.Name, sched: sched, prompt: tmpl, overlap: overlap, catchUp: sc.CatchUp,
 		target: unattended.Target{Agent: agent, Presets: sc.Presets, Session: sc.Session,
-			Source: agentcontroller.Source{Kind: agentcontroller.SourceSchedule, RPCID: "schedule:" + sc.Name}},
+			Source: sessions.Source{Kind: sessions.SourceSchedule, RPCID: "schedule:" + sc.Name}},
 	}, nil
 }
 
@@ -367,7 +368,7 @@ func (s *Scheduler) deliver(e *entry, t time.Time) {
 		// A catch-up of a run already decided is answered from its record:
 		// the outcome says refused, expired or dropped, and nothing ran.
 		s.log.Warn("the schedule's run was not delivered", "schedule", e.name, "request_id", id,
-			"outcome", agentcontroller.OutcomeOf(err), "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
+			"outcome", sessions.FateOf(err), "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
 		return
 	}
 	s.log.Info("schedule run delivered", "schedule", e.name, "request_id", id, "session", d.Session, "message_id", d.MessageID)

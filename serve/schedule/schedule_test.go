@@ -34,7 +34,7 @@ func TestRunsFireAtTheirScheduledTimes(t *testing.T) {
 	e.waitPrompts("sched-q", "quarter at 10:00", "quarter at 10:15")
 	s, _ := e.h.Sessions().Get("sched-q")
 	var ids []string
-	for _, ev := range s.Agent().Session().Events(1) {
+	for _, ev := range s.UnportedAgent().Session().Events(1) {
 		if ev.Type == session.UserMessage {
 			ids = append(ids, ev.RequestID)
 		}
@@ -178,7 +178,7 @@ func TestAToolNeedingApprovalIsRefusedInAScheduledTurn(t *testing.T) {
 	e.waitLog("schedule run ended", "schedule=quarter")
 	s, _ := e.h.Sessions().Get("sched-q")
 	var results []string
-	for _, ev := range s.Agent().Session().Events(1) {
+	for _, ev := range s.UnportedAgent().Session().Events(1) {
 		if ev.Type == session.ToolResult {
 			results = append(results, ev.Message.Content)
 		}

@@ -18,8 +18,6 @@ import (
 	"sync"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -40,7 +38,7 @@ type Target struct {
 	// opens a session under a fresh id.
 	Own string
 	// Source is who sends: its kind makes the turn unattended.
-	Source agentcontroller.Source
+	Source sessions.Source
 }
 
 // Delivery is a prompt that entered a session's inbox.
@@ -56,7 +54,7 @@ type Delivery struct {
 
 // Runner delivers prompts and owns the goroutines that follow their turns.
 type Runner struct {
-	sessions *sessions.Controller
+	sessions sessions.Service
 	log      *slog.Logger
 
 	// ctx ends when Close gives up waiting: the turns still running are
@@ -65,20 +63,16 @@ type Runner struct {
 	cancel stdctx.CancelFunc
 	turns  sync.WaitGroup
 
-	// openMu makes the opens of one fixed session take turns, so two
-	// deliveries at once do not both try to create it.
-	openMu sync.Mutex
-
 	mu     sync.Mutex
 	closed bool
 }
 
-// New returns a runner delivering through ctl.
-func New(ctl *sessions.Controller, log *slog.Logger) *Runner {
+// New returns a runner delivering through svc.
+func New(svc sessions.Service, log *slog.Logger) *Runner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{sessions: ctl, log: log}
+	r := &Runner{sessions: svc, log: log}
 	r.ctx, r.cancel = stdctx.WithCancel(stdctx.Background())
 	return r
 }
@@ -129,48 +123,39 @@ func (r *Runner) openOptions(t Target) sessions.OpenOptions {
 	return sessions.OpenOptions{Agent: t.Agent, Presets: t.Presets, Source: t.Source}
 }
 
-// deliverFresh opens a session for this one prompt; it closes after the
-// turn.
+// deliverFresh opens a session for this one prompt — under t.Own, resumed
+// when stored, or a fresh id — and closes it after the turn.
 func (r *Runner) deliverFresh(ctx stdctx.Context, t Target, req sessions.PromptRequest, started *bool) (Delivery, error) {
-	s, err := r.own(ctx, t)
+	o := r.openOptions(t)
+	o.SessionID = t.Own
+	in, err := r.sessions.Ensure(ctx, sessions.EnsureOptions{OpenOptions: o})
 	if err != nil {
 		return Delivery{}, err
 	}
-	msgID, err := s.Prompt(ctx, req)
+	turn, err := r.sessions.Prompt(ctx, in.ID, req)
 	if err != nil {
-		return Delivery{}, errors.Join(err, s.Detach(stdctx.WithoutCancel(ctx)))
+		return Delivery{}, errors.Join(err, r.sessions.Close(stdctx.WithoutCancel(ctx), in.ID))
 	}
 	done := make(chan struct{})
 	*started = true
-	go r.follow(s, req.RequestID, msgID, done, true)
-	return Delivery{Session: s.ID(), MessageID: msgID, Done: done}, nil
+	go r.follow(turn, done, true)
+	return Delivery{Session: in.ID, MessageID: turn.MessageID, Done: done}, nil
 }
 
-// own opens the session of one delivery: under a fresh id, or under
-// t.Own, resuming it when it is stored.
-func (r *Runner) own(ctx stdctx.Context, t Target) (*sessions.Session, error) {
-	o := r.openOptions(t)
-	if t.Own == "" {
-		return r.sessions.Open(ctx, o)
-	}
-	s, err := r.sessions.Resume(ctx, t.Own, o)
-	if errs.HasCode(err, session.NotFound) || errs.HasCode(err, session.NoPersistence) {
-		o.SessionID = t.Own
-		return r.sessions.Open(ctx, o)
-	}
-	return s, err
-}
-
-// deliverFixed prompts the target's own session, opening it when it is
-// not open here; a session closed between the two is opened again, once.
+// deliverFixed prompts the target's own session: joined when open here,
+// else resumed, else created under its id; it stays open (Ensure keeps it
+// running) until the server closes it. A session closed between the
+// ensure and the prompt is ensured again, once.
 func (r *Runner) deliverFixed(ctx stdctx.Context, t Target, req sessions.PromptRequest, started *bool) (Delivery, error) {
+	o := r.openOptions(t)
+	o.SessionID, o.KeepRunning = t.Session, true
 	for attempt := 0; ; attempt++ {
-		s, err := r.fixed(ctx, t)
+		in, err := r.sessions.Ensure(ctx, sessions.EnsureOptions{OpenOptions: o})
 		if err != nil {
 			return Delivery{}, err
 		}
-		msgID, err := s.Prompt(ctx, req)
-		if errs.HasCode(err, sessions.Closed) && attempt == 0 && !s.Open() {
+		turn, err := r.sessions.Prompt(ctx, in.ID, req)
+		if (errs.HasCode(err, sessions.Closed) || errs.HasCode(err, sessions.NotFound)) && attempt == 0 {
 			continue
 		}
 		if err != nil {
@@ -178,89 +163,43 @@ func (r *Runner) deliverFixed(ctx stdctx.Context, t Target, req sessions.PromptR
 		}
 		done := make(chan struct{})
 		*started = true
-		go r.follow(s, req.RequestID, msgID, done, false)
-		return Delivery{Session: s.ID(), MessageID: msgID, Done: done}, nil
+		go r.follow(turn, done, false)
+		return Delivery{Session: in.ID, MessageID: turn.MessageID, Done: done}, nil
 	}
 }
 
-// fixed returns the target's session open: the one open here, else the
-// persisted one resumed, else a new one under its id. It stays open when
-// nobody is attached (KeepRunning) until the server closes it.
-func (r *Runner) fixed(ctx stdctx.Context, t Target) (*sessions.Session, error) {
-	r.openMu.Lock()
-	defer r.openMu.Unlock()
-	if s, ok := r.sessions.Get(t.Session); ok && s.Open() {
-		return s, nil
-	}
-	o := r.openOptions(t)
-	o.KeepRunning = true
-	s, err := r.sessions.Resume(ctx, t.Session, o)
-	switch {
-	case err == nil:
-	case errs.HasCode(err, session.NotFound), errs.HasCode(err, session.NoPersistence):
-		// Nothing to resume: the session starts here, under its id
-		// (without persistence it lives as long as dsh serve).
-		o.SessionID = t.Session
-		if s, err = r.sessions.Open(ctx, o); err != nil {
-			return nil, err
-		}
-	case errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere):
-		// Another entry point opened it meanwhile.
-		if s, ok := r.sessions.Get(t.Session); ok {
-			return s, nil
-		}
-		return nil, err
-	default:
-		return nil, err
-	}
-	// KeepRunning holds it open; the runner need not stay an owner.
-	if err := s.Detach(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// follow waits until the agent has finished with the message, logs how
-// its turn ended, and closes a fresh session. Close's cancel ends the
-// wait by cancelling the turn.
-func (r *Runner) follow(s *sessions.Session, requestID, msgID string, done chan struct{}, fresh bool) {
+// follow waits for the recorded outcome of the turn, logs how it ended,
+// waits until the session is idle and closes a fresh session. Close's
+// cancel ends the wait by cancelling the turn.
+func (r *Runner) follow(turn sessions.Turn, done chan struct{}, fresh bool) {
 	defer r.turns.Done()
 	defer close(done)
-	agent := s.Agent()
-	err := agent.WhenIdle(r.ctx)
-	if err != nil {
+	res, err := turn.Wait(r.ctx)
+	if err == nil {
+		err = r.sessions.Idle(r.ctx, turn.Session)
+	}
+	if r.ctx.Err() != nil {
 		// Shutting down past its deadline: the turn is cancelled and
 		// the session still closed below, flushed.
-		if cerr := s.Cancel(stdctx.Background()); cerr != nil && !errs.HasCode(cerr, sessions.Closed) {
-			r.log.Warn("cancelling an unattended turn failed", "session", s.ID(), "request_id", requestID, "error", cerr)
+		if cerr := r.sessions.Cancel(stdctx.Background(), turn.Session); cerr != nil && !errs.HasCode(cerr, sessions.Closed) && !errs.HasCode(cerr, sessions.NotFound) {
+			r.log.Warn("cancelling an unattended turn failed", "session", turn.Session, "request_id", turn.RequestID, "error", cerr)
 		}
+		res, err = turn.Wait(stdctx.Background())
 	}
-	end := turnEndOf(agent.Session(), msgID)
-	r.log.Info("unattended turn ended", "session", s.ID(), "request_id", requestID, "message_id", msgID,
-		"reason", end.Reason, "error", end.Error)
+	reason, why := "not-run", ""
+	switch {
+	case err != nil:
+		reason, why = "unknown", err.Error()
+	case res.End != nil:
+		reason, why = res.End.Reason, res.End.Error
+	}
+	r.log.Info("unattended turn ended", "session", turn.Session, "request_id", turn.RequestID, "message_id", turn.MessageID,
+		"reason", reason, "error", why)
 	if fresh {
-		if err := s.Detach(stdctx.Background()); err != nil {
-			r.log.Error("closing the session of an unattended delivery failed", "session", s.ID(), "request_id", requestID, "error", err)
+		if err := r.sessions.Close(stdctx.Background(), turn.Session); err != nil && !errs.HasCode(err, sessions.NotFound) {
+			r.log.Error("closing the session of an unattended delivery failed", "session", turn.Session, "request_id", turn.RequestID, "error", err)
 		}
 	}
-}
-
-// turnEndOf finds the turn/end of the turn that took message msgID; the
-// zero Event when the message never ran (dropped by a cancel).
-func turnEndOf(log *session.Session, msgID string) session.Event {
-	if log == nil {
-		return session.Event{}
-	}
-	turn := -1
-	for _, e := range log.Events(1) {
-		switch {
-		case e.Message != nil && e.Message.ID == msgID && (e.Type == session.UserMessage || e.Type == session.SteeringMessage):
-			turn = e.Turn
-		case e.Type == session.TurnEnd && e.Turn == turn:
-			return e
-		}
-	}
-	return session.Event{Reason: "not-run"}
 }
 
 // Close refuses new deliveries and waits until every turn followed has

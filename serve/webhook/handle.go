@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	stdctx "context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -68,14 +68,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // it was accepted, from the log of its session while that is open here:
 // the memory holds the first answer, the log what became of it.
 func (h *Handler) droppedSince(first accepted) error {
-	s, ok := h.sessions.Get(first.Session)
-	if !ok {
+	o, ok, err := h.sessions.Outcome(stdctx.Background(), first.Session, first.RequestID)
+	if err != nil || !ok || o.Outcome != sessions.FateDropped {
+		// Not open here (nothing to read), or not dropped.
 		return nil
 	}
-	if ev, dropped := s.Agent().Session().Dropped(first.RequestID); dropped {
-		return agentcontroller.DroppedError(s.AgentID(), ev)
+	in, err := h.sessions.Info(stdctx.Background(), first.Session)
+	if err != nil {
+		return nil
 	}
-	return nil
+	return sessions.DroppedError(in.AgentID, o)
 }
 
 // deliver renders and delivers one delivery the caller claimed.

@@ -161,7 +161,7 @@ func (e *env) events(id string) []session.Event {
 	if !ok {
 		e.t.Fatalf("session %q is not open", id)
 	}
-	return s.Agent().Session().Events(1)
+	return s.UnportedAgent().Session().Events(1)
 }
 
 // of returns the events of type typ.

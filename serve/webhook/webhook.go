@@ -20,13 +20,14 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/serve/unattended"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // Options configure the webhooks handler.
 type Options struct {
-	Sessions *sessions.Controller
+	// Sessions is the session service the webhooks deliver through: the host's
+	// controller, or one that forwards to the host that runs a session.
+	Sessions sessions.Service
 	// Config holds the webhooks (serve.webhooks) and the defaults they
 	// fall back on (serve.agent, serve.max_body_bytes).
 	Config *config.Config
@@ -58,7 +59,7 @@ type Handler struct {
 	log      *slog.Logger
 	seen     *dedupe
 	now      func() time.Time
-	sessions *sessions.Controller
+	sessions sessions.Service
 }
 
 // DefaultSignatureHeader carries the signature unless a webhook names
@@ -139,7 +140,7 @@ func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv fun
 	return &hook{
 		name: name, secret: key, header: header, standard: standard, maxBody: maxBody, prompt: tmpl,
 		target: unattended.Target{Agent: agent, Presets: w.Presets, Session: w.Session,
-			Source: agentcontroller.Source{Kind: agentcontroller.SourceWebhook, RPCID: "webhook:" + name}},
+			Source: sessions.Source{Kind: sessions.SourceWebhook, RPCID: "webhook:" + name}},
 	}, nil
 }
 

@@ -150,7 +150,7 @@ func TestConcurrentDeliveriesShareTheFixedSession(t *testing.T) {
 	}
 	waitUntil(t, "every delivery ran", func() bool {
 		s, _ := e.h.Sessions().Get("hooks-push")
-		return s.Agent().Status() == "idle" && len(of(e.events("hooks-push"), session.UserMessage)) >= n
+		return s.UnportedAgent().Status() == "idle" && len(of(e.events("hooks-push"), session.UserMessage)) >= n
 	})
 	if got := len(of(e.events("hooks-push"), session.UserMessage)); got != n {
 		t.Fatalf("%d prompts; want %d", got, n)

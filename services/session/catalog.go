@@ -53,6 +53,9 @@ type Summary struct {
 	Holder string `json:"holder,omitempty"`
 	// Size is the size of the stored log in bytes.
 	Size int64 `json:"size"`
+	// LastSeq is the seq of the last event stored, when the backend keeps
+	// it at hand (session.nats does); 0 otherwise.
+	LastSeq int64 `json:"last_seq,omitempty"`
 	// Error says why a corrupt session cannot be read.
 	Error string `json:"error,omitempty"`
 	// Parent is the session a subagent's session was made for (see

@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
 )
 
 // prepareParts is the Prepare of a prompt with parts: it stores them when
@@ -86,4 +87,46 @@ func releaseUnpersisted(store *attachments.Store, id string) error {
 		return nil
 	}
 	return store.ReleaseSession(id)
+}
+
+// Attachment returns the part of session id's log that names ref, with its
+// bytes; see Service.Attachment.
+func (c *Controller) Attachment(ctx stdctx.Context, id, ref string) (llm.Part, []byte, error) {
+	events, err := c.History(ctx, id, 0)
+	if err != nil {
+		return llm.Part{}, nil, err
+	}
+	p, ok := partOf(events, ref)
+	if !ok {
+		return llm.Part{}, nil, errs.New(attachments.NotFound, fmt.Sprintf("session %q has no attachment %s; its events list its parts with their refs", id, ref))
+	}
+	store := c.attach
+	if store == nil {
+		if s, open := c.Get(id); open {
+			store = s.storeOrNil()
+		}
+	}
+	if store == nil {
+		return llm.Part{}, nil, errs.New(attachments.NotFound, fmt.Sprintf("session %q: no attachments store holds %s; give the controller one (Options.Attachments)", id, ref))
+	}
+	data, err := store.Get(ref)
+	if err != nil {
+		return llm.Part{}, nil, err
+	}
+	return p, data, nil
+}
+
+// partOf finds the part of the log that names ref.
+func partOf(events []session.Event, ref string) (llm.Part, bool) {
+	for _, ev := range events {
+		if ev.Message == nil {
+			continue
+		}
+		for _, p := range ev.Message.Parts {
+			if p.Ref == ref {
+				return p, true
+			}
+		}
+	}
+	return llm.Part{}, false
 }

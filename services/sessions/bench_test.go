@@ -49,7 +49,7 @@ func BenchmarkSessionCycle(b *testing.B) {
 			if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r", Content: "hello"}); err != nil {
 				b.Fatal(err)
 			}
-			s.Agent().WhenIdle(stdctx.Background())
+			s.UnportedAgent().WhenIdle(stdctx.Background())
 			if err := s.Detach(stdctx.Background()); err != nil {
 				b.Fatal(err)
 			}

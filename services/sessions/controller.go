@@ -88,7 +88,9 @@ type Controller struct {
 	mu       sync.Mutex
 	stopped  bool
 	sessions map[string]*Session // open and closing sessions by id
-	opening  map[string]bool     // session ids being opened
+	// opening holds the session ids being opened; each channel closes
+	// when its open ends, waking the Ensures that wait to join it.
+	opening map[string]chan struct{}
 }
 
 // New returns a controller; Plugin is the usual way to get one. The caller
@@ -96,7 +98,7 @@ type Controller struct {
 func New(reg *agents.Registry, deliver *agentcontroller.Controller, opts Options) *Controller {
 	c := &Controller{registry: reg, deliver: deliver, opener: opts.Opener, catalog: opts.Catalog, newHub: opts.NewHub,
 		attach:   opts.Attachments,
-		sessions: map[string]*Session{}, opening: map[string]bool{}}
+		sessions: map[string]*Session{}, opening: map[string]chan struct{}{}}
 	if c.opener == nil {
 		c.opener = RegistryOpener{Registry: reg}
 	}
@@ -201,7 +203,7 @@ func (c *Controller) open(ctx stdctx.Context, o OpenOptions, resume bool) (_ *Se
 		c.mu.Unlock()
 		return nil, s.abandon(gone)
 	}
-	delete(c.opening, spec.SessionID)
+	c.endOpening(spec.SessionID)
 	c.sessions[spec.SessionID] = s
 	published = true
 	c.mu.Unlock()
@@ -243,19 +245,28 @@ func (c *Controller) reserve(id string) error {
 		return errs.New(session.SessionLocked, fmt.Sprintf(
 			"session %q is still closing in this session controller (an earlier Close ran out of time); call Close on it again to finish, then open it", id)).WithReason(ReasonClosingHere)
 	}
-	if _, open := c.sessions[id]; open || c.opening[id] {
+	if _, open := c.sessions[id]; open || c.opening[id] != nil {
 		return errs.New(session.SessionLocked, fmt.Sprintf(
 			"session %q is already open in this session controller; attach to it (Controller.Get) instead of opening it again", id)).WithReason(ReasonOpenHere)
 	}
-	c.opening[id] = true
+	c.opening[id] = make(chan struct{})
 	c.pending.Add(1)
 	return nil
 }
 
 func (c *Controller) unreserve(id string) {
 	c.mu.Lock()
-	delete(c.opening, id)
+	c.endOpening(id)
 	c.mu.Unlock()
+}
+
+// endOpening ends the open of id, waking who waits to join it; the caller
+// holds mu.
+func (c *Controller) endOpening(id string) {
+	if ch := c.opening[id]; ch != nil {
+		close(ch)
+		delete(c.opening, id)
+	}
 }
 
 // bound is ctx, also ended when the controller is disposed.
@@ -337,7 +348,7 @@ func (c *Controller) List(ctx stdctx.Context) ([]session.Summary, error) {
 func (c *Controller) Delete(ctx stdctx.Context, id string) error {
 	c.mu.Lock()
 	_, open := c.sessions[id]
-	opening := c.opening[id]
+	opening := c.opening[id] != nil
 	c.mu.Unlock()
 	if open || opening {
 		return errs.New(session.SessionLocked, fmt.Sprintf("session %q is open in this session controller; close it before deleting it", id)).WithReason(ReasonOpenHere)

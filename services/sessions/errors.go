@@ -6,6 +6,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
 )
 
 // Codes of the session controller. They are stable: clients on the other
@@ -39,6 +40,9 @@ const (
 	// ReasonControllerStopped goes with Closed when the agent controller
 	// stopped before the message entered the inbox.
 	ReasonControllerStopped = "sessions/agent-controller-stopped"
+	// ReasonClosedUndecided goes with Closed when Wait saw the session
+	// close before the request it waits for was decided.
+	ReasonClosedUndecided = "sessions/closed-undecided"
 )
 
 // closedReasonOf maps the agent controller's own refusals that mean "this
@@ -152,3 +156,17 @@ func closedErr(id string) *errs.Error {
 func stoppedErr() *errs.Error {
 	return errs.New(Stopped, "the session controller was disposed; nothing more can be opened through it")
 }
+
+// Codes of the layers below that entry points map (to an HTTP status, an
+// exit code), re-exported so that they need no agent package.
+const (
+	// MessageDropped: a retry of a request whose message a cancel or a
+	// close dropped (see DroppedError).
+	MessageDropped = agentcontroller.MessageDropped
+	// AgentExists: an agent id is taken by a live agent.
+	AgentExists = agents.AgentExists
+)
+
+// FateOf names the outcome a delivery error reports ("refused",
+// "expired", "dropped"), "" when it reports none.
+func FateOf(err error) Fate { return fateOfError(err) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
@@ -46,6 +47,14 @@ type Session struct {
 	// held is the opener's own ownership, which Detach gives up.
 	held     bool
 	outcomes ring
+
+	// watch follows the log for Wait; made by the first Wait (most
+	// sessions of a server are never waited on), under mu.
+	watch *watch
+	// The log's first event time and first prompt's title, once known.
+	created time.Time
+	title   string
+	titled  bool
 }
 
 func newSession(c *Controller, spec Spec, o OpenOptions, h *agents.Handle) *Session {
@@ -66,9 +75,17 @@ func (s *Session) AgentID() string { return s.agentID }
 // AgentName returns the configured agent (or template) the session runs.
 func (s *Session) AgentName() string { return s.agent }
 
-// Agent returns the live agent, to read its session log and follow its
-// events. Deliver to it through Prompt and Steer, never directly.
-func (s *Session) Agent() agents.Agent { return s.handle.Agent }
+// UnportedAgent returns the live agent. It is transitional: entry points
+// hold sessions, never agents, and use the Service (Info, History, Wait,
+// Attach, Cancel) instead. The callers left are the packages the second
+// wave ports (acp, cluster) and tests that drive an agent directly; the
+// architecture test (archtest) lists them, and the list only shrinks.
+func (s *Session) UnportedAgent() agents.Agent { return s.handle.Agent }
+
+// Log returns the session's in-memory log: local-only, for the cluster's
+// lease and fencing checks, which ask the store's lease of this copy. It
+// is not on the Service: another host's session has no log here.
+func (s *Session) Log() *session.Session { return s.handle.Agent.Session() }
 
 // Open reports whether the session still takes prompts.
 func (s *Session) Open() bool {
@@ -169,15 +186,18 @@ func (s *Session) Cancel(ctx stdctx.Context) error {
 type AttachOptions struct {
 	// AfterSeq is the last durable sequence number the client has; the
 	// hub replays the events after it.
-	AfterSeq int64
+	AfterSeq int64 `json:"after_seq,omitempty"`
 	// AfterNotice is the id of the last notice the client holds; the hub
 	// replays the retained notices after it.
-	AfterNotice int64
+	AfterNotice int64 `json:"after_notice,omitempty"`
 	// Approvals makes the client an answerer of the agent's approval
 	// questions (first answer wins among approving clients).
-	Approvals bool
+	Approvals bool `json:"approvals,omitempty"`
 	// Name identifies the client to the others ("answered by Name").
-	Name string
+	Name string `json:"name,omitempty"`
+	// FromEnd starts the stream after the last durable event, whatever
+	// AfterSeq says: for a client that wants what happens from now on.
+	FromEnd bool `json:"from_end,omitempty"`
 }
 
 // Attachment is one attached client: an owner of the session.
@@ -287,7 +307,11 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	}
 	s.mu.Lock()
 	s.state = stateClosed
+	w := s.watch
 	s.mu.Unlock()
+	if w != nil {
+		w.closed()
+	}
 	s.c.forget(s)
 	return errors.Join(disposed, err, releaseUnpersisted(store, s.id))
 }

@@ -94,18 +94,39 @@ func (s *store) lock(ctx stdctx.Context, sessionID string) (*writer, error) {
 	// sequence, not mixed into this writer's log.
 	last, err := s.lastSeq(ctx, subject)
 	var born uint64
+	var x indexEntry
+	var current bool
 	switch {
 	case err == nil && last == 0:
 		last, err = s.markOpen(ctx, subject, l.token)
 		born = last
+		// New: its open record is its log.
+		x, current = indexEntry{Born: born, Last: last, Msgs: 1}, true
 	case err == nil:
-		born, err = s.firstSeq(ctx, subject)
+		// The index names the log's first message when it is current;
+		// else it is asked of the stream, which scans for it.
+		if x, current, _ = s.entry(ctx, sessionID); current && x.Last == last && x.Born != 0 {
+			born = x.Born
+		} else {
+			current = false
+			born, err = s.firstSeq(ctx, subject)
+		}
 	}
 	if err != nil {
 		l.release()
 		return nil, err
 	}
 	wr := &writer{store: s, id: sessionID, subject: subject, lease: l, last: last, born: born}
+	wr.entry, wr.known = x, current
+	if last == born {
+		// Indexed now, so that a listing shows it before its first prompt.
+		wr.mu.Lock()
+		wr.reindex()
+		wr.mu.Unlock()
+	}
+	// Under the lease nobody else appends: the load that follows a lock
+	// (a resume) reads up to this end without asking for it again.
+	s.ends.Store(sessionID, last)
 	s.writers.Hold(sessionID, wr)
 	return wr, nil
 }
@@ -116,6 +137,13 @@ func (s *store) acquire(ctx stdctx.Context, key string) (*lease, error) {
 	value, _ := json.Marshal(LeaseRecord{Holder: s.holder, HostID: s.cfg.HostID, Since: time.Now().UTC()})
 	sent := time.Now()
 	rev, err := s.leases.Create(ctx, key, value)
+	for inFlight(err) && ctx.Err() == nil {
+		// Right after a release the server may still count the delete in
+		// flight (see publish): a moment later the create goes through.
+		time.Sleep(busyRetry)
+		sent = time.Now()
+		rev, err = s.leases.Create(ctx, key, value)
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		who := "another host"
 		if e, gerr := s.leases.Get(ctx, key); gerr == nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -41,7 +43,12 @@ type store struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	leases jetstream.KeyValue
-	holder string // who this process is, as a lease names it
+	index  jetstream.KeyValue // see index.go
+	// ends are the log ends read by lock, for the load that follows it.
+	ends sync.Map
+	// listing is the List in flight, which concurrent ones join.
+	listing listings
+	holder  string // who this process is, as a lease names it
 
 	// writers are the sessions this process holds, and those it adopted
 	// (opened without its lease; they lock on first use).
@@ -79,9 +86,32 @@ func (s *store) setUp() error {
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return errs.Wrap(Unreachable, err, "session.nats: cannot use JetStream on "+s.cfg.URL)
 	}
-	ctx, cancel := s.timeout(stdctx.Background())
-	defer cancel()
-	s.stream, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	ctx, t := stdctx.Background(), s.cfg.ConnectTimeout
+	// Hosts started together create the same stream and buckets at once:
+	// each is created or bound, and retried (Ensure).
+	s.stream, err = Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.Stream, error) {
+		return BindOrCreateStream(ctx, s.js, s.streamConfig())
+	})
+	if err != nil {
+		return errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"session.nats: cannot create or update the stream %q on %s within %s; is JetStream enabled on the server (nats-server -js), are replicas (%d) at most its cluster's size, and does the stream's config conflict with another one?", s.cfg.Stream, s.cfg.URL, SetUpPatience, s.cfg.Replicas))
+	}
+	s.leases, err = Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
+		return BindOrCreateKV(ctx, s.js, s.leaseConfig())
+	})
+	if err != nil {
+		return errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"session.nats: cannot create or update the lease bucket %q on %s", LeaseBucket(s.cfg.Stream), s.cfg.URL))
+	}
+	if _, err = Ensure(ctx, t, func(ctx stdctx.Context) (struct{}, error) { return struct{}{}, s.openIndex(ctx) }); err != nil {
+		return errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"session.nats: cannot open or build the session index %q on %s", IndexBucket(s.cfg.Stream), s.cfg.URL))
+	}
+	return nil
+}
+
+func (s *store) streamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
 		Name:        s.cfg.Stream,
 		Description: "dsh session logs, one subject per session",
 		Subjects:    []string{s.cfg.SubjectPrefix + ".>"},
@@ -92,12 +122,11 @@ func (s *store) setUp() error {
 		// log end read there is stale: a host taking a session over would
 		// be fenced on its first write, and a load could miss the last turn.
 		AllowDirect: false,
-	})
-	if err != nil {
-		return errs.Wrap(Unreachable, err, fmt.Sprintf(
-			"session.nats: cannot create or update the stream %q on %s; is JetStream enabled on the server (nats-server -js), and does the stream's config conflict with another one?", s.cfg.Stream, s.cfg.URL))
 	}
-	s.leases, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+}
+
+func (s *store) leaseConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
 		Bucket:      LeaseBucket(s.cfg.Stream),
 		Description: "dsh session leases: who writes each session",
 		TTL:         s.cfg.LeaseTTL,
@@ -106,12 +135,7 @@ func (s *store) setUp() error {
 		LimitMarkerTTL: s.cfg.LeaseTTL,
 		Replicas:       s.cfg.Replicas,
 		Storage:        jetstream.FileStorage,
-	})
-	if err != nil {
-		return errs.Wrap(Unreachable, err, fmt.Sprintf(
-			"session.nats: cannot create or update the lease bucket %q on %s", LeaseBucket(s.cfg.Stream), s.cfg.URL))
 	}
-	return nil
 }
 
 func (s *store) timeout(ctx stdctx.Context) (stdctx.Context, stdctx.CancelFunc) {
@@ -155,58 +179,134 @@ func (s *store) failed(err error, what string) error {
 // so there is no cut line to repair; a log that ends inside a turn is
 // closed by the sessions service on resume.
 func (s *store) Load(ctx stdctx.Context, sessionID string) ([]session.Event, error) {
-	events, _, err := s.read(ctx, sessionID)
-	return events, err
+	l, err := s.readLog(ctx, sessionID)
+	return l.events, err
 }
 
-// read returns the log and the agent named by its first message.
-func (s *store) read(ctx stdctx.Context, sessionID string) ([]session.Event, string, error) {
+// storedLog is a session's log as read from the stream.
+type storedLog struct {
+	events []session.Event
+	agent  string // named by the first event's message
+	// born and last are the stream sequences of its first and last
+	// messages; msgs counts them, the open record included.
+	born, last, msgs uint64
+}
+
+// readBatch is how many messages one pull of a log asks for.
+const readBatch = 512
+
+// readerIdle is how long the server keeps a log's reader after its last
+// pull.
+const readerIdle = 5 * time.Second
+
+// readLog reads session id's log whole. Its end is asked of the stream's
+// leader first; the messages then come through one consumer, a
+// batch per request rather than a request per message, until that end.
+func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error) {
+	var l storedLog
 	subject, err := s.subject(sessionID)
 	if err != nil {
-		return nil, "", err
+		return l, err
 	}
 	ctx, cancel := s.timeout(ctx)
 	defer cancel()
-	last, err := s.lastSeq(ctx, subject)
-	if err != nil {
-		return nil, "", err
+	var last uint64
+	if end, ok := s.ends.LoadAndDelete(sessionID); ok && s.writers.Holds(sessionID) {
+		last = end.(uint64)
+	} else if last, err = s.lastSeq(ctx, subject); err != nil {
+		return l, err
 	}
 	if last == 0 {
-		return nil, "", s.notFound(sessionID)
+		return l, s.notFound(sessionID)
 	}
-	var events []session.Event
-	var agent string
-	for next := uint64(1); next <= last; {
-		m, err := s.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
-		if err != nil {
-			return nil, "", s.failed(err, fmt.Sprintf("read session %q", sessionID))
-		}
-		next = m.Sequence + 1
-		if IsOpenRecord(m.Header) {
-			continue
-		}
-		var e session.Event
-		jerr := json.Unmarshal(m.Data, &e)
-		if jerr == nil && e.Seq == 0 {
-			jerr = errors.New("it has no seq")
-		}
-		if jerr != nil {
-			return nil, "", errs.New(session.BadLog, fmt.Sprintf("session.nats: message %d of %s is not a session event: %v; purge the session with `dsh sessions delete %s`", m.Sequence, subject, jerr, sessionID))
-		}
-		if !e.Type.Known() {
-			return nil, "", errs.New(session.BadLog, fmt.Sprintf(
-				"session.nats: message %d of %s has the unknown event type %q; it was written by another version of dsh, and skipping it could drop a message", m.Sequence, subject, e.Type))
-		}
-		if want := int64(len(events)) + 1; e.Seq != want {
-			return nil, "", errs.New(session.BadLog, fmt.Sprintf(
-				"session.nats: message %d of %s is event %d where %d was expected; the log lost or repeats events", m.Sequence, subject, e.Seq, want))
-		}
-		if len(events) == 0 {
-			agent = m.Header.Get(agentHeader)
-		}
-		events = append(events, e)
+	// An ephemeral pull consumer of the log's subject, kept in memory on
+	// one server.
+	cons, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubject:     subject,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: readerIdle,
+	})
+	if err != nil {
+		return l, s.failed(err, fmt.Sprintf("read session %q", sessionID))
 	}
-	return events, agent, nil
+	defer func() {
+		// Not left to linger until it idles out; one that could not be
+		// deleted does, and goes then.
+		dctx, cancel := s.timeout(stdctx.WithoutCancel(ctx))
+		s.stream.DeleteConsumer(dctx, cons.CachedInfo().Name)
+		cancel()
+	}()
+	for l.last < last {
+		// What the consumer's server holds now: a replica behind the
+		// leader gives the rest on a later pull.
+		got := l.msgs
+		batch, err := cons.FetchNoWait(readBatch)
+		if err == nil {
+			for m := range batch.Messages() {
+				meta, merr := m.Metadata()
+				if merr != nil {
+					return l, s.failed(merr, fmt.Sprintf("read session %q", sessionID))
+				}
+				if aerr := l.add(m, meta.Sequence.Stream, subject, sessionID); aerr != nil {
+					return l, aerr
+				}
+			}
+			err = batch.Error()
+		}
+		// A consumer just created may not be known yet on every server of
+		// a cluster: its pulls find no responder for a moment.
+		if err != nil && !errors.Is(err, natsgo.ErrTimeout) && !errors.Is(err, natsgo.ErrNoResponders) {
+			return l, s.failed(err, fmt.Sprintf("read session %q", sessionID))
+		}
+		if l.msgs == got && l.last < last {
+			select {
+			case <-ctx.Done():
+				return l, s.failed(ctx.Err(), fmt.Sprintf("read session %q up to message %d", sessionID, last))
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return l, nil
+}
+
+// add takes in the message at stream sequence seq of the log of session
+// id on subject.
+func (l *storedLog) add(m jetstream.Msg, seq uint64, subject, id string) error {
+	if seq <= l.last {
+		return nil // redelivered by the ordered consumer's reset
+	}
+	if l.msgs == 0 {
+		l.born = seq
+	}
+	l.last = seq
+	l.msgs++
+	if IsOpenRecord(m.Headers()) {
+		return nil
+	}
+	var e session.Event
+	jerr := json.Unmarshal(m.Data(), &e)
+	if jerr == nil && e.Seq == 0 {
+		jerr = errors.New("it has no seq")
+	}
+	if jerr != nil {
+		return errs.New(session.BadLog, fmt.Sprintf("session.nats: message %d of %s is not a session event: %v; purge the session with `dsh sessions delete %s`", seq, subject, jerr, id))
+	}
+	if !e.Type.Known() {
+		return errs.New(session.BadLog, fmt.Sprintf(
+			"session.nats: message %d of %s has the unknown event type %q; it was written by another version of dsh, and skipping it could drop a message", seq, subject, e.Type))
+	}
+	if want := int64(len(l.events)) + 1; e.Seq != want {
+		return errs.New(session.BadLog, fmt.Sprintf(
+			"session.nats: message %d of %s is event %d where %d was expected; the log lost or repeats events", seq, subject, e.Seq, want))
+	}
+	if len(l.events) == 0 {
+		l.agent = m.Headers().Get(agentHeader)
+	}
+	l.events = append(l.events, e)
+	return nil
 }
 
 func (s *store) notFound(sessionID string) error {
@@ -223,6 +323,7 @@ func (s *store) close() error {
 		}
 		wr.Release()
 	}
+	s.listing.idle.Wait()
 	s.nc.Close()
 	return errors.Join(failed...)
 }

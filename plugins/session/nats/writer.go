@@ -40,6 +40,13 @@ type writer struct {
 	// broken is why this writer may not write: it could not take the
 	// lease, or another writer appended to its subject.
 	broken error
+
+	// entry is the session's index entry as of last, when known: a
+	// writer that took over a log whose entry lags reads the log once
+	// before it indexes (index.go). dirty: entry changed since its put.
+	entry        indexEntry
+	known, dirty bool
+	index        indexer
 }
 
 var _ session.Holder = (*writer)(nil)
@@ -106,6 +113,8 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 	agent, last, token := wr.agent, wr.last, wr.lease.token
 	wr.mu.Unlock()
 	if len(batch) > 0 {
+		// The end lock read is no longer the log's.
+		wr.store.ends.Delete(wr.id)
 		hctx, cancel := wr.store.timeout(ctx)
 		err := wr.lease.hold(hctx)
 		cancel()
@@ -153,6 +162,12 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 		if !wr.released {
 			wr.pending = wr.pending[1:]
 		}
+		if wr.known {
+			wr.entry.note(agent, e, len(data), last)
+		}
+		if i == len(batch)-1 {
+			wr.reindex()
+		}
 		wr.mu.Unlock()
 	}
 	return nil
@@ -177,8 +192,7 @@ func (wr *writer) publish(ctx stdctx.Context, m *natsgo.Msg, last uint64, msgID 
 			jetstream.WithMsgID(msgID),
 			// As many as fit in connect_timeout, which ctx ends anyway.
 			jetstream.WithRetryAttempts(int(wr.store.cfg.ConnectTimeout/busyRetry)+1), jetstream.WithRetryWait(busyRetry))
-		var je jetstream.JetStreamError
-		if err == nil || !errors.As(err, &je) || je.APIError() == nil || je.APIError().ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant {
+		if !inFlight(err) {
 			return ack, err
 		}
 		select {
@@ -187,6 +201,13 @@ func (wr *writer) publish(ctx stdctx.Context, m *natsgo.Msg, last uint64, msgID 
 		case <-time.After(busyRetry):
 		}
 	}
+}
+
+// inFlight reports JetStream's momentary refusal of code 10164 (see
+// publish).
+func inFlight(err error) bool {
+	var je jetstream.JetStreamError
+	return errors.As(err, &je) && je.APIError() != nil && je.APIError().ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 // wrongLast reports JetStream's refusal of a publish whose expected last
@@ -278,6 +299,10 @@ func (wr *writer) Release() error {
 	wr.pending = nil
 	l := wr.lease
 	wr.mu.Unlock()
+	// The entry of the last checkpoint lands before the lease is given
+	// back, so the next owner finds it current.
+	wr.index.done.Wait()
+	wr.store.ends.Delete(wr.id)
 	wr.store.writers.Forget(wr.id, wr)
 	if l == nil {
 		return nil

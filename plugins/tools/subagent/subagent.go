@@ -375,10 +375,17 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err e
 		}
 		return t.ended(ctx, tctx, a.Agent, errs.Wrap(Refused, err, fmt.Sprintf("subagent %q was not given the task", a.Agent)))
 	}
-	if err := s.Agent().WhenIdle(tctx); err != nil {
+	// The task's turn ends in its recorded outcome; the answer is the
+	// last assistant message of that turn.
+	done, err := t.sessions.Wait(tctx, s.ID(), call.ID)
+	if err != nil {
 		return t.ended(ctx, tctx, a.Agent, err)
 	}
-	return answer(s.Agent().Session(), call.ID, a.Agent)
+	evs, err := t.sessions.History(tctx, s.ID(), max(done.Seq-1, 0))
+	if err != nil {
+		return t.ended(ctx, tctx, a.Agent, err)
+	}
+	return answer(evs, call.ID, a.Agent)
 }
 
 // ended answers a call whose child stopped early: the parent's turn was
@@ -399,9 +406,9 @@ func cancelled(name string) (tools.Result, error) {
 
 // answer reads the child's final answer: the last assistant message of the
 // turn that our prompt started.
-func answer(sess *session.Session, requestID, name string) (tools.Result, error) {
+func answer(events []session.Event, requestID, name string) (tools.Result, error) {
 	turn, text, found, cut := 0, "", false, false
-	for _, e := range sess.Events(1) {
+	for _, e := range events {
 		switch {
 		case e.Type == session.UserMessage && e.RequestID == requestID:
 			turn = e.Turn

@@ -205,7 +205,7 @@ func TestTwoChildrenOneStepOneRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("split the work")
-	idle(t, p.Agent())
+	idle(t, p.UnportedAgent())
 	mu.Lock()
 	defer mu.Unlock()
 	if len(started) != 2 || len(ended) != 2 {
@@ -219,7 +219,7 @@ func TestTwoChildrenOneStepOneRefused(t *testing.T) {
 			t.Fatalf("ended: %+v", x)
 		}
 	}
-	res := results(p.Agent().Session())
+	res := results(p.UnportedAgent().Session())
 	if r := res["call_1"]; r.IsError || r.Content != "alpha's answer" {
 		t.Fatalf("alpha's result: %+v", r)
 	}
@@ -256,8 +256,8 @@ func TestChildrenRunConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("meet")
-	idle(t, p.Agent())
-	for id, r := range results(p.Agent().Session()) {
+	idle(t, p.UnportedAgent())
+	for id, r := range results(p.UnportedAgent().Session()) {
 		if r.IsError || r.Content != "met" {
 			t.Fatalf("%s: %+v", id, r)
 		}
@@ -290,11 +290,11 @@ func TestConcurrencyCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("probe")
-	idle(t, p.Agent())
+	idle(t, p.UnportedAgent())
 	if most != 1 {
 		t.Fatalf("%d children ran at once under max_concurrent 1", most)
 	}
-	for id, r := range results(p.Agent().Session()) {
+	for id, r := range results(p.UnportedAgent().Session()) {
 		if r.IsError {
 			t.Fatalf("%s: %+v", id, r)
 		}
@@ -314,7 +314,7 @@ func TestCancelMidChild(t *testing.T) {
 	})
 	t.Run("abort", func(t *testing.T) {
 		testStopMidChild(t, func(p *sessions.Session) error {
-			p.Agent().Abort()
+			p.UnportedAgent().Abort()
 			return nil
 		})
 	})
@@ -352,8 +352,8 @@ func testStopMidChild(t *testing.T, stop func(*sessions.Session) error) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the child's tool call was never cancelled")
 	}
-	idle(t, p.Agent())
-	r := results(p.Agent().Session())["call_1"]
+	idle(t, p.UnportedAgent())
+	r := results(p.UnportedAgent().Session())["call_1"]
 	if !r.IsError || !strings.Contains(r.Content, "cancelled") {
 		t.Fatalf("the call's result: %+v", r)
 	}
@@ -388,8 +388,8 @@ func TestTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("start")
-	idle(t, p.Agent())
-	if r := results(p.Agent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.TimedOut)) {
+	idle(t, p.UnportedAgent())
+	if r := results(p.UnportedAgent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.TimedOut)) {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	e.onlyParentLeft(p)
@@ -429,12 +429,12 @@ func TestChildAskGoesToParentsAnswerer(t *testing.T) {
 	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "go"}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.Agent())
+	idle(t, s.UnportedAgent())
 	req := <-asked
 	if req.AgentID != s.AgentID() || req.Tool != "risky" || !strings.Contains(req.Reason, `subagent "alpha"`) {
 		t.Fatalf("the parent's answerer was asked %+v", req)
 	}
-	if r := results(s.Agent().Session())["call_1"]; r.IsError || r.Content != "risky done" || ran != 1 {
+	if r := results(s.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "risky done" || ran != 1 {
 		t.Fatalf("the call's result: %+v (ran %d)", r, ran)
 	}
 }
@@ -454,8 +454,8 @@ func TestChildAskWithoutParentAnswererFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("go")
-	idle(t, p.Agent())
-	if r := results(p.Agent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
+	idle(t, p.UnportedAgent())
+	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 }
@@ -471,8 +471,8 @@ func TestDepthLimitAndPersistedLink(t *testing.T) {
 		dir:    dir,
 	})
 	p := e.parent("nest")
-	idle(t, p.Agent())
-	if r := results(p.Agent().Session())["call_1"]; r.IsError || r.Content != "did it myself" {
+	idle(t, p.UnportedAgent())
+	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "did it myself" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, p.ID()+".sub-call_1-*.jsonl"))
@@ -505,8 +505,8 @@ func TestANestedCallDoesNotWaitForItsParentsSlot(t *testing.T) {
 		tool:  subagent.Config{MaxConcurrent: 1, MaxDepth: 2, Timeout: 5 * time.Second},
 	})
 	p := e.parent("nest twice")
-	idle(t, p.Agent())
-	if r := results(p.Agent().Session())["call_1"]; r.IsError || r.Content != "answered" {
+	idle(t, p.UnportedAgent())
+	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "answered" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 }
@@ -516,9 +516,9 @@ func TestUnknownAgentAndConfig(t *testing.T) {
 		parent: []scripted.Reply{calls("gamma"), text("parent done")},
 	})
 	p := e.parent("go")
-	idle(t, p.Agent())
+	idle(t, p.UnportedAgent())
 	// The schema's enum refuses an unknown name before the tool runs.
-	if r := results(p.Agent().Session())["call_1"]; !r.IsError || !strings.Contains(r.Content, `must be one of ["alpha","beta"]`) {
+	if r := results(p.UnportedAgent().Session())["call_1"]; !r.IsError || !strings.Contains(r.Content, `must be one of ["alpha","beta"]`) {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	// The description lists the subagents for the model.
@@ -625,8 +625,8 @@ func TestUnattendedParentMakesUnattendedChildren(t *testing.T) {
 	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "go"}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.Agent())
-	if r := results(s.Agent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
+	idle(t, s.UnportedAgent())
+	if r := results(s.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	mu.Lock()
@@ -664,8 +664,8 @@ func TestCancelWhileWaitingForASlot(t *testing.T) {
 	if err := p.Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, p.Agent())
-	res := results(p.Agent().Session())
+	idle(t, p.UnportedAgent())
+	res := results(p.UnportedAgent().Session())
 	if len(res) != 2 {
 		t.Fatalf("results: %+v", res)
 	}
@@ -689,8 +689,8 @@ func TestChildFailureIsAnErrorResult(t *testing.T) {
 		child:  []scripted.Reply{{Finish: "error", Error: "the model is down"}},
 	})
 	p := e.parent("go")
-	idle(t, p.Agent())
-	if r := results(p.Agent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.Failed)) || !strings.Contains(r.Content, "the model is down") {
+	idle(t, p.UnportedAgent())
+	if r := results(p.UnportedAgent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.Failed)) || !strings.Contains(r.Content, "the model is down") {
 		t.Fatalf("the call's result: %+v", r)
 	}
 
@@ -699,8 +699,8 @@ func TestChildFailureIsAnErrorResult(t *testing.T) {
 		child:  []scripted.Reply{{Text: "half an", Finish: "max-tokens"}},
 	})
 	p = e.parent("go")
-	idle(t, p.Agent())
-	if r := results(p.Agent().Session())["call_1"]; r.IsError || !strings.HasPrefix(r.Content, "half an") || !strings.Contains(r.Content, "output limit") {
+	idle(t, p.UnportedAgent())
+	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || !strings.HasPrefix(r.Content, "half an") || !strings.Contains(r.Content, "output limit") {
 		t.Fatalf("the call's result: %+v", r)
 	}
 }

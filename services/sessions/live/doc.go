@@ -50,6 +50,13 @@
 // the asking call is cancelled, every client gets KindSettled with
 // Withdrawn set.
 //
+// # Tool starts
+//
+// When a tool call passes approval and tools/execute takes it, attached
+// clients get a KindToolStart update naming the call (an editor marks it
+// in progress). Like a chunk it is transient: a client attaching later
+// learns of the call from its durable tool/call and tool/result events.
+//
 // # Notices
 //
 // Hub.Notice publishes a session-visible outcome that is not a log event,

@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/tools"
 )
 
 // Loader reads the durable events with from <= Seq <= to, in order.
@@ -122,15 +123,23 @@ func New(agent agents.Agent, opts Options) (*Hub, error) {
 		offEvents()
 		return nil, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("live: cannot listen to the stream of agent %q", agent.ID()))
 	}
+	offTools, err := tools.EventExecute.On(at, h.onExecute)
+	if err != nil {
+		offEvents()
+		offChunks()
+		return nil, errs.Wrap(errs.CodeOf(err), err, fmt.Sprintf("live: cannot follow the tool calls of agent %q", agent.ID()))
+	}
 	stop, err := at.OnDispose("live hub", func() error {
 		offEvents()
 		offChunks()
+		offTools()
 		h.shutdown(errs.New(HubClosed, fmt.Sprintf("agent %q was disposed; its session is no longer live", agent.ID())))
 		return nil
 	})
 	if err != nil {
 		offEvents()
 		offChunks()
+		offTools()
 		return nil, err
 	}
 	h.stop = stop
@@ -275,6 +284,25 @@ func (h *Hub) chunk(sc agentloop.StreamChunk) bool {
 		return false
 	}
 	return h.broadcast(Update{Kind: KindChunk, Chunk: Chunk{MessageID: sc.MessageID, Index: idx, Turn: sc.Turn, Step: sc.Step, Chunk: sc.Chunk}}, false)
+}
+
+// onExecute tells the clients that a tool call starts running (an editor
+// marks it in progress), then runs it.
+func (h *Hub) onExecute(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
+	h.mu.Lock()
+	if h.closed == nil && len(h.clients) > 0 {
+		h.broadcast(Update{Kind: KindToolStart, ToolStart: &ToolStart{CallID: x.Call.ID, Name: x.Call.Name, Turn: h.turn()}}, false)
+	}
+	h.mu.Unlock()
+	return next.Call(ctx, x)
+}
+
+// turn is the turn of the last durable event; the caller holds mu.
+func (h *Hub) turn() int {
+	if n := len(h.recent); n > 0 {
+		return h.recent[n-1].Turn
+	}
+	return 0
 }
 
 // yieldTo yields the processor when an update went to a caught-up client

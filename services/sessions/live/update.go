@@ -40,6 +40,9 @@ const (
 	KindChunk    Kind = "chunk"    // Chunk: one chunk of the message in flight
 	KindQuestion Kind = "question" // Question: an approval request to answer
 	KindSettled  Kind = "settled"  // Settled: a question was answered or withdrawn
+	// ToolStart: a tool call passed approval and starts running; like a
+	// chunk it is transient, sent to the clients attached then.
+	KindToolStart Kind = "tool-start"
 )
 
 // Update is one element of a client's stream. Only the field of its Kind
@@ -48,13 +51,23 @@ const (
 type Update struct {
 	Kind Kind `json:"kind"`
 	// Seq is the sequence number of a KindEvent.
-	Seq      int64          `json:"seq,omitempty"`
-	Event    *session.Event `json:"event,omitempty"`
-	Chunk    Chunk          `json:"chunk,omitzero"`
-	Snapshot *Snapshot      `json:"snapshot,omitempty"`
-	Notice   *Notice        `json:"notice,omitempty"`
-	Question *Question      `json:"question,omitempty"`
-	Settled  *Settled       `json:"settled,omitempty"`
+	Seq       int64          `json:"seq,omitempty"`
+	Event     *session.Event `json:"event,omitempty"`
+	Chunk     Chunk          `json:"chunk,omitzero"`
+	Snapshot  *Snapshot      `json:"snapshot,omitempty"`
+	Notice    *Notice        `json:"notice,omitempty"`
+	Question  *Question      `json:"question,omitempty"`
+	Settled   *Settled       `json:"settled,omitempty"`
+	ToolStart *ToolStart     `json:"tool_start,omitempty"`
+}
+
+// ToolStart is a tool call that starts running: it passed validation and
+// approval, and tools/execute took it. Its tool/call event is durable
+// already; its tool/result follows.
+type ToolStart struct {
+	CallID string `json:"call_id"`
+	Name   string `json:"name"`
+	Turn   int    `json:"turn,omitempty"`
 }
 
 // Chunk is a transient stream chunk: Index is its position in the message

@@ -1,0 +1,162 @@
+package cluster_test
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/internal/natstest"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+var adoptSessions = flag.Int("cluster.sessions", 0, "TestADeadHostsSessionsAreAdoptedTogether: stored sessions (default 100, 10 under -race; the issue's figure is 1000)")
+
+// turnEvents is one whole turn as the agent loop logs it.
+func turnEvents(first int64, turn int, now time.Time) []session.Event {
+	return []session.Event{
+		{Seq: first, Type: session.TurnStart, Turn: turn, Time: now},
+		{Seq: first + 1, Type: session.UserMessage, Turn: turn, Time: now, Message: &llm.Message{Role: llm.RoleUser, Content: "prompt " + strconv.Itoa(turn)}},
+		{Seq: first + 2, Type: session.StepStart, Turn: turn, Step: 1, Time: now},
+		{Seq: first + 3, Type: session.AssistantMessage, Turn: turn, Step: 1, Time: now, Finish: llm.FinishStop, Message: &llm.Message{Role: llm.RoleAssistant, Content: "answer " + strconv.Itoa(turn)}},
+		{Seq: first + 4, Type: session.StepEnd, Turn: turn, Step: 1, Time: now},
+		{Seq: first + 5, Type: session.TurnEnd, Turn: turn, Time: now, Reason: "completed"},
+	}
+}
+
+// storeLogs publishes n sessions of turns whole turns each straight into
+// the stream, as a host that wrote them and died would have left them.
+func storeLogs(t testing.TB, srv *server.Server, stream string, n, turns int) []string {
+	t.Helper()
+	js := natstest.JetStream(t, srv.ClientURL())
+	ids := make([]string, n)
+	now := time.Now().UTC()
+	var acks []jetstream.PubAckFuture
+	for i := range ids {
+		ids[i] = fmt.Sprintf("big%04d", i)
+		subject := natsplugin.Subject("dsh.t."+stream, ids[i])
+		for turn := 1; turn <= turns; turn++ {
+			for _, e := range turnEvents(int64(6*(turn-1)+1), turn, now) {
+				m := nats.NewMsg(subject)
+				m.Data, _ = json.Marshal(e)
+				m.Header.Set("Dsh-Agent", "main")
+				f, err := js.PublishMsgAsync(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				acks = append(acks, f)
+				if len(acks)%1000 == 0 {
+					select {
+					case <-js.PublishAsyncComplete():
+					case <-time.After(patience):
+						t.Fatal("publishes were not acknowledged")
+					}
+				}
+			}
+		}
+	}
+	for _, f := range acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatal(err)
+		case <-time.After(patience):
+			t.Fatal("a publish was not acknowledged")
+		}
+	}
+	return ids
+}
+
+// TestADeadHostsSessionsAreAdoptedTogether: a host died holding many
+// sessions of ~100 events; once their leases run out, the live hosts
+// resume all of them within lease_ttl + 2 s of its death, each claim
+// looking its session up as serve does (through the store's listing).
+// Adoptions used to run one after the other, each reading every stored
+// log. -cluster.sessions=1000 is the figure.
+func TestADeadHostsSessionsAreAdoptedTogether(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	n := *adoptSessions
+	if n == 0 {
+		n = 100
+		if raceSlows {
+			n = 10
+		}
+	}
+	a := startNode(t, srv, stream, "a", nodeOpts{lookup: true})
+	b := startNode(t, srv, stream, "b", nodeOpts{lookup: true})
+	ids := storeLogs(t, srv, stream, n, 16)
+	// Written behind the store's back, the logs have no index entries: the
+	// first listing writes them, as a host's writer would have.
+	if list, err := a.h.Sessions().List(ctxT(t)); err != nil || len(list) != n {
+		t.Fatalf("listing the stored sessions: %d, %v", len(list), err)
+	}
+	kv := leases(t, srv, stream)
+	dead, _ := json.Marshal(natsplugin.LeaseRecord{Holder: "a dead host", HostID: "dead", Since: time.Now()})
+	// The dead host's last renewals: its leases run out a TTL after them.
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan string)
+	started := time.Now()
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range next {
+				ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
+				if _, err := kv.Create(ctx, id, dead); err != nil {
+					errs <- err
+				}
+				cancel()
+			}
+		}()
+	}
+	for _, id := range ids {
+		next <- id
+	}
+	close(next)
+	wg.Wait()
+	// Measured from the last lease: the first ones expire earlier by the
+	// time the creates took, which is logged.
+	died := time.Now()
+	t.Logf("%d leases created in %s", n, died.Sub(started).Round(time.Millisecond))
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	deadline := died.Add(leaseTTL + 2*time.Second)
+	for {
+		open := 0
+		for _, id := range ids {
+			_, onA := a.h.Sessions().Get(id)
+			_, onB := b.h.Sessions().Get(id)
+			if onA || onB {
+				open++
+			}
+		}
+		if open == n {
+			t.Logf("%d sessions of 96 events adopted %s after their host's death (lease_ttl %s)", n, time.Since(died).Round(10*time.Millisecond), leaseTTL)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d sessions adopted %s after their host's death; want all within lease_ttl (%s) + 2s", open, n, time.Since(died).Round(10*time.Millisecond), leaseTTL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, nd := range []*node{a, b} {
+		if ss, ok := nd.h.Sessions().Get(ids[n-1]); ok {
+			if got := len(ss.Log().Events(1)); got != 96 {
+				t.Fatalf("the adopted session holds %d events, want 96", got)
+			}
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	stdctx "context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// /cancel cancels the session by id through the session service: the
+// running turn ends, the line queued behind it is dropped with who
+// cancelled recorded, and the screen says so.
+func TestInteractiveCancelCancelsTheSession(t *testing.T) {
+	ws := t.TempDir()
+	h, sess := startInProcess(t, fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - tool_calls: [{name: bash, arguments: '{"command": "sleep 60"}'}]
+        - text: never reached
+agents:
+  - id: main
+    provider: scripted
+    preset: workspace-write
+    workspace: %s
+`, ws))
+	stdin, typing := io.Pipe()
+	scr := &screen{}
+	done := make(chan error, 1)
+	go func() {
+		done <- interactive(h, sess, stdin, scr, scr, make(chan os.Signal), approvalFlags{yolo: true}, defaultEcho)
+	}()
+	pos := scr.waitFor(t, 0, "> ")
+	io.WriteString(typing, "wait a minute\n")
+	pos = scr.waitFor(t, pos, "→ bash")
+	io.WriteString(typing, "and then this\n")
+	pos = scr.waitFor(t, pos, "(queued)")
+	io.WriteString(typing, "/cancel\n")
+	scr.waitFor(t, pos, "not delivered (dropped: /cancel in dsh run cancelled the turn): and then this")
+	// The session recorded who dropped the queued line.
+	evs, err := sess.svc.History(stdctx.Background(), sess.id(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := evs[len(evs)-1]; last.Type != session.MessageDropped || last.By != "/cancel in dsh run" {
+		t.Fatalf("the last event is %+v; want the queued line dropped by /cancel", last)
+	}
+	typing.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
