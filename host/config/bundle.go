@@ -24,6 +24,7 @@ const (
 	hooksPlugin   = "hooks.command"
 	mcpPlugin     = "tools.mcp"
 	protectPlugin = "protect.paths"
+	agentPlugin   = "tools.agent"
 )
 
 // The plugins of skills and commands, each with config {paths: [...]};
@@ -184,7 +185,13 @@ func (c *Config) bundleEntries(e Entry, key string, p *problems) ([]Entry, Bundl
 		cmdDirs = append(cmdDirs, path)
 	}
 	if len(cmdDirs) > 0 && need(commandsPlugin, "commands ("+shown(b, cmdDirs)+")") {
-		gen = append(gen, Entry{ID: id + "/commands", Use: commandsPlugin, from: part("commands"), Config: map[string]any{"paths": anyList(cmdDirs)}})
+		gen = append(gen, Entry{ID: id + "/commands", Use: commandsPlugin, from: part("commands"), Config: map[string]any{
+			// Claude Code's name for a bundle's command: /bundle:name.
+			"paths": anyList(cmdDirs), "namespace": b.Name,
+		}})
+	}
+	if len(b.Agents) > 0 && need(agentPlugin, "agents ("+agentNames(b)+")") {
+		gen = append(gen, Entry{ID: id + "/agents", Use: agentPlugin, from: part("agents"), Config: agentConfig(id, b)})
 	}
 	if len(b.Hooks) > 0 && need(hooksPlugin, "hooks ("+strings.Join(b.HookSources, ", ")+")") {
 		events := map[string]any{}

@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-go/dsh/plugins/hooks"
 	"github.com/dsh-go/dsh/plugins/mcp"
 	"github.com/dsh-go/dsh/plugins/skills"
+	"github.com/dsh-go/dsh/plugins/tools/subagent"
 	"github.com/dsh-go/dsh/services/protect"
 )
 
@@ -90,6 +91,7 @@ agents:
 		"quality/protect protect.paths",
 		"quality/skills prompt.skills",
 		"quality/commands prompt.commands",
+		"quality/agents tools.agent",
 		"quality/hooks hooks.command",
 		"quality/mcp/api tools.mcp",
 		"quality/mcp/db tools.mcp",
@@ -111,16 +113,20 @@ agents:
 	if c := cfg.PluginConfig(&cfg.Plugins[3]).(*commands.Config); !slices.Equal(c.Paths, []string{root + "/commands"}) {
 		t.Fatalf("commands config %+v", c)
 	}
-	h := cfg.PluginConfig(&cfg.Plugins[4]).(*hooks.Config)
+	if a := cfg.PluginConfig(&cfg.Plugins[4]).(*subagent.Config); a.Name != "quality_agent" || len(a.Agents) != 1 ||
+		!reflect.DeepEqual(a.Agents[0], subagent.Agent{Name: "reviewer", Description: "reviews diffs", SystemPrompt: "You review."}) {
+		t.Fatalf("agents config %+v; want the agent file's name, description and body, inheriting the caller's model", a)
+	}
+	h := cfg.PluginConfig(&cfg.Plugins[5]).(*hooks.Config)
 	wantHooks := map[string][]hooks.Group{"PreToolUse": {{Matcher: "Bash", Hooks: []hooks.Hook{{Type: "command", Command: root + "/scripts/guard.sh", Timeout: 5}}}}}
 	if !reflect.DeepEqual(h.Hooks, wantHooks) || h.Env["CLAUDE_PLUGIN_ROOT"] != root {
 		t.Fatalf("hooks config %+v env %v", h.Hooks, h.Env)
 	}
-	api := cfg.PluginConfig(&cfg.Plugins[5]).(*mcp.Config)
+	api := cfg.PluginConfig(&cfg.Plugins[6]).(*mcp.Config)
 	if api.Name != "api" || api.URL != "https://api.example.com/mcp" || api.Headers["Authorization"] != "Bearer secret" {
 		t.Fatalf("api server %+v", api)
 	}
-	db := cfg.PluginConfig(&cfg.Plugins[6]).(*mcp.Config)
+	db := cfg.PluginConfig(&cfg.Plugins[7]).(*mcp.Config)
 	if db.Command != root+"/servers/db" || !slices.Equal(db.Args, []string{"--url", "sqlite://x"}) || db.Env["CLAUDE_PLUGIN_ROOT"] != root {
 		t.Fatalf("db server %+v", db)
 	}
@@ -128,8 +134,8 @@ agents:
 	if len(reports) != 1 || reports[0].At != "plugins[1]" || reports[0].Name != "quality" || !slices.Equal(reports[0].Vars, []string{"API_TOKEN"}) {
 		t.Fatalf("reports %+v", reports)
 	}
-	if !slices.ContainsFunc(reports[0].Notes, func(n string) bool { return strings.Contains(n, `agent "reviewer": not mounted`) }) {
-		t.Fatalf("the agent is not reported: %q", reports[0].Notes)
+	if slices.ContainsFunc(reports[0].Notes, func(n string) bool { return strings.Contains(n, `reviewer`) }) {
+		t.Fatalf("the agent is mounted whole, yet reported: %q", reports[0].Notes)
 	}
 }
 
@@ -197,7 +203,7 @@ agents:
 		t.Fatalf("root entries %q", ids(cfg.Plugins))
 	}
 	got := ids(cfg.Presets["quality"])
-	if len(got) != 7 || got[1] != "q/protect protect.paths" || got[6] != "q/mcp/db tools.mcp" {
+	if len(got) != 8 || got[1] != "q/protect protect.paths" || got[7] != "q/mcp/db tools.mcp" {
 		t.Fatalf("preset entries %q", got)
 	}
 	for _, e := range cfg.Presets["quality"][1:] {

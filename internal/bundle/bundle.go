@@ -31,8 +31,8 @@ type Bundle struct {
 	HookSources []string
 	// Servers are the MCP servers to mount.
 	Servers []Server
-	// Agents are the agent definitions found; dsh does not mount them
-	// (see Notes).
+	// Agents are the agent definitions found, each to be offered through
+	// one tools.agent entry of the bundle.
 	Agents []Agent
 	// Notes say what is not mounted or ignored, and why, one line each.
 	Notes []string
@@ -40,9 +40,19 @@ type Bundle struct {
 	Vars []string
 }
 
-// Agent is an agent definition (agents/*.md) by its front matter.
+// Agent is an agent definition (agents/*.md): its front matter, and its
+// body, which is the agent's system prompt.
 type Agent struct {
 	Name, Description, File string
+	SystemPrompt            string
+	// Tools is the front matter's tools: list, which dsh does not apply
+	// (a child gets its template's and presets' tools); kept to report.
+	Tools []string
+	// Model is the front matter's model: "" when it is absent or
+	// "inherit", or a model id run with the calling agent's provider.
+	// Claude Code's aliases (sonnet, opus, haiku) are reported and
+	// dropped: dsh does not know which model of the provider they mean.
+	Model string
 }
 
 // The default component locations of the format.

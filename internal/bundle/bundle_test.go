@@ -90,10 +90,11 @@ func TestLoadReadsEveryPartOfADocumentedBundle(t *testing.T) {
 	if len(b.Agents) != 1 || b.Agents[0].Name != "security-reviewer" {
 		t.Fatalf("agents %+v", b.Agents)
 	}
-	if !slices.ContainsFunc(b.Notes, func(n string) bool {
-		return strings.Contains(n, "./agents/security-reviewer.md") && strings.Contains(n, "not mounted")
-	}) {
-		t.Fatalf("the agent is not reported as not mounted: %q", b.Notes)
+	if b.Agents[0].SystemPrompt != "You are a security expert." || b.Agents[0].Description != "Reviews code for security vulnerabilities" {
+		t.Fatalf("agent %+v; want the file's body as its system prompt", b.Agents[0])
+	}
+	if slices.ContainsFunc(b.Notes, func(n string) bool { return strings.Contains(n, "security-reviewer") }) {
+		t.Fatalf("the agent, which names neither tools nor a model, has a note: %q", b.Notes)
 	}
 }
 

@@ -131,6 +131,11 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 // appears or changes, not at every scan.
 func (p *plug) commands(a agents.Agent) []Command {
 	list, problems := scan(resolve(p.cfg.Paths, workspaceOf(a), p.home))
+	if ns := p.cfg.Namespace; ns != "" {
+		for i := range list {
+			list[i].Namespace = strings.Trim(ns+":"+list[i].Namespace, ":")
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pr := range problems {

@@ -15,6 +15,11 @@ type Config struct {
 	// precedence: a name found in an earlier folder wins. A relative path
 	// is taken from the agent's workspace, "~/" from the user's home.
 	Paths []string `koanf:"paths" json:"paths,omitempty"`
+	// Namespace, when set, is put before every command's own namespace:
+	// a plugin bundle's commands answer to "/bundle:name" as in Claude
+	// Code, and to "/name" while no earlier command has that name. The
+	// bundle loader sets it to the bundle's name.
+	Namespace string `koanf:"namespace" json:"namespace,omitempty"`
 }
 
 // DefaultPaths are Claude Code's: the project's commands, then the
@@ -30,6 +35,9 @@ func (c Config) Validate() error {
 		if strings.TrimSpace(p) == "" {
 			return errs.New(errs.InvalidArgument, fmt.Sprintf("%s: paths[%d] is empty; give a folder of command files, such as .claude/commands", ID, i))
 		}
+	}
+	if c.Namespace != "" && !validInvocation.MatchString(c.Namespace) {
+		return errs.New(errs.InvalidArgument, fmt.Sprintf("%s: namespace %q cannot follow a slash; use letters, digits, '-', '_' or '.', words joined by ':'", ID, c.Namespace)).WithReason("commands/namespace")
 	}
 	return nil
 }

@@ -146,9 +146,15 @@ type Agent struct {
 	// Presets are mounted in the child's scope: its tools and approval
 	// mode (read-only, workspace-write, full-access or the config's own).
 	Presets []string `koanf:"presets" json:"presets,omitempty"`
-	// Provider and Model override the template's model.
+	// Provider and Model override the template's model. With neither a
+	// template nor a provider the child inherits the calling agent's
+	// provider, and its model unless Model names another of that
+	// provider's.
 	Provider string `koanf:"provider" json:"provider,omitempty"`
 	Model    string `koanf:"model" json:"model,omitempty"`
+	// SystemPrompt replaces the template's system prompt: the child's
+	// instructions, as the body of a Claude Code agent file gives them.
+	SystemPrompt string `koanf:"system_prompt" json:"system_prompt,omitempty"`
 	// Workspace is the child's workspace (absolute); empty is the parent's.
 	Workspace string `koanf:"workspace" json:"workspace,omitempty"`
 }
@@ -186,8 +192,6 @@ func (c Config) Validate() error {
 			return bad("agents[%d].name is empty; the model calls a subagent by its name", i)
 		case seen[a.Name]:
 			return bad("agents[%d].name %q is listed twice", i, a.Name)
-		case a.Agent == "" && a.Provider == "":
-			return bad("agents[%d] (%q) names neither an agent (template) nor a provider; give one so the child has a model", i, a.Name)
 		case a.Workspace != "" && !strings.HasPrefix(a.Workspace, "/"):
 			return bad("agents[%d].workspace %q is not an absolute path", i, a.Workspace)
 		}
@@ -316,6 +320,11 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err e
 	workspace := spec.Workspace
 	if workspace == "" {
 		workspace = call.Workspace
+	}
+	if spec.Agent == "" && spec.Provider == "" {
+		if spec.Provider, spec.Model = inherited(parent, call.ID, spec.Model); spec.Provider == "" {
+			return fail(errs.New(Refused, fmt.Sprintf("subagent %q names no agent (template) and no provider, and the calling agent %q has no model answer recorded for call %q to inherit its provider from; give the subagent a provider or agent under tools.agent", a.Agent, call.AgentID, call.ID)).WithReason("subagent/no-provider"))
+		}
 	}
 	tctx, stop := stdctx.WithTimeout(ctx, t.cfg.Timeout)
 	defer stop()
@@ -477,7 +486,7 @@ func templateOf(a Agent) string {
 // agentsOptions are the base settings for openers that know no configured
 // agents; the host's opener takes the template's and the overrides.
 func agentsOptions(a Agent) agents.Options {
-	return agents.Options{Provider: a.Provider, Model: a.Model}
+	return agents.Options{Provider: a.Provider, Model: a.Model, SystemPrompt: a.SystemPrompt}
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]`)

@@ -531,12 +531,17 @@ func TestUnknownAgentAndConfig(t *testing.T) {
 		{Name: "agent", MaxConcurrent: 1, MaxDepth: 0, Timeout: time.Second},
 		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: 10},
 		{Name: "a b", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second},
-		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second, Agents: []subagent.Agent{{Name: "x"}}},
+		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second, Agents: []subagent.Agent{{Name: ""}}},
 		{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second, Agents: []subagent.Agent{{Name: "x", Provider: "p"}, {Name: "x", Provider: "p"}}},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v passed Validate", bad)
 		}
+	}
+	// Neither template nor provider: the child inherits the caller's.
+	inherits := subagent.Config{Name: "agent", MaxConcurrent: 1, MaxDepth: 1, Timeout: time.Second, Agents: []subagent.Agent{{Name: "x", SystemPrompt: "You review."}}}
+	if err := inherits.Validate(); err != nil {
+		t.Errorf("a subagent inheriting its caller's provider was refused: %v", err)
 	}
 }
 
