@@ -2,7 +2,6 @@ package acp
 
 import (
 	"github.com/coder/acp-go-sdk"
-	"github.com/dsh-go/dsh/plugins/commands"
 )
 
 // promptCommands are the session agent's prompt commands (the
@@ -12,7 +11,8 @@ import (
 // steer is left out: "/steer " is the server's own command.
 func (st *conv) promptCommands() []acp.AvailableCommand {
 	var out []acp.AvailableCommand
-	for _, c := range commands.List(st.ctx, st.s.UnportedAgent()) {
+	list, _ := st.srv.opts.Sessions.Commands(st.ctx, st.s.ID())
+	for _, c := range list {
 		if c.Name == "steer" {
 			continue
 		}
