@@ -260,11 +260,12 @@ func (s *Server) Adopt(ss *sessions.Session) error {
 	id := ss.ID()
 	s.mu.Lock()
 	h, ok := s.held[id]
-	stale := ok && h.approver.ended()
+	// A copy of the session that was closed under the server (a cluster
+	// took it elsewhere) and is back: the approver held the old copy,
+	// the new one gets its own. Its stream may not have seen the close
+	// yet, so the copy itself decides, not only the stream's end.
+	stale := ok && (h.approver.ended() || h.copy != ss)
 	if stale {
-		// A copy of the session that was closed under the server (a
-		// cluster took it elsewhere) and is back: its approver's stream
-		// ended with the old copy, the new one gets its own.
 		delete(s.held, id)
 	}
 	s.mu.Unlock()

@@ -267,7 +267,8 @@ func (s *Server) hold(id string) error {
 		a.stop()
 		return errors.Join(fail(http.StatusServiceUnavailable, ShuttingDown, "dsh serve is shutting down; the session %q was closed again", id), s.o.Sessions.Close(stdctx.Background(), id))
 	}
-	s.held[id] = &held{id: id, approver: a}
+	cp, _ := s.o.Sessions.Get(id)
+	s.held[id] = &held{id: id, approver: a, copy: cp}
 	s.mu.Unlock()
 	return nil
 }
