@@ -103,14 +103,33 @@ func (c storeCatalog) Load(ctx stdctx.Context, id string) ([]session.Event, erro
 	return st.Load(ctx, id)
 }
 
-// Find asks the store by key, so a session is found without listing
-// every other (session.nats reads one index entry).
+// Find asks the root store by key, so a session is found without listing
+// every other (session.nats reads one index entry); the presets' stores,
+// when the config has any, are asked through their listing.
 func (c storeCatalog) Find(ctx stdctx.Context, id string) (session.Summary, bool, error) {
-	st, err := c.store()
-	if err != nil {
-		return session.Summary{}, false, nil // no store: nothing is stored
+	if err := c.h.ensurePresetCatalog(); err != nil {
+		return session.Summary{}, false, err
 	}
-	return st.Find(ctx, id)
+	if st, err := c.store(); err == nil {
+		sum, found, err := st.Find(ctx, id)
+		if err != nil || found {
+			return sum, found, err
+		}
+	}
+	extra := c.h.extraStores()
+	if len(extra) == 0 {
+		return session.Summary{}, false, nil
+	}
+	more, err := extra.List(ctx)
+	if err != nil {
+		return session.Summary{}, false, err
+	}
+	for _, sum := range more {
+		if sum.ID == id {
+			return sum, true, nil
+		}
+	}
+	return session.Summary{}, false, nil
 }
 
 func (c storeCatalog) Delete(ctx stdctx.Context, id string) error {

@@ -9,13 +9,13 @@ import (
 
 // TestConfigCheckShowsWhatABundleMounts: dsh config check lists each entry
 // a bundle became, marked with the bundle, and what it left out; dsh run
-// expands the bundle's command and logs the part it does not mount.
+// expands the bundle's command and logs the part it does not apply.
 func TestConfigCheckShowsWhatABundleMounts(t *testing.T) {
 	dir := t.TempDir()
 	for path, content := range map[string]string{
 		"kit/.claude-plugin/plugin.json": `{"name": "kit", "version": "1.0.0"}`,
 		"kit/commands/review.md":         "---\ndescription: Review a part of the code\n---\nReview $ARGUMENTS carefully.\n",
-		"kit/agents/critic.md":           "---\nname: critic\ndescription: criticises\n---\nYou criticise.\n",
+		"kit/agents/critic.md":           "---\nname: critic\ndescription: criticises\ntools: Read, Grep\n---\nYou criticise.\n",
 		"config.yaml":                    "plugins:\n  - use: llm.scripted\n  - bundle: ./kit\nagents:\n  - id: main\n    provider: scripted\n",
 	} {
 		full := filepath.Join(dir, path)
@@ -34,8 +34,8 @@ func TestConfigCheckShowsWhatABundleMounts(t *testing.T) {
 	for _, want := range []string{
 		`kit/commands (use prompt.commands) (from bundle "kit")`,
 		"bundles:\n  plugins[1]: bundle \"kit\" ",
-		"    mounts: kit/protect, kit/commands\n",
-		`note: ./agents/critic.md: agent "critic": not mounted`,
+		"    mounts: kit/protect, kit/commands, kit/agents\n",
+		`agent "critic": tools: not applied`,
 	} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("config check lacks %q:\n%s", want, o.stdout)
@@ -46,6 +46,6 @@ func TestConfigCheckShowsWhatABundleMounts(t *testing.T) {
 		t.Fatalf("run: %d\nstdout %q\nstderr %q", o.code, o.stdout, o.stderr)
 	}
 	if !strings.Contains(o.stderr, "part of a bundle is not mounted") || !strings.Contains(o.stderr, "critic") {
-		t.Fatalf("the agent left out is not logged:\n%s", o.stderr)
+		t.Fatalf("the agent's tools left out are not logged:\n%s", o.stderr)
 	}
 }

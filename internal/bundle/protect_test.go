@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/hosttest"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/hashicorp/go-hclog"
@@ -50,7 +51,7 @@ agents:
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(filepath.Join(root, "scripts/guard.sh"))
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,3 +129,25 @@ func TestAHooksAskInAPresetStandsOverARootAllow(t *testing.T) {
 		t.Errorf("make: %+v", v)
 	}
 }
+
+// TestAHooksAskInAPresetIsReportedOverARootRulesAsk: the root's rule asks
+// about git push and the preset's hook asks too. The hook's ask is the one
+// reported, so --yolo and --allow (which answer a rule's ask) cannot
+// answer what the hook's author wanted a person to decide.
+func TestAHooksAskInAPresetIsReportedOverARootRulesAsk(t *testing.T) {
+	r := newRig(t)
+	ask := r.script("ask.sh", `echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"a person checks pushes"}}'`)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "tools.permission", "config": map[string]any{"rules": []any{
+				map[string]any{"tool": "bash", "command": "git push *", "decision": "ask"}}}},
+		},
+		"presets": map[string]any{"p": []any{map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"PreToolUse": []any{hook("Bash", ask, 0)}}}}}},
+		"agents":  []any{scriptedAgent("main", map[string]any{"preset": "p"})},
+	})
+	r.registerFake("bash")
+	if v := r.approve("main", "bash", `{"command":"git push origin"}`); v.Decision != tools.Ask || v.Source != "hooks.command@main:PreToolUse" {
+		t.Errorf("git push: %+v", v)
+	}
+}

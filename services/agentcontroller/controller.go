@@ -307,14 +307,17 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 
 	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, Parts: prepared.Parts,
 		RequestID: req.RequestID, Unattended: req.Source.IsUnattended()}
-	msg, err := c.prepare(signal, agent, req, msg)
-	if err != nil {
+	// A reload replacing plugins holds the stages: preparation and the
+	// decision wait until the configured listeners are all in place (a
+	// command must not reach the model unexpanded, or be refused as
+	// unknown, while its plugin is being swapped).
+	if err := c.enter(signal); err != nil {
 		c.recordRefusal(agent, msg, err)
 		return outcome{err: err}
 	}
-	// A reload replacing admission plugins holds the stage: the decision
-	// waits until the configured listeners are all in place.
-	if err := c.enter(signal); err != nil {
+	msg, err := c.prepare(signal, agent, req, msg)
+	if err != nil {
+		c.leave()
 		c.recordRefusal(agent, msg, err)
 		return outcome{err: err}
 	}
@@ -415,7 +418,6 @@ func (c *Controller) check(ctx stdctx.Context, agent agents.Agent) error {
 	return nil
 }
 
-// decide runs the admission stage and maps its failures.
 // prepare runs the prepare stage over msg's content. A refusal keeps its
 // code, to be recorded; any other failure becomes one naming the stage.
 func (c *Controller) prepare(signal stdctx.Context, agent agents.Agent, req Request, msg llm.Message) (llm.Message, error) {
@@ -437,6 +439,7 @@ func (c *Controller) prepare(signal stdctx.Context, agent agents.Agent, req Requ
 		fmt.Sprintf("preparing the message for agent %q failed", agent.ID()), false, err)
 }
 
+// decide runs the admission stage and maps its failures.
 func (c *Controller) decide(signal stdctx.Context, agent agents.Agent, msg llm.Message, req Request) (Decision, error) {
 	d, err := EventAdmission.Dispatch(signal, agent.Context(), Admission{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source})
 	if err == nil && d.Kind != DecisionAdmit && d.Kind != DecisionReject {

@@ -183,7 +183,11 @@ func (st *Store) List(ctx stdctx.Context) ([]Summary, error) {
 // backend can (Finder), else from the listing. found is false when
 // nothing is stored under id.
 func (st *Store) Find(ctx stdctx.Context, id string) (Summary, bool, error) {
-	if f, ok := st.getBackend().(Finder); ok {
+	b := st.getBackend()
+	if b == nil {
+		return Summary{}, false, nil // nothing persists, so nothing is stored
+	}
+	if f, ok := b.(Finder); ok {
 		sum, found, err := f.Find(ctx, id)
 		if err != nil || !found {
 			return Summary{}, false, err

@@ -28,7 +28,11 @@ type Finder interface {
 // nothing is stored under it (or no persistence is loaded).
 func (c *Controller) Find(ctx stdctx.Context, id string) (session.Summary, bool, error) {
 	if f, ok := c.catalog.(Finder); ok {
-		return f.Find(ctx, id)
+		sum, found, err := f.Find(ctx, id)
+		if errs.HasCode(err, session.NoPersistence) {
+			return session.Summary{}, false, nil
+		}
+		return sum, found, err
 	}
 	list, err := c.List(ctx)
 	if errs.HasCode(err, session.NoPersistence) {

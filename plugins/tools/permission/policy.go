@@ -103,9 +103,12 @@ func (p *policy) approve(ctx stdctx.Context, a tools.Approval, next tools.Approv
 	if undecided && rank(inner.Decision) > rank(out.Decision) {
 		out = inner
 	}
-	if out.Decision == tools.Ask && inner.Decision == tools.Ask && Prompt(out) && inner.Source != "" && !Prompt(inner) {
+	if out.Decision == tools.Ask && inner.Decision == tools.Ask &&
+		((Prompt(out) && inner.Source != "" && !Prompt(inner)) || hookAsked(inner)) {
 		// Two asks: the inner one, a rule's or a hook's, is reported, so a
-		// hook's allow does not skip it and --yolo does not answer a hook.
+		// hook's allow does not skip it and --yolo does not answer a hook
+		// (also when this policy's own ask is a rule's: the hook's ask is
+		// the one no flag may answer).
 		out = inner
 	}
 	if out.Decision == tools.Allow && inner.Decision == tools.Ask && hookAsked(inner) {
