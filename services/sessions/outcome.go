@@ -32,7 +32,10 @@ type Outcome struct {
 	Reason    string      `json:"reason,omitempty"`
 	Message   string      `json:"message"`
 	Presented bool        `json:"presented"`
-	At        time.Time   `json:"at"`
+	// Fate is what became of the request: refused or expired (dropped
+	// when the session closed).
+	Fate Fate      `json:"outcome,omitempty"`
+	At   time.Time `json:"at"`
 
 	// AgentID is the session's agent, for a listener on the root that
 	// hears every agent's outcomes (a plugin binary's notification).
@@ -84,7 +87,13 @@ func outcomeOf(sessionID, requestID string, err error) (Outcome, bool) {
 	}
 	o := Outcome{Kind: OutcomePromptRejected, Session: sessionID, RequestID: requestID, Code: e.Code, Reason: e.Reason, Message: e.Message, At: time.Now()}
 	if r, ok := RejectionOf(err); ok {
-		o.Presented = r.Presented
+		o.Presented, o.Fate = r.Presented, r.Outcome
+	}
+	if o.Fate == "" {
+		o.Fate = FateRefused
+		if e.Code == Closed {
+			o.Fate = FateDropped
+		}
 	}
 	return o, true
 }

@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	stdctx "context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/session"
@@ -450,6 +452,32 @@ func TestAStreamTellsWhenAToolCallStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := e.ctl.Close(ctx, "tools"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A refusal that is not the message's recorded fate — here a failing
+// admission check, which leaves no record in the log — still answers
+// Wait: a client that lost the answer to its Prompt does not wait forever.
+func TestWaitIsAnsweredByARefusalTheLogDoesNotHold(t *testing.T) {
+	e := newEnv(t, setup{})
+	ctx := stdctx.Background()
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
+		t.Fatal(err)
+	}
+	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		return agentcontroller.Decision{}, errors.New("the check broke")
+	})
+	if _, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r1", Content: "hi"}); err == nil {
+		t.Fatal("the prompt was admitted past a failing check")
+	}
+	wctx, cancel := stdctx.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	r, err := e.ctl.Wait(wctx, "w", "r1")
+	if err != nil || r.Outcome != sessions.FateRefused || r.Ran() || r.Reason != agentcontroller.ReasonAdmissionFailed {
+		t.Fatalf("wait: %+v %v", r, err)
+	}
+	if err := e.ctl.Close(ctx, "w"); err != nil {
 		t.Fatal(err)
 	}
 }

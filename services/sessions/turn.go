@@ -148,7 +148,10 @@ func (s *Session) Wait(ctx stdctx.Context, requestID string) (TurnResult, error)
 func (s *Session) settled(w *watch, log *session.Session, requestID string, scan bool) (TurnResult, bool) {
 	o, ok := OutcomeInLog(log, requestID)
 	if !ok {
-		return TurnResult{}, false
+		// A refusal that is not the message's recorded fate (a failing
+		// admission check, a hold's limit, the agent gone) never reaches
+		// the log; the session keeps it among its outcomes.
+		return s.keptRefusal(requestID)
 	}
 	r := TurnResult{RequestOutcome: o}
 	if o.Outcome != FateDelivered && o.Outcome != FateMerged {
@@ -165,6 +168,20 @@ func (s *Session) settled(w *watch, log *session.Session, requestID string, scan
 		if e.Type == session.TurnEnd && e.Turn == o.Turn {
 			r.End = &e
 			return r, true
+		}
+	}
+	return TurnResult{}, false
+}
+
+// keptRefusal is the last refusal of requestID the session keeps.
+func (s *Session) keptRefusal(requestID string) (TurnResult, bool) {
+	if requestID == "" {
+		return TurnResult{}, false
+	}
+	kept := s.Outcomes()
+	for i := len(kept) - 1; i >= 0; i-- {
+		if o := kept[i]; o.RequestID == requestID {
+			return TurnResult{RequestOutcome: RequestOutcome{Outcome: o.Fate, RequestID: requestID, Reason: o.Reason, Message: o.Message}}, true
 		}
 	}
 	return TurnResult{}, false
