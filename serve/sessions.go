@@ -268,8 +268,19 @@ func (s *Server) hold(id string) error {
 		return errors.Join(fail(http.StatusServiceUnavailable, ShuttingDown, "dsh serve is shutting down; the session %q was closed again", id), s.o.Sessions.Close(stdctx.Background(), id))
 	}
 	cp, _ := s.o.Sessions.Get(id)
+	if h, ok := s.held[id]; ok && h.copy == cp && !h.approver.ended() {
+		// Another hold of the same copy won the race (two adoptions, or
+		// an adoption and a resume at once): keep its approver.
+		s.mu.Unlock()
+		a.stop()
+		return nil
+	}
+	prev := s.held[id]
 	s.held[id] = &held{id: id, approver: a, copy: cp}
 	s.mu.Unlock()
+	if prev != nil {
+		prev.approver.stop() // it held a copy that is gone
+	}
 	return nil
 }
 
