@@ -13,7 +13,6 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/usage"
 	"github.com/spf13/cobra"
@@ -137,10 +136,7 @@ func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Ho
 // rest are not started, so listing and showing sessions needs no API key,
 // and a provider that cannot start does not stop them.
 func storeOnly(cfg *config.Config) *config.Config {
-	return cfg.OnlyPlugins(func(e *config.Entry) bool {
-		info, ok := plugin.Lookup(e.Use)
-		return ok && info.SessionStore
-	})
+	return cfg.OnlyPlugins(config.IsSessionStore)
 }
 
 func writeList(w io.Writer, list []session.Summary, jsonOut bool) error {

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/dsh-go/dsh/plugin"
 )
 
 // ClusterConfig is the cluster: key: the NATS JetStream engine several
@@ -109,10 +107,7 @@ func (c *Config) checkCluster(p *problems) {
 		p.add("cluster.replicas", fmt.Sprintf("replicas is %d; JetStream keeps 1, 3 or 5 copies", cl.Replicas))
 	}
 	for i, e := range c.Plugins {
-		if e.Disabled || e.Use == "" {
-			continue
-		}
-		if info, ok := plugin.Lookup(e.Use); ok && info.SessionStore {
+		if IsSessionStore(&e) {
 			p.add(fmt.Sprintf("plugins[%d]", i), fmt.Sprintf(
 				"a cluster keeps its sessions in JetStream (cluster: adds a session.nats entry with id %q); remove this %s entry, or remove cluster: to run alone", ClusterEntryID, e.Use))
 		}

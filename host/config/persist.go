@@ -1,6 +1,10 @@
 package config
 
-import "github.com/dsh-go/dsh/plugin"
+import (
+	"slices"
+
+	"github.com/dsh-go/dsh/plugin"
+)
 
 // Persists reports whether the sessions of agent agentID, opened with
 // the presets extra after its own, are kept by a session store: one
@@ -30,13 +34,16 @@ func (c *Config) Persists(agentID string, extra ...string) bool {
 
 // hasStore reports whether list holds an enabled session-store entry.
 func hasStore(list []Entry) bool {
-	for _, e := range list {
-		if e.Disabled || e.Use == "" {
-			continue
-		}
-		if info, ok := plugin.Lookup(e.Use); ok && info.SessionStore {
-			return true
-		}
+	return slices.ContainsFunc(list, func(e Entry) bool { return IsSessionStore(&e) })
+}
+
+// IsSessionStore reports whether e is an enabled entry of a plugin that
+// stores sessions (session.jsonl, session.nats): the one test every
+// question about persistence asks of an entry.
+func IsSessionStore(e *Entry) bool {
+	if e.Disabled || e.Use == "" {
+		return false
 	}
-	return false
+	info, ok := plugin.Lookup(e.Use)
+	return ok && info.SessionStore
 }

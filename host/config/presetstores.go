@@ -2,9 +2,6 @@ package config
 
 import (
 	"fmt"
-	"path/filepath"
-
-	"github.com/dsh-go/dsh/plugin"
 )
 
 // PresetStore is a session store a preset mounts that no root store covers.
@@ -33,18 +30,12 @@ func (c *Config) PresetStores() []PresetStore {
 		}
 		for i := range list {
 			e := &list[i]
-			if e.Disabled || e.Use == "" {
-				continue
-			}
-			if info, ok := plugin.Lookup(e.Use); !ok || !info.SessionStore {
+			if !IsSessionStore(e) {
 				continue
 			}
 			key := "id:" + e.ID
-			if dir, ok := storeDir(c.decoded[e]); ok {
-				if !filepath.IsAbs(dir) {
-					dir = filepath.Join(c.wd, dir)
-				}
-				key = "dir:" + filepath.Clean(dir)
+			if dir, ok := c.storeDirOf(e); ok {
+				key = "dir:" + dir
 			}
 			if seen[key] {
 				continue

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-
-	"github.com/dsh-go/dsh/plugin"
 )
 
 // StoreDirer may be implemented by the config of a plugin that persists
@@ -28,22 +26,29 @@ func (c *Config) storesIn(list []Entry, at string) []store {
 	var out []store
 	for i := range list {
 		e := &list[i]
-		if e.Disabled || e.Use == "" {
+		if !IsSessionStore(e) {
 			continue
 		}
-		if info, ok := plugin.Lookup(e.Use); !ok || !info.SessionStore {
-			continue
-		}
-		dir, ok := storeDir(c.decoded[e])
+		dir, ok := c.storeDirOf(e)
 		if !ok {
 			continue
 		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(c.wd, dir)
-		}
-		out = append(out, store{at: fmt.Sprintf("%s[%d]", at, i), id: e.ID, dir: filepath.Clean(dir)})
+		out = append(out, store{at: fmt.Sprintf("%s[%d]", at, i), id: e.ID, dir: dir})
 	}
 	return out
+}
+
+// storeDirOf is the absolute, clean directory store entry e writes, when
+// its config names one; relative paths start from the working directory.
+func (c *Config) storeDirOf(e *Entry) (string, bool) {
+	dir, ok := storeDir(c.decoded[e])
+	if !ok {
+		return "", false
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(c.wd, dir)
+	}
+	return filepath.Clean(dir), true
 }
 
 // storeDir reads the directory out of a decoded store config.
