@@ -3,14 +3,13 @@ package execplugin
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/asnobody"
 )
 
 // asNobodyPin names, in the child run as nobody, the pinned file to check.
@@ -66,32 +65,5 @@ func TestPinsFailClosedOnAFileThatCannotBeRead(t *testing.T) {
 		}
 	}
 	os.Chmod(dir, 0o755)
-	bin := filepath.Join(t.TempDir(), "execplugin.test")
-	copyTestBinary(t, os.Args[0], bin)
-	os.Chmod(filepath.Dir(bin), 0o755)
-	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run", "^TestPinsFailClosedOnAFileThatCannotBeRead$", "-test.count=1")
-	cmd.Env = append(os.Environ(), asNobodyPin+"="+file)
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
-}
-
-func copyTestBinary(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	asnobody.Run(t, "TestPinsFailClosedOnAFileThatCannotBeRead", asNobodyPin+"="+file)
 }

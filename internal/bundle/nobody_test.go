@@ -2,12 +2,11 @@ package bundle
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/dsh-go/dsh/internal/asnobody"
 )
 
 // asNobodyBundle names, in the child run as nobody, the bundle to load.
@@ -57,33 +56,5 @@ func TestAPartDshCannotReadIsAnErrorNotASkip(t *testing.T) {
 		t.Fatalf("as root: %+v, %v", b, err)
 	}
 	os.Chmod(filepath.Dir(parent), 0o755)
-	bin := filepath.Join(t.TempDir(), "bundle.test")
-	copyFile(t, os.Args[0], bin)
-	os.Chmod(filepath.Dir(bin), 0o755)
-	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run", "^TestAPartDshCannotReadIsAnErrorNotASkip$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), asNobodyBundle+"="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestAPartDshCannotReadIsAnErrorNotASkip") {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	asnobody.Run(t, "TestAPartDshCannotReadIsAnErrorNotASkip", asNobodyBundle+"="+dir)
 }

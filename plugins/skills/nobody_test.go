@@ -1,14 +1,13 @@
 package skills
 
 import (
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/asnobody"
 )
 
 // asNobodyDir names, in the child run as nobody, the folder to scan.
@@ -55,30 +54,5 @@ func TestUnreadableSkillAsRootAndAsNobody(t *testing.T) {
 	}
 	os.Chmod(root, 0o755)
 	os.Chmod(filepath.Dir(root), 0o755)
-	bin := filepath.Join(t.TempDir(), "skills.test")
-	copyFile(t, os.Args[0], bin)
-	os.Chmod(filepath.Dir(bin), 0o755)
-	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run", "^TestUnreadableSkillAsRootAndAsNobody$", "-test.count=1")
-	cmd.Env = append(os.Environ(), asNobodyDir+"="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
+	asnobody.Run(t, "TestUnreadableSkillAsRootAndAsNobody", asNobodyDir+"="+dir)
 }

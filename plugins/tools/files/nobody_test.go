@@ -1,12 +1,12 @@
 package files
 
 import (
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-go/dsh/internal/asnobody"
 )
 
 // asNobodyWS names, in the child run as nobody, the workspace to test.
@@ -50,40 +50,12 @@ func TestProtectedPathsHoldForAnUnprivilegedUser(t *testing.T) {
 			}
 		}
 		os.Chmod(filepath.Dir(ws), 0o755)
-		bin := filepath.Join(t.TempDir(), "files.test")
-		copyFile(t, os.Args[0], bin)
-		os.Chmod(filepath.Dir(bin), 0o755)
-		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-			"-test.run", "^TestProtectedPathsHoldForAnUnprivilegedUser$", "-test.count=1")
-		cmd.Env = append(os.Environ(), asNobodyWS+"="+ws)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("as nobody: %v\n%s", err, out)
-		}
+		asnobody.Run(t, "TestProtectedPathsHoldForAnUnprivilegedUser", asNobodyWS+"="+ws)
 	}
 	if err := os.Chmod(conf, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(conf); string(b) != "[core]\n" {
 		t.Fatalf(".git/config changed: %q", b)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
