@@ -23,12 +23,12 @@ import (
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
-	"go.uber.org/goleak"
 )
 
 // Every server, host and connection is closed by the test that made it, so
-// no goroutine is ignored.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// no goroutine is ignored; natstest gives a server's background loops the
+// time they take to end after its shutdown.
+func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 
 // patience bounds every wait of the tests.
 const patience = 20 * time.Second

@@ -7,12 +7,12 @@ import (
 
 	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
-	"go.uber.org/goleak"
 )
 
-// The embedded servers are shut down and waited for by each test, so no
-// goroutine of theirs is ignored.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// Every server, host and connection is closed by the test that made it, so
+// no goroutine is ignored; natstest gives a server's background loops the
+// time they take to end after its shutdown.
+func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 
 // startServer runs a JetStream server on a random loopback port, storing
 // in a temporary directory, until the test ends.
