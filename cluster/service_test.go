@@ -211,32 +211,45 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 
 	t.Run("resume", func(t *testing.T) {
 		persist(t, a.node, "res-s")
-		in, err := b.svc.Ensure(ctxT(t), sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "main", SessionID: "res-s"}})
-		if err != nil || in.How != sessions.HowResumed || in.LastSeq == 0 {
-			t.Fatalf("ensuring a stored session nobody runs through host b: %+v, %v", in, err)
+		opts := sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "main", SessionID: "res-s"}}
+		// resumes ensures res-s through from, then through the other host,
+		// which joins it where it runs: one copy, the one its lease names.
+		resumes := func(t *testing.T, from, other *svcNode) {
+			t.Helper()
+			in, err := from.svc.Ensure(ctxT(t), opts)
+			if err != nil || in.How != sessions.HowResumed || in.LastSeq == 0 {
+				t.Fatalf("ensuring a stored session nobody runs through host %s: %+v, %v", from.id, in, err)
+			}
+			// from resumes it, or, when it read the lease before its
+			// release reached its server, the host that last ran it does.
+			runs := from
+			if _, there := other.h.Sessions().Get("res-s"); there {
+				runs = other
+			}
+			runs.session(t, "res-s")
+			if got := owner(t, leases(t, c.Node(1), stream), "res-s"); got != runs.id {
+				t.Fatalf("res-s runs on %s, its lease names %q", runs.id, got)
+			}
+			for _, n := range []*svcNode{a, b} {
+				in, err := n.svc.Ensure(ctxT(t), opts)
+				if err != nil || in.How != sessions.HowJoined {
+					t.Fatalf("ensuring res-s through host %s once it runs on %s: %+v, %v", n.id, runs.id, in, err)
+				}
+				if _, open := n.h.Sessions().Get("res-s"); open != (n == runs) {
+					t.Fatalf("res-s runs on %s and is open on host %s: %v", runs.id, n.id, open)
+				}
+				_, err = n.svc.Ensure(ctxT(t), sessions.EnsureOptions{OpenOptions: opts.OpenOptions, Mode: sessions.EnsureCreate})
+				if !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
+					t.Fatalf("creating res-s again through host %s: %v", n.id, err)
+				}
+			}
+			if err := other.svc.Close(ctxT(t), "res-s"); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the lease of res-s to go", func() bool { return owner(t, leases(t, c.Node(1), stream), "res-s") == "" })
 		}
-		// Host b resumes it, or, when b read a's lease before its release
-		// reached b's server, a does: one host, the one its lease names.
-		runs, other := b, a
-		if _, onA := a.h.Sessions().Get("res-s"); onA {
-			runs, other = a, b
-		}
-		runs.session(t, "res-s")
-		if got := owner(t, leases(t, c.Node(1), stream), "res-s"); got != runs.id {
-			t.Fatalf("res-s runs on %s, its lease names %q", runs.id, got)
-		}
-		// The other host joins it there instead of opening a copy.
-		in, err = other.svc.Ensure(ctxT(t), sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "main", SessionID: "res-s"}})
-		if err != nil || in.How != sessions.HowJoined {
-			t.Fatalf("ensuring res-s through host %s: %+v, %v", other.id, in, err)
-		}
-		if _, open := other.h.Sessions().Get("res-s"); open {
-			t.Fatalf("host %s opened a copy of res-s, which %s runs", other.id, runs.id)
-		}
-		_, err = other.svc.Ensure(ctxT(t), sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "main", SessionID: "res-s"}, Mode: sessions.EnsureCreate})
-		if !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
-			t.Fatalf("creating res-s again through host %s: %v", other.id, err)
-		}
+		resumes(t, b, a)
+		resumes(t, a, b)
 	})
 
 	t.Run("delete", func(t *testing.T) {
