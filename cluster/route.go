@@ -122,16 +122,18 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 	if !session.ValidID(req.Session) {
 		return answer{}, errs.New(sessions.NotFound, fmt.Sprintf("cluster: %q is not a session id (letters, digits, '.', '_' and '-'), so no host has it", req.Session))
 	}
-	h.mu.Lock()
-	left := h.closed
-	h.mu.Unlock()
-	if left {
-		return answer{}, errs.New(NoHost, fmt.Sprintf("cluster: host %q has left the cluster (it is shutting down); send the request to another host", h.o.HostID))
-	}
 	var lost error
 	for range claimAttempts {
 		if ss, ok := h.o.Sessions.Get(req.Session); ok && !h.stale(ctx, ss) {
+			// Served here even once the host left the cluster: its own
+			// sessions still run until the entry points close them.
 			return h.local(ctx, ss, req, "")
+		}
+		h.mu.Lock()
+		left := h.closed
+		h.mu.Unlock()
+		if left {
+			return answer{}, errs.New(NoHost, fmt.Sprintf("cluster: host %q has left the cluster (it is shutting down); send the request to another host", h.o.HostID))
 		}
 		lease, owned, err := h.owner(ctx, req.Session)
 		if err != nil {
