@@ -130,6 +130,8 @@ func (h *Host) pump(ctx stdctx.Context, token, id string, st sessions.Stream, in
 	for {
 		nctx, cancel := stdctx.WithTimeout(ctx, time.Until(sent.Add(every)))
 		u, err := st.Next(nctx)
+		// Quiet: nothing came for a third of RequestTimeout.
+		quiet := err != nil && nctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		var msg relayMsg
 		switch {
@@ -137,7 +139,7 @@ func (h *Host) pump(ctx stdctx.Context, token, id string, st sessions.Stream, in
 			msg.Update = &u
 		case err == nil && time.Since(sent) < every:
 			continue // what the client's host streams from the log itself
-		case err == nil, ctx.Err() == nil && nctx.Err() != nil:
+		case err == nil, quiet:
 			// A ping.
 		default:
 			if ctx.Err() != nil {

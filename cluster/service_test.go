@@ -170,6 +170,13 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
+		// A client on the owner answers approvals too: the first answer
+		// wins, and it is told who gave it.
+		onA, err := a.svc.Attach(ctxT(t), "ask-s", sessions.AttachOptions{Approvals: true, Name: "on-a", FromEnd: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer onA.Close()
 		turn, err := b.svc.Prompt(ctxT(t), "ask-s", sessions.PromptRequest{Content: "use the tool"})
 		if err != nil {
 			t.Fatal(err)
@@ -203,10 +210,54 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 		if err != nil || !r.Ran() || r.Outcome != sessions.FateDelivered {
 			t.Fatalf("waiting for the turn: %+v, %v", r, err)
 		}
+		for {
+			u, err := onA.Next(ctxT(t))
+			if err != nil {
+				t.Fatalf("the stream on host a: %v", err)
+			}
+			if u.Kind == live.KindSettled {
+				if u.Settled.AnsweredBy != "on-b" || u.Settled.Answer.Choice != approval.AllowOnce {
+					t.Fatalf("host a's client was told %+v", u.Settled)
+				}
+				break
+			}
+		}
 		if st.LastSeq() < r.End.Seq {
 			t.Fatalf("the stream's last seq is %d, the turn ended at %d", st.LastSeq(), r.End.Seq)
 		}
 		notOnB(t, "ask-s")
+	})
+
+	t.Run("a relayed stream ends with the session", func(t *testing.T) {
+		ensure(t, "rel-s", "asker")
+		st, err := b.svc.Attach(ctxT(t), "rel-s", sessions.AttachOptions{Approvals: true, Name: "on-b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		watcher, err := b.svc.Attach(ctxT(t), "rel-s", sessions.AttachOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer watcher.Close()
+		if err := watcher.Answer(1, approval.Answer{Choice: approval.Deny}); !errs.HasCode(err, live.NotApprover) {
+			t.Fatalf("answering through a stream attached without approvals: %v", err)
+		}
+		if err := b.svc.Close(ctxT(t), "rel-s"); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, err := st.Next(ctxT(t))
+			if errs.HasCode(err, live.HubClosed) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("host b's stream of a session closed on a ended with %v", err)
+			}
+		}
+		if err := st.Answer(1, approval.Answer{Choice: approval.Deny}); !errs.HasCode(err, live.Detached) {
+			t.Fatalf("answering through the relay of a closed session: %v", err)
+		}
 	})
 
 	t.Run("resume", func(t *testing.T) {
@@ -323,6 +374,10 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 		p, data, err := b.svc.Attachment(ctxT(t), "img-s", ref)
 		if err != nil || !bytes.Equal(data, pic.Bytes()) || p.MediaType != "image/png" {
 			t.Fatalf("reading the image through host b: %+v, %d bytes, %v", p, len(data), err)
+		}
+		// The turn's end is logged before its agent says it is idle.
+		if err := b.svc.Idle(ctxT(t), "img-s"); err != nil {
+			t.Fatal(err)
 		}
 		in, err := b.svc.Info(ctxT(t), "img-s")
 		if err != nil || in.LastSeq < r.End.Seq || in.Running {
