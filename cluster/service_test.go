@@ -13,12 +13,14 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/cluster"
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/plugin"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/approval"
@@ -28,6 +30,7 @@ import (
 	"github.com/dsh-go/dsh/services/sessions/live"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 func init() {
@@ -80,9 +83,9 @@ type svcNode struct {
 
 // serviceNode starts host id on srv and its Service, which streams with
 // a Follower of its own.
-func serviceNode(t *testing.T, srv *server.Server, stream, id string) *svcNode {
+func serviceNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) *svcNode {
 	t.Helper()
-	n := startNode(t, srv, stream, id, serviceOpts)
+	n := startNode(t, srv, stream, id, o)
 	f, err := cluster.NewFollower(cluster.Options{URL: srv.ClientURL(), Stream: stream, SubjectPrefix: "dsh.t." + stream})
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +102,8 @@ func serviceNode(t *testing.T, srv *server.Server, stream, id string) *svcNode {
 func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 	c := natstest.Start(t, 3)
 	stream := streamName()
-	a := serviceNode(t, c.Node(0), stream, "a")
-	b := serviceNode(t, c.Node(2), stream, "b")
+	a := serviceNode(t, c.Node(0), stream, "a", serviceOpts)
+	b := serviceNode(t, c.Node(2), stream, "b", serviceOpts)
 	// ensure opens id on a through a's Service.
 	ensure := func(t *testing.T, id, agent string) {
 		t.Helper()
@@ -402,4 +405,48 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestARemoteApproverLearnsTheOwnerFellSilent: a host that took a relay
+// and then says nothing (it died, or stalls) ends the stream of the
+// client on the other host after the request timeout, so the client
+// attaches again instead of waiting for questions that cannot come.
+func TestARemoteApproverLearnsTheOwnerFellSilent(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	b := serviceNode(t, srv, stream, "b", nodeOpts{})
+	// The ghost holds the lease of s1 and answers the relay's start, then
+	// goes quiet.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.Subscribe(cluster.RouteSubject(stream, "ghost"), func(m *nats.Msg) {
+		m.Respond([]byte(`{"result":"\"ghost-relay\""}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(natsplugin.LeaseRecord{Holder: "a ghost", HostID: "ghost", Since: time.Now()})
+	if _, err := leases(t, srv, stream).Create(ctxT(t), "s1", rec); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.svc.Attach(ctxT(t), "s1", sessions.AttachOptions{Approvals: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now()
+	_, err = st.Next(ctxT(t))
+	if !errs.Has(err, cluster.OwnerUnreachable, cluster.ReasonTimeout) {
+		t.Fatalf("the stream of a session whose owner fell silent: %v", err)
+	}
+	if waited := time.Since(start); waited < time.Second || waited > patience/2 {
+		t.Fatalf("the silent owner was given up on after %s; the request timeout is 1s", waited)
+	}
 }
