@@ -24,9 +24,12 @@ type remoteStream struct {
 	h  *Host
 	id string
 
-	// updates carries what Next returns; fail, once closed, the error it
+	// updates carries the log's events, asks the relay's questions and
+	// settlements (apart, so a reader behind on events never makes the
+	// relay drop a question); failed, once closed, the error Next
 	// returns after them.
 	updates chan live.Update
+	asks    chan live.Update
 	failed  chan struct{}
 	failErr error
 	failMu  sync.Once
@@ -54,7 +57,7 @@ func (s *Service) attachRemote(ctx stdctx.Context, h *Host, id string, o session
 		after = seq
 	}
 	sctx, stop := stdctx.WithCancel(h.ctx)
-	st := &remoteStream{h: h, id: id, updates: make(chan live.Update, 16), failed: make(chan struct{}), stop: stop}
+	st := &remoteStream{h: h, id: id, updates: make(chan live.Update, 16), asks: make(chan live.Update, 16), failed: make(chan struct{}), stop: stop}
 	st.last.Store(after)
 	if o.Approvals {
 		if err := st.startRelay(ctx, sctx, o); err != nil {
@@ -118,7 +121,7 @@ func (st *remoteStream) relayed(m *nats.Msg) {
 	switch {
 	case msg.Update != nil:
 		select {
-		case st.updates <- *msg.Update:
+		case st.asks <- *msg.Update:
 		default:
 			return
 		}
@@ -167,17 +170,22 @@ func (st *remoteStream) fail(err error) {
 }
 
 func (st *remoteStream) Next(ctx stdctx.Context) (live.Update, error) {
+	// A question first: the turn waits for its answer.
 	select {
-	case u := <-st.updates:
-		return st.took(u), nil
+	case u := <-st.asks:
+		return u, nil
 	default:
 	}
 	select {
+	case u := <-st.asks:
+		return u, nil
 	case u := <-st.updates:
 		return st.took(u), nil
 	case <-st.failed:
 		// What came before the end is read first.
 		select {
+		case u := <-st.asks:
+			return u, nil
 		case u := <-st.updates:
 			return st.took(u), nil
 		default:
