@@ -37,7 +37,7 @@ const (
 // past it the owner answers "still pending" and the sender asks again. A
 // sender that gave up thus leaves no wait running on the owner for
 // longer, and a session that moved meanwhile is found at its new owner.
-const waitSlice = 10 * time.Second
+var waitSlice = 10 * time.Second
 
 // claimsFor reports whether op may open the session on a host that
 // holds its lease without having it open: only what delivers to it.

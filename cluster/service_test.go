@@ -450,3 +450,28 @@ func TestARemoteApproverLearnsTheOwnerFellSilent(t *testing.T) {
 		t.Fatalf("the silent owner was given up on after %s; the request timeout is 1s", waited)
 	}
 }
+
+// TestAWaitOutlastsItsSlices: a turn that runs longer than the owner
+// serves one forwarded wait is waited for in several slices, and the
+// caller gets its end.
+func TestAWaitOutlastsItsSlices(t *testing.T) {
+	// Restored after the hosts closed: their waits read it.
+	t.Cleanup(cluster.SetWaitSlice(100 * time.Millisecond))
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := serviceNode(t, srv, stream, "a", nodeOpts{delay: 50 * time.Millisecond})
+	b := serviceNode(t, srv, stream, "b", nodeOpts{})
+	a.open(t, "s1")
+	turn, err := b.svc.Prompt(ctxT(t), "s1", sessions.PromptRequest{Content: "one two three four five six seven eight"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r, err := turn.Wait(ctxT(t))
+	if err != nil || !r.Ran() || r.End.Type != session.TurnEnd {
+		t.Fatalf("waiting through host b: %+v, %v", r, err)
+	}
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("the turn ended after %s, within two slices: the test shows nothing", waited)
+	}
+}
