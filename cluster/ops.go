@@ -187,7 +187,7 @@ func decodeArgs(req request, v any) error {
 // call routes op with args for session id and decodes its result into out
 // (when not nil).
 func (h *Host) call(ctx stdctx.Context, op, id string, args, out any) error {
-	req := request{Op: op, Session: id}
+	req := request{Op: op, Session: id, Actor: sessions.ActorOf(ctx)}
 	if args != nil {
 		b, err := json.Marshal(args)
 		if err != nil {

@@ -51,6 +51,9 @@ type request struct {
 	// Args are the arguments of the ops other than prompt, cancel and
 	// close (ops.go), as JSON.
 	Args json.RawMessage `json:"args,omitempty"`
+	// Actor is who acts (sessions.WithActor), for the owner's records: a
+	// cancel's dropped messages name it.
+	Actor string `json:"actor,omitempty"`
 }
 
 // part is an attachment with its bytes: llm.Part keeps Data out of JSON
@@ -105,7 +108,7 @@ func (h *Host) Prompt(ctx stdctx.Context, sessionID string, mode agentcontroller
 // waits until it is idle there. A session open on no host is
 // sessions.Closed, as it is for a local session that is not open.
 func (h *Host) Cancel(ctx stdctx.Context, sessionID string) error {
-	_, err := h.route(ctx, request{Op: opCancel, Session: sessionID})
+	_, err := h.route(ctx, request{Op: opCancel, Session: sessionID, Actor: sessions.ActorOf(ctx)})
 	return err
 }
 
@@ -113,7 +116,7 @@ func (h *Host) Cancel(ctx stdctx.Context, sessionID string) error {
 // Options.CloseLocal there). A session open on no host is already closed:
 // nil, or sessions.NotFound when it was never stored.
 func (h *Host) CloseSession(ctx stdctx.Context, sessionID string) error {
-	_, err := h.route(ctx, request{Op: opClose, Session: sessionID})
+	_, err := h.route(ctx, request{Op: opClose, Session: sessionID, Actor: sessions.ActorOf(ctx)})
 	return err
 }
 
@@ -320,6 +323,9 @@ func (h *Host) resume(ctx stdctx.Context, id string, o sessions.EnsureOptions, a
 // open here (nil for the ops that name it by id), claimed what a claim
 // for this request did.
 func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request, claimed sessions.How) (answer, error) {
+	if req.Actor != "" && sessions.ActorOf(ctx) == "" {
+		ctx = sessions.WithActor(ctx, req.Actor)
+	}
 	switch req.Op {
 	case opPrompt:
 	case opCancel:

@@ -475,3 +475,32 @@ func TestAWaitOutlastsItsSlices(t *testing.T) {
 		t.Fatalf("the turn ended after %s, within two slices: the test shows nothing", waited)
 	}
 }
+
+// TestACancelThroughAnotherHostNamesWhoCancelled: the actor of a cancel
+// sent through host b reaches the owner's record of the messages it
+// dropped, and Wait through b returns that outcome.
+func TestACancelThroughAnotherHostNamesWhoCancelled(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := serviceNode(t, srv, stream, "a", nodeOpts{delay: time.Hour})
+	b := serviceNode(t, srv, stream, "b", nodeOpts{})
+	a.open(t, "s1")
+	if _, err := b.svc.Prompt(ctxT(t), "s1", sessions.PromptRequest{Content: "take your time"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the turn to run on host a", func() bool {
+		in, err := a.svc.Info(ctxT(t), "s1")
+		return err == nil && in.Running
+	})
+	queued, err := b.svc.Prompt(ctxT(t), "s1", sessions.PromptRequest{RequestID: "q1", Content: "behind it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.Cancel(sessions.WithActor(ctxT(t), "the tester on b"), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := queued.Wait(ctxT(t))
+	if err != nil || r.Ran() || r.Outcome != sessions.FateDropped || r.By != "the tester on b" {
+		t.Fatalf("the queued prompt after the cancel through b: %+v, %v", r, err)
+	}
+}
