@@ -386,6 +386,13 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 		if err != nil || in.LastSeq < r.End.Seq || in.Running {
 			t.Fatalf("host b's Info of img-s: %+v, %v", in, err)
 		}
+		list, err := b.svc.List(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(list, func(s session.Summary) bool { return s.ID == "img-s" }); i < 0 || list[i].State != session.StateOpen {
+			t.Fatalf("host b lists img-s, open on a, as %+v", list)
+		}
 		o, ok, err := b.svc.Outcome(ctxT(t), "img-s", turn.RequestID)
 		if err != nil || !ok || o.MessageID != turn.MessageID {
 			t.Fatalf("host b's Outcome: %+v %v %v", o, ok, err)
