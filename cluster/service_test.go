@@ -13,14 +13,12 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/dsh-go/dsh/cluster"
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/plugin"
-	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/approval"
@@ -30,7 +28,6 @@ import (
 	"github.com/dsh-go/dsh/services/sessions/live"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 )
 
 func init() {
@@ -412,102 +409,4 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// TestARemoteApproverLearnsTheOwnerFellSilent: a host that took a relay
-// and then says nothing (it died, or stalls) ends the stream of the
-// client on the other host after the request timeout, so the client
-// attaches again instead of waiting for questions that cannot come.
-func TestARemoteApproverLearnsTheOwnerFellSilent(t *testing.T) {
-	srv := startServer(t, 0)
-	stream := streamName()
-	b := serviceNode(t, srv, stream, "b", nodeOpts{})
-	// The ghost holds the lease of s1 and answers the relay's start, then
-	// goes quiet.
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	sub, err := nc.Subscribe(cluster.RouteSubject(stream, "ghost"), func(m *nats.Msg) {
-		m.Respond([]byte(`{"result":"\"ghost-relay\""}`))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	rec, _ := json.Marshal(natsplugin.LeaseRecord{Holder: "a ghost", HostID: "ghost", Since: time.Now()})
-	if _, err := leases(t, srv, stream).Create(ctxT(t), "s1", rec); err != nil {
-		t.Fatal(err)
-	}
-	st, err := b.svc.Attach(ctxT(t), "s1", sessions.AttachOptions{Approvals: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	start := time.Now()
-	_, err = st.Next(ctxT(t))
-	if !errs.Has(err, cluster.OwnerUnreachable, cluster.ReasonTimeout) {
-		t.Fatalf("the stream of a session whose owner fell silent: %v", err)
-	}
-	if waited := time.Since(start); waited < time.Second || waited > patience/2 {
-		t.Fatalf("the silent owner was given up on after %s; the request timeout is 1s", waited)
-	}
-}
-
-// TestAWaitOutlastsItsSlices: a turn that runs longer than the owner
-// serves one forwarded wait is waited for in several slices, and the
-// caller gets its end.
-func TestAWaitOutlastsItsSlices(t *testing.T) {
-	// Restored after the hosts closed: their waits read it.
-	t.Cleanup(cluster.SetWaitSlice(100 * time.Millisecond))
-	srv := startServer(t, 0)
-	stream := streamName()
-	a := serviceNode(t, srv, stream, "a", nodeOpts{delay: 50 * time.Millisecond})
-	b := serviceNode(t, srv, stream, "b", nodeOpts{})
-	a.open(t, "s1")
-	turn, err := b.svc.Prompt(ctxT(t), "s1", sessions.PromptRequest{Content: "one two three four five six seven eight"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	r, err := turn.Wait(ctxT(t))
-	if err != nil || !r.Ran() || r.End.Type != session.TurnEnd {
-		t.Fatalf("waiting through host b: %+v, %v", r, err)
-	}
-	if waited := time.Since(start); waited < 200*time.Millisecond {
-		t.Fatalf("the turn ended after %s, within two slices: the test shows nothing", waited)
-	}
-}
-
-// TestACancelThroughAnotherHostNamesWhoCancelled: the actor of a cancel
-// sent through host b reaches the owner's record of the messages it
-// dropped, and Wait through b returns that outcome.
-func TestACancelThroughAnotherHostNamesWhoCancelled(t *testing.T) {
-	srv := startServer(t, 0)
-	stream := streamName()
-	a := serviceNode(t, srv, stream, "a", nodeOpts{delay: time.Hour})
-	b := serviceNode(t, srv, stream, "b", nodeOpts{})
-	a.open(t, "s1")
-	if _, err := b.svc.Prompt(ctxT(t), "s1", sessions.PromptRequest{Content: "take your time"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the turn to run on host a", func() bool {
-		in, err := a.svc.Info(ctxT(t), "s1")
-		return err == nil && in.Running
-	})
-	queued, err := b.svc.Prompt(ctxT(t), "s1", sessions.PromptRequest{RequestID: "q1", Content: "behind it"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.svc.Cancel(sessions.WithActor(ctxT(t), "the tester on b"), "s1"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := queued.Wait(ctxT(t))
-	if err != nil || r.Ran() || r.Outcome != sessions.FateDropped || r.By != "the tester on b" {
-		t.Fatalf("the queued prompt after the cancel through b: %+v, %v", r, err)
-	}
 }
