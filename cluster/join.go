@@ -67,6 +67,8 @@ type Host struct {
 	closed bool
 	// inflight are the claims being resumed, by session id.
 	inflight map[string]*claiming
+	// relays are the approval relays served here (relay.go).
+	relays relays
 }
 
 func (o Options) withDefaults() Options {

@@ -108,6 +108,9 @@ type nodeOpts struct {
 	// lookup makes Options.Open look the session up in the store's
 	// listing first, as serve's ClaimOptions does.
 	lookup bool
+	// plugins are more YAML plugin entries; tail is YAML after the
+	// agents list (more agents, a serve: key).
+	plugins, tail string
 }
 
 // startNode starts host id on the server's stream and joins it to the
@@ -124,7 +127,8 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
 	if o.refuse != "" || o.hold > 0 {
 		yaml += fmt.Sprintf("  - use: clustertest.refuse\n    config: {word: %q, host: %q, hold: %s}\n", o.refuse, id, o.hold)
 	}
-	yaml += "agents:\n  - id: main\n    provider: scripted\n"
+	yaml += o.plugins
+	yaml += "agents:\n  - id: main\n    provider: scripted\n" + o.tail
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)

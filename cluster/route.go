@@ -48,6 +48,12 @@ type request struct {
 	// Hops counts the forwards so far; the target forwards again only
 	// below maxHops.
 	Hops int `json:"hops"`
+	// Args are the arguments of the ops other than prompt, cancel and
+	// close (ops.go), as JSON.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Actor is who acts (sessions.WithActor), for the owner's records: a
+	// cancel's dropped messages name it.
+	Actor string `json:"actor,omitempty"`
 }
 
 // part is an attachment with its bytes: llm.Part keeps Data out of JSON
@@ -63,9 +69,16 @@ type part struct {
 // dead host), then one final message with the message id or the error as
 // errs.Encode writes it, code, reason and details (presented) included.
 type reply struct {
-	Working   bool            `json:"working,omitempty"`
+	Working bool `json:"working,omitempty"`
+	answer
+	Error json.RawMessage `json:"error,omitempty"`
+}
+
+// answer is what an op returns: a prompt's message id, or the result of
+// another op as JSON (ops.go).
+type answer struct {
 	MessageID string          `json:"message_id,omitempty"`
-	Error     json.RawMessage `json:"error,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
 }
 
 // Prompt delivers a prompt (mode Followup) or a steering message (Steer)
@@ -87,14 +100,15 @@ func (h *Host) Prompt(ctx stdctx.Context, sessionID string, mode agentcontroller
 	for _, p := range r.Parts {
 		req.Parts = append(req.Parts, part{Part: p, Data: p.Data})
 	}
-	return h.route(ctx, req)
+	a, err := h.route(ctx, req)
+	return a.MessageID, err
 }
 
 // Cancel cancels the session's running turn on the host that runs it and
 // waits until it is idle there. A session open on no host is
 // sessions.Closed, as it is for a local session that is not open.
 func (h *Host) Cancel(ctx stdctx.Context, sessionID string) error {
-	_, err := h.route(ctx, request{Op: opCancel, Session: sessionID})
+	_, err := h.route(ctx, request{Op: opCancel, Session: sessionID, Actor: sessions.ActorOf(ctx)})
 	return err
 }
 
@@ -102,60 +116,56 @@ func (h *Host) Cancel(ctx stdctx.Context, sessionID string) error {
 // Options.CloseLocal there). A session open on no host is already closed:
 // nil, or sessions.NotFound when it was never stored.
 func (h *Host) CloseSession(ctx stdctx.Context, sessionID string) error {
-	_, err := h.route(ctx, request{Op: opClose, Session: sessionID})
+	_, err := h.route(ctx, request{Op: opClose, Session: sessionID, Actor: sessions.ActorOf(ctx)})
 	return err
 }
 
 // route serves req here or sends it where the session runs.
-func (h *Host) route(ctx stdctx.Context, req request) (string, error) {
+func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 	if !session.ValidID(req.Session) {
-		return "", errs.New(sessions.NotFound, fmt.Sprintf("cluster: %q is not a session id (letters, digits, '.', '_' and '-'), so no host has it", req.Session))
-	}
-	h.mu.Lock()
-	left := h.closed
-	h.mu.Unlock()
-	if left {
-		return "", errs.New(NoHost, fmt.Sprintf("cluster: host %q has left the cluster (it is shutting down); send the request to another host", h.o.HostID))
+		return answer{}, errs.New(sessions.NotFound, fmt.Sprintf("cluster: %q is not a session id (letters, digits, '.', '_' and '-'), so no host has it", req.Session))
 	}
 	var lost error
 	for range claimAttempts {
 		if ss, ok := h.o.Sessions.Get(req.Session); ok && !h.stale(ctx, ss) {
-			return h.local(ctx, ss, req)
+			// Served here even once the host left the cluster: its own
+			// sessions still run until the entry points close them.
+			return h.local(ctx, ss, req, "")
+		}
+		h.mu.Lock()
+		left := h.closed
+		h.mu.Unlock()
+		if left {
+			return answer{}, errs.New(NoHost, fmt.Sprintf("cluster: host %q has left the cluster (it is shutting down); send the request to another host", h.o.HostID))
 		}
 		lease, owned, err := h.owner(ctx, req.Session)
 		if err != nil {
-			return "", err
+			return answer{}, err
 		}
 		switch {
 		case owned && lease.HostID == "":
-			return "", errs.New(OwnerUnreachable, fmt.Sprintf(
+			return answer{}, errs.New(OwnerUnreachable, fmt.Sprintf(
 				"cluster: session %q is held by %s, which names no host id, so no request can reach it; give every dsh on stream %q a cluster host_id",
 				req.Session, lease.Holder, h.o.Stream)).WithReason(ReasonUnnamed)
 		case owned && lease.HostID != h.o.HostID:
 			if req.Hops >= maxHops {
-				return "", errs.New(OwnerUnreachable, fmt.Sprintf(
+				return answer{}, errs.New(OwnerUnreachable, fmt.Sprintf(
 					"cluster: session %q moved to host %q while this request was forwarded %d times; retry it (the request id makes that safe)",
 					req.Session, lease.HostID, req.Hops)).WithReason(ReasonMoved)
 			}
 			return h.forward(ctx, lease.HostID, req)
 		case !owned:
-			stored, err := h.stored(ctx, req.Session)
-			switch {
-			case err != nil:
-				return "", err
-			case !stored:
-				return "", errs.New(sessions.NotFound, fmt.Sprintf(
-					"cluster: no session %q is stored in stream %q; open one with that id first", req.Session, h.o.Stream))
-			case req.Op == opClose:
-				return "", nil // open nowhere: closed already
-			case req.Op == opCancel:
-				return "", errs.New(sessions.Closed, fmt.Sprintf(
-					"cluster: session %q is open on no host of the cluster, so no turn of it runs; send a message to resume it", req.Session))
+			if done, a, err := h.unowned(ctx, req); done {
+				return a, err
 			}
+		case !claimsFor(req.Op):
+			// Leased to this host but not open in its controller (the
+			// lease outlived a restart): answered as a session not open.
+			return h.local(ctx, nil, req, "")
 		}
 		if !owned && !h.claims(req) {
 			if req.Hops > 0 {
-				return "", errs.New(NoHost, fmt.Sprintf(
+				return answer{}, errs.New(NoHost, fmt.Sprintf(
 					"cluster: host %q was asked to claim session %q but claims no sessions (it has no session opener); give it one, or take it out of claim_group %q",
 					h.o.HostID, req.Session, h.o.ClaimGroup))
 			}
@@ -163,17 +173,51 @@ func (h *Host) route(ctx stdctx.Context, req request) (string, error) {
 		}
 		// Owned by nobody, or by this host without being open in the
 		// controller (its lease outlived a restart): resume it here.
-		ss, err := h.claim(ctx, req.Session)
+		o, err := h.claimOptions(req)
+		if err != nil {
+			return answer{}, err
+		}
+		ss, how, err := h.claimWith(ctx, req.Session, o)
 		if err == nil {
-			return h.local(ctx, ss, req)
+			return h.local(ctx, ss, req, how)
 		}
 		if !errs.HasCode(err, session.SessionLocked) {
-			return "", err
+			return answer{}, err
 		}
 		// Another host won the claim: its lease says where to go now.
 		lost = err
 	}
-	return "", lost
+	return answer{}, lost
+}
+
+// unowned answers req for a session whose lease nobody holds, when the
+// session is not to be claimed for it; done is false when it is.
+func (h *Host) unowned(ctx stdctx.Context, req request) (done bool, a answer, err error) {
+	switch req.Op {
+	case opEnsure:
+		// Ensure opens the session here, creating it when allowed.
+		return false, answer{}, nil
+	case opPrompt, opCancel, opClose:
+	default:
+		// Open nowhere: this host's controller answers as it answers for
+		// a session not open in it (the store for what it keeps).
+		a, err := h.local(ctx, nil, req, "")
+		return true, a, err
+	}
+	stored, err := h.stored(ctx, req.Session)
+	switch {
+	case err != nil:
+		return true, answer{}, err
+	case !stored:
+		return true, answer{}, errs.New(sessions.NotFound, fmt.Sprintf(
+			"cluster: no session %q is stored in stream %q; open one with that id first", req.Session, h.o.Stream))
+	case req.Op == opClose:
+		return true, answer{}, nil // open nowhere: closed already
+	case req.Op == opCancel:
+		return true, answer{}, errs.New(sessions.Closed, fmt.Sprintf(
+			"cluster: session %q is open on no host of the cluster, so no turn of it runs; send a message to resume it", req.Session))
+	}
+	return false, answer{}, nil
 }
 
 // claims reports whether this host resumes an unowned session for req: a
@@ -191,15 +235,24 @@ func (h *Host) claims(req request) bool {
 type claiming struct {
 	done chan struct{}
 	ss   *sessions.Session
+	how  sessions.How
 	err  error
 }
 
-// claim resumes session id in the local controller, once however many
-// requests for it arrive together.
+// claim resumes session id in the local controller, as Options.Open says,
+// once however many requests for it arrive together.
 func (h *Host) claim(ctx stdctx.Context, id string) (*sessions.Session, error) {
 	if h.o.Open == nil {
 		return nil, errs.New(NoHost, fmt.Sprintf("cluster: session %q has a lease naming host %q but is not open in it, and the host has no session opener to resume it", id, h.o.HostID))
 	}
+	ss, _, err := h.claimWith(ctx, id, sessions.EnsureOptions{OpenOptions: h.o.Open(id), Mode: sessions.EnsureExisting})
+	return ss, err
+}
+
+// claimWith opens session id here through the controller's Ensure with o;
+// how says what the first of the requests that came together did (the
+// others joined it).
+func (h *Host) claimWith(ctx stdctx.Context, id string, o sessions.EnsureOptions) (*sessions.Session, sessions.How, error) {
 	h.mu.Lock()
 	c, running := h.inflight[id]
 	if !running {
@@ -210,92 +263,79 @@ func (h *Host) claim(ctx stdctx.Context, id string) (*sessions.Session, error) {
 	if running {
 		select {
 		case <-c.done:
-			return c.ss, c.err
+			return c.ss, sessions.HowJoined, c.err
 		case <-ctx.Done():
-			return nil, stdctx.Cause(ctx)
+			return nil, "", stdctx.Cause(ctx)
 		}
 	}
 	// The resume is every waiter's, not its first caller's: one client
 	// going away must not fail the others. The host's own end (Close)
 	// and a bound still stop it.
 	rctx, cancel := stdctx.WithTimeout(h.ctx, h.o.LeaseTTL+h.o.ConnectTimeout)
-	c.ss, c.err = h.resume(rctx, id)
+	c.ss, c.how, c.err = h.resume(rctx, id, o, true)
 	cancel()
 	h.mu.Lock()
 	delete(h.inflight, id)
 	h.mu.Unlock()
 	close(c.done)
-	return c.ss, c.err
+	return c.ss, c.how, c.err
 }
 
-func (h *Host) resume(ctx stdctx.Context, id string) (*sessions.Session, error) {
-	o := h.o.Open(id)
-	o.KeepRunning = true
-	ss, err := h.o.Sessions.Resume(ctx, id, o)
-	if err == nil && h.o.Claimed != nil {
+// resume opens session id through the controller's Ensure, which joins an
+// open of it in flight here (the API's resume) rather than racing it. A
+// session it resumed or created is handed to Options.Claimed and given
+// the prompts its previous owner queued. A copy it joined may be this
+// host's own from before a stall past its lease: that copy holds no lease
+// and is not taken for resumed; it is closed (staleBy) and, when again,
+// the session ensured once more, which takes the lease or finds its new
+// owner.
+func (h *Host) resume(ctx stdctx.Context, id string, o sessions.EnsureOptions, again bool) (*sessions.Session, sessions.How, error) {
+	o.SessionID, o.KeepRunning = id, true
+	in, err := h.o.Sessions.Ensure(ctx, o)
+	if err != nil {
+		return nil, "", err
+	}
+	ss, ok := h.o.Sessions.Get(id)
+	if !ok {
+		return nil, "", errs.New(sessions.Closed, fmt.Sprintf(
+			"cluster: session %q closed on host %q as it was opened for a request; retry it (the request id makes that safe)", id, h.o.HostID))
+	}
+	if in.How == sessions.HowJoined {
+		if !h.staleBy(ctx, ss, true) {
+			return ss, in.How, nil
+		}
+		if !again {
+			return nil, "", errs.New(session.SessionLocked, fmt.Sprintf(
+				"cluster: session %q lost its lease on host %q twice while it was resumed; retry the request", id, h.o.HostID)).WithReason(session.ReasonFenced)
+		}
+		return h.resume(ctx, id, o, false)
+	}
+	if h.o.Claimed != nil {
 		if cerr := h.o.Claimed(ss); cerr != nil {
-			return nil, errors.Join(cerr, ss.Close(stdctx.WithoutCancel(ctx)))
+			return nil, "", errors.Join(cerr, ss.Close(stdctx.WithoutCancel(ctx)))
 		}
 	}
-	if err == nil {
-		h.redeliver(ctx, ss)
-	}
-	if !errs.Has(err, session.SessionLocked, sessions.ReasonOpenHere) {
-		return ss, err
-	}
-	// Opened, or being opened, in this controller by someone else (the
-	// API's resume): the controller tells nobody when an open ends, so
-	// look again for a while.
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	limit := time.NewTimer(h.o.ConnectTimeout)
-	defer limit.Stop()
-	for {
-		if ss, ok := h.o.Sessions.Get(id); ok {
-			// The copy open here may be this host's own from before a
-			// stall past its lease: it holds no lease and must not be
-			// taken for resumed. It is closed (staleBy), and the resume
-			// tried again, which takes the lease or finds its new owner.
-			if !h.staleBy(ctx, ss, true) {
-				return ss, nil
-			}
-			return h.resumeAgain(ctx, id)
-		}
-		select {
-		case <-t.C:
-		case <-limit.C:
-			return nil, err
-		case <-ctx.Done():
-			return nil, stdctx.Cause(ctx)
-		}
-	}
+	h.redeliver(ctx, ss)
+	return ss, in.How, nil
 }
 
-// resumeAgain resumes id once more after its stale copy here closed.
-func (h *Host) resumeAgain(ctx stdctx.Context, id string) (*sessions.Session, error) {
-	o := h.o.Open(id)
-	o.KeepRunning = true
-	ss, err := h.o.Sessions.Resume(ctx, id, o)
-	if err == nil && h.o.Claimed != nil {
-		if cerr := h.o.Claimed(ss); cerr != nil {
-			return nil, errors.Join(cerr, ss.Close(stdctx.WithoutCancel(ctx)))
-		}
+// local serves req through this host's controller: ss is the session
+// open here (nil for the ops that name it by id), claimed what a claim
+// for this request did.
+func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request, claimed sessions.How) (answer, error) {
+	if req.Actor != "" && sessions.ActorOf(ctx) == "" {
+		ctx = sessions.WithActor(ctx, req.Actor)
 	}
-	if err == nil {
-		h.redeliver(ctx, ss)
-	}
-	return ss, err
-}
-
-// local serves req through an open session of this host.
-func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (string, error) {
 	switch req.Op {
+	case opPrompt:
 	case opCancel:
-		return "", ss.Cancel(ctx)
+		return answer{}, ss.Cancel(ctx)
 	case opClose:
 		cctx, cancel := stdctx.WithTimeout(ctx, h.o.LeaseTTL+h.o.ConnectTimeout)
 		defer cancel()
-		return "", h.closeLocal(cctx, ss)
+		return answer{}, h.closeLocal(cctx, ss)
+	default:
+		return h.op(ctx, req, claimed)
 	}
 	pr := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Source: req.Source}
 	for _, p := range req.Parts {
@@ -313,7 +353,7 @@ func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request) (str
 	if err == nil {
 		h.enqueue(ctx, ss, req)
 	}
-	return id, err
+	return answer{MessageID: id}, err
 }
 
 // closeLocal closes a session open here as the entry point closes one.
@@ -400,10 +440,10 @@ func (h *Host) owner(ctx stdctx.Context, id string) (natsplugin.LeaseRecord, boo
 // forwardClaim hands an unowned session to a live host of the claim group
 // (any host when there is none), trying the next one while a host turns
 // out to be gone.
-func (h *Host) forwardClaim(ctx stdctx.Context, req request) (string, error) {
+func (h *Host) forwardClaim(ctx stdctx.Context, req request) (answer, error) {
 	hosts, err := h.liveHosts(ctx)
 	if err != nil {
-		return "", err
+		return answer{}, err
 	}
 	var gone []error
 	for _, r := range hosts {
@@ -421,7 +461,7 @@ func (h *Host) forwardClaim(ctx stdctx.Context, req request) (string, error) {
 	if h.o.ClaimGroup != "" {
 		who = fmt.Sprintf("no live host of claim_group %q answers", h.o.ClaimGroup)
 	}
-	return "", errs.Wrap(NoHost, errors.Join(gone...), fmt.Sprintf(
+	return answer{}, errs.Wrap(NoHost, errors.Join(gone...), fmt.Sprintf(
 		"cluster: nobody owns session %q and %s (presence bucket %q); start one, or set this host's group to claim it here",
 		req.Session, who, HostBucket(h.o.Stream)))
 }
@@ -458,19 +498,19 @@ func (h *Host) liveHosts(ctx stdctx.Context) ([]HostRecord, error) {
 // forward sends req to host target and waits for its final answer. The
 // target says it is still working every third of RequestTimeout; a
 // silence longer than RequestTimeout means the target is gone.
-func (h *Host) forward(ctx stdctx.Context, target string, req request) (string, error) {
+func (h *Host) forward(ctx stdctx.Context, target string, req request) (answer, error) {
 	req.Hops++
 	req.From = h.o.HostID
 	data, err := json.Marshal(req)
 	if err != nil {
-		return "", errs.Wrap(errs.Internal, err, "cluster: cannot encode a forwarded request")
+		return answer{}, errs.Wrap(errs.Internal, err, "cluster: cannot encode a forwarded request")
 	}
 	if limit := h.nc.MaxPayload(); int64(len(data)) > limit {
 		attached := 0
 		for _, p := range req.Parts {
 			attached += len(p.Data)
 		}
-		return "", errs.New(PayloadTooLarge, fmt.Sprintf(
+		return answer{}, errs.New(PayloadTooLarge, fmt.Sprintf(
 			"cluster: the message for session %q must be forwarded to host %q, and with its %d bytes of attachments it makes a %d-byte NATS message, over the server's max_payload of %d bytes; send smaller attachments, or raise max_payload in the NATS server's config (at most 64MB)",
 			req.Session, target, attached, len(data), limit))
 	}
@@ -479,31 +519,31 @@ func (h *Host) forward(ctx stdctx.Context, target string, req request) (string, 
 	inbox := h.nc.NewInbox()
 	sub, err := h.nc.ChanSubscribe(inbox, answers)
 	if err != nil {
-		return "", h.connFailed(err, target)
+		return answer{}, h.connFailed(err, target)
 	}
 	defer sub.Unsubscribe()
 	if err := h.nc.PublishRequest(subject, inbox, data); err != nil {
-		return "", h.connFailed(err, target)
+		return answer{}, h.connFailed(err, target)
 	}
 	silence := time.NewTimer(h.o.RequestTimeout)
 	defer silence.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return "", stdctx.Cause(ctx)
+			return answer{}, stdctx.Cause(ctx)
 		case <-silence.C:
-			return "", errs.New(OwnerUnreachable, fmt.Sprintf(
+			return answer{}, errs.New(OwnerUnreachable, fmt.Sprintf(
 				"cluster: host %q took the %s for session %q but said nothing for %s; if it died, its lease expires within lease_ttl (%s) and another host then claims the session — retry with the same request id",
 				target, req.Op, req.Session, h.o.RequestTimeout, h.o.LeaseTTL)).WithReason(ReasonTimeout)
 		case m := <-answers:
 			if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
-				return "", errs.New(OwnerUnreachable, fmt.Sprintf(
+				return answer{}, errs.New(OwnerUnreachable, fmt.Sprintf(
 					"cluster: host %q, which owns session %q, does not take requests (it left the cluster or stopped); its lease expires within lease_ttl (%s) if it died, and another host then claims the session — retry with the same request id",
 					target, req.Session, h.o.LeaseTTL)).WithReason(ReasonNoResponders)
 			}
 			var r reply
 			if err := json.Unmarshal(m.Data, &r); err != nil {
-				return "", errs.Wrap(errs.Internal, err, fmt.Sprintf("cluster: host %q answered a forwarded request with something that is not a reply; do all hosts run the same dsh version?", target))
+				return answer{}, errs.Wrap(errs.Internal, err, fmt.Sprintf("cluster: host %q answered a forwarded request with something that is not a reply; do all hosts run the same dsh version?", target))
 			}
 			if r.Working {
 				silence.Reset(h.o.RequestTimeout)
@@ -512,11 +552,11 @@ func (h *Host) forward(ctx stdctx.Context, target string, req request) (string, 
 			if len(r.Error) > 0 {
 				rerr, derr := errs.Decode(r.Error)
 				if derr != nil {
-					return "", errs.Wrap(errs.Internal, derr, fmt.Sprintf("cluster: host %q answered with an error that cannot be decoded", target))
+					return answer{}, errs.Wrap(errs.Internal, derr, fmt.Sprintf("cluster: host %q answered with an error that cannot be decoded", target))
 				}
-				return "", rerr
+				return answer{}, rerr
 			}
-			return r.MessageID, nil
+			return r.answer, nil
 		}
 	}
 }
@@ -537,7 +577,7 @@ func (h *Host) take(m *nats.Msg) {
 		// Taken before the subscription ended: say at once that this host
 		// is gone, as no subscriber would have, rather than let the sender
 		// wait out its timeout.
-		h.answer(m, "", errs.New(OwnerUnreachable, fmt.Sprintf(
+		h.answer(m, answer{}, errs.New(OwnerUnreachable, fmt.Sprintf(
 			"cluster: host %q is leaving the cluster and takes no more requests; retry with the same request id", h.o.HostID)).WithReason(ReasonNoResponders))
 		return
 	}
@@ -554,7 +594,7 @@ func (h *Host) take(m *nats.Msg) {
 func (h *Host) serve(m *nats.Msg) {
 	var req request
 	if err := json.Unmarshal(m.Data, &req); err != nil || req.Hops < 1 {
-		h.answer(m, "", errs.New(errs.InvalidArgument, fmt.Sprintf("cluster: host %q got a request on %s it cannot read; do all hosts run the same dsh version?", h.o.HostID, m.Subject)))
+		h.answer(m, answer{}, errs.New(errs.InvalidArgument, fmt.Sprintf("cluster: host %q got a request on %s it cannot read; do all hosts run the same dsh version?", h.o.HostID, m.Subject)))
 		return
 	}
 	h.respond(m, reply{Working: true})
@@ -572,17 +612,17 @@ func (h *Host) serve(m *nats.Msg) {
 			}
 		}
 	}()
-	id, err := h.route(h.ctx, req)
+	a, err := h.route(h.ctx, req)
 	close(done)
 	<-quiet
 	if err != nil {
 		h.log.Debug("cluster: a forwarded request failed", "from", req.From, "session", req.Session, "op", req.Op, "error", err)
 	}
-	h.answer(m, id, err)
+	h.answer(m, a, err)
 }
 
-func (h *Host) answer(m *nats.Msg, id string, err error) {
-	r := reply{MessageID: id}
+func (h *Host) answer(m *nats.Msg, a answer, err error) {
+	r := reply{answer: a}
 	if err != nil {
 		b, eerr := errs.Encode(err)
 		if eerr != nil {

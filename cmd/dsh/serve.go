@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/spf13/cobra"
 )
 
@@ -86,13 +87,15 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 		return h.Close(ctx)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)}))
-	un, err := startUnattended(h, cfg, log)
+	member, err := newClusterMember(cfg, h.Sessions())
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, closeHost())}
 	}
-	member, err := newClusterMember(cfg)
+	// Webhooks and schedules deliver through the cluster's service when
+	// there is one: a session another host runs is reached there.
+	un, err := startUnattended(member.sessions(h.Sessions()), cfg, log)
 	if err != nil {
-		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), closeHost())}
+		return &exitCode{code: exitError, err: errors.Join(err, member.leave(stdctx.Background()), closeHost())}
 	}
 	store, _ := session.Key.Get(h.Root())
 	att, _ := attachments.Key.Get(h.Root())
@@ -178,22 +181,22 @@ type unattended struct {
 }
 
 // startUnattended starts the unattended sources of cfg.Serve on the
-// host's session controller: the webhooks' handler (mounted at /hooks/)
-// and the schedules. Its stop ends the schedules and waits for the turns
-// both started, cancelling them when its ctx ends.
-func startUnattended(h *host.Host, cfg *config.Config, log *slog.Logger) (unattended, error) {
+// session service svc: the webhooks' handler (mounted at /hooks/) and
+// the schedules. Its stop ends the schedules and waits for the turns both
+// started, cancelling them when its ctx ends.
+func startUnattended(svc sessions.Service, cfg *config.Config, log *slog.Logger) (unattended, error) {
 	none := unattended{stop: func(stdctx.Context) error { return nil }}
 	var hooks *webhook.Handler
 	if len(cfg.Serve.Webhooks) > 0 {
 		var err error
-		if hooks, err = webhook.New(webhook.Options{Sessions: h.Sessions(), Config: cfg, Getenv: os.Getenv, Log: log}); err != nil {
+		if hooks, err = webhook.New(webhook.Options{Sessions: svc, Config: cfg, Getenv: os.Getenv, Log: log}); err != nil {
 			return none, err
 		}
 	}
 	var sched *schedule.Scheduler
 	if len(cfg.Serve.Schedules) > 0 {
 		var err error
-		sched, err = schedule.New(schedule.Options{Sessions: h.Sessions(), Config: cfg, StateDir: cfg.ServeStateDir(), Log: log})
+		sched, err = schedule.New(schedule.Options{Sessions: svc, Config: cfg, StateDir: cfg.ServeStateDir(), Log: log})
 		if err != nil {
 			if hooks != nil {
 				err = errors.Join(err, hooks.Close(stdctx.Background()))

@@ -16,20 +16,24 @@ import (
 )
 
 // clusterMember is what `dsh serve` runs of the cluster: key — a follower
-// streaming the sessions other hosts run, and the host's membership
-// (presence, routing, claims, adoptions). The API is built on the member
-// first; the membership joins once the API exists, so every session it
-// claims or adopts is kept by the API, and it leaves before the API shuts
-// down, so nothing is claimed into a server that is closing.
+// streaming the sessions other hosts run, the host's membership
+// (presence, routing, claims, adoptions) and the session service over
+// both. The API, webhooks and schedules are built on the member first;
+// the membership joins once the API exists, so every session it claims or
+// adopts is kept by the API, and it leaves before the API shuts down, so
+// nothing is claimed into a server that is closing.
 type clusterMember struct {
 	cfg      *config.Config
 	follower *cluster.Follower
-	host     *cluster.Host // nil until join
+	// svc routes every session call to the host that runs the session;
+	// it answers NoHost until join binds it.
+	svc  *cluster.Service
+	host *cluster.Host // nil until join
 }
 
-// newClusterMember prepares the member cfg's cluster: key calls for; nil
-// when it names none.
-func newClusterMember(cfg *config.Config) (*clusterMember, error) {
+// newClusterMember prepares the member cfg's cluster: key calls for over
+// the host's controller local; nil when it names none.
+func newClusterMember(cfg *config.Config, local *sessions.Controller) (*clusterMember, error) {
 	if !cfg.Cluster.Enabled() {
 		return nil, nil
 	}
@@ -37,7 +41,17 @@ func newClusterMember(cfg *config.Config) (*clusterMember, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clusterMember{cfg: cfg, follower: f}, nil
+	return &clusterMember{cfg: cfg, follower: f, svc: cluster.NewService(local, f)}, nil
+}
+
+// sessions is the session service entry points deliver through: the
+// cluster's when one is configured, so a webhook or a schedule reaches a
+// session wherever it runs; else local.
+func (m *clusterMember) sessions(local *sessions.Controller) sessions.Service {
+	if m == nil {
+		return local
+	}
+	return m.svc
 }
 
 // wire gives the API the cluster's router and follower.
@@ -64,6 +78,7 @@ func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hc
 		return err
 	}
 	m.host = c
+	m.svc.Bind(c)
 	return nil
 }
 
