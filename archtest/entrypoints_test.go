@@ -22,10 +22,6 @@ var agentPackages = []string{mod + "services/agents", mod + "services/agentloop"
 // package. It may only shrink: a listed import the package no longer has
 // fails the test, so the entry goes with the port.
 var allowed = map[string][]string{
-	// ACP mounts its mode policy in the agent's scope and wraps
-	// tools/execute there for the editor's files; it moves onto the
-	// session service in the second wave.
-	mod + "acp": {mod + "services/agentcontroller", mod + "services/agentloop", mod + "services/agents"},
 	// The cluster forwards deliveries by agentcontroller.Mode and reads
 	// refusals by its codes until it implements sessions.Service.
 	mod + "cluster": {mod + "services/agentcontroller"},
@@ -124,10 +120,7 @@ func listImports(t *testing.T) map[string][]string {
 
 // unported lists the files that still call Session.UnportedAgent, the
 // transitional accessor: it only shrinks, like the allow-list above.
-var unported = []string{
-	"acp/session.go",   // mounts the ACP mode policy in the agent's scope
-	"acp/toolcalls.go", // wraps tools/execute in the agent's scope
-}
+var unported = []string{}
 
 // TestOnlyUnportedCodeReachesTheAgent fails when a file outside
 // services/sessions calls Session.UnportedAgent and is not listed, or is
