@@ -180,7 +180,8 @@ func (s *Server) start(info sessions.Info, kind openKind, cwd string, lk *link, 
 }
 
 // waitForwarded waits until the pump has sent every durable event up to
-// seq, or the session closes.
+// seq, or the session closes, or the pump ended (its stream was lost:
+// nothing more will be sent).
 func (st *conv) waitForwarded(seq int64) {
 	for {
 		st.mu.Lock()
@@ -192,6 +193,8 @@ func (st *conv) waitForwarded(seq int64) {
 		select {
 		case <-ch:
 		case <-st.ctx.Done():
+			return
+		case <-st.pumpDone:
 			return
 		}
 	}
