@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/acp-go-sdk"
 	dshacp "github.com/dsh-go/dsh/acp"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
@@ -138,5 +139,23 @@ func TestAnEditorThatFallsBehindGetsTheWholeAnswerOnce(t *testing.T) {
 		}
 	case <-time.After(wait):
 		t.Fatal("Serve did not return")
+	}
+}
+
+// A session the service closes under the editor (another client closed
+// it, or dsh is stopping) answers the editor's next prompt as closed, as
+// it did when the server held the session itself.
+func TestAPromptToASessionClosedElsewhereAnswersClosed(t *testing.T) {
+	e := newEnv(t, envOpts{replies: []scripted.Reply{{Text: "hi"}}})
+	id := e.newSession()
+	if err := e.h.Sessions().Close(e.ctx(), string(id)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.prompt(id, "still there?")
+	if rpcCode(err) != dshacp.CodeClosed {
+		t.Fatalf("prompt: %v; want %d", err, dshacp.CodeClosed)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatalf("closing it on the connection: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 			return r, nil
 		}
 		if err != nil {
-			return acp.PromptResponse{}, rpcErr(err)
+			return acp.PromptResponse{}, rpcErr(st.closedIfGone(err))
 		}
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
@@ -63,7 +63,7 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 		return r, nil
 	}
 	if err != nil {
-		return acp.PromptResponse{}, rpcErr(err)
+		return acp.PromptResponse{}, rpcErr(st.closedIfGone(err))
 	}
 	res, err := st.wait(turn)
 	if err != nil {
@@ -124,7 +124,7 @@ func (st *conv) wait(turn sessions.Turn) (sessions.TurnResult, error) {
 		return sessions.TurnResult{}, errs.New(sessions.Closed, fmt.Sprintf("session %q closed before the turn ended", st.id))
 	}
 	if err != nil {
-		return sessions.TurnResult{}, err
+		return sessions.TurnResult{}, st.closedIfGone(err)
 	}
 	seq := res.Seq
 	if res.End != nil {
@@ -132,6 +132,17 @@ func (st *conv) wait(turn sessions.Turn) (sessions.TurnResult, error) {
 	}
 	st.waitForwarded(seq)
 	return res, nil
+}
+
+// closedIfGone is err as SESSION_CLOSED when the service no longer has
+// the session open (another client closed it, or dsh is stopping) or the
+// connection is closing it: the session is this connection's, so "not
+// found" would send the editor looking for the wrong fault.
+func (st *conv) closedIfGone(err error) error {
+	if !errs.HasCode(err, sessions.NotFound) && st.ctx.Err() == nil {
+		return err
+	}
+	return errs.Wrap(sessions.Closed, err, fmt.Sprintf("session %q is closed; open it with session/load or session/resume to go on", st.id))
 }
 
 // cancelTurn ends the running turn and drops the queued prompts; each
@@ -178,7 +189,7 @@ func (s *Server) HandleExtensionMethod(ctx stdctx.Context, method string, params
 	rid := "acp-steer-" + uuid.NewString()
 	turn, err := s.opts.Sessions.Steer(ctx, string(st.id), deliveryOf(rid, pc))
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(st.closedIfGone(err))
 	}
 	return map[string]any{"messageId": turn.MessageID}, nil
 }
