@@ -120,28 +120,28 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 			// would share its agent, its mode and its close.
 			unlink()
 			return nil, errs.New(session.SessionLocked, fmt.Sprintf(
-				"session %q is open in this dsh already (another editor connection has it); close it there first", info.ID)).WithReason(sessions.ReasonOpenHere)
+				"session %q is already open in this dsh process (another client has it); close it there first, or open a new session", info.ID)).WithReason(sessions.ReasonOpenHere)
 		}
 		st, err := s.start(info, kind, o.Workspace, lk, unlink)
 		if err != nil {
-			return nil, errors.Join(err, s.closeSession(info.ID, unlink))
+			cctx, cancel := stdctx.WithTimeout(stdctx.Background(), s.opts.CloseTimeout)
+			defer cancel()
+			return nil, errors.Join(err, s.closeSession(cctx, info.ID, unlink))
 		}
 		st.down = down
 		return st, nil
 	}
 }
 
-// closeSession closes a session the server opened and could not start,
-// then forgets its link.
-func (s *Server) closeSession(id string, unlink func()) error {
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), s.opts.CloseTimeout)
-	defer cancel()
+// closeSession closes a session the server opened, then forgets its link;
+// one closed already (the service's end closed it) is no error.
+func (s *Server) closeSession(ctx stdctx.Context, id string, unlink func()) error {
 	err := s.opts.Sessions.Close(ctx, id)
-	if err == nil || errs.HasCode(err, sessions.NotFound) {
-		unlink()
-		return nil
+	if err != nil && !errs.HasCode(err, sessions.NotFound) {
+		return err
 	}
-	return err
+	unlink()
+	return nil
 }
 
 // start streams the session's live events, links the session's agent to
@@ -233,7 +233,7 @@ func (st *conv) close(ctx stdctx.Context) error {
 		case <-ctx.Done():
 			stuck = true
 		}
-		st.closeErr = errors.Join(st.stream.Close(), st.closeSession(ctx))
+		st.closeErr = errors.Join(st.stream.Close(), st.srv.closeSession(ctx, string(st.id), st.unlink))
 		if stuck {
 			st.srv.log.Warn("the session closed while the client was not reading its updates", "session", st.id)
 		}
@@ -241,20 +241,9 @@ func (st *conv) close(ctx stdctx.Context) error {
 	st.retryMu.Lock()
 	defer st.retryMu.Unlock()
 	if !first && st.closeErr != nil {
-		st.closeErr = st.closeSession(ctx)
+		st.closeErr = st.srv.closeSession(ctx, string(st.id), st.unlink)
 	}
 	return st.closeErr
-}
-
-// closeSession closes the session in the session service; one closed
-// already (the service's end closed it) is no error.
-func (st *conv) closeSession(ctx stdctx.Context) error {
-	err := st.srv.opts.Sessions.Close(ctx, string(st.id))
-	if err != nil && !errs.HasCode(err, sessions.NotFound) {
-		return err
-	}
-	st.unlink()
-	return nil
 }
 
 // spawn runs fn on a goroutine close waits for; none starts once the
