@@ -11,7 +11,7 @@ import (
 // steer is left out: "/steer " is the server's own command.
 func (st *conv) promptCommands() []acp.AvailableCommand {
 	var out []acp.AvailableCommand
-	list, _ := st.srv.opts.Sessions.Commands(st.ctx, st.s.ID())
+	list, _ := st.srv.opts.Sessions.Commands(st.ctx, string(st.id))
 	for _, c := range list {
 		if c.Name == "steer" {
 			continue

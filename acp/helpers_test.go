@@ -20,6 +20,8 @@ import (
 	"github.com/dsh-go/dsh/plugins/llm/parts"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
@@ -334,6 +336,26 @@ func rpcCode(err error) int {
 
 func newSessionReq(dir string) acp.NewSessionRequest {
 	return acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}}
+}
+
+// history is the log of session id, read through the session service.
+func history(tb testing.TB, svc sessions.Service, id string) []session.Event {
+	tb.Helper()
+	evs, err := svc.History(stdctx.Background(), id, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return evs
+}
+
+// pending is how many prompts session id has queued.
+func pending(tb testing.TB, svc sessions.Service, id string) int {
+	tb.Helper()
+	in, err := svc.Info(stdctx.Background(), id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return in.Pending
 }
 
 // startHost starts a host from yaml, starting no agent of the config.

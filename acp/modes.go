@@ -7,9 +7,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/tools"
-	"github.com/dsh-go/dsh/waterfall"
 )
 
 // The ACP modes, named like dsh's built-in presets.
@@ -51,13 +49,12 @@ type modePolicy struct {
 	mode atomic.Value // string
 }
 
-func mountMode(a agents.Agent, mode string) (*modePolicy, error) {
+// newModePolicy is the policy of a session starting in mode; acp.session
+// mounts it in the session's agent (link.go).
+func newModePolicy(mode string) *modePolicy {
 	p := &modePolicy{}
 	p.mode.Store(mode)
-	if _, err := tools.EventApprove.On(a.Context(), p.approve, waterfall.Prepend); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p
 }
 
 func (p *modePolicy) get() string  { return p.mode.Load().(string) }

@@ -3,7 +3,6 @@ package acp
 import (
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -13,11 +12,10 @@ import (
 // expired prompt answers an error instead, whose data carries "outcome".
 const MetaOutcome = "dsh.dev/outcome"
 
-// withOutcome adds the prompt's recorded outcome to its answer, when the
-// log holds it.
-func withOutcome(st *conv, rid string, r acp.PromptResponse) acp.PromptResponse {
-	o, ok := st.s.RequestOutcome(rid)
-	if !ok {
+// withOutcome adds the prompt's recorded outcome to its answer, when there
+// is one.
+func withOutcome(r acp.PromptResponse, o sessions.RequestOutcome) acp.PromptResponse {
+	if o.Outcome == "" {
 		return r
 	}
 	if r.Meta == nil {
@@ -30,11 +28,15 @@ func withOutcome(st *conv, rid string, r acp.PromptResponse) acp.PromptResponse 
 // droppedAnswer answers a retried prompt whose first attempt a cancel
 // dropped as that attempt was answered: cancelled, now with the outcome.
 // ok is false for any other error.
-func droppedAnswer(st *conv, rid string, err error) (acp.PromptResponse, bool) {
-	if !errs.HasCode(err, agentcontroller.MessageDropped) {
+func (st *conv) droppedAnswer(rid string, err error) (acp.PromptResponse, bool) {
+	if !errs.HasCode(err, sessions.MessageDropped) {
 		return acp.PromptResponse{}, false
 	}
-	return withOutcome(st, rid, acp.PromptResponse{StopReason: acp.StopReasonCancelled}), true
+	r := acp.PromptResponse{StopReason: acp.StopReasonCancelled}
+	if o, ok, oerr := st.srv.opts.Sessions.Outcome(st.ctx, string(st.id), rid); oerr == nil && ok {
+		r = withOutcome(r, o)
+	}
+	return r, true
 }
 
 // refusalData adds a refused prompt's outcome to its error data.

@@ -35,7 +35,6 @@ func TestAPromptDroppedByAnotherClientsCancelAnswers(t *testing.T) {
 	if !ok {
 		t.Fatal("the session is not open")
 	}
-	log := ss.UnportedAgent().Session()
 	waitFor := func(what string, ok func() bool) {
 		deadline := time.Now().Add(wait)
 		for !ok() {
@@ -45,7 +44,7 @@ func TestAPromptDroppedByAnotherClientsCancelAnswers(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	waitFor("the second prompt queued", func() bool { return ss.UnportedAgent().Pending() == 1 })
+	waitFor("the second prompt queued", func() bool { return pending(t, e.h.Sessions(), ss.ID()) == 1 })
 	// Another client (the web page, a peer) cancels.
 	if err := ss.Cancel(stdctx.Background()); err != nil {
 		t.Fatal(err)
@@ -60,7 +59,7 @@ func TestAPromptDroppedByAnotherClientsCancelAnswers(t *testing.T) {
 	}
 	<-first
 	var drops int
-	for _, ev := range log.Events(1) {
+	for _, ev := range history(t, e.h.Sessions(), ss.ID()) {
 		if ev.Type == session.MessageDropped && ev.Message.Content == "queued behind it" {
 			drops++
 		}

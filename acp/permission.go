@@ -25,7 +25,7 @@ var permissionOptions = []acp.PermissionOption{
 // ask puts an approval question to the client as
 // session/request_permission; the question's ctx ends when it is settled
 // otherwise (withdrawn by a cancel, or answered by another client).
-func (st *conv) ask(client *live.Client, q *live.Question) {
+func (st *conv) ask(q *live.Question) {
 	ctx, cancel := stdctx.WithCancel(st.ctx)
 	st.mu.Lock()
 	st.asks++
@@ -57,11 +57,11 @@ func (st *conv) ask(client *live.Client, q *live.Question) {
 		if err != nil {
 			if ctx.Err() == nil {
 				st.srv.log.Warn("session/request_permission failed; the call is denied", "session", st.id, "error", err)
-				_ = client.Answer(q.ID, approval.Answer{Choice: approval.Deny, Reason: "the editor did not answer the permission request"})
+				_ = st.stream.Answer(q.ID, approval.Answer{Choice: approval.Deny, Reason: "the editor did not answer the permission request"})
 			}
 			return
 		}
-		_ = client.Answer(q.ID, answerOf(resp.Outcome))
+		_ = st.stream.Answer(q.ID, answerOf(resp.Outcome))
 	})
 }
 

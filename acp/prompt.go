@@ -8,8 +8,6 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/google/uuid"
 )
@@ -18,8 +16,8 @@ import (
 // running turn (advertised in agentCapabilities._meta.steering).
 const MethodSteering = "_session/steering"
 
-func agentSourceOf(rpcID string) agentcontroller.Source {
-	return agentcontroller.Source{Kind: SourceACP, RPCID: rpcID}
+func agentSourceOf(rpcID string) sessions.Source {
+	return sessions.Source{Kind: SourceACP, RPCID: rpcID}
 }
 
 // requestID is the prompt's request id: the JSON-RPC id the wire filter
@@ -34,9 +32,9 @@ func (s *Server) requestID(meta map[string]any) string {
 	return "acp-" + uuid.NewString()
 }
 
-// Prompt delivers the prompt through the session controller and answers
-// when the turn that took it ends. A prompt sent while a turn runs is
-// queued behind it.
+// Prompt delivers the prompt through the session service and answers
+// when the turn that took it ends, once the turn's updates went out. A
+// prompt sent while a turn runs is queued behind it.
 func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
 	st, err := s.get(p.SessionId)
 	if err != nil {
@@ -48,37 +46,34 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	}
 	rid := s.requestID(p.Meta)
 	if rest, ok := strings.CutPrefix(pc.Text, "/steer "); ok && pc.Parts == nil {
-		_, err := st.s.Steer(st.ctx, sessions.PromptRequest{RequestID: rid, Content: rest, Source: agentSourceOf(rid)})
-		if r, dropped := droppedAnswer(st, rid, err); dropped {
+		_, err := s.opts.Sessions.Steer(st.ctx, string(st.id), sessions.PromptRequest{RequestID: rid, Content: rest, Source: agentSourceOf(rid)})
+		if r, dropped := st.droppedAnswer(rid, err); dropped {
 			return r, nil
 		}
 		if err != nil {
-			return acp.PromptResponse{}, rpcErr(err)
+			return acp.PromptResponse{}, rpcErr(st.closedIfGone(err))
 		}
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
-	st.mu.Lock()
-	cancelled := st.cancelled
-	st.mu.Unlock()
 	// The SDK cancels a prompt's ctx when the next prompt of the session
 	// arrives; a queued prompt must not take the running one down, so the
 	// delivery and the wait heed the session, not the request.
-	msgID, err := st.s.Prompt(st.ctx, deliveryOf(rid, pc))
-	if r, dropped := droppedAnswer(st, rid, err); dropped {
+	turn, err := s.opts.Sessions.Prompt(st.ctx, string(st.id), deliveryOf(rid, pc))
+	if r, dropped := st.droppedAnswer(rid, err); dropped {
 		return r, nil
 	}
 	if err != nil {
-		return acp.PromptResponse{}, rpcErr(err)
+		return acp.PromptResponse{}, rpcErr(st.closedIfGone(err))
 	}
-	end, err := st.waitTurn(msgID, cancelled)
+	res, err := st.wait(turn)
 	if err != nil {
 		return acp.PromptResponse{}, rpcErr(err)
 	}
-	r, err := stopOf(end)
+	r, err := stopOf(res)
 	if err != nil {
 		return r, err
 	}
-	return withOutcome(st, rid, r), nil
+	return withOutcome(r, res.RequestOutcome), nil
 }
 
 // deliveryOf is the request that delivers a prompt's content: its text,
@@ -93,65 +88,69 @@ func deliveryOf(rid string, pc promptContent) sessions.PromptRequest {
 	return sessions.PromptRequest{RequestID: rid, Content: pc.Text, Source: agentSourceOf(rid)}
 }
 
-// stopOf maps a turn's end onto the answer's stopReason.
-func stopOf(end turnEnd) (acp.PromptResponse, error) {
-	switch end.reason {
-	case agentloop.ReasonCompleted:
+// stopOf maps what became of a prompt onto the answer's stopReason: the
+// end of the turn it ran in, or cancelled when a cancel dropped it first.
+func stopOf(res sessions.TurnResult) (acp.PromptResponse, error) {
+	if !res.Ran() {
+		if res.Outcome == sessions.FateDropped {
+			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		}
+		// Refused or expired: Prompt answers those itself, unless the
+		// record came from a retry of the same request id.
+		return acp.PromptResponse{}, rpcErr(errs.New(sessions.PromptRejected, fmt.Sprintf("the prompt was %s: %s", res.Outcome, res.Message)).WithReason(res.Reason))
+	}
+	switch end := res.End; end.Reason {
+	case sessions.EndCompleted:
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
-	case agentloop.ReasonMaxTokens:
+	case sessions.EndMaxTokens:
 		return acp.PromptResponse{StopReason: acp.StopReasonMaxTokens}, nil
-	case agentloop.ReasonAborted, agentloop.ReasonDisposed, "":
+	case sessions.EndAborted, sessions.EndDisposed, "":
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
-	}
-	if strings.Contains(end.err, string(agentloop.TooManySteps)) {
-		return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests}, nil
-	}
-	return acp.PromptResponse{}, &acp.RequestError{Code: CodeTurnFailed, Message: "the turn failed: " + end.err,
-		Data: map[string]any{"code": "AGENT_TURN_FAILED", "reason": end.reason, "message": end.err}}
-}
-
-// waitTurn waits for the end of the turn that took message msgID; a
-// cancel (the cancelled channel closes) ends the wait with "" (cancelled)
-// once every update of the cancelled turn went out.
-func (st *conv) waitTurn(msgID string, cancelled chan struct{}) (turnEnd, error) {
-	for {
-		st.mu.Lock()
-		turn, seen := st.turnOf[msgID]
-		end, ended := st.ended[turn]
-		dropped := st.dropped[msgID]
-		ch := st.changed
-		st.mu.Unlock()
-		if seen && ended {
-			return end, nil
+	default:
+		if strings.Contains(end.Error, string(sessions.TooManySteps)) {
+			return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests}, nil
 		}
-		if dropped {
-			return turnEnd{reason: agentloop.ReasonAborted}, nil
-		}
-		select {
-		case <-ch:
-		case <-cancelled:
-			return turnEnd{}, nil
-		case <-st.ctx.Done():
-			return turnEnd{}, errs.New(sessions.Closed, fmt.Sprintf("session %q closed before the turn ended", st.id))
-		}
+		return acp.PromptResponse{}, &acp.RequestError{Code: CodeTurnFailed, Message: "the turn failed: " + end.Error,
+			Data: map[string]any{"code": "AGENT_TURN_FAILED", "reason": end.Reason, "message": end.Error}}
 	}
 }
 
-// cancelTurn ends the running turn and drops the queued prompts; once the
-// agent is idle and its last events went out, every prompt waiting
-// answers cancelled.
+// wait waits for what became of turn's prompt (its turn ended, or a
+// cancel dropped it), then for the pump to have sent the updates up to
+// that point, so the answer comes after them.
+func (st *conv) wait(turn sessions.Turn) (sessions.TurnResult, error) {
+	res, err := turn.Wait(st.ctx)
+	if st.ctx.Err() != nil {
+		return sessions.TurnResult{}, errs.New(sessions.Closed, fmt.Sprintf("session %q closed before the turn ended", st.id))
+	}
+	if err != nil {
+		return sessions.TurnResult{}, st.closedIfGone(err)
+	}
+	seq := res.Seq
+	if res.End != nil {
+		seq = res.End.Seq
+	}
+	st.waitForwarded(seq)
+	return res, nil
+}
+
+// closedIfGone is err as SESSION_CLOSED when the service no longer has
+// the session open (another client closed it, or dsh is stopping) or the
+// connection is closing it: the session is this connection's, so "not
+// found" would send the editor looking for the wrong fault.
+func (st *conv) closedIfGone(err error) error {
+	if !errs.HasCode(err, sessions.NotFound) && st.ctx.Err() == nil {
+		return err
+	}
+	return errs.Wrap(sessions.Closed, err, fmt.Sprintf("session %q is closed; open it with session/load or session/resume to go on", st.id))
+}
+
+// cancelTurn ends the running turn and drops the queued prompts; each
+// prompt waiting then answers cancelled, from what became of it.
 func (st *conv) cancelTurn() {
-	// The prompts sent before the cancel answer cancelled; one sent while
-	// it runs is not the cancel's business.
-	st.mu.Lock()
-	cancelled := st.cancelled
-	st.cancelled = make(chan struct{})
-	st.mu.Unlock()
-	if err := st.s.Cancel(st.ctx); err != nil {
+	if err := st.srv.opts.Sessions.Cancel(sessions.WithActor(st.ctx, "the ACP client"), string(st.id)); err != nil {
 		st.srv.log.Debug("cancel", "session", st.id, "error", err)
 	}
-	st.waitForwarded(int64(st.s.Log().Len()))
-	close(cancelled)
 }
 
 type steeringParams struct {
@@ -188,11 +187,11 @@ func (s *Server) HandleExtensionMethod(ctx stdctx.Context, method string, params
 		return nil, rpcErr(errs.New(BadParams, "the steering prompt is empty"))
 	}
 	rid := "acp-steer-" + uuid.NewString()
-	id, err := st.s.Steer(ctx, deliveryOf(rid, pc))
+	turn, err := s.opts.Sessions.Steer(ctx, string(st.id), deliveryOf(rid, pc))
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(st.closedIfGone(err))
 	}
-	return map[string]any{"messageId": id}, nil
+	return map[string]any{"messageId": turn.MessageID}, nil
 }
 
 // announce tells a new client what the session offers: its commands,

@@ -5,75 +5,55 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
 )
 
-// pump turns the hub's updates into session/update notifications until
-// the session closes.
-func (st *conv) pump(client *live.Client) {
-	tab := st.tab
+// pump turns the session's live updates into session/update
+// notifications until the session closes. The stream attaches itself
+// again when it falls behind (a client that reads slowly), the hub's
+// backlog and snapshot filling the gap.
+func (st *conv) pump() {
 	defer func() {
 		st.mu.Lock()
 		for _, cancel := range st.questions {
 			cancel()
 		}
-		for id, ch := range st.announced {
-			closeOnce(ch)
-			delete(st.announced, id)
-		}
 		st.mu.Unlock()
 		close(st.pumpDone)
 	}()
 	var held *live.Update
+	reattaches := 0
 	for {
 		var u live.Update
 		var err error
 		if held != nil {
 			u, held = *held, nil
 		} else {
-			u, err = client.Next(st.ctx)
+			u, err = st.stream.Next(st.ctx)
 		}
-		if err == nil && u.Kind == live.KindChunk {
-			held = coalesce(client, &u)
-		}
-		if errs.HasCode(err, live.Overflow) {
-			// Fell behind (a client that reads slowly): attach again where
-			// it stopped; the hub's backlog and snapshot fill the gap.
-			next, aerr := st.s.Attach(st.ctx, sessions.AttachOptions{AfterSeq: client.LastSeq(), Approvals: true, Name: "acp"})
-			if aerr != nil {
-				st.srv.log.Warn("the session's stream was lost", "session", st.id, "error", aerr)
-				return
+		if err != nil {
+			if st.ctx.Err() == nil && !errs.HasCode(err, live.HubClosed) && !errs.HasCode(err, live.Detached) {
+				st.srv.log.Warn("the session's stream was lost", "session", st.id, "error", err)
 			}
-			old := tab
-			tab, client = next, host.Live(next)
-			st.mu.Lock()
-			st.tab = tab
+			return
+		}
+		if n := st.stream.Reattaches(); n != reattaches {
+			reattaches = n
 			// The hub asks the new attachment the open questions again;
 			// the editor must not see each twice.
+			st.mu.Lock()
 			for _, cancel := range st.questions {
 				cancel()
 			}
 			st.mu.Unlock()
-			_ = old.Detach(stdctx.Background())
-			continue
 		}
-		if err != nil {
-			return
+		if u.Kind == live.KindChunk {
+			held = coalesce(st.stream, &u)
 		}
-		st.handle(client, u)
-	}
-}
-
-// closeOnce closes ch unless it is closed already.
-func closeOnce(ch chan struct{}) {
-	select {
-	case <-ch:
-	default:
-		close(ch)
+		st.handle(u)
 	}
 }
 
@@ -92,14 +72,14 @@ var polled = func() stdctx.Context {
 // fewer, larger updates instead of falling behind; it returns the first
 // update that did not fit, to be handled next. The first chunk of a burst
 // goes out alone when nothing is queued behind it: coalescing never waits.
-func coalesce(client *live.Client, u *live.Update) *live.Update {
+func coalesce(stream sessions.Stream, u *live.Update) *live.Update {
 	c := &u.Chunk.Chunk
 	if c.Kind != llm.ChunkText && c.Kind != llm.ChunkReasoning {
 		return nil
 	}
 	var b []byte
 	for len(c.Text)+len(b) < maxCoalesce {
-		next, err := client.Next(polled)
+		next, err := stream.Next(polled)
 		if err != nil {
 			break
 		}
@@ -121,7 +101,7 @@ func coalesce(client *live.Client, u *live.Update) *live.Update {
 	return nil
 }
 
-func (st *conv) handle(client *live.Client, u live.Update) {
+func (st *conv) handle(u live.Update) {
 	switch u.Kind {
 	case live.KindChunk:
 		st.chunk(u.Chunk.MessageID, u.Chunk.Chunk)
@@ -132,7 +112,9 @@ func (st *conv) handle(client *live.Client, u live.Update) {
 	case live.KindEvent:
 		st.event(u.Seq, u.Event)
 	case live.KindQuestion:
-		st.ask(client, u.Question)
+		st.ask(u.Question)
+	case live.KindToolStart:
+		st.toolStart(u.ToolStart.CallID)
 	case live.KindSettled:
 		st.mu.Lock()
 		if cancel, ok := st.questions[u.Settled.QuestionID]; ok {
@@ -199,22 +181,10 @@ func (st *conv) event(seq int64, e *session.Event) {
 	switch e.Type {
 	case session.UserMessage, session.SteeringMessage:
 		if e.Message != nil {
-			st.mu.Lock()
-			st.turnOf[e.Message.ID] = e.Turn
-			st.mu.Unlock()
 			if history {
 				st.send(acp.UpdateUserMessageText(e.Message.Content))
 			}
 			st.title(e.Message.Content)
-		}
-	case session.MessageDropped:
-		// A prompt of this client's that a cancel (maybe another
-		// client's) dropped answers cancelled rather than wait for a turn
-		// that will not come.
-		if e.Message != nil {
-			st.mu.Lock()
-			st.dropped[e.Message.ID] = true
-			st.mu.Unlock()
 		}
 	case session.AssistantMessage:
 		if e.Message != nil {
@@ -229,9 +199,6 @@ func (st *conv) event(seq int64, e *session.Event) {
 			st.toolResult(*e.Message)
 		}
 	case session.TurnEnd:
-		st.mu.Lock()
-		st.ended[e.Turn] = turnEnd{reason: e.Reason, err: e.Error}
-		st.mu.Unlock()
 		if !history {
 			st.send(acp.SessionUpdate{SessionInfoUpdate: &acp.SessionSessionInfoUpdate{SessionUpdate: "session_info_update",
 				UpdatedAt: acp.Ptr(e.Time.UTC().Format("2006-01-02T15:04:05Z07:00"))}})

@@ -90,7 +90,7 @@ func TestAHeldThenRefusedPromptNamesItsOutcome(t *testing.T) {
 		t.Fatalf("refusal data %v", d)
 	}
 	ss, _ := e.h.Sessions().Get(string(id))
-	waitLog(t, ss, "the refusal in the log", func(evs []session.Event) bool {
+	waitLog(t, e.h.Sessions(), ss.ID(), "the refusal in the log", func(evs []session.Event) bool {
 		for _, ev := range evs {
 			if ev.Type == session.MessageRefused && ev.Message.Content == "hold me" && ev.Reason == "acptest/refused" {
 				return true
@@ -123,9 +123,9 @@ func TestAPromptAnswerSaysDeliveredOrMerged(t *testing.T) {
 	ss, _ := e.h.Sessions().Get(string(id))
 	waitPending := func(n int) {
 		deadline := time.Now().Add(wait)
-		for ss.UnportedAgent().Pending() != n {
+		for pending(t, e.h.Sessions(), ss.ID()) != n {
 			if time.Now().After(deadline) {
-				t.Fatalf("%d prompts queued; want %d", ss.UnportedAgent().Pending(), n)
+				t.Fatalf("%d prompts queued; want %d", pending(t, e.h.Sessions(), ss.ID()), n)
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -188,7 +188,7 @@ func TestARetriedPromptAnswersItsRecordedRefusalOrExpiry(t *testing.T) {
 				}
 				if attempt == 0 {
 					ss := r.h.Sessions().Sessions()[0]
-					evs := waitLog(t, ss, "the outcome in the log", func(evs []session.Event) bool {
+					evs := waitLog(t, r.h.Sessions(), ss.ID(), "the outcome in the log", func(evs []session.Event) bool {
 						for _, ev := range evs {
 							if ev.Type == session.MessageRefused || ev.Type == session.MessageExpired {
 								return true
@@ -211,11 +211,11 @@ func TestARetriedPromptAnswersItsRecordedRefusalOrExpiry(t *testing.T) {
 }
 
 // waitLog polls the session's log until ok holds and returns it.
-func waitLog(t *testing.T, ss *sessions.Session, what string, ok func([]session.Event) bool) []session.Event {
+func waitLog(t *testing.T, svc sessions.Service, id string, what string, ok func([]session.Event) bool) []session.Event {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		evs := ss.UnportedAgent().Session().Events(1)
+		evs := history(t, svc, id)
 		if ok(evs) {
 			return evs
 		}

@@ -11,18 +11,18 @@ import (
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/llm/parts"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/google/uuid"
 )
 
 // SourceACP is the source kind of what an editor sends.
-const SourceACP agentcontroller.SourceKind = "acp"
+const SourceACP sessions.SourceKind = "acp"
 
 // Options configure a Server.
 type Options struct {
-	// Sessions is the session controller every session goes through.
-	Sessions *sessions.Controller
+	// Sessions is the session service every session goes through; the
+	// server closes the sessions it opens.
+	Sessions sessions.Service
 	// Agent is the configured agent (template) sessions are opened from.
 	Agent string
 	// Presets are mounted in each session's agent after the agent's own.

@@ -10,42 +10,43 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/google/uuid"
 )
 
-// session is one ACP session: a session of the controller, the server's
-// attachment to its live hub and the pump that turns the hub's updates
-// into session/update notifications.
+// conv is one ACP session: a session of the session service, the
+// server's stream of its live events and the pump that turns them into
+// session/update notifications.
 type conv struct {
-	srv  *Server
-	id   acp.SessionId
-	s    *sessions.Session
-	tab  *sessions.Attachment
-	mode *modePolicy
-	cwd  string
+	srv    *Server
+	id     acp.SessionId
+	stream sessions.Stream
+	mode   *modePolicy
+	cwd    string
 	// down are the editor's MCP servers the session opened without.
 	down []unavailable
+	// unlink forgets the session's link (link.go) once it has closed.
+	unlink func()
 	// ctx ends when the session closes.
 	ctx    stdctx.Context
 	cancel stdctx.CancelFunc
 
-	// sendMu keeps the pump's notifications and the tool listener's in
-	// one order on the wire.
+	// sendMu keeps the pump's notifications and the request handlers'
+	// in one order on the wire.
 	sendMu sync.Mutex
 	// text encodes text chunks; sendMu guards it.
 	text textUpdate
 
 	mu        sync.Mutex
-	turnOf    map[string]int  // message id → turn
-	dropped   map[string]bool // message ids a cancel or close dropped
-	ended     map[int]turnEnd // turn → how it ended
-	changed   chan struct{}   // closed and replaced on every change
-	cancelled chan struct{}   // closed by session/cancel, then replaced
-	forwarded int64           // last durable seq sent to the client
-	replayTo  int64           // events up to here are history (load)
-	streamed  map[string]sent // what of each message went out
-	announced map[string]chan struct{}
+	changed   chan struct{} // closed and replaced on every change
+	forwarded int64         // last durable seq sent to the client
+	replayTo  int64         // events up to here are history (load)
+	streamed  map[string]sent
+	// announced are the tool calls sent as pending and not ended yet;
+	// early the ones whose start came before their tool/call event.
+	announced map[string]bool
+	early     map[string]bool
 	titled    bool
 	questions map[int64]stdctx.CancelFunc
 	// askedBy is which ask put each question's cancel in questions: after
@@ -65,10 +66,6 @@ type conv struct {
 	closeErr error
 }
 
-type turnEnd struct {
-	reason, err string
-}
-
 // openKind says how a session is opened.
 type openKind int
 
@@ -85,11 +82,13 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 		return nil, errs.New(BadParams, fmt.Sprintf("cwd %q is not an absolute path; send the absolute path of the project directory", cwd))
 	}
 	mcp := s.mcpEntries(servers, cwd)
-	o := sessions.OpenOptions{
+	o := sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{
 		Agent: s.opts.Agent, Presets: s.opts.Presets, Workspace: filepath.Clean(cwd),
-		Source: agentSourceOf(""),
-	}
-	if kind != openNew {
+		SessionID: string(id), Source: agentSourceOf(""),
+	}, Mode: sessions.EnsureExisting}
+	if kind == openNew {
+		o.Mode = sessions.EnsureCreate
+	} else {
 		s.mu.Lock()
 		_, here := s.sessions[id]
 		s.mu.Unlock()
@@ -97,20 +96,15 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 			return nil, errs.New(BadParams, fmt.Sprintf("session %q is already open on this connection; keep using it, or session/close it first", id))
 		}
 	}
+	lk, entry, unlink := newLink(s.connID+"/"+uuid.NewString(), s.opts.Mode)
 	// One broken server of the editor's must not cost the person the
 	// session, and the advice the mcp plugin gives (on_unavailable: skip)
 	// is no setting an editor user has: the session opens without it, and
 	// the editor is told which server and why (report).
 	var down []unavailable
 	for {
-		o.Entries = entriesOf(mcp)
-		var ss *sessions.Session
-		var err error
-		if kind == openNew {
-			ss, err = s.opts.Sessions.Open(ctx, o)
-		} else {
-			ss, err = s.opts.Sessions.Resume(ctx, string(id), o)
-		}
+		o.Entries = append(entriesOf(mcp), entry)
+		info, err := s.opts.Sessions.Ensure(ctx, o)
 		if i, why, ok := failedServer(err, mcp); ok {
 			s.log.Warn("an MCP server of the editor's did not start; the session opens without it", "server", mcp[i].Label, "error", why)
 			down = append(down, unavailable{Label: mcp[i].Label, Name: mcp[i].Name, Why: why})
@@ -118,66 +112,76 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 			continue
 		}
 		if err != nil {
+			unlink()
 			return nil, err
 		}
-		st, err := s.start(ss, kind, o.Workspace)
+		if info.How == sessions.HowJoined {
+			// Another client of this process has it open: the editor
+			// would share its agent, its mode and its close.
+			unlink()
+			return nil, errs.New(session.SessionLocked, fmt.Sprintf(
+				"session %q is already open in this dsh process (another client has it); close it there first, or open a new session", info.ID)).WithReason(sessions.ReasonOpenHere)
+		}
+		st, err := s.start(info, kind, o.Workspace, lk, unlink)
 		if err != nil {
-			return nil, errors.Join(err, ss.Detach(stdctx.Background()))
+			cctx, cancel := stdctx.WithTimeout(stdctx.Background(), s.opts.CloseTimeout)
+			defer cancel()
+			return nil, errors.Join(err, s.closeSession(cctx, info.ID, unlink))
 		}
 		st.down = down
 		return st, nil
 	}
 }
 
-// start attaches to the session's hub, mounts the mode policy and starts
-// the pump.
-func (s *Server) start(ss *sessions.Session, kind openKind, cwd string) (*conv, error) {
-	agent := ss.UnportedAgent()
-	mode, err := mountMode(agent, s.opts.Mode)
-	if err != nil {
-		return nil, err
+// closeSession closes a session the server opened, then forgets its link;
+// one closed already (the service's end closed it) is no error.
+func (s *Server) closeSession(ctx stdctx.Context, id string, unlink func()) error {
+	err := s.opts.Sessions.Close(ctx, id)
+	if err != nil && !errs.HasCode(err, sessions.NotFound) {
+		return err
 	}
-	last := int64(agent.Session().Len())
+	unlink()
+	return nil
+}
+
+// start streams the session's live events, links the session's agent to
+// the conv and starts the pump.
+func (s *Server) start(info sessions.Info, kind openKind, cwd string, lk *link, unlink func()) (*conv, error) {
+	last := info.LastSeq
 	after := int64(0)
 	if kind == openResume {
 		// A resumed session shows only what happens from now on.
 		after = last
 	}
-	tab, err := ss.Attach(s.ctx, sessions.AttachOptions{AfterSeq: after, Approvals: true, Name: "acp"})
+	stream, err := s.opts.Sessions.Attach(s.ctx, info.ID, sessions.AttachOptions{AfterSeq: after, Approvals: true, Name: "acp"})
 	if err != nil {
 		return nil, err
 	}
-	client := host.Live(tab)
-	if client == nil {
-		return nil, errors.Join(errs.New(errs.Internal, "acp: the session controller has no live hub"), tab.Detach(stdctx.Background()))
-	}
 	st := &conv{
-		srv: s, id: acp.SessionId(ss.ID()), s: ss, tab: tab, mode: mode, cwd: cwd,
-		turnOf: map[string]int{}, dropped: map[string]bool{}, ended: map[int]turnEnd{}, changed: make(chan struct{}), cancelled: make(chan struct{}),
-		streamed: map[string]sent{}, announced: map[string]chan struct{}{}, questions: map[int64]stdctx.CancelFunc{}, askedBy: map[int64]uint64{},
+		srv: s, id: acp.SessionId(info.ID), stream: stream, mode: lk.mode, cwd: cwd, unlink: unlink,
+		changed: make(chan struct{}), streamed: map[string]sent{}, announced: map[string]bool{}, early: map[string]bool{},
+		questions: map[int64]stdctx.CancelFunc{}, askedBy: map[int64]uint64{},
 		pumpDone: make(chan struct{}), forwarded: after, replayTo: last,
 	}
 	st.ctx, st.cancel = stdctx.WithCancel(s.ctx)
-	if err := st.watchTools(); err != nil {
-		st.cancel()
-		return nil, errors.Join(err, tab.Detach(stdctx.Background()))
-	}
+	lk.conv.Store(st)
 	s.mu.Lock()
 	if s.ctx.Err() != nil {
 		// The connection ended while the session opened: closeAll has run
 		// and would never see it.
 		s.mu.Unlock()
 		st.cancel()
-		return nil, errors.Join(errs.New(sessions.Closed, "acp: the client went away while its session opened"), tab.Detach(stdctx.Background()))
+		return nil, errors.Join(errs.New(sessions.Closed, "acp: the client went away while its session opened"), stream.Close())
 	}
 	s.sessions[st.id] = st
 	s.mu.Unlock()
-	go st.pump(client)
+	go st.pump()
 	return st, nil
 }
 
 // waitForwarded waits until the pump has sent every durable event up to
-// seq, or the session closes.
+// seq, or the session closes, or the pump ended (its stream was lost:
+// nothing more will be sent).
 func (st *conv) waitForwarded(seq int64) {
 	for {
 		st.mu.Lock()
@@ -190,6 +194,8 @@ func (st *conv) waitForwarded(seq int64) {
 		case <-ch:
 		case <-st.ctx.Done():
 			return
+		case <-st.pumpDone:
+			return
 		}
 	}
 }
@@ -200,10 +206,11 @@ func (st *conv) notifyLocked() {
 	st.changed = make(chan struct{})
 }
 
-// close detaches the server from the session, which closes it (the server
-// is its only owner): the agent is disposed and the session flushed. A
-// close that failed — the agent did not stop within ctx — leaves the
-// session closing, and each later close tries again until one succeeds.
+// close ends the server's stream and closes the session (sessions the
+// server opens are its own): the agent is disposed and the session
+// flushed. A close that failed — the agent did not stop within ctx —
+// leaves the session closing, and each later close tries again until one
+// succeeds.
 func (st *conv) close(ctx stdctx.Context) error {
 	first := false
 	st.closeOnce.Do(func() {
@@ -226,10 +233,7 @@ func (st *conv) close(ctx stdctx.Context) error {
 		case <-ctx.Done():
 			stuck = true
 		}
-		st.mu.Lock()
-		tab := st.tab
-		st.mu.Unlock()
-		st.closeErr = errors.Join(tab.Detach(ctx), st.s.Detach(ctx))
+		st.closeErr = errors.Join(st.stream.Close(), st.srv.closeSession(ctx, string(st.id), st.unlink))
 		if stuck {
 			st.srv.log.Warn("the session closed while the client was not reading its updates", "session", st.id)
 		}
@@ -237,7 +241,7 @@ func (st *conv) close(ctx stdctx.Context) error {
 	st.retryMu.Lock()
 	defer st.retryMu.Unlock()
 	if !first && st.closeErr != nil {
-		st.closeErr = st.s.Close(ctx)
+		st.closeErr = st.srv.closeSession(ctx, string(st.id), st.unlink)
 	}
 	return st.closeErr
 }

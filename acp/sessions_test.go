@@ -191,7 +191,7 @@ func TestSteerAndQueuedPrompt(t *testing.T) {
 		}
 	}
 	var steered, queued bool
-	for _, ev := range e.h.Sessions().Sessions()[0].UnportedAgent().Session().Events(0) {
+	for _, ev := range history(t, e.h.Sessions(), e.h.Sessions().Sessions()[0].ID()) {
 		if ev.Message != nil && ev.Message.Content == "also mind the tests" && ev.Type == "steering/message" && ev.Message.ID == res.MessageID {
 			steered = true
 		}
@@ -262,7 +262,7 @@ func TestSteerCommand(t *testing.T) {
 		t.Fatal(r)
 	}
 	found := false
-	for _, ev := range e.h.Sessions().Sessions()[0].UnportedAgent().Session().Events(0) {
+	for _, ev := range history(t, e.h.Sessions(), e.h.Sessions().Sessions()[0].ID()) {
 		if ev.Type == "steering/message" && ev.Message.Content == "look left" && ev.Turn == 1 {
 			found = true
 		}

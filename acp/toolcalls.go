@@ -1,16 +1,12 @@
 package acp
 
 import (
-	stdctx "context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/coder/acp-go-sdk"
-	"github.com/dsh-go/dsh/services/editor"
 	"github.com/dsh-go/dsh/services/llm"
-	"github.com/dsh-go/dsh/services/tools"
 )
 
 // toolKinds maps dsh's tools onto the ACP kinds an editor draws icons for.
@@ -70,20 +66,40 @@ func (st *conv) describe(c llm.ToolCall) (string, []acp.ToolCallLocation, []acp.
 
 func (st *conv) workspace() string { return st.cwd }
 
-// toolCall announces a call as pending, and lets the execute listener
-// say in_progress after it.
+// toolCall announces a call as pending, and in progress too when it
+// started already.
 func (st *conv) toolCall(c llm.ToolCall) {
 	title, locs, content, raw := st.describe(c)
 	st.send(acp.StartToolCall(acp.ToolCallId(c.ID), title, acp.WithStartKind(kindOf(c.Name)), acp.WithStartStatus(acp.ToolCallStatusPending),
 		acp.WithStartLocations(locs), acp.WithStartContent(content), acp.WithStartRawInput(raw)))
 	st.mu.Lock()
-	ch, ok := st.announced[c.ID]
-	if !ok {
-		ch = make(chan struct{})
-		st.announced[c.ID] = ch
+	st.announced[c.ID] = true
+	started := st.early[c.ID]
+	delete(st.early, c.ID)
+	st.mu.Unlock()
+	if started {
+		st.inProgress(c.ID)
+	}
+}
+
+// toolStart marks a call in progress: it passed approval and runs. The
+// hub sends its start after its tool/call event; a start that comes first
+// all the same waits for the call to be announced, so the editor never
+// sees a status for a call it does not know.
+func (st *conv) toolStart(callID string) {
+	st.mu.Lock()
+	known := st.announced[callID]
+	if !known {
+		st.early[callID] = true
 	}
 	st.mu.Unlock()
-	closeOnce(ch)
+	if known {
+		st.inProgress(callID)
+	}
+}
+
+func (st *conv) inProgress(callID string) {
+	st.send(acp.UpdateToolCall(acp.ToolCallId(callID), acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
 }
 
 // toolResult ends a call: completed, or failed for an error result (a
@@ -100,45 +116,6 @@ func (st *conv) toolResult(m llm.Message) {
 	st.send(acp.UpdateToolCall(acp.ToolCallId(m.ToolCallID), opts...))
 	st.mu.Lock()
 	delete(st.announced, m.ToolCallID)
+	delete(st.early, m.ToolCallID)
 	st.mu.Unlock()
-}
-
-// announceWait bounds how long a starting call waits for the pump to have
-// announced it, so a stalled client never holds a tool.
-const announceWait = 2 * time.Second
-
-// watchTools listens on tools/execute in the agent's scope: a call that
-// passed approval and starts running is in_progress, and runs with the
-// editor's files when the client offers them.
-func (st *conv) watchTools() error {
-	files := st.filesOf()
-	_, err := tools.EventExecute.On(st.s.UnportedAgent().Context(), func(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
-		st.started(ctx, x.Call.ID)
-		if files != nil {
-			ctx = editor.With(ctx, files)
-		}
-		return next.Call(ctx, x)
-	})
-	return err
-}
-
-func (st *conv) started(ctx stdctx.Context, callID string) {
-	st.mu.Lock()
-	ch, ok := st.announced[callID]
-	if !ok {
-		ch = make(chan struct{})
-		st.announced[callID] = ch
-	}
-	st.mu.Unlock()
-	t := time.NewTimer(announceWait)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return
-	case <-st.ctx.Done():
-		return
-	case <-t.C:
-	}
-	st.send(acp.UpdateToolCall(acp.ToolCallId(callID), acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
 }

@@ -200,7 +200,7 @@ func TestCancelDropsQueuedPrompts(t *testing.T) {
 	}()
 	ss := e.h.Sessions().Sessions()[0]
 	deadline := time.Now().Add(wait)
-	for ss.UnportedAgent().Pending() == 0 {
+	for pending(t, e.h.Sessions(), ss.ID()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the second prompt was not queued")
 		}
@@ -217,7 +217,7 @@ func TestCancelDropsQueuedPrompts(t *testing.T) {
 			t.Fatal("a prompt did not answer after cancel")
 		}
 	}
-	for _, ev := range ss.UnportedAgent().Session().Events(0) {
+	for _, ev := range history(t, e.h.Sessions(), ss.ID()) {
 		if ev.Type == "user/message" && ev.Message.Content == "queued" {
 			t.Fatal("the queued prompt ran after the cancel")
 		}

@@ -198,7 +198,7 @@ func TestARetriedPromptIsDeliveredOnce(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, ev := range r.h.Sessions().Sessions()[0].UnportedAgent().Session().Events(0) {
+	for _, ev := range history(t, r.h.Sessions(), r.h.Sessions().Sessions()[0].ID()) {
 		if ev.Type == "user/message" {
 			n++
 		}
@@ -232,7 +232,7 @@ func TestAClientThatStopsReadingDoesNotHoldShutdown(t *testing.T) {
 	agentID := ss.AgentID()
 	// A turn whose updates the pump cannot write.
 	inW.Write([]byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + ss.ID() + `","prompt":[{"type":"text","text":"hi"}]}}` + "\n"))
-	for ss.UnportedAgent().Session().Len() < 4 {
+	for len(history(t, h.Sessions(), ss.ID())) < 4 {
 		if time.Now().After(deadline) {
 			t.Fatal("the turn did not run")
 		}
@@ -240,7 +240,7 @@ func TestAClientThatStopsReadingDoesNotHoldShutdown(t *testing.T) {
 	}
 	ictx, cancel := stdctx.WithTimeout(stdctx.Background(), wait)
 	defer cancel()
-	ss.UnportedAgent().WhenIdle(ictx)
+	h.Sessions().Idle(ictx, ss.ID())
 	inW.Close()
 	select {
 	case <-served:

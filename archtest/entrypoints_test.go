@@ -22,10 +22,6 @@ var agentPackages = []string{mod + "services/agents", mod + "services/agentloop"
 // package. It may only shrink: a listed import the package no longer has
 // fails the test, so the entry goes with the port.
 var allowed = map[string][]string{
-	// ACP mounts its mode policy in the agent's scope and wraps
-	// tools/execute there for the editor's files; it moves onto the
-	// session service in the second wave.
-	mod + "acp": {mod + "services/agentcontroller", mod + "services/agentloop", mod + "services/agents"},
 	// The cluster forwards deliveries by agentcontroller.Mode and reads
 	// refusals by its codes until it implements sessions.Service.
 	mod + "cluster": {mod + "services/agentcontroller"},
@@ -122,18 +118,11 @@ func listImports(t *testing.T) map[string][]string {
 	return imports
 }
 
-// unported lists the files that still call Session.UnportedAgent, the
-// transitional accessor: it only shrinks, like the allow-list above.
-var unported = []string{
-	"acp/session.go",   // mounts the ACP mode policy in the agent's scope
-	"acp/toolcalls.go", // wraps tools/execute in the agent's scope
-}
-
-// TestOnlyUnportedCodeReachesTheAgent fails when a file outside
-// services/sessions calls Session.UnportedAgent and is not listed, or is
-// listed and no longer does. Tests are exempt: they drive agents on
-// purpose.
-func TestOnlyUnportedCodeReachesTheAgent(t *testing.T) {
+// TestOnlyTestsReachTheAgent fails when a file outside services/sessions
+// calls Session.UnportedAgent, the accessor left from before the entry
+// points held sessions: no production code needs it any more. Tests are
+// exempt: they drive agents on purpose.
+func TestOnlyTestsReachTheAgent(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -166,13 +155,6 @@ func TestOnlyUnportedCodeReachesTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range callers {
-		if !slices.Contains(unported, c) {
-			t.Errorf("%s calls Session.UnportedAgent: entry points hold sessions, never agents; use the session service (Info, History, Wait, Attach, Cancel)", c)
-		}
-	}
-	for _, u := range unported {
-		if !slices.Contains(callers, u) {
-			t.Errorf("%s no longer calls Session.UnportedAgent: remove it from the list in archtest, which only shrinks", u)
-		}
+		t.Errorf("%s calls Session.UnportedAgent: entry points hold sessions, never agents; use the session service (Info, History, Wait, Attach, Cancel), and for what must run in the agent's scope a plugin entry of the session (OpenOptions.Entries)", c)
 	}
 }

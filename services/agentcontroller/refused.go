@@ -82,13 +82,20 @@ func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bo
 	refused, isRefused := c.refused[key]
 	id, isAccepted := c.accepted[key]
 	c.mu.Unlock()
+	s := agent.Session()
 	if isRefused {
+		// The log can hold the record before onAppended forgets this
+		// copy; its copy carries the seq and turn.
+		if s != nil {
+			if ev, ok := s.Outcome(requestID); ok {
+				refused = ev
+			}
+		}
 		return outcome{err: RecordedRefusal(agent.ID(), refused)}, true
 	}
 	if isAccepted {
 		return outcome{id: id}, true
 	}
-	s := agent.Session()
 	if s == nil {
 		return outcome{}, false
 	}
