@@ -18,7 +18,6 @@ import (
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/attachments"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/spf13/cobra"
 )
 
@@ -94,11 +93,10 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), closeHost())}
 	}
-	store, _ := session.Key.Get(h.Root())
 	att, _ := attachments.Key.Get(h.Root())
 	so := serve.Options{
 		Sessions: h.Sessions(), Config: cfg, Token: token, NoAuth: sc.NoAuth, Hooks: un.hooks,
-		Log: log, Version: dshVersion(), Store: store, Attachments: att,
+		Log: log, Version: dshVersion(), Attachments: att,
 	}
 	member.wire(&so)
 	srv, err := serve.New(so)

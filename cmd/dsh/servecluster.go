@@ -40,12 +40,10 @@ func newClusterMember(cfg *config.Config) (*clusterMember, error) {
 	return &clusterMember{cfg: cfg, follower: f}, nil
 }
 
-// wire gives the API the cluster's router and follower.
-func (m *clusterMember) wire(o *serve.Options) {
-	if m != nil {
-		o.Router, o.Remote = m, m.follower
-	}
-}
+// wire gives the API the cluster's session service. Until
+// cluster.Service is wired here (o.Sessions = it), the API serves the
+// sessions open on this host only.
+func (m *clusterMember) wire(o *serve.Options) {}
 
 // join joins h to the cluster, claiming and adopting sessions into srv.
 func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hclog.Logger) error {
@@ -54,7 +52,9 @@ func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hc
 	}
 	o := clusterOptions(m.cfg)
 	o.Sessions, o.API, o.Logger = h.Sessions(), api, log
-	o.Open, o.Claimed, o.CloseLocal = srv.ClaimOptions, srv.Adopt, srv.CloseOpen
+	o.Open = srv.ClaimOptions
+	o.Claimed = func(ss *sessions.Session) error { return srv.Adopt(ss.ID()) }
+	o.CloseLocal = func(ctx stdctx.Context, ss *sessions.Session) error { return srv.CloseOpen(ctx, ss.ID()) }
 	// Room for the buckets' create-or-bind retries of hosts started
 	// together on a fresh cluster, and for an old presence to expire.
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), natsplugin.SetUpPatience+o.LeaseTTL+o.ConnectTimeout)
