@@ -32,7 +32,8 @@ type sessionJSON struct {
 	State   session.State `json:"state"`
 	Parent  string        `json:"parent,omitempty"`
 	Size    int64         `json:"size"`
-	// Open: the session is open in this server; Running: a turn runs.
+	// Open: the session is open (here, or where a cluster runs it);
+	// Running: a turn runs.
 	Open    bool  `json:"open"`
 	Running bool  `json:"running"`
 	LastSeq int64 `json:"last_seq"`
