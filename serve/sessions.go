@@ -426,15 +426,13 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-// CloseOpen closes session id as POST .../close does: its approvals end
-// with it. A cluster closes a session through it for a close another host
-// forwarded (cluster.Options.CloseLocal).
-func (s *Server) CloseOpen(ctx stdctx.Context, id string) error {
-	return s.closeHeld(ctx, id)
-}
-
-// closeHeld stops answering session id's approvals and closes it.
-func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
+// Release makes the server stop holding session id: it no longer answers
+// the session's approvals nor closes it at shutdown. A cluster calls it
+// (cluster.Options.CloseLocal) before it closes this host's copy of a
+// session itself — for a close another host forwarded, or a copy whose
+// lease ran out. Closing through the server instead would go back through
+// the session service, which in a cluster is the cluster's own close.
+func (s *Server) Release(id string) {
 	s.mu.Lock()
 	h := s.held[id]
 	delete(s.held, id)
@@ -442,6 +440,11 @@ func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
 	if h != nil {
 		h.approver.stop()
 	}
+}
+
+// closeHeld stops answering session id's approvals and closes it.
+func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
+	s.Release(id)
 	return s.o.Sessions.Close(ctx, id)
 }
 

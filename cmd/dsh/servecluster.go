@@ -54,7 +54,10 @@ func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hc
 	o.Sessions, o.API, o.Logger = h.Sessions(), api, log
 	o.Open = srv.ClaimOptions
 	o.Claimed = func(ss *sessions.Session) error { return srv.Adopt(ss.ID()) }
-	o.CloseLocal = func(ctx stdctx.Context, ss *sessions.Session) error { return srv.CloseOpen(ctx, ss.ID()) }
+	o.CloseLocal = func(ctx stdctx.Context, ss *sessions.Session) error {
+		srv.Release(ss.ID())
+		return ss.Close(ctx)
+	}
 	// Room for the buckets' create-or-bind retries of hosts started
 	// together on a fresh cluster, and for an old presence to expire.
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), natsplugin.SetUpPatience+o.LeaseTTL+o.ConnectTimeout)
