@@ -146,7 +146,7 @@ func promptThroughAnotherHost(t *testing.T, srvA, srvB *server.Server, replicas 
 // a function that posts a JSON body to a path of it.
 func api(t *testing.T, n *node) func(path, body string) (int, map[string]any) {
 	t.Helper()
-	srv, err := serve.New(serve.Options{Sessions: n.h.Sessions(), Config: n.cfg, NoAuth: true, Router: n.c})
+	srv, err := serve.New(serve.Options{Sessions: n.h.Sessions(), Config: n.cfg, NoAuth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestASessionOwnedByNobodyIsClaimed(t *testing.T) {
 	a := startNode(t, srv, stream, "a", nodeOpts{group: "workers"})
 	b := startNode(t, srv, stream, "b", nodeOpts{claimGroup: "workers"})
 	var c *node
-	c = startNode(t, srv, stream, "c", nodeOpts{claimed: func(ss *sessions.Session) error { return c.api.Adopt(ss) }})
+	c = startNode(t, srv, stream, "c", nodeOpts{claimed: func(ss *sessions.Session) error { return c.api.Adopt(ss.ID()) }})
 	post := api(t, c)
 	kv := leases(t, srv, stream)
 	for _, id := range []string{"s1", "s2", "s3"} {

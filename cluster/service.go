@@ -208,6 +208,11 @@ func (s *Service) List(ctx stdctx.Context) ([]session.Summary, error) {
 	return s.local.List(ctx)
 }
 
+// Find reads the session's summary from the shared store's index.
+func (s *Service) Find(ctx stdctx.Context, id string) (session.Summary, bool, error) {
+	return s.local.Find(ctx, id)
+}
+
 // Close closes the session where it runs.
 func (s *Service) Close(ctx stdctx.Context, id string) error {
 	h, err := s.joined()

@@ -20,10 +20,6 @@ const approverName = "http"
 type held struct {
 	id       string
 	approver *approver
-	// copy is the session's record open here when it was held: a cluster
-	// may close it under the server and resume another copy, which then
-	// needs an approver of its own.
-	copy *sessions.Session
 }
 
 // approver is the server's one approving client of a session: the hub's

@@ -159,7 +159,7 @@ func TestAnAdoptedSessionBackAgainGetsItsApprover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.Adopt(old); err != nil {
+	if err := e.srv.Adopt("s1"); err != nil {
 		t.Fatal(err)
 	}
 	e.send("s1", "r0", "stored")
@@ -167,11 +167,10 @@ func TestAnAdoptedSessionBackAgainGetsItsApprover(t *testing.T) {
 	if err := old.Close(ctx); err != nil { // closed under the server
 		t.Fatal(err)
 	}
-	back, err := e.h.Sessions().Resume(ctx, "s1", sessions.OpenOptions{Agent: "main", KeepRunning: true})
-	if err != nil {
+	if _, err := e.h.Sessions().Resume(ctx, "s1", sessions.OpenOptions{Agent: "main", KeepRunning: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.Adopt(back); err != nil {
+	if err := e.srv.Adopt("s1"); err != nil {
 		t.Fatal(err)
 	}
 	e.send("s1", "r1", "hello")
@@ -179,5 +178,37 @@ func TestAnAdoptedSessionBackAgainGetsItsApprover(t *testing.T) {
 	q := e.waitQuestion("s1")
 	if r := e.call("POST", "/v1/sessions/s1/approvals/"+itoa(q), map[string]string{"choice": "allow-once"}); r.status != 200 {
 		t.Fatalf("answering the new copy's question: %d %s", r.status, r.body)
+	}
+}
+
+// TestAReleasedSessionIsLeftToItsCloser: a cluster releases a session
+// before it closes this host's copy itself. The server stops answering
+// the session's questions and leaves it open — closing it would go back
+// through the session service, a cluster's own close — and its shutdown
+// does not close it either.
+func TestAReleasedSessionIsLeftToItsCloser(t *testing.T) {
+	e := newEnv(t, envOpts{replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "ask"}}}, {Text: "done"}}})
+	id := e.open(nil)
+	e.srv.Release(id)
+	if _, open := e.h.Sessions().Get(id); !open {
+		t.Fatal("Release closed the session")
+	}
+	// No approver: the call that asks fails closed at once.
+	e.send(id, "r1", "use the tool")
+	evs := e.waitEvents(id, "turn end", turnsEnded(1))
+	if res := toolResult(evs); res == "the asked tool ran" {
+		t.Fatalf("a released session's question was answered: %q", res)
+	}
+	r := e.call("POST", "/v1/sessions/"+id+"/approvals/1", map[string]string{"choice": "allow-once"})
+	if a := r.err(t); r.status != http.StatusConflict || !strings.Contains(a.Message, "not opened by this server") {
+		t.Fatalf("answering a released session: %d %s", r.status, r.body)
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
+	defer cancel()
+	if err := e.shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, open := e.h.Sessions().Get(id); !open {
+		t.Fatal("the shutdown closed a session the server had released")
 	}
 }

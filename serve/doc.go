@@ -5,12 +5,15 @@
 //
 // # How it reaches the agents
 //
-// Only through the session controller (services/sessions): it opens and
-// resumes sessions, prompts and steers them with the client's request id
-// (so a retried POST is delivered once), cancels and closes them, and
-// attaches to their live hubs. Admission therefore governs every prompt
-// that comes over HTTP, and a refusal is answered 422 with the refusing
-// plugin's code, reason and message.
+// Only through the session service (sessions.Service, Options.Sessions),
+// and only through its interface: it opens and resumes sessions, prompts
+// and steers them with the client's request id (so a retried POST is
+// delivered once), cancels and closes them, and attaches streams to them.
+// The service is the host's controller, or a cluster's that forwards each
+// call to the host running the session; the handlers cannot tell which.
+// Admission therefore governs every prompt that comes over HTTP, and a
+// refusal is answered 422 with the refusing plugin's code, reason and
+// message.
 //
 // # Sessions live on the server
 //
@@ -18,20 +21,20 @@
 // (sessions.OpenOptions.KeepRunning): a browser that reloads, a script
 // that posts and polls later, both find it where they left it. It ends by
 // POST .../close or at Shutdown. The server holds one approving client of
-// each session's live hub, so a tool call that asks waits for an answer
-// from any client — a stream's page or a REST call — and survives a page
-// reload.
+// each session it opened (or a cluster had it adopt), so a tool call that
+// asks waits for an answer from any client — a stream's page or a REST
+// call — and survives a page reload.
 //
 // # Streams
 //
 // GET .../stream is the live hub's event contract over SSE: the durable
 // events after the client's Last-Event-ID (from the hub's memory or the
 // store), then the message being streamed, then everything live. A stream
-// that falls behind the hub's buffer is re-attached from its last seq by
-// the server itself, so a slow client sees contiguous seqs, never a gap.
-// On a host of a cluster (Options.Remote), a session open elsewhere is
-// streamed from the shared log instead: its durable events only, each once
-// stored, with the ids a local stream gives them.
+// that falls behind the hub's buffer re-attaches itself from its last seq
+// (the service's Stream does), so a slow client sees contiguous seqs,
+// never a gap. A cluster's service streams a session open on another host
+// from the shared log: its durable events only, each once stored, with
+// the ids a local stream gives them.
 //
 // # Security
 //

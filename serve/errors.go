@@ -53,8 +53,8 @@ var statusOf = map[errs.Code]int{
 	HostRefused:      http.StatusForbidden,
 	WorkspaceRefused: http.StatusForbidden,
 	PresetRefused:    http.StatusForbidden,
-	// A cluster's routing (Options.Router): the owner or the NATS server
-	// is away for now, which a retry with the same request id survives.
+	// A cluster's session service: the owner or the NATS server is away
+	// for now, which a retry with the same request id survives.
 	cluster.OwnerUnreachable: http.StatusServiceUnavailable,
 	cluster.Unreachable:      http.StatusServiceUnavailable,
 	cluster.NoHost:           http.StatusServiceUnavailable,

@@ -26,7 +26,7 @@ import (
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/services/attachments"
-	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 )
@@ -146,7 +146,9 @@ type envOpts struct {
 	// persist is the persistence plugin's YAML entry, instead of
 	// session.jsonl's.
 	persist string
-	remote  serve.Remote
+	// service wraps the host's controller in the session service the
+	// server is given; nil gives it the controller.
+	service func(*sessions.Controller) sessions.Service
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -178,15 +180,14 @@ func newEnv(t *testing.T, o envOpts) *env {
 		rand.Read(b)
 		e.token = "tok" + hex.EncodeToString(b)
 	}
-	var store *session.Store
-	if !o.noStore {
-		store, _ = session.Key.Get(h.Root())
-	}
 	att, _ := attachments.Key.Get(h.Root())
+	var svc sessions.Service = h.Sessions()
+	if o.service != nil {
+		svc = o.service(h.Sessions())
+	}
 	e.srv, err = serve.New(serve.Options{
-		Sessions: h.Sessions(), Config: cfg, Token: e.token, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
-		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Store: store, Attachments: att,
-		Remote: o.remote,
+		Sessions: svc, Config: cfg, Token: e.token, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
+		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Attachments: att,
 	})
 	if err != nil {
 		t.Fatal(err)

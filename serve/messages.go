@@ -18,20 +18,14 @@ import (
 // maxEvents bounds one page of GET .../events.
 const maxEvents = 1000
 
-// openSession checks that session id is open in the controller; one only
-// persisted is SESSION_CLOSED (resume it), an unknown one 404.
+// openSession checks that session id is open; one only persisted is
+// SESSION_CLOSED (resume it), an unknown one 404.
 func (s *Server) openSession(r *http.Request, id string) error {
-	if _, ok := s.info(r.Context(), id); ok {
-		return nil
-	}
-	_, found, err := s.persisted(r.Context(), id)
+	_, err := s.o.Sessions.Info(r.Context(), id)
 	if err != nil {
-		return err
+		return s.notOpen(r.Context(), id, err)
 	}
-	if !found {
-		return notFound(id)
-	}
-	return errs.New(sessions.Closed, fmt.Sprintf("session %q is not open; POST /v1/sessions/%s/resume opens it", id, id))
+	return nil
 }
 
 type messageRequest struct {
@@ -69,52 +63,30 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		req.RequestID = "http-" + uuid.NewString()
 	}
 	sid := r.PathValue("id")
-	// In a cluster every message goes by the router, a session open here
-	// included: it may have lost its lease to another host.
-	routed := s.o.Router != nil
-	if !routed {
-		if err = s.openSession(r, sid); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
 	p := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Parts: parts, Source: httpSource}
-	var mode sessions.Mode
+	send := s.o.Sessions.Prompt
 	switch req.Mode {
 	case "", "followup":
-		mode = sessions.ModeFollowup
 	case "steer":
-		mode = sessions.ModeSteer
+		send = s.o.Sessions.Steer
 	default:
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "mode %q is not a mode; send \"followup\" (the default: queued for a turn) or \"steer\" (handed to the running turn)", req.Mode))
 		return
 	}
-	var id string
-	var turn sessions.Turn
-	switch {
-	case routed:
-		// Open here, on another host or nowhere (then claimed): the
-		// cluster knows.
-		id, err = s.o.Router.Prompt(r.Context(), sid, mode, p)
-	case mode == sessions.ModeSteer:
-		turn, err = s.o.Sessions.Steer(r.Context(), sid, p)
-		id = turn.MessageID
-	default:
-		turn, err = s.o.Sessions.Prompt(r.Context(), sid, p)
-		id = turn.MessageID
-	}
+	// No check that the session is open first: the service decides (a
+	// cluster's forwards the message to the session's host, or claims a
+	// session open nowhere), and its SESSION_NOT_FOUND is answered after.
+	turn, err := send(r.Context(), sid, p)
 	if err != nil {
-		s.writeError(w, r, attachmentError(err))
+		s.writeError(w, r, attachmentError(s.notOpen(r.Context(), sid, err)))
 		return
 	}
-	out := accepted{MessageID: id, RequestID: req.RequestID}
-	if !routed {
-		// A retry of a message a turn already took says which turn, and
-		// whether it started it or joined it.
-		if o, ok, _ := s.o.Sessions.Outcome(r.Context(), sid, req.RequestID); ok && o.MessageID == id &&
-			(o.Outcome == sessions.FateDelivered || o.Outcome == sessions.FateMerged) {
-			out.Delivered = &delivered{Outcome: string(o.Outcome), Type: string(o.Type), Turn: o.Turn, Seq: o.Seq}
-		}
+	out := accepted{MessageID: turn.MessageID, RequestID: req.RequestID}
+	// A retry of a message a turn already took says which turn, and
+	// whether it started it or joined it.
+	if o, ok, _ := s.o.Sessions.Outcome(r.Context(), sid, req.RequestID); ok && o.MessageID == turn.MessageID &&
+		(o.Outcome == sessions.FateDelivered || o.Outcome == sessions.FateMerged) {
+		out.Delivered = &delivered{Outcome: string(o.Outcome), Type: string(o.Type), Turn: o.Turn, Seq: o.Seq}
 	}
 	writeJSON(w, http.StatusAccepted, out)
 }
@@ -142,20 +114,8 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	// The messages the cancel drops record who cancelled.
 	ctx := sessions.WithActor(r.Context(), "an HTTP client ("+r.RemoteAddr+")")
-	if s.o.Router != nil {
-		if err := s.o.Router.Cancel(ctx, id); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, struct{}{})
-		return
-	}
-	if err := s.openSession(r, id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	if err := s.o.Sessions.Cancel(ctx, id); err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.notOpen(r.Context(), id, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
@@ -228,20 +188,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit = min(max(limit, 1), maxEvents)
-	var evs []session.Event
-	if in, ok := s.info(r.Context(), id); ok {
-		page := []session.Event{}
-		if after < in.LastSeq {
-			evs, err := s.o.Sessions.History(r.Context(), id, after)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			page = evs[:min(int64(len(evs)), limit)]
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"events": page, "last_seq": in.LastSeq})
-		return
-	} else {
+	// An open session's last seq is its Info's (the log may have grown
+	// past the page); a closed one's is its stored log's end.
+	in, open := s.info(r.Context(), id)
+	from := after
+	if !open {
+		from = 0
 		if _, found, err := s.persisted(r.Context(), id); err != nil || !found {
 			if err == nil {
 				err = notFound(id)
@@ -249,19 +201,28 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		if s.o.Store == nil {
-			s.writeError(w, r, errs.New(sessions.Closed, fmt.Sprintf("session %q is not open and this server reads no store; POST /v1/sessions/%s/resume opens it", id, id)))
-			return
-		}
-		if evs, err = s.o.Store.Load(r.Context(), id); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
 	}
-	last := int64(len(evs))
 	page := []session.Event{}
-	if after < last {
-		page = evs[after:min(last, after+limit)]
+	if open && after >= in.LastSeq {
+		writeJSON(w, http.StatusOK, map[string]any{"events": page, "last_seq": in.LastSeq})
+		return
+	}
+	evs, err := s.o.Sessions.History(r.Context(), id, from)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	last := in.LastSeq
+	if !open && len(evs) > 0 {
+		last = evs[len(evs)-1].Seq
+	}
+	for _, e := range evs {
+		if int64(len(page)) == limit {
+			break
+		}
+		if e.Seq > after {
+			page = append(page, e)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": page, "last_seq": last})
 }

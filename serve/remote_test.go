@@ -5,13 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/cluster"
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/serve"
+	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -23,9 +29,97 @@ func sessionNATS(url, hostID string) string {
 	return fmt.Sprintf("  - use: session.nats\n    config: {url: %q, stream: REMOTE, subject_prefix: dsh.remote, lease_ttl: 3s, host_id: %s}\n", url, hostID)
 }
 
+// elsewhere is a session service as a cluster's looks from a host that
+// does not run the session: what is open here is the controller's; the
+// Info and Attach of a session open on another host come from the shared
+// log through a cluster.Follower, durable events only. The server sees
+// only the interface, so this is what it does on such a host.
+type elsewhere struct {
+	sessions.Service
+	f *cluster.Follower
+}
+
+// remote says whether id is not open here, and its last stored seq.
+func (e elsewhere) remote(ctx stdctx.Context, id string) (bool, int64, error) {
+	if _, err := e.Service.Info(ctx, id); !errs.HasCode(err, sessions.NotFound) {
+		return false, 0, err
+	}
+	last, err := e.f.LastSeq(ctx, id)
+	if errs.HasCode(err, session.NotFound) || errs.HasCode(err, errs.InvalidArgument) {
+		// An id that cannot name a session names none.
+		err = errs.New(sessions.NotFound, fmt.Sprintf("no session %q is open on any host", id))
+	}
+	return true, last, err
+}
+
+func (e elsewhere) Info(ctx stdctx.Context, id string) (sessions.Info, error) {
+	remote, last, err := e.remote(ctx, id)
+	if !remote || err != nil {
+		return e.Service.Info(ctx, id)
+	}
+	return sessions.Info{ID: id, LastSeq: last}, nil
+}
+
+func (e elsewhere) Attach(ctx stdctx.Context, id string, o sessions.AttachOptions) (sessions.Stream, error) {
+	remote, _, err := e.remote(ctx, id)
+	if !remote {
+		return e.Service.Attach(ctx, id, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return follow(e.f, id, o.AfterSeq), nil
+}
+
+// followed is a Stream of the durable events the follower reads.
+type followed struct {
+	updates chan live.Update
+	cancel  stdctx.CancelFunc
+	done    chan struct{}
+	last    atomic.Int64
+}
+
+func follow(f *cluster.Follower, id string, after int64) *followed {
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	st := &followed{updates: make(chan live.Update), cancel: cancel, done: make(chan struct{})}
+	st.last.Store(after)
+	go func() {
+		defer close(st.done)
+		_ = f.Follow(ctx, id, after, func(e session.Event) error {
+			select {
+			case st.updates <- live.Update{Kind: live.KindEvent, Seq: e.Seq, Event: &e}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	return st
+}
+
+func (st *followed) Next(ctx stdctx.Context) (live.Update, error) {
+	select {
+	case u := <-st.updates:
+		st.last.Store(u.Seq)
+		return u, nil
+	case <-st.done:
+		return live.Update{}, errs.New(live.Detached, "the follower stopped")
+	case <-ctx.Done():
+		return live.Update{}, ctx.Err()
+	}
+}
+
+func (st *followed) Answer(int64, approval.Answer) error {
+	return errs.New(live.QuestionClosed, "a followed stream answers nothing")
+}
+func (st *followed) LastSeq() int64  { return st.last.Load() }
+func (st *followed) Reattaches() int { return 0 }
+func (st *followed) Close() error    { st.cancel(); <-st.done; return nil }
+
 // Host B, which does not have the session open, streams host A's session
-// from JetStream live, and a client that drops resumes there with
-// Last-Event-ID: every durable event once, none missing.
+// from JetStream live through its session service, and a client that
+// drops resumes there with Last-Event-ID: every durable event once, none
+// missing; the notice part of its id comes back as it was sent.
 func TestStreamOfASessionOpenOnAnotherHost(t *testing.T) {
 	t.Cleanup(serve.SetTimings(time.Minute, 20*time.Millisecond))
 	ns := startNATS(t)
@@ -39,7 +133,9 @@ func TestStreamOfASessionOpenOnAnotherHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newEnv(t, envOpts{persist: sessionNATS(ns.ClientURL(), "b"), remote: f})
+	b := newEnv(t, envOpts{persist: sessionNATS(ns.ClientURL(), "b"), service: func(c *sessions.Controller) sessions.Service {
+		return elsewhere{Service: c, f: f}
+	}})
 	t.Cleanup(func() { f.Close() }) // before b's shutdown, which it must not block
 
 	id := a.open(nil)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/attachments"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -34,8 +34,11 @@ var readTimeout = time.Minute
 
 // Options configure a Server.
 type Options struct {
-	// Sessions is the session controller every request goes through.
-	Sessions *sessions.Controller
+	// Sessions is the session service every request goes through: the
+	// host's controller, or a cluster's service that forwards a session's
+	// calls to the host that runs it. The server uses nothing but its
+	// interface.
+	Sessions sessions.Service
 	// Config gives the agents, presets and the serve: key (limits, CORS,
 	// default agent).
 	Config *config.Config
@@ -50,33 +53,10 @@ type Options struct {
 	// nil discards.
 	Log     *slog.Logger
 	Version string
-	// Store reads the logs of persisted sessions that are not open, for
-	// GET .../events and a closed session's last_seq; nil answers those
-	// from open sessions only.
-	Store *session.Store
-	// Attachments holds the bytes of the parts sessions' messages carry,
-	// for GET .../attachments/{ref} and the upload limit; nil reads the
-	// store of open sessions only.
+	// Attachments gives the upload limit of a message's parts when its
+	// limits differ from the config's attachments: key; nil uses the
+	// config's.
 	Attachments *attachments.Store
-	// Router delivers the messages and cancels of sessions not open in
-	// Sessions to the host of a cluster that runs them (cluster.Host);
-	// nil serves local sessions only.
-	Router Router
-	// Remote streams the sessions not open here (GET .../stream) from
-	// the cluster's shared log, durable events only; nil streams open
-	// sessions only.
-	Remote Remote
-}
-
-// Router sends a session's prompts and cancels to wherever the session
-// runs. Its errors are the owner's, with the codes, reasons and presented
-// flag a local session gives, so the server answers them alike.
-type Router interface {
-	Prompt(ctx stdctx.Context, sessionID string, mode sessions.Mode, r sessions.PromptRequest) (messageID string, err error)
-	Cancel(ctx stdctx.Context, sessionID string) error
-	// CloseSession closes the session where it runs; one open nowhere is
-	// closed already.
-	CloseSession(ctx stdctx.Context, sessionID string) error
 }
 
 // Server serves the HTTP API; see the package documentation.
@@ -110,7 +90,7 @@ type Server struct {
 func New(o Options) (*Server, error) {
 	switch {
 	case o.Sessions == nil:
-		return nil, errs.New(errs.InvalidArgument, "serve.New: Options.Sessions is nil; pass the host's session controller (host.Sessions())")
+		return nil, errs.New(errs.InvalidArgument, "serve.New: Options.Sessions is nil; pass a session service: the host's controller (host.Sessions()) or a cluster's")
 	case o.Config == nil:
 		return nil, errs.New(errs.InvalidArgument, "serve.New: Options.Config is nil; pass the loaded config")
 	case o.Token == "" && !o.NoAuth:
@@ -179,17 +159,31 @@ func isLoopback(a net.Addr) bool {
 }
 
 // Shutdown stops taking requests (new ones get 503 SERVE_SHUTTING_DOWN),
-// ends the streams, lets running turns finish until ctx's deadline, then
-// cancels them, and closes every open session of the controller, which
-// flushes it to the store. It returns once the requests in flight are
-// done.
+// ends the streams, lets the running turns of the sessions it holds finish
+// until ctx's deadline, then cancels them, and closes those sessions,
+// which flushes them to the store. It returns once the requests in flight
+// are done.
+//
+// The sessions it holds are the ones it opened or adopted: a session
+// another entry point opened (a webhook's, a schedule's) is that entry
+// point's to drain and the host's to close, and on a cluster a session
+// that moved to another host is not this server's to stop.
 func (s *Server) Shutdown(ctx stdctx.Context) error {
 	s.stopping.Store(true)
 	s.stopStream()
 	s.mu.Lock()
 	s.closed = true
 	servers := s.servers
+	var open []string
+	for id, h := range s.held {
+		// An approver whose stream ended followed a copy that closed
+		// under the server: the session runs elsewhere, or nowhere.
+		if !h.approver.ended() {
+			open = append(open, id)
+		}
+	}
 	s.mu.Unlock()
+	slices.Sort(open)
 
 	var failed []error
 	httpDone := make(chan error, len(servers))
@@ -197,10 +191,6 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 		go func() { httpDone <- hs.Shutdown(ctx) }()
 	}
 
-	var open []string
-	for _, ss := range s.o.Sessions.Sessions() {
-		open = append(open, ss.ID())
-	}
 	var finished atomic.Bool
 	finished.Store(true)
 	var wg sync.WaitGroup
@@ -251,29 +241,11 @@ func (s *Server) Shutdown(ctx stdctx.Context) error {
 	return errors.Join(failed...)
 }
 
-// Adopt makes the server keep a session it did not open, as it keeps its
-// own: it answers the session's approvals and closes it at shutdown. A
-// cluster calls it (cluster.Options.Claimed) for a session it resumed on
-// this host for a message the API routed. A session the server cannot keep
-// is closed again.
-func (s *Server) Adopt(ss *sessions.Session) error {
-	id := ss.ID()
-	s.mu.Lock()
-	h, ok := s.held[id]
-	// A copy of the session that was closed under the server (a cluster
-	// took it elsewhere) and is back: the approver held the old copy,
-	// the new one gets its own. Its stream may not have seen the close
-	// yet, so the copy itself decides, not only the stream's end.
-	stale := ok && (h.approver.ended() || h.copy != ss)
-	if stale {
-		delete(s.held, id)
-	}
-	s.mu.Unlock()
-	if ok && !stale {
-		return nil
-	}
-	if ok {
-		h.approver.stop()
-	}
-	return s.hold(id)
-}
+// Adopt makes the server keep session id, open in its session service,
+// though it did not open it: it answers the session's approvals and closes
+// it at shutdown, as it does for its own. A cluster calls it
+// (cluster.Options.Claimed) for a session it resumed on this host for a
+// message the API routed. The session's approver is attached afresh, so a
+// copy of the session that a cluster closed under the server and resumed
+// again is answered too; a session the server cannot keep is closed again.
+func (s *Server) Adopt(id string) error { return s.hold(id) }

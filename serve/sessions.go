@@ -32,7 +32,8 @@ type sessionJSON struct {
 	State   session.State `json:"state"`
 	Parent  string        `json:"parent,omitempty"`
 	Size    int64         `json:"size"`
-	// Open: the session is open in this server; Running: a turn runs.
+	// Open: the session is open (here, or where a cluster runs it);
+	// Running: a turn runs.
 	Open    bool  `json:"open"`
 	Running bool  `json:"running"`
 	LastSeq int64 `json:"last_seq"`
@@ -78,20 +79,14 @@ func describeOpen(in sessions.Info, sum *session.Summary) sessionJSON {
 	return out
 }
 
-// info describes session id when it is open here.
+// info describes session id when it is open: here, or — through a
+// cluster's service — on the host that runs it.
 func (s *Server) info(ctx stdctx.Context, id string) (sessions.Info, bool) {
 	in, err := s.o.Sessions.Info(ctx, id)
 	return in, err == nil
 }
 
-// persisted returns the store's summary of id; found is false when none.
-func (s *Server) persisted(ctx stdctx.Context, id string) (session.Summary, bool, error) {
-	// By key: a claim or a read on a host that does not run the session
-	// must not list every stored session to find one.
-	return s.o.Sessions.Find(ctx, id)
-}
-
-// describe is session id as the API shows it, open here or persisted.
+// describe is session id as the API shows it, open or persisted.
 func (s *Server) describe(ctx stdctx.Context, id string) (sessionJSON, error) {
 	sum, found, err := s.persisted(ctx, id)
 	if err != nil {
@@ -108,13 +103,31 @@ func (s *Server) describe(ctx stdctx.Context, id string) (sessionJSON, error) {
 		return sessionJSON{}, notFound(id)
 	}
 	out := fromSummary(sum)
-	if out.LastSeq == 0 && s.o.Store != nil {
+	if out.LastSeq == 0 {
 		// A backend that does not keep the last seq: count the log.
-		if evs, err := s.o.Store.Load(ctx, id); err == nil {
-			out.LastSeq = int64(len(evs))
+		if evs, err := s.o.Sessions.History(ctx, id, 0); err == nil && len(evs) > 0 {
+			out.LastSeq = evs[len(evs)-1].Seq
 		}
 	}
 	return out, nil
+}
+
+// notOpen answers a call the session service refused with
+// SESSION_NOT_FOUND, which it says of a session open nowhere: one that is
+// persisted is SESSION_CLOSED (resume it), an unknown one 404. Any other
+// error passes as it is.
+func (s *Server) notOpen(ctx stdctx.Context, id string, err error) error {
+	if !errs.HasCode(err, sessions.NotFound) {
+		return err
+	}
+	_, found, ferr := s.persisted(ctx, id)
+	switch {
+	case ferr != nil:
+		return ferr
+	case !found:
+		return notFound(id)
+	}
+	return errs.New(sessions.Closed, fmt.Sprintf("session %q is not open; POST /v1/sessions/%s/resume opens it", id, id))
 }
 
 func notFound(id string) error {
@@ -167,16 +180,23 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	seen := map[string]bool{}
 	for i := range list {
 		seen[list[i].ID] = true
-		if in, open := s.info(r.Context(), list[i].ID); open {
-			out = append(out, describeOpen(in, &list[i]))
-			continue
+		// Only a session the service marks open has more to say; asking
+		// for the others would cost a cluster a request each.
+		if list[i].State == session.StateOpen {
+			if in, open := s.info(r.Context(), list[i].ID); open {
+				out = append(out, describeOpen(in, &list[i]))
+				continue
+			}
 		}
 		out = append(out, fromSummary(list[i]))
 	}
-	// Open and never stored (no persistence): this controller's own.
-	for _, ss := range s.o.Sessions.Sessions() {
-		if !seen[ss.ID()] {
-			out = append(out, describeOpen(ss.Info(), nil))
+	// Open and never stored (no persistence): the ones this server holds.
+	for _, id := range s.heldIDs() {
+		if seen[id] {
+			continue
+		}
+		if in, open := s.info(r.Context(), id); open {
+			out = append(out, describeOpen(in, nil))
 		}
 	}
 	slices.SortStableFunc(out, func(a, b sessionJSON) int { return b.Updated.Compare(a.Updated) })
@@ -256,6 +276,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 
 // hold keeps a session opened here: the server answers its approvals and
 // closes it at shutdown. A session that cannot be held is closed again.
+//
+// The new approver always replaces one held before: the session service
+// hands out no identity of the copy it runs, so an approver cannot tell
+// whether the copy it follows is the one open now (a cluster may have
+// closed it under the server and resumed another). The replaced approver
+// is stopped only after the new one attached, so a question pending at
+// the switch reaches the new one (the hub sends it to every approving
+// client that attaches) and never finds the session without an answerer.
 func (s *Server) hold(id string) error {
 	a, err := startApprover(s.o.Sessions, id)
 	if err != nil {
@@ -267,21 +295,25 @@ func (s *Server) hold(id string) error {
 		a.stop()
 		return errors.Join(fail(http.StatusServiceUnavailable, ShuttingDown, "dsh serve is shutting down; the session %q was closed again", id), s.o.Sessions.Close(stdctx.Background(), id))
 	}
-	cp, _ := s.o.Sessions.Get(id)
-	if h, ok := s.held[id]; ok && h.copy == cp && !h.approver.ended() {
-		// Another hold of the same copy won the race (two adoptions, or
-		// an adoption and a resume at once): keep its approver.
-		s.mu.Unlock()
-		a.stop()
-		return nil
-	}
 	prev := s.held[id]
-	s.held[id] = &held{id: id, approver: a, copy: cp}
+	s.held[id] = &held{id: id, approver: a}
 	s.mu.Unlock()
 	if prev != nil {
-		prev.approver.stop() // it held a copy that is gone
+		prev.approver.stop()
 	}
 	return nil
+}
+
+// heldIDs returns the ids of the sessions the server holds, sorted.
+func (s *Server) heldIDs() []string {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.held))
+	for id := range s.held {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	slices.Sort(ids)
+	return ids
 }
 
 func (s *Server) holding(id string) (*held, bool) {
@@ -371,21 +403,13 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	var before *sessionJSON
 	ctx, cancel := s.closeCtx(r)
 	defer cancel()
-	in, open := s.info(ctx, id)
-	if open {
+	if in, open := s.info(ctx, id); open {
 		d := describeOpen(in, nil)
 		before = &d
 	}
-	var err error
-	switch {
-	case s.o.Router != nil:
-		// Closed where it runs: here, on another host of the cluster, or
-		// — a copy here that lost its lease — on both.
-		err = s.o.Router.CloseSession(ctx, id)
-	case open:
-		err = s.closeHeld(ctx, id)
-	}
-	if err != nil {
+	// Closed where it runs: here, or — through a cluster's service — on
+	// another host. A session open nowhere is closed already.
+	if err := s.closeHeld(ctx, id); err != nil && !errs.HasCode(err, sessions.NotFound) {
 		s.writeError(w, r, err)
 		return
 	}
@@ -402,15 +426,13 @@ func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-// CloseOpen closes a session open in this server's controller as POST
-// .../close does: its approvals end with it. A cluster closes a session
-// through it for a close another host forwarded (cluster.Options.CloseLocal).
-func (s *Server) CloseOpen(ctx stdctx.Context, ss *sessions.Session) error {
-	return s.closeHeld(ctx, ss.ID())
-}
-
-// closeHeld stops answering session id's approvals and closes it.
-func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
+// Release makes the server stop holding session id: it no longer answers
+// the session's approvals nor closes it at shutdown. A cluster calls it
+// (cluster.Options.CloseLocal) before it closes this host's copy of a
+// session itself — for a close another host forwarded, or a copy whose
+// lease ran out. Closing through the server instead would go back through
+// the session service, which in a cluster is the cluster's own close.
+func (s *Server) Release(id string) {
 	s.mu.Lock()
 	h := s.held[id]
 	delete(s.held, id)
@@ -418,6 +440,11 @@ func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
 	if h != nil {
 		h.approver.stop()
 	}
+}
+
+// closeHeld stops answering session id's approvals and closes it.
+func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
+	s.Release(id)
 	return s.o.Sessions.Close(ctx, id)
 }
 

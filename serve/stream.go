@@ -4,11 +4,9 @@ import (
 	stdctx "context"
 	"encoding/json"
 
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
@@ -42,65 +40,16 @@ func resumePoint(r *http.Request) (seq, notice int64, err error) {
 	return seq, notice, nil
 }
 
-// sse writes one stream: messages and pings, one writer at a time.
-type sse struct {
-	mu    sync.Mutex
-	w     io.Writer
-	rc    *http.ResponseController
-	seq   int64
-	notes int64
-	buf   []byte
-}
-
-// send writes an SSE message; event and notice messages carry the resume
-// point as their id.
-func (e *sse) send(kind string, data []byte, withID bool) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	b := append(e.buf[:0], "event: "...)
-	b = append(b, kind...)
-	if withID {
-		b = append(b, "\nid: "...)
-		b = strconv.AppendInt(b, e.seq, 10)
-		b = append(b, '-')
-		b = strconv.AppendInt(b, e.notes, 10)
-	}
-	b = append(b, "\ndata: "...)
-	b = append(b, data...)
-	b = append(b, "\n\n"...)
-	e.buf = b
-	if _, err := e.w.Write(b); err != nil {
-		return err
-	}
-	return e.rc.Flush()
-}
-
-func (e *sse) ping() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, err := io.WriteString(e.w, ": ping\n\n"); err != nil {
-		return err
-	}
-	return e.rc.Flush()
-}
-
-// stream serves GET /v1/sessions/{id}/stream: the live hub's contract as
-// Server-Sent Events. It ends when the client goes, the session closes or
-// the server shuts down; the client reconnects with Last-Event-ID. A
-// session not open here is streamed from Options.Remote when there is one
-// (streamRemote: durable events only).
+// stream serves GET /v1/sessions/{id}/stream: the live event contract as
+// Server-Sent Events, from the session service's Stream. It ends when the
+// client goes, the session closes or the server shuts down; the client
+// reconnects with Last-Event-ID. What the stream carries is the service's:
+// a cluster's, for a session another host runs, streams its durable events
+// only, and the notice part of the resume point then comes back unchanged.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	seq, notice, err := resumePoint(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if _, open := s.o.Sessions.Get(id); !open && s.o.Remote != nil {
-		s.streamRemote(w, r, id, seq, notice)
-		return
-	}
-	if err := s.openSession(r, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -110,15 +59,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	defer stopOnShutdown()
 
 	_, approving := s.holding(id)
-	in, _ := s.info(ctx, id)
 	// The stream re-attaches itself when it falls behind the hub, from
 	// what it was sent: the client still sees every seq once.
 	st, err := s.o.Sessions.Attach(ctx, id, sessions.AttachOptions{AfterSeq: seq, AfterNotice: notice, Approvals: approving, Name: "stream"})
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.notOpen(r.Context(), id, err))
 		return
 	}
 	defer func() { _ = st.Close() }()
+	in, _ := s.info(ctx, id)
 
 	out, unblock, ok := s.startStream(w, id, seq, notice, in.LastSeq)
 	if !ok {

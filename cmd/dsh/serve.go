@@ -18,7 +18,6 @@ import (
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/attachments"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/spf13/cobra"
 )
@@ -91,19 +90,19 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, closeHost())}
 	}
-	// Webhooks and schedules deliver through the cluster's service when
-	// there is one: a session another host runs is reached there.
-	un, err := startUnattended(member.sessions(h.Sessions()), cfg, log)
+	// The API, webhooks and schedules deliver through the cluster's
+	// service when there is one: a session another host runs is reached
+	// there.
+	svc := member.sessions(h.Sessions())
+	un, err := startUnattended(svc, cfg, log)
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, member.leave(stdctx.Background()), closeHost())}
 	}
-	store, _ := session.Key.Get(h.Root())
 	att, _ := attachments.Key.Get(h.Root())
 	so := serve.Options{
-		Sessions: h.Sessions(), Config: cfg, Token: token, NoAuth: sc.NoAuth, Hooks: un.hooks,
-		Log: log, Version: dshVersion(), Store: store, Attachments: att,
+		Sessions: svc, Config: cfg, Token: token, NoAuth: sc.NoAuth, Hooks: un.hooks,
+		Log: log, Version: dshVersion(), Attachments: att,
 	}
-	member.wire(&so)
 	srv, err := serve.New(so)
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}

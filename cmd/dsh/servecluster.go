@@ -3,10 +3,8 @@ package main
 import (
 	stdctx "context"
 	"errors"
-	"fmt"
 
 	"github.com/dsh-go/dsh/cluster"
-	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
@@ -54,13 +52,6 @@ func (m *clusterMember) sessions(local *sessions.Controller) sessions.Service {
 	return m.svc
 }
 
-// wire gives the API the cluster's router and follower.
-func (m *clusterMember) wire(o *serve.Options) {
-	if m != nil {
-		o.Router, o.Remote = m, m.follower
-	}
-}
-
 // join joins h to the cluster, claiming and adopting sessions into srv.
 func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hclog.Logger) error {
 	if m == nil {
@@ -68,7 +59,12 @@ func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hc
 	}
 	o := clusterOptions(m.cfg)
 	o.Sessions, o.API, o.Logger = h.Sessions(), api, log
-	o.Open, o.Claimed, o.CloseLocal = srv.ClaimOptions, srv.Adopt, srv.CloseOpen
+	o.Open = srv.ClaimOptions
+	o.Claimed = func(ss *sessions.Session) error { return srv.Adopt(ss.ID()) }
+	o.CloseLocal = func(ctx stdctx.Context, ss *sessions.Session) error {
+		srv.Release(ss.ID())
+		return ss.Close(ctx)
+	}
 	// Room for the buckets' create-or-bind retries of hosts started
 	// together on a fresh cluster, and for an old presence to expire.
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), natsplugin.SetUpPatience+o.LeaseTTL+o.ConnectTimeout)
@@ -80,40 +76,6 @@ func (m *clusterMember) join(h *host.Host, srv *serve.Server, api string, log hc
 	m.host = c
 	m.svc.Bind(c)
 	return nil
-}
-
-// joined is the membership, or the error of a request that came before it.
-func (m *clusterMember) joined() (*cluster.Host, error) {
-	if m.host == nil {
-		return nil, errs.New(cluster.NoHost, fmt.Sprintf("host %q has not joined the cluster yet; retry in a moment", m.cfg.Cluster.HostID))
-	}
-	return m.host, nil
-}
-
-// Prompt, Cancel and CloseSession route through the membership
-// (serve.Router).
-func (m *clusterMember) Prompt(ctx stdctx.Context, id string, mode sessions.Mode, r sessions.PromptRequest) (string, error) {
-	c, err := m.joined()
-	if err != nil {
-		return "", err
-	}
-	return c.Prompt(ctx, id, mode, r)
-}
-
-func (m *clusterMember) Cancel(ctx stdctx.Context, id string) error {
-	c, err := m.joined()
-	if err != nil {
-		return err
-	}
-	return c.Cancel(ctx, id)
-}
-
-func (m *clusterMember) CloseSession(ctx stdctx.Context, id string) error {
-	c, err := m.joined()
-	if err != nil {
-		return err
-	}
-	return c.CloseSession(ctx, id)
 }
 
 // leave leaves the cluster — requests forwarded here are answered within

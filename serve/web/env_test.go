@@ -22,7 +22,6 @@ import (
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/serve/web"
 	"github.com/dsh-go/dsh/services/attachments"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -80,9 +79,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, _ := session.Key.Get(h.Root())
 	att, _ := attachments.Key.Get(h.Root())
-	srv, err := serve.New(serve.Options{Sessions: h.Sessions(), Config: cfg, Token: token, Version: "test", Store: store, Attachments: att})
+	srv, err := serve.New(serve.Options{Sessions: h.Sessions(), Config: cfg, Token: token, Version: "test", Attachments: att})
 	if err != nil {
 		h.Close(stdctx.Background())
 		t.Fatal(err)

@@ -68,6 +68,10 @@ type Service interface {
 	Commands(ctx stdctx.Context, sessionID string) ([]PromptCommand, error)
 	// List returns the stored sessions, the open ones marked open.
 	List(ctx stdctx.Context) ([]session.Summary, error)
+	// Find describes one stored session by id without listing the others
+	// (a store's index, not a scan); found is false when nothing is stored
+	// under the id or nothing is persisted at all.
+	Find(ctx stdctx.Context, sessionID string) (sum session.Summary, found bool, err error)
 	// Close closes an open session: its agent ends, its log is flushed.
 	Close(ctx stdctx.Context, sessionID string) error
 	// Delete removes a stored session that is not open.
