@@ -142,11 +142,14 @@ func promptThroughAnotherHost(t *testing.T, srvA, srvB *server.Server, replicas 
 	}
 }
 
-// api serves n's HTTP API with n's membership as its router, and returns
-// a function that posts a JSON body to a path of it.
+// api serves n's HTTP API on the cluster's session service over n's
+// membership, and returns a function that posts a JSON body to a path of
+// it.
 func api(t *testing.T, n *node) func(path, body string) (int, map[string]any) {
 	t.Helper()
-	srv, err := serve.New(serve.Options{Sessions: n.h.Sessions(), Config: n.cfg, NoAuth: true})
+	svc := cluster.NewService(n.h.Sessions(), nil)
+	svc.Bind(n.c)
+	srv, err := serve.New(serve.Options{Sessions: svc, Config: n.cfg, NoAuth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
