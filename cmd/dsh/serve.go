@@ -191,10 +191,15 @@ func startUnattended(h *host.Host, cfg *config.Config, log *slog.Logger) (unatte
 		}
 	}
 	var sched *schedule.Scheduler
+	stopClaim := func() error { return nil }
 	if len(cfg.Serve.Schedules) > 0 {
-		var err error
-		sched, err = schedule.New(schedule.Options{Sessions: h.Sessions(), Config: cfg, StateDir: cfg.ServeStateDir(), Log: log})
+		claim, closeClaim, err := scheduleClaim(cfg)
+		if err == nil {
+			sched, err = schedule.New(schedule.Options{Sessions: h.Sessions(), Config: cfg, StateDir: cfg.ServeStateDir(), Log: log, Claim: claim})
+			stopClaim = closeClaim
+		}
 		if err != nil {
+			err = errors.Join(err, stopClaim())
 			if hooks != nil {
 				err = errors.Join(err, hooks.Close(stdctx.Background()))
 			}
@@ -214,7 +219,7 @@ func startUnattended(h *host.Host, cfg *config.Config, log *slog.Logger) (unatte
 	u := unattended{stop: func(ctx stdctx.Context) error {
 		var failed []error
 		if sched != nil {
-			failed = append(failed, cancelled(sched.Stop(ctx)))
+			failed = append(failed, cancelled(sched.Stop(ctx)), stopClaim())
 		}
 		if hooks != nil {
 			failed = append(failed, cancelled(hooks.Close(ctx)))
