@@ -47,15 +47,15 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 	var done Collected
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	unlock, err := s.b.lock()
+	unlock, err := s.b.Lock()
 	if err != nil {
 		return done, err
 	}
 	defer unlock()
-	if err := s.b.sweep(); err != nil {
+	if err := s.b.Sweep(); err != nil {
 		return done, err
 	}
-	all, err := s.b.blobs()
+	all, err := s.b.Blobs()
 	if err != nil {
 		return done, err
 	}
@@ -76,7 +76,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 		if ctx.Err() != nil {
 			return done, errors.Join(append(failed, ctx.Err())...)
 		}
-		refs, err := s.b.refs(h)
+		refs, err := s.b.Refs(h)
 		if err != nil {
 			failed = append(failed, err)
 			continue
@@ -87,7 +87,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 			}
 			if verified {
 				if exists != nil && !exists[sess] {
-					if err := s.b.removeRef(h, sess); err != nil {
+					if err := s.b.RemoveRef(h, sess); err != nil {
 						failed = append(failed, err)
 						continue
 					}
@@ -112,16 +112,16 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 			}
 			switch {
 			case l.held:
-			case l.gone && s.b.age(h, sess) < newSession:
+			case l.gone && s.b.Age(h, sess) < newSession:
 				// No log yet: a session whose first prompt another
 				// process is still admitting has none.
 			case !l.gone && l.refs[RefPrefix+h]:
-				if err := s.b.verify(h, sess); err != nil {
+				if err := s.b.Verify(h, sess); err != nil {
 					failed = append(failed, err)
 				}
 				done.Verified++
 			default:
-				if err := s.b.removeRef(h, sess); err != nil {
+				if err := s.b.RemoveRef(h, sess); err != nil {
 					failed = append(failed, err)
 					continue
 				}
@@ -131,7 +131,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 		}
 		if len(refs) == 0 && !s.heldLocked(h) {
 			s.recent.remove(h)
-			if err := s.b.removeBlob(h); err != nil {
+			if err := s.b.RemoveBlob(h); err != nil {
 				failed = append(failed, err)
 				continue
 			}
