@@ -1,0 +1,147 @@
+package nats_test
+
+import (
+	"bytes"
+	stdctx "context"
+	"fmt"
+	"image"
+	"image/png"
+	"slices"
+	"testing"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
+	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/hashicorp/go-hclog"
+)
+
+// startAttachHost starts a host keeping its sessions on stream, as a
+// cluster's hosts do, with the given attachments limits (YAML, may be
+// empty), and returns its attachments store.
+func startAttachHost(t *testing.T, url, stream, id, limits string) *attachments.Store {
+	t.Helper()
+	yaml := fmt.Sprintf(`plugins:
+  - use: llm.scripted
+  - use: session.nats
+    config: {url: %q, stream: %q, subject_prefix: %q, lease_ttl: 3s, host_id: %q}
+%sagents:
+  - id: main
+    provider: scripted
+`, url, stream, "dsh.att."+stream, id, limits)
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(stdctx.Background()) })
+	st, err := attachments.Key.Get(h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Persistent() {
+		t.Fatal("a host with session.nats keeps its attachments in memory")
+	}
+	return st
+}
+
+func pngOf(t *testing.T, seed byte) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, 16, 16))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i) ^ seed
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// An image admitted on one host is resolved on another: a session that
+// moves keeps its images.
+func TestAnImageAdmittedOnOneHostIsResolvedOnAnother(t *testing.T) {
+	srv := startServer(t)
+	stream := streamName()
+	a := startAttachHost(t, srv.ClientURL(), stream, "a", "")
+	b := startAttachHost(t, srv.ClientURL(), stream, "b", "")
+	img := pngOf(t, 1)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 40000) // 640 KB: several chunks
+	parts, _, err := a.Admit("s1", []llm.Part{
+		{Type: llm.PartText, Text: "look"},
+		{Type: llm.PartImage, Name: "shot.png", Data: img},
+		{Type: llm.PartFile, Name: "log.txt", MediaType: "text/plain", Data: big},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Resolve(parts)
+	if err != nil {
+		t.Fatalf("host b cannot resolve what host a admitted: %v", err)
+	}
+	if !bytes.Equal(got[1].Data, img) || got[1].MediaType != "image/png" || !bytes.Equal(got[2].Data, big) || got[2].Text != string(big) {
+		t.Fatal("host b resolved other bytes than host a admitted")
+	}
+	if r, _ := b.Referrers(parts[1].Ref); !slices.Equal(r, []string{"s1"}) {
+		t.Fatalf("host b sees the image referenced by %v; want s1", r)
+	}
+}
+
+// A blob two sessions reference, on two hosts, survives the delete of one
+// and goes with the other.
+func TestABlobOfTwoSessionsSurvivesTheDeleteOfOne(t *testing.T) {
+	srv := startServer(t)
+	stream := streamName()
+	a := startAttachHost(t, srv.ClientURL(), stream, "a", "")
+	b := startAttachHost(t, srv.ClientURL(), stream, "b", "")
+	img := pngOf(t, 2)
+	ref, _, err := a.Put("s1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Hold("s2", ref); err != nil {
+		t.Fatalf("host b cannot hold what host a stored: %v", err)
+	}
+	if err := a.ReleaseSession("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := b.Get(ref); err != nil || !bytes.Equal(data, img) {
+		t.Fatalf("deleting s1 on host a took the blob s2 references on host b: %v", err)
+	}
+	if err := b.ReleaseSession("s2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get(ref); !errs.HasCode(err, attachments.NotFound) {
+		t.Fatalf("after both sessions were deleted the blob reads as %v; want %s", err, attachments.NotFound)
+	}
+}
+
+// The hosts' limits apply to the shared store, with the disk store's
+// codes and messages.
+func TestTheSharedStoreKeepsTheLimits(t *testing.T) {
+	srv := startServer(t)
+	a := startAttachHost(t, srv.ClientURL(), streamName(), "a", "attachments: {max_part_bytes: 1000}\n")
+	_, _, err := a.Admit("s1", []llm.Part{{Type: llm.PartFile, Name: "big.bin", Data: make([]byte, 1001)}})
+	if !errs.HasCode(err, attachments.TooLarge) {
+		t.Fatalf("a part over max_part_bytes: %v; want %s", err, attachments.TooLarge)
+	}
+	if a.Written() != 0 {
+		t.Fatal("a refused part was written")
+	}
+}
+
+// A server that cannot be reached fails the host's start with the
+// attachments store's code, naming the server.
+func TestAnUnreachableServerFailsTheStoreWithItsCode(t *testing.T) {
+	cfg := natsplugin.Config{}.Defaults()
+	cfg.URL = "nats://127.0.0.1:1"
+	_, err := cfg.AttachmentsBackend()
+	if !errs.HasCode(err, attachments.StoreFailed) || !bytes.Contains([]byte(err.Error()), []byte("127.0.0.1:1")) {
+		t.Fatalf("an unreachable server: %v; want %s naming it", err, attachments.StoreFailed)
+	}
+}
