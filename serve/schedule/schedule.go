@@ -195,8 +195,11 @@ func (s *Scheduler) resume(e *entry, now time.Time) {
 		return
 	}
 	if !e.catchUp {
-		s.log.Warn("schedule runs were due while dsh was down; not replayed (set catch_up: true to run once at start)",
-			"schedule", e.name, "missed", missed, "latest", due)
+		msg := "schedule runs were due while dsh was down; not replayed (set catch_up: true to run once at start)"
+		if s.claim != nil {
+			msg = "schedule runs were due while this host was down; the cluster's other hosts ran those they claimed, and this one replays none (set catch_up: true to run the latest once, if no host ran it)"
+		}
+		s.log.Warn(msg, "schedule", e.name, "missed", missed, "latest", due)
 		s.record(e, due)
 		return
 	}

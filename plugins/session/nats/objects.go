@@ -59,7 +59,10 @@ type objects struct {
 	holder string
 }
 
-var _ attachments.Backend = (*objects)(nil)
+var (
+	_ attachments.Backend   = (*objects)(nil)
+	_ attachments.RefLister = (*objects)(nil)
+)
 
 // AttachmentsBackend opens the JetStream backend of the attachments of the
 // sessions this config keeps: the host mounts its store there rather than
@@ -269,7 +272,11 @@ func (o *objects) RemoveRef(hex, session string) error {
 
 // markers returns the live markers whose keys match filter: key → value.
 func (o *objects) markers(filter string, metaOnly bool) (map[string][]byte, error) {
-	ctx, cancel := o.ctx()
+	timeout := o.cfg.ConnectTimeout
+	if filter == ">" {
+		timeout *= 6 // every marker: a bucket may hold many
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), timeout)
 	defer cancel()
 	opts := []jetstream.WatchOpt{jetstream.IgnoreDeletes()}
 	if metaOnly {
@@ -302,16 +309,33 @@ func (o *objects) Refs(hex string) (map[string]bool, error) {
 	if err != nil {
 		return nil, o.failed(err, "list the references of sha256:"+hex)
 	}
-	out := make(map[string]bool, len(m))
-	for k, v := range m {
-		_, enc, _ := strings.Cut(k, ".")
+	return byBlob(m)[hex], nil
+}
+
+// AllRefs reads every marker in one watch (attachments.RefLister).
+func (o *objects) AllRefs() (map[string]map[string]bool, error) {
+	m, err := o.markers(">", false)
+	if err != nil {
+		return nil, o.failed(err, "list the references")
+	}
+	return byBlob(m), nil
+}
+
+// byBlob groups markers (key → value) by blob: hex → session → verified.
+func byBlob(markers map[string][]byte) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for k, v := range markers {
+		hex, enc, _ := strings.Cut(k, ".")
 		session, err := base64.RawURLEncoding.DecodeString(enc)
-		if err != nil {
+		if err != nil || !isHex(hex) {
 			continue // not a marker this store wrote
 		}
-		out[string(session)] = string(v) == string(verified)
+		if out[hex] == nil {
+			out[hex] = map[string]bool{}
+		}
+		out[hex][string(session)] = string(v) == string(verified)
 	}
-	return out, nil
+	return out
 }
 
 func (o *objects) SessionBlobs(session string) ([]string, error) {

@@ -1,6 +1,7 @@
 package nats_test
 
 import (
+	stdctx "context"
 	"crypto/rand"
 	"fmt"
 	"testing"
@@ -81,6 +82,35 @@ func BenchmarkSharedStoreReadOnAnotherHost(b *testing.B) {
 		}
 		if _, err := reader.Get(refs[i%64]); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSharedStoreCollect is a host's start-up collection over 200
+// blobs whose markers are all verified: what every host of a cluster pays
+// at start, holding the store's lock.
+func BenchmarkSharedStoreCollect(b *testing.B) {
+	cfg := benchConfig(b)
+	s := benchStore(b, cfg)
+	data := make([]byte, 1<<10)
+	logs := map[string]bool{}
+	for i := range 200 {
+		data[0], data[1] = byte(i), byte(i>>8)
+		ref, _, err := s.Put(fmt.Sprintf("s%d", i%20), data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs[ref] = true
+	}
+	verify := func(stdctx.Context, string) (map[string]bool, bool, error) { return logs, false, nil }
+	if _, err := benchStore(b, cfg).Collect(b.Context(), verify, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := benchStore(b, cfg).Collect(b.Context(), verify, nil)
+		if err != nil || got.Blobs != 0 {
+			b.Fatalf("%+v, %v", got, err)
 		}
 	}
 }
