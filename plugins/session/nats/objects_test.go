@@ -8,14 +8,18 @@ import (
 	"image/png"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/natstest"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/hashicorp/go-hclog"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // startAttachHost starts a host keeping its sessions on stream, as a
@@ -143,5 +147,78 @@ func TestAnUnreachableServerFailsTheStoreWithItsCode(t *testing.T) {
 	_, err := cfg.AttachmentsBackend()
 	if !errs.HasCode(err, attachments.StoreFailed) || !bytes.Contains([]byte(err.Error()), []byte("127.0.0.1:1")) {
 		t.Fatalf("an unreachable server: %v; want %s naming it", err, attachments.StoreFailed)
+	}
+}
+
+// Three hosts started together on a fresh three-node cluster all open the
+// replicated attachments store (create-or-bind, retried), and what one
+// stores the others read.
+func TestHostsStartedTogetherShareAReplicatedAttachmentsStore(t *testing.T) {
+	c := natstest.Boot(t, 3)
+	cfg := natsplugin.Config{}.Defaults()
+	cfg.URL, cfg.Stream, cfg.Replicas, cfg.LeaseTTL = c.URLs(), streamName(), 3, 3*time.Second
+	stores := make([]*attachments.Store, 3)
+	errc := make(chan error, 3)
+	for i := range stores {
+		go func() {
+			b, err := cfg.AttachmentsBackend()
+			if err == nil {
+				stores[i] = attachments.NewStore(b, attachments.Limits{})
+			}
+			errc <- err
+		}()
+	}
+	for range stores {
+		if err := <-errc; err != nil {
+			t.Fatalf("a host could not open the attachments store: %v", err)
+		}
+	}
+	for _, s := range stores {
+		t.Cleanup(func() { s.Close() })
+	}
+	img := pngOf(t, 3)
+	ref, _, err := stores[0].Put("s1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range stores[1:] {
+		if got, err := s.Get(ref); err != nil || !bytes.Equal(got, img) {
+			t.Fatalf("host %d reads %v", i+1, err)
+		}
+	}
+}
+
+// A host that died holding the store's lock holds up the others for at
+// most lease_ttl: its entry expires and they go on.
+func TestALockLeftByADeadHostExpires(t *testing.T) {
+	srv := startServer(t)
+	cfg := natsplugin.Config{}.Defaults()
+	cfg.URL, cfg.Stream, cfg.LeaseTTL = srv.ClientURL(), streamName(), 2*time.Second
+	b, err := cfg.AttachmentsBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := attachments.NewStore(b, attachments.Limits{})
+	defer s.Close()
+	// The dead host's entry, as it left it.
+	nc, err := natsgo.Connect(cfg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(t.Context(), natsplugin.LockBucket(cfg.Stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(t.Context(), "lock", []byte(`{"holder":"host \"dead\""}`)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, _, err := s.Put("s1", pngOf(t, 4)); err != nil {
+		t.Fatalf("a store behind a dead holder's lock: %v", err)
+	}
+	if waited := time.Since(start); waited < time.Second || waited > cfg.LeaseTTL+2*time.Second {
+		t.Fatalf("the put waited %s behind the dead holder; want about lease_ttl (%s)", waited, cfg.LeaseTTL)
 	}
 }
