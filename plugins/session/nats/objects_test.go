@@ -17,6 +17,7 @@ import (
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,6 +27,13 @@ import (
 // cluster's hosts do, with the given attachments limits (YAML, may be
 // empty), and returns its attachments store.
 func startAttachHost(t *testing.T, url, stream, id, limits string) *attachments.Store {
+	t.Helper()
+	_, st := startAttachHostH(t, url, stream, id, limits)
+	return st
+}
+
+// startAttachHostH is startAttachHost returning the host too.
+func startAttachHostH(t *testing.T, url, stream, id, limits string) (*host.Host, *attachments.Store) {
 	t.Helper()
 	yaml := fmt.Sprintf(`plugins:
   - use: llm.scripted
@@ -51,7 +59,7 @@ func startAttachHost(t *testing.T, url, stream, id, limits string) *attachments.
 	if !st.Persistent() {
 		t.Fatal("a host with session.nats keeps its attachments in memory")
 	}
-	return st
+	return h, st
 }
 
 func pngOf(t *testing.T, seed byte) []byte {
@@ -220,5 +228,69 @@ func TestALockLeftByADeadHostExpires(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < time.Second || waited > cfg.LeaseTTL+2*time.Second {
 		t.Fatalf("the put waited %s behind the dead holder; want about lease_ttl (%s)", waited, cfg.LeaseTTL)
+	}
+}
+
+// A session prompted with an image on host a, which then stops, is
+// resumed on host b: b's collection at its start keeps the image (a's log
+// backs it), the resumed history's image resolves there, and deleting the
+// session on b removes it.
+func TestASessionResumedOnAnotherHostResolvesItsImage(t *testing.T) {
+	srv := startServer(t)
+	stream := streamName()
+	ctx := t.Context()
+	ha, _ := startAttachHostH(t, srv.ClientURL(), stream, "a", "")
+	ss, err := ha.Sessions().Open(ctx, sessions.OpenOptions{Agent: "main", SessionID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := pngOf(t, 5)
+	if _, err := ss.Prompt(ctx, sessions.PromptRequest{RequestID: "r1", Content: "what is this",
+		Parts: []llm.Part{{Type: llm.PartImage, Name: "shot.png", Data: img}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.UnportedAgent().WhenIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ha.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	hb, sb := startAttachHostH(t, srv.ClientURL(), stream, "b", "")
+	resumed, err := hb.Sessions().Resume(ctx, "s1", sessions.OpenOptions{Agent: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref string
+	var parts []llm.Part
+	for _, m := range resumed.UnportedAgent().Session().History().Messages() {
+		for _, p := range m.Parts {
+			if p.Ref != "" {
+				ref, parts = p.Ref, m.Parts
+			}
+		}
+	}
+	if ref == "" {
+		t.Fatal("the resumed history holds no image reference")
+	}
+	got, err := sb.Resolve(parts)
+	if err != nil {
+		t.Fatalf("host b cannot resolve the image of a session host a wrote: %v", err)
+	}
+	found := false
+	for _, p := range got {
+		found = found || bytes.Equal(p.Data, img)
+	}
+	if !found {
+		t.Fatal("host b resolved other bytes than host a stored")
+	}
+	if err := hb.Sessions().Close(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hb.Sessions().Delete(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if sb.Has(ref) {
+		t.Fatal("deleting the session on host b left its image in the shared store")
 	}
 }
