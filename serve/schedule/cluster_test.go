@@ -20,6 +20,9 @@ const everySecond = `serve:
     - name: tick
       cron: "@every 1s"
       session: sched-c
+      # A run claimed while this host's previous turn still runs (a
+      # loaded machine) waits for it rather than leave a gap.
+      overlap: queue
       prompt: "tick {{.Time.Format \"15:04:05\"}}"
 `
 

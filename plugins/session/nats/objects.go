@@ -164,8 +164,11 @@ func (o *objects) ctx() (stdctx.Context, stdctx.CancelFunc) {
 func (o *objects) Lock() (func(), error) { return o.lock.acquire() }
 
 func (o *objects) WriteBlob(hex string, data []byte) (int64, error) {
-	if o.HasBlob(hex) == nil {
+	switch err := o.HasBlob(hex); {
+	case err == nil:
 		return 0, nil
+	case !errs.HasCode(err, attachments.NotFound):
+		return 0, err
 	}
 	// A blob of the limit's size takes longer than one request: the
 	// timeout grows with it, at a pessimistic 1 MB/s.
@@ -188,7 +191,9 @@ func (o *objects) Usage() (int64, error) {
 }
 
 func (o *objects) ReadBlob(hex string) ([]byte, error) {
-	ctx, cancel := o.ctx()
+	// The size is not known before the read: room for the largest part
+	// at a pessimistic 1 MB/s.
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), max(o.cfg.ConnectTimeout, 30*time.Second))
 	defer cancel()
 	b, err := o.obj.GetBytes(ctx, hex)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
