@@ -105,31 +105,43 @@ func (o *objects) setUp() error {
 	o.obj, err = Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.ObjectStore, error) {
 		obj, err := js.ObjectStore(ctx, ObjectBucket(o.cfg.Stream))
 		if err == nil {
-			if st, serr := obj.Status(ctx); serr == nil && st.Replicas() == replicas {
+			if st, serr := obj.Status(ctx); serr == nil && st.Replicas() == replicas && !directGets(st) {
 				return obj, nil
 			}
 		} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
 			return nil, err
 		}
-		return js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		if _, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket:      ObjectBucket(o.cfg.Stream),
 			Description: "dsh attachments: the bytes of message parts, by sha256",
 			Storage:     jetstream.FileStorage,
 			Replicas:    replicas,
-		})
+		}); err != nil {
+			return nil, err
+		}
+		if err := leaderReads(ctx, js, "OBJ_"+ObjectBucket(o.cfg.Stream)); err != nil {
+			return nil, err
+		}
+		return js.ObjectStore(ctx, ObjectBucket(o.cfg.Stream))
 	})
 	if err != nil {
 		return o.setUpFailed(err, "object store", ObjectBucket(o.cfg.Stream))
 	}
 	o.refs, err = Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
-		return BindOrCreateKV(ctx, js, jetstream.KeyValueConfig{
+		if _, err := BindOrCreateKV(ctx, js, jetstream.KeyValueConfig{
 			Bucket:      RefsBucket(o.cfg.Stream),
 			Description: "dsh attachments: which sessions reference each blob",
 			Storage:     jetstream.FileStorage,
 			Replicas:    replicas,
 			// Removed markers are purged with a TTL, so they do not pile up.
 			LimitMarkerTTL: refMarkerTTL,
-		})
+		}); err != nil {
+			return nil, err
+		}
+		if err := leaderReads(ctx, js, "KV_"+RefsBucket(o.cfg.Stream)); err != nil {
+			return nil, err
+		}
+		return js.KeyValue(ctx, RefsBucket(o.cfg.Stream))
 	})
 	if err != nil {
 		return o.setUpFailed(err, "key-value bucket", RefsBucket(o.cfg.Stream))

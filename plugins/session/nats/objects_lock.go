@@ -45,13 +45,22 @@ type lockHolder struct {
 
 func openLock(ctx stdctx.Context, js jetstream.JetStream, cfg Config, holder string) (*clusterLock, error) {
 	kv, err := Ensure(ctx, cfg.ConnectTimeout, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
-		return BindOrCreateKV(ctx, js, jetstream.KeyValueConfig{
+		if _, err := BindOrCreateKV(ctx, js, jetstream.KeyValueConfig{
 			Bucket:      LockBucket(cfg.Stream),
 			Description: "dsh attachments: the lock of marker and blob changes",
 			TTL:         cfg.LeaseTTL,
 			Storage:     jetstream.FileStorage,
 			Replicas:    max(cfg.Replicas, 1),
-		})
+		}); err != nil {
+			return nil, err
+		}
+		// A holder read stale from a replica would only name the wrong
+		// host in an error, but a create that falls back on a read should
+		// not wait on one.
+		if err := leaderReads(ctx, js, "KV_"+LockBucket(cfg.Stream)); err != nil {
+			return nil, err
+		}
+		return js.KeyValue(ctx, LockBucket(cfg.Stream))
 	})
 	if err != nil {
 		return nil, err

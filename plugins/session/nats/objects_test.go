@@ -184,6 +184,23 @@ func TestHostsStartedTogetherShareAReplicatedAttachmentsStore(t *testing.T) {
 	for _, s := range stores {
 		t.Cleanup(func() { s.Close() })
 	}
+	// Reads go to each stream's leader: a replica behind the last write
+	// would answer that a blob just stored is not there.
+	nc, err := natsgo.Connect(cfg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for _, name := range []string{"OBJ_" + natsplugin.ObjectBucket(cfg.Stream), "KV_" + natsplugin.RefsBucket(cfg.Stream)} {
+		st, err := js.Stream(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.CachedInfo().Config.AllowDirect {
+			t.Errorf("stream %s answers direct gets, which a replica behind the leader may answer", name)
+		}
+	}
 	img := pngOf(t, 3)
 	ref, _, err := stores[0].Put("s1", img)
 	if err != nil {
