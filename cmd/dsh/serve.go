@@ -193,10 +193,15 @@ func startUnattended(svc sessions.Service, cfg *config.Config, log *slog.Logger)
 		}
 	}
 	var sched *schedule.Scheduler
+	stopClaim := func() error { return nil }
 	if len(cfg.Serve.Schedules) > 0 {
-		var err error
-		sched, err = schedule.New(schedule.Options{Sessions: svc, Config: cfg, StateDir: cfg.ServeStateDir(), Log: log})
+		claim, closeClaim, err := scheduleClaim(cfg)
+		if err == nil {
+			sched, err = schedule.New(schedule.Options{Sessions: svc, Config: cfg, StateDir: cfg.ServeStateDir(), Log: log, Claim: claim})
+			stopClaim = closeClaim
+		}
 		if err != nil {
+			err = errors.Join(err, stopClaim())
 			if hooks != nil {
 				err = errors.Join(err, hooks.Close(stdctx.Background()))
 			}
@@ -216,7 +221,7 @@ func startUnattended(svc sessions.Service, cfg *config.Config, log *slog.Logger)
 	u := unattended{stop: func(ctx stdctx.Context) error {
 		var failed []error
 		if sched != nil {
-			failed = append(failed, cancelled(sched.Stop(ctx)))
+			failed = append(failed, cancelled(sched.Stop(ctx)), stopClaim())
 		}
 		if hooks != nil {
 			failed = append(failed, cancelled(hooks.Close(ctx)))

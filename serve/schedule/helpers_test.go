@@ -11,15 +11,17 @@ import (
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/internal/testtools"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/hashicorp/go-hclog"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// Some tests run a NATS server: natstest's check gives its loops the time
+// they take to end.
+func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 
 // wait bounds every wait of the tests.
 const wait = 10 * time.Second

@@ -43,6 +43,12 @@ type Options struct {
 	// reached at, and a function that releases it.
 	Now   func() time.Time
 	Timer func(at time.Time) (<-chan time.Time, func())
+	// Claim, when set, is asked before each run whether this host runs it:
+	// hosts of a cluster share the schedules, and the one whose claim of a
+	// schedule's time wins runs it, the others skip it. Nil runs every
+	// run here (one host). A claim that fails skips the run: a run is
+	// delivered at most once, as across a crash. See claim.go.
+	Claim ClaimFunc
 }
 
 // maxWait bounds one wait of the loop, so a wall clock that jumps (a
@@ -57,6 +63,10 @@ type Scheduler struct {
 	log     *slog.Logger
 	now     func() time.Time
 	timer   func(time.Time) (<-chan time.Time, func())
+	claim   ClaimFunc
+	// claims ends the claims in flight when Stop begins.
+	claims       stdctx.Context
+	cancelClaims stdctx.CancelFunc
 
 	stop     chan struct{} // closed by Stop
 	loopDone chan struct{} // closed when the loop returns
@@ -96,7 +106,8 @@ func New(o Options) (*Scheduler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Scheduler{state: st, log: log, now: o.Now, timer: o.Timer, stop: make(chan struct{}), loopDone: make(chan struct{})}
+	s := &Scheduler{state: st, log: log, now: o.Now, timer: o.Timer, claim: o.Claim, stop: make(chan struct{}), loopDone: make(chan struct{})}
+	s.claims, s.cancelClaims = stdctx.WithCancel(stdctx.Background())
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -106,7 +117,11 @@ func New(o Options) (*Scheduler, error) {
 	for i, sc := range o.Config.Serve.Schedules {
 		e, err := prepare(o.Config, i, sc)
 		if err != nil {
+			s.cancelClaims()
 			return nil, err
+		}
+		if s.claim != nil {
+			e.sched = aligned(e.sched)
 		}
 		s.entries = append(s.entries, e)
 	}
@@ -180,8 +195,11 @@ func (s *Scheduler) resume(e *entry, now time.Time) {
 		return
 	}
 	if !e.catchUp {
-		s.log.Warn("schedule runs were due while dsh was down; not replayed (set catch_up: true to run once at start)",
-			"schedule", e.name, "missed", missed, "latest", due)
+		msg := "schedule runs were due while dsh was down; not replayed (set catch_up: true to run once at start)"
+		if s.claim != nil {
+			msg = "schedule runs were due while this host was down; the cluster's other hosts ran those they claimed, and this one replays none (set catch_up: true to run the latest once, if no host ran it)"
+		}
+		s.log.Warn(msg, "schedule", e.name, "missed", missed, "latest", due)
 		s.record(e, due)
 		return
 	}
@@ -285,6 +303,9 @@ func (s *Scheduler) record(e *entry, t time.Time) {
 // at most once, even across a crash), then started, queued or skipped.
 func (s *Scheduler) fire(e *entry, t time.Time) {
 	s.record(e, t)
+	if !s.claimed(e, t) {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.running {
@@ -387,6 +408,7 @@ func (s *Scheduler) Stop(ctx stdctx.Context) error {
 	s.stopped = true
 	started := s.started
 	s.mu.Unlock()
+	s.cancelClaims()
 	close(s.stop)
 	if started {
 		<-s.loopDone

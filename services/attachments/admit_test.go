@@ -111,8 +111,11 @@ func TestLimitsNameThePartAndTheLimit(t *testing.T) {
 // A part refused half-way through a message releases the ones already
 // stored.
 func TestAFailedAdmitLeavesNothingStored(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir)
+	eachBackend(t, testAFailedAdmitLeavesNothing)
+}
+
+func testAFailedAdmitLeavesNothing(t *testing.T, b backend) {
+	s := b.open(t, attachments.Limits{})
 	good := pngBytes(t, 8, 8, 2)
 	_, _, err := s.Admit("s1", []llm.Part{
 		{Type: llm.PartImage, Data: good},
@@ -121,8 +124,13 @@ func TestAFailedAdmitLeavesNothingStored(t *testing.T) {
 	if !errs.HasCode(err, attachments.MediaMismatch) {
 		t.Fatalf("got %v", err)
 	}
-	if got := blobFiles(t, dir); len(got) != 0 {
-		t.Fatalf("a refused message left %v", got)
+	if b.dir != "" {
+		if got := blobFiles(t, b.dir); len(got) != 0 {
+			t.Fatalf("a refused message left %v", got)
+		}
+	}
+	if ref := attachments.RefOf(good); s.Has(ref) || len(referrers(t, s, ref)) != 0 {
+		t.Fatal("a refused message left the part stored before the refused one")
 	}
 }
 

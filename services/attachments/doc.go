@@ -15,7 +15,7 @@
 //
 // # References
 //
-// Who references a blob is kept on disk as one empty marker file per
+// Who references a blob is kept, on disk, as one empty marker file per
 // referencing session: refs/<hex>/<session id, path-escaped>. Blobs live in
 // blobs/<hex>. A blob with no marker is garbage. The markers are written
 // (and synced) before the message that needs them can reach the session
@@ -40,6 +40,15 @@
 // took meanwhile (a tool's image, a second prompt with the same bytes).
 // Across processes, writes and removals of one blob's markers are
 // serialised by a flock on the store's lock file.
+//
+// # Backends
+//
+// The markers and blobs live in a Backend: a directory (Open), memory
+// (NewMemory), or, for hosts that share their sessions in JetStream, the
+// object store and buckets of plugins/session/nats (NewStore). Each keeps
+// the layout above in its own terms; the Store's rules — marker before
+// blob, removal under the backend's lock, collection — are the same over
+// all of them.
 //
 // # Media types
 //

@@ -49,7 +49,13 @@ var Plugin = dshctx.Define("attachments", func(ctx *dshctx.Context, config any) 
 // Provided is a plugin that provides s itself: for a host that opens the
 // store once and hands it to the session controller too
 // (sessions.Options.Attachments), so prompts, model requests and
-// deletions all use the same store.
+// deletions all use the same store. The store is closed when the plugin
+// is disposed: the host mounts it for the life of its tree.
 func Provided(s *Store) dshctx.Plugin {
-	return dshctx.Define("attachments", func(ctx *dshctx.Context, _ any) error { return Key.Provide(ctx, s) })
+	return dshctx.Define("attachments", func(ctx *dshctx.Context, _ any) error {
+		if _, err := ctx.OnDispose("close the attachments store", s.Close); err != nil {
+			return err
+		}
+		return Key.Provide(ctx, s)
+	})
 }

@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +18,7 @@ import (
 // Store is the attachments service: blobs by content, references by
 // session, holds by live delivery. Safe for concurrent use.
 type Store struct {
-	b      backend
+	b      Backend
 	limits Limits
 
 	mu    sync.Mutex
@@ -52,7 +55,7 @@ func Open(dir string, limits Limits) (*Store, error) {
 // NewMemory returns a store for sessions that are not persisted.
 func NewMemory(limits Limits) *Store { return newStore(newMemory(), limits) }
 
-func newStore(b backend, limits Limits) *Store {
+func newStore(b Backend, limits Limits) *Store {
 	return &Store{b: b, limits: limits.withDefaults(), holds: map[holdKey]*hold{}, byHex: map[string]int{}}
 }
 
@@ -60,8 +63,17 @@ func newStore(b backend, limits Limits) *Store {
 // store's references go with their session when it closes, since nothing
 // can resume it.
 func (s *Store) Persistent() bool {
-	_, ok := s.b.(*disk)
-	return ok
+	_, mem := s.b.(*memory)
+	return !mem
+}
+
+// Close releases what the backend holds open (a JetStream backend's
+// connection); the store is not used after it.
+func (s *Store) Close() error {
+	if c, ok := s.b.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // Limits returns the store's limits, defaults filled in.
@@ -149,36 +161,36 @@ func (s *Store) take(k holdKey, data []byte) error {
 		hd.n++
 		return nil
 	}
-	unlock, err := s.b.lock()
+	unlock, err := s.b.Lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	// The marker first: a blob is never on disk unreferenced except
 	// between a release's two removals, which hold the lock.
-	added, err := s.b.addRef(k.hex, k.session)
+	added, err := s.b.AddRef(k.hex, k.session)
 	if err != nil {
 		return err
 	}
 	if data != nil {
 		if err := s.room(k.hex, len(data)); err != nil {
 			if added {
-				s.b.removeRef(k.hex, k.session)
+				s.b.RemoveRef(k.hex, k.session)
 			}
 			return err
 		}
-		n, err := s.b.writeBlob(k.hex, data)
+		n, err := s.b.WriteBlob(k.hex, data)
 		if err != nil {
 			if added {
-				s.b.removeRef(k.hex, k.session)
+				s.b.RemoveRef(k.hex, k.session)
 			}
 			return err
 		}
 		s.written.Add(n)
-	} else if err := s.b.hasBlob(k.hex); err != nil {
+	} else if err := s.b.HasBlob(k.hex); err != nil {
 		// Checked under the lock: no other process removes it now.
 		if added {
-			s.b.removeRef(k.hex, k.session)
+			s.b.RemoveRef(k.hex, k.session)
 		}
 		return err
 	}
@@ -205,12 +217,12 @@ func (s *Store) drop(k holdKey) {
 	if !hd.created {
 		return
 	}
-	unlock, err := s.b.lock()
+	unlock, err := s.b.Lock()
 	if err != nil {
 		return // the marker stays; Collect removes it at the next start
 	}
 	defer unlock()
-	if s.b.removeRef(k.hex, k.session) != nil {
+	if s.b.RemoveRef(k.hex, k.session) != nil {
 		return
 	}
 	s.removeIfUnreferenced(k.hex)
@@ -219,7 +231,7 @@ func (s *Store) drop(k holdKey) {
 // removeIfUnreferenced removes a blob no session references; the caller
 // holds mu and the backend lock.
 func (s *Store) removeIfUnreferenced(h string) {
-	refs, err := s.b.refs(h)
+	refs, err := s.b.Refs(h)
 	if err != nil || len(refs) > 0 {
 		return
 	}
@@ -227,7 +239,7 @@ func (s *Store) removeIfUnreferenced(h string) {
 		return
 	}
 	s.recent.remove(h)
-	s.b.removeBlob(h)
+	s.b.RemoveBlob(h)
 }
 
 // unhold drops a hold; the caller holds mu.
@@ -266,7 +278,7 @@ func (s *Store) Get(ref string) ([]byte, error) {
 	if data, ok := s.recent.get(h); ok {
 		return data, nil
 	}
-	data, err := s.b.readBlob(h)
+	data, err := s.b.ReadBlob(h)
 	if err != nil {
 		return nil, err
 	}
@@ -274,23 +286,35 @@ func (s *Store) Get(ref string) ([]byte, error) {
 	return data, nil
 }
 
-// Has reports whether the store holds ref, asking the disk.
+// Referrers returns the sessions that reference ref, sorted.
+func (s *Store) Referrers(ref string) ([]string, error) {
+	h, err := parseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := s.b.Refs(h)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(refs)), nil
+}
+
+// Has reports whether the store holds ref, asking the backend.
 func (s *Store) Has(ref string) bool {
 	h, err := parseRef(ref)
 	if err != nil {
 		return false
 	}
-	unlock, err := s.b.lock()
+	unlock, err := s.b.Lock()
 	if err != nil {
 		return false
 	}
 	defer unlock()
-	return s.b.hasBlob(h) == nil
+	return s.b.HasBlob(h) == nil
 }
 
 // ReleaseSession drops every reference of sessionID and removes the blobs
-// no other session references: what deleting the session does. It lists
-// every blob's markers, which is fine for an operation a person runs.
+// no other session references: what deleting the session does.
 func (s *Store) ReleaseSession(sessionID string) error {
 	if err := checkSession(sessionID); err != nil {
 		return err
@@ -298,26 +322,18 @@ func (s *Store) ReleaseSession(sessionID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forgetLocked(sessionID)
-	unlock, err := s.b.lock()
+	unlock, err := s.b.Lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	all, err := s.b.blobs()
+	mine, err := s.b.SessionBlobs(sessionID)
 	if err != nil {
 		return err
 	}
 	var failed []error
-	for _, h := range all {
-		refs, err := s.b.refs(h)
-		if err != nil {
-			failed = append(failed, err)
-			continue
-		}
-		if _, ok := refs[sessionID]; !ok {
-			continue
-		}
-		if err := s.b.removeRef(h, sessionID); err != nil {
+	for _, h := range mine {
+		if err := s.b.RemoveRef(h, sessionID); err != nil {
 			failed = append(failed, err)
 			continue
 		}
@@ -330,10 +346,10 @@ func (s *Store) ReleaseSession(sessionID string) error {
 // its limit; the caller holds the backend lock, so two writers cannot both
 // take the last room.
 func (s *Store) room(hex string, n int) error {
-	if s.b.hasBlob(hex) == nil {
+	if s.b.HasBlob(hex) == nil {
 		return nil // stored already: costs nothing
 	}
-	used, err := s.b.usage()
+	used, err := s.b.Usage()
 	if err != nil {
 		return err
 	}

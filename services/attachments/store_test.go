@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
@@ -13,8 +14,11 @@ import (
 // Two sessions storing the same bytes share one blob, written once; it
 // goes when the last of them releases it.
 func TestTheSameBytesAreStoredOnceAndGoWithTheLastRelease(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir)
+	eachBackend(t, testTheSameBytesAreStoredOnce)
+}
+
+func testTheSameBytesAreStoredOnce(t *testing.T, b backend) {
+	s := b.open(t, attachments.Limits{})
 	img := pngBytes(t, 8, 8, 1)
 	ref1, rel1, err := s.Put("s1", img)
 	if err != nil {
@@ -30,8 +34,13 @@ func TestTheSameBytesAreStoredOnceAndGoWithTheLastRelease(t *testing.T) {
 	if s.Written() != int64(len(img)) {
 		t.Fatalf("wrote %d bytes for one blob of %d", s.Written(), len(img))
 	}
-	if got := blobFiles(t, dir); len(got) != 1 {
-		t.Fatalf("blob directory holds %v; want one blob and no temp file", got)
+	if b.dir != "" {
+		if got := blobFiles(t, b.dir); len(got) != 1 {
+			t.Fatalf("blob directory holds %v; want one blob and no temp file", got)
+		}
+	}
+	if got := referrers(t, s, ref1); !slices.Equal(got, []string{"s1", "s2"}) {
+		t.Fatalf("the blob is referenced by %v; want s1 and s2", got)
 	}
 	rel1()
 	if !s.Has(ref1) {
@@ -42,7 +51,7 @@ func TestTheSameBytesAreStoredOnceAndGoWithTheLastRelease(t *testing.T) {
 	if s.Has(ref1) {
 		t.Fatal("the blob stayed after its last reference was released")
 	}
-	if m := markers(t, dir, ref1); len(m) != 0 {
+	if m := referrers(t, s, ref1); len(m) != 0 {
 		t.Fatalf("markers left: %v", m)
 	}
 }
@@ -50,18 +59,21 @@ func TestTheSameBytesAreStoredOnceAndGoWithTheLastRelease(t *testing.T) {
 // A release drops only what its own Put added: a reference the session
 // held before (a message already in its log, from an earlier run) stays.
 func TestAReleaseKeepsAReferenceTheSessionHadBefore(t *testing.T) {
-	dir := t.TempDir()
+	eachBackend(t, testAReleaseKeepsAReference)
+}
+
+func testAReleaseKeepsAReference(t *testing.T, b backend) {
 	img := pngBytes(t, 8, 8, 2)
-	if _, _, err := openStore(t, dir).Put("s1", img); err != nil { // never released: in the log
+	if _, _, err := b.open(t, attachments.Limits{}).Put("s1", img); err != nil { // never released: in the log
 		t.Fatal(err)
 	}
-	s := openStore(t, dir) // the next run
+	s := b.open(t, attachments.Limits{}) // the next run
 	ref, rel, err := s.Put("s1", img)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rel()
-	if !s.Has(ref) || !slices.Equal(markers(t, dir, ref), []string{"s1"}) {
+	if !s.Has(ref) || !slices.Equal(referrers(t, s, ref), []string{"s1"}) {
 		t.Fatal("a refused delivery removed the reference an earlier message of the session holds")
 	}
 }
@@ -81,20 +93,28 @@ func TestAReleaseLeavesTheReferenceOfAnotherLiveTaker(t *testing.T) {
 }
 
 func TestReleaseSessionRemovesOnlyBlobsNoOtherSessionReferences(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir)
+	eachBackend(t, testReleaseSession)
+}
+
+// testReleaseSession: the sessions write from two stores, as two hosts
+// would; the delete of one leaves the blob both reference to the other.
+func testReleaseSession(t *testing.T, b backend) {
+	s, other := b.open(t, attachments.Limits{}), b.open(t, attachments.Limits{})
 	shared, own := pngBytes(t, 8, 8, 4), pngBytes(t, 8, 8, 5)
 	refShared, _, _ := s.Put("s1", shared)
 	refOwn, _, _ := s.Put("s1", own)
-	s.Put("s2", shared)
+	other.Put("s2", shared)
 	if err := s.ReleaseSession("s1"); err != nil {
 		t.Fatal(err)
 	}
-	if s.Has(refOwn) {
+	if s.Has(refOwn) || other.Has(refOwn) {
 		t.Fatal("the blob only s1 referenced survived its deletion")
 	}
-	if !s.Has(refShared) || !slices.Equal(markers(t, dir, refShared), []string{"s2"}) {
-		t.Fatal("deleting s1 took the blob s2 still references")
+	if got, err := other.Get(refShared); err != nil || string(got) != string(shared) || !slices.Equal(referrers(t, other, refShared), []string{"s2"}) {
+		t.Fatalf("deleting s1 took the blob s2 still references: %v", err)
+	}
+	if err := other.ReleaseSession("s2"); err != nil || s.Has(refShared) {
+		t.Fatalf("deleting s2 too left the blob: %v", err)
 	}
 }
 
@@ -115,15 +135,23 @@ func TestReferencesAndSessionIDsCannotNameOtherFiles(t *testing.T) {
 // Any other session id names a marker inside the blob's reference
 // directory: an in-memory agent's session may hold '/' or '@'.
 func TestSessionIDsAreEscapedIntoMarkerNames(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir)
+	eachBackend(t, testSessionIDsAreEscaped)
+}
+
+func testSessionIDsAreEscaped(t *testing.T, b backend) {
+	s := b.open(t, attachments.Limits{})
 	img := pngBytes(t, 8, 8, 7)
 	ref, release, err := s.Put("../../x@y", img)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := markers(t, dir, ref); !slices.Equal(got, []string{"..%2F..%2Fx@y"}) {
-		t.Fatalf("markers %v", got)
+	if b.dir != "" {
+		if got := markers(t, b.dir, ref); !slices.Equal(got, []string{"..%2F..%2Fx@y"}) {
+			t.Fatalf("markers %v", got)
+		}
+	}
+	if got := referrers(t, s, ref); !slices.Equal(got, []string{"../../x@y"}) {
+		t.Fatalf("referrers %v", got)
 	}
 	release()
 	if s.Has(ref) {
@@ -136,11 +164,79 @@ func TestSessionIDsAreEscapedIntoMarkerNames(t *testing.T) {
 }
 
 func TestAMissingBlobIsNotFound(t *testing.T) {
-	s := openStore(t, t.TempDir())
-	_, err := s.Get(attachments.RefOf([]byte("never stored")))
-	if !errs.HasCode(err, attachments.NotFound) {
-		t.Fatalf("got %v; want %s", err, attachments.NotFound)
-	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		s := b.open(t, attachments.Limits{})
+		_, err := s.Get(attachments.RefOf([]byte("never stored")))
+		if !errs.HasCode(err, attachments.NotFound) {
+			t.Fatalf("got %v; want %s", err, attachments.NotFound)
+		}
+		if _, err := s.Hold("s1", attachments.RefOf([]byte("never stored"))); !errs.HasCode(err, attachments.NotFound) {
+			t.Fatalf("holding a blob never stored: %v; want %s", err, attachments.NotFound)
+		}
+	})
+}
+
+// The store's limit refuses a new blob that would take it past it, from
+// whichever process or host; bytes already stored always pass.
+func TestTheStoreLimitRefusesNewBlobsOnly(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		// JetStream counts its bookkeeping too: about 500 bytes per blob.
+		limits := attachments.Limits{Store: 2900}
+		s, other := b.open(t, limits), b.open(t, limits)
+		first, second, third := make([]byte, 1000), make([]byte, 1000), make([]byte, 1000)
+		first[0], second[0], third[0] = 1, 2, 3
+		if _, _, err := s.Put("s1", first); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := other.Put("s2", second); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := other.Put("s2", third)
+		if !errs.HasCode(err, attachments.StoreFull) || !strings.Contains(err.Error(), "max_store_bytes") {
+			t.Fatalf("a blob past the store's limit: %v; want %s naming the setting", err, attachments.StoreFull)
+		}
+		if other.Has(attachments.RefOf(third)) || len(referrers(t, other, attachments.RefOf(third))) != 0 {
+			t.Fatal("a refused blob left its bytes or its marker")
+		}
+		if _, _, err := other.Put("s3", first); err != nil {
+			t.Fatalf("bytes already stored were refused: %v", err)
+		}
+	})
+}
+
+// Two stores (processes, hosts) race on one blob: one takes and releases
+// it over and over while the other holds it. The lock keeps every
+// removal from landing between the holder's marker and its check that the
+// blob is there: whenever the holder holds, the blob is stored.
+func TestABlobHeldElsewhereIsNeverRemovedUnderTheHolder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		churn, holder := b.open(t, attachments.Limits{}), b.open(t, attachments.Limits{})
+		img := pngBytes(t, 8, 8, 40)
+		rounds := 40
+		if testing.Short() {
+			rounds = 10
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range rounds {
+				if _, release, err := churn.Put("churn", img); err == nil {
+					release()
+				}
+			}
+		}()
+		for range rounds {
+			ref, release, err := holder.Put("holder", img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !holder.Has(ref) {
+				t.Fatal("the blob was removed while a session of another store held it")
+			}
+			release()
+		}
+		<-done
+	})
 }
 
 // A temp file an interrupted write left is swept by Collect once it is
