@@ -77,6 +77,10 @@ func OpenFires(ctx stdctx.Context, o Options) (*Fires, error) {
 	return &Fires{nc: nc, kv: kv, host: o.HostID}, nil
 }
 
+// settleFor bounds how long a claim waits for a replicated bucket to
+// elect its leader.
+const settleFor = 5 * time.Second
+
 // Claim reports whether this host runs the run of schedule name due at
 // at: true for the one host whose claim replaced an earlier time, false
 // when another host claimed at or a later time first. A schedule.ClaimFunc.
@@ -86,16 +90,37 @@ func (f *Fires) Claim(ctx stdctx.Context, name string, at time.Time) (bool, erro
 	if err != nil {
 		return false, errs.Wrap(errs.Internal, err, "cluster: encoding a schedule's claim")
 	}
+	// A replicated bucket that was just created, or lost its leader,
+	// answers no one for a moment while its leader is elected: a claim
+	// failing then would skip the run, so it retries for that long.
+	settle := time.Now().Add(settleFor)
+	electing := func(err error) bool {
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(settle) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+			return true
+		}
+	}
 	for {
 		e, err := f.kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			if _, err = f.kv.Create(ctx, key, val); errors.Is(err, jetstream.ErrKeyExists) {
 				continue // another host claimed first: compare with its time
 			}
+			if electing(err) {
+				continue
+			}
 			if err != nil {
 				return false, f.failed(err, name, at)
 			}
 			return true, nil
+		}
+		if electing(err) {
+			continue
 		}
 		if err != nil {
 			return false, f.failed(err, name, at)
@@ -108,8 +133,8 @@ func (f *Fires) Claim(ctx stdctx.Context, name string, at time.Time) (bool, erro
 		if !at.After(last.At) {
 			return false, nil
 		}
-		if _, err = f.kv.Update(ctx, key, val, e.Revision()); wrongRevision(err) {
-			continue // replaced meanwhile: compare with the new time
+		if _, err = f.kv.Update(ctx, key, val, e.Revision()); wrongRevision(err) || electing(err) {
+			continue // replaced meanwhile (compare with the new time), or electing
 		}
 		if err != nil {
 			return false, f.failed(err, name, at)
