@@ -30,7 +30,7 @@ const IDRule = "1 to 128 letters, digits, '.', '_' and '-', starting with a lett
 func ValidID(id string) bool { return len(id) <= MaxIDLen && validID.MatchString(id) }
 
 // Key is the service key of the sessions service.
-var Key = dshctx.NewKey[*Store]("sessions")
+var Key = dshctx.NewKey[*Store]("session")
 
 // Backend loads persisted sessions. A persistence plugin registers one with
 // Store.SetBackend; it also listens to session/event and session/flush to
@@ -52,7 +52,7 @@ type Store struct {
 func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 
 // Plugin provides the sessions service.
-var Plugin = dshctx.Define("sessions", func(ctx *dshctx.Context, _ any) error {
+var Plugin = dshctx.Define("session", func(ctx *dshctx.Context, _ dshctx.None) error {
 	return Key.Provide(ctx, NewStore())
 })
 

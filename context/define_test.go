@@ -1,0 +1,119 @@
+package context_test
+
+import (
+	stdctx "context"
+	"errors"
+	"strings"
+	"testing"
+
+	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
+)
+
+type limits struct{ Max int }
+
+func (limits) Defaults() limits { return limits{Max: 3} }
+
+func (l limits) Validate() error {
+	if l.Max < 1 {
+		return errors.New("max must be at least 1")
+	}
+	return nil
+}
+
+// named declares Validate on the pointer, which must count too.
+type named struct{ Name string }
+
+func (n *named) Validate() error {
+	if n.Name == "" {
+		return errors.New("name is empty")
+	}
+	return nil
+}
+
+// applyWith applies p with config in a fresh root and returns what the
+// fiber ended with.
+func applyWith(t *testing.T, p dshctx.Plugin, config any) error {
+	t.Helper()
+	root, _ := newRoot(t)
+	f, err := root.Plugin(p, config)
+	if err != nil {
+		return err
+	}
+	return f.Await(stdctx.Background())
+}
+
+func TestDefineGivesApplyItsConfigTyped(t *testing.T) {
+	var got []limits
+	p := dshctx.Define("limited", func(_ *dshctx.Context, c limits) error { got = append(got, c); return nil })
+	for _, config := range []any{nil, limits{Max: 1}, &limits{Max: 2}, (*limits)(nil)} {
+		if err := applyWith(t, p, config); err != nil {
+			t.Fatalf("config %#v: %v", config, err)
+		}
+	}
+	want := []limits{{3}, {1}, {2}, {3}}
+	if len(got) != len(want) {
+		t.Fatalf("applied %d times, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("apply %d got %+v, want %+v (nil means the defaults)", i, got[i], want[i])
+		}
+	}
+}
+
+// TestDefineRefusesAConfigOfAnotherTypeBeforeApply: the mistake is
+// reported with a code, the plugin's name and the type it takes, and apply
+// never sees it.
+func TestDefineRefusesAConfigOfAnotherTypeBeforeApply(t *testing.T) {
+	ran := false
+	typed := dshctx.Define("limited", func(*dshctx.Context, limits) error { ran = true; return nil })
+	err := applyWith(t, typed, map[string]any{"max": 2})
+	if !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) {
+		t.Fatalf("want INVALID_ARGUMENT %s, got %v", dshctx.ReasonInvalidConfig, err)
+	}
+	for _, want := range []string{`limited: the config is a map[string]interface {}`, "pass a context_test.limits"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error should contain %q: %v", want, err)
+		}
+	}
+	bare := dshctx.Define("bare", func(*dshctx.Context, dshctx.None) error { ran = true; return nil })
+	err = applyWith(t, bare, "surprise")
+	if !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) || !strings.Contains(err.Error(), "bare: takes no config, but was given a string; pass nil") {
+		t.Fatalf("a plugin without config must refuse one; got %v", err)
+	}
+	if ran {
+		t.Fatal("apply ran with a config of another type")
+	}
+	if err := applyWith(t, bare, dshctx.None{}); err != nil || !ran {
+		t.Fatalf("None itself is a config a plugin without one takes: %v", err)
+	}
+}
+
+func TestDefineValidatesBeforeApply(t *testing.T) {
+	ran := false
+	p := dshctx.Define("limited", func(*dshctx.Context, limits) error { ran = true; return nil })
+	err := applyWith(t, p, limits{Max: 0})
+	if !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) || !strings.Contains(err.Error(), "limited") || !strings.Contains(err.Error(), "max must be at least 1") {
+		t.Fatalf("got %v", err)
+	}
+	if ran {
+		t.Fatal("apply ran with an invalid config")
+	}
+	onPointer := dshctx.Define("named", func(*dshctx.Context, named) error { return nil })
+	if err := applyWith(t, onPointer, named{}); !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) {
+		t.Fatalf("a Validate on the pointer must run too; got %v", err)
+	}
+	if _, err := onPointer.Config(&named{Name: "x"}); err != nil {
+		t.Fatalf("Config of a valid config: %v", err)
+	}
+}
+
+func TestDefinePanicsOnANilApply(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), `"nothing"`) {
+			t.Fatalf("want a panic naming the plugin, got %v", r)
+		}
+	}()
+	dshctx.Define[dshctx.None]("nothing", nil)
+}
