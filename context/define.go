@@ -101,10 +101,11 @@ func (d *Defined[C]) Convert(config any) (C, error) {
 	var zero C
 	if reflect.TypeFor[C]() == reflect.TypeFor[None]() {
 		return zero, errs.New(errs.InvalidArgument, fmt.Sprintf(
-			"%s: takes no config, but was given a %T; pass nil", d.name, config)).WithReason(ReasonInvalidConfig)
+			"%s: takes no config, but was given one of type %T; pass nil", d.name, config)).WithReason(ReasonInvalidConfig)
 	}
+	want := reflect.TypeFor[C]()
 	return zero, errs.New(errs.InvalidArgument, fmt.Sprintf(
-		"%s: the config is a %T; pass a %s, a pointer to one, or nil for the defaults", d.name, config, reflect.TypeFor[C]())).
+		"%s: the config has type %T; pass %s, *%s or nil (the defaults)", d.name, config, want, want)).
 		WithReason(ReasonInvalidConfig)
 }
 
@@ -131,8 +132,11 @@ func validate[C any](c *C) error {
 	return nil
 }
 
-// definedPlugin marks a Defined of any config type, for the injection hint
-// in notInjected.
-type definedPlugin interface{ definedInject() }
+// defined is a Defined of any config type: Context.Plugin checks its
+// config before making a fiber, and notInjected knows where its keys go.
+type defined interface{ checkConfig(config any) error }
 
-func (*Defined[C]) definedInject() {}
+func (d *Defined[C]) checkConfig(config any) error {
+	_, err := d.Config(config)
+	return err
+}

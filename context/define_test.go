@@ -72,14 +72,14 @@ func TestDefineRefusesAConfigOfAnotherTypeBeforeApply(t *testing.T) {
 	if !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) {
 		t.Fatalf("want INVALID_ARGUMENT %s, got %v", dshctx.ReasonInvalidConfig, err)
 	}
-	for _, want := range []string{`limited: the config is a map[string]interface {}`, "pass a context_test.limits"} {
+	for _, want := range []string{`limited: the config has type map[string]interface {}`, "pass context_test.limits, *context_test.limits or nil (the defaults)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("error should contain %q: %v", want, err)
 		}
 	}
 	bare := dshctx.Define("bare", func(*dshctx.Context, dshctx.None) error { ran = true; return nil })
 	err = applyWith(t, bare, "surprise")
-	if !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) || !strings.Contains(err.Error(), "bare: takes no config, but was given a string; pass nil") {
+	if !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) || !strings.Contains(err.Error(), "bare: takes no config, but was given one of type string; pass nil") {
 		t.Fatalf("a plugin without config must refuse one; got %v", err)
 	}
 	if ran {
@@ -116,4 +116,23 @@ func TestDefinePanicsOnANilApply(t *testing.T) {
 		}
 	}()
 	dshctx.Define[dshctx.None]("nothing", nil)
+}
+
+// TestAWrongConfigFailsWhenGivenNotWhenApplied: a plugin waiting for a
+// service that is not there yet would apply only later; its config is
+// refused at the call that hands it over, with no fiber left pending.
+func TestAWrongConfigFailsWhenGivenNotWhenApplied(t *testing.T) {
+	root, _ := newRoot(t)
+	waiting := dshctx.Define("waiting", func(*dshctx.Context, limits) error { return nil }, counterKey)
+	f, err := root.Plugin(waiting, "max=2")
+	if f != nil || !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) || !strings.Contains(err.Error(), "waiting: the config has type string") {
+		t.Fatalf("Plugin returned fiber %v and error %v; want no fiber and the config error", f, err)
+	}
+	if _, err := root.Plugin(waiting, limits{Max: -1}); !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) || !strings.Contains(err.Error(), "max must be at least 1") {
+		t.Fatalf("a config that fails Validate must be refused when given too; got %v", err)
+	}
+	f, err = root.Plugin(waiting, limits{Max: 2})
+	if err != nil || f.State() != dshctx.StatePending {
+		t.Fatalf("a good config waits for its service: %v, %v", f, err)
+	}
 }

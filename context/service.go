@@ -166,7 +166,7 @@ func (k Key[T]) Get(c *Context) (T, error) {
 // notInjected tells the plugin's author exactly where the key goes.
 func notInjected(owner *Fiber, key string) error {
 	how := fmt.Sprintf("return the key of %q from the plugin's Inject method", key)
-	if _, ok := owner.plugin.(definedPlugin); ok {
+	if _, ok := owner.plugin.(defined); ok {
 		how = fmt.Sprintf("add the key of %q to the inject arguments after apply where %q is defined (Define or plugin.Register)", key, owner.name)
 	}
 	return errs.New(errs.ServiceNotInjected, fmt.Sprintf(
