@@ -163,9 +163,11 @@ func (c *Context) PluginAt(order int64, p Plugin, config any) (*Fiber, error) {
 		return nil, errs.New(errs.InvalidArgument, "Plugin: the plugin is nil; pass a value that implements Apply")
 	}
 	if d, ok := p.(defined); ok {
-		if err := d.checkConfig(config); err != nil {
+		c, err := d.check(config)
+		if err != nil {
 			return nil, err
 		}
+		config = c
 	}
 	f := &Fiber{
 		tree:      c.life.fiber.tree,

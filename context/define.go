@@ -61,8 +61,13 @@ func (d *Defined[C]) Name() string { return d.name }
 func (d *Defined[C]) Inject() []ServiceKey { return d.inject }
 
 // Apply implements Plugin: it converts and validates config (see Config),
-// then runs the apply function with it.
+// then runs the apply function with it. A config Context.Plugin checked
+// already is not checked again, on this apply or a later re-apply:
+// Validate may be costly (compiling patterns) and its answer cannot change.
 func (d *Defined[C]) Apply(ctx *Context, config any) error {
+	if c, ok := config.(checked[C]); ok {
+		return d.apply(ctx, c.cfg)
+	}
 	cfg, err := d.Config(config)
 	if err != nil {
 		return err
@@ -134,9 +139,18 @@ func validate[C any](c *C) error {
 
 // defined is a Defined of any config type: Context.Plugin checks its
 // config before making a fiber, and notInjected knows where its keys go.
-type defined interface{ checkConfig(config any) error }
+type defined interface {
+	check(config any) (any, error)
+}
 
-func (d *Defined[C]) checkConfig(config any) error {
-	_, err := d.Config(config)
-	return err
+// checked is a config that check converted and validated for a
+// Defined[C]; the fiber keeps it in place of what the caller handed over.
+type checked[C any] struct{ cfg C }
+
+func (d *Defined[C]) check(config any) (any, error) {
+	cfg, err := d.Config(config)
+	if err != nil {
+		return nil, err
+	}
+	return checked[C]{cfg}, nil
 }

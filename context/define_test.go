@@ -136,3 +136,36 @@ func TestAWrongConfigFailsWhenGivenNotWhenApplied(t *testing.T) {
 		t.Fatalf("a good config waits for its service: %v, %v", f, err)
 	}
 }
+
+// counted counts its Validate calls.
+type counted struct{ calls *int }
+
+func (c counted) Validate() error { *c.calls++; return nil }
+
+// TestAConfigIsValidatedOnceForAllApplies: Validate can be costly (a
+// permission config compiles its patterns), so the check at Plugin serves
+// the first apply and every re-apply after a provider comes back.
+func TestAConfigIsValidatedOnceForAllApplies(t *testing.T) {
+	root, _ := newRoot(t)
+	calls, applies := 0, 0
+	dep := dshctx.Define("dep", func(ctx *dshctx.Context, c counted) error {
+		applies++
+		_, err := counterKey.Get(ctx)
+		return err
+	}, counterKey)
+	if _, err := root.Plugin(dep, counted{calls: &calls}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		prov := mustPlugin(t, root, provider("prov", &counter{}))
+		if err := prov.Await(stdctx.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := prov.Dispose(stdctx.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if applies != 2 || calls != 1 {
+		t.Fatalf("applied %d times (want 2) and validated %d times (want 1)", applies, calls)
+	}
+}
