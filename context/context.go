@@ -141,8 +141,10 @@ func (c *Context) Dispose(ctx stdctx.Context) error {
 
 // Plugin applies p with config in a new child fiber and returns the fiber.
 // The fiber is applied at once when every service it injects is active, and
-// stays pending otherwise. The returned error covers only bad arguments and an
-// inactive c; whether Apply failed is reported by the fiber's Await, and
+// stays pending otherwise. The returned error covers only bad arguments —
+// among them a config a Defined plugin refuses (see Defined.Config), found
+// here even while the fiber would wait for its services — and an inactive
+// c; whether Apply failed is reported by the fiber's Await, and
 // only a later re-apply's failure, which nobody awaits, is logged as an
 // error.
 func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
@@ -159,6 +161,13 @@ func (c *Context) PluginAt(order int64, p Plugin, config any) (*Fiber, error) {
 	}
 	if p == nil {
 		return nil, errs.New(errs.InvalidArgument, "Plugin: the plugin is nil; pass a value that implements Apply")
+	}
+	if d, ok := p.(defined); ok {
+		c, err := d.check(config)
+		if err != nil {
+			return nil, err
+		}
+		config = c
 	}
 	f := &Fiber{
 		tree:      c.life.fiber.tree,

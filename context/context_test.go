@@ -95,8 +95,8 @@ func TestPluginAppliesInOwnFiberWithConfig(t *testing.T) {
 		t.Fatalf("Apply got config %v, want the nil it was given", got)
 	}
 
-	g, _ := root.Plugin(dshctx.PluginFunc(func(*dshctx.Context, any) error { return nil }), 42)
-	if !strings.Contains(g.Name(), "PluginFunc") {
+	g, _ := root.Plugin(unnamed{}, 42)
+	if !strings.Contains(g.Name(), "unnamed") {
 		t.Fatalf("unnamed plugin should be named after its type, got %q", g.Name())
 	}
 }
@@ -424,3 +424,8 @@ func TestDerivedStdContextsNeedNoWatcher(t *testing.T) {
 		t.Fatal("a context derived from an ended fiber's context never ended")
 	}
 }
+
+// unnamed is a plugin without a Name method.
+type unnamed struct{}
+
+func (unnamed) Apply(*dshctx.Context, any) error { return nil }

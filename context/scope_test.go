@@ -154,7 +154,7 @@ func TestNotInjectedSaysWhereTheKeyGoes(t *testing.T) {
 		t.Fatalf("missing reason: %v", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{`"forgetful"`, `"counter"`, "Define's inject arguments"} {
+	for _, want := range []string{`"forgetful"`, `"counter"`, "inject arguments after apply"} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("error should contain %q: %s", want, msg)
 		}

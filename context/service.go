@@ -166,8 +166,8 @@ func (k Key[T]) Get(c *Context) (T, error) {
 // notInjected tells the plugin's author exactly where the key goes.
 func notInjected(owner *Fiber, key string) error {
 	how := fmt.Sprintf("return the key of %q from the plugin's Inject method", key)
-	if _, ok := owner.plugin.(*defined); ok {
-		how = fmt.Sprintf("pass the key of %q to Define's inject arguments: Define(%q, apply, <its Key>)", key, owner.name)
+	if _, ok := owner.plugin.(defined); ok {
+		how = fmt.Sprintf("add the key of %q to the inject arguments after apply where %q is defined (Define or plugin.Register)", key, owner.name)
 	}
 	return errs.New(errs.ServiceNotInjected, fmt.Sprintf(
 		"plugin %q reads service %q but does not inject it: %s", owner.name, key, how)).WithReason("context/not-injected")

@@ -42,7 +42,7 @@ func TestSessionControllerOpensThroughTheHost(t *testing.T) {
 		t.Fatal("the host mounts no session controller")
 	}
 	if got, err := sessions.Key.Get(h.Root()); err != nil || got != ctl {
-		t.Fatalf("the controller is not the root's sessionController service: %v", err)
+		t.Fatalf("the controller is not the root's \"sessions\" service: %v", err)
 	}
 	ctx := stdctx.Background()
 	s, err := ctl.Open(ctx, sessions.OpenOptions{Agent: "coder", SessionID: "c1", Presets: []string{"read-only"}})

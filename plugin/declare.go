@@ -15,9 +15,9 @@ package plugin
 func (p *Plugin[C]) ProvidesModel(name func(C) string) *Plugin[C] {
 	p.update(func(info *Info) {
 		info.Provider = func(config any) string {
-			cfg, err := p.convert(config)
+			cfg, err := p.Convert(config)
 			if err != nil {
-				cfg = defaults[C]()
+				cfg = p.defaults()
 			}
 			return name(cfg)
 		}
@@ -35,7 +35,7 @@ func (p *Plugin[C]) StoresSessions() *Plugin[C] {
 func (p *Plugin[C]) update(change func(*Info)) {
 	mu.Lock()
 	defer mu.Unlock()
-	info := registry[p.id]
+	info := registry[p.Name()]
 	change(&info)
-	registry[p.id] = info
+	registry[p.Name()] = info
 }

@@ -17,4 +17,8 @@
 //	func (c Config) Validate() error { ... }
 //
 // A plugin that takes no config uses None.
+//
+// Register is dshctx.Define plus this registry: the config conversion and
+// checks are Define's, shared with the core services, which are defined
+// the same way but not registered, so no config entry can mount them.
 package plugin

@@ -336,19 +336,19 @@ func (sh *shared) report(list []Skill, problems []Problem) {
 
 // section holds the list in the agent's scope; disposing its fiber
 // removes it.
-var section = dshctx.Define(ID+"/section", func(ctx *dshctx.Context, cfg any) error {
+var section = dshctx.Define(ID+"/section", func(ctx *dshctx.Context, text string) error {
 	svc, err := systemprompt.Key.Get(ctx)
 	if err != nil {
 		return err
 	}
-	return svc.Section(ctx, SectionName, sectionOrder, cfg.(string))
+	return svc.Section(ctx, SectionName, sectionOrder, text)
 }, systemprompt.Key)
 
 // toolHolder registers the skill tool in the agent's scope.
-var toolHolder = dshctx.Define(ID+"/tool", func(ctx *dshctx.Context, cfg any) error {
+var toolHolder = dshctx.Define(ID+"/tool", func(ctx *dshctx.Context, sh *shared) error {
 	svc, err := tools.Key.Get(ctx)
 	if err != nil {
 		return err
 	}
-	return svc.Register(ctx, cfg.(*shared).tool())
+	return svc.Register(ctx, sh.tool())
 }, tools.Key)

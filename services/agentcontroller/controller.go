@@ -54,7 +54,7 @@ func init() {
 var Key = dshctx.NewKey[*Controller]("agentController")
 
 // Plugin provides the controller. It has no configuration.
-var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ any) error {
+var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ dshctx.None) error {
 	reg, err := agents.Key.Get(ctx)
 	if err != nil {
 		return err

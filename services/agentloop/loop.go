@@ -73,15 +73,11 @@ type Loop struct {
 
 // Plugin is the agent loop. It injects the five services it drives, provides
 // agentLoop and registers itself as the agents factory. Its config is a
-// Config or *Config.
+// Config, a *Config or nil.
 var Plugin = dshctx.Define("agentLoop", apply,
 	agents.Key, session.Key, llm.Key, tools.Key, systemprompt.Key)
 
-func apply(ctx *dshctx.Context, config any) error {
-	cfg, err := dshctx.ConfigAs[Config]("agentLoop", config)
-	if err != nil {
-		return err
-	}
+func apply(ctx *dshctx.Context, cfg Config) error {
 	if cfg.MaxSteps <= 0 {
 		cfg.MaxSteps = DefaultMaxSteps
 	}
@@ -89,6 +85,7 @@ func apply(ctx *dshctx.Context, config any) error {
 		cfg.MaxParallelTools = DefaultMaxParallelTools
 	}
 	l := &Loop{ctx: ctx, cfg: cfg}
+	var err error
 	if l.registry, err = agents.Key.Get(ctx); err != nil {
 		return err
 	}

@@ -177,7 +177,7 @@ var (
 var Key = dshctx.NewKey[*Registry]("agents")
 
 // Plugin provides the service.
-var Plugin = dshctx.Define("agents", func(ctx *dshctx.Context, _ any) error {
+var Plugin = dshctx.Define("agents", func(ctx *dshctx.Context, _ dshctx.None) error {
 	return Key.Provide(ctx, NewRegistry())
 })
 

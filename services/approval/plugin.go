@@ -14,7 +14,7 @@ var Key = dshctx.NewKey[*Service]("approval")
 // notifications in each agent's scope, and forgets an agent's "allow for
 // this session" answers when agent/disposed says the agent is gone, so an
 // agent created later under the same id starts with none.
-var Plugin = dshctx.Define("approval", func(ctx *dshctx.Context, _ any) error {
+var Plugin = dshctx.Define("approval", func(ctx *dshctx.Context, _ dshctx.None) error {
 	reg, err := agents.Key.Get(ctx)
 	if err != nil {
 		return err

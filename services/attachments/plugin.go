@@ -1,10 +1,7 @@
 package attachments
 
 import (
-	"fmt"
-
 	dshctx "github.com/dsh-go/dsh/context"
-	"github.com/dsh-go/dsh/errs"
 )
 
 // Key is the service key.
@@ -23,19 +20,7 @@ type Options struct {
 // memory, default limits), given by the code that mounts it. It does not
 // collect: the session logs Collect reads are not loaded yet when core
 // services start; the host calls Collect once persistence is up.
-var Plugin = dshctx.Define("attachments", func(ctx *dshctx.Context, config any) error {
-	var o Options
-	switch c := config.(type) {
-	case nil:
-	case Options:
-		o = c
-	case *Options:
-		if c != nil {
-			o = *c
-		}
-	default:
-		return errs.New(errs.InvalidArgument, fmt.Sprintf("attachments: the config is a %T; pass an attachments.Options or nil", config))
-	}
+var Plugin = dshctx.Define("attachments", func(ctx *dshctx.Context, o Options) error {
 	s := NewMemory(o.Limits)
 	if o.Dir != "" {
 		var err error
@@ -52,7 +37,7 @@ var Plugin = dshctx.Define("attachments", func(ctx *dshctx.Context, config any) 
 // deletions all use the same store. The store is closed when the plugin
 // is disposed: the host mounts it for the life of its tree.
 func Provided(s *Store) dshctx.Plugin {
-	return dshctx.Define("attachments", func(ctx *dshctx.Context, _ any) error {
+	return dshctx.Define("attachments", func(ctx *dshctx.Context, _ dshctx.None) error {
 		if _, err := ctx.OnDispose("close the attachments store", s.Close); err != nil {
 			return err
 		}

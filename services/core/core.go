@@ -1,8 +1,9 @@
-// Package core mounts the core services — agents, sessions, llm, approval,
-// tools, systemPrompt and the protected-path list — on a context, in the order they depend on each
-// other: approval reads agents, and the tools' approval stage asks approval.
-// The agent loop and the agent controller are applied on top with their own
-// configuration.
+// Package core mounts the core services — agents, session (the session
+// log), llm, approval, tools, systemPrompt and protect (the protected-path
+// list) — on a context, in the order they depend on each other: approval
+// reads agents, and the tools' approval stage asks approval. The agent
+// loop, the agent controller and the session service (sessions) are
+// applied on top with their own configuration.
 package core
 
 import (

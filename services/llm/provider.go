@@ -93,7 +93,7 @@ func (s *Service) In(at *dshctx.Context) *Service {
 func NewService() *Service { return &Service{providers: map[string]Provider{}} }
 
 // Plugin provides the llm service.
-var Plugin = dshctx.Define("llm", func(ctx *dshctx.Context, _ any) error {
+var Plugin = dshctx.Define("llm", func(ctx *dshctx.Context, _ dshctx.None) error {
 	return Key.Provide(ctx, NewService())
 })
 

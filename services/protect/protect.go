@@ -71,7 +71,7 @@ var Defaults = []Entry{
 var Key = dshctx.NewKey[*List]("protect")
 
 // Plugin provides a list holding Defaults; package core mounts it.
-var Plugin = dshctx.Define("protect", func(ctx *dshctx.Context, _ any) error {
+var Plugin = dshctx.Define("protect", func(ctx *dshctx.Context, _ dshctx.None) error {
 	return Key.Provide(ctx, New())
 })
 

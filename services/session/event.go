@@ -1,5 +1,5 @@
-// Package session is the sessions service: one append-only event log per
-// agent, and the model history derived from it.
+// Package session is the session log (service "session"): one
+// append-only event log per agent, and the model history derived from it.
 //
 // Every step of the agent loop is recorded as events with contiguous
 // sequence numbers. The conversation sent to the model is never stored on its

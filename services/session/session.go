@@ -12,7 +12,7 @@ import (
 	"github.com/dsh-go/dsh/waterfall"
 )
 
-// Codes of the sessions service.
+// Codes of the session log.
 const (
 	// SessionExists: a session id is already in use.
 	SessionExists errs.Code = "SESSION_EXISTS"
@@ -39,7 +39,7 @@ type Flush struct {
 	Seq     int64
 }
 
-// Events of the sessions service, dispatched in the session's agent scope.
+// Events of the session log, dispatched in the session's agent scope.
 var (
 	// EventAppended is emitted after every append.
 	EventAppended = waterfall.NewEmit[Appended]("session/event")

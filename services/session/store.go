@@ -29,8 +29,8 @@ const IDRule = "1 to 128 letters, digits, '.', '_' and '-', starting with a lett
 // see IDRule.
 func ValidID(id string) bool { return len(id) <= MaxIDLen && validID.MatchString(id) }
 
-// Key is the service key of the sessions service.
-var Key = dshctx.NewKey[*Store]("sessions")
+// Key is the service key of the session log, service "session".
+var Key = dshctx.NewKey[*Store]("session")
 
 // Backend loads persisted sessions. A persistence plugin registers one with
 // Store.SetBackend; it also listens to session/event and session/flush to
@@ -41,7 +41,7 @@ type Backend interface {
 	Load(ctx stdctx.Context, sessionID string) ([]Event, error)
 }
 
-// Store is the sessions service: the live sessions by id.
+// Store is the session log service: the live sessions by id.
 type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -51,8 +51,8 @@ type Store struct {
 // NewStore returns an empty store.
 func NewStore() *Store { return &Store{sessions: map[string]*Session{}} }
 
-// Plugin provides the sessions service.
-var Plugin = dshctx.Define("sessions", func(ctx *dshctx.Context, _ any) error {
+// Plugin provides the session log service, "session".
+var Plugin = dshctx.Define("session", func(ctx *dshctx.Context, _ dshctx.None) error {
 	return Key.Provide(ctx, NewStore())
 })
 

@@ -17,7 +17,7 @@ import (
 )
 
 // Key is the service key.
-var Key = dshctx.NewKey[*Controller]("sessionController")
+var Key = dshctx.NewKey[*Controller]("sessions")
 
 // Options configure the controller. Every field may be left zero.
 type Options struct {
@@ -40,19 +40,7 @@ type Options struct {
 // Plugin provides the controller. Its config is an Options value (or nil),
 // given by the code that mounts it — the host wires its own Opener and the
 // persistence backend's Catalog.
-var Plugin = dshctx.Define("sessionController", func(ctx *dshctx.Context, config any) error {
-	var opts Options
-	switch c := config.(type) {
-	case nil:
-	case Options:
-		opts = c
-	case *Options:
-		if c != nil {
-			opts = *c
-		}
-	default:
-		return errs.New(errs.InvalidArgument, fmt.Sprintf("sessionController: the config is a %T; pass a sessions.Options or nil", config))
-	}
+var Plugin = dshctx.Define("sessions", func(ctx *dshctx.Context, opts Options) error {
 	reg, err := agents.Key.Get(ctx)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-// Package sessions is the session controller (service "sessionController"):
+// Package sessions is the session controller (service "sessions"):
 // the one layer between every entry point — the CLI, ACP, an HTTP server,
 // webhooks, schedules, subagents — and the agents.
 //

@@ -20,7 +20,7 @@ import (
 var Key = dshctx.NewKey[*Service]("systemPrompt")
 
 // Plugin provides the service.
-var Plugin = dshctx.Define("systemPrompt", func(ctx *dshctx.Context, _ any) error {
+var Plugin = dshctx.Define("systemPrompt", func(ctx *dshctx.Context, _ dshctx.None) error {
 	return Key.Provide(ctx, New())
 })
 

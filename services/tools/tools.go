@@ -56,7 +56,7 @@ const (
 var Key = dshctx.NewKey[*Service]("tools")
 
 // Plugin provides the service.
-var Plugin = dshctx.Define("tools", func(ctx *dshctx.Context, _ any) error {
+var Plugin = dshctx.Define("tools", func(ctx *dshctx.Context, _ dshctx.None) error {
 	return Key.Provide(ctx, New())
 })
 

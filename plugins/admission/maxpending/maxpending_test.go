@@ -4,7 +4,9 @@ import (
 	stdctx "context"
 	"testing"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/testkit"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/admission/maxpending"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 )
@@ -26,8 +28,7 @@ func TestRefusesWhenTheInboxIsFull(t *testing.T) {
 	if _, err := e.Controller.Deliver(stdctx.Background(), a, testkit.Send("4")); err != nil {
 		t.Fatalf("after the agent caught up: %v", err)
 	}
-	f, _ := e.Root.Plugin(maxpending.Plugin, maxpending.Config{})
-	if f.Await(stdctx.Background()) == nil {
+	if _, err := e.Root.Plugin(maxpending.Plugin, maxpending.Config{}); !errs.Has(err, errs.InvalidArgument, plugin.ReasonInvalidConfig) {
 		t.Fatal("max 0 must be refused")
 	}
 }

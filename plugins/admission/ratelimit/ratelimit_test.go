@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/testkit"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/plugins/admission/ratelimit"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 )
@@ -55,8 +56,8 @@ func TestRefusesThroughTheController(t *testing.T) {
 func TestBadConfig(t *testing.T) {
 	for _, cfg := range []any{ratelimit.Config{}, ratelimit.Config{PerMinute: 5, Burst: -1}, "fast", nil} {
 		e := testkit.New(t)
-		f, _ := e.Root.Plugin(ratelimit.Plugin, cfg)
-		if err := f.Await(stdctx.Background()); !errs.HasCode(err, errs.PluginFailed) || !strings.Contains(err.Error(), "admission.rate-limit") {
+		// Refused when handed over, before a fiber exists.
+		if _, err := e.Root.Plugin(ratelimit.Plugin, cfg); !errs.Has(err, errs.InvalidArgument, plugin.ReasonInvalidConfig) || !strings.Contains(err.Error(), "admission.rate-limit") {
 			t.Fatalf("config %#v: %v", cfg, err)
 		}
 	}

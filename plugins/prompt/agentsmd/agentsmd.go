@@ -96,8 +96,7 @@ var Plugin = plugin.Register(ID, "puts the project's AGENTS.md files (workspace 
 
 // section holds the text in the scope it is applied in; disposing its fiber
 // removes it.
-var section = dshctx.Define(ID+"/section", func(ctx *dshctx.Context, cfg any) error {
-	s := cfg.(sectionConfig)
+var section = dshctx.Define(ID+"/section", func(ctx *dshctx.Context, s sectionConfig) error {
 	svc, err := systemprompt.Key.Get(ctx)
 	if err != nil {
 		return err

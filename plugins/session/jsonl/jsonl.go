@@ -7,7 +7,7 @@
 // step's end, the turn's end, and when the agent is disposed), then
 // synced: a step that ended is on disk before the next begins. The syncs
 // of all the directory's sessions are shared (group commit, commit.go).
-// The plugin is also the sessions service's persistence backend, so agents
+// The plugin is also the session log's persistence backend, so agents
 // configured with a session id resume from their file.
 //
 // The directory holds <id>.jsonl (the log; its first line also names the

@@ -29,7 +29,7 @@ func (s *store) List(ctx stdctx.Context) ([]session.Summary, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
-	// Each caller gets its own copy: the sessions service sorts it.
+	// Each caller gets its own copy: the session log sorts it.
 	return append([]session.Summary(nil), l.list...), nil
 }
 

@@ -177,7 +177,7 @@ func (s *store) failed(err error, what string) error {
 
 // Load reads a session's log back in order. Messages are whole or absent,
 // so there is no cut line to repair; a log that ends inside a turn is
-// closed by the sessions service on resume.
+// closed by the session log on resume.
 func (s *store) Load(ctx stdctx.Context, sessionID string) ([]session.Event, error) {
 	l, err := s.readLog(ctx, sessionID)
 	return l.events, err

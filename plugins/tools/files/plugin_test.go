@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/ctxtest"
 	"github.com/dsh-go/dsh/plugins/tools/files"
 	"github.com/dsh-go/dsh/services/core"
@@ -124,8 +125,8 @@ func TestConfigValidation(t *testing.T) {
 	if err := core.Mount(root); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := root.Plugin(files.Plugin, files.Config{Tools: []string{"nope"}})
-	if f.Await(stdctx.Background()) == nil {
+	// The config is refused when handed over, before a fiber exists.
+	if _, err := root.Plugin(files.Plugin, files.Config{Tools: []string{"nope"}}); !errs.Has(err, errs.InvalidArgument, dshctx.ReasonInvalidConfig) {
 		t.Fatal("an invalid config must fail the mount")
 	}
 }
