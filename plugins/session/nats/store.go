@@ -42,6 +42,7 @@ type store struct {
 	nc     *natsgo.Conn
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	leader LeaderReader // reads that must see every acked append
 	leases jetstream.KeyValue
 	index  jetstream.KeyValue // see index.go
 	// ends are the log ends read by lock, for the load that follows it.
@@ -73,7 +74,7 @@ func connect(log hclog.Logger, cfg Config) (*store, error) {
 		return nil, errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"session.nats: cannot connect to the NATS server at %s; start it (nats-server -js) or fix url/credentials_file in the plugin's config", cfg.URL))
 	}
-	s := &store{cfg: cfg, log: log, nc: nc, holder: holderName(cfg.HostID)}
+	s := &store{cfg: cfg, log: log, nc: nc, holder: holderName(cfg.HostID), leader: NewLeaderReader(nc, cfg.Stream)}
 	if err := s.setUp(); err != nil {
 		nc.Close()
 		return nil, err
@@ -117,11 +118,10 @@ func (s *store) streamConfig() jetstream.StreamConfig {
 		Subjects:    []string{s.cfg.SubjectPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Replicas:    s.cfg.Replicas,
-		// Reads go to the stream's leader. A direct get may be answered by
-		// a replica that has not applied the last acked append yet, and a
-		// log end read there is stale: a host taking a session over would
-		// be fenced on its first write, and a load could miss the last turn.
-		AllowDirect: false,
+		// Logs are read by direct gets, a whole log per request, from any
+		// replica; where a log ends is still read from the leader, as a
+		// replica may not have applied the last acked append (reads.go).
+		AllowDirect: true,
 	}
 }
 
@@ -161,7 +161,7 @@ func Subject(prefix, sessionID string) string {
 // lastSeq is the stream sequence of the last message on subject, 0 when
 // there is none.
 func (s *store) lastSeq(ctx stdctx.Context, subject string) (uint64, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	m, err := s.leader.Last(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -200,8 +200,8 @@ const readBatch = 512
 const readerIdle = 5 * time.Second
 
 // readLog reads session id's log whole. Its end is asked of the stream's
-// leader first; the messages then come through one consumer, a
-// batch per request rather than a request per message, until that end.
+// leader first (unless the lock just read it); the messages then come in
+// batches of direct gets (reads.go), usually one, until that end.
 func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error) {
 	var l storedLog
 	subject, err := s.subject(sessionID)
@@ -219,6 +219,43 @@ func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error)
 	if last == 0 {
 		return l, s.notFound(sessionID)
 	}
+	for l.last < last {
+		got := l.msgs
+		from := l.last + 1
+		if l.msgs == 0 {
+			from = 1
+		}
+		_, err := s.directBatch(ctx, subject, from, readBatch, func(seq uint64, h natsgo.Header, data []byte) error {
+			if seq > last {
+				return nil // appended after the end asked for
+			}
+			return l.add(h, data, seq, subject, sessionID)
+		})
+		if errors.Is(err, errNoDirect) {
+			return s.readLogByConsumer(ctx, sessionID, subject, last)
+		}
+		if err != nil {
+			if errs.HasCode(err, session.BadLog) {
+				return l, err
+			}
+			return l, s.failed(err, fmt.Sprintf("read session %q", sessionID))
+		}
+		if l.msgs == got && l.last < last {
+			// The replica that answered is behind the leader: ask again.
+			select {
+			case <-ctx.Done():
+				return l, s.failed(ctx.Err(), fmt.Sprintf("read session %q up to message %d", sessionID, last))
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return l, nil
+}
+
+// readLogByConsumer reads the log through an ephemeral consumer, for a
+// stream that does not allow direct gets.
+func (s *store) readLogByConsumer(ctx stdctx.Context, sessionID, subject string, last uint64) (storedLog, error) {
+	var l storedLog
 	// An ephemeral pull consumer of the log's subject, kept in memory on
 	// one server.
 	cons, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
@@ -250,7 +287,7 @@ func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error)
 				if merr != nil {
 					return l, s.failed(merr, fmt.Sprintf("read session %q", sessionID))
 				}
-				if aerr := l.add(m, meta.Sequence.Stream, subject, sessionID); aerr != nil {
+				if aerr := l.add(m.Headers(), m.Data(), meta.Sequence.Stream, subject, sessionID); aerr != nil {
 					return l, aerr
 				}
 			}
@@ -274,7 +311,7 @@ func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error)
 
 // add takes in the message at stream sequence seq of the log of session
 // id on subject.
-func (l *storedLog) add(m jetstream.Msg, seq uint64, subject, id string) error {
+func (l *storedLog) add(h natsgo.Header, data []byte, seq uint64, subject, id string) error {
 	if seq <= l.last {
 		return nil // redelivered by the ordered consumer's reset
 	}
@@ -283,11 +320,11 @@ func (l *storedLog) add(m jetstream.Msg, seq uint64, subject, id string) error {
 	}
 	l.last = seq
 	l.msgs++
-	if IsOpenRecord(m.Headers()) {
+	if IsOpenRecord(h) {
 		return nil
 	}
 	var e session.Event
-	jerr := json.Unmarshal(m.Data(), &e)
+	jerr := json.Unmarshal(data, &e)
 	if jerr == nil && e.Seq == 0 {
 		jerr = errors.New("it has no seq")
 	}
@@ -303,7 +340,7 @@ func (l *storedLog) add(m jetstream.Msg, seq uint64, subject, id string) error {
 			"session.nats: message %d of %s is event %d where %d was expected; the log lost or repeats events", seq, subject, e.Seq, want))
 	}
 	if len(l.events) == 0 {
-		l.agent = m.Headers().Get(agentHeader)
+		l.agent = h.Get(agentHeader)
 	}
 	l.events = append(l.events, e)
 	return nil
