@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -19,7 +21,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-var adoptSessions = flag.Int("cluster.sessions", 0, "TestADeadHostsSessionsAreAdoptedTogether: stored sessions (default 100, 10 under -race; the issue's figure is 1000)")
+var (
+	adoptSessions = flag.Int("cluster.sessions", 0, "TestADeadHostsSessionsAreAdoptedTogether: stored sessions (default 100, 10 under -race; the issue's figure is 1000)")
+	adoptProfile  = flag.String("cluster.adopt.cpuprofile", "", "TestADeadHostsSessionsAreAdoptedTogether: write a CPU profile of the adoption alone to this file")
+)
 
 // turnEvents is one whole turn as the agent loop logs it.
 func turnEvents(first int64, turn int, now time.Time) []session.Event {
@@ -133,6 +138,17 @@ func TestADeadHostsSessionsAreAdoptedTogether(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	cpu0 := cpuTime()
+	if *adoptProfile != "" {
+		f, err := os.Create(*adoptProfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	deadline := died.Add(leaseTTL + 2*time.Second)
 	for {
 		open := 0
@@ -144,7 +160,10 @@ func TestADeadHostsSessionsAreAdoptedTogether(t *testing.T) {
 			}
 		}
 		if open == n {
-			t.Logf("%d sessions of 96 events adopted %s after their host's death (lease_ttl %s)", n, time.Since(died).Round(10*time.Millisecond), leaseTTL)
+			// The CPU time counts the whole process from the last lease on:
+			// both hosts, the NATS server, and the leases' wait to expire.
+			t.Logf("%d sessions of 96 events adopted %s after their host's death (lease_ttl %s); %s of CPU", n,
+				time.Since(died).Round(10*time.Millisecond), leaseTTL, (cpuTime() - cpu0).Round(time.Millisecond))
 			break
 		}
 		if time.Now().After(deadline) {
@@ -152,6 +171,7 @@ func TestADeadHostsSessionsAreAdoptedTogether(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	floors(t, srv, stream, ids)
 	for _, nd := range []*node{a, b} {
 		if ss, ok := nd.h.Sessions().Get(ids[n-1]); ok {
 			if got := len(ss.Log().Events(1)); got != 96 {
@@ -159,4 +179,57 @@ func TestADeadHostsSessionsAreAdoptedTogether(t *testing.T) {
 			}
 		}
 	}
+}
+
+// floors logs, beside an adoption's figures, what the same number of bare
+// requests costs on the same server, in parallel as adopters run: a KV get
+// of each lease, and a direct get of each log's last message.
+func floors(t *testing.T, srv *server.Server, stream string, ids []string) {
+	js := natstest.JetStream(t, srv.ClientURL())
+	kv := leases(t, srv, stream)
+	st, err := js.Stream(ctxT(t), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(what string, get func(ctx stdctx.Context, id string) error) {
+		next := make(chan string)
+		var wg sync.WaitGroup
+		failed := make(chan error, 1)
+		start, cpu0 := time.Now(), cpuTime()
+		for range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for id := range next {
+					ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
+					if err := get(ctx, id); err != nil {
+						select {
+						case failed <- err:
+						default:
+						}
+					}
+					cancel()
+				}
+			}()
+		}
+		for _, id := range ids {
+			next <- id
+		}
+		close(next)
+		wg.Wait()
+		select {
+		case err := <-failed:
+			t.Fatalf("floor %s: %v", what, err)
+		default:
+		}
+		t.Logf("floor: %d %s in %s, %s of CPU", len(ids), what, time.Since(start).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond))
+	}
+	run("KV gets of a lease", func(ctx stdctx.Context, id string) error {
+		_, err := kv.Get(ctx, id)
+		return err
+	})
+	run("direct gets of a log's last message", func(ctx stdctx.Context, id string) error {
+		_, err := st.GetLastMsgForSubject(ctx, natsplugin.Subject("dsh.t."+stream, id))
+		return err
+	})
 }
