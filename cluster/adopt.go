@@ -62,6 +62,13 @@ func (o *orphans) add(id string) {
 	}
 }
 
+// remove forgets id, if it still waits.
+func (o *orphans) remove(id string) {
+	o.mu.Lock()
+	delete(o.ids, id)
+	o.mu.Unlock()
+}
+
 // take removes and returns one of the ids, chosen at random.
 func (o *orphans) take() (string, bool) {
 	o.mu.Lock()
@@ -128,6 +135,10 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 		case jetstream.KeyValuePut:
 			held[e.Key()] = true
 			if h.leasedElsewhere(e) {
+				// Adopted by another host: not worth a claim here, which
+				// would look the session up and build its agent to be
+				// refused the lease.
+				h.orphans.remove(e.Key())
 				h.dropStale(e.Key(), nil)
 			}
 		case jetstream.KeyValueDelete:
