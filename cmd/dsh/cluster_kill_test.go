@@ -197,6 +197,9 @@ log: {level: warn}
 	}
 	killed, cpu0 := time.Now(), childCPU()
 
+	// Polled past the deadline too, so that a miss says by how much.
+	due := killed.Add(killTTL + 2*time.Second)
+	late, atDue := -1, time.Duration(0)
 	for {
 		moved := 0
 		for _, id := range ids {
@@ -204,15 +207,21 @@ log: {level: warn}
 				moved++
 			}
 		}
+		if late < 0 && time.Now().After(due) {
+			late, atDue = moved, time.Since(killed)
+		}
 		if moved == n {
 			t.Logf("%d sessions taken over %s after the kill (lease_ttl %s); CPU of the NATS servers and hosts b and c since the kill: %s",
-				n, time.Since(killed).Round(10*time.Millisecond), killTTL, (childCPU() - cpu0).Round(time.Millisecond))
+				n, time.Since(killed).Round(10*time.Millisecond), killTTL, (childCPU()-cpu0).Round(time.Millisecond))
 			break
 		}
-		if time.Since(killed) > killTTL+2*time.Second {
-			t.Fatalf("%d of %d sessions taken over %s after the kill; want all within lease_ttl (%s) + 2s\n%s", moved, n, time.Since(killed).Round(10*time.Millisecond), killTTL, logs())
+		if time.Since(killed) > 60*time.Second {
+			t.Fatalf("%d of %d sessions taken over %s after the kill\n%s", moved, n, time.Since(killed).Round(10*time.Millisecond), logs())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if late >= 0 {
+		t.Errorf("%d of %d sessions taken over %s after the kill; want all within lease_ttl (%s) + 2s", late, n, atDue.Round(10*time.Millisecond), killTTL)
 	}
 	time.Sleep(2 * time.Second) // load on the new owners
 	close(stop)
