@@ -212,7 +212,7 @@ log: {level: warn}
 		}
 		if moved == n {
 			t.Logf("%d sessions taken over %s after the kill (lease_ttl %s); CPU of the NATS servers and hosts b and c since the kill: %s",
-				n, time.Since(killed).Round(10*time.Millisecond), killTTL, (childCPU()-cpu0).Round(time.Millisecond))
+				n, time.Since(killed).Round(10*time.Millisecond), killTTL, (childCPU() - cpu0).Round(time.Millisecond))
 			break
 		}
 		if time.Since(killed) > 60*time.Second {
