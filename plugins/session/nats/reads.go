@@ -120,6 +120,9 @@ func (s *store) directBatch(ctx stdctx.Context, subject string, from uint64, n i
 	got := 0
 	for {
 		m, err := sub.NextMsgWithContext(ctx)
+		if errors.Is(err, natsgo.ErrNoResponders) {
+			return got, errNoDirect
+		}
 		if err != nil {
 			return got, err
 		}
@@ -129,8 +132,6 @@ func (s *store) directBatch(ctx stdctx.Context, subject string, from uint64, n i
 				return got, nil
 			case "404": // nothing from `from` on, on this replica
 				return got, nil
-			case "503":
-				return got, errNoDirect
 			case "":
 			default:
 				return got, fmt.Errorf("direct get of %s: %s %s", subject, m.Header.Get("Status"), m.Header.Get("Description"))
