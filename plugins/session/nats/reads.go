@@ -34,6 +34,8 @@ type msgGetRequest struct {
 	LastFor string `json:"last_by_subj,omitempty"`
 	NextFor string `json:"next_by_subj,omitempty"`
 	Batch   int    `json:"batch,omitempty"`
+	// NoHeaders: a batch's messages come without their headers.
+	NoHeaders bool `json:"no_hdr,omitempty"`
 }
 
 type msgGetResponse struct {
@@ -102,49 +104,57 @@ func (r LeaderReader) get(ctx stdctx.Context, req msgGetRequest) (*jetstream.Raw
 var errNoDirect = errors.New("the stream does not allow direct gets")
 
 // directBatch asks any replica for up to n messages on subject from stream
-// sequence from on, and calls fn with each, in order. It returns how many
-// it got: fewer than the log holds when the replica is behind, or the
-// server capped the answer's bytes.
-func (s *store) directBatch(ctx stdctx.Context, subject string, from uint64, n int,
-	fn func(seq uint64, h natsgo.Header, data []byte) error) (int, error) {
+// sequence from on, and calls fn with each, in order: with its sequence
+// and headers, or, with noHeaders, its data alone (seq 0, h nil). It
+// returns the stream sequence of the last message of the answer, which
+// holds fewer than the log when the replica is behind or the server
+// capped the answer's bytes.
+func (s *store) directBatch(ctx stdctx.Context, subject string, from uint64, n int, noHeaders bool,
+	fn func(seq uint64, h natsgo.Header, data []byte) error) (uint64, error) {
 	inbox := s.nc.NewInbox()
 	sub, err := s.nc.SubscribeSync(inbox)
 	if err != nil {
 		return 0, err
 	}
 	defer sub.Unsubscribe()
-	body, _ := json.Marshal(msgGetRequest{Seq: from, NextFor: subject, Batch: n})
+	body, _ := json.Marshal(msgGetRequest{Seq: from, NextFor: subject, Batch: n, NoHeaders: noHeaders})
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+s.cfg.Stream, inbox, body); err != nil {
 		return 0, err
 	}
-	got := 0
+	var end uint64
 	for {
 		m, err := sub.NextMsgWithContext(ctx)
 		if errors.Is(err, natsgo.ErrNoResponders) {
-			return got, errNoDirect
+			return end, errNoDirect
 		}
 		if err != nil {
-			return got, err
+			return end, err
 		}
-		if len(m.Data) == 0 {
-			switch m.Header.Get("Status") {
+		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
+			switch status {
 			case "204": // end of the batch
-				return got, nil
+				if last := m.Header.Get(jetstream.LastSequenceHeader); last != "" {
+					end, _ = strconv.ParseUint(last, 10, 64)
+				}
+				return end, nil
 			case "404": // nothing from `from` on, on this replica
-				return got, nil
-			case "":
+				return end, nil
 			default:
-				return got, fmt.Errorf("direct get of %s: %s %s", subject, m.Header.Get("Status"), m.Header.Get("Description"))
+				return end, fmt.Errorf("direct get of %s: %s %s", subject, status, m.Header.Get("Description"))
 			}
 		}
-		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-		if err != nil {
-			return got, fmt.Errorf("direct get of %s: a message without its sequence: %w", subject, err)
+		var seq uint64
+		h := m.Header
+		if noHeaders {
+			h = nil
+		} else if seq, err = strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64); err != nil {
+			return end, fmt.Errorf("direct get of %s: a message without its sequence: %w", subject, err)
+		} else {
+			end = seq
 		}
-		if err := fn(seq, m.Header, m.Data); err != nil {
-			return got, err
+		if err := fn(seq, h, m.Data); err != nil {
+			return end, err
 		}
-		got++
 	}
 }
 
