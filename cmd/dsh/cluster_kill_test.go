@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,7 +213,7 @@ log: {level: warn}
 		}
 		if moved == n {
 			t.Logf("%d sessions taken over %s after the kill (lease_ttl %s); CPU of the NATS servers and hosts b and c since the kill: %s",
-				n, time.Since(killed).Round(10*time.Millisecond), killTTL, (childCPU() - cpu0).Round(time.Millisecond))
+				n, time.Since(killed).Round(10*time.Millisecond), killTTL, childCPU().since(cpu0))
 			break
 		}
 		if time.Since(killed) > 60*time.Second {
@@ -337,11 +338,11 @@ func watchHolders(t *testing.T, js jetstream.JetStream) *holders {
 }
 
 // childCPU is the user and system time of this process's children that
-// run now: the NATS servers and the dsh hosts.
-func childCPU() time.Duration {
+// run now — the NATS servers and the dsh hosts — by command.
+func childCPU() cpuByCommand {
 	self := os.Getpid()
 	dirs, _ := os.ReadDir("/proc")
-	var ticks int64
+	ticks := cpuByCommand{}
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
 		if err != nil {
@@ -350,7 +351,8 @@ func childCPU() time.Duration {
 		// The command sits in parentheses and may hold spaces: the fields
 		// are counted from its end.
 		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
+		j := strings.IndexByte(string(b), '(')
+		if i < 0 || j < 0 || j > i {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
@@ -360,8 +362,22 @@ func childCPU() time.Duration {
 		}
 		u, _ := strconv.ParseInt(f[11], 10, 64)
 		s, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += u + s
+		// USER_HZ is 100 on Linux.
+		ticks[string(b[j+1:i])] += time.Duration(u+s) * 10 * time.Millisecond
 	}
-	// USER_HZ is 100 on Linux.
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return ticks
+}
+
+type cpuByCommand map[string]time.Duration
+
+// since is what each command used after c0, and in all.
+func (c cpuByCommand) since(c0 cpuByCommand) string {
+	var parts []string
+	var all time.Duration
+	for cmd, d := range c {
+		parts = append(parts, fmt.Sprintf("%s %s", cmd, (d-c0[cmd]).Round(10*time.Millisecond)))
+		all += d - c0[cmd]
+	}
+	slices.Sort(parts)
+	return fmt.Sprintf("%s (%s)", all.Round(10*time.Millisecond), strings.Join(parts, ", "))
 }
