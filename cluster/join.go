@@ -35,9 +35,10 @@ type Host struct {
 	nc     *nats.Conn
 	hosts  jetstream.KeyValue
 	leases jetstream.KeyValue
-	// stream holds the session logs: whether a session exists. Its
-	// single-message reads go to the leader (natsplugin.LeaderReads), as
-	// leader does for queue.go.
+	// stream holds the session logs: whether a session exists. Since the
+	// stream allows direct gets, which any replica answers, its
+	// single-message reads are sent to the leader (natsplugin.LeaderReads);
+	// leader makes the reads of queue.go.
 	stream jetstream.Stream
 	leader natsplugin.LeaderReader
 	// queue holds the prompts owners accepted (queue.go); queued are the
@@ -45,7 +46,7 @@ type Host struct {
 	queue  jetstream.KeyValue
 	queued queueKeys
 	// qview is the queue bucket as this host has seen it (queueview.go);
-	// nil on a host that claims nothing. marks numbers its marks.
+	// nil on a host without an opener. marks numbers its marks.
 	qview  *queueView
 	marks  atomic.Int64
 	record []byte
