@@ -26,8 +26,12 @@ import (
 
 // adopters bounds the adoptions one host runs at once. A host that died
 // may leave a thousand sessions; every live host tries them all, each in
-// its own random order, so they spread without asking each other.
-const adopters = 32
+// its own random order, so they spread without asking each other. An
+// adoption spends most of its time waiting on round trips (the lease's
+// replicated write, the log's reads): with 32 at once, 1,000 sessions on
+// a 3-node cluster took 4.3-5.2 s to move after a kill; with 64, 4.0-4.6 s
+// on the same 2 cores.
+const adopters = 64
 
 // watchLeases starts adopting the sessions whose leases expire.
 func (h *Host) watchLeases(ctx stdctx.Context) error {
@@ -60,6 +64,13 @@ func (o *orphans) add(id string) {
 	case o.more <- struct{}{}:
 	default:
 	}
+}
+
+// remove forgets id, if it still waits.
+func (o *orphans) remove(id string) {
+	o.mu.Lock()
+	delete(o.ids, id)
+	o.mu.Unlock()
 }
 
 // take removes and returns one of the ids, chosen at random.
@@ -128,6 +139,10 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 		case jetstream.KeyValuePut:
 			held[e.Key()] = true
 			if h.leasedElsewhere(e) {
+				// Adopted by another host: not worth a claim here, which
+				// would look the session up and build its agent to be
+				// refused the lease.
+				h.orphans.remove(e.Key())
 				h.dropStale(e.Key(), nil)
 			}
 		case jetstream.KeyValueDelete:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
@@ -34,12 +35,20 @@ type Host struct {
 	nc     *nats.Conn
 	hosts  jetstream.KeyValue
 	leases jetstream.KeyValue
-	// stream holds the session logs: whether a session exists.
+	// stream holds the session logs: whether a session exists. Since the
+	// stream allows direct gets, which any replica answers, its
+	// single-message reads are sent to the leader (natsplugin.LeaderReads);
+	// leader makes the reads of queue.go.
 	stream jetstream.Stream
+	leader natsplugin.LeaderReader
 	// queue holds the prompts owners accepted (queue.go); queued are the
 	// entries this host stored and will delete.
 	queue  jetstream.KeyValue
 	queued queueKeys
+	// qview is the queue bucket as this host has seen it (queueview.go);
+	// nil on a host without an opener. marks numbers its marks.
+	qview  *queueView
+	marks  atomic.Int64
 	record []byte
 	sub    *nats.Subscription
 
@@ -161,10 +170,12 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 			"cluster: cannot open the lease bucket %q on %s; session.nats must run on stream %q before the host joins (a cluster: config mounts it)",
 			natsplugin.LeaseBucket(o.Stream), o.URL, o.Stream))
 	}
+	h.leader = natsplugin.NewLeaderReader(h.nc, o.Stream)
 	if h.stream, err = natsplugin.Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.Stream, error) { return js.Stream(ctx, o.Stream) }); err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"cluster: cannot open the stream %q on %s; session.nats must run on it before the host joins (a cluster: config mounts it)", o.Stream, o.URL))
 	}
+	h.stream = natsplugin.LeaderReads(h.stream, h.leader)
 	if err := h.openQueue(ctx, js); err != nil {
 		return err
 	}
@@ -208,16 +219,34 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 		_ = h.hosts.Delete(stdctx.Background(), o.HostID, jetstream.LastRevision(h.rev))
 		return errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot subscribe to %s on %s", RouteSubject(o.Stream, o.HostID), o.URL))
 	}
-	if h.claims(request{}) {
-		if err := h.watchLeases(h.ctx); err != nil {
-			h.cancel()
-			h.sub.Unsubscribe()
-			_ = h.hosts.Delete(stdctx.Background(), o.HostID, jetstream.LastRevision(h.rev))
-			return err
-		}
+	if err := h.watch(); err != nil {
+		h.cancel()
+		h.sub.Unsubscribe()
+		_ = h.hosts.Delete(stdctx.Background(), o.HostID, jetstream.LastRevision(h.rev))
+		return err
 	}
 	h.beatStop, h.beatDone = make(chan struct{}), make(chan struct{})
 	go h.heartbeat()
+	return nil
+}
+
+// watch starts the view of the queue bucket on a host that may resume
+// sessions — if only for a forwarded request — and the adoption of
+// expired leases on one that claims them.
+func (h *Host) watch() error {
+	if h.o.Open == nil {
+		return nil
+	}
+	if err := h.watchQueue(h.ctx); err != nil {
+		return err
+	}
+	if !h.claims(request{}) {
+		return nil
+	}
+	if err := h.watchLeases(h.ctx); err != nil {
+		h.qview.stop(true)
+		return err
+	}
 	return nil
 }
 
@@ -318,6 +347,9 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	}
 	h.cancel()
 	h.stopAdopting()
+	if h.qview != nil {
+		h.qview.stop(h.nc.IsConnected())
+	}
 	close(h.beatStop)
 	<-h.beatDone
 	h.drops.Wait()

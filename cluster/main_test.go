@@ -105,8 +105,8 @@ type nodeOpts struct {
 	replicas int
 	// claimed is Options.Claimed.
 	claimed func(*sessions.Session) error
-	// lookup makes Options.Open look the session up in the store's
-	// listing first, as serve's ClaimOptions does.
+	// lookup makes Options.Open look the session up in the store by its
+	// id first, as serve's ClaimOptions does.
 	lookup bool
 	// plugins are more YAML plugin entries; tail is YAML after the
 	// agents list (more agents, a serve: key).
@@ -160,12 +160,7 @@ func startNode(t *testing.T, srv *server.Server, stream, id string, o nodeOpts) 
 		opts.Open = func(id string) sessions.OpenOptions {
 			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 			defer cancel()
-			list, _ := h.Sessions().List(ctx)
-			for _, s := range list {
-				if s.ID == id {
-					break
-				}
-			}
+			h.Sessions().Find(ctx, id)
 			return sessions.OpenOptions{Agent: "main"}
 		}
 	}

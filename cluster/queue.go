@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -162,21 +161,16 @@ func (q *queueKeys) recorded(ss *sessions.Session) []string {
 // redeliver delivers again, through ss just resumed here, the prompts its
 // previous owner accepted and stored, oldest first, and deletes them.
 func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
-	w, err := h.queue.Watch(ctx, hashToken(ss.ID())+".*", jetstream.IgnoreDeletes())
+	entries, err := h.queuedFor(ctx, ss.ID())
 	if err != nil {
-		h.log.Warn("cluster: cannot read the prompts queued for a resumed session", "session", ss.ID(), "error", err)
-		return
+		// The view may miss an entry stored a moment ago; what it holds
+		// is delivered all the same.
+		h.log.Warn("cluster: cannot make sure every prompt queued for a resumed session is known here", "session", ss.ID(), "error", err)
+	}
+	if len(entries) == 0 {
+		return // the usual case: no request to the server
 	}
 	born, berr := h.born(ctx, ss)
-	var entries []jetstream.KeyValueEntry
-	for e := range w.Updates() {
-		if e == nil {
-			break
-		}
-		entries = append(entries, e)
-	}
-	w.Stop()
-	slices.SortFunc(entries, func(a, b jetstream.KeyValueEntry) int { return int(a.Revision()) - int(b.Revision()) })
 	for _, e := range entries {
 		var q queued
 		if err := json.Unmarshal(e.Value(), &q); err != nil {
@@ -221,7 +215,7 @@ func (h *Host) born(ctx stdctx.Context, ss *sessions.Session) (uint64, error) {
 	if b, ok := ss.Log().Lease().(interface{ Born() uint64 }); ok && b.Born() != 0 {
 		return b.Born(), nil
 	}
-	m, err := h.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(natsplugin.Subject(h.o.SubjectPrefix, ss.ID())))
+	m, err := h.leader.First(ctx, natsplugin.Subject(h.o.SubjectPrefix, ss.ID()))
 	if err != nil {
 		return 0, err
 	}

@@ -118,29 +118,29 @@ func (s *store) list(ctx stdctx.Context) ([]session.Summary, error) {
 	return out, nil
 }
 
-// Find describes session id by its key: its entry, its subject's count
-// and its lease, without reading any other session. found is false when
-// no log is stored under id.
+// Find describes session id by its key: its entry, its log's last
+// message (from the stream's leader) and its lease, without reading any
+// other session. An entry that names another last message lags its log,
+// which is read then. found is false when no log is stored under id.
 func (s *store) Find(ctx stdctx.Context, id string) (sum session.Summary, found bool, err error) {
 	subject, err := s.subject(id)
 	if err != nil {
 		return sum, false, err
 	}
 	tctx, cancel := s.timeout(ctx)
-	info, err := s.stream.Info(tctx, jetstream.WithSubjectFilter(subject))
+	last, err := s.lastSeq(tctx, subject)
 	cancel()
 	if err != nil {
-		return sum, false, s.failed(err, fmt.Sprintf("find session %q", id))
+		return sum, false, err
 	}
-	n, ok := info.State.Subjects[subject]
-	if !ok || n == 0 {
+	if last == 0 {
 		return sum, false, nil
 	}
 	x, ok, err := s.entry(ctx, id)
 	if err != nil {
 		return sum, false, err
 	}
-	if !ok || x.Msgs != n {
+	if !ok || x.Last != last {
 		if x, ok = s.describe(ctx, id); !ok {
 			_, err := s.readLog(ctx, id)
 			return session.Summary{ID: id, State: session.StateCorrupt, Error: errString(err)}, true, nil

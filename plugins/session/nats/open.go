@@ -36,7 +36,7 @@ func (s *store) markOpen(ctx stdctx.Context, subject, token string) (uint64, err
 // firstSeq is the stream sequence of the first message on subject, which
 // has one.
 func (s *store) firstSeq(ctx stdctx.Context, subject string) (uint64, error) {
-	m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
+	m, err := s.leader.First(ctx, subject)
 	if err != nil {
 		return 0, s.failed(err, "read the start of "+subject)
 	}

@@ -42,6 +42,7 @@ type store struct {
 	nc     *natsgo.Conn
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	leader LeaderReader // reads that must see every acked append
 	leases jetstream.KeyValue
 	index  jetstream.KeyValue // see index.go
 	// ends are the log ends read by lock, for the load that follows it.
@@ -73,7 +74,7 @@ func connect(log hclog.Logger, cfg Config) (*store, error) {
 		return nil, errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"session.nats: cannot connect to the NATS server at %s; start it (nats-server -js) or fix url/credentials_file in the plugin's config", cfg.URL))
 	}
-	s := &store{cfg: cfg, log: log, nc: nc, holder: holderName(cfg.HostID)}
+	s := &store{cfg: cfg, log: log, nc: nc, holder: holderName(cfg.HostID), leader: NewLeaderReader(nc, cfg.Stream)}
 	if err := s.setUp(); err != nil {
 		nc.Close()
 		return nil, err
@@ -117,11 +118,10 @@ func (s *store) streamConfig() jetstream.StreamConfig {
 		Subjects:    []string{s.cfg.SubjectPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Replicas:    s.cfg.Replicas,
-		// Reads go to the stream's leader. A direct get may be answered by
-		// a replica that has not applied the last acked append yet, and a
-		// log end read there is stale: a host taking a session over would
-		// be fenced on its first write, and a load could miss the last turn.
-		AllowDirect: false,
+		// Logs are read by direct gets, a whole log per request, from any
+		// replica; where a log ends is still read from the leader, as a
+		// replica may not have applied the last acked append (reads.go).
+		AllowDirect: true,
 	}
 }
 
@@ -161,7 +161,7 @@ func Subject(prefix, sessionID string) string {
 // lastSeq is the stream sequence of the last message on subject, 0 when
 // there is none.
 func (s *store) lastSeq(ctx stdctx.Context, subject string) (uint64, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	m, err := s.leader.Last(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -200,8 +200,8 @@ const readBatch = 512
 const readerIdle = 5 * time.Second
 
 // readLog reads session id's log whole. Its end is asked of the stream's
-// leader first; the messages then come through one consumer, a
-// batch per request rather than a request per message, until that end.
+// leader first (unless the lock just read it); the messages then come in
+// batches of direct gets (reads.go), usually two, until that end.
 func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error) {
 	var l storedLog
 	subject, err := s.subject(sessionID)
@@ -219,6 +219,70 @@ func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error)
 	if last == 0 {
 		return l, s.notFound(sessionID)
 	}
+	// The first two messages come with their headers: where the log
+	// starts, whether with an open record, and the agent that wrote it.
+	// The rest come without, which halves what a read costs the server and
+	// this host; the answer's end says where it stopped. Both start from
+	// the stream's first sequence, from which the server counts a batch
+	// from its subject index; from the middle of a log it reads blocks.
+	rest := false
+	for l.last < last {
+		got := l.msgs
+		var end uint64
+		var err error
+		if l.msgs == 0 {
+			_, err = s.directBatch(ctx, subject, 1, 2, false, func(seq uint64, h natsgo.Header, data []byte) error {
+				if seq > last {
+					return nil // appended after the end asked for
+				}
+				return l.add(h, data, seq, subject, sessionID)
+			})
+		} else {
+			from, skip := uint64(1), l.msgs
+			if rest {
+				// A replica behind the leader, or a capped answer: the
+				// rest from where it stopped.
+				from, skip = l.last+1, 0
+			}
+			end, err = s.directBatch(ctx, subject, from, readBatch, true, func(_ uint64, _ natsgo.Header, data []byte) error {
+				if skip > 0 {
+					skip-- // read with its headers already
+					return nil
+				}
+				return l.take(nil, data, fmt.Sprintf("message %d of the log", l.msgs+1), subject, sessionID)
+			})
+			if err == nil && l.msgs > got {
+				// Read without their sequences: the answer ends at end. It
+				// may hold messages appended after last; they are the log
+				// as of end, which is as consistent.
+				l.last, rest = end, true
+			}
+		}
+		if errors.Is(err, errNoDirect) {
+			return s.readLogByConsumer(ctx, sessionID, subject, last)
+		}
+		if err != nil {
+			if errs.HasCode(err, session.BadLog) {
+				return l, err
+			}
+			return l, s.failed(err, fmt.Sprintf("read session %q", sessionID))
+		}
+		if l.msgs == got && l.last < last {
+			// The replica that answered is behind the leader: ask again.
+			select {
+			case <-ctx.Done():
+				return l, s.failed(ctx.Err(), fmt.Sprintf("read session %q up to message %d", sessionID, last))
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return l, nil
+}
+
+// readLogByConsumer reads the log through an ephemeral consumer, for a
+// stream that does not allow direct gets.
+func (s *store) readLogByConsumer(ctx stdctx.Context, sessionID, subject string, last uint64) (storedLog, error) {
+	var l storedLog
 	// An ephemeral pull consumer of the log's subject, kept in memory on
 	// one server.
 	cons, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
@@ -250,7 +314,7 @@ func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error)
 				if merr != nil {
 					return l, s.failed(merr, fmt.Sprintf("read session %q", sessionID))
 				}
-				if aerr := l.add(m, meta.Sequence.Stream, subject, sessionID); aerr != nil {
+				if aerr := l.add(m.Headers(), m.Data(), meta.Sequence.Stream, subject, sessionID); aerr != nil {
 					return l, aerr
 				}
 			}
@@ -274,7 +338,7 @@ func (s *store) readLog(ctx stdctx.Context, sessionID string) (storedLog, error)
 
 // add takes in the message at stream sequence seq of the log of session
 // id on subject.
-func (l *storedLog) add(m jetstream.Msg, seq uint64, subject, id string) error {
+func (l *storedLog) add(h natsgo.Header, data []byte, seq uint64, subject, id string) error {
 	if seq <= l.last {
 		return nil // redelivered by the ordered consumer's reset
 	}
@@ -282,28 +346,35 @@ func (l *storedLog) add(m jetstream.Msg, seq uint64, subject, id string) error {
 		l.born = seq
 	}
 	l.last = seq
+	return l.take(h, data, fmt.Sprintf("message %d", seq), subject, id)
+}
+
+// take counts one message of the log, named what in errors, and keeps its
+// event. A message read without its headers (h nil) is an event: only a
+// log's first message is an open record, and it is read with them.
+func (l *storedLog) take(h natsgo.Header, data []byte, what, subject, id string) error {
 	l.msgs++
-	if IsOpenRecord(m.Headers()) {
+	if IsOpenRecord(h) {
 		return nil
 	}
 	var e session.Event
-	jerr := json.Unmarshal(m.Data(), &e)
+	jerr := json.Unmarshal(data, &e)
 	if jerr == nil && e.Seq == 0 {
 		jerr = errors.New("it has no seq")
 	}
 	if jerr != nil {
-		return errs.New(session.BadLog, fmt.Sprintf("session.nats: message %d of %s is not a session event: %v; purge the session with `dsh sessions delete %s`", seq, subject, jerr, id))
+		return errs.New(session.BadLog, fmt.Sprintf("session.nats: %s of %s is not a session event: %v; purge the session with `dsh sessions delete %s`", what, subject, jerr, id))
 	}
 	if !e.Type.Known() {
 		return errs.New(session.BadLog, fmt.Sprintf(
-			"session.nats: message %d of %s has the unknown event type %q; it was written by another version of dsh, and skipping it could drop a message", seq, subject, e.Type))
+			"session.nats: %s of %s has the unknown event type %q; it was written by another version of dsh, and skipping it could drop a message", what, subject, e.Type))
 	}
 	if want := int64(len(l.events)) + 1; e.Seq != want {
 		return errs.New(session.BadLog, fmt.Sprintf(
-			"session.nats: message %d of %s is event %d where %d was expected; the log lost or repeats events", seq, subject, e.Seq, want))
+			"session.nats: %s of %s is event %d where %d was expected; the log lost or repeats events", what, subject, e.Seq, want))
 	}
 	if len(l.events) == 0 {
-		l.agent = m.Headers().Get(agentHeader)
+		l.agent = h.Get(agentHeader)
 	}
 	l.events = append(l.events, e)
 	return nil

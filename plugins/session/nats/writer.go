@@ -221,7 +221,7 @@ func wrongLast(err error) bool {
 // with msgID, and its sequence: then this writer stored it, and nobody
 // appended after it.
 func (wr *writer) landed(ctx stdctx.Context, msgID string) (uint64, bool, error) {
-	m, err := wr.store.stream.GetLastMsgForSubject(ctx, wr.subject)
+	m, err := wr.store.leader.Last(ctx, wr.subject)
 	if err != nil {
 		return 0, false, err
 	}

@@ -1,0 +1,174 @@
+package nats
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Two kinds of read, and the stream allows both (AllowDirect).
+//
+// A leader read asks the stream's leader ($JS.API.STREAM.MSG.GET), which
+// has applied every append it acked: where a log ends, before a writer
+// takes it over, must be read there. nats.go sends its GetMsg and
+// GetLastMsgForSubject to any replica once a stream allows direct gets,
+// so those reads are made here instead.
+//
+// A direct read ($JS.API.DIRECT.GET, batch) is answered by any replica,
+// a whole log in one request; a replica behind the leader answers with
+// fewer messages. The caller knows from a leader read where the log ends
+// and asks again from where the answer stopped, so what it gets is the
+// leader's log. It replaces an ephemeral consumer per read, which on a
+// clustered server is a proposal to the meta leader to create it and
+// another to delete it: a host adopting a thousand sessions made the meta
+// layer the bottleneck of the whole cluster.
+
+// msgGetRequest is the JetStream API's message get request.
+type msgGetRequest struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+	Batch   int    `json:"batch,omitempty"`
+	// NoHeaders: a batch's messages come without their headers.
+	NoHeaders bool `json:"no_hdr,omitempty"`
+}
+
+type msgGetResponse struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Message *struct {
+		Subject  string `json:"subject"`
+		Sequence uint64 `json:"seq"`
+		Header   []byte `json:"hdrs,omitempty"`
+		Data     []byte `json:"data,omitempty"`
+	} `json:"message,omitempty"`
+}
+
+// LeaderReader reads single messages of one stream from its leader.
+type LeaderReader struct {
+	nc     *natsgo.Conn
+	stream string
+}
+
+// NewLeaderReader reads stream through nc.
+func NewLeaderReader(nc *natsgo.Conn, stream string) LeaderReader {
+	return LeaderReader{nc: nc, stream: stream}
+}
+
+// Last is the last message on subject; jetstream.ErrMsgNotFound when
+// there is none.
+func (r LeaderReader) Last(ctx stdctx.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	return r.get(ctx, msgGetRequest{LastFor: subject})
+}
+
+// First is the first message on subject; jetstream.ErrMsgNotFound when
+// there is none.
+func (r LeaderReader) First(ctx stdctx.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	return r.get(ctx, msgGetRequest{Seq: 1, NextFor: subject})
+}
+
+func (r LeaderReader) get(ctx stdctx.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	body, _ := json.Marshal(req)
+	m, err := r.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+r.stream, body)
+	if err != nil {
+		return nil, err
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, fmt.Errorf("an answer to a message get of stream %s is not JSON: %w", r.stream, err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, jetstream.ErrMsgNotFound
+		}
+		return nil, resp.Error
+	}
+	if resp.Message == nil {
+		return nil, jetstream.ErrInvalidJetStreamResponse
+	}
+	out := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data}
+	if len(resp.Message.Header) > 0 {
+		if out.Header, err = natsgo.DecodeHeadersMsg(resp.Message.Header); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// errNoDirect: the stream does not answer direct gets (a host of an
+// earlier version set AllowDirect back): the log is read by a consumer.
+var errNoDirect = errors.New("the stream does not allow direct gets")
+
+// directBatch asks any replica for up to n messages on subject from stream
+// sequence from on, and calls fn with each, in order: with its sequence
+// and headers, or, with noHeaders, its data alone (seq 0, h nil). It
+// returns the stream sequence of the last message of the answer, which
+// holds fewer than the log when the replica is behind or the server
+// capped the answer's bytes.
+func (s *store) directBatch(ctx stdctx.Context, subject string, from uint64, n int, noHeaders bool,
+	fn func(seq uint64, h natsgo.Header, data []byte) error) (uint64, error) {
+	inbox := s.nc.NewInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, err
+	}
+	defer sub.Unsubscribe()
+	body, _ := json.Marshal(msgGetRequest{Seq: from, NextFor: subject, Batch: n, NoHeaders: noHeaders})
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+s.cfg.Stream, inbox, body); err != nil {
+		return 0, err
+	}
+	var end uint64
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if errors.Is(err, natsgo.ErrNoResponders) {
+			return end, errNoDirect
+		}
+		if err != nil {
+			return end, err
+		}
+		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
+			switch status {
+			case "204": // end of the batch
+				if last := m.Header.Get(jetstream.LastSequenceHeader); last != "" {
+					end, _ = strconv.ParseUint(last, 10, 64)
+				}
+				return end, nil
+			case "404": // nothing from `from` on, on this replica
+				return end, nil
+			default:
+				return end, fmt.Errorf("direct get of %s: %s %s", subject, status, m.Header.Get("Description"))
+			}
+		}
+		var seq uint64
+		h := m.Header
+		if noHeaders {
+			h = nil
+		} else if seq, err = strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64); err != nil {
+			return end, fmt.Errorf("direct get of %s: a message without its sequence: %w", subject, err)
+		} else {
+			end = seq
+		}
+		if err := fn(seq, h, m.Data); err != nil {
+			return end, err
+		}
+	}
+}
+
+// LeaderReads returns st with its GetLastMsgForSubject sent to the
+// stream's leader through r, whatever the stream's AllowDirect says.
+func LeaderReads(st jetstream.Stream, r LeaderReader) jetstream.Stream {
+	return leaderStream{Stream: st, r: r}
+}
+
+type leaderStream struct {
+	jetstream.Stream
+	r LeaderReader
+}
+
+func (l leaderStream) GetLastMsgForSubject(ctx stdctx.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	return l.r.Last(ctx, subject)
+}
