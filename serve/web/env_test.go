@@ -63,6 +63,8 @@ type env struct {
 
 type envOpts struct {
 	drop string
+	// extraYAML is appended to the config.
+	extraYAML string
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -71,7 +73,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	yaml := "plugins:\n  - use: llm.scripted\n    config: {delay: 15ms, replies: " + string(replies) + "}\n" +
 		"  - use: session.jsonl\n    config: {dir: " + t.TempDir() + "}\n" +
 		"  - use: test.shout\n  - use: test.refuse\n" +
-		"agents:\n  - id: main\n    provider: scripted\n"
+		"agents:\n  - id: main\n    provider: scripted\n" +
+		"serve: {state_dir: " + t.TempDir() + "}\n" +
+		"pricing: {currency: EUR, models: {scripted-1: {input: 2, output: 8}}}\n" + o.extraYAML
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
