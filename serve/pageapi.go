@@ -11,8 +11,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/dsh-go/dsh/serve/web"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/serve/web"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/usage"
 )

@@ -70,10 +70,10 @@ type envOpts struct {
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	replies, _ := json.Marshal(script)
-	yaml := "plugins:\n  - use: llm.scripted\n    config: {delay: 15ms, replies: " + string(replies) + "}\n" +
+	yaml := "plugins:\n  - use: llm.scripted\n    config: {delay: 15ms, simulate_usage: true, replies: " + string(replies) + "}\n" +
 		"  - use: session.jsonl\n    config: {dir: " + t.TempDir() + "}\n" +
 		"  - use: test.shout\n  - use: test.refuse\n" +
-		"agents:\n  - id: main\n    provider: scripted\n" +
+		"agents:\n  - id: main\n    provider: scripted\n    model: scripted-1\n" +
 		"serve: {state_dir: " + t.TempDir() + "}\n" +
 		"pricing: {currency: EUR, models: {scripted-1: {input: 2, output: 8}}}\n" + o.extraYAML
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})

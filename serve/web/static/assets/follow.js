@@ -1,0 +1,64 @@
+// Follower keeps the conversation at its latest line while it grows,
+// unless the reader scrolled up to read; then a "Jump to latest" button
+// shows, and following resumes once the reader is back at the bottom.
+
+const SLACK = 48; // px from the bottom that still count as "at the bottom"
+
+export class Follower {
+  constructor(log, button) {
+    this.log = log;
+    this.button = button;
+    this.following = true;
+    this.frame = 0;
+    this.auto = false; // the next scroll event is ours
+    log.addEventListener("scroll", () => {
+      if (this.auto) { this.auto = false; return; }
+      this.following = this.atBottom();
+      this.button.hidden = this.following;
+    }, { passive: true });
+    button.addEventListener("click", () => this.jump());
+  }
+
+  atBottom() {
+    return this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight <= SLACK;
+  }
+
+  reset() {
+    this.following = true;
+    this.button.hidden = true;
+    this.changed();
+  }
+
+  // stick follows again (the reader sent a message: they want the answer).
+  stick() {
+    this.following = true;
+    this.button.hidden = true;
+    this.changed();
+  }
+
+  jump() {
+    this.following = true;
+    this.button.hidden = true;
+    this.scroll();
+    this.log.focus({ preventScroll: true });
+  }
+
+  // changed is called after every update; the layout is read once per
+  // frame, however many updates a frame holds (a backlog is thousands).
+  changed() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      if (this.following) this.scroll();
+      else this.button.hidden = false;
+    });
+  }
+
+  scroll() {
+    const top = this.log.scrollHeight - this.log.clientHeight;
+    if (Math.abs(this.log.scrollTop - top) > 1) {
+      this.auto = true;
+      this.log.scrollTop = top;
+    }
+  }
+}

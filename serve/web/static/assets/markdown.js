@@ -1,0 +1,175 @@
+// Markdown of answers, rendered by the server (POST /v1/render: goldmark,
+// chroma and bluemonday) and put into the page without assigning markup: the
+// sanitized HTML is parsed by DOMParser, whose document runs nothing, and
+// its nodes are imported. Rendering never blocks the page: a text shows as
+// plain text at once and is swapped for its rendering when that arrives;
+// messages are rendered when they come near the view, so a long session
+// costs one request for what is on screen.
+
+const BATCH = 40; // texts per request
+const CACHE = 500; // renderings kept, by text
+
+export class Markdown {
+  // post(texts) -> Promise<html[]>
+  constructor(post) {
+    this.post = post;
+    this.cache = new Map();
+    this.waiting = []; // {text, resolve, reject}
+    this.flushing = false;
+    this.parser = new DOMParser();
+    this.observer = new IntersectionObserver((entries) => this.visible(entries), { rootMargin: "1500px 0px" });
+  }
+
+  // render resolves to the HTML of text, asking the server in batches.
+  render(text) {
+    const hit = this.cache.get(text);
+    if (hit !== undefined) return Promise.resolve(hit);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ text, resolve, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        queueMicrotask(() => this.flush());
+      }
+    });
+  }
+
+  async flush() {
+    while (this.waiting.length > 0) {
+      const batch = this.waiting.splice(0, BATCH);
+      try {
+        const html = await this.post(batch.map((w) => w.text));
+        batch.forEach((w, i) => { this.remember(w.text, html[i]); w.resolve(html[i]); });
+      } catch (e) {
+        for (const w of batch) w.reject(e);
+      }
+    }
+    this.flushing = false;
+  }
+
+  remember(text, html) {
+    if (this.cache.size >= CACHE) this.cache.delete(this.cache.keys().next().value);
+    this.cache.set(text, html);
+  }
+
+  // show puts text into box as plain text, and its rendering once the box
+  // is near the view. A rendering already held is used at once.
+  show(box, text) {
+    box.dataset.md = "";
+    box.mdText = text;
+    const hit = this.cache.get(text);
+    if (hit !== undefined) {
+      this.apply(box, hit);
+      return;
+    }
+    if (box.childNodes.length === 0) box.textContent = text;
+    box.classList.add("md-plain");
+    this.observer.observe(box);
+  }
+
+  visible(entries) {
+    for (const en of entries) {
+      if (!en.isIntersecting) continue;
+      const box = en.target;
+      this.observer.unobserve(box);
+      const text = box.mdText;
+      this.render(text).then((html) => {
+        if (box.mdText === text) this.apply(box, html);
+      }).catch(() => { /* the plain text stays */ });
+    }
+  }
+
+  forget(box) {
+    this.observer.unobserve(box);
+  }
+
+  // stream shows a text that grows: the rendering of what it held at the
+  // last request, then the rest as plain text; a new request goes out when
+  // the last came back, so there is at most one in flight per message.
+  stream(box, text) {
+    box.mdText = text;
+    if (!box.mdStream) box.mdStream = { busy: false, rendered: "" };
+    const s = box.mdStream;
+    this.tail(box, text.slice(s.rendered.length));
+    if (s.busy || text === s.rendered) return;
+    s.busy = true;
+    this.render(text).then((html) => {
+      s.busy = false;
+      if (!box.isConnected) return;
+      s.rendered = text;
+      this.apply(box, html);
+      this.tail(box, box.mdText.slice(text.length));
+      if (box.mdText !== text) this.stream(box, box.mdText);
+    }).catch(() => {
+      s.busy = false;
+      box.textContent = box.mdText;
+    });
+  }
+
+  tail(box, rest) {
+    let t = box.querySelector(":scope > .md-tail");
+    if (!rest) { if (t) t.remove(); return; }
+    if (!t) {
+      t = document.createElement("span");
+      t.className = "md-tail";
+      box.append(t);
+    }
+    if (t.textContent !== rest) t.textContent = rest;
+  }
+
+  // apply makes box hold html, replacing only the blocks that changed:
+  // while an answer streams only its last block changes, so what the
+  // reader looks at is not rebuilt (no flicker, the selection stays).
+  apply(box, html) {
+    box.classList.remove("md-plain");
+    const doc = this.parser.parseFromString(`<body>${html}</body>`, "text/html");
+    const fresh = [...doc.body.childNodes].filter((n) => n.nodeType === 1 || n.textContent.trim() !== "");
+    // Blocks are compared by their HTML, not as nodes: a kept code block
+    // holds the copy button the new one lacks.
+    const keys = fresh.map((n) => (n.nodeType === 1 ? n.outerHTML : `#${n.textContent}`));
+    const prev = box.mdKeys || [];
+    const nodes = box.mdNodes || [];
+    let i = 0;
+    while (i < prev.length && i < keys.length && prev[i] === keys[i] && nodes[i].parentNode === box) i++;
+    const keep = new Set(nodes.slice(0, i));
+    const tail = box.querySelector(":scope > .md-tail");
+    for (const n of [...box.childNodes]) if (n !== tail && !keep.has(n)) n.remove();
+    const add = fresh.slice(i).map((n) => document.importNode(n, true));
+    for (const n of add) decorate(n);
+    if (tail) tail.before(...add);
+    else box.append(...add);
+    box.mdKeys = keys;
+    box.mdNodes = nodes.slice(0, i).concat(add);
+  }
+}
+
+// decorate gives code blocks a copy button and makes links open apart.
+function decorate(n) {
+  if (n.nodeType !== 1) return;
+  const pres = n.matches("pre") ? [n] : [...n.querySelectorAll("pre")];
+  for (const pre of pres) addCopy(pre);
+}
+
+function addCopy(pre) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "copy secondary";
+  b.textContent = "Copy";
+  b.setAttribute("aria-label", "Copy the code");
+  b.addEventListener("click", async () => {
+    const code = pre.querySelector("code") || pre;
+    try {
+      await navigator.clipboard.writeText(code.textContent);
+      b.textContent = "Copied";
+    } catch {
+      // No clipboard (plain http off localhost): select the code instead.
+      const r = document.createRange();
+      r.selectNodeContents(code);
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(r);
+      b.textContent = "Selected";
+    }
+    setTimeout(() => { b.textContent = "Copy"; }, 1500);
+  });
+  pre.prepend(b);
+}
