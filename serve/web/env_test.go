@@ -50,8 +50,10 @@ var script = []scripted.Reply{
 // way dsh serve mounts it.
 type env struct {
 	url string
-	h   *host.Host
-	srv *serve.Server
+	// sessionDir holds the session logs (session.jsonl).
+	sessionDir string
+	h          *host.Host
+	srv        *serve.Server
 	// streams counts the SSE connections and remembers their
 	// Last-Event-ID headers.
 	mu          sync.Mutex
@@ -65,15 +67,26 @@ type envOpts struct {
 	drop string
 	// extraYAML is appended to the config.
 	extraYAML string
+	// replies replace the script; agentYAML is added to the agent main's
+	// entry (indented by four spaces).
+	replies   []scripted.Reply
+	agentYAML string
+	// pluginYAML adds entries to the root's plugins.
+	pluginYAML string
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	replies, _ := json.Marshal(script)
+	sc := script
+	if o.replies != nil {
+		sc = o.replies
+	}
+	replies, _ := json.Marshal(sc)
+	sessionDir := t.TempDir()
 	yaml := "plugins:\n  - use: llm.scripted\n    config: {delay: 15ms, simulate_usage: true, replies: " + string(replies) + "}\n" +
-		"  - use: session.jsonl\n    config: {dir: " + t.TempDir() + "}\n" +
-		"  - use: test.shout\n  - use: test.refuse\n" +
-		"agents:\n  - id: main\n    provider: scripted\n    model: scripted-1\n" +
+		"  - use: session.jsonl\n    config: {dir: " + sessionDir + "}\n" +
+		"  - use: test.shout\n  - use: test.refuse\n" + o.pluginYAML +
+		"agents:\n  - id: main\n    provider: scripted\n    model: scripted-1\n" + o.agentYAML +
 		"serve: {state_dir: " + t.TempDir() + "}\n" +
 		"pricing: {currency: EUR, models: {scripted-1: {input: 2, output: 8}}}\n" + o.extraYAML
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
@@ -91,7 +104,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		h.Close(stdctx.Background())
 		t.Fatal(err)
 	}
-	e := &env{h: h, srv: srv, drop: o.drop}
+	e := &env{h: h, srv: srv, drop: o.drop, sessionDir: sessionDir}
 	ts := httptest.NewServer(e.mux())
 	e.url = ts.URL
 	t.Cleanup(func() {

@@ -2,9 +2,9 @@ package web_test
 
 import (
 	"io"
-	"path/filepath"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
