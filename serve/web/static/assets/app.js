@@ -15,7 +15,8 @@ let api = null;
 let view = null; // the session shown: {id, open, agent, stop: AbortController}
 let pricing = new Pricing(null);
 
-const markdown = new Markdown(async (texts) => (await api.call("POST", "/v1/render", { texts })).html);
+// A rendering changes a message's height: the view follows that too.
+const markdown = new Markdown(async (texts) => (await api.call("POST", "/v1/render", { texts })).html, () => follower.changed());
 
 const transcript = new Transcript(
   { log: $("log"), approvals: $("approvals"), queue: $("queue") },
@@ -136,17 +137,16 @@ function drawer(open) {
 async function connect(token) {
   api = new Api(token);
   let agents;
+  // The price table comes with the agents, in parallel: an older server
+  // has none, and shows tokens without cost.
+  const prices = api.call("GET", "/v1/pricing").catch(() => null);
   try {
     agents = await api.call("GET", "/v1/agents");
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return refused(e);
     return report(e, "Could not reach dsh serve");
   }
-  try {
-    pricing = new Pricing(await api.call("GET", "/v1/pricing"));
-  } catch {
-    pricing = new Pricing(null); // an older server: tokens without cost
-  }
+  pricing = new Pricing(await prices);
   showError("");
   $("token-form").hidden = true;
   $("app").hidden = false;
@@ -171,10 +171,13 @@ async function connect(token) {
     l.append(c, document.createTextNode(` ${p}`));
     fs.append(l);
   }
-  await listSessions();
+  // The list and the session shown load side by side: a session's first
+  // paint does not wait for a list of thousands.
+  const listing = listSessions();
   const id = new URLSearchParams(location.hash.slice(1)).get("session");
   if (id) await openSession(id);
   else drawer(true);
+  await listing;
 }
 
 async function listSessions() {
@@ -230,10 +233,73 @@ async function openSession(id) {
   transcript.reset();
   follower.reset();
   showTurnState();
+  const v = view;
+  if (s.last_seq > TAIL * 1.5) await showTail(v, s.last_seq);
+  if (v !== view) return;
   if (s.open) {
-    follow(view);
+    follow(v);
     $("prompt").focus({ preventScroll: true });
-  } else await readHistory(view);
+  } else await readHistory(v);
+  if (transcript.firstSeq > 1) loadOlder(v);
+}
+
+// A long session shows its last TAIL events first, then the older ones a
+// chunk at a time while the page is idle: the end of a conversation of
+// thousands of messages is on screen at once, and no chunk holds the page
+// long enough to make it stutter.
+const TAIL = 240;
+const OLDER = 300;
+
+// events reads the session's durable events with after < seq <= upto.
+async function events(v, after, upto) {
+  const out = [];
+  while (after < upto) {
+    const page = await api.call("GET", `/v1/sessions/${encodeURIComponent(v.id)}/events?after=${after}&limit=${Math.min(1000, upto - after)}`);
+    const evs = (page.events || []).filter((e) => e.seq <= upto);
+    if (evs.length === 0) break;
+    out.push(...evs);
+    after = evs[evs.length - 1].seq;
+  }
+  return out;
+}
+
+// fromTurnStart drops the events before the first turn/start, so that a
+// part of the history holds whole turns (a tool's result with its call).
+function fromTurnStart(evs) {
+  const i = evs.findIndex((e) => e.type === "turn/start");
+  return i > 0 ? evs.slice(i) : evs;
+}
+
+async function showTail(v, last) {
+  let evs;
+  try {
+    evs = fromTurnStart(await events(v, last - TAIL, last));
+  } catch (e) {
+    return report(e, "Could not read the history");
+  }
+  if (v !== view || evs.length === 0) return;
+  transcript.startAt(evs[0].seq);
+  for (const ev of evs) transcript.apply("event", { event: ev });
+}
+
+const idle = () => new Promise((resolve) => (window.requestIdleCallback ? requestIdleCallback(resolve, { timeout: 300 }) : setTimeout(resolve, 0)));
+
+async function loadOlder(v) {
+  while (v === view && transcript.firstSeq > 1) {
+    await idle();
+    const end = transcript.firstSeq;
+    const after = Math.max(0, end - 1 - OLDER);
+    let evs;
+    try {
+      evs = await events(v, after, end - 1);
+    } catch (e) {
+      return report(e, "Could not read the earlier history");
+    }
+    if (v !== view) return;
+    if (after > 0) evs = fromTurnStart(evs);
+    if (evs.length === 0) return;
+    transcript.prepend(evs);
+  }
 }
 
 // readHistory shows a session that is not open: its events, page by page.

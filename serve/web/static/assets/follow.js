@@ -10,9 +10,17 @@ export class Follower {
     this.button = button;
     this.following = true;
     this.frame = 0;
-    this.auto = false; // the next scroll event is ours
+    this.set = -1; // the scrollTop the follower set last
+    // Only a scroll the reader makes (wheel, touch, keys, the scroll bar)
+    // decides whether to follow: the page moves the view too (the
+    // browser's scroll anchoring when older history is added above, a
+    // rendering that changes a height), and such a move must not stop
+    // following because the end grew in the same frame.
+    this.touched = -Infinity;
+    const touch = () => { this.touched = performance.now(); };
+    for (const t of ["wheel", "touchmove", "pointerdown", "keydown"]) log.addEventListener(t, touch, { passive: true });
     log.addEventListener("scroll", () => {
-      if (this.auto) { this.auto = false; return; }
+      if (performance.now() - this.touched > 1000) return;
       this.following = this.atBottom();
       this.button.hidden = this.following;
     }, { passive: true });
@@ -57,8 +65,8 @@ export class Follower {
   scroll() {
     const top = this.log.scrollHeight - this.log.clientHeight;
     if (Math.abs(this.log.scrollTop - top) > 1) {
-      this.auto = true;
       this.log.scrollTop = top;
+      this.set = this.log.scrollTop;
     }
   }
 }

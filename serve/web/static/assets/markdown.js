@@ -10,9 +10,11 @@ const BATCH = 40; // texts per request
 const CACHE = 500; // renderings kept, by text
 
 export class Markdown {
-  // post(texts) -> Promise<html[]>
-  constructor(post) {
+  // post(texts) -> Promise<html[]>; applied() is called after a
+  // rendering changed a box.
+  constructor(post, applied = () => {}) {
     this.post = post;
+    this.applied = applied;
     this.cache = new Map();
     this.waiting = []; // {text, resolve, reject}
     this.flushing = false;
@@ -139,6 +141,7 @@ export class Markdown {
     else box.append(...add);
     box.mdKeys = keys;
     box.mdNodes = nodes.slice(0, i).concat(add);
+    this.applied();
   }
 }
 

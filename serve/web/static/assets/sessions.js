@@ -6,6 +6,11 @@ import { el } from "./dom.js";
 
 const PAGE = 100;
 
+// Formatters made once (see dom.js).
+const monthFormat = new Intl.DateTimeFormat([], { year: "numeric", month: "long" });
+const hourFormat = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit" });
+const dayFormat = new Intl.DateTimeFormat([], { month: "short", day: "numeric" });
+
 // groupOf names the group of a date: Today, Yesterday, Previous 7 days,
 // Previous 30 days, then the month.
 export function groupOf(iso, now = new Date()) {
@@ -16,7 +21,7 @@ export function groupOf(iso, now = new Date()) {
   if (days === 1) return "Yesterday";
   if (days < 7) return "Previous 7 days";
   if (days < 30) return "Previous 30 days";
-  return d.toLocaleDateString([], { year: "numeric", month: "long" });
+  return monthFormat.format(d);
 }
 
 // stateOf is what a person needs to know of a session.
@@ -31,8 +36,8 @@ export function stateOf(s, waiting) {
 function when(iso) {
   const d = new Date(iso || 0);
   if (Number.isNaN(d.getTime()) || d.getTime() === 0) return "";
-  if (d.toDateString() === new Date().toDateString()) return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  return d.toLocaleDateString([], { month: "short", day: "numeric" });
+  if (d.toDateString() === new Date().toDateString()) return hourFormat.format(d);
+  return dayFormat.format(d);
 }
 
 export class SessionList {

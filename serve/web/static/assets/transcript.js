@@ -11,7 +11,7 @@
 // All of it comes from the events, never from the clock, so a reload
 // shows the same text.
 
-import { el, clock, duration } from "./dom.js";
+import { el, clock, duration, fullFormat } from "./dom.js";
 import * as tools from "./tools.js";
 import { Totals, line as usageLine } from "./usage.js";
 
@@ -34,6 +34,7 @@ export class Transcript {
     this.parts.approvals.replaceChildren();
     this.parts.queue.replaceChildren();
     this.lastSeq = 0;
+    this.firstSeq = 0; // the first seq shown: older ones may come later
     this.lastNotice = 0;
     this.running = false;
     this.inflight = new Map(); // message id -> {box, next}
@@ -63,9 +64,31 @@ export class Transcript {
     this.hooks.changed();
   }
 
+  // startAt makes the transcript begin at seq first, for a long session
+  // shown from its end; prepend adds what came before.
+  startAt(first) {
+    this.firstSeq = first;
+    this.lastSeq = first - 1;
+  }
+
+  // prepend shows older events (whole turns, ending right before what is
+  // shown) above the rest, built apart with their own state and counted
+  // into the session's totals.
+  prepend(evs) {
+    const older = new Transcript({ log: document.createElement("div"), approvals: document.createElement("div"), queue: document.createElement("ul") },
+      { ...this.hooks, changed() {} });
+    older.startAt(evs[0].seq);
+    for (const ev of evs) older.event(ev);
+    this.parts.log.prepend(...older.parts.log.childNodes);
+    this.firstSeq = evs[0].seq;
+    this.session.merge(older.session);
+    this.hooks.changed();
+  }
+
   // event appends a durable event once: a seq already held is skipped.
   event(ev) {
     if (!ev || ev.seq <= this.lastSeq) return;
+    if (!this.firstSeq) this.firstSeq = ev.seq;
     this.lastSeq = ev.seq;
     const m = ev.message;
     switch (ev.type) {
@@ -143,7 +166,7 @@ export class Transcript {
       const who = node.querySelector(".who");
       const time = el("time", "when", clock(ev.time));
       time.dateTime = ev.time;
-      time.title = new Date(ev.time).toLocaleString();
+      time.title = fullFormat.format(new Date(ev.time));
       if (who) who.append(time);
     }
     this.parts.log.append(node);

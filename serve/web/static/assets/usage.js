@@ -43,6 +43,14 @@ export class Totals {
     this.priced = true;
   }
 
+  merge(o) {
+    this.steps += o.steps;
+    this.input += o.input;
+    this.output += o.output;
+    this.cost += o.cost;
+    this.priced = this.priced && o.priced;
+  }
+
   add(usage, cost) {
     this.steps++;
     this.input += usage.input_tokens || 0;
