@@ -1,10 +1,12 @@
 package web_test
 
 import (
+	"bytes"
 	stdctx "context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,6 +60,8 @@ type env struct {
 	// Last-Event-ID headers.
 	mu          sync.Mutex
 	lastEventID []string
+	// opened are the bodies of POST /v1/sessions.
+	opened []string
 	// drop, when set, ends the first stream right after it wrote a
 	// message of this kind.
 	drop string
@@ -65,8 +69,10 @@ type env struct {
 
 type envOpts struct {
 	drop string
-	// extraYAML is appended to the config.
+	// extraYAML is appended to the config; serveYAML to its serve: key
+	// (indented by two spaces).
 	extraYAML string
+	serveYAML string
 	// replies replace the script; agentYAML is added to the agent main's
 	// entry (indented by four spaces).
 	replies   []scripted.Reply
@@ -87,7 +93,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		"  - use: session.jsonl\n    config: {dir: " + sessionDir + "}\n" +
 		"  - use: test.shout\n  - use: test.refuse\n" + o.pluginYAML +
 		"agents:\n  - id: main\n    provider: scripted\n    model: scripted-1\n" + o.agentYAML +
-		"serve: {state_dir: " + t.TempDir() + "}\n" +
+		"serve:\n  state_dir: " + t.TempDir() + "\n" + o.serveYAML +
 		"pricing: {currency: EUR, models: {scripted-1: {input: 2, output: 8}}}\n" + o.extraYAML
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
@@ -132,6 +138,13 @@ func (e *env) mux() http.Handler {
 		mux.Handle("GET /assets/", web.Handler())
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && r.URL.Path == "/v1/sessions" {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			e.mu.Lock()
+			e.opened = append(e.opened, string(body))
+			e.mu.Unlock()
+		}
 		if strings.HasSuffix(r.URL.Path, "/stream") {
 			e.mu.Lock()
 			e.lastEventID = append(e.lastEventID, r.Header.Get("Last-Event-ID"))

@@ -79,7 +79,7 @@ export class SessionList {
   matches() {
     const q = this.parts.search.value.trim().toLowerCase();
     if (!q) return this.all;
-    return this.all.filter((s) => `${this.titleOf(s)} ${s.id} ${s.agent || ""}`.toLowerCase().includes(q));
+    return this.all.filter((s) => `${this.titleOf(s)} ${s.title || ""} ${s.id} ${s.agent || ""}`.toLowerCase().includes(q));
   }
 
   draw() {
