@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,10 @@ type env struct {
 	lastEventID []string
 	// opened are the bodies of POST /v1/sessions.
 	opened []string
+	// cuts end the streams so far; down makes every request fail and
+	// streamDown every stream request.
+	cuts             []stdctx.CancelFunc
+	down, streamDown atomic.Bool
 	// drop, when set, ends the first stream right after it wrote a
 	// message of this kind.
 	drop string
@@ -145,8 +150,20 @@ func (e *env) mux() http.Handler {
 			e.opened = append(e.opened, string(body))
 			e.mu.Unlock()
 		}
+		if e.down.Load() || (e.streamDown.Load() && strings.HasSuffix(r.URL.Path, "/stream")) {
+			// A server that is gone, or a proxy that drops the stream:
+			// the connection closes without an answer.
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
 		if strings.HasSuffix(r.URL.Path, "/stream") {
+			ctx, cancel := stdctx.WithCancel(r.Context())
+			defer cancel()
+			r = r.WithContext(ctx)
 			e.mu.Lock()
+			e.cuts = append(e.cuts, cancel)
 			e.lastEventID = append(e.lastEventID, r.Header.Get("Last-Event-ID"))
 			first := len(e.lastEventID) == 1
 			e.mu.Unlock()
@@ -338,4 +355,13 @@ func (b *browser) evalAwait(expr string) []string {
 		b.t.Fatalf("evaluating %s: %v\n%s", expr, err, b.dump())
 	}
 	return v
+}
+
+// cutStreams ends every stream from the server's side.
+func (e *env) cutStreams() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.cuts {
+		c()
+	}
 }
