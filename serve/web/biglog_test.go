@@ -16,7 +16,7 @@ import (
 // running them.
 
 type logWriter struct {
-	t     *testing.T
+	t     testing.TB
 	w     *bufio.Writer
 	f     *os.File
 	seq   int64
@@ -24,7 +24,7 @@ type logWriter struct {
 	at    time.Time
 }
 
-func newLog(t *testing.T, dir, id string, at time.Time) *logWriter {
+func newLog(t testing.TB, dir, id string, at time.Time) *logWriter {
 	t.Helper()
 	f, err := os.Create(filepath.Join(dir, id+".jsonl"))
 	if err != nil {
@@ -91,7 +91,7 @@ func bigAnswer(n int) string {
 // seedSessions writes sessions small sessions spread over the last two
 // months, and one session big of turns turns (two messages each); it
 // returns the seq of the big session's last answer.
-func seedSessions(t *testing.T, dir string, sessions, turns int, big string) int64 {
+func seedSessions(t testing.TB, dir string, sessions, turns int, big string) int64 {
 	t.Helper()
 	now := time.Now()
 	for i := range sessions {

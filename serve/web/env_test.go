@@ -84,9 +84,11 @@ type envOpts struct {
 	agentYAML string
 	// pluginYAML adds entries to the root's plugins.
 	pluginYAML string
+	// delay is the scripted model's pause before each chunk (15ms).
+	delay string
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	sc := script
 	if o.replies != nil {
@@ -94,7 +96,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	replies, _ := json.Marshal(sc)
 	sessionDir := t.TempDir()
-	yaml := "plugins:\n  - use: llm.scripted\n    config: {delay: 15ms, simulate_usage: true, replies: " + string(replies) + "}\n" +
+	delay := "15ms"
+	if o.delay != "" {
+		delay = o.delay
+	}
+	yaml := "plugins:\n  - use: llm.scripted\n    config: {delay: " + delay + ", simulate_usage: true, replies: " + string(replies) + "}\n" +
 		"  - use: session.jsonl\n    config: {dir: " + sessionDir + "}\n" +
 		"  - use: test.shout\n  - use: test.refuse\n" + o.pluginYAML +
 		"agents:\n  - id: main\n    provider: scripted\n    model: scripted-1\n" + o.agentYAML +
@@ -216,7 +222,7 @@ func lastBytes(s string, n int) string {
 func (w *dropWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // poll waits until ok holds, for at most one step.
-func poll(t *testing.T, what string, ok func() bool) {
+func poll(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(step)
 	for !ok() {
@@ -229,14 +235,14 @@ func poll(t *testing.T, what string, ok func() bool) {
 
 // browser is a headless Chromium with one tab.
 type browser struct {
-	t   *testing.T
+	t   testing.TB
 	ctx stdctx.Context
 	// errors are the page's uncaught exceptions and console errors.
 	mu     sync.Mutex
 	errors []string
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t testing.TB) *browser {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("the page tests need Debian's chromium at %s (apt-get install chromium): %v", chromium, err)

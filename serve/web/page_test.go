@@ -15,7 +15,7 @@ const transcriptJS = `[...document.querySelectorAll("#log [data-seq]")].map(e =>
 
 // openPage opens the page with the token in its fragment and creates a
 // session of the agent "main".
-func openPage(t *testing.T, e *env, b *browser) {
+func openPage(t testing.TB, e *env, b *browser) {
 	t.Helper()
 	b.do("opening the page", chromedp.Navigate(e.url+"/#token="+token))
 	b.wait("the session list", `!document.getElementById("app").hidden && document.querySelector("#agent option[value=main]")`)

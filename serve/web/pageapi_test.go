@@ -9,7 +9,7 @@ import (
 )
 
 // apiCall sends one request with the token and decodes the JSON answer.
-func apiCall(t *testing.T, e *env, method, path, body string) (int, map[string]any) {
+func apiCall(t testing.TB, e *env, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	if err != nil {

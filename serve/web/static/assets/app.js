@@ -417,14 +417,19 @@ function showTurnState() {
     shownWaiting = waiting;
     relist();
   }
+  // Called for every chunk of a stream: write only what changed.
+  const t = transcript.session;
+  const shown = [waiting, running, t.steps, t.input, t.output].join();
+  if (shown === lastShown) return;
+  lastShown = shown;
   $("turn-state").textContent = waiting ? "waiting for your approval" : running ? "working…" : "";
   $("turn-state").dataset.state = waiting ? "waiting" : running ? "running" : "";
   $("steer").disabled = !running;
   $("cancel").disabled = !running;
   $("send").textContent = running ? "Queue" : "Send";
-  const t = transcript.session;
   $("session-usage").textContent = t.steps ? usageLine(t, pricing.currency) : "";
 }
+let lastShown = "";
 
 function hideRefusal() {
   $("refusal").hidden = true;

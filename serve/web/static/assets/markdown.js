@@ -7,6 +7,10 @@
 // costs one request for what is on screen.
 
 const BATCH = 40; // texts per request
+// EVERY is the least time between two renderings of a streaming answer:
+// each one parses and compares the whole answer, so a fast stream would
+// otherwise spend its frames on renderings nobody has time to read.
+const EVERY = 150;
 const CACHE = 500; // renderings kept, by text
 
 export class Markdown {
@@ -94,13 +98,16 @@ export class Markdown {
     this.tail(box, text.slice(s.rendered.length));
     if (s.busy || text === s.rendered) return;
     s.busy = true;
-    this.render(text).then((html) => {
+    const started = performance.now();
+    this.render(text).then(async (html) => {
+      if (box.isConnected && box.mdStream === s) {
+        s.rendered = text;
+        this.apply(box, html);
+        this.tail(box, box.mdText.slice(text.length));
+      }
+      await new Promise((r) => setTimeout(r, Math.max(0, EVERY - (performance.now() - started))));
       s.busy = false;
-      if (!box.isConnected) return;
-      s.rendered = text;
-      this.apply(box, html);
-      this.tail(box, box.mdText.slice(text.length));
-      if (box.mdText !== text) this.stream(box, box.mdText);
+      if (box.isConnected && box.mdStream === s && box.mdText !== s.rendered) this.stream(box, box.mdText);
     }).catch(() => {
       s.busy = false;
       box.textContent = box.mdText;
