@@ -30,6 +30,10 @@ func openPage(t testing.TB, e *env, b *browser) {
 	b.wait("the drawer in place", `document.getElementById("sessions").getBoundingClientRect().left >= 0 && !document.getElementById("sessions").getAnimations().length`)
 	b.do("creating a session", chromedp.Click(chromedp.CSS(`#new-session button[type=submit]`)))
 	b.wait("the composer", `!document.getElementById("composer").hidden && document.getElementById("conn").textContent === "live"`)
+	// and slides away once a session is shown; until then it covers the
+	// chat.
+	b.wait("the drawer away", `getComputedStyle(document.getElementById("drawer-toggle")).display === "none" ||
+		(document.getElementById("sessions").getBoundingClientRect().right <= 0 && !document.getElementById("sessions").getAnimations().length)`)
 }
 
 func send(b *browser, text string) {
