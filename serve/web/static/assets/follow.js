@@ -21,10 +21,15 @@ export class Follower {
     for (const t of ["wheel", "touchmove", "pointerdown", "keydown"]) log.addEventListener(t, touch, { passive: true });
     log.addEventListener("scroll", () => {
       if (performance.now() - this.touched > 1000) return;
+      if (Math.abs(this.log.scrollTop - this.set) <= 1) return; // the follower's own
       this.following = this.atBottom();
       this.button.hidden = this.following;
     }, { passive: true });
     button.addEventListener("click", () => this.jump());
+    // The dock below grows when a question or a queued message comes and
+    // shrinks when it goes: the conversation's box changes height with no
+    // change of its own, and the end must stay in view.
+    new ResizeObserver(() => this.changed()).observe(log);
   }
 
   atBottom() {
@@ -39,12 +44,14 @@ export class Follower {
 
   // stick follows again (the reader sent a message: they want the answer).
   stick() {
+    this.touched = -Infinity; // asked to follow: a scroll just before does not count
     this.following = true;
     this.button.hidden = true;
     this.changed();
   }
 
   jump() {
+    this.touched = -Infinity;
     this.following = true;
     this.button.hidden = true;
     this.scroll();
@@ -54,6 +61,7 @@ export class Follower {
   // changed is called after every update; the layout is read once per
   // frame, however many updates a frame holds (a backlog is thousands).
   changed() {
+    this.log.dataset.following = this.following;
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;

@@ -84,8 +84,20 @@ export class Markdown {
     }
   }
 
-  forget(box) {
-    this.observer.unobserve(box);
+  // finish shows the whole text of a box that streamed: at once from the
+  // cache, else as the streamed rendering plus the rest in plain text
+  // until the last rendering comes (now, not when the box is in view:
+  // it holds a partial rendering that would otherwise stay).
+  finish(box, text) {
+    const hit = this.cache.get(text);
+    if (hit === undefined) {
+      this.stream(box, text);
+      return;
+    }
+    box.mdText = text;
+    box.mdStream = null;
+    this.tail(box, "");
+    this.apply(box, hit);
   }
 
   // stream shows a text that grows: the rendering of what it held at the

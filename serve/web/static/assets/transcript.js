@@ -285,13 +285,10 @@ export class Transcript {
     details.hidden = !m.reasoning;
     details.open = !!streaming;
     const content = streamed || el("div", "content md");
-    if (streamed) this.hooks.markdown.forget(streamed);
     box.append(details, content);
     if (!streaming) {
-      const tail = content.querySelector(":scope > .md-tail");
-      if (tail) tail.remove();
-      content.mdStream = null;
-      this.hooks.markdown.show(content, m.content || "");
+      if (streamed) this.hooks.markdown.finish(content, m.content || "");
+      else this.hooks.markdown.show(content, m.content || "");
     }
     for (const call of m.tool_calls || []) {
       if (streaming) continue;
