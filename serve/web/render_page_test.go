@@ -95,3 +95,29 @@ func TestPageRendersAnswersAndDiffsSafely(t *testing.T) {
 		t.Fatalf("the page logged errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// While an answer streams, the text after the last rendering goes on in
+// the rendered paragraph, with the space the rendering dropped: "Let" and
+// " me" read "Let me", on one line, never "Letme".
+func TestPageStreamsTextAfterARendering(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	b := newBrowser(t)
+	b.do("opening the page", chromedp.Navigate(e.url+"/#token="+token))
+	got := b.evalAwait(`(async () => {
+		const { Markdown } = await import("/assets/markdown.js");
+		let release;
+		const md = new Markdown((texts) => new Promise((r) => { release = () => r(texts.map((t) => "<p>" + t.trim() + "</p>\n")) }));
+		const box = document.createElement("div");
+		document.body.append(box);
+		md.stream(box, "Let ");
+		await new Promise((r) => setTimeout(r, 10));
+		release();
+		await new Promise((r) => setTimeout(r, 10));
+		md.stream(box, "Let me say");
+		const p = box.querySelector("p");
+		return [box.textContent, String(box.children.length), p.lastChild.className || "", p.firstChild.textContent];
+	})()`)
+	if want := []string{"Let me say", "1", "md-tail", "Let"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("the streamed box reads %q, want %q", got, want)
+	}
+}

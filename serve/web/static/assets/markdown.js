@@ -65,6 +65,7 @@ export class Markdown {
     const hit = this.cache.get(text);
     if (hit !== undefined) {
       this.apply(box, hit);
+      box.mdParsed = null; // a message that does not stream is rendered once
       return;
     }
     if (box.childNodes.length === 0) box.textContent = text;
@@ -79,7 +80,10 @@ export class Markdown {
       this.observer.unobserve(box);
       const text = box.mdText;
       this.render(text).then((html) => {
-        if (box.mdText === text) this.apply(box, html);
+        if (box.mdText === text) {
+          this.apply(box, html);
+          box.mdParsed = null;
+        }
       }).catch(() => { /* the plain text stays */ });
     }
   }
@@ -107,7 +111,7 @@ export class Markdown {
     box.mdText = text;
     if (!box.mdStream) box.mdStream = { busy: false, rendered: "" };
     const s = box.mdStream;
-    this.tail(box, text.slice(s.rendered.length));
+    this.tail(box, rest(text, s.rendered));
     if (s.busy || text === s.rendered) return;
     s.busy = true;
     const started = performance.now();
@@ -115,7 +119,7 @@ export class Markdown {
       if (box.isConnected && box.mdStream === s) {
         s.rendered = text;
         this.apply(box, html);
-        this.tail(box, box.mdText.slice(text.length));
+        this.tail(box, rest(box.mdText, text));
       }
       await new Promise((r) => setTimeout(r, Math.max(0, EVERY - (performance.now() - started))));
       s.busy = false;
@@ -126,15 +130,20 @@ export class Markdown {
     });
   }
 
-  tail(box, rest) {
-    let t = box.querySelector(":scope > .md-tail");
-    if (!rest) { if (t) t.remove(); return; }
+  // tail shows the text that arrived after the last rendering, inside
+  // the last paragraph when the rendering ends with one, so that a word
+  // cut by the rendering goes on on its line.
+  tail(box, text) {
+    let t = box.querySelector(".md-tail");
+    if (!text) { if (t) t.remove(); return; }
     if (!t) {
       t = document.createElement("span");
       t.className = "md-tail";
-      box.append(t);
     }
-    if (t.textContent !== rest) t.textContent = rest;
+    const last = box.lastElementChild === t ? t.previousElementSibling : box.lastElementChild;
+    const host = last && /^(P|LI|H[1-6])$/.test(last.tagName) ? last : box;
+    if (t.parentNode !== host || host.lastChild !== t) host.append(t);
+    if (t.textContent !== text) t.textContent = text;
   }
 
   // apply makes box hold html, replacing only the blocks that changed:
@@ -144,24 +153,32 @@ export class Markdown {
     box.classList.remove("md-plain");
     const doc = this.parser.parseFromString(`<body>${html}</body>`, "text/html");
     const fresh = [...doc.body.childNodes].filter((n) => n.nodeType === 1 || n.textContent.trim() !== "");
-    // Blocks are compared by their HTML, not as nodes: a kept code block
-    // holds the copy button the new one lacks.
-    const keys = fresh.map((n) => (n.nodeType === 1 ? n.outerHTML : `#${n.textContent}`));
-    const prev = box.mdKeys || [];
+    // Blocks are compared with the parsed blocks of the last rendering,
+    // kept as parsed: a shown code block holds the copy button the new
+    // one lacks. isEqualNode compares in the browser, without writing
+    // either block out as text.
+    const prev = box.mdParsed || [];
     const nodes = box.mdNodes || [];
     let i = 0;
-    while (i < prev.length && i < keys.length && prev[i] === keys[i] && nodes[i].parentNode === box) i++;
+    while (i < prev.length && i < fresh.length && nodes[i].parentNode === box && prev[i].isEqualNode(fresh[i])) i++;
     const keep = new Set(nodes.slice(0, i));
-    const tail = box.querySelector(":scope > .md-tail");
-    for (const n of [...box.childNodes]) if (n !== tail && !keep.has(n)) n.remove();
+    // The caller shows the tail again after the rendering.
+    const tail = box.querySelector(".md-tail");
+    if (tail) tail.remove();
+    for (const n of [...box.childNodes]) if (!keep.has(n)) n.remove();
     const add = fresh.slice(i).map((n) => document.importNode(n, true));
+    box.mdParsed = prev.slice(0, i).concat(fresh.slice(i));
     for (const n of add) decorate(n);
-    if (tail) tail.before(...add);
-    else box.append(...add);
-    box.mdKeys = keys;
+    box.append(...add);
     box.mdNodes = nodes.slice(0, i).concat(add);
     this.applied();
   }
+}
+
+// rest is what text holds beyond the rendered part, with the spaces the
+// rendering dropped at the end of what it rendered.
+function rest(text, rendered) {
+  return text.slice(rendered.trimEnd().length);
 }
 
 // decorate gives code blocks a copy button and makes links open apart.
