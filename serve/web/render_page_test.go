@@ -121,3 +121,50 @@ func TestPageStreamsTextAfterARendering(t *testing.T) {
 		t.Fatalf("the streamed box reads %q, want %q", got, want)
 	}
 }
+
+// A tool row says what became of its call: denied when a person said no,
+// interrupted when the turn was cancelled while it asked, failed when the
+// tool failed; after a reload the same, from the log alone. The copy
+// button of a code block copies its code (or selects it where the
+// browser gives no clipboard).
+func TestPageToolStatesAndCopy(t *testing.T) {
+	e := newEnv(t, envOpts{replies: []scripted.Reply{
+		{Text: "```sh\necho hi\n```", ToolCalls: []scripted.Call{{Name: "shout", Arguments: `{"text":"one"}`}}},
+		{Text: "Denied, then."},
+		{Text: "Again.", ToolCalls: []scripted.Call{{Name: "shout", Arguments: `{"text":"two"}`}}},
+		{Text: "Broken.", ToolCalls: []scripted.Call{{Name: "shout", Arguments: `{"txt":3}`}}},
+		{Text: "It failed."},
+	}})
+	b := newBrowser(t)
+	b.do("a desktop window", chromedp.EmulateViewport(1280, 800))
+	openPage(t, e, b)
+	states := `[...document.querySelectorAll("#log .tool .tool-status")].map(s => s.textContent)`
+
+	send(b, "first")
+	b.wait("the question", `document.querySelector("#approvals .question button[data-choice=deny]")`)
+	b.do("denying", chromedp.Click(chromedp.CSS(`#approvals button[data-choice=deny]`)))
+	b.wait("the turn's end", `document.querySelectorAll("#log .turn-sum").length === 1`)
+	send(b, "second")
+	b.wait("the second question", `document.querySelector("#approvals .question")`)
+	cancelTurn(t, b)
+	send(b, "third")
+	b.wait("the third turn's end", `document.querySelectorAll("#log .turn-sum").length === 3`)
+	want := "denied|interrupted|failed"
+	if got := eval[[]string](b, states); strings.Join(got, "|") != want {
+		t.Fatalf("the calls read %q, want %s", got, want)
+	}
+	b.do("reloading", chromedp.Reload())
+	b.wait("the history", `document.querySelectorAll("#log .turn-sum").length === 3`)
+	if got := eval[[]string](b, states); strings.Join(got, "|") != want {
+		t.Fatalf("after a reload the calls read %q, want %s", got, want)
+	}
+
+	b.wait("the code rendered", `document.querySelector("#log pre > button.copy")`)
+	b.do("copying", chromedp.Click(chromedp.CSS(`#log pre > button.copy`)))
+	b.wait("copied or selected", `["Copied", "Selected"].includes(document.querySelector("#log pre > button.copy").textContent)`)
+	if eval[string](b, `document.querySelector("#log pre > button.copy").textContent`) == "Selected" {
+		if got := eval[string](b, `getSelection().toString()`); got != "echo hi\n" {
+			t.Fatalf("the selection holds %q", got)
+		}
+	}
+}

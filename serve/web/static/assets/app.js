@@ -16,7 +16,7 @@ let view = null; // the session shown: {id, open, agent, stop: AbortController}
 let pricing = new Pricing(null);
 
 // A rendering changes a message's height: the view follows that too.
-const markdown = new Markdown(async (texts) => (await api.call("POST", "/v1/render", { texts })).html, () => follower.changed());
+const markdown = new Markdown(async (texts) => (await api.call("POST", "/v1/render", { texts })).html, () => follower.changed(), $("log"));
 
 const transcript = new Transcript(
   { log: $("log"), approvals: $("approvals"), queue: $("queue") },

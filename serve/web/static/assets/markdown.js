@@ -15,15 +15,20 @@ const CACHE = 500; // renderings kept, by text
 
 export class Markdown {
   // post(texts) -> Promise<html[]>; applied() is called after a
-  // rendering changed a box.
-  constructor(post, applied = () => {}) {
+  // rendering changed a box; root is the scrolling element the boxes are
+  // in (null: the window).
+  constructor(post, applied = () => {}, root = null) {
     this.post = post;
     this.applied = applied;
     this.cache = new Map();
     this.waiting = []; // {text, resolve, reject}
     this.flushing = false;
     this.parser = new DOMParser();
-    this.observer = new IntersectionObserver((entries) => this.visible(entries), { rootMargin: "1500px 0px" });
+    // The margin counts from the scrolling conversation, not the window:
+    // the window's would be clipped by the conversation's own box, and
+    // only what is on screen would be rendered, each box blinking from
+    // plain to rendered as it scrolls in.
+    this.observer = new IntersectionObserver((entries) => this.visible(entries), { root, rootMargin: "1500px 0px" });
   }
 
   // render resolves to the HTML of text, asking the server in batches.
@@ -197,7 +202,10 @@ function addCopy(pre) {
   b.addEventListener("click", async () => {
     const code = pre.querySelector("code") || pre;
     try {
-      await navigator.clipboard.writeText(code.textContent);
+      // A clipboard that waits for a permission nobody grants must not
+      // leave the button doing nothing: after a second, select instead.
+      const late = new Promise((_, reject) => setTimeout(() => reject(new Error("no clipboard")), 1000));
+      await Promise.race([navigator.clipboard.writeText(code.textContent), late]);
       b.textContent = "Copied";
     } catch {
       // No clipboard (plain http off localhost): select the code instead.

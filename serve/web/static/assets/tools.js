@@ -6,7 +6,7 @@
 import { el } from "./dom.js";
 
 // States a call goes through, as the row names them.
-export const STATES = ["requested", "asking", "running", "done", "failed", "denied", "interrupted", "withdrawn"];
+export const STATES = ["requested", "asking", "running", "done", "failed", "denied", "interrupted"];
 
 function parseArgs(call) {
   if (call.arguments && typeof call.arguments === "object") return call.arguments;

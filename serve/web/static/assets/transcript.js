@@ -307,9 +307,14 @@ export class Transcript {
   toolResult(m) {
     const card = this.calls.get(m.tool_call_id);
     if (!card) return;
-    // A denied call's error result keeps the word the person chose.
-    const denied = card.dataset.status === "denied" || (m.is_error && /\bdenied\b/i.test(m.content || ""));
-    this.callStatus(m.tool_call_id, denied ? "denied" : m.is_error ? "failed" : "done");
+    // The error result of a call that never ran says why: a person
+    // denied it, or the turn ended first (the words are the tool
+    // pipeline's). The row keeps that, also when the log is read later.
+    const text = m.content || "";
+    let status = m.is_error ? "failed" : "done";
+    if (card.dataset.status === "denied" || (m.is_error && /\bdenied\b/i.test(text))) status = "denied";
+    else if (card.dataset.status === "interrupted" || (m.is_error && /^not executed: the turn was (aborted|cancelled)/i.test(text))) status = "interrupted";
+    this.callStatus(m.tool_call_id, status);
     tools.setResult(card, m);
     if (!card.querySelector(".parts")) this.showParts(card.querySelector(".tool-body"), m);
   }
@@ -455,7 +460,9 @@ export class Transcript {
     const card = this.calls.get(call);
     if (!settled || !card || card.dataset.status !== "asking") return;
     const choice = settled.answer && settled.answer.choice;
-    this.callStatus(call, settled.withdrawn ? "withdrawn" : choice === "deny" ? "denied" : "running");
+    // A question withdrawn is a turn that ended (cancelled, closed)
+    // before anyone answered: the call never ran.
+    this.callStatus(call, settled.withdrawn ? "interrupted" : choice === "deny" ? "denied" : "running");
   }
 
   // enableQuestion lets a question be answered again after a failed try.
