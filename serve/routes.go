@@ -46,6 +46,11 @@ func (s *Server) table() []route {
 		{method: "GET", path: "/v1/sessions/{id}/events", handle: s.events},
 		{method: "GET", path: "/v1/sessions/{id}/stream", handle: s.stream},
 		{method: "GET", path: "/v1/sessions/{id}/attachments/{ref}", handle: s.attachment},
+		// The web page's own routes (pageapi.go).
+		{method: "POST", path: "/v1/render", handle: s.render},
+		{method: "GET", path: "/v1/pricing", handle: s.pricing},
+		{method: "GET", path: "/v1/titles", handle: s.listTitles},
+		{method: "POST", path: "/v1/sessions/{id}/title", handle: s.setTitle},
 	}
 }
 

@@ -1,15 +1,18 @@
 package web_test
 
 import (
+	"bytes"
 	stdctx "context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,12 +52,20 @@ var script = []scripted.Reply{
 // way dsh serve mounts it.
 type env struct {
 	url string
-	h   *host.Host
-	srv *serve.Server
+	// sessionDir holds the session logs (session.jsonl).
+	sessionDir string
+	h          *host.Host
+	srv        *serve.Server
 	// streams counts the SSE connections and remembers their
 	// Last-Event-ID headers.
 	mu          sync.Mutex
 	lastEventID []string
+	// opened are the bodies of POST /v1/sessions.
+	opened []string
+	// cuts end the streams so far; down makes every request fail and
+	// streamDown every stream request.
+	cuts             []stdctx.CancelFunc
+	down, streamDown atomic.Bool
 	// drop, when set, ends the first stream right after it wrote a
 	// message of this kind.
 	drop string
@@ -62,15 +73,38 @@ type env struct {
 
 type envOpts struct {
 	drop string
+	// extraYAML is appended to the config; serveYAML to its serve: key
+	// (indented by two spaces).
+	extraYAML string
+	serveYAML string
+	// replies replace the script; agentYAML is added to the agent main's
+	// entry (indented by four spaces).
+	replies   []scripted.Reply
+	agentYAML string
+	// pluginYAML adds entries to the root's plugins.
+	pluginYAML string
+	// delay is the scripted model's pause before each chunk (15ms).
+	delay string
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
-	replies, _ := json.Marshal(script)
-	yaml := "plugins:\n  - use: llm.scripted\n    config: {delay: 15ms, replies: " + string(replies) + "}\n" +
-		"  - use: session.jsonl\n    config: {dir: " + t.TempDir() + "}\n" +
-		"  - use: test.shout\n  - use: test.refuse\n" +
-		"agents:\n  - id: main\n    provider: scripted\n"
+	sc := script
+	if o.replies != nil {
+		sc = o.replies
+	}
+	replies, _ := json.Marshal(sc)
+	sessionDir := t.TempDir()
+	delay := "15ms"
+	if o.delay != "" {
+		delay = o.delay
+	}
+	yaml := "plugins:\n  - use: llm.scripted\n    config: {delay: " + delay + ", simulate_usage: true, replies: " + string(replies) + "}\n" +
+		"  - use: session.jsonl\n    config: {dir: " + sessionDir + "}\n" +
+		"  - use: test.shout\n  - use: test.refuse\n" + o.pluginYAML +
+		"agents:\n  - id: main\n    provider: scripted\n    model: scripted-1\n" + o.agentYAML +
+		"serve:\n  state_dir: " + t.TempDir() + "\n" + o.serveYAML +
+		"pricing: {currency: EUR, models: {scripted-1: {input: 2, output: 8}}}\n" + o.extraYAML
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +119,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		h.Close(stdctx.Background())
 		t.Fatal(err)
 	}
-	e := &env{h: h, srv: srv, drop: o.drop}
+	e := &env{h: h, srv: srv, drop: o.drop, sessionDir: sessionDir}
 	ts := httptest.NewServer(e.mux())
 	e.url = ts.URL
 	t.Cleanup(func() {
@@ -113,8 +147,27 @@ func (e *env) mux() http.Handler {
 		mux.Handle("GET /assets/", web.Handler())
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/stream") {
+		if r.Method == "POST" && r.URL.Path == "/v1/sessions" {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			e.mu.Lock()
+			e.opened = append(e.opened, string(body))
+			e.mu.Unlock()
+		}
+		if e.down.Load() || (e.streamDown.Load() && strings.HasSuffix(r.URL.Path, "/stream")) {
+			// A server that is gone, or a proxy that drops the stream:
+			// the connection closes without an answer.
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/stream") {
+			ctx, cancel := stdctx.WithCancel(r.Context())
+			defer cancel()
+			r = r.WithContext(ctx)
+			e.mu.Lock()
+			e.cuts = append(e.cuts, cancel)
 			e.lastEventID = append(e.lastEventID, r.Header.Get("Last-Event-ID"))
 			first := len(e.lastEventID) == 1
 			e.mu.Unlock()
@@ -167,7 +220,7 @@ func lastBytes(s string, n int) string {
 func (w *dropWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // poll waits until ok holds, for at most one step.
-func poll(t *testing.T, what string, ok func() bool) {
+func poll(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(step)
 	for !ok() {
@@ -180,14 +233,14 @@ func poll(t *testing.T, what string, ok func() bool) {
 
 // browser is a headless Chromium with one tab.
 type browser struct {
-	t   *testing.T
+	t   testing.TB
 	ctx stdctx.Context
 	// errors are the page's uncaught exceptions and console errors.
 	mu     sync.Mutex
 	errors []string
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t testing.TB) *browser {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("the page tests need Debian's chromium at %s (apt-get install chromium): %v", chromium, err)
@@ -306,4 +359,13 @@ func (b *browser) evalAwait(expr string) []string {
 		b.t.Fatalf("evaluating %s: %v\n%s", expr, err, b.dump())
 	}
 	return v
+}
+
+// cutStreams ends every stream from the server's side.
+func (e *env) cutStreams() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.cuts {
+		c()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -107,7 +108,14 @@ func TestPageLoadsOnlyServedFiles(t *testing.T) {
 			t.Errorf("the page loads %s: %d", ref[1], res.StatusCode)
 		}
 	}
-	for _, js := range []string{"/assets/app.js", "/assets/api.js", "/assets/transcript.js"} {
+	var scripts []string
+	for _, f := range mustGlob(t, "static/assets/*.js") {
+		scripts = append(scripts, "/assets/"+filepath.Base(f))
+	}
+	if len(scripts) < 3 {
+		t.Fatalf("the page has only the scripts %q", scripts)
+	}
+	for _, js := range scripts {
 		src := body(t, get(t, h, "GET", js, nil))
 		for _, imp := range regexp.MustCompile(`from "\./([^"]+)"`).FindAllStringSubmatch(src, -1) {
 			if res := get(t, h, "GET", "/assets/"+imp[1], nil); res.StatusCode != 200 {
@@ -118,4 +126,13 @@ func TestPageLoadsOnlyServedFiles(t *testing.T) {
 			t.Errorf("%s writes markup or code from strings; use textContent", js)
 		}
 	}
+}
+
+func mustGlob(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

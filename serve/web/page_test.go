@@ -15,7 +15,7 @@ const transcriptJS = `[...document.querySelectorAll("#log [data-seq]")].map(e =>
 
 // openPage opens the page with the token in its fragment and creates a
 // session of the agent "main".
-func openPage(t *testing.T, e *env, b *browser) {
+func openPage(t testing.TB, e *env, b *browser) {
 	t.Helper()
 	b.do("opening the page", chromedp.Navigate(e.url+"/#token="+token))
 	b.wait("the session list", `!document.getElementById("app").hidden && document.querySelector("#agent option[value=main]")`)
@@ -25,8 +25,15 @@ func openPage(t *testing.T, e *env, b *browser) {
 	if got := eval[string](b, `sessionStorage.getItem("dsh-token")`); got != token {
 		t.Fatalf("the token in sessionStorage is %q", got)
 	}
+	// On a narrow screen the list is a drawer, open while no session is
+	// shown; it slides in.
+	b.wait("the drawer in place", `document.getElementById("sessions").getBoundingClientRect().left >= 0 && !document.getElementById("sessions").getAnimations().length`)
 	b.do("creating a session", chromedp.Click(chromedp.CSS(`#new-session button[type=submit]`)))
 	b.wait("the composer", `!document.getElementById("composer").hidden && document.getElementById("conn").textContent === "live"`)
+	// and slides away once a session is shown; until then it covers the
+	// chat.
+	b.wait("the drawer away", `getComputedStyle(document.getElementById("drawer-toggle")).display === "none" ||
+		(document.getElementById("sessions").getBoundingClientRect().right <= 0 && !document.getElementById("sessions").getAnimations().length)`)
 }
 
 func send(b *browser, text string) {
@@ -68,7 +75,8 @@ func TestPageChatsApprovesAndReloads(t *testing.T) {
 		new MutationObserver((records) => { for (const r of records) {
 			const n = r.target.nodeType === 1 ? r.target : r.target.parentElement;
 			const box = n && n.closest(".streaming");
-			if (box && box.querySelector(".content").textContent.length > 0) window.sawStreaming = true;
+			const content = box && box.querySelector(".content");
+			if (content && content.textContent.length > 0) window.sawStreaming = true;
 		} }).observe(document.getElementById("log"), {subtree: true, childList: true, characterData: true}); return true })()`)
 	send(b, "say hello web, loudly")
 
@@ -85,7 +93,7 @@ func TestPageChatsApprovesAndReloads(t *testing.T) {
 	if eval[bool](b, `document.querySelector("#log .msg.assistant:not(.streaming) .reasoning").open`) {
 		t.Fatal("the reasoning of a finished message is not folded")
 	}
-	if got := eval[string](b, `document.querySelector("#log .tool .tool-status").textContent`); got != "waiting for approval" {
+	if got := eval[string](b, `document.querySelector("#log .tool .tool-status").textContent`); got != "asking" {
 		t.Fatalf("the tool call's status is %q while it waits", got)
 	}
 	if !eval[bool](b, `!document.getElementById("steer").disabled && !document.getElementById("cancel").disabled`) {

@@ -95,6 +95,13 @@ var files = sync.OnceValue(func() map[string]file {
 		}
 		return nil
 	})
+	if err == nil {
+		// Generated from chroma's styles rather than committed, so that
+		// it names the classes the linked chroma writes.
+		css := CodeCSS()
+		sum := sha256.Sum256(css)
+		out["/assets/code.css"] = file{body: css, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, contentType: contentTypes[".css"]}
+	}
 	if err != nil {
 		// The files are compiled in: a read cannot fail at run time.
 		panic("web: reading the embedded page: " + err.Error())

@@ -2,16 +2,32 @@
 // session chosen, kept live by its stream.
 import { Api, ApiError, newRequestId } from "./api.js";
 import { Transcript } from "./transcript.js";
+import { Markdown } from "./markdown.js";
+import { Pricing, line as usageLine } from "./usage.js";
+import { SessionList } from "./sessions.js";
+import { Follower } from "./follow.js";
+import { words } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "dsh-token";
 
 let api = null;
-let view = null; // the session shown: {id, open, stop: AbortController}
+let view = null; // the session shown: {id, open, agent, stop: AbortController}
+let pricing = new Pricing(null);
+
+// A rendering changes a message's height: the view follows that too.
+const markdown = new Markdown(async (texts) => (await api.call("POST", "/v1/render", { texts })).html, () => follower.changed(), $("log"));
 
 const transcript = new Transcript(
   { log: $("log"), approvals: $("approvals"), queue: $("queue") },
-  { answer, changed: showTurnState, attachment },
+  { answer, changed, attachment, markdown, pricing: () => pricing, agent: () => (view ? view.agent : "") },
+);
+
+const follower = new Follower($("log"), $("jump"));
+
+const sessions = new SessionList(
+  { list: $("session-list"), more: $("more-sessions"), search: $("search"), count: $("session-count") },
+  { open: (id) => openSession(id), current: () => (view ? view.id : ""), waiting: (id) => !!view && view.id === id && transcript.questions.size > 0 },
 );
 
 // attachment fetches the bytes of a part of the session shown: with the
@@ -38,7 +54,7 @@ function showAttached() {
     li.textContent = `${f.name || "pasted image"} (${formatSize(f.size)}) `;
     const b = document.createElement("button");
     b.type = "button";
-    b.className = "secondary";
+    b.className = "secondary small";
     b.textContent = "Remove";
     b.setAttribute("aria-label", `Remove ${f.name || "pasted image"}`);
     b.addEventListener("click", () => { attached.splice(i, 1); showAttached(); });
@@ -75,8 +91,17 @@ function showError(text) {
   $("error").hidden = !text;
 }
 
-function setConn(text) {
+function setConn(text, state) {
   $("conn").textContent = text;
+  $("conn").dataset.state = state || "";
+}
+
+// banner says what became of the connection, in words: lost and
+// reconnecting, or the server gone.
+function banner(text, state) {
+  $("banner").hidden = !text;
+  $("banner").dataset.state = state || "";
+  $("banner-text").textContent = text || "";
 }
 
 function askToken() {
@@ -97,18 +122,31 @@ function refused(e) {
 // report shows an error; a 401 asks for the token again.
 function report(e, what) {
   if (e instanceof ApiError && e.status === 401) refused(e);
-  else showError(`${what}: ${e.message}${e.code ? ` (${e.code})` : ""}`);
+  else showError(`${what}: ${words(e)}`);
+}
+
+// Narrow screens show the session list as a drawer over the chat.
+const narrow = matchMedia("(max-width: 44rem)");
+
+function drawer(open) {
+  $("app").classList.toggle("drawer-open", open);
+  $("drawer-toggle").setAttribute("aria-expanded", String(open));
+  $("scrim").hidden = !(open && narrow.matches);
 }
 
 async function connect(token) {
   api = new Api(token);
   let agents;
+  // The price table comes with the agents, in parallel: an older server
+  // has none, and shows tokens without cost.
+  const prices = api.call("GET", "/v1/pricing").catch(() => null);
   try {
     agents = await api.call("GET", "/v1/agents");
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return refused(e);
     return report(e, "Could not reach dsh serve");
   }
+  pricing = new Pricing(await prices);
   showError("");
   $("token-form").hidden = true;
   $("app").hidden = false;
@@ -121,41 +159,44 @@ async function connect(token) {
     o.selected = a.id === agents.default;
     select.append(o);
   }
-  await listSessions();
+  const fs = $("presets");
+  for (const b of fs.querySelectorAll("label")) b.remove();
+  for (const p of agents.presets || []) {
+    const l = document.createElement("label");
+    l.className = "preset";
+    const c = document.createElement("input");
+    c.type = "checkbox";
+    c.name = "preset";
+    c.value = p;
+    l.append(c, document.createTextNode(` ${p}`));
+    fs.append(l);
+  }
+  // The list and the session shown load side by side: a session's first
+  // paint does not wait for a list of thousands.
+  const listing = listSessions();
   const id = new URLSearchParams(location.hash.slice(1)).get("session");
   if (id) await openSession(id);
+  else drawer(true);
+  await listing;
 }
 
 async function listSessions() {
   let list;
+  let titles = {};
   try {
-    list = await api.call("GET", "/v1/sessions");
+    const [l, t] = await Promise.all([api.call("GET", "/v1/sessions"), api.call("GET", "/v1/titles").catch(() => ({ titles: {} }))]);
+    list = l;
+    titles = t.titles || {};
   } catch (e) {
     return report(e, "Could not list the sessions");
   }
-  const ul = $("session-list");
-  ul.replaceChildren();
-  for (const s of list.sessions || []) {
-    const li = document.createElement("li");
-    const b = document.createElement("button");
-    b.type = "button";
-    b.className = "session-item";
-    b.dataset.session = s.id;
-    if (view && view.id === s.id) {
-      b.setAttribute("aria-current", "true");
-      if (s.title) $("chat-title").textContent = s.title; // a new session's title is its first prompt
-    }
-    const title = document.createElement("span");
-    title.className = "title";
-    title.textContent = s.title || s.id;
-    const meta = document.createElement("span");
-    meta.className = "meta";
-    meta.textContent = `${s.agent || "?"} · ${s.running ? "running" : s.open ? "open" : s.state}`;
-    b.append(title, meta);
-    b.addEventListener("click", () => openSession(s.id));
-    li.append(b);
-    ul.append(li);
-  }
+  sessions.set(list.sessions || [], titles);
+  if (view) showTitle();
+}
+
+function showTitle() {
+  const s = sessions.find(view.id);
+  $("chat-title").textContent = s ? sessions.titleOf(s) : view.id;
 }
 
 function stopStream() {
@@ -174,31 +215,100 @@ async function openSession(id) {
   }
   showError("");
   hideRefusal();
-  view = { id, open: s.open, stop: new AbortController() };
+  banner("");
+  view = { id, open: s.open, agent: s.agent, stop: new AbortController() };
   const params = new URLSearchParams(location.hash.slice(1));
   params.set("session", id);
   setFragment(params);
-  $("chat-title").textContent = s.title || s.id;
+  showTitle();
+  if (!sessions.find(id)) $("chat-title").textContent = s.title || s.id;
+  $("empty").hidden = true;
   $("resume").hidden = s.open;
   $("close").hidden = !s.open;
+  $("rename").hidden = false;
+  $("delete").hidden = false;
   $("composer").hidden = !s.open;
-  for (const b of $("session-list").querySelectorAll("button")) {
-    if (b.dataset.session === id) b.setAttribute("aria-current", "true");
-    else b.removeAttribute("aria-current");
-  }
+  sessions.mark(id);
+  drawer(false);
   transcript.reset();
+  follower.reset();
   showTurnState();
-  if (s.open) follow(view);
-  else await readHistory(view);
+  const v = view;
+  if (s.last_seq > TAIL * 1.5) await showTail(v, s.last_seq);
+  if (v !== view) return;
+  if (s.open) {
+    follow(v);
+    $("prompt").focus({ preventScroll: true });
+  } else await readHistory(v);
+  if (transcript.firstSeq > 1) loadOlder(v);
+}
+
+// A long session shows its last TAIL events first, then the older ones a
+// chunk at a time while the page is idle: the end of a conversation of
+// thousands of messages is on screen at once, and no chunk holds the page
+// long enough to make it stutter.
+const TAIL = 240;
+const OLDER = 300;
+
+// events reads the session's durable events with after < seq <= upto.
+async function events(v, after, upto) {
+  const out = [];
+  while (after < upto) {
+    const page = await api.call("GET", `/v1/sessions/${encodeURIComponent(v.id)}/events?after=${after}&limit=${Math.min(1000, upto - after)}`);
+    const evs = (page.events || []).filter((e) => e.seq <= upto);
+    if (evs.length === 0) break;
+    out.push(...evs);
+    after = evs[evs.length - 1].seq;
+  }
+  return out;
+}
+
+// fromTurnStart drops the events before the first turn/start, so that a
+// part of the history holds whole turns (a tool's result with its call).
+function fromTurnStart(evs) {
+  const i = evs.findIndex((e) => e.type === "turn/start");
+  return i > 0 ? evs.slice(i) : evs;
+}
+
+async function showTail(v, last) {
+  let evs;
+  try {
+    evs = fromTurnStart(await events(v, last - TAIL, last));
+  } catch (e) {
+    return report(e, "Could not read the history");
+  }
+  if (v !== view || evs.length === 0) return;
+  transcript.startAt(evs[0].seq);
+  for (const ev of evs) transcript.apply("event", { event: ev });
+}
+
+const idle = () => new Promise((resolve) => (window.requestIdleCallback ? requestIdleCallback(resolve, { timeout: 300 }) : setTimeout(resolve, 0)));
+
+async function loadOlder(v) {
+  while (v === view && transcript.firstSeq > 1) {
+    await idle();
+    const end = transcript.firstSeq;
+    const after = Math.max(0, end - 1 - OLDER);
+    let evs;
+    try {
+      evs = await events(v, after, end - 1);
+    } catch (e) {
+      return report(e, "Could not read the earlier history");
+    }
+    if (v !== view) return;
+    if (after > 0) evs = fromTurnStart(evs);
+    if (evs.length === 0) return;
+    transcript.prepend(evs);
+  }
 }
 
 // readHistory shows a session that is not open: its events, page by page.
 async function readHistory(v) {
-  setConn("history (not open)");
+  setConn("history (not open)", "history");
   for (;;) {
     let page;
     try {
-      page = await api.call("GET", `/v1/sessions/${encodeURIComponent(v.id)}/events?after=${transcript.lastSeq}&limit=500`);
+      page = await api.call("GET", `/v1/sessions/${encodeURIComponent(v.id)}/events?after=${transcript.lastSeq}&limit=1000`);
     } catch (e) {
       return report(e, "Could not read the history");
     }
@@ -211,7 +321,20 @@ async function readHistory(v) {
 const sleep = (ms, signal) => new Promise((resolve) => {
   const t = setTimeout(resolve, ms);
   signal.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
+  retryNow = () => { clearTimeout(t); resolve(); };
 });
+let retryNow = () => {};
+
+// serverUp tells a dropped stream (the server answers) from a server that
+// is gone (nothing answers at all).
+async function serverUp() {
+  try {
+    const res = await fetch("/v1/health", { cache: "no-store" });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
 
 // follow keeps the session's stream open: after any drop it reconnects
 // with Last-Event-ID, backing off up to 10 s, and the transcript skips
@@ -221,11 +344,19 @@ async function follow(v) {
   let delay = 0;
   while (!signal.aborted) {
     if (delay > 0) {
-      setConn(`disconnected; reconnecting in ${(delay / 1000).toFixed(1)} s`);
+      const up = await serverUp();
+      if (signal.aborted) return;
+      if (up) {
+        setConn("reconnecting", "reconnecting");
+        banner(`Connection lost; reconnecting in ${(delay / 1000).toFixed(1)} s. Nothing is lost: the page resumes where it stopped.`, "reconnecting");
+      } else {
+        setConn("server gone", "gone");
+        banner(`The server does not answer (stopped or unreachable); trying again in ${(delay / 1000).toFixed(1)} s.`, "gone");
+      }
       await sleep(delay, signal);
       if (signal.aborted) return;
     }
-    setConn("connecting…");
+    setConn("connecting…", "connecting");
     const after = transcript.lastSeq || transcript.lastNotice ? transcript.lastEventId() : "";
     try {
       await api.stream(v.id, after, signal, (msg) => {
@@ -234,7 +365,8 @@ async function follow(v) {
           // backlog: drop the ones shown before the drop.
           transcript.clearQuestions();
           delay = 0;
-          setConn("live");
+          setConn("live", "live");
+          banner("");
           return;
         }
         let u;
@@ -250,8 +382,9 @@ async function follow(v) {
       if (e instanceof ApiError) {
         if (e.status === 401) return refused(e);
         if (e.status === 404 || e.status === 409 || e.status === 400) {
-          setConn("not live");
-          return report(e, "The session's stream ended");
+          setConn("not live", "closed");
+          banner(`This session's stream ended: ${words(e)}`, "closed");
+          return;
         }
       }
     }
@@ -261,6 +394,7 @@ async function follow(v) {
 }
 
 let shownRunning = false;
+let shownWaiting = false;
 let relistTimer = 0;
 
 // relist refreshes the session list (it says which sessions run) once a
@@ -270,17 +404,32 @@ function relist() {
   relistTimer = setTimeout(listSessions, 300);
 }
 
+function changed() {
+  showTurnState();
+  follower.changed();
+}
+
 function showTurnState() {
   const running = transcript.running;
-  if (running !== shownRunning && api) {
+  const waiting = transcript.questions.size > 0;
+  if ((running !== shownRunning || waiting !== shownWaiting) && api) {
     shownRunning = running;
+    shownWaiting = waiting;
     relist();
   }
-  $("turn-state").textContent = running ? "a turn is running" : "";
+  // Called for every chunk of a stream: write only what changed.
+  const t = transcript.session;
+  const shown = [waiting, running, t.steps, t.input, t.output].join();
+  if (shown === lastShown) return;
+  lastShown = shown;
+  $("turn-state").textContent = waiting ? "waiting for your approval" : running ? "working…" : "";
+  $("turn-state").dataset.state = waiting ? "waiting" : running ? "running" : "";
   $("steer").disabled = !running;
   $("cancel").disabled = !running;
   $("send").textContent = running ? "Queue" : "Send";
+  $("session-usage").textContent = t.steps ? usageLine(t, pricing.currency) : "";
 }
+let lastShown = "";
 
 function hideRefusal() {
   $("refusal").hidden = true;
@@ -316,7 +465,7 @@ async function send(mode) {
   const v = view;
   const text = $("prompt").value.trim();
   const files = attached;
-  if (!v || (!text && files.length === 0)) return;
+  if (!v || !v.open || (!text && files.length === 0)) return;
   // The files leave the composer with the message, and come back if it
   // is not taken.
   attached = [];
@@ -327,6 +476,7 @@ async function send(mode) {
   const queued = transcript.running;
   const label = files.length ? `${text}${text ? " " : ""}(+${files.length} file${files.length > 1 ? "s" : ""})` : text;
   if (queued) transcript.queue(requestId, label, mode === "steer");
+  follower.stick();
   try {
     await post(v.id, body(requestId, text, mode, files));
     if ($("prompt").value.trim() === text) $("prompt").value = "";
@@ -334,13 +484,13 @@ async function send(mode) {
     attached = files.concat(attached);
     showAttached();
     transcript.dequeue(requestId);
-    if (e instanceof ApiError && e.status === 422) {
-      $("refusal").textContent = `Message refused: ${e.message}`;
+    if (e instanceof ApiError && e.status !== 401) {
+      $("refusal").textContent = words(e);
       $("refusal").hidden = false;
-      return;
+      if (e.status === 422) return;
     }
     transcript.ownRequests.delete(requestId);
-    report(e, "The message was not sent");
+    if (!(e instanceof ApiError) || e.status === 401) report(e, "The message was not sent");
   }
 }
 
@@ -357,10 +507,12 @@ async function answer(q, choice) {
     transcript.enableQuestion(q.id);
     report(e, "The answer was not taken");
   }
+  showTurnState();
 }
 
 async function act(path, what) {
   const v = view;
+  if (!v) return;
   // A closing session ends its stream: stop it first, so that the end
   // does not read as a drop to reconnect from.
   if (path === "close") stopStream();
@@ -376,6 +528,69 @@ async function act(path, what) {
   }
 }
 
+// remove deletes the session shown, closing it first when it is open; the
+// button asks to be pressed twice.
+let deleteArmed = 0;
+async function remove() {
+  const v = view;
+  if (!v) return;
+  const b = $("delete");
+  if (!deleteArmed) {
+    b.textContent = "Delete for good?";
+    deleteArmed = setTimeout(() => { deleteArmed = 0; b.textContent = "Delete"; }, 4000);
+    return;
+  }
+  clearTimeout(deleteArmed);
+  deleteArmed = 0;
+  b.textContent = "Delete";
+  stopStream();
+  try {
+    if (v.open) await api.call("POST", `/v1/sessions/${encodeURIComponent(v.id)}/close`, {});
+    await api.call("DELETE", `/v1/sessions/${encodeURIComponent(v.id)}`);
+    await api.call("POST", `/v1/sessions/${encodeURIComponent(v.id)}/title`, { title: "" }).catch(() => {});
+  } catch (e) {
+    report(e, "Could not delete the session");
+    return openSession(v.id);
+  }
+  view = null;
+  transcript.reset();
+  const params = new URLSearchParams(location.hash.slice(1));
+  params.delete("session");
+  setFragment(params);
+  for (const id of ["resume", "close", "rename", "delete", "composer"]) $(id).hidden = true;
+  $("chat-title").textContent = "No session";
+  $("empty").hidden = false;
+  setConn("");
+  await listSessions();
+  drawer(true);
+}
+
+function startRename() {
+  if (!view) return;
+  $("rename-input").value = $("chat-title").textContent;
+  $("rename-form").hidden = false;
+  $("chat-title").hidden = true;
+  $("rename-input").focus();
+  $("rename-input").select();
+}
+
+function endRename() {
+  $("rename-form").hidden = true;
+  $("chat-title").hidden = false;
+}
+
+$("rename-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const v = view;
+  try {
+    await api.call("POST", `/v1/sessions/${encodeURIComponent(v.id)}/title`, { title: $("rename-input").value });
+  } catch (e) {
+    return report(e, "Could not rename the session");
+  }
+  endRename();
+  await listSessions();
+});
+
 $("token-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   const token = $("token-input").value.trim();
@@ -387,14 +602,19 @@ $("token-form").addEventListener("submit", (ev) => {
 
 $("new-session").addEventListener("submit", async (ev) => {
   ev.preventDefault();
+  const req = { agent: $("agent").value };
+  const ws = $("workspace").value.trim();
+  if (ws) req.workspace = ws;
+  const presets = [...document.querySelectorAll("#presets input:checked")].map((c) => c.value);
+  if (presets.length) req.presets = presets;
   let s;
   try {
-    s = await api.call("POST", "/v1/sessions", { agent: $("agent").value });
+    s = await api.call("POST", "/v1/sessions", req);
   } catch (e) {
     return report(e, "Could not create a session");
   }
-  await openSession(s.id);
   await listSessions();
+  await openSession(s.id);
 });
 
 $("composer").addEventListener("submit", (ev) => {
@@ -402,10 +622,9 @@ $("composer").addEventListener("submit", (ev) => {
   send("followup");
 });
 $("prompt").addEventListener("keydown", (ev) => {
-  if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
-    ev.preventDefault();
-    send("followup");
-  }
+  if (ev.key !== "Enter" || ev.isComposing || ev.shiftKey) return;
+  ev.preventDefault();
+  send(ev.ctrlKey || ev.metaKey ? (transcript.running ? "steer" : "followup") : "followup");
 });
 $("steer").addEventListener("click", () => send("steer"));
 $("attach").addEventListener("change", (ev) => {
@@ -430,7 +649,54 @@ $("composer").addEventListener("drop", (ev) => {
 $("cancel").addEventListener("click", () => act("cancel", "Could not cancel the turn"));
 $("resume").addEventListener("click", () => act("resume", "Could not resume the session"));
 $("close").addEventListener("click", () => act("close", "Could not close the session"));
-$("refresh").addEventListener("click", () => listSessions());
+$("delete").addEventListener("click", () => remove());
+$("rename").addEventListener("click", () => startRename());
+$("drawer-toggle").addEventListener("click", () => drawer(!$("app").classList.contains("drawer-open")));
+$("scrim").addEventListener("click", () => drawer(false));
+$("shortcuts-open").addEventListener("click", () => $("shortcuts").showModal());
+$("shortcuts-close").addEventListener("click", () => $("shortcuts").close());
+$("banner-retry").addEventListener("click", () => retryNow());
+
+// typing says whether a key goes to a field rather than to a shortcut.
+const typing = (t) => t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+
+document.addEventListener("keydown", (ev) => {
+  if (ev.defaultPrevented || ev.isComposing) return;
+  if (ev.key === "Escape") {
+    if ($("shortcuts").open) return; // the dialog closes itself
+    if (!$("rename-form").hidden) { endRename(); ev.preventDefault(); return; }
+    if ($("app").classList.contains("drawer-open") && narrow.matches && view) { drawer(false); ev.preventDefault(); return; }
+    if (transcript.running && view) { ev.preventDefault(); act("cancel", "Could not cancel the turn"); }
+    return;
+  }
+  if (ev.altKey && (ev.key === "n" || ev.key === "N")) {
+    ev.preventDefault();
+    $("new-session").requestSubmit();
+    return;
+  }
+  if (ev.altKey && (ev.key === "ArrowUp" || ev.key === "ArrowDown")) {
+    const items = [...document.querySelectorAll("#session-list .session-item")];
+    const at = items.findIndex((b) => b.getAttribute("aria-current") === "true");
+    const next = items[ev.key === "ArrowUp" ? Math.max(0, at - 1) : Math.min(items.length - 1, at + 1)];
+    if (next) { ev.preventDefault(); openSession(next.dataset.session); }
+    return;
+  }
+  if (typing(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (ev.key === "/") {
+    ev.preventDefault();
+    drawer(true);
+    $("search").focus();
+  } else if (ev.key === "?") {
+    ev.preventDefault();
+    $("shortcuts").showModal();
+  } else if (ev.key === "End" && ev.target === $("log")) {
+    ev.preventDefault();
+    follower.jump();
+  }
+});
+$("rename-input").addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape") { ev.preventDefault(); endRename(); }
+});
 
 const token = takeToken();
 if (token) connect(token);

@@ -5,18 +5,20 @@
 // transcript ignores what it already holds, so nothing shows twice. A
 // message's images show as images and its files as downloads, their bytes
 // fetched through hooks.attachment(ref) (with the token) and shown from
-// blob: URLs, which reset releases.
+// blob: URLs, which reset releases. Answers are Markdown, rendered by
+// hooks.markdown; tool calls are folded rows (tools.js); every message
+// has its time, every step its tokens and cost, every turn its duration.
+// All of it comes from the events, never from the clock, so a reload
+// shows the same text.
 
-const el = (tag, cls, text) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-};
+import { el, clock, duration, fullFormat } from "./dom.js";
+import * as tools from "./tools.js";
+import { Totals, line as usageLine } from "./usage.js";
 
 export class Transcript {
   // parts: {log, approvals, queue}; hooks: {answer(q, choice), changed(),
-  // attachment(ref) -> Promise<Blob>}.
+  // attachment(ref) -> Promise<Blob>, markdown: Markdown, pricing() ->
+  // Pricing, agent() -> the session's agent}.
   constructor(parts, hooks) {
     this.parts = parts;
     this.hooks = hooks;
@@ -32,6 +34,7 @@ export class Transcript {
     this.parts.approvals.replaceChildren();
     this.parts.queue.replaceChildren();
     this.lastSeq = 0;
+    this.firstSeq = 0; // the first seq shown: older ones may come later
     this.lastNotice = 0;
     this.running = false;
     this.inflight = new Map(); // message id -> {box, next}
@@ -40,6 +43,8 @@ export class Transcript {
     this.queued = new Map(); // request id -> item
     this.ownRequests = new Set(); // request ids this page sent: their refusal shows where they were sent
     this.refusals = new Set(); // request ids whose refusal is shown: its log event and its notice say the same
+    this.session = new Totals();
+    this.turn = null; // {n, start, totals}
   }
 
   // lastEventId is what the stream resumes after: "<seq>-<notice>".
@@ -59,14 +64,37 @@ export class Transcript {
     this.hooks.changed();
   }
 
+  // startAt makes the transcript begin at seq first, for a long session
+  // shown from its end; prepend adds what came before.
+  startAt(first) {
+    this.firstSeq = first;
+    this.lastSeq = first - 1;
+  }
+
+  // prepend shows older events (whole turns, ending right before what is
+  // shown) above the rest, built apart with their own state and counted
+  // into the session's totals.
+  prepend(evs) {
+    const older = new Transcript({ log: document.createElement("div"), approvals: document.createElement("div"), queue: document.createElement("ul") },
+      { ...this.hooks, changed() {} });
+    older.startAt(evs[0].seq);
+    for (const ev of evs) older.event(ev);
+    this.parts.log.prepend(...older.parts.log.childNodes);
+    this.firstSeq = evs[0].seq;
+    this.session.merge(older.session);
+    this.hooks.changed();
+  }
+
   // event appends a durable event once: a seq already held is skipped.
   event(ev) {
     if (!ev || ev.seq <= this.lastSeq) return;
+    if (!this.firstSeq) this.firstSeq = ev.seq;
     this.lastSeq = ev.seq;
     const m = ev.message;
     switch (ev.type) {
       case "turn/start":
         this.running = true;
+        this.turn = { n: ev.turn, start: ev.time, totals: new Totals() };
         break;
       case "user/message":
       case "steering/message":
@@ -74,10 +102,11 @@ export class Transcript {
         this.add(ev, this.userMessage(m, ev.type === "steering/message"));
         break;
       case "assistant/message": {
-        this.dropInflight();
-        const box = this.assistantMessage(m);
+        const streamed = this.takeInflight();
+        const box = this.assistantMessage(m, false, streamed);
         // A cancelled answer stays as far as it had come.
         if (ev.finish === "cut") box.append(el("p", "cut-note", "— stopped here"));
+        box.append(this.stepMeta(ev));
         this.add(ev, box);
         break;
       }
@@ -106,13 +135,25 @@ export class Transcript {
       case "step/end":
         this.dropInflight();
         break;
-      case "turn/end":
+      case "turn/end": {
         this.dropInflight();
         this.running = false;
-        if (ev.reason !== "completed" || ev.error) {
-          this.add(ev, el("p", "turn-end", `Turn ended: ${ev.reason}${ev.error ? ` — ${ev.error}` : ""}`));
+        // A call the turn left without a result will never get one.
+        for (const card of this.calls.values()) {
+          if (["requested", "asking", "running"].includes(card.dataset.status)) tools.setStatus(card, "interrupted");
         }
+        const ok = ev.reason === "completed" && !ev.error;
+        const p = el("p", ok ? "turn-sum" : "turn-sum turn-end");
+        const t = this.turn && this.turn.n === ev.turn ? this.turn : null;
+        const bits = [`Turn ${ev.turn || ""}`.trim()];
+        if (!ok) bits.push(`ended: ${ev.reason}${ev.error ? ` — ${ev.error}` : ""}`);
+        if (t && t.start && ev.time) bits.push(duration(new Date(ev.time) - new Date(t.start)));
+        if (t && t.totals.steps > 0) bits.push(`${t.totals.steps} step${t.totals.steps > 1 ? "s" : ""}`, usageLine(t.totals, this.currency()));
+        p.textContent = bits.join(" · ");
+        this.turn = null;
+        this.add(ev, p);
         break;
+      }
       case "history/compacted":
         this.add(ev, el("p", "note", "Older history was summarized to fit the model's context."));
         break;
@@ -121,7 +162,32 @@ export class Transcript {
 
   add(ev, node) {
     node.dataset.seq = ev.seq;
+    if (ev.time && node.matches("article")) {
+      const who = node.querySelector(".who");
+      const time = el("time", "when", clock(ev.time));
+      time.dateTime = ev.time;
+      time.title = fullFormat.format(new Date(ev.time));
+      if (who) who.append(time);
+    }
     this.parts.log.append(node);
+  }
+
+  currency() {
+    return this.hooks.pricing().currency;
+  }
+
+  // stepMeta is the line under an answer: its tokens and cost, and the
+  // totals of its turn and session are counted here.
+  stepMeta(ev) {
+    const p = el("p", "step-meta");
+    if (!ev.usage || !(ev.usage.input_tokens || ev.usage.output_tokens)) return p;
+    const cost = this.hooks.pricing().cost(ev.usage, ev.provider, ev.model, this.hooks.agent());
+    const t = new Totals();
+    t.add(ev.usage, cost);
+    this.session.add(ev.usage, cost);
+    if (this.turn) this.turn.totals.add(ev.usage, cost);
+    p.textContent = usageLine(t, this.currency()) + (ev.model ? ` · ${ev.model}` : "");
+    return p;
   }
 
   userMessage(m, steer) {
@@ -208,52 +274,49 @@ export class Transcript {
   }
 
   // assistantMessage renders a message: its reasoning folded away, its
-  // text, and a card for each tool call it asks for.
-  assistantMessage(m, streaming) {
+  // text as Markdown, and a folded row for each tool call it asks for.
+  // streamed is the content element of the same message as it streamed,
+  // whose rendering is taken over so that the answer does not blink.
+  assistantMessage(m, streaming, streamed) {
     const box = el("article", streaming ? "msg assistant streaming" : "msg assistant");
     box.append(el("h3", "who", "Agent"));
     const details = el("details", "reasoning");
     details.append(el("summary", "", "Reasoning"), el("div", "reasoning-text", m.reasoning || ""));
     details.hidden = !m.reasoning;
     details.open = !!streaming;
-    box.append(details, el("div", "content", m.content || ""));
+    const content = streamed || el("div", "content md");
+    box.append(details, content);
+    if (!streaming) {
+      if (streamed) this.hooks.markdown.finish(content, m.content || "");
+      else this.hooks.markdown.show(content, m.content || "");
+    }
     for (const call of m.tool_calls || []) {
       if (streaming) continue;
-      const card = this.toolCard(call);
+      const card = tools.row(call);
       this.calls.set(call.id, card);
       box.append(card);
     }
     return box;
   }
 
-  toolCard(call) {
-    const card = el("div", "tool");
-    card.dataset.call = call.id;
-    const head = el("div", "tool-head");
-    head.append(el("span", "tool-name", call.name), el("span", "tool-status", "requested"));
-    card.append(head, el("pre", "tool-args", call.arguments || ""));
-    return card;
-  }
-
   callStatus(id, status) {
     const card = this.calls.get(id);
-    if (!card) return;
-    const s = card.querySelector(".tool-status");
-    s.textContent = status;
-    card.dataset.status = status;
+    if (card) tools.setStatus(card, status);
   }
 
   toolResult(m) {
     const card = this.calls.get(m.tool_call_id);
     if (!card) return;
-    this.callStatus(m.tool_call_id, m.is_error ? "failed" : "done");
-    let out = card.querySelector(".tool-result");
-    if (!out) {
-      out = el("pre", "tool-result");
-      card.append(out);
-    }
-    out.textContent = m.content || "";
-    if (!card.querySelector(".parts")) this.showParts(card, m);
+    // The error result of a call that never ran says why: a person
+    // denied it, or the turn ended first (the words are the tool
+    // pipeline's). The row keeps that, also when the log is read later.
+    const text = m.content || "";
+    let status = m.is_error ? "failed" : "done";
+    if (card.dataset.status === "denied" || (m.is_error && /\bdenied\b/i.test(text))) status = "denied";
+    else if (card.dataset.status === "interrupted" || (m.is_error && /^not executed: the turn was (aborted|cancelled)/i.test(text))) status = "interrupted";
+    this.callStatus(m.tool_call_id, status);
+    tools.setResult(card, m);
+    if (!card.querySelector(".parts")) this.showParts(card.querySelector(".tool-body"), m);
   }
 
   // inflightBox returns the box of the message being streamed, made on
@@ -264,7 +327,7 @@ export class Transcript {
       const box = this.assistantMessage({}, true);
       box.dataset.message = id;
       this.parts.log.append(box);
-      s = { box, next: 0, calls: new Map() };
+      s = { box, next: 0, calls: new Map(), text: "" };
       this.inflight.set(id, s);
     }
     return s;
@@ -275,7 +338,8 @@ export class Transcript {
   snapshot(snap) {
     const s = this.inflightBox(snap.message_id);
     const m = snap.message;
-    s.box.querySelector(".content").textContent = m.content || "";
+    s.text = m.content || "";
+    this.hooks.markdown.stream(s.box.querySelector(".content"), s.text);
     const r = s.box.querySelector(".reasoning");
     r.querySelector(".reasoning-text").textContent = m.reasoning || "";
     r.hidden = !m.reasoning;
@@ -291,7 +355,8 @@ export class Transcript {
     s.next = c.index + 1;
     const ch = c.chunk;
     if (ch.kind === "text") {
-      s.box.querySelector(".content").append(ch.text || "");
+      s.text += ch.text || "";
+      this.hooks.markdown.stream(s.box.querySelector(".content"), s.text);
     } else if (ch.kind === "reasoning") {
       const r = s.box.querySelector(".reasoning");
       r.hidden = false;
@@ -307,6 +372,19 @@ export class Transcript {
     if (s.calls.size === 0) { if (p) p.remove(); return; }
     if (!p) { p = el("p", "tool-pending"); s.box.append(p); }
     p.textContent = `Calling ${[...s.calls.values()].join(", ")}…`;
+  }
+
+  // takeInflight removes the message streamed so far and returns its
+  // content element, for the durable message to take over.
+  takeInflight() {
+    let content = null;
+    for (const s of this.inflight.values()) {
+      content = s.box.querySelector(".content");
+      s.box.remove();
+    }
+    this.inflight.clear();
+    if (content) content.remove();
+    return content;
   }
 
   // dropInflight forgets the streamed messages: the log now holds them
@@ -337,12 +415,15 @@ export class Transcript {
     box.setAttribute("role", "group");
     const title = el("p", "question-title");
     title.append(el("strong", "", r.tool), document.createTextNode(" asks for permission"));
+    const args = r.arguments && typeof r.arguments === "object" ? r.arguments : {};
+    const diff = tools.diffOf(r.tool, args);
     title.id = `question-${q.id}`;
     box.setAttribute("aria-labelledby", title.id);
     box.append(title);
     if (r.summary) box.append(el("p", "question-summary", r.summary));
     if (r.reason) box.append(el("p", "question-reason", r.reason));
-    if (r.arguments && !r.summary) box.append(el("pre", "tool-args", JSON.stringify(r.arguments)));
+    if (diff) box.append(diff);
+    else if (r.arguments && !r.summary) box.append(el("pre", "tool-args", JSON.stringify(r.arguments)));
     const actions = el("div", "actions");
     const choices = [
       ["allow-once", "Allow once", ""],
@@ -364,7 +445,7 @@ export class Transcript {
     this.parts.approvals.append(box);
     if (r.call_id) {
       box.dataset.call = r.call_id;
-      this.callStatus(r.call_id, "waiting for approval");
+      this.callStatus(r.call_id, "asking");
     }
   }
 
@@ -377,9 +458,11 @@ export class Transcript {
     this.questions.delete(id);
     const call = box.dataset.call;
     const card = this.calls.get(call);
-    if (!settled || !card || card.dataset.status !== "waiting for approval") return;
+    if (!settled || !card || card.dataset.status !== "asking") return;
     const choice = settled.answer && settled.answer.choice;
-    this.callStatus(call, settled.withdrawn ? "withdrawn" : choice === "deny" ? "denied" : "running");
+    // A question withdrawn is a turn that ended (cancelled, closed)
+    // before anyone answered: the call never ran.
+    this.callStatus(call, settled.withdrawn ? "interrupted" : choice === "deny" ? "denied" : "running");
   }
 
   // enableQuestion lets a question be answered again after a failed try.
