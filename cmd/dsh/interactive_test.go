@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -34,8 +35,6 @@ func (s *screen) String() string {
 	return s.buf.String()
 }
 
-// waitFor waits until the screen shows want after position from, and
-// returns the position after it.
 // startInteractive runs dsh run --config cfg on a terminal and waits for
 // its first prompt; pos is where the screen stands then.
 func startInteractive(t *testing.T, cfg string) (tty *os.File, cmd *exec.Cmd, scr *screen, pos int) {
@@ -68,11 +67,20 @@ func leaveWithCtrlD(t *testing.T, tty *os.File, cmd *exec.Cmd, scr *screen) {
 	}
 }
 
+// csi matches the terminal's control sequences: colours, erasing.
+var csi = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
+
+// text is what the screen shows without its control sequences: the same
+// words whether dsh runs in rich mode or plain.
+func (s *screen) text() string { return csi.ReplaceAllString(s.String(), "") }
+
+// waitFor waits until the screen's text (text) shows want after position
+// from, and returns the position after it.
 func (s *screen) waitFor(t *testing.T, from int, want string) int {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		text := s.String()
+		text := s.text()
 		if i := strings.Index(text[min(from, len(text)):], want); i >= 0 {
 			return from + i + len(want)
 		}

@@ -11,12 +11,14 @@ import (
 
 // An answer is rendered as Markdown one block at a time: a paragraph, a
 // heading, a list, a table or a code fence is rendered and printed as soon
-// as it is complete, and the status line below shows that text is coming
-// meanwhile. Printing raw text and re-rendering it later would need to
-// erase what was printed, which is impossible once it scrolled off the
-// screen; a block, once printed, is never touched again. A code fence
-// longer than fenceChunk lines is printed in parts, so a long file does
-// not wait for its end.
+// as it is complete. Until then its raw text streams in the screen's live
+// region, above the status line, and is replaced there by the rendered
+// block. Rendering the whole answer again at each chunk would have to
+// erase text that may have scrolled off the screen, which a terminal
+// cannot do; a block, once printed, is never touched again, and the live
+// region is never taller than the screen. A code fence longer than
+// fenceChunk lines is printed in parts, so a long file does not wait for
+// its end.
 
 // fenceChunk is how many lines of an open code fence are held before
 // they are printed.
@@ -66,8 +68,17 @@ func (m *mdStream) flush() string {
 	return out
 }
 
-// pending says whether text is held back.
-func (m *mdStream) pending() bool { return m.partial != "" || len(m.block) > 0 }
+// open is the raw text of the block being written, as it came so far.
+func (m *mdStream) open() string {
+	text := strings.Join(m.block, "\n")
+	if m.partial != "" {
+		if text != "" {
+			text += "\n"
+		}
+		text += m.partial
+	}
+	return text
+}
 
 func (m *mdStream) line(l string) string {
 	l = strings.TrimRight(l, "\r")

@@ -60,17 +60,26 @@ func (v *termView) chunk(c llm.Chunk) {
 	case llm.ChunkText:
 		v.endReasoning()
 		v.status.set("writing")
-		v.print(v.out, v.answer.write(c.Text))
+		done := v.answer.write(printable(c.Text))
+		v.scr.setPreview(v.answer.open())
+		v.print(v.out, done)
+		if done == "" {
+			v.scr.refresh()
+		}
 	case llm.ChunkReasoning:
 		// Reasoning is shown dim, a whole line at a time, so the status
 		// line stays below it.
 		v.status.set("reasoning")
-		text := v.reasoning + printable(c.Text)
+		text, done := v.reasoning+printable(c.Text), ""
 		if i := strings.LastIndexByte(text, '\n'); i >= 0 {
-			v.print(v.diag, dimLines(text[:i+1]))
-			text = text[i+1:]
+			text, done = text[i+1:], text[:i+1]
 		}
 		v.reasoning = text
+		v.scr.setPreview(dimLines(text))
+		v.print(v.diag, dimLines(done))
+		if done == "" {
+			v.scr.refresh()
+		}
 	}
 }
 
@@ -207,13 +216,15 @@ func (s *turnStatus) line(frame string) string {
 // endAnswer prints what is held of the answer and the reasoning.
 func (v *termView) endAnswer() {
 	v.endReasoning()
+	v.scr.setPreview("")
 	v.print(v.out, v.answer.flush())
 }
 
 func (v *termView) endReasoning() {
-	if v.reasoning != "" {
-		v.print(v.diag, dimLines(v.reasoning+"\n"))
+	if text := v.reasoning; text != "" {
 		v.reasoning = ""
+		v.scr.setPreview("")
+		v.print(v.diag, dimLines(text+"\n"))
 	}
 }
 

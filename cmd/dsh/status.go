@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,32 +12,40 @@ import (
 )
 
 // termScreen is the terminal of an interactive session in rich mode: the
-// answer (stdout), the notes (stderr) and one status line below them all
-// share it. Every write goes through it, so the status line is erased
-// before the write and drawn again after it: streamed text and the status
-// line never interleave, and nothing is left behind when the status goes.
+// answer (stdout), the notes (stderr) and a live region below them share
+// it. The live region is the raw text of the answer's block being
+// written (its last previewRows rows) and the status line. Every write
+// goes through the screen, which erases the region, writes, and draws the
+// region again below: streamed text and the status line never
+// interleave, and nothing is left behind when the region goes. The region
+// never holds more rows than fit on the screen, so it can always be
+// erased; rows are cut to the width so the terminal never wraps them.
 //
-// The status line is drawn only when the cursor is at the start of a line
-// (a write that ended a line): a prompt waiting for an answer keeps the
+// The region is drawn only when the cursor is at the start of a line (a
+// write that ended a line): a prompt waiting for an answer keeps the
 // cursor where the person types. While it is drawn the terminal's echo is
-// off — a typed line would otherwise be echoed onto the status line and
-// its newline would strand a copy of the status in the scrollback; the
-// session prints the lines it reads instead.
+// off — a typed line would otherwise be echoed into the region and its
+// newline would strand a copy of it in the scrollback; the session prints
+// the lines it reads instead.
 type termScreen struct {
-	mu     sync.Mutex
-	status io.Writer // where the status line is drawn: the terminal
-	width  func() int
-	echo   func(on bool) // turns the terminal's echo on or off; nil: leave it
+	mu    sync.Mutex
+	term  io.Writer // where the region is drawn: the terminal
+	width func() int
+	echo  func(on bool) // turns the terminal's echo on or off; nil: leave it
 	// line renders the status line for a spinner frame; nil: no status.
-	line   func(frame string) string
-	drawn  bool
-	atBOL  bool // the last write ended a line
-	frame  int
-	echoed bool // the echo is on
+	line    func(frame string) string
+	preview string // the raw text of the block being written
+	rows    int    // the rows of the region on the screen; 0: none
+	atBOL   bool   // the last write ended a line
+	frame   int
+	echoed  bool // the echo is on
 
 	stop chan struct{}
 	done chan struct{}
 }
+
+// previewRows bounds the rows of raw text the live region shows.
+const previewRows = 8
 
 // spinner is the status line's motion, one frame per tick.
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -43,8 +53,8 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 // statusTick is how often the spinner and the elapsed time move.
 const statusTick = 100 * time.Millisecond
 
-func newTermScreen(status io.Writer, width func() int, echo func(on bool)) *termScreen {
-	s := &termScreen{status: status, width: width, echo: echo, atBOL: true, echoed: true,
+func newTermScreen(term io.Writer, width func() int, echo func(on bool)) *termScreen {
+	s := &termScreen{term: term, width: width, echo: echo, atBOL: true, echoed: true,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.tick()
 	return s
@@ -61,40 +71,51 @@ func (s *termScreen) tick() {
 		case <-t.C:
 			s.mu.Lock()
 			s.frame++
-			if s.line != nil && s.atBOL {
-				s.draw()
+			if s.line != nil {
+				s.redraw()
 			}
 			s.mu.Unlock()
 		}
 	}
 }
 
-// close erases the status line, gives the terminal its echo back and
-// stops the spinner.
+// close erases the region, gives the terminal its echo back and stops
+// the spinner.
 func (s *termScreen) close() {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.line = nil
-	s.erase()
+	s.line, s.preview = nil, ""
+	s.redraw()
 	s.setEcho(true)
 }
 
-// show puts a status line under the output, rendered by line at every
-// tick; nil removes it.
+// show puts a status line in the region, rendered by line at every tick;
+// nil removes it, and the preview with it.
 func (s *termScreen) show(line func(frame string) string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.line = line
 	if line == nil {
-		s.erase()
-		s.setEcho(true)
-		return
+		s.preview = ""
 	}
-	if s.atBOL {
-		s.draw()
-	}
+	s.redraw()
+}
+
+// setPreview sets the raw text the region shows above the status line;
+// the next write or tick draws it.
+func (s *termScreen) setPreview(text string) {
+	s.mu.Lock()
+	s.preview = text
+	s.mu.Unlock()
+}
+
+// refresh draws the region now.
+func (s *termScreen) refresh() {
+	s.mu.Lock()
+	s.redraw()
+	s.mu.Unlock()
 }
 
 // atLineStart tells the screen the cursor is at the start of a line
@@ -106,7 +127,14 @@ func (s *termScreen) atLineStart() {
 	s.mu.Unlock()
 }
 
-// writer returns w with every write placed above the status line.
+// showing says whether the region is up: the terminal's echo is off.
+func (s *termScreen) showing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.echoed
+}
+
+// writer returns w with every write placed above the region.
 func (s *termScreen) writer(w io.Writer) io.Writer { return screenWriter{s, w} }
 
 type screenWriter struct {
@@ -118,40 +146,59 @@ func (sw screenWriter) Write(p []byte) (int, error) {
 	s := sw.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.erase()
+	if s.rows > 0 {
+		io.WriteString(s.term, s.erasure())
+		s.rows = 0
+	}
 	n, err := sw.w.Write(p)
 	if n > 0 {
 		s.atBOL = p[n-1] == '\n'
 	}
-	if s.line != nil && s.atBOL {
-		s.draw()
-	} else {
-		// A prompt waits on this line: the person must see what they type.
-		s.setEcho(true)
-	}
+	s.redraw()
 	return n, err
 }
 
 // Unwrap is the terminal under the writer, for isTerminal.
 func (sw screenWriter) Unwrap() io.Writer { return sw.w }
 
-// draw writes the status line on the cursor's line, cut to the width so
-// it never wraps (a wrapped line could not be erased from its last row).
-func (s *termScreen) draw() {
-	text := s.line(spinner[s.frame%len(spinner)])
-	if w := s.width(); w > 1 {
-		text = xansi.Truncate(text, w-1, "…")
+// redraw replaces the region on the screen with its current state, in
+// one write so that the terminal never shows it half drawn.
+func (s *termScreen) redraw() {
+	var b strings.Builder
+	if s.rows > 0 {
+		b.WriteString(s.erasure())
+		s.rows = 0
 	}
-	io.WriteString(s.status, "\r\x1b[2K"+text+"\x1b[0m")
-	s.drawn = true
-	s.setEcho(false)
+	if s.atBOL && s.line != nil {
+		w := max(2, s.width()) - 1
+		var rows []string
+		if s.preview != "" {
+			rows = strings.Split(xansi.Wrap(strings.ReplaceAll(s.preview, "\t", "    "), w, ""), "\n")
+			rows = rows[max(0, len(rows)-previewRows):]
+		}
+		rows = append(rows, s.line(spinner[s.frame%len(spinner)]))
+		for i, r := range rows {
+			rows[i] = xansi.Truncate(r, w, "…") + "\x1b[0m"
+		}
+		b.WriteString(strings.Join(rows, "\r\n"))
+		s.rows = len(rows)
+	}
+	if b.Len() > 0 {
+		io.WriteString(s.term, b.String())
+	}
+	// A prompt waits on the cursor's line when nothing is drawn: the
+	// person must see what they type.
+	s.setEcho(s.rows == 0)
 }
 
-func (s *termScreen) erase() {
-	if s.drawn {
-		io.WriteString(s.status, "\r\x1b[2K")
-		s.drawn = false
+// erasure moves to the region's first row and clears the screen from
+// there; the cursor is on the region's last row.
+func (s *termScreen) erasure() string {
+	up := ""
+	if s.rows > 1 {
+		up = fmt.Sprintf("\x1b[%dA", s.rows-1)
 	}
+	return up + "\r\x1b[J"
 }
 
 func (s *termScreen) setEcho(on bool) {
@@ -192,11 +239,4 @@ func (l *logSink) to(w io.Writer) {
 	l.mu.Lock()
 	l.w = w
 	l.mu.Unlock()
-}
-
-// showing says whether a status line is up: the terminal's echo is off.
-func (s *termScreen) showing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.echoed
 }
