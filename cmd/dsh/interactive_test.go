@@ -35,11 +35,20 @@ func (s *screen) String() string {
 	return s.buf.String()
 }
 
-// startInteractive runs dsh run --config cfg on a terminal and waits for
-// its first prompt; pos is where the screen stands then.
+// startInteractive runs dsh run --config cfg on a terminal in plain mode
+// (NO_COLOR) and waits for its first prompt; pos is where the screen
+// stands then.
 func startInteractive(t *testing.T, cfg string) (tty *os.File, cmd *exec.Cmd, scr *screen, pos int) {
 	t.Helper()
+	return startInteractiveIn(t, cfg, "NO_COLOR=1")
+}
+
+// startInteractiveIn is startInteractive with env added to dsh's
+// environment: "NO_COLOR=" and a TERM for rich mode.
+func startInteractiveIn(t *testing.T, cfg string, env ...string) (tty *os.File, cmd *exec.Cmd, scr *screen, pos int) {
+	t.Helper()
 	cmd = exec.Command(dshBin, "run", "--config", cfg)
+	cmd.Env = append(os.Environ(), env...)
 	tty, err := pty.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +99,13 @@ func (s *screen) waitFor(t *testing.T, from int, want string) int {
 	return 0
 }
 
+// TestInteractiveSession holds in plain mode and in rich mode alike.
 func TestInteractiveSession(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testInteractiveSession(t, "NO_COLOR=1") })
+	t.Run("rich", func(t *testing.T) { testInteractiveSession(t, "NO_COLOR=", "TERM=xterm-256color") })
+}
+
+func testInteractiveSession(t *testing.T, env ...string) {
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	// No replies: the scripted model echoes the last user message, one
 	// word every 60ms, slow enough to type while it answers.
@@ -103,7 +118,7 @@ agents:
 log:
   level: warn
 `), 0o644)
-	tty, cmd, scr, pos := startInteractive(t, cfg)
+	tty, cmd, scr, pos := startInteractiveIn(t, cfg, env...)
 
 	io.WriteString(tty, "hello there\r")
 	pos = scr.waitFor(t, pos, "You said: hello there")
