@@ -34,9 +34,10 @@ type termScreen struct {
 	echo  func(on bool) // turns the terminal's echo on or off; nil: leave it
 	// line renders the status line for a spinner frame; nil: no status.
 	line    func(frame string) string
-	preview string // the raw text of the block being written
-	rows    int    // the rows of the region on the screen; 0: none
-	atBOL   bool   // the last write ended a line
+	preview string    // the raw text of the block being written
+	rows    int       // the rows of the region on the screen; 0: none
+	drawn   time.Time // when the region was last drawn
+	atBOL   bool      // the last write ended a line
 	frame   int
 	echoed  bool // the echo is on
 
@@ -111,12 +112,19 @@ func (s *termScreen) setPreview(text string) {
 	s.mu.Unlock()
 }
 
-// refresh draws the region now.
+// refresh draws the region, unless it was drawn less than minRedraw ago:
+// a fast stream would otherwise redraw the preview at every word. The
+// next tick draws what a skipped refresh would have.
 func (s *termScreen) refresh() {
 	s.mu.Lock()
-	s.redraw()
+	if time.Since(s.drawn) >= minRedraw {
+		s.redraw()
+	}
 	s.mu.Unlock()
 }
+
+// minRedraw is the shortest time between two refreshes of the region.
+const minRedraw = 30 * time.Millisecond
 
 // atLineStart tells the screen the cursor is at the start of a line
 // although no write of its own put it there: the terminal echoed a line
@@ -181,7 +189,7 @@ func (s *termScreen) redraw() {
 			rows[i] = xansi.Truncate(r, w, "…") + "\x1b[0m"
 		}
 		b.WriteString(strings.Join(rows, "\r\n"))
-		s.rows = len(rows)
+		s.rows, s.drawn = len(rows), time.Now()
 	}
 	if b.Len() > 0 {
 		io.WriteString(s.term, b.String())
