@@ -97,7 +97,7 @@ func TestToolSummaryNamesWhatTheCallWorksOn(t *testing.T) {
 		{"bash", `{"command": "ls -la\n  /tmp", "timeout": 5}`, "bash ls -la /tmp"},
 		{"edit", `{"path": "a.go", "old": "x", "new": "y"}`, "edit a.go"},
 		{"grep", `{"pattern": "TODO"}`, "grep TODO"},
-		{"clock", `{}`, "clock "},
+		{"clock", `{}`, "clock"},
 		{"odd", `{"n": 3}`, `odd {"n": 3}`},
 	}
 	for _, c := range cases {

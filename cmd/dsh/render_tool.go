@@ -55,7 +55,7 @@ func toolSummary(name, args string, width int) string {
 		what = args
 	}
 	what = strings.Join(strings.Fields(printable(what)), " ")
-	return xansi.Truncate(name+" "+what, max(20, width-4), "…")
+	return xansi.Truncate(strings.TrimSpace(name+" "+what), max(20, width-4), "…")
 }
 
 // toolPreview renders a call's result under its line: the first lines,
