@@ -224,3 +224,42 @@ log:
 		t.Errorf("/expand 1 does not show the whole output:\n%s", s)
 	}
 }
+
+// TestRichQuestionShowsWhatIsTyped: while a question waits for an answer
+// the status line steps aside and the terminal echoes the answer being
+// typed; once answered, the status line comes back until the turn ends.
+func TestRichQuestionShowsWhatIsTyped(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - tool_calls: [{name: bash, arguments: '{"command": "sleep 1; echo hi"}'}]
+        - text: "Finished."
+agents:
+  - id: main
+    provider: scripted
+    preset: workspace-write
+    workspace: %s
+log:
+  level: warn
+`, dir)), 0o644)
+	m := startTmux(t, "run", "--config", cfg)
+	m.send("go")
+	s := m.waitFor("the question", func(s string) bool { return strings.HasSuffix(lastLine(s), "why) >") })
+	if statusLine.MatchString(s) {
+		t.Fatalf("a status line is drawn with the question:\n%s", s)
+	}
+	m.tmux("send-keys", "-t", "0", "-l", "y")
+	// The question fills the width: the answer may start a row of its own.
+	m.waitFor("the typed answer", func(s string) bool { return strings.HasSuffix(strings.Join(strings.Fields(s), " "), "why) > y") })
+	m.tmux("send-keys", "-t", "0", "Enter")
+	m.waitFor("the status line after the answer", func(s string) bool {
+		return strings.Contains(s, "(allowed once)") && strings.Contains(lastLine(s), "running bash sleep 1; echo hi")
+	})
+	s = m.waitFor("the end of the turn", func(s string) bool { return strings.Contains(s, "Finished.") && lastLine(s) == ">" })
+	if statusLine.MatchString(s) {
+		t.Fatalf("a status line was left on the screen:\n%s", s)
+	}
+}
