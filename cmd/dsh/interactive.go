@@ -31,9 +31,12 @@ func (a *attached) detach() { a.f.stop(); a.offCompact() }
 
 // attach follows session in: the tracker renders it, every turn end is
 // signalled on turnEnded, and answer answers its approval questions.
-func attach(h *host.Host, svc sessions.Service, in sessions.Info, out, diag io.Writer, dim bool, echo int, turnEnded chan<- struct{}, answer approval.Answerer) (*attached, error) {
+func attach(h *host.Host, svc sessions.Service, in sessions.Info, out, diag io.Writer, dim bool, echo int, turnEnded chan<- struct{}, answer approval.Answerer, rich *richTerm) (*attached, error) {
 	t := newTracker(out, diag, false)
 	t.dim, t.echo, t.turnEnded = dim, echo, turnEnded
+	if rich != nil {
+		t.view = rich.view(h, in)
+	}
 	if !answers(h) {
 		answer = nil
 	}
@@ -52,11 +55,26 @@ func attach(h *host.Host, svc sessions.Service, in sessions.Info, out, diag io.W
 // interactive reads prompts line by line until /quit, Ctrl-D or a Ctrl-C
 // with no turn running.
 func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags, echo int) error {
+	return interactiveLogged(h, sess, stdin, stdout, stderr, signals, flags, echo, nil)
+}
+
+// interactiveLogged is interactive with the host's logs: on a colour
+// terminal they are written above the status line, not through it.
+func interactiveLogged(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io.Writer, signals <-chan os.Signal, flags approvalFlags, echo int, logs *logSink) error {
 	svc := sess.svc
 	info := sess.get()
 	var mu sync.Mutex
-	out, diag := syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
+	var out, diag io.Writer = syncWriter{&mu, stdout}, syncWriter{&mu, stderr}
 	dim := colorful(stderr)
+	rich := newRichTerm(stdin, stdout, stderr)
+	if rich != nil {
+		out, diag = rich.out, rich.diag
+		defer rich.close()
+		if logs != nil {
+			logs.to(diag)
+			defer logs.to(stderr)
+		}
+	}
 	turnEnded := make(chan struct{}, 16)
 
 	send := newSender(sess, diag)
@@ -66,7 +84,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 	// the terminal's stream is an approving client of the session.
 	ask := newAsker()
 	answerer := withFlags(flags, ask.answer, approvalNotifier(false, out, diag))
-	cur, err := attach(h, svc, info, out, diag, dim, echo, turnEnded, answerer)
+	cur, err := attach(h, svc, info, out, diag, dim, echo, turnEnded, answerer, rich)
 	if err != nil {
 		return &exitCode{code: exitError, err: fmt.Errorf("session %s: cannot follow it: %w", info.ID, err)}
 	}
@@ -120,6 +138,9 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 				return nil
 			}
 			line = strings.TrimSpace(line)
+			if rich != nil {
+				rich.typed(line)
+			}
 			if pending != nil {
 				if line != "/cancel" && line != "/quit" && line != "/exit" {
 					pending = answerLine(pending, line, out)
@@ -136,7 +157,16 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 			case line == "/quit" || line == "/exit":
 				return nil
 			case line == "/help":
-				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+"/quit        leave (Ctrl-D does too)\n"+promptCommandsHelp(sessionCommands(svc, cur.id))+"anything else is sent to the agent; while it is busy, it is queued\n> ")
+				more := ""
+				if rich != nil {
+					more = richHelp
+				}
+				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+more+"/quit        leave (Ctrl-D does too)\n"+promptCommandsHelp(sessionCommands(svc, cur.id))+"anything else is sent to the agent; while it is busy, it is queued\n> ")
+			case rich != nil && (line == "/expand" || strings.HasPrefix(line, "/expand ")):
+				fmt.Fprint(out, rich.outputs.expand(strings.TrimSpace(strings.TrimPrefix(line, "/expand"))))
+				if !busy() {
+					fmt.Fprint(out, "> ")
+				}
 			case line == "/usage":
 				fmt.Fprint(out, interactiveUsage(h.Config(), sess, busy()))
 			case line == "/cancel":
@@ -203,7 +233,7 @@ func interactive(h *host.Host, sess *current, stdin io.Reader, stdout, stderr io
 			if next == nil {
 				continue
 			}
-			re, err := attach(h, svc, *next, out, diag, dim, echo, turnEnded, answerer)
+			re, err := attach(h, svc, *next, out, diag, dim, echo, turnEnded, answerer, rich)
 			if err != nil {
 				fmt.Fprintf(diag, "dsh: the config was reloaded but agent %s cannot be followed: %v\n", next.AgentID, err)
 				continue

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -34,13 +35,20 @@ func (s *screen) String() string {
 	return s.buf.String()
 }
 
-// waitFor waits until the screen shows want after position from, and
-// returns the position after it.
-// startInteractive runs dsh run --config cfg on a terminal and waits for
-// its first prompt; pos is where the screen stands then.
+// startInteractive runs dsh run --config cfg on a terminal in plain mode
+// (NO_COLOR) and waits for its first prompt; pos is where the screen
+// stands then.
 func startInteractive(t *testing.T, cfg string) (tty *os.File, cmd *exec.Cmd, scr *screen, pos int) {
 	t.Helper()
+	return startInteractiveIn(t, cfg, "NO_COLOR=1")
+}
+
+// startInteractiveIn is startInteractive with env added to dsh's
+// environment: "NO_COLOR=" and a TERM for rich mode.
+func startInteractiveIn(t *testing.T, cfg string, env ...string) (tty *os.File, cmd *exec.Cmd, scr *screen, pos int) {
+	t.Helper()
 	cmd = exec.Command(dshBin, "run", "--config", cfg)
+	cmd.Env = append(os.Environ(), env...)
 	tty, err := pty.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -68,11 +76,20 @@ func leaveWithCtrlD(t *testing.T, tty *os.File, cmd *exec.Cmd, scr *screen) {
 	}
 }
 
+// csi matches the terminal's control sequences: colours, erasing.
+var csi = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
+
+// text is what the screen shows without its control sequences: the same
+// words whether dsh runs in rich mode or plain.
+func (s *screen) text() string { return csi.ReplaceAllString(s.String(), "") }
+
+// waitFor waits until the screen's text (text) shows want after position
+// from, and returns the position after it.
 func (s *screen) waitFor(t *testing.T, from int, want string) int {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		text := s.String()
+		text := s.text()
 		if i := strings.Index(text[min(from, len(text)):], want); i >= 0 {
 			return from + i + len(want)
 		}
@@ -82,7 +99,13 @@ func (s *screen) waitFor(t *testing.T, from int, want string) int {
 	return 0
 }
 
+// TestInteractiveSession holds in plain mode and in rich mode alike.
 func TestInteractiveSession(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testInteractiveSession(t, "NO_COLOR=1") })
+	t.Run("rich", func(t *testing.T) { testInteractiveSession(t, "NO_COLOR=", "TERM=xterm-256color") })
+}
+
+func testInteractiveSession(t *testing.T, env ...string) {
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	// No replies: the scripted model echoes the last user message, one
 	// word every 60ms, slow enough to type while it answers.
@@ -95,7 +118,7 @@ agents:
 log:
   level: warn
 `), 0o644)
-	tty, cmd, scr, pos := startInteractive(t, cfg)
+	tty, cmd, scr, pos := startInteractiveIn(t, cfg, env...)
 
 	io.WriteString(tty, "hello there\r")
 	pos = scr.waitFor(t, pos, "You said: hello there")

@@ -127,9 +127,16 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
+	// An interactive session shares the terminal with the logs: unless
+	// the config or --log-level asks for more, only warnings reach it.
+	interactiveRun := f.prompt == "" && isTerminal(cmd.InOrStdin())
+	if interactiveRun && cfg.Log.Level == "" {
+		cfg.Log.Level = "warn"
+	}
+	logs := &logSink{w: stderr}
 	// The host starts no agent of its own: the one dsh talks to is a
 	// session of the session controller.
-	h, err := host.Start(cfg, host.Options{LogOutput: stderr})
+	h, err := host.Start(cfg, host.Options{LogOutput: logs})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
@@ -218,7 +225,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		reportSessionID(cur.id(), h.Config().Persists(cur.get().Agent), stderr)
 		reportSessionUsage(h, cur, stderr)
 	}()
-	return interactive(h, cur, stdin, stdout, stderr, signals, f.approvals, f.echo)
+	return interactiveLogged(h, cur, stdin, stdout, stderr, signals, f.approvals, f.echo, logs)
 }
 
 // syncWriter serializes writes from the event listeners and the UI.
@@ -245,6 +252,9 @@ type tracker struct {
 	echo int
 	// turnEnded, when set, is signalled at every turn's end.
 	turnEnded chan<- struct{}
+	// view, when set, renders for a person at a colour terminal
+	// (render_view.go) in place of the plain text.
+	view *termView
 
 	mu       sync.Mutex
 	running  bool
@@ -319,6 +329,10 @@ func (t *tracker) show(c llm.Chunk) {
 	if c.Text == "" {
 		return
 	}
+	if t.view != nil {
+		t.view.chunk(c)
+		return
+	}
 	switch c.Kind {
 	case llm.ChunkText:
 		// On a terminal both streams share the screen: the answer starts
@@ -334,11 +348,14 @@ func (t *tracker) show(c llm.Chunk) {
 }
 
 func (t *tracker) event(e session.Event) {
-	if t.json {
+	switch {
+	case t.json:
 		if b, err := json.Marshal(e); err == nil {
 			t.out.Write(append(b, '\n'))
 		}
-	} else {
+	case t.view != nil:
+		t.view.event(e)
+	default:
 		t.render(e)
 	}
 	t.mu.Lock()

@@ -4,4 +4,7 @@ package main
 
 import "syscall"
 
-const ioctlGetTermios = syscall.TIOCGETA
+const (
+	ioctlGetTermios = syscall.TIOCGETA
+	ioctlSetTermios = syscall.TIOCSETA
+)

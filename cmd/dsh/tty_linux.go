@@ -2,4 +2,7 @@ package main
 
 import "syscall"
 
-const ioctlGetTermios = syscall.TCGETS
+const (
+	ioctlGetTermios = syscall.TCGETS
+	ioctlSetTermios = syscall.TCSETS
+)
