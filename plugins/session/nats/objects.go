@@ -103,20 +103,17 @@ func (o *objects) setUp() error {
 	// Hosts started together create the same buckets at once: each is
 	// created or bound, and retried (Ensure).
 	o.obj, err = Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.ObjectStore, error) {
-		obj, err := js.ObjectStore(ctx, ObjectBucket(o.cfg.Stream))
-		if err == nil {
-			if st, serr := obj.Status(ctx); serr == nil && st.Replicas() == replicas && !directGets(st) {
-				return obj, nil
-			}
-		} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
-			return nil, err
-		}
-		if _, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		// Create, never update: an update writes the object store's own
+		// settings back, direct gets included, and a host that bound the
+		// bucket in that moment would keep asking for direct gets that no
+		// server answers once another host turned them off again.
+		_, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket:      ObjectBucket(o.cfg.Stream),
 			Description: "dsh attachments: the bytes of message parts, by sha256",
 			Storage:     jetstream.FileStorage,
 			Replicas:    replicas,
-		}); err != nil {
+		})
+		if err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
 			return nil, err
 		}
 		if err := leaderReads(ctx, js, "OBJ_"+ObjectBucket(o.cfg.Stream)); err != nil {
@@ -186,7 +183,7 @@ func (o *objects) WriteBlob(hex string, data []byte) (int64, error) {
 	// timeout grows with it, at a pessimistic 1 MB/s.
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), o.cfg.ConnectTimeout+time.Duration(len(data)>>20)*time.Second)
 	defer cancel()
-	if err := o.put(ctx, hex, data); err != nil {
+	if err := electing(ctx, func(ctx stdctx.Context) error { return o.put(ctx, hex, data) }); err != nil {
 		return 0, o.failed(err, "write blob sha256:"+hex)
 	}
 	return int64(len(data)), nil
@@ -195,7 +192,11 @@ func (o *objects) WriteBlob(hex string, data []byte) (int64, error) {
 func (o *objects) Usage() (int64, error) {
 	ctx, cancel := o.ctx()
 	defer cancel()
-	st, err := o.obj.Status(ctx)
+	var st jetstream.ObjectStoreStatus
+	err := electing(ctx, func(ctx stdctx.Context) (err error) {
+		st, err = o.obj.Status(ctx)
+		return err
+	})
 	if err != nil {
 		return 0, o.failed(err, "read the size of the blobs")
 	}
@@ -207,7 +208,11 @@ func (o *objects) ReadBlob(hex string) ([]byte, error) {
 	// at a pessimistic 1 MB/s.
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), max(o.cfg.ConnectTimeout, 30*time.Second))
 	defer cancel()
-	b, err := o.obj.GetBytes(ctx, hex)
+	var b []byte
+	err := electing(ctx, func(ctx stdctx.Context) (err error) {
+		b, err = o.obj.GetBytes(ctx, hex)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, o.notFound(hex)
 	}
@@ -220,7 +225,10 @@ func (o *objects) ReadBlob(hex string) ([]byte, error) {
 func (o *objects) HasBlob(hex string) error {
 	ctx, cancel := o.ctx()
 	defer cancel()
-	_, err := o.obj.GetInfo(ctx, hex)
+	err := electing(ctx, func(ctx stdctx.Context) error {
+		_, err := o.obj.GetInfo(ctx, hex)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return o.notFound(hex)
 	}
@@ -233,7 +241,8 @@ func (o *objects) HasBlob(hex string) error {
 func (o *objects) RemoveBlob(hex string) error {
 	ctx, cancel := o.ctx()
 	defer cancel()
-	if err := o.obj.Delete(ctx, hex); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+	err := electing(ctx, func(ctx stdctx.Context) error { return o.obj.Delete(ctx, hex) })
+	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return o.failed(err, "remove blob sha256:"+hex)
 	}
 	return nil
@@ -242,7 +251,11 @@ func (o *objects) RemoveBlob(hex string) error {
 func (o *objects) Blobs() ([]string, error) {
 	ctx, cancel := o.ctx()
 	defer cancel()
-	list, err := o.obj.List(ctx)
+	var list []*jetstream.ObjectInfo
+	err := electing(ctx, func(ctx stdctx.Context) (err error) {
+		list, err = o.obj.List(ctx)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
@@ -268,7 +281,10 @@ func refKey(hex, session string) string {
 func (o *objects) AddRef(hex, session string) (bool, error) {
 	ctx, cancel := o.ctx()
 	defer cancel()
-	_, err := o.refs.Create(ctx, refKey(hex, session), unverified)
+	err := electing(ctx, func(ctx stdctx.Context) error {
+		_, err := o.refs.Create(ctx, refKey(hex, session), unverified)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return false, nil
 	}
@@ -281,7 +297,9 @@ func (o *objects) AddRef(hex, session string) (bool, error) {
 func (o *objects) RemoveRef(hex, session string) error {
 	ctx, cancel := o.ctx()
 	defer cancel()
-	if err := o.refs.Purge(ctx, refKey(hex, session), jetstream.PurgeTTL(refMarkerTTL)); err != nil {
+	if err := electing(ctx, func(ctx stdctx.Context) error {
+		return o.refs.Purge(ctx, refKey(hex, session), jetstream.PurgeTTL(refMarkerTTL))
+	}); err != nil {
 		return o.failed(err, "remove a reference")
 	}
 	return nil
@@ -299,7 +317,11 @@ func (o *objects) markers(filter string, metaOnly bool) (map[string][]byte, erro
 	if metaOnly {
 		opts = append(opts, jetstream.MetaOnly())
 	}
-	w, err := o.refs.WatchFiltered(ctx, []string{filter}, opts...)
+	var w jetstream.KeyWatcher
+	err := electing(ctx, func(ctx stdctx.Context) (err error) {
+		w, err = o.refs.WatchFiltered(ctx, []string{filter}, opts...)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +394,10 @@ func (o *objects) SessionBlobs(session string) ([]string, error) {
 func (o *objects) Verify(hex, session string) error {
 	ctx, cancel := o.ctx()
 	defer cancel()
-	if _, err := o.refs.Put(ctx, refKey(hex, session), verified); err != nil {
+	if err := electing(ctx, func(ctx stdctx.Context) error {
+		_, err := o.refs.Put(ctx, refKey(hex, session), verified)
+		return err
+	}); err != nil {
 		return o.failed(err, "mark a reference verified")
 	}
 	return nil

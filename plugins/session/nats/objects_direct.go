@@ -27,12 +27,3 @@ func leaderReads(ctx stdctx.Context, js jetstream.JetStream, stream string) erro
 	_, err = js.UpdateStream(ctx, cfg)
 	return err
 }
-
-// directGets reports whether the object store's stream answers direct
-// gets.
-func directGets(st jetstream.ObjectStoreStatus) bool {
-	if s, ok := st.(*jetstream.ObjectBucketStatus); ok {
-		return s.StreamInfo().Config.AllowDirect
-	}
-	return true
-}
