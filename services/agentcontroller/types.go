@@ -144,6 +144,12 @@ type Decision struct {
 	// readiness timeout), recorded as message/expired rather than
 	// message/refused.
 	Expired bool `json:"expired,omitempty"`
+	// Policy names what decided, when a policy did ("policy.cel",
+	// "budget", a plugin's id), and PolicyVersion which version of it
+	// (a digest of its rules): the decision records name both, so a
+	// replay can say which change made a decision differ.
+	Policy        string `json:"policy,omitempty"`
+	PolicyVersion string `json:"policy_version,omitempty"`
 	// admitted is the message as the innermost step received it: a
 	// listener may pass a rewritten message down with next (to redact it,
 	// say), and that is what enters the inbox. Its content and parts are
