@@ -1,13 +1,15 @@
 package archtest
 
 import (
-	"io/fs"
-	"os"
+	"fmt"
 	"os/exec"
-	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 const mod = "github.com/dsh-go/dsh/"
@@ -129,43 +131,77 @@ func listImports(t *testing.T) map[string][]string {
 	return imports
 }
 
-// TestOnlyTestsReachTheAgent fails when a file outside services/sessions
-// calls Session.UnportedAgent, the accessor left from before the entry
-// points held sessions: no production code needs it any more. Tests are
-// exempt: they drive agents on purpose.
-func TestOnlyTestsReachTheAgent(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
+// handsOut are the packages whose values are an agent or its scope: what
+// the session layer must not hand out.
+var handsOut = []string{mod + "services/agents", mod + "services/agentloop", mod + "context"}
+
+// TestTheSessionLayerHandsOutNoAgent fails when an exported method of the
+// session layer's types returns an agent, an agent loop value or a scope:
+// Session.Agent() went, and a way back to the agent must not return under
+// another name. A test that must look into an agent takes it from the
+// agents registry by Session.AgentID().
+func TestTheSessionLayerHandsOutNoAgent(t *testing.T) {
+	types := []reflect.Type{
+		reflect.TypeFor[*sessions.Session](),
+		reflect.TypeFor[*sessions.Controller](),
+		reflect.TypeFor[*sessions.Attachment](),
+		reflect.TypeFor[sessions.Service](),
+		reflect.TypeFor[sessions.Stream](),
+		reflect.TypeFor[sessions.Turn](),
 	}
-	var callers []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, typ := range types {
+		for _, problem := range leaks(typ) {
+			t.Error(problem)
 		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") || rel == filepath.Join("services", "sessions") {
-				return filepath.SkipDir
+	}
+}
+
+// TestTheLeakCheckFindsAnAgentBehindAPointerOrSlice feeds leaks a type with
+// a method that hands out agents and one that does not.
+func TestTheLeakCheckFindsAnAgentBehindAPointerOrSlice(t *testing.T) {
+	got := leaks(reflect.TypeFor[*leaky]())
+	if len(got) != 2 || !strings.Contains(got[0], "Agents returns []agents.Agent") ||
+		!strings.Contains(got[1], "Handle returns *agents.Handle") {
+		t.Fatalf("leaks reported %q; want Agents and Handle, not ID", got)
+	}
+}
+
+type leaky struct{}
+
+func (*leaky) Agents() ([]agents.Agent, error) { return nil, nil }
+func (*leaky) Handle() *agents.Handle          { return nil }
+func (*leaky) ID() string                      { return "" }
+
+// leaks returns the exported methods of typ with a result from a package
+// of handsOut, looking through pointers, slices, arrays, maps and channels.
+func leaks(typ reflect.Type) []string {
+	var out []string
+	for i := range typ.NumMethod() {
+		m := typ.Method(i)
+		ft := m.Type
+		for j := range ft.NumOut() {
+			r := ft.Out(j)
+			if pkg, bad := fromHandsOut(r); bad {
+				out = append(out, fmt.Sprintf("%s.%s returns %s (package %s): the session layer hands out no agent or scope; offer what entry points need on the Service instead", typ, m.Name, r, pkg))
 			}
-			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if strings.Contains(string(b), ".UnportedAgent()") {
-			callers = append(callers, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	for _, c := range callers {
-		t.Errorf("%s calls Session.UnportedAgent: entry points hold sessions, never agents; use the session service (Info, History, Wait, Attach, Cancel), and for what must run in the agent's scope a plugin entry of the session (OpenOptions.Entries)", c)
+	return out
+}
+
+func fromHandsOut(t reflect.Type) (string, bool) {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Chan:
+			t = t.Elem()
+			continue
+		case reflect.Map:
+			if pkg, bad := fromHandsOut(t.Key()); bad {
+				return pkg, true
+			}
+			t = t.Elem()
+			continue
+		}
+		return t.PkgPath(), slices.Contains(handsOut, t.PkgPath())
 	}
 }
