@@ -1,13 +1,15 @@
 package archtest
 
 import (
-	"io/fs"
-	"os"
+	"fmt"
 	"os/exec"
-	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 const mod = "github.com/dsh-go/dsh/"
@@ -18,14 +20,11 @@ var entryPoints = []string{"cmd", "serve", "acp", "cluster"}
 // agentPackages are what an entry point must not import.
 var agentPackages = []string{mod + "services/agents", mod + "services/agentloop", mod + "services/agentcontroller"}
 
-// allowed lists the imports the second wave still has to port away, by
-// package. It may only shrink: a listed import the package no longer has
-// fails the test, so the entry goes with the port.
-var allowed = map[string][]string{
-	// The cluster forwards deliveries by agentcontroller.Mode and reads
-	// refusals by its codes until it implements sessions.Service.
-	mod + "cluster": {mod + "services/agentcontroller"},
-}
+// allowed lists imports of agent packages an entry point is let off, by
+// package. It is empty and stays so: every entry point holds sessions. The
+// check keeps reporting an allowance no longer used, so an exception added
+// while porting goes with the port.
+var allowed = map[string][]string{}
 
 // TestEntryPointsHoldSessionsNotAgents fails when an entry point imports
 // an agent package it is not allowed to, or no longer imports one it is.
@@ -35,6 +34,9 @@ func TestEntryPointsHoldSessionsNotAgents(t *testing.T) {
 		if _, ok := imports[must]; !ok {
 			t.Fatalf("go list did not report %s; the check would prove nothing", must)
 		}
+	}
+	if len(allowed) != 0 {
+		t.Errorf("the allow-list holds %v; entry points hold sessions, never agents, with no exception: port the package to services/sessions instead", allowed)
 	}
 	for _, problem := range check(imports, allowed) {
 		t.Error(problem)
@@ -46,13 +48,24 @@ func TestEntryPointsHoldSessionsNotAgents(t *testing.T) {
 func TestTheCheckRefusesAnEntryPointImportingAnAgentPackage(t *testing.T) {
 	imports := map[string][]string{
 		mod + "serve/newthing": {mod + "services/sessions", mod + "services/agents"},
+		mod + "acp/legacy":     {mod + "services/sessions", mod + "services/agentloop"},
 		mod + "cluster":        {mod + "services/sessions"},
 		mod + "plugins/x":      {mod + "services/agents"}, // not an entry point
 	}
-	got := check(imports, map[string][]string{mod + "cluster": {mod + "services/agentcontroller"}})
-	if len(got) != 2 || !strings.Contains(got[0]+got[1], "serve/newthing imports "+mod+"services/agents") ||
-		!strings.Contains(got[0]+got[1], "cluster no longer imports") {
+	// A fixture allow-list, not the real one (which is empty): acp/legacy
+	// is let off its import, cluster's allowance went stale.
+	allow := map[string][]string{
+		mod + "acp/legacy": {mod + "services/agentloop"},
+		mod + "cluster":    {mod + "services/agentcontroller"},
+	}
+	got := check(imports, allow)
+	all := strings.Join(got, "\n")
+	if len(got) != 2 || !strings.Contains(all, "serve/newthing imports "+mod+"services/agents") ||
+		!strings.Contains(all, "cluster no longer imports "+mod+"services/agentcontroller") {
 		t.Fatalf("check reported %q; want the forbidden import and the stale allowance", got)
+	}
+	if strings.Contains(all, "acp/legacy") || strings.Contains(all, "plugins/x") {
+		t.Fatalf("check reported %q; an allowed import and a package that is no entry point are no problem", got)
 	}
 }
 
@@ -118,43 +131,77 @@ func listImports(t *testing.T) map[string][]string {
 	return imports
 }
 
-// TestOnlyTestsReachTheAgent fails when a file outside services/sessions
-// calls Session.UnportedAgent, the accessor left from before the entry
-// points held sessions: no production code needs it any more. Tests are
-// exempt: they drive agents on purpose.
-func TestOnlyTestsReachTheAgent(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
+// handsOut are the packages whose values are an agent or its scope: what
+// the session layer must not hand out.
+var handsOut = []string{mod + "services/agents", mod + "services/agentloop", mod + "context"}
+
+// TestTheSessionLayerHandsOutNoAgent fails when an exported method of the
+// session layer's types returns an agent, an agent loop value or a scope:
+// Session.Agent() went, and a way back to the agent must not return under
+// another name. A test that must look into an agent takes it from the
+// agents registry by Session.AgentID().
+func TestTheSessionLayerHandsOutNoAgent(t *testing.T) {
+	types := []reflect.Type{
+		reflect.TypeFor[*sessions.Session](),
+		reflect.TypeFor[*sessions.Controller](),
+		reflect.TypeFor[*sessions.Attachment](),
+		reflect.TypeFor[sessions.Service](),
+		reflect.TypeFor[sessions.Stream](),
+		reflect.TypeFor[sessions.Turn](),
 	}
-	var callers []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, typ := range types {
+		for _, problem := range leaks(typ) {
+			t.Error(problem)
 		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") || rel == filepath.Join("services", "sessions") {
-				return filepath.SkipDir
+	}
+}
+
+// TestTheLeakCheckFindsAnAgentBehindAPointerOrSlice feeds leaks a type with
+// a method that hands out agents and one that does not.
+func TestTheLeakCheckFindsAnAgentBehindAPointerOrSlice(t *testing.T) {
+	got := leaks(reflect.TypeFor[*leaky]())
+	if len(got) != 2 || !strings.Contains(got[0], "Agents returns []agents.Agent") ||
+		!strings.Contains(got[1], "Handle returns *agents.Handle") {
+		t.Fatalf("leaks reported %q; want Agents and Handle, not ID", got)
+	}
+}
+
+type leaky struct{}
+
+func (*leaky) Agents() ([]agents.Agent, error) { return nil, nil }
+func (*leaky) Handle() *agents.Handle          { return nil }
+func (*leaky) ID() string                      { return "" }
+
+// leaks returns the exported methods of typ with a result from a package
+// of handsOut, looking through pointers, slices, arrays, maps and channels.
+func leaks(typ reflect.Type) []string {
+	var out []string
+	for i := range typ.NumMethod() {
+		m := typ.Method(i)
+		ft := m.Type
+		for j := range ft.NumOut() {
+			r := ft.Out(j)
+			if pkg, bad := fromHandsOut(r); bad {
+				out = append(out, fmt.Sprintf("%s.%s returns %s (package %s): the session layer hands out no agent or scope; offer what entry points need on the Service instead", typ, m.Name, r, pkg))
 			}
-			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if strings.Contains(string(b), ".UnportedAgent()") {
-			callers = append(callers, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	for _, c := range callers {
-		t.Errorf("%s calls Session.UnportedAgent: entry points hold sessions, never agents; use the session service (Info, History, Wait, Attach, Cancel), and for what must run in the agent's scope a plugin entry of the session (OpenOptions.Entries)", c)
+	return out
+}
+
+func fromHandsOut(t reflect.Type) (string, bool) {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Chan:
+			t = t.Elem()
+			continue
+		case reflect.Map:
+			if pkg, bad := fromHandsOut(t.Key()); bad {
+				return pkg, true
+			}
+			t = t.Elem()
+			continue
+		}
+		return t.PkgPath(), slices.Contains(handsOut, t.PkgPath())
 	}
 }

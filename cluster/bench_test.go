@@ -11,7 +11,6 @@ import (
 
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -74,12 +73,8 @@ func (bc *benchCluster) idle(b *testing.B) {
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 2*time.Minute)
 	defer cancel()
 	for _, id := range bc.ids {
-		ss, ok := bc.nodes[0].h.Sessions().Get(id)
-		if !ok {
-			b.Fatalf("session %s is no longer open on host a", id)
-		}
-		if err := ss.UnportedAgent().WhenIdle(ctx); err != nil {
-			b.Fatalf("session %s still runs its turns after 2 minutes: %v", id, err)
+		if err := bc.nodes[0].h.Sessions().Idle(ctx, id); err != nil {
+			b.Fatalf("session %s on host a did not finish its turns within 2 minutes (or is no longer open there): %v", id, err)
 		}
 	}
 }
@@ -191,12 +186,19 @@ func BenchmarkPromptQueued(b *testing.B) {
 			if !ok {
 				b.Fatal("the session is not open on host a")
 			}
+			running := func() bool {
+				in, err := bc.nodes[0].h.Sessions().Info(stdctx.Background(), bc.ids[0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				return in.Running
+			}
 			hold := func(k int) {
 				if _, err := ss.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "hold-" + strconv.Itoa(k), Content: "hold the turn"}); err != nil {
 					b.Fatal(err)
 				}
 				deadline := time.Now().Add(time.Minute)
-				for ss.UnportedAgent().Status() == agents.StatusIdle {
+				for !running() {
 					if time.Now().After(deadline) {
 						b.Fatal("the holding turn did not start within a minute")
 					}

@@ -346,12 +346,8 @@ func (lc *loadCluster) settle(tb testing.TB, cfg loadConfig, ids []string) {
 	defer cancel()
 	for _, id := range ids {
 		n := lc.nodes[lc.owner[id]]
-		ss, ok := n.h.Sessions().Get(id)
-		if !ok {
-			tb.Fatalf("session %s is no longer open on its owner %s", id, n.id)
-		}
-		if err := ss.UnportedAgent().WhenIdle(ctx); err != nil {
-			tb.Fatalf("session %s on host %s is not idle %v after the last prompt: %v", id, n.id, cfg.settle, err)
+		if err := n.h.Sessions().Idle(ctx, id); err != nil {
+			tb.Fatalf("session %s on its owner %s is not idle %v after the last prompt (or is no longer open there): %v", id, n.id, cfg.settle, err)
 		}
 	}
 }

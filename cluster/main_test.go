@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
@@ -199,18 +200,51 @@ func (n *node) session(t *testing.T, id string) *sessions.Session {
 	return ss
 }
 
-// prompts returns the user messages of the session open on n, once its
-// agent is idle.
+// events returns the log of session id open on n, read through n's
+// session service.
+func (n *node) events(t *testing.T, id string) []session.Event {
+	t.Helper()
+	n.session(t, id)
+	evs, err := n.h.Sessions().History(ctxT(t), id, 0)
+	if err != nil {
+		t.Fatalf("the history of session %q on host %s: %v", id, n.id, err)
+	}
+	return evs
+}
+
+// history returns the conversation the log of session id open on n
+// gives its model.
+func (n *node) history(t *testing.T, id string) llm.History {
+	t.Helper()
+	h, err := session.Replay(n.events(t, id))
+	if err != nil {
+		t.Fatalf("replaying the log of session %q on host %s: %v", id, n.id, err)
+	}
+	return h
+}
+
+// running says a turn of session id runs on n.
+func (n *node) running(t *testing.T, id string) bool {
+	t.Helper()
+	in, err := n.h.Sessions().Info(ctxT(t), id)
+	if err != nil {
+		t.Fatalf("session %q on host %s: %v", id, n.id, err)
+	}
+	return in.Running
+}
+
+// prompts returns the user messages of the session open on n, once it is
+// idle.
 func (n *node) prompts(t *testing.T, id string) []string {
 	t.Helper()
-	a := n.session(t, id).UnportedAgent()
+	n.session(t, id)
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
 	defer cancel()
-	if err := a.WhenIdle(ctx); err != nil {
+	if err := n.h.Sessions().Idle(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, m := range a.Session().History().Messages() {
+	for _, m := range n.history(t, id).Messages() {
 		if m.Role == llm.RoleUser {
 			out = append(out, m.Content)
 		}

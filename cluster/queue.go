@@ -11,7 +11,6 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -42,12 +41,12 @@ const queueTTL = 24 * time.Hour
 
 // queued is an entry of the queue bucket: the prompt as it was accepted.
 type queued struct {
-	Mode      agentcontroller.Mode   `json:"mode,omitempty"`
-	RequestID string                 `json:"request_id"`
-	Content   string                 `json:"content,omitempty"`
-	Parts     []part                 `json:"parts,omitempty"`
-	Source    agentcontroller.Source `json:"source"`
-	Accepted  time.Time              `json:"accepted"`
+	Mode      sessions.Mode   `json:"mode,omitempty"`
+	RequestID string          `json:"request_id"`
+	Content   string          `json:"content,omitempty"`
+	Parts     []part          `json:"parts,omitempty"`
+	Source    sessions.Source `json:"source"`
+	Accepted  time.Time       `json:"accepted"`
 	// Born is the stream sequence of the first message of the session's
 	// log when the prompt was accepted: a session deleted and opened again
 	// under the same id starts elsewhere, and is not given the prompts of
@@ -190,7 +189,7 @@ func (h *Host) redeliver(ctx stdctx.Context, ss *sessions.Session) {
 				pr.Parts = append(pr.Parts, pt)
 			}
 			var derr error
-			if q.Mode == agentcontroller.Steer {
+			if q.Mode == sessions.ModeSteer {
 				_, derr = ss.Steer(ctx, pr)
 			} else {
 				_, derr = ss.Prompt(ctx, pr)

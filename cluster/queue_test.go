@@ -42,11 +42,11 @@ func TestAPromptQueuedOnALostOwnerRunsOnTheNext(t *testing.T) {
 	if !slices.Equal(got[1:], []string{"queued", "after"}) {
 		t.Fatalf("b's session holds the prompts %q", got)
 	}
-	first := b.session(t, "s1").UnportedAgent().Session().Events(1)
+	first := b.events(t, "s1")
 	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{RequestID: "r2", Content: "queued"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(b.session(t, "s1").UnportedAgent().Session().Events(1)); n != len(first) {
+	if n := len(b.events(t, "s1")); n != len(first) {
 		t.Fatalf("a retry of the queued prompt's request id added %d events", n-len(first))
 	}
 }

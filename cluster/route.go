@@ -10,7 +10,6 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
-	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -36,13 +35,13 @@ const (
 
 // request is a forwarded prompt, steer or cancel as it travels over NATS.
 type request struct {
-	Op        string                 `json:"op"`
-	Session   string                 `json:"session"`
-	Mode      agentcontroller.Mode   `json:"mode,omitempty"`
-	RequestID string                 `json:"request_id,omitempty"`
-	Content   string                 `json:"content,omitempty"`
-	Parts     []part                 `json:"parts,omitempty"`
-	Source    agentcontroller.Source `json:"source"`
+	Op        string          `json:"op"`
+	Session   string          `json:"session"`
+	Mode      sessions.Mode   `json:"mode,omitempty"`
+	RequestID string          `json:"request_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	Parts     []part          `json:"parts,omitempty"`
+	Source    sessions.Source `json:"source"`
 	// From is the host that forwarded it last, for the target's log.
 	From string `json:"from"`
 	// Hops counts the forwards so far; the target forwards again only
@@ -88,13 +87,13 @@ type answer struct {
 // a live host of Options.ClaimGroup. It returns the message id; a refusal
 // is the owner's, with the same code, reason and presented flag it has
 // there.
-func (h *Host) Prompt(ctx stdctx.Context, sessionID string, mode agentcontroller.Mode, r sessions.PromptRequest) (string, error) {
+func (h *Host) Prompt(ctx stdctx.Context, sessionID string, mode sessions.Mode, r sessions.PromptRequest) (string, error) {
 	switch mode {
 	case "":
-		mode = agentcontroller.Followup
-	case agentcontroller.Followup, agentcontroller.Steer:
+		mode = sessions.ModeFollowup
+	case sessions.ModeFollowup, sessions.ModeSteer:
 	default:
-		return "", errs.New(errs.InvalidArgument, fmt.Sprintf("cluster: mode %q is not a delivery mode; use %q or %q", mode, agentcontroller.Followup, agentcontroller.Steer))
+		return "", errs.New(errs.InvalidArgument, fmt.Sprintf("cluster: mode %q is not a delivery mode; use %q or %q", mode, sessions.ModeFollowup, sessions.ModeSteer))
 	}
 	req := request{Op: opPrompt, Session: sessionID, Mode: mode, RequestID: r.RequestID, Content: r.Content, Source: r.Source}
 	for _, p := range r.Parts {
@@ -345,7 +344,7 @@ func (h *Host) local(ctx stdctx.Context, ss *sessions.Session, req request, clai
 	}
 	var id string
 	var err error
-	if req.Mode == agentcontroller.Steer {
+	if req.Mode == sessions.ModeSteer {
 		id, err = ss.Steer(ctx, pr)
 	} else {
 		id, err = ss.Prompt(ctx, pr)

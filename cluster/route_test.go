@@ -20,7 +20,6 @@ import (
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/serve/apierr"
 	"github.com/dsh-go/dsh/services/agentcontroller"
-	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/nats-io/nats-server/v2/server"
@@ -352,15 +351,15 @@ func TestACancelIsForwarded(t *testing.T) {
 	stream := streamName()
 	a := startNode(t, srv, stream, "a", nodeOpts{delay: time.Hour})
 	b := startNode(t, srv, stream, "b", nodeOpts{})
-	ag := a.open(t, "s1").UnportedAgent()
+	a.open(t, "s1")
 	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "take your time"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the turn to run on host a", func() bool { return ag.Status() == agents.StatusRunning })
+	eventually(t, "the turn to run on host a", func() bool { return a.running(t, "s1") })
 	if err := b.c.Cancel(ctxT(t), "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if st := ag.Status(); st == agents.StatusRunning {
+	if a.running(t, "s1") {
 		t.Fatal("the turn still runs after the forwarded cancel returned")
 	}
 	// Through host b's API.
@@ -368,11 +367,11 @@ func TestACancelIsForwarded(t *testing.T) {
 	if status, out := post("/v1/sessions/s1/messages", `{"content": "again"}`); status != http.StatusAccepted {
 		t.Fatalf("posting through b: %d %v", status, out)
 	}
-	eventually(t, "the second turn to run on host a", func() bool { return ag.Status() == agents.StatusRunning })
+	eventually(t, "the second turn to run on host a", func() bool { return a.running(t, "s1") })
 	if status, out := post("/v1/sessions/s1/cancel", `{}`); status != http.StatusOK {
 		t.Fatalf("cancelling through b: %d %v", status, out)
 	}
-	if st := ag.Status(); st == agents.StatusRunning {
+	if a.running(t, "s1") {
 		t.Fatal("the turn still runs after the cancel through b's API returned")
 	}
 	// As the API of one host answers: a stored session open nowhere is
@@ -412,7 +411,7 @@ func TestAnAttachmentOverMaxPayloadIsRefused(t *testing.T) {
 	// puts it into the history may start a moment later.
 	var msgs []llm.Message
 	eventually(t, "the message in host a's history", func() bool {
-		msgs = a.session(t, "s1").UnportedAgent().Session().History().Messages()
+		msgs = a.history(t, "s1").Messages()
 		return len(msgs) > 0
 	})
 	if len(msgs[0].Parts) != 2 || msgs[0].Parts[1].Size != 1000 || msgs[0].Parts[1].Ref == "" {

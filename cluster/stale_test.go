@@ -164,7 +164,7 @@ func TestAHostWhoseLeaseIsTakenStopsItsTurnAtOnce(t *testing.T) {
 		t.Errorf("a closed its copy %v after b took the session; its own renewal would have told it by %v", d, leaseTTL/3)
 	}
 	ends := map[int]string{}
-	for _, e := range b.session(t, "s1").UnportedAgent().Session().Events(1) {
+	for _, e := range b.events(t, "s1") {
 		if e.Type == session.TurnEnd {
 			ends[e.Turn] = e.Reason
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
@@ -50,10 +51,10 @@ func TestSessionControllerOpensThroughTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No provider in the options: the configured agent is the template.
-	a := s.UnportedAgent()
-	if a.ID() != "coder@c1" {
-		t.Fatalf("agent %q", a.ID())
+	if s.AgentID() != "coder@c1" {
+		t.Fatalf("agent %q", s.AgentID())
 	}
+	a := agentOf(t, h, s)
 	ts, err := tools.Key.Get(a.Context())
 	if err != nil || ts.Lookup(a.Context(), "read") == nil || ts.Lookup(a.Context(), "write") != nil {
 		t.Fatalf("the read-only preset is not mounted in the session's agent: %v", err)
@@ -102,7 +103,7 @@ func TestSessionControllerOpensThroughTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.UnportedAgent().Session().Len() == 0 {
+	if evs, err := ctl.History(ctx, "c1", 0); err != nil || len(evs) == 0 {
 		t.Fatal("the resumed session has no history")
 	}
 	if err := ctl.Delete(ctx, "c1"); err == nil {
@@ -139,6 +140,10 @@ func TestTheHostStartsNoAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.AgentID() != "coder" {
+		t.Fatalf("the session's agent runs as %q, want the configured id", s.AgentID())
+	}
+	before := agentOf(t, h, s)
 	changed, err := config.Parse("test.yaml", []byte(strings.Replace(yaml, "model: m1", "model: m2", 1)), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +154,7 @@ func TestTheHostStartsNoAgent(t *testing.T) {
 	if !s.Open() {
 		t.Fatal("a reload touched the session's agent")
 	}
-	if a, ok := h.Agent("coder"); !ok || a != s.UnportedAgent() {
+	if a, ok := h.Agent("coder"); !ok || a != before {
 		t.Fatal("the session's agent is not registered under the configured id")
 	}
 	if err := s.Detach(stdctx.Background()); err != nil {
@@ -211,4 +216,20 @@ agents:
 		}
 		cancel()
 	}
+}
+
+// agentOf returns the live agent of session s from the agents registry of
+// h's root: for the tests that look into the agent's scope, which the
+// session service does not hand out.
+func agentOf(t *testing.T, h *host.Host, s *sessions.Session) agents.Agent {
+	t.Helper()
+	reg, err := agents.Key.Get(h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := reg.Get(s.AgentID())
+	if !ok {
+		t.Fatalf("no agent %s runs for session %s", s.AgentID(), s.ID())
+	}
+	return a
 }

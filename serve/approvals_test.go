@@ -163,7 +163,9 @@ func TestAnAdoptedSessionBackAgainGetsItsApprover(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.send("s1", "r0", "stored")
-	old.UnportedAgent().WhenIdle(ctx)
+	if err := e.h.Sessions().Idle(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
 	if err := old.Close(ctx); err != nil { // closed under the server
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/execplugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/sessions"
 )
@@ -123,7 +124,16 @@ agents:
 		t.Fatal(err)
 	}
 	defer s.Detach(ctx)
-	a := s.UnportedAgent()
+	// The test answers approvals in the agent's own scope, as an answerer
+	// plugin would: it takes the agent from the agents registry.
+	reg, err := agents.Key.Get(h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := reg.Get(s.AgentID())
+	if !ok {
+		t.Fatalf("no agent %s runs for session s1", s.AgentID())
+	}
 	svc, err := approval.Key.Get(a.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -139,13 +149,19 @@ agents:
 	if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "req-42", Content: "what time is it", Source: user}); err != nil {
 		t.Fatal(err)
 	}
-	a.WhenIdle(ctx)
+	if err := h.Sessions().Idle(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "req-43", Content: "and now?", Source: user}); !errs.HasCode(err, sessions.PromptRejected) {
 		t.Fatalf("the rate limit must refuse the second prompt: %v", err)
 	}
 	// Notifications arrive on their own schedule: wait for every event
 	// name and for every event of the session log.
-	logged := a.Session().Len()
+	evs, err := h.Sessions().History(ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := len(evs)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		recorded := map[string][]map[string]any{}

@@ -29,12 +29,8 @@ const everySecond = `serve:
 // requestIDs returns the request ids of the prompts session id received
 // on e's host.
 func (e *env) requestIDs(id string) []string {
-	s, ok := e.h.Sessions().Get(id)
-	if !ok {
-		return nil
-	}
 	var out []string
-	for _, ev := range s.UnportedAgent().Session().Events(1) {
+	for _, ev := range e.events(id) {
 		if ev.Type == session.UserMessage {
 			out = append(out, ev.RequestID)
 		}

@@ -188,14 +188,24 @@ func (e *env) start() *schedule.Scheduler {
 	return s
 }
 
-// prompts returns the prompts the open session id received.
-func (e *env) prompts(id string) []string {
-	s, ok := e.h.Sessions().Get(id)
-	if !ok {
+// events returns the log of session id, read through the session service
+// while it is open on e's host; nil when it is not.
+func (e *env) events(id string) []session.Event {
+	e.t.Helper()
+	if _, ok := e.h.Sessions().Get(id); !ok {
 		return nil
 	}
+	evs, err := e.h.Sessions().History(stdctx.Background(), id, 0)
+	if err != nil {
+		e.t.Fatalf("the history of session %q: %v", id, err)
+	}
+	return evs
+}
+
+// prompts returns the prompts the open session id received.
+func (e *env) prompts(id string) []string {
 	var out []string
-	for _, ev := range s.UnportedAgent().Session().Events(1) {
+	for _, ev := range e.events(id) {
 		if ev.Type == session.UserMessage {
 			out = append(out, ev.Message.Content)
 		}

@@ -32,9 +32,8 @@ func TestRunsFireAtTheirScheduledTimes(t *testing.T) {
 	e.clock.set(at("10:14"))
 	e.clock.set(at("10:15"))
 	e.waitPrompts("sched-q", "quarter at 10:00", "quarter at 10:15")
-	s, _ := e.h.Sessions().Get("sched-q")
 	var ids []string
-	for _, ev := range s.UnportedAgent().Session().Events(1) {
+	for _, ev := range e.events("sched-q") {
 		if ev.Type == session.UserMessage {
 			ids = append(ids, ev.RequestID)
 		}
@@ -176,9 +175,8 @@ func TestAToolNeedingApprovalIsRefusedInAScheduledTurn(t *testing.T) {
 	e.start()
 	e.clock.set(at("10:00"))
 	e.waitLog("schedule run ended", "schedule=quarter")
-	s, _ := e.h.Sessions().Get("sched-q")
 	var results []string
-	for _, ev := range s.UnportedAgent().Session().Events(1) {
+	for _, ev := range e.events("sched-q") {
 		if ev.Type == session.ToolResult {
 			results = append(results, ev.Message.Content)
 		}

@@ -157,11 +157,14 @@ func expect(t *testing.T, r response, status int, code string) {
 // events returns the log of the open session id.
 func (e *env) events(id string) []session.Event {
 	e.t.Helper()
-	s, ok := e.h.Sessions().Get(id)
-	if !ok {
+	if _, ok := e.h.Sessions().Get(id); !ok {
 		e.t.Fatalf("session %q is not open", id)
 	}
-	return s.UnportedAgent().Session().Events(1)
+	evs, err := e.h.Sessions().History(stdctx.Background(), id, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return evs
 }
 
 // of returns the events of type typ.

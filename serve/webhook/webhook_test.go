@@ -149,8 +149,11 @@ func TestConcurrentDeliveriesShareTheFixedSession(t *testing.T) {
 		t.Fatalf("%d distinct deliveries; want %d", len(ids), n)
 	}
 	waitUntil(t, "every delivery ran", func() bool {
-		s, _ := e.h.Sessions().Get("hooks-push")
-		return s.UnportedAgent().Status() == "idle" && len(of(e.events("hooks-push"), session.UserMessage)) >= n
+		in, err := e.h.Sessions().Info(stdctx.Background(), "hooks-push")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !in.Running && in.Pending == 0 && len(of(e.events("hooks-push"), session.UserMessage)) >= n
 	})
 	if got := len(of(e.events("hooks-push"), session.UserMessage)); got != n {
 		t.Fatalf("%d prompts; want %d", got, n)

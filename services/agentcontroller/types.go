@@ -41,6 +41,44 @@ type Source struct {
 	RPCID string `json:"rpc_id,omitempty"`
 	// Unattended marks a sender with no person waiting, whatever its kind.
 	Unattended bool `json:"unattended,omitempty"`
+	// Principal is who sent the message, as the entry point established
+	// it; policies, quotas and the decision records key on it.
+	Principal Principal `json:"principal,omitzero"`
+	// Entry names the entry point the message came through: "cli",
+	// "serve", "acp", "webhook", "schedule", "subagent", "goal", ....
+	Entry string `json:"entry,omitempty"`
+	// OnBehalfOf is the principal a delegate acts for, when it is not the
+	// sender itself: a parent agent's person for a subagent, a webhook's
+	// configured owner.
+	OnBehalfOf *Principal `json:"on_behalf_of,omitempty"`
+}
+
+// Principal identifies a sender. Kind says how the identity was
+// established, ID names it within that kind, and Tenant groups principals
+// that share quotas and policies.
+type Principal struct {
+	// Kind is one of "token" (a named serve token), "jwt" (a verified
+	// bearer token's subject), "user" (the OS user of the CLI), "editor"
+	// (an ACP client), "webhook", "schedule", "agent" (a parent agent);
+	// empty when the entry point established none.
+	Kind string `json:"kind,omitempty"`
+	// ID names the principal within its kind: the token's name, the JWT's
+	// mapped subject, the user name, the webhook's or schedule's name, the
+	// parent session id.
+	ID string `json:"id,omitempty"`
+	// Tenant is the group the principal belongs to, when one is known.
+	Tenant string `json:"tenant,omitempty"`
+}
+
+// IsZero reports whether no principal was established.
+func (p Principal) IsZero() bool { return p == Principal{} }
+
+// String is kind:id, or "anonymous".
+func (p Principal) String() string {
+	if p.Kind == "" && p.ID == "" {
+		return "anonymous"
+	}
+	return p.Kind + ":" + p.ID
 }
 
 // IsUnattended reports whether nobody waits behind the message: a listener
@@ -106,6 +144,12 @@ type Decision struct {
 	// readiness timeout), recorded as message/expired rather than
 	// message/refused.
 	Expired bool `json:"expired,omitempty"`
+	// Policy names what decided, when a policy did ("policy.cel",
+	// "budget", a plugin's id), and PolicyVersion which version of it
+	// (a digest of its rules): the decision records name both, so a
+	// replay can say which change made a decision differ.
+	Policy        string `json:"policy,omitempty"`
+	PolicyVersion string `json:"policy_version,omitempty"`
 	// admitted is the message as the innermost step received it: a
 	// listener may pass a rewritten message down with next (to redact it,
 	// say), and that is what enters the inbox. Its content and parts are

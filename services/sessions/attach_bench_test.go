@@ -62,7 +62,7 @@ func BenchmarkImagePromptTurn(b *testing.B) {
 				if _, err := s.Prompt(stdctx.Background(), r); err != nil {
 					b.Fatal(err)
 				}
-				s.UnportedAgent().WhenIdle(stdctx.Background())
+				e.ctl.Idle(stdctx.Background(), s.ID())
 			}
 			b.ReportMetric(float64(cpuNow(b)-cpu)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(store.Written())/float64(b.N), "stored-B/op")
@@ -89,7 +89,7 @@ func BenchmarkLogSizeOf100ImageTurns(b *testing.B) {
 			if _, err := s.Prompt(stdctx.Background(), r); err != nil {
 				b.Fatal(err)
 			}
-			s.UnportedAgent().WhenIdle(stdctx.Background())
+			e.ctl.Idle(stdctx.Background(), s.ID())
 		}
 		s.Detach(stdctx.Background())
 		st, err := os.Stat(filepath.Join(dir, id+".jsonl"))

@@ -60,7 +60,7 @@ func TestAnImagePromptIsLoggedByReferenceResumedAndDeletedWithItsSession(t *test
 		Parts: []llm.Part{{Type: llm.PartImage, Name: "shot.png", Data: img}}}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.UnportedAgent())
+	e.idle(s)
 	if err := s.Detach(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -80,15 +80,15 @@ func TestAnImagePromptIsLoggedByReferenceResumedAndDeletedWithItsSession(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := r.UnportedAgent().Session().History().At(0)
+	first := e.agent(r).Session().History().At(0)
 	if len(first.Parts) != 2 || first.Parts[1].Ref != ref || first.Content != "what is this?" {
 		t.Fatalf("the resumed prompt is %+v", first)
 	}
 	if _, err := r.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r2", Content: "and now?"}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, r.UnportedAgent())
-	for _, ev := range r.UnportedAgent().Session().Events(1) {
+	e.idle(r)
+	for _, ev := range e.events(r) {
 		if ev.Error != "" {
 			t.Fatalf("a turn after the resume failed: %s", ev.Error)
 		}
@@ -168,7 +168,7 @@ func TestAnUnpersistedSessionReleasesItsAttachmentsWhenItCloses(t *testing.T) {
 		Parts: []llm.Part{{Type: llm.PartImage, Data: img}, {Type: llm.PartImage, Data: own}}}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.UnportedAgent())
+	e.idle(s)
 	if !store.Has(attachments.RefOf(own)) {
 		t.Fatal("the prompt's image is not stored")
 	}

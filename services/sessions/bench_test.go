@@ -49,7 +49,7 @@ func BenchmarkSessionCycle(b *testing.B) {
 			if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r", Content: "hello"}); err != nil {
 				b.Fatal(err)
 			}
-			s.UnportedAgent().WhenIdle(stdctx.Background())
+			e.ctl.Idle(stdctx.Background(), s.ID())
 			if err := s.Detach(stdctx.Background()); err != nil {
 				b.Fatal(err)
 			}

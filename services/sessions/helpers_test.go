@@ -96,19 +96,43 @@ func (e *env) open(o sessions.OpenOptions) *sessions.Session {
 	return s
 }
 
-func idle(t testing.TB, a agents.Agent) {
-	t.Helper()
+// idle waits, through the service as entry points do, until session s
+// of e has nothing left to do.
+func (e *env) idle(s *sessions.Session) {
+	e.t.Helper()
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.WhenIdle(ctx); err != nil {
-		t.Fatalf("agent %s never went idle: %v", a.ID(), err)
+	if err := e.ctl.Idle(ctx, s.ID()); err != nil {
+		e.t.Fatalf("session %s never went idle: %v", s.ID(), err)
 	}
 }
 
-// userMessages counts the prompts a session recorded.
-func userMessages(s *session.Session) int {
+// events returns the log of session s of e, through the service.
+func (e *env) events(s *sessions.Session) []session.Event {
+	e.t.Helper()
+	evs, err := e.ctl.History(stdctx.Background(), s.ID(), 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return evs
+}
+
+// agent returns the live agent of session s, from the agents registry:
+// for the tests that look at what the session hides (its scope, the
+// history it sends the model).
+func (e *env) agent(s *sessions.Session) agents.Agent {
+	e.t.Helper()
+	a, ok := e.registry.Get(s.AgentID())
+	if !ok {
+		e.t.Fatalf("no agent %s runs for session %s", s.AgentID(), s.ID())
+	}
+	return a
+}
+
+// userMessages counts the prompts among a session's events.
+func userMessages(evs []session.Event) int {
 	n := 0
-	for _, e := range s.Events(1) {
+	for _, e := range evs {
 		if e.Type == session.UserMessage {
 			n++
 		}

@@ -36,7 +36,7 @@ func TestAResumeOfASessionOpenElsewhereIsRefusedWithTheStoresCode(t *testing.T) 
 	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.UnportedAgent())
+	here.idle(s)
 	s.Detach(stdctx.Background())
 	got, err := other.ctl.Resume(stdctx.Background(), "shared", opts)
 	if err != nil {
@@ -178,7 +178,7 @@ func TestEachSessionGetsAHubClosedAfterItsAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tab.Client().(*fakeClient)
-	if len(hubs) != 1 || hubs[0].agent != s.UnportedAgent() || c.after != 7 {
+	if len(hubs) != 1 || hubs[0].agent != e.agent(s) || c.after != 7 {
 		t.Fatalf("hub %+v, client %+v", hubs, c)
 	}
 	tab.Detach(stdctx.Background())

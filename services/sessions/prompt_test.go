@@ -25,13 +25,13 @@ func TestPromptRunsATurnAndARetryDeliversOnce(t *testing.T) {
 	if err != nil || again != id {
 		t.Fatalf("retry: %q %v, want %q", again, err, id)
 	}
-	idle(t, s.UnportedAgent())
+	e.idle(s)
 	again, err = s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "hello"})
 	if err != nil || again != id {
 		t.Fatalf("retry after the turn: %q %v, want %q", again, err, id)
 	}
-	idle(t, s.UnportedAgent())
-	if n := userMessages(s.UnportedAgent().Session()); n != 1 {
+	e.idle(s)
+	if n := userMessages(e.events(s)); n != 1 {
 		t.Fatalf("the prompt was recorded %d times, want once", n)
 	}
 	if err := s.Detach(stdctx.Background()); err != nil {
@@ -50,7 +50,7 @@ func TestARefusalIsASessionErrorAndAKeptOutcome(t *testing.T) {
 	s := e.open(sessions.OpenOptions{})
 	var mu sync.Mutex
 	var heard []sessions.Outcome
-	sessions.EventOutcome.On(s.UnportedAgent().Context(), func(_ stdctx.Context, o sessions.Outcome) error {
+	sessions.EventOutcome.On(e.agent(s).Context(), func(_ stdctx.Context, o sessions.Outcome) error {
 		mu.Lock()
 		heard = append(heard, o)
 		mu.Unlock()
@@ -107,7 +107,7 @@ func TestCancelEndsTheTurn(t *testing.T) {
 	if err := s.Cancel(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}
-	evs := s.UnportedAgent().Session().Events(1)
+	evs := e.events(s)
 	if last := evs[len(evs)-1]; last.Type != session.TurnEnd {
 		t.Fatalf("after cancel the last event is %s", last.Type)
 	}

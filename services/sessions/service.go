@@ -197,6 +197,7 @@ type Update = live.Update
 type (
 	Source     = agentcontroller.Source
 	SourceKind = agentcontroller.SourceKind
+	Principal  = agentcontroller.Principal
 )
 
 // Source kinds.

@@ -75,12 +75,6 @@ func (s *Session) AgentID() string { return s.agentID }
 // AgentName returns the configured agent (or template) the session runs.
 func (s *Session) AgentName() string { return s.agent }
 
-// UnportedAgent returns the live agent. Entry points hold sessions, never
-// agents, and use the Service (Info, History, Wait, Attach, Cancel)
-// instead; no production code calls it (archtest fails on a caller
-// outside tests). It stays for the tests that drive an agent directly.
-func (s *Session) UnportedAgent() agents.Agent { return s.handle.Agent }
-
 // Log returns the session's in-memory log: local-only, for the cluster's
 // lease and fencing checks, which ask the store's lease of this copy. It
 // is not on the Service: another host's session has no log here.

@@ -96,7 +96,7 @@ func newHoldEnv(t *testing.T) (*env, *holdOpener, string) {
 	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.UnportedAgent())
+	e.idle(s)
 	if err := s.Detach(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}

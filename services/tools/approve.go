@@ -31,6 +31,9 @@ type Verdict struct {
 	// Source names the policy that decided ("" for the tool's default),
 	// so a policy can tell another policy's decision from the default.
 	Source string
+	// PolicyVersion is the version of the deciding policy (a digest of
+	// its rules), recorded with the decision beside Source.
+	PolicyVersion string
 	// Arguments, when set, replace the call's arguments (a hook that
 	// rewrites a command, a policy that pins a path). They are validated
 	// against the tool's schema again before the call runs, and a person

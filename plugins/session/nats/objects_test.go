@@ -17,6 +17,7 @@ import (
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
 	natsgo "github.com/nats-io/nats.go"
@@ -266,7 +267,7 @@ func TestASessionResumedOnAnotherHostResolvesItsImage(t *testing.T) {
 		Parts: []llm.Part{{Type: llm.PartImage, Name: "shot.png", Data: img}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ss.UnportedAgent().WhenIdle(ctx); err != nil {
+	if err := ha.Sessions().Idle(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := ha.Close(ctx); err != nil {
@@ -274,13 +275,20 @@ func TestASessionResumedOnAnotherHostResolvesItsImage(t *testing.T) {
 	}
 
 	hb, sb := startAttachHostH(t, srv.ClientURL(), stream, "b", "")
-	resumed, err := hb.Sessions().Resume(ctx, "s1", sessions.OpenOptions{Agent: "main"})
+	if _, err := hb.Sessions().Resume(ctx, "s1", sessions.OpenOptions{Agent: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := hb.Sessions().History(ctx, "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history, err := session.Replay(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ref string
 	var parts []llm.Part
-	for _, m := range resumed.UnportedAgent().Session().History().Messages() {
+	for _, m := range history.Messages() {
 		for _, p := range m.Parts {
 			if p.Ref != "" {
 				ref, parts = p.Ref, m.Parts

@@ -34,7 +34,7 @@ func BenchmarkBareSession(b *testing.B) {
 		if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "r" + strconv.Itoa(i), Content: "do it"}); err != nil {
 			b.Fatal(err)
 		}
-		if err := s.UnportedAgent().WhenIdle(ctx); err != nil {
+		if err := e.ctl.Idle(ctx, s.ID()); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.Close(ctx); err != nil {
@@ -52,7 +52,7 @@ func BenchmarkSubagentCall(b *testing.B) {
 	}
 	defer parent.Close(ctx)
 	args, _ := json.Marshal(map[string]string{"agent": "alpha", "prompt": "do it"})
-	at := parent.UnportedAgent().Context()
+	at := e.agent(parent).Context()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		r, err := e.tools.Execute(ctx, at, tools.Call{AgentID: parent.AgentID(), ID: "call_" + strconv.Itoa(i), Name: "agent", Arguments: args})

@@ -67,8 +67,8 @@ func TestThroughTheHost(t *testing.T) {
 	if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "r1", Content: "get it reviewed"}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.UnportedAgent())
-	r := results(s.UnportedAgent().Session())["call_1"]
+	idle(t, h.Sessions(), s.ID())
+	r := results(t, h.Sessions(), s.ID())["call_1"]
 	if r.IsError || r.Content != "reviewed without writing" {
 		t.Fatalf("the call's result: %+v", r)
 	}

@@ -33,8 +33,8 @@ func TestASubagentWithoutProviderInheritsTheCallers(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("start")
-	idle(t, p.UnportedAgent())
-	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "gamma's answer" {
+	e.idle(p)
+	if r := e.results(p)["call_1"]; r.IsError || r.Content != "gamma's answer" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	mu.Lock()

@@ -126,24 +126,53 @@ func (e *env) parent(prompt string) *sessions.Session {
 	return s
 }
 
-func idle(t testing.TB, a agents.Agent) {
+// idle waits, through the session service, until session id has nothing
+// left to do.
+func idle(t testing.TB, svc sessions.Service, id string) {
 	t.Helper()
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.WhenIdle(ctx); err != nil {
-		t.Fatalf("agent %s never went idle: %v", a.ID(), err)
+	if err := svc.Idle(ctx, id); err != nil {
+		t.Fatalf("session %s never went idle: %v", id, err)
 	}
 }
 
-// results are the tool results a session recorded, by call id.
-func results(s *session.Session) map[string]llm.Message {
+// results are the tool results session id recorded, by call id, read
+// through the session service.
+func results(t testing.TB, svc sessions.Service, id string) map[string]llm.Message {
+	t.Helper()
+	evs, err := svc.History(stdctx.Background(), id, 0)
+	if err != nil {
+		t.Fatalf("history of session %s: %v", id, err)
+	}
 	out := map[string]llm.Message{}
-	for _, e := range s.Events(1) {
+	for _, e := range evs {
 		if e.Type == session.ToolResult {
 			out[e.Message.ToolCallID] = *e.Message
 		}
 	}
 	return out
+}
+
+// idle waits until session s of e has nothing left to do.
+func (e *env) idle(s *sessions.Session) { e.t.Helper(); idle(e.t, e.ctl, s.ID()) }
+
+// results are the tool results session s of e recorded, by call id.
+func (e *env) results(s *sessions.Session) map[string]llm.Message {
+	e.t.Helper()
+	return results(e.t, e.ctl, s.ID())
+}
+
+// agent returns the live agent of session s, from the agents registry:
+// for the tests that drive what the session does not offer (an abort,
+// a tool call in the agent's scope).
+func (e *env) agent(s *sessions.Session) agents.Agent {
+	e.t.Helper()
+	a, ok := e.reg.Get(s.AgentID())
+	if !ok {
+		e.t.Fatalf("no agent %s runs for session %s", s.AgentID(), s.ID())
+	}
+	return a
 }
 
 // onlyParentLeft checks every child was disposed: one agent, one session.
@@ -205,7 +234,7 @@ func TestTwoChildrenOneStepOneRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("split the work")
-	idle(t, p.UnportedAgent())
+	e.idle(p)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(started) != 2 || len(ended) != 2 {
@@ -219,7 +248,7 @@ func TestTwoChildrenOneStepOneRefused(t *testing.T) {
 			t.Fatalf("ended: %+v", x)
 		}
 	}
-	res := results(p.UnportedAgent().Session())
+	res := e.results(p)
 	if r := res["call_1"]; r.IsError || r.Content != "alpha's answer" {
 		t.Fatalf("alpha's result: %+v", r)
 	}
@@ -256,8 +285,8 @@ func TestChildrenRunConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("meet")
-	idle(t, p.UnportedAgent())
-	for id, r := range results(p.UnportedAgent().Session()) {
+	e.idle(p)
+	for id, r := range e.results(p) {
 		if r.IsError || r.Content != "met" {
 			t.Fatalf("%s: %+v", id, r)
 		}
@@ -290,11 +319,11 @@ func TestConcurrencyCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("probe")
-	idle(t, p.UnportedAgent())
+	e.idle(p)
 	if most != 1 {
 		t.Fatalf("%d children ran at once under max_concurrent 1", most)
 	}
-	for id, r := range results(p.UnportedAgent().Session()) {
+	for id, r := range e.results(p) {
 		if r.IsError {
 			t.Fatalf("%s: %+v", id, r)
 		}
@@ -306,21 +335,21 @@ func TestConcurrencyCap(t *testing.T) {
 // and leaves no child agent, session or goroutine behind.
 func TestCancelMidChild(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
-		testStopMidChild(t, func(p *sessions.Session) error {
+		testStopMidChild(t, func(_ *env, p *sessions.Session) error {
 			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 			defer cancel()
 			return p.Cancel(ctx)
 		})
 	})
 	t.Run("abort", func(t *testing.T) {
-		testStopMidChild(t, func(p *sessions.Session) error {
-			p.UnportedAgent().Abort()
+		testStopMidChild(t, func(e *env, p *sessions.Session) error {
+			e.agent(p).Abort()
 			return nil
 		})
 	})
 }
 
-func testStopMidChild(t *testing.T, stop func(*sessions.Session) error) {
+func testStopMidChild(t *testing.T, stop func(*env, *sessions.Session) error) {
 	e := newEnv(t, setup{
 		parent: []scripted.Reply{calls("alpha"), text("parent done")},
 		child:  []scripted.Reply{tool("block"), text("never")},
@@ -344,7 +373,7 @@ func testStopMidChild(t *testing.T, stop func(*sessions.Session) error) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the child never ran its tool")
 	}
-	if err := stop(p); err != nil {
+	if err := stop(e, p); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -352,8 +381,8 @@ func testStopMidChild(t *testing.T, stop func(*sessions.Session) error) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the child's tool call was never cancelled")
 	}
-	idle(t, p.UnportedAgent())
-	r := results(p.UnportedAgent().Session())["call_1"]
+	e.idle(p)
+	r := e.results(p)["call_1"]
 	if !r.IsError || !strings.Contains(r.Content, "cancelled") {
 		t.Fatalf("the call's result: %+v", r)
 	}
@@ -388,8 +417,8 @@ func TestTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("start")
-	idle(t, p.UnportedAgent())
-	if r := results(p.UnportedAgent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.TimedOut)) {
+	e.idle(p)
+	if r := e.results(p)["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.TimedOut)) {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	e.onlyParentLeft(p)
@@ -429,12 +458,12 @@ func TestChildAskGoesToParentsAnswerer(t *testing.T) {
 	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "go"}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.UnportedAgent())
+	e.idle(s)
 	req := <-asked
 	if req.AgentID != s.AgentID() || req.Tool != "risky" || !strings.Contains(req.Reason, `subagent "alpha"`) {
 		t.Fatalf("the parent's answerer was asked %+v", req)
 	}
-	if r := results(s.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "risky done" || ran != 1 {
+	if r := e.results(s)["call_1"]; r.IsError || r.Content != "risky done" || ran != 1 {
 		t.Fatalf("the call's result: %+v (ran %d)", r, ran)
 	}
 }
@@ -454,8 +483,8 @@ func TestChildAskWithoutParentAnswererFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.parent("go")
-	idle(t, p.UnportedAgent())
-	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
+	e.idle(p)
+	if r := e.results(p)["call_1"]; r.IsError || r.Content != "carried on" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 }
@@ -471,8 +500,8 @@ func TestDepthLimitAndPersistedLink(t *testing.T) {
 		dir:    dir,
 	})
 	p := e.parent("nest")
-	idle(t, p.UnportedAgent())
-	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "did it myself" {
+	e.idle(p)
+	if r := e.results(p)["call_1"]; r.IsError || r.Content != "did it myself" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, p.ID()+".sub-call_1-*.jsonl"))
@@ -505,8 +534,8 @@ func TestANestedCallDoesNotWaitForItsParentsSlot(t *testing.T) {
 		tool:  subagent.Config{MaxConcurrent: 1, MaxDepth: 2, Timeout: 5 * time.Second},
 	})
 	p := e.parent("nest twice")
-	idle(t, p.UnportedAgent())
-	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "answered" {
+	e.idle(p)
+	if r := e.results(p)["call_1"]; r.IsError || r.Content != "answered" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 }
@@ -516,9 +545,9 @@ func TestUnknownAgentAndConfig(t *testing.T) {
 		parent: []scripted.Reply{calls("gamma"), text("parent done")},
 	})
 	p := e.parent("go")
-	idle(t, p.UnportedAgent())
+	e.idle(p)
 	// The schema's enum refuses an unknown name before the tool runs.
-	if r := results(p.UnportedAgent().Session())["call_1"]; !r.IsError || !strings.Contains(r.Content, `must be one of ["alpha","beta"]`) {
+	if r := e.results(p)["call_1"]; !r.IsError || !strings.Contains(r.Content, `must be one of ["alpha","beta"]`) {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	// The description lists the subagents for the model.
@@ -625,8 +654,8 @@ func TestUnattendedParentMakesUnattendedChildren(t *testing.T) {
 	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "go"}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.UnportedAgent())
-	if r := results(s.UnportedAgent().Session())["call_1"]; r.IsError || r.Content != "carried on" {
+	e.idle(s)
+	if r := e.results(s)["call_1"]; r.IsError || r.Content != "carried on" {
 		t.Fatalf("the call's result: %+v", r)
 	}
 	mu.Lock()
@@ -664,8 +693,8 @@ func TestCancelWhileWaitingForASlot(t *testing.T) {
 	if err := p.Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, p.UnportedAgent())
-	res := results(p.UnportedAgent().Session())
+	e.idle(p)
+	res := e.results(p)
 	if len(res) != 2 {
 		t.Fatalf("results: %+v", res)
 	}
@@ -689,8 +718,8 @@ func TestChildFailureIsAnErrorResult(t *testing.T) {
 		child:  []scripted.Reply{{Finish: "error", Error: "the model is down"}},
 	})
 	p := e.parent("go")
-	idle(t, p.UnportedAgent())
-	if r := results(p.UnportedAgent().Session())["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.Failed)) || !strings.Contains(r.Content, "the model is down") {
+	e.idle(p)
+	if r := e.results(p)["call_1"]; !r.IsError || !strings.HasPrefix(r.Content, string(subagent.Failed)) || !strings.Contains(r.Content, "the model is down") {
 		t.Fatalf("the call's result: %+v", r)
 	}
 
@@ -699,8 +728,8 @@ func TestChildFailureIsAnErrorResult(t *testing.T) {
 		child:  []scripted.Reply{{Text: "half an", Finish: "max-tokens"}},
 	})
 	p = e.parent("go")
-	idle(t, p.UnportedAgent())
-	if r := results(p.UnportedAgent().Session())["call_1"]; r.IsError || !strings.HasPrefix(r.Content, "half an") || !strings.Contains(r.Content, "output limit") {
+	e.idle(p)
+	if r := e.results(p)["call_1"]; r.IsError || !strings.HasPrefix(r.Content, "half an") || !strings.Contains(r.Content, "output limit") {
 		t.Fatalf("the call's result: %+v", r)
 	}
 }
