@@ -133,7 +133,7 @@ func (f *Fires) Claim(ctx stdctx.Context, name string, at time.Time) (bool, erro
 		if !at.After(last.At) {
 			return false, nil
 		}
-		if _, err = f.kv.Update(ctx, key, val, e.Revision()); wrongRevision(err) || electing(err) {
+		if _, err = f.kv.Update(ctx, key, val, e.Revision()); natsplugin.RevisionConflict(err) || electing(err) {
 			continue // replaced meanwhile (compare with the new time), or electing
 		}
 		if err != nil {
@@ -147,13 +147,6 @@ func (f *Fires) failed(err error, name string, at time.Time) error {
 	return errs.Wrap(Unreachable, err, fmt.Sprintf(
 		"cluster: cannot claim the run of schedule %q at %s in the bucket %s; check that the NATS servers are reachable", name, at.Format(time.RFC3339), f.kv.Bucket())).
 		WithReason("cluster/schedule-claim")
-}
-
-// wrongRevision reports an update refused because the entry changed since
-// it was read.
-func wrongRevision(err error) bool {
-	var je jetstream.JetStreamError
-	return errors.As(err, &je) && je.APIError() != nil && je.APIError().ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
 // Close closes the connection; claims in flight fail.

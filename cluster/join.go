@@ -288,7 +288,7 @@ func (h *Host) beat() {
 	rev := h.rev
 	h.mu.Unlock()
 	next, err := h.hosts.Update(ctx, h.o.HostID, h.record, rev)
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
+	if natsplugin.RevisionConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
 		// The entry expired (this host stalled longer than the TTL, or
 		// the server was away): announce again, unless another host took
 		// the id meanwhile.
@@ -364,7 +364,7 @@ func (h *Host) Close(ctx stdctx.Context) error {
 		h.nc.Close()
 		return errors.Join(failed...)
 	}
-	if err := h.hosts.Delete(dctx, h.o.HostID, jetstream.LastRevision(rev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if err := h.hosts.Delete(dctx, h.o.HostID, jetstream.LastRevision(rev)); err != nil && !natsplugin.RevisionConflict(err) {
 		failed = append(failed, errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot delete the presence record of host %q; it expires within lease_ttl (%s)", h.o.HostID, h.o.LeaseTTL)))
 	}
 	h.nc.Close()

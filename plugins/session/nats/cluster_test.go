@@ -1,6 +1,7 @@
 package nats_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/session/backendtest"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestOnAThreeNodeCluster runs the store on a JetStream cluster of three
@@ -32,6 +35,7 @@ func TestOnAThreeNodeCluster(t *testing.T) {
 			return backendtest.Fixture{Plugin: natsplugin.Plugin, Config: func() any { x := *cfg; return &x }}
 		})
 	})
+	t.Run("ARevisionConflictIsToldFromAFailure", func(t *testing.T) { aRevisionConflictIsToldFromAFailure(t, c) })
 	t.Run("WritesGoOnWithANodeStopped", func(t *testing.T) { writesGoOnWithANodeStopped(t, c) })
 }
 
@@ -369,4 +373,40 @@ func writesGoOnWithANodeStopped(t *testing.T, c *natstest.Cluster) {
 		t.Fatalf("loading through restarted node %d: %v", leader, err)
 	}
 	wholeLog(t, events, "w", "w", "w")
+}
+
+// aRevisionConflictIsToldFromAFailure: on a bucket of three replicas an
+// update or a delete at a stale revision is a conflict (someone else
+// wrote the key), which RevisionConflict recognises although its error
+// code is not ErrKeyExists's: the leases, the host records and the
+// schedule claims all decide by it.
+func aRevisionConflictIsToldFromAFailure(t *testing.T, c *natstest.Cluster) {
+	nc, err := natsgo.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := t.Context()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "CONFLICT_" + streamName(), Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := kv.Put(ctx, "k", []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	_, uerr := kv.Update(ctx, "k", []byte("c"), first)
+	derr := kv.Delete(ctx, "k", jetstream.LastRevision(first))
+	for what, err := range map[string]error{"update": uerr, "delete": derr} {
+		if !natsplugin.RevisionConflict(err) {
+			t.Errorf("an %s at a stale revision on a replicated bucket: %v; want a revision conflict", what, err)
+		}
+	}
+	if natsplugin.RevisionConflict(errors.New("nats: timeout")) || natsplugin.RevisionConflict(nil) {
+		t.Error("a failure or no error is taken for a conflict")
+	}
 }

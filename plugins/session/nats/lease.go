@@ -206,7 +206,7 @@ func (l *lease) refresh(ctx stdctx.Context) error {
 	}
 	sent := time.Now()
 	next, err := l.store.leases.Update(ctx, l.key, l.value, rev)
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	if RevisionConflict(err) {
 		// A renewal whose answer was lost (a timeout, a leader change) may
 		// have landed: the entry is then still this lease's, at a later
 		// revision. Another holder's entry, or none, has another value.
@@ -252,7 +252,7 @@ func (l *lease) hold(ctx stdctx.Context) error {
 
 // isLost says whether err is a lease found run out.
 func isLost(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound)
+	return RevisionConflict(err) || errors.Is(err, jetstream.ErrKeyNotFound)
 }
 
 // release stops the renewals and deletes the entry, unless it is no longer
@@ -269,7 +269,7 @@ func (l *lease) release() error {
 	ctx, cancel := l.store.timeout(stdctx.Background())
 	defer cancel()
 	err := l.store.leases.Delete(ctx, l.key, jetstream.LastRevision(rev))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if err != nil && !RevisionConflict(err) {
 		return l.store.failed(err, fmt.Sprintf("release the lease of session %q", l.key))
 	}
 	return nil
