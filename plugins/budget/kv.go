@@ -154,9 +154,20 @@ func (s *kvStore) failed(err error, key string) error {
 		"budget: cannot read or write the counter %q in the bucket %s; check that the NATS servers are reachable", key, s.kv.Bucket()))
 }
 
+// wrongRevision reports an update refused because the entry changed
+// since it was read: a replicated bucket reports it with another code
+// (10164) than a single server's (10071); nats.go maps both to
+// ErrKeyRevisionMismatch.
 func wrongRevision(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
 	var je jetstream.JetStreamError
-	return errors.As(err, &je) && je.APIError() != nil && je.APIError().ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	if !errors.As(err, &je) || je.APIError() == nil {
+		return false
+	}
+	c := je.APIError().ErrorCode
+	return c == jetstream.JSErrCodeStreamWrongLastSequence || c == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 func (s *kvStore) close() { s.nc.Close() }
