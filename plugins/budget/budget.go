@@ -23,7 +23,9 @@ package budget
 
 import (
 	stdctx "context"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,8 +88,17 @@ type agentState struct {
 	id, session string
 	turnNo      int
 	turn        []subjects
-	pending     map[string]*pending // by message id
+	// last is whom the latest prompt admitted was charged to: a turn
+	// whose prompts are not known here (resumed, or pruned) is charged
+	// to it.
+	last    *subjects
+	pending map[string]*pending // by message id
 }
+
+// maxUntracked bounds the prompts without slots an agent keeps track of
+// while they wait for their turn: past it, the oldest are forgotten and
+// their turn is charged to the latest prompt's subjects.
+const maxUntracked = 1024
 
 // pending is a prompt admitted and not done: the slots it holds are freed
 // when the turn that ran it ends, or when it is dropped.
@@ -246,10 +257,13 @@ func key(l Limit, who, what string) string {
 // encode makes a subject a key token: its bytes in hex when it holds
 // anything but letters, digits, '_' and '-'.
 func encode(s string) string {
-	if name.MatchString(s) {
-		return "n" + s
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return "x" + hex.EncodeToString([]byte(s))
+		}
 	}
-	return fmt.Sprintf("x%x", s)
+	return "n" + s
 }
 
 // windowOf is the start of the window now falls in (Unix seconds), 0 for
@@ -293,8 +307,8 @@ func (b *Budget) charge(subj []subjects, e session.Event) {
 				done[k] = true
 				ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 				defer cancel()
-				err := b.st.update(ctx, k, func(old []byte) ([]byte, bool, error) {
-					return amount{W: w, V: readAmount(old, w) + v}.bytes(), true, nil
+				err := b.st.update(ctx, k, func(old value) (value, bool, error) {
+					return value{W: w, V: old.amount(w) + v}, true, nil
 				})
 				if err != nil {
 					b.log.Warn("a step's usage could not be counted", "counter", k, "error", err)
@@ -346,7 +360,7 @@ func (b *Budget) spent(ctx stdctx.Context, subj []subjects) (*ranOut, error) {
 				if err != nil {
 					return nil, err
 				}
-				if used := readAmount(v, w); used >= float64(l.Tokens) {
+				if used := v.amount(w); used >= float64(l.Tokens) {
 					return &ranOut{ReasonTokens, fmt.Sprintf("%s has used %.0f of its %d tokens%s; %s, or raise tokens of limit %q in the budget plugin's config",
 						describe(l, who), used, l.Tokens, during(l), wait(l, end), l.Name)}, nil
 				}
@@ -357,7 +371,7 @@ func (b *Budget) spent(ctx stdctx.Context, subj []subjects) (*ranOut, error) {
 					return nil, err
 				}
 				cur := b.cfg.pricing.CurrencyName()
-				if used := readAmount(v, w); used >= l.Cost {
+				if used := v.amount(w); used >= l.Cost {
 					return &ranOut{ReasonCost, fmt.Sprintf("%s has spent %.4f of its %g %s%s; %s, or raise cost of limit %q in the budget plugin's config",
 						describe(l, who), used, l.Cost, cur, during(l), wait(l, end), l.Name)}, nil
 				}
@@ -449,7 +463,15 @@ func (b *Budget) track(a agentcontroller.Admission, p *pending) *agentState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.stateLocked(a.Agent.ID(), sessionOf(a.Agent))
+	if len(st.pending) >= maxUntracked {
+		for id, q := range st.pending {
+			if len(q.slots) == 0 {
+				delete(st.pending, id)
+			}
+		}
+	}
 	st.pending[a.Message.ID] = p
+	st.last = &p.subj
 	return st
 }
 
@@ -469,14 +491,14 @@ func (b *Budget) takePrompts(ctx stdctx.Context, subj subjects, undo *[]func()) 
 		w, end := windowOf(l, now)
 		k := key(l, who, "prompts")
 		took := false
-		err := b.st.update(ctx, k, func(old []byte) ([]byte, bool, error) {
+		err := b.st.update(ctx, k, func(old value) (value, bool, error) {
 			took = false
-			v := readAmount(old, w)
+			v := old.amount(w)
 			if v+1 > float64(l.Prompts) {
-				return nil, false, nil
+				return value{}, false, nil
 			}
 			took = true
-			return amount{W: w, V: v + 1}.bytes(), true, nil
+			return value{W: w, V: v + 1}, true, nil
 		})
 		if err != nil {
 			return agentcontroller.Decision{}, false, err
@@ -488,11 +510,11 @@ func (b *Budget) takePrompts(ctx stdctx.Context, subj subjects, undo *[]func()) 
 		*undo = append(*undo, func() {
 			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 			defer cancel()
-			err := b.st.update(ctx, k, func(old []byte) ([]byte, bool, error) {
-				if v := readAmount(old, w); v >= 1 {
-					return amount{W: w, V: v - 1}.bytes(), true, nil
+			err := b.st.update(ctx, k, func(old value) (value, bool, error) {
+				if v := old.amount(w); v >= 1 {
+					return value{W: w, V: v - 1}, true, nil
 				}
-				return nil, false, nil
+				return value{}, false, nil
 			})
 			if err != nil {
 				b.log.Warn("a refused prompt could not be uncounted", "counter", k, "error", err)
@@ -509,12 +531,7 @@ func (b *Budget) takeSlots(ctx stdctx.Context, a agentcontroller.Admission, subj
 	if a.Source.IsUnattended() {
 		hold = b.cfg.UnattendedHold
 	}
-	var deadline <-chan time.Time
-	if hold > 0 {
-		t := time.NewTimer(hold)
-		defer t.Stop()
-		deadline = t.C
-	}
+	var deadline <-chan time.Time // made when a prompt first waits
 	id := a.Message.ID
 	for _, l := range b.cfg.Limits {
 		who := subj.of(l.Per)
@@ -527,16 +544,15 @@ func (b *Budget) takeSlots(ctx stdctx.Context, a agentcontroller.Admission, subj
 			freed := b.freed
 			b.mu.Unlock()
 			took := false
-			err := b.st.update(ctx, k, func(old []byte) ([]byte, bool, error) {
+			err := b.st.update(ctx, k, func(old value) (value, bool, error) {
 				now := b.now()
-				s := readSlots(old, now)
+				s := old.live(now)
 				took = false
-				if int64(len(s.S)) >= l.ConcurrentTurns {
-					return nil, false, nil
+				if int64(len(s)) >= l.ConcurrentTurns {
+					return value{}, false, nil
 				}
 				took = true
-				s.S = append(s.S, slot{ID: id, Until: now.Add(b.cfg.SlotTTL).Unix()})
-				return s.bytes(), true, nil
+				return value{S: append(s, slot{ID: id, Until: now.Add(b.cfg.SlotTTL).Unix()})}, true, nil
 			})
 			if err != nil {
 				return agentcontroller.Decision{}, false, err
@@ -549,6 +565,11 @@ func (b *Budget) takeSlots(ctx stdctx.Context, a agentcontroller.Admission, subj
 			msg := fmt.Sprintf("%s already has %d prompts admitted and not done (the limit is %d)", describe(l, who), l.ConcurrentTurns, l.ConcurrentTurns)
 			if hold <= 0 {
 				return b.refuse(ReasonConcurrent, msg+"; send it again once one is done, or raise concurrent_turns of limit "+fmt.Sprintf("%q", l.Name), false), false, nil
+			}
+			if deadline == nil {
+				t := time.NewTimer(hold)
+				defer t.Stop()
+				deadline = t.C
 			}
 			select {
 			case <-freed:
@@ -567,16 +588,11 @@ func (b *Budget) takeSlots(ctx stdctx.Context, a agentcontroller.Admission, subj
 func (b *Budget) release(k, id string) {
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 	defer cancel()
-	err := b.st.update(ctx, k, func(old []byte) ([]byte, bool, error) {
-		s := readSlots(old, b.now())
-		n := len(s.S)
-		for i := range s.S {
-			if s.S[i].ID == id {
-				s.S = append(s.S[:i], s.S[i+1:]...)
-				break
-			}
-		}
-		return s.bytes(), len(s.S) != n, nil
+	err := b.st.update(ctx, k, func(old value) (value, bool, error) {
+		s := old.live(b.now())
+		n := len(s)
+		s = slices.DeleteFunc(s, func(x slot) bool { return x.ID == id })
+		return value{S: s}, len(s) != n, nil
 	})
 	if err != nil {
 		b.log.Warn("a turn slot could not be freed; it frees itself after slot_ttl", "counter", k, "error", err)
@@ -611,6 +627,9 @@ func (b *Budget) appended(agentID, sess string, e session.Event) {
 			if p := st.pending[e.Message.ID]; p != nil {
 				p.turn = e.Turn
 				st.addTurn(p.subj)
+				if len(p.slots) == 0 {
+					delete(st.pending, e.Message.ID) // nothing to free
+				}
 			}
 		}
 	case session.MessageDropped:
@@ -629,7 +648,11 @@ func (b *Budget) appended(agentID, sess string, e session.Event) {
 		}
 	case session.AssistantMessage, session.Compacted:
 		charge = st.turn
-		if len(charge) == 0 {
+		switch {
+		case len(charge) > 0:
+		case st.last != nil:
+			charge = []subjects{*st.last}
+		default:
 			charge = []subjects{{agent: agentName(agentID), session: rootSession(st.session)}}
 		}
 	}

@@ -64,7 +64,7 @@ func openKV(cfg NATSConfig) (*kvStore, error) {
 // leader (no responders meanwhile).
 const settleFor = 5 * time.Second
 
-func (s *kvStore) get(ctx stdctx.Context, key string) ([]byte, error) {
+func (s *kvStore) get(ctx stdctx.Context, key string) (value, error) {
 	settle := time.Now().Add(settleFor)
 	for {
 		rctx, cancel := stdctx.WithTimeout(ctx, s.timeout)
@@ -72,17 +72,17 @@ func (s *kvStore) get(ctx stdctx.Context, key string) ([]byte, error) {
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			return nil, nil
+			return value{}, nil
 		case err == nil:
-			return e.Value(), nil
+			return decode(e.Value()), nil
 		case s.electing(ctx, err, settle):
 			continue
 		}
-		return nil, s.failed(err, key)
+		return value{}, s.failed(err, key)
 	}
 }
 
-func (s *kvStore) update(ctx stdctx.Context, key string, fn func([]byte) ([]byte, bool, error)) error {
+func (s *kvStore) update(ctx stdctx.Context, key string, fn func(value) (value, bool, error)) error {
 	settle := time.Now().Add(settleFor)
 	for {
 		rctx, cancel := stdctx.WithTimeout(ctx, s.timeout)
@@ -106,7 +106,7 @@ func (s *kvStore) update(ctx stdctx.Context, key string, fn func([]byte) ([]byte
 
 var errRaced = errors.New("the entry changed since it was read")
 
-func (s *kvStore) try(ctx stdctx.Context, key string, fn func([]byte) ([]byte, bool, error)) error {
+func (s *kvStore) try(ctx stdctx.Context, key string, fn func(value) (value, bool, error)) error {
 	var old []byte
 	var rev uint64
 	e, err := s.kv.Get(ctx, key)
@@ -117,10 +117,11 @@ func (s *kvStore) try(ctx stdctx.Context, key string, fn func([]byte) ([]byte, b
 	default:
 		old, rev = e.Value(), e.Revision()
 	}
-	val, write, err := fn(old)
+	v, write, err := fn(decode(old))
 	if err != nil || !write {
 		return err
 	}
+	val := encodeValue(v)
 	if rev == 0 {
 		_, err = s.kv.Create(ctx, key, val)
 		if errors.Is(err, jetstream.ErrKeyExists) {
