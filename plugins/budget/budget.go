@@ -75,6 +75,8 @@ type Budget struct {
 	// poll is how often a held prompt looks for a slot another host freed;
 	// slots freed here wake it at once.
 	poll time.Duration
+	// slotLimits says some limit has concurrent_turns.
+	slotLimits bool
 
 	mu     sync.Mutex
 	agents map[string]*agentState // by agent id
@@ -135,6 +137,9 @@ func New(cfg Config, log hclog.Logger) (*Budget, error) {
 	}
 	b := &Budget{cfg: cfg, version: cfg.version(), log: log, now: time.Now, poll: 100 * time.Millisecond,
 		agents: map[string]*agentState{}, freed: make(chan struct{}), warned: map[string]bool{}}
+	for _, l := range cfg.Limits {
+		b.slotLimits = b.slotLimits || l.ConcurrentTurns > 0
+	}
 	if cfg.Store == StoreNATS {
 		kv, err := openKV(cfg.NATS)
 		if err != nil {
@@ -251,19 +256,31 @@ func (b *Budget) subjectsOf(a agentcontroller.Admission) (subjects, bool) {
 // key names one counter in the store: limit, what it counts per, whom,
 // and what.
 func key(l Limit, who, what string) string {
-	return l.Name + "." + string(l.Per) + "." + encode(who) + "." + what
+	var sb strings.Builder
+	sb.Grow(len(l.Name) + len(l.Per) + 2*len(who) + len(what) + 4)
+	sb.WriteString(l.Name)
+	sb.WriteByte('.')
+	sb.WriteString(string(l.Per))
+	sb.WriteByte('.')
+	encode(&sb, who)
+	sb.WriteByte('.')
+	sb.WriteString(what)
+	return sb.String()
 }
 
-// encode makes a subject a key token: its bytes in hex when it holds
-// anything but letters, digits, '_' and '-'.
-func encode(s string) string {
+// encode writes a subject as a key token: "n" and the subject when it is
+// letters, digits, '_' and '-' only, else "x" and its bytes in hex.
+func encode(sb *strings.Builder, s string) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return "x" + hex.EncodeToString([]byte(s))
+			sb.WriteByte('x')
+			sb.WriteString(hex.EncodeToString([]byte(s)))
+			return
 		}
 	}
-	return "n" + s
+	sb.WriteByte('n')
+	sb.WriteString(s)
 }
 
 // windowOf is the start of the window now falls in (Unix seconds), 0 for
@@ -418,24 +435,27 @@ func (b *Budget) admit(ctx stdctx.Context, a agentcontroller.Admission, next age
 		return b.refuse(out.reason, out.message, false), nil
 	}
 	p := &pending{msg: a.Message.ID, subj: subj}
-	var undo []func()
+	var prompts []counted
 	rollback := func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
+		for _, k := range p.slots {
+			b.release(k, p.msg)
+		}
+		for _, c := range prompts {
+			b.uncount(c)
 		}
 	}
 	// A subagent's task runs inside its parent's turn, which already
 	// counted as a prompt and holds a slot: taking another for the child
 	// would wait for the one the parent holds.
 	if !child {
-		if d, ok, err := b.takePrompts(ctx, subj, &undo); err != nil {
+		if d, ok, err := b.takePrompts(ctx, subj, &prompts); err != nil {
 			rollback()
 			return b.unavailable(err), nil
 		} else if !ok {
 			rollback()
 			return d, nil
 		}
-		if d, ok, err := b.takeSlots(ctx, a, subj, p, &undo); err != nil {
+		if d, ok, err := b.takeSlots(ctx, a, subj, p); err != nil {
 			rollback()
 			if ctx.Err() != nil {
 				return agentcontroller.Decision{}, err
@@ -481,7 +501,7 @@ func (b *Budget) unavailable(err error) agentcontroller.Decision {
 
 // takePrompts counts the prompt against every prompts limit of subj; a
 // limit whose window is full refuses it.
-func (b *Budget) takePrompts(ctx stdctx.Context, subj subjects, undo *[]func()) (agentcontroller.Decision, bool, error) {
+func (b *Budget) takePrompts(ctx stdctx.Context, subj subjects, taken *[]counted) (agentcontroller.Decision, bool, error) {
 	now := b.now()
 	for _, l := range b.cfg.Limits {
 		who := subj.of(l.Per)
@@ -507,26 +527,38 @@ func (b *Budget) takePrompts(ctx stdctx.Context, subj subjects, undo *[]func()) 
 			return b.refuse(ReasonPrompts, fmt.Sprintf("%s has sent its %d prompts of the current %s window; it resets at %s (in %s): send it again then, or raise prompts of limit %q in the budget plugin's config",
 				describe(l, who), l.Prompts, l.Window, end.UTC().Format(time.RFC3339), end.Sub(now).Round(time.Second), l.Name), false), false, nil
 		}
-		*undo = append(*undo, func() {
-			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
-			defer cancel()
-			err := b.st.update(ctx, k, func(old value) (value, bool, error) {
-				if v := old.amount(w); v >= 1 {
-					return value{W: w, V: v - 1}, true, nil
-				}
-				return value{}, false, nil
-			})
-			if err != nil {
-				b.log.Warn("a refused prompt could not be uncounted", "counter", k, "error", err)
-			}
-		})
+		*taken = append(*taken, counted{k, w})
 	}
 	return agentcontroller.Decision{}, true, nil
 }
 
+// counted is a prompt counted in counter key of the window w.
+type counted struct {
+	key string
+	w   int64
+}
+
+// uncount takes back a prompt counted for a delivery that was refused.
+func (b *Budget) uncount(c counted) {
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	err := b.st.update(ctx, c.key, func(old value) (value, bool, error) {
+		if v := old.amount(c.w); v >= 1 {
+			return value{W: c.w, V: v - 1}, true, nil
+		}
+		return value{}, false, nil
+	})
+	if err != nil {
+		b.log.Warn("a refused prompt could not be uncounted", "counter", c.key, "error", err)
+	}
+}
+
 // takeSlots takes a concurrent-turns slot of every such limit of subj,
 // holding the prompt while one is full.
-func (b *Budget) takeSlots(ctx stdctx.Context, a agentcontroller.Admission, subj subjects, p *pending, undo *[]func()) (agentcontroller.Decision, bool, error) {
+func (b *Budget) takeSlots(ctx stdctx.Context, a agentcontroller.Admission, subj subjects, p *pending) (agentcontroller.Decision, bool, error) {
+	if !b.slotLimits {
+		return agentcontroller.Decision{}, true, nil
+	}
 	hold := b.cfg.Hold
 	if a.Source.IsUnattended() {
 		hold = b.cfg.UnattendedHold
@@ -559,7 +591,6 @@ func (b *Budget) takeSlots(ctx stdctx.Context, a agentcontroller.Admission, subj
 			}
 			if took {
 				p.slots = append(p.slots, k)
-				*undo = append(*undo, func() { b.release(k, id) })
 				break
 			}
 			msg := fmt.Sprintf("%s already has %d prompts admitted and not done (the limit is %d)", describe(l, who), l.ConcurrentTurns, l.ConcurrentTurns)
