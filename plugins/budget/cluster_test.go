@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,5 +173,43 @@ func TestRestartKeepsCountersInTheBucket(t *testing.T) {
 	spendAndClose(memory)
 	if err := refusedAfterRestart(memory); err != nil {
 		t.Fatalf("the memory store starts afresh after a restart: %v", err)
+	}
+}
+
+// TestTurnSlotsAcrossHosts: a principal allowed one turn at a time has
+// one across hosts: its prompt on the second host waits until the turn
+// on the first ended, then runs.
+func TestTurnSlotsAcrossHosts(t *testing.T) {
+	srv := natstest.Single(t)
+	text := strings.Replace(concurrentConfig, "      hold: 20s\n", fmt.Sprintf("      hold: 20s\n      store: nats\n      nats: {url: %q}\n", srv.ClientURL()), 1)
+	a, b := start(t, text), start(t, text)
+	sa, sb := open(t, a, "main"), open(t, b, "main")
+	ctx := stdctx.Background()
+	if _, err := sa.Prompt(ctx, sessions.PromptRequest{RequestID: "a1", Content: "first", Source: ann}); err != nil {
+		t.Fatal(err)
+	}
+	admitted := make(chan error, 1)
+	go func() {
+		_, err := sb.Prompt(ctx, sessions.PromptRequest{RequestID: "b1", Content: "second", Source: ann})
+		admitted <- err
+	}()
+	select {
+	case err := <-admitted:
+		t.Fatalf("the other host admitted the prompt (%v) while the first host's turn ran", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if res, err := a.Sessions().Wait(ctx, sa.ID(), "a1"); err != nil || res.End.Reason != sessions.EndCompleted {
+		t.Fatalf("the first turn: %+v %v", res, err)
+	}
+	select {
+	case err := <-admitted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second host still held the prompt after the first host's turn ended")
+	}
+	if res, err := b.Sessions().Wait(ctx, sb.ID(), "b1"); err != nil || res.End.Reason != sessions.EndCompleted {
+		t.Fatalf("the second turn: %+v %v", res, err)
 	}
 }

@@ -290,3 +290,48 @@ func TestConcurrentTurnsHoldAndRefuse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCostIsPricedFromTheConfig: the step's usage is priced by the
+// config's pricing: key, and a spent cost limit refuses in its currency.
+func TestCostIsPricedFromTheConfig(t *testing.T) {
+	text := strings.Replace(stopConfig, "{name: per-session, per: session, tokens: 1000}", "{name: daily-spend, per: principal, window: 24h, cost: 0.0005}", 1)
+	text = strings.Replace(text, "pricing:\n", "pricing:\n  currency: EUR\n", 1)
+	h := start(t, text)
+	s := open(t, h, "main")
+	res, err := prompt(t, h, s, "r1", "what time is it?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 600 input tokens at 1 and 10 output at 2 per million: 0.00062.
+	if res.End.Reason != sessions.EndBudget || !strings.Contains(res.End.Error, `budget/cost: budget "daily-spend": principal "user:ann" has spent 0.0006 of its 0.0005 EUR in the current 24h0m0s window; it resets at `) {
+		t.Fatalf("the turn: %+v", res.End)
+	}
+	_, err = prompt(t, h, s, "r2", "again")
+	if r, ok := sessions.RejectionOf(err); !ok || r.Reason != budget.ReasonCost {
+		t.Fatalf("the next prompt: %v", err)
+	}
+}
+
+// TestAHeldPromptExpires: a prompt held for a slot longer than hold is
+// refused as expired, and takes nothing with it.
+func TestAHeldPromptExpires(t *testing.T) {
+	h := start(t, strings.Replace(concurrentConfig, "hold: 20s", "hold: 200ms", 1))
+	a, b := open(t, h, "main"), open(t, h, "main")
+	ctx := stdctx.Background()
+	if _, err := a.Prompt(ctx, sessions.PromptRequest{RequestID: "a1", Content: "first", Source: ann}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	_, err := b.Prompt(ctx, sessions.PromptRequest{RequestID: "b1", Content: "second", Source: ann})
+	r, ok := sessions.RejectionOf(err)
+	if !ok || r.Reason != budget.ReasonConcurrent || r.Outcome != sessions.FateExpired || time.Since(began) < 200*time.Millisecond ||
+		r.Message != `budget "one-at-a-time": principal "user:ann" already has 1 prompts admitted and not done (the limit is 1), and none was done within 200ms; send it again under a new request id` {
+		t.Fatalf("after %s: %+v %v", time.Since(began), r, err)
+	}
+	if res, err := h.Sessions().Wait(ctx, a.ID(), "a1"); err != nil || res.End.Reason != sessions.EndCompleted {
+		t.Fatalf("the first turn: %+v %v", res, err)
+	}
+	if _, err := prompt(t, h, b, "b2", "now"); err != nil {
+		t.Fatalf("once the first turn ended: %v", err)
+	}
+}
