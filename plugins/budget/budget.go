@@ -93,7 +93,7 @@ type agentState struct {
 	// last is whom the latest prompt admitted was charged to: a turn
 	// whose prompts are not known here (resumed, or pruned) is charged
 	// to it.
-	last    *subjects
+	last    []subjects
 	pending map[string]*pending // by message id
 }
 
@@ -106,7 +106,7 @@ const maxUntracked = 1024
 // when the turn that ran it ends, or when it is dropped.
 type pending struct {
 	msg   string
-	subj  subjects
+	subj  []subjects // one; a subagent's task: its parent turn's
 	slots []string
 	turn  int
 }
@@ -227,8 +227,9 @@ func (b *Budget) stateLocked(id, sess string) *agentState {
 }
 
 // subjectsOf says whom a prompt is charged to, and whether it is a
-// subagent's task charged to its parent's turn.
-func (b *Budget) subjectsOf(a agentcontroller.Admission) (subjects, bool) {
+// subagent's task charged to its parent's turn (to each of the subjects
+// that turn is charged to).
+func (b *Budget) subjectsOf(a agentcontroller.Admission) ([]subjects, bool) {
 	sess := sessionOf(a.Agent)
 	if a.Source.Kind == agentcontroller.SourceSubagent {
 		if parent, ok := session.ParentOf(sess); ok {
@@ -236,13 +237,13 @@ func (b *Budget) subjectsOf(a agentcontroller.Admission) (subjects, bool) {
 			var subj []subjects
 			for _, st := range b.agents {
 				if st.session == parent {
-					subj = st.turn
+					subj = slices.Clone(st.turn)
 					break
 				}
 			}
 			b.mu.Unlock()
 			if len(subj) > 0 {
-				return subj[0], true
+				return subj, true
 			}
 		}
 	}
@@ -250,7 +251,7 @@ func (b *Budget) subjectsOf(a agentcontroller.Admission) (subjects, bool) {
 	if a.Source.Kind == agentcontroller.SourceSubagent && a.Source.OnBehalfOf != nil {
 		p = *a.Source.OnBehalfOf
 	}
-	return subjects{principal: p.String(), tenant: p.Tenant, agent: agentName(a.Agent.ID()), session: rootSession(sess)}, a.Source.Kind == agentcontroller.SourceSubagent
+	return []subjects{{principal: p.String(), tenant: p.Tenant, agent: agentName(a.Agent.ID()), session: rootSession(sess)}}, a.Source.Kind == agentcontroller.SourceSubagent
 }
 
 // key names one counter in the store: limit, what it counts per, whom,
@@ -427,7 +428,7 @@ func (b *Budget) refuse(reason, message string, expired bool) agentcontroller.De
 // admit is the admission listener.
 func (b *Budget) admit(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
 	subj, child := b.subjectsOf(a)
-	out, err := b.spent(ctx, []subjects{subj})
+	out, err := b.spent(ctx, subj)
 	if err != nil {
 		return b.unavailable(err), nil
 	}
@@ -448,14 +449,14 @@ func (b *Budget) admit(ctx stdctx.Context, a agentcontroller.Admission, next age
 	// counted as a prompt and holds a slot: taking another for the child
 	// would wait for the one the parent holds.
 	if !child {
-		if d, ok, err := b.takePrompts(ctx, subj, &prompts); err != nil {
+		if d, ok, err := b.takePrompts(ctx, subj[0], &prompts); err != nil {
 			rollback()
 			return b.unavailable(err), nil
 		} else if !ok {
 			rollback()
 			return d, nil
 		}
-		if d, ok, err := b.takeSlots(ctx, a, subj, p); err != nil {
+		if d, ok, err := b.takeSlots(ctx, a, subj[0], p); err != nil {
 			rollback()
 			if ctx.Err() != nil {
 				return agentcontroller.Decision{}, err
@@ -491,7 +492,7 @@ func (b *Budget) track(a agentcontroller.Admission, p *pending) *agentState {
 		}
 	}
 	st.pending[a.Message.ID] = p
-	st.last = &p.subj
+	st.last = p.subj
 	return st
 }
 
@@ -657,7 +658,9 @@ func (b *Budget) appended(agentID, sess string, e session.Event) {
 		if e.Message != nil {
 			if p := st.pending[e.Message.ID]; p != nil {
 				p.turn = e.Turn
-				st.addTurn(p.subj)
+				for _, s := range p.subj {
+					st.addTurn(s)
+				}
 				if len(p.slots) == 0 {
 					delete(st.pending, e.Message.ID) // nothing to free
 				}
@@ -682,7 +685,7 @@ func (b *Budget) appended(agentID, sess string, e session.Event) {
 		switch {
 		case len(charge) > 0:
 		case st.last != nil:
-			charge = []subjects{*st.last}
+			charge = st.last
 		default:
 			charge = []subjects{{agent: agentName(agentID), session: rootSession(st.session)}}
 		}
