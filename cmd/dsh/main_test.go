@@ -80,6 +80,8 @@ func TestHeadlessExitCodesAndStreams(t *testing.T) {
 		{"model error", "        - finish: error\n          error: overloaded\n", "", 1, "", "overloaded"},
 		{"max tokens", "        - text: cut\n          finish: max-tokens\n", "", 4, "cut\n", ""},
 		{"refused", "        - text: never\n", "  - use: admission.ready-gate\n    config: {timeout: 10ms}\n", 3, "", "refused: agent \"main\" is not ready yet"},
+		{"budget spent mid-turn", "        - text: \"checking \"\n          tool_calls: [{name: clock}]\n          usage: {input_tokens: 500}\n        - text: never\n",
+			"  - use: admission.budget\n    config: {limits: [{name: s, per: session, tokens: 100}]}\n", 3, "checking \n", "turn stopped: budget/tokens: budget \"s\": session"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

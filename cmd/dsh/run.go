@@ -423,7 +423,10 @@ func (t *tracker) render(e session.Event) {
 	case session.TurnEnd:
 		t.endLine()
 		t.endReasoning()
-		if e.Error != "" {
+		switch {
+		case e.Reason == sessions.EndBudget:
+			fmt.Fprintf(t.diag, "turn stopped: %s\n", e.Error)
+		case e.Error != "":
 			fmt.Fprintf(t.diag, "turn failed: %s\n", e.Error)
 		}
 	}
@@ -594,6 +597,9 @@ func exitFor(end session.Event, interrupted bool) int {
 		return exitOK
 	case "max-tokens":
 		return exitMaxTokens
+	case "budget":
+		// A budget that ran out mid-turn is the refusal that comes late.
+		return exitRefused
 	case "aborted":
 		if interrupted {
 			return exitInterrupted

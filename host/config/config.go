@@ -510,6 +510,9 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 			out := info.Config()
 			before := len(p.list)
 			decodeStrict(e.Config, out, key+".config", p, false)
+			if pc, ok := out.(usage.PricedConfig); ok {
+				pc.UsePricing(c.Pricing)
+			}
 			if v, ok := out.(interface{ Validate() error }); ok && len(p.list) == before {
 				if err := v.Validate(); err != nil {
 					p.add(key+".config", messageOf(err))

@@ -8,6 +8,7 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/admission/maxpending"
 	_ "github.com/dsh-go/dsh/plugins/admission/ratelimit"
 	_ "github.com/dsh-go/dsh/plugins/admission/readygate"
+	_ "github.com/dsh-go/dsh/plugins/budget"
 	_ "github.com/dsh-go/dsh/plugins/commands"
 	_ "github.com/dsh-go/dsh/plugins/hooks"
 	_ "github.com/dsh-go/dsh/plugins/llm/anthropic"

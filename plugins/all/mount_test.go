@@ -31,6 +31,7 @@ func configs(t *testing.T) map[string]string {
 		"llm.anthropic":         `{api_key_env: DSH_TEST_MOUNT_KEY}`,
 		"admission.rate-limit":  `{per_minute: 5}`,
 		"admission.max-pending": `{max: 4}`,
+		"admission.budget":      `{limits: [{name: t, per: session, tokens: 1000}]}`,
 		"tools.mcp":             `{name: m, command: /bin/false, on_unavailable: skip}`,
 	}
 }

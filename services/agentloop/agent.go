@@ -30,6 +30,9 @@ type ReactLoopAgent struct {
 	// unattended: a message of the running turn came from a source no
 	// person watches. Set and read by the driver only.
 	unattended bool
+	// stopped is the agent/stop answer that ended the running turn, if
+	// one did. Set and read by the driver only.
+	stopped Stop
 	// parts: the session holds a message with parts, so model requests
 	// need their bytes read from the attachments store; a text-only
 	// session never looks. Set by the driver, read by the driver.

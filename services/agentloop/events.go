@@ -51,6 +51,23 @@ type StreamChunk struct {
 	Chunk     llm.Chunk
 }
 
+// StopCheck is the payload of agent/stop. Step is the step about to ask
+// the model, or the step whose answer was just recorded (Answered).
+type StopCheck struct {
+	Agent    agents.Agent
+	Turn     int
+	Step     int
+	Answered bool
+}
+
+// Stop is agent/stop's answer: the zero Stop lets the turn go on; a Stop
+// with a Reason ends it, recorded on turn/end as Reason with Message as
+// its Error (what ran out, and what to do about it).
+type Stop struct {
+	Reason  string
+	Message string
+}
+
 // Events of the agent loop, dispatched in the agent's scope.
 var (
 	// EventRequest may replace the model request of a step. Listeners get
@@ -69,6 +86,16 @@ var (
 	// records the assembled assistant/message instead. A slow listener
 	// slows the stream; hand the chunk off if the work is heavy.
 	EventStreamChunk = waterfall.NewEmit[StreamChunk]("agent/stream-chunk")
+	// EventStop asks whether the running turn must stop now, before each
+	// step's model request and after each step's answer is recorded (its
+	// tool calls not run yet). A listener returns a Stop with a Reason to
+	// end the turn, or next's answer to let it go on. It is how a budget
+	// that ran out mid-turn ends it: the turn ends with the Stop's reason,
+	// the way the output limit ends one with max-tokens, and the calls of
+	// the step that was stopped are answered as not executed.
+	EventStop = waterfall.New("agent/stop", func(_ stdctx.Context, _ StopCheck) (Stop, error) {
+		return Stop{}, nil
+	})
 	// EventContinuation decides whether the turn takes another step. By
 	// default it does when the step ran tools or steering arrived.
 	EventContinuation = waterfall.New("agent/turn-continuation", func(_ stdctx.Context, c Continuation) (bool, error) {
@@ -94,6 +121,10 @@ type (
 	// ContinuationNext asks the rest of agent/turn-continuation, which ends
 	// in the default decision.
 	ContinuationNext = waterfall.Next[Continuation, bool]
+	// StopListener may end a running turn; see EventStop.
+	StopListener = waterfall.Listener[StopCheck, Stop]
+	// StopNext asks the rest of agent/stop, which ends in "go on".
+	StopNext = waterfall.Next[StopCheck, Stop]
 	// StreamChunkListener hears each chunk of a model stream.
 	StreamChunkListener = waterfall.EmitListener[StreamChunk]
 )
@@ -101,18 +132,30 @@ type (
 // Turn end reasons, strongest first: when several apply, the turn reports
 // the first of this list.
 const (
-	ReasonDisposed  = "disposed"
-	ReasonAborted   = "aborted"
-	ReasonError     = "error"
+	ReasonDisposed = "disposed"
+	ReasonAborted  = "aborted"
+	ReasonError    = "error"
+	// ReasonBudget: a budget ran out during the turn (agent/stop, the
+	// budget plugin); turn/end's Error says which and how to go on.
+	ReasonBudget    = "budget"
 	ReasonMaxTokens = "max-tokens"
 	ReasonCompleted = "completed"
 )
 
-var precedence = map[string]int{ReasonDisposed: 5, ReasonAborted: 4, ReasonError: 3, ReasonMaxTokens: 2, ReasonCompleted: 1}
+var precedence = map[string]int{ReasonDisposed: 6, ReasonAborted: 5, ReasonError: 4, ReasonBudget: 3, ReasonMaxTokens: 2, ReasonCompleted: 1}
+
+// rank is a reason's precedence; a Stop's reason the loop does not know
+// ranks with the budget's, the other stop a listener asks for.
+func rank(r string) int {
+	if n, ok := precedence[r]; ok {
+		return n
+	}
+	return precedence[ReasonBudget]
+}
 
 // stronger returns the reason that wins between a and b.
 func stronger(a, b string) string {
-	if precedence[b] > precedence[a] {
+	if rank(b) > rank(a) {
 		return b
 	}
 	return a

@@ -117,6 +117,7 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	ctx := stdctx.Background()
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
 	a.unattended = false
+	a.stopped = Stop{}
 	for i := range msgs {
 		a.unattended = a.unattended || msgs[i].Unattended
 		a.noteParts(msgs[i])
@@ -133,6 +134,9 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	if err != nil && reason == ReasonError {
 		end.Error = err.Error()
 		a.reportError(err)
+	}
+	if a.stopped.Reason != "" && reason == a.stopped.Reason {
+		end.Error = a.stopped.Message
 	}
 	a.sess.Append(ctx, end)
 	a.recordDropped()
@@ -178,6 +182,11 @@ func (a *ReactLoopAgent) steps(ctx stdctx.Context, turn int) (reason string, err
 			return stronger(outcome, ReasonError), errs.New(TooManySteps, fmt.Sprintf(
 				"turn %d of agent %q reached %d steps without finishing; raise max_steps if that is expected", turn, a.id, maxSteps))
 		}
+		if stop, err := a.askStop(ctx, turn, step, false); err != nil {
+			return stronger(outcome, a.failureReason()), err
+		} else if stop {
+			return stronger(outcome, a.stopped.Reason), nil
+		}
 		cont, maxed, err := a.step(ctx, turn, step)
 		if maxed {
 			outcome = stronger(outcome, ReasonMaxTokens)
@@ -188,10 +197,27 @@ func (a *ReactLoopAgent) steps(ctx stdctx.Context, turn int) (reason string, err
 		if r := a.checkStop(); r != "" {
 			return stronger(outcome, r), nil
 		}
+		if a.stopped.Reason != "" {
+			return stronger(outcome, a.stopped.Reason), nil
+		}
 		if !cont {
 			return outcome, nil
 		}
 	}
+}
+
+// askStop dispatches agent/stop and keeps a Stop that ends the turn in
+// a.stopped.
+func (a *ReactLoopAgent) askStop(ctx stdctx.Context, turn, step int, answered bool) (bool, error) {
+	s, err := EventStop.Dispatch(ctx, a.scope, StopCheck{Agent: a, Turn: turn, Step: step, Answered: answered})
+	if err != nil {
+		return false, err
+	}
+	if s.Reason == "" {
+		return false, nil
+	}
+	a.stopped = s
+	return true, nil
 }
 
 // failureReason tells an error apart from an abort or a dispose.
@@ -279,6 +305,15 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 		// calls: none run, and the history still answers each one.
 		a.answerUnrun(turn, step, calls, "not executed: the reply hit the output token limit")
 		calls = nil
+	}
+	// A budget that ran out with this answer stops the turn before its
+	// calls run: like a cut reply's, each is answered as not executed.
+	if stop, err := a.askStop(ctx, turn, step, true); err != nil {
+		return false, maxed, err
+	} else if stop {
+		a.answerUnrun(turn, step, calls, "not executed: "+a.stopped.Message)
+		a.sess.Append(rec, session.Event{Type: session.StepEnd, Turn: turn, Step: step})
+		return false, maxed, nil
 	}
 	executed, err := a.runTools(ctx, turn, step, calls)
 	if err != nil {

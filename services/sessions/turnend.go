@@ -9,6 +9,7 @@ import "github.com/dsh-go/dsh/services/agentloop"
 const (
 	EndCompleted = agentloop.ReasonCompleted
 	EndMaxTokens = agentloop.ReasonMaxTokens
+	EndBudget    = agentloop.ReasonBudget
 	EndAborted   = agentloop.ReasonAborted
 	EndDisposed  = agentloop.ReasonDisposed
 	EndError     = agentloop.ReasonError

@@ -69,6 +69,15 @@ func (p Pricing) Lookup(provider, model string) (Price, bool) {
 	return pr, ok
 }
 
+// PricedConfig is implemented by a plugin config (a pointer to it) that
+// prices usage with the config's pricing: key, as the budget plugin's
+// cost limits do: the config loader hands it the table after decoding the
+// entry and before its Validate, so a check can say when a price is
+// missing.
+type PricedConfig interface {
+	UsePricing(Pricing)
+}
+
 // CurrencyName returns the currency, USD when unset.
 func (p Pricing) CurrencyName() string {
 	if p.Currency == "" {
