@@ -130,7 +130,7 @@ func (s *kvStore) try(ctx stdctx.Context, key string, fn func(value) (value, boo
 		return err
 	}
 	_, err = s.kv.Update(ctx, key, val, rev)
-	if wrongRevision(err) {
+	if natsplugin.RevisionConflict(err) {
 		return errRaced
 	}
 	return err
@@ -153,22 +153,6 @@ func (s *kvStore) electing(ctx stdctx.Context, err error, settle time.Time) bool
 func (s *kvStore) failed(err error, key string) error {
 	return errs.Wrap(Unavailable, err, fmt.Sprintf(
 		"budget: cannot read or write the counter %q in the bucket %s; check that the NATS servers are reachable", key, s.kv.Bucket()))
-}
-
-// wrongRevision reports an update refused because the entry changed
-// since it was read: a replicated bucket reports it with another code
-// (10164) than a single server's (10071); nats.go maps both to
-// ErrKeyRevisionMismatch.
-func wrongRevision(err error) bool {
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return true
-	}
-	var je jetstream.JetStreamError
-	if !errors.As(err, &je) || je.APIError() == nil {
-		return false
-	}
-	c := je.APIError().ErrorCode
-	return c == jetstream.JSErrCodeStreamWrongLastSequence || c == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 func (s *kvStore) close() { s.nc.Close() }
