@@ -3,6 +3,7 @@ package celpolicy
 import (
 	"time"
 
+	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 )
 
@@ -13,7 +14,7 @@ type activation struct {
 	call    Call
 	source  Source
 	sources []Source
-	params  map[string]any
+	params  ref.Val
 	now     time.Time
 }
 

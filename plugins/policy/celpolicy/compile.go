@@ -12,6 +12,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
 	"github.com/dsh-go/dsh/errs"
 )
@@ -72,7 +73,10 @@ type rule struct {
 type ruleSet struct {
 	admission []rule
 	approval  []rule
-	params    map[string]any
+	// params are the params as CEL values, converted once: a rule's
+	// "x in params.list" then compares values instead of converting the
+	// list's Go elements on every evaluation.
+	params ref.Val
 	fail      bool // failure policy: an evaluation error refuses/denies
 	// version is a digest of the rules, params and failure policy.
 	version string
@@ -100,9 +104,14 @@ func compile(rules Rules, failurePolicy string, origin string, lineOf func(path 
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy.cel: the CEL environment cannot be built")
 	}
-	rs := &ruleSet{params: rules.Params, origin: origin}
-	if rs.params == nil {
-		rs.params = map[string]any{}
+	rs := &ruleSet{origin: origin}
+	params := rules.Params
+	if params == nil {
+		params = map[string]any{}
+	}
+	rs.params = celValue(params)
+	if types.IsError(rs.params) {
+		return nil, problem(lineOf, "params", fmt.Errorf("the params cannot be CEL values: %v", rs.params))
 	}
 	switch failurePolicy {
 	case "", "fail":
@@ -140,6 +149,27 @@ func compile(rules Rules, failurePolicy string, origin string, lineOf func(path 
 	}{rules, rs.fail})
 	rs.version = "sha256:" + hex.EncodeToString(sum.Sum(nil))[:16]
 	return rs, nil
+}
+
+// celValue converts a decoded YAML or JSON value to a CEL value whole.
+func celValue(v any) ref.Val {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[ref.Val]ref.Val, len(x))
+		for k, e := range x {
+			m[types.String(k)] = celValue(e)
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	case []any:
+		l := make([]ref.Val, len(x))
+		for i, e := range x {
+			l[i] = celValue(e)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, l)
+	case int:
+		return types.Int(x)
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
 func problem(lineOf func(string) string, path string, err error) error {
