@@ -77,7 +77,7 @@ type ruleSet struct {
 	// "x in params.list" then compares values instead of converting the
 	// list's Go elements on every evaluation.
 	params ref.Val
-	fail      bool // failure policy: an evaluation error refuses/denies
+	fail   bool // failure policy: an evaluation error refuses/denies
 	// version is a digest of the rules, params and failure policy.
 	version string
 	// origin says where the rules came from, for logs: the config, or
