@@ -1,6 +1,7 @@
 package celpolicy
 
 import (
+	"sync"
 	"time"
 
 	"cel.dev/cel-go/common/types/ref"
@@ -16,6 +17,16 @@ type activation struct {
 	sources []Source
 	params  ref.Val
 	now     time.Time
+}
+
+// activations are reused: a message's evaluation allocates none.
+var activations = sync.Pool{New: func() any { return new(activation) }}
+
+// release clears a and returns it to the pool; nothing of a message stays
+// reachable from it.
+func (a *activation) release() {
+	*a = activation{sources: a.sources[:0]}
+	activations.Put(a)
 }
 
 // ResolveName implements interpreter.Activation.

@@ -88,6 +88,40 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 }
 
+// BenchmarkAdmissionDispatch is the admission stage alone, as the
+// controller dispatches it for each message, with no policy and with the
+// ten rules: no goroutine hand-off, so the wall time is the policy's.
+func BenchmarkAdmissionDispatch(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		rules []celpolicy.Rule
+	}{{"none", nil}, {"cel-10-rules", tenRules}} {
+		b.Run(c.name, func(b *testing.B) {
+			e := testkit.New(b)
+			if c.rules != nil {
+				e.Apply(celpolicy.Plugin, celpolicy.Config{Admission: c.rules, Params: map[string]any{
+					"blocked_tenants": []any{"evil-corp"}, "banned": []any{"mallory", "trudy"}}})
+			}
+			scope, _ := e.Root.Scoped("a")
+			a := &counter{id: "a", scope: scope}
+			adm := agentcontroller.Admission{Agent: a, Mode: agentcontroller.Followup,
+				Message: llm.Message{Role: llm.RoleUser, Content: "please summarise the open issues"},
+				Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, Entry: "serve",
+					Principal: agentcontroller.Principal{Kind: "token", ID: "alice", Tenant: "acme"}}}
+			ctx := stdctx.Background()
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				d, err := agentcontroller.EventAdmission.Dispatch(ctx, scope, adm)
+				if err != nil || d.Kind != agentcontroller.DecisionAdmit {
+					b.Fatal(d, err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

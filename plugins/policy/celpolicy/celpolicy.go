@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"cel.dev/cel-go/cel"
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
@@ -190,11 +191,15 @@ func (p *Policy) admit(ctx stdctx.Context, a agentcontroller.Admission, next age
 	if len(rs.admission) == 0 {
 		return next.Call(ctx, a)
 	}
-	act := &activation{request: requestOf(a), source: sourceOfAdmission(a.Source), params: rs.params}
+	act := activations.Get().(*activation)
+	defer act.release()
+	act.request, act.source, act.params = requestOf(a), sourceOfAdmission(a.Source), rs.params
 	var held time.Duration
 	for {
-		act.now = p.now()
-		r, msg, err := rs.first(rs.admission, act)
+		if rs.usesNow {
+			act.now = p.now()
+		}
+		r, msg, err := rs.first(rs.firstAdmission, rs.admission, act)
 		switch {
 		case err != nil:
 			return p.refuse(rs, r, fmt.Sprintf("admission rule %q could not be evaluated (%v), and the policy fails closed", r.Name, err)), nil
@@ -237,17 +242,18 @@ func (p *Policy) approve(ctx stdctx.Context, ap tools.Approval, next tools.Appro
 	if len(rs.approval) == 0 {
 		return next.Call(ctx, ap)
 	}
-	act := &activation{call: callOf(ap.Call), params: rs.params, now: p.now()}
-	act.sources = make([]Source, len(ap.Call.Sources))
-	for i, s := range ap.Call.Sources {
-		act.sources[i] = sourceOfProvenance(s, ap.Call.Unattended)
+	act := activations.Get().(*activation)
+	defer act.release()
+	act.call, act.params, act.now = callOf(ap.Call), rs.params, p.now()
+	for _, s := range ap.Call.Sources {
+		act.sources = append(act.sources, sourceOfProvenance(s, ap.Call.Unattended))
 	}
 	if len(act.sources) > 0 {
 		act.source = act.sources[0]
 	} else {
 		act.source.Unattended = ap.Call.Unattended
 	}
-	r, msg, err := rs.first(rs.approval, act)
+	r, msg, err := rs.first(rs.firstApproval, rs.approval, act)
 	v := tools.Verdict{Source: ID, PolicyVersion: rs.version}
 	switch {
 	case err != nil:
@@ -273,7 +279,17 @@ func (p *Policy) approve(ctx stdctx.Context, ap tools.Approval, next tools.Appro
 // first returns the first rule of list whose when: holds, and its
 // message; with the fail policy, a rule whose evaluation fails is
 // returned with the error, else it is skipped (and logged).
-func (rs *ruleSet) first(list []rule, act *activation) (*rule, string, error) {
+func (rs *ruleSet) first(all cel.Program, list []rule, act *activation) (*rule, string, error) {
+	if all != nil {
+		if out, _, err := all.Eval(act); err == nil {
+			if i, ok := out.Value().(int64); ok {
+				if i < 0 || int(i) >= len(list) {
+					return nil, "", nil
+				}
+				return &list[i], list[i].text(act), nil
+			}
+		}
+	}
 	for i := range list {
 		r := &list[i]
 		out, _, err := r.when.Eval(act)

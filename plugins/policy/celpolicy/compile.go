@@ -73,11 +73,19 @@ type rule struct {
 type ruleSet struct {
 	admission []rule
 	approval  []rule
+	// firstAdmission and firstApproval evaluate a stage's rules in one
+	// program: the index of the first rule whose when: holds, or -1. One
+	// evaluation instead of one per rule; when it fails (a rule could not
+	// be evaluated), the rules are run one by one to tell which, under
+	// the failure policy.
+	firstAdmission, firstApproval cel.Program
 	// params are the params as CEL values, converted once: a rule's
 	// "x in params.list" then compares values instead of converting the
 	// list's Go elements on every evaluation.
 	params ref.Val
 	fail   bool // failure policy: an evaluation error refuses/denies
+	// usesNow says a rule reads now: the clock is read only then.
+	usesNow bool
 	// version is a digest of the rules, params and failure policy.
 	version string
 	// origin says where the rules came from, for logs: the config, or
@@ -138,6 +146,17 @@ func compile(rules Rules, failurePolicy string, origin string, lineOf func(path 
 			names[r.Name] = at
 			*st.out = append(*st.out, c)
 		}
+	}
+	for _, r := range rules.Admission {
+		// A rule that does not name now may still be given it: a
+		// conservative test of the text is enough.
+		rs.usesNow = rs.usesNow || strings.Contains(r.When, "now") || strings.Contains(r.MessageExpression, "now")
+	}
+	if rs.firstAdmission, err = firstOf(es[stageAdmission], rs.admission); err != nil {
+		return nil, problem(lineOf, stageAdmission, err)
+	}
+	if rs.firstApproval, err = firstOf(es[stageApproval], rs.approval); err != nil {
+		return nil, problem(lineOf, stageApproval, err)
 	}
 	if len(rs.admission)+len(rs.approval) == 0 {
 		return nil, problem(lineOf, "", fmt.Errorf("the policy has no rules; add admission: or approval: rules (see docs/policy.md)"))
@@ -211,6 +230,26 @@ func compileRule(env *cel.Env, stage string, r Rule) (rule, *keyError) {
 		return rule{}, &keyError{"max_hold", fmt.Errorf("rule %q: max_hold cannot be negative", r.Name)}
 	}
 	return c, nil
+}
+
+// firstOf compiles a stage's rules into one expression, (w0) ? 0 : (w1) ?
+// 1 : … : -1: CEL evaluates a conditional's branches lazily, so rules are
+// tried in order and none after the first that holds is evaluated, as in
+// the rule-by-rule loop.
+func firstOf(env *cel.Env, rules []rule) (cel.Program, error) {
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	for i, r := range rules {
+		fmt.Fprintf(&b, "(%s) ? %d : ", r.When, i)
+	}
+	b.WriteString("-1")
+	ast, iss := env.Compile(b.String())
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("the rules compile one by one but not together: %v", iss.Err())
+	}
+	return env.Program(ast, cel.EvalOptions(cel.OptOptimize))
 }
 
 // program compiles and type checks one expression, which must be of type

@@ -65,7 +65,7 @@ func TestApprovalSeesProvenance(t *testing.T) {
 			act.sources = append(act.sources, sourceOfProvenance(s, false))
 		}
 		act.source = act.sources[0]
-		r, msg, err := rs.first(rs.approval, act)
+		r, msg, err := rs.first(rs.firstApproval, rs.approval, act)
 		if err != nil {
 			t.Fatalf("%s: %v", c.call.Name, err)
 		}
