@@ -141,6 +141,9 @@ func (s *ServeConfig) checkAuth(p *problems) {
 			p.add(at, "set env (the variable holding the token) or file (a file holding it), exactly one")
 		}
 	}
+	if s.NoAuth && (len(s.Tokens) > 0 || s.JWT.Enabled()) {
+		p.add("serve.no_auth", "no_auth serves without any token, and tokens or jwt are set too; keep one")
+	}
 	j := s.JWT
 	if !j.Enabled() {
 		return
