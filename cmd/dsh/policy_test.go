@@ -208,3 +208,26 @@ func TestPolicyTypeErrorAtConfigCheck(t *testing.T) {
 		t.Fatalf("exit %d, want the problem\n%s\ngot\n%s%s", o.code, want, o.stdout, o.stderr)
 	}
 }
+
+// TestCLIPromptsAreTheOSUsers: dsh run's prompt names the OS user through
+// the cli entry point; a rule refusing exactly that principal refuses it
+// (exit 3, the rule's message on stderr).
+func TestCLIPromptsAreTheOSUsers(t *testing.T) {
+	me := osUser()
+	if me.ID == "" {
+		t.Fatal("no OS user")
+	}
+	cfg := writeConfig(t, "        - text: hi\n", `  - use: policy.cel
+    config:
+      params: {me: "`+me.ID+`"}
+      admission:
+        - name: not-me
+          when: source.entry == "cli" && source.principal.kind == "user" && source.principal.id == params.me
+          action: refuse
+          message_expression: '"no prompts from " + source.principal.id'
+`)
+	o := runDsh(t, "", "run", "--config", cfg, "-p", "hello")
+	if o.code != exitRefused || !strings.Contains(o.stderr, "no prompts from "+me.ID) {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", o.code, o.stdout, o.stderr)
+	}
+}
