@@ -1,6 +1,7 @@
 package main
 
 import (
+	stdctx "context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/hashicorp/go-hclog"
 )
 
 // policyConfig is a config with a policy.cel of two rules (see
@@ -229,5 +235,60 @@ func TestCLIPromptsAreTheOSUsers(t *testing.T) {
 	o := runDsh(t, "", "run", "--config", cfg, "-p", "hello")
 	if o.code != exitRefused || !strings.Contains(o.stderr, "no prompts from "+me.ID) {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", o.code, o.stdout, o.stderr)
+	}
+}
+
+// TestPolicyReloadKeepsTheOldPolicyOnATypeError: dsh's config watch takes
+// an edited policy.cel rule; an edit with a type error is refused and
+// logged, and the running rule keeps refusing.
+func TestPolicyReloadKeepsTheOldPolicyOnATypeError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	rule := func(word, expr string) string {
+		return "plugins:\n  - use: llm.scripted\n  - id: policy\n    use: policy.cel\n    config:\n      admission:\n" +
+			"        - {name: no-" + word + ", when: '" + expr + "', action: refuse, message: no " + word + "}\n" +
+			"agents:\n  - id: main\n    provider: scripted\n"
+	}
+	os.WriteFile(path, []byte(rule("alpha", `request.content.contains("alpha")`)), 0o644)
+	opts := config.LoadOptions{Path: path, Environ: []string{}}
+	cfg, err := config.Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(stdctx.Background())
+	stop := watch(h, opts, 20*time.Millisecond)
+	defer stop()
+	ctx := stdctx.Background()
+	in, err := h.Sessions().Ensure(ctx, sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "main"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	refusedBy := func(text string) string {
+		n++
+		_, err := h.Sessions().Prompt(ctx, in.ID, sessions.PromptRequest{RequestID: "r" + itoa(int64(n)), Content: text, Source: cliSource})
+		r, _ := sessions.RejectionOf(err)
+		return r.Reason
+	}
+	if got := refusedBy("alpha"); got != "policy/no-alpha" {
+		t.Fatalf("alpha: refused by %q", got)
+	}
+
+	replaceFile(t, path, rule("beta", `request.contnt.contains("beta")`))
+	eventually(t, "the broken policy was reported", func() bool {
+		return strings.Contains(logs.String(), "keeping the running config") && strings.Contains(logs.String(), "undefined field 'contnt'")
+	})
+	if got := refusedBy("alpha"); got != "policy/no-alpha" {
+		t.Fatalf("after a broken edit, alpha was refused by %q", got)
+	}
+
+	replaceFile(t, path, rule("beta", `request.content.contains("beta")`))
+	eventually(t, "the new policy took over", func() bool { return refusedBy("beta") == "policy/no-beta" })
+	if got := refusedBy("alpha"); got != "" {
+		t.Fatalf("alpha still refused by %q", got)
 	}
 }
