@@ -176,3 +176,18 @@ func TestFailurePolicy(t *testing.T) {
 		t.Fatalf("ignore: %+v", r)
 	}
 }
+
+// TestRulesFileErrorsNameTheirLine: a rules file's type error is reported
+// at its file and line when the config is checked.
+func TestRulesFileErrorsNameTheirLine(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	os.WriteFile(file, []byte(rulesFile("alpha")+"  - name: typo\n    when: request.contnt == \"x\"\n    action: refuse\n"), 0o644)
+	err := celpolicy.Config{File: file}.Validate()
+	want := file + `:7: admission[1].when: rule "typo": when: ERROR: <input>:1:8: undefined field 'contnt'`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\nwant …%s…", err, want)
+	}
+	if err := (celpolicy.Config{File: file + ".missing"}).Validate(); err == nil || !strings.Contains(err.Error(), "cannot be read") {
+		t.Fatalf("a missing file: %v", err)
+	}
+}
