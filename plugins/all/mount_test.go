@@ -32,6 +32,8 @@ func configs(t *testing.T) map[string]string {
 		"admission.rate-limit":  `{per_minute: 5}`,
 		"admission.max-pending": `{max: 4}`,
 		"tools.mcp":             `{name: m, command: /bin/false, on_unavailable: skip}`,
+		"policy.cel":            `{approval: [{name: no-bash, when: 'call.tool == "bash"', action: deny}]}`,
+		"policy.reviewer":       `{provider: scripted, tools: [bash]}`,
 	}
 }
 
