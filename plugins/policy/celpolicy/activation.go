@@ -25,6 +25,7 @@ var activations = sync.Pool{New: func() any { return new(activation) }}
 // release clears a and returns it to the pool; nothing of a message stays
 // reachable from it.
 func (a *activation) release() {
+	clear(a.sources)
 	*a = activation{sources: a.sources[:0]}
 	activations.Put(a)
 }
