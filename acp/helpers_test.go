@@ -254,6 +254,8 @@ type envOpts struct {
 	accepts parts.Capabilities
 	// closeTimeout bounds a session/close (Options.CloseTimeout)
 	closeTimeout time.Duration
+	// user is the person the editor acts for (Options.User)
+	user sessions.Principal
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -280,7 +282,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	outR, outW := io.Pipe()
 	e.stdin = inW
 	go func() {
-		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp, CloseTimeout: o.closeTimeout, Accepts: o.accepts})
+		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp, CloseTimeout: o.closeTimeout, Accepts: o.accepts, User: o.user})
 		outW.Close()
 		e.served <- err
 	}()

@@ -16,8 +16,23 @@ import (
 // running turn (advertised in agentCapabilities._meta.steering).
 const MethodSteering = "_session/steering"
 
-func agentSourceOf(rpcID string) sessions.Source {
-	return sessions.Source{Kind: SourceACP, RPCID: rpcID}
+// agentSourceOf is the source of a prompt that came as JSON-RPC call
+// rpcID: the editor (named by its initialize clientInfo) on behalf of
+// the configured user.
+func (s *Server) agentSourceOf(rpcID string) sessions.Source {
+	s.mu.Lock()
+	editor := s.editor
+	s.mu.Unlock()
+	if editor == "" {
+		editor = "editor"
+	}
+	src := sessions.Source{Kind: SourceACP, RPCID: rpcID, Entry: "acp",
+		Principal: sessions.Principal{Kind: "editor", ID: editor, Tenant: s.opts.User.Tenant}}
+	if !s.opts.User.IsZero() {
+		user := s.opts.User
+		src.OnBehalfOf = &user
+	}
+	return src
 }
 
 // requestID is the prompt's request id: the JSON-RPC id the wire filter
@@ -46,7 +61,7 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	}
 	rid := s.requestID(p.Meta)
 	if rest, ok := strings.CutPrefix(pc.Text, "/steer "); ok && pc.Parts == nil {
-		_, err := s.opts.Sessions.Steer(st.ctx, string(st.id), sessions.PromptRequest{RequestID: rid, Content: rest, Source: agentSourceOf(rid)})
+		_, err := s.opts.Sessions.Steer(st.ctx, string(st.id), sessions.PromptRequest{RequestID: rid, Content: rest, Source: s.agentSourceOf(rid)})
 		if r, dropped := st.droppedAnswer(rid, err); dropped {
 			return r, nil
 		}
@@ -58,7 +73,7 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 	// The SDK cancels a prompt's ctx when the next prompt of the session
 	// arrives; a queued prompt must not take the running one down, so the
 	// delivery and the wait heed the session, not the request.
-	turn, err := s.opts.Sessions.Prompt(st.ctx, string(st.id), deliveryOf(rid, pc))
+	turn, err := s.opts.Sessions.Prompt(st.ctx, string(st.id), deliveryOf(rid, pc, s.agentSourceOf(rid)))
 	if r, dropped := st.droppedAnswer(rid, err); dropped {
 		return r, nil
 	}
@@ -81,11 +96,11 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 // the prompt's text blocks in their places already, and the session
 // controller puts a request's Content before its parts: both would give
 // the model (and the session's title) the text twice.
-func deliveryOf(rid string, pc promptContent) sessions.PromptRequest {
+func deliveryOf(rid string, pc promptContent, src sessions.Source) sessions.PromptRequest {
 	if pc.Parts != nil {
-		return sessions.PromptRequest{RequestID: rid, Parts: pc.Parts, Source: agentSourceOf(rid)}
+		return sessions.PromptRequest{RequestID: rid, Parts: pc.Parts, Source: src}
 	}
-	return sessions.PromptRequest{RequestID: rid, Content: pc.Text, Source: agentSourceOf(rid)}
+	return sessions.PromptRequest{RequestID: rid, Content: pc.Text, Source: src}
 }
 
 // stopOf maps what became of a prompt onto the answer's stopReason: the
@@ -187,7 +202,7 @@ func (s *Server) HandleExtensionMethod(ctx stdctx.Context, method string, params
 		return nil, rpcErr(errs.New(BadParams, "the steering prompt is empty"))
 	}
 	rid := "acp-steer-" + uuid.NewString()
-	turn, err := s.opts.Sessions.Steer(ctx, string(st.id), deliveryOf(rid, pc))
+	turn, err := s.opts.Sessions.Steer(ctx, string(st.id), deliveryOf(rid, pc, s.agentSourceOf(rid)))
 	if err != nil {
 		return nil, rpcErr(st.closedIfGone(err))
 	}

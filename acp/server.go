@@ -40,6 +40,10 @@ type Options struct {
 	// only when it takes them, and a prompt's image or document it cannot
 	// take is refused before it is stored. Zero: text only.
 	Accepts parts.Capabilities
+	// User is the person the editor acts for (dsh acp passes the OS
+	// user): each prompt's source names the editor as its principal and
+	// User as whom it acts on behalf of. Zero: nobody named.
+	User sessions.Principal
 	// Log receives diagnostics (never stdout); nil discards them.
 	Log *slog.Logger
 	// CloseTimeout bounds closing each session at the end; default 10s.
@@ -65,6 +69,9 @@ type Server struct {
 	// client is what the client offered in initialize; its fs
 	// operations serve the file tools (files.go).
 	client acp.ClientCapabilities
+	// editor is the client's name from initialize ("editor" when it gave
+	// none): the principal of its prompts.
+	editor string
 }
 
 // Serve runs the ACP agent on in and out until in ends (the client went
@@ -157,6 +164,10 @@ func (s *Server) get(id acp.SessionId) (*conv, error) {
 func (s *Server) Initialize(ctx stdctx.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	s.mu.Lock()
 	s.client = p.ClientCapabilities
+	s.editor = ""
+	if p.ClientInfo != nil {
+		s.editor = p.ClientInfo.Name
+	}
 	s.mu.Unlock()
 	load, sessionCaps := s.sessionCapabilities(ctx)
 	return acp.InitializeResponse{

@@ -84,7 +84,7 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 	mcp := s.mcpEntries(servers, cwd)
 	o := sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{
 		Agent: s.opts.Agent, Presets: s.opts.Presets, Workspace: filepath.Clean(cwd),
-		SessionID: string(id), Source: agentSourceOf(""),
+		SessionID: string(id), Source: s.agentSourceOf(""),
 	}, Mode: sessions.EnsureExisting}
 	if kind == openNew {
 		o.Mode = sessions.EnsureCreate

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	stdctx "context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net"
@@ -10,11 +11,52 @@ import (
 	"strings"
 
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
-// authorize lets a request through only with the bearer token. The token
-// and the header are hashed before the constant-time compare, so neither
-// their contents nor their lengths show in the time it takes.
+// Token is one bearer token the server accepts, and the principal it
+// stands for.
+type Token struct {
+	// Name is the principal's id (kind "token").
+	Name string
+	// Secret is the bearer token itself.
+	Secret string
+	// Tenant groups the principal with others, for policies and quotas.
+	Tenant string
+}
+
+// DefaultTokenName is the principal of the single token of
+// serve.token_env / serve.token_file (and of Options.Token).
+const DefaultTokenName = "default"
+
+// tokenHash is a Token as the server keeps it: only the secret's digest.
+type tokenHash struct {
+	name, tenant string
+	sum          [sha256.Size]byte
+}
+
+// principalKey carries the caller's principal in a request's context.
+type principalKey struct{}
+
+// principalOf is who sent r, as authorize established it (zero without
+// auth).
+func principalOf(r *http.Request) sessions.Principal {
+	p, _ := r.Context().Value(principalKey{}).(sessions.Principal)
+	return p
+}
+
+// sourceOf is the source of what r delivers: a user through serve, named
+// by the request's principal.
+func sourceOf(r *http.Request) sessions.Source {
+	return sessions.Source{Kind: sessions.SourceUser, RPCID: "http", Entry: "serve", Principal: principalOf(r)}
+}
+
+// authorize lets a request through only with a bearer token the server
+// knows — one of its named tokens, or a JWT its issuer signed — and puts
+// the principal it stands for in the request's context. The named tokens
+// and the header are hashed before the constant-time compares, and every
+// token is compared whichever matches, so neither their contents, their
+// lengths nor which one matched show in the time it takes.
 func (s *Server) authorize(next http.Handler) http.Handler {
 	if s.o.NoAuth {
 		return next
@@ -23,18 +65,35 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		// The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
 		ok = ok && strings.EqualFold(scheme, "Bearer")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
-		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="dsh"`)
-			why := "no bearer token"
-			if ok {
-				why = "the bearer token is not this server's"
+		given = strings.TrimSpace(given)
+		sum := sha256.Sum256([]byte(given))
+		match := -1
+		for i := range s.tokens {
+			if subtle.ConstantTimeCompare(sum[:], s.tokens[i].sum[:]) == 1 {
+				match = i
 			}
+		}
+		var who sessions.Principal
+		why := "no bearer token"
+		switch {
+		case !ok:
+		case match >= 0:
+			who = sessions.Principal{Kind: "token", ID: s.tokens[match].name, Tenant: s.tokens[match].tenant}
+		case s.jwt != nil && looksLikeJWT(given):
+			var err error
+			if who, err = s.jwt.verify(r.Context(), given); err != nil {
+				why = "the bearer token is a JWT that does not verify: " + err.Error()
+			}
+		default:
+			why = "the bearer token is not this server's"
+		}
+		if who.IsZero() {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="dsh"`)
 			writeJSON(w, http.StatusUnauthorized, fail(0, Unauthorized,
-				"%s; send the header Authorization: Bearer <token>, with the token dsh serve was started with (serve.token_env, default $DSH_SERVE_TOKEN, or serve.token_file)", why))
+				"%s; send the header Authorization: Bearer <token>, with a token dsh serve knows (serve.token_env, default $DSH_SERVE_TOKEN, serve.token_file or serve.tokens) or a JWT from the issuer of serve.jwt", why))
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(stdctx.WithValue(r.Context(), principalKey{}, who)))
 	})
 }
 

@@ -141,6 +141,9 @@ type envOpts struct {
 	top     string // YAML top-level keys (attachments:, limits:)
 	store   string // a session directory shared between envs
 	noAuth  bool
+	// tokens are named tokens beside the env's own (which is named
+	// "default").
+	tokens  []serve.Token
 	hooks   http.Handler
 	noStore bool // no persistence plugin
 	// persist is the persistence plugin's YAML entry, instead of
@@ -186,7 +189,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		svc = o.service(h.Sessions())
 	}
 	e.srv, err = serve.New(serve.Options{
-		Sessions: svc, Config: cfg, Token: e.token, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
+		Sessions: svc, Config: cfg, Token: e.token, Tokens: o.tokens, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
 		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Attachments: att,
 	})
 	if err != nil {

@@ -63,7 +63,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		req.RequestID = "http-" + uuid.NewString()
 	}
 	sid := r.PathValue("id")
-	p := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Parts: parts, Source: httpSource}
+	p := sessions.PromptRequest{RequestID: req.RequestID, Content: req.Content, Parts: parts, Source: sourceOf(r)}
 	send := s.o.Sessions.Prompt
 	switch req.Mode {
 	case "", "followup":

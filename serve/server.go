@@ -42,9 +42,15 @@ type Options struct {
 	// Config gives the agents, presets and the serve: key (limits, CORS,
 	// default agent).
 	Config *config.Config
-	// Token is the bearer token; "" only together with NoAuth.
+	// Token is the bearer token of principal DefaultTokenName; Tokens
+	// are named ones (serve.tokens, see LoadTokens). Neither, and no JWT
+	// issuer in the config's serve.jwt, only together with NoAuth.
 	Token  string
+	Tokens []Token
 	NoAuth bool
+	// JWKSClient fetches serve.jwt's key set; nil uses a client with a
+	// 10s timeout.
+	JWKSClient *http.Client
 	// Hooks is mounted at /hooks/ without bearer auth (webhooks check
 	// their HMAC) and without serve.max_body_bytes: it bounds its bodies
 	// itself, as webhook.Handler does per webhook; nil answers 404 there.
@@ -64,7 +70,8 @@ type Server struct {
 	o       Options
 	cfg     config.ServeConfig
 	log     *slog.Logger
-	token   [sha256.Size]byte
+	tokens  []tokenHash
+	jwt     *jwtVerifier
 	handler http.Handler
 	mux     *http.ServeMux
 	// routes are the API's patterns, which the OpenAPI test compares with
@@ -93,10 +100,10 @@ func New(o Options) (*Server, error) {
 		return nil, errs.New(errs.InvalidArgument, "serve.New: Options.Sessions is nil; pass a session service: the host's controller (host.Sessions()) or a cluster's")
 	case o.Config == nil:
 		return nil, errs.New(errs.InvalidArgument, "serve.New: Options.Config is nil; pass the loaded config")
-	case o.Token == "" && !o.NoAuth:
-		return nil, errs.New(NoToken, "serve.New: no bearer token; set Options.Token, or NoAuth to serve without one (loopback only)")
-	case o.Token != "" && o.NoAuth:
-		return nil, errs.New(errs.InvalidArgument, "serve.New: both a token and NoAuth are set; set one of them")
+	case o.Token == "" && len(o.Tokens) == 0 && !o.Config.Serve.JWT.Enabled() && !o.NoAuth:
+		return nil, errs.New(NoToken, "serve.New: no bearer token; set Options.Token or Options.Tokens, configure serve.jwt, or set NoAuth to serve without one (loopback only)")
+	case (o.Token != "" || len(o.Tokens) > 0 || o.Config.Serve.JWT.Enabled()) && o.NoAuth:
+		return nil, errs.New(errs.InvalidArgument, "serve.New: both tokens (or serve.jwt) and NoAuth are set; set one of them")
 	}
 	s := &Server{o: o, cfg: o.Config.Serve, log: o.Log, held: map[string]*held{}}
 	if s.log == nil {
@@ -108,10 +115,25 @@ func New(o Options) (*Server, error) {
 	if s.cfg.ShutdownTimeout == 0 {
 		s.cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if !o.NoAuth {
-		s.token = sha256.Sum256([]byte(o.Token))
+	tokens := o.Tokens
+	if o.Token != "" {
+		tokens = append([]Token{{Name: DefaultTokenName, Secret: o.Token}}, tokens...)
+	}
+	for _, t := range tokens {
+		if t.Name == "" || t.Secret == "" {
+			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("serve.New: a token has no name or no secret (name %q); every token names its principal and holds a secret", t.Name))
+		}
+		s.tokens = append(s.tokens, tokenHash{name: t.Name, tenant: t.Tenant, sum: sha256.Sum256([]byte(t.Secret))})
 	}
 	s.streams, s.stopStream = stdctx.WithCancel(stdctx.Background())
+	if j := o.Config.Serve.JWT; j.Enabled() && !o.NoAuth {
+		v, err := newJWTVerifier(s.streams, j, o.JWKSClient, s.log)
+		if err != nil {
+			s.stopStream()
+			return nil, err
+		}
+		s.jwt = v
+	}
 	s.handler = s.build()
 	return s, nil
 }

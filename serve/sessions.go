@@ -17,8 +17,9 @@ import (
 	"github.com/dsh-go/dsh/services/sessions/live"
 )
 
-// httpSource is who the prompts of this server come from.
-var httpSource = sessions.Source{Kind: sessions.SourceUser, RPCID: "http"}
+// httpSource is the default source of the sessions this server opens;
+// every prompt names its own (sourceOf: the request's principal).
+var httpSource = sessions.Source{Kind: sessions.SourceUser, RPCID: "http", Entry: "serve"}
 
 // sessionJSON is a session as the API shows it: the store's summary, and
 // what this server knows of it.

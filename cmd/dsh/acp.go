@@ -75,7 +75,7 @@ func serveACP(cmd *cobra.Command, g *globals) error {
 	_, hasMCP := plugin.Lookup("tools.mcp")
 	serveErr := acp.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), acp.Options{
 		Sessions: h.Sessions(), Agent: agent, Presets: cfg.ACP.Presets, Mode: cfg.ACP.Mode,
-		Version: dshVersion(), MCP: hasMCP, Accepts: acceptsOf(h, cfg, agent), Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)})),
+		Version: dshVersion(), MCP: hasMCP, User: osUser(), Accepts: acceptsOf(h, cfg, agent), Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)})),
 	})
 	cctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 	defer cancel()

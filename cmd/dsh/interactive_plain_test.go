@@ -60,10 +60,13 @@ func plainConfig(t *testing.T) string {
 var (
 	uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	timeRE = regexp.MustCompile(`"time":"[^"]*"`)
+	userRE = regexp.MustCompile(`"principal":\{"kind":"user","id":"[^"]*"`)
 )
 
-// masked replaces what differs from run to run: ids and timestamps.
+// masked replaces what differs from run to run: ids and timestamps, and
+// from machine to machine: the OS user a prompt comes from.
 func masked(s string) string {
+	s = userRE.ReplaceAllString(s, `"principal":{"kind":"user","id":"USER"`)
 	return timeRE.ReplaceAllString(uuidRE.ReplaceAllString(s, "UUID"), `"time":"T"`)
 }
 

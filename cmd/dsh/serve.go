@@ -64,12 +64,12 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	if err != nil {
 		return &exitCode{code: exitUsage, err: fmt.Errorf("listen address %q is not host:port; write e.g. 127.0.0.1:7433", sc.Listen)}
 	}
-	var token string
+	var tokens []serve.Token
 	if sc.NoAuth {
 		if !config.IsLoopback(listenHost) {
 			return &exitCode{code: exitUsage, err: fmt.Errorf("serve.no_auth is allowed only on a loopback address, and the listen address is %q: anyone who reaches the port could run the agents' tools; set a token or listen on 127.0.0.1", sc.Listen)}
 		}
-	} else if token, err = serve.LoadToken(*sc, os.Getenv); err != nil {
+	} else if tokens, err = serve.LoadTokens(*sc, os.Getenv); err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
 	if len(cfg.Agents) == 0 {
@@ -100,7 +100,7 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	}
 	att, _ := attachments.Key.Get(h.Root())
 	so := serve.Options{
-		Sessions: svc, Config: cfg, Token: token, NoAuth: sc.NoAuth, Hooks: un.hooks,
+		Sessions: svc, Config: cfg, Tokens: tokens, NoAuth: sc.NoAuth, Hooks: un.hooks,
 		Log: log, Version: dshVersion(), Attachments: att,
 	}
 	srv, err := serve.New(so)

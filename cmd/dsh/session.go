@@ -4,7 +4,10 @@ import (
 	stdctx "context"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +26,22 @@ import (
 // the session it talks to, its agent under its configured id. It follows
 // the session's stream (the live hub), never the agent's own events.
 
-// cliSource is who the CLI's prompts come from.
-var cliSource = sessions.Source{Kind: sessions.SourceUser, RPCID: "cli"}
+// cliSource is who the CLI's prompts come from: the OS user running dsh,
+// through the cli entry point.
+var cliSource = sessions.Source{Kind: sessions.SourceUser, RPCID: "cli", Entry: "cli", Principal: osUser()}
+
+// osUser is the principal of the person running dsh: the OS user's login
+// name ($USER when the user database has no entry, the uid as a last
+// resort), so a policy can tell the owner's prompts from others'.
+func osUser() sessions.Principal {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return sessions.Principal{Kind: "user", ID: u.Username}
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return sessions.Principal{Kind: "user", ID: name}
+	}
+	return sessions.Principal{Kind: "user", ID: strconv.Itoa(os.Getuid())}
+}
 
 // pickAgentConfig returns the configured agent id names, or the first one.
 func pickAgentConfig(cfg *config.Config, id string) (config.AgentConfig, error) {

@@ -515,7 +515,17 @@ func (c *Config) checkEntries(list []Entry, at string, p *problems) {
 			}
 			if v, ok := out.(interface{ Validate() error }); ok && len(p.list) == before {
 				if err := v.Validate(); err != nil {
-					p.add(key+".config", messageOf(err))
+					// A plugin may say which key inside its config is at
+					// fault (a rule of policy.cel), for its line.
+					at, msg := key+".config", messageOf(err)
+					var pe interface{ ConfigPath() string }
+					if errors.As(err, &pe) && pe.ConfigPath() != "" {
+						at += "." + pe.ConfigPath()
+						if u := errors.Unwrap(pe.(error)); u != nil {
+							msg = u.Error()
+						}
+					}
+					p.add(at, msg)
 				}
 			}
 			if len(p.list) == before {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,6 +27,15 @@ type ServeConfig struct {
 	// DefaultTokenEnv. TokenFile, when set, is read instead.
 	TokenEnv  string `koanf:"token_env"`
 	TokenFile string `koanf:"token_file"`
+	// Tokens are named bearer tokens, each read from its own variable or
+	// file: a request's token names its principal (kind "token", id the
+	// name), which policies, quotas and the decision records see. They
+	// come in addition to the single token of token_env/token_file.
+	Tokens []TokenConfig `koanf:"tokens"`
+	// JWT, when its issuer is set, accepts bearer tokens that are JWTs
+	// signed by a key of the issuer's key set (JWKS): the subject becomes
+	// the principal (kind "jwt") and a claim may name the tenant.
+	JWT JWTConfig `koanf:"jwt"`
 	// NoAuth serves without a token. It is refused unless Listen is a
 	// loopback address: anyone who can reach the port could run tools.
 	NoAuth bool `koanf:"no_auth"`
@@ -59,6 +69,101 @@ type ServeConfig struct {
 	// StateDir keeps the server's own state (the schedules' last runs);
 	// default .dsh/serve under the config file's directory.
 	StateDir string `koanf:"state_dir"`
+}
+
+// TokenConfig is one named bearer token of serve.tokens.
+type TokenConfig struct {
+	// Name is the principal the token stands for: letters, digits, '.',
+	// '_', '-' or '@'; unique.
+	Name string `koanf:"name"`
+	// Env names the variable holding the token; File a file holding it
+	// (mode 0600). Exactly one.
+	Env  string `koanf:"env"`
+	File string `koanf:"file"`
+	// Tenant is the group the principal belongs to, for policies and
+	// quotas; optional.
+	Tenant string `koanf:"tenant"`
+}
+
+// JWTConfig verifies bearer tokens that are JWTs.
+type JWTConfig struct {
+	// Issuer must equal the token's iss claim; setting it turns JWT
+	// verification on.
+	Issuer string `koanf:"issuer"`
+	// JWKSURL is where the issuer publishes its public keys (https, or
+	// http on a loopback address); they are fetched at start and
+	// refreshed every RefreshInterval, and at once (at most every
+	// minute) when a token names a key id not in the set.
+	JWKSURL string `koanf:"jwks_url"`
+	// Audience, when set, must be among the token's aud claim.
+	Audience string `koanf:"audience"`
+	// SubjectClaim names the claim that becomes the principal's id;
+	// default "sub".
+	SubjectClaim string `koanf:"subject_claim"`
+	// TenantClaim names the claim that becomes the principal's tenant;
+	// Tenant is the tenant when it is unset or the token lacks it.
+	TenantClaim string `koanf:"tenant_claim"`
+	Tenant      string `koanf:"tenant"`
+	// Algorithms are the signing algorithms accepted; default RS256,
+	// ES256 and EdDSA. "none" and HMAC algorithms are refused: the key
+	// set is public.
+	Algorithms []string `koanf:"algorithms"`
+	// Leeway tolerates clock skew on exp, nbf and iat; default 30s.
+	Leeway time.Duration `koanf:"leeway"`
+	// RefreshInterval is how often the key set is fetched again; default
+	// 1h.
+	RefreshInterval time.Duration `koanf:"refresh_interval"`
+}
+
+// Enabled reports whether JWT verification is configured.
+func (j JWTConfig) Enabled() bool { return j.Issuer != "" || j.JWKSURL != "" }
+
+// tokenName is what a named token may be called.
+var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// jwtAlgorithms are the algorithms serve.jwt.algorithms may name.
+var jwtAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// checkAuth reports the mistakes of serve.tokens and serve.jwt.
+func (s *ServeConfig) checkAuth(p *problems) {
+	seen := map[string]int{}
+	for i, t := range s.Tokens {
+		at := fmt.Sprintf("serve.tokens[%d]", i)
+		switch {
+		case !tokenName.MatchString(t.Name):
+			p.add(at+".name", fmt.Sprintf("token name %q must be 1-64 letters, digits, '.', '_', '-' or '@', starting with a letter or digit: it names the principal the token stands for", t.Name))
+		case seen[t.Name] > 0:
+			p.add(at+".name", fmt.Sprintf("token name %q is also serve.tokens[%d]; names must be unique", t.Name, seen[t.Name]-1))
+		default:
+			seen[t.Name] = i + 1
+		}
+		if (t.Env == "") == (t.File == "") {
+			p.add(at, "set env (the variable holding the token) or file (a file holding it), exactly one")
+		}
+	}
+	if s.NoAuth && (len(s.Tokens) > 0 || s.JWT.Enabled()) {
+		p.add("serve.no_auth", "no_auth serves without any token, and tokens or jwt are set too; keep one")
+	}
+	j := s.JWT
+	if !j.Enabled() {
+		return
+	}
+	if j.Issuer == "" {
+		p.add("serve.jwt", "jwks_url is set but issuer is not; set issuer to the iss claim the tokens carry")
+	}
+	if j.JWKSURL == "" {
+		p.add("serve.jwt", "issuer is set but jwks_url is not; set it to the URL of the issuer's JSON Web Key Set")
+	} else if u, err := url.Parse(j.JWKSURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+		p.add("serve.jwt.jwks_url", fmt.Sprintf("%q is not an https URL (http only on a loopback address): the keys that vouch for every caller must not be fetched in the clear", j.JWKSURL))
+	}
+	for i, a := range j.Algorithms {
+		if !slices.Contains(jwtAlgorithms, a) {
+			p.add(fmt.Sprintf("serve.jwt.algorithms[%d]", i), fmt.Sprintf("%q is not an algorithm serve accepts; use one of %s", a, strings.Join(jwtAlgorithms, ", ")))
+		}
+	}
+	if j.Leeway < 0 || j.RefreshInterval < 0 {
+		p.add("serve.jwt", "leeway and refresh_interval cannot be negative")
+	}
 }
 
 // Defaults of the serve: key.
@@ -164,6 +269,7 @@ func (c *Config) checkServe(p *problems) {
 	if s.TokenFile != "" && s.TokenEnv != "" {
 		p.add("serve.token_file", "set token_env or token_file, not both")
 	}
+	s.checkAuth(p)
 	if s.MaxBodyBytes < 0 {
 		p.add("serve.max_body_bytes", "cannot be negative; leave it out for the default (1 MiB)")
 	}
@@ -288,6 +394,14 @@ func secretVariables(raw map[string]any) map[string]bool {
 	serve, _ := raw["serve"].(map[string]any)
 	if v, ok := serve["token_env"].(string); ok && v != "" {
 		names[v] = true
+	}
+	tokens, _ := serve["tokens"].([]any)
+	for _, t := range tokens {
+		if m, ok := t.(map[string]any); ok {
+			if v, ok := m["env"].(string); ok && v != "" {
+				names[v] = true
+			}
+		}
 	}
 	hooks, _ := serve["webhooks"].(map[string]any)
 	for _, h := range hooks {

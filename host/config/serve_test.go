@@ -30,6 +30,13 @@ func TestServeConfigProblems(t *testing.T) {
 			[]string{`webhook name "bad name"`, "has no secret_env", "serve.webhooks.bad name.prompt: not a valid text/template", `session id "../x"`}},
 		{"schedule", "serve:\n  schedules:\n    - cron: \"61 * * * *\"\n      prompt: hi\n      overlap: later\n    - name: a\n      prompt: \"\"\n",
 			[]string{"serve.schedules[0]: the schedule has no name", "serve.schedules[0].cron: \"61 * * * *\"", `"later" is not an overlap policy`, "serve.schedules[1]: the schedule has no cron", "serve.schedules[1].prompt: the prompt is empty"}},
+		{"tokens", "serve:\n  tokens:\n    - {name: alice, env: A}\n    - {name: alice, env: B}\n    - {name: \"bad name\", file: /x}\n    - {name: carol}\n    - {name: dan, env: D, file: /d}\n",
+			[]string{`serve.tokens[1].name: token name "alice" is also serve.tokens[0]`, `serve.tokens[2].name: token name "bad name"`,
+				"config.yaml:12: serve.tokens[3]: set env (the variable holding the token) or file", "serve.tokens[4]: set env"}},
+		{"jwt", "serve:\n  jwt:\n    issuer: https://id.example\n    jwks_url: http://id.example/keys\n    algorithms: [HS256]\n",
+			[]string{`serve.jwt.jwks_url: "http://id.example/keys" is not an https URL`, `serve.jwt.algorithms[0]: "HS256" is not an algorithm serve accepts`}},
+		{"jwt without issuer", "serve:\n  jwt:\n    jwks_url: https://id.example/keys\n", []string{"serve.jwt: jwks_url is set but issuer is not"}},
+		{"no auth and tokens", "serve:\n  no_auth: true\n  tokens: [{name: a, env: A}]\n", []string{"serve.no_auth: no_auth serves without any token, and tokens or jwt are set too"}},
 		{"duplicate schedule", "serve:\n  schedules:\n    - {name: a, cron: \"@hourly\", prompt: x}\n    - {name: a, cron: \"@daily\", prompt: y}\n",
 			[]string{`serve.schedules[1].name: schedule "a" is also serve.schedules[0]`}},
 	} {
@@ -77,10 +84,12 @@ serve:
 // A secret held in a DSH_ variable is not read as a config override: the
 // default token variable, a token_env and a webhook's secret_env.
 func TestServeSecretVariablesAreNotOverrides(t *testing.T) {
-	env := []string{"DSH_SERVE_TOKEN=t0k3n", "DSH_MY_TOKEN=x", "DSH_HOOK_SECRET=y", "DSH_AGENTS__CODER__MODEL=m2"}
+	env := []string{"DSH_SERVE_TOKEN=t0k3n", "DSH_MY_TOKEN=x", "DSH_HOOK_SECRET=y", "DSH_ALICE_TOKEN=z", "DSH_AGENTS__CODER__MODEL=m2"}
 	cfg, err := config.Parse("config.yaml", []byte(serveBase+`
 serve:
   token_env: DSH_MY_TOKEN
+  tokens:
+    - {name: alice, env: DSH_ALICE_TOKEN}
   webhooks:
     gh: {secret_env: DSH_HOOK_SECRET, prompt: hi}
 `), config.LoadOptions{Environ: env})

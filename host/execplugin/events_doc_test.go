@@ -145,7 +145,8 @@ agents:
 		t.Fatal(err)
 	}
 	defer detach()
-	user := agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli"}
+	user := agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "http", Entry: "serve",
+		Principal: agentcontroller.Principal{Kind: "token", ID: "alice", Tenant: "acme"}}
 	if _, err := s.Prompt(ctx, sessions.PromptRequest{RequestID: "req-42", Content: "what time is it", Source: user}); err != nil {
 		t.Fatal(err)
 	}

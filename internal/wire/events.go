@@ -36,7 +36,8 @@ func ApplyAdmission(orig agentcontroller.Admission, p *pluginv1.Payload) (agentc
 
 func Decision(d agentcontroller.Decision) *pluginv1.Result {
 	return &pluginv1.Result{Event: &pluginv1.Result_Decision{Decision: &pluginv1.Decision{
-		Kind: string(d.Kind), Reason: d.Reason, Message: d.Message, Presented: d.Presented}}}
+		Kind: string(d.Kind), Reason: d.Reason, Message: d.Message, Presented: d.Presented,
+		Policy: d.Policy, PolicyVersion: d.PolicyVersion}}}
 }
 
 func DecisionFrom(_ agentcontroller.Admission, r *pluginv1.Result) (agentcontroller.Decision, error) {
@@ -45,9 +46,12 @@ func DecisionFrom(_ agentcontroller.Admission, r *pluginv1.Result) (agentcontrol
 		return agentcontroller.Decision{}, missing("decision")
 	}
 	if d.GetKind() == string(agentcontroller.DecisionReject) {
-		return agentcontroller.Reject(d.GetReason(), d.GetMessage(), d.GetPresented()), nil
+		out := agentcontroller.Reject(d.GetReason(), d.GetMessage(), d.GetPresented())
+		out.Policy, out.PolicyVersion = d.GetPolicy(), d.GetPolicyVersion()
+		return out, nil
 	}
-	return agentcontroller.Decision{Kind: agentcontroller.DecisionKind(d.GetKind()), Reason: d.GetReason(), Message: d.GetMessage(), Presented: d.GetPresented()}, nil
+	return agentcontroller.Decision{Kind: agentcontroller.DecisionKind(d.GetKind()), Reason: d.GetReason(), Message: d.GetMessage(), Presented: d.GetPresented(),
+		Policy: d.GetPolicy(), PolicyVersion: d.GetPolicyVersion()}, nil
 }
 
 // tools/execute

@@ -17,7 +17,7 @@ import (
 func approvalMessage(a tools.Approval) *pluginv1.Approval {
 	w := &pluginv1.Approval{AgentId: a.Call.AgentID, Workspace: a.Call.Workspace, Unattended: a.Call.Unattended,
 		Call:        &pluginv1.ToolCall{Id: a.Call.ID, Name: a.Call.Name, Arguments: string(a.Call.Arguments)},
-		ToolDefault: string(tools.Allow)}
+		ToolDefault: string(tools.Allow), Sources: provenances(a.Call.Sources)}
 	if a.Tool != nil {
 		w.ParallelSafe = a.Tool.ParallelSafe
 		if a.Tool.Approval != "" {
@@ -50,7 +50,8 @@ func ApplyApproval(orig tools.Approval, p *pluginv1.Payload) (tools.Approval, er
 
 func Verdict(v tools.Verdict) *pluginv1.Result {
 	return &pluginv1.Result{Event: &pluginv1.Result_Verdict{Verdict: &pluginv1.Verdict{
-		Decision: string(v.Decision), Reason: v.Reason, Pattern: v.Pattern, Source: v.Source, Arguments: string(v.Arguments)}}}
+		Decision: string(v.Decision), Reason: v.Reason, Pattern: v.Pattern, Source: v.Source, Arguments: string(v.Arguments),
+		PolicyVersion: v.PolicyVersion}}}
 }
 
 // VerdictFrom reads a plugin's verdict. A decision other than allow, deny
@@ -61,7 +62,8 @@ func VerdictFrom(_ tools.Approval, r *pluginv1.Result) (tools.Verdict, error) {
 	if w == nil {
 		return tools.Verdict{}, missing("verdict")
 	}
-	v := tools.Verdict{Decision: tools.Decision(w.GetDecision()), Reason: w.GetReason(), Pattern: w.GetPattern(), Source: w.GetSource()}
+	v := tools.Verdict{Decision: tools.Decision(w.GetDecision()), Reason: w.GetReason(), Pattern: w.GetPattern(), Source: w.GetSource(),
+		PolicyVersion: w.GetPolicyVersion()}
 	switch v.Decision {
 	case tools.Allow, tools.Deny, tools.Ask:
 	default:

@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/wire"
 	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -18,10 +19,15 @@ import (
 // whole.
 func TestApprovalTravelsAndOnlyArgumentsChange(t *testing.T) {
 	tool := &tools.Tool{Name: "bash", ParallelSafe: false, Approval: tools.Ask}
-	a := tools.Approval{Tool: tool, Call: tools.Call{AgentID: "main", ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`), Workspace: "/w", Unattended: true}}
+	a := tools.Approval{Tool: tool, Call: tools.Call{AgentID: "main", ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`), Workspace: "/w", Unattended: true,
+		Sources: []llm.Provenance{{Principal: llm.Principal{Kind: "agent", ID: "parent"}, Entry: "subagent", OnBehalfOf: &llm.Principal{Kind: "token", ID: "alice", Tenant: "acme"}}}}}
 	w := trip(t, wire.Approval(a))
 	if g := w.GetApproval(); g.GetToolDefault() != "ask" || !g.GetUnattended() || g.GetWorkspace() != "/w" || g.GetCall().GetArguments() != `{"command":"ls"}` {
 		t.Fatalf("payload %v", g)
+	}
+	if s := w.GetApproval().GetSources(); len(s) != 1 || s[0].GetEntry() != "subagent" || s[0].GetPrincipal().GetId() != "parent" ||
+		s[0].GetOnBehalfOf().GetId() != "alice" || s[0].GetOnBehalfOf().GetTenant() != "acme" {
+		t.Fatalf("sources %v", s)
 	}
 	w.GetApproval().AgentId, w.GetApproval().Call.Name = "other", "rm"
 	w.GetApproval().Call.Arguments = `{"command":"ls -l"}`
@@ -34,7 +40,7 @@ func TestApprovalTravelsAndOnlyArgumentsChange(t *testing.T) {
 		t.Fatalf("arguments that are not JSON: %v", err)
 	}
 
-	v := tools.Verdict{Decision: tools.Deny, Reason: "no", Pattern: "git", Source: "me", Arguments: json.RawMessage(`{"x":1}`)}
+	v := tools.Verdict{Decision: tools.Deny, Reason: "no", Pattern: "git", Source: "me", PolicyVersion: "v7", Arguments: json.RawMessage(`{"x":1}`)}
 	back, err := wire.VerdictFrom(a, trip(t, wire.Verdict(v)))
 	if err != nil || !reflect.DeepEqual(back, v) {
 		t.Fatalf("verdict %+v %v", back, err)

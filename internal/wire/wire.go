@@ -77,11 +77,52 @@ func usageFrom(u *pluginv1.Usage) llm.Usage {
 }
 
 func source(s agentcontroller.Source) *pluginv1.Source {
-	return &pluginv1.Source{Kind: string(s.Kind), RpcId: s.RPCID, Unattended: s.Unattended}
+	return &pluginv1.Source{Kind: string(s.Kind), RpcId: s.RPCID, Unattended: s.Unattended,
+		Principal: principal(s.Principal), Entry: s.Entry, OnBehalfOf: principalPtr(s.OnBehalfOf)}
 }
 
 func sourceFrom(s *pluginv1.Source) agentcontroller.Source {
-	return agentcontroller.Source{Kind: agentcontroller.SourceKind(s.GetKind()), RPCID: s.GetRpcId(), Unattended: s.GetUnattended()}
+	return agentcontroller.Source{Kind: agentcontroller.SourceKind(s.GetKind()), RPCID: s.GetRpcId(), Unattended: s.GetUnattended(),
+		Principal: principalFrom(s.GetPrincipal()), Entry: s.GetEntry(), OnBehalfOf: principalPtrFrom(s.GetOnBehalfOf())}
+}
+
+// principal is nil for no principal, so an anonymous sender is unset on
+// the wire as it is in Go.
+func principal(p llm.Principal) *pluginv1.Principal {
+	if p.IsZero() {
+		return nil
+	}
+	return &pluginv1.Principal{Kind: p.Kind, Id: p.ID, Tenant: p.Tenant}
+}
+
+func principalPtr(p *llm.Principal) *pluginv1.Principal {
+	if p == nil {
+		return nil
+	}
+	return &pluginv1.Principal{Kind: p.Kind, Id: p.ID, Tenant: p.Tenant}
+}
+
+func principalFrom(p *pluginv1.Principal) llm.Principal {
+	return llm.Principal{Kind: p.GetKind(), ID: p.GetId(), Tenant: p.GetTenant()}
+}
+
+func principalPtrFrom(p *pluginv1.Principal) *llm.Principal {
+	if p == nil {
+		return nil
+	}
+	out := principalFrom(p)
+	return &out
+}
+
+func provenances(ps []llm.Provenance) []*pluginv1.Provenance {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]*pluginv1.Provenance, len(ps))
+	for i, p := range ps {
+		out[i] = &pluginv1.Provenance{Principal: principal(p.Principal), Entry: p.Entry, OnBehalfOf: principalPtr(p.OnBehalfOf)}
+	}
+	return out
 }
 
 func toolSpecs(ts []llm.ToolSpec) []*pluginv1.ToolSpec {

@@ -52,15 +52,19 @@ func same(t *testing.T, what string, got, want any) {
 
 func TestWaterfallsRoundTrip(t *testing.T) {
 	adm := agentcontroller.Admission{Agent: main, Message: full(), Mode: agentcontroller.Steer,
-		Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli", Unattended: true}}
+		Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli", Unattended: true, Entry: "serve",
+			Principal: agentcontroller.Principal{Kind: "jwt", ID: "carol", Tenant: "acme"}, OnBehalfOf: &agentcontroller.Principal{Kind: "user", ID: "dan"}}}
 	back, err := wire.ApplyAdmission(agentcontroller.Admission{Agent: main}, trip(t, wire.Admission(adm)))
 	same(t, "admission", back, adm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []agentcontroller.Decision{agentcontroller.Admit(), agentcontroller.Reject("x/y", "no", true)} {
+	refused := agentcontroller.Reject("policy/x", "no", true)
+	refused.Policy, refused.PolicyVersion = "policy.cel", "sha256:0123"
+	for _, d := range []agentcontroller.Decision{agentcontroller.Admit(), agentcontroller.Reject("x/y", "no", true), refused} {
 		got, err := wire.DecisionFrom(adm, trip(t, wire.Decision(d)))
-		if err != nil || got.Kind != d.Kind || got.Reason != d.Reason || got.Message != d.Message || got.Presented != d.Presented {
+		if err != nil || got.Kind != d.Kind || got.Reason != d.Reason || got.Message != d.Message || got.Presented != d.Presented ||
+			got.Policy != d.Policy || got.PolicyVersion != d.PolicyVersion {
 			t.Errorf("decision %+v came back as %+v (%v)", d, got, err)
 		}
 	}

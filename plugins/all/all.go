@@ -15,6 +15,8 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/llm/openai"
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
 	_ "github.com/dsh-go/dsh/plugins/mcp"
+	_ "github.com/dsh-go/dsh/plugins/policy/celpolicy"
+	_ "github.com/dsh-go/dsh/plugins/policy/reviewer"
 	_ "github.com/dsh-go/dsh/plugins/prompt/agentsmd"
 	_ "github.com/dsh-go/dsh/plugins/session/compact"
 	_ "github.com/dsh-go/dsh/plugins/session/jsonl"

@@ -33,6 +33,8 @@ func configs(t *testing.T) map[string]string {
 		"admission.max-pending": `{max: 4}`,
 		"admission.budget":      `{limits: [{name: t, per: session, tokens: 1000}]}`,
 		"tools.mcp":             `{name: m, command: /bin/false, on_unavailable: skip}`,
+		"policy.cel":            `{approval: [{name: no-bash, when: 'call.tool == "bash"', action: deny}]}`,
+		"policy.reviewer":       `{provider: scripted, tools: [bash]}`,
 	}
 }
 

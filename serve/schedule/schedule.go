@@ -154,7 +154,8 @@ func prepare(cfg *config.Config, i int, sc config.ScheduleConfig) (*entry, error
 	return &entry{
 		name: sc.Name, sched: sched, prompt: tmpl, overlap: overlap, catchUp: sc.CatchUp,
 		target: unattended.Target{Agent: agent, Presets: sc.Presets, Session: sc.Session,
-			Source: sessions.Source{Kind: sessions.SourceSchedule, RPCID: "schedule:" + sc.Name}},
+			Source: sessions.Source{Kind: sessions.SourceSchedule, RPCID: "schedule:" + sc.Name, Entry: "schedule",
+				Principal: sessions.Principal{Kind: "schedule", ID: sc.Name}}},
 	}, nil
 }
 

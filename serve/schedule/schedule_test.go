@@ -247,3 +247,32 @@ func TestStopWithoutStartAndTwice(t *testing.T) {
 		t.Fatalf("a stopped scheduler delivered %q", got)
 	}
 }
+
+// TestARunIsItsSchedulesPrincipal: a run's prompt names its schedule as
+// principal through the schedule entry point, which a policy can refuse
+// by name; the log keeps the provenance of a run it let through.
+func TestARunIsItsSchedulesPrincipal(t *testing.T) {
+	e := newEnvWith(t, "", `  - use: policy.cel
+    config:
+      admission:
+        - name: quiet-quarter
+          when: source.entry == "schedule" && source.principal.kind == "schedule" && source.principal.id == "quarter" && request.content.endsWith("10:15")
+          action: refuse
+          message: not at a quarter past
+`, quarterly)
+	e.start()
+	e.clock.set(at("10:00"))
+	e.waitPrompts("sched-q", "quarter at 10:00")
+	e.waitLog("schedule run ended", "time=2026-03-02 10:00")
+	e.clock.set(at("10:14"))
+	e.clock.set(at("10:15"))
+	e.waitLog("not delivered", "schedule=quarter", "reason=policy/quiet-quarter")
+	s, _ := e.h.Sessions().Get("sched-q")
+	for _, ev := range s.UnportedAgent().Session().Events(1) {
+		if ev.Type == session.UserMessage {
+			if f := ev.Message.From; f == nil || f.Entry != "schedule" || f.Principal.Kind != "schedule" || f.Principal.ID != "quarter" {
+				t.Fatalf("the run's prompt came from %+v", f)
+			}
+		}
+	}
+}

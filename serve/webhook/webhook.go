@@ -140,7 +140,8 @@ func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv fun
 	return &hook{
 		name: name, secret: key, header: header, standard: standard, maxBody: maxBody, prompt: tmpl,
 		target: unattended.Target{Agent: agent, Presets: w.Presets, Session: w.Session,
-			Source: sessions.Source{Kind: sessions.SourceWebhook, RPCID: "webhook:" + name}},
+			Source: sessions.Source{Kind: sessions.SourceWebhook, RPCID: "webhook:" + name, Entry: "webhook",
+				Principal: sessions.Principal{Kind: "webhook", ID: name}}},
 	}, nil
 }
 

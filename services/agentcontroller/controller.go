@@ -307,6 +307,9 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 
 	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, Parts: prepared.Parts,
 		RequestID: req.RequestID, Unattended: req.Source.IsUnattended()}
+	if p := req.Source.Provenance(); !p.IsZero() {
+		msg.From = &p
+	}
 	// A reload replacing plugins holds the stages: preparation and the
 	// decision wait until the configured listeners are all in place (a
 	// command must not reach the model unexpanded, or be refused as

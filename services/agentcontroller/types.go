@@ -53,32 +53,15 @@ type Source struct {
 	OnBehalfOf *Principal `json:"on_behalf_of,omitempty"`
 }
 
-// Principal identifies a sender. Kind says how the identity was
-// established, ID names it within that kind, and Tenant groups principals
-// that share quotas and policies.
-type Principal struct {
-	// Kind is one of "token" (a named serve token), "jwt" (a verified
-	// bearer token's subject), "user" (the OS user of the CLI), "editor"
-	// (an ACP client), "webhook", "schedule", "agent" (a parent agent);
-	// empty when the entry point established none.
-	Kind string `json:"kind,omitempty"`
-	// ID names the principal within its kind: the token's name, the JWT's
-	// mapped subject, the user name, the webhook's or schedule's name, the
-	// parent session id.
-	ID string `json:"id,omitempty"`
-	// Tenant is the group the principal belongs to, when one is known.
-	Tenant string `json:"tenant,omitempty"`
-}
+// Principal identifies a sender (see llm.Principal, where it is defined
+// so that a message can carry its provenance to the tools service).
+type Principal = llm.Principal
 
-// IsZero reports whether no principal was established.
-func (p Principal) IsZero() bool { return p == Principal{} }
-
-// String is kind:id, or "anonymous".
-func (p Principal) String() string {
-	if p.Kind == "" && p.ID == "" {
-		return "anonymous"
-	}
-	return p.Kind + ":" + p.ID
+// Provenance is the part of a Source that says who is behind the message:
+// what the message carries into its turn (llm.Message.From), so the
+// approval stage knows who is behind each tool call.
+func (s Source) Provenance() llm.Provenance {
+	return llm.Provenance{Principal: s.Principal, Entry: s.Entry, OnBehalfOf: s.OnBehalfOf}
 }
 
 // IsUnattended reports whether nobody waits behind the message: a listener

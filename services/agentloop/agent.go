@@ -33,6 +33,10 @@ type ReactLoopAgent struct {
 	// stopped is the agent/stop answer that ended the running turn, if
 	// one did. Set and read by the driver only.
 	stopped Stop
+	// sources are who is behind the running turn's inputs, each distinct
+	// provenance once, in the order its first message arrived; every tool
+	// call of the turn carries them to the approval stage.
+	sources []llm.Provenance
 	// parts: the session holds a message with parts, so model requests
 	// need their bytes read from the attachments store; a text-only
 	// session never looks. Set by the driver, read by the driver.

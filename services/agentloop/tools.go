@@ -56,7 +56,7 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 	for i, c := range calls {
 		if refused[i] == "" {
 			run = append(run, i)
-			batch = append(batch, tools.Call{AgentID: a.id, ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Workspace: a.workspace, Unattended: a.unattended})
+			batch = append(batch, tools.Call{AgentID: a.id, ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Workspace: a.workspace, Unattended: a.unattended, Sources: a.sources})
 		}
 	}
 	if len(batch) == 0 {

@@ -118,8 +118,10 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
 	a.unattended = false
 	a.stopped = Stop{}
+	a.sources = nil
 	for i := range msgs {
 		a.unattended = a.unattended || msgs[i].Unattended
+		a.noteSource(msgs[i])
 		a.noteParts(msgs[i])
 		a.sess.Append(ctx, session.Event{Type: session.UserMessage, Turn: turn, Message: &msgs[i], RequestID: msgs[i].RequestID})
 	}
@@ -371,6 +373,27 @@ func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step 
 	}
 }
 
+// noteSource adds who is behind msg to the turn's sources, once each: a
+// steering message from someone else widens who the turn's calls act for.
+func (a *ReactLoopAgent) noteSource(msg llm.Message) {
+	if msg.From == nil {
+		return
+	}
+	for _, s := range a.sources {
+		if provenanceEqual(s, *msg.From) {
+			return
+		}
+	}
+	a.sources = append(a.sources, *msg.From)
+}
+
+func provenanceEqual(x, y llm.Provenance) bool {
+	if x.Principal != y.Principal || x.Entry != y.Entry || (x.OnBehalfOf == nil) != (y.OnBehalfOf == nil) {
+		return false
+	}
+	return x.OnBehalfOf == nil || *x.OnBehalfOf == *y.OnBehalfOf
+}
+
 // recordSteering moves the steering FIFO into the session.
 func (a *ReactLoopAgent) recordSteering(turn, step int) int {
 	a.mu.Lock()
@@ -378,6 +401,7 @@ func (a *ReactLoopAgent) recordSteering(turn, step int) int {
 	a.mu.Unlock()
 	for i := range msgs {
 		a.unattended = a.unattended || msgs[i].Unattended
+		a.noteSource(msgs[i])
 		a.noteParts(msgs[i])
 		a.sess.Append(stdctx.Background(), session.Event{Type: session.SteeringMessage, Turn: turn, Step: step, Message: &msgs[i], RequestID: msgs[i].RequestID})
 	}

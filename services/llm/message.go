@@ -53,6 +53,56 @@ type Message struct {
 	// for a person, so the approval stage refuses what it would ask.
 	// Providers do not send it.
 	Unattended bool `json:"unattended,omitempty"`
+	// From is who is behind a message delivered from outside, as its
+	// entry point established it: the agent loop hands it to the approval
+	// stage with every call of the turn, and the log keeps it so an audit
+	// or a replay knows who asked. Providers do not send it.
+	From *Provenance `json:"from,omitempty"`
+}
+
+// Provenance says who is behind an input: the principal that sent it,
+// the entry point it came through, and on whose behalf, when the sender
+// is a delegate (a subagent's parent's person). It lives here, beside the
+// message that carries it, so the agent loop and the tools service can
+// hand it on without importing the agent controller; the controller's
+// Source and Principal are the same types.
+type Provenance struct {
+	Principal  Principal  `json:"principal,omitzero"`
+	Entry      string     `json:"entry,omitempty"`
+	OnBehalfOf *Principal `json:"on_behalf_of,omitempty"`
+}
+
+// IsZero reports whether nothing is known about the input's sender.
+func (p Provenance) IsZero() bool {
+	return p.Principal.IsZero() && p.Entry == "" && p.OnBehalfOf == nil
+}
+
+// Principal identifies a sender. Kind says how the identity was
+// established, ID names it within that kind, and Tenant groups principals
+// that share quotas and policies.
+type Principal struct {
+	// Kind is one of "token" (a named serve token), "jwt" (a verified
+	// bearer token's subject), "user" (the OS user of the CLI), "editor"
+	// (an ACP client), "webhook", "schedule", "agent" (a parent agent);
+	// empty when the entry point established none.
+	Kind string `json:"kind,omitempty"`
+	// ID names the principal within its kind: the token's name, the JWT's
+	// mapped subject, the user name, the webhook's or schedule's name, the
+	// parent session id.
+	ID string `json:"id,omitempty"`
+	// Tenant is the group the principal belongs to, when one is known.
+	Tenant string `json:"tenant,omitempty"`
+}
+
+// IsZero reports whether no principal was established.
+func (p Principal) IsZero() bool { return p == Principal{} }
+
+// String is kind:id, or "anonymous".
+func (p Principal) String() string {
+	if p.Kind == "" && p.ID == "" {
+		return "anonymous"
+	}
+	return p.Kind + ":" + p.ID
 }
 
 // Clone returns a copy that shares nothing mutable with m.

@@ -72,6 +72,11 @@ type Call struct {
 	// Unattended: the turn was started or steered by a source no person
 	// watches; the approval stage refuses instead of asking.
 	Unattended bool
+	// Sources are who is behind the turn's inputs (principal, entry point,
+	// on whose behalf), each once, the turn's first input first; a
+	// steering message from another sender adds its own. Approval
+	// policies decide by them; the slice is shared, never modify it.
+	Sources []llm.Provenance
 }
 
 // Result is what the model is told about a call. A failed call is a result

@@ -290,6 +290,27 @@ func fail(err error) (tools.Result, error) {
 	return tools.Result{Content: err.Error(), IsError: true}, nil
 }
 
+// childSource is who prompts a subagent: its parent agent, on behalf of
+// whoever the parent's turn acts for — the person at the root of the tree
+// (the parent's own OnBehalfOf when the parent is a subagent itself), so a
+// policy judging the child's calls sees the same person as the parent's.
+func childSource(call tools.Call) agentcontroller.Source {
+	src := agentcontroller.Source{Kind: agentcontroller.SourceSubagent, RPCID: call.ID, Unattended: call.Unattended,
+		Entry: "subagent", Principal: agentcontroller.Principal{Kind: "agent", ID: call.AgentID}}
+	if len(call.Sources) > 0 {
+		first := call.Sources[0]
+		behalf := first.Principal
+		if first.OnBehalfOf != nil {
+			behalf = *first.OnBehalfOf
+		}
+		src.Principal.Tenant = behalf.Tenant
+		if !behalf.IsZero() {
+			src.OnBehalfOf = &behalf
+		}
+	}
+	return src
+}
+
 func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err error) {
 	var a args
 	if err := json.Unmarshal(call.Arguments, &a); err != nil {
@@ -332,7 +353,7 @@ func (t *Tool) run(ctx stdctx.Context, call tools.Call) (res tools.Result, err e
 		Agent: templateOf(spec), Presets: spec.Presets, Workspace: workspace,
 		SessionID: childSessionID(parent, call), Provider: spec.Provider, Model: spec.Model,
 		Options: agentsOptions(spec),
-		Source:  agentcontroller.Source{Kind: agentcontroller.SourceSubagent, RPCID: call.ID, Unattended: call.Unattended},
+		Source:  childSource(call),
 	})
 	if err != nil {
 		return t.ended(ctx, tctx, a.Agent, errs.Wrap(Refused, err, fmt.Sprintf("subagent %q could not be started", a.Agent)))

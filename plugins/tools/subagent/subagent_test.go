@@ -733,3 +733,57 @@ func TestChildFailureIsAnErrorResult(t *testing.T) {
 		t.Fatalf("the call's result: %+v", r)
 	}
 }
+
+// TestChildActsOnBehalfOfTheParentsPerson: a child's task comes from its
+// parent agent on behalf of the person behind the parent's turn, with
+// their tenant, and the child's own tool calls carry that provenance to
+// the approval stage.
+func TestChildActsOnBehalfOfTheParentsPerson(t *testing.T) {
+	e := newEnv(t, setup{
+		parent: []scripted.Reply{calls("alpha"), text("parent done")},
+		child:  []scripted.Reply{tool("who"), text("noted")},
+	})
+	var mu sync.Mutex
+	var childSource agentcontroller.Source
+	var callSources []llm.Provenance
+	err := e.tools.Register(e.root, tools.Tool{Name: "who", Execute: func(_ stdctx.Context, c tools.Call) (tools.Result, error) {
+		mu.Lock()
+		callSources = c.Sources
+		mu.Unlock()
+		return tools.Result{Content: "ok"}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		if a.Source.Kind == agentcontroller.SourceSubagent {
+			mu.Lock()
+			childSource = a.Source
+			mu.Unlock()
+		}
+		return next.Call(ctx, a)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := agentcontroller.Principal{Kind: "token", ID: "alice", Tenant: "acme"}
+	s, err := e.ctl.Open(stdctx.Background(), sessions.OpenOptions{Agent: "main", Options: agents.Options{Provider: "parent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(stdctx.Background())
+	if _, err := s.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "r1", Content: "go",
+		Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, Entry: "serve", Principal: alice}}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, s.UnportedAgent())
+	mu.Lock()
+	defer mu.Unlock()
+	want := agentcontroller.Principal{Kind: "agent", ID: s.AgentID(), Tenant: "acme"}
+	if childSource.Entry != "subagent" || childSource.Principal != want || childSource.OnBehalfOf == nil || *childSource.OnBehalfOf != alice {
+		t.Fatalf("the child's task came from %+v (on behalf of %v)", childSource, childSource.OnBehalfOf)
+	}
+	if len(callSources) != 1 || callSources[0].Principal != want || callSources[0].OnBehalfOf == nil || *callSources[0].OnBehalfOf != alice {
+		t.Fatalf("the child's call carried %+v", callSources)
+	}
+}

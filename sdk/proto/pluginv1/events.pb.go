@@ -688,9 +688,16 @@ func (x *Usage) GetCacheMissTokens() int32 {
 type Source struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// user, schedule, webhook or plugin.
-	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	RpcId         string `protobuf:"bytes,2,opt,name=rpc_id,json=rpcId,proto3" json:"rpc_id,omitempty"`
-	Unattended    bool   `protobuf:"varint,3,opt,name=unattended,proto3" json:"unattended,omitempty"`
+	Kind       string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	RpcId      string `protobuf:"bytes,2,opt,name=rpc_id,json=rpcId,proto3" json:"rpc_id,omitempty"`
+	Unattended bool   `protobuf:"varint,3,opt,name=unattended,proto3" json:"unattended,omitempty"`
+	// Who sent the message, as its entry point established it.
+	Principal *Principal `protobuf:"bytes,4,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The entry point: cli, serve, acp, webhook, schedule, subagent.
+	Entry string `protobuf:"bytes,5,opt,name=entry,proto3" json:"entry,omitempty"`
+	// Whom a delegate acts for (a subagent's person, an editor's user);
+	// unset when the sender acts for itself.
+	OnBehalfOf    *Principal `protobuf:"bytes,6,opt,name=on_behalf_of,json=onBehalfOf,proto3" json:"on_behalf_of,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,6 +753,153 @@ func (x *Source) GetUnattended() bool {
 	return false
 }
 
+func (x *Source) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+func (x *Source) GetEntry() string {
+	if x != nil {
+		return x.Entry
+	}
+	return ""
+}
+
+func (x *Source) GetOnBehalfOf() *Principal {
+	if x != nil {
+		return x.OnBehalfOf
+	}
+	return nil
+}
+
+// A sender's identity. kind says how it was established: token (a named
+// serve token), jwt (a verified JWT's subject), user (the OS user of the
+// CLI), editor (an ACP client), webhook, schedule, agent (a parent
+// agent); id names it within its kind; tenant groups principals.
+type Principal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Tenant        string                 `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Principal) Reset() {
+	*x = Principal{}
+	mi := &file_events_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Principal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Principal) ProtoMessage() {}
+
+func (x *Principal) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Principal.ProtoReflect.Descriptor instead.
+func (*Principal) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Principal) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Principal) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Principal) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+// Who is behind an input of a turn: what a tool call of that turn acts
+// for.
+type Provenance struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     *Principal             `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Entry         string                 `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	OnBehalfOf    *Principal             `protobuf:"bytes,3,opt,name=on_behalf_of,json=onBehalfOf,proto3" json:"on_behalf_of,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Provenance) Reset() {
+	*x = Provenance{}
+	mi := &file_events_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Provenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Provenance) ProtoMessage() {}
+
+func (x *Provenance) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Provenance.ProtoReflect.Descriptor instead.
+func (*Provenance) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Provenance) GetPrincipal() *Principal {
+	if x != nil {
+		return x.Principal
+	}
+	return nil
+}
+
+func (x *Provenance) GetEntry() string {
+	if x != nil {
+		return x.Entry
+	}
+	return ""
+}
+
+func (x *Provenance) GetOnBehalfOf() *Principal {
+	if x != nil {
+		return x.OnBehalfOf
+	}
+	return nil
+}
+
 // agent-controller/admission and agent/inbox/inserted. Changeable through
 // next: message, mode, source.
 type Admission struct {
@@ -761,7 +915,7 @@ type Admission struct {
 
 func (x *Admission) Reset() {
 	*x = Admission{}
-	mi := &file_events_proto_msgTypes[6]
+	mi := &file_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +927,7 @@ func (x *Admission) String() string {
 func (*Admission) ProtoMessage() {}
 
 func (x *Admission) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[6]
+	mi := &file_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +940,7 @@ func (x *Admission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Admission.ProtoReflect.Descriptor instead.
 func (*Admission) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{6}
+	return file_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Admission) GetAgentId() string {
@@ -820,17 +974,21 @@ func (x *Admission) GetSource() *Source {
 type Decision struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// admit or reject.
-	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
-	Presented     bool   `protobuf:"varint,4,opt,name=presented,proto3" json:"presented,omitempty"`
+	Kind      string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Reason    string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message   string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Presented bool   `protobuf:"varint,4,opt,name=presented,proto3" json:"presented,omitempty"`
+	// The policy that decided and its version (a digest of its rules), for
+	// the decision records.
+	Policy        string `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
+	PolicyVersion string `protobuf:"bytes,6,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_events_proto_msgTypes[7]
+	mi := &file_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +1000,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[7]
+	mi := &file_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +1013,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{7}
+	return file_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Decision) GetKind() string {
@@ -886,6 +1044,20 @@ func (x *Decision) GetPresented() bool {
 	return false
 }
 
+func (x *Decision) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
+}
+
+func (x *Decision) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
 // tools/execute. Changeable through next: call.arguments.
 type ToolExecution struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -899,7 +1071,7 @@ type ToolExecution struct {
 
 func (x *ToolExecution) Reset() {
 	*x = ToolExecution{}
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1083,7 @@ func (x *ToolExecution) String() string {
 func (*ToolExecution) ProtoMessage() {}
 
 func (x *ToolExecution) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1096,7 @@ func (x *ToolExecution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolExecution.ProtoReflect.Descriptor instead.
 func (*ToolExecution) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{8}
+	return file_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolExecution) GetAgentId() string {
@@ -962,7 +1134,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1146,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1159,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{9}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolResult) GetContent() string {
@@ -1025,7 +1197,7 @@ type ContentPart struct {
 
 func (x *ContentPart) Reset() {
 	*x = ContentPart{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1209,7 @@ func (x *ContentPart) String() string {
 func (*ContentPart) ProtoMessage() {}
 
 func (x *ContentPart) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1222,7 @@ func (x *ContentPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentPart.ProtoReflect.Descriptor instead.
 func (*ContentPart) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ContentPart) GetPart() isContentPart_Part {
@@ -1105,7 +1277,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1289,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1302,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Image) GetMediaType() string {
@@ -1159,7 +1331,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1343,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1356,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -1225,7 +1397,7 @@ type ModelRequest struct {
 
 func (x *ModelRequest) Reset() {
 	*x = ModelRequest{}
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1409,7 @@ func (x *ModelRequest) String() string {
 func (*ModelRequest) ProtoMessage() {}
 
 func (x *ModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1422,7 @@ func (x *ModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRequest.ProtoReflect.Descriptor instead.
 func (*ModelRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{13}
+	return file_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ModelRequest) GetProvider() string {
@@ -1315,7 +1487,7 @@ type RequestEvent struct {
 
 func (x *RequestEvent) Reset() {
 	*x = RequestEvent{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1499,7 @@ func (x *RequestEvent) String() string {
 func (*RequestEvent) ProtoMessage() {}
 
 func (x *RequestEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1512,7 @@ func (x *RequestEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestEvent.ProtoReflect.Descriptor instead.
 func (*RequestEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RequestEvent) GetAgentId() string {
@@ -1388,7 +1560,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1572,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1585,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StepResult) GetAgentId() string {
@@ -1474,7 +1646,7 @@ type Continuation struct {
 
 func (x *Continuation) Reset() {
 	*x = Continuation{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1658,7 @@ func (x *Continuation) String() string {
 func (*Continuation) ProtoMessage() {}
 
 func (x *Continuation) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1671,7 @@ func (x *Continuation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Continuation.ProtoReflect.Descriptor instead.
 func (*Continuation) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Continuation) GetAgentId() string {
@@ -1557,7 +1729,7 @@ type StatusChange struct {
 
 func (x *StatusChange) Reset() {
 	*x = StatusChange{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1569,7 +1741,7 @@ func (x *StatusChange) String() string {
 func (*StatusChange) ProtoMessage() {}
 
 func (x *StatusChange) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1582,7 +1754,7 @@ func (x *StatusChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusChange.ProtoReflect.Descriptor instead.
 func (*StatusChange) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StatusChange) GetAgentId() string {
@@ -1618,7 +1790,7 @@ type ToolCallDelta struct {
 
 func (x *ToolCallDelta) Reset() {
 	*x = ToolCallDelta{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1802,7 @@ func (x *ToolCallDelta) String() string {
 func (*ToolCallDelta) ProtoMessage() {}
 
 func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1815,7 @@ func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
 func (*ToolCallDelta) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolCallDelta) GetIndex() int32 {
@@ -1690,7 +1862,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1874,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1887,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{19}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Chunk) GetKind() string {
@@ -1781,7 +1953,7 @@ type StreamChunk struct {
 
 func (x *StreamChunk) Reset() {
 	*x = StreamChunk{}
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1965,7 @@ func (x *StreamChunk) String() string {
 func (*StreamChunk) ProtoMessage() {}
 
 func (x *StreamChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +1978,7 @@ func (x *StreamChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamChunk.ProtoReflect.Descriptor instead.
 func (*StreamChunk) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{20}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StreamChunk) GetAgentId() string {
@@ -1865,7 +2037,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +2049,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +2062,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{21}
+	return file_events_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SessionEvent) GetSeq() int64 {
@@ -1989,7 +2161,7 @@ type SessionAppended struct {
 
 func (x *SessionAppended) Reset() {
 	*x = SessionAppended{}
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2173,7 @@ func (x *SessionAppended) String() string {
 func (*SessionAppended) ProtoMessage() {}
 
 func (x *SessionAppended) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2186,7 @@ func (x *SessionAppended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionAppended.ProtoReflect.Descriptor instead.
 func (*SessionAppended) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{22}
+	return file_events_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SessionAppended) GetAgentId() string {
@@ -2049,14 +2221,17 @@ type Approval struct {
 	// The tool's own default: allow, ask or deny.
 	ToolDefault string `protobuf:"bytes,5,opt,name=tool_default,json=toolDefault,proto3" json:"tool_default,omitempty"`
 	// The tool's parallel_safe flag, a hint that it only reads.
-	ParallelSafe  bool `protobuf:"varint,6,opt,name=parallel_safe,json=parallelSafe,proto3" json:"parallel_safe,omitempty"`
+	ParallelSafe bool `protobuf:"varint,6,opt,name=parallel_safe,json=parallelSafe,proto3" json:"parallel_safe,omitempty"`
+	// Who is behind the turn's inputs, each once, the turn's first input
+	// first: whom the call acts for.
+	Sources       []*Provenance `protobuf:"bytes,7,rep,name=sources,proto3" json:"sources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_events_proto_msgTypes[23]
+	mi := &file_events_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2243,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[23]
+	mi := &file_events_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2256,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{23}
+	return file_events_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Approval) GetAgentId() string {
@@ -2126,6 +2301,13 @@ func (x *Approval) GetParallelSafe() bool {
 	return false
 }
 
+func (x *Approval) GetSources() []*Provenance {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
 // The approval stage's answer for one call.
 type Verdict struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2140,14 +2322,16 @@ type Verdict struct {
 	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
 	// Replacement arguments for the call as JSON text, validated again
 	// against the tool's schema before it runs; empty keeps them.
-	Arguments     string `protobuf:"bytes,5,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Arguments string `protobuf:"bytes,5,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// The version of the deciding policy (a digest of its rules).
+	PolicyVersion string `protobuf:"bytes,6,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_events_proto_msgTypes[24]
+	mi := &file_events_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2343,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[24]
+	mi := &file_events_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2356,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{24}
+	return file_events_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Verdict) GetDecision() string {
@@ -2210,6 +2394,13 @@ func (x *Verdict) GetArguments() string {
 	return ""
 }
 
+func (x *Verdict) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
 // session/outcome: what happened to a client's request that the session
 // log does not record, such as a refused prompt.
 type SessionOutcome struct {
@@ -2231,7 +2422,7 @@ type SessionOutcome struct {
 
 func (x *SessionOutcome) Reset() {
 	*x = SessionOutcome{}
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2434,7 @@ func (x *SessionOutcome) String() string {
 func (*SessionOutcome) ProtoMessage() {}
 
 func (x *SessionOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[25]
+	mi := &file_events_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2447,7 @@ func (x *SessionOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOutcome.ProtoReflect.Descriptor instead.
 func (*SessionOutcome) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{25}
+	return file_events_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SessionOutcome) GetAgentId() string {
@@ -2339,7 +2530,7 @@ type ApprovalRequest struct {
 
 func (x *ApprovalRequest) Reset() {
 	*x = ApprovalRequest{}
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2542,7 @@ func (x *ApprovalRequest) String() string {
 func (*ApprovalRequest) ProtoMessage() {}
 
 func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[26]
+	mi := &file_events_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,7 +2555,7 @@ func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{26}
+	return file_events_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ApprovalRequest) GetAgentId() string {
@@ -2435,7 +2626,7 @@ type ApprovalAnswered struct {
 
 func (x *ApprovalAnswered) Reset() {
 	*x = ApprovalAnswered{}
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2638,7 @@ func (x *ApprovalAnswered) String() string {
 func (*ApprovalAnswered) ProtoMessage() {}
 
 func (x *ApprovalAnswered) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[27]
+	mi := &file_events_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2651,7 @@ func (x *ApprovalAnswered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalAnswered.ProtoReflect.Descriptor instead.
 func (*ApprovalAnswered) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{27}
+	return file_events_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ApprovalAnswered) GetRequest() *ApprovalRequest {
@@ -2559,23 +2750,39 @@ const file_events_proto_rawDesc = "" +
 	"\routput_tokens\x18\x02 \x01(\x05R\foutputTokens\x12)\n" +
 	"\x10reasoning_tokens\x18\x03 \x01(\x05R\x0freasoningTokens\x12(\n" +
 	"\x10cache_hit_tokens\x18\x04 \x01(\x05R\x0ecacheHitTokens\x12*\n" +
-	"\x11cache_miss_tokens\x18\x05 \x01(\x05R\x0fcacheMissTokens\"S\n" +
+	"\x11cache_miss_tokens\x18\x05 \x01(\x05R\x0fcacheMissTokens\"\xdd\x01\n" +
 	"\x06Source\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x15\n" +
 	"\x06rpc_id\x18\x02 \x01(\tR\x05rpcId\x12\x1e\n" +
 	"\n" +
 	"unattended\x18\x03 \x01(\bR\n" +
-	"unattended\"\x9b\x01\n" +
+	"unattended\x126\n" +
+	"\tprincipal\x18\x04 \x01(\v2\x18.dsh.plugin.v1.PrincipalR\tprincipal\x12\x14\n" +
+	"\x05entry\x18\x05 \x01(\tR\x05entry\x12:\n" +
+	"\fon_behalf_of\x18\x06 \x01(\v2\x18.dsh.plugin.v1.PrincipalR\n" +
+	"onBehalfOf\"G\n" +
+	"\tPrincipal\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\"\x96\x01\n" +
+	"\n" +
+	"Provenance\x126\n" +
+	"\tprincipal\x18\x01 \x01(\v2\x18.dsh.plugin.v1.PrincipalR\tprincipal\x12\x14\n" +
+	"\x05entry\x18\x02 \x01(\tR\x05entry\x12:\n" +
+	"\fon_behalf_of\x18\x03 \x01(\v2\x18.dsh.plugin.v1.PrincipalR\n" +
+	"onBehalfOf\"\x9b\x01\n" +
 	"\tAdmission\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x120\n" +
 	"\amessage\x18\x02 \x01(\v2\x16.dsh.plugin.v1.MessageR\amessage\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\tR\x04mode\x12-\n" +
-	"\x06source\x18\x04 \x01(\v2\x15.dsh.plugin.v1.SourceR\x06source\"n\n" +
+	"\x06source\x18\x04 \x01(\v2\x15.dsh.plugin.v1.SourceR\x06source\"\xad\x01\n" +
 	"\bDecision\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1c\n" +
-	"\tpresented\x18\x04 \x01(\bR\tpresented\"m\n" +
+	"\tpresented\x18\x04 \x01(\bR\tpresented\x12\x16\n" +
+	"\x06policy\x18\x05 \x01(\tR\x06policy\x12%\n" +
+	"\x0epolicy_version\x18\x06 \x01(\tR\rpolicyVersion\"m\n" +
 	"\rToolExecution\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12+\n" +
 	"\x04call\x18\x02 \x01(\v2\x17.dsh.plugin.v1.ToolCallR\x04call\x12\x14\n" +
@@ -2673,7 +2880,7 @@ const file_events_proto_rawDesc = "" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x121\n" +
-	"\x05event\x18\x03 \x01(\v2\x1b.dsh.plugin.v1.SessionEventR\x05event\"\xd8\x01\n" +
+	"\x05event\x18\x03 \x01(\v2\x1b.dsh.plugin.v1.SessionEventR\x05event\"\x8d\x02\n" +
 	"\bApproval\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12+\n" +
 	"\x04call\x18\x02 \x01(\v2\x17.dsh.plugin.v1.ToolCallR\x04call\x12\x1c\n" +
@@ -2682,13 +2889,15 @@ const file_events_proto_rawDesc = "" +
 	"unattended\x18\x04 \x01(\bR\n" +
 	"unattended\x12!\n" +
 	"\ftool_default\x18\x05 \x01(\tR\vtoolDefault\x12#\n" +
-	"\rparallel_safe\x18\x06 \x01(\bR\fparallelSafe\"\x8d\x01\n" +
+	"\rparallel_safe\x18\x06 \x01(\bR\fparallelSafe\x123\n" +
+	"\asources\x18\a \x03(\v2\x19.dsh.plugin.v1.ProvenanceR\asources\"\xb4\x01\n" +
 	"\aVerdict\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\apattern\x18\x03 \x01(\tR\apattern\x12\x16\n" +
 	"\x06source\x18\x04 \x01(\tR\x06source\x12\x1c\n" +
-	"\targuments\x18\x05 \x01(\tR\targuments\"\xf5\x01\n" +
+	"\targuments\x18\x05 \x01(\tR\targuments\x12%\n" +
+	"\x0epolicy_version\x18\x06 \x01(\tR\rpolicyVersion\"\xf5\x01\n" +
 	"\x0eSessionOutcome\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
 	"\n" +
@@ -2732,7 +2941,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_events_proto_goTypes = []any{
 	(*Payload)(nil),          // 0: dsh.plugin.v1.Payload
 	(*Result)(nil),           // 1: dsh.plugin.v1.Result
@@ -2740,73 +2949,80 @@ var file_events_proto_goTypes = []any{
 	(*ToolCall)(nil),         // 3: dsh.plugin.v1.ToolCall
 	(*Usage)(nil),            // 4: dsh.plugin.v1.Usage
 	(*Source)(nil),           // 5: dsh.plugin.v1.Source
-	(*Admission)(nil),        // 6: dsh.plugin.v1.Admission
-	(*Decision)(nil),         // 7: dsh.plugin.v1.Decision
-	(*ToolExecution)(nil),    // 8: dsh.plugin.v1.ToolExecution
-	(*ToolResult)(nil),       // 9: dsh.plugin.v1.ToolResult
-	(*ContentPart)(nil),      // 10: dsh.plugin.v1.ContentPart
-	(*Image)(nil),            // 11: dsh.plugin.v1.Image
-	(*ToolSpec)(nil),         // 12: dsh.plugin.v1.ToolSpec
-	(*ModelRequest)(nil),     // 13: dsh.plugin.v1.ModelRequest
-	(*RequestEvent)(nil),     // 14: dsh.plugin.v1.RequestEvent
-	(*StepResult)(nil),       // 15: dsh.plugin.v1.StepResult
-	(*Continuation)(nil),     // 16: dsh.plugin.v1.Continuation
-	(*StatusChange)(nil),     // 17: dsh.plugin.v1.StatusChange
-	(*ToolCallDelta)(nil),    // 18: dsh.plugin.v1.ToolCallDelta
-	(*Chunk)(nil),            // 19: dsh.plugin.v1.Chunk
-	(*StreamChunk)(nil),      // 20: dsh.plugin.v1.StreamChunk
-	(*SessionEvent)(nil),     // 21: dsh.plugin.v1.SessionEvent
-	(*SessionAppended)(nil),  // 22: dsh.plugin.v1.SessionAppended
-	(*Approval)(nil),         // 23: dsh.plugin.v1.Approval
-	(*Verdict)(nil),          // 24: dsh.plugin.v1.Verdict
-	(*SessionOutcome)(nil),   // 25: dsh.plugin.v1.SessionOutcome
-	(*ApprovalRequest)(nil),  // 26: dsh.plugin.v1.ApprovalRequest
-	(*ApprovalAnswered)(nil), // 27: dsh.plugin.v1.ApprovalAnswered
+	(*Principal)(nil),        // 6: dsh.plugin.v1.Principal
+	(*Provenance)(nil),       // 7: dsh.plugin.v1.Provenance
+	(*Admission)(nil),        // 8: dsh.plugin.v1.Admission
+	(*Decision)(nil),         // 9: dsh.plugin.v1.Decision
+	(*ToolExecution)(nil),    // 10: dsh.plugin.v1.ToolExecution
+	(*ToolResult)(nil),       // 11: dsh.plugin.v1.ToolResult
+	(*ContentPart)(nil),      // 12: dsh.plugin.v1.ContentPart
+	(*Image)(nil),            // 13: dsh.plugin.v1.Image
+	(*ToolSpec)(nil),         // 14: dsh.plugin.v1.ToolSpec
+	(*ModelRequest)(nil),     // 15: dsh.plugin.v1.ModelRequest
+	(*RequestEvent)(nil),     // 16: dsh.plugin.v1.RequestEvent
+	(*StepResult)(nil),       // 17: dsh.plugin.v1.StepResult
+	(*Continuation)(nil),     // 18: dsh.plugin.v1.Continuation
+	(*StatusChange)(nil),     // 19: dsh.plugin.v1.StatusChange
+	(*ToolCallDelta)(nil),    // 20: dsh.plugin.v1.ToolCallDelta
+	(*Chunk)(nil),            // 21: dsh.plugin.v1.Chunk
+	(*StreamChunk)(nil),      // 22: dsh.plugin.v1.StreamChunk
+	(*SessionEvent)(nil),     // 23: dsh.plugin.v1.SessionEvent
+	(*SessionAppended)(nil),  // 24: dsh.plugin.v1.SessionAppended
+	(*Approval)(nil),         // 25: dsh.plugin.v1.Approval
+	(*Verdict)(nil),          // 26: dsh.plugin.v1.Verdict
+	(*SessionOutcome)(nil),   // 27: dsh.plugin.v1.SessionOutcome
+	(*ApprovalRequest)(nil),  // 28: dsh.plugin.v1.ApprovalRequest
+	(*ApprovalAnswered)(nil), // 29: dsh.plugin.v1.ApprovalAnswered
 }
 var file_events_proto_depIdxs = []int32{
-	6,  // 0: dsh.plugin.v1.Payload.admission:type_name -> dsh.plugin.v1.Admission
-	8,  // 1: dsh.plugin.v1.Payload.tool_execution:type_name -> dsh.plugin.v1.ToolExecution
-	14, // 2: dsh.plugin.v1.Payload.request:type_name -> dsh.plugin.v1.RequestEvent
-	15, // 3: dsh.plugin.v1.Payload.step_result:type_name -> dsh.plugin.v1.StepResult
-	16, // 4: dsh.plugin.v1.Payload.continuation:type_name -> dsh.plugin.v1.Continuation
-	6,  // 5: dsh.plugin.v1.Payload.inbox_inserted:type_name -> dsh.plugin.v1.Admission
-	17, // 6: dsh.plugin.v1.Payload.status:type_name -> dsh.plugin.v1.StatusChange
-	20, // 7: dsh.plugin.v1.Payload.stream_chunk:type_name -> dsh.plugin.v1.StreamChunk
-	22, // 8: dsh.plugin.v1.Payload.session_event:type_name -> dsh.plugin.v1.SessionAppended
-	23, // 9: dsh.plugin.v1.Payload.approval:type_name -> dsh.plugin.v1.Approval
-	25, // 10: dsh.plugin.v1.Payload.session_outcome:type_name -> dsh.plugin.v1.SessionOutcome
-	26, // 11: dsh.plugin.v1.Payload.approval_requested:type_name -> dsh.plugin.v1.ApprovalRequest
-	27, // 12: dsh.plugin.v1.Payload.approval_answered:type_name -> dsh.plugin.v1.ApprovalAnswered
-	7,  // 13: dsh.plugin.v1.Result.decision:type_name -> dsh.plugin.v1.Decision
-	9,  // 14: dsh.plugin.v1.Result.tool_result:type_name -> dsh.plugin.v1.ToolResult
-	13, // 15: dsh.plugin.v1.Result.request:type_name -> dsh.plugin.v1.ModelRequest
-	15, // 16: dsh.plugin.v1.Result.step_result:type_name -> dsh.plugin.v1.StepResult
-	24, // 17: dsh.plugin.v1.Result.verdict:type_name -> dsh.plugin.v1.Verdict
+	8,  // 0: dsh.plugin.v1.Payload.admission:type_name -> dsh.plugin.v1.Admission
+	10, // 1: dsh.plugin.v1.Payload.tool_execution:type_name -> dsh.plugin.v1.ToolExecution
+	16, // 2: dsh.plugin.v1.Payload.request:type_name -> dsh.plugin.v1.RequestEvent
+	17, // 3: dsh.plugin.v1.Payload.step_result:type_name -> dsh.plugin.v1.StepResult
+	18, // 4: dsh.plugin.v1.Payload.continuation:type_name -> dsh.plugin.v1.Continuation
+	8,  // 5: dsh.plugin.v1.Payload.inbox_inserted:type_name -> dsh.plugin.v1.Admission
+	19, // 6: dsh.plugin.v1.Payload.status:type_name -> dsh.plugin.v1.StatusChange
+	22, // 7: dsh.plugin.v1.Payload.stream_chunk:type_name -> dsh.plugin.v1.StreamChunk
+	24, // 8: dsh.plugin.v1.Payload.session_event:type_name -> dsh.plugin.v1.SessionAppended
+	25, // 9: dsh.plugin.v1.Payload.approval:type_name -> dsh.plugin.v1.Approval
+	27, // 10: dsh.plugin.v1.Payload.session_outcome:type_name -> dsh.plugin.v1.SessionOutcome
+	28, // 11: dsh.plugin.v1.Payload.approval_requested:type_name -> dsh.plugin.v1.ApprovalRequest
+	29, // 12: dsh.plugin.v1.Payload.approval_answered:type_name -> dsh.plugin.v1.ApprovalAnswered
+	9,  // 13: dsh.plugin.v1.Result.decision:type_name -> dsh.plugin.v1.Decision
+	11, // 14: dsh.plugin.v1.Result.tool_result:type_name -> dsh.plugin.v1.ToolResult
+	15, // 15: dsh.plugin.v1.Result.request:type_name -> dsh.plugin.v1.ModelRequest
+	17, // 16: dsh.plugin.v1.Result.step_result:type_name -> dsh.plugin.v1.StepResult
+	26, // 17: dsh.plugin.v1.Result.verdict:type_name -> dsh.plugin.v1.Verdict
 	3,  // 18: dsh.plugin.v1.Message.tool_calls:type_name -> dsh.plugin.v1.ToolCall
-	2,  // 19: dsh.plugin.v1.Admission.message:type_name -> dsh.plugin.v1.Message
-	5,  // 20: dsh.plugin.v1.Admission.source:type_name -> dsh.plugin.v1.Source
-	3,  // 21: dsh.plugin.v1.ToolExecution.call:type_name -> dsh.plugin.v1.ToolCall
-	10, // 22: dsh.plugin.v1.ToolResult.parts:type_name -> dsh.plugin.v1.ContentPart
-	11, // 23: dsh.plugin.v1.ContentPart.image:type_name -> dsh.plugin.v1.Image
-	2,  // 24: dsh.plugin.v1.ModelRequest.messages:type_name -> dsh.plugin.v1.Message
-	12, // 25: dsh.plugin.v1.ModelRequest.tools:type_name -> dsh.plugin.v1.ToolSpec
-	13, // 26: dsh.plugin.v1.RequestEvent.request:type_name -> dsh.plugin.v1.ModelRequest
-	2,  // 27: dsh.plugin.v1.StepResult.message:type_name -> dsh.plugin.v1.Message
-	4,  // 28: dsh.plugin.v1.StepResult.usage:type_name -> dsh.plugin.v1.Usage
-	18, // 29: dsh.plugin.v1.Chunk.tool_call:type_name -> dsh.plugin.v1.ToolCallDelta
-	4,  // 30: dsh.plugin.v1.Chunk.usage:type_name -> dsh.plugin.v1.Usage
-	19, // 31: dsh.plugin.v1.StreamChunk.chunk:type_name -> dsh.plugin.v1.Chunk
-	2,  // 32: dsh.plugin.v1.SessionEvent.message:type_name -> dsh.plugin.v1.Message
-	3,  // 33: dsh.plugin.v1.SessionEvent.tool_call:type_name -> dsh.plugin.v1.ToolCall
-	4,  // 34: dsh.plugin.v1.SessionEvent.usage:type_name -> dsh.plugin.v1.Usage
-	21, // 35: dsh.plugin.v1.SessionAppended.event:type_name -> dsh.plugin.v1.SessionEvent
-	3,  // 36: dsh.plugin.v1.Approval.call:type_name -> dsh.plugin.v1.ToolCall
-	26, // 37: dsh.plugin.v1.ApprovalAnswered.request:type_name -> dsh.plugin.v1.ApprovalRequest
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	6,  // 19: dsh.plugin.v1.Source.principal:type_name -> dsh.plugin.v1.Principal
+	6,  // 20: dsh.plugin.v1.Source.on_behalf_of:type_name -> dsh.plugin.v1.Principal
+	6,  // 21: dsh.plugin.v1.Provenance.principal:type_name -> dsh.plugin.v1.Principal
+	6,  // 22: dsh.plugin.v1.Provenance.on_behalf_of:type_name -> dsh.plugin.v1.Principal
+	2,  // 23: dsh.plugin.v1.Admission.message:type_name -> dsh.plugin.v1.Message
+	5,  // 24: dsh.plugin.v1.Admission.source:type_name -> dsh.plugin.v1.Source
+	3,  // 25: dsh.plugin.v1.ToolExecution.call:type_name -> dsh.plugin.v1.ToolCall
+	12, // 26: dsh.plugin.v1.ToolResult.parts:type_name -> dsh.plugin.v1.ContentPart
+	13, // 27: dsh.plugin.v1.ContentPart.image:type_name -> dsh.plugin.v1.Image
+	2,  // 28: dsh.plugin.v1.ModelRequest.messages:type_name -> dsh.plugin.v1.Message
+	14, // 29: dsh.plugin.v1.ModelRequest.tools:type_name -> dsh.plugin.v1.ToolSpec
+	15, // 30: dsh.plugin.v1.RequestEvent.request:type_name -> dsh.plugin.v1.ModelRequest
+	2,  // 31: dsh.plugin.v1.StepResult.message:type_name -> dsh.plugin.v1.Message
+	4,  // 32: dsh.plugin.v1.StepResult.usage:type_name -> dsh.plugin.v1.Usage
+	20, // 33: dsh.plugin.v1.Chunk.tool_call:type_name -> dsh.plugin.v1.ToolCallDelta
+	4,  // 34: dsh.plugin.v1.Chunk.usage:type_name -> dsh.plugin.v1.Usage
+	21, // 35: dsh.plugin.v1.StreamChunk.chunk:type_name -> dsh.plugin.v1.Chunk
+	2,  // 36: dsh.plugin.v1.SessionEvent.message:type_name -> dsh.plugin.v1.Message
+	3,  // 37: dsh.plugin.v1.SessionEvent.tool_call:type_name -> dsh.plugin.v1.ToolCall
+	4,  // 38: dsh.plugin.v1.SessionEvent.usage:type_name -> dsh.plugin.v1.Usage
+	23, // 39: dsh.plugin.v1.SessionAppended.event:type_name -> dsh.plugin.v1.SessionEvent
+	3,  // 40: dsh.plugin.v1.Approval.call:type_name -> dsh.plugin.v1.ToolCall
+	7,  // 41: dsh.plugin.v1.Approval.sources:type_name -> dsh.plugin.v1.Provenance
+	28, // 42: dsh.plugin.v1.ApprovalAnswered.request:type_name -> dsh.plugin.v1.ApprovalRequest
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -2837,18 +3053,18 @@ func file_events_proto_init() {
 		(*Result_ContinueTurn)(nil),
 		(*Result_Verdict)(nil),
 	}
-	file_events_proto_msgTypes[10].OneofWrappers = []any{
+	file_events_proto_msgTypes[12].OneofWrappers = []any{
 		(*ContentPart_Text)(nil),
 		(*ContentPart_Image)(nil),
 	}
-	file_events_proto_msgTypes[13].OneofWrappers = []any{}
+	file_events_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

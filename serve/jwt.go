@@ -1,0 +1,133 @@
+package serve
+
+import (
+	stdctx "context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/time/rate"
+)
+
+// Default settings of serve.jwt.
+var (
+	defaultJWTAlgorithms = []string{"RS256", "ES256", "EdDSA"}
+	defaultJWTLeeway     = 30 * time.Second
+	defaultJWKSRefresh   = time.Hour
+)
+
+// jwtVerifier checks bearer tokens that are JWTs against serve.jwt: the
+// signature by a key of the issuer's JWKS (fetched and refreshed by
+// keyfunc, which also refetches, rate limited, when a token names a key id
+// it has not seen: a rotated key works without a restart), the issuer,
+// the audience, the signing algorithm and the time claims. The principal
+// is the configured subject claim; the tenant a claim or a fixed name.
+type jwtVerifier struct {
+	cfg    config.JWTConfig
+	keys   keyfunc.Keyfunc
+	parser *jwt.Parser
+}
+
+func newJWTVerifier(ctx stdctx.Context, c config.JWTConfig, client *http.Client, log *slog.Logger) (*jwtVerifier, error) {
+	if c.Issuer == "" || c.JWKSURL == "" {
+		return nil, errs.New(errs.InvalidArgument, "serve.jwt: set both issuer (the iss claim tokens carry) and jwks_url (where the issuer publishes its keys)")
+	}
+	if c.SubjectClaim == "" {
+		c.SubjectClaim = "sub"
+	}
+	if len(c.Algorithms) == 0 {
+		c.Algorithms = defaultJWTAlgorithms
+	}
+	if c.Leeway == 0 {
+		c.Leeway = defaultJWTLeeway
+	}
+	if c.RefreshInterval == 0 {
+		c.RefreshInterval = defaultJWKSRefresh
+	}
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	url := c.JWKSURL
+	keys, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{url}, keyfunc.Override{
+		Client:          client,
+		HTTPTimeout:     10 * time.Second,
+		RefreshInterval: c.RefreshInterval,
+		// A key id not in the set refetches it at most once a minute:
+		// rotation is picked up, and forged kids cannot flood the issuer.
+		RefreshUnknownKID: rate.NewLimiter(rate.Every(time.Minute), 1),
+		RefreshErrorHandlerFunc: func(u string) func(stdctx.Context, error) {
+			return func(_ stdctx.Context, err error) {
+				log.Warn("serve.jwt: fetching the key set failed; tokens are checked against the keys fetched before", "url", u, "error", err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf("serve.jwt: the key set at %s cannot be used", url))
+	}
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(c.Algorithms),
+		jwt.WithIssuer(c.Issuer),
+		jwt.WithLeeway(c.Leeway),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+	}
+	if c.Audience != "" {
+		opts = append(opts, jwt.WithAudience(c.Audience))
+	}
+	return &jwtVerifier{cfg: c, keys: keys, parser: jwt.NewParser(opts...)}, nil
+}
+
+// looksLikeJWT reports whether a bearer token has a JWT's three parts;
+// anything else is not worth parsing.
+func looksLikeJWT(tok string) bool { return strings.Count(tok, ".") == 2 }
+
+// verify returns the principal a JWT stands for, or why it does not.
+func (v *jwtVerifier) verify(ctx stdctx.Context, tok string) (sessions.Principal, error) {
+	claims := jwt.MapClaims{}
+	if _, err := v.parser.ParseWithClaims(tok, claims, v.keys.KeyfuncCtx(ctx)); err != nil {
+		return sessions.Principal{}, errors.New(jwtReason(err))
+	}
+	sub, _ := claims[v.cfg.SubjectClaim].(string)
+	if sub == "" {
+		return sessions.Principal{}, fmt.Errorf("it has no %q claim (a string) to name the principal (serve.jwt.subject_claim)", v.cfg.SubjectClaim)
+	}
+	p := sessions.Principal{Kind: "jwt", ID: sub, Tenant: v.cfg.Tenant}
+	if v.cfg.TenantClaim != "" {
+		if t, ok := claims[v.cfg.TenantClaim].(string); ok && t != "" {
+			p.Tenant = t
+		}
+	}
+	return p, nil
+}
+
+// jwtReason words a verification failure for the caller: what is wrong
+// with the token, never the key material.
+func jwtReason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "it has expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "it is not valid yet"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "it was issued by another issuer than serve.jwt.issuer"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "it is not meant for this server (serve.jwt.audience)"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "it lacks a required claim (exp)"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, keyfunc.ErrKeyfunc):
+		return "its signature is not by a key of the issuer's key set"
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "its signature cannot be checked: " + err.Error()
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "it is malformed"
+	}
+	return err.Error()
+}
