@@ -81,8 +81,11 @@ agents:
 		if _, err := turn.Wait(wctx); err != nil {
 			t.Fatal(err)
 		}
-		s, _ := h.Sessions().Get(id)
-		for _, ev := range s.UnportedAgent().Session().Events(1) {
+		evs, err := h.Sessions().History(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
 			if ev.Type == session.ToolResult {
 				return ev.Message.Content
 			}

@@ -267,8 +267,11 @@ func TestARunIsItsSchedulesPrincipal(t *testing.T) {
 	e.clock.set(at("10:14"))
 	e.clock.set(at("10:15"))
 	e.waitLog("not delivered", "schedule=quarter", "reason=policy/quiet-quarter")
-	s, _ := e.h.Sessions().Get("sched-q")
-	for _, ev := range s.UnportedAgent().Session().Events(1) {
+	evs, err := e.h.Sessions().History(stdctx.Background(), "sched-q", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
 		if ev.Type == session.UserMessage {
 			if f := ev.Message.From; f == nil || f.Entry != "schedule" || f.Principal.Kind != "schedule" || f.Principal.ID != "quarter" {
 				t.Fatalf("the run's prompt came from %+v", f)

@@ -776,7 +776,7 @@ func TestChildActsOnBehalfOfTheParentsPerson(t *testing.T) {
 		Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, Entry: "serve", Principal: alice}}); err != nil {
 		t.Fatal(err)
 	}
-	idle(t, s.UnportedAgent())
+	idle(t, e.ctl, s.ID())
 	mu.Lock()
 	defer mu.Unlock()
 	want := agentcontroller.Principal{Kind: "agent", ID: s.AgentID(), Tenant: "acme"}
