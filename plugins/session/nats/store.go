@@ -57,9 +57,10 @@ type store struct {
 }
 
 var (
-	_ session.Locker  = (*store)(nil)
-	_ session.Lister  = (*store)(nil)
-	_ session.Deleter = (*store)(nil)
+	_ session.Locker       = (*store)(nil)
+	_ session.StoredLocker = (*store)(nil)
+	_ session.Lister       = (*store)(nil)
+	_ session.Deleter      = (*store)(nil)
 )
 
 // connect reaches the server and makes sure the stream and the lease
