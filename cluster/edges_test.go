@@ -1,7 +1,18 @@
 package cluster_test
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/dsh-go/dsh/cluster"
+	"github.com/dsh-go/dsh/serve/webhook"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -42,4 +53,55 @@ func TestEnsuringAnExistingSessionNeverStoredIsNotFound(t *testing.T) {
 		t.Fatalf("ensure through host b: %+v, %v; want created (on host a)", in, err)
 	}
 	a.session(t, "never")
+}
+
+// TestNoHostIsA503WithRetryAfterOnEveryEntryPoint: a host that claims no
+// sessions, alone in its cluster, cannot place a new session anywhere:
+// CLUSTER_NO_HOST, which a retry survives once a host that claims joins.
+// The webhook and the HTTP API answer it alike — 503 with Retry-After —
+// from the one mapping of serve/apierr; the webhook used to answer 500.
+func TestNoHostIsA503WithRetryAfterOnEveryEntryPoint(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	b := serviceNode(t, srv, stream, "b", nodeOpts{noOpen: true, tail: `serve:
+  webhooks:
+    push:
+      secret_env: PUSH_SECRET
+      session: hook-s
+      prompt: "pushed {{.Raw}}"
+`})
+	check := func(t *testing.T, via string, rec *httptest.ResponseRecorder) {
+		t.Helper()
+		var body struct{ Code string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%s answered %d %q: %v", via, rec.Code, rec.Body, err)
+		}
+		if rec.Code != http.StatusServiceUnavailable || body.Code != string(cluster.NoHost) || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("%s answered %d %s, Retry-After %q; want 503 %s with Retry-After", via, rec.Code, rec.Body, rec.Header().Get("Retry-After"), cluster.NoHost)
+		}
+	}
+	t.Run("webhook", func(t *testing.T) {
+		hooks, err := webhook.New(webhook.Options{Sessions: b.svc, Config: b.cfg, Getenv: func(string) string { return hookSecret }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hooks.Close(ctxT(t))
+		body := []byte(`{"ref":"main"}`)
+		mac := hmac.New(sha256.New, []byte(hookSecret))
+		mac.Write(body)
+		req := httptest.NewRequest(http.MethodPost, "/hooks/push", bytes.NewReader(body))
+		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		rec := httptest.NewRecorder()
+		hooks.ServeHTTP(rec, req)
+		check(t, "the webhook", rec)
+	})
+	t.Run("api", func(t *testing.T) {
+		api(t, b.node)
+		req := httptest.NewRequest(http.MethodPost, "/v1/sessions", strings.NewReader(`{"session_id": "api-s"}`))
+		req.Host = "127.0.0.1"
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		b.api.Handler().ServeHTTP(rec, req)
+		check(t, "the API", rec)
+	})
 }
