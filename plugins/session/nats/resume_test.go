@@ -2,15 +2,19 @@ package nats_test
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/hashicorp/go-hclog"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestResumingAnIDNeverStoredIsNotFound: the session controller's Ensure
@@ -89,5 +93,80 @@ func TestLockStoredTakesNoLeaseForNothingStored(t *testing.T) {
 	}
 	if err := st.Close(s); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// staleReplica makes direct gets of stream answered as by a replica that
+// has applied nothing: the server stops answering them (AllowDirect off)
+// while handles bound before still send them, and a subscriber answers
+// each "no message". It is what a replica behind the leader answers for
+// a key or a log written since it last caught up.
+func staleReplica(t *testing.T, nc *natsgo.Conn, js jetstream.JetStream, stream string) {
+	t.Helper()
+	st, err := js.Stream(bg, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(bg, cfg); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := nc.Subscribe("$JS.API.DIRECT.GET."+stream+".>", func(m *natsgo.Msg) {
+		r := natsgo.NewMsg(m.Reply)
+		r.Header.Set("Status", "404")
+		r.Header.Set("Description", "Message Not Found")
+		m.RespondMsg(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLeaderKVReadsWhatTheLeaderHolds: a bucket read through LeaderKV
+// sees an entry a stale replica does not have; the same bucket's own Get
+// (a direct get) reports it absent.
+func TestLeaderKVReadsWhatTheLeaderHolds(t *testing.T) {
+	srv := startServer(t)
+	nc, err := natsgo.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	kv, err := js.CreateKeyValue(bg, jetstream.KeyValueConfig{Bucket: "leaderkv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(bg, "s.1", []byte("held by a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(bg, "gone", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(bg, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	staleReplica(t, nc, js, "KV_leaderkv")
+	if _, err := kv.Get(bg, "s.1"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("the stale replica was not asked (the test proves nothing): %v", err)
+	}
+	lk := natsplugin.LeaderKV(kv, nc)
+	e, err := lk.Get(bg, "s.1")
+	if err != nil || string(e.Value()) != "held by a" || e.Key() != "s.1" || e.Revision() == 0 || e.Created().IsZero() {
+		t.Fatalf("the leader read: %v, %v", e, err)
+	}
+	if _, err := lk.Get(bg, "gone"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("a deleted key read from the leader: %v", err)
+	}
+	if _, err := lk.Get(bg, "never"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("a key never written read from the leader: %v", err)
+	}
+	if _, err := lk.Get(bg, "bad key"); !errors.Is(err, jetstream.ErrInvalidKey) {
+		t.Fatalf("an invalid key: %v", err)
 	}
 }
