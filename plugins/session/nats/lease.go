@@ -98,6 +98,16 @@ func (s *store) lock(ctx stdctx.Context, sessionID string, stored bool) (*writer
 	}
 	ctx, cancel := s.timeout(ctx)
 	defer cancel()
+	if stored {
+		// Nothing stored is told before the lease is taken: taking and
+		// releasing it would write a release (a delete) that others read
+		// as the session's close.
+		if last, err := s.lastSeq(ctx, subject); err != nil {
+			return nil, err
+		} else if last == 0 {
+			return nil, s.notFound(sessionID)
+		}
+	}
 	l, err := s.acquire(ctx, sessionID)
 	if err != nil {
 		return nil, err
