@@ -8,18 +8,26 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/cluster"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve/webhook"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/sessions/live"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -220,3 +228,201 @@ func TestOwnershipAndLogEndsAreReadFromTheLeader(t *testing.T) {
 }
 
 var errStop = errors.New("stop")
+
+// TestARemoteStreamEndsWhenTheSessionClosesOnItsOwner: a stream attached
+// on host b, without approvals, to a session host a runs reads the log to
+// its end and then ends with LIVE_HUB_CLOSED — what a stream attached on
+// a gets — when a closes the session; it used to wait for events forever.
+func TestARemoteStreamEndsWhenTheSessionClosesOnItsOwner(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := serviceNode(t, srv, stream, "a", nodeOpts{})
+	b := serviceNode(t, srv, stream, "b", nodeOpts{noOpen: true})
+	ctx := ctxT(t)
+	if _, err := a.svc.Ensure(ctx, sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "main", SessionID: "s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.svc.Attach(ctx, "s1", sessions.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	turn, err := a.svc.Prompt(ctx, "s1", sessions.PromptRequest{Content: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turn.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.svc.Close(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	sum, found, err := a.svc.Find(ctx, "s1")
+	if err != nil || !found {
+		t.Fatalf("the closed session is not stored: %v", err)
+	}
+	var seqs []int64
+	for {
+		u, err := st.Next(ctx)
+		if err != nil {
+			if !errs.HasCode(err, live.HubClosed) {
+				t.Fatalf("the stream ended with %v after seqs %v; want %s", err, seqs, live.HubClosed)
+			}
+			break
+		}
+		if u.Kind == live.KindEvent {
+			seqs = append(seqs, u.Seq)
+		}
+	}
+	if len(seqs) == 0 || seqs[len(seqs)-1] != sum.LastSeq || st.LastSeq() != sum.LastSeq {
+		t.Fatalf("the stream read seqs %v (last %d) before it ended; the log ends at %d", seqs, st.LastSeq(), sum.LastSeq)
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("the stream read seqs %v: a gap or a repeat", seqs)
+		}
+	}
+}
+
+// askingNode starts host id whose claims open the agent "asker", whose
+// model calls the asking tool once and then answers "done".
+func askingNode(t *testing.T, srv *server.Server, stream, id string) *svcNode {
+	t.Helper()
+	yaml := fmt.Sprintf(`plugins:
+  - use: llm.scripted
+  - id: asking
+    use: llm.scripted
+    config: {name: asking, replies: [{tool_calls: [{name: ask}]}, {text: done}]}
+  - use: clustertest.ask
+  - use: session.nats
+    config: {url: %q, stream: %q, subject_prefix: %q, lease_ttl: %s, host_id: %q}
+agents:
+  - id: main
+    provider: scripted
+  - id: asker
+    provider: asking
+`, srv.ClientURL(), stream, "dsh.t."+stream, leaseTTL, id)
+	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{id: id, h: h, cfg: cfg}
+	t.Cleanup(func() {
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
+		defer cancel()
+		if n.c != nil {
+			if err := n.c.Close(ctx); err != nil {
+				t.Errorf("closing the membership of host %s: %v", id, err)
+			}
+		}
+		if err := h.Close(ctx); err != nil {
+			t.Errorf("closing host %s: %v", id, err)
+		}
+	})
+	opts := clusterOptions(srv, stream, id, h)
+	opts.Open = func(string) sessions.OpenOptions { return sessions.OpenOptions{Agent: "asker"} }
+	if n.c, err = cluster.Join(stdctx.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cluster.NewFollower(cluster.Options{URL: srv.ClientURL(), Stream: stream, SubjectPrefix: "dsh.t." + stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	svc := cluster.NewService(h.Sessions(), f)
+	svc.Bind(n.c)
+	return &svcNode{node: n, svc: svc}
+}
+
+// TestARelayedStreamFollowsTheSessionToItsNextOwner: a client attached
+// with approvals through host b to a session whose owner dies (a ghost:
+// it takes the relay, then says nothing and renews nothing) keeps its
+// stream when host c adopts the session: the relay is attached again on
+// c, c's question reaches the client, its answer runs the tool, and the
+// events come in order, none twice, none skipped.
+func TestARelayedStreamFollowsTheSessionToItsNextOwner(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	c := askingNode(t, srv, stream, "c")
+	b := serviceNode(t, srv, stream, "b", nodeOpts{noOpen: true})
+	ctx := ctxT(t)
+	// Stored (its open record) and open nowhere.
+	if _, err := c.svc.Ensure(ctx, sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "asker", SessionID: "m1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.svc.Close(ctx, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	// The ghost owns it, takes the relay and dies.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.Subscribe(cluster.RouteSubject(stream, "ghost"), func(m *nats.Msg) {
+		m.Respond([]byte(`{"result":"\"ghost-relay\""}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(natsplugin.LeaseRecord{Holder: "a ghost", HostID: "ghost", Since: time.Now()})
+	kv := leases(t, srv, stream)
+	if _, err := kv.Create(ctx, "m1", rec); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.svc.Attach(ctx, "m1", sessions.AttachOptions{Approvals: true, Name: "on-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eventually(t, "host c to adopt the session", func() bool { return owner(t, kv, "m1") == "c" })
+	// A question is asked of the approvers attached when it comes: the
+	// prompt goes once the stream's relay is on c.
+	eventually(t, "host b's stream to attach its relay on host c", func() bool { return c.c.Relays() == 1 })
+	turn, err := b.svc.Prompt(ctx, "m1", sessions.PromptRequest{RequestID: "q1", Content: "use the tool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	var result string
+	asked := false
+	for result == "" {
+		nctx, cancel := stdctx.WithTimeout(ctx, patience/2)
+		u, err := st.Next(nctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("host b's stream after seqs %v, asked %v: %v", seqs, asked, err)
+		}
+		switch {
+		case u.Kind == live.KindQuestion && !asked:
+			asked = true
+			if err := st.Answer(u.Question.ID, approval.Answer{Choice: approval.AllowOnce}); err != nil {
+				t.Fatal(err)
+			}
+		case u.Kind == live.KindEvent:
+			seqs = append(seqs, u.Seq)
+			if u.Event.Type == session.ToolResult {
+				result = u.Event.Message.Content
+			}
+		}
+	}
+	if !asked || result != "the asked tool ran" {
+		t.Fatalf("asked %v, the tool's result %q; want the question relayed from c and the tool run", asked, result)
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("host b's stream read seqs %v: a gap or a repeat", seqs)
+		}
+	}
+	if _, err := turn.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -153,7 +153,7 @@ func (s *Service) Attach(ctx stdctx.Context, id string, o sessions.AttachOptions
 		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf(
 			"cluster: session %q runs on host %q and this Service has no Follower to stream it; pass one to NewService", id, owner))
 	}
-	return s.attachRemote(ctx, h, id, o)
+	return s.attachRemote(ctx, h, id, owner, o)
 }
 
 // Cancel cancels the session's turn where it runs.
