@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-go/dsh/host"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve/unattended"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
@@ -114,6 +115,16 @@ var statuses = map[errs.Code]int{
 	sessions.MessageDropped: http.StatusConflict,
 	BodyTooLarge:            http.StatusRequestEntityTooLarge,
 	cluster.PayloadTooLarge: http.StatusRequestEntityTooLarge,
+	// A part over a limit is a body too large, bytes that are not what
+	// they claim an unsupported media type, a malformed part a bad
+	// request.
+	attachments.TooLarge:      http.StatusRequestEntityTooLarge,
+	attachments.TooMany:       http.StatusRequestEntityTooLarge,
+	attachments.StoreFull:     http.StatusInsufficientStorage,
+	attachments.MediaMismatch: http.StatusUnsupportedMediaType,
+	attachments.BadPart:       http.StatusBadRequest,
+	attachments.NotFound:      http.StatusNotFound,
+	attachments.StoreFailed:   http.StatusInternalServerError,
 	// Temporarily unavailable: the same request succeeds later (with its
 	// request id, at most once), so it is a 503 with Retry-After. The
 	// server or a session controller stopping; in a cluster, the owner or
@@ -129,16 +140,24 @@ var statuses = map[errs.Code]int{
 	natsplugin.Unreachable:   http.StatusServiceUnavailable,
 }
 
-// movingReasons are the reasons of SESSION_LOCKED that say the session is
-// held elsewhere for now rather than in the caller's way: another process
-// or host writes it (in a cluster, one that is taking it over), the
-// writer here lost it to another (fenced) while it moved, or an agent is
-// still letting it go. A retry later reaches it; the others (open here,
-// closing here) ask the caller to act, and stay 409.
-var movingReasons = map[string]bool{
-	session.ReasonOtherProcess: true,
-	session.ReasonFenced:       true,
-	session.ReasonClosing:      true,
+// passing are the reasons that make a code temporarily unavailable (503)
+// where it otherwise is not. SESSION_LOCKED held elsewhere for now:
+// another process or host writes the session (in a cluster, one taking it
+// over), the writer here lost it to another (fenced) while it moved, or an
+// agent is still letting it go — the others (open here, closing here) ask
+// the caller to act and stay 409. ATTACHMENT_STORE_FAILED of a shared
+// store that did not answer or stayed locked; a directory that cannot be
+// written stays 500.
+var passing = map[errs.Code]map[string]bool{
+	session.SessionLocked: {
+		session.ReasonOtherProcess: true,
+		session.ReasonFenced:       true,
+		session.ReasonClosing:      true,
+	},
+	attachments.StoreFailed: {
+		attachments.ReasonUnreachable: true,
+		attachments.ReasonLockBusy:    true,
+	},
 }
 
 // RetryAfter is the Retry-After of every 503, in seconds: long enough not
@@ -156,7 +175,7 @@ func status(code errs.Code, reason string, own map[errs.Code]int) int {
 	if s, ok := own[code]; ok {
 		return s
 	}
-	if code == session.SessionLocked && movingReasons[reason] {
+	if passing[code][reason] {
 		return http.StatusServiceUnavailable
 	}
 	if s, ok := statuses[code]; ok {

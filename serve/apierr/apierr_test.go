@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve/apierr"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
@@ -38,6 +39,9 @@ func TestFrom(t *testing.T) {
 		{"locked by a host taking it over", errs.New(session.SessionLocked, "held by b").WithReason(session.ReasonOtherProcess), 503, session.SessionLocked, "held by b"},
 		{"fenced while it moved", errs.New(session.SessionLocked, "lost").WithReason(session.ReasonFenced), 503, session.SessionLocked, "lost"},
 		{"open here is a conflict", errs.New(session.SessionLocked, "open").WithReason(sessions.ReasonOpenHere), 409, session.SessionLocked, "open"},
+		{"a shared attachments store away", errs.New(attachments.StoreFailed, "away").WithReason(attachments.ReasonUnreachable), 503, attachments.StoreFailed, "away"},
+		{"an attachments directory that fails", errs.New(attachments.StoreFailed, "disk"), 500, attachments.StoreFailed, "disk"},
+		{"an attachment over its limit", errs.New(attachments.TooLarge, "big"), 413, attachments.TooLarge, "big"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := apierr.From(c.err, map[errs.Code]int{own: 418})
