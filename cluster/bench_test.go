@@ -94,7 +94,9 @@ func BenchmarkPromptLocal(b *testing.B) {
 // on a. local-accept-ns/op and accept-x-local are the accepts of as many
 // local prompts timed in the same run;
 // lease-get-ns/op is one read of a session's lease, the first part of a
-// forward, on its own.
+// forward, on its own, from the bucket's leader as a forwarding host reads
+// it; lease-direct-get-ns/op the same by direct get, which a replica may
+// answer stale.
 func BenchmarkPromptForwarded(b *testing.B) {
 	bc := startBenchCluster(b)
 	floorWall, floorCPU := natsFloor(b, bc.srv, benchFloorOps)
@@ -109,11 +111,13 @@ func BenchmarkPromptForwarded(b *testing.B) {
 		bc.idle(b)
 	}
 	localWall := local / time.Duration(n)
-	leaseWall := leaseGet(b, bc, n)
+	leaseWall, leaseCPU, directWall := leaseGet(b, bc, n)
 	accept := benchPrompts(b, bc, 1, floorWall, floorCPU)
 	b.ReportMetric(float64(localWall), "local-accept-ns/op")
 	b.ReportMetric(float64(accept)/float64(localWall), "accept-x-local")
 	b.ReportMetric(float64(leaseWall), "lease-get-ns/op")
+	b.ReportMetric(float64(leaseCPU), "lease-get-cpu-ns/op")
+	b.ReportMetric(float64(directWall), "lease-direct-get-ns/op")
 }
 
 // benchBacklog is how many prompts a benchmark sends before it waits for
@@ -344,8 +348,10 @@ func natsFloor(tb testing.TB, srv *server.Server, n int) (wall, cpu time.Duratio
 }
 
 // leaseGet times n reads of a session's lease from the lease bucket, as
-// a forwarding host reads it, on a connection of its own.
-func leaseGet(b *testing.B, bc *benchCluster, n int) time.Duration {
+// a forwarding host reads it (from the leader), and n by direct get, on a
+// connection of its own; leaderCPU is the process's CPU time per leader
+// read, the server's included (it runs in the process).
+func leaseGet(b *testing.B, bc *benchCluster, n int) (leader, leaderCPU, direct time.Duration) {
 	b.Helper()
 	nc, err := nats.Connect(bc.srv.ClientURL())
 	if err != nil {
@@ -361,11 +367,17 @@ func leaseGet(b *testing.B, bc *benchCluster, n int) time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	start := time.Now()
-	for range n {
-		if _, err := kv.Get(ctx, bc.ids[0]); err != nil {
-			b.Fatalf("reading the lease of %s: %v", bc.ids[0], err)
+	timed := func(kv jetstream.KeyValue) time.Duration {
+		start := time.Now()
+		for range n {
+			if _, err := kv.Get(ctx, bc.ids[0]); err != nil {
+				b.Fatalf("reading the lease of %s: %v", bc.ids[0], err)
+			}
 		}
+		return time.Since(start) / time.Duration(n)
 	}
-	return time.Since(start) / time.Duration(n)
+	cpu0 := cpuTime()
+	leader = timed(natsplugin.LeaderKV(kv, nc))
+	leaderCPU = (cpuTime() - cpu0) / time.Duration(n)
+	return leader, leaderCPU, timed(kv)
 }

@@ -9,3 +9,10 @@ func SetWaitSlice(d time.Duration) func() {
 	waitSlice = d
 	return func() { waitSlice = old }
 }
+
+// Relays counts the approval relays h serves for clients on other hosts.
+func (h *Host) Relays() int {
+	h.relays.mu.Lock()
+	defer h.relays.mu.Unlock()
+	return len(h.relays.m)
+}

@@ -74,6 +74,11 @@ func OpenFires(ctx stdctx.Context, o Options) (*Fires, error) {
 		return nil, errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"cluster: cannot create or bind the schedules' bucket %q on %s; is JetStream enabled, and are replicas (%d) at most the cluster's size?", FiresBucket(o.Stream), o.URL, max(o.Replicas, 1)))
 	}
+	// Its reads may come from a replica behind the leader (a direct get):
+	// a claim is decided by the create or update that follows, which the
+	// leader refuses when the entry changed, so a stale read costs a
+	// retry, never a second run. A leader read would instead wait out a
+	// bucket's election, which a claim must retry through (Claim).
 	return &Fires{nc: nc, kv: kv, host: o.HostID}, nil
 }
 

@@ -32,6 +32,10 @@ type Follower struct {
 	nc  *nats.Conn
 	own bool // the connection is the follower's, closed with it
 	js  jetstream.JetStream
+	// leader reads where a log ends and finds an event in it: the stream
+	// allows direct gets, which a replica behind the leader may answer
+	// without the last events.
+	leader natsplugin.LeaderReader
 
 	mu     sync.Mutex
 	stream jetstream.Stream // looked up on first use: the writers create it
@@ -72,7 +76,7 @@ func NewFollowerOn(nc *nats.Conn, o Options) (*Follower, error) {
 	if err != nil {
 		return nil, errs.Wrap(Unreachable, err, "cluster: cannot use JetStream on "+nc.ConnectedUrlRedacted())
 	}
-	f := &Follower{o: o, nc: nc, js: js}
+	f := &Follower{o: o, nc: nc, js: js, leader: natsplugin.NewLeaderReader(nc, o.Stream)}
 	f.stop, f.cancel = stdctx.WithCancelCause(stdctx.Background())
 	return f, nil
 }
@@ -272,16 +276,12 @@ func (f *Follower) follow(ctx stdctx.Context, sessionID, subject string, after i
 // are in seq order in the stream, so a long session is not read from its
 // start for a client that resumes near its end.
 func (f *Follower) find(ctx stdctx.Context, sessionID, subject string, end uint64, seq int64) (uint64, error) {
-	st, err := f.streamHandle(ctx)
-	if err != nil {
-		return 0, err
-	}
 	found := end
 	for lo, hi := uint64(1), end; lo <= hi; {
 		mid := lo + (hi-lo)/2
 		// The subject's first message at or after mid: there is one, as
 		// the one at end is.
-		m, err := st.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subject))
+		m, err := f.leader.Next(ctx, subject, mid)
 		if err != nil {
 			return 0, f.failed(err, fmt.Sprintf("find event %d of session %q", seq, sessionID))
 		}
@@ -323,11 +323,11 @@ type head struct {
 }
 
 func (f *Follower) head(ctx stdctx.Context, sessionID, subject string) (head, error) {
-	st, err := f.streamHandle(ctx)
-	if err != nil {
+	// Looked up first for its own error: a stream nobody created yet.
+	if _, err := f.streamHandle(ctx); err != nil {
 		return head{}, err
 	}
-	m, err := st.GetLastMsgForSubject(ctx, subject)
+	m, err := f.leader.Last(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return head{}, f.leased(ctx, sessionID)
 	}
@@ -355,7 +355,7 @@ func (f *Follower) leased(ctx stdctx.Context, sessionID string) error {
 	if err != nil {
 		return f.failed(err, fmt.Sprintf("read the lease of session %q", sessionID))
 	}
-	_, err = kv.Get(ctx, sessionID)
+	_, err = natsplugin.LeaderKV(kv, f.nc).Get(ctx, sessionID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return f.notFound(sessionID)
 	}

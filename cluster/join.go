@@ -170,6 +170,9 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 			"cluster: cannot open the lease bucket %q on %s; session.nats must run on stream %q before the host joins (a cluster: config mounts it)",
 			natsplugin.LeaseBucket(o.Stream), o.URL, o.Stream))
 	}
+	// Who owns a session decides where a request goes: the lease is read
+	// from the bucket's leader, never from a replica that may be behind.
+	h.leases = natsplugin.LeaderKV(h.leases, h.nc)
 	h.leader = natsplugin.NewLeaderReader(h.nc, o.Stream)
 	if h.stream, err = natsplugin.Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.Stream, error) { return js.Stream(ctx, o.Stream) }); err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(

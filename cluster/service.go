@@ -23,8 +23,10 @@ import (
 //
 // Attach to a session open on another host streams its durable events
 // from the log (Follower) and answers its approvals through a relay on
-// the owner (relay.go); stream chunks, snapshots, notices and tool starts
-// are the owner's only.
+// the owner (relay.go), which follows the session to its next owner; the
+// stream ends with LIVE_HUB_CLOSED when the session closes there
+// (stream.go). Stream chunks, snapshots, notices and tool starts are the
+// owner's only.
 type Service struct {
 	local    *sessions.Controller
 	follower *Follower
@@ -153,7 +155,7 @@ func (s *Service) Attach(ctx stdctx.Context, id string, o sessions.AttachOptions
 		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf(
 			"cluster: session %q runs on host %q and this Service has no Follower to stream it; pass one to NewService", id, owner))
 	}
-	return s.attachRemote(ctx, h, id, o)
+	return s.attachRemote(ctx, h, id, owner, o)
 }
 
 // Cancel cancels the session's turn where it runs.

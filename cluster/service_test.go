@@ -105,9 +105,7 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 	ensure := func(t *testing.T, id, agent string) {
 		t.Helper()
 		in, err := a.svc.Ensure(ctxT(t), sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: agent, SessionID: id}})
-		// session.nats resumes an id it has no log of as an empty
-		// session, so a new one may say resumed.
-		if err != nil || in.How == sessions.HowJoined {
+		if err != nil || in.How != sessions.HowCreated {
 			t.Fatalf("opening %s on host a: %+v, %v", id, in, err)
 		}
 	}

@@ -7,33 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/serve/apierr"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
 )
-
-// attachmentStatus maps the attachments service's codes: a part over a
-// limit is a body too large, bytes that are not what they claim an
-// unsupported media type, a malformed part a bad request.
-var attachmentStatus = map[errs.Code]int{
-	attachments.TooLarge:      http.StatusRequestEntityTooLarge,
-	attachments.TooMany:       http.StatusRequestEntityTooLarge,
-	attachments.StoreFull:     http.StatusInsufficientStorage,
-	attachments.MediaMismatch: http.StatusUnsupportedMediaType,
-	attachments.BadPart:       http.StatusBadRequest,
-	attachments.NotFound:      http.StatusNotFound,
-	attachments.StoreFailed:   http.StatusInternalServerError,
-}
-
-// attachmentError gives an error of the attachments service its status;
-// any other error passes as it is.
-func attachmentError(err error) error {
-	if _, ok := attachmentStatus[errs.CodeOf(err)]; !ok {
-		return err
-	}
-	return apierr.From(err, attachmentStatus)
-}
 
 // modelImages are the image types models take; any other bytes (SVG
 // included, which is markup) travel as a file.
@@ -45,7 +21,7 @@ var modelImages = map[string]bool{"image/png": true, "image/jpeg": true, "image/
 func uploadedPart(data []byte, declared, name string) (llm.Part, error) {
 	mt, err := attachments.Sniff(data, declared, name)
 	if err != nil {
-		return llm.Part{}, attachmentError(err)
+		return llm.Part{}, err
 	}
 	p := llm.Part{Type: llm.PartFile, MediaType: mt, Name: name, Data: data, Size: int64(len(data))}
 	if modelImages[mt] {
@@ -72,14 +48,14 @@ func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
 			if err == nil {
 				err = notFound(id)
 			}
-			s.writeError(w, r, attachmentError(err))
+			s.writeError(w, r, err)
 			return
 		}
 	}
 	// The session service reads only what the session's log names.
 	p, data, err := s.o.Sessions.Attachment(r.Context(), id, ref)
 	if err != nil {
-		s.writeError(w, r, attachmentError(err))
+		s.writeError(w, r, err)
 		return
 	}
 	h := w.Header()

@@ -3,9 +3,7 @@ package serve
 import (
 	"net/http"
 
-	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/errs"
-	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/serve/apierr"
 )
 
@@ -43,7 +41,8 @@ const (
 // fail is an error the server decides itself.
 var fail = apierr.New
 
-// statusOf maps the server's own codes; apierr maps the services'.
+// statusOf maps the server's own codes; apierr maps the services' (the
+// cluster's included), for the webhooks as for the API.
 var statusOf = map[errs.Code]int{
 	BadRequest:       http.StatusBadRequest,
 	Unauthorized:     http.StatusUnauthorized,
@@ -53,13 +52,6 @@ var statusOf = map[errs.Code]int{
 	HostRefused:      http.StatusForbidden,
 	WorkspaceRefused: http.StatusForbidden,
 	PresetRefused:    http.StatusForbidden,
-	// A cluster's session service: the owner or the NATS server is away
-	// for now, which a retry with the same request id survives.
-	cluster.OwnerUnreachable: http.StatusServiceUnavailable,
-	cluster.Unreachable:      http.StatusServiceUnavailable,
-	cluster.NoHost:           http.StatusServiceUnavailable,
-	cluster.PayloadTooLarge:  http.StatusRequestEntityTooLarge,
-	natsplugin.Unreachable:   http.StatusServiceUnavailable,
 }
 
 // writeError answers with err's status and JSON body; a server-side

@@ -78,7 +78,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	// session open nowhere), and its SESSION_NOT_FOUND is answered after.
 	turn, err := send(r.Context(), sid, p)
 	if err != nil {
-		s.writeError(w, r, attachmentError(s.notOpen(r.Context(), sid, err)))
+		s.writeError(w, r, s.notOpen(r.Context(), sid, err))
 		return
 	}
 	out := accepted{MessageID: turn.MessageID, RequestID: req.RequestID}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/dsh-go/dsh/serve/apierr"
 )
 
 // route is one pattern the server answers. Doc is the path as the OpenAPI
@@ -77,7 +79,7 @@ func (s *Server) build() http.Handler {
 			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
 		}()
 		if s.stopping.Load() {
-			writeJSON(sw, http.StatusServiceUnavailable, fail(0, ShuttingDown, "dsh serve is shutting down and takes no new requests; retry against the restarted server"))
+			apierr.Write(sw, fail(http.StatusServiceUnavailable, ShuttingDown, "dsh serve is shutting down and takes no new requests; retry against the restarted server"), nil, "")
 			return
 		}
 		if s.o.NoAuth && !loopbackHost(r.Host) {

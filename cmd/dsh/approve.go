@@ -13,7 +13,7 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/plugins/hooks"
 	"github.com/dsh-go/dsh/services/approval"
-	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // approvalFlags are dsh run's answers given in advance: --allow TOOL and
@@ -196,23 +196,12 @@ func answers(h *host.Host) bool {
 }
 
 // warnUnknownAllow tells the operator about an --allow naming a tool the
-// agent does not have: a typo would otherwise allow nothing, silently.
-func warnUnknownAllow(h *host.Host, agentID string, f approvalFlags, diag io.Writer) {
-	agent, ok := h.Agent(agentID)
-	if !ok {
-		return
-	}
-	svc, err := tools.Key.Get(agent.Context())
-	if err != nil {
-		return
-	}
-	var names []string
-	for _, s := range svc.Specs(agent.Context()) {
-		names = append(names, s.Name)
-	}
+// session's agent does not have (in.Tools, from the session service): a
+// typo would otherwise allow nothing, silently.
+func warnUnknownAllow(in sessions.Info, f approvalFlags, diag io.Writer) {
 	for _, name := range f.allow {
-		if !slices.Contains(names, name) {
-			fmt.Fprintf(diag, "dsh: --allow %s: agent %s has no tool %q (its tools: %s)\n", name, agentID, name, orNone(names))
+		if !slices.Contains(in.Tools, name) {
+			fmt.Fprintf(diag, "dsh: --allow %s: agent %s has no tool %q (its tools: %s)\n", name, in.AgentID, name, orNone(in.Tools))
 		}
 	}
 }

@@ -185,7 +185,7 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	if f.approvals.yolo {
 		fmt.Fprintln(stderr, "dsh: warning: --yolo: every tool call a policy asks about runs without asking; deny rules still hold")
 	}
-	warnUnknownAllow(h, info.AgentID, f.approvals, stderr)
+	warnUnknownAllow(info, f.approvals, stderr)
 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)

@@ -9,9 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
+	"github.com/dsh-go/dsh/cluster"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
+	"github.com/dsh-go/dsh/serve/unattended"
+	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/sessions/live"
@@ -90,7 +95,9 @@ func New(status int, code errs.Code, format string, args ...any) *Body {
 	return &Body{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// statuses maps the codes of the services behind the server; a code no
+// statuses maps the codes of the services behind the server, for every
+// entry point that answers over HTTP (the API, the webhooks): one table,
+// so a code means the same status whichever route returned it. A code no
 // table knows is a 500.
 var statuses = map[errs.Code]int{
 	errs.InvalidArgument:    http.StatusBadRequest,
@@ -107,10 +114,74 @@ var statuses = map[errs.Code]int{
 	// A retry of a message that was dropped: the request id is spent.
 	sessions.MessageDropped: http.StatusConflict,
 	BodyTooLarge:            http.StatusRequestEntityTooLarge,
-	sessions.Stopped:        http.StatusServiceUnavailable,
-	host.Closed:             http.StatusServiceUnavailable,
-	ShuttingDown:            http.StatusServiceUnavailable,
-	errs.ContextInactive:    http.StatusServiceUnavailable,
+	cluster.PayloadTooLarge: http.StatusRequestEntityTooLarge,
+	// A part over a limit is a body too large, bytes that are not what
+	// they claim an unsupported media type, a malformed part a bad
+	// request.
+	attachments.TooLarge:      http.StatusRequestEntityTooLarge,
+	attachments.TooMany:       http.StatusRequestEntityTooLarge,
+	attachments.StoreFull:     http.StatusInsufficientStorage,
+	attachments.MediaMismatch: http.StatusUnsupportedMediaType,
+	attachments.BadPart:       http.StatusBadRequest,
+	attachments.NotFound:      http.StatusNotFound,
+	attachments.StoreFailed:   http.StatusInternalServerError,
+	// Temporarily unavailable: the same request succeeds later (with its
+	// request id, at most once), so it is a 503 with Retry-After. The
+	// server or a session controller stopping; in a cluster, the owner or
+	// the NATS server away, or no live host to take the session.
+	sessions.Stopped:         http.StatusServiceUnavailable,
+	host.Closed:              http.StatusServiceUnavailable,
+	ShuttingDown:             http.StatusServiceUnavailable,
+	errs.ContextInactive:     http.StatusServiceUnavailable,
+	unattended.Closed:        http.StatusServiceUnavailable,
+	cluster.OwnerUnreachable: http.StatusServiceUnavailable,
+	cluster.Unreachable:      http.StatusServiceUnavailable,
+	cluster.NoHost:           http.StatusServiceUnavailable,
+	natsplugin.Unreachable:   http.StatusServiceUnavailable,
+}
+
+// passing are the reasons that make a code temporarily unavailable (503)
+// where it otherwise is not. SESSION_LOCKED held elsewhere for now:
+// another process or host writes the session (in a cluster, one taking it
+// over), the writer here lost it to another (fenced) while it moved, or an
+// agent is still letting it go — the others (open here, closing here) ask
+// the caller to act and stay 409. ATTACHMENT_STORE_FAILED of a shared
+// store that did not answer or stayed locked; a directory that cannot be
+// written stays 500.
+var passing = map[errs.Code]map[string]bool{
+	session.SessionLocked: {
+		session.ReasonOtherProcess: true,
+		session.ReasonFenced:       true,
+		session.ReasonClosing:      true,
+	},
+	attachments.StoreFailed: {
+		attachments.ReasonUnreachable: true,
+		attachments.ReasonLockBusy:    true,
+	},
+}
+
+// RetryAfter is the Retry-After of every 503, in seconds: long enough not
+// to hammer a host that is taking a session over, short against the
+// seconds a takeover takes (lease_ttl + 2 s at most).
+const RetryAfter = 1
+
+// Status is the HTTP status of err, with own mapping the caller's own
+// codes first: the one mapping of dsh serve's entry points.
+func Status(err error, own map[errs.Code]int) int {
+	return status(errs.CodeOf(err), errs.ReasonOf(err), own)
+}
+
+func status(code errs.Code, reason string, own map[errs.Code]int) int {
+	if s, ok := own[code]; ok {
+		return s
+	}
+	if passing[code][reason] {
+		return http.StatusServiceUnavailable
+	}
+	if s, ok := statuses[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
 }
 
 // From turns what a service returned into a Body, keeping its code,
@@ -129,13 +200,7 @@ func From(err error, own map[errs.Code]int) *Body {
 		return b
 	}
 	code := errs.CodeOf(err)
-	status, known := own[code]
-	if !known {
-		status, known = statuses[code]
-	}
-	if !known {
-		status = http.StatusInternalServerError
-	}
+	status := status(code, errs.ReasonOf(err), own)
 	if code == "" {
 		code = errs.Internal
 	}
@@ -156,13 +221,17 @@ func From(err error, own map[errs.Code]int) *Body {
 }
 
 // Write answers err with its status and Body, and returns the Body (for
-// the caller's log). requestID fills a Body that has none.
+// the caller's log). requestID fills a Body that has none. A 503 says when
+// to retry (Retry-After).
 func Write(w http.ResponseWriter, err error, own map[errs.Code]int, requestID string) *Body {
 	b := From(err, own)
 	if b.RequestID == "" && requestID != "" {
 		c := *b
 		c.RequestID = requestID
 		b = &c
+	}
+	if b.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
 	}
 	WriteJSON(w, b.Status, b)
 	return b

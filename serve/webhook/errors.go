@@ -5,7 +5,6 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/serve/apierr"
-	"github.com/dsh-go/dsh/serve/unattended"
 )
 
 // Codes of the webhooks. They are stable strings; the ones shared with the
@@ -36,11 +35,10 @@ const (
 
 // statuses maps the webhooks' own codes; apierr maps the rest.
 var statuses = map[errs.Code]int{
-	TemplateFailed:    http.StatusUnprocessableEntity,
-	BadSignature:      http.StatusUnauthorized,
-	NotFound:          http.StatusNotFound,
-	MethodNotAllowed:  http.StatusMethodNotAllowed,
-	unattended.Closed: http.StatusServiceUnavailable,
+	TemplateFailed:   http.StatusUnprocessableEntity,
+	BadSignature:     http.StatusUnauthorized,
+	NotFound:         http.StatusNotFound,
+	MethodNotAllowed: http.StatusMethodNotAllowed,
 }
 
 // writeError answers err with its status and the server's JSON error body.

@@ -17,6 +17,17 @@ const (
 	// StoreFull: storing a part would take the store past
 	// attachments.max_store_bytes.
 	StoreFull errs.Code = "ATTACHMENT_STORE_FULL"
-	// StoreFailed: the store could not read or write its directory.
+	// StoreFailed: the store could not read or write its directory, or a
+	// shared store could not be reached (ReasonUnreachable) or locked
+	// (ReasonLockBusy): those two pass, a retry later may succeed.
 	StoreFailed errs.Code = "ATTACHMENT_STORE_FAILED"
+)
+
+// Reasons that go with StoreFailed.
+const (
+	// ReasonUnreachable: the shared store's servers did not answer.
+	ReasonUnreachable = "attachments/unreachable"
+	// ReasonLockBusy: another host held the shared store's lock for the
+	// whole wait.
+	ReasonLockBusy = "attachments/lock-busy"
 )

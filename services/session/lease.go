@@ -54,3 +54,15 @@ type Locker interface {
 	// Lock takes the session or fails with SessionLocked naming the holder.
 	Lock(ctx stdctx.Context, sessionID string) (Lease, error)
 }
+
+// StoredLocker is a Locker whose Lock makes the session exist in the store
+// (session.nats writes an open record under the new lease, so a session
+// opened and never prompted can be resumed elsewhere). A resume must not
+// do that: it takes the lease with LockStored, which fails with NotFound —
+// storing nothing and holding no lease — when nothing is stored under the
+// id, so that resuming an id never stored is not mistaken for resuming an
+// empty session.
+type StoredLocker interface {
+	Locker
+	LockStored(ctx stdctx.Context, sessionID string) (Lease, error)
+}

@@ -60,13 +60,13 @@ var Plugin = dshctx.Define("session", func(ctx *dshctx.Context, _ dshctx.None) e
 // at, the agent's scope. With a Locker backend the session's lease is taken
 // first: a session another writer holds is refused with SessionLocked.
 func (st *Store) Create(at *dshctx.Context, agentID, sessionID string) (*Session, error) {
-	return st.open(stdctx.Background(), at, agentID, sessionID, nil, nil)
+	return st.open(stdctx.Background(), at, agentID, sessionID, nil, nil, false)
 }
 
 // Restore opens a session from a persisted log, replaying it into history.
 // A log that ends inside a turn is closed first; see Resume.
 func (st *Store) Restore(at *dshctx.Context, agentID, sessionID string, events []Event) (*Session, error) {
-	return st.open(stdctx.Background(), at, agentID, sessionID, func(stdctx.Context) ([]Event, error) { return events, nil }, nil)
+	return st.open(stdctx.Background(), at, agentID, sessionID, func(stdctx.Context) ([]Event, error) { return events, nil }, nil, false)
 }
 
 // Resume opens a persisted session: it takes the session's lease, loads the
@@ -80,13 +80,15 @@ func (st *Store) Resume(ctx stdctx.Context, at *dshctx.Context, agentID, session
 	if b == nil {
 		return nil, st.noBackend(sessionID)
 	}
-	return st.open(ctx, at, agentID, sessionID, func(ctx stdctx.Context) ([]Event, error) { return b.Load(ctx, sessionID) }, b)
+	return st.open(ctx, at, agentID, sessionID, func(ctx stdctx.Context) ([]Event, error) { return b.Load(ctx, sessionID) }, b, true)
 }
 
 // open takes the lease, then loads the log (when load is set), checks it and
-// publishes the session; a failure anywhere releases the lease.
+// publishes the session; a failure anywhere releases the lease. stored
+// says the session must already be stored (a resume): a StoredLocker then
+// takes the lease without making it exist.
 func (st *Store) open(ctx stdctx.Context, at *dshctx.Context, agentID, sessionID string,
-	load func(stdctx.Context) ([]Event, error), b Backend) (_ *Session, err error) {
+	load func(stdctx.Context) ([]Event, error), b Backend, stored bool) (_ *Session, err error) {
 	if sessionID == "" || at == nil {
 		return nil, errs.New(errs.InvalidArgument, "sessions: a session needs an id and the agent's scope")
 	}
@@ -101,7 +103,13 @@ func (st *Store) open(ctx stdctx.Context, at *dshctx.Context, agentID, sessionID
 	}
 	s := &Session{id: sessionID, agentID: agentID, at: at}
 	if l, ok := b.(Locker); ok {
-		lease, lerr := l.Lock(ctx, sessionID)
+		var lease Lease
+		var lerr error
+		if sl, ok := l.(StoredLocker); ok && stored {
+			lease, lerr = sl.LockStored(ctx, sessionID)
+		} else {
+			lease, lerr = l.Lock(ctx, sessionID)
+		}
 		if lerr != nil {
 			return nil, lerr
 		}

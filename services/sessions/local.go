@@ -4,11 +4,13 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/tools"
 	"github.com/google/uuid"
 )
 
@@ -147,6 +149,7 @@ func (s *Session) info(how How) Info {
 	if o := s.Outcomes(); len(o) > 0 {
 		in.Outcomes = o
 	}
+	in.Tools = toolNames(a)
 	log := a.Session()
 	if log == nil {
 		return in
@@ -165,6 +168,20 @@ func (s *Session) info(how How) Info {
 	}
 	in.Created, in.Title = s.head(log)
 	return in
+}
+
+// toolNames are the tools agent a offers its model, sorted.
+func toolNames(a agents.Agent) []string {
+	svc, err := tools.Key.Get(a.Context())
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, spec := range svc.Specs(a.Context()) {
+		names = append(names, spec.Name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Stream attaches a client to the session's live hub as a Stream that

@@ -137,6 +137,9 @@ type Info struct {
 	Interrupted *session.Interruption `json:"interrupted,omitempty"`
 	// Outcomes are the last refusals of the session's requests.
 	Outcomes []Outcome `json:"outcomes,omitempty"`
+	// Tools are the names of the tools the session's agent offers its
+	// model, sorted: what an approval rule or an --allow can name.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // TurnResult is what became of a prompt: its recorded outcome and, when

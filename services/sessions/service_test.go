@@ -3,6 +3,7 @@ package sessions_test
 import (
 	stdctx "context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -478,6 +479,28 @@ func TestWaitIsAnsweredByARefusalTheLogDoesNotHold(t *testing.T) {
 		t.Fatalf("wait: %+v %v", r, err)
 	}
 	if err := e.ctl.Close(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Info names the tools the session's agent offers its model, so that an
+// entry point (dsh run's --allow) checks a tool name without reaching
+// into the agent.
+func TestInfoNamesTheAgentsTools(t *testing.T) {
+	e := newEnv(t, setup{})
+	e.gateTool("block")
+	ctx := stdctx.Background()
+	in, err := e.ctl.Ensure(ctx, ensureOpts("tooled"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(in.Tools, "block") || !slices.IsSorted(in.Tools) {
+		t.Fatalf("Ensure's Info names the tools %q; want block among them, sorted", in.Tools)
+	}
+	if got, err := e.ctl.Info(ctx, "tooled"); err != nil || !slices.Equal(got.Tools, in.Tools) {
+		t.Fatalf("Info names the tools %q (%v); Ensure named %q", got.Tools, err, in.Tools)
+	}
+	if err := e.ctl.Close(ctx, "tooled"); err != nil {
 		t.Fatal(err)
 	}
 }

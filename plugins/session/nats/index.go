@@ -79,13 +79,14 @@ func (s *store) openIndex(ctx stdctx.Context) error {
 	name := IndexBucket(s.cfg.Stream)
 	kv, err := s.js.KeyValue(ctx, name)
 	if err == nil {
-		s.index = kv
+		// Its Get tells a lock where a log starts: read from the leader.
+		s.index = LeaderKV(kv, s.nc)
 		return nil
 	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return err
 	}
-	if s.index, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if kv, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      name,
 		Description: "dsh session index: one entry per stored session",
 		History:     1,
@@ -94,6 +95,7 @@ func (s *store) openIndex(ctx stdctx.Context) error {
 	}); err != nil {
 		return err
 	}
+	s.index = LeaderKV(kv, s.nc)
 	// A store older than the index: describe every log once. Entries are
 	// created only if absent, so a writer's newer entry is never replaced.
 	list, err := s.subjects(ctx)

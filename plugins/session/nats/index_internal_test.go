@@ -20,7 +20,7 @@ func storeSessions(t testing.TB, st *store, from, n, events int) {
 	ctx := stdctx.Background()
 	for i := from; i < from+n; i++ {
 		id := fmt.Sprintf("s%04d", i)
-		wr, err := st.lock(ctx, id)
+		wr, err := st.lock(ctx, id, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestFindReadsOneSession(t *testing.T) {
 	w := testStore(t, srv.ClientURL(), "FIND")
 	storeSessions(t, w, 0, 20, 20)
 	ctx := stdctx.Background()
-	wr, err := w.lock(ctx, "s0003")
+	wr, err := w.lock(ctx, "s0003", false)
 	if err != nil {
 		t.Fatal(err)
 	}

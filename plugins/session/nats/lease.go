@@ -71,20 +71,43 @@ type lease struct {
 // Lock takes session id for this process, or fails with SessionLocked
 // naming the holder.
 func (s *store) Lock(ctx stdctx.Context, sessionID string) (session.Lease, error) {
-	wr, err := s.lock(ctx, sessionID)
+	wr, err := s.lock(ctx, sessionID, false)
 	if err != nil {
 		return nil, err
 	}
 	return wr, nil
 }
 
-func (s *store) lock(ctx stdctx.Context, sessionID string) (*writer, error) {
+// LockStored takes session id for a resume: like Lock, but a session with
+// no log in the stream is SESSION_NOT_FOUND, and no open record is
+// written for it — a resume of an id never stored must not create it.
+func (s *store) LockStored(ctx stdctx.Context, sessionID string) (session.Lease, error) {
+	wr, err := s.lock(ctx, sessionID, true)
+	if err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+// lock takes the lease of session id; with stored, a session that has no
+// log yet is refused rather than created.
+func (s *store) lock(ctx stdctx.Context, sessionID string, stored bool) (*writer, error) {
 	subject, err := s.subject(sessionID)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.timeout(ctx)
 	defer cancel()
+	if stored {
+		// Nothing stored is told before the lease is taken: taking and
+		// releasing it would write a release (a delete) that others read
+		// as the session's close.
+		if last, err := s.lastSeq(ctx, subject); err != nil {
+			return nil, err
+		} else if last == 0 {
+			return nil, s.notFound(sessionID)
+		}
+	}
 	l, err := s.acquire(ctx, sessionID)
 	if err != nil {
 		return nil, err
@@ -97,6 +120,8 @@ func (s *store) lock(ctx stdctx.Context, sessionID string) (*writer, error) {
 	var x indexEntry
 	var current bool
 	switch {
+	case err == nil && last == 0 && stored:
+		err = s.notFound(sessionID)
 	case err == nil && last == 0:
 		last, err = s.markOpen(ctx, subject, l.token)
 		born = last
@@ -283,7 +308,7 @@ func (s *store) writerFor(ss *session.Session) *writer {
 		return wr
 	}
 	return s.writers.Adopt(ss, func() *writer {
-		wr, err := s.lock(stdctx.Background(), ss.ID())
+		wr, err := s.lock(stdctx.Background(), ss.ID(), false)
 		if err != nil {
 			s.log.Error("cannot write this session", "session", ss.ID(), "error", err)
 			wr = &writer{store: s, id: ss.ID(), broken: err}

@@ -157,7 +157,7 @@ func (o *objects) setUpFailed(err error, what, name string) error {
 
 func (o *objects) failed(err error, what string) error {
 	return errs.Wrap(attachments.StoreFailed, err, fmt.Sprintf(
-		"attachments: cannot %s in the JetStream attachments store of stream %q on %s; check that the NATS servers are reachable", what, o.cfg.Stream, o.cfg.URL))
+		"attachments: cannot %s in the JetStream attachments store of stream %q on %s; check that the NATS servers are reachable", what, o.cfg.Stream, o.cfg.URL)).WithReason(attachments.ReasonUnreachable)
 }
 
 func (o *objects) notFound(hex string) error {

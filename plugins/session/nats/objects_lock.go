@@ -147,7 +147,7 @@ func (l *clusterLock) renew(rev uint64, stop <-chan struct{}, done chan<- struct
 func (l *clusterLock) failed(err error) error {
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return errs.Wrap(attachments.StoreFailed, err, fmt.Sprintf(
-			"attachments: cannot take the lock of the JetStream attachments store (bucket %s); check that the NATS servers are reachable", l.kv.Bucket()))
+			"attachments: cannot take the lock of the JetStream attachments store (bucket %s); check that the NATS servers are reachable", l.kv.Bucket())).WithReason(attachments.ReasonUnreachable)
 	}
 	who := "another host"
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), l.ttl/3)
@@ -160,7 +160,7 @@ func (l *clusterLock) failed(err error) error {
 	}
 	return errs.New(attachments.StoreFailed, fmt.Sprintf(
 		"attachments: %s held the lock of the JetStream attachments store (bucket %s) for all of %s; retry, and if it stays, check that host (a holder that died frees it within lease_ttl, %s)",
-		who, l.kv.Bucket(), l.wait, l.ttl)).WithReason("attachments/lock-busy")
+		who, l.kv.Bucket(), l.wait, l.ttl)).WithReason(attachments.ReasonLockBusy)
 }
 
 // close ends the waits for the lock.

@@ -28,7 +28,7 @@ func TestAnOpenedSessionIsStoredBeforeItsFirstEvent(t *testing.T) {
 	}
 	defer b.close()
 	ctx := stdctx.Background()
-	wr, err := a.lock(ctx, "fresh")
+	wr, err := a.lock(ctx, "fresh", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestAnOpenedSessionIsStoredBeforeItsFirstEvent(t *testing.T) {
 	}
 	// The next holder writes after the open record, and a reader sees its
 	// events only.
-	next, err := b.lock(ctx, "fresh")
+	next, err := b.lock(ctx, "fresh", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,10 +44,11 @@ type msgGetRequest struct {
 type msgGetResponse struct {
 	Error   *jetstream.APIError `json:"error,omitempty"`
 	Message *struct {
-		Subject  string `json:"subject"`
-		Sequence uint64 `json:"seq"`
-		Header   []byte `json:"hdrs,omitempty"`
-		Data     []byte `json:"data,omitempty"`
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs,omitempty"`
+		Data     []byte    `json:"data,omitempty"`
+		Time     time.Time `json:"time"`
 	} `json:"message,omitempty"`
 }
 
@@ -68,10 +72,25 @@ func (r LeaderReader) Last(ctx stdctx.Context, subject string) (*jetstream.RawSt
 // First is the first message on subject; jetstream.ErrMsgNotFound when
 // there is none.
 func (r LeaderReader) First(ctx stdctx.Context, subject string) (*jetstream.RawStreamMsg, error) {
-	return r.get(ctx, msgGetRequest{Seq: 1, NextFor: subject})
+	return r.Next(ctx, subject, 1)
 }
 
+// Next is the first message on subject at stream sequence from or later;
+// jetstream.ErrMsgNotFound when there is none.
+func (r LeaderReader) Next(ctx stdctx.Context, subject string, from uint64) (*jetstream.RawStreamMsg, error) {
+	return r.get(ctx, msgGetRequest{Seq: from, NextFor: subject})
+}
+
+// leaderPatience bounds a leader read whose context has no deadline: a
+// request sent while the stream elects its leader is answered by nobody.
+const leaderPatience = 5 * time.Second
+
 func (r LeaderReader) get(ctx stdctx.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel stdctx.CancelFunc
+		ctx, cancel = stdctx.WithTimeout(ctx, leaderPatience)
+		defer cancel()
+	}
 	body, _ := json.Marshal(req)
 	m, err := r.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+r.stream, body)
 	if err != nil {
@@ -90,7 +109,7 @@ func (r LeaderReader) get(ctx stdctx.Context, req msgGetRequest) (*jetstream.Raw
 	if resp.Message == nil {
 		return nil, jetstream.ErrInvalidJetStreamResponse
 	}
-	out := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data}
+	out := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data, Time: resp.Message.Time}
 	if len(resp.Message.Header) > 0 {
 		if out.Header, err = natsgo.DecodeHeadersMsg(resp.Message.Header); err != nil {
 			return nil, err
@@ -172,3 +191,81 @@ type leaderStream struct {
 func (l leaderStream) GetLastMsgForSubject(ctx stdctx.Context, subject string) (*jetstream.RawStreamMsg, error) {
 	return l.r.Last(ctx, subject)
 }
+
+// LeaderKV returns kv with its Get sent to the leader of the bucket's
+// stream through nc. A bucket allows direct gets (nats.go creates them so),
+// and a direct get may be answered by a replica that has not applied the
+// last acked write: it would report a lease just taken as absent, or one
+// just released as held. Every read that decides who owns a session — a
+// lease, an index entry, a schedule's claim — is made here instead.
+func LeaderKV(kv jetstream.KeyValue, nc *natsgo.Conn) jetstream.KeyValue {
+	return leaderKV{KeyValue: kv, r: NewLeaderReader(nc, KVStream(kv.Bucket()))}
+}
+
+// The names nats.go gives a bucket's stream and its keys' subjects, and
+// the header that marks a delete or a purge.
+const (
+	kvStreamPrefix  = "KV_"
+	kvSubjectPrefix = "$KV."
+	kvOperation     = "KV-Operation"
+)
+
+// KVStream is the stream that holds bucket's entries.
+func KVStream(bucket string) string { return kvStreamPrefix + bucket }
+
+// KVSubject is the subject key's writes in bucket are published on: a
+// plain subscription to it hears every put, delete and purge of the key.
+func KVSubject(bucket, key string) string { return kvSubjectPrefix + bucket + "." + key }
+
+// KVRemoved reports whether a message of a bucket's stream with header h
+// removes its key rather than puts a value: a delete or purge (its
+// KV-Operation), or the server's marker of an entry that expired (its
+// Nats-Marker-Reason).
+func KVRemoved(h natsgo.Header) (deleted, expired bool) {
+	if op := h.Get(kvOperation); op != "" {
+		return true, false
+	}
+	return false, h.Get(jetstream.MarkerReasonHeader) != ""
+}
+
+// validKey is a key nats.go accepts.
+var validKey = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]+$`)
+
+type leaderKV struct {
+	jetstream.KeyValue
+	r LeaderReader
+}
+
+// Get reads key's latest entry from the leader, as nats.go reads it
+// otherwise: a delete, a purge or a limit marker (an expired entry) is
+// jetstream.ErrKeyNotFound.
+func (l leaderKV) Get(ctx stdctx.Context, key string) (jetstream.KeyValueEntry, error) {
+	if !validKey.MatchString(key) || strings.Contains(key, "..") || key[0] == '.' || key[len(key)-1] == '.' {
+		return nil, jetstream.ErrInvalidKey
+	}
+	m, err := l.r.Last(ctx, KVSubject(l.Bucket(), key))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, jetstream.ErrKeyNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if deleted, expired := KVRemoved(m.Header); deleted || expired {
+		return nil, jetstream.ErrKeyNotFound
+	}
+	return leaderEntry{bucket: l.Bucket(), key: key, m: m}, nil
+}
+
+// leaderEntry is an entry read from the leader.
+type leaderEntry struct {
+	bucket, key string
+	m           *jetstream.RawStreamMsg
+}
+
+func (e leaderEntry) Bucket() string                  { return e.bucket }
+func (e leaderEntry) Key() string                     { return e.key }
+func (e leaderEntry) Value() []byte                   { return e.m.Data }
+func (e leaderEntry) Revision() uint64                { return e.m.Sequence }
+func (e leaderEntry) Created() time.Time              { return e.m.Time }
+func (e leaderEntry) Delta() uint64                   { return 0 }
+func (e leaderEntry) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }

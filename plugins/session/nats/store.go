@@ -57,9 +57,10 @@ type store struct {
 }
 
 var (
-	_ session.Locker  = (*store)(nil)
-	_ session.Lister  = (*store)(nil)
-	_ session.Deleter = (*store)(nil)
+	_ session.Locker       = (*store)(nil)
+	_ session.StoredLocker = (*store)(nil)
+	_ session.Lister       = (*store)(nil)
+	_ session.Deleter      = (*store)(nil)
 )
 
 // connect reaches the server and makes sure the stream and the lease
@@ -104,6 +105,9 @@ func (s *store) setUp() error {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"session.nats: cannot create or update the lease bucket %q on %s", LeaseBucket(s.cfg.Stream), s.cfg.URL))
 	}
+	// Who holds a session is read from the bucket's leader, never from a
+	// replica that may be behind (reads.go).
+	s.leases = LeaderKV(s.leases, s.nc)
 	if _, err = Ensure(ctx, t, func(ctx stdctx.Context) (struct{}, error) { return struct{}{}, s.openIndex(ctx) }); err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"session.nats: cannot open or build the session index %q on %s", IndexBucket(s.cfg.Stream), s.cfg.URL))

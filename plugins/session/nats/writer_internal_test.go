@@ -28,7 +28,7 @@ func TestAPublishWhoseAckWasLostIsNotAnotherWriter(t *testing.T) {
 	}
 	defer st.close()
 	ctx := stdctx.Background()
-	wr, err := st.lock(ctx, "s1")
+	wr, err := st.lock(ctx, "s1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
