@@ -22,7 +22,10 @@ func TestAStopEndsTheTurnWithItsReason(t *testing.T) {
 		{Text: "never"},
 	}, agentloop.Config{})
 	var ran atomic.Int32
-	e.tool("t", func(stdctx.Context, tools.Call) (tools.Result, error) { ran.Add(1); return tools.Result{Content: "ok"}, nil })
+	e.tool("t", func(stdctx.Context, tools.Call) (tools.Result, error) {
+		ran.Add(1)
+		return tools.Result{Content: "ok"}, nil
+	})
 	var checks []agentloop.StopCheck
 	spent := false
 	if _, err := agentloop.EventStop.On(e.root, func(ctx stdctx.Context, c agentloop.StopCheck, next agentloop.StopNext) (agentloop.Stop, error) {
