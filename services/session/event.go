@@ -21,6 +21,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -83,7 +84,7 @@ func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
 		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped,
-		MessageRefused, MessageExpired:
+		MessageRefused, MessageExpired, DecisionRecorded:
 		return true
 	}
 	return false
@@ -137,6 +138,8 @@ type Event struct {
 	// Compaction describes a history/compacted event; its Message is the
 	// summary and its Usage that of the summary request.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Decision is the record of a decision event.
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // Compaction is what a history/compacted event did.
@@ -212,6 +215,11 @@ func (e Event) clone() Event {
 	if e.Compaction != nil {
 		c := *e.Compaction
 		e.Compaction = &c
+	}
+	if e.Decision != nil {
+		d := *e.Decision
+		d.Source = append(json.RawMessage(nil), d.Source...)
+		e.Decision = &d
 	}
 	return e
 }
