@@ -31,6 +31,7 @@ func configs(t *testing.T) map[string]string {
 		"llm.anthropic":         `{api_key_env: DSH_TEST_MOUNT_KEY}`,
 		"admission.rate-limit":  `{per_minute: 5}`,
 		"admission.max-pending": `{max: 4}`,
+		"session.sign":          `{key_env: DSH_TEST_MOUNT_SIGN_KEY}`,
 		"tools.mcp":             `{name: m, command: /bin/false, on_unavailable: skip}`,
 	}
 }
@@ -59,6 +60,7 @@ func entry(t *testing.T, id string) string {
 // the root or in a preset that two agents share.
 func TestEveryBuiltinMountsAtTheRootOrInASharedPreset(t *testing.T) {
 	t.Setenv("DSH_TEST_MOUNT_KEY", "not-a-real-key")
+	t.Setenv("DSH_TEST_MOUNT_SIGN_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=") // a 32-byte seed
 	infos := plugin.List()
 	if len(infos) < 9 {
 		t.Fatalf("only %d built-ins registered", len(infos))
