@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-go/dsh/internal/natstest"
 )
 
 // recordedConfig is a config that records sessions in dir, signed with
@@ -198,5 +200,99 @@ func TestRecordsAreSignedAndVerifyFindsTampering(t *testing.T) {
 	writeLines(t, path, removed)
 	if out := runDsh(t, "", "--config", cfg, "sessions", "verify", "s1"); out.code != exitError || !strings.Contains(out.stdout, fmt.Sprintf("FAILED at seq %d", seqs[2]-1)) || !strings.Contains(out.stdout, "removed") {
 		t.Fatalf("verify after a removed record: %+v", out)
+	}
+}
+
+// TestReplayReportsExactlyWhatAConfigEditChanges: sessions recorded under
+// a config that denies the clock are replayed under the same config (no
+// changes, exit 0), under one whose rule allows it (exactly the clock's
+// approvals, DENY→ALLOW, exit 6), and under one with a rate limit of one
+// prompt a minute (exactly the second prompt of s1: its admission and its
+// turn refused).
+func TestReplayReportsExactlyWhatAConfigEditChanges(t *testing.T) {
+	dir := t.TempDir()
+	priv, _ := keyPair(t)
+	recorded := recordedConfig(t, dir, priv, "deny", "")
+	record(t, recorded)
+
+	if out := runDsh(t, "", "--config", recorded, "replay", "s1", "s2"); out.code != 0 || strings.TrimSpace(out.stdout) != "session s1: no changes (4 decisions, 4 steps)\nsession s2: no changes (2 decisions, 2 steps)\nno changes" {
+		t.Fatalf("replay under the recorded config: %+v", out)
+	}
+
+	allowed := recordedConfig(t, dir, priv, "allow", "")
+	out := runDsh(t, "", "--config", allowed, "replay", "--all", "--json")
+	if out.code != exitChanged {
+		t.Fatalf("replay under a flipped rule: %+v", out)
+	}
+	var got struct {
+		Changed  bool `json:"changed"`
+		Sessions []struct {
+			Session string `json:"session"`
+			Changes []struct {
+				Kind, Stage, CallID, Tool string
+				Turn, Step                int
+				Before, After             struct{ Verdict, Policy string }
+			} `json:"changes"`
+			Turns []any `json:"turns"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, out.stdout)
+	}
+	var lines []string
+	for _, s := range got.Sessions {
+		if len(s.Turns) != 0 {
+			t.Fatalf("session %s: turns changed under a flipped approval rule: %v", s.Session, s.Turns)
+		}
+		for _, c := range s.Changes {
+			lines = append(lines, fmt.Sprintf("%s %s %s turn %d step %d %s %s->%s", s.Session, c.Kind, c.Stage, c.Turn, c.Step, c.Tool, c.Before.Verdict, c.After.Verdict))
+		}
+	}
+	want := []string{
+		"s1 relaxed approval turn 1 step 1 clock deny->allow",
+		"s1 relaxed approval turn 2 step 1 clock deny->allow",
+		"s2 relaxed approval turn 1 step 1 clock deny->allow",
+	}
+	if !got.Changed || strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("changes\n got %s\nwant %s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+
+	limited := recordedConfig(t, dir, priv, "deny", "  - use: admission.rate-limit\n    config: {per_minute: 1}\n")
+	out = runDsh(t, "", "--config", limited, "replay", "s1")
+	if out.code != exitChanged {
+		t.Fatalf("replay under a rate limit: %+v", out)
+	}
+	text := strings.Split(strings.TrimSpace(out.stdout), "\n")
+	if len(text) != 3 || !strings.HasPrefix(text[0], "session s1: 1 decisions changed, 1 turns changed") ||
+		!strings.Contains(text[1], "ADMIT→REFUSE") || !strings.Contains(text[1], "turn 2") || !strings.Contains(text[1], "admission/rate-limited") ||
+		!strings.Contains(text[2], "turn 2 (request") || !strings.Contains(text[2], "completed -> refused") {
+		t.Fatalf("replay under a rate limit:\n%s", out.stdout)
+	}
+}
+
+// TestReplayReadsAClustersStore: sessions a cluster keeps in JetStream
+// replay like a folder's.
+func TestReplayReadsAClustersStore(t *testing.T) {
+	url := natstest.Single(t).ClientURL()
+	file := clusterConfig(t, url, "host-a")
+	for _, p := range []string{"one", "two"} {
+		if out := runDsh(t, "", "--config", file, "run", "--session", "c1", "-p", p); out.code != 0 {
+			t.Fatalf("dsh run: %+v", out)
+		}
+	}
+	if out := runDsh(t, "", "--config", file, "replay", "c1"); out.code != 0 || !strings.Contains(out.stdout, "session c1: no changes (2 decisions, 2 steps)") {
+		t.Fatalf("replay from JetStream: %+v", out)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := filepath.Join(t.TempDir(), "limited.yaml")
+	text := strings.Replace(string(raw), "plugins:\n", "plugins:\n  - use: admission.rate-limit\n    config: {per_minute: 1}\n", 1)
+	if err := os.WriteFile(limited, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := runDsh(t, "", "--config", limited, "replay", "c1"); out.code != exitChanged || !strings.Contains(out.stdout, "turn 2 (request") {
+		t.Fatalf("replay from JetStream under a rate limit: %+v", out)
 	}
 }
