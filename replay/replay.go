@@ -31,6 +31,8 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -82,8 +84,7 @@ func (r *run) setTurn(t string) {
 }
 
 // New mounts the replay's stand-ins for the model and the tools on h's
-// root: h must be started from the config to judge, without model
-// providers or session stores of its own (see ForReplay in cmd/dsh).
+// root: h must be started from the config to judge, as Config returns it.
 func New(h *host.Host) (*Replayer, error) {
 	r := &Replayer{h: h}
 	p := dshctx.Define("replay", func(ctx *dshctx.Context, _ dshctx.None) error {
@@ -248,26 +249,16 @@ func (r *Replayer) Replay(ctx stdctx.Context, rec Recording) (Report, error) {
 		return rep, errs.Wrap(Failed, err, fmt.Sprintf("session %q cannot be replayed: its agent %q does not open under the new config", rec.Session, rec.Agent))
 	}
 	defer func() { _ = svc.Close(stdctx.WithoutCancel(ctx), sid) }()
-	st, err := svc.Attach(ctx, sid, sessions.AttachOptions{Approvals: true, Name: "replay", FromEnd: true})
-	if err != nil {
-		return rep, errs.Wrap(Failed, err, fmt.Sprintf("replaying session %q: attaching failed", rec.Session))
-	}
-	answering, stop := stdctx.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			u, err := st.Next(answering)
-			if err != nil {
-				return
-			}
-			if u.Question != nil {
-				_ = st.Answer(u.Question.ID, r.answer(u.Question.Request))
-			}
+	if len(cur.s.answers) > 0 {
+		// The recording answered Asks: answer them again as it did. A
+		// recording without answers needs no answerer — an Ask now gets
+		// none, is refused, and its verdict ask is the change reported.
+		stop, err := r.answerFor(ctx, sid, rec.Session)
+		if err != nil {
+			return rep, err
 		}
-	}()
-	defer func() { stop(); _ = st.Close(); <-done }()
-
+		defer stop()
+	}
 	refusals := map[string]string{}
 	var turns []sessions.Turn
 	flushTurns := func() error {
@@ -289,6 +280,7 @@ func (r *Replayer) Replay(ctx stdctx.Context, rec Recording) (Report, error) {
 		}
 		req := sessions.PromptRequest{RequestID: p.requestID, Content: p.content, Source: p.source}
 		var t sessions.Turn
+		var err error
 		if p.steer {
 			t, err = svc.Steer(ctx, sid, req)
 		} else {
@@ -317,6 +309,30 @@ func (r *Replayer) Replay(ctx stdctx.Context, rec Recording) (Report, error) {
 	return rep, nil
 }
 
+// answerFor attaches to the replayed session as its answerer, answering
+// each Ask as the recording did, until the returned stop is called.
+func (r *Replayer) answerFor(ctx stdctx.Context, sid, recorded string) (stop func(), err error) {
+	st, err := r.h.Sessions().Attach(ctx, sid, sessions.AttachOptions{Approvals: true, Name: "replay", FromEnd: true})
+	if err != nil {
+		return nil, errs.Wrap(Failed, err, fmt.Sprintf("replaying session %q: attaching failed", recorded))
+	}
+	answering, cancel := stdctx.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			u, err := st.Next(answering)
+			if err != nil {
+				return
+			}
+			if u.Question != nil {
+				_ = st.Answer(u.Question.ID, r.answer(u.Question.Request))
+			}
+		}
+	}()
+	return func() { cancel(); _ = st.Close(); <-done }, nil
+}
+
 // oneLine shortens s to a line for a report.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -324,4 +340,20 @@ func oneLine(s string) string {
 		s = s[:117] + "..."
 	}
 	return s
+}
+
+// Config is cfg as a replay runs it: without the root entries of model
+// providers (the recording stands in for the model, and a provider may
+// need a key the replay has no use for) or session stores (the replayed
+// sessions live in memory and never touch the recorded ones).
+func Config(cfg *config.Config) *config.Config {
+	return cfg.OnlyPlugins(func(e *config.Entry) bool {
+		if config.IsSessionStore(e) {
+			return false
+		}
+		if info, ok := plugin.Lookup(e.Use); ok && info.Provider != nil {
+			return false
+		}
+		return true
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
-	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/replay"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/spf13/cobra"
@@ -71,7 +70,7 @@ replayed, 2 bad usage or config, 5 no such session.`,
 			if err != nil {
 				return err
 			}
-			h, err := host.Start(ForReplay(cfg), host.Options{LogOutput: cmd.ErrOrStderr()})
+			h, err := host.Start(replay.Config(cfg), host.Options{LogOutput: cmd.ErrOrStderr()})
 			if err != nil {
 				return &exitCode{code: exitError, err: err}
 			}
@@ -170,20 +169,4 @@ func storeError(err error) error {
 		return &exitCode{code: exitUsage, err: err}
 	}
 	return &exitCode{code: exitError, err: err}
-}
-
-// ForReplay is cfg as a replay runs it: without the root entries of
-// model providers (the recording stands in for the model, and a provider
-// may need a key the replay has no use for) or session stores (the
-// replayed sessions live in memory and never touch the recorded ones).
-func ForReplay(cfg *config.Config) *config.Config {
-	return cfg.OnlyPlugins(func(e *config.Entry) bool {
-		if config.IsSessionStore(e) {
-			return false
-		}
-		if info, ok := plugin.Lookup(e.Use); ok && info.Provider != nil {
-			return false
-		}
-		return true
-	})
 }
