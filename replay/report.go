@@ -178,7 +178,9 @@ func compare(rep *Report, s script, replayed []session.Event, refusals map[strin
 		rep.Changes = append(rep.Changes, change(k, b, a, recTurn))
 	}
 	for _, k := range nowOrder {
-		if was[k] == nil {
+		// A log written before decision records holds none to compare
+		// with: only its turns are (below).
+		if was[k] == nil && len(s.decisions) > 0 {
 			rep.Changes = append(rep.Changes, change(k, nil, now[k], recTurn))
 		}
 	}
