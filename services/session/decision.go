@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	stdctx "context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -156,18 +157,25 @@ func Canonical(sessionID string, e Event) []byte {
 		V: 1, Session: sessionID, Seq: e.Seq, Time: e.Time.UTC().Format(time.RFC3339Nano), Turn: e.Turn, Step: e.Step,
 		Stage: d.Stage, Verdict: d.Verdict, Reason: d.Reason, Policy: d.Policy, PolicyVersion: d.PolicyVersion,
 		Inputs: d.Inputs, RequestID: d.RequestID, MessageID: d.MessageID, CallID: d.CallID, Tool: d.Tool, Mode: d.Mode,
-		Source: compactJSON(d.Source), Prev: d.Prev, KeyID: d.KeyID,
+		Source: canonicalJSON(d.Source), Prev: d.Prev, KeyID: d.KeyID,
 	})
 	return b
 }
 
-// compactJSON drops the insignificant spaces a store might have added, so
-// the canonical bytes do not depend on how the log was written.
-func compactJSON(raw json.RawMessage) json.RawMessage {
+// canonicalJSON re-encodes raw with its object keys sorted and no
+// insignificant space, so the canonical bytes do not depend on how a
+// store (or a tool that rewrote the log) spelled the same value.
+func canonicalJSON(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(raw)
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers keep their digits
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return raw
 	}

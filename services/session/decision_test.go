@@ -208,3 +208,19 @@ func TestASignerNeverShowsItsKey(t *testing.T) {
 		t.Fatalf("short key: %v", err)
 	}
 }
+
+// TestTheSourceIsCanonicalWhateverItsKeyOrder: a store or a tool that
+// re-encodes the log with another key order or spacing keeps the records
+// valid; only a changed value breaks them.
+func TestTheSourceIsCanonicalWhateverItsKeyOrder(t *testing.T) {
+	events, pub := signedLog(t)
+	first := decisionSeqs(events)[0]
+	events[first-1].Decision.Source = json.RawMessage(`{ "entry": "cli",  "kind": "user" }`)
+	if _, err := session.VerifyDecisions("s1", events, pub); err != nil {
+		t.Fatalf("the same source spelled otherwise: %v", err)
+	}
+	events[first-1].Decision.Source = json.RawMessage(`{"entry":"cli","kind":"webhook"}`)
+	if _, err := session.VerifyDecisions("s1", events, pub); badSeq(t, err) != first {
+		t.Fatalf("a changed source: %v", err)
+	}
+}
