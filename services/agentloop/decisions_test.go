@@ -37,8 +37,10 @@ func TestDecisionsAreRecordedBeforeWhatTheyLetThrough(t *testing.T) {
 	e.tool("clock", ok)
 	e.tool("rm", ok)
 	// Two plain listeners decide; neither records anything itself.
+	var judged tools.Call // the rm call as the approval stage saw it
 	if _, err := tools.EventApprove.On(e.root, func(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
 		if a.Call.Name == "rm" {
+			judged = a.Call
 			return tools.Verdict{Decision: tools.Deny, Reason: "no deleting", Source: "test-policy", PolicyVersion: "v7"}, nil
 		}
 		return next.Call(ctx, a)
@@ -108,8 +110,13 @@ func TestDecisionsAreRecordedBeforeWhatTheyLetThrough(t *testing.T) {
 		t.Fatal("the inputs digest does not cover the principal")
 	}
 	if deny.Policy != "test-policy" || deny.PolicyVersion != "v7" || deny.Reason != "no deleting" ||
-		deny.Inputs != tools.CallInputs(tools.Call{AgentID: "main", Name: "rm", Arguments: json.RawMessage(`{"path": "x"}`)}) {
+		deny.Inputs != tools.CallInputs(judged) {
 		t.Fatalf("approval record %+v", deny)
+	}
+	other := judged
+	other.Arguments = json.RawMessage(`{"path": "y"}`)
+	if tools.CallInputs(other) == deny.Inputs {
+		t.Fatal("the inputs digest does not cover the arguments")
 	}
 	if refuse.Policy != "test-admission" || refuse.PolicyVersion != "v2" || refuse.Reason != "test/bad" {
 		t.Fatalf("refusal record %+v", refuse)

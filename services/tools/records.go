@@ -26,25 +26,17 @@ const (
 	AnsweredByNobody = "nobody"
 )
 
-// callInputs is what an approval record's Inputs digest covers: the call
-// as the stage judged it and what is known of who it runs for.
-type callInputs struct {
-	Agent      string          `json:"agent"`
-	Tool       string          `json:"tool"`
-	Arguments  json.RawMessage `json:"arguments"`
-	Unattended bool            `json:"unattended,omitempty"`
-}
-
 // CallInputs is the Inputs digest of an approval or answer record for
-// call: its agent, tool, arguments (compacted) and whether its turn is
-// unattended.
+// call: the call as the stage judged it, every field of Call — its agent,
+// id, tool, arguments (compacted), workspace, whether its turn is
+// unattended and whatever provenance it carries — so a field Call gains
+// is covered without touching this.
 func CallInputs(call Call) string {
 	var b bytes.Buffer
-	args := call.Arguments
-	if json.Compact(&b, args) == nil {
-		args = b.Bytes()
+	if json.Compact(&b, call.Arguments) == nil {
+		call.Arguments = b.Bytes()
 	}
-	return session.InputsDigest(callInputs{Agent: call.AgentID, Tool: call.Name, Arguments: args, Unattended: call.Unattended})
+	return session.InputsDigest(call)
 }
 
 // record emits a decision record about call in at's scope: the approval
