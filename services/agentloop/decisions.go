@@ -29,7 +29,9 @@ func (l *Loop) onDecision(_ stdctx.Context, d session.Decided) error {
 
 // RecordDecision has the driver append a decision record to the session,
 // for the same reason RecordRefusal does: the driver is the one goroutine
-// that appends. A stage hands the record over before it acts on the
+// that appends. An admission that admitted is appended when its message
+// starts or joins a turn (or at the driver's next round, should the
+// insertion fail); any other record wakes an idle driver. A stage hands the record over before it acts on the
 // decision (the controller before the message enters the inbox, the tools
 // service before the call runs), and the driver appends what was handed
 // over before the turn's prompt, a steering message or a tool result, so
@@ -41,6 +43,12 @@ func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
 		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more decisions", a.id))
 	}
 	a.decisions = append(a.decisions, d)
+	if d.Stage == session.StageAdmission && d.Verdict == "admit" {
+		// The message follows into the inbox, which wakes the driver;
+		// waking it now would have it record and checkpoint the record
+		// alone, a moment before the turn's own checkpoint.
+		return nil
+	}
 	a.wakeLocked()
 	return nil
 }

@@ -97,9 +97,8 @@ func TestDecisionsAreRecordedBeforeWhatTheyLetThrough(t *testing.T) {
 	}
 
 	admit, deny, refuse := records[0], records[2], records[3]
-	var src agentcontroller.Source
-	if err := json.Unmarshal(admit.Source, &src); err != nil || src.Principal.ID != "alice" || src.Entry != "cli" {
-		t.Fatalf("admission record's source %s: %v", admit.Source, err)
+	if src := admit.Source; src == nil || src.Principal == nil || src.Principal.ID != "alice" || src.Entry != "cli" || src.Kind != "user" {
+		t.Fatalf("admission record's source %+v", admit.Source)
 	}
 	if admit.MessageID != user.ID || admit.Inputs != agentcontroller.AdmissionInputs("main", agentcontroller.Followup, user, alice) {
 		t.Fatalf("admission record %+v for message %+v", admit, user)

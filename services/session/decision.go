@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	stdctx "context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -73,10 +72,9 @@ type Decision struct {
 	// Mode is how an admitted message was to enter the inbox (followup or
 	// steer).
 	Mode string `json:"mode,omitempty"`
-	// Source is the provenance of an admission decision's message: the
-	// agent controller's Source as JSON, so a replay can send the message
-	// again from the same sender.
-	Source json.RawMessage `json:"source,omitempty"`
+	// Source is the provenance of an admission decision's message, so a
+	// replay can send the message again from the same sender.
+	Source *Sender `json:"source,omitempty"`
 	// Prev is the Digest of the session's previous decision record, ""
 	// for its first.
 	Prev string `json:"prev,omitempty"`
@@ -87,6 +85,26 @@ type Decision struct {
 	// host signs nothing.
 	Sig   string `json:"sig,omitempty"`
 	KeyID string `json:"key_id,omitempty"`
+}
+
+// Sender is who sent a message, as an admission record keeps it: the
+// agent controller's Source (see agentcontroller.Source for each field),
+// typed here so that the log and the canonical encoding spell it one way
+// whoever wrote or re-encoded the log.
+type Sender struct {
+	Kind       string           `json:"kind,omitempty"`
+	RPCID      string           `json:"rpc_id,omitempty"`
+	Unattended bool             `json:"unattended,omitempty"`
+	Principal  *SenderPrincipal `json:"principal,omitempty"`
+	Entry      string           `json:"entry,omitempty"`
+	OnBehalfOf *SenderPrincipal `json:"on_behalf_of,omitempty"`
+}
+
+// SenderPrincipal is a principal in a Sender.
+type SenderPrincipal struct {
+	Kind   string `json:"kind,omitempty"`
+	ID     string `json:"id,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Decided is the payload of session/decision.
@@ -115,33 +133,32 @@ func InputsDigest(v any) string {
 		// claiming a digest.
 		return "unencodable: " + err.Error()
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return DigestOf(b)
 }
 
 // canonical is what a record's digest and signature cover, in a fixed
 // field order. V is the encoding's version.
 type canonical struct {
-	V             int             `json:"v"`
-	Session       string          `json:"session"`
-	Seq           int64           `json:"seq"`
-	Time          string          `json:"time"`
-	Turn          int             `json:"turn,omitempty"`
-	Step          int             `json:"step,omitempty"`
-	Stage         string          `json:"stage"`
-	Verdict       string          `json:"verdict"`
-	Reason        string          `json:"reason,omitempty"`
-	Policy        string          `json:"policy,omitempty"`
-	PolicyVersion string          `json:"policy_version,omitempty"`
-	Inputs        string          `json:"inputs"`
-	RequestID     string          `json:"request_id,omitempty"`
-	MessageID     string          `json:"message_id,omitempty"`
-	CallID        string          `json:"call_id,omitempty"`
-	Tool          string          `json:"tool,omitempty"`
-	Mode          string          `json:"mode,omitempty"`
-	Source        json.RawMessage `json:"source,omitempty"`
-	Prev          string          `json:"prev,omitempty"`
-	KeyID         string          `json:"key_id,omitempty"`
+	V             int     `json:"v"`
+	Session       string  `json:"session"`
+	Seq           int64   `json:"seq"`
+	Time          string  `json:"time"`
+	Turn          int     `json:"turn,omitempty"`
+	Step          int     `json:"step,omitempty"`
+	Stage         string  `json:"stage"`
+	Verdict       string  `json:"verdict"`
+	Reason        string  `json:"reason,omitempty"`
+	Policy        string  `json:"policy,omitempty"`
+	PolicyVersion string  `json:"policy_version,omitempty"`
+	Inputs        string  `json:"inputs"`
+	RequestID     string  `json:"request_id,omitempty"`
+	MessageID     string  `json:"message_id,omitempty"`
+	CallID        string  `json:"call_id,omitempty"`
+	Tool          string  `json:"tool,omitempty"`
+	Mode          string  `json:"mode,omitempty"`
+	Source        *Sender `json:"source,omitempty"`
+	Prev          string  `json:"prev,omitempty"`
+	KeyID         string  `json:"key_id,omitempty"`
 }
 
 // Canonical is the byte string a decision event's digest and signature
@@ -157,35 +174,19 @@ func Canonical(sessionID string, e Event) []byte {
 		V: 1, Session: sessionID, Seq: e.Seq, Time: e.Time.UTC().Format(time.RFC3339Nano), Turn: e.Turn, Step: e.Step,
 		Stage: d.Stage, Verdict: d.Verdict, Reason: d.Reason, Policy: d.Policy, PolicyVersion: d.PolicyVersion,
 		Inputs: d.Inputs, RequestID: d.RequestID, MessageID: d.MessageID, CallID: d.CallID, Tool: d.Tool, Mode: d.Mode,
-		Source: canonicalJSON(d.Source), Prev: d.Prev, KeyID: d.KeyID,
+		Source: d.Source, Prev: d.Prev, KeyID: d.KeyID,
 	})
 	return b
 }
 
-// canonicalJSON re-encodes raw with its object keys sorted and no
-// insignificant space, so the canonical bytes do not depend on how a
-// store (or a tool that rewrote the log) spelled the same value.
-func canonicalJSON(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // numbers keep their digits
-	if err := dec.Decode(&v); err != nil {
-		return raw
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return raw
-	}
-	return b
-}
-
-// digestOf is "sha256:" and the hex sha256 of b.
-func digestOf(b []byte) string {
+// DigestOf is "sha256:" and the hex sha256 of b, made in one
+// allocation: it runs for every decision.
+func DigestOf(b []byte) string {
 	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var out [len("sha256:") + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], sum[:])
+	return string(out[:])
 }
 
 // Signer signs decision records with an ed25519 key. The key never leaves
@@ -230,7 +231,7 @@ func (s *Session) seal(e *Event) {
 	}
 	e.Decision = &d
 	b := Canonical(s.id, *e)
-	d.Digest = digestOf(b)
+	d.Digest = DigestOf(b)
 	if s.signer != nil {
 		d.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(s.signer.key, b))
 	}
@@ -297,7 +298,7 @@ func VerifyDecisions(sessionID string, events []Event, pub ed25519.PublicKey) (V
 			}
 			return bad("it names %s as the previous record, but the record before it is %s: a record between them was removed, inserted or moved", short(d.Prev), short(prev))
 		}
-		if got := digestOf(Canonical(sessionID, e)); got != d.Digest {
+		if got := DigestOf(Canonical(sessionID, e)); got != d.Digest {
 			return bad("its content does not match its digest (%s, recomputed %s): the record was changed after it was written", short(d.Digest), short(got))
 		}
 		if d.Sig != "" {

@@ -39,7 +39,7 @@ func signedLog(t *testing.T) ([]session.Event, ed25519.PublicKey) {
 		t.Fatal(err)
 	}
 	ctx := stdctx.Background()
-	src, _ := json.Marshal(map[string]string{"kind": "user", "entry": "cli"})
+	src := &session.Sender{Kind: "user", Entry: "cli", Principal: &session.SenderPrincipal{Kind: "user", ID: "alice"}}
 	conv := conversation()
 	s.AppendDecision(ctx, 1, 0, session.Decision{Stage: session.StageAdmission, Verdict: "admit", Inputs: session.InputsDigest("hi"), RequestID: "r1", Source: src})
 	for i, e := range conv {
@@ -215,11 +215,26 @@ func TestASignerNeverShowsItsKey(t *testing.T) {
 func TestTheSourceIsCanonicalWhateverItsKeyOrder(t *testing.T) {
 	events, pub := signedLog(t)
 	first := decisionSeqs(events)[0]
-	events[first-1].Decision.Source = json.RawMessage(`{ "entry": "cli",  "kind": "user" }`)
+	line, err := json.Marshal(events[first-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same source spelled with its keys in another order and spaces.
+	const source = `"source":{"kind":"user","principal":{"kind":"user","id":"alice"},"entry":"cli"}`
+	if !strings.Contains(string(line), source) {
+		t.Fatalf("the record reads %s", line)
+	}
+	respelled := strings.Replace(string(line), source, `"source":{ "entry": "cli", "principal": {"id":"alice","kind":"user"}, "kind":"user" }`, 1)
+	if err := json.Unmarshal([]byte(respelled), &events[first-1]); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := session.VerifyDecisions("s1", events, pub); err != nil {
 		t.Fatalf("the same source spelled otherwise: %v", err)
 	}
-	events[first-1].Decision.Source = json.RawMessage(`{"entry":"cli","kind":"webhook"}`)
+	changed := strings.Replace(string(line), `"id":"alice"`, `"id":"mallory"`, 1)
+	if err := json.Unmarshal([]byte(changed), &events[first-1]); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := session.VerifyDecisions("s1", events, pub); badSeq(t, err) != first {
 		t.Fatalf("a changed source: %v", err)
 	}

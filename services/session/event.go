@@ -21,7 +21,6 @@
 package session
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -218,7 +217,11 @@ func (e Event) clone() Event {
 	}
 	if e.Decision != nil {
 		d := *e.Decision
-		d.Source = append(json.RawMessage(nil), d.Source...)
+		if d.Source != nil {
+			src := *d.Source
+			src.Principal, src.OnBehalfOf = clonePrincipal(src.Principal), clonePrincipal(src.OnBehalfOf)
+			d.Source = &src
+		}
 		e.Decision = &d
 	}
 	return e
@@ -257,4 +260,12 @@ func Derive(log *llm.Log, e Event) {
 		}
 		*log = fresh
 	}
+}
+
+func clonePrincipal(p *SenderPrincipal) *SenderPrincipal {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
