@@ -296,3 +296,48 @@ func TestReplayReadsAClustersStore(t *testing.T) {
 		t.Fatalf("replay from JetStream under a rate limit: %+v", out)
 	}
 }
+
+// TestReplayReadsAFolderOrAnotherConfigsStore: --dir reads a folder of
+// session.jsonl logs and --from another config's store, for a new config
+// that stores nothing itself; the replay writes nothing to either.
+func TestReplayReadsAFolderOrAnotherConfigsStore(t *testing.T) {
+	dir := t.TempDir()
+	priv, _ := keyPair(t)
+	recorded := recordedConfig(t, dir, priv, "deny", "")
+	record(t, recorded)
+	raw, err := os.ReadFile(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := fmt.Sprintf("  - use: session.jsonl\n    config: {dir: %q}\n", dir)
+	if !strings.Contains(string(raw), store) {
+		t.Fatalf("the config has no store entry %q", store)
+	}
+	bare := filepath.Join(t.TempDir(), "new.yaml")
+	if err := os.WriteFile(bare, []byte(strings.Replace(strings.Replace(string(raw), store, "", 1), "decision: deny", "decision: allow", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "s1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range [][]string{{"--dir", dir}, {"--from", recorded}} {
+		out := runDsh(t, "", append([]string{"--config", bare, "replay", "s1"}, how...)...)
+		if out.code != exitChanged || !strings.Contains(out.stdout, "session s1: 2 decisions changed, 0 turns changed") {
+			t.Fatalf("replay %v: %+v", how, out)
+		}
+	}
+	if out := runDsh(t, "", "--config", bare, "replay", "s1"); out.code != exitUsage {
+		t.Fatalf("replay with no store to read: %+v", out)
+	}
+	if out := runDsh(t, "", "--config", recorded, "replay", "nope"); out.code != exitNotFound {
+		t.Fatalf("replay of a session never stored: %+v", out)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, "s1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Fatal("the replay wrote to the recorded log")
+	}
+}
