@@ -95,11 +95,8 @@ func read(rec Recording) script {
 		answers: map[string]map[string][]session.Decision{}, ends: map[string]string{}, turnReq: turnRequests(rec.Events)}
 	sources := map[string]sessions.Source{}
 	for _, e := range rec.Events {
-		if e.Type == session.DecisionRecorded && e.Decision != nil && e.Decision.Stage == session.StageAdmission && len(e.Decision.Source) > 0 {
-			var src sessions.Source
-			if json.Unmarshal(e.Decision.Source, &src) == nil {
-				sources[e.Decision.RequestID] = src
-			}
+		if e.Type == session.DecisionRecorded && e.Decision != nil && e.Decision.Stage == session.StageAdmission && e.Decision.Source != nil {
+			sources[e.Decision.RequestID] = sourceOf(e.Decision.Source)
 		}
 	}
 	add := func(e session.Event, steer bool, turn string) {
@@ -165,4 +162,16 @@ func answerOf(d session.Decision) approval.Answer {
 		return approval.Answer{Choice: approval.Choice(d.Verdict), Reason: d.Reason}
 	}
 	return approval.Answer{Choice: approval.Deny, Reason: d.Reason, Unattended: d.Policy == "nobody"}
+}
+
+// sourceOf is the sender a record names, as the session service takes it.
+func sourceOf(s *session.Sender) sessions.Source {
+	src := sessions.Source{Kind: sessions.SourceKind(s.Kind), RPCID: s.RPCID, Unattended: s.Unattended, Entry: s.Entry}
+	if p := s.Principal; p != nil {
+		src.Principal = sessions.Principal{Kind: p.Kind, ID: p.ID, Tenant: p.Tenant}
+	}
+	if p := s.OnBehalfOf; p != nil {
+		src.OnBehalfOf = &sessions.Principal{Kind: p.Kind, ID: p.ID, Tenant: p.Tenant}
+	}
+	return src
 }

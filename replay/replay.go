@@ -35,6 +35,7 @@ import (
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/dsh-go/dsh/waterfall"
@@ -243,6 +244,10 @@ func (r *Replayer) Replay(ctx stdctx.Context, rec Recording) (Report, error) {
 	rep := Report{Session: rec.Session, Agent: rec.Agent, Steps: cur.s.steps}
 	svc := r.h.Sessions()
 	sid := "replay-" + rec.Session
+	if !session.ValidID(sid) {
+		// An id near the length limit: the prefix must not push it over.
+		sid = "replay-" + strings.TrimPrefix(session.InputsDigest(rec.Session), "sha256:")[:32]
+	}
 	if _, err := svc.Ensure(ctx, sessions.EnsureOptions{Mode: sessions.EnsureCreate, OpenOptions: sessions.OpenOptions{
 		Agent: rec.Agent, SessionID: sid, Provider: Provider, Model: cur.s.model, KeepRunning: true,
 	}}); err != nil {
