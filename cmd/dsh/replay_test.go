@@ -341,3 +341,42 @@ func TestReplayReadsAFolderOrAnotherConfigsStore(t *testing.T) {
 		t.Fatal("the replay wrote to the recorded log")
 	}
 }
+
+// TestReplayReportsATurnStoppedByALimit: an agent limited to one step a
+// turn stops each recorded two-step turn after its first step; the
+// approvals of that step do not change, the turns do.
+func TestReplayReportsATurnStoppedByALimit(t *testing.T) {
+	dir := t.TempDir()
+	priv, _ := keyPair(t)
+	recorded := recordedConfig(t, dir, priv, "deny", "")
+	record(t, recorded)
+	raw, err := os.ReadFile(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := filepath.Join(t.TempDir(), "limited.yaml")
+	if err := os.WriteFile(limited, []byte(strings.Replace(string(raw), "    provider: scripted\n", "    provider: scripted\n    max_steps: 1\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runDsh(t, "", "--config", limited, "replay", "s2", "--json")
+	if out.code != exitChanged {
+		t.Fatalf("replay under max_steps 1: %+v", out)
+	}
+	var got struct {
+		Sessions []struct {
+			Changes []any `json:"changes"`
+			Turns   []struct {
+				Turn               int
+				Before, After, Why string
+			} `json:"turns"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	s := got.Sessions[0]
+	if len(s.Changes) != 0 || len(s.Turns) != 1 || s.Turns[0].Turn != 1 || s.Turns[0].Before != "completed" ||
+		s.Turns[0].After != "error" || !strings.Contains(s.Turns[0].Why, "AGENT_TOO_MANY_STEPS") {
+		t.Fatalf("replay under max_steps 1: %s", out.stdout)
+	}
+}
