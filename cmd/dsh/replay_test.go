@@ -283,6 +283,11 @@ func TestReplayReadsAClustersStore(t *testing.T) {
 	if out := runDsh(t, "", "--config", file, "replay", "c1"); out.code != 0 || !strings.Contains(out.stdout, "session c1: no changes (2 decisions, 2 steps)") {
 		t.Fatalf("replay from JetStream: %+v", out)
 	}
+	// The replayed session lived in memory: the cluster's store holds the
+	// recorded one only.
+	if out := runDsh(t, "", "--config", file, "sessions", "list", "--json"); out.code != 0 || strings.Contains(out.stdout, "replay-") || !strings.Contains(out.stdout, `"id":"c1"`) {
+		t.Fatalf("the store after a replay: %+v", out)
+	}
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
