@@ -19,11 +19,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// askConfig: the model calls the clock once per turn; the rule on it
+// askYAML: the model calls the clock once per turn; the rule on it
 // decides as given.
-func askConfig(t *testing.T, decision string) *config.Config {
-	t.Helper()
-	text := fmt.Sprintf(`plugins:
+func askYAML(decision string) string {
+	return fmt.Sprintf(`plugins:
   - use: llm.scripted
     config:
       replies:
@@ -36,12 +35,18 @@ agents:
   - id: main
     provider: scripted
 `, decision)
-	cfg, err := config.Parse("ask.yaml", []byte(text), config.LoadOptions{IgnoreEnv: true})
+}
+
+func parse(t *testing.T, text string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse("replay.yaml", []byte(text), config.LoadOptions{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
 }
+
+func askConfig(t *testing.T, decision string) *config.Config { return parse(t, askYAML(decision)) }
 
 func start(t *testing.T, cfg *config.Config) *host.Host {
 	t.Helper()
@@ -155,5 +160,46 @@ func TestAsksAreAnsweredAsRecorded(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(want, "\n") || len(rep.Turns) != 0 {
 			t.Fatalf("rule %s:\n got %s\nwant %s\nturns %+v", c.decision, strings.Join(got, "\n"), strings.Join(want, "\n"), rep.Turns)
 		}
+	}
+}
+
+// TestWhatIsLetThroughNowComesFirst: a prompt a rate limit refused, and
+// a clock call allowed, are replayed without the limit and with the
+// clock denied: the refusal that became an admission is listed first,
+// though it came later, then the approval that tightened; the turn the
+// admitted prompt now runs has no recording and is not a changed turn.
+func TestWhatIsLetThroughNowComesFirst(t *testing.T) {
+	ctx := stdctx.Background()
+	cfg := parse(t, strings.Replace(askYAML("allow"), "plugins:\n", "plugins:\n  - use: admission.rate-limit\n    config: {per_minute: 1}\n", 1))
+	h := start(t, cfg)
+	svc := h.Sessions()
+	if _, err := svc.Ensure(ctx, sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "main", SessionID: "lim", KeepRunning: true}}); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := svc.Prompt(ctx, "lim", sessions.PromptRequest{RequestID: "q1", Content: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turn.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Prompt(ctx, "lim", sessions.PromptRequest{RequestID: "q2", Content: "two"}); err == nil {
+		t.Fatal("the rate limit let the second prompt through")
+	}
+	if err := svc.Idle(ctx, "lim"); err != nil {
+		t.Fatal(err)
+	}
+	events, err := svc.History(ctx, "lim", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := replayUnder(t, askConfig(t, "deny"), replay.Recording{Session: "lim", Agent: "main", Events: events})
+	var got []string
+	for _, c := range rep.Changes {
+		got = append(got, fmt.Sprintf("%s %s %s%s %s->%s", c.Kind, c.Stage, c.RequestID, c.Tool, c.Before.Verdict, c.After.Verdict))
+	}
+	want := "relaxed admission q2 refuse->admit\ntightened approval clock allow->deny"
+	if strings.Join(got, "\n") != want || len(rep.Turns) != 0 {
+		t.Fatalf("changes\n got %s\nwant %s\nturns %+v", strings.Join(got, "\n"), want, rep.Turns)
 	}
 }
