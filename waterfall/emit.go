@@ -51,6 +51,13 @@ func (e *Emit[P]) Emit(ctx stdctx.Context, at *dshctx.Context, p P) error {
 	}
 }
 
+// Heard reports whether an Emit at at would reach a listener, so an
+// emitter can skip building a payload nobody reads.
+func (e *Emit[P]) Heard(at *dshctx.Context) bool {
+	u, t := e.local.Get(at).lists(at.Tag())
+	return len(u)+len(t) > 0
+}
+
 func (e *Emit[P]) invoke(ctx stdctx.Context, en *entry[EmitListener[P]], p P) (err error) {
 	defer func() {
 		if x := recover(); x != nil {

@@ -8,6 +8,8 @@
 //	dsh plugins check PATH       start a plugin binary, print what it declares
 //	dsh presets                  list the built-in presets (the modes)
 //	dsh sessions list|show|rm    the persisted sessions, with their usage
+//	dsh sessions verify SESSION  check a session's decision records (and signatures)
+//	dsh replay SESSION...        re-run recorded sessions against a changed config
 //
 // Exit codes: 0 the turn completed, 1 it failed, 2 bad usage or config,
 // 3 admission refused the prompt, 4 the answer hit the token limit, 130
@@ -97,7 +99,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.BoolVar(&g.ignoreEnv, "ignore-env", false, "read no DSH_ variable as config: neither DSH_CONFIG nor DSH_ overrides")
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set agents.main.model=deepseek-chat (repeatable)")
 
-	root.AddCommand(runCommand(g), configCommand(g), withPluginsCheck(pluginsCommand(), g), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g), clusterCommand(g))
+	root.AddCommand(runCommand(g), configCommand(g), withPluginsCheck(pluginsCommand(), g), presetsCommand(), acpCommand(g), sessionsCommand(g), serveCommand(g), clusterCommand(g), replayCommand(g))
 
 	err := root.Execute()
 	if err == nil {

@@ -2,9 +2,12 @@ package main
 
 import (
 	stdctx "context"
+	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +16,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/plugins/session/sign"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/usage"
 	"github.com/spf13/cobra"
@@ -55,7 +59,7 @@ Exit codes: 0 done, 1 failed (a session is open elsewhere, or unreadable),
 				return showSession(ctx, h, args[0], cmd.OutOrStdout(), jsonOut)
 			})
 		},
-	}, &cobra.Command{
+	}, verifyCommand(g, &jsonOut), &cobra.Command{
 		Use:     "rm SESSION...",
 		Aliases: []string{"delete"},
 		Short:   "delete persisted sessions with their subagents' sessions; one open anywhere is refused",
@@ -274,3 +278,98 @@ func turnUsage(cfg *config.Config, ac config.AgentConfig, events []session.Event
 	flush()
 	return out
 }
+
+// verified is one session's line of dsh sessions verify --json.
+type verified struct {
+	Session string   `json:"session"`
+	OK      bool     `json:"ok"`
+	Records int      `json:"records"`
+	Signed  int      `json:"signed"`
+	Keys    []string `json:"keys,omitempty"`
+	// Seq is the first bad record's, Error what is wrong with it.
+	Seq   int64  `json:"seq,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+func verifyCommand(g *globals, jsonOut *bool) *cobra.Command {
+	var keyPath string
+	cmd := &cobra.Command{
+		Use:   "verify SESSION...",
+		Short: "check the decision records of sessions: their chain and, with --key, their signatures",
+		Long: `Verify checks each session's decision records offline: every record's
+digest matches its content and names the record before it, so a record
+changed, removed, inserted or moved is found; with --key (an ed25519 public
+key, PEM or base64) every record must carry a valid signature by that key.
+It reports the first bad record of a session with its seq.
+
+Exit codes: 0 every session holds, 1 a record fails (or a session cannot
+be read), 2 bad usage, 5 no such session.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var pub ed25519.PublicKey
+			if keyPath != "" {
+				text, err := os.ReadFile(keyPath)
+				if err != nil {
+					return &exitCode{code: exitUsage, err: fmt.Errorf("--key %s cannot be read: %w", keyPath, err)}
+				}
+				if pub, err = sign.ParsePublicKey(text); err != nil {
+					return &exitCode{code: exitUsage, err: fmt.Errorf("--key %s does not hold an ed25519 public key: %w", keyPath, err)}
+				}
+			}
+			return withStore(g, cmd, func(ctx stdctx.Context, h *host.Host) error {
+				var first error
+				var out []verified
+				for _, id := range args {
+					events, err := h.Sessions().History(ctx, id, 0)
+					if err != nil {
+						return err
+					}
+					v, err := session.VerifyDecisions(id, events, pub)
+					line := verified{Session: id, OK: err == nil, Records: v.Records, Signed: v.Signed, Keys: v.Keys}
+					if err != nil {
+						if e, ok := errors.AsType[*errs.Error](err); ok {
+							line.Seq, _ = e.Details["seq"].(int64)
+						}
+						line.Error = err.Error()
+						if first == nil {
+							first = err
+						}
+					}
+					out = append(out, line)
+				}
+				w := cmd.OutOrStdout()
+				if *jsonOut {
+					if err := json.NewEncoder(w).Encode(out); err != nil {
+						return err
+					}
+				} else {
+					for _, v := range out {
+						switch {
+						case !v.OK:
+							fmt.Fprintf(w, "%s: FAILED at seq %d: %s\n", v.Session, v.Seq, v.Error)
+						case pub != nil:
+							fmt.Fprintf(w, "%s: ok, %d decision records, all signed by key %s\n", v.Session, v.Records, session.KeyID(pub))
+						case v.Signed > 0:
+							fmt.Fprintf(w, "%s: ok, %d decision records chained; %d signed by key %s (give --key to check the signatures)\n", v.Session, v.Records, v.Signed, strings.Join(v.Keys, ", "))
+						default:
+							fmt.Fprintf(w, "%s: ok, %d decision records chained, none signed\n", v.Session, v.Records)
+						}
+					}
+				}
+				if first != nil {
+					return &verifyFailed{first}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&keyPath, "key", "", "the ed25519 public key (PEM or base64 file) every record must be signed by")
+	return cmd
+}
+
+// verifyFailed is a failed verification: reported on stdout already, it
+// exits 1 without repeating itself.
+type verifyFailed struct{ err error }
+
+func (v *verifyFailed) Error() string { return v.err.Error() }
+func (v *verifyFailed) Unwrap() error { return v.err }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dsh-go/dsh/services/session"
 )
 
 // logEvent is what the suite reads of a session.jsonl line.
@@ -37,7 +39,8 @@ type turn struct {
 
 // readSession reads dir/id.jsonl and checks what every session file must
 // hold whatever happened to the process that wrote it: contiguous sequence
-// numbers, every turn closed, every tool call answered. It returns the turns.
+// numbers, every turn closed, every tool call answered, the decision
+// records' chain whole. It returns the turns.
 func readSession(t *testing.T, dir, id string) []turn {
 	t.Helper()
 	path := filepath.Join(dir, id+".jsonl")
@@ -47,6 +50,7 @@ func readSession(t *testing.T, dir, id string) []turn {
 	}
 	defer f.Close()
 	var turns []turn
+	var events []session.Event
 	var want int64 = 1
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
@@ -59,6 +63,14 @@ func readSession(t *testing.T, dir, id string) []turn {
 			t.Fatalf("%s:%d: seq %d where %d was expected", path, line, e.Seq, want)
 		}
 		want++
+		var ev session.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("%s:%d: not a session event: %v", path, line, err)
+		}
+		events = append(events, ev)
+		if e.Type == string(session.DecisionRecorded) {
+			continue // a record may come before the turn it admits
+		}
 		if e.Type == "turn/start" {
 			turns = append(turns, turn{calls: map[string]bool{}, results: map[string]bool{}})
 			continue
@@ -80,6 +92,9 @@ func readSession(t *testing.T, dir, id string) []turn {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := session.VerifyDecisions(id, events, nil); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	for i, tr := range turns {
 		if tr.end == "" {

@@ -21,6 +21,7 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/session/compact"
 	_ "github.com/dsh-go/dsh/plugins/session/jsonl"
 	_ "github.com/dsh-go/dsh/plugins/session/nats"
+	_ "github.com/dsh-go/dsh/plugins/session/sign"
 	_ "github.com/dsh-go/dsh/plugins/skills"
 	_ "github.com/dsh-go/dsh/plugins/tools/bash"
 	_ "github.com/dsh-go/dsh/plugins/tools/clock"

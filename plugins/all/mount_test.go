@@ -32,6 +32,7 @@ func configs(t *testing.T) map[string]string {
 		"admission.rate-limit":  `{per_minute: 5}`,
 		"admission.max-pending": `{max: 4}`,
 		"admission.budget":      `{limits: [{name: t, per: session, tokens: 1000}]}`,
+		"session.sign":          `{key_env: DSH_TEST_MOUNT_SIGN_KEY}`,
 		"tools.mcp":             `{name: m, command: /bin/false, on_unavailable: skip}`,
 		"policy.cel":            `{approval: [{name: no-bash, when: 'call.tool == "bash"', action: deny}]}`,
 		"policy.reviewer":       `{provider: scripted, tools: [bash]}`,
@@ -62,6 +63,7 @@ func entry(t *testing.T, id string) string {
 // the root or in a preset that two agents share.
 func TestEveryBuiltinMountsAtTheRootOrInASharedPreset(t *testing.T) {
 	t.Setenv("DSH_TEST_MOUNT_KEY", "not-a-real-key")
+	t.Setenv("DSH_TEST_MOUNT_SIGN_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=") // a 32-byte seed
 	infos := plugin.List()
 	if len(infos) < 9 {
 		t.Fatalf("only %d built-ins registered", len(infos))

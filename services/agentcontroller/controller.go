@@ -315,17 +315,29 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	// command must not reach the model unexpanded, or be refused as
 	// unknown, while its plugin is being swapped).
 	if err := c.enter(signal); err != nil {
+		c.recordFailure(agent, msg, req, err)
 		c.recordRefusal(agent, msg, err)
 		return outcome{err: err}
 	}
 	msg, err := c.prepare(signal, agent, req, msg)
 	if err != nil {
 		c.leave()
+		c.recordFailure(agent, msg, req, err)
 		c.recordRefusal(agent, msg, err)
 		return outcome{err: err}
 	}
 	decision, err := c.decide(signal, agent, msg, req)
 	c.leave()
+	switch {
+	case err != nil:
+		c.recordFailure(agent, msg, req, err)
+	case decision.Kind == DecisionAdmit:
+		c.recordDecision(agent, msg, req, VerdictAdmit, decision.Reason, decision.Policy, decision.PolicyVersion)
+	case decision.Expired:
+		c.recordDecision(agent, msg, req, VerdictExpire, decision.Reason, decision.Policy, decision.PolicyVersion)
+	default:
+		c.recordDecision(agent, msg, req, VerdictRefuse, decision.Reason, decision.Policy, decision.PolicyVersion)
+	}
 	if err == nil && decision.Kind == DecisionReject {
 		// Recorded also when the sender left meanwhile: its retry learns
 		// the refusal from the record.

@@ -61,8 +61,11 @@ type ReactLoopAgent struct {
 	// refusals are outcome events of messages admission turned away,
 	// waiting for the driver to append them (see RecordRefusal).
 	refusals []session.Event
-	idle     chan struct{} // closed when the driver goes idle
-	torn     bool
+	// decisions are decision records the stages handed over, waiting for
+	// the driver to append them (see RecordDecision).
+	decisions []session.Decision
+	idle      chan struct{} // closed when the driver goes idle
+	torn      bool
 	// abandoned: a dispose timed out while the driver ran; the driver
 	// finishes the agent when it stops.
 	abandoned bool

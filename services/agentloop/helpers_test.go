@@ -89,9 +89,14 @@ func idle(t testing.TB, a agents.Agent) {
 
 // trace renders the session as "type" strings, with turn ends' reasons,
 // tool names and user texts.
+// trace names the events of s that tell the turn's story; decision
+// records are left out (decisions_test.go checks where they go).
 func trace(s *session.Session) []string {
 	var out []string
 	for _, e := range s.Events(1) {
+		if e.Type == session.DecisionRecorded {
+			continue
+		}
 		item := string(e.Type)
 		switch e.Type {
 		case session.TurnEnd:

@@ -63,8 +63,17 @@ func (a *ReactLoopAgent) recordDropped() {
 	a.mu.Lock()
 	drops, refusals, turn := a.drops, a.refusals, a.turn
 	a.drops, a.refusals = nil, nil
+	recorded := len(a.decisions) > 0
+	queued := a.inbox.queued.len()+a.inbox.steering.len() > 0
 	a.mu.Unlock()
+	// A record of a refusal comes before the refusal's outcome event.
+	a.recordDecisions(turn, 0)
 	if len(drops)+len(refusals) == 0 {
+		if recorded && !queued {
+			// Nothing follows to make the records durable: a message
+			// admitted and queued is flushed with its turn's prompt.
+			a.flush(stdctx.Background())
+		}
 		return
 	}
 	ctx := stdctx.Background()

@@ -101,6 +101,9 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	if l.prompt, err = systemprompt.Key.Get(ctx); err != nil {
 		return err
 	}
+	if _, err := session.EventDecision.On(ctx, l.onDecision); err != nil {
+		return err
+	}
 	if err := Key.Provide(ctx, l); err != nil {
 		return err
 	}

@@ -100,6 +100,9 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 				msg = a.toolParts(msg, o.Result.Parts)
 			}
 			msg = a.outOfLine(msg)
+			// The call's approval record (and its answer's) come before
+			// its result.
+			a.recordDecisions(turn, step)
 			a.sess.Append(rec, session.Event{Type: session.ToolResult, Turn: turn, Step: step, Message: &msg})
 		},
 	})

@@ -47,7 +47,7 @@ func (a *ReactLoopAgent) drive() {
 			// returns only after the status says idle.
 			a.setStatus(agents.StatusIdle)
 			a.mu.Lock()
-			if (a.inbox.queued.len()+a.inbox.steering.len() > 0 || len(a.refusals) > 0) && !a.disposed {
+			if (a.inbox.queued.len()+a.inbox.steering.len() > 0 || len(a.refusals)+len(a.decisions) > 0) && !a.disposed {
 				a.mu.Unlock()
 				continue
 			}
@@ -115,6 +115,8 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	// Recording and checkpoints outlive an abort: they use their own
 	// context.
 	ctx := stdctx.Background()
+	// The admission records of the turn's messages come before it.
+	a.recordDecisions(turn, 0)
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
 	a.unattended = false
 	a.stopped = Stop{}
@@ -399,6 +401,9 @@ func (a *ReactLoopAgent) recordSteering(turn, step int) int {
 	a.mu.Lock()
 	msgs := a.inbox.steering.drain()
 	a.mu.Unlock()
+	if len(msgs) > 0 {
+		a.recordDecisions(turn, step)
+	}
 	for i := range msgs {
 		a.unattended = a.unattended || msgs[i].Unattended
 		a.noteSource(msgs[i])

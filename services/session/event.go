@@ -83,7 +83,7 @@ func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
 		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped,
-		MessageRefused, MessageExpired:
+		MessageRefused, MessageExpired, DecisionRecorded:
 		return true
 	}
 	return false
@@ -137,6 +137,8 @@ type Event struct {
 	// Compaction describes a history/compacted event; its Message is the
 	// summary and its Usage that of the summary request.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Decision is the record of a decision event.
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // Compaction is what a history/compacted event did.
@@ -213,6 +215,15 @@ func (e Event) clone() Event {
 		c := *e.Compaction
 		e.Compaction = &c
 	}
+	if e.Decision != nil {
+		d := *e.Decision
+		if d.Source != nil {
+			src := *d.Source
+			src.Principal, src.OnBehalfOf = clonePrincipal(src.Principal), clonePrincipal(src.OnBehalfOf)
+			d.Source = &src
+		}
+		e.Decision = &d
+	}
 	return e
 }
 
@@ -249,4 +260,12 @@ func Derive(log *llm.Log, e Event) {
 		}
 		*log = fresh
 	}
+}
+
+func clonePrincipal(p *SenderPrincipal) *SenderPrincipal {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }

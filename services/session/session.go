@@ -86,6 +86,11 @@ type Session struct {
 	// durable is the seq up to which the log is stored: the last
 	// successful checkpoint's, or the restored log's end.
 	durable int64
+	// lastDecision is the digest of the latest decision record, which the
+	// next one chains to; derived from the log, so a resume continues the
+	// chain. signer signs new records, nil when the host signs none.
+	lastDecision string
+	signer       *Signer
 }
 
 const pageSize = 256
@@ -111,6 +116,12 @@ func (s *Session) push(e Event) {
 // index records what the log derives besides the history; the caller holds
 // mu.
 func (s *Session) index(e Event) {
+	if e.Type == DecisionRecorded {
+		if e.Decision != nil {
+			s.lastDecision = e.Decision.Digest
+		}
+		return
+	}
 	s.history.apply(e)
 	if e.RequestID != "" && e.Message != nil {
 		if s.requests == nil {

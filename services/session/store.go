@@ -46,6 +46,10 @@ type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	backend  Backend
+	// signer signs the decision records of sessions opened from now on;
+	// signers counts the fibers that installed it.
+	signer  *Signer
+	signers int
 }
 
 // NewStore returns an empty store.
@@ -101,7 +105,10 @@ func (st *Store) open(ctx stdctx.Context, at *dshctx.Context, agentID, sessionID
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{id: sessionID, agentID: agentID, at: at}
+	st.mu.Lock()
+	signer := st.signer
+	st.mu.Unlock()
+	s := &Session{id: sessionID, agentID: agentID, at: at, signer: signer}
 	if l, ok := b.(Locker); ok {
 		var lease Lease
 		var lerr error
@@ -223,6 +230,33 @@ func (st *Store) SetBackend(ctx *dshctx.Context, b Backend) error {
 		return func() error {
 			st.mu.Lock()
 			st.backend = nil
+			st.mu.Unlock()
+			return nil
+		}, nil
+	})
+	return err
+}
+
+// SetSigner has the sessions opened from now on sign their decision
+// records with signer, for as long as ctx's fiber lives. The same key may
+// be installed by several fibers (a preset that two agents share); a
+// different key while one is installed is a conflict.
+func (st *Store) SetSigner(ctx *dshctx.Context, signer *Signer) error {
+	_, err := ctx.Effect("decision signer", func() (dshctx.Disposer, error) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.signer != nil && st.signer.id != signer.id {
+			return nil, errs.New(errs.ServiceConflict, fmt.Sprintf(
+				"sessions: decision records are already signed with key %s; configure one signing key, not also %s", st.signer.id, signer.id))
+		}
+		st.signer = signer
+		st.signers++
+		return func() error {
+			st.mu.Lock()
+			st.signers--
+			if st.signers == 0 {
+				st.signer = nil
+			}
 			st.mu.Unlock()
 			return nil
 		}, nil

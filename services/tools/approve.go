@@ -10,6 +10,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/waterfall"
 )
 
@@ -72,12 +73,14 @@ func approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Cal
 		if ctx.Err() != nil {
 			return call, Result{}, false, withdrawn(call, err)
 		}
+		record(ctx, at, call, session.StageApproval, VerdictError, err.Error(), "", "")
 		if errs.HasCode(err, errs.ListenerFailed) {
 			return call, Result{}, false, err
 		}
 		// A policy that fails is not a permission: refuse, and say so.
 		return call, refuse("was not approved: the approval policy failed (%v). It did not run.", call.Name, err), false, nil
 	}
+	record(ctx, at, call, session.StageApproval, string(v.Decision), v.Reason, v.Source, v.PolicyVersion)
 	if len(bytes.TrimSpace(v.Arguments)) > 0 && v.Decision != Deny {
 		call.Arguments = v.Arguments
 		if r, ok := validate(e.schema, call); !ok {
@@ -117,6 +120,7 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, 
 		Summary: summary(call), Reason: v.Reason, Pattern: v.Pattern, Source: v.Source,
 	}
 	if call.Unattended {
+		record(ctx, at, call, session.StageAnswer, string(approval.Deny), "unattended", AnsweredByNobody, "")
 		return refuse("was not approved: it needs approval%s, and this turn came from an unattended source (a webhook, a schedule or another agent), "+
 			"which never waits for a person, so it was refused. It did not run; carry on without it. "+
 			"An operator can allow it with a tools.permission rule with decision allow.", call.Name, because(v.Reason)), false, nil
@@ -135,6 +139,7 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, 
 		// Whatever was answered, the call is cancelled: it never runs.
 		return Result{}, false, withdrawn(call, ctx.Err())
 	}
+	recordAnswer(ctx, at, call, ans, err)
 	switch {
 	case errs.HasCode(err, approval.NoAnswerer):
 		return refuse("was not approved: it needs approval%s and nobody is attached to agent %q to ask, so it was refused. "+
@@ -211,4 +216,18 @@ func summary(call Call) string {
 // (a call cut off while running may have partly run; this one cannot).
 func withdrawn(call Call, cause error) error {
 	return errs.Wrap(NotApproved, cause, fmt.Sprintf("the call to %q was not approved before its turn ended; it did not run", call.Name))
+}
+
+// recordAnswer records how an Ask was answered, or why nobody answered.
+func recordAnswer(ctx stdctx.Context, at *dshctx.Context, call Call, ans approval.Answer, err error) {
+	switch {
+	case errs.HasCode(err, approval.NoAnswerer):
+		record(ctx, at, call, session.StageAnswer, string(approval.Deny), "no-answerer", AnsweredByNobody, "")
+	case err != nil:
+		record(ctx, at, call, session.StageAnswer, VerdictError, err.Error(), "", "")
+	case ans.Unattended:
+		record(ctx, at, call, session.StageAnswer, string(ans.Choice), orNone(ans.Reason), AnsweredByNobody, "")
+	default:
+		record(ctx, at, call, session.StageAnswer, string(ans.Choice), ans.Reason, AnsweredByPerson, "")
+	}
 }

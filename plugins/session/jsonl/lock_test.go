@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -205,10 +206,11 @@ func TestAReleasedWriterWritesNothing(t *testing.T) {
 func TestUnknownEventTypeNamesTheLine(t *testing.T) {
 	dir := t.TempDir()
 	path, lines := oneTurn(t, dir)
-	lines[2] = strings.Replace(lines[2], `"type":"step/start"`, `"type":"step/begin"`, 1)
+	at := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `"type":"step/start"`) })
+	lines[at] = strings.Replace(lines[at], `"type":"step/start"`, `"type":"step/begin"`, 1)
 	os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600)
 	err := startFails(t, dir, true)
-	if !errs.HasCode(err, session.BadLog) || !strings.Contains(err.Error(), path+`:3: unknown event type "step/begin"`) {
+	if !errs.HasCode(err, session.BadLog) || !strings.Contains(err.Error(), fmt.Sprintf("%s:%d: unknown event type \"step/begin\"", path, at+1)) {
 		t.Fatalf("got %v", err)
 	}
 }

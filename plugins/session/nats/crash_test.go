@@ -148,8 +148,10 @@ func TestAKilledHostLosesAtMostTheStepInFlight(t *testing.T) {
 		}
 		got = append(got, s)
 	}
-	want := []string{"turn/start/0", "user/message/0",
-		"step/start/1", "assistant/message/1", "tool/call/1", "tool/result/1=passed", "step/end/1",
+	// The prompt's admission record comes first, step 1's approval record
+	// before its result; step 2's, in flight, was lost with the process.
+	want := []string{"decision/0", "turn/start/0", "user/message/0",
+		"step/start/1", "assistant/message/1", "tool/call/1", "decision/1", "tool/result/1=passed", "step/end/1",
 		"step/start/2", "assistant/message/2", "tool/call/2", "tool/result/2=" + session.InterruptedResult,
 		"turn/end/0"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -63,7 +63,7 @@ func stepsStoredAsTheyEnd(t *testing.T, f Fixture) {
 		types = append(types, e.Type)
 	}
 	want := []session.Type{session.TurnStart, session.UserMessage,
-		session.StepStart, session.AssistantMessage, session.ToolCall, session.ToolResult, session.StepEnd,
+		session.StepStart, session.AssistantMessage, session.ToolCall, session.DecisionRecorded, session.ToolResult, session.StepEnd,
 		session.StepStart, session.AssistantMessage, session.ToolCall}
 	if len(types) != len(want) {
 		t.Fatalf("inside the second step's call the store holds %v; want %v", types, want)

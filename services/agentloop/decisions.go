@@ -1,0 +1,66 @@
+package agentloop
+
+import (
+	stdctx "context"
+	"fmt"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// onDecision hands a decision a stage made for one of the loop's agents to
+// that agent, whose driver records it. Decisions for an agent that is not
+// the loop's, or gone, are not recorded: there is no log to hold them.
+func (l *Loop) onDecision(_ stdctx.Context, d session.Decided) error {
+	ag, ok := l.registry.Get(d.AgentID)
+	if !ok {
+		return nil
+	}
+	a, ok := ag.(*ReactLoopAgent)
+	if !ok {
+		return nil
+	}
+	if err := a.RecordDecision(d.Decision); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
+		return err
+	}
+	return nil
+}
+
+// RecordDecision has the driver append a decision record to the session,
+// for the same reason RecordRefusal does: the driver is the one goroutine
+// that appends. An admission that admitted is appended when its message
+// starts or joins a turn (or at the driver's next round, should the
+// insertion fail); any other record wakes an idle driver. A stage hands the record over before it acts on the
+// decision (the controller before the message enters the inbox, the tools
+// service before the call runs), and the driver appends what was handed
+// over before the turn's prompt, a steering message or a tool result, so
+// a record comes before what it let through.
+func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.disposed {
+		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more decisions", a.id))
+	}
+	a.decisions = append(a.decisions, d)
+	if d.Stage == session.StageAdmission && d.Verdict == "admit" {
+		// The message follows into the inbox, which wakes the driver;
+		// waking it now would have it record and checkpoint the record
+		// alone, a moment before the turn's own checkpoint.
+		return nil
+	}
+	a.wakeLocked()
+	return nil
+}
+
+// recordDecisions appends the decisions handed over so far, as events of
+// the given turn and step. Only the driver calls it.
+func (a *ReactLoopAgent) recordDecisions(turn, step int) {
+	a.mu.Lock()
+	ds := a.decisions
+	a.decisions = nil
+	a.mu.Unlock()
+	for _, d := range ds {
+		a.sess.AppendDecision(stdctx.Background(), turn, step, d)
+	}
+}
