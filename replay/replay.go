@@ -350,9 +350,11 @@ func oneLine(s string) string {
 // Config is cfg as a replay runs it: without the root entries of model
 // providers (the recording stands in for the model, and a provider may
 // need a key the replay has no use for) or session stores (the replayed
-// sessions live in memory and never touch the recorded ones).
+// sessions live in memory and never touch the recorded ones), and with
+// each plugin config in its replay form (config.Replayable: a budget
+// counts in memory, not in the shared bucket).
 func Config(cfg *config.Config) *config.Config {
-	return cfg.OnlyPlugins(func(e *config.Entry) bool {
+	return cfg.ForReplay().OnlyPlugins(func(e *config.Entry) bool {
 		if config.IsSessionStore(e) {
 			return false
 		}

@@ -203,3 +203,20 @@ func TestWhatIsLetThroughNowComesFirst(t *testing.T) {
 		t.Fatalf("changes\n got %s\nwant %s\nturns %+v", strings.Join(got, "\n"), want, rep.Turns)
 	}
 }
+
+// TestABudgetCountsInMemoryDuringAReplay: a budget whose counters live in
+// a shared bucket counts in memory during a replay, so the replay neither
+// spends the real quota nor needs its servers: here the bucket's server
+// cannot be reached at all, and the replay still decides as recorded.
+func TestABudgetCountsInMemoryDuringAReplay(t *testing.T) {
+	rec := recordAsked(t)
+	cfg := parse(t, strings.Replace(askYAML("ask"), "agents:", `  - use: admission.budget
+    config:
+      store: nats
+      nats: {url: "nats://127.0.0.1:1"}
+      limits: [{name: day, per: session, tokens: 1000000}]
+agents:`, 1))
+	if rep := replayUnder(t, cfg, rec); rep.Changed() || rep.Decisions != 6 {
+		t.Fatalf("replay with a budget on an unreachable bucket: %+v", rep)
+	}
+}

@@ -28,3 +28,26 @@ func (c *Config) OnlyPlugins(keep func(*Entry) bool) *Config {
 	}
 	return &out
 }
+
+// Replayable is a plugin config with a form for `dsh replay`: the same
+// decisions, without effects outside the replay. A budget keeping its
+// counters in a shared bucket counts in memory instead, so a replay
+// neither spends nor is refused by the real quota.
+type Replayable interface {
+	ForReplay() any
+}
+
+// ForReplay is a copy of c whose decoded plugin configs that are
+// Replayable are replaced by their replay form, at the root and in
+// presets and agents alike.
+func (c *Config) ForReplay() *Config {
+	out := *c
+	out.decoded = make(map[*Entry]any, len(c.decoded))
+	for e, v := range c.decoded {
+		if r, ok := v.(Replayable); ok {
+			v = r.ForReplay()
+		}
+		out.decoded[e] = v
+	}
+	return &out
+}

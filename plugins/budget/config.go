@@ -111,6 +111,14 @@ func (c *Config) UsePricing(p usage.Pricing) { c.pricing = p }
 // in Go rather than load it.
 func (c Config) WithPricing(p usage.Pricing) Config { c.pricing = p; return c }
 
+// ForReplay is c counting in memory (config.Replayable): a replay
+// decides as the live budget would from empty counters, and never spends
+// or reads the shared ones.
+func (c Config) ForReplay() any {
+	c.Store, c.NATS = "memory", NATSConfig{}
+	return c
+}
+
 var name = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // Validate checks the config before anything starts.
