@@ -81,6 +81,9 @@ func fieldOf[T any](get func(*T) string) func(any) (string, bool) {
 // place a rule reads a field has its own cache.
 func (p *fastFields) FindStructFieldType(structType, fieldName string) (*types.FieldType, bool) {
 	ft, ok := p.Provider.FindStructFieldType(structType, fieldName)
+	if ok && structType == typeName[Request]() && fieldName == "attachments" {
+		return noAttachments(ft), true
+	}
 	read := interned[structType][fieldName]
 	if !ok || read == nil {
 		return ft, ok
@@ -106,4 +109,24 @@ func (p *fastFields) FindStructFieldType(structType, fieldName string) (*types.F
 		return v, nil
 	}
 	return &out, true
+}
+
+// noAttachments gives request.attachments a getter that hands a message
+// without attachments — most messages — one list made when the rule is
+// planned, by the wrapped getter from a request without attachments: the
+// same value it would make for each message (lists are immutable).
+func noAttachments(ft *types.FieldType) *types.FieldType {
+	out := *ft
+	slow := ft.GetFrom
+	none, err := slow(&Request{})
+	if err != nil {
+		return ft
+	}
+	out.GetFrom = func(obj any) (any, error) {
+		if r, ok := obj.(*Request); ok && r != nil && r.Attachments == nil {
+			return none, nil
+		}
+		return slow(obj)
+	}
+	return &out
 }

@@ -22,6 +22,7 @@ var fieldExprs = map[string][]string{
 		`source.principal == source.on_behalf_of`,
 		`has(source.principal.kind) && source.principal.kind != ""`,
 		`request.attachments.map(a, a.name).join(",")`,
+		`request.attachments.size() == 0 && request.attachments == [] && !request.attachments.exists(a, a.size > 0)`,
 		`source.entry == "webhook" && request.content.contains("deploy")`,
 	},
 	stageApproval: {
