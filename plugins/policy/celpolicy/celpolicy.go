@@ -31,7 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
@@ -279,10 +279,16 @@ func (p *Policy) approve(ctx stdctx.Context, ap tools.Approval, next tools.Appro
 // first returns the first rule of list whose when: holds, and its
 // message; with the fail policy, a rule whose evaluation fails is
 // returned with the error, else it is skipped (and logged).
-func (rs *ruleSet) first(all cel.Program, list []rule, act *activation) (*rule, string, error) {
+func (rs *ruleSet) first(all *stage, list []rule, act *activation) (*rule, string, error) {
 	if all != nil {
-		if out, _, err := all.Eval(act); err == nil {
-			if i, ok := out.Value().(int64); ok {
+		// An error from any falls through to which, and from it to the
+		// rule-by-rule loop, which tells what failed.
+		if out, _, err := all.any.Eval(act); err == nil && out == types.False {
+			return nil, "", nil
+		}
+		if out, _, err := all.which.Eval(act); err == nil {
+			// types.Int, not Value(): boxing -1 as an int64 allocates.
+			if i, ok := out.(types.Int); ok {
 				if i < 0 || int(i) >= len(list) {
 					return nil, "", nil
 				}

@@ -31,7 +31,11 @@ var actions = map[string][]string{
 
 // envs are the two stages' CEL environments, built once: the variables a
 // rule of each stage may name, typed.
-var envs = sync.OnceValues(func() (map[string]*cel.Env, error) {
+var envs = sync.OnceValues(func() (map[string]*cel.Env, error) { return newEnvs(true) })
+
+// newEnvs builds the environments; fast installs fastFields (without it,
+// the tests' reference).
+func newEnvs(fast bool) (map[string]*cel.Env, error) {
 	base := []cel.EnvOption{
 		ext.NativeTypes(reflect.TypeFor[Principal](), reflect.TypeFor[Source](), reflect.TypeFor[Attachment](),
 			reflect.TypeFor[Request](), reflect.TypeFor[Call](), ext.ParseStructTags(true)),
@@ -39,6 +43,9 @@ var envs = sync.OnceValues(func() (map[string]*cel.Env, error) {
 		cel.Variable("source", cel.ObjectType(typeName[Source]())),
 		cel.Variable("params", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("now", cel.TimestampType),
+	}
+	if fast {
+		base = append(base, withFastFields())
 	}
 	adm, err := cel.NewEnv(append(base, cel.Variable("request", cel.ObjectType(typeName[Request]())))...)
 	if err != nil {
@@ -51,7 +58,7 @@ var envs = sync.OnceValues(func() (map[string]*cel.Env, error) {
 		return nil, err
 	}
 	return map[string]*cel.Env{stageAdmission: adm, stageApproval: app}, nil
-})
+}
 
 // typeName is the CEL name ext.NativeTypes gives a Go type: its package's
 // name, a dot, its name.
@@ -74,11 +81,10 @@ type ruleSet struct {
 	admission []rule
 	approval  []rule
 	// firstAdmission and firstApproval evaluate a stage's rules in one
-	// program: the index of the first rule whose when: holds, or -1. One
-	// evaluation instead of one per rule; when it fails (a rule could not
-	// be evaluated), the rules are run one by one to tell which, under
-	// the failure policy.
-	firstAdmission, firstApproval cel.Program
+	// or two programs (see stage): one evaluation instead of one per
+	// rule; when it fails (a rule could not be evaluated), the rules are
+	// run one by one to tell which, under the failure policy.
+	firstAdmission, firstApproval *stage
 	// params are the params as CEL values, converted once: a rule's
 	// "x in params.list" then compares values instead of converting the
 	// list's Go elements on every evaluation.
@@ -232,24 +238,47 @@ func compileRule(env *cel.Env, stage string, r Rule) (rule, *keyError) {
 	return c, nil
 }
 
-// firstOf compiles a stage's rules into one expression, (w0) ? 0 : (w1) ?
-// 1 : … : -1: CEL evaluates a conditional's branches lazily, so rules are
-// tried in order and none after the first that holds is evaluated, as in
-// the rule-by-rule loop.
-func firstOf(env *cel.Env, rules []rule) (cel.Program, error) {
+// stage is a stage's rules compiled whole. any is w0 || w1 || … : most
+// messages and calls match no rule, and a disjunction answers that in one
+// pass, cheaper than the conditional chain which returns an index through
+// a result boxed at each level. which is (w0) ? 0 : (w1) ? 1 : … : -1,
+// evaluated only when any holds or fails: CEL evaluates a conditional's
+// branches lazily, so rules are tried in order and none after the first
+// that holds is evaluated, as in the rule-by-rule loop.
+type stage struct {
+	any, which cel.Program
+}
+
+// firstOf compiles a stage's rules into its two programs.
+func firstOf(env *cel.Env, rules []rule) (*stage, error) {
 	if len(rules) == 0 {
 		return nil, nil
 	}
-	var b strings.Builder
+	var or, chain strings.Builder
 	for i, r := range rules {
-		fmt.Fprintf(&b, "(%s) ? %d : ", r.When, i)
+		if i > 0 {
+			or.WriteString(" || ")
+		}
+		fmt.Fprintf(&or, "(%s)", r.When)
+		fmt.Fprintf(&chain, "(%s) ? %d : ", r.When, i)
 	}
-	b.WriteString("-1")
-	ast, iss := env.Compile(b.String())
-	if iss.Err() != nil {
-		return nil, fmt.Errorf("the rules compile one by one but not together: %v", iss.Err())
+	chain.WriteString("-1")
+	st := &stage{}
+	for _, c := range []struct {
+		expr string
+		out  *cel.Program
+	}{{or.String(), &st.any}, {chain.String(), &st.which}} {
+		ast, iss := env.Compile(c.expr)
+		if iss.Err() != nil {
+			return nil, fmt.Errorf("the rules compile one by one but not together: %v", iss.Err())
+		}
+		p, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
+		if err != nil {
+			return nil, err
+		}
+		*c.out = p
 	}
-	return env.Program(ast, cel.EvalOptions(cel.OptOptimize))
+	return st, nil
 }
 
 // program compiles and type checks one expression, which must be of type
