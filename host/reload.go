@@ -29,10 +29,12 @@ const Closed errs.Code = "HOST_CLOSED"
 // to start, the plugin changes are rolled back and the old config keeps
 // running.
 //
-// While root plugins are swapped the admission stage is held (see
-// agentcontroller.Controller.Hold): no message is decided with fewer
-// listeners than the config asks for, and deliveries wait for the swap
-// rather than pass unchecked. ctx bounds every plugin stop and the hold;
+// While root plugins are swapped the admission stage and the approval
+// stage of tool calls are held (see agentcontroller.Controller.Hold and
+// tools.Service.Hold): no message and no call is decided with fewer
+// listeners than the config asks for; deliveries and calls wait for the
+// swap rather than pass unchecked, and are refused, never let through,
+// when the swap overruns ctx. ctx bounds every plugin stop and the hold;
 // without a deadline each gets the host's StopTimeout. A stop that fails
 // or overruns it is logged and the reload goes on. Reloads run one at a
 // time; the host's lock is never held across a start or a stop, so Close
@@ -116,6 +118,16 @@ func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, curren
 	}
 	if release != nil {
 		defer release()
+	}
+	// Tool approvals are held the same way: a call decided while a policy
+	// is swapped (policy.cel, tools.permission, a plugin binary) would
+	// hear fewer policies than the config names and could run unchecked.
+	releaseApprovals, err := h.tools.Hold(holdCtx)
+	if err != nil {
+		h.log.Warn("approval hold for the reload", "error", err)
+	}
+	if releaseApprovals != nil {
+		defer releaseApprovals()
 	}
 
 	for i := len(stop) - 1; i >= 0; i-- {

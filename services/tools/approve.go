@@ -66,8 +66,23 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 // may run, as the returned call (a policy may have rewritten its
 // arguments, see Verdict.Arguments); otherwise r is what the model is told,
 // or err ends the turn (ctx ended, or a policy panicked).
-func approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
+//
+// A config reload holds the stage (see Service.Hold): the call waits for the
+// swap and is decided by the policies of the config that then runs; when
+// the reload overruns its limit the call is refused, never decided by
+// whichever policies happen to be in place.
+func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
+	g := &s.root().gate
+	held, err := g.enter(ctx)
+	if err != nil {
+		return call, Result{}, false, withdrawn(call, err)
+	}
+	if held {
+		return call, refuse("was not approved: a config reload was replacing the approval policies and did not finish in time, "+
+			"so the call was not checked. It did not run; retry it.", call.Name), false, nil
+	}
 	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: &e.tool})
+	g.leave()
 	if err != nil {
 		if ctx.Err() != nil {
 			return call, Result{}, false, withdrawn(call, err)
