@@ -43,8 +43,19 @@ type Verdict struct {
 
 // EventApprove decides whether a call may run, before tools/execute.
 // Policy plugins listen to it; the default is the tool's own Approval
-// (Allow when it declares none).
-var EventApprove = waterfall.New("tools/approve", defaultVerdict)
+// (Allow when it declares none). A policy may pass the call on with other
+// arguments, never acting for someone else: whom it acts for (its Sources,
+// Unattended, its agent) stays the original for every policy after it.
+var EventApprove = waterfall.New("tools/approve", defaultVerdict).Keep(keepCaller)
+
+// keepCaller is the approval stage's Keep: whom a call acts for is its
+// turn's inputs', set by the agent loop from their provenance, and the
+// policies after a listener judge that, whatever it passed to next.
+func keepCaller(orig, passed Approval) Approval {
+	c, o := &passed.Call, &orig.Call
+	c.AgentID, c.Unattended, c.Sources = o.AgentID, o.Unattended, o.Sources
+	return passed
+}
 
 // Listener signatures of tools/approve.
 type (
