@@ -94,6 +94,11 @@ type Host struct {
 	// reloading serializes reloads (write lock) and keeps OpenAgent, which
 	// takes it for reading, on one config generation.
 	reloading sync.RWMutex
+	// approvalsClosed, under reloading, releases the hold that keeps the
+	// approval stage refusing every call since a reload failed and could
+	// not restore each plugin it had stopped: the stage lacks policies the
+	// config names until a reload succeeds.
+	approvalsClosed func()
 
 	// reloaded is closed by the next Reload. It has its own lock, taken
 	// only to swap the channel.

@@ -149,3 +149,94 @@ func TestReloadUnderToolCallsLetsNoDeniedCallRun(t *testing.T) {
 	}
 	t.Logf("%d calls across three reloads", calls.Load())
 }
+
+// fragileBroken makes test.fragile fail to start.
+var fragileBroken atomic.Bool
+
+type fragileConfig struct {
+	Version int `koanf:"version"`
+}
+
+func init() {
+	plugin.Register("test.fragile", "an approval policy denying danger that fails to start when told (tests only)",
+		func(ctx *dshctx.Context, _ fragileConfig) error {
+			if fragileBroken.Load() {
+				return fmt.Errorf("test.fragile: broken")
+			}
+			_, err := tools.EventApprove.On(ctx, func(c stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
+				if a.Call.Name == "danger" {
+					return tools.Verdict{Decision: tools.Deny, Reason: "danger is off", Source: "test.fragile"}, nil
+				}
+				return next.Call(c, a)
+			})
+			return err
+		})
+}
+
+const fragileConfigText = `
+plugins:
+  - use: llm.scripted
+  - id: tools
+    use: test.calls
+  - id: fragile
+    use: test.fragile
+    config: {version: %d}
+agents:
+  - id: a
+    provider: scripted
+`
+
+// TestAReloadThatLosesAPolicyFailsClosed: a reload fails, and its rollback
+// cannot restart the approval policy it stopped. Tool calls are refused —
+// all of them, saying why — until a reload succeeds.
+func TestAReloadThatLosesAPolicyFailsClosed(t *testing.T) {
+	ranTools.Clear()
+	fragileBroken.Store(false)
+	t.Cleanup(func() { fragileBroken.Store(false) })
+	h := start(t, fmt.Sprintf(fragileConfigText, 1))
+	a, _ := h.Agent("a")
+	svc, err := tools.Key.Get(a.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(name string) tools.Result {
+		t.Helper()
+		r, err := svc.Execute(stdctx.Background(), a.Context(), tools.Call{AgentID: "a", ID: "c-" + name, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	ran := func(name string) int64 {
+		n, _ := ranTools.Load(name)
+		return n.(*atomic.Int64).Load()
+	}
+	if r := call("danger"); !r.IsError || !strings.Contains(r.Content, "danger is off") {
+		t.Fatalf("before: %+v", r)
+	}
+
+	fragileBroken.Store(true)
+	if err := h.Reload(stdctx.Background(), mustParse(t, fmt.Sprintf(fragileConfigText, 2))); err == nil {
+		t.Fatal("a reload whose plugin fails to start succeeded")
+	}
+	for _, name := range []string{"danger", "safe"} {
+		r := call(name)
+		if !r.IsError || !strings.Contains(r.Content, "could not restore the plugins") || !strings.Contains(r.Content, "fragile") {
+			t.Fatalf("%s after the reload lost the policy: %+v", name, r)
+		}
+	}
+	if ran("danger") != 0 || ran("safe") != 0 {
+		t.Fatal("a call ran while the approval stage lacked a policy")
+	}
+
+	fragileBroken.Store(false)
+	if err := h.Reload(stdctx.Background(), mustParse(t, fmt.Sprintf(fragileConfigText, 3))); err != nil {
+		t.Fatal(err)
+	}
+	if r := call("danger"); !r.IsError || !strings.Contains(r.Content, "danger is off") {
+		t.Fatalf("danger after a good reload: %+v", r)
+	}
+	if r := call("safe"); r.IsError || ran("safe") != 1 {
+		t.Fatalf("safe after a good reload: %+v", r)
+	}
+}

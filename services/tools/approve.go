@@ -84,13 +84,12 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 // whichever policies happen to be in place.
 func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
 	g := &s.root().gate
-	held, err := g.enter(ctx)
+	why, err := g.enter(ctx)
 	if err != nil {
 		return call, Result{}, false, withdrawn(call, err)
 	}
-	if held {
-		return call, refuse("was not approved: a config reload was replacing the approval policies and did not finish in time, "+
-			"so the call was not checked. It did not run; retry it.", call.Name), false, nil
+	if why != nil {
+		return call, refuse("was not approved: %v, so the call was not checked. It did not run; retry it later.", call.Name, why), false, nil
 	}
 	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: &e.tool})
 	g.leave()

@@ -2,6 +2,7 @@ package tools
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -40,7 +41,8 @@ type hold struct {
 // HoldDrainTimeout (those decisions then finish with the policies they
 // began with). When ctx ends before release, waiting and later calls are
 // refused — they do not run, and the model is told to retry — until
-// release. Holds do not nest: a second Hold waits for the first to be
+// release; a ctx cancelled with a cause (context.WithCancelCause) gives
+// the refusals that cause as their reason. Holds do not nest: a second Hold waits for the first to be
 // released, or fails when ctx ends. An Ask already put to a person is not
 // a decision in flight: the policies have spoken, only the answer waits.
 //
@@ -98,29 +100,39 @@ func (s *Service) root() *Service {
 }
 
 // enter waits until the approval stage is not held and counts the caller
-// as a decision in flight; leave must follow a nil error. held reports a
-// hold that ran out of time: the call is refused.
-func (g *gate) enter(ctx stdctx.Context) (held bool, err error) {
+// as a decision in flight; leave must follow when both results are nil.
+// refused is why a hold whose limit ended refuses the call.
+func (g *gate) enter(ctx stdctx.Context) (refused error, err error) {
 	g.mu.Lock()
 	for g.held != nil {
 		h := g.held
 		if h.limit.Err() != nil {
 			g.mu.Unlock()
-			return true, nil
+			return h.why(), nil
 		}
 		g.mu.Unlock()
 		select {
 		case <-h.released:
 		case <-h.limit.Done():
-			return true, nil
+			return h.why(), nil
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return nil, ctx.Err()
 		}
 		g.mu.Lock()
 	}
 	g.inflight++
 	g.mu.Unlock()
-	return false, nil
+	return nil, nil
+}
+
+// why says why a hold past its limit refuses calls: the cause its limit
+// was cancelled with (a reload that could not restore every policy says
+// so), else that the reload overran its time.
+func (h *hold) why() error {
+	if c := stdctx.Cause(h.limit); c != nil && !errors.Is(c, stdctx.Canceled) && !errors.Is(c, stdctx.DeadlineExceeded) {
+		return c
+	}
+	return errors.New("a config reload was replacing the approval policies and did not finish in time")
 }
 
 func (g *gate) leave() {
