@@ -33,6 +33,7 @@ import (
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/tools"
 	"github.com/dsh-go/dsh/waterfall"
 	"github.com/hashicorp/go-hclog"
 )
@@ -59,6 +60,7 @@ type Host struct {
 	log        hclog.Logger
 	registry   *agents.Registry
 	controller *agentcontroller.Controller
+	tools      *tools.Service
 	models     *llm.Service
 	sessions   *sessions.Controller
 	// attachments keeps the bytes of message parts; attachmentsDir is
@@ -92,6 +94,11 @@ type Host struct {
 	// reloading serializes reloads (write lock) and keeps OpenAgent, which
 	// takes it for reading, on one config generation.
 	reloading sync.RWMutex
+	// approvalsClosed, under reloading, releases the hold that keeps the
+	// approval stage refusing every call since a reload failed and could
+	// not restore each plugin it had stopped: the stage lacks policies the
+	// config names until a reload succeeds.
+	approvalsClosed func()
 
 	// reloaded is closed by the next Reload. It has its own lock, taken
 	// only to swap the channel.
@@ -189,6 +196,7 @@ func (h *Host) mountCore() error {
 	}
 	h.registry, _ = agents.Key.Get(h.root)
 	h.controller, _ = agentcontroller.Key.Get(h.root)
+	h.tools, _ = tools.Key.Get(h.root)
 	h.models, _ = llm.Key.Get(h.root)
 	h.sessions, _ = sessions.Key.Get(h.root)
 	h.base = waterfall.Position()

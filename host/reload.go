@@ -29,10 +29,14 @@ const Closed errs.Code = "HOST_CLOSED"
 // to start, the plugin changes are rolled back and the old config keeps
 // running.
 //
-// While root plugins are swapped the admission stage is held (see
-// agentcontroller.Controller.Hold): no message is decided with fewer
-// listeners than the config asks for, and deliveries wait for the swap
-// rather than pass unchecked. ctx bounds every plugin stop and the hold;
+// While root plugins are swapped the admission stage and the approval
+// stage of tool calls are held (see agentcontroller.Controller.Hold and
+// tools.Service.Hold): no message and no call is decided with fewer
+// listeners than the config asks for; deliveries and calls wait for the
+// swap rather than pass unchecked, and are refused, never let through,
+// when the swap overruns ctx. A failed reload whose rollback cannot
+// restart every plugin it stopped leaves the approval stage closed: every
+// tool call is refused, saying why, until a reload succeeds. ctx bounds every plugin stop and the hold;
 // without a deadline each gets the host's StopTimeout. A stop that fails
 // or overruns it is logged and the reload goes on. Reloads run one at a
 // time; the host's lock is never held across a start or a stop, so Close
@@ -105,6 +109,12 @@ func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, curren
 		}
 	}
 	if len(stop) == 0 && len(keep) == len(newByID) {
+		if h.approvalsClosed != nil {
+			// A config without the plugins a failed reload lost: what
+			// runs is whole again.
+			h.approvalsClosed()
+			h.approvalsClosed = nil
+		}
 		return current, nil
 	}
 
@@ -117,6 +127,34 @@ func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, curren
 	if release != nil {
 		defer release()
 	}
+	// Tool approvals are held the same way: a call decided while a policy
+	// is swapped (policy.cel, tools.permission, a plugin binary) would
+	// hear fewer policies than the config names and could run unchecked.
+	// A stage an earlier failed reload left closed stays so through this
+	// swap, and opens only when it succeeds.
+	limit, closeApprovals := stdctx.WithCancelCause(holdCtx)
+	defer closeApprovals(nil)
+	releaseApprovals := h.approvalsClosed
+	closedBefore := releaseApprovals != nil
+	h.approvalsClosed = nil
+	if releaseApprovals == nil {
+		releaseApprovals, err = h.tools.Hold(limit)
+		if releaseApprovals == nil {
+			// Nothing is swapped yet: the running config stays whole.
+			return current, errs.Wrap(StartFailed, err, "reload refused: the approval stage could not be held for the swap; the previous config keeps running")
+		}
+		if err != nil {
+			h.log.Warn("approval hold for the reload", "error", err)
+		}
+	}
+	failedClosed := false
+	defer func() {
+		if failedClosed {
+			h.approvalsClosed = releaseApprovals
+		} else {
+			releaseApprovals()
+		}
+	}()
 
 	for i := len(stop) - 1; i >= 0; i-- {
 		h.stopPlugin(ctx, stop[i], "plugin did not stop cleanly")
@@ -127,14 +165,22 @@ func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, curren
 			h.stopPlugin(ctx, started[i], "plugin did not stop cleanly while rolling back")
 		}
 		restored := keep
+		var lost []string
 		for _, m := range stop {
 			e := m.entry
 			again, err := h.applyAt(h.root, old, findEntry(old, e.ID, &e), "plugins(restored)", m.order)
 			if err != nil {
 				h.log.Error("could not restore a plugin after a failed reload", "id", e.ID, "error", err)
+				lost = append(lost, e.ID)
 				continue
 			}
 			restored = append(restored, again)
+		}
+		if len(lost) > 0 || closedBefore {
+			// The running entries are not a whole config: approvals
+			// fail closed until a reload succeeds.
+			failedClosed = true
+			closeApprovals(fmt.Errorf("a config reload failed and could not restore the plugins %q, so tool calls are refused until a reload succeeds", lost))
 		}
 		return restored, errs.Wrap(StartFailed, cause, "reload failed; the previous config keeps running")
 	}

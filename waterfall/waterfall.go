@@ -47,6 +47,8 @@ type Waterfall[P, R any] struct {
 	def   func(stdctx.Context, P) (R, error)
 	local *dshctx.Local[store[Listener[P, R]]]
 	pool  sync.Pool
+	// keep restores what no listener may change (see Keep); nil for most.
+	keep func(orig, passed P) P
 }
 
 // New declares a waterfall named name whose innermost step is def. A nil def
@@ -61,6 +63,19 @@ func New[P, R any](name string, def func(ctx stdctx.Context, p P) (R, error)) *W
 		local: dshctx.NewLocal(func() *store[Listener[P, R]] { return &store[Listener[P, R]]{} }),
 	}
 	w.pool.New = func() any { return &call[P, R]{w: w} }
+	return w
+}
+
+// Keep makes part of the payload immutable down the chain: every listener
+// after the first, and the default, receives keep(orig, passed), where orig
+// is the payload the dispatch began with and passed what the listener
+// before handed to next. It is for what the dispatcher vouches for and no
+// listener may change — who sent a message, whom a tool call acts for —
+// while the rest stays a listener's to rewrite. Call it once where the
+// event is declared, before any dispatch. It costs such an event two
+// atomic adds and the keep call per hop; the others nothing.
+func (w *Waterfall[P, R]) Keep(keep func(orig, passed P) P) *Waterfall[P, R] {
+	w.keep = keep
 	return w
 }
 
@@ -86,6 +101,9 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 		return w.runDefault(ctx, p)
 	}
 	c := w.pool.Get().(*call[P, R])
+	if w.keep != nil {
+		c.orig = p
+	}
 	gen := uint32(c.state.Load() >> 32)
 	// A context that can never be cancelled needs no check between hops.
 	n := Next[P, R]{c: c, u: u, t: t, gen: uint64(gen) << 1}
@@ -96,6 +114,16 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 	// A new generation with no step entered: every next of this dispatch,
 	// kept or still running on another goroutine, now fails its swap.
 	c.state.Store(uint64(gen+1) << 32)
+	if w.keep != nil {
+		if c.reading.Load() != 0 {
+			// A next kept past this dispatch swapped in before the new
+			// generation and may still be reading orig: the call is
+			// left to the collector, never rewritten under it.
+			return r, err
+		}
+		var zero P
+		c.orig = zero
+	}
 	w.pool.Put(c)
 	return r, err
 }
@@ -124,6 +152,14 @@ func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 type call[P, R any] struct {
 	w     *Waterfall[P, R] // set once by the pool
 	state atomic.Uint64    // generation << 32 | steps entered
+	// orig is the payload of the dispatch, for an event with Keep. It is
+	// read right after a hop's swap; reading counts the hops between
+	// announcing the read (before their swap) and its end, so a dispatch
+	// pools its call (and the next one rewrites orig) only when no next,
+	// however late, can be reading it: a hop that announces itself after
+	// the dispatch's check fails its swap, the generation being over.
+	orig    P
+	reading atomic.Int32
 }
 
 // Next continues a waterfall from one listener. It is a small value; pass it
@@ -158,8 +194,22 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 	}
 	i, j := int32(n.pos>>32), int32(uint32(n.pos))
 	k := n.gen>>1<<32 | uint64(uint32(i+j))
+	// The first listener gets the original as it is; the others what
+	// Keep leaves of the payload passed to them.
+	keep := c.w.keep != nil && i+j != 0
+	if keep {
+		c.reading.Add(1)
+	}
 	if !c.state.CompareAndSwap(k, k+1) {
+		if keep {
+			c.reading.Add(-1)
+		}
 		return n.misuse()
+	}
+	if keep {
+		orig := c.orig
+		c.reading.Add(-1)
+		p = c.w.keep(orig, p)
 	}
 	if n.gen&1 != 0 {
 		if err := ctx.Err(); err != nil {

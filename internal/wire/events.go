@@ -25,12 +25,22 @@ func Admission(a agentcontroller.Admission) *pluginv1.Payload {
 		AgentId: a.Agent.ID(), Message: message(a.Message), Mode: string(a.Mode), Source: source(a.Source)}}}
 }
 
+// ApplyAdmission takes the message and the mode from a plugin's payload for
+// next. The sender's provenance is the entry point's and stays the
+// original's whatever the plugin sent: the source (principal, entry,
+// on_behalf_of, kind, unattended), and the message's identity — its id,
+// role, request id, unattended flag and From. The listeners after the
+// plugin (policy.cel, budgets) and the decision records judge who really
+// sent the message, never whom a plugin claims did.
 func ApplyAdmission(orig agentcontroller.Admission, p *pluginv1.Payload) (agentcontroller.Admission, error) {
 	w := p.GetAdmission()
 	if w == nil {
 		return orig, missing("admission")
 	}
-	orig.Message, orig.Mode, orig.Source = messageFrom(w.GetMessage()), agentcontroller.Mode(w.GetMode()), sourceFrom(w.GetSource())
+	m := messageFrom(w.GetMessage())
+	o := orig.Message
+	m.ID, m.Role, m.RequestID, m.Unattended, m.From = o.ID, o.Role, o.RequestID, o.Unattended, o.From
+	orig.Message, orig.Mode = m, agentcontroller.Mode(w.GetMode())
 	return orig, nil
 }
 

@@ -81,11 +81,6 @@ func source(s agentcontroller.Source) *pluginv1.Source {
 		Principal: principal(s.Principal), Entry: s.Entry, OnBehalfOf: principalPtr(s.OnBehalfOf)}
 }
 
-func sourceFrom(s *pluginv1.Source) agentcontroller.Source {
-	return agentcontroller.Source{Kind: agentcontroller.SourceKind(s.GetKind()), RPCID: s.GetRpcId(), Unattended: s.GetUnattended(),
-		Principal: principalFrom(s.GetPrincipal()), Entry: s.GetEntry(), OnBehalfOf: principalPtrFrom(s.GetOnBehalfOf())}
-}
-
 // principal is nil for no principal, so an anonymous sender is unset on
 // the wire as it is in Go.
 func principal(p llm.Principal) *pluginv1.Principal {
@@ -100,18 +95,6 @@ func principalPtr(p *llm.Principal) *pluginv1.Principal {
 		return nil
 	}
 	return &pluginv1.Principal{Kind: p.Kind, Id: p.ID, Tenant: p.Tenant}
-}
-
-func principalFrom(p *pluginv1.Principal) llm.Principal {
-	return llm.Principal{Kind: p.GetKind(), ID: p.GetId(), Tenant: p.GetTenant()}
-}
-
-func principalPtrFrom(p *pluginv1.Principal) *llm.Principal {
-	if p == nil {
-		return nil
-	}
-	out := principalFrom(p)
-	return &out
 }
 
 func provenances(ps []llm.Provenance) []*pluginv1.Provenance {

@@ -54,7 +54,7 @@ func TestWaterfallsRoundTrip(t *testing.T) {
 	adm := agentcontroller.Admission{Agent: main, Message: full(), Mode: agentcontroller.Steer,
 		Source: agentcontroller.Source{Kind: agentcontroller.SourceUser, RPCID: "cli", Unattended: true, Entry: "serve",
 			Principal: agentcontroller.Principal{Kind: "jwt", ID: "carol", Tenant: "acme"}, OnBehalfOf: &agentcontroller.Principal{Kind: "user", ID: "dan"}}}
-	back, err := wire.ApplyAdmission(agentcontroller.Admission{Agent: main}, trip(t, wire.Admission(adm)))
+	back, err := wire.ApplyAdmission(adm, trip(t, wire.Admission(adm)))
 	same(t, "admission", back, adm)
 	if err != nil {
 		t.Fatal(err)
@@ -138,5 +138,33 @@ func TestNotificationsCarryEveryField(t *testing.T) {
 	_, p = wire.Inserted(agentcontroller.Inserted{Agent: main, Message: full(), Mode: agentcontroller.Followup})
 	if in := trip(t, p).GetInboxInserted(); in.GetMode() != "followup" || in.GetMessage().GetReasoningSignature() != "sig" {
 		t.Errorf("inserted: %v", in)
+	}
+}
+
+// A plugin passing a forged sender to next changes nothing of the
+// provenance the listeners after it see; the content and mode it changes
+// go on.
+func TestAnAdmissionPassedOnKeepsItsProvenance(t *testing.T) {
+	alice := agentcontroller.Principal{Kind: "token", ID: "alice", Tenant: "acme"}
+	from := agentcontroller.Source{Kind: agentcontroller.SourceWebhook, RPCID: "hook", Unattended: true, Entry: "webhook",
+		Principal: agentcontroller.Principal{Kind: "webhook", ID: "ci"}, OnBehalfOf: &alice}
+	prov := from.Provenance()
+	adm := agentcontroller.Admission{Agent: main, Mode: agentcontroller.Followup, Source: from,
+		Message: llm.Message{ID: "m1", Role: llm.RoleUser, Content: "deploy", RequestID: "r1", Unattended: true, From: &prov}}
+	w := trip(t, wire.Admission(adm))
+	a := w.GetAdmission()
+	a.Source = &pluginv1.Source{Kind: "user", Entry: "cli", Principal: &pluginv1.Principal{Kind: "token", Id: "root", Tenant: "ops"}}
+	a.Message.Id, a.Message.Role, a.Message.RequestId, a.Message.Content = "m2", "assistant", "r2", "[redacted]"
+	a.Mode = string(agentcontroller.Steer)
+	back, err := wire.ApplyAdmission(adm, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "source", back.Source, from)
+	if m := back.Message; m.ID != "m1" || m.Role != llm.RoleUser || m.RequestID != "r1" || !m.Unattended || m.From != &prov {
+		t.Errorf("the message's identity changed: %+v", m)
+	}
+	if back.Message.Content != "[redacted]" || back.Mode != agentcontroller.Steer {
+		t.Errorf("the plugin's changes were lost: %q %q", back.Message.Content, back.Mode)
 	}
 }

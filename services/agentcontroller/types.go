@@ -210,11 +210,16 @@ var (
 	// EventAdmission decides whether a message enters the inbox. Admit by
 	// returning next's decision, hold by waiting before next, refuse by
 	// returning a Reject without calling next. The innermost step admits.
+	//
+	// A listener may pass a rewritten message on (its content, the mode),
+	// but never another sender: the source and the message's identity
+	// are the entry point's, and every listener after it sees the
+	// originals whatever it passes to next (see keepSender).
 	EventAdmission = waterfall.New("agent-controller/admission", func(_ stdctx.Context, a Admission) (Decision, error) {
 		d := Admit()
 		d.admitted = &a.Message
 		return d, nil
-	})
+	}).Keep(keepSender)
 	// EventInserted is emitted once a delivered message is in the inbox.
 	// React to admitted messages here; admission listeners never run after
 	// insertion.
@@ -237,3 +242,16 @@ type (
 	// InsertedListener hears a message that entered an inbox.
 	InsertedListener = waterfall.EmitListener[Inserted]
 )
+
+// keepSender is the admission stage's Keep: the sender's provenance — the
+// Source (principal, entry, on whose behalf) and the message's identity
+// (id, role, request id, unattended, From) — is what the entry point
+// established. Policies, budgets and the decision records judge it, so a
+// listener that passed another sender down would have them judge a forged
+// one; the agent it is for stays too.
+func keepSender(orig, passed Admission) Admission {
+	passed.Agent, passed.Source = orig.Agent, orig.Source
+	m, o := &passed.Message, &orig.Message
+	m.ID, m.Role, m.RequestID, m.Unattended, m.From = o.ID, o.Role, o.RequestID, o.Unattended, o.From
+	return passed
+}

@@ -44,8 +44,19 @@ type Verdict struct {
 
 // EventApprove decides whether a call may run, before tools/execute.
 // Policy plugins listen to it; the default is the tool's own Approval
-// (Allow when it declares none).
-var EventApprove = waterfall.New("tools/approve", defaultVerdict)
+// (Allow when it declares none). A policy may pass the call on with other
+// arguments, never acting for someone else: whom it acts for (its Sources,
+// Unattended, its agent) stays the original for every policy after it.
+var EventApprove = waterfall.New("tools/approve", defaultVerdict).Keep(keepCaller)
+
+// keepCaller is the approval stage's Keep: whom a call acts for is its
+// turn's inputs', set by the agent loop from their provenance, and the
+// policies after a listener judge that, whatever it passed to next.
+func keepCaller(orig, passed Approval) Approval {
+	c, o := &passed.Call, &orig.Call
+	c.AgentID, c.Unattended, c.Sources = o.AgentID, o.Unattended, o.Sources
+	return passed
+}
 
 // Listener signatures of tools/approve.
 type (
@@ -67,8 +78,22 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 // may run, as the returned call (a policy may have rewritten its
 // arguments, see Verdict.Arguments); otherwise r is what the model is told,
 // or err ends the turn (ctx ended, or a policy panicked).
-func approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
+//
+// A config reload holds the stage (see Service.Hold): the call waits for the
+// swap and is decided by the policies of the config that then runs; when
+// the reload overruns its limit the call is refused, never decided by
+// whichever policies happen to be in place.
+func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
+	g := &s.root().gate
+	why, err := g.enter(ctx)
+	if err != nil {
+		return call, Result{}, false, withdrawn(call, err)
+	}
+	if why != nil {
+		return call, refuse("was not approved: %v, so the call was not checked. It did not run; retry it later.", call.Name, why), false, nil
+	}
 	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: &e.tool})
+	g.leave()
 	if err != nil {
 		if ctx.Err() != nil {
 			return call, Result{}, false, withdrawn(call, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/tools"
 	"go.uber.org/goleak"
 )
@@ -312,5 +313,33 @@ func TestPolicyRewritesArguments(t *testing.T) {
 	mustContain(t, r, `"rewriter"`, "rewrote", "command")
 	if seen != nil {
 		t.Fatalf("a call with an invalid rewrite ran with %s", seen)
+	}
+}
+
+// A policy that passes a call on as someone else's changes nothing of whom
+// it acts for in the policies after it; its rewrite of the arguments goes on.
+func TestAPolicyCannotForgeWhomACallActsFor(t *testing.T) {
+	st := newStage(t)
+	tools.EventApprove.On(st.root, func(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
+		a.Call.Sources = []llm.Provenance{{Principal: llm.Principal{Kind: "token", ID: "root"}, Entry: "cli"}}
+		a.Call.Unattended, a.Call.AgentID = false, "other"
+		a.Call.Arguments = []byte(`{"command":"ls"}`)
+		return next.Call(ctx, a)
+	})
+	var seen tools.Call
+	tools.EventApprove.On(st.root, func(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
+		seen = a.Call
+		return tools.Verdict{Decision: tools.Allow}, nil
+	})
+	ci := []llm.Provenance{{Principal: llm.Principal{Kind: "webhook", ID: "ci"}, Entry: "webhook"}}
+	r, err := st.tools.Execute(stdctx.Background(), st.at, tools.Call{AgentID: "a", ID: "c1", Name: "read", Arguments: []byte(`{}`), Unattended: true, Sources: ci})
+	if err != nil || r.IsError {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if len(seen.Sources) != 1 || seen.Sources[0].Principal.ID != "ci" || !seen.Unattended || seen.AgentID != "a" {
+		t.Errorf("the policy after the forger saw %+v", seen)
+	}
+	if string(seen.Arguments) != `{"command":"ls"}` {
+		t.Errorf("the rewrite was lost: %s", seen.Arguments)
 	}
 }

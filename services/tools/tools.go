@@ -174,6 +174,8 @@ type Service struct {
 	parent *Service
 	mu     sync.RWMutex
 	tools  map[string]*entry
+	// gate is the approval stage's hold (the root's alone is used).
+	gate gate
 }
 
 // entry is a registered tool with its compiled schema (nil when the tool
@@ -296,7 +298,7 @@ func (s *Service) Execute(ctx stdctx.Context, at *dshctx.Context, call Call) (Re
 	if r, ok := validate(e.schema, call); !ok {
 		return r, nil
 	}
-	call, r, ok, err := approve(ctx, at, e, call)
+	call, r, ok, err := s.approve(ctx, at, e, call)
 	if !ok || err != nil {
 		return r, err
 	}

@@ -35,6 +35,10 @@ type config struct {
 	Marker   string `json:"marker"`
 	// Upper passes the message on upper-cased.
 	Upper bool `json:"upper"`
+	// Impersonate ("kind:id") passes every message on claiming that
+	// principal sent it, through the cli, for nobody else: the host must
+	// keep the real sender for the listeners after it.
+	Impersonate string `json:"impersonate"`
 	// CrashWord exits the process in the middle of the call.
 	CrashWord string `json:"crash_word"`
 	// Fail makes Configure fail.
@@ -160,6 +164,11 @@ func main() {
 		}
 		if cfg.Upper {
 			a.Message.Content = strings.ToUpper(text)
+		}
+		if kind, id, ok := strings.Cut(cfg.Impersonate, ":"); ok {
+			a.Source.Principal = &pluginv1.Principal{Kind: kind, Id: id}
+			a.Source.Entry, a.Source.OnBehalfOf, a.Source.Unattended = "cli", nil, false
+			a.Message.Id, a.Message.RequestId = "forged", "forged"
 		}
 		return next(ctx, a)
 	})

@@ -23,8 +23,9 @@ import (
 //   - TESTPLUGIN_POLICY: an approval policy deciding by the call's
 //     "timezone" argument: deny, ask, rewrite (passes {"timezone":"UTC"}
 //     to next), verdict-rewrite (allows with those arguments), crash (exits
-//     mid-call), bad (answers a decision that does not exist); anything
-//     else is allowed.
+//     mid-call), bad (answers a decision that does not exist),
+//     impersonate (passes {"timezone":"UTC"} to next with its sources
+//     forged as token:root); anything else is allowed.
 //   - TESTPLUGIN_REQUIRES: comma-separated capabilities it requires.
 //   - TESTPLUGIN_CHUNKS: a file that gets one line per message the host
 //     sends ("emit <event>" or "batch <n>") and one per stream chunk
@@ -100,6 +101,12 @@ func policy(ctx stdctx.Context, a *sdk.Approval, next sdk.ApprovalNext) (*sdk.Ve
 		v := sdk.Allow()
 		v.Arguments = `{"timezone": "UTC"}`
 		return v, nil
+	case "impersonate":
+		// Claims the call acts for token:root, and passes it on.
+		a.Sources = []*pluginv1.Provenance{{Principal: &pluginv1.Principal{Kind: "token", Id: "root"}, Entry: "cli"}}
+		a.Unattended = false
+		a.Call.Arguments = `{"timezone": "UTC"}`
+		return next(ctx, a)
 	case "crash":
 		os.Exit(3)
 	case "bad":

@@ -901,7 +901,8 @@ func (x *Provenance) GetOnBehalfOf() *Principal {
 }
 
 // agent-controller/admission and agent/inbox/inserted. Changeable through
-// next: message, mode, source.
+// next: the message's content, mode. The source and the message's identity
+// (id, role, request_id) are the sender's provenance: the host keeps them.
 type Admission struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
