@@ -38,6 +38,7 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/holdgate"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
@@ -78,7 +79,7 @@ var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ dshctx
 // Controller is the agentController service.
 type Controller struct {
 	registry *agents.Registry
-	gate     gate
+	gate     holdgate.Gate
 	stop     stdctx.Context
 	cancel   stdctx.CancelFunc
 	pending  sync.WaitGroup

@@ -10,14 +10,10 @@ func InFlightChains(c *Controller) int {
 
 // HoldWaiting reports how many deliveries wait for a hold's release.
 func HoldWaiting(c *Controller) int {
-	c.gate.mu.Lock()
-	defer c.gate.mu.Unlock()
-	return c.gate.waiting
+	return c.gate.Waiting()
 }
 
 // Holding reports whether a hold is in place.
 func Holding(c *Controller) bool {
-	c.gate.mu.Lock()
-	defer c.gate.mu.Unlock()
-	return c.gate.held != nil
+	return c.gate.Held()
 }

@@ -85,7 +85,7 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 // whichever policies happen to be in place.
 func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
 	g := &s.root().gate
-	why, err := g.enter(ctx)
+	why, err := enter(g, ctx)
 	if err != nil {
 		return call, Result{}, false, withdrawn(call, err)
 	}
@@ -93,7 +93,7 @@ func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call
 		return call, refuse("was not approved: %v, so the call was not checked. It did not run; retry it later.", call.Name, why), false, nil
 	}
 	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: &e.tool})
-	g.leave()
+	g.Leave()
 	if err != nil {
 		if ctx.Err() != nil {
 			return call, Result{}, false, withdrawn(call, err)

@@ -38,6 +38,7 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/holdgate"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/waterfall"
 )
@@ -175,7 +176,7 @@ type Service struct {
 	mu     sync.RWMutex
 	tools  map[string]*entry
 	// gate is the approval stage's hold (the root's alone is used).
-	gate gate
+	gate holdgate.Gate
 }
 
 // entry is a registered tool with its compiled schema (nil when the tool
