@@ -94,11 +94,11 @@ type Host struct {
 	// reloading serializes reloads (write lock) and keeps OpenAgent, which
 	// takes it for reading, on one config generation.
 	reloading sync.RWMutex
-	// approvalsClosed, under reloading, releases the hold that keeps the
-	// approval stage refusing every call since a reload failed and could
-	// not restore each plugin it had stopped: the stage lacks policies the
-	// config names until a reload succeeds.
-	approvalsClosed func()
+	// stagesClosed, under reloading, releases the holds that keep the
+	// admission and approval stages refusing every message and call since
+	// a reload failed and could not restore each plugin it had stopped:
+	// the stages lack deciders the config names until a reload succeeds.
+	stagesClosed func()
 
 	// reloaded is closed by the next Reload. It has its own lock, taken
 	// only to swap the channel.

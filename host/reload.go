@@ -2,6 +2,7 @@ package host
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -109,50 +110,44 @@ func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, curren
 		}
 	}
 	if len(stop) == 0 && len(keep) == len(newByID) {
-		if h.approvalsClosed != nil {
+		if h.stagesClosed != nil {
 			// A config without the plugins a failed reload lost: what
 			// runs is whole again.
-			h.approvalsClosed()
-			h.approvalsClosed = nil
+			h.stagesClosed()
+			h.stagesClosed = nil
 		}
 		return current, nil
 	}
 
 	holdCtx, cancel := h.bounded(ctx)
 	defer cancel()
-	release, err := h.controller.Hold(holdCtx)
-	if err != nil {
-		h.log.Warn("admission hold for the reload", "error", err)
-	}
-	if release != nil {
-		defer release()
-	}
-	// Tool approvals are held the same way: a call decided while a policy
-	// is swapped (policy.cel, tools.permission, a plugin binary) would
-	// hear fewer policies than the config names and could run unchecked.
-	// A stage an earlier failed reload left closed stays so through this
-	// swap, and opens only when it succeeds.
-	limit, closeApprovals := stdctx.WithCancelCause(holdCtx)
-	defer closeApprovals(nil)
-	releaseApprovals := h.approvalsClosed
-	closedBefore := releaseApprovals != nil
-	h.approvalsClosed = nil
-	if releaseApprovals == nil {
-		releaseApprovals, err = h.tools.Hold(limit)
-		if releaseApprovals == nil {
+	// Admission and tool approvals are held while plugins are swapped: a
+	// message or a call decided meanwhile would hear fewer deciders than
+	// the config names (policy.cel, a budget, tools.permission, a plugin
+	// binary) and could pass unchecked. Stages an earlier failed reload
+	// left closed stay so through this swap, and open only when it
+	// succeeds.
+	limit, closeStages := stdctx.WithCancelCause(holdCtx)
+	defer closeStages(nil)
+	release := h.stagesClosed
+	closedBefore := release != nil
+	h.stagesClosed = nil
+	if release == nil {
+		var err error
+		if release, err = h.holdStages(limit); release == nil {
 			// Nothing is swapped yet: the running config stays whole.
-			return current, errs.Wrap(StartFailed, err, "reload refused: the approval stage could not be held for the swap; the previous config keeps running")
+			return current, errs.Wrap(StartFailed, err, "reload refused: the admission and approval stages could not be held for the swap; the previous config keeps running")
 		}
 		if err != nil {
-			h.log.Warn("approval hold for the reload", "error", err)
+			h.log.Warn("admission and approval holds for the reload", "error", err)
 		}
 	}
 	failedClosed := false
 	defer func() {
 		if failedClosed {
-			h.approvalsClosed = releaseApprovals
+			h.stagesClosed = release
 		} else {
-			releaseApprovals()
+			release()
 		}
 	}()
 
@@ -177,10 +172,10 @@ func (h *Host) reloadPlugins(ctx stdctx.Context, old, cfg *config.Config, curren
 			restored = append(restored, again)
 		}
 		if len(lost) > 0 || closedBefore {
-			// The running entries are not a whole config: approvals
-			// fail closed until a reload succeeds.
+			// The running entries are not a whole config: admission
+			// and approvals fail closed until a reload succeeds.
 			failedClosed = true
-			closeApprovals(fmt.Errorf("a config reload failed and could not restore the plugins %q, so tool calls are refused until a reload succeeds", lost))
+			closeStages(fmt.Errorf("a config reload failed and could not restore the plugins %q, so messages and tool calls are refused until a reload succeeds", lost))
 		}
 		return restored, errs.Wrap(StartFailed, cause, "reload failed; the previous config keeps running")
 	}
@@ -310,4 +305,21 @@ func (h *Host) stopPresetCatalog(ctx stdctx.Context) {
 	if err := f.Dispose(sctx); err != nil {
 		h.log.Warn("the catalog of the presets' session stores did not stop cleanly", "error", err)
 	}
+}
+
+// holdStages holds the admission stage, then the approval stage, until
+// limit ends (then each refuses) or the returned release. A nil release
+// means neither is held; err with a release reports decisions that were
+// still running when limit ended.
+func (h *Host) holdStages(limit stdctx.Context) (func(), error) {
+	releaseAdmission, aerr := h.controller.Hold(limit)
+	if releaseAdmission == nil {
+		return nil, aerr
+	}
+	releaseApprovals, perr := h.tools.Hold(limit)
+	if releaseApprovals == nil {
+		releaseAdmission()
+		return nil, perr
+	}
+	return func() { releaseApprovals(); releaseAdmission() }, errors.Join(aerr, perr)
 }

@@ -10,6 +10,7 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -228,6 +229,12 @@ func TestAReloadThatLosesAPolicyFailsClosed(t *testing.T) {
 	if ran("danger") != 0 || ran("safe") != 0 {
 		t.Fatal("a call ran while the approval stage lacked a policy")
 	}
+	// Admission is closed the same way: the lost plugin may have been an
+	// admission policy.
+	_, err = h.Controller().Deliver(stdctx.Background(), a, agentcontroller.Request{Mode: agentcontroller.Followup, RequestID: "closed", Content: "hello"})
+	if ref, ok := agentcontroller.RefusalOf(err); !ok || ref.Reason != agentcontroller.ReasonHeld || !strings.Contains(err.Error(), "could not restore the plugins") {
+		t.Fatalf("a message after the reload lost a plugin: %v; want a refusal naming the lost plugins", err)
+	}
 
 	fragileBroken.Store(false)
 	if err := h.Reload(stdctx.Background(), mustParse(t, fmt.Sprintf(fragileConfigText, 3))); err != nil {
@@ -238,5 +245,8 @@ func TestAReloadThatLosesAPolicyFailsClosed(t *testing.T) {
 	}
 	if r := call("safe"); r.IsError || ran("safe") != 1 {
 		t.Fatalf("safe after a good reload: %+v", r)
+	}
+	if _, err := h.Controller().Deliver(stdctx.Background(), a, agentcontroller.Request{Mode: agentcontroller.Followup, RequestID: "open", Content: "hello"}); err != nil {
+		t.Fatalf("a message after a good reload: %v", err)
 	}
 }

@@ -45,6 +45,9 @@ func (c *Controller) enter(signal stdctx.Context) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &overran) && overran.Cause != nil:
+		// The stage was left closed (a reload lost a plugin): say why.
+		return expiredRefusal(ReasonHeld, "the message was not delivered: "+overran.Cause.Error()+"; send it again under a new request_id once the config is whole", false)
 	case errors.As(err, &overran):
 		return held()
 	case c.stop.Err() != nil:
