@@ -118,10 +118,12 @@ func (c *Controller) recordFailure(agent agents.Agent, msg llm.Message, req Requ
 func SenderOf(src Source) *session.Sender {
 	s := &session.Sender{Kind: string(src.Kind), RPCID: src.RPCID, Unattended: src.Unattended, Entry: src.Entry}
 	if !src.Principal.IsZero() {
-		s.Principal = &session.SenderPrincipal{Kind: src.Principal.Kind, ID: src.Principal.ID, Tenant: src.Principal.Tenant}
+		p := src.Principal
+		s.Principal = &p
 	}
 	if p := src.OnBehalfOf; p != nil {
-		s.OnBehalfOf = &session.SenderPrincipal{Kind: p.Kind, ID: p.ID, Tenant: p.Tenant}
+		c := *p
+		s.OnBehalfOf = &c
 	}
 	return s
 }

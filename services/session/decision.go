@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/waterfall"
 )
 
@@ -92,19 +93,12 @@ type Decision struct {
 // typed here so that the log and the canonical encoding spell it one way
 // whoever wrote or re-encoded the log.
 type Sender struct {
-	Kind       string           `json:"kind,omitempty"`
-	RPCID      string           `json:"rpc_id,omitempty"`
-	Unattended bool             `json:"unattended,omitempty"`
-	Principal  *SenderPrincipal `json:"principal,omitempty"`
-	Entry      string           `json:"entry,omitempty"`
-	OnBehalfOf *SenderPrincipal `json:"on_behalf_of,omitempty"`
-}
-
-// SenderPrincipal is a principal in a Sender.
-type SenderPrincipal struct {
-	Kind   string `json:"kind,omitempty"`
-	ID     string `json:"id,omitempty"`
-	Tenant string `json:"tenant,omitempty"`
+	Kind       string         `json:"kind,omitempty"`
+	RPCID      string         `json:"rpc_id,omitempty"`
+	Unattended bool           `json:"unattended,omitempty"`
+	Principal  *llm.Principal `json:"principal,omitempty"`
+	Entry      string         `json:"entry,omitempty"`
+	OnBehalfOf *llm.Principal `json:"on_behalf_of,omitempty"`
 }
 
 // Decided is the payload of session/decision.

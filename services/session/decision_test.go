@@ -10,6 +10,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/ctxtest"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/hashicorp/go-hclog"
 )
@@ -39,7 +40,7 @@ func signedLog(t *testing.T) ([]session.Event, ed25519.PublicKey) {
 		t.Fatal(err)
 	}
 	ctx := stdctx.Background()
-	src := &session.Sender{Kind: "user", Entry: "cli", Principal: &session.SenderPrincipal{Kind: "user", ID: "alice"}}
+	src := &session.Sender{Kind: "user", Entry: "cli", Principal: &llm.Principal{Kind: "user", ID: "alice"}}
 	conv := conversation()
 	s.AppendDecision(ctx, 1, 0, session.Decision{Stage: session.StageAdmission, Verdict: "admit", Inputs: session.InputsDigest("hi"), RequestID: "r1", Source: src})
 	for i, e := range conv {

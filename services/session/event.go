@@ -262,7 +262,7 @@ func Derive(log *llm.Log, e Event) {
 	}
 }
 
-func clonePrincipal(p *SenderPrincipal) *SenderPrincipal {
+func clonePrincipal(p *llm.Principal) *llm.Principal {
 	if p == nil {
 		return nil
 	}
