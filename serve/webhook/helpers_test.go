@@ -190,13 +190,17 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// turnsEnded waits until the open session id has ended n turns.
+// turnsEnded waits until the open session id has taken n prompts and ended
+// every turn it started.
 func (e *env) turnsEnded(id string, n int) []session.Event {
 	e.t.Helper()
 	var events []session.Event
-	waitUntil(e.t, "the session ended its turns", func() bool {
+	// n prompts, not n turns: prompts that reach the inbox before the
+	// agent starts its next turn are answered in one turn together.
+	waitUntil(e.t, "the session took its prompts and ended its turns", func() bool {
 		events = e.events(id)
-		return len(of(events, session.TurnEnd)) >= n
+		started, ended := len(of(events, session.TurnStart)), len(of(events, session.TurnEnd))
+		return len(of(events, session.UserMessage)) >= n && ended > 0 && ended == started
 	})
 	return events
 }
