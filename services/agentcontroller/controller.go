@@ -129,6 +129,8 @@ type delivery struct {
 	// it heads the chain, so a withdrawal stops a listener holding it.
 	// Guarded by Controller.mu.
 	interrupt stdctx.CancelCauseFunc
+	// unhook stops c.stop from ending a cancellable sender's signal.
+	unhook func() bool
 }
 
 // Deliver brings a message into agent's inbox through the admission stage
@@ -295,8 +297,8 @@ func (c *Controller) advanceLocked(agentID string) {
 // run does the delivery d once it heads its chain. t is set when the
 // sender may leave before it finishes.
 func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t *attempt, d *delivery) outcome {
-	signal, release := c.signal(ctx, agent.ID(), d)
-	defer release()
+	signal := c.signal(ctx, agent.ID(), d)
+	defer c.release(d)
 	if err := c.check(ctx, agent); err != nil {
 		return outcome{err: err}
 	}
@@ -448,33 +450,37 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 }
 
 // signal returns the context admission sees for delivery d to agentID:
-// it ends when the sender cancels, the controller stops or a cancel of
-// the agent withdraws d.
-func (c *Controller) signal(ctx stdctx.Context, agentID string, d *delivery) (stdctx.Context, func()) {
-	var (
-		sig    stdctx.Context
-		cancel stdctx.CancelCauseFunc
-		stop   = func() bool { return true }
-	)
+// it ends when the sender cancels or the controller stops and, for a
+// sender that can cancel, when a cancel of the agent withdraws d. (A
+// sender that cannot cancel pays for no context of its own: a listener
+// holding its message finishes deciding, and the withdrawal then
+// discards the decision.) release undoes it once d is decided.
+func (c *Controller) signal(ctx stdctx.Context, agentID string, d *delivery) stdctx.Context {
 	if ctx.Done() == nil {
-		sig, cancel = stdctx.WithCancelCause(c.stop)
-	} else {
-		sig, cancel = stdctx.WithCancelCause(ctx)
-		stop = stdctx.AfterFunc(c.stop, func() { cancel(nil) })
+		return c.stop
 	}
+	sig, cancel := stdctx.WithCancelCause(ctx)
+	d.unhook = stdctx.AfterFunc(c.stop, func() { cancel(nil) })
 	c.mu.Lock()
 	d.interrupt = cancel
 	if ch := c.chains[agentID]; ch.withdrawals != d.gen {
 		cancel(ch.cause)
 	}
 	c.mu.Unlock()
-	return sig, func() {
-		stop()
-		c.mu.Lock()
-		d.interrupt = nil
-		c.mu.Unlock()
-		cancel(nil)
+	return sig
+}
+
+// release ends the context signal gave d.
+func (c *Controller) release(d *delivery) {
+	if d.unhook == nil {
+		return
 	}
+	d.unhook()
+	c.mu.Lock()
+	cancel := d.interrupt
+	d.interrupt = nil
+	c.mu.Unlock()
+	cancel(nil)
 }
 
 // check fails when the sender gave up, the controller stopped or the agent

@@ -14,8 +14,10 @@ import (
 // of the agent empties the inbox itself. Each is recorded as
 // message/dropped (reason "cancelled", by whom cause names: see
 // agents.CancelledBy) in place of any admission decision, and its sender
-// gets MessageDropped; a listener holding one sees its context end with
-// cause. A delivery that starts after Withdraw returns is not touched.
+// gets MessageDropped. A listener holding one whose sender can cancel
+// sees its context end with cause; one whose sender cannot (a background
+// context) finishes deciding, and its decision is discarded. A delivery
+// that starts after Withdraw returns is not touched.
 //
 // A session's cancel calls Withdraw and then agents.Agent.Cancel, in that
 // order: a message that clears admission at that moment is either

@@ -31,7 +31,10 @@ func TestCancelWithdrawsWhatIsStillInAdmission(t *testing.T) {
 		}
 		return next.Call(ctx, a)
 	})
-	ctx := stdctx.Background()
+	// Entry points deliver with a context they can cancel (a request's,
+	// a connection's); so does this test.
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
 	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
 		t.Fatal(err)
 	}
