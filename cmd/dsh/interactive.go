@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/services/approval"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -94,7 +95,11 @@ func interactiveLogged(h *host.Host, sess *current, stdin io.Reader, stdout, std
 	// cancel cancels the session's turn, not only its agent's: the
 	// session records who cancelled on what it drops.
 	cancel := func(who string) {
-		send.drop()
+		// Lines never handed to the session have no record to show their
+		// drop; the ones the session has are shown from its stream.
+		for _, o := range send.drop() {
+			fmt.Fprintf(diag, "not delivered (%s): %s\n", droppedWhy(session.Event{Reason: session.DroppedCancelled, By: who}), oneLine(printable(o.text), 200))
+		}
 		id := cur.id
 		go svc.Cancel(sessions.WithActor(stdctx.Background(), who), id)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/services/session"
 )
@@ -38,6 +39,12 @@ agents:
 	pos = scr.waitFor(t, pos, "→ bash")
 	io.WriteString(typing, "and then this\n")
 	pos = scr.waitFor(t, pos, "(queued)")
+	// "(queued)" is printed as the line is handed to the terminal's
+	// sender; wait until the session has it, so the drop is the
+	// session's to record (a line the sender still holds is dropped by
+	// the terminal alone; services/sessions tests a cancel meeting a
+	// line in admission).
+	waitPending(t, sess)
 	io.WriteString(typing, "/cancel\n")
 	scr.waitFor(t, pos, "not delivered (dropped: /cancel in dsh run cancelled the turn): and then this")
 	// The session recorded who dropped the queued line.
@@ -57,5 +64,21 @@ agents:
 	typing.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitPending waits until the session's agent has a message queued.
+func waitPending(t *testing.T, sess *current) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		in, err := sess.svc.Info(stdctx.Background(), sess.id())
+		if err == nil && in.Pending > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued line never reached the session: %+v %v", in, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -471,7 +471,7 @@ func (t *tracker) endLine() {
 
 // droppedWhy says why a message/dropped event's message never ran.
 func droppedWhy(e session.Event) string {
-	if e.Reason == "closed" {
+	if e.Reason == session.DroppedClosed {
 		return "the session was closed"
 	}
 	return "dropped: " + e.By + " cancelled the turn"

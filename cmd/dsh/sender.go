@@ -68,11 +68,14 @@ func (s *sender) waiting() int {
 }
 
 // drop forgets the lines not yet handed to the controller, as a cancel
-// drops what the agent has queued.
-func (s *sender) drop() {
+// drops what the agent has queued, and returns them: the screen said they
+// were queued, so it says what became of them.
+func (s *sender) drop() []outgoing {
 	s.mu.Lock()
+	q := s.queue
 	s.queue = nil
 	s.mu.Unlock()
+	return q
 }
 
 // close stops the sender; a delivery waiting in admission is abandoned.
@@ -108,6 +111,9 @@ func (s *sender) loop() {
 		s.settle()
 		switch {
 		case err == nil, refused(err, s.diag, "> "):
+		case errs.HasCode(err, sessions.MessageDropped):
+			// A cancel withdrew it on its way in; the stream shows the
+			// drop (message/dropped), as for a line already queued.
 		case errs.HasCode(err, sessions.Closed):
 			fmt.Fprintf(s.diag, "dsh: agent %s is gone after a config reload; not sent: %s\n> ", sess.AgentID, oneLine(o.text, 80))
 		default:

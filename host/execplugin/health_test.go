@@ -56,7 +56,7 @@ func TestStuckPluginIsRestartedAfterACallTimesOut(t *testing.T) {
 	old := stopPlugin(t, h, "guard")
 	start := time.Now()
 	if _, err := send(h, stdctx.Background(), "main", "hello"); !errs.HasCode(err, execplugin.PluginTimeout) {
-		t.Fatalf("a call into a stopped plugin: %v", err)
+		t.Fatalf("a call into a stopped plugin: %v\n%s", err, logs.String())
 	}
 	sawWhy := false
 	for {

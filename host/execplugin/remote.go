@@ -9,6 +9,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -218,6 +219,15 @@ func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1
 		return nil, r.callError(ctx, own, err)
 	}
 	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, Payload: payload, ScopeTag: scope}}}); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The plugin ended the stream before the start reached it (a
+			// server at its concurrency limit refuses that way): Send says
+			// only io.EOF, and the stream's status — RESOURCE_EXHAUSTED,
+			// say — is what Recv returns.
+			if _, rerr := stream.Recv(); rerr != nil && !errors.Is(rerr, io.EOF) {
+				err = rerr
+			}
+		}
 		if notConnected(err) {
 			return nil, r.whileDown()
 		}

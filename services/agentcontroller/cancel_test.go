@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsh-go/dsh/errs"
+
 	"github.com/dsh-go/dsh/services/agentcontroller"
 )
 
@@ -96,5 +98,45 @@ func TestCancelledWaitingSenderGetsItsCause(t *testing.T) {
 	}
 	if !slices.Equal(a.Messages(), []string{"hold"}) {
 		t.Fatalf("inbox %v", a.Messages())
+	}
+}
+
+// Withdraw takes back a message whose listener is still deciding. A
+// sender that cannot cancel gives the listener no context to end, so the
+// listener decides; its admit is discarded and the sender learns the
+// message was dropped. A message sent after the withdrawal is admitted.
+func TestWithdrawDiscardsTheDecisionOfAnUncancellableSender(t *testing.T) {
+	e := newEnv(t)
+	g := newHoldGate()
+	g.install(t, e)
+	a := e.agent("a")
+	held := e.deliverAsync(stdctx.Background(), a, send("hold"))
+	g.waitHolding(t)
+	behind := e.deliverAsync(stdctx.Background(), a, send("behind"))
+	waitQueue(t, e, "a", 2)
+	cause := errs.New("TEST_CANCELLED", "cancelled")
+	cause.Details = map[string]any{"by": "the operator"}
+	if n := e.ctl.Withdraw(a, cause); n != 2 {
+		t.Fatalf("withdrew %d deliveries, want 2", n)
+	}
+	close(g.release)
+	for _, ch := range []chan result{held, behind} {
+		r := wait(t, ch)
+		e, ok := errors.AsType[*errs.Error](r.err)
+		if !ok || e.Code != agentcontroller.MessageDropped || e.Details["by"] != "the operator" {
+			t.Fatalf("sender got %v, want %s by the operator", r.err, agentcontroller.MessageDropped)
+		}
+	}
+	if got := a.Messages(); len(got) != 0 {
+		t.Fatalf("withdrawn messages reached the inbox: %v", got)
+	}
+	if r := wait(t, e.deliverAsync(stdctx.Background(), a, send("later"))); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := a.Messages(); !slices.Equal(got, []string{"later"}) {
+		t.Fatalf("inbox %v, want the message sent after the withdrawal", got)
+	}
+	if n := e.ctl.Withdraw(a, cause); n != 0 {
+		t.Fatalf("an idle chain withdrew %d", n)
 	}
 }

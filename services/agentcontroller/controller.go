@@ -96,16 +96,26 @@ type Controller struct {
 	// ids until the session records them; from then on the session's
 	// own index answers.
 	accepted map[acceptKey]string
-	// refused maps request ids whose messages admission turned away to
-	// their message/refused or message/expired event until the session
-	// records it, as accepted does for admitted ones.
+	// refused maps request ids whose messages never entered the inbox
+	// to their message/refused, message/expired or (withdrawn by a
+	// cancel) message/dropped event until the session records it, as
+	// accepted does for admitted ones.
 	refused map[acceptKey]session.Event
 }
 
 type acceptKey struct{ agent, request string }
 
 // chain orders the deliveries to one agent.
-type chain struct{ queue []*delivery }
+type chain struct {
+	queue []*delivery
+	// withdrawals counts the Withdraw calls since the chain formed; a
+	// delivery enqueued before the latest one is withdrawn.
+	withdrawals uint64
+	// withdrawnBy names who withdrew last (see agents.CancelledBy), and
+	// cause is that cancel's error.
+	withdrawnBy string
+	cause       error
+}
 
 type delivery struct {
 	// turn is closed when the delivery reaches the head of its chain.
@@ -113,6 +123,14 @@ type delivery struct {
 	// abandoned marks a delivery whose sender gave up while it waited; it
 	// is dropped when its turn comes. Guarded by Controller.mu.
 	abandoned bool
+	// gen is the chain's withdrawals when the delivery joined it.
+	gen uint64
+	// interrupt ends the context the delivery's listeners see; set while
+	// it heads the chain, so a withdrawal stops a listener holding it.
+	// Guarded by Controller.mu.
+	interrupt stdctx.CancelCauseFunc
+	// unhook stops c.stop from ending a cancellable sender's signal.
+	unhook func() bool
 }
 
 // Deliver brings a message into agent's inbox through the admission stage
@@ -150,11 +168,11 @@ func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request
 	if ctx.Done() == nil {
 		// A sender that cannot cancel has no reason to leave early: the
 		// delivery runs on its goroutine.
-		out = c.run(ctx, agent, req, nil)
+		out = c.run(ctx, agent, req, nil, d)
 		c.settle(agent.ID())
 	} else {
 		var stayed bool
-		if out, stayed = c.runAside(ctx, agent, req); !stayed {
+		if out, stayed = c.runAside(ctx, agent, req, d); !stayed {
 			return "", stdctx.Cause(ctx)
 		}
 	}
@@ -195,10 +213,10 @@ const (
 // or for the sender's cancellation, whichever comes first. ok is false
 // when the sender left first; the delivery then still holds the chain
 // until its listeners settle, and its outcome is discarded.
-func (c *Controller) runAside(ctx stdctx.Context, agent agents.Agent, req Request) (out outcome, ok bool) {
+func (c *Controller) runAside(ctx stdctx.Context, agent agents.Agent, req Request, d *delivery) (out outcome, ok bool) {
 	t := &attempt{done: make(chan struct{})}
 	go func() {
-		t.out = c.run(ctx, agent, req, t)
+		t.out = c.run(ctx, agent, req, t, d)
 		c.settle(agent.ID())
 		close(t.done)
 	}()
@@ -227,7 +245,7 @@ func (c *Controller) enqueue(agentID string) (*delivery, bool, error) {
 		ch = &chain{}
 		c.chains[agentID] = ch
 	}
-	d := &delivery{}
+	d := &delivery{gen: ch.withdrawals}
 	ch.queue = append(ch.queue, d)
 	c.pending.Add(1)
 	if len(ch.queue) == 1 {
@@ -276,11 +294,11 @@ func (c *Controller) advanceLocked(agentID string) {
 	close(ch.queue[0].turn)
 }
 
-// run does the delivery once it heads its chain. t is set when the sender
-// may leave before it finishes.
-func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t *attempt) outcome {
-	signal, release := c.signal(ctx)
-	defer release()
+// run does the delivery d once it heads its chain. t is set when the
+// sender may leave before it finishes.
+func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t *attempt, d *delivery) outcome {
+	signal := c.signal(ctx, agent.ID(), d)
+	defer c.release(d)
 	if err := c.check(ctx, agent); err != nil {
 		return outcome{err: err}
 	}
@@ -290,6 +308,9 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		if out, ok := c.recorded(agent, req.RequestID); ok {
 			return out
 		}
+	}
+	if by, ok := c.withdrawn(agent.ID(), d); ok {
+		return c.drop(agent, llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}, by)
 	}
 
 	prepared := Prepared{Content: req.Content}
@@ -321,6 +342,10 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		return outcome{err: err}
 	}
 	msg, err := c.prepare(signal, agent, req, msg)
+	if by, ok := c.withdrawn(agent.ID(), d); ok {
+		c.leave()
+		return c.drop(agent, msg, by)
+	}
 	if err != nil {
 		c.leave()
 		c.recordFailure(agent, msg, req, err)
@@ -329,6 +354,12 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	}
 	decision, err := c.decide(signal, agent, msg, req)
 	c.leave()
+	if by, ok := c.withdrawn(agent.ID(), d); ok {
+		// A cancel came while the stage decided: whatever it decided,
+		// the message is the cancel's. No decision is recorded — none
+		// let anything through or turned anything away.
+		return c.drop(agent, msg, by)
+	}
 	switch {
 	case err != nil:
 		c.recordFailure(agent, msg, req, err)
@@ -377,21 +408,31 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 			return outcome{err: err}
 		}
 	}
+	// The last look for a withdrawal and the insertion happen under mu,
+	// which Withdraw takes too: a cancel either withdraws the message
+	// here or finds it in the inbox, which it empties after withdrawing.
+	// Followup and Steer only queue and never call out, so holding mu
+	// across them waits on nothing.
+	c.mu.Lock()
+	if by, ok := c.withdrawnLocked(agent.ID(), d); ok {
+		c.mu.Unlock()
+		return c.drop(agent, msg, by)
+	}
 	if req.Mode == Steer {
 		err = agent.Steer(msg)
 	} else {
 		err = agent.Followup(msg)
 	}
-	if errs.HasCode(err, agents.AgentDisposed) {
-		return outcome{err: agentGone(agent.ID())}
-	}
 	if err != nil {
+		c.mu.Unlock()
+		if errs.HasCode(err, agents.AgentDisposed) {
+			return outcome{err: agentGone(agent.ID())}
+		}
 		return outcome{err: err}
 	}
 	delivered = true
 	in := Inserted{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source}
 	out := outcome{id: msg.ID}
-	c.mu.Lock()
 	if req.RequestID != "" {
 		c.accepted[acceptKey{agent.ID(), req.RequestID}] = msg.ID
 	}
@@ -408,15 +449,38 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	return out
 }
 
-// signal returns the context admission sees: it ends when the sender
-// cancels or the controller stops.
-func (c *Controller) signal(ctx stdctx.Context) (stdctx.Context, func()) {
+// signal returns the context admission sees for delivery d to agentID:
+// it ends when the sender cancels or the controller stops and, for a
+// sender that can cancel, when a cancel of the agent withdraws d. (A
+// sender that cannot cancel pays for no context of its own: a listener
+// holding its message finishes deciding, and the withdrawal then
+// discards the decision.) release undoes it once d is decided.
+func (c *Controller) signal(ctx stdctx.Context, agentID string, d *delivery) stdctx.Context {
 	if ctx.Done() == nil {
-		return c.stop, func() {}
+		return c.stop
 	}
-	sig, cancel := stdctx.WithCancel(ctx)
-	stop := stdctx.AfterFunc(c.stop, cancel)
-	return sig, func() { stop(); cancel() }
+	sig, cancel := stdctx.WithCancelCause(ctx)
+	d.unhook = stdctx.AfterFunc(c.stop, func() { cancel(nil) })
+	c.mu.Lock()
+	d.interrupt = cancel
+	if ch := c.chains[agentID]; ch.withdrawals != d.gen {
+		cancel(ch.cause)
+	}
+	c.mu.Unlock()
+	return sig
+}
+
+// release ends the context signal gave d.
+func (c *Controller) release(d *delivery) {
+	if d.unhook == nil {
+		return
+	}
+	d.unhook()
+	c.mu.Lock()
+	cancel := d.interrupt
+	d.interrupt = nil
+	c.mu.Unlock()
+	cancel(nil)
 }
 
 // check fails when the sender gave up, the controller stopped or the agent

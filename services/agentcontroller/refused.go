@@ -91,6 +91,10 @@ func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bo
 				refused = ev
 			}
 		}
+		if refused.Type == session.MessageDropped {
+			// Withdrawn on its way in by a cancel (see Withdraw).
+			return outcome{err: DroppedError(agent.ID(), refused)}, true
+		}
 		return outcome{err: RecordedRefusal(agent.ID(), refused)}, true
 	}
 	if isAccepted {

@@ -182,7 +182,7 @@ func (a *ReactLoopAgent) Cancel(cause error) {
 	// Queued and steering messages are dropped, not kept for a next turn:
 	// a cancel means stop. Each is recorded as dropped, with who
 	// cancelled, by the driver (which runs whenever the inbox holds any).
-	a.cancelBy = cancelledBy(cause)
+	a.cancelBy = agents.CancelledBy(cause)
 	a.dropAllLocked(DroppedCancelled, a.cancelBy)
 	a.cancelled = true
 	if a.abortStep != nil {

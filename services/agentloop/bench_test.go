@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/testkit"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
@@ -164,19 +165,24 @@ func BenchmarkFirstTurn(b *testing.B) {
 	warm := e.create("warm").Agent
 	runTurn(b, warm)
 	var first, created, steady time.Duration
+	var firstCPU, createdCPU, steadyCPU time.Duration
 	n := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		n++
-		start := time.Now()
+		start, startCPU := time.Now(), testkit.CPUTime()
 		h := e.create(fmt.Sprintf("a%d", n))
-		made := time.Now()
+		made, madeCPU := time.Now(), testkit.CPUTime()
 		runTurn(b, h.Agent)
-		mid := time.Now()
+		mid, midCPU := time.Now(), testkit.CPUTime()
 		runTurn(b, h.Agent)
+		end, endCPU := time.Now(), testkit.CPUTime()
 		first += mid.Sub(start)
 		created += made.Sub(start)
-		steady += time.Since(mid)
+		steady += end.Sub(mid)
+		firstCPU += midCPU - startCPU
+		createdCPU += madeCPU - startCPU
+		steadyCPU += endCPU - midCPU
 		// Disposed outside both windows, with the benchmark's timer left
 		// running: StopTimer reads the memory statistics, which stops the
 		// world, and the first turn after it would pay for waking the
@@ -188,6 +194,11 @@ func BenchmarkFirstTurn(b *testing.B) {
 	b.ReportMetric(float64(first.Nanoseconds())/float64(n), "first-ns/op")
 	b.ReportMetric(float64(steady.Nanoseconds())/float64(n), "steady-ns/op")
 	b.ReportMetric(float64(first)/float64(steady), "first/steady")
+	// CPU time, the process's: the machine's other load moves it less.
+	b.ReportMetric(float64(firstCPU.Nanoseconds())/float64(n), "first-cpu-ns/op")
+	b.ReportMetric(float64(steadyCPU.Nanoseconds())/float64(n), "steady-cpu-ns/op")
+	b.ReportMetric(float64(firstCPU)/float64(steadyCPU), "first/steady-cpu")
+	b.ReportMetric(float64(firstCPU-createdCPU)/float64(steadyCPU), "turn1/steady-cpu")
 	// The first turn alone, the agent already created.
 	b.ReportMetric(float64(first-created)/float64(steady), "turn1/steady")
 }

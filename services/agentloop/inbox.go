@@ -2,7 +2,6 @@ package agentloop
 
 import (
 	stdctx "context"
-	"errors"
 	"fmt"
 
 	"github.com/dsh-go/dsh/errs"
@@ -43,8 +42,8 @@ type dropped struct {
 
 // Reasons of message/dropped.
 const (
-	DroppedCancelled = "cancelled"
-	DroppedClosed    = "closed"
+	DroppedCancelled = session.DroppedCancelled
+	DroppedClosed    = session.DroppedClosed
 )
 
 // dropAllLocked empties both FIFOs into a.drops. The caller holds a.mu.
@@ -104,20 +103,6 @@ func (a *ReactLoopAgent) RecordRefusal(ev session.Event) error {
 	a.refusals = append(a.refusals, ev)
 	a.wakeLocked()
 	return nil
-}
-
-// cancelledBy names who cancelled from a cancel's cause: its "by" detail
-// when it carries one (the session controller sets it), else its text.
-func cancelledBy(cause error) string {
-	if cause == nil {
-		return "unknown"
-	}
-	if e, ok := errors.AsType[*errs.Error](cause); ok {
-		if by, ok := e.Details["by"].(string); ok && by != "" {
-			return by
-		}
-	}
-	return cause.Error()
 }
 
 // dropTaken records msgs, taken from the queue for a turn that a cancel or

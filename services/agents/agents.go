@@ -68,7 +68,8 @@ type Agent interface {
 	// Abort stops the step in flight: the model stream or tool call.
 	Abort()
 	// Cancel drops what is queued and steering, aborts the step in flight
-	// and ends the current turn, or drops the one about to start.
+	// and ends the current turn, or drops the one about to start. The
+	// cause's "by" detail names who cancelled (see CancelledBy).
 	Cancel(cause error)
 	// WhenIdle returns once the agent has nothing left to do, or ctx ends.
 	WhenIdle(ctx stdctx.Context) error

@@ -54,8 +54,11 @@ const (
 	// Reason "cancelled" or "closed", By who did it, Turn the turn that
 	// was running (0 before any). Every accepted message ends in exactly
 	// one user/message, steering/message or message/dropped. It is not
-	// part of the history. (A message admission turned away never entered
-	// the inbox; MessageRefused and MessageExpired record it.)
+	// part of the history. A cancel also withdraws the messages still on
+	// their way through the admission stage: each is recorded here too,
+	// reason "cancelled", whatever admission would have decided. (A
+	// message admission turned away never entered the inbox;
+	// MessageRefused and MessageExpired record it.)
 	MessageDropped Type = "message/dropped"
 
 	// MessageRefused records a message with a request id that the
@@ -269,3 +272,12 @@ func clonePrincipal(p *llm.Principal) *llm.Principal {
 	c := *p
 	return &c
 }
+
+// Reasons of a message/dropped event.
+const (
+	// DroppedCancelled: a cancel of the session took the message — from
+	// the inbox, or on its way there through the admission stage.
+	DroppedCancelled = "cancelled"
+	// DroppedClosed: the session was closed with the message in its inbox.
+	DroppedClosed = "closed"
+)

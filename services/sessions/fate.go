@@ -20,7 +20,8 @@ const (
 	// start) or steered into the running turn (steering/message).
 	FateMerged Fate = "merged"
 	// FateDropped: a cancel or the session's close took the message from
-	// the inbox before any turn (message/dropped).
+	// the inbox before any turn, or a cancel withdrew it on its way
+	// through admission (message/dropped).
 	FateDropped Fate = "dropped"
 	// FateRefused: admission turned the message away (message/refused).
 	FateRefused Fate = "refused"

@@ -158,8 +158,10 @@ func (s *Session) Outcomes() []Outcome {
 	return s.outcomes.list()
 }
 
-// Cancel drops what the agent has queued, ends its current turn and waits
-// until it is idle or ctx ends.
+// Cancel drops what the agent has queued — in its inbox, and on its way
+// there through admission — ends its current turn and waits until it is
+// idle or ctx ends. Each message it drops is recorded as message/dropped
+// with who cancelled.
 func (s *Session) Cancel(ctx stdctx.Context) error {
 	if !s.Open() {
 		return closedErr(s.id)
@@ -171,6 +173,9 @@ func (s *Session) Cancel(ctx stdctx.Context) error {
 	cause := errs.New(Cancelled, fmt.Sprintf("%s cancelled the turn of session %q", by, s.id))
 	// The agent records who cancelled on every message the cancel drops.
 	cause.Details = map[string]any{"by": by}
+	// Withdraw first: a message clearing admission meanwhile lands in
+	// the inbox the agent's cancel then empties.
+	s.c.deliver.Withdraw(s.handle.Agent, cause)
 	s.handle.Agent.Cancel(cause)
 	return s.handle.Agent.WhenIdle(ctx)
 }
