@@ -3,10 +3,12 @@ package lsp_test
 import (
 	stdctx "context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -119,3 +121,15 @@ func call(t testing.TB, root *dshctx.Context, svc *tools.Service, ws, name strin
 }
 
 type m = map[string]any
+
+// syncWriter lets a logger write from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}

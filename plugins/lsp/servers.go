@@ -154,7 +154,7 @@ func (s *servers) get(ctx stdctx.Context, srv Server, root string) (c *client, f
 		if errors.Is(err, stdctx.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("it did not finish initialize within start_timeout (%s): %w", s.cfg.StartTimeout, err)
 		}
-		return nil, false, errs.Wrap(ServerFailed, err, fmt.Sprintf("lsp: %s did not start in %s: %v", srv.Name, root, err))
+		return nil, false, errs.Wrap(ServerFailed, err, fmt.Sprintf("lsp: %s did not start in %s", srv.Name, root))
 	}
 	s.mu.Lock()
 	gone := s.gone

@@ -69,6 +69,15 @@ func failf(code errs.Code, format string, args ...any) (tools.Result, error) {
 	return tools.Result{Content: fmt.Sprintf(format, args...) + " [" + string(code) + "]", IsError: true}, nil
 }
 
+// failed gives err the code ServerFailed, unless it carries a code of its
+// own (a missing server, a back-off) that says more.
+func failed(err error, what string) error {
+	if errs.CodeOf(err) != "" {
+		return err
+	}
+	return errs.Wrap(ServerFailed, err, what)
+}
+
 func failErr(err error) (tools.Result, error) {
 	return tools.Result{Content: err.Error(), IsError: true}, nil
 }
@@ -76,10 +85,35 @@ func failErr(err error) (tools.Result, error) {
 // place is a resolved position argument: the file, its server and the
 // LSP position.
 type place struct {
-	ws, file string
-	c        *client
-	u        protocol.DocumentURI
-	pos      protocol.Position
+	ws, file, root, text string
+	srv                  Server
+	c                    *client
+	u                    protocol.DocumentURI
+	pos                  protocol.Position
+}
+
+// ask runs a request on the place's server. A server found dead by the
+// request (it crashed since its last use, before dsh saw it go) is
+// restarted and asked once more.
+func (p *entry) ask(ctx stdctx.Context, pl *place, f func(*client) error) error {
+	err := f(pl.c)
+	if err == nil || !pl.c.dead() || ctx.Err() != nil {
+		return err
+	}
+	c, _, gerr := p.servers.get(ctx, pl.srv, pl.root)
+	if gerr != nil {
+		return gerr
+	}
+	if pl.file != "" {
+		c.sync.Lock()
+		_, _, _, oerr := c.open(ctx, pl.file, pl.text)
+		c.sync.Unlock()
+		if oerr != nil {
+			return oerr
+		}
+	}
+	pl.c = c
+	return f(c)
 }
 
 // at resolves a call's path/line/column (or symbol) and makes sure the
@@ -130,7 +164,8 @@ func (p *entry) at(ctx stdctx.Context, call tools.Call) (*place, *tools.Result) 
 	}
 	rctx, cancel := stdctx.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	c, _, err := p.servers.get(rctx, srv, rootOf(srv, ws, file))
+	root := rootOf(srv, ws, file)
+	c, _, err := p.servers.get(rctx, srv, root)
 	if err != nil {
 		r, _ := failErr(err)
 		return nil, &r
@@ -139,10 +174,10 @@ func (p *entry) at(ctx stdctx.Context, call tools.Call) (*place, *tools.Result) 
 	u, _, _, err := c.open(ctx, file, string(text))
 	c.sync.Unlock()
 	if err != nil {
-		r, _ := failErr(errs.Wrap(ServerFailed, err, fmt.Sprintf("lsp: %s did not take %s: %v", srv.Name, relTo(ws, file), err)))
+		r, _ := failErr(failed(err, fmt.Sprintf("lsp: %s did not take %s", srv.Name, relTo(ws, file))))
 		return nil, &r
 	}
-	return &place{ws: ws, file: file, c: c, u: u, pos: protocol.Position{Line: uint32(args.Line - 1), Character: utf16Col(line, col)}}, nil
+	return &place{ws: ws, file: file, root: root, text: string(text), srv: srv, c: c, u: u, pos: protocol.Position{Line: uint32(args.Line - 1), Character: utf16Col(line, col)}}, nil
 }
 
 // handled lists the globs the configured servers handle.
@@ -198,8 +233,8 @@ func (p *entry) locations(ctx stdctx.Context, call tools.Call, method string, re
 	rctx, cancel := stdctx.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	var raw json.RawMessage
-	if err := pl.c.call(rctx, method, params, &raw); err != nil {
-		return failErr(errs.Wrap(ServerFailed, err, fmt.Sprintf("lsp: %s: %v", method, err)))
+	if err := p.ask(rctx, pl, func(c *client) error { return c.call(rctx, method, params, &raw) }); err != nil {
+		return failErr(failed(err, "lsp: "+method))
 	}
 	locs := decodeLocations(raw)
 	if len(locs) == 0 {
@@ -270,8 +305,8 @@ func (p *entry) hover(ctx stdctx.Context, call tools.Call) (tools.Result, error)
 		Contents json.RawMessage `json:"contents"`
 	}
 	params := map[string]any{"textDocument": protocol.TextDocumentIdentifier{URI: pl.u}, "position": pl.pos}
-	if err := pl.c.call(rctx, protocol.MethodTextDocumentHover, params, &raw); err != nil {
-		return failErr(errs.Wrap(ServerFailed, err, fmt.Sprintf("lsp: hover: %v", err)))
+	if err := p.ask(rctx, pl, func(c *client) error { return c.call(rctx, protocol.MethodTextDocumentHover, params, &raw) }); err != nil {
+		return failErr(failed(err, "lsp: textDocument/hover"))
 	}
 	text := strings.TrimSpace(hoverText(raw.Contents))
 	if text == "" {
@@ -321,18 +356,23 @@ func (p *entry) symbols(ctx stdctx.Context, call tools.Call) (tools.Result, erro
 	}
 	rctx, cancel := stdctx.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	c, _, err := p.servers.get(rctx, srv, rootOf(srv, ws, file))
+	root := rootOf(srv, ws, file)
+	c, _, err := p.servers.get(rctx, srv, root)
 	if err != nil {
 		return failErr(err)
 	}
+	pl := &place{ws: ws, root: root, srv: srv, c: c}
 	var list []struct {
 		Name          string              `json:"name"`
 		Kind          protocol.SymbolKind `json:"kind"`
 		ContainerName string              `json:"containerName"`
 		Location      protocol.Location   `json:"location"`
 	}
-	if err := c.call(rctx, protocol.MethodWorkspaceSymbol, map[string]any{"query": args.Query}, &list); err != nil {
-		return failErr(errs.Wrap(ServerFailed, err, fmt.Sprintf("lsp: workspace/symbol: %v", err)))
+	err = p.ask(rctx, pl, func(c *client) error {
+		return c.call(rctx, protocol.MethodWorkspaceSymbol, map[string]any{"query": args.Query}, &list)
+	})
+	if err != nil {
+		return failErr(failed(err, "lsp: workspace/symbol"))
 	}
 	if len(list) == 0 {
 		return tools.Result{Content: fmt.Sprintf("no symbols match %q", args.Query)}, nil
