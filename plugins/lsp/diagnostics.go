@@ -43,7 +43,7 @@ func (p *entry) afterEdit(ctx stdctx.Context, x tools.Execution, next tools.Exec
 		note = p.after(ctx, srv, root, ws, file, before)
 	}
 	if note != "" {
-		r.Content += "\n\n" + note
+		r.Content = strings.TrimRight(r.Content, "\n") + "\n\n" + note
 	}
 	return r, nil
 }
