@@ -83,7 +83,7 @@ func target(call tools.Call) (ws, file string, ok bool) {
 // when there will be nothing to compare: the server is missing (said
 // once) or did not start.
 func (p *entry) before(ctx stdctx.Context, srv Server, root, file string) (before []protocol.Diagnostic, note string) {
-	c, first, err := p.servers.get(ctx, srv, root)
+	c, first, err := p.servers.get(ctx, srv, root, false)
 	if err != nil {
 		var e *errs.Error
 		if errors.As(err, &e) && e.Code == ServerMissing && !first {
@@ -135,6 +135,9 @@ func (p *entry) after(ctx stdctx.Context, srv Server, root, ws, file string, bef
 	if sent {
 		var ok bool
 		list, ok = c.diagnostics(ctx, u, v, mark, p.cfg.DiagnosticsWait)
+		if !ok && ctx.Err() != nil {
+			return "" // the turn was cancelled: nobody reads the note
+		}
 		if !ok {
 			return fmt.Sprintf("[lsp: %s sent no diagnostics within diagnostics_wait (%s)]", srv.Name, p.cfg.DiagnosticsWait)
 		}

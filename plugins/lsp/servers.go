@@ -78,8 +78,11 @@ func rootOf(srv Server, workspace, file string) string {
 
 // get returns the running server srv at root, starting it when it is not
 // running. first is true when err reports a missing command for the first
-// time: the caller tells the model once, and stays quiet after.
-func (s *servers) get(ctx stdctx.Context, srv Server, root string) (c *client, first bool, err error) {
+// time: the caller tells the model once, and stays quiet after. A server
+// in its restart back-off is waited for when wait is set and ctx leaves
+// time for it; otherwise get answers Restarting at once (an edit does
+// not wait for a crashed server).
+func (s *servers) get(ctx stdctx.Context, srv Server, root string, wait bool) (c *client, first bool, err error) {
 	s.mu.Lock()
 	if s.gone {
 		s.mu.Unlock()
@@ -123,7 +126,7 @@ func (s *servers) get(ctx stdctx.Context, srv Server, root string) (c *client, f
 	if d := time.Until(sl.next); d > 0 {
 		// A short back-off is waited out; a long one is an error the
 		// caller can act on.
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		if dl, ok := ctx.Deadline(); !wait || ok && time.Until(dl) < d {
 			return nil, false, errs.New(Restarting, fmt.Sprintf("lsp: %s crashed and restarts in %s; try again then", srv.Name, d.Round(time.Millisecond)))
 		}
 		t := time.NewTimer(d)

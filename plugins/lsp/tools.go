@@ -100,7 +100,7 @@ func (p *entry) ask(ctx stdctx.Context, pl *place, f func(*client) error) error 
 	if err == nil || !pl.c.dead() || ctx.Err() != nil {
 		return err
 	}
-	c, _, gerr := p.servers.get(ctx, pl.srv, pl.root)
+	c, _, gerr := p.servers.get(ctx, pl.srv, pl.root, true)
 	if gerr != nil {
 		return gerr
 	}
@@ -165,7 +165,7 @@ func (p *entry) at(ctx stdctx.Context, call tools.Call) (*place, *tools.Result) 
 	rctx, cancel := stdctx.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	root := rootOf(srv, ws, file)
-	c, _, err := p.servers.get(rctx, srv, root)
+	c, _, err := p.servers.get(rctx, srv, root, true)
 	if err != nil {
 		r, _ := failErr(err)
 		return nil, &r
@@ -357,7 +357,7 @@ func (p *entry) symbols(ctx stdctx.Context, call tools.Call) (tools.Result, erro
 	rctx, cancel := stdctx.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	root := rootOf(srv, ws, file)
-	c, _, err := p.servers.get(rctx, srv, root)
+	c, _, err := p.servers.get(rctx, srv, root, true)
 	if err != nil {
 		return failErr(err)
 	}

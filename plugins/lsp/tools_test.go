@@ -159,3 +159,30 @@ func TestAMissingServerIsReportedOnce(t *testing.T) {
 		t.Fatalf("the missing server was logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// TestAServerThatKeepsFailingDoesNotHoldEdits: a server that exits at
+// once fails its start with its stderr in the note; while it waits out
+// its back-off, edits go on at once, saying it is restarting, and the
+// lsp tools say when to try again.
+func TestAServerThatKeepsFailingDoesNotHoldEdits(t *testing.T) {
+	ws := module(t)
+	crashing := lsp.Server{Name: "crashy", Command: "sh", Args: []string{"-c", "echo no config here >&2; exit 3"}, Files: []string{"*.go"}}
+	root, svc := mount(t, lsp.Config{Servers: []lsp.Server{crashing}, RestartBackoff: 10 * time.Second, RequestTimeout: time.Second})
+
+	r := call(t, root, svc, ws, "edit", m{"path": "main.go", "old": "Add(1, 2)", "new": "Add(1, 5)"})
+	if r.IsError || !strings.Contains(r.Content, "LSP_SERVER_FAILED") || !strings.Contains(r.Content, "no config here") {
+		t.Fatalf("the first edit must succeed and say why the server did not start:\n%s", r.Content)
+	}
+	began := time.Now()
+	r = call(t, root, svc, ws, "edit", m{"path": "main.go", "old": "Add(1, 5)", "new": "Add(1, 2)"})
+	if took := time.Since(began); took > 3*time.Second {
+		t.Fatalf("an edit waited %s for a server in back-off", took)
+	}
+	if r.IsError || !strings.Contains(r.Content, "LSP_SERVER_RESTARTING") {
+		t.Fatalf("the second edit must say the server is restarting:\n%s", r.Content)
+	}
+	r = call(t, root, svc, ws, "lsp_definition", m{"path": "main.go", "line": 6, "symbol": "Add"})
+	if !r.IsError || !strings.Contains(r.Content, "LSP_SERVER_RESTARTING") || !strings.Contains(r.Content, "try again") {
+		t.Fatalf("a tool must say when to try again: %s", r.Content)
+	}
+}
