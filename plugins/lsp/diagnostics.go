@@ -34,7 +34,7 @@ func (p *entry) afterEdit(ctx stdctx.Context, x tools.Execution, next tools.Exec
 		return next.Call(ctx, x)
 	}
 	root := rootOf(srv, ws, file)
-	before, note := p.before(ctx, srv, root, file)
+	before, note := p.before(ctx, srv, root, ws, file)
 	r, err := next.Call(ctx, x)
 	if err != nil || r.IsError {
 		return r, err
@@ -82,7 +82,7 @@ func target(call tools.Call) (ws, file string, ok bool) {
 // does not have its current text, and waits for the answer. note is set
 // when there will be nothing to compare: the server is missing (said
 // once) or did not start.
-func (p *entry) before(ctx stdctx.Context, srv Server, root, file string) (before []protocol.Diagnostic, note string) {
+func (p *entry) before(ctx stdctx.Context, srv Server, root, ws, file string) (before []protocol.Diagnostic, note string) {
 	c, first, err := p.servers.get(ctx, srv, root, false)
 	if err != nil {
 		var e *errs.Error
@@ -91,7 +91,7 @@ func (p *entry) before(ctx stdctx.Context, srv Server, root, file string) (befor
 		}
 		return nil, fmt.Sprintf("[lsp: no diagnostics: %v]", err)
 	}
-	text, err := os.ReadFile(file)
+	text, err := readIn(ws, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "" // a new file had no errors
 	}
@@ -120,7 +120,7 @@ func (p *entry) after(ctx stdctx.Context, srv Server, root, ws, file string, bef
 	if c == nil {
 		return fmt.Sprintf("[lsp: no diagnostics: %s exited during the call; it restarts on next use]", srv.Name)
 	}
-	text, err := os.ReadFile(file)
+	text, err := readIn(ws, file)
 	if err != nil {
 		return "" // written through an editor, not to the disk
 	}
@@ -202,6 +202,22 @@ func formatNew(server, rel string, list []protocol.Diagnostic, max int) string {
 		fmt.Fprintf(&b, "\n  %s:%d:%d: %s", rel, d.Range.Start.Line+1, d.Range.Start.Character+1, msg)
 	}
 	return b.String()
+}
+
+// readIn reads file, which lies in ws, through an os.Root: a symlink
+// leading out of the workspace is refused, as the file tools refuse it,
+// so no text from outside reaches a server or a result.
+func readIn(ws, file string) ([]byte, error) {
+	rel, err := filepath.Rel(ws, file)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("%s is outside the workspace", file)
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(rel)
 }
 
 // relTo is file relative to the workspace, for results.

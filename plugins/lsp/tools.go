@@ -143,7 +143,7 @@ func (p *entry) at(ctx stdctx.Context, call tools.Call) (*place, *tools.Result) 
 	if !ok {
 		return bad(NoServer, "no language server is configured for %s; the lsp plugin's servers handle %s", filepath.Base(file), p.handled())
 	}
-	text, err := os.ReadFile(file)
+	text, err := readIn(ws, file)
 	if err != nil {
 		return bad(errs.InvalidArgument, "cannot read %s: %v", relTo(ws, file), err)
 	}
@@ -278,12 +278,15 @@ func decodeLocations(raw json.RawMessage) []protocol.Location {
 	return nil
 }
 
-// describe is "path:line:column: the line's text" for a location.
+// describe is "path:line:column: the line's text" for a location. The
+// text is shown for files in the workspace only: the tools read nothing
+// outside it, as the file tools do not (a definition in the standard
+// library is a path and a position).
 func (p *entry) describe(ws string, l protocol.Location) string {
 	file := uri.URI(l.URI).Filename()
 	line := int(l.Range.Start.Line)
 	text := ""
-	if b, err := os.ReadFile(file); err == nil {
+	if b, err := readIn(ws, file); err == nil {
 		if lines := strings.Split(string(b), "\n"); line < len(lines) {
 			text = strings.TrimSpace(lines[line])
 			if len(text) > 200 {
@@ -291,7 +294,11 @@ func (p *entry) describe(ws string, l protocol.Location) string {
 			}
 		}
 	}
-	return fmt.Sprintf("%s:%d:%d: %s", relTo(ws, file), line+1, l.Range.Start.Character+1, text)
+	where := fmt.Sprintf("%s:%d:%d", relTo(ws, file), line+1, l.Range.Start.Character+1)
+	if text == "" {
+		return where
+	}
+	return where + ": " + text
 }
 
 func (p *entry) hover(ctx stdctx.Context, call tools.Call) (tools.Result, error) {

@@ -186,3 +186,31 @@ func TestAServerThatKeepsFailingDoesNotHoldEdits(t *testing.T) {
 		t.Fatalf("a tool must say when to try again: %s", r.Content)
 	}
 }
+
+// TestTheToolsReadNothingOutsideTheWorkspace: a symlink in the workspace
+// leading out of it is refused before any server sees it, and a
+// definition outside the workspace (the standard library) is a path and
+// a position, without the file's text.
+func TestTheToolsReadNothingOutsideTheWorkspace(t *testing.T) {
+	ws := module(t)
+	outside := filepath.Join(t.TempDir(), "secret.go")
+	if err := os.WriteFile(outside, []byte("package secret // the-secret-text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "link.go")); err != nil {
+		t.Fatal(err)
+	}
+	root, svc := mount(t, lsp.Config{Servers: []lsp.Server{goServer(t)}})
+	r := call(t, root, svc, ws, "lsp_hover", m{"path": "link.go", "line": 1, "symbol": "nothere"})
+	if !r.IsError || strings.Contains(r.Content, "the-secret-text") || !strings.Contains(r.Content, "cannot read link.go") {
+		t.Fatalf("a symlink out of the workspace must be refused without its text: %s", r.Content)
+	}
+
+	r = call(t, root, svc, ws, "lsp_definition", m{"path": "main.go", "line": 6, "symbol": "Println"})
+	if r.IsError || !strings.Contains(r.Content, "/src/fmt/print.go:") {
+		t.Fatalf("definition of Println: %s", r.Content)
+	}
+	if strings.Contains(r.Content, "func Println") {
+		t.Fatalf("a location outside the workspace must not carry its text: %s", r.Content)
+	}
+}
