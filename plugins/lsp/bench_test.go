@@ -23,124 +23,118 @@ import (
 
 // BenchmarkEditDiagnostics measures what diagnostics add to an edit with
 // a warm gopls. Each op edits main.go of a small module, alternating two
-// texts that both compile:
+// texts that both compile, three ways, interleaved so that the load of a
+// shared machine falls on all three alike:
 //
-//   - alone: the edit tool, no lsp plugin;
-//   - diagnostics: the same edit with tools.lsp appending new errors
-//     (none here: the wait is for gopls's answer, which is the cost);
-//   - gopls: gopls's own check: the new text sent to gopls directly
-//     (didChange) and its publishDiagnostics awaited, no edit;
-//   - gopls-saved: the same with the text written to the disk first, as
-//     an edit leaves it: gopls does more for a file whose open text
-//     matches the disk (measured: several times the CPU), so this is the
-//     floor of an edit's check.
+//   - alone: the edit tool, no lsp plugin (its own module);
+//   - check: gopls's own check of such an edit, the floor: the text
+//     written to the disk and sent to a gopls of its own (didChange), its
+//     publishDiagnostics awaited, no dsh tool in between. gopls does
+//     several times more for a file whose open text matches the disk
+//     than for an unsaved one, and an edit always leaves it so;
+//   - diagnostics: the edit with tools.lsp appending new errors (none
+//     here: the wait for gopls's answer is the cost).
 //
-// Target: diagnostics ≤ 1.5 × (alone + gopls-saved). cpu-ns/op is this
-// process's CPU (dsh's share); gopls-cpu-ns/op is gopls's, from /proc.
+// Metrics are milliseconds per op of each (wall), this process's CPU for
+// each (dsh's share), each gopls's CPU from /proc, and ratio =
+// diagnostics / (alone + check). Target: ratio ≤ 1.5.
 func BenchmarkEditDiagnostics(b *testing.B) {
 	gopls := goplsForBench(b)
 	texts := []string{
 		"package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(Add(1, 2))\n}\n",
 		"package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(Add(1, 3))\n}\n",
 	}
-	edits := []map[string]string{{"old": "Add(1, 2)", "new": "Add(1, 3)"}, {"old": "Add(1, 3)", "new": "Add(1, 2)"}}
+	edits := [][2]string{{"Add(1, 2)", "Add(1, 3)"}, {"Add(1, 3)", "Add(1, 2)"}}
 	srv := Gopls()
 	srv.Command = gopls
+	ctx := stdctx.Background()
 
-	for _, withLSP := range []bool{false, true} {
-		name := "alone"
-		if withLSP {
-			name = "diagnostics"
-		}
-		b.Run(name, func(b *testing.B) {
-			ws := benchModule(b, texts[0])
-			root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
-			ctxtest.Cleanup(b, root)
-			if err := core.Mount(root); err != nil {
-				b.Fatal(err)
-			}
-			mountFor(b, root, files.Plugin, nil)
-			if withLSP {
-				mountFor(b, root, Plugin, Config{Servers: []Server{srv}, DiagnosticsWait: 10 * time.Second})
-			}
-			svc, _ := tools.Key.Get(root)
-			edit := func(i int) {
-				args := map[string]string{"path": "main.go", "old": edits[i%2]["old"], "new": edits[i%2]["new"]}
-				raw, _ := json.Marshal(args)
-				r, err := svc.Execute(stdctx.Background(), root, tools.Call{ID: "b", Name: "edit", Arguments: raw, Workspace: ws})
-				if err != nil || r.IsError || strings.Contains(r.Content, "[lsp") {
-					b.Fatalf("edit %d: %v %s", i, err, r.Content)
-				}
-			}
-			for i := range 10 { // warm: gopls started, the module loaded
-				edit(i)
-			}
-			pid := goplsPid(b)
-			b.ReportAllocs()
-			cpu, gcpu := cpuSelf(b), cpuOf(pid)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				edit(i + 10)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(cpuSelf(b)-cpu)/float64(b.N), "cpu-ns/op")
-			if pid > 0 {
-				b.ReportMetric(float64(cpuOf(pid)-gcpu)/float64(b.N), "gopls-cpu-ns/op")
-			}
-		})
+	// The floor's own gopls.
+	wsCheck := benchModule(b, texts[0])
+	c, err := start(ctx, srv, gopls, wsCheck)
+	if err != nil {
+		b.Fatal(err)
 	}
-
-	for _, saved := range []bool{false, true} {
-		name := "gopls"
-		if saved {
-			name = "gopls-saved"
+	defer c.close()
+	file := filepath.Join(wsCheck, "main.go")
+	check := func(i int) {
+		if err := os.WriteFile(file, []byte(texts[i%2]), 0o644); err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) { goplsCheck(b, srv, gopls, texts, saved) })
-	}
-}
-
-// goplsCheck is the floor: the new text sent to gopls directly and its
-// diagnostics awaited. saved writes the text to the disk first, as an
-// edit does: gopls works more on a file whose open text is the disk's.
-func goplsCheck(b *testing.B, srv Server, gopls string, texts []string, saved bool) {
-	{
-		ws := benchModule(b, texts[0])
-		ctx := stdctx.Background()
-		c, err := start(ctx, srv, gopls, ws)
+		mark := c.mark()
+		u, v, _, err := c.open(ctx, file, texts[i%2])
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer c.close()
-		file := filepath.Join(ws, "main.go")
-		check := func(i int) {
-			if saved {
-				if err := os.WriteFile(file, []byte(texts[i%2]), 0o644); err != nil {
-					b.Fatal(err)
-				}
-			}
-			mark := c.mark()
-			u, v, _, err := c.open(ctx, file, texts[i%2])
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, ok := c.diagnostics(ctx, u, v, mark, 10*time.Second); !ok {
-				b.Fatal("gopls sent no diagnostics")
-			}
+		if _, ok := c.diagnostics(ctx, u, v, mark, 10*time.Second); !ok {
+			b.Fatal("gopls sent no diagnostics")
 		}
-		for i := range 10 {
-			check(i)
-		}
-		pid := c.proc.Pid()
-		b.ReportAllocs()
-		cpu, gcpu := cpuSelf(b), cpuOf(pid)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			check(i + 10)
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(cpuSelf(b)-cpu)/float64(b.N), "cpu-ns/op")
-		b.ReportMetric(float64(cpuOf(pid)-gcpu)/float64(b.N), "gopls-cpu-ns/op")
 	}
+
+	editor := func(withLSP bool) func(int) {
+		ws := benchModule(b, texts[0])
+		root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
+		ctxtest.Cleanup(b, root)
+		if err := core.Mount(root); err != nil {
+			b.Fatal(err)
+		}
+		mountFor(b, root, files.Plugin, nil)
+		if withLSP {
+			mountFor(b, root, Plugin, Config{Servers: []Server{srv}, DiagnosticsWait: 10 * time.Second})
+		}
+		svc, _ := tools.Key.Get(root)
+		return func(i int) {
+			raw, _ := json.Marshal(map[string]string{"path": "main.go", "old": edits[i%2][0], "new": edits[i%2][1]})
+			r, err := svc.Execute(ctx, root, tools.Call{ID: "b", Name: "edit", Arguments: raw, Workspace: ws})
+			if err != nil || r.IsError || strings.Contains(r.Content, "[lsp") || strings.Contains(r.Content, "gopls") {
+				b.Fatalf("edit %d: %v %s", i, err, r.Content)
+			}
+		}
+	}
+	alone, diagnostics := editor(false), editor(true)
+
+	for i := range 10 { // warm: both gopls started, their modules loaded
+		alone(i)
+		check(i)
+		diagnostics(i)
+	}
+	checkPid := c.proc.Pid()
+	diagPid := 0
+	for _, pid := range goplsPids() {
+		if pid != checkPid {
+			diagPid = pid
+		}
+	}
+	type phase struct {
+		run      func(int)
+		goplsPid int
+		wall     time.Duration
+		cpu      time.Duration
+		gopls    time.Duration
+	}
+	phases := []*phase{{run: alone}, {run: check, goplsPid: checkPid}, {run: diagnostics, goplsPid: diagPid}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, ph := range phases {
+			g, cpu, t := cpuOf(ph.goplsPid), cpuSelf(b), time.Now()
+			ph.run(i + 10)
+			ph.wall += time.Since(t)
+			ph.cpu += cpuSelf(b) - cpu
+			ph.gopls += cpuOf(ph.goplsPid) - g
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	ms := func(d time.Duration) float64 { return float64(d) / n / 1e6 }
+	for name, ph := range map[string]*phase{"alone": phases[0], "check": phases[1], "diag": phases[2]} {
+		b.ReportMetric(ms(ph.wall), name+"-ms/op")
+		b.ReportMetric(ms(ph.cpu), name+"-cpu-ms/op")
+		if ph.goplsPid > 0 {
+			b.ReportMetric(ms(ph.gopls), name+"-gopls-cpu-ms/op")
+		}
+	}
+	b.ReportMetric(float64(phases[2].wall)/float64(phases[0].wall+phases[1].wall), "ratio")
 }
 
 func mountFor(b *testing.B, root *dshctx.Context, p dshctx.Plugin, cfg any) {
@@ -182,10 +176,10 @@ func benchModule(b *testing.B, main string) string {
 	return ws
 }
 
-// goplsPid is the gopls this process started last, or 0.
-func goplsPid(b *testing.B) int {
+// goplsPids lists the gopls processes this process started.
+func goplsPids() []int {
 	ents, _ := os.ReadDir("/proc")
-	last := 0
+	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -200,11 +194,11 @@ func goplsPid(b *testing.B) int {
 			continue
 		}
 		f := strings.Fields(string(stat[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && pid > last {
-			last = pid
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			out = append(out, pid)
 		}
 	}
-	return last
+	return out
 }
 
 func cpuSelf(b *testing.B) time.Duration {

@@ -34,13 +34,13 @@ func (p *entry) afterEdit(ctx stdctx.Context, x tools.Execution, next tools.Exec
 		return next.Call(ctx, x)
 	}
 	root := rootOf(srv, ws, file)
-	before, note := p.before(ctx, srv, root, ws, file)
+	before, known, note := p.before(ctx, srv, root, ws, file)
 	r, err := next.Call(ctx, x)
 	if err != nil || r.IsError {
 		return r, err
 	}
 	if note == "" {
-		note = p.after(ctx, srv, root, ws, file, before)
+		note = p.after(ctx, srv, root, ws, file, before, known)
 	}
 	if note != "" {
 		r.Content = strings.TrimRight(r.Content, "\n") + "\n\n" + note
@@ -81,41 +81,42 @@ func target(call tools.Call) (ws, file string, ok bool) {
 // call: it opens the file there (starting the server) when the server
 // does not have its current text, and waits for the answer. note is set
 // when there will be nothing to compare: the server is missing (said
-// once) or did not start.
-func (p *entry) before(ctx stdctx.Context, srv Server, root, ws, file string) (before []protocol.Diagnostic, note string) {
+// once) or did not start. known is false when the server did not answer
+// in time, so errors after the call cannot be told from older ones.
+func (p *entry) before(ctx stdctx.Context, srv Server, root, ws, file string) (before []protocol.Diagnostic, known bool, note string) {
 	c, first, err := p.servers.get(ctx, srv, root, false)
 	if err != nil {
 		var e *errs.Error
 		if errors.As(err, &e) && e.Code == ServerMissing && !first {
-			return nil, "" // said already
+			return nil, false, "" // said already
 		}
-		return nil, fmt.Sprintf("[lsp: no diagnostics: %v]", err)
+		return nil, false, fmt.Sprintf("[lsp: no diagnostics: %v]", err)
 	}
 	text, err := readIn(ws, file)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "" // a new file had no errors
+		return nil, true, "" // a new file had no errors
 	}
 	if err != nil {
-		return nil, ""
+		return nil, false, ""
 	}
 	c.sync.Lock()
 	defer c.sync.Unlock()
 	mark := c.mark()
 	u, v, sent, err := c.open(ctx, file, string(text))
 	if err != nil {
-		return nil, ""
+		return nil, false, ""
 	}
 	if !sent {
-		list, _ := c.latest(u)
-		return list, ""
+		list, ok := c.latest(u)
+		return list, ok, ""
 	}
-	list, _ := c.diagnostics(ctx, u, v, mark, p.cfg.DiagnosticsWait)
-	return list, ""
+	list, ok := c.diagnostics(ctx, u, v, mark, p.cfg.DiagnosticsWait)
+	return list, ok, ""
 }
 
 // after syncs the file's new text and reports the errors the server
 // finds that were not in before.
-func (p *entry) after(ctx stdctx.Context, srv Server, root, ws, file string, before []protocol.Diagnostic) string {
+func (p *entry) after(ctx stdctx.Context, srv Server, root, ws, file string, before []protocol.Diagnostic, known bool) string {
 	c := p.servers.running(srv.Name, root)
 	if c == nil {
 		return fmt.Sprintf("[lsp: no diagnostics: %s exited during the call; it restarts on next use]", srv.Name)
@@ -144,7 +145,7 @@ func (p *entry) after(ctx stdctx.Context, srv Server, root, ws, file string, bef
 	} else {
 		list, _ = c.latest(u)
 	}
-	return formatNew(srv.Name, relTo(ws, file), newErrors(before, list), p.cfg.MaxDiagnostics)
+	return formatNew(srv.Name, relTo(ws, file), newErrors(before, list), p.cfg.MaxDiagnostics, known)
 }
 
 // newErrors are the errors of after that before did not have. They are
@@ -183,7 +184,9 @@ func identity(d protocol.Diagnostic) string {
 }
 
 // formatNew renders new errors for a tool result, at most max of them.
-func formatNew(server, rel string, list []protocol.Diagnostic, max int) string {
+// Without known diagnostics from before the call, the errors are all the
+// file has, and the header says so.
+func formatNew(server, rel string, list []protocol.Diagnostic, max int, known bool) string {
 	if len(list) == 0 {
 		return ""
 	}
@@ -192,7 +195,11 @@ func formatNew(server, rel string, list []protocol.Diagnostic, max int) string {
 	if len(list) > 1 {
 		noun = "errors"
 	}
-	fmt.Fprintf(&b, "%s reports %d new %s in %s:", server, len(list), noun, rel)
+	if known {
+		fmt.Fprintf(&b, "%s reports %d new %s in %s:", server, len(list), noun, rel)
+	} else {
+		fmt.Fprintf(&b, "%s reports %d %s in %s (it had not answered for the file before this call, so some may be older):", server, len(list), noun, rel)
+	}
 	for i, d := range list {
 		if i == max {
 			fmt.Fprintf(&b, "\n  ... and %d more", len(list)-max)
