@@ -29,7 +29,7 @@ func (p *entry) tools() []tools.Tool {
 	return []tools.Tool{
 		{
 			Name:         "lsp_definition",
-			Description:  "Find where the symbol at a place in a file is defined, through the file's language server. Give path, line and column, or path, line and the symbol's name.",
+			Description:  fmt.Sprintf("Find where the symbol at a place in a file is defined, through the file's language server. Give path, line and column, or path, line and the symbol's name. Lists at most %d locations.", p.cfg.MaxResults),
 			Parameters:   json.RawMessage(positionSchema),
 			ParallelSafe: true,
 			Execute: func(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
@@ -38,7 +38,7 @@ func (p *entry) tools() []tools.Tool {
 		},
 		{
 			Name:         "lsp_references",
-			Description:  "List the references to the symbol at a place in a file, across the project, through the file's language server (the declaration included).",
+			Description:  fmt.Sprintf("List the references to the symbol at a place in a file, across the project, through the file's language server (the declaration included). Lists at most %d, then counts the rest.", p.cfg.MaxResults),
 			Parameters:   json.RawMessage(positionSchema),
 			ParallelSafe: true,
 			Execute: func(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
@@ -54,7 +54,7 @@ func (p *entry) tools() []tools.Tool {
 		},
 		{
 			Name:        "lsp_symbols",
-			Description: "Search the project's symbols (functions, types, variables...) by name, through a language server. path picks the server (any file of that language); without it, the first configured server with a root marker in the workspace.",
+			Description: fmt.Sprintf("Search the project's symbols (functions, types, variables...) by name, through a language server. path picks the server (any file of that language); without it, the first configured server with a root marker in the workspace. Lists at most %d, then counts the rest.", p.cfg.MaxResults),
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
 				`"query":{"type":"string","description":"Part of the symbol's name"},` +
 				`"path":{"type":"string","description":"A file of the language to search, relative to the workspace"}},` +
