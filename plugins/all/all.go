@@ -14,6 +14,7 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/llm/anthropic"
 	_ "github.com/dsh-go/dsh/plugins/llm/openai"
 	_ "github.com/dsh-go/dsh/plugins/llm/scripted"
+	_ "github.com/dsh-go/dsh/plugins/lsp"
 	_ "github.com/dsh-go/dsh/plugins/mcp"
 	_ "github.com/dsh-go/dsh/plugins/policy/celpolicy"
 	_ "github.com/dsh-go/dsh/plugins/policy/reviewer"
