@@ -69,7 +69,6 @@ type SearchConfig struct {
 // 10 results.
 func (Config) Defaults() Config {
 	return Config{
-		Network:        "on",
 		Timeout:        30 * time.Second,
 		MaxBodyBytes:   5 << 20,
 		MaxOutputBytes: 100000,
@@ -82,9 +81,6 @@ func (Config) Defaults() Config {
 // withDefaults fills the limits left at zero, for a config built in Go.
 func (c Config) withDefaults() Config {
 	d := Config{}.Defaults()
-	if c.Network == nil {
-		c.Network = d.Network
-	}
 	if c.Timeout == 0 {
 		c.Timeout = d.Timeout
 	}
@@ -120,8 +116,13 @@ func (c Config) enabled() []string {
 	return []string{FetchTool}
 }
 
-// policy decodes network.
+// policy decodes network; unset means on. (The default is not written
+// into Defaults: the config decoder would then take network for a string
+// and refuse the map form.)
 func (c Config) policy() (egress.Policy, error) {
+	if c.Network == nil {
+		return egress.ParsePolicy(NetworkKey, "on")
+	}
 	return egress.ParsePolicy(NetworkKey, c.Network)
 }
 

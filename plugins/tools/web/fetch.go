@@ -76,7 +76,7 @@ type fetcher struct {
 	tr     *http.Transport
 	conv   *mdConverter
 	// onRefusal logs a fetch the policy refused.
-	onRefusal func(url string, e *errs.Error)
+	onRefusal func(agent, url string, e *errs.Error)
 }
 
 func newFetcher(cfg Config, p egress.Policy) *fetcher {

@@ -61,8 +61,8 @@ var Plugin = plugin.Register("tools.web", "web_fetch (a URL as Markdown, through
 				f.close()
 				return err
 			}
-			f.onRefusal = func(url string, e *errs.Error) {
-				ctx.Logger().Warn("tools.web: the egress policy refused a fetch", "agent", ctx.Tag(), "url", url, "reason", e.Reason)
+			f.onRefusal = func(agent, url string, e *errs.Error) {
+				ctx.Logger().Warn("tools.web: the egress policy refused a fetch", "agent", agent, "url", url, "reason", e.Reason)
 			}
 			if err := svc.Register(ctx, f.tool()); err != nil {
 				return err
@@ -121,7 +121,7 @@ func (f *fetcher) execute(ctx stdctx.Context, c tools.Call) (tools.Result, error
 		}
 		var e *errs.Error
 		if errors.As(err, &e) && e.Code == egress.Refused && f.onRefusal != nil {
-			f.onRefusal(args.URL, e)
+			f.onRefusal(c.AgentID, args.URL, e)
 		}
 		msg := "web_fetch: " + errMessage(err)
 		if e != nil && e.Code == HTTPStatus && p.Text != "" {
