@@ -89,7 +89,6 @@ func newFetcher(cfg Config, p egress.Policy) *fetcher {
 		// A custom DialContext turns HTTP/2 off unless asked for.
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  cfg.Timeout,
 		MaxIdleConns:           32,
 		MaxIdleConnsPerHost:    4,
 		IdleConnTimeout:        30 * time.Second,
