@@ -112,7 +112,7 @@ func newTestFetcher(t *testing.T, cfg Config) *fetcher {
 }
 
 // serve starts a local HTTP server; it is closed when the test ends.
-func serve(t *testing.T, h http.Handler) *httptest.Server {
+func serve(t testing.TB, h http.Handler) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
