@@ -32,8 +32,9 @@ func shippedPresets() []BuiltinPreset {
 	bash := func(config map[string]any) Entry { return Entry{Use: "tools.bash", Config: config} }
 	// web_fetch asks first under workspace-write (the tool's default) and
 	// runs under full-access; web_search needs a provider's key, so only a
-	// config turns it on (tools.web with search.provider).
-	web := Entry{Use: "tools.web"}
+	// config turns it on (tools.web with search.provider). inherit keeps a
+	// root tools.web's web_fetch, and so its network policy, in force.
+	web := Entry{Use: "tools.web", Config: map[string]any{"inherit": true}}
 	mode := func(m string) Entry { return Entry{Use: "tools.permission", Config: map[string]any{"mode": m}} }
 	return []BuiltinPreset{
 		{

@@ -45,6 +45,11 @@ type Config struct {
 	UserAgent string `koanf:"user_agent" json:"user_agent,omitempty"`
 	// Search configures web_search.
 	Search SearchConfig `koanf:"search" json:"search"`
+	// Inherit: where a tools.web around this scope (the root's) already
+	// gives the agent a tool, keep that one rather than shadow it. The
+	// built-in modes set it, so a network policy the config put on the
+	// root is not replaced by the mode's default.
+	Inherit bool `koanf:"inherit" json:"inherit,omitempty"`
 }
 
 // SearchConfig says which provider web_search asks.

@@ -50,7 +50,14 @@ var Plugin = plugin.Register("tools.web", "web_fetch (a URL as Markdown, through
 			return err
 		}
 		cfg = cfg.withDefaults()
-		on := cfg.enabled()
+		var on []string
+		for _, name := range cfg.enabled() {
+			if cfg.Inherit && svc.Lookup(ctx, name) != nil {
+				ctx.Logger().Debug("tools.web: inherit: the tool of the scope around is kept", "tool", name, "agent", ctx.Tag())
+				continue
+			}
+			on = append(on, name)
+		}
 		if slices.Contains(on, FetchTool) {
 			p, err := cfg.policy()
 			if err != nil {
