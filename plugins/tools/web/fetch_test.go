@@ -2,10 +2,13 @@ package web
 
 import (
 	stdctx "context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -386,5 +389,36 @@ func TestACancelledTurnEndsTheFetch(t *testing.T) {
 	_, err := f.execute(ctx, tools.Call{Name: FetchTool, Arguments: args})
 	if !errors.Is(err, stdctx.DeadlineExceeded) {
 		t.Fatalf("a cancelled call must return the context's error, got %v", err)
+	}
+}
+
+// TestHTTPSGoesThroughTheSameDial: an https URL is fetched over TLS (and
+// HTTP/2) with the certificate checked against the URL's name, on a
+// connection the policy judged like any other.
+func TestHTTPSGoesThroughTheSameDial(t *testing.T) {
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "over %s", r.Proto)
+	}))
+	s.EnableHTTP2 = true
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(s.Certificate())
+	// httptest's certificate names example.com, which the test resolver
+	// maps to loopback.
+	f := newTestFetcher(t, Config{Network: map[string]any{"allow": []any{"example.com", "site.test"}}})
+	f.tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	r := fetch(t, f, at(t, s, "example.com", "/"))
+	if r.IsError || !strings.HasSuffix(r.Content, "over HTTP/2.0") {
+		t.Fatalf("got %+v", r)
+	}
+	// A name the certificate does not carry fails the handshake.
+	r = fetch(t, f, at(t, s, "site.test", "/"))
+	if !r.IsError || !strings.Contains(r.Content, "certificate") {
+		t.Fatalf("a certificate for another name must be refused: %+v", r)
+	}
+	g := newTestFetcher(t, Config{})
+	if _, err := g.Fetch(t.Context(), at(t, s, "example.com", "/")); code(err) != egress.Refused {
+		t.Fatalf("https to a loopback address under the default policy: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ var dns = &fakeDNS{names: map[string][]netip.Addr{
 	"other.test":   {netip.MustParseAddr("127.0.0.1")},
 	"denied.test":  {netip.MustParseAddr("127.0.0.1")},
 	"rebind.test":  {netip.MustParseAddr("127.0.0.1")},
+	"example.com":  {netip.MustParseAddr("127.0.0.1")},
 	"private.test": {netip.MustParseAddr("10.1.2.3")},
 	"mixed.test":   {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("192.168.7.7")},
 }}
