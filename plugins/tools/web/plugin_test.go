@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 )
@@ -65,5 +66,25 @@ func TestAModeKeepsTheRootsWebFetch(t *testing.T) {
 	s2, _ := tools.Key.Get(alone)
 	if s2.Lookup(sc, FetchTool) == nil || s2.Lookup(sc, SearchTool) != nil {
 		t.Fatal("a mode alone must mount web_fetch and not web_search")
+	}
+}
+
+// TestAMissingKeyStopsTheStartNamingTheVariable: web_search with a
+// provider whose key's variable is unset fails the plugin's start, and
+// the error names the variable.
+func TestAMissingKeyStopsTheStartNamingTheVariable(t *testing.T) {
+	t.Setenv("WEBTEST_UNSET_KEY", "")
+	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
+	defer root.Dispose(stdctx.Background())
+	f, _ := root.Plugin(tools.Plugin, nil)
+	if err := f.Await(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := root.Plugin(Plugin, Config{Search: SearchConfig{Provider: "brave", APIKeyEnv: "WEBTEST_UNSET_KEY"}})
+	if err == nil {
+		err = p.Await(stdctx.Background())
+	}
+	if !errs.HasCode(err, KeyMissing) || !strings.Contains(err.Error(), "WEBTEST_UNSET_KEY") {
+		t.Fatalf("want %s naming the variable, got %v", KeyMissing, err)
 	}
 }
