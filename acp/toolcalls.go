@@ -13,6 +13,7 @@ import (
 var toolKinds = map[string]acp.ToolKind{
 	"read": acp.ToolKindRead, "list": acp.ToolKindSearch, "glob": acp.ToolKindSearch, "grep": acp.ToolKindSearch,
 	"write": acp.ToolKindEdit, "edit": acp.ToolKindEdit, "bash": acp.ToolKindExecute, "clock": acp.ToolKindOther,
+	"web_fetch": acp.ToolKindFetch, "web_search": acp.ToolKindSearch,
 }
 
 func kindOf(name string) acp.ToolKind {
@@ -31,6 +32,8 @@ type callArgs struct {
 	New     string `json:"new"`
 	Command string `json:"command"`
 	Pattern string `json:"pattern"`
+	URL     string `json:"url"`
+	Query   string `json:"query"`
 }
 
 // describe returns a call's title, locations and content (diffs for
@@ -60,6 +63,10 @@ func (st *conv) describe(c llm.ToolCall) (string, []acp.ToolCallLocation, []acp.
 		content = []acp.ToolCallContent{acp.ToolDiffContent(path, a.New, a.Old)}
 	case a.Pattern != "":
 		title = fmt.Sprintf("%s %s", c.Name, a.Pattern)
+	case c.Name == "web_fetch" && a.URL != "":
+		title = "web_fetch " + a.URL
+	case c.Name == "web_search" && a.Query != "":
+		title = fmt.Sprintf("web_search %q", a.Query)
 	}
 	return title, locs, content, raw
 }

@@ -84,7 +84,7 @@ func TestBuiltinPresetsPassConfigCheck(t *testing.T) {
 	}
 	for _, want := range []string{
 		"read-only (built-in):\n    tools.files\n    tools.permission\n",
-		"workspace-write (built-in):\n    tools.files\n    tools.bash\n    tools.permission\n",
+		"workspace-write (built-in):\n    tools.files\n    tools.bash\n    tools.web\n    tools.permission\n",
 		"  read-only  provider=scripted presets=read-only\n    workspace " + dir + "\n",
 		"  workspace-write: sandbox: ",
 		"  full-access: sandbox off",

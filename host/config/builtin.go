@@ -30,6 +30,11 @@ var builtins = shippedPresets
 func shippedPresets() []BuiltinPreset {
 	files := func(config map[string]any) Entry { return Entry{Use: "tools.files", Config: config} }
 	bash := func(config map[string]any) Entry { return Entry{Use: "tools.bash", Config: config} }
+	// web_fetch asks first under workspace-write (the tool's default) and
+	// runs under full-access; web_search needs a provider's key, so only a
+	// config turns it on (tools.web with search.provider). inherit keeps a
+	// root tools.web's web_fetch, and so its network policy, in force.
+	web := Entry{Use: "tools.web", Config: map[string]any{"inherit": true}}
 	mode := func(m string) Entry { return Entry{Use: "tools.permission", Config: map[string]any{"mode": m}} }
 	return []BuiltinPreset{
 		{
@@ -42,10 +47,11 @@ func shippedPresets() []BuiltinPreset {
 		},
 		{
 			Name: PresetWorkspaceWrite,
-			Doc:  "the file tools write inside the workspace; bash runs sandboxed and asks first",
+			Doc:  "the file tools write inside the workspace; bash runs sandboxed and web_fetch reaches the internet, both asking first",
 			Entries: []Entry{
 				files(nil),
 				bash(nil),
+				web,
 				mode(PresetWorkspaceWrite),
 			},
 		},
@@ -57,6 +63,7 @@ func shippedPresets() []BuiltinPreset {
 				// before the file tools do would protect nothing.
 				files(map[string]any{"protected_writes": "allow"}),
 				bash(map[string]any{"sandbox": map[string]any{"mode": "off"}}),
+				web,
 				mode(PresetFullAccess),
 			},
 		},

@@ -29,4 +29,5 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/tools/files"
 	_ "github.com/dsh-go/dsh/plugins/tools/permission"
 	_ "github.com/dsh-go/dsh/plugins/tools/subagent"
+	_ "github.com/dsh-go/dsh/plugins/tools/web"
 )
