@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/jobs"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -43,6 +44,9 @@ type jobManager struct {
 	mu     sync.Mutex
 	agents map[string]*agentJobs
 	closed bool
+	// sessions is the session service a job's end is reported through,
+	// while the waker runs.
+	sessions *sessions.Controller
 	// wg counts the goroutines that watch jobs and deliver their ends.
 	wg sync.WaitGroup
 }
@@ -467,6 +471,11 @@ func (r *runner) mountJobs(ctx *dshctx.Context, svc *tools.Service) error {
 	}
 	for _, t := range m.jobTools() {
 		if err := svc.Register(ctx, t); err != nil {
+			return err
+		}
+	}
+	if r.cfg.Jobs.Wake == WakeOn {
+		if _, err := ctx.Plugin(waker, wakeWith{m}); err != nil {
 			return err
 		}
 	}
