@@ -3,6 +3,8 @@ package serve_test
 import (
 	"net/http"
 	"strings"
+	"syscall"
+	"time"
 	"testing"
 
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
@@ -20,6 +22,8 @@ func TestJobsAreListedAndKilledThroughTheAPI(t *testing.T) {
 		replies: []scripted.Reply{
 			{ToolCalls: []scripted.Call{{Name: "bash", Arguments: `{"command": "echo up; sleep 300", "background": true}`}}},
 			{Text: "started"},
+			{ToolCalls: []scripted.Call{{Name: "bash", Arguments: `{"command": "sleep 301", "background": true}`}}},
+			{Text: "another"},
 		},
 	})
 	id := e.open(map[string]any{"session_id": "jobs-1"})
@@ -44,5 +48,27 @@ func TestJobsAreListedAndKilledThroughTheAPI(t *testing.T) {
 	}
 	if r := e.call("GET", "/v1/sessions/nope/jobs", nil); r.status != http.StatusNotFound {
 		t.Fatalf("an unknown session: %d %s", r.status, r.body)
+	}
+
+	// Closing the session kills the job it still runs.
+	e.send(id, "r2", "one more")
+	e.waitEvents(id, "second turn end", turnsEnded(2))
+	r = e.call("GET", "/v1/sessions/"+id+"/jobs", nil)
+	r.json(t, &list)
+	if len(list.Jobs) != 2 || !list.Jobs[1].Running {
+		t.Fatalf("jobs: %s", r.body)
+	}
+	pid := list.Jobs[1].Pid
+	if r := e.call("POST", "/v1/sessions/"+id+"/close", nil); r.status != http.StatusOK {
+		t.Fatalf("close: %d %s", r.status, r.body)
+	}
+	// Its members are dsh's children, reaped at once: a short wait covers
+	// the reaping of the group's watcher.
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(-pid, 0) != syscall.ESRCH {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's group %d outlived its session's close", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -202,13 +202,18 @@ func TestJobsThroughDshRunDieWithAKilledDsh(t *testing.T) {
 // TestAJobsEndWakesTheIdleAgent: in an interactive `dsh run`, a turn
 // starts a job and ends; when the job exits, its end reaches the idle
 // agent as a message from the job, through admission, and the model
-// answers it in a turn of its own. /jobs lists the job and how it ended.
+// answers it in a turn of its own. /jobs lists the job and how it ended;
+// /jobs kill ends another (and the agent is told); a third dies with the
+// session when the person leaves.
 func TestAJobsEndWakesTheIdleAgent(t *testing.T) {
 	cfg, _, logPath := jobsConfig(t, `        - tool_calls: [{name: bash, arguments: '{"command": "sleep 1; echo finished; exit 3", "background": true}'}]
         - text: started it
         - text: noted the job's end
         - tool_calls: [{name: bash, arguments: '{"command": "sleep 300", "background": true}'}]
         - text: another one
+        - text: noted that job-2 was killed
+        - tool_calls: [{name: bash, arguments: '{"command": "sleep 301", "background": true}'}]
+        - text: a third
 `, "workspace-write", "")
 	cmd := exec.Command(dshBin, "run", "--config", cfg, "--yolo")
 	cmd.Env = append(os.Environ(), "DSH_CONFIG=", "NO_COLOR=1")
@@ -244,7 +249,7 @@ func TestAJobsEndWakesTheIdleAgent(t *testing.T) {
 
 	// A second job, killed by the person with /jobs kill: the group goes.
 	io.WriteString(tty, "one more\r")
-	pos = scr.waitFor(t, pos, "another one")
+	pos = scr.waitFor(t, pos, "started job-2")
 	io.WriteString(tty, "/jobs\r")
 	pos = scr.waitFor(t, pos, "job-2  running")
 	m := regexp.MustCompile(`job-2  running \S+, pid (\d+)`).FindStringSubmatch(scr.text()[pos-len("job-2  running"):])
@@ -253,9 +258,25 @@ func TestAJobsEndWakesTheIdleAgent(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(m[1])
 	io.WriteString(tty, "/jobs kill job-2\r")
-	scr.waitFor(t, pos, "(job-2 killed)")
+	pos = scr.waitFor(t, pos, "(job-2 killed)")
 	if groupRuns(pid) {
 		t.Fatalf("job-2's group %d still runs after /jobs kill", pid)
 	}
+	// The model did not kill it: it is told.
+	pos = scr.waitFor(t, pos, "noted that job-2 was killed")
+
+	// A job still running when the person leaves dies with the session.
+	io.WriteString(tty, "and a third\r")
+	pos = scr.waitFor(t, pos, "started job-3")
+	io.WriteString(tty, "/jobs\r")
+	pos = scr.waitFor(t, pos, "job-3  running")
+	m = regexp.MustCompile(`job-3  running \S+, pid (\d+)`).FindStringSubmatch(scr.text()[pos-len("job-3  running"):])
+	if m == nil {
+		t.Fatalf("no pid for job-3:\n%s", scr.text())
+	}
+	pid, _ = strconv.Atoi(m[1])
 	leaveWithCtrlD(t, tty, cmd, scr)
+	if groupRuns(pid) {
+		t.Fatalf("job-3's group %d outlived its session", pid)
+	}
 }
