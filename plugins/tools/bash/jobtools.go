@@ -151,7 +151,7 @@ func (j *job) read(max int) string {
 	j.readOff = next
 	var b strings.Builder
 	if dropped > 0 {
-		fmt.Fprintf(&b, "[%d bytes of output were dropped unread: only the latest %d bytes are kept (tools.bash jobs.buffer_bytes); read more often]\n", dropped, len(j.out.buf))
+		fmt.Fprintf(&b, "[%d bytes of output were dropped unread: only the latest %d bytes are kept (tools.bash jobs.buffer_bytes); read more often]\n", dropped, j.out.size)
 	}
 	text := strings.ToValidUTF8(string(data), "\uFFFD")
 	if text == "" {

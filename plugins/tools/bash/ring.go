@@ -4,33 +4,46 @@ import "unicode/utf8"
 
 // ring keeps the last size bytes a background job wrote and counts all of
 // them, so a reader that fell behind learns how much it missed. Offsets
-// are absolute: byte n of everything the job ever wrote.
+// are absolute: byte n of everything the job ever wrote. Its buffer grows
+// with the output up to size: a quiet job does not hold size bytes.
 type ring struct {
+	size  int
 	buf   []byte
 	start int   // index in buf of the oldest byte held
 	n     int   // bytes held
 	total int64 // bytes written in all
 }
 
-func newRing(size int) *ring { return &ring{buf: make([]byte, size)} }
+func newRing(size int) *ring { return &ring{size: size} }
 
 func (r *ring) Write(p []byte) (int, error) {
 	written := len(p)
 	r.total += int64(written)
-	size := len(r.buf)
+	if len(r.buf) < r.size {
+		// Filling: nothing wrapped yet, the oldest byte is the first.
+		take := min(len(p), r.size-len(r.buf))
+		if need := len(r.buf) + take; need > cap(r.buf) {
+			// Doubling, but never past size: append's own growth would.
+			grown := make([]byte, len(r.buf), min(r.size, max(2*cap(r.buf), need, 4096)))
+			copy(grown, r.buf)
+			r.buf = grown
+		}
+		r.buf = append(r.buf, p[:take]...)
+		r.n, p = len(r.buf), p[take:]
+		if len(p) == 0 {
+			return written, nil
+		}
+	}
+	size := r.size
 	if len(p) >= size {
 		copy(r.buf, p[len(p)-size:])
-		r.start, r.n = 0, size
+		r.start = 0
 		return written, nil
 	}
-	end := (r.start + r.n) % size
-	c := copy(r.buf[end:], p)
+	// Full: the new bytes overwrite the oldest, from start on.
+	c := copy(r.buf[r.start:], p)
 	copy(r.buf, p[c:])
-	r.n += len(p)
-	if r.n > size {
-		r.start = (r.start + r.n - size) % size
-		r.n = size
-	}
+	r.start = (r.start + len(p)) % size
 	return written, nil
 }
 

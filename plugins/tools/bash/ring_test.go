@@ -57,3 +57,20 @@ func TestTheRingNeverSplitsACharacter(t *testing.T) {
 		t.Fatalf("a partial last character waits: %q %d", data, next)
 	}
 }
+
+// TestTheRingGrowsOnlyAsTheOutputDoes: a quiet job holds little, a loud
+// one never more than size.
+func TestTheRingGrowsOnlyAsTheOutputDoes(t *testing.T) {
+	r := newRing(1 << 20)
+	r.Write([]byte("hello\n"))
+	if cap(r.buf) > 4096 {
+		t.Fatalf("six bytes hold a buffer of %d", cap(r.buf))
+	}
+	chunk := make([]byte, 3000)
+	for range 1000 {
+		r.Write(chunk)
+	}
+	if cap(r.buf) != 1<<20 || r.n != 1<<20 {
+		t.Fatalf("3 MB of output hold %d bytes (cap %d); want exactly the size", r.n, cap(r.buf))
+	}
+}
