@@ -10,6 +10,13 @@
 // excepted; the network off, on, or through dsh's egress proxy. Where the kernel cannot
 // enforce that, sandbox.unavailable decides: refuse every command (the
 // default) or run as confined as the kernel allows, with a warning.
+//
+// With jobs.enabled a command can run in the background (jobs.go): bash
+// with background: true starts it the same way and answers at once with a
+// job id, and job_output, job_input, job_kill and job_list reach it. A job
+// belongs to its agent and dies with the agent's session, the plugin, or
+// dsh itself (childproc's group watcher, even after kill -9); its end can
+// be reported to the idle agent through the session service (wake.go).
 package bash
 
 import (
