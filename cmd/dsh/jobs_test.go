@@ -280,3 +280,45 @@ func TestAJobsEndWakesTheIdleAgent(t *testing.T) {
 		t.Fatalf("job-3's group %d outlived its session", pid)
 	}
 }
+
+// TestAJobOfTheShippedPresetDiesWithAKilledDsh: the same with
+// workspace-write as dsh ships it (sandbox, network off) and a job whose
+// shell keeps children of its own: dsh SIGKILLed alone, the job's whole
+// group goes.
+func TestAJobOfTheShippedPresetDiesWithAKilledDsh(t *testing.T) {
+	cfg, _, logPath := jobsConfig(t, `        - tool_calls: [{name: bash, arguments: '{"command": "sleep 300 & sleep 301 & wait", "background": true}'}]
+        - tool_calls: [{name: bash, arguments: '{"command": "sleep 60"}'}]
+        - text: never reached
+`, "workspace-write", "")
+	cmd := exec.Command(dshBin, "run", "--config", cfg, "--yolo", "-p", "start it")
+	cmd.Env = append(os.Environ(), "DSH_CONFIG=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	entries := waitJobsLog(t, logPath, "the job's start", func(e logEntry) bool {
+		return e.Type == "tool/result" && jobPID.MatchString(e.Message.Content)
+	})
+	var job int
+	for _, e := range entries {
+		if m := jobPID.FindStringSubmatch(e.Message.Content); e.Type == "tool/result" && m != nil {
+			job, _ = strconv.Atoi(m[1])
+		}
+	}
+	waitJobsLog(t, logPath, "the second step's call", func(e logEntry) bool {
+		return e.Type == "assistant/message" && len(e.Message.ToolCalls) == 1 && strings.Contains(e.Message.ToolCalls[0].Arguments, "sleep 60")
+	})
+	if !groupRuns(job) {
+		t.Fatalf("the job's group %d is not running before dsh is killed", job)
+	}
+	syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for groupRuns(job) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's process group %d outlived a SIGKILLed dsh", job)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
