@@ -141,9 +141,12 @@ func (m *jobManager) start(call tools.Call, command, ws string, timeout time.Dur
 		os.RemoveAll(tmp)
 		return errorResult("could not create the job's stdin pipe: " + err.Error())
 	}
-	// The job's own group watcher: a shell's children would outlive a
-	// SIGKILLed dsh otherwise (outside a PID namespace, or where the
-	// namespace's first process is not what Pdeathsig reaches).
+	// The job's own group watcher, always: a job outlives many commands,
+	// and its shell's children must not outlive a SIGKILLed dsh. In the
+	// sandbox the PID namespace already dies with its first process
+	// (Pdeathsig; the tests pass without the watcher there), and without
+	// one the runner guards anyway; the watcher keeps that true whatever
+	// the sandbox becomes, for one /bin/sh per job.
 	p, entry, warning, problem := m.r.start(command, ws, tmp, spawn{stdin: stdinR, guard: true})
 	stdinR.Close()
 	if problem != "" {
