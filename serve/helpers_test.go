@@ -26,6 +26,7 @@ import (
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/jobs"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
@@ -190,7 +191,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	e.srv, err = serve.New(serve.Options{
 		Sessions: svc, Config: cfg, Token: e.token, Tokens: o.tokens, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
-		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Attachments: att,
+		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Attachments: att, Jobs: jobs.Of(h.Root()),
 	})
 	if err != nil {
 		t.Fatal(err)

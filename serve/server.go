@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/jobs"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -63,6 +64,9 @@ type Options struct {
 	// limits differ from the config's attachments: key; nil uses the
 	// config's.
 	Attachments *attachments.Store
+	// Jobs lists and kills the background jobs of the sessions this host
+	// runs (jobs.Of(host.Root())); nil lists none.
+	Jobs *jobs.Table
 }
 
 // Server serves the HTTP API; see the package documentation.

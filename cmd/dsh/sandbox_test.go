@@ -103,7 +103,8 @@ func TestPresetsCommandListsTheModes(t *testing.T) {
 	for _, want := range []string{
 		"read-only  read, list, glob and grep",
 		"    - use: tools.files  config: {tools: [read, list, glob, grep]}\n    - use: tools.permission  config: {mode: read-only}\n",
-		"    - use: tools.bash  config: {sandbox: {mode: off}}\n",
+		"    - use: tools.bash  config: {jobs: {enabled: true}, sandbox: {mode: off}}\n",
+		"    - use: tools.bash  config: {jobs: {enabled: true}}\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dsh presets lacks %q:\n%s", want, out.String())

@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-go/dsh/serve/schedule"
 	"github.com/dsh-go/dsh/serve/webhook"
 	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/jobs"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/spf13/cobra"
 )
@@ -101,7 +102,7 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	att, _ := attachments.Key.Get(h.Root())
 	so := serve.Options{
 		Sessions: svc, Config: cfg, Tokens: tokens, NoAuth: sc.NoAuth, Hooks: un.hooks,
-		Log: log, Version: dshVersion(), Attachments: att,
+		Log: log, Version: dshVersion(), Attachments: att, Jobs: jobs.Of(h.Root()),
 	}
 	srv, err := serve.New(so)
 	if err != nil {

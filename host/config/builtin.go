@@ -47,22 +47,22 @@ func shippedPresets() []BuiltinPreset {
 		},
 		{
 			Name: PresetWorkspaceWrite,
-			Doc:  "the file tools write inside the workspace; bash runs sandboxed and web_fetch reaches the internet, both asking first",
+			Doc:  "the file tools write inside the workspace; bash runs sandboxed (also in the background: jobs) and web_fetch reaches the internet, both asking first",
 			Entries: []Entry{
 				files(nil),
-				bash(nil),
+				bash(map[string]any{"jobs": map[string]any{"enabled": true}}),
 				web,
 				mode(PresetWorkspaceWrite),
 			},
 		},
 		{
 			Name: PresetFullAccess,
-			Doc:  "every tool, bash without a sandbox, nothing asks (explicit deny rules still hold)",
+			Doc:  "every tool, bash (and its background jobs) without a sandbox, nothing asks (explicit deny rules still hold)",
 			Entries: []Entry{
 				// Unsandboxed bash can write .git/config anyway: asking
 				// before the file tools do would protect nothing.
 				files(map[string]any{"protected_writes": "allow"}),
-				bash(map[string]any{"sandbox": map[string]any{"mode": "off"}}),
+				bash(map[string]any{"sandbox": map[string]any{"mode": "off"}, "jobs": map[string]any{"enabled": true}}),
 				web,
 				mode(PresetFullAccess),
 			},

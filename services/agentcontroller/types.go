@@ -32,6 +32,9 @@ const (
 	SourceWebhook  SourceKind = "webhook"
 	SourcePlugin   SourceKind = "plugin"
 	SourceSubagent SourceKind = "subagent"
+	// SourceJob is a background job's end, reported to the agent that
+	// started it (tools.bash jobs.wake), on behalf of that turn's person.
+	SourceJob SourceKind = "job"
 )
 
 // Source describes the sender of a delivery.

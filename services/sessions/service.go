@@ -210,6 +210,7 @@ const (
 	SourceSchedule = agentcontroller.SourceSchedule
 	SourceSubagent = agentcontroller.SourceSubagent
 	SourcePlugin   = agentcontroller.SourcePlugin
+	SourceJob      = agentcontroller.SourceJob
 )
 
 // AgentOptions are an agent's base settings (OpenOptions.Options).

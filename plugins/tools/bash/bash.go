@@ -10,6 +10,13 @@
 // excepted; the network off, on, or through dsh's egress proxy. Where the kernel cannot
 // enforce that, sandbox.unavailable decides: refuse every command (the
 // default) or run as confined as the kernel allows, with a warning.
+//
+// With jobs.enabled a command can run in the background (jobs.go): bash
+// with background: true starts it the same way and answers at once with a
+// job id, and job_output, job_input, job_kill and job_list reach it. A job
+// belongs to its agent and dies with the agent's session, the plugin, or
+// dsh itself (childproc's group watcher, even after kill -9); its end can
+// be reported to the idle agent through the session service (wake.go).
 package bash
 
 import (
@@ -74,6 +81,11 @@ var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command 
 		} else {
 			ctx.Logger().Info("tools.bash: "+r.summary, who...)
 		}
+		if cfg.Jobs.Enabled {
+			if err := r.mountJobs(ctx, svc); err != nil {
+				return err
+			}
+		}
 		return svc.Register(ctx, tools.Tool{
 			Name:         "bash",
 			Description:  r.description(),
@@ -114,6 +126,8 @@ type runner struct {
 	// protected is the tree's list of protected paths: mounted read-only
 	// in every sandbox beside sandbox.read_only.
 	protected *protect.List
+	// jobs runs commands in the background (jobs.enabled); nil when off.
+	jobs *jobManager
 }
 
 func newRunner(cfg Config, ctx *dshctx.Context) (*runner, error) {
@@ -210,6 +224,11 @@ func (r *runner) description() string {
 	fmt.Fprintf(&b, "stdin is empty: never wait for input. Timeout %s by default, at most %s (argument timeout, in seconds); on timeout the command and every process it started are killed, and background processes are killed when the command ends. ",
 		r.cfg.Timeout, r.cfg.MaxTimeout)
 	fmt.Fprintf(&b, "Output over %d bytes keeps its first and last %d bytes and says how much was cut: filter long output (grep, head, tail). ", r.cfg.MaxOutputBytes, r.cfg.MaxOutputBytes/2)
+	if r.cfg.Jobs.Enabled {
+		fmt.Fprintf(&b, "With background: true the command runs as a background job (a dev server, a watcher, a long build) and the call returns at once with its id: "+
+			"stdin is then a pipe job_input writes to, job_output reads what it wrote since the last read, job_kill ends it, job_list lists the jobs; "+
+			"no timeout unless you give one; at most %d run at once; jobs are killed when the session ends. ", r.cfg.Jobs.MaxRunning)
+	}
 	switch {
 	case r.refusal != "":
 		b.WriteString("Unavailable here: every call is refused (the sandbox cannot be enforced).")
@@ -248,14 +267,20 @@ func (r *runner) schema() json.RawMessage {
 		"required":             []string{"command"},
 		"additionalProperties": false,
 	}
+	if r.cfg.Jobs.Enabled {
+		props := s["properties"].(map[string]any)
+		props["background"] = map[string]any{"type": "boolean",
+			"description": "Run as a background job and return its id at once; timeout then bounds the job's life (none by default)."}
+	}
 	b, _ := json.Marshal(s)
 	return b
 }
 
 // args are a call's arguments.
 type args struct {
-	Command string `json:"command"`
-	Timeout *int   `json:"timeout"`
+	Command    string `json:"command"`
+	Timeout    *int   `json:"timeout"`
+	Background bool   `json:"background"`
 }
 
 func (r *runner) execute(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
@@ -278,11 +303,24 @@ func (r *runner) execute(ctx stdctx.Context, c tools.Call) (tools.Result, error)
 	if problem != "" {
 		return errorResult(problem), nil
 	}
-	res := r.run(ctx, a.Command, ws, timeout)
+	if a.Background {
+		if r.jobs == nil {
+			return errorResult("background jobs are off here; set jobs.enabled: true in the tools.bash config, or run the command without background"), nil
+		}
+		if a.Timeout == nil {
+			timeout = 0
+		}
+		return r.withWarning(r.jobs.start(c, a.Command, ws, timeout)), nil
+	}
+	return r.withWarning(r.run(ctx, a.Command, ws, timeout)), nil
+}
+
+// withWarning puts the sandbox's warning before the first result.
+func (r *runner) withWarning(res tools.Result) tools.Result {
 	if r.warning != "" && !r.warned.Swap(true) {
 		res.Content = "warning: " + r.warning + "\n\n" + res.Content
 	}
-	return res, nil
+	return res
 }
 
 // workDir is the directory commands run in: the call's workspace as the

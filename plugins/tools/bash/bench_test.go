@@ -6,6 +6,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -75,4 +76,49 @@ func measureCPU(b *testing.B, op func()) {
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
 	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	b.ReportMetric(float64(cpu)/float64(n)/1e6, "cpu-ms/op")
+}
+
+// BenchmarkJob is the cost of a background job's whole life through the
+// tools: bash with background: true answering at once, then job_output
+// waiting for its end, for `echo hi`; the floor is the same command run
+// in the foreground by the bash tool, in the same run (sandbox off: the
+// sandbox's cost is BenchmarkTrue's).
+func BenchmarkJob(b *testing.B) {
+	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
+	defer root.Dispose(stdctx.Background())
+	cfg := bash.Config{}.Defaults()
+	cfg.Sandbox.Mode = bash.ModeOff
+	cfg.Jobs.Enabled = true
+	for _, p := range []struct {
+		p dshctx.Plugin
+		c any
+	}{{tools.Plugin, nil}, {protect.Plugin, nil}, {bash.Plugin, cfg}} {
+		f, _ := root.Plugin(p.p, p.c)
+		if err := f.Await(stdctx.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tools.EventApprove.On(root, func(stdctx.Context, tools.Approval, tools.ApproveNext) (tools.Verdict, error) {
+		return tools.Verdict{Decision: tools.Allow}, nil
+	})
+	svc, _ := tools.Key.Get(root)
+	ws := b.TempDir()
+	run := func(name, args string) string {
+		r, err := svc.Execute(stdctx.Background(), root, tools.Call{Name: name, Arguments: json.RawMessage(args), Workspace: ws})
+		if err != nil || r.IsError {
+			b.Fatal(r, err)
+		}
+		return r.Content
+	}
+	b.Run("foreground", func(b *testing.B) {
+		measureCPU(b, func() { run("bash", `{"command":"echo hi"}`) })
+	})
+	b.Run("job", func(b *testing.B) {
+		measureCPU(b, func() {
+			out := run("bash", `{"command":"echo hi","background":true}`)
+			id, _, _ := strings.Cut(strings.TrimPrefix(out, "started "), " ")
+			for !strings.Contains(run("job_output", `{"id":"`+id+`","wait":60}`), " ended: ") {
+			}
+		})
+	})
 }

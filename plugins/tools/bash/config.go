@@ -39,6 +39,8 @@ type Config struct {
 	EnvPassthrough []string `koanf:"env_passthrough" json:"env_passthrough,omitempty"`
 	// Sandbox confines the commands.
 	Sandbox SandboxConfig `koanf:"sandbox" json:"sandbox"`
+	// Jobs lets commands run in the background (see JobsConfig).
+	Jobs JobsConfig `koanf:"jobs" json:"jobs,omitzero"`
 }
 
 // SandboxConfig says how commands are confined.
@@ -115,6 +117,7 @@ func (Config) Defaults() Config {
 		MaxOutputBytes: 30000,
 		Sandbox: SandboxConfig{Mode: ModeLandlock, Unavailable: Refuse,
 			ReadOnly: append([]string(nil), DefaultReadOnly...)},
+		Jobs: JobsConfig{MaxRunning: 8, BufferBytes: 1 << 20, Wake: WakeOn},
 	}
 }
 
@@ -155,5 +158,5 @@ func (c Config) Validate() error {
 	if _, err := c.Sandbox.Policy(); err != nil {
 		return err
 	}
-	return nil
+	return c.Jobs.validate()
 }

@@ -29,7 +29,7 @@ func (r *runner) run(ctx stdctx.Context, command, ws string, timeout time.Durati
 		return errorResult("could not create the command's temp dir: " + err.Error() + "; check that dsh's TMPDIR is writable")
 	}
 	defer os.RemoveAll(tmp)
-	p, entry, warning, problem := r.start(command, ws, tmp)
+	p, entry, warning, problem := r.start(command, ws, tmp, spawn{})
 	if problem != "" {
 		return errorResult(problem)
 	}
@@ -125,14 +125,21 @@ type started struct {
 	out *os.File
 }
 
+// spawn is what a background job's start adds to a command's: its stdin,
+// and the group watcher that kills it once dsh is gone.
+type spawn struct {
+	stdin *os.File
+	guard bool
+}
+
 // start prepares and starts the command in ws with its temp dir tmp. When
 // this workspace cannot be idmapped and sandbox.unavailable is warn, the
 // command runs under dsh's own uid, and warning says so; under refuse
 // problem does.
-func (r *runner) start(command, ws, tmp string) (started, *sandbox.Entry, string, string) {
+func (r *runner) start(command, ws, tmp string, sp spawn) (started, *sandbox.Entry, string, string) {
 	st, warning := r.status, ""
 	for {
-		p, entry, problem, err := r.startWith(command, ws, tmp, st)
+		p, entry, problem, err := r.startWith(command, ws, tmp, st, sp)
 		if problem != "" || err == nil {
 			return p, entry, warning, problem
 		}
@@ -150,7 +157,7 @@ func (r *runner) start(command, ws, tmp string) (started, *sandbox.Entry, string
 
 // startWith starts the command under st: a sandbox error (to retry or
 // report) or a problem that ends the call.
-func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started, *sandbox.Entry, string, error) {
+func (r *runner) startWith(command, ws, tmp string, st sandbox.Status, sp spawn) (started, *sandbox.Entry, string, error) {
 	env := map[string]string{}
 	for k, v := range r.cfg.Env {
 		env[k] = v
@@ -167,7 +174,7 @@ func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started,
 	}
 	p, err := childproc.New(childproc.Spec{
 		Path: r.shell, Args: []string{"-c", command}, Dir: ws,
-		Env: env, Passthrough: r.cfg.EnvPassthrough, Guard: r.guard,
+		Env: env, Passthrough: r.cfg.EnvPassthrough, Guard: r.guard || sp.guard,
 	})
 	if err != nil {
 		return started{}, nil, "could not prepare the command: " + err.Error(), nil
@@ -181,6 +188,9 @@ func (r *runner) startWith(command, ws, tmp string, st sandbox.Status) (started,
 	// written; a file (not a writer) lets Wait return when the shell
 	// exits, even while a background process still holds the pipe.
 	p.Cmd.Stdout, p.Cmd.Stderr = in, in
+	if sp.stdin != nil {
+		p.Cmd.Stdin = sp.stdin
+	}
 	var entry *sandbox.Entry
 	if r.sandboxed {
 		writable := append([]string{ws, tmp}, r.cfg.Sandbox.Writable...)
