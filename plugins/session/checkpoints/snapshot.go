@@ -1,0 +1,386 @@
+package checkpoints
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// Kinds of entries.
+const (
+	kindFile    = "f"
+	kindDir     = "d"
+	kindSymlink = "l"
+	kindAbsent  = "-"
+)
+
+// entry is one path's state in a manifest: a file by content (hash, and
+// where its bytes are stored), a directory, a symlink by target, or absent.
+type entry struct {
+	Path string      `json:"p"`
+	Kind string      `json:"k"`
+	Mode fs.FileMode `json:"m,omitempty"`
+	Size int64       `json:"s,omitempty"`
+	Hash string      `json:"h,omitempty"`
+	Link string      `json:"l,omitempty"`
+	// Blob and Off locate a file's bytes: Size bytes at Off in the pack
+	// Blob names.
+	Blob string `json:"b,omitempty"`
+	Off  int64  `json:"o,omitempty"`
+}
+
+// same reports whether two entries describe the same state (where the
+// bytes are stored does not count).
+func (e entry) same(o entry) bool {
+	return e.Kind == o.Kind && e.Mode == o.Mode && e.Hash == o.Hash && e.Link == o.Link
+}
+
+// state is the state of a set of paths: with Full, of the whole
+// workspace, so a path it does not list (and does not exclude) was
+// absent.
+type state struct {
+	Full    bool    `json:"full,omitempty"`
+	Entries []entry `json:"entries"`
+	// Skipped are the paths a full state leaves out, SkippedDirs the
+	// directories it did not enter (slash paths, relative).
+	Skipped     []string `json:"skipped,omitempty"`
+	SkippedDirs []string `json:"skipped_dirs,omitempty"`
+}
+
+// covers reports whether s says anything about p, and what.
+func (s *state) lookup(p string) (entry, bool) {
+	i, found := slices.BinarySearchFunc(s.Entries, p, func(e entry, p string) int { return strings.Compare(e.Path, p) })
+	if found {
+		return s.Entries[i], true
+	}
+	if !s.Full || s.excludes(p) {
+		return entry{}, false
+	}
+	return entry{Path: p, Kind: kindAbsent}, true
+}
+
+// excludes reports whether a full state left p out.
+func (s *state) excludes(p string) bool {
+	if slices.Contains(s.Skipped, p) {
+		return true
+	}
+	for _, d := range s.SkippedDirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// manifest is what a checkpoint or a rewind stores: the state before and
+// after.
+type manifest struct {
+	Before state `json:"before"`
+	After  state `json:"after"`
+}
+
+// indexed is what the index remembers of a file: enough to tell it has
+// not changed without reading it.
+type indexed struct {
+	size, mtime int64
+	ino         uint64
+	mode        fs.FileMode
+	hash        string
+}
+
+// loc is where a content is stored.
+type loc struct {
+	blob string
+	off  int64
+}
+
+// taker takes states of one workspace, for one session: it keeps the
+// index of the files it saw and where each content is stored, so a
+// snapshot reads only what changed and stores each content once.
+type taker struct {
+	ws   string
+	cfg  Config
+	put  func([]byte) (string, error)
+	idx  map[string]indexed
+	locs map[string]loc
+	// when is the time of the last walk: a file changed within the
+	// clock's granularity of it is read again whatever its stat says.
+	when time.Time
+}
+
+// pack collects the bytes of new contents into blobs of up to
+// Config.PackBytes; entries learn where their bytes went from the
+// taker's locations once it is flushed (resolve).
+type pack struct {
+	t       *taker
+	buf     bytes.Buffer
+	pending map[string]int64 // hash -> offset in buf
+	stored  int64
+}
+
+func (p *pack) add(hash string, data []byte) error {
+	if _, ok := p.t.locs[hash]; ok {
+		return nil
+	}
+	if _, ok := p.pending[hash]; ok {
+		return nil
+	}
+	if p.pending == nil {
+		p.pending = map[string]int64{}
+	}
+	p.pending[hash] = int64(p.buf.Len())
+	p.buf.Write(data)
+	if p.buf.Len() >= p.t.cfg.PackBytes {
+		return p.flush()
+	}
+	return nil
+}
+
+// flush stores the pending bytes as one blob.
+func (p *pack) flush() error {
+	if p.buf.Len() == 0 {
+		return nil
+	}
+	ref, err := p.t.put(p.buf.Bytes())
+	if err != nil {
+		return err
+	}
+	p.stored += int64(p.buf.Len())
+	for h, off := range p.pending {
+		p.t.locs[h] = loc{ref, off}
+	}
+	clear(p.pending)
+	p.buf.Reset()
+	return nil
+}
+
+// resolve sets where the bytes of each file entry of s are stored.
+func (t *taker) resolve(s *state) {
+	for i := range s.Entries {
+		e := &s.Entries[i]
+		if e.Kind == kindFile {
+			l := t.locs[e.Hash]
+			e.Blob, e.Off = l.blob, l.off
+		}
+	}
+}
+
+// usedBlobs returns the packs the entries point into.
+func usedBlobs(states ...state) []string {
+	var out []string
+	for _, s := range states {
+		for _, e := range s.Entries {
+			if e.Blob != "" && !slices.Contains(out, e.Blob) {
+				out = append(out, e.Blob)
+			}
+		}
+	}
+	return out
+}
+
+// rel returns p (absolute or relative to the workspace) as a clean slash
+// path relative to it, or ok false when it lies outside.
+func (t *taker) rel(p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(t.ws, p)
+	}
+	r, err := filepath.Rel(t.ws, filepath.Clean(p))
+	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(r), true
+}
+
+// skipDir reports whether the walk leaves directory rel out.
+func (t *taker) skipDir(rel string) bool {
+	if path.Base(rel) == ".git" {
+		return true
+	}
+	return t.cfg.matches(rel)
+}
+
+// walk takes the state of the whole workspace.
+func (t *taker) walk(p *pack, ex *exclusions) (state, error) {
+	st := state{Full: true}
+	started := time.Now()
+	var total int64
+	err := filepath.WalkDir(t.ws, func(abs string, d fs.DirEntry, err error) error {
+		if abs == t.ws {
+			return err
+		}
+		r, _ := filepath.Rel(t.ws, abs)
+		rel := filepath.ToSlash(r)
+		if err != nil {
+			// Unreadable: left out, and said so.
+			st.Skipped = append(st.Skipped, rel)
+			ex.add(rel, "cannot be read: "+errors.Unwrap(err).Error())
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() && t.skipDir(rel) {
+			st.SkippedDirs = append(st.SkippedDirs, rel)
+			ex.add(rel+"/", t.why(rel))
+			return fs.SkipDir
+		}
+		if !d.IsDir() && t.cfg.matches(rel) {
+			st.Skipped = append(st.Skipped, rel)
+			ex.add(rel, "matches an exclude glob")
+			return nil
+		}
+		e, why, err := t.stat(p, rel, &total)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			st.Skipped = append(st.Skipped, rel)
+			ex.add(rel, why)
+			return nil
+		}
+		st.Entries = append(st.Entries, e)
+		return nil
+	})
+	t.when = started
+	// WalkDir visits a directory's tree before a sibling that sorts
+	// between them ("a/b" before "a.txt"); lookups want path order.
+	slices.SortFunc(st.Entries, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
+	return st, err
+}
+
+func (t *taker) why(rel string) string {
+	if path.Base(rel) == ".git" {
+		return "git's own directory"
+	}
+	return "matches an exclude glob"
+}
+
+// paths takes the state of the given paths alone.
+func (t *taker) paths(p *pack, ex *exclusions, rels []string) (state, error) {
+	var st state
+	var total int64
+	for _, rel := range rels {
+		e, why, err := t.stat(p, rel, &total)
+		if err != nil {
+			return state{}, err
+		}
+		if why != "" {
+			ex.add(rel, why)
+			continue
+		}
+		st.Entries = append(st.Entries, e)
+	}
+	slices.SortFunc(st.Entries, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
+	st.Entries = slices.CompactFunc(st.Entries, func(a, b entry) bool { return a.Path == b.Path })
+	return st, nil
+}
+
+// stat takes one path's state; why says why it is left out.
+func (t *taker) stat(p *pack, rel string, total *int64) (entry, string, error) {
+	abs := filepath.Join(t.ws, filepath.FromSlash(rel))
+	fi, err := os.Lstat(abs)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return entry{Path: rel, Kind: kindAbsent}, "", nil
+	}
+	if err != nil {
+		return entry{}, "cannot be read: " + err.Error(), nil
+	}
+	e := entry{Path: rel, Mode: fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)}
+	switch {
+	case fi.IsDir():
+		e.Kind = kindDir
+		return e, "", nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		e.Kind = kindSymlink
+		if e.Link, err = os.Readlink(abs); err != nil {
+			return entry{}, "cannot be read: " + err.Error(), nil
+		}
+		return e, "", nil
+	case !fi.Mode().IsRegular():
+		return entry{}, "not a regular file, directory or symlink", nil
+	}
+	e.Kind, e.Size = kindFile, fi.Size()
+	if e.Size > t.cfg.MaxFileBytes {
+		return entry{}, fmt.Sprintf("%d bytes, over max_file_bytes (%d)", e.Size, t.cfg.MaxFileBytes), nil
+	}
+	if *total+e.Size > t.cfg.MaxTotalBytes {
+		return entry{}, fmt.Sprintf("past max_total_bytes (%d) of this checkpoint", t.cfg.MaxTotalBytes), nil
+	}
+	*total += e.Size
+	var ino uint64
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = sys.Ino
+	}
+	mtime := fi.ModTime().UnixNano()
+	if old, ok := t.idx[rel]; ok && old.size == e.Size && old.mtime == mtime && old.ino == ino &&
+		fi.ModTime().Before(t.when.Add(-2*time.Second)) {
+		if _, ok := t.locs[old.hash]; ok {
+			// Unchanged since it was stored: nothing to read.
+			e.Hash = old.hash
+			return e, "", nil
+		}
+	}
+	data, err := readFile(abs, e.Size)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return entry{Path: rel, Kind: kindAbsent}, "", nil
+		}
+		return entry{}, "cannot be read: " + err.Error(), nil
+	}
+	e.Size = int64(len(data))
+	sum := sha256.Sum256(data)
+	e.Hash = hex.EncodeToString(sum[:])
+	t.idx[rel] = indexed{size: e.Size, mtime: mtime, ino: ino, mode: e.Mode, hash: e.Hash}
+	return e, "", p.add(e.Hash, data)
+}
+
+// readFile reads a file without following a symlink swapped in since it
+// was looked at.
+func readFile(abs string, size int64) ([]byte, error) {
+	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, size+1))
+	_, err = io.Copy(buf, f)
+	return buf.Bytes(), err
+}
+
+// exclusions collects what a checkpoint leaves out, for its record.
+type exclusions struct {
+	list []session.Exclusion
+	more int
+	seen map[string]bool
+}
+
+// maxListed caps the exclusions a record lists.
+const maxListed = 50
+
+func (x *exclusions) add(p, why string) {
+	if x.seen == nil {
+		x.seen = map[string]bool{}
+	}
+	if x.seen[p] {
+		return
+	}
+	x.seen[p] = true
+	if len(x.list) >= maxListed {
+		x.more++
+		return
+	}
+	x.list = append(x.list, session.Exclusion{Path: p, Reason: why})
+}
