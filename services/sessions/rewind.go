@@ -19,6 +19,10 @@ const (
 	// records no checkpoints (the session.checkpoints plugin is not
 	// mounted for it).
 	NoCheckpoints errs.Code = "REWIND_NO_CHECKPOINTS"
+	// WorkspaceChanged: a code rewind found the workspace changed since
+	// the checkpoint; Details["differs"] lists the paths. Force
+	// overrides it.
+	WorkspaceChanged errs.Code = "REWIND_WORKSPACE_CHANGED"
 )
 
 // RewindRequest asks Rewind to take a session back to before a turn or

@@ -62,11 +62,8 @@ import (
 	"github.com/dsh-go/dsh/services/tools"
 )
 
-// Codes of the plugin.
+// Codes of the plugin (a changed workspace is sessions.WorkspaceChanged).
 const (
-	// WorkspaceChanged: a rewind found the workspace changed since the
-	// checkpoint; Details["differs"] lists the paths. Force overrides.
-	WorkspaceChanged errs.Code = "REWIND_WORKSPACE_CHANGED"
 	// Damaged: a checkpoint's stored bytes are missing or do not match
 	// their digest.
 	Damaged errs.Code = "REWIND_CHECKPOINT_DAMAGED"

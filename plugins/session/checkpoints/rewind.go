@@ -201,7 +201,7 @@ func (p *checkpointer) rewind(ctx stdctx.Context, c sessions.RewindCall, next se
 		}
 	}
 	if len(differs) > 0 && !r.Force {
-		e := errs.New(WorkspaceChanged, fmt.Sprintf(
+		e := errs.New(sessions.WorkspaceChanged, fmt.Sprintf(
 			"the workspace changed since the checkpoint, and rewinding would overwrite it:\n  %s\nkeep those changes elsewhere first, or rewind with --force to overwrite them",
 			strings.Join(differs, "\n  ")))
 		e.Details = map[string]any{"differs": differs}
