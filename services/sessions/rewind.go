@@ -3,6 +3,7 @@ package sessions
 import (
 	stdctx "context"
 	"fmt"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
@@ -93,6 +94,9 @@ func conversationRewind(ctx stdctx.Context, c RewindCall) (RewindResult, error) 
 	return RewindResult{Event: ev}, err
 }
 
+// idleGrace is how long Rewind waits for a session whose turn is ending.
+const idleGrace = time.Second
+
 // Rewind takes session id back to before r.To — its workspace, its
 // conversation or both — or redoes its last rewind; see Service.Rewind.
 func (c *Controller) Rewind(ctx stdctx.Context, id string, r RewindRequest) (RewindResult, error) {
@@ -103,11 +107,23 @@ func (c *Controller) Rewind(ctx stdctx.Context, id string, r RewindRequest) (Rew
 	if !r.Redo {
 		r = r.normalized()
 	}
-	if in := s.Info(); in.Running || in.Pending > 0 {
-		return RewindResult{}, errs.New(RewindBusy, fmt.Sprintf(
-			"session %q is running a turn or has prompts queued; wait for it to end or cancel it (/cancel), then rewind", id))
-	}
 	agent := s.handle.Agent
+	busy := errs.New(RewindBusy, fmt.Sprintf(
+		"session %q is running a turn or has prompts queued; wait for it to end or cancel it (/cancel), then rewind", id))
+	in := s.Info()
+	if in.Pending > 0 {
+		return RewindResult{}, busy
+	}
+	if in.Running {
+		// The agent's status lags the end of a turn a moment: a client
+		// that waited for its turn and rewinds at once is not refused.
+		wctx, cancel := stdctx.WithTimeout(ctx, idleGrace)
+		err := agent.WhenIdle(wctx)
+		cancel()
+		if err != nil {
+			return RewindResult{}, busy
+		}
+	}
 	res, err := EventRewind.Dispatch(ctx, agent.Context(), RewindCall{Agent: agent, Request: r, By: ActorOf(ctx)})
 	if err != nil {
 		return RewindResult{}, err

@@ -2,6 +2,7 @@ package checkpoints_test
 
 import (
 	stdctx "context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	_ "github.com/dsh-go/dsh/plugins/all"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
@@ -33,13 +36,14 @@ type rig struct {
 	id    string
 }
 
-func newRig(tb testing.TB, ws string, checkpoints bool, extra string) *rig {
+func newRig(tb testing.TB, ws string, checkpoints bool, extra string, replies ...scripted.Reply) *rig {
 	tb.Helper()
+	sc, _ := json.Marshal(scripted.Config{Replies: replies})
 	cp := ""
 	if checkpoints {
 		cp = "    - use: session.checkpoints\n" + extra
 	}
-	yaml := "plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: " + filepath.Join(tb.TempDir(), "sessions") + "}\n" +
+	yaml := "plugins:\n  - use: llm.scripted\n    config: " + string(sc) + "\n  - use: session.jsonl\n    config: {dir: " + filepath.Join(tb.TempDir(), "sessions") + "}\n" +
 		"presets:\n  p:\n    - use: tools.files\n    - use: tools.bash\n    - use: tools.permission\n      config: {allow: [bash, write, edit]}\n" + cp +
 		"agents:\n  - id: a\n    provider: scripted\n    preset: p\n    workspace: " + ws + "\n"
 	cfg, err := config.Parse("rig.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
@@ -111,4 +115,50 @@ func workspace(tb testing.TB, n int) string {
 		}
 	}
 	return ws
+}
+
+// prompt runs one turn and waits for its end.
+func (r *rig) prompt(tb testing.TB, text string) {
+	tb.Helper()
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), time.Minute)
+	defer cancel()
+	turn, err := r.h.Sessions().Prompt(ctx, r.id, sessions.PromptRequest{Content: text})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if res, err := turn.Wait(ctx); err != nil || !res.Ran() {
+		tb.Fatalf("turn %q: %+v %v", text, res, err)
+	}
+}
+
+// rewind rewinds the rig's session.
+func (r *rig) rewind(req sessions.RewindRequest) (sessions.RewindResult, error) {
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), time.Minute)
+	defer cancel()
+	return r.h.Sessions().Rewind(ctx, r.id, req)
+}
+
+// checkpoints returns the checkpoint events of the rig's session.
+func (r *rig) checkpoints(tb testing.TB) []session.Event {
+	tb.Helper()
+	evs, err := r.h.Sessions().History(stdctx.Background(), r.id, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []session.Event
+	for _, e := range evs {
+		if e.Type == session.Checkpointed {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func read(tb testing.TB, ws, p string) string {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(ws, p))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(data)
 }
