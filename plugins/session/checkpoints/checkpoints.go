@@ -257,7 +257,7 @@ func (p *checkpointer) execute(ctx stdctx.Context, x tools.Execution, next tools
 			cp.Bytes += e.Size
 		}
 	}
-	data, err := json.Marshal(manifest{Before: before, After: after})
+	data, err := manifest{Before: before, After: after}.encode()
 	if err == nil {
 		cp.Manifest, err = t.put(data)
 	}

@@ -4,7 +4,6 @@ import (
 	stdctx "context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -52,15 +51,15 @@ func (m *manifests) get(ref string) (*manifest, error) {
 	if err != nil {
 		return nil, errs.Wrap(Damaged, err, fmt.Sprintf("the checkpoint manifest %s cannot be read from the attachments store; the checkpoint is lost", ref))
 	}
-	var got manifest
-	if err := json.Unmarshal(data, &got); err != nil {
+	got, err := decodeManifest(data)
+	if err != nil {
 		return nil, errs.Wrap(Damaged, err, fmt.Sprintf("the checkpoint manifest %s is not a manifest this dsh reads", ref))
 	}
 	if m.read == nil {
 		m.read = map[string]*manifest{}
 	}
-	m.read[ref] = &got
-	return &got, nil
+	m.read[ref] = got
+	return got, nil
 }
 
 // change is one path a rewind sets from cur to want.
@@ -225,7 +224,7 @@ func (p *checkpointer) rewind(ctx stdctx.Context, c sessions.RewindCall, next se
 	if err != nil {
 		return sessions.RewindResult{}, err
 	}
-	data, err := json.Marshal(manifest{Before: before, After: after})
+	data, err := manifest{Before: before, After: after}.encode()
 	if err != nil {
 		return sessions.RewindResult{}, errs.Wrap(errs.Internal, err, "rewind: the manifest cannot be encoded")
 	}

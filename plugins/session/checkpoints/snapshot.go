@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +38,11 @@ type entry struct {
 	Hash string      `json:"h,omitempty"`
 	Link string      `json:"l,omitempty"`
 	// Blob and Off locate a file's bytes: Size bytes at Off in the pack
-	// Blob names.
-	Blob string `json:"b,omitempty"`
+	// Blob names. A manifest writes Blob as BI, an index (from 1) into
+	// its table of packs: a reference is 71 bytes, which would be most of
+	// an entry.
+	Blob string `json:"-"`
+	BI   int    `json:"b,omitempty"`
 	Off  int64  `json:"o,omitempty"`
 }
 
@@ -62,7 +66,7 @@ type state struct {
 
 // covers reports whether s says anything about p, and what.
 func (s *state) lookup(p string) (entry, bool) {
-	i, found := slices.BinarySearchFunc(s.Entries, p, func(e entry, p string) int { return strings.Compare(e.Path, p) })
+	i, found := slices.BinarySearchFunc(s.Entries, p, byPath)
 	if found {
 		return s.Entries[i], true
 	}
@@ -90,6 +94,122 @@ func (s *state) excludes(p string) bool {
 type manifest struct {
 	Before state `json:"before"`
 	After  state `json:"after"`
+	// Packs is the table entries' BI index (encode and decode fill it).
+	Packs []string `json:"packs,omitempty"`
+}
+
+// delta is how a manifest writes an after-state of the whole workspace:
+// what differs from the before-state, since a command changes a few of
+// the workspace's files.
+type delta struct {
+	Changed     []entry  `json:"changed,omitempty"`
+	Removed     []string `json:"removed,omitempty"`
+	Skipped     []string `json:"skipped,omitempty"`
+	SkippedDirs []string `json:"skipped_dirs,omitempty"`
+}
+
+// wire is a manifest as stored.
+type wire struct {
+	Before state    `json:"before"`
+	After  *state   `json:"after,omitempty"`
+	Delta  *delta   `json:"delta,omitempty"`
+	Packs  []string `json:"packs,omitempty"`
+}
+
+// encode writes m: pack references by index, a full after-state as a
+// delta from a full before-state.
+func (m manifest) encode() ([]byte, error) {
+	index := map[string]int{}
+	var packs []string
+	number := func(s state) state {
+		s.Entries = slices.Clone(s.Entries)
+		for i := range s.Entries {
+			e := &s.Entries[i]
+			if e.Blob == "" {
+				continue
+			}
+			if _, ok := index[e.Blob]; !ok {
+				packs = append(packs, e.Blob)
+				index[e.Blob] = len(packs)
+			}
+			e.BI = index[e.Blob]
+		}
+		return s
+	}
+	w := wire{Before: number(m.Before)}
+	after := number(m.After)
+	if m.Before.Full && after.Full {
+		d := &delta{Skipped: after.Skipped, SkippedDirs: after.SkippedDirs}
+		for _, e := range after.Entries {
+			if old, ok := m.Before.lookup(e.Path); !ok || !old.same(e) || old.Kind == kindAbsent {
+				d.Changed = append(d.Changed, e)
+			}
+		}
+		for _, e := range m.Before.Entries {
+			if _, ok := slices.BinarySearchFunc(after.Entries, e.Path, byPath); !ok {
+				d.Removed = append(d.Removed, e.Path)
+			}
+		}
+		w.Delta = d
+	} else {
+		w.After = &after
+	}
+	w.Packs = packs
+	return json.Marshal(w)
+}
+
+func byPath(e entry, p string) int { return strings.Compare(e.Path, p) }
+
+// decodeManifest reads what encode wrote.
+func decodeManifest(data []byte) (*manifest, error) {
+	var w wire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, err
+	}
+	resolve := func(s *state) error {
+		for i := range s.Entries {
+			e := &s.Entries[i]
+			if e.BI == 0 {
+				continue
+			}
+			if e.BI < 0 || e.BI > len(w.Packs) {
+				return fmt.Errorf("entry %s names pack %d of %d", e.Path, e.BI, len(w.Packs))
+			}
+			e.Blob = w.Packs[e.BI-1]
+		}
+		return nil
+	}
+	m := &manifest{Before: w.Before, Packs: w.Packs}
+	if err := resolve(&m.Before); err != nil {
+		return nil, err
+	}
+	switch {
+	case w.After != nil:
+		m.After = *w.After
+	case w.Delta != nil:
+		m.After = state{Full: true, Skipped: w.Delta.Skipped, SkippedDirs: w.Delta.SkippedDirs}
+		changed := map[string]entry{}
+		for _, e := range w.Delta.Changed {
+			changed[e.Path] = e
+		}
+		removed := map[string]bool{}
+		for _, p := range w.Delta.Removed {
+			removed[p] = true
+		}
+		for _, e := range m.Before.Entries {
+			if c, ok := changed[e.Path]; ok {
+				m.After.Entries = append(m.After.Entries, c)
+				delete(changed, e.Path)
+			} else if !removed[e.Path] {
+				m.After.Entries = append(m.After.Entries, e)
+			}
+		}
+		for _, e := range changed {
+			m.After.Entries = append(m.After.Entries, e)
+		}
+		slices.SortFunc(m.After.Entries, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
+	}
+	return m, resolve(&m.After)
 }
 
 // indexed is what the index remembers of a file: enough to tell it has
@@ -214,7 +334,8 @@ func (t *taker) skipDir(rel string) bool {
 
 // walk takes the state of the whole workspace.
 func (t *taker) walk(p *pack, ex *exclusions) (state, error) {
-	st := state{Full: true}
+	// The last walk's count is a good guess of this one's.
+	st := state{Full: true, Entries: make([]entry, 0, len(t.idx)+64)}
 	started := time.Now()
 	var total int64
 	err := filepath.WalkDir(t.ws, func(abs string, d fs.DirEntry, err error) error {
