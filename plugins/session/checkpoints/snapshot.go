@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/services/session"
+	"golang.org/x/sys/unix"
 )
 
 // Kinds of entries.
@@ -332,54 +333,111 @@ func (t *taker) skipDir(rel string) bool {
 	return t.cfg.matches(rel)
 }
 
-// walk takes the state of the whole workspace.
+// walk takes the state of the whole workspace. It reads each directory
+// once (getdents gives the entries' types) and stats each entry relative
+// to its directory's descriptor, into one reused Stat_t: a workspace of
+// 10,000 files is 10,000 fstatat calls and little else.
 func (t *taker) walk(p *pack, ex *exclusions) (state, error) {
 	// The last walk's count is a good guess of this one's.
 	st := state{Full: true, Entries: make([]entry, 0, len(t.idx)+64)}
 	started := time.Now()
 	var total int64
-	err := filepath.WalkDir(t.ws, func(abs string, d fs.DirEntry, err error) error {
-		if abs == t.ws {
-			return err
-		}
-		r, _ := filepath.Rel(t.ws, abs)
-		rel := filepath.ToSlash(r)
+	var sys unix.Stat_t
+	var dir func(abs, rel string) error
+	dir = func(abs, rel string) error {
+		f, err := os.Open(abs)
 		if err != nil {
-			// Unreadable: left out, and said so.
-			st.Skipped = append(st.Skipped, rel)
-			ex.add(rel, "cannot be read: "+errors.Unwrap(err).Error())
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
+			if rel == "" {
+				return err
 			}
-			return nil
-		}
-		if d.IsDir() && t.skipDir(rel) {
 			st.SkippedDirs = append(st.SkippedDirs, rel)
-			ex.add(rel+"/", t.why(rel))
-			return fs.SkipDir
-		}
-		if !d.IsDir() && t.cfg.matches(rel) {
-			st.Skipped = append(st.Skipped, rel)
-			ex.add(rel, "matches an exclude glob")
+			ex.add(rel+"/", "cannot be read: "+err.Error())
 			return nil
 		}
-		e, why, err := t.stat(p, rel, &total)
+		names, err := f.Readdirnames(-1)
 		if err != nil {
-			return err
-		}
-		if why != "" {
-			st.Skipped = append(st.Skipped, rel)
-			ex.add(rel, why)
+			f.Close()
+			if rel == "" {
+				return err
+			}
+			st.SkippedDirs = append(st.SkippedDirs, rel)
+			ex.add(rel+"/", "cannot be read: "+err.Error())
 			return nil
 		}
-		st.Entries = append(st.Entries, e)
+		fd := int(f.Fd())
+		var subdirs []string
+		for _, name := range names {
+			r := name
+			if rel != "" {
+				r = rel + "/" + name
+			}
+			if err := unix.Fstatat(fd, name, &sys, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if !errors.Is(err, syscall.ENOENT) {
+					st.Skipped = append(st.Skipped, r)
+					ex.add(r, "cannot be read: "+err.Error())
+				}
+				continue
+			}
+			if uint32(sys.Mode)&syscall.S_IFMT == syscall.S_IFDIR {
+				if t.skipDir(r) {
+					st.SkippedDirs = append(st.SkippedDirs, r)
+					ex.add(r+"/", t.why(r))
+					continue
+				}
+				st.Entries = append(st.Entries, entry{Path: r, Kind: kindDir, Mode: fileMode(uint32(sys.Mode))})
+				subdirs = append(subdirs, name)
+				continue
+			}
+			if t.cfg.matches(r) {
+				st.Skipped = append(st.Skipped, r)
+				ex.add(r, "matches an exclude glob")
+				continue
+			}
+			e, why, err := t.fromStat(p, r, abs+"/"+name, &sys, &total)
+			if err != nil {
+				f.Close()
+				return err
+			}
+			if why != "" {
+				st.Skipped = append(st.Skipped, r)
+				ex.add(r, why)
+				continue
+			}
+			st.Entries = append(st.Entries, e)
+		}
+		f.Close()
+		for _, name := range subdirs {
+			r := name
+			if rel != "" {
+				r = rel + "/" + name
+			}
+			if err := dir(abs+"/"+name, r); err != nil {
+				return err
+			}
+		}
 		return nil
-	})
+	}
+	err := dir(t.ws, "")
 	t.when = started
-	// WalkDir visits a directory's tree before a sibling that sorts
-	// between them ("a/b" before "a.txt"); lookups want path order.
+	// Lookups want path order ("a/b" sorts after "a.txt").
 	slices.SortFunc(st.Entries, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
 	return st, err
+}
+
+// fileMode is the permission bits of a stat mode as fs.FileMode writes
+// them.
+func fileMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	if m&syscall.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&syscall.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&syscall.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
 }
 
 func (t *taker) why(rel string) string {
@@ -412,28 +470,37 @@ func (t *taker) paths(p *pack, ex *exclusions, rels []string) (state, error) {
 // stat takes one path's state; why says why it is left out.
 func (t *taker) stat(p *pack, rel string, total *int64) (entry, string, error) {
 	abs := filepath.Join(t.ws, filepath.FromSlash(rel))
-	fi, err := os.Lstat(abs)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	var sys unix.Stat_t
+	err := unix.Lstat(abs, &sys)
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
 		return entry{Path: rel, Kind: kindAbsent}, "", nil
 	}
 	if err != nil {
 		return entry{}, "cannot be read: " + err.Error(), nil
 	}
-	e := entry{Path: rel, Mode: fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)}
-	switch {
-	case fi.IsDir():
-		e.Kind = kindDir
-		return e, "", nil
-	case fi.Mode()&fs.ModeSymlink != 0:
+	if uint32(sys.Mode)&syscall.S_IFMT == syscall.S_IFDIR {
+		return entry{Path: rel, Kind: kindDir, Mode: fileMode(uint32(sys.Mode))}, "", nil
+	}
+	return t.fromStat(p, rel, abs, &sys, total)
+}
+
+// fromStat takes the state of the file, symlink or other non-directory
+// at abs, whose lstat is sys.
+func (t *taker) fromStat(p *pack, rel, abs string, sys *unix.Stat_t, total *int64) (entry, string, error) {
+	e := entry{Path: rel, Mode: fileMode(uint32(sys.Mode))}
+	var err error
+	switch uint32(sys.Mode) & syscall.S_IFMT {
+	case syscall.S_IFLNK:
 		e.Kind = kindSymlink
 		if e.Link, err = os.Readlink(abs); err != nil {
 			return entry{}, "cannot be read: " + err.Error(), nil
 		}
 		return e, "", nil
-	case !fi.Mode().IsRegular():
+	case syscall.S_IFREG:
+	default:
 		return entry{}, "not a regular file, directory or symlink", nil
 	}
-	e.Kind, e.Size = kindFile, fi.Size()
+	e.Kind, e.Size = kindFile, sys.Size
 	if e.Size > t.cfg.MaxFileBytes {
 		return entry{}, fmt.Sprintf("%d bytes, over max_file_bytes (%d)", e.Size, t.cfg.MaxFileBytes), nil
 	}
@@ -441,13 +508,10 @@ func (t *taker) stat(p *pack, rel string, total *int64) (entry, string, error) {
 		return entry{}, fmt.Sprintf("past max_total_bytes (%d) of this checkpoint", t.cfg.MaxTotalBytes), nil
 	}
 	*total += e.Size
-	var ino uint64
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = sys.Ino
-	}
-	mtime := fi.ModTime().UnixNano()
+	ino := sys.Ino
+	mtime := sys.Mtim.Nano()
 	if old, ok := t.idx[rel]; ok && old.size == e.Size && old.mtime == mtime && old.ino == ino &&
-		fi.ModTime().Before(t.when.Add(-2*time.Second)) {
+		mtime < t.when.Add(-2*time.Second).UnixNano() {
 		if _, ok := t.locs[old.hash]; ok {
 			// Unchanged since it was stored: nothing to read.
 			e.Hash = old.hash
