@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -234,4 +235,55 @@ func TestRewindConversationOnly(t *testing.T) {
 	if !strings.Contains(l.stdout, "change things") || strings.Contains(l.stdout, "second turn") || !strings.Contains(l.stdout, "third turn") {
 		t.Fatalf("listing after a rewind and a turn: %q", l.stdout)
 	}
+}
+
+// TestSlashRewindAndRedo: in the interactive terminal, /rewind lists the
+// checkpoints, /rewind 1 code removes the file the turn wrote, /redo
+// writes it back.
+func TestSlashRewindAndRedo(t *testing.T) {
+	dir, ws := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - tool_calls: [{name: write, arguments: '{"path": "note.txt", "content": "v1"}'}]
+        - text: written
+presets:
+  coding:
+    - use: tools.files
+    - use: session.checkpoints
+agents:
+  - id: main
+    provider: scripted
+    preset: coding
+    workspace: `+ws+`
+log:
+  level: warn
+`), 0o644)
+	tty, cmd, scr, pos := startInteractive(t, cfg)
+	note := filepath.Join(ws, "note.txt")
+
+	io.WriteString(tty, "make a note\r")
+	pos = scr.waitFor(t, pos, "written")
+	pos = scr.waitFor(t, pos, "> ")
+	if data, err := os.ReadFile(note); err != nil || string(data) != "v1" {
+		t.Fatalf("note.txt: %q %v", data, err)
+	}
+	io.WriteString(tty, "/rewind\r")
+	pos = scr.waitFor(t, pos, "1.1    write note.txt")
+	pos = scr.waitFor(t, pos, "> ")
+	io.WriteString(tty, "/rewind 1 code\r")
+	pos = scr.waitFor(t, pos, "rewound the workspace (0 restored, 1 removed) to before turn 1")
+	pos = scr.waitFor(t, pos, "> ")
+	if _, err := os.Stat(note); !os.IsNotExist(err) {
+		t.Fatalf("note.txt after /rewind: %v", err)
+	}
+	io.WriteString(tty, "/redo\r")
+	pos = scr.waitFor(t, pos, "redid the rewind")
+	scr.waitFor(t, pos, "> ")
+	if data, err := os.ReadFile(note); err != nil || string(data) != "v1" {
+		t.Fatalf("note.txt after /redo: %q %v", data, err)
+	}
+	leaveWithCtrlD(t, tty, cmd, scr)
 }
