@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -109,5 +110,36 @@ func TestSnapshotLeavesOutWhatItExcludes(t *testing.T) {
 		if got := read(t, ws, p); got != want {
 			t.Errorf("after the rewind %s holds %q, want %q", p, got, want)
 		}
+	}
+}
+
+// TestRewindOfASessionResumedFromJetStream: with session.nats, the
+// checkpoints go to the JetStream object store with the session; a host
+// that resumes the session after the first closed rewinds what the first
+// one's bash changed.
+func TestRewindOfASessionResumedFromJetStream(t *testing.T) {
+	srv := natstest.Single(t)
+	persist := "  - use: session.nats\n    config: {url: \"" + srv.ClientURL() + "\", stream: CP, subject_prefix: dsh.cp}\n"
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a1"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r := newRigOn(t, persist, ws, true, "",
+		scripted.Reply{ToolCalls: []scripted.Call{call("bash", map[string]string{"command": "echo a2 > a.txt && echo b > b.txt"})}},
+		scripted.Reply{Text: "done"})
+	r.prompt(t, "work")
+	r.close(t)
+	if read(t, ws, "a.txt") != "a2\n" || read(t, ws, "b.txt") != "b\n" {
+		t.Fatal("bash did not run as scripted")
+	}
+	r = newRigOn(t, persist, ws, true, "")
+	if _, err := r.rewind(sessions.RewindRequest{To: session.Point{Turn: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "b.txt")); !os.IsNotExist(err) || read(t, ws, "a.txt") != "a1" {
+		t.Fatalf("after the rewind on the resuming host: a.txt %q, b.txt %v", read(t, ws, "a.txt"), err)
+	}
+	if fi, _ := os.Stat(filepath.Join(ws, "a.txt")); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("a.txt came back with mode %v", fi.Mode())
 	}
 }

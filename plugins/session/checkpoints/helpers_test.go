@@ -12,6 +12,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/natstest"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agents"
@@ -19,10 +20,9 @@ import (
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 
 // rig is a host whose agent "a" works in ws with the file tools, bash
 // and, when asked, session.checkpoints; its session is open, so its tool
@@ -38,12 +38,19 @@ type rig struct {
 
 func newRig(tb testing.TB, ws string, checkpoints bool, extra string, replies ...scripted.Reply) *rig {
 	tb.Helper()
+	persist := "  - use: session.jsonl\n    config: {dir: " + filepath.Join(tb.TempDir(), "sessions") + "}\n"
+	return newRigOn(tb, persist, ws, checkpoints, extra, replies...)
+}
+
+// newRigOn is newRig with persist, the persistence plugin's entry.
+func newRigOn(tb testing.TB, persist, ws string, checkpoints bool, extra string, replies ...scripted.Reply) *rig {
+	tb.Helper()
 	sc, _ := json.Marshal(scripted.Config{Replies: replies})
 	cp := ""
 	if checkpoints {
 		cp = "    - use: session.checkpoints\n" + extra
 	}
-	yaml := "plugins:\n  - use: llm.scripted\n    config: " + string(sc) + "\n  - use: session.jsonl\n    config: {dir: " + filepath.Join(tb.TempDir(), "sessions") + "}\n" +
+	yaml := "plugins:\n  - use: llm.scripted\n    config: " + string(sc) + "\n" + persist +
 		"presets:\n  p:\n    - use: tools.files\n    - use: tools.bash\n    - use: tools.permission\n      config: {allow: [bash, write, edit]}\n" + cp +
 		"agents:\n  - id: a\n    provider: scripted\n    preset: p\n    workspace: " + ws + "\n"
 	cfg, err := config.Parse("rig.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
@@ -59,6 +66,7 @@ func newRig(tb testing.TB, ws string, checkpoints bool, extra string, replies ..
 		defer cancel()
 		h.Close(ctx)
 	})
+	// A stored session s is resumed (a second rig on the same store).
 	ctx := stdctx.Background()
 	in, err := h.Sessions().Ensure(ctx, sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "a", AgentID: "a", SessionID: "s"}})
 	if err != nil {
@@ -161,4 +169,14 @@ func read(tb testing.TB, ws, p string) string {
 		return "<" + err.Error() + ">"
 	}
 	return string(data)
+}
+
+// close closes the rig's host, so another may resume its session.
+func (r *rig) close(tb testing.TB) {
+	tb.Helper()
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.h.Close(ctx); err != nil {
+		tb.Fatal(err)
+	}
 }
