@@ -1,11 +1,13 @@
 package checkpoints_test
 
 import (
+	stdctx "context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/natstest"
@@ -141,5 +143,36 @@ func TestRewindOfASessionResumedFromJetStream(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(ws, "a.txt")); fi.Mode().Perm() != 0o640 {
 		t.Fatalf("a.txt came back with mode %v", fi.Mode())
+	}
+}
+
+// TestRewindRefusesDuringATurn: a rewind while a turn runs is refused
+// with REWIND_BUSY and changes nothing; after a cancel it goes ahead.
+func TestRewindRefusesDuringATurn(t *testing.T) {
+	ws := t.TempDir()
+	r := newRig(t, ws, true, "",
+		scripted.Reply{ToolCalls: []scripted.Call{call("bash", map[string]string{"command": "echo x > x.txt && sleep 30"})}},
+		scripted.Reply{Text: "done"})
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), time.Minute)
+	defer cancel()
+	if _, err := r.h.Sessions().Prompt(ctx, r.id, sessions.PromptRequest{Content: "work"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); read(t, ws, "x.txt") != "x\n"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	if _, err := r.rewind(sessions.RewindRequest{To: session.Point{Turn: 1}}); !errs.HasCode(err, sessions.RewindBusy) {
+		t.Fatalf("a rewind during the turn: %v", err)
+	}
+	if err := r.h.Sessions().Cancel(ctx, r.id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.rewind(sessions.RewindRequest{To: session.Point{Turn: 1}, Code: true}); err != nil {
+		t.Fatalf("a rewind after the cancel: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "x.txt")); !os.IsNotExist(err) {
+		t.Fatalf("x.txt after the rewind: %v", err)
 	}
 }
