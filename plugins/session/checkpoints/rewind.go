@@ -127,6 +127,11 @@ func (p *checkpointer) rewind(ctx stdctx.Context, c sessions.RewindCall, next se
 			if rec.ev.Seq < from {
 				continue
 			}
+			if c := rec.ev.Checkpoint; c != nil && c.Workspace != t.ws {
+				return sessions.RewindResult{}, errs.New(errs.InvalidArgument, fmt.Sprintf(
+					"the checkpoint at seq %d was taken of the workspace %s, and the session now works in %s; resume it with its old workspace to rewind its code, or rewind the conversation alone",
+					rec.ev.Seq, c.Workspace, t.ws))
+			}
 			m, err := ms.get(rec.manifest)
 			if err != nil {
 				return sessions.RewindResult{}, err
