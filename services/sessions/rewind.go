@@ -110,6 +110,14 @@ func (c *Controller) Rewind(ctx stdctx.Context, id string, r RewindRequest) (Rew
 	agent := s.handle.Agent
 	busy := errs.New(RewindBusy, fmt.Sprintf(
 		"session %q is running a turn or has prompts queued; wait for it to end or cancel it (/cancel), then rewind", id))
+	// No prompt is admitted while the rewind runs (those sent meanwhile
+	// wait for it), and it does not start while one is being admitted.
+	for deadline := time.Now().Add(idleGrace); !s.deliveries.TryLock(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return RewindResult{}, busy
+		}
+	}
+	defer s.deliveries.Unlock()
 	in := s.Info()
 	if in.Pending > 0 {
 		return RewindResult{}, busy
