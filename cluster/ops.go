@@ -27,6 +27,7 @@ const (
 	opCommands   = "commands"
 	opAttachment = "attachment"
 	opDelete     = "delete"
+	opRewind     = "rewind"
 	// The approval relay (relay.go).
 	opApprove = "approve"
 	opAnswer  = "answer"
@@ -147,6 +148,12 @@ func (h *Host) op(ctx stdctx.Context, req request, claimed sessions.How) (answer
 		return result(attachmentResult{Part: p, Data: data}, err)
 	case opDelete:
 		return answer{}, c.Delete(ctx, id)
+	case opRewind:
+		var r sessions.RewindRequest
+		if err := decodeArgs(req, &r); err != nil {
+			return answer{}, err
+		}
+		return result(c.Rewind(ctx, id, r))
 	case opApprove, opAnswer, opDetach:
 		return h.relayOp(ctx, req)
 	}

@@ -204,6 +204,14 @@ func (s *Service) Commands(ctx stdctx.Context, id string) ([]sessions.PromptComm
 	return cmds, err
 }
 
+// Rewind rewinds the session on the host that runs it: the workspace it
+// restores is that host's.
+func (s *Service) Rewind(ctx stdctx.Context, id string, r sessions.RewindRequest) (sessions.RewindResult, error) {
+	var res sessions.RewindResult
+	err := s.forward(ctx, opRewind, id, r, &res)
+	return res, err
+}
+
 // List lists the shared store: its index marks the sessions open on any
 // host.
 func (s *Service) List(ctx stdctx.Context) ([]session.Summary, error) {

@@ -43,6 +43,7 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/sessions/{id}/close", handle: s.closeSession},
 		{method: "POST", path: "/v1/sessions/{id}/messages", handle: s.postMessage},
 		{method: "POST", path: "/v1/sessions/{id}/cancel", handle: s.cancel},
+		{method: "POST", path: "/v1/sessions/{id}/rewind", handle: s.rewind},
 		{method: "GET", path: "/v1/sessions/{id}/approvals", handle: s.listApprovals},
 		{method: "POST", path: "/v1/sessions/{id}/approvals/{qid}", handle: s.answer},
 		{method: "GET", path: "/v1/sessions/{id}/events", handle: s.events},

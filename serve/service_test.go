@@ -279,3 +279,8 @@ func partRef(t *testing.T, e *env, id string) string {
 	t.Fatalf("no part with a ref in %s", b)
 	return ""
 }
+
+func (c *counted) Rewind(ctx stdctx.Context, id string, r sessions.RewindRequest) (sessions.RewindResult, error) {
+	c.hit("Rewind")
+	return c.svc.Rewind(ctx, id, r)
+}

@@ -59,7 +59,7 @@ Exit codes: 0 done, 1 failed (a session is open elsewhere, or unreadable),
 				return showSession(ctx, h, args[0], cmd.OutOrStdout(), jsonOut)
 			})
 		},
-	}, verifyCommand(g, &jsonOut), &cobra.Command{
+	}, verifyCommand(g, &jsonOut), rewindCommand(g, &jsonOut), &cobra.Command{
 		Use:     "rm SESSION...",
 		Aliases: []string{"delete"},
 		Short:   "delete persisted sessions with their subagents' sessions; one open anywhere is refused",

@@ -19,6 +19,7 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/policy/celpolicy"
 	_ "github.com/dsh-go/dsh/plugins/policy/reviewer"
 	_ "github.com/dsh-go/dsh/plugins/prompt/agentsmd"
+	_ "github.com/dsh-go/dsh/plugins/session/checkpoints"
 	_ "github.com/dsh-go/dsh/plugins/session/compact"
 	_ "github.com/dsh-go/dsh/plugins/session/jsonl"
 	_ "github.com/dsh-go/dsh/plugins/session/nats"

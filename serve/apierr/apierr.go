@@ -113,8 +113,14 @@ var statuses = map[errs.Code]int{
 	sessions.PromptRejected: http.StatusUnprocessableEntity,
 	// A retry of a message that was dropped: the request id is spent.
 	sessions.MessageDropped: http.StatusConflict,
-	BodyTooLarge:            http.StatusRequestEntityTooLarge,
-	cluster.PayloadTooLarge: http.StatusRequestEntityTooLarge,
+	// Rewinds (docs/rewind.md).
+	session.RewindBadPoint:    http.StatusBadRequest,
+	session.NothingToRedo:     http.StatusConflict,
+	sessions.RewindBusy:       http.StatusConflict,
+	sessions.NoCheckpoints:    http.StatusConflict,
+	sessions.WorkspaceChanged: http.StatusConflict,
+	BodyTooLarge:              http.StatusRequestEntityTooLarge,
+	cluster.PayloadTooLarge:   http.StatusRequestEntityTooLarge,
 	// A part over a limit is a body too large, bytes that are not what
 	// they claim an unsupported media type, a malformed part a bad
 	// request.

@@ -64,8 +64,11 @@ type ReactLoopAgent struct {
 	// decisions are decision records the stages handed over, waiting for
 	// the driver to append them (see RecordDecision).
 	decisions []session.Decision
-	idle      chan struct{} // closed when the driver goes idle
-	torn      bool
+	// checkpoints are the checkpoints taken for its tool calls, waiting
+	// for the driver to record them with the call's result.
+	checkpoints []session.Checkpoint
+	idle        chan struct{} // closed when the driver goes idle
+	torn        bool
 	// abandoned: a dispose timed out while the driver ran; the driver
 	// finishes the agent when it stops.
 	abandoned bool

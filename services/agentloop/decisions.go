@@ -53,14 +53,38 @@ func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
 	return nil
 }
 
-// recordDecisions appends the decisions handed over so far, as events of
-// the given turn and step. Only the driver calls it.
+// recordDecisions appends the decisions handed over so far, then the
+// checkpoints, as events of the given turn and step. Only the driver
+// calls it.
 func (a *ReactLoopAgent) recordDecisions(turn, step int) {
 	a.mu.Lock()
-	ds := a.decisions
-	a.decisions = nil
+	ds, cs := a.decisions, a.checkpoints
+	a.decisions, a.checkpoints = nil, nil
 	a.mu.Unlock()
 	for _, d := range ds {
 		a.sess.AppendDecision(stdctx.Background(), turn, step, d)
 	}
+	for _, c := range cs {
+		a.sess.Append(stdctx.Background(), session.Event{Type: session.Checkpointed, Turn: turn, Step: step, Checkpoint: &c})
+	}
+}
+
+// onCheckpoint hands a checkpoint taken for one of the loop's agents'
+// tool calls to that agent, whose driver records it with the call's
+// result (recordDecisions).
+func (l *Loop) onCheckpoint(_ stdctx.Context, c session.CheckpointTaken) error {
+	ag, ok := l.registry.Get(c.AgentID)
+	if !ok {
+		return nil
+	}
+	a, ok := ag.(*ReactLoopAgent)
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.disposed {
+		a.checkpoints = append(a.checkpoints, c.Checkpoint)
+	}
+	return nil
 }

@@ -226,16 +226,31 @@ func KnownSessions(b session.Backend) Catalog {
 	}
 }
 
-// RefsOf returns the references the messages of events hold.
+// RefsOf returns the references the messages of events hold, and those
+// of the manifests and packs checkpoints and rewinds recorded.
 func RefsOf(events []session.Event) map[string]bool {
 	refs := map[string]bool{}
 	for _, e := range events {
-		if e.Message == nil {
-			continue
+		if e.Message != nil {
+			addRefs(refs, e.Message)
 		}
-		addRefs(refs, e.Message)
+		if c := e.Checkpoint; c != nil {
+			addBlobs(refs, c.Manifest, c.Blobs)
+		}
+		if r := e.Rewind; r != nil {
+			addBlobs(refs, r.Manifest, r.Blobs)
+		}
 	}
 	return refs
+}
+
+func addBlobs(refs map[string]bool, manifest string, blobs []string) {
+	if manifest != "" {
+		refs[manifest] = true
+	}
+	for _, b := range blobs {
+		refs[b] = true
+	}
 }
 
 func addRefs(refs map[string]bool, m *llm.Message) {

@@ -201,3 +201,18 @@ func testForgetLetsCollect(t *testing.T, b backend) {
 		t.Fatal("after Forget, Collect kept the unlogged blob or dropped the logged one")
 	}
 }
+
+// TestRefsOfKeepsCheckpoints: the manifests and packs checkpoints and
+// rewinds name are references of their session, so collection keeps them
+// while the log does.
+func TestRefsOfKeepsCheckpoints(t *testing.T) {
+	m1, p1, m2, p2 := attachments.RefOf([]byte("m1")), attachments.RefOf([]byte("p1")), attachments.RefOf([]byte("m2")), attachments.RefOf([]byte("p2"))
+	refs := attachments.RefsOf([]session.Event{
+		{Seq: 1, Type: session.Checkpointed, Checkpoint: &session.Checkpoint{Manifest: m1, Blobs: []string{p1}}},
+		{Seq: 2, Type: session.Rewound, Rewind: &session.Rewind{Manifest: m2, Blobs: []string{p2}}},
+		{Seq: 3, Type: session.Redone, Rewind: &session.Rewind{Redo: 2}},
+	})
+	if len(refs) != 4 || !refs[m1] || !refs[p1] || !refs[m2] || !refs[p2] {
+		t.Fatalf("refs %v", refs)
+	}
+}

@@ -22,6 +22,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dsh-go/dsh/services/llm"
@@ -86,7 +87,7 @@ func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
 		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped,
-		MessageRefused, MessageExpired, DecisionRecorded:
+		MessageRefused, MessageExpired, DecisionRecorded, Checkpointed, Rewound, Redone:
 		return true
 	}
 	return false
@@ -142,6 +143,10 @@ type Event struct {
 	Compaction *Compaction `json:"compaction,omitempty"`
 	// Decision is the record of a decision event.
 	Decision *Decision `json:"decision,omitempty"`
+	// Checkpoint is the record of a checkpoint event.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// Rewind is the record of a rewind or redo event.
+	Rewind *Rewind `json:"rewind,omitempty"`
 }
 
 // Compaction is what a history/compacted event did.
@@ -226,6 +231,19 @@ func (e Event) clone() Event {
 			d.Source = &src
 		}
 		e.Decision = &d
+	}
+	if e.Checkpoint != nil {
+		c := *e.Checkpoint
+		c.Paths = slices.Clone(c.Paths)
+		c.Blobs = slices.Clone(c.Blobs)
+		c.Excluded = slices.Clone(c.Excluded)
+		e.Checkpoint = &c
+	}
+	if e.Rewind != nil {
+		r := *e.Rewind
+		r.Blobs = slices.Clone(r.Blobs)
+		r.Differed = slices.Clone(r.Differed)
+		e.Rewind = &r
 	}
 	return e
 }

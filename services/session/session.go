@@ -122,6 +122,12 @@ func (s *Session) index(e Event) {
 		}
 		return
 	}
+	if e.Type == Rewound || e.Type == Redone {
+		// A rewind or redo changes which earlier events the history
+		// holds: derived anew from the log, as a replay would.
+		s.history = rederive(s.n, s.event)
+		return
+	}
 	s.history.apply(e)
 	if e.RequestID != "" && e.Message != nil {
 		if s.requests == nil {
@@ -299,6 +305,9 @@ func Replay(events []Event) (llm.History, error) {
 					"event %d of the log is a result for tool call %q that no assistant message made; the log lost events", e.Seq, e.Message.ToolCallID))
 			}
 			delete(asked, e.Message.ToolCallID)
+		case e.Type == Rewound || e.Type == Redone:
+			d = rederive(i+1, func(j int) *Event { return &events[j] })
+			continue
 		}
 		d.apply(e)
 	}

@@ -72,6 +72,12 @@ type Service interface {
 	// (a store's index, not a scan); found is false when nothing is stored
 	// under the id or nothing is persisted at all.
 	Find(ctx stdctx.Context, sessionID string) (sum session.Summary, found bool, err error)
+	// Rewind takes an open, idle session back to before a turn or step —
+	// its workspace, its conversation or both — or, with r.Redo, undoes
+	// its last rewind. The rewind is recorded in the log (nothing is
+	// erased). A workspace changed since its checkpoint is refused with
+	// REWIND_WORKSPACE_CHANGED, naming what differs, unless r.Force.
+	Rewind(ctx stdctx.Context, sessionID string, r RewindRequest) (RewindResult, error)
 	// Close closes an open session: its agent ends, its log is flushed.
 	Close(ctx stdctx.Context, sessionID string) error
 	// Delete removes a stored session that is not open.

@@ -40,6 +40,10 @@ type Session struct {
 	// closeMu makes closes take turns, so a retry after a failed dispose
 	// waits for the one in flight.
 	closeMu sync.Mutex
+	// deliveries is read-held by every delivery while it is admitted and
+	// queued, and write-held by a rewind: a prompt sent during a rewind
+	// waits for it, and a rewind does not start while one is admitted.
+	deliveries sync.RWMutex
 
 	mu     sync.Mutex
 	state  state
@@ -125,6 +129,8 @@ func (s *Session) deliver(ctx stdctx.Context, mode agentcontroller.Mode, r Promp
 	if src.Kind == "" {
 		src = s.source
 	}
+	s.deliveries.RLock()
+	defer s.deliveries.RUnlock()
 	req := agentcontroller.Request{Mode: mode, Source: src, RequestID: r.RequestID, Content: r.Content}
 	if len(r.Parts) > 0 {
 		req.Prepare = s.prepareParts(r)

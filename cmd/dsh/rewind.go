@@ -1,0 +1,227 @@
+package main
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/spf13/cobra"
+)
+
+// rewindHelp is the /help text of /rewind and /redo.
+const rewindHelp = "/rewind      list the turns and steps to rewind to; /rewind TURN[.STEP] [code|conversation|both] [--force]\n/redo        undo the last rewind\n"
+
+// rewindCommand is `dsh sessions rewind`.
+func rewindCommand(g *globals, jsonOut *bool) *cobra.Command {
+	var to string
+	var code, conversation, force, redo bool
+	cmd := &cobra.Command{
+		Use:   "rewind SESSION --to TURN[.STEP]",
+		Short: "take a session's workspace and/or conversation back to before a turn or step (or --redo the last rewind)",
+		Long: `Rewind opens the session (resuming it from the store), takes it back to
+before turn TURN (or step STEP of it) and closes it again. --code rewinds
+the workspace alone, --conversation the conversation alone; neither
+rewinds both. The workspace is restored from the session's checkpoints
+(the session.checkpoints plugin records them); a file changed since its
+checkpoint stops the rewind, which names it, unless --force. --redo undoes
+the last rewind instead. Nothing is erased: the rewind is an event in the
+session's log.
+
+Without --to and --redo it lists the turns and steps to rewind to.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := sessions.RewindRequest{Code: code, Conversation: conversation, Force: force, Redo: redo}
+			list := to == "" && !redo
+			if !list && !redo {
+				p, err := session.ParsePoint(to)
+				if err != nil {
+					return &exitCode{code: exitUsage, err: err}
+				}
+				r.To = p
+			}
+			return withAgentSession(g, cmd, args[0], func(ctx stdctx.Context, svc sessions.Service, id string) error {
+				if list {
+					events, err := svc.History(ctx, id, 0)
+					if err != nil {
+						return err
+					}
+					fmt.Fprint(cmd.OutOrStdout(), rewindPoints(events))
+					return nil
+				}
+				res, err := svc.Rewind(sessions.WithActor(ctx, cliSource.Principal.ID), id, r)
+				if err != nil {
+					return err
+				}
+				if *jsonOut {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(res.Event)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), rewound(res.Event))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the turn (3) or step (3.2) to go back to before")
+	cmd.Flags().BoolVar(&code, "code", false, "rewind the workspace only")
+	cmd.Flags().BoolVar(&conversation, "conversation", false, "rewind the conversation only")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite what changed in the workspace since the checkpoint")
+	cmd.Flags().BoolVar(&redo, "redo", false, "undo the last rewind")
+	return cmd
+}
+
+// withAgentSession starts the host with the config's agents, opens stored
+// session id with the agent that wrote it, runs fn and closes it again.
+func withAgentSession(g *globals, cmd *cobra.Command, id string, fn func(stdctx.Context, sessions.Service, string) error) (runErr error) {
+	cfg, err := config.Load(g.loadOptions())
+	if err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+	h, err := host.Start(cfg, host.Options{LogOutput: cmd.ErrOrStderr()})
+	if err != nil {
+		return &exitCode{code: exitError, err: err}
+	}
+	defer func() {
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Close(ctx); err != nil && runErr == nil {
+			runErr = &exitCode{code: exitError, err: err}
+		}
+	}()
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), time.Minute)
+	defer cancel()
+	svc := h.Sessions()
+	err = func() error {
+		list, err := svc.List(ctx)
+		if err != nil {
+			return err
+		}
+		ac, err := agentOfSession(cfg, list, id, "")
+		if err != nil {
+			return err
+		}
+		if _, err := svc.Ensure(ctx, sessions.EnsureOptions{Mode: sessions.EnsureExisting,
+			OpenOptions: sessions.OpenOptions{Agent: ac.ID, AgentID: ac.ID, SessionID: id, Source: cliSource}}); err != nil {
+			return err
+		}
+		defer svc.Close(ctx, id)
+		return fn(ctx, svc, id)
+	}()
+	var ec *exitCode
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ec):
+		return ec
+	case errs.HasCode(err, session.NotFound):
+		return &exitCode{code: exitNotFound, err: err}
+	case errs.HasCode(err, session.RewindBadPoint), errs.HasCode(err, session.NoPersistence):
+		return &exitCode{code: exitUsage, err: err}
+	}
+	return &exitCode{code: exitError, err: err}
+}
+
+// slashRewind runs /rewind and /redo of the interactive session id.
+func slashRewind(svc sessions.Service, id, line string, out, diag io.Writer) {
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), time.Minute)
+	defer cancel()
+	ctx = sessions.WithActor(ctx, cliSource.Principal.ID)
+	fields := strings.Fields(line)
+	var r sessions.RewindRequest
+	if fields[0] == "/redo" {
+		r.Redo = true
+	} else if len(fields) == 1 {
+		events, err := svc.History(ctx, id, 0)
+		if err != nil {
+			fmt.Fprintf(diag, "/rewind: %v\n", err)
+			return
+		}
+		fmt.Fprint(out, rewindPoints(events))
+		return
+	}
+	for _, f := range fields[1:] {
+		switch f {
+		case "code":
+			r.Code = true
+		case "conversation":
+			r.Conversation = true
+		case "both":
+			r.Code, r.Conversation = true, true
+		case "--force", "force":
+			r.Force = true
+		default:
+			p, err := session.ParsePoint(f)
+			if err != nil || r.Redo {
+				fmt.Fprintf(diag, "usage: /rewind TURN[.STEP] [code|conversation|both] [--force], or /redo (%q is none of them)\n", f)
+				return
+			}
+			r.To = p
+		}
+	}
+	if !r.Redo && r.To.Turn == 0 {
+		fmt.Fprint(diag, "usage: /rewind TURN[.STEP] [code|conversation|both] [--force]; /rewind alone lists them\n")
+		return
+	}
+	res, err := svc.Rewind(ctx, id, r)
+	if err != nil {
+		fmt.Fprintf(diag, "%s: %v\n", fields[0], err)
+		return
+	}
+	fmt.Fprintln(diag, rewound(res.Event))
+}
+
+// rewound says what a rewind or redo event did.
+func rewound(e session.Event) string {
+	r := e.Rewind
+	if r == nil {
+		return "(nothing was done)"
+	}
+	var what []string
+	if r.Code {
+		what = append(what, fmt.Sprintf("the workspace (%d restored, %d removed)", r.Restored, r.Removed))
+	}
+	if r.Conversation {
+		what = append(what, "the conversation")
+	}
+	s := strings.Join(what, " and ")
+	if e.Type == session.Redone {
+		s = fmt.Sprintf("redid the rewind at seq %d: %s", r.Redo, s)
+	} else {
+		s = fmt.Sprintf("rewound %s to before turn %s", s, r.To)
+	}
+	if r.Forced {
+		s += fmt.Sprintf("; overwrote %d changed path(s): %s", len(r.Differed), strings.Join(r.Differed, "; "))
+	}
+	return s + " (/redo undoes it)"
+}
+
+// rewindPoints lists the turns the conversation shows and their steps
+// with checkpoints, for /rewind and `dsh sessions rewind` without --to.
+func rewindPoints(events []session.Event) string {
+	var b strings.Builder
+	for _, e := range session.Visible(events) {
+		switch {
+		case e.Type == session.UserMessage && e.Message != nil:
+			fmt.Fprintf(&b, "%-6d %s\n", e.Turn, session.Title(e.Message.Content))
+		case e.Type == session.Checkpointed && e.Checkpoint != nil:
+			c := e.Checkpoint
+			what := c.Scope
+			if c.Scope == "paths" {
+				what = strings.Join(c.Paths, ", ")
+			}
+			fmt.Fprintf(&b, "  %-6s %s %s (%d files, %d excluded)\n", session.Point{Turn: e.Turn, Step: e.Step}, c.Tool, what, c.Files, len(c.Excluded)+c.ExcludedMore)
+		}
+	}
+	if b.Len() == 0 {
+		return "nothing to rewind to yet\n"
+	}
+	b.WriteString("rewind with /rewind TURN[.STEP] [code|conversation|both] (dsh sessions rewind ID --to TURN[.STEP])\n")
+	return b.String()
+}
