@@ -64,8 +64,11 @@ type ReactLoopAgent struct {
 	// decisions are decision records the stages handed over, waiting for
 	// the driver to append them (see RecordDecision).
 	decisions []session.Decision
-	idle      chan struct{} // closed when the driver goes idle
-	torn      bool
+	// records are events plugins handed over through session/record,
+	// waiting for the driver to append them after the decisions.
+	records []session.Event
+	idle    chan struct{} // closed when the driver goes idle
+	torn    bool
 	// abandoned: a dispose timed out while the driver ran; the driver
 	// finishes the agent when it stops.
 	abandoned bool

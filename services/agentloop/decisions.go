@@ -57,10 +57,41 @@ func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
 // the given turn and step. Only the driver calls it.
 func (a *ReactLoopAgent) recordDecisions(turn, step int) {
 	a.mu.Lock()
-	ds := a.decisions
-	a.decisions = nil
+	ds, rs := a.decisions, a.records
+	a.decisions, a.records = nil, nil
 	a.mu.Unlock()
 	for _, d := range ds {
 		a.sess.AppendDecision(stdctx.Background(), turn, step, d)
 	}
+	for _, e := range rs {
+		e.Turn, e.Step = turn, step
+		a.sess.Append(stdctx.Background(), e)
+	}
+}
+
+// onRecord hands an event of session/record to its agent's driver.
+func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
+	ag, ok := l.registry.Get(r.AgentID)
+	if !ok {
+		return errs.New(agents.AgentNotFound, fmt.Sprintf("agent %q is not running, so its session records nothing", r.AgentID))
+	}
+	a, ok := ag.(*ReactLoopAgent)
+	if !ok {
+		return nil
+	}
+	return a.RecordEvent(r.Event)
+}
+
+// RecordEvent has the driver append e to the session, like RecordDecision:
+// before the next tool result or prompt, or at once when the agent is idle,
+// made durable with them.
+func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.disposed {
+		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more events", a.id))
+	}
+	a.records = append(a.records, e)
+	a.wakeLocked()
+	return nil
 }
