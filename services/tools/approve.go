@@ -84,6 +84,9 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 // the reload overruns its limit the call is refused, never decided by
 // whichever policies happen to be in place.
 func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
+	if r, ok := gated(ctx, at, call, &e.tool); !ok {
+		return call, r, false, nil
+	}
 	g := &s.root().gate
 	why, err := enter(g, ctx)
 	if err != nil {
@@ -111,6 +114,11 @@ func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call
 		if r, ok := validate(e.schema, call); !ok {
 			r.Content = fmt.Sprintf("The approval policy%s rewrote the arguments of the call to %q, and the rewrite is not valid: %s",
 				by(v.Source), call.Name, r.Content)
+			return call, r, false, nil
+		}
+		// The gate judges what will run: a rewrite must not turn a call
+		// it let through into one it refuses.
+		if r, ok := gated(ctx, at, call, &e.tool); !ok {
 			return call, r, false, nil
 		}
 	}
