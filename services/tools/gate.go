@@ -52,3 +52,17 @@ func gated(ctx stdctx.Context, at *dshctx.Context, call Call, t *Tool) (r Result
 	record(ctx, at, call, session.StageApproval, string(Deny), why, source, "")
 	return refuse("was refused%s: %s It did not run.", call.Name, by(source), why), false
 }
+
+// AskPerson asks the person attached to the call's agent whether it may go
+// on, through the approval service, exactly as the approval stage asks on
+// an Ask verdict (an unattended turn or nobody attached refuses, the answer
+// is recorded, a denial is worded for the model) but whatever the policies
+// would decide: a tool whose step needs a person's word, not a policy's
+// blanket allow, calls it from its Execute (exit_plan_mode). t shows the
+// call (Tool.Summary); ok says the person allowed it, else r is what the
+// model is told; err ends the call when ctx ended.
+func AskPerson(ctx stdctx.Context, at *dshctx.Context, call Call, t *Tool, v Verdict) (r Result, ok bool, err error) {
+	v.Decision = Ask
+	record(ctx, at, call, session.StageApproval, string(Ask), v.Reason, v.Source, v.PolicyVersion)
+	return ask(ctx, at, call, t, v)
+}

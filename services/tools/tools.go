@@ -119,7 +119,11 @@ type Tool struct {
 	// a command on the read-only list): ok says the call only reads, why
 	// otherwise says what in it may write.
 	ReadOnlyCall func(call Call) (ok bool, why string)
-	Execute      func(ctx stdctx.Context, call Call) (Result, error)
+	// Summary, when set, shows a call to the person asked to approve it,
+	// whole (exit_plan_mode: the plan); else the command or the
+	// arguments, cut to 200 bytes.
+	Summary func(call Call) string
+	Execute func(ctx stdctx.Context, call Call) (Result, error)
 }
 
 // Decision is the approval stage's answer for one call.
