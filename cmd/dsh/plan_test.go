@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -266,4 +267,60 @@ func TestPlanModeThroughDshRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "more.md")); err != nil {
 		t.Fatalf("a resumed session out of plan mode must write: %v (%q)", err, toolResults(readPlanLog(t, store))["w3"])
 	}
+}
+
+// TestPlanCommandsInTheCLI: /plan enters plan mode, the agent's todo list
+// shows live and under /todos, a write is refused while planning,
+// /plan edit replaces the plan from a file, and the person's
+// approval of exit_plan_mode at the terminal ends plan mode.
+func TestPlanCommandsInTheCLI(t *testing.T) {
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "edited.md"), []byte("# Edited plan\n\nwrite out.txt\n"), 0o644)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte(`plugins:
+  - use: llm.scripted
+    config:
+      replies:
+        - tool_calls:
+            - {name: todo, arguments: '{"todos": [{"id": "1", "text": "look around", "status": "completed"}, {"id": "2", "text": "write out.txt", "status": "pending"}]}'}
+            - {name: write, arguments: '{"path": "out.txt", "content": "x"}'}
+        - text: planned
+        - tool_calls: [{name: exit_plan_mode, arguments: '{"plan": "# Plan\n\nwrite out.txt"}'}]
+        - text: approved
+agents:
+  - id: main
+    provider: scripted
+    workspace: `+ws+`
+    presets: [workspace-write]
+presets:
+  workspace-write:
+    - use: tools.files
+    - use: tools.plan
+log:
+  level: warn
+`), 0o644)
+	tty, cmd, scr, pos := startInteractive(t, cfg)
+	io.WriteString(tty, "/plan\r")
+	pos = scr.waitFor(t, pos, "plan mode: on")
+	io.WriteString(tty, "look first\r")
+	pos = scr.waitFor(t, pos, "[x] look around")
+	pos = scr.waitFor(t, pos, "planned")
+	pos = scr.waitFor(t, pos, "> ")
+	if _, err := os.Stat(filepath.Join(ws, "out.txt")); !os.IsNotExist(err) {
+		t.Fatalf("plan mode let the write run: %v", err)
+	}
+	io.WriteString(tty, "/todos\r")
+	pos = scr.waitFor(t, pos, "[ ] write out.txt  (2)")
+	pos = scr.waitFor(t, pos, "1 of 2 done")
+	io.WriteString(tty, "/plan edit edited.md\r")
+	pos = scr.waitFor(t, pos, "# Edited plan")
+	io.WriteString(tty, "propose it\r")
+	pos = scr.waitFor(t, pos, "leave plan mode and carry out this plan?")
+	io.WriteString(tty, "y\r")
+	pos = scr.waitFor(t, pos, "plan approved")
+	pos = scr.waitFor(t, pos, "approved")
+	pos = scr.waitFor(t, pos, "> ")
+	io.WriteString(tty, "/plan show\r")
+	scr.waitFor(t, pos, "plan mode: off")
+	leaveWithCtrlD(t, tty, cmd, scr)
 }
