@@ -36,6 +36,16 @@ func (s *Server) postPlan(w http.ResponseWriter, r *http.Request) {
 	s.plan(w, r, pr)
 }
 
+// enterPlan puts a session just opened in plan mode; when its agent has
+// none, the session is closed again, so the request leaves nothing behind.
+func (s *Server) enterPlan(r *http.Request, id string) error {
+	_, err := s.o.Sessions.Plan(r.Context(), id, sessions.PlanRequest{Op: sessions.PlanEnter, By: "api"})
+	if err != nil {
+		_ = s.o.Sessions.Close(r.Context(), id)
+	}
+	return err
+}
+
 func (s *Server) plan(w http.ResponseWriter, r *http.Request, pr sessions.PlanRequest) {
 	id := r.PathValue("id")
 	st, err := s.o.Sessions.Plan(r.Context(), id, pr)

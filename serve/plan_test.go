@@ -29,6 +29,12 @@ func TestPlanModeThroughTheAPI(t *testing.T) {
 		}},
 		{Text: "planned"},
 	}, extra: "  - use: tools.files\n  - use: tools.plan\n"})
+	if r := e.call("POST", "/v1/sessions", map[string]any{"agent": "main", "plan_mode": true, "session_id": "plan-0"}); r.status != http.StatusCreated {
+		t.Fatalf("open in plan mode: %d %s", r.status, r.body)
+	}
+	if r := e.call("GET", "/v1/sessions/plan-0/plan", nil); r.status != http.StatusOK || !strings.Contains(string(r.body), `"planning":true`) {
+		t.Fatalf("opened with plan_mode: %d %s", r.status, r.body)
+	}
 	id := e.open(map[string]any{"session_id": "plan-1"})
 	plan := func(method string, body any) planOut {
 		t.Helper()
