@@ -96,6 +96,7 @@ var Plugin = plugin.Register(ID, "plan mode the host enforces (only read-only to
 		p.mu.Lock()
 		delete(p.states, a.ID())
 		p.mu.Unlock()
+		p.scopes.Delete(a.ID())
 		return nil
 	}); err != nil {
 		return err
