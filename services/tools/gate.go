@@ -41,8 +41,8 @@ func IsReadOnly(t *Tool, call Call) (ok bool, why string) {
 // gated asks the agent's gate about call; ok false means it refused, and r
 // is what the model is told.
 func gated(ctx stdctx.Context, at *dshctx.Context, call Call, t *Tool) (r Result, ok bool) {
-	g, err := GateKey.Get(at)
-	if err != nil || g == nil {
+	g, ok := GateKey.Find(at)
+	if !ok || g == nil {
 		return Result{}, true
 	}
 	why, source := g.Refuse(ctx, call, t)
