@@ -58,18 +58,18 @@ func readOnly() *policy {
 // why says, otherwise, what may write. Plan mode runs bash only when this
 // holds.
 func ReadOnlyCommand(command, workspace string) (ok bool, why string) {
+	script, err := shell.Parse(command)
+	if err != nil {
+		return false, fmt.Sprintf("the command could not be read as bash (%v)", err)
+	}
 	p := readOnly()
-	for _, pt := range p.judgeLine(command, line{text: command, workspace: workspace}) {
+	for _, pt := range p.judgeScript(script, line{text: command, workspace: workspace}) {
 		if !pt.decided || pt.v.Decision != tools.Allow {
 			if !pt.decided {
 				return false, pt.subject + " cannot be judged"
 			}
 			return false, pt.v.Reason
 		}
-	}
-	script, err := shell.Parse(command)
-	if err != nil {
-		return false, fmt.Sprintf("the command could not be read as bash (%v)", err)
 	}
 	return readOnlyScript(script, 0)
 }
