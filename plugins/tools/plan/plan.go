@@ -40,7 +40,9 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/systemprompt"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/waterfall"
 )
 
 // ID is the plugin's id.
@@ -51,6 +53,11 @@ const (
 	ExitTool = "exit_plan_mode"
 	TodoTool = "todo"
 )
+
+// PlanPrompt ends the system prompt while the session plans.
+const PlanPrompt = "You are in plan mode: the host refuses every tool call that could change something (writes, edits, " +
+	"bash beyond reading commands, tools not marked read-only). Explore with the read-only tools, keep a todo list if it helps, " +
+	"then call " + ExitTool + " with your plan in Markdown. The user approves it or asks for changes; only after approval do you make them."
 
 // ModePlan is the Config.Mode of a session that starts in plan mode.
 const ModePlan = "plan"
@@ -98,6 +105,17 @@ var Plugin = plugin.Register(ID, "plan mode the host enforces (only read-only to
 		p.mu.Unlock()
 		p.scopes.Delete(a.ID())
 		return nil
+	}); err != nil {
+		return err
+	}
+	// While the agent plans, its system prompt says so: the model learns
+	// the rules before its first refused call, not from it.
+	if _, err := systemprompt.EventAssemble.On(ctx, func(ctx stdctx.Context, a systemprompt.Assembly, next waterfall.Next[systemprompt.Assembly, string]) (string, error) {
+		text, err := next.Call(ctx, a)
+		if err != nil || !p.state(a.AgentID).Planning {
+			return text, err
+		}
+		return text + "\n\n" + PlanPrompt, nil
 	}); err != nil {
 		return err
 	}

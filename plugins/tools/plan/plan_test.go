@@ -14,8 +14,11 @@ import (
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/plugin"
 	_ "github.com/dsh-go/dsh/plugins/all"
+	"github.com/dsh-go/dsh/plugins/tools/plan"
+	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/systemprompt"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
@@ -123,6 +126,23 @@ agents:
 	}
 	if !st.Planning || st.PlanStatus != "rejected" || st.Plan != "do it" {
 		t.Fatalf("after a refused exit: %+v", st)
+	}
+	// The system prompt says the agent plans, and stops saying it once
+	// a person ends plan mode.
+	reg, _ := agents.Key.Get(h.Root())
+	ag, ok := reg.Get(info.AgentID)
+	if !ok {
+		t.Fatal("no agent main")
+	}
+	sp, _ := systemprompt.Key.Get(h.Root())
+	if text, err := sp.Assemble(ctx, ag.Context()); err != nil || !strings.Contains(text, plan.PlanPrompt) {
+		t.Fatalf("the system prompt while planning: %q %v", text, err)
+	}
+	if _, err := svc.Plan(ctx, info.ID, sessions.PlanRequest{Op: sessions.PlanLeave, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := sp.Assemble(ctx, ag.Context()); strings.Contains(text, "plan mode") {
+		t.Fatalf("the system prompt after leaving: %q", text)
 	}
 	if err := svc.Close(ctx, info.ID); err != nil {
 		t.Fatal(err)
