@@ -127,7 +127,9 @@ var Plugin = plugin.Register(ID, "plan mode the host enforces (only read-only to
 
 // planner is one plugin instance: the plan state of each agent it serves.
 type planner struct {
-	cfg    Config
+	cfg Config
+	// order serializes changes with their records; mu guards states.
+	order  sync.Mutex
 	mu     sync.Mutex
 	states map[string]*session.PlanState
 	// scopes are the agents' scopes, where their records are emitted.
@@ -176,6 +178,10 @@ func (p *planner) state(agentID string) session.PlanState {
 
 // change applies f to agentID's state and records the result.
 func (p *planner) change(ctx stdctx.Context, agentID string, f func(*session.PlanState) error) error {
+	// Changes are recorded in the order they are made, so the last
+	// plan/updated event of the log is the state a resume must start from.
+	p.order.Lock()
+	defer p.order.Unlock()
 	p.mu.Lock()
 	st := p.states[agentID]
 	if st == nil {
