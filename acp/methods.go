@@ -16,7 +16,8 @@ func (s *Server) NewSession(ctx stdctx.Context, p acp.NewSessionRequest) (acp.Ne
 	}
 	st.announce()
 	st.reportDown()
-	return acp.NewSessionResponse{SessionId: st.id, Modes: modeState(st.mode.get()), Meta: st.downMeta()}, nil
+	st.planModeAtOpen(ctx)
+	return acp.NewSessionResponse{SessionId: st.id, Modes: st.modes(), Meta: st.downMeta()}, nil
 }
 
 // LoadSession resumes a stored session and replays its history as
@@ -29,7 +30,8 @@ func (s *Server) LoadSession(ctx stdctx.Context, p acp.LoadSessionRequest) (acp.
 	st.waitForwarded(st.replayTo)
 	st.announce()
 	st.reportDown()
-	return acp.LoadSessionResponse{Modes: modeState(st.mode.get()), Meta: st.downMeta()}, nil
+	st.planModeAtOpen(ctx)
+	return acp.LoadSessionResponse{Modes: st.modes(), Meta: st.downMeta()}, nil
 }
 
 // ResumeSession resumes a stored session without replaying it.
@@ -40,7 +42,8 @@ func (s *Server) ResumeSession(ctx stdctx.Context, p acp.ResumeSessionRequest) (
 	}
 	st.announce()
 	st.reportDown()
-	return acp.ResumeSessionResponse{Modes: modeState(st.mode.get()), Meta: st.downMeta()}, nil
+	st.planModeAtOpen(ctx)
+	return acp.ResumeSessionResponse{Modes: st.modes(), Meta: st.downMeta()}, nil
 }
 
 // CloseSession closes exactly that session: its agent is disposed. A

@@ -15,12 +15,16 @@ const (
 	ModeReadOnly       = "read-only"
 	ModeWorkspaceWrite = "workspace-write"
 	ModeFullAccess     = "full-access"
+	// ModePlan is plan mode (tools.plan): only read-only tools run, and
+	// what does asks as in workspace-write; see plan.go.
+	ModePlan = "plan"
 )
 
 var modeList = []acp.SessionMode{
 	{Id: ModeReadOnly, Name: "Read only", Description: acp.Ptr("read, list, glob and grep; every other tool is refused")},
 	{Id: ModeWorkspaceWrite, Name: "Workspace write", Description: acp.Ptr("the file tools write in the workspace; bash and other tools ask first")},
 	{Id: ModeFullAccess, Name: "Full access", Description: acp.Ptr("nothing asks; what the configured policy denies stays denied")},
+	{Id: ModePlan, Name: "Plan", Description: acp.Ptr("plan mode: only tools that read run until you approve the agent's plan (needs tools.plan)")},
 }
 
 // The tools each mode lets through without asking (tools.permission's
@@ -28,14 +32,18 @@ var modeList = []acp.SessionMode{
 var (
 	readTools  = map[string]bool{"read": true, "list": true, "glob": true, "grep": true, "clock": true}
 	writeTools = map[string]bool{"write": true, "edit": true}
+	// planTools are tools.plan's: the todo list changes only the session,
+	// and exit_plan_mode asks the person itself, so the mode asking too
+	// would put the question twice.
+	planTools = map[string]bool{"todo": true, "exit_plan_mode": true}
 )
 
 func validMode(m string) bool {
-	return m == ModeReadOnly || m == ModeWorkspaceWrite || m == ModeFullAccess
+	return m == ModeReadOnly || m == ModeWorkspaceWrite || m == ModeFullAccess || m == ModePlan
 }
 
 func badMode(m string) error {
-	return errs.New(BadParams, fmt.Sprintf("mode %q is not one of read-only, workspace-write, full-access", m))
+	return errs.New(BadParams, fmt.Sprintf("mode %q is not one of read-only, workspace-write, full-access, plan", m))
 }
 
 func modeState(current string) *acp.SessionModeState {
@@ -72,7 +80,7 @@ func (p *modePolicy) approve(ctx stdctx.Context, a tools.Approval, next tools.Ap
 		return v, err
 	}
 	switch {
-	case mode == ModeWorkspaceWrite && v.Decision == tools.Allow && !readTools[name] && !writeTools[name]:
+	case (mode == ModeWorkspaceWrite || mode == ModePlan) && v.Decision == tools.Allow && !readTools[name] && !writeTools[name] && !planTools[name]:
 		v.Decision, v.Source = tools.Ask, modeSource
 		v.Reason = fmt.Sprintf("workspace-write mode asks before %s runs", name)
 	case mode == ModeFullAccess && v.Decision == tools.Ask:

@@ -198,6 +198,10 @@ func (st *conv) event(seq int64, e *session.Event) {
 		if e.Message != nil {
 			st.toolResult(*e.Message)
 		}
+	case session.PlanUpdated:
+		if e.Plan != nil {
+			st.planUpdated(*e.Plan, history)
+		}
 	case session.TurnEnd:
 		if !history {
 			st.send(acp.SessionUpdate{SessionInfoUpdate: &acp.SessionSessionInfoUpdate{SessionUpdate: "session_info_update",

@@ -204,13 +204,16 @@ func (s *Server) SetSessionConfigOption(_ stdctx.Context, p acp.SetSessionConfig
 
 // SetSessionMode switches the session's approval mode; the next tool call
 // is decided by it.
-func (s *Server) SetSessionMode(_ stdctx.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+func (s *Server) SetSessionMode(ctx stdctx.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	st, err := s.get(p.SessionId)
 	if err != nil {
 		return acp.SetSessionModeResponse{}, rpcErr(err)
 	}
 	if !validMode(string(p.ModeId)) {
 		return acp.SetSessionModeResponse{}, rpcErr(badMode(string(p.ModeId)))
+	}
+	if err := st.switchPlan(ctx, string(p.ModeId)); err != nil {
+		return acp.SetSessionModeResponse{}, rpcErr(err)
 	}
 	st.mode.set(string(p.ModeId))
 	st.send(acp.SessionUpdate{CurrentModeUpdate: &acp.SessionCurrentModeUpdate{CurrentModeId: p.ModeId, SessionUpdate: "current_mode_update"}})

@@ -23,7 +23,10 @@ type conv struct {
 	id     acp.SessionId
 	stream sessions.Stream
 	mode   *modePolicy
-	cwd    string
+	// planning: the agent has plan mode (tools.plan), so the mode plan
+	// is offered; set as the session opens (plan.go).
+	planning bool
+	cwd      string
 	// down are the editor's MCP servers the session opened without.
 	down []unavailable
 	// unlink forgets the session's link (link.go) once it has closed.

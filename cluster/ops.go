@@ -25,6 +25,7 @@ const (
 	opInfo       = "info"
 	opOutcome    = "outcome"
 	opCommands   = "commands"
+	opPlan       = "plan"
 	opAttachment = "attachment"
 	opDelete     = "delete"
 	opRewind     = "rewind"
@@ -143,6 +144,12 @@ func (h *Host) op(ctx stdctx.Context, req request, claimed sessions.How) (answer
 		return result(outcomeResult{Outcome: o, OK: ok}, err)
 	case opCommands:
 		return result(c.Commands(ctx, id))
+	case opPlan:
+		var r sessions.PlanRequest
+		if err := decodeArgs(req, &r); err != nil {
+			return answer{}, err
+		}
+		return result(c.Plan(ctx, id, r))
 	case opAttachment:
 		p, data, err := c.Attachment(ctx, id, args.Ref)
 		return result(attachmentResult{Part: p, Data: data}, err)

@@ -212,6 +212,13 @@ func (s *Service) Rewind(ctx stdctx.Context, id string, r sessions.RewindRequest
 	return res, err
 }
 
+// Plan asks the session's owner to run a plan operation.
+func (s *Service) Plan(ctx stdctx.Context, id string, r sessions.PlanRequest) (session.PlanState, error) {
+	var st session.PlanState
+	err := s.forward(ctx, opPlan, id, r, &st)
+	return st, err
+}
+
 // List lists the shared store: its index marks the sessions open on any
 // host.
 func (s *Service) List(ctx stdctx.Context) ([]session.Summary, error) {

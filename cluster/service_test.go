@@ -406,5 +406,10 @@ func TestTheServiceServesASessionOwnedByAnotherHost(t *testing.T) {
 		if _, err := b.svc.Commands(ctxT(t), "img-s"); err != nil {
 			t.Fatal(err)
 		}
+		// A plan operation is forwarded to the owner, whose agent has no
+		// plan mode: the code comes back.
+		if _, err := b.svc.Plan(ctxT(t), "img-s", sessions.PlanRequest{Op: sessions.PlanGet}); !errs.HasCode(err, sessions.NoPlanMode) {
+			t.Fatalf("Plan through host b: %v", err)
+		}
 	})
 }

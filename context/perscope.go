@@ -47,3 +47,32 @@ func (k Key[T]) Own(c *Context, make func() T) (T, error) {
 		// Another caller provided one in this scope meanwhile: use it.
 	}
 }
+
+// Find returns the service k as seen from c, like Get, and whether there is
+// an active one, without making an error when there is none: for a hot
+// path where the service is optional (the tools service's gate, asked on
+// every call, provided only while some plugin wants one).
+func (k Key[T]) Find(c *Context) (T, bool) {
+	var zero T
+	if c == nil {
+		return zero, false
+	}
+	f := c.life.fiber
+	f.mu.Lock()
+	ph := c.life.phase
+	f.mu.Unlock()
+	if ph == phaseEnded {
+		return zero, false
+	}
+	t := f.tree
+	t.mu.RLock()
+	s := resolve(f.home(), k.name, nil)
+	t.mu.RUnlock()
+	if s == nil || s.state == slotStaged {
+		return zero, false
+	}
+	if owner := pluginFiber(f); owner != nil && !owner.injects(k.name) && pluginFiber(s.provider) != owner {
+		return zero, false
+	}
+	return s.value.(T), true
+}

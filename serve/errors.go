@@ -5,6 +5,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/serve/apierr"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // Codes of the HTTP server. They are stable: clients match them as strings.
@@ -52,6 +53,9 @@ var statusOf = map[errs.Code]int{
 	HostRefused:      http.StatusForbidden,
 	WorkspaceRefused: http.StatusForbidden,
 	PresetRefused:    http.StatusForbidden,
+	// The agent has no plan mode: the session is there, the operation
+	// cannot apply to it.
+	sessions.NoPlanMode: http.StatusConflict,
 }
 
 // writeError answers with err's status and JSON body; a server-side

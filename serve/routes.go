@@ -51,6 +51,8 @@ func (s *Server) table() []route {
 		{method: "GET", path: "/v1/sessions/{id}/attachments/{ref}", handle: s.attachment},
 		{method: "GET", path: "/v1/sessions/{id}/jobs", handle: s.listJobs},
 		{method: "POST", path: "/v1/sessions/{id}/jobs/{job}/kill", handle: s.killJob},
+		{method: "GET", path: "/v1/sessions/{id}/plan", handle: s.getPlan},
+		{method: "POST", path: "/v1/sessions/{id}/plan", handle: s.postPlan},
 		// The web page's own routes (pageapi.go).
 		{method: "POST", path: "/v1/render", handle: s.render},
 		{method: "GET", path: "/v1/pricing", handle: s.pricing},

@@ -94,6 +94,11 @@ func (c *counted) Outcome(ctx stdctx.Context, id, requestID string) (sessions.Re
 	return c.svc.Outcome(ctx, id, requestID)
 }
 
+func (c *counted) Plan(ctx stdctx.Context, id string, r sessions.PlanRequest) (session.PlanState, error) {
+	c.hit("Plan")
+	return c.svc.Plan(ctx, id, r)
+}
+
 func (c *counted) Attachment(ctx stdctx.Context, id, ref string) (llm.Part, []byte, error) {
 	c.hit("Attachment")
 	return c.svc.Attachment(ctx, id, ref)

@@ -210,6 +210,8 @@ type openRequest struct {
 	Presets   []string `json:"presets,omitempty"`
 	Workspace string   `json:"workspace,omitempty"`
 	SessionID string   `json:"session_id,omitempty"`
+	// PlanMode starts the session in plan mode (tools.plan).
+	PlanMode bool `json:"plan_mode,omitempty"`
 }
 
 // options resolves a request into the controller's options: the agent
@@ -270,6 +272,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if err := s.hold(in.ID); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if req.PlanMode {
+		if err := s.enterPlan(r, in.ID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	w.Header().Set("Location", "/v1/sessions/"+in.ID)
 	writeJSON(w, http.StatusCreated, describeOpen(in, nil))

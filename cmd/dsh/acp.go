@@ -57,9 +57,9 @@ func serveACP(cmd *cobra.Command, g *globals) error {
 		return &exitCode{code: exitUsage, err: fmt.Errorf("acp.agent: no agent %q; configured agents: %s", agent, strings.Join(cfg.AgentIDs(), ", "))}
 	}
 	switch cfg.ACP.Mode {
-	case "", acp.ModeReadOnly, acp.ModeWorkspaceWrite, acp.ModeFullAccess:
+	case "", acp.ModeReadOnly, acp.ModeWorkspaceWrite, acp.ModeFullAccess, acp.ModePlan:
 	default:
-		return &exitCode{code: exitUsage, err: fmt.Errorf("acp.mode: %q is not a mode; use read-only, workspace-write or full-access", cfg.ACP.Mode)}
+		return &exitCode{code: exitUsage, err: fmt.Errorf("acp.mode: %q is not a mode; use read-only, workspace-write, full-access or plan (plan needs tools.plan)", cfg.ACP.Mode)}
 	}
 	for i, name := range cfg.ACP.Presets {
 		if _, err := cfg.Preset(name); err != nil {

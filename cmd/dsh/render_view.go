@@ -117,6 +117,11 @@ func (v *termView) event(e session.Event) {
 		n := v.outputs.add(summary, m.Content, m.IsError)
 		v.print(v.diag, toolPreview(m.Content, m.IsError, n, v.width()))
 		v.status.set("thinking")
+	case session.PlanUpdated:
+		if s := planEventText(e.Plan); s != "" {
+			v.endAnswer()
+			v.print(v.diag, s)
+		}
 	case session.Compacted:
 		v.endAnswer()
 		v.print(v.diag, fmt.Sprintf("%s(%s)%s\n", sgrDim, e.Compaction, sgrReset))

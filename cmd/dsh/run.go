@@ -408,6 +408,11 @@ func (t *tracker) render(e session.Event) {
 	case session.Compacted:
 		t.endLine()
 		fmt.Fprintf(t.diag, "(%s)\n", e.Compaction)
+	case session.PlanUpdated:
+		if s := planEventText(e.Plan); s != "" {
+			t.endLine()
+			fmt.Fprint(t.diag, s)
+		}
 	case session.AssistantMessage:
 		if e.Finish == session.FinishCut {
 			// The streamed text stays on the screen and in the log.

@@ -9,6 +9,9 @@ const (
 	PresetReadOnly       = "read-only"
 	PresetWorkspaceWrite = "workspace-write"
 	PresetFullAccess     = "full-access"
+	// PresetPlan adds plan mode and todos (tools.plan), starting in plan
+	// mode; name it beside a mode preset: presets: [workspace-write, plan].
+	PresetPlan = "plan"
 )
 
 // BuiltinPreset is a preset dsh ships.
@@ -65,6 +68,13 @@ func shippedPresets() []BuiltinPreset {
 				bash(map[string]any{"sandbox": map[string]any{"mode": "off"}, "jobs": map[string]any{"enabled": true}}),
 				web,
 				mode(PresetFullAccess),
+			},
+		},
+		{
+			Name: PresetPlan,
+			Doc:  "starts in plan mode: only read-only tools run until a person approves the plan; adds the todo tool (name it beside a mode)",
+			Entries: []Entry{
+				{Use: "tools.plan", Config: map[string]any{"mode": "plan"}},
 			},
 		},
 	}

@@ -29,6 +29,7 @@ import (
 	_ "github.com/dsh-go/dsh/plugins/tools/clock"
 	_ "github.com/dsh-go/dsh/plugins/tools/files"
 	_ "github.com/dsh-go/dsh/plugins/tools/permission"
+	_ "github.com/dsh-go/dsh/plugins/tools/plan"
 	_ "github.com/dsh-go/dsh/plugins/tools/subagent"
 	_ "github.com/dsh-go/dsh/plugins/tools/web"
 )

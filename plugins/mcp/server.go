@@ -294,6 +294,8 @@ func (s *server) tool(t *mcpsdk.Tool) (tools.Tool, error) {
 		Parameters:   params,
 		ParallelSafe: readOnly || slices.Contains(s.cfg.ParallelSafe, t.Name) || slices.Contains(s.cfg.ParallelSafe, "*"),
 		Approval:     approval,
+		// Only a tool the server marks read-only runs in plan mode.
+		ReadOnly: readOnly,
 		Execute: func(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
 			return s.call(ctx, name, readOnly, c)
 		},

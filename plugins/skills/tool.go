@@ -24,6 +24,8 @@ func (sh *shared) tool() tools.Tool {
 		Description:  "Load an Agent Skill: returns the instructions of the named skill (see available_skills in the system prompt) and the folder its other files are in.",
 		Parameters:   toolSchema,
 		ParallelSafe: true,
+		// Loading a skill reads its file: plan mode lets it run.
+		ReadOnly: true,
 		Execute: func(_ stdctx.Context, c tools.Call) (tools.Result, error) {
 			var args struct {
 				Name string `json:"name"`

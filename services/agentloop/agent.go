@@ -67,8 +67,11 @@ type ReactLoopAgent struct {
 	// checkpoints are the checkpoints taken for its tool calls, waiting
 	// for the driver to record them with the call's result.
 	checkpoints []session.Checkpoint
-	idle        chan struct{} // closed when the driver goes idle
-	torn        bool
+	// records are events plugins handed over through session/record,
+	// waiting for the driver to append them after the decisions.
+	records []session.Event
+	idle    chan struct{} // closed when the driver goes idle
+	torn    bool
 	// abandoned: a dispose timed out while the driver ran; the driver
 	// finishes the agent when it stops.
 	abandoned bool

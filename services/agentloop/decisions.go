@@ -54,18 +54,22 @@ func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
 }
 
 // recordDecisions appends the decisions handed over so far, then the
-// checkpoints, as events of the given turn and step. Only the driver
-// calls it.
+// checkpoints and the events plugins handed over (session/record), as
+// events of the given turn and step. Only the driver calls it.
 func (a *ReactLoopAgent) recordDecisions(turn, step int) {
 	a.mu.Lock()
-	ds, cs := a.decisions, a.checkpoints
-	a.decisions, a.checkpoints = nil, nil
+	ds, cs, rs := a.decisions, a.checkpoints, a.records
+	a.decisions, a.checkpoints, a.records = nil, nil, nil
 	a.mu.Unlock()
 	for _, d := range ds {
 		a.sess.AppendDecision(stdctx.Background(), turn, step, d)
 	}
 	for _, c := range cs {
 		a.sess.Append(stdctx.Background(), session.Event{Type: session.Checkpointed, Turn: turn, Step: step, Checkpoint: &c})
+	}
+	for _, e := range rs {
+		e.Turn, e.Step = turn, step
+		a.sess.Append(stdctx.Background(), e)
 	}
 }
 
@@ -86,5 +90,32 @@ func (l *Loop) onCheckpoint(_ stdctx.Context, c session.CheckpointTaken) error {
 	if !a.disposed {
 		a.checkpoints = append(a.checkpoints, c.Checkpoint)
 	}
+	return nil
+}
+
+// onRecord hands an event of session/record to its agent's driver.
+func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
+	ag, ok := l.registry.Get(r.AgentID)
+	if !ok {
+		return errs.New(agents.AgentNotFound, fmt.Sprintf("agent %q is not running, so its session records nothing", r.AgentID))
+	}
+	a, ok := ag.(*ReactLoopAgent)
+	if !ok {
+		return nil
+	}
+	return a.RecordEvent(r.Event)
+}
+
+// RecordEvent has the driver append e to the session, like RecordDecision:
+// before the next tool result or prompt, or at once when the agent is idle,
+// made durable with them.
+func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.disposed {
+		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more events", a.id))
+	}
+	a.records = append(a.records, e)
+	a.wakeLocked()
 	return nil
 }

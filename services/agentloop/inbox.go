@@ -62,7 +62,7 @@ func (a *ReactLoopAgent) recordDropped() {
 	a.mu.Lock()
 	drops, refusals, turn := a.drops, a.refusals, a.turn
 	a.drops, a.refusals = nil, nil
-	recorded := len(a.decisions) > 0
+	recorded := len(a.decisions)+len(a.records) > 0
 	queued := a.inbox.queued.len()+a.inbox.steering.len() > 0
 	a.mu.Unlock()
 	// A record of a refusal comes before the refusal's outcome event.

@@ -107,6 +107,9 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	if _, err := session.EventCheckpoint.On(ctx, l.onCheckpoint); err != nil {
 		return err
 	}
+	if _, err := session.EventRecord.On(ctx, l.onRecord); err != nil {
+		return err
+	}
 	if err := Key.Provide(ctx, l); err != nil {
 		return err
 	}

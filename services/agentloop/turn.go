@@ -47,7 +47,7 @@ func (a *ReactLoopAgent) drive() {
 			// returns only after the status says idle.
 			a.setStatus(agents.StatusIdle)
 			a.mu.Lock()
-			if (a.inbox.queued.len()+a.inbox.steering.len() > 0 || len(a.refusals)+len(a.decisions) > 0) && !a.disposed {
+			if (a.inbox.queued.len()+a.inbox.steering.len() > 0 || len(a.refusals)+len(a.decisions)+len(a.records) > 0) && !a.disposed {
 				a.mu.Unlock()
 				continue
 			}

@@ -87,7 +87,7 @@ func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
 		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped,
-		MessageRefused, MessageExpired, DecisionRecorded, Checkpointed, Rewound, Redone:
+		MessageRefused, MessageExpired, DecisionRecorded, Checkpointed, Rewound, Redone, PlanUpdated:
 		return true
 	}
 	return false
@@ -147,6 +147,8 @@ type Event struct {
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	// Rewind is the record of a rewind or redo event.
 	Rewind *Rewind `json:"rewind,omitempty"`
+	// Plan is the plan state after a plan/updated event.
+	Plan *PlanState `json:"plan,omitempty"`
 }
 
 // Compaction is what a history/compacted event did.
@@ -244,6 +246,10 @@ func (e Event) clone() Event {
 		r.Blobs = slices.Clone(r.Blobs)
 		r.Differed = slices.Clone(r.Differed)
 		e.Rewind = &r
+	}
+	if e.Plan != nil {
+		p := e.Plan.Clone()
+		e.Plan = &p
 	}
 	return e
 }

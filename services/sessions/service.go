@@ -66,6 +66,9 @@ type Service interface {
 	// Commands returns the prompt commands the open session offers
 	// ("/name args" prompts its agent expands).
 	Commands(ctx stdctx.Context, sessionID string) ([]PromptCommand, error)
+	// Plan reads or changes the open session's plan mode, plan and todos
+	// (see PlanRequest); NoPlanMode when its agent has none.
+	Plan(ctx stdctx.Context, sessionID string, r PlanRequest) (session.PlanState, error)
 	// List returns the stored sessions, the open ones marked open.
 	List(ctx stdctx.Context) ([]session.Summary, error)
 	// Find describes one stored session by id without listing the others

@@ -84,6 +84,9 @@ func defaultVerdict(_ stdctx.Context, a Approval) (Verdict, error) {
 // the reload overruns its limit the call is refused, never decided by
 // whichever policies happen to be in place.
 func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call Call) (_ Call, r Result, ok bool, err error) {
+	if r, ok := gated(ctx, at, call, &e.tool); !ok {
+		return call, r, false, nil
+	}
 	g := &s.root().gate
 	why, err := enter(g, ctx)
 	if err != nil {
@@ -113,13 +116,18 @@ func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call
 				by(v.Source), call.Name, r.Content)
 			return call, r, false, nil
 		}
+		// The gate judges what will run: a rewrite must not turn a call
+		// it let through into one it refuses.
+		if r, ok := gated(ctx, at, call, &e.tool); !ok {
+			return call, r, false, nil
+		}
 	}
-	r, ok, err = decide(ctx, at, call, v)
+	r, ok, err = decide(ctx, at, call, &e.tool, v)
 	return call, r, ok, err
 }
 
 // decide acts on the stage's verdict.
-func decide(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, bool, error) {
+func decide(ctx stdctx.Context, at *dshctx.Context, call Call, t *Tool, v Verdict) (Result, bool, error) {
 	switch v.Decision {
 	case Allow:
 		return Result{}, true, nil
@@ -127,7 +135,7 @@ func decide(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Resul
 		return refuse("was denied%s: %s. It did not run; do not retry it unchanged.",
 			call.Name, by(v.Source), orNone(v.Reason)), false, nil
 	case Ask:
-		return ask(ctx, at, call, v)
+		return ask(ctx, at, call, t, v)
 	default:
 		return refuse("was not approved: the approval policy%s decided %q, which is not allow, deny or ask. It did not run.",
 			call.Name, by(v.Source), v.Decision), false, nil
@@ -135,7 +143,7 @@ func decide(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Resul
 }
 
 // ask hands the call to the approval service of the agent.
-func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, bool, error) {
+func ask(ctx stdctx.Context, at *dshctx.Context, call Call, t *Tool, v Verdict) (Result, bool, error) {
 	agentID := call.AgentID
 	if agentID == "" {
 		agentID = at.Tag()
@@ -143,6 +151,9 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, v Verdict) (Result, 
 	req := approval.Request{
 		AgentID: agentID, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
 		Summary: summary(call), Reason: v.Reason, Pattern: v.Pattern, Source: v.Source,
+	}
+	if t != nil && t.Summary != nil {
+		req.Summary = t.Summary(call)
 	}
 	if call.Unattended {
 		record(ctx, at, call, session.StageAnswer, string(approval.Deny), "unattended", AnsweredByNobody, "")

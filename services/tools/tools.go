@@ -13,7 +13,8 @@
 //     names each wrong argument and what was expected. Empty arguments mean
 //     {}. This holds for every tool registered through the service,
 //     plugin-provided ones included.
-//  2. Approval. tools/approve (EventApprove) asks the policy plugins, ending
+//  2. Approval. First the agent's Gate, when one is provided (plan mode):
+//     its refusal is final, no policy sees the call. Then tools/approve (EventApprove) asks the policy plugins, ending
 //     with the tool's own default (Tool.Approval, allow when unset). Deny is
 //     an error result carrying the reason and who denied. Ask goes to the
 //     answerer attached to the agent through the approval service (allow
@@ -109,7 +110,20 @@ type Tool struct {
 	// Approval is what the approval stage decides for a call of this tool
 	// when no policy plugin decides otherwise; "" means Allow.
 	Approval Decision
-	Execute  func(ctx stdctx.Context, call Call) (Result, error)
+	// ReadOnly declares that the tool changes nothing outside the session
+	// (it reads the workspace, the clock, or the session's own plan and
+	// todos): plan mode lets its calls run. A tool that does not declare it
+	// is refused in plan mode.
+	ReadOnly bool
+	// ReadOnlyCall, when set, decides per call instead of ReadOnly (bash:
+	// a command on the read-only list): ok says the call only reads, why
+	// otherwise says what in it may write.
+	ReadOnlyCall func(call Call) (ok bool, why string)
+	// Summary, when set, shows a call to the person asked to approve it,
+	// whole (exit_plan_mode: the plan); else the command or the
+	// arguments, cut to 200 bytes.
+	Summary func(call Call) string
+	Execute func(ctx stdctx.Context, call Call) (Result, error)
 }
 
 // Decision is the approval stage's answer for one call.

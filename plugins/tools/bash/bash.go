@@ -92,6 +92,7 @@ var Plugin = plugin.Register("tools.bash", "the bash tool: runs a shell command 
 			Parameters:   r.schema(),
 			ParallelSafe: false,
 			Approval:     tools.Ask,
+			ReadOnlyCall: readOnlyCall,
 			Execute:      r.execute,
 		})
 	}, tools.Key, protect.Key)

@@ -33,6 +33,7 @@ var Plugin = plugin.Register("tools.clock", "a tool that tells the current date 
 		Parameters:  schema,
 		// Reading the clock touches nothing: it may run beside any call.
 		ParallelSafe: true,
+		ReadOnly:     true,
 		Execute:      run,
 	})
 }, tools.Key)

@@ -27,6 +27,7 @@ func (c Config) globTool() tools.Tool {
 			`"path":{"type":"string","description":"Folder to search in, relative to the workspace; default the workspace itself"}},` +
 			`"required":["pattern"],"additionalProperties":false}`),
 		ParallelSafe: true,
+		ReadOnly:     true,
 		Execute:      c.glob,
 	}
 }

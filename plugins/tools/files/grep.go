@@ -35,6 +35,7 @@ func (c Config) grepTool() tools.Tool {
 			`"case_insensitive":{"type":"boolean","description":"Ignore letter case; default false"}},` +
 			`"required":["pattern"],"additionalProperties":false}`),
 		ParallelSafe: true,
+		ReadOnly:     true,
 		Execute:      c.grep,
 	}
 }

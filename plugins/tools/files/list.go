@@ -20,6 +20,7 @@ func (c Config) listTool() tools.Tool {
 			`"path":{"type":"string","description":"Folder to list, relative to the workspace; default the workspace itself"}},` +
 			`"additionalProperties":false}`),
 		ParallelSafe: true,
+		ReadOnly:     true,
 		Execute:      c.list,
 	}
 }

@@ -23,6 +23,7 @@ func (c Config) readTool() tools.Tool {
 			`"limit":{"type":"integer","minimum":1,"description":"Most lines to return; default and maximum %d"}},`+
 			`"required":["path"],"additionalProperties":false}`, c.ReadMaxLines)),
 		ParallelSafe: true,
+		ReadOnly:     true,
 		Execute:      c.read,
 	}
 }

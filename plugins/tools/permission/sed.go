@@ -72,6 +72,15 @@ func sedScripts(ws []shell.Word) []string {
 // command, or an s command with the e flag. What cannot be read counts
 // as running one.
 func sedRuns(s string) bool {
+	runs, _ := sedScan(s)
+	return runs
+}
+
+// sedScan reads a sed script for what sedRuns and ReadOnlyCommand need:
+// whether it may run a command, and whether it writes a file (the w and W
+// commands, the w flag of s). A script that runs a command is reported as
+// soon as that is known; writes may then be incomplete.
+func sedScan(s string) (runs, writes bool) {
 	i := 0
 	for i < len(s) {
 		c := s[i]
@@ -84,39 +93,40 @@ func sedRuns(s string) bool {
 			d := c
 			if c == '\\' {
 				if i+1 >= len(s) {
-					return true
+					return true, writes
 				}
 				i++
 				d = s[i]
 			}
 			end, ok := sedDelimited(s, i+1, d)
 			if !ok {
-				return true
+				return true, writes
 			}
 			i = end
 			for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
 				i++
 			}
 		case c == 'e':
-			return true
+			return true, writes
 		case c == 's' || c == 'y':
 			if i+1 >= len(s) {
-				return true
+				return true, writes
 			}
 			d := s[i+1]
 			end, ok := sedDelimited(s, i+2, d)
 			if !ok {
-				return true
+				return true, writes
 			}
 			if end, ok = sedDelimited(s, end, d); !ok {
-				return true
+				return true, writes
 			}
 			i = end
 			for i < len(s) && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
 				if c == 's' && s[i] == 'e' {
-					return true
+					return true, writes
 				}
 				if s[i] == 'w' {
+					writes = true
 					i = sedLineEnd(s, i)
 					break
 				}
@@ -127,12 +137,13 @@ func sedRuns(s string) bool {
 			// Text, a file name or a label: read to the next ; even where
 			// GNU sed reads to the end of the line, so that what follows
 			// is scanned too (a false e there only fails closed).
+			writes = writes || c == 'w' || c == 'W'
 			i = sedLineEnd(s, i)
 		default:
 			i++ // a command of one letter (p, d, n, h, g, x, =, ...)
 		}
 	}
-	return false
+	return false, writes
 }
 
 // sedDelimited returns the index after the delimiter d that ends the part

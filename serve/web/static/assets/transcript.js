@@ -157,7 +157,42 @@ export class Transcript {
       case "history/compacted":
         this.add(ev, el("p", "note", "Older history was summarized to fit the model's context."));
         break;
+      case "plan/updated":
+        if (ev.plan) this.add(ev, this.planUpdate(ev.plan));
+        break;
     }
+  }
+
+  // planUpdate shows a change of the plan state (tools.plan): the todo
+  // list, a proposed or edited plan, or plan mode beginning or ending.
+  planUpdate(p) {
+    const marks = { completed: "☑", in_progress: "▶", pending: "☐" };
+    switch (p.change) {
+      case "todos": {
+        const box = el("article", "msg plan todos");
+        const list = el("ul", "todo-list");
+        for (const t of p.todos || []) {
+          const li = el("li", `todo ${t.status}`, `${marks[t.status] || "☐"} ${t.text}`);
+          list.append(li);
+        }
+        const done = (p.todos || []).filter((t) => t.status === "completed").length;
+        box.append(el("h3", "who", `Todos · ${done} of ${(p.todos || []).length} done`), list);
+        return box;
+      }
+      case "proposed":
+      case "edited": {
+        const box = el("article", "msg plan");
+        box.append(el("h3", "who", p.change === "edited" ? `Plan, edited by ${p.by}` : "Plan proposed"), el("div", "content plan-text", p.plan || ""));
+        return box;
+      }
+    }
+    const words = {
+      entered: "Plan mode on: only tools that read run until a plan is approved.",
+      left: `Plan mode off (${p.by}).`,
+      approved: "Plan approved: plan mode off.",
+      rejected: "Plan rejected: still in plan mode.",
+    };
+    return el("p", "note", words[p.change] || `Plan: ${p.change}`);
   }
 
   add(ev, node) {
