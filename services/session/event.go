@@ -83,7 +83,7 @@ func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
 		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped,
-		MessageRefused, MessageExpired, DecisionRecorded:
+		MessageRefused, MessageExpired, DecisionRecorded, GoalRecorded:
 		return true
 	}
 	return false
@@ -139,6 +139,8 @@ type Event struct {
 	Compaction *Compaction `json:"compaction,omitempty"`
 	// Decision is the record of a decision event.
 	Decision *Decision `json:"decision,omitempty"`
+	// Goal is the record of a goal event.
+	Goal *Goal `json:"goal,omitempty"`
 }
 
 // Compaction is what a history/compacted event did.
@@ -223,6 +225,10 @@ func (e Event) clone() Event {
 			d.Source = &src
 		}
 		e.Decision = &d
+	}
+	if e.Goal != nil {
+		g := e.Goal.clone()
+		e.Goal = &g
 	}
 	return e
 }

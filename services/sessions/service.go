@@ -66,6 +66,9 @@ type Service interface {
 	// Commands returns the prompt commands the open session offers
 	// ("/name args" prompts its agent expands).
 	Commands(ctx stdctx.Context, sessionID string) ([]PromptCommand, error)
+	// Goal sets, shows, pauses, resumes or clears the session's goal (see
+	// goal.go) where the session runs, and returns the goal after it.
+	Goal(ctx stdctx.Context, sessionID string, r GoalRequest) (Goal, error)
 	// List returns the stored sessions, the open ones marked open.
 	List(ctx stdctx.Context) ([]session.Summary, error)
 	// Find describes one stored session by id without listing the others

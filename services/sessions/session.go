@@ -55,6 +55,10 @@ type Session struct {
 	created time.Time
 	title   string
 	titled  bool
+
+	// goal drives the session's goal (goaldrive.go); nil until the
+	// session has one.
+	goal *goalDriver
 }
 
 func newSession(c *Controller, spec Spec, o OpenOptions, h *agents.Handle) *Session {
@@ -286,6 +290,13 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	if ctx == nil {
 		ctx = stdctx.Background()
 	}
+	// The goal stops sending before the agent goes.
+	s.mu.Lock()
+	g := s.goal
+	s.mu.Unlock()
+	if g != nil {
+		g.close()
+	}
 	// Found before the dispose ends the agent's scope.
 	store := s.storeOrNil()
 	disposed := s.handle.Dispose(ctx)
@@ -313,6 +324,9 @@ func (s *Session) Close(ctx stdctx.Context) error {
 // because its owner went away while it opened; why is returned with what
 // the dispose hit.
 func (s *Session) abandon(why error) error {
+	if s.goal != nil {
+		s.goal.close()
+	}
 	disposeErr := s.handle.Dispose(stdctx.Background())
 	var hubErr error
 	if s.hub != nil {
