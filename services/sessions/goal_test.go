@@ -30,7 +30,12 @@ func goalState(t *testing.T, svc sessions.Service, id string, want session.GoalS
 			return g
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the goal is %s (%s), never %s", g.State, g.Reason, want)
+			evs, _ := svc.History(stdctx.Background(), id, 0)
+			var types []string
+			for _, e := range evs[max(len(evs)-40, 0):] {
+				types = append(types, string(e.Type)+"/"+e.Reason)
+			}
+			t.Fatalf("the goal is %s (%s, spent %+v), never %s; the log ends with: %v", g.State, g.Reason, g.Spent, want, types)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -241,6 +241,9 @@ func (d *goalDriver) changeLocked(g Goal) error {
 	if g.ID == d.cnt.id {
 		g.Spent = d.cnt.spent(time.Now())
 	}
+	// The first goal of the session is counted from its record on: the
+	// log's length is read before the agent may append the record.
+	from := int64(d.s.handle.Agent.Session().Len()) + 1
 	ev := session.Event{Type: session.GoalRecorded, Goal: &g}
 	if err := rec.RecordEvent(ev); err != nil {
 		if errs.HasCode(err, agents.AgentDisposed) {
@@ -249,8 +252,7 @@ func (d *goalDriver) changeLocked(g Goal) error {
 		return err
 	}
 	if d.cnt.next == 0 {
-		// The first goal of the session: count from its record on.
-		d.cnt.next = int64(d.s.handle.Agent.Session().Len()) + 1
+		d.cnt.next = from
 	}
 	d.cur = g
 	select {
