@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/serve/apierr"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // route is one pattern the server answers. Doc is the path as the OpenAPI
@@ -48,6 +49,11 @@ func (s *Server) table() []route {
 		{method: "GET", path: "/v1/sessions/{id}/events", handle: s.events},
 		{method: "GET", path: "/v1/sessions/{id}/stream", handle: s.stream},
 		{method: "GET", path: "/v1/sessions/{id}/attachments/{ref}", handle: s.attachment},
+		{method: "GET", path: "/v1/sessions/{id}/goal", handle: s.goal(sessions.GoalShow)},
+		{method: "POST", path: "/v1/sessions/{id}/goal", handle: s.goal(sessions.GoalSet)},
+		{method: "DELETE", path: "/v1/sessions/{id}/goal", handle: s.goal(sessions.GoalClear)},
+		{method: "POST", path: "/v1/sessions/{id}/goal/pause", handle: s.goal(sessions.GoalPause)},
+		{method: "POST", path: "/v1/sessions/{id}/goal/resume", handle: s.goal(sessions.GoalResume)},
 		// The web page's own routes (pageapi.go).
 		{method: "POST", path: "/v1/render", handle: s.render},
 		{method: "GET", path: "/v1/pricing", handle: s.pricing},
