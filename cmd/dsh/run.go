@@ -420,6 +420,9 @@ func (t *tracker) render(e session.Event) {
 		}
 		t.endLine()
 		fmt.Fprintf(t.diag, "not delivered (%s): %s\n", droppedWhy(e), oneLine(e.Message.Content, 200))
+	case session.GoalRecorded:
+		t.endLine()
+		io.WriteString(t.diag, goalEventLine(e))
 	case session.TurnEnd:
 		t.endLine()
 		t.endReasoning()
