@@ -174,3 +174,48 @@ func readLog(t *testing.T, path string) []session.Event {
 	}
 	return out
 }
+
+// dsh run --goal drives the goal headless and exits with its state.
+func TestDshRunGoalExitsWithTheGoalsState(t *testing.T) {
+	store := t.TempDir()
+	done := goalConfig(t, store, `        - text: "looking around"
+        - tool_calls: [{name: goal_status, arguments: '{"status": "complete", "reason": "all tidy"}'}]
+        - text: "finished"
+`, "")
+	o := runDsh(t, "", "run", "--config", done, "--goal", "tidy the repository --turns 5")
+	if o.code != 0 || !strings.Contains(o.stderr, "goal complete: tidy the repository") || !strings.Contains(o.stderr, "(all tidy)") ||
+		!strings.Contains(o.stdout, "finished") {
+		t.Fatalf("a goal that completes: exit %d\nstdout:\n%s\nstderr:\n%s", o.code, o.stdout, o.stderr)
+	}
+
+	spent := goalConfig(t, t.TempDir(), "        - text: \"still at it\"\n", "")
+	o = runDsh(t, "", "run", "--config", spent, "--goal", "never ends --turns 2")
+	if o.code != exitRefused || !strings.Contains(o.stderr, "goal budget-limited") || !strings.Contains(o.stderr, "2 of 2 turns") {
+		t.Fatalf("a goal that spends its budget: exit %d\n%s", o.code, o.stderr)
+	}
+	// --goal resume with a larger budget picks it up where it stopped.
+	o = runDsh(t, "", "run", "--config", spent, "--session", "g1", "--goal", "resume --turns 3")
+	if o.code != exitRefused || !strings.Contains(o.stderr, "3 of 3 turns") {
+		t.Fatalf("resumed with a larger budget: exit %d\n%s", o.code, o.stderr)
+	}
+
+	refused := goalConfig(t, t.TempDir(), "        - text: \"hi\"\n", `  - use: policy.cel
+    config:
+      admission:
+        - name: no-goals
+          when: source.entry == "goal"
+          action: refuse
+          message: no goals here
+`)
+	o = runDsh(t, "", "run", "--config", refused, "--goal", "anything")
+	if o.code != exitRefused || !strings.Contains(o.stderr, "goal blocked") || !strings.Contains(o.stderr, "no goals here") {
+		t.Fatalf("a goal refused by policy: exit %d\n%s", o.code, o.stderr)
+	}
+
+	for _, bad := range [][]string{{"--goal", "pause"}, {"--goal", "x --turns none"}, {"--goal", "x", "-p", "y"}} {
+		o = runDsh(t, "", append([]string{"run", "--config", done}, bad...)...)
+		if o.code != exitUsage || !strings.Contains(o.stderr, "--goal") {
+			t.Fatalf("%q: exit %d\n%s", bad, o.code, o.stderr)
+		}
+	}
+}
