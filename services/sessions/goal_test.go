@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/services/usage"
 )
 
 var fastGoals = sessions.Options{Goals: sessions.GoalOptions{MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}}
@@ -255,5 +256,33 @@ func TestAResumedSessionDrivesItsGoalOn(t *testing.T) {
 	prompts := goalPrompts(e2.events(s2))
 	if len(prompts) != 2 || prompts[1].Message.From.Principal.ID != "alice" {
 		t.Fatalf("continuations after the resume: %d", len(prompts))
+	}
+}
+
+// A cost budget counts at the price table's prices, and stops a goal
+// whose model it cannot price rather than let it spend without a bound.
+func TestAGoalStopsWhenItsCostBudgetIsSpent(t *testing.T) {
+	pricing := usage.Pricing{Models: map[string]usage.Price{"m1": {Input: 1000, Output: 1000}}}
+	opts := sessions.Options{Goals: sessions.GoalOptions{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Pricing: pricing}}
+	reply := []scripted.Reply{{Text: "working", Usage: &llm.Usage{InputTokens: 100, OutputTokens: 10}}}
+	for _, c := range []struct {
+		model, reason string
+		turns         int
+	}{
+		// 0.11 a turn: the third reaches 0.3.
+		{"m1", "the cost budget is spent: 0.33 of 0.3", 3},
+		{"m2", "the cost budget cannot be checked: the price table has no price for m2", 1},
+	} {
+		e := newEnv(t, setup{opts: opts, replies: reply})
+		s := e.open(sessions.OpenOptions{Model: c.model})
+		if _, err := e.ctl.Goal(stdctx.Background(), s.ID(), sessions.GoalRequest{Op: sessions.GoalSet, Objective: "spend",
+			Budget: session.GoalBudget{Cost: 0.3}}); err != nil {
+			t.Fatal(err)
+		}
+		g := goalState(t, e.ctl, s.ID(), session.GoalBudgetLimited)
+		if !strings.Contains(g.Reason, c.reason) || g.Spent.Turns != c.turns {
+			t.Fatalf("model %s: %+v", c.model, g)
+		}
+		e.idle(s)
 	}
 }
