@@ -286,3 +286,19 @@ func TestAGoalStopsWhenItsCostBudgetIsSpent(t *testing.T) {
 		e.idle(s)
 	}
 }
+
+// A wall-time budget ends the goal at the first check-in past it.
+func TestAGoalStopsWhenItsTimeBudgetIsSpent(t *testing.T) {
+	e := newEnv(t, setup{opts: sessions.Options{Goals: sessions.GoalOptions{MinBackoff: 20 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}}})
+	s := e.open(sessions.OpenOptions{})
+	start := time.Now()
+	if _, err := e.ctl.Goal(stdctx.Background(), s.ID(), sessions.GoalRequest{Op: sessions.GoalSet, Objective: "take your time",
+		Budget: session.GoalBudget{Time: session.Duration(100 * time.Millisecond)}}); err != nil {
+		t.Fatal(err)
+	}
+	g := goalState(t, e.ctl, s.ID(), session.GoalBudgetLimited)
+	if !strings.Contains(g.Reason, "the time budget is spent") || time.Since(start) < 100*time.Millisecond || g.Spent.Turns < 2 {
+		t.Fatalf("after %s: %+v", time.Since(start), g)
+	}
+	e.idle(s)
+}
