@@ -122,10 +122,10 @@ func (c *Controller) Goal(ctx stdctx.Context, id string, r GoalRequest) (Goal, e
 // Goal runs an operation on the session's goal and returns the goal as it
 // stands after it.
 func (s *Session) Goal(ctx stdctx.Context, r GoalRequest) (Goal, error) {
-	if !s.Open() {
-		return Goal{}, closedErr(s.id)
+	d, err := s.goals()
+	if err != nil {
+		return Goal{}, err
 	}
-	d := s.goals()
 	src := r.Source
 	if src.Kind == "" {
 		src = s.source

@@ -47,31 +47,31 @@ type goalRecorder interface {
 	RecordEvent(ev session.Event) error
 }
 
-// goals returns the session's goal driver, made on first use.
-func (s *Session) goals() *goalDriver {
+// goals returns the session's goal driver, made on first use from the
+// goals its log holds. A session closing makes none: its close would not
+// see it to stop it.
+func (s *Session) goals() (*goalDriver, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.goal == nil {
-		s.goal = newGoalDriver(s, 0)
+	if s.state != stateOpen {
+		return nil, closedErr(s.id)
 	}
-	return s.goal
+	if s.goal == nil {
+		s.goal = newGoalDriver(s)
+	}
+	return s.goal, nil
 }
 
 // resumeGoal picks up the goal a resumed session's log holds: an active
 // one is driven on from here, whoever set it and wherever it ran before.
 func (s *Session) resumeGoal() {
-	log := s.handle.Agent.Session()
-	if log == nil {
+	if log := s.handle.Agent.Session(); log == nil || log.FirstGoal() == 0 {
 		return
 	}
-	first := log.FirstGoal()
-	if first == 0 {
+	d, err := s.goals()
+	if err != nil {
 		return
 	}
-	s.mu.Lock()
-	s.goal = newGoalDriver(s, first)
-	d := s.goal
-	s.mu.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cur.State == session.GoalActive {
@@ -79,13 +79,19 @@ func (s *Session) resumeGoal() {
 	}
 }
 
-func newGoalDriver(s *Session, from int64) *goalDriver {
+// newGoalDriver reads the session's goal from its log: the last goal
+// record is the goal, and what it spent is counted from the first.
+func newGoalDriver(s *Session) *goalDriver {
 	d := &goalDriver{s: s, opts: s.c.goalOpts.WithDefaults(), wake: make(chan struct{}, 1)}
 	d.ctx, d.cancel = stdctx.WithCancel(stdctx.Background())
 	d.cnt.pricing = d.opts.Pricing
-	d.cnt.next = from
-	if from > 0 {
-		for _, e := range d.s.handle.Agent.Session().Events(from) {
+	log := s.handle.Agent.Session()
+	if log == nil {
+		return d
+	}
+	if from := log.FirstGoal(); from > 0 {
+		d.cnt.next = from
+		for _, e := range log.Events(from) {
 			d.cnt.add(e)
 			if e.Type == session.GoalRecorded && e.Goal != nil {
 				d.cur = *e.Goal

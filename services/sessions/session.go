@@ -324,9 +324,6 @@ func (s *Session) Close(ctx stdctx.Context) error {
 // because its owner went away while it opened; why is returned with what
 // the dispose hit.
 func (s *Session) abandon(why error) error {
-	if s.goal != nil {
-		s.goal.close()
-	}
 	disposeErr := s.handle.Dispose(stdctx.Background())
 	var hubErr error
 	if s.hub != nil {
