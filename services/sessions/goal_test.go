@@ -240,7 +240,10 @@ func TestAResumedSessionDrivesItsGoalOn(t *testing.T) {
 	if err := s.Close(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e2 := newEnv(t, setup{dir: dir, opts: fastGoals, replies: []scripted.Reply{
+	// An hour's back-off: the resumed goal's first check-in must be a new
+	// one, not a retry of the last (which the agent controller would
+	// answer from the log without a turn, and the back-off would follow).
+	e2 := newEnv(t, setup{dir: dir, opts: sessions.Options{Goals: sessions.GoalOptions{MinBackoff: time.Hour}}, replies: []scripted.Reply{
 		{ToolCalls: []scripted.Call{{Name: "goal_status", Arguments: `{"status":"complete","reason":"finished"}`}}},
 		{Text: "ok"},
 	}})
@@ -301,4 +304,27 @@ func TestAGoalStopsWhenItsTimeBudgetIsSpent(t *testing.T) {
 		t.Fatalf("after %s: %+v", time.Since(start), g)
 	}
 	e.idle(s)
+}
+
+// Cancelling the goal's turn pauses the goal: a person who stops the
+// work does not want the next continuation a moment later.
+func TestCancellingAGoalsTurnPausesIt(t *testing.T) {
+	e := newEnv(t, setup{opts: fastGoals, replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "hold"}}}, {Text: "ok"}}})
+	g := e.gateTool("hold")
+	s := e.open(sessions.OpenOptions{})
+	if _, err := e.ctl.Goal(stdctx.Background(), s.ID(), sessions.GoalRequest{Op: sessions.GoalSet, Objective: "wait", Source: alice()}); err != nil {
+		t.Fatal(err)
+	}
+	g.wait(t)
+	if err := e.ctl.Cancel(sessions.WithActor(stdctx.Background(), "the tester"), s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	got := goalState(t, e.ctl, s.ID(), session.GoalPaused)
+	if !strings.Contains(got.Reason, "its turn was cancelled") {
+		t.Fatalf("paused: %+v", got)
+	}
+	e.idle(s)
+	if n := len(goalPrompts(e.events(s))); n != 1 {
+		t.Fatalf("%d continuations after the cancel, want 1", n)
+	}
 }

@@ -3,6 +3,7 @@ package sessions
 import (
 	stdctx "context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,11 @@ func newGoalDriver(s *Session) *goalDriver {
 			if e.Type == session.GoalRecorded && e.Goal != nil {
 				d.cur = *e.Goal
 			}
+		}
+		// Check-ins sent after the last record (a crash came before the
+		// next) are in the log as their continuations.
+		if d.cur.ID == d.cnt.id {
+			d.cur.CheckIns = max(d.cur.CheckIns, d.cnt.checkIns)
 		}
 	}
 	return d
@@ -203,6 +209,13 @@ func orSomeone(who string) string {
 		return "a client of the session"
 	}
 	return who
+}
+
+func orEmpty(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }
 
 func orNone(s string) string {
@@ -388,6 +401,14 @@ func (d *goalDriver) checkIn() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.countLocked()
+	if cancelled := res.Outcome == FateDropped || (res.End != nil && res.End.Reason == EndAborted); cancelled &&
+		d.cur.ID == g.ID && d.cur.State == session.GoalActive {
+		// Someone stopped the goal's work: stop sending more until a
+		// person resumes it.
+		by := res.By
+		_, err := d.moveLocked(session.GoalPaused, "its turn was cancelled"+orEmpty(" by ", by)+"; resume it to go on", by)
+		return err == nil
+	}
 	if d.cnt.calls > calls && (res.End == nil || res.End.Error == "") {
 		// The model acted: check in again at once.
 		d.backoff = 0
@@ -447,6 +468,10 @@ type goalCount struct {
 	turns  int
 	calls  int
 	time   time.Duration
+	// checkIns is the highest check-in whose continuation the log holds
+	// (by its request id): a resume numbers the next one after it, so its
+	// request id is new and the agent controller delivers it.
+	checkIns int
 }
 
 func (c *goalCount) add(e session.Event) {
@@ -466,6 +491,10 @@ func (c *goalCount) add(e session.Event) {
 			c.time += e.Time.Sub(c.since)
 		}
 		c.active = on
+	case e.RequestID != "" && c.id != "" && strings.HasPrefix(e.RequestID, c.id+"-"):
+		if n, err := strconv.Atoi(strings.TrimPrefix(e.RequestID, c.id+"-")); err == nil && n > c.checkIns {
+			c.checkIns = n
+		}
 	case !c.active:
 	case usage.Counted(e):
 		c.acc.Add(e)
