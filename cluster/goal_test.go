@@ -1,8 +1,11 @@
 package cluster_test
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
+	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -68,4 +71,64 @@ func continuations(evs []session.Event, id string) int {
 		}
 	}
 	return n
+}
+
+// TestAnAdoptedSessionDrivesItsGoal: the host that had a session with an
+// active goal died (its lease is never renewed); the host that adopts
+// the session drives the goal on until its budget, counted across both
+// hosts, runs out.
+func TestAnAdoptedSessionDrivesItsGoal(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	fast := nodeOpts{tail: "goals:\n  min_backoff: 5ms\n  max_backoff: 10ms\n"}
+	// Host a checks in once and waits an hour after; it adopts nothing,
+	// so b is the one that takes the session over.
+	a := startNode(t, srv, stream, "a", nodeOpts{tail: "goals:\n  min_backoff: 1h\n", noOpen: true})
+	b := startNode(t, srv, stream, "b", fast)
+	kv := leases(t, srv, stream)
+	ss := a.open(t, "orphaned")
+	bob := sessions.Source{Kind: sessions.SourceUser, Entry: "serve", Principal: llm.Principal{Kind: "token", ID: "bob"}}
+	if _, err := ss.Goal(ctxT(t), sessions.GoalRequest{Op: sessions.GoalSet, Objective: "carry on",
+		Budget: session.GoalBudget{Turns: 3}, Source: bob}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "host a to run the first check-in", func() bool {
+		g, err := ss.Goal(ctxT(t), sessions.GoalRequest{Op: sessions.GoalShow})
+		return err == nil && g.Spent.Turns == 1
+	})
+	if err := ss.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	// A host took the session and died: its lease is never renewed.
+	dead, _ := json.Marshal(natsplugin.LeaseRecord{Holder: "a dead host", HostID: "dead", Since: time.Now()})
+	if _, err := kv.Create(ctxT(t), "orphaned", dead); err != nil {
+		t.Fatal(err)
+	}
+	var adopter *node
+	var g sessions.Goal
+	t.Cleanup(func() {
+		if t.Failed() && adopter != nil {
+			t.Logf("host %s holds the session; its goal: %+v", adopter.id, g)
+		}
+	})
+	eventually(t, "the adopter to spend the goal's budget", func() bool {
+		for _, n := range []*node{a, b} {
+			if s, open := n.h.Sessions().Get("orphaned"); open {
+				adopter = n
+				var err error
+				g, err = s.Goal(ctxT(t), sessions.GoalRequest{Op: sessions.GoalShow})
+				return err == nil && g.State == session.GoalBudgetLimited
+			}
+		}
+		return false
+	})
+	if adopter != b || g.Spent.Turns != 3 || g.CheckIns != 3 {
+		t.Fatalf("the goal on host %s: %+v", adopter.id, g)
+	}
+	if err := adopter.h.Sessions().Idle(ctxT(t), "orphaned"); err != nil {
+		t.Fatal(err)
+	}
+	if n := continuations(adopter.events(t, "orphaned"), "bob"); n != 3 {
+		t.Fatalf("%d continuations from bob, want 3", n)
+	}
 }
