@@ -27,6 +27,7 @@ const (
 	opCommands   = "commands"
 	opPlan       = "plan"
 	opAttachment = "attachment"
+	opGoal       = "goal"
 	opDelete     = "delete"
 	opRewind     = "rewind"
 	// The approval relay (relay.go).
@@ -45,7 +46,7 @@ var waitSlice = 10 * time.Second
 // holds its lease without having it open: only what delivers to it.
 func claimsFor(op string) bool {
 	switch op {
-	case opPrompt, opEnsure, opCancel, opClose:
+	case opPrompt, opEnsure, opCancel, opClose, opGoal:
 		return true
 	}
 	return false
@@ -153,6 +154,12 @@ func (h *Host) op(ctx stdctx.Context, req request, claimed sessions.How) (answer
 	case opAttachment:
 		p, data, err := c.Attachment(ctx, id, args.Ref)
 		return result(attachmentResult{Part: p, Data: data}, err)
+	case opGoal:
+		var r sessions.GoalRequest
+		if err := decodeArgs(req, &r); err != nil {
+			return answer{}, err
+		}
+		return result(c.Goal(ctx, id, r))
 	case opDelete:
 		return answer{}, c.Delete(ctx, id)
 	case opRewind:

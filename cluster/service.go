@@ -219,6 +219,15 @@ func (s *Service) Plan(ctx stdctx.Context, id string, r sessions.PlanRequest) (s
 	return st, err
 }
 
+// Goal runs the goal operation on the session's owner, which drives the
+// goal; a set or resume may open the session on the host holding its
+// lease, as a prompt does.
+func (s *Service) Goal(ctx stdctx.Context, id string, r sessions.GoalRequest) (sessions.Goal, error) {
+	var g sessions.Goal
+	err := s.forward(ctx, opGoal, id, r, &g)
+	return g, err
+}
+
 // List lists the shared store: its index marks the sessions open on any
 // host.
 func (s *Service) List(ctx stdctx.Context) ([]session.Summary, error) {

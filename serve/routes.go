@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/serve/apierr"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // route is one pattern the server answers. Doc is the path as the OpenAPI
@@ -53,6 +54,11 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/sessions/{id}/jobs/{job}/kill", handle: s.killJob},
 		{method: "GET", path: "/v1/sessions/{id}/plan", handle: s.getPlan},
 		{method: "POST", path: "/v1/sessions/{id}/plan", handle: s.postPlan},
+		{method: "GET", path: "/v1/sessions/{id}/goal", handle: s.goal(sessions.GoalShow)},
+		{method: "POST", path: "/v1/sessions/{id}/goal", handle: s.goal(sessions.GoalSet)},
+		{method: "DELETE", path: "/v1/sessions/{id}/goal", handle: s.goal(sessions.GoalClear)},
+		{method: "POST", path: "/v1/sessions/{id}/goal/pause", handle: s.goal(sessions.GoalPause)},
+		{method: "POST", path: "/v1/sessions/{id}/goal/resume", handle: s.goal(sessions.GoalResume)},
 		// The web page's own routes (pageapi.go).
 		{method: "POST", path: "/v1/render", handle: s.render},
 		{method: "GET", path: "/v1/pricing", handle: s.pricing},

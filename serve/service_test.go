@@ -109,6 +109,11 @@ func (c *counted) Commands(ctx stdctx.Context, id string) ([]sessions.PromptComm
 	return c.svc.Commands(ctx, id)
 }
 
+func (c *counted) Goal(ctx stdctx.Context, id string, r sessions.GoalRequest) (sessions.Goal, error) {
+	c.hit("Goal")
+	return c.svc.Goal(ctx, id, r)
+}
+
 func (c *counted) Find(ctx stdctx.Context, id string) (session.Summary, bool, error) {
 	c.hit("Find")
 	return c.svc.Find(ctx, id)

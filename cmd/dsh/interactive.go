@@ -166,7 +166,7 @@ func interactiveLogged(h *host.Host, sess *current, stdin io.Reader, stdout, std
 				if rich != nil {
 					more = richHelp
 				}
-				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+jobsHelp+rewindHelp+planHelp+more+"/quit        leave (Ctrl-D does too)\n"+promptCommandsHelp(sessionCommands(svc, cur.id))+"anything else is sent to the agent; while it is busy, it is queued\n> ")
+				fmt.Fprint(out, "/steer TEXT  steer the running turn\n/cancel      cancel the running turn and drop what is queued\n/agents      list the agents\n/usage       tokens and cost of the last step, turn and session\n"+compactHelp+jobsHelp+rewindHelp+planHelp+goalHelp+more+"/quit        leave (Ctrl-D does too)\n"+promptCommandsHelp(sessionCommands(svc, cur.id))+"anything else is sent to the agent; while it is busy, it is queued\n> ")
 			case rich != nil && (line == "/expand" || strings.HasPrefix(line, "/expand ")):
 				fmt.Fprint(out, rich.outputs.expand(strings.TrimSpace(strings.TrimPrefix(line, "/expand"))))
 				if !busy() {
@@ -192,6 +192,11 @@ func interactiveLogged(h *host.Host, sess *current, stdin io.Reader, stdout, std
 				}
 			case line == "/rewind" || strings.HasPrefix(line, "/rewind ") || line == "/redo":
 				slashRewind(svc, cur.id, line, out, diag)
+				if !busy() {
+					fmt.Fprint(out, "> ")
+				}
+			case line == "/goal" || strings.HasPrefix(line, "/goal "):
+				goalCommand(svc, cur.id, line, out, diag)
 				if !busy() {
 					fmt.Fprint(out, "> ")
 				}

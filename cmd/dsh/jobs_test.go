@@ -67,8 +67,8 @@ type logEntry struct {
 	} `json:"message"`
 }
 
-// readLog returns the log's entries so far.
-func readLog(path string) []logEntry {
+// readJobLog returns the log's entries so far.
+func readJobLog(path string) []logEntry {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -91,7 +91,7 @@ func waitJobsLog(t *testing.T, path string, what string, ok func(logEntry) bool)
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		entries := readLog(path)
+		entries := readJobLog(path)
 		for _, e := range entries {
 			if ok(e) {
 				return entries

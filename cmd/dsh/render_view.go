@@ -125,6 +125,9 @@ func (v *termView) event(e session.Event) {
 	case session.Compacted:
 		v.endAnswer()
 		v.print(v.diag, fmt.Sprintf("%s(%s)%s\n", sgrDim, e.Compaction, sgrReset))
+	case session.GoalRecorded:
+		v.endAnswer()
+		v.print(v.diag, sgrDim+goalEventLine(e)+sgrReset)
 	case session.MessageDropped:
 		if e.Message != nil {
 			v.endAnswer()

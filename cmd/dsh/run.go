@@ -43,6 +43,8 @@ type runFlags struct {
 	echo int
 	// command is --command: the prompt command to run (command.go).
 	command string
+	// goal is --goal: drive a goal headless (goal.go).
+	goal string
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -82,6 +84,7 @@ stderr; with --json the first line is {"type":"session/opened",...}.`,
 	cmd.Flags().StringVarP(&f.prompt, "prompt", "p", "", "send this prompt, print the answer and exit")
 	cmd.Flags().StringVar(&f.agentID, "agent", "", "the agent to talk to (default the first configured)")
 	cmd.Flags().StringVar(&f.command, "command", "", "send the prompt command NAME (a .claude/commands file) with the arguments that follow, as /NAME ARGS")
+	cmd.Flags().StringVar(&f.goal, "goal", "", "work toward this goal (with /goal's budget flags, or \"resume\") until it ends; exit 0 when complete")
 	cmd.Flags().BoolVar(&f.json, "json", false, "write the session events as JSON lines instead of the answer")
 	cmd.Flags().StringArrayVar(&f.attach, "attach", nil, "attach this file to the prompt: an image, a PDF or a text file (repeatable; with -p or stdin)")
 	cmd.Flags().IntVar(&f.echo, "echo-bytes", defaultEcho, "show at most this many bytes of a tool call's arguments and of its result")
@@ -100,6 +103,9 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 		return &exitCode{code: exitUsage, err: fmt.Errorf("-p was given an empty prompt; pass the text to send, e.g. -p \"hello\", or leave -p out for an interactive session on a terminal")}
 	}
 	if err := f.approvals.check(); err != nil {
+		return &exitCode{code: exitUsage, err: err}
+	}
+	if err := f.checkGoal(); err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
 	pinned := f.continueLast || cmd.Flags().Changed("session")
@@ -191,6 +197,9 @@ func run(cmd *cobra.Command, g *globals, f *runFlags) (runErr error) {
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
 
+	if f.goal != "" {
+		return runGoal(h, svc, info, ac, f, stdout, stderr, signals)
+	}
 	stdin := cmd.InOrStdin()
 	prompt := f.prompt
 	if prompt == "" && !isTerminal(stdin) {
@@ -425,6 +434,9 @@ func (t *tracker) render(e session.Event) {
 		}
 		t.endLine()
 		fmt.Fprintf(t.diag, "not delivered (%s): %s\n", droppedWhy(e), oneLine(e.Message.Content, 200))
+	case session.GoalRecorded:
+		t.endLine()
+		io.WriteString(t.diag, goalEventLine(e))
 	case session.TurnEnd:
 		t.endLine()
 		t.endReasoning()

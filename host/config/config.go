@@ -51,6 +51,8 @@ type Config struct {
 	ACP ACPConfig `koanf:"acp"`
 	// Pricing prices models' tokens, for the usage reports (pricing.go).
 	Pricing usage.Pricing `koanf:"pricing"`
+	// Goals bounds the back-off between a goal's check-ins (goals.go).
+	Goals GoalsConfig `koanf:"goals"`
 	// Attachments limits the images and files one message may carry
 	// (attachments.max_part_bytes, max_message_bytes).
 	Attachments attachments.Limits `koanf:"attachments"`
@@ -425,6 +427,7 @@ func (c *Config) check(p *problems, dir string) {
 	c.noteBundleWorkspaces()
 	c.checkStores(p)
 	c.checkPricing(p)
+	c.checkGoals(p)
 	c.checkServe(p)
 	if c.Attachments.PerPart < 0 || c.Attachments.PerMessage < 0 {
 		p.add("attachments", "max_part_bytes and max_message_bytes cannot be negative; leave them out for the defaults (10 MiB a part, 20 MiB a message)")

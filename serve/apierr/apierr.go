@@ -104,6 +104,8 @@ var statuses = map[errs.Code]int{
 	host.SpecInvalid:        http.StatusBadRequest,
 	live.BadSeq:             http.StatusBadRequest,
 	sessions.NotFound:       http.StatusNotFound,
+	sessions.NoGoal:         http.StatusNotFound,
+	sessions.GoalConflict:   http.StatusConflict,
 	session.SessionLocked:   http.StatusConflict,
 	session.SessionExists:   http.StatusConflict,
 	sessions.AgentExists:    http.StatusConflict,

@@ -87,7 +87,7 @@ func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
 		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped,
-		MessageRefused, MessageExpired, DecisionRecorded, Checkpointed, Rewound, Redone, PlanUpdated:
+		MessageRefused, MessageExpired, DecisionRecorded, Checkpointed, Rewound, Redone, PlanUpdated, GoalRecorded:
 		return true
 	}
 	return false
@@ -149,6 +149,8 @@ type Event struct {
 	Rewind *Rewind `json:"rewind,omitempty"`
 	// Plan is the plan state after a plan/updated event.
 	Plan *PlanState `json:"plan,omitempty"`
+	// Goal is the record of a goal event.
+	Goal *Goal `json:"goal,omitempty"`
 }
 
 // Compaction is what a history/compacted event did.
@@ -250,6 +252,10 @@ func (e Event) clone() Event {
 	if e.Plan != nil {
 		p := e.Plan.Clone()
 		e.Plan = &p
+	}
+	if e.Goal != nil {
+		g := e.Goal.clone()
+		e.Goal = &g
 	}
 	return e
 }

@@ -90,7 +90,10 @@ type Session struct {
 	// next one chains to; derived from the log, so a resume continues the
 	// chain. signer signs new records, nil when the host signs none.
 	lastDecision string
-	signer       *Signer
+	// firstGoal is the seq of the log's first goal record, 0 when none:
+	// where the session service starts reading a goal on resume.
+	firstGoal int64
+	signer    *Signer
 }
 
 const pageSize = 256
@@ -116,6 +119,9 @@ func (s *Session) push(e Event) {
 // index records what the log derives besides the history; the caller holds
 // mu.
 func (s *Session) index(e Event) {
+	if e.Type == GoalRecorded && s.firstGoal == 0 {
+		s.firstGoal = e.Seq
+	}
 	if e.Type == DecisionRecorded {
 		if e.Decision != nil {
 			s.lastDecision = e.Decision.Digest
@@ -202,6 +208,14 @@ func (s *Session) Append(ctx stdctx.Context, e Event) Event {
 	s.mu.Unlock()
 	EventAppended.Emit(ctx, s.at, Appended{Session: s, Event: e})
 	return e
+}
+
+// FirstGoal returns the seq of the log's first goal event, 0 when the
+// session never had a goal.
+func (s *Session) FirstGoal() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firstGoal
 }
 
 // Len returns the number of events.

@@ -35,6 +35,8 @@ type Options struct {
 	// session is deleted; nil takes the attachments service from the
 	// agent's scope when a prompt has parts, and deletes no attachments.
 	Attachments *attachments.Store
+	// Goals configure how the sessions' goals are driven (goal.go).
+	Goals GoalOptions
 }
 
 // Plugin provides the controller. Its config is an Options value (or nil),
@@ -66,6 +68,7 @@ type Controller struct {
 	catalog  Catalog
 	newHub   HubFactory
 	attach   *attachments.Store
+	goalOpts GoalOptions
 
 	// stop ends when the controller is disposed; opens in flight see it.
 	stop   stdctx.Context
@@ -85,7 +88,7 @@ type Controller struct {
 // of New disposes what it opened with Dispose.
 func New(reg *agents.Registry, deliver *agentcontroller.Controller, opts Options) *Controller {
 	c := &Controller{registry: reg, deliver: deliver, opener: opts.Opener, catalog: opts.Catalog, newHub: opts.NewHub,
-		attach:   opts.Attachments,
+		attach: opts.Attachments, goalOpts: opts.Goals,
 		sessions: map[string]*Session{}, opening: map[string]chan struct{}{}}
 	if c.opener == nil {
 		c.opener = RegistryOpener{Registry: reg}
@@ -195,6 +198,8 @@ func (c *Controller) open(ctx stdctx.Context, o OpenOptions, resume bool) (_ *Se
 	c.sessions[spec.SessionID] = s
 	published = true
 	c.mu.Unlock()
+	// A goal the log holds is driven on from here.
+	s.resumeGoal()
 	return s, nil
 }
 

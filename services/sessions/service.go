@@ -69,6 +69,9 @@ type Service interface {
 	// Plan reads or changes the open session's plan mode, plan and todos
 	// (see PlanRequest); NoPlanMode when its agent has none.
 	Plan(ctx stdctx.Context, sessionID string, r PlanRequest) (session.PlanState, error)
+	// Goal sets, shows, pauses, resumes or clears the session's goal (see
+	// goal.go) where the session runs, and returns the goal after it.
+	Goal(ctx stdctx.Context, sessionID string, r GoalRequest) (Goal, error)
 	// List returns the stored sessions, the open ones marked open.
 	List(ctx stdctx.Context) ([]session.Summary, error)
 	// Find describes one stored session by id without listing the others

@@ -59,6 +59,10 @@ type Session struct {
 	created time.Time
 	title   string
 	titled  bool
+
+	// goal drives the session's goal (goaldrive.go); nil until the
+	// session has one.
+	goal *goalDriver
 }
 
 func newSession(c *Controller, spec Spec, o OpenOptions, h *agents.Handle) *Session {
@@ -296,6 +300,13 @@ func (s *Session) Close(ctx stdctx.Context) error {
 	s.mu.Unlock()
 	if ctx == nil {
 		ctx = stdctx.Background()
+	}
+	// The goal stops sending before the agent goes.
+	s.mu.Lock()
+	g := s.goal
+	s.mu.Unlock()
+	if g != nil {
+		g.close()
 	}
 	// Found before the dispose ends the agent's scope.
 	store := s.storeOrNil()
