@@ -32,6 +32,7 @@ func (p *entry) tools() []tools.Tool {
 			Description:  fmt.Sprintf("Find where the symbol at a place in a file is defined, through the file's language server. Give path, line and column, or path, line and the symbol's name. Lists at most %d locations.", p.cfg.MaxResults),
 			Parameters:   json.RawMessage(positionSchema),
 			ParallelSafe: true,
+			ReadOnly:     true,
 			Execute: func(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
 				return p.locations(ctx, call, protocol.MethodTextDocumentDefinition, nil)
 			},
@@ -41,6 +42,7 @@ func (p *entry) tools() []tools.Tool {
 			Description:  fmt.Sprintf("List the references to the symbol at a place in a file, across the project, through the file's language server (the declaration included). Lists at most %d, then counts the rest.", p.cfg.MaxResults),
 			Parameters:   json.RawMessage(positionSchema),
 			ParallelSafe: true,
+			ReadOnly:     true,
 			Execute: func(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
 				return p.locations(ctx, call, protocol.MethodTextDocumentReferences, map[string]any{"includeDeclaration": true})
 			},
@@ -50,6 +52,7 @@ func (p *entry) tools() []tools.Tool {
 			Description:  "Show the type and documentation of the symbol at a place in a file, through the file's language server.",
 			Parameters:   json.RawMessage(positionSchema),
 			ParallelSafe: true,
+			ReadOnly:     true,
 			Execute:      p.hover,
 		},
 		{
@@ -60,6 +63,7 @@ func (p *entry) tools() []tools.Tool {
 				`"path":{"type":"string","description":"A file of the language to search, relative to the workspace"}},` +
 				`"required":["query"],"additionalProperties":false}`),
 			ParallelSafe: true,
+			ReadOnly:     true,
 			Execute:      p.symbols,
 		},
 	}

@@ -463,6 +463,10 @@ type goalCount struct {
 	next   int64
 	id     string
 	active bool
+	// turnOn: the goal was active at some point of the turn running, so
+	// the whole turn is the goal's — a goal the model completes inside
+	// a turn is recorded there, before the turn's last answer and end.
+	turnOn bool
 	since  time.Time
 	acc    *usage.Account
 	turns  int
@@ -491,17 +495,23 @@ func (c *goalCount) add(e session.Event) {
 			c.time += e.Time.Sub(c.since)
 		}
 		c.active = on
+		c.turnOn = c.turnOn || on
 	case e.RequestID != "" && c.id != "" && strings.HasPrefix(e.RequestID, c.id+"-"):
 		if n, err := strconv.Atoi(strings.TrimPrefix(e.RequestID, c.id+"-")); err == nil && n > c.checkIns {
 			c.checkIns = n
 		}
-	case !c.active:
+	case e.Type == session.TurnStart:
+		c.turnOn = c.active
+	case e.Type == session.TurnEnd:
+		if c.turnOn || c.active {
+			c.turns++
+		}
+		c.turnOn = false
+	case !c.active && !c.turnOn:
 	case usage.Counted(e):
 		c.acc.Add(e)
 	case e.Type == session.ToolCall:
 		c.calls++
-	case e.Type == session.TurnEnd:
-		c.turns++
 	}
 }
 

@@ -200,9 +200,14 @@ func (p *checkpointer) state(a agents.Agent, ws string) (*agentState, error) {
 	return st, nil
 }
 
-// execute takes a checkpoint around a mutating call.
+// execute takes a checkpoint around a call that may write: one whose
+// tool is neither read-only (tools.IsReadOnly, what plan mode trusts too:
+// a bash line of reading programs takes no snapshot) nor parallel-safe.
 func (p *checkpointer) execute(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
 	if x.Tool == nil || x.Tool.ParallelSafe || x.Call.Workspace == "" {
+		return next.Call(ctx, x)
+	}
+	if ro, _ := tools.IsReadOnly(x.Tool, x.Call); ro {
 		return next.Call(ctx, x)
 	}
 	agentID := x.Call.AgentID

@@ -45,6 +45,7 @@ func (m *jobManager) jobTools() []tools.Tool {
 				"wait": map[string]any{"type": "integer", "minimum": 0, "maximum": maxWait, "description": "Seconds to wait for new output or the job's end when there is none yet; default 0."},
 			}, "id"),
 			ParallelSafe: true,
+			ReadOnly:     true,
 			Execute:      m.output,
 		},
 		{
@@ -71,6 +72,7 @@ func (m *jobManager) jobTools() []tools.Tool {
 			Description:  "Lists this session's background jobs: id, state, pid, unread output and command. Ended jobs stay listed (the last few) until their output is no longer needed.",
 			Parameters:   schema(map[string]any{}),
 			ParallelSafe: true,
+			ReadOnly:     true,
 			Execute:      m.listTool,
 		},
 	}

@@ -106,6 +106,7 @@ func (f *fetcher) tool() tools.Tool {
 		// A fetch changes nothing here: it may run beside any other
 		// parallel-safe call.
 		ParallelSafe: true,
+		ReadOnly:     true,
 		// The URL is the model's choice and can carry what it read
 		// anywhere the policy allows: a person approves, unless a mode or
 		// a rule decides.
@@ -216,6 +217,7 @@ func (s *searcher) tool() tools.Tool {
 			"At most %d results per call; fetch a result's page with web_fetch to read it.", s.def.Name, s.cfg.MaxResults),
 		Parameters:   json.RawMessage(schema),
 		ParallelSafe: true,
+		ReadOnly:     true,
 		Execute:      s.execute,
 	}
 }
