@@ -43,9 +43,14 @@ func TestPlanModeOverACP(t *testing.T) {
 		plan.Plan.Entries[0].Status != acp.PlanEntryStatusCompleted || plan.Plan.Entries[1].Status != acp.PlanEntryStatusPending {
 		t.Fatalf("plan update %+v", plan.Plan)
 	}
-	mode := e.c.waitFor(t, "the mode leaving plan", func(u acp.SessionUpdate) bool { return u.CurrentModeUpdate != nil })
+	// The session may also announce the mode plan as it opens (the
+	// preset's plan mode and the editor's session race to say it first):
+	// wait for the change away from it.
+	mode := e.c.waitFor(t, "the mode leaving plan", func(u acp.SessionUpdate) bool {
+		return u.CurrentModeUpdate != nil && u.CurrentModeUpdate.CurrentModeId != dshacp.ModePlan
+	})
 	if mode.CurrentModeUpdate.CurrentModeId != dshacp.ModeWorkspaceWrite {
-		t.Fatalf("after the approved exit the mode is workspace-write: %+v", mode.CurrentModeUpdate)
+		t.Fatalf("after the approved exit the mode is workspace-write: %+v\n%s", mode.CurrentModeUpdate, dump(e.c.all()))
 	}
 	if !strings.Contains(agentText(e.c.all()), "# Fix") {
 		t.Errorf("the proposed plan is shown as a message: %q", agentText(e.c.all()))
