@@ -361,5 +361,9 @@ func Detach(base, ctx stdctx.Context) stdctx.Context {
 	if !sc.IsValid() {
 		return base
 	}
-	return trace.ContextWithSpan(base, trace.SpanFromContext(ctx))
+	out := trace.ContextWithSpan(base, trace.SpanFromContext(ctx))
+	if mark, ok := ctx.Value(handoffKey{}).(trace.SpanContext); ok {
+		out = stdctx.WithValue(out, handoffKey{}, mark)
+	}
+	return out
 }

@@ -33,6 +33,7 @@ package agentcontroller
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"sync"
 	"sync/atomic"
 
@@ -131,6 +132,14 @@ func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request
 	if ctx.Err() != nil {
 		return "", stdctx.Cause(ctx)
 	}
+	if telemetry.Enabled() {
+		return c.deliverTraced(ctx, agent, req)
+	}
+	return c.deliver(ctx, agent, req)
+}
+
+// deliver is Deliver past its checks.
+func (c *Controller) deliver(ctx stdctx.Context, agent agents.Agent, req Request) (string, error) {
 	d, head, err := c.enqueue(agent.ID())
 	if err != nil {
 		return "", err
@@ -377,6 +386,8 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 			return outcome{err: err}
 		}
 	}
+	// The turn that takes the message continues its trace.
+	telemetry.Handoff(msg.ID, signal)
 	if req.Mode == Steer {
 		err = agent.Steer(msg)
 	} else {
@@ -412,7 +423,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 // cancels or the controller stops.
 func (c *Controller) signal(ctx stdctx.Context) (stdctx.Context, func()) {
 	if ctx.Done() == nil {
-		return c.stop, func() {}
+		return telemetry.Detach(c.stop, ctx), func() {}
 	}
 	sig, cancel := stdctx.WithCancel(ctx)
 	stop := stdctx.AfterFunc(c.stop, cancel)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/dsh-go/dsh/telemetry"
 	stdctx "context"
 	"fmt"
 	"sync"
@@ -186,6 +187,13 @@ func (s *Session) AgentID() string { return s.agentID }
 // (the agent's driver). A caller that appends from several goroutines must
 // serialize its appends, or persistence would write them out of order.
 func (s *Session) Append(ctx stdctx.Context, e Event) Event {
+	if telemetry.Enabled() {
+		return s.appendTraced(ctx, e)
+	}
+	return s.append(ctx, e)
+}
+
+func (s *Session) append(ctx stdctx.Context, e Event) Event {
 	s.mu.Lock()
 	e.Seq = int64(s.n) + 1
 	if e.Time.IsZero() {
@@ -232,6 +240,13 @@ func (s *Session) History() llm.History {
 // Flush runs the session/flush checkpoint for everything appended so far
 // and, once it succeeded, emits session/durable.
 func (s *Session) Flush(ctx stdctx.Context) error {
+	if telemetry.Enabled() {
+		return s.flushTraced(ctx)
+	}
+	return s.flush(ctx)
+}
+
+func (s *Session) flush(ctx stdctx.Context) error {
 	seq := int64(s.Len())
 	if _, err := EventFlush.Dispatch(ctx, s.at, Flush{Session: s, Seq: seq}); err != nil {
 		return err

@@ -1,0 +1,160 @@
+package agentloop
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"time"
+
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// startTurn returns the context a turn runs in and its dsh.turn span. The
+// span continues the trace of the turn's first message (its admission,
+// left by the agent controller) and links the others, so a prompt is one
+// trace from its entry point to its answer. Off, it returns Background and
+// a no-op span.
+func (a *ReactLoopAgent) startTurn(msgs []llm.Message) (stdctx.Context, trace.Span) {
+	base := stdctx.Background()
+	if !telemetry.Enabled() {
+		_, span := telemetry.Start(base, "")
+		return base, span
+	}
+	var links []trace.Link
+	parent := base
+	for _, m := range msgs {
+		sc, ok := telemetry.TakeHandoff(m.ID)
+		if !ok {
+			continue
+		}
+		if !trace.SpanContextFromContext(parent).IsValid() {
+			parent = trace.ContextWithRemoteSpanContext(base, sc)
+		} else {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	_, span := telemetry.Start(parent, "dsh.turn", trace.WithLinks(links...), trace.WithAttributes(
+		telemetry.AttrAgent.String(a.id), telemetry.AttrSession.String(a.sess.ID()),
+		attribute.Int("dsh.turn.messages", len(msgs))))
+	if telemetry.ContentOn() && span.IsRecording() {
+		if b, err := json.Marshal(msgs); err == nil {
+			span.SetAttributes(telemetry.AttrGenAIPrompt.String(string(b)))
+		}
+	}
+	// The context keeps the span, not the parent's cancellation: a turn
+	// outlives the request that queued it.
+	return trace.ContextWithSpan(base, span), span
+}
+
+// endTurn ends the turn's span with how the turn ended.
+func (a *ReactLoopAgent) endTurn(span trace.Span, turn int, reason string, err error) {
+	if !span.IsRecording() {
+		span.End()
+		if m := telemetry.M(); m != nil {
+			m.Turns.Add(stdctx.Background(), 1, metric.WithAttributes(attribute.String("agent", a.id), attribute.String("outcome", reason)))
+		}
+		return
+	}
+	span.SetAttributes(telemetry.AttrTurn.Int(turn), telemetry.AttrOutcome.String(reason))
+	if reason != ReasonError {
+		err = nil
+	}
+	if m := telemetry.M(); m != nil {
+		m.Turns.Add(stdctx.Background(), 1, metric.WithAttributes(attribute.String("agent", a.id), attribute.String("outcome", reason)))
+	}
+	telemetry.End(span, err)
+}
+
+// startStep starts a step's dsh.step span under the turn's.
+func (a *ReactLoopAgent) startStep(ctx stdctx.Context, turn, step int) (stdctx.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return ctx, trace.SpanFromContext(stdctx.Background())
+	}
+	if m := telemetry.M(); m != nil {
+		m.Steps.Add(ctx, 1, metric.WithAttributes(attribute.String("agent", a.id)))
+	}
+	return telemetry.Start(ctx, "dsh.step", trace.WithAttributes(
+		telemetry.AttrAgent.String(a.id), telemetry.AttrTurn.Int(turn), telemetry.AttrStep.Int(step)))
+}
+
+func (a *ReactLoopAgent) endStep(span trace.Span, err error) { telemetry.End(span, err) }
+
+// modelSpan is a model request's span: the GenAI semantic conventions'
+// "chat {model}" client span with tokens, finish reason and the time to
+// the first chunk.
+type modelSpan struct {
+	a     *ReactLoopAgent
+	req   llm.Request
+	ctx   stdctx.Context
+	span  trace.Span
+	start time.Time
+	first bool
+}
+
+func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx.Context, *modelSpan) {
+	ctx, span := telemetry.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		telemetry.AttrGenAIOperation.String("chat"), telemetry.AttrGenAIProvider.String(req.Provider),
+		telemetry.AttrGenAIRequestModel.String(req.Model), telemetry.AttrAgent.String(a.id)))
+	if req.MaxTokens > 0 {
+		span.SetAttributes(telemetry.AttrGenAIMaxTokens.Int(req.MaxTokens))
+	}
+	return ctx, &modelSpan{a: a, req: req, ctx: ctx, span: span, start: time.Now()}
+}
+
+// chunk notes a chunk's arrival; the first one's time is the time to
+// first chunk.
+func (m *modelSpan) chunk() {
+	if m.first {
+		return
+	}
+	m.first = true
+	if m.span.IsRecording() {
+		m.span.SetAttributes(telemetry.AttrTimeToFirstChunk.Float64(time.Since(m.start).Seconds()))
+	}
+}
+
+func (m *modelSpan) end(asm *llm.Assembler, err error) {
+	u := asm.Usage()
+	finish, _ := asm.Finish()
+	if m.span.IsRecording() {
+		m.span.SetAttributes(
+			telemetry.AttrGenAIInputTokens.Int(u.InputTokens), telemetry.AttrGenAIOutputTokens.Int(u.OutputTokens),
+			telemetry.AttrGenAICachedTokens.Int(u.CacheHitTokens), telemetry.AttrGenAIResponseModel.String(m.req.Model),
+			telemetry.AttrGenAIFinish.StringSlice([]string{string(finish)}))
+		if telemetry.ContentOn() {
+			if b, err := json.Marshal(asm.Message()); err == nil {
+				m.span.SetAttributes(telemetry.AttrGenAICompletion.String(string(b)))
+			}
+		}
+	}
+	telemetry.End(m.span, err)
+	met := telemetry.M()
+	if met == nil {
+		return
+	}
+	p := m.a.principal()
+	base := []attribute.KeyValue{attribute.String("agent", m.a.id), attribute.String("model", m.req.Model),
+		attribute.String("principal", p.Kind+":"+p.ID), attribute.String("tenant", p.Tenant)}
+	met.ModelDuration.Record(m.ctx, time.Since(m.start).Seconds(), metric.WithAttributes(
+		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", m.req.Model),
+		attribute.String("gen_ai.provider.name", m.req.Provider)))
+	for _, t := range []struct {
+		kind string
+		n    int
+	}{{"input", u.InputTokens}, {"output", u.OutputTokens}, {"cached", u.CacheHitTokens}} {
+		if t.n > 0 {
+			met.Tokens.Add(m.ctx, int64(t.n), metric.WithAttributes(append(base, attribute.String("gen_ai.token.type", t.kind))...))
+		}
+	}
+}
+
+// principal is who the turn acts for: its first source's principal.
+func (a *ReactLoopAgent) principal() llm.Principal {
+	if len(a.sources) == 0 {
+		return llm.Principal{}
+	}
+	return a.sources[0].Principal
+}

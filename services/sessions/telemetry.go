@@ -1,0 +1,31 @@
+package sessions
+
+import (
+	stdctx "context"
+
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// startInput starts the dsh.input span of a prompt: the root of what the
+// prompt causes on this host (or the child of the entry point's request
+// span, or of the host that forwarded it). The turn that answers the
+// prompt continues from it (telemetry.MarkHandoff), so admission and the
+// turn are siblings under it.
+func startInput(ctx stdctx.Context, session string, r PromptRequest) (stdctx.Context, trace.Span) {
+	p := r.Source.Provenance()
+	entry := p.Entry
+	if entry == "" {
+		entry = "unknown"
+	}
+	ctx, span := telemetry.Start(ctx, "dsh.input "+entry, trace.WithAttributes(
+		telemetry.AttrSession.String(session), telemetry.AttrEntryPoint.String(entry),
+		telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID), telemetry.AttrTenant.String(p.Principal.Tenant),
+		telemetry.AttrRequestID.String(r.RequestID)))
+	if p.OnBehalfOf != nil {
+		span.SetAttributes(telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID),
+			attribute.Key("dsh.on_behalf_of").String(p.OnBehalfOf.Kind+":"+p.OnBehalfOf.ID))
+	}
+	return telemetry.MarkHandoff(ctx), span
+}
