@@ -191,8 +191,11 @@ func exporters(ctx stdctx.Context, cfg Config) (sdktrace.SpanExporter, sdkmetric
 	var se sdktrace.SpanExporter
 	var me sdkmetric.Exporter
 	if cfg.protocol() == ProtocolHTTP {
-		to := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(cfg.Endpoint)}
-		mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(cfg.Endpoint)}
+		// The endpoint is the receiver's base URL, as
+		// OTEL_EXPORTER_OTLP_ENDPOINT is: each signal has its path under it.
+		base := strings.TrimRight(cfg.Endpoint, "/")
+		to := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(base + "/v1/traces")}
+		mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(base + "/v1/metrics")}
 		if cfg.Endpoint == "" {
 			to, mo = nil, nil
 		}
