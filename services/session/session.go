@@ -1,9 +1,9 @@
 package session
 
 import (
-	"github.com/dsh-go/dsh/telemetry"
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"sync"
 	"time"
 
