@@ -4,6 +4,8 @@ import (
 	stdctx "context"
 	"net/http"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -85,14 +87,18 @@ func Middleware(name string, next http.Handler) http.Handler {
 			return
 		}
 		ctx := ExtractHeader(r.Context(), r.Header)
-		ctx, span := Start(ctx, name+" "+r.Method+" "+routeOf(r), trace.WithSpanKind(trace.SpanKindServer),
+		ctx, span := Start(ctx, name+" "+r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(httpAttrs(r)...))
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r.WithContext(ctx))
+		// The mux writes the route it matched into the request it is
+		// handed: this copy, not r.
+		r = r.WithContext(ctx)
+		next.ServeHTTP(rec, r)
 		if span.IsRecording() {
 			span.SetAttributes(httpStatus(rec.status))
 			if r.Pattern != "" {
 				span.SetName(name + " " + r.Pattern)
+				span.SetAttributes(attribute.String("http.route", r.Pattern))
 			}
 			if rec.status >= 500 {
 				span.SetStatus(codesError, http.StatusText(rec.status))
@@ -100,13 +106,6 @@ func Middleware(name string, next http.Handler) http.Handler {
 		}
 		span.End()
 	})
-}
-
-func routeOf(r *http.Request) string {
-	if r.Pattern != "" {
-		return r.Pattern
-	}
-	return r.URL.Path
 }
 
 type statusRecorder struct {

@@ -15,10 +15,13 @@ import (
 	stdctx "context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -275,11 +278,14 @@ func (r *Receiver) findTraces(w http.ResponseWriter, req *http.Request) {
 // the query API, as a test would ask Jaeger.
 func Query(t testing.TB, base, op string) []Trace {
 	t.Helper()
-	resp, err := http.Get(base + "/api/traces?operation=" + op)
+	resp, err := http.Get(base + "/api/traces?operation=" + url.QueryEscape(op))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/traces?operation=%s: %s", op, resp.Status)
+	}
 	var out traceResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		t.Fatal(err)
@@ -361,4 +367,31 @@ func (tr Trace) hasAll(names []string) bool {
 		}
 	}
 	return true
+}
+
+// FindPrefix returns the first span whose name starts with prefix, or nil.
+func (tr Trace) FindPrefix(prefix string) *Span {
+	for i := range tr.Spans {
+		if strings.HasPrefix(tr.Spans[i].Name, prefix) {
+			return &tr.Spans[i]
+		}
+	}
+	return nil
+}
+
+// Names lists the trace's spans as name <- parent name, for failure
+// messages.
+func (tr Trace) Names() string {
+	var b strings.Builder
+	for i := range tr.Spans {
+		s := &tr.Spans[i]
+		parent := "(root)"
+		if p := tr.Parent(s); p != nil {
+			parent = p.Name
+		} else if s.ParentID != "" {
+			parent = "(remote " + s.ParentID + ")"
+		}
+		fmt.Fprintf(&b, "  %s [%s] <- %s\n", s.Name, s.Service, parent)
+	}
+	return b.String()
 }

@@ -95,7 +95,11 @@ type modelSpan struct {
 }
 
 func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx.Context, *modelSpan) {
-	ctx, span := telemetry.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	name := "chat"
+	if req.Model != "" {
+		name += " " + req.Model
+	}
+	ctx, span := telemetry.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		telemetry.AttrGenAIOperation.String("chat"), telemetry.AttrGenAIProvider.String(req.Provider),
 		telemetry.AttrGenAIRequestModel.String(req.Model), telemetry.AttrAgent.String(a.id)))
 	if req.MaxTokens > 0 {

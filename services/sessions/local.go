@@ -4,8 +4,6 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"github.com/dsh-go/dsh/telemetry"
-	"go.opentelemetry.io/otel/trace"
 	"slices"
 	"time"
 
@@ -47,14 +45,7 @@ func (c *Controller) send(ctx stdctx.Context, id string, r PromptRequest, delive
 		// Wait finds a turn by its request id.
 		r.RequestID = "sessions-" + uuid.NewString()
 	}
-	var span trace.Span
-	if telemetry.Enabled() {
-		ctx, span = startInput(ctx, id, r)
-	}
 	msgID, err := deliver(s, ctx, r)
-	if span != nil {
-		telemetry.End(span, err)
-	}
 	if err != nil {
 		return Turn{}, err
 	}

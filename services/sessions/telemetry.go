@@ -2,6 +2,7 @@ package sessions
 
 import (
 	stdctx "context"
+	"github.com/dsh-go/dsh/services/agentcontroller"
 
 	"github.com/dsh-go/dsh/telemetry"
 	"go.opentelemetry.io/otel/attribute"
@@ -13,8 +14,8 @@ import (
 // span, or of the host that forwarded it). The turn that answers the
 // prompt continues from it (telemetry.MarkHandoff), so admission and the
 // turn are siblings under it.
-func startInput(ctx stdctx.Context, session string, r PromptRequest) (stdctx.Context, trace.Span) {
-	p := r.Source.Provenance()
+func startInput(ctx stdctx.Context, session string, src agentcontroller.Source, requestID string, mode agentcontroller.Mode) (stdctx.Context, trace.Span) {
+	p := src.Provenance()
 	entry := p.Entry
 	if entry == "" {
 		entry = "unknown"
@@ -22,7 +23,7 @@ func startInput(ctx stdctx.Context, session string, r PromptRequest) (stdctx.Con
 	ctx, span := telemetry.Start(ctx, "dsh.input "+entry, trace.WithAttributes(
 		telemetry.AttrSession.String(session), telemetry.AttrEntryPoint.String(entry),
 		telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID), telemetry.AttrTenant.String(p.Principal.Tenant),
-		telemetry.AttrRequestID.String(r.RequestID)))
+		telemetry.AttrRequestID.String(requestID), telemetry.AttrMode.String(string(mode))))
 	if p.OnBehalfOf != nil {
 		span.SetAttributes(telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID),
 			attribute.Key("dsh.on_behalf_of").String(p.OnBehalfOf.Kind+":"+p.OnBehalfOf.ID))
