@@ -10,18 +10,24 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// appendTraced is append inside a dsh.session.append span: the event's
+// appendTrace is the dsh.session.append span of one Append: the event's
 // type and seq, and the listeners of session/appended (persistence
 // plugins, the live hub) under it.
-func (s *Session) appendTraced(ctx stdctx.Context, e Event) Event {
-	start := time.Now()
+type appendTrace struct {
+	span  trace.Span
+	start time.Time
+}
+
+func (s *Session) startAppend(ctx stdctx.Context, typ Type) (stdctx.Context, appendTrace) {
 	ctx, span := telemetry.Start(ctx, "dsh.session.append", trace.WithAttributes(
-		telemetry.AttrSession.String(s.ID()), attribute.String("dsh.session.event", string(e.Type))))
-	e = s.append(ctx, e)
-	span.SetAttributes(attribute.Int64("dsh.session.seq", e.Seq))
-	span.End()
-	s.storeLatency(ctx, "append", start)
-	return e
+		telemetry.AttrSession.String(s.ID()), attribute.String("dsh.session.event", string(typ))))
+	return ctx, appendTrace{span: span, start: time.Now()}
+}
+
+func (t appendTrace) end(ctx stdctx.Context, s *Session, seq int64) {
+	t.span.SetAttributes(attribute.Int64("dsh.session.seq", seq))
+	t.span.End()
+	s.storeLatency(ctx, "append", t.start)
 }
 
 // flushTraced is flush inside a dsh.session.flush span: the checkpoint
