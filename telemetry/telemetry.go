@@ -77,6 +77,8 @@ type Provider struct {
 	tracer  trace.Tracer
 	metrics *Metrics
 	prom    http.Handler
+	// never says sampling is 0: no root span is made at all.
+	never bool
 }
 
 // Option changes what Setup installs; tests use them to read spans back.
@@ -159,7 +161,7 @@ func Setup(ctx stdctx.Context, cfg Config, opts ...Option) (*Provider, error) {
 	for _, r := range o.readers {
 		mopts = append(mopts, sdkmetric.WithReader(r))
 	}
-	p := &Provider{cfg: cfg}
+	p := &Provider{cfg: cfg, never: ratio == 0}
 	if cfg.Prometheus.Enabled {
 		reg := promclient.NewRegistry()
 		pe, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
@@ -320,6 +322,19 @@ func Start(ctx stdctx.Context, name string, opts ...trace.SpanStartOption) (stdc
 	if p == nil {
 		return ctx, noopSpan
 	}
+	// A trace sampled out stays sampled out (the sampler is parent
+	// based): its children would be non-recording spans that only cost
+	// allocations. The parent's context goes on instead, so what is
+	// propagated still says "not sampled".
+	sc := trace.SpanContextFromContext(ctx)
+	if sc.IsValid() && !sc.IsSampled() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	// Sampling 0 records no new trace: a root would be a non-recording
+	// span that costs an allocation and carries nothing anyone keeps.
+	if !sc.IsValid() && p.never {
+		return ctx, noopSpan
+	}
 	return p.tracer.Start(ctx, name, opts...)
 }
 
@@ -369,4 +384,11 @@ func Detach(base, ctx stdctx.Context) stdctx.Context {
 		out = stdctx.WithValue(out, handoffKey{}, mark)
 	}
 	return out
+}
+
+// SampledOut reports whether ctx belongs to a trace that is not recorded,
+// so a caller can skip building a span's name and attributes.
+func SampledOut(ctx stdctx.Context) bool {
+	sc := trace.SpanContextFromContext(ctx)
+	return sc.IsValid() && !sc.IsSampled()
 }

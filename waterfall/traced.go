@@ -25,16 +25,23 @@ type hopKey struct{}
 // next is the time the listener held the payload; a listener that never
 // calls next decided alone (an admission refusal, an answer of its own).
 func traceListener[P, R any](ctx stdctx.Context, event string, fiber *dshctx.Fiber, p P, next Next[P, R], fn Listener[P, R]) (R, error) {
+	if telemetry.SampledOut(ctx) {
+		return fn(ctx, p, next)
+	}
 	name := ""
 	if fiber != nil {
 		name = fiber.Name()
 	}
 	start := time.Now()
 	ctx, span := telemetry.Start(ctx, event+" "+name)
+	if !span.IsRecording() {
+		span.End()
+		return fn(ctx, p, next)
+	}
 	h := &hop{event: event}
 	ctx = stdctx.WithValue(ctx, hopKey{}, h)
 	r, err := fn(ctx, p, next)
-	if span.IsRecording() {
+	{
 		passed := h.passedAt.Load()
 		held := time.Since(start)
 		if passed != 0 {

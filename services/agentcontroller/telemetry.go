@@ -2,13 +2,13 @@ package agentcontroller
 
 import (
 	stdctx "context"
+	"sync"
 	"time"
 
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // deliverTraced is deliver inside a dsh.admission span, counted in the
@@ -21,10 +21,13 @@ func (c *Controller) deliverTraced(ctx stdctx.Context, agent agents.Agent, req R
 	if entry == "" {
 		entry = "unknown"
 	}
-	ctx, span := telemetry.Start(ctx, "dsh.admission", trace.WithAttributes(
-		telemetry.AttrAgent.String(agent.ID()), telemetry.AttrEntryPoint.String(entry),
-		telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID), telemetry.AttrTenant.String(p.Principal.Tenant),
-		telemetry.AttrRequestID.String(req.RequestID), telemetry.AttrMode.String(string(req.Mode))))
+	ctx, span := telemetry.Start(ctx, "dsh.admission")
+	recording := span.IsRecording()
+	if recording {
+		span.SetAttributes(telemetry.AttrAgent.String(agent.ID()), telemetry.AttrEntryPoint.String(entry),
+			telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID), telemetry.AttrTenant.String(p.Principal.Tenant),
+			telemetry.AttrRequestID.String(req.RequestID), telemetry.AttrMode.String(string(req.Mode)))
+	}
 	id, err := c.deliver(ctx, agent, req)
 	outcome := "admitted"
 	if err != nil {
@@ -34,14 +37,44 @@ func (c *Controller) deliverTraced(ctx stdctx.Context, agent agents.Agent, req R
 			if r.Expired {
 				outcome = "expired"
 			}
-			span.SetAttributes(telemetry.AttrReason.String(r.Reason))
+			if recording {
+				span.SetAttributes(telemetry.AttrReason.String(r.Reason))
+			}
 		}
 	}
-	span.SetAttributes(telemetry.AttrVerdict.String(outcome), telemetry.AttrMessageID.String(id))
+	if recording {
+		span.SetAttributes(telemetry.AttrVerdict.String(outcome), telemetry.AttrMessageID.String(id))
+	}
 	telemetry.End(span, err)
 	if m := telemetry.M(); m != nil {
-		m.Inputs.Add(ctx, 1, metric.WithAttributes(attribute.String("entry_point", entry), attribute.String("outcome", outcome)))
-		m.AdmissionDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("verdict", outcome)))
+		in, verdict := inputAttrs(entry, outcome)
+		m.Inputs.Add(ctx, 1, in)
+		m.AdmissionDuration.Record(ctx, time.Since(start).Seconds(), verdict)
 	}
 	return id, err
+}
+
+type inputKey struct{ entry, outcome string }
+
+type inputOpts struct {
+	in      metric.AddOption
+	verdict metric.RecordOption
+}
+
+// inputSets keeps the attribute sets of the input metrics by entry point
+// and outcome: a handful of pairs, each built once rather than per prompt.
+var inputSets sync.Map // inputKey → inputOpts
+
+func inputAttrs(entry, outcome string) (metric.AddOption, metric.RecordOption) {
+	k := inputKey{entry, outcome}
+	if o, ok := inputSets.Load(k); ok {
+		v := o.(inputOpts)
+		return v.in, v.verdict
+	}
+	v := inputOpts{
+		in:      metric.WithAttributeSet(attribute.NewSet(attribute.String("entry_point", entry), attribute.String("outcome", outcome))),
+		verdict: metric.WithAttributeSet(attribute.NewSet(attribute.String("verdict", outcome))),
+	}
+	inputSets.Store(k, v)
+	return v.in, v.verdict
 }

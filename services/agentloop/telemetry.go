@@ -36,10 +36,17 @@ func (a *ReactLoopAgent) startTurn(msgs []llm.Message) (stdctx.Context, trace.Sp
 			links = append(links, trace.Link{SpanContext: sc})
 		}
 	}
-	_, span := telemetry.Start(parent, "dsh.turn", trace.WithLinks(links...), trace.WithAttributes(
-		telemetry.AttrAgent.String(a.id), telemetry.AttrSession.String(a.sess.ID()),
-		attribute.Int("dsh.turn.messages", len(msgs))))
-	if telemetry.ContentOn() && span.IsRecording() {
+	var opts []trace.SpanStartOption
+	if len(links) > 0 {
+		opts = append(opts, trace.WithLinks(links...))
+	}
+	_, span := telemetry.Start(parent, "dsh.turn", opts...)
+	if !span.IsRecording() {
+		return trace.ContextWithSpan(base, span), span
+	}
+	span.SetAttributes(telemetry.AttrAgent.String(a.id), telemetry.AttrSession.String(a.sess.ID()),
+		attribute.Int("dsh.turn.messages", len(msgs)))
+	if telemetry.ContentOn() {
 		if b, err := json.Marshal(msgs); err == nil {
 			span.SetAttributes(telemetry.AttrGenAIPrompt.String(string(b)))
 		}
@@ -54,7 +61,7 @@ func (a *ReactLoopAgent) endTurn(span trace.Span, turn int, reason string, err e
 	if !span.IsRecording() {
 		span.End()
 		if m := telemetry.M(); m != nil {
-			m.Turns.Add(stdctx.Background(), 1, metric.WithAttributes(attribute.String("agent", a.id), attribute.String("outcome", reason)))
+			m.Turns.Add(stdctx.Background(), 1, a.turnAttrs(reason).add...)
 		}
 		return
 	}
@@ -63,7 +70,7 @@ func (a *ReactLoopAgent) endTurn(span trace.Span, turn int, reason string, err e
 		err = nil
 	}
 	if m := telemetry.M(); m != nil {
-		m.Turns.Add(stdctx.Background(), 1, metric.WithAttributes(attribute.String("agent", a.id), attribute.String("outcome", reason)))
+		m.Turns.Add(stdctx.Background(), 1, a.turnAttrs(reason).add...)
 	}
 	telemetry.End(span, err)
 }
@@ -74,13 +81,57 @@ func (a *ReactLoopAgent) startStep(ctx stdctx.Context, turn, step int) (stdctx.C
 		return ctx, trace.SpanFromContext(stdctx.Background())
 	}
 	if m := telemetry.M(); m != nil {
-		m.Steps.Add(ctx, 1, metric.WithAttributes(attribute.String("agent", a.id)))
+		m.Steps.Add(ctx, 1, a.agentAttrs().add...)
 	}
-	return telemetry.Start(ctx, "dsh.step", trace.WithAttributes(
-		telemetry.AttrAgent.String(a.id), telemetry.AttrTurn.Int(turn), telemetry.AttrStep.Int(step)))
+	ctx, span := telemetry.Start(ctx, "dsh.step")
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrAgent.String(a.id), telemetry.AttrTurn.Int(turn), telemetry.AttrStep.Int(step))
+	}
+	return ctx, span
+}
+
+// agentAttrs is the agent's id as a metric attribute set, made once: a
+// set built per measurement costs allocations on every step.
+func (a *ReactLoopAgent) agentAttrs() metricOpts {
+	return a.metricSet(metricKey{kind: "agent"}, func() attribute.Set { return attribute.NewSet(attribute.String("agent", a.id)) })
+}
+
+// metricKey names a cached attribute set of the agent's metrics.
+type metricKey struct{ kind, a, b string }
+
+// metricOpts are an attribute set as the prepared option slices of Add
+// and Record: passing a prepared slice spares the allocation of the
+// variadic one each measurement would make.
+type metricOpts struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
+
+// metricSet returns the attribute set cached under key, building it the
+// first time. Only the agent's driver goroutine calls it.
+func (a *ReactLoopAgent) metricSet(key metricKey, build func() attribute.Set) metricOpts {
+	if o, ok := a.telAttrs[key]; ok {
+		return o
+	}
+	if a.telAttrs == nil {
+		a.telAttrs = map[metricKey]metricOpts{}
+	}
+	set := metric.WithAttributeSet(build())
+	o := metricOpts{add: []metric.AddOption{set}, rec: []metric.RecordOption{set}}
+	a.telAttrs[key] = o
+	return o
 }
 
 func (a *ReactLoopAgent) endStep(span trace.Span, err error) { telemetry.End(span, err) }
+
+func (a *ReactLoopAgent) turnAttrs(outcome string) metricOpts {
+	return a.metricSet(metricKey{kind: "turn", a: outcome}, func() attribute.Set {
+		return attribute.NewSet(attribute.String("agent", a.id), attribute.String("outcome", outcome))
+	})
+}
+
+// clientKind is the option of the model's span, made once.
+var clientKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 
 // modelSpan is a model request's span: the GenAI semantic conventions'
 // "chat {model}" client span with tokens, finish reason and the time to
@@ -99,11 +150,13 @@ func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx
 	if req.Model != "" {
 		name += " " + req.Model
 	}
-	ctx, span := telemetry.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		telemetry.AttrGenAIOperation.String("chat"), telemetry.AttrGenAIProvider.String(req.Provider),
-		telemetry.AttrGenAIRequestModel.String(req.Model), telemetry.AttrAgent.String(a.id)))
-	if req.MaxTokens > 0 {
-		span.SetAttributes(telemetry.AttrGenAIMaxTokens.Int(req.MaxTokens))
+	ctx, span := telemetry.Start(ctx, name, clientKind...)
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrGenAIOperation.String("chat"), telemetry.AttrGenAIProvider.String(req.Provider),
+			telemetry.AttrGenAIRequestModel.String(req.Model), telemetry.AttrAgent.String(a.id))
+		if req.MaxTokens > 0 {
+			span.SetAttributes(telemetry.AttrGenAIMaxTokens.Int(req.MaxTokens))
+		}
 	}
 	return ctx, &modelSpan{a: a, req: req, ctx: ctx, span: span, start: time.Now()}
 }
@@ -142,9 +195,10 @@ func (m *modelSpan) end(asm *llm.Assembler, err error) {
 	p := m.a.principal()
 	base := []attribute.KeyValue{attribute.String("agent", m.a.id), attribute.String("model", m.req.Model),
 		attribute.String("principal", p.Kind+":"+p.ID), attribute.String("tenant", p.Tenant)}
-	met.ModelDuration.Record(m.ctx, time.Since(m.start).Seconds(), metric.WithAttributes(
-		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", m.req.Model),
-		attribute.String("gen_ai.provider.name", m.req.Provider)))
+	met.ModelDuration.Record(m.ctx, time.Since(m.start).Seconds(), m.a.metricSet(metricKey{"model", m.req.Provider, m.req.Model}, func() attribute.Set {
+		return attribute.NewSet(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", m.req.Model),
+			attribute.String("gen_ai.provider.name", m.req.Provider))
+	}).rec...)
 	for _, t := range []struct {
 		kind string
 		n    int

@@ -204,7 +204,7 @@ func (s *Session) Append(ctx stdctx.Context, e Event) Event {
 	s.mu.Unlock()
 	EventAppended.Emit(ctx, s.at, Appended{Session: s, Event: e})
 	if t.span != nil {
-		t.end(ctx, s, e.Seq)
+		t.end(e.Seq)
 	}
 	return e
 }

@@ -20,13 +20,14 @@ func startInput(ctx stdctx.Context, session string, src agentcontroller.Source, 
 	if entry == "" {
 		entry = "unknown"
 	}
-	ctx, span := telemetry.Start(ctx, "dsh.input "+entry, trace.WithAttributes(
-		telemetry.AttrSession.String(session), telemetry.AttrEntryPoint.String(entry),
-		telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID), telemetry.AttrTenant.String(p.Principal.Tenant),
-		telemetry.AttrRequestID.String(requestID), telemetry.AttrMode.String(string(mode))))
-	if p.OnBehalfOf != nil {
-		span.SetAttributes(telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID),
-			attribute.Key("dsh.on_behalf_of").String(p.OnBehalfOf.Kind+":"+p.OnBehalfOf.ID))
+	ctx, span := telemetry.Start(ctx, "dsh.input "+entry)
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrSession.String(session), telemetry.AttrEntryPoint.String(entry),
+			telemetry.AttrPrincipal.String(p.Principal.Kind+":"+p.Principal.ID), telemetry.AttrTenant.String(p.Principal.Tenant),
+			telemetry.AttrRequestID.String(requestID), telemetry.AttrMode.String(string(mode)))
+		if p.OnBehalfOf != nil {
+			span.SetAttributes(attribute.Key("dsh.on_behalf_of").String(p.OnBehalfOf.Kind + ":" + p.OnBehalfOf.ID))
+		}
 	}
 	return telemetry.MarkHandoff(ctx), span
 }
