@@ -12,7 +12,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"github.com/dsh-go/dsh/telemetry"
+	"github.com/dsh-go/dsh/telemetry/provider"
 	"io"
 	"maps"
 	"os"
@@ -105,7 +105,7 @@ type Host struct {
 	// only to swap the channel.
 	// telemetry is the provider this host installed and shuts down; nil
 	// when telemetry is off or another host of the process owns it.
-	telemetry *telemetry.Provider
+	telemetry *provider.Provider
 
 	reloadMu sync.Mutex
 	reloaded chan struct{}

@@ -6,6 +6,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/telemetry"
+	"github.com/dsh-go/dsh/telemetry/provider"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -13,15 +14,15 @@ import (
 // variables) ask for, unless this process already has a provider: then
 // the host joins it and leaves its shutdown to its owner. It returns the
 // provider the host owns, or nil.
-func startTelemetry(cfg *config.Config, log hclog.Logger) (*telemetry.Provider, error) {
+func startTelemetry(cfg *config.Config, log hclog.Logger) (*provider.Provider, error) {
 	tc, err := cfg.TelemetryConfig()
 	if err != nil {
 		return nil, errs.Wrap(StartFailed, err, "telemetry: the settings are refused")
 	}
-	if !tc.On() || telemetry.Current() != nil {
+	if !tc.On() || telemetry.Installed() {
 		return nil, nil
 	}
-	p, err := telemetry.Setup(stdctx.Background(), tc)
+	p, err := provider.Setup(stdctx.Background(), tc)
 	if err != nil {
 		return nil, errs.Wrap(StartFailed, err, "telemetry cannot start")
 	}
@@ -33,5 +34,6 @@ func startTelemetry(cfg *config.Config, log hclog.Logger) (*telemetry.Provider, 
 	return p, nil
 }
 
-// Telemetry returns the process's telemetry provider, or nil when off.
-func (h *Host) Telemetry() *telemetry.Provider { return telemetry.Current() }
+// Telemetry returns the telemetry provider this host set up, or nil when
+// telemetry is off or another host of the process owns it.
+func (h *Host) Telemetry() *provider.Provider { return h.telemetry }

@@ -7,9 +7,11 @@
 // nothing. Hot paths check Enabled (or the span's IsRecording) before they
 // build attributes, so a host without telemetry allocates nothing for it.
 //
-// Setup installs one process-wide provider from the telemetry: config block
-// and the standard OTEL_* variables; Shutdown flushes it and turns
-// telemetry off again. One provider per process, not per host, because a
+// Package provider (telemetry/provider) installs one process-wide provider
+// from the telemetry: config block and the standard OTEL_* variables; its
+// Shutdown flushes it and turns telemetry off again. It is a package of its
+// own so that plugins, which import this one through the services, link
+// neither the SDK's exporters nor gRPC. One provider per process, not per host, because a
 // trace is the process's view: two hosts in one test process still pass
 // their context only through the wire (NATS headers, gRPC metadata), so a
 // trace that spans them proves the propagation.
@@ -20,28 +22,14 @@ package telemetry
 
 import (
 	stdctx "context"
-	"errors"
 	"fmt"
-	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/dsh-go/dsh/errs"
-	promclient "github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -52,7 +40,7 @@ const ScopeName = "github.com/dsh-go/dsh"
 var (
 	on      atomic.Bool
 	content atomic.Bool
-	current atomic.Pointer[Provider]
+	current atomic.Pointer[installed]
 	// installMu serialises Setup and Shutdown; the hot paths never take it.
 	installMu sync.Mutex
 
@@ -68,241 +56,55 @@ func Enabled() bool { return on.Load() }
 // on spans (telemetry.content).
 func ContentOn() bool { return on.Load() && content.Load() }
 
-// Provider is the installed telemetry: a tracer and a meter provider and,
-// when asked for, the Prometheus handler.
-type Provider struct {
-	cfg     Config
-	traces  *sdktrace.TracerProvider
-	meters  *sdkmetric.MeterProvider
+// Installation is what a provider hands the package when it is set up:
+// the tracer and meter every instrumented path uses. Package provider
+// builds it from the OpenTelemetry SDK and its exporters, which stay out
+// of this package so that plugins, which import it through the services,
+// do not link gRPC.
+type Installation struct {
+	Tracer trace.Tracer
+	Meter  metric.Meter
+	// Content puts prompts and completions on spans (Config.Content).
+	Content bool
+	// Never says sampling is 0: no root span is made at all.
+	Never bool
+}
+
+type installed struct {
 	tracer  trace.Tracer
 	metrics *Metrics
-	prom    http.Handler
-	// never says sampling is 0: no root span is made at all.
-	never bool
+	never   bool
 }
 
-// Option changes what Setup installs; tests use them to read spans back.
-type Option func(*options)
-
-type options struct {
-	spanProcessors []sdktrace.SpanProcessor
-	readers        []sdkmetric.Reader
-}
-
-// WithSpanProcessor adds a span processor beside the OTLP exporter.
-func WithSpanProcessor(p sdktrace.SpanProcessor) Option {
-	return func(o *options) { o.spanProcessors = append(o.spanProcessors, p) }
-}
-
-// WithMetricReader adds a metric reader beside the OTLP and Prometheus ones.
-func WithMetricReader(r sdkmetric.Reader) Option {
-	return func(o *options) { o.readers = append(o.readers, r) }
-}
-
-// Setup installs the provider cfg describes (after FromEnv) and turns
-// telemetry on; with cfg off it installs nothing and returns nil, nil.
-// A provider already installed is refused: shut it down first.
-func Setup(ctx stdctx.Context, cfg Config, opts ...Option) (*Provider, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if !cfg.On() {
-		return nil, nil
-	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+// Install turns telemetry on with in; the returned uninstall turns it off
+// again. A second Install while one is in place is refused.
+func Install(in Installation) (uninstall func(), err error) {
 	installMu.Lock()
 	defer installMu.Unlock()
 	if current.Load() != nil {
-		return nil, errs.New(errs.InvalidArgument, "telemetry is already set up in this process; call Shutdown on the provider first").WithReason(Reason)
+		return nil, errs.New(errs.InvalidArgument, "telemetry is already set up in this process; shut the provider down first").WithReason(Reason)
 	}
-	name := cfg.ServiceName
-	if name == "" {
-		name = "dsh"
-	}
-	attrs := []attribute.KeyValue{attribute.String("service.name", name)}
-	if host, err := os.Hostname(); err == nil {
-		attrs = append(attrs, attribute.String("host.name", host))
-	}
-	// resource.Environment reads OTEL_RESOURCE_ATTRIBUTES; the config's
-	// service name wins over it.
-	res, err := resource.Merge(resource.Environment(), resource.NewSchemaless(attrs...))
+	m, err := newMetrics(in.Meter)
 	if err != nil {
-		res = resource.NewSchemaless(attrs...)
-	}
-
-	ratio := 1.0
-	if cfg.Sampling != nil {
-		ratio = *cfg.Sampling
-	}
-	topts := []sdktrace.TracerProviderOption{
-		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
-	}
-	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
-	exporting := cfg.Endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
-	if exporting {
-		se, me, err := exporters(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		topts = append(topts, sdktrace.WithBatcher(se, sdktrace.WithBatchTimeout(time.Second)))
-		interval := cfg.MetricsInterval
-		if interval == 0 {
-			interval = time.Minute
-		}
-		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me, sdkmetric.WithInterval(interval))))
-	}
-	for _, sp := range o.spanProcessors {
-		topts = append(topts, sdktrace.WithSpanProcessor(sp))
-	}
-	for _, r := range o.readers {
-		mopts = append(mopts, sdkmetric.WithReader(r))
-	}
-	p := &Provider{cfg: cfg, never: ratio == 0}
-	if cfg.Prometheus.Enabled {
-		reg := promclient.NewRegistry()
-		pe, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
-		if err != nil {
-			return nil, errs.Wrap(errs.Internal, err, "telemetry: starting the Prometheus exporter failed")
-		}
-		mopts = append(mopts, sdkmetric.WithReader(pe))
-		p.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	}
-	p.traces = sdktrace.NewTracerProvider(topts...)
-	p.meters = sdkmetric.NewMeterProvider(mopts...)
-	p.tracer = p.traces.Tracer(ScopeName)
-	if p.metrics, err = newMetrics(p.meters.Meter(ScopeName)); err != nil {
-		_ = p.traces.Shutdown(ctx)
-		_ = p.meters.Shutdown(ctx)
 		return nil, errs.Wrap(errs.Internal, err, "telemetry: creating the metric instruments failed")
 	}
-	content.Store(cfg.Content)
-	current.Store(p)
+	i := &installed{tracer: in.Tracer, metrics: m, never: in.Never}
+	content.Store(in.Content)
+	current.Store(i)
 	on.Store(true)
-	return p, nil
+	return func() {
+		installMu.Lock()
+		defer installMu.Unlock()
+		if current.Load() == i {
+			on.Store(false)
+			content.Store(false)
+			current.Store(nil)
+		}
+	}, nil
 }
 
-func exporters(ctx stdctx.Context, cfg Config) (sdktrace.SpanExporter, sdkmetric.Exporter, error) {
-	headers, err := parseHeaders(cfg.HeadersEnv)
-	if err != nil {
-		return nil, nil, err
-	}
-	var se sdktrace.SpanExporter
-	var me sdkmetric.Exporter
-	if cfg.protocol() == ProtocolHTTP {
-		// The endpoint is the receiver's base URL, as
-		// OTEL_EXPORTER_OTLP_ENDPOINT is: each signal has its path under it.
-		base := strings.TrimRight(cfg.Endpoint, "/")
-		to := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(base + "/v1/traces")}
-		mo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(base + "/v1/metrics")}
-		if cfg.Endpoint == "" {
-			to, mo = nil, nil
-		}
-		if cfg.Insecure {
-			to = append(to, otlptracehttp.WithInsecure())
-			mo = append(mo, otlpmetrichttp.WithInsecure())
-		}
-		if headers != nil {
-			to = append(to, otlptracehttp.WithHeaders(headers))
-			mo = append(mo, otlpmetrichttp.WithHeaders(headers))
-		}
-		if se, err = otlptracehttp.New(ctx, to...); err == nil {
-			me, err = otlpmetrichttp.New(ctx, mo...)
-		}
-	} else {
-		var to []otlptracegrpc.Option
-		var mo []otlpmetricgrpc.Option
-		switch {
-		case strings.HasPrefix(cfg.Endpoint, "http://") || strings.HasPrefix(cfg.Endpoint, "https://"):
-			to = append(to, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
-			mo = append(mo, otlpmetricgrpc.WithEndpointURL(cfg.Endpoint))
-		case cfg.Endpoint != "":
-			to = append(to, otlptracegrpc.WithEndpoint(cfg.Endpoint))
-			mo = append(mo, otlpmetricgrpc.WithEndpoint(cfg.Endpoint))
-		}
-		if cfg.Insecure {
-			to = append(to, otlptracegrpc.WithInsecure())
-			mo = append(mo, otlpmetricgrpc.WithInsecure())
-		}
-		if headers != nil {
-			to = append(to, otlptracegrpc.WithHeaders(headers))
-			mo = append(mo, otlpmetricgrpc.WithHeaders(headers))
-		}
-		if se, err = otlptracegrpc.New(ctx, to...); err == nil {
-			me, err = otlpmetricgrpc.New(ctx, mo...)
-		}
-	}
-	if err != nil {
-		if se != nil {
-			_ = se.Shutdown(ctx)
-		}
-		return nil, nil, errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf("telemetry: the OTLP exporter for %q refused its settings; check telemetry.endpoint and telemetry.protocol", cfg.Endpoint)).WithReason(Reason)
-	}
-	return se, me, nil
-}
-
-// parseHeaders reads k=v,k2=v2 from the variable name names. The values
-// are secrets: no error repeats them.
-func parseHeaders(name string) (map[string]string, error) {
-	if name == "" {
-		return nil, nil
-	}
-	v, ok := os.LookupEnv(name)
-	if !ok {
-		return nil, invalid(fmt.Sprintf("telemetry.headers_env names %s, which is not set; export it as key=value,key2=value2", name))
-	}
-	out := map[string]string{}
-	for _, kv := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || k == "" {
-			return nil, invalid(fmt.Sprintf("%s holds an entry without key=value; write key=value,key2=value2", name))
-		}
-		out[k] = val
-	}
-	return out, nil
-}
-
-// Shutdown flushes what is buffered, stops the exporters and turns
-// telemetry off.
-func (p *Provider) Shutdown(ctx stdctx.Context) error {
-	if p == nil {
-		return nil
-	}
-	installMu.Lock()
-	defer installMu.Unlock()
-	if current.Load() == p {
-		on.Store(false)
-		content.Store(false)
-		current.Store(nil)
-	}
-	return errors.Join(p.traces.Shutdown(ctx), p.meters.Shutdown(ctx))
-}
-
-// ForceFlush exports every ended span and the metrics now.
-func (p *Provider) ForceFlush(ctx stdctx.Context) error {
-	if p == nil {
-		return nil
-	}
-	return errors.Join(p.traces.ForceFlush(ctx), p.meters.ForceFlush(ctx))
-}
-
-// PrometheusHandler serves the metrics in the Prometheus text format, or
-// is nil when telemetry.prometheus is off.
-func (p *Provider) PrometheusHandler() http.Handler {
-	if p == nil {
-		return nil
-	}
-	return p.prom
-}
-
-// Config is the config the provider was set up with.
-func (p *Provider) Config() Config { return p.cfg }
-
-// Current is the installed provider, or nil.
-func Current() *Provider { return current.Load() }
+// Installed reports whether a provider is in place.
+func Installed() bool { return current.Load() != nil }
 
 // Tracer is dsh's tracer: a no-op one when telemetry is off.
 func Tracer() trace.Tracer {

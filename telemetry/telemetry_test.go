@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/otlptest"
 	"github.com/dsh-go/dsh/telemetry"
+	"github.com/dsh-go/dsh/telemetry/provider"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/goleak"
@@ -113,12 +114,12 @@ func TestExportAndPropagation(t *testing.T) {
 			if proto == telemetry.ProtocolHTTP {
 				cfg.Endpoint = r.HTTPEndpoint()
 			}
-			p, err := telemetry.Setup(stdctx.Background(), cfg)
+			p, err := provider.Setup(stdctx.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer p.Shutdown(stdctx.Background())
-			if _, err := telemetry.Setup(stdctx.Background(), cfg); !errs.Has(err, errs.InvalidArgument, telemetry.Reason) {
+			if _, err := provider.Setup(stdctx.Background(), cfg); !errs.Has(err, errs.InvalidArgument, telemetry.Reason) {
 				t.Fatalf("a second Setup: %v", err)
 			}
 			ctx, root := telemetry.Start(stdctx.Background(), "root")
@@ -151,31 +152,39 @@ func TestExportAndPropagation(t *testing.T) {
 	}
 }
 
-// With sampling 0 spans are not recorded, but the context still flows:
-// a sampled-out trace stays one decision across processes.
+// With sampling 0 no new trace is made at all, and a caller's
+// sampled-out trace goes on unrecorded, saying so to whoever is next.
 func TestSampledOut(t *testing.T) {
 	zero := 0.0
-	p, err := telemetry.Setup(stdctx.Background(), telemetry.Config{Enabled: on(), Sampling: &zero})
+	p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: on(), Sampling: &zero})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Shutdown(stdctx.Background())
-	ctx, span := telemetry.Start(stdctx.Background(), "x")
-	defer span.End()
-	if span.IsRecording() || !span.SpanContext().IsValid() || span.SpanContext().IsSampled() {
-		t.Fatalf("sampling 0: recording %v, sc %+v", span.IsRecording(), span.SpanContext())
+	bg := stdctx.Background()
+	ctx, span := telemetry.Start(bg, "x")
+	span.End()
+	if ctx != bg || span.IsRecording() || span.SpanContext().IsValid() {
+		t.Fatalf("sampling 0 made a root: recording %v, sc %+v", span.IsRecording(), span.SpanContext())
 	}
-	h := http.Header{}
-	telemetry.InjectHeader(ctx, h)
-	if !strings.HasSuffix(h.Get("traceparent"), "-00") {
-		t.Fatalf("traceparent of a sampled-out span %q", h.Get("traceparent"))
+	in := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+	ctx = telemetry.ExtractHeader(bg, http.Header{"Traceparent": {in}})
+	if !telemetry.SampledOut(ctx) {
+		t.Fatal("an unsampled traceparent is not sampled out")
+	}
+	ctx, child := telemetry.Start(ctx, "y")
+	child.End()
+	out := http.Header{}
+	telemetry.InjectHeader(ctx, out)
+	if child.IsRecording() || out.Get("traceparent") != in {
+		t.Fatalf("a sampled-out caller: recording %v, passed on %q; want %q", child.IsRecording(), out.Get("traceparent"), in)
 	}
 }
 
 // The handoff carries a span to the goroutine that takes a message, once,
 // and a marked span wins over the spans started below it.
 func TestHandoff(t *testing.T) {
-	p, err := telemetry.Setup(stdctx.Background(), telemetry.Config{Enabled: on()})
+	p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: on()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +206,7 @@ func TestHandoff(t *testing.T) {
 
 // The Prometheus handler serves the instruments in the text format.
 func TestPrometheusHandler(t *testing.T) {
-	p, err := telemetry.Setup(stdctx.Background(), telemetry.Config{Enabled: on(), Prometheus: telemetry.PrometheusConfig{Enabled: true}})
+	p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: on(), Prometheus: telemetry.PrometheusConfig{Enabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/internal/testkit"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/telemetry"
+	"github.com/dsh-go/dsh/telemetry/provider"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -27,8 +28,8 @@ func BenchmarkAdmissionTelemetry(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			if mode.ratio >= 0 {
 				on := true
-				p, err := telemetry.Setup(stdctx.Background(), telemetry.Config{Enabled: &on, Sampling: &mode.ratio},
-					telemetry.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(discard{})))
+				p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: &on, Sampling: &mode.ratio},
+					provider.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(discard{})))
 				if err != nil {
 					b.Fatal(err)
 				}

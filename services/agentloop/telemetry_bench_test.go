@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/telemetry"
+	"github.com/dsh-go/dsh/telemetry/provider"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -48,8 +49,8 @@ var telemetryModes = []telemetryMode{
 
 func setupTelemetry(tb testing.TB, ratio float64) func() {
 	on := true
-	p, err := telemetry.Setup(stdctx.Background(), telemetry.Config{Enabled: &on, Sampling: &ratio},
-		telemetry.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(discard{})))
+	p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: &on, Sampling: &ratio},
+		provider.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(discard{})))
 	if err != nil {
 		tb.Fatal(err)
 	}
