@@ -71,7 +71,7 @@ func TestHookRunsInTheTrace(t *testing.T) {
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
