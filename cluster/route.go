@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/trace"
 	"math/rand/v2"
 	"time"
 
@@ -497,7 +499,13 @@ func (h *Host) liveHosts(ctx stdctx.Context) ([]HostRecord, error) {
 // forward sends req to host target and waits for its final answer. The
 // target says it is still working every third of RequestTimeout; a
 // silence longer than RequestTimeout means the target is gone.
-func (h *Host) forward(ctx stdctx.Context, target string, req request) (answer, error) {
+func (h *Host) forward(ctx stdctx.Context, target string, req request) (a answer, err error) {
+	var header nats.Header
+	if telemetry.Enabled() {
+		var span trace.Span
+		ctx, span, header = h.startForward(ctx, target, req)
+		defer func() { telemetry.End(span, err) }()
+	}
 	req.Hops++
 	req.From = h.o.HostID
 	data, err := json.Marshal(req)
@@ -521,7 +529,7 @@ func (h *Host) forward(ctx stdctx.Context, target string, req request) (answer, 
 		return answer{}, h.connFailed(err, target)
 	}
 	defer sub.Unsubscribe()
-	if err := h.nc.PublishRequest(subject, inbox, data); err != nil {
+	if err := h.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: inbox, Data: data, Header: header}); err != nil {
 		return answer{}, h.connFailed(err, target)
 	}
 	silence := time.NewTimer(h.o.RequestTimeout)
@@ -611,11 +619,13 @@ func (h *Host) serve(m *nats.Msg) {
 			}
 		}
 	}()
-	a, err := h.route(h.ctx, req)
+	ctx, span := h.startServe(m, req)
+	a, err := h.route(ctx, req)
+	telemetry.End(span, err)
 	close(done)
 	<-quiet
 	if err != nil {
-		h.log.Debug("cluster: a forwarded request failed", "from", req.From, "session", req.Session, "op", req.Op, "error", err)
+		telemetry.Logger(ctx, h.log).Debug("cluster: a forwarded request failed", "from", req.From, "session", req.Session, "op", req.Op, "error", err)
 	}
 	h.answer(m, a, err)
 }

@@ -12,6 +12,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry/provider"
 	"io"
 	"maps"
 	"os"
@@ -102,6 +103,10 @@ type Host struct {
 
 	// reloaded is closed by the next Reload. It has its own lock, taken
 	// only to swap the channel.
+	// telemetry is the provider this host installed and shuts down; nil
+	// when telemetry is off or another host of the process owns it.
+	telemetry *provider.Provider
+
 	reloadMu sync.Mutex
 	reloaded chan struct{}
 }
@@ -132,22 +137,26 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 			Level: hclog.LevelFromString(orDefault(cfg.Log.Level, "info")),
 		})
 	}
+	tel, err := startTelemetry(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{root: root, log: logger, cfg: cfg, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
+	h := &Host{telemetry: tel, root: root, log: logger, cfg: cfg, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
 	if h.stopTimeout <= 0 {
 		h.stopTimeout = DefaultStopTimeout
 	}
 	store, dir, err := openAttachments(cfg)
 	if err != nil {
-		return nil, errors.Join(errs.Wrap(StartFailed, err, "the attachments store cannot be opened"), root.Dispose(stdctx.Background()))
+		return nil, errors.Join(errs.Wrap(StartFailed, err, "the attachments store cannot be opened"), root.Dispose(stdctx.Background()), tel.Shutdown(stdctx.Background()))
 	}
 	h.attachments, h.attachmentsDir = store, dir
 	if err := h.mountCore(); err != nil {
-		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
+		return nil, errors.Join(err, root.Dispose(stdctx.Background()), tel.Shutdown(stdctx.Background()))
 	}
 	logBundleNotes(logger, cfg)
 	if err := h.protectLoaded(cfg); err != nil {
-		return nil, errors.Join(err, root.Dispose(stdctx.Background()))
+		return nil, errors.Join(err, root.Dispose(stdctx.Background()), tel.Shutdown(stdctx.Background()))
 	}
 	for i := range cfg.Plugins {
 		e := &cfg.Plugins[i]
@@ -156,7 +165,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		}
 		m, err := h.applyAt(root, cfg, e, fmt.Sprintf("plugins[%d]", i), waterfall.Position())
 		if err != nil {
-			return nil, errors.Join(err, root.Dispose(stdctx.Background()))
+			return nil, errors.Join(err, root.Dispose(stdctx.Background()), tel.Shutdown(stdctx.Background()))
 		}
 		h.plugins = append(h.plugins, m)
 	}
@@ -318,6 +327,10 @@ func (h *Host) Close(ctx stdctx.Context) error {
 	}
 	if err := h.root.Dispose(ctx); err != nil {
 		failed = append(failed, err)
+	}
+	// Last, so the spans of the teardown (session flushes) are exported.
+	if err := h.telemetry.Shutdown(ctx); err != nil {
+		failed = append(failed, errs.Wrap(errs.Internal, err, "telemetry: flushing the last spans and metrics failed"))
 	}
 	return errors.Join(failed...)
 }

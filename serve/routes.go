@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"github.com/dsh-go/dsh/telemetry"
 	"net/http"
 	"strings"
 	"time"
@@ -80,6 +81,13 @@ func (s *Server) build() http.Handler {
 		}
 		mux.Handle(rt.pattern(), h)
 	}
+	if s.o.Metrics != nil {
+		// An operator's endpoint, not part of the API document.
+		mux.Handle("GET /metrics", s.authorize(s.o.Metrics))
+	}
+	// A span per request, continuing the trace of an incoming traceparent
+	// (a webhook's sender, a client that traces); nothing when off.
+	traced := telemetry.Middleware("dsh serve", mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		s.active.Add(1)
@@ -112,7 +120,7 @@ func (s *Server) build() http.Handler {
 			s.unmatched(sw, r, h)
 			return
 		}
-		mux.ServeHTTP(sw, r)
+		traced.ServeHTTP(sw, r)
 	})
 }
 

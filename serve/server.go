@@ -60,6 +60,9 @@ type Options struct {
 	// nil discards.
 	Log     *slog.Logger
 	Version string
+	// Metrics, when set, is served at GET /metrics behind the API's auth
+	// (the Prometheus handler of telemetry.prometheus).
+	Metrics http.Handler
 	// Attachments gives the upload limit of a message's parts when its
 	// limits differ from the config's attachments: key; nil uses the
 	// config's.

@@ -67,6 +67,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = st.Close() }()
+	defer subscribed(ctx)()
 	in, _ := s.info(ctx, id)
 
 	out, unblock, ok := s.startStream(w, id, seq, notice, in.LastSeq)

@@ -30,6 +30,7 @@ package waterfall
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"sync"
 	"sync/atomic"
 
@@ -49,6 +50,9 @@ type Waterfall[P, R any] struct {
 	pool  sync.Pool
 	// keep restores what no listener may change (see Keep); nil for most.
 	keep func(orig, passed P) P
+	// traced puts a span around each listener when telemetry is on (see
+	// Traced); false for most events, which cost nothing more.
+	traced bool
 }
 
 // New declares a waterfall named name whose innermost step is def. A nil def
@@ -76,6 +80,17 @@ func New[P, R any](name string, def func(ctx stdctx.Context, p P) (R, error)) *W
 // atomic adds and the keep call per hop; the others nothing.
 func (w *Waterfall[P, R]) Keep(keep func(orig, passed P) P) *Waterfall[P, R] {
 	w.keep = keep
+	return w
+}
+
+// Traced makes each listener of the event a span of its own while
+// telemetry is on: named after the event, with the listener's plugin, how
+// long it held the payload before passing it on and whether it passed it
+// at all. It is for the few events whose listeners decide (admission):
+// a span per hop of every event would drown a trace. Call it once where
+// the event is declared.
+func (w *Waterfall[P, R]) Traced() *Waterfall[P, R] {
+	w.traced = true
 	return w
 }
 
@@ -217,6 +232,9 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 			return zero, err
 		}
 	}
+	if c.w.traced && telemetry.Enabled() {
+		markPassed(ctx, c.w.name)
+	}
 	e, ni, nj, ok := merge(n.u.all(), n.t.all(), i, j)
 	if !ok {
 		return c.w.runDefault(ctx, p)
@@ -229,6 +247,9 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 	}()
 	next := n
 	next.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
+	if c.w.traced && telemetry.Enabled() {
+		return traceListener(ctx, c.w.name, e.fiber, p, next, e.fn)
+	}
 	return e.fn(ctx, p, next)
 }
 

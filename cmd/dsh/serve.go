@@ -104,19 +104,24 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 		Sessions: svc, Config: cfg, Tokens: tokens, NoAuth: sc.NoAuth, Hooks: un.hooks,
 		Log: log, Version: dshVersion(), Attachments: att, Jobs: jobs.Of(h.Root()),
 	}
-	srv, err := serve.New(so)
+	metrics, stopMetrics, err := serveMetrics(h, cfg, stderr)
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
 	}
+	so.Metrics = metrics
+	srv, err := serve.New(so)
+	if err != nil {
+		return &exitCode{code: exitError, err: errors.Join(err, stopMetrics(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
+	}
 	l, err := net.Listen("tcp", sc.Listen)
 	if err != nil {
-		return &exitCode{code: exitError, err: errors.Join(fmt.Errorf("cannot listen on %s: %w; pick another address with --listen or serve.listen", sc.Listen, err), srv.Shutdown(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
+		return &exitCode{code: exitError, err: errors.Join(fmt.Errorf("cannot listen on %s: %w; pick another address with --listen or serve.listen", sc.Listen, err), srv.Shutdown(stdctx.Background()), stopMetrics(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
 	}
 	// Joined once the port is ours: a host that cannot serve never claims
 	// or adopts a session.
 	if err := member.join(h, srv, l.Addr().String(), h.Logger()); err != nil {
 		l.Close()
-		return &exitCode{code: exitError, err: errors.Join(err, srv.Shutdown(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
+		return &exitCode{code: exitError, err: errors.Join(err, srv.Shutdown(stdctx.Background()), stopMetrics(stdctx.Background()), un.stop(stdctx.Background()), member.leave(stdctx.Background()), closeHost())}
 	}
 	ctx, stop := signal.NotifyContext(stdctx.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -164,7 +169,7 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 	} else if !errors.Is(serveErr, http.ErrServerClosed) {
 		failed = append(failed, serveErr)
 	}
-	failed = append(failed, closeHost())
+	failed = append(failed, stopMetrics(sctx), closeHost())
 	if err := errors.Join(failed...); err != nil {
 		return &exitCode{code: exitError, err: fmt.Errorf("shutdown: %w", err)}
 	}

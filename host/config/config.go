@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"maps"
 	"math"
 	"os"
@@ -62,6 +63,9 @@ type Config struct {
 	// Cluster joins hosts that share sessions on NATS JetStream
 	// (cluster.go); unset, dsh runs alone.
 	Cluster ClusterConfig `koanf:"cluster"`
+	// Telemetry exports OpenTelemetry traces and metrics (telemetry.go);
+	// unset, it is off unless the OTEL_* variables ask for it.
+	Telemetry telemetry.Config `koanf:"telemetry"`
 	// Limits bound every agent's model responses (llm.Limits); an
 	// agent's own limits: win field by field.
 	Limits llm.Limits `koanf:"limits"`
@@ -355,6 +359,7 @@ func (c *Config) check(p *problems, dir string) {
 	c.decoded = map[*Entry]any{}
 	c.wd = dir
 	c.checkCluster(p)
+	c.checkTelemetry(p)
 	if err := c.Limits.Check("limits"); err != nil {
 		p.add("limits", err.Error())
 	}

@@ -15,6 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/trace"
+
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
@@ -197,7 +200,16 @@ func (r *remote) protocolError(format string, args ...any) error {
 // call runs one waterfall invocation on a stream: the plugin may ask for
 // next once, which runs in this goroutine (the waterfall requires it), and
 // then answers.
-func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.Result, error) {
+func (r *remote) call(ctx stdctx.Context, event, scope string, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (res *pluginv1.Result, err error) {
+	if telemetry.Enabled() {
+		var span trace.Span
+		ctx, span = r.startSpan(ctx, "Call", event)
+		defer func() { telemetry.End(span, err) }()
+	}
+	return r.callRPC(ctx, event, scope, payload, next)
+}
+
+func (r *remote) callRPC(ctx stdctx.Context, event, scope string, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.Result, error) {
 	rpc := r.current()
 	if rpc == nil {
 		return nil, r.whileDown()

@@ -1,7 +1,11 @@
 package execplugin
 
 import (
+	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"strings"
 	"time"
 
@@ -100,6 +104,7 @@ func (r *remote) supervise() {
 			return
 		}
 		backoff := restartBackoff(crashes)
+		telemetry.Count(stdctx.Background(), func(m *telemetry.Metrics) metric.Int64Counter { return m.PluginRestarts }, attribute.String("plugin", r.entry.ID))
 		r.log.Warn("plugin exited; restarting", "in", backoff, "crashes", crashes, "within", r.restartWindow(), "max_restarts", r.restartLimit())
 		wait := time.NewTimer(backoff)
 		select {

@@ -3,6 +3,8 @@ package execplugin
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/trace"
 	"strings"
 	"time"
 
@@ -20,7 +22,16 @@ import (
 // wrong on the plugin's side is an error result naming the plugin and the
 // tool, for the model to act on; only the end of ctx (the model's abort)
 // is a Go error, as for every tool.
-func (r *remote) executeTool(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
+func (r *remote) executeTool(ctx stdctx.Context, call tools.Call) (res tools.Result, err error) {
+	if telemetry.Enabled() {
+		var span trace.Span
+		ctx, span = r.startSpan(ctx, "ExecuteTool", call.Name)
+		defer func() { telemetry.End(span, err) }()
+	}
+	return r.executeToolRPC(ctx, call)
+}
+
+func (r *remote) executeToolRPC(ctx stdctx.Context, call tools.Call) (tools.Result, error) {
 	rpc := r.current()
 	if rpc == nil {
 		// Nothing to skip to: a tool has no chain behind it, so

@@ -36,6 +36,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"maps"
 	"os"
 	"strings"
@@ -214,16 +215,17 @@ func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) 
 	var wg sync.WaitGroup
 	for i, h := range todo {
 		wg.Go(func() {
-			replies[i] = interpret(h, run(ctx, h.command, data, w.workspace, h.timeout, e, p.cfg.MaxOutputBytes))
+			replies[i] = interpret(h, runTraced(ctx, event, h, data, w.workspace, e, p.cfg.MaxOutputBytes))
 		})
 	}
 	wg.Wait()
+	log := telemetry.Logger(ctx, p.log)
 	for _, r := range replies {
 		if r.failed != "" && ctx.Err() == nil {
-			p.log.Warn(fmt.Sprintf("%s hook %q (%s) %s", event, r.hook.command, r.hook.where, r.failed), "agent", w.agentID)
+			log.Warn(fmt.Sprintf("%s hook %q (%s) %s", event, r.hook.command, r.hook.where, r.failed), "agent", w.agentID)
 		}
 		if r.systemMessage != "" {
-			p.log.Info(fmt.Sprintf("%s hook %q: %s", event, r.hook.command, r.systemMessage), "agent", w.agentID)
+			log.Info(fmt.Sprintf("%s hook %q: %s", event, r.hook.command, r.systemMessage), "agent", w.agentID)
 		}
 	}
 	return replies

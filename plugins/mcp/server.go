@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -312,9 +314,18 @@ func (s *server) call(ctx stdctx.Context, name string, readOnly bool, c tools.Ca
 	if cur == nil {
 		return failed("MCP server %q is not connected (%s), so %q did not run; dsh restarts it: try again in a moment", s.cfg.Name, down, name), nil
 	}
+	params := &mcpsdk.CallToolParams{Name: name, Arguments: c.Arguments}
+	if telemetry.Enabled() {
+		var span trace.Span
+		ctx, span = s.startSpan(ctx, name, params)
+		defer span.End()
+	}
 	cctx, cancel := stdctx.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	res, err := cur.sess.CallTool(cctx, &mcpsdk.CallToolParams{Name: name, Arguments: c.Arguments})
+	res, err := cur.sess.CallTool(cctx, params)
+	if err != nil {
+		telemetry.RecordError(trace.SpanFromContext(ctx), err)
+	}
 	switch {
 	case err == nil:
 		s.catchUp(ctx, cur, readOnly)

@@ -33,6 +33,7 @@ package agentcontroller
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"sync"
 	"sync/atomic"
 
@@ -149,6 +150,14 @@ func (c *Controller) Deliver(ctx stdctx.Context, agent agents.Agent, req Request
 	if ctx.Err() != nil {
 		return "", stdctx.Cause(ctx)
 	}
+	if telemetry.Enabled() {
+		return c.deliverTraced(ctx, agent, req)
+	}
+	return c.deliver(ctx, agent, req)
+}
+
+// deliver is Deliver past its checks.
+func (c *Controller) deliver(ctx stdctx.Context, agent agents.Agent, req Request) (string, error) {
 	d, head, err := c.enqueue(agent.ID())
 	if err != nil {
 		return "", err
@@ -418,6 +427,8 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		c.mu.Unlock()
 		return c.drop(agent, msg, by)
 	}
+	// The turn that takes the message continues its trace.
+	telemetry.Handoff(msg.ID, signal)
 	if req.Mode == Steer {
 		err = agent.Steer(msg)
 	} else {
@@ -457,7 +468,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 // discards the decision.) release undoes it once d is decided.
 func (c *Controller) signal(ctx stdctx.Context, agentID string, d *delivery) stdctx.Context {
 	if ctx.Done() == nil {
-		return c.stop
+		return telemetry.Detach(c.stop, ctx)
 	}
 	sig, cancel := stdctx.WithCancelCause(ctx)
 	d.unhook = stdctx.AfterFunc(c.stop, func() { cancel(nil) })

@@ -222,7 +222,7 @@ var (
 		d := Admit()
 		d.admitted = &a.Message
 		return d, nil
-	}).Keep(keepSender)
+	}).Keep(keepSender).Traced()
 	// EventInserted is emitted once a delivered message is in the inbox.
 	// React to admitted messages here; admission listeners never run after
 	// insertion.

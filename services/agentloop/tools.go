@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"path/filepath"
 
 	"github.com/dsh-go/dsh/errs"
@@ -33,7 +34,7 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 	if len(calls) == 0 {
 		return 0, nil
 	}
-	rec := stdctx.Background()
+	rec := telemetry.Detach(stdctx.Background(), ctx)
 	refused := a.refuseOverLimits(calls)
 	// answer records the results of the refused calls before index i, so
 	// results stay in the model's order around the calls that run.

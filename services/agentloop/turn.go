@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"io"
 
 	"github.com/dsh-go/dsh/errs"
@@ -94,7 +95,8 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	}
 	// Abort cancels this context: it spans the whole turn, so an abort
 	// between steps or during the first checkpoint is not lost either.
-	turnCtx, cancel := stdctx.WithCancel(stdctx.Background())
+	base, span := a.startTurn(msgs)
+	turnCtx, cancel := stdctx.WithCancel(base)
 	defer cancel()
 	a.mu.Lock()
 	if a.disposed || a.cancelled {
@@ -113,8 +115,8 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	}()
 
 	// Recording and checkpoints outlive an abort: they use their own
-	// context.
-	ctx := stdctx.Background()
+	// context, which carries only the turn's span.
+	ctx := base
 	// The admission records of the turn's messages come before it.
 	a.recordDecisions(turn, 0)
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
@@ -145,6 +147,7 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	a.sess.Append(ctx, end)
 	a.recordDropped()
 	a.flush(ctx)
+	a.endTurn(span, turn, reason, err)
 
 	// Steering that came too late for this turn starts the next one, ahead
 	// of what was queued.
@@ -246,7 +249,9 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 	if a.checkStop() != "" {
 		return false, false, nil
 	}
-	rec := stdctx.Background()
+	ctx, span := a.startStep(ctx, turn, step)
+	defer func() { a.endStep(span, err) }()
+	rec := telemetry.Detach(stdctx.Background(), ctx)
 	a.sess.Append(rec, session.Event{Type: session.StepStart, Turn: turn, Step: step})
 	steered := a.recordSteering(turn, step)
 
@@ -348,8 +353,13 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 // stream calls the model and hands each chunk to agent/stream-chunk as it
 // arrives; only the assembled message goes into the session. On an error
 // the assembler still holds what arrived before it (see keepCut).
-func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int, msgID string) (*llm.Assembler, error) {
+func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int, msgID string) (_ *llm.Assembler, err error) {
 	asm := &llm.Assembler{}
+	var m *modelSpan
+	if telemetry.Enabled() {
+		ctx, m = a.startModel(ctx, req)
+		defer func() { m.end(asm, err) }()
+	}
 	s, err := a.loop.llm.In(a.scope).Stream(ctx, req)
 	if err != nil {
 		return asm, err
@@ -368,6 +378,9 @@ func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step 
 			return asm, stdctx.Cause(ctx)
 		}
 		asm.Add(c)
+		if m != nil {
+			m.chunk()
+		}
 		EventStreamChunk.Emit(ctx, a.scope, StreamChunk{Agent: a, Turn: turn, Step: step, MessageID: msgID, Chunk: c})
 		if c.Kind == llm.ChunkFinish {
 			return asm, nil

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
@@ -125,7 +128,7 @@ func (s *Session) Steer(ctx stdctx.Context, r PromptRequest) (string, error) {
 	return s.deliver(ctx, agentcontroller.Steer, r)
 }
 
-func (s *Session) deliver(ctx stdctx.Context, mode agentcontroller.Mode, r PromptRequest) (string, error) {
+func (s *Session) deliver(ctx stdctx.Context, mode agentcontroller.Mode, r PromptRequest) (id string, err error) {
 	if !s.Open() {
 		return "", closedErr(s.id)
 	}
@@ -135,11 +138,16 @@ func (s *Session) deliver(ctx stdctx.Context, mode agentcontroller.Mode, r Promp
 	}
 	s.deliveries.RLock()
 	defer s.deliveries.RUnlock()
+	if telemetry.Enabled() {
+		var span trace.Span
+		ctx, span = startInput(ctx, s.id, src, r.RequestID, mode)
+		defer func() { telemetry.End(span, err) }()
+	}
 	req := agentcontroller.Request{Mode: mode, Source: src, RequestID: r.RequestID, Content: r.Content}
 	if len(r.Parts) > 0 {
 		req.Prepare = s.prepareParts(r)
 	}
-	id, err := s.c.deliver.Deliver(ctx, s.handle.Agent, req)
+	id, err = s.c.deliver.Deliver(ctx, s.handle.Agent, req)
 	if err == nil {
 		return id, nil
 	}

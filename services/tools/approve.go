@@ -5,6 +5,8 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/attribute"
 	"strings"
 
 	dshctx "github.com/dsh-go/dsh/context"
@@ -47,7 +49,7 @@ type Verdict struct {
 // (Allow when it declares none). A policy may pass the call on with other
 // arguments, never acting for someone else: whom it acts for (its Sources,
 // Unattended, its agent) stays the original for every policy after it.
-var EventApprove = waterfall.New("tools/approve", defaultVerdict).Keep(keepCaller)
+var EventApprove = waterfall.New("tools/approve", defaultVerdict).Keep(keepCaller).Traced()
 
 // keepCaller is the approval stage's Keep: whom a call acts for is its
 // turn's inputs', set by the agent loop from their provenance, and the
@@ -95,8 +97,14 @@ func (s *Service) approve(ctx stdctx.Context, at *dshctx.Context, e *entry, call
 	if why != nil {
 		return call, refuse("was not approved: %v, so the call was not checked. It did not run; retry it later.", call.Name, why), false, nil
 	}
+	ctx, span := telemetry.Start(ctx, "dsh.approval")
+	defer span.End()
 	v, err := EventApprove.Dispatch(ctx, at, Approval{Call: call, Tool: &e.tool})
 	g.Leave()
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrToolName.String(call.Name), telemetry.AttrApproval.String(string(v.Decision)), attribute.String("dsh.approval.source", v.Source))
+		telemetry.RecordError(span, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return call, Result{}, false, withdrawn(call, err)
@@ -166,10 +174,10 @@ func ask(ctx stdctx.Context, at *dshctx.Context, call Call, t *Tool, v Verdict) 
 	if err != nil {
 		// Refused like an agent nobody answers for; the operator learns
 		// why from the log, the model from the result.
-		at.Logger().Warn("a tool call asks for approval but no approval service is loaded; refused", "tool", call.Name, "error", err)
+		telemetry.Logger(ctx, at.Logger()).Warn("a tool call asks for approval but no approval service is loaded; refused", "tool", call.Name, "error", err)
 		err = errs.Wrap(approval.NoAnswerer, err, "no approval service is loaded")
 	} else {
-		ans, err = svc.Ask(ctx, req)
+		ans, err = askTraced(ctx, svc, req)
 	}
 	if ctx.Err() != nil {
 		// Whatever was answered, the call is cancelled: it never runs.

@@ -34,6 +34,7 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-go/dsh/telemetry"
 	"sort"
 	"sync"
 
@@ -303,6 +304,13 @@ func (s *Service) Specs(at *dshctx.Context) []llm.ToolSpec {
 // goes straight to tools/execute, whose default answers it with an error
 // result.
 func (s *Service) Execute(ctx stdctx.Context, at *dshctx.Context, call Call) (Result, error) {
+	if telemetry.Enabled() {
+		return s.executeTraced(ctx, at, call)
+	}
+	return s.execute(ctx, at, call)
+}
+
+func (s *Service) execute(ctx stdctx.Context, at *dshctx.Context, call Call) (Result, error) {
 	e := s.lookup(at, call.Name)
 	if e == nil {
 		return EventExecute.Dispatch(ctx, at, Execution{Call: call})

@@ -24,6 +24,9 @@ import (
 )
 
 type config struct {
+	// TraceparentFile receives, one a line, the trace context each
+	// admission call arrived with (sdk.Traceparent).
+	TraceparentFile string `json:"traceparent_file"`
 	// RefuseWord refuses messages that contain it.
 	RefuseWord string `json:"refuse_word"`
 	// RefuseWords come from the command line and the environment.
@@ -137,6 +140,12 @@ func main() {
 		return nil
 	})
 	p.Admission(func(ctx stdctx.Context, a *sdk.Admission, next sdk.AdmissionNext) (*sdk.Decision, error) {
+		if cfg.TraceparentFile != "" {
+			if f, err := os.OpenFile(cfg.TraceparentFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(f, sdk.Traceparent(ctx))
+				f.Close()
+			}
+		}
 		text := a.Message.Content
 		switch {
 		case cfg.PrintWord != "" && strings.Contains(text, cfg.PrintWord):

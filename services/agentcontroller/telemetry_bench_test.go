@@ -1,0 +1,71 @@
+package agentcontroller_test
+
+import (
+	stdctx "context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/internal/testkit"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/telemetry"
+	"github.com/dsh-go/dsh/telemetry/provider"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// BenchmarkAdmissionTelemetry is one sender delivering to one agent
+// through two admission listeners that pass (BenchmarkDeliverSerial's
+// background sender), with telemetry off, on with sampling 0 and on with
+// sampling 1 (a span for the admission and one per listener, recorded and
+// handed to a batch exporter that discards them). The floor, "without the
+// telemetry code path", is the same benchmark on the tree before
+// telemetry (see BENCHMARKS.md).
+func BenchmarkAdmissionTelemetry(b *testing.B) {
+	for _, mode := range []struct {
+		name  string
+		ratio float64
+	}{{"telemetry=off", -1}, {"telemetry=sampling-0", 0}, {"telemetry=sampling-1", 1}} {
+		b.Run(mode.name, func(b *testing.B) {
+			if mode.ratio >= 0 {
+				on := true
+				p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: &on, Sampling: &mode.ratio},
+					provider.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(discard{})))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer p.Shutdown(stdctx.Background())
+			}
+			e := testkit.New(b)
+			for range 2 {
+				agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+					return next.Call(ctx, a)
+				})
+			}
+			scope, _ := e.Root.Scoped("a")
+			a := &counter{id: "a", scope: scope}
+			e.Registry.Reserve("a")
+			e.Registry.Publish(a)
+			req := testkit.Send("hello")
+			ctx := stdctx.Background()
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				if _, err := e.Controller.Deliver(ctx, a, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) ExportSpans(stdctx.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(stdctx.Context) error                             { return nil }
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,218 @@
+package agentloop
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"time"
+
+	"github.com/dsh-go/dsh/services/llm"
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// startTurn returns the context a turn runs in and its dsh.turn span. The
+// span continues the trace of the turn's first message (its admission,
+// left by the agent controller) and links the others, so a prompt is one
+// trace from its entry point to its answer. Off, it returns Background and
+// a no-op span.
+func (a *ReactLoopAgent) startTurn(msgs []llm.Message) (stdctx.Context, trace.Span) {
+	base := stdctx.Background()
+	if !telemetry.Enabled() {
+		_, span := telemetry.Start(base, "")
+		return base, span
+	}
+	var links []trace.Link
+	parent := base
+	for _, m := range msgs {
+		sc, ok := telemetry.TakeHandoff(m.ID)
+		if !ok {
+			continue
+		}
+		if !trace.SpanContextFromContext(parent).IsValid() {
+			parent = trace.ContextWithRemoteSpanContext(base, sc)
+		} else {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	var opts []trace.SpanStartOption
+	if len(links) > 0 {
+		opts = append(opts, trace.WithLinks(links...))
+	}
+	_, span := telemetry.Start(parent, "dsh.turn", opts...)
+	if !span.IsRecording() {
+		return trace.ContextWithSpan(base, span), span
+	}
+	span.SetAttributes(telemetry.AttrAgent.String(a.id), telemetry.AttrSession.String(a.sess.ID()),
+		attribute.Int("dsh.turn.messages", len(msgs)))
+	if telemetry.ContentOn() {
+		if b, err := json.Marshal(msgs); err == nil {
+			span.SetAttributes(telemetry.AttrGenAIPrompt.String(string(b)))
+		}
+	}
+	// The context keeps the span, not the parent's cancellation: a turn
+	// outlives the request that queued it.
+	return trace.ContextWithSpan(base, span), span
+}
+
+// endTurn ends the turn's span with how the turn ended.
+func (a *ReactLoopAgent) endTurn(span trace.Span, turn int, reason string, err error) {
+	if !span.IsRecording() {
+		span.End()
+		if m := telemetry.M(); m != nil {
+			m.Turns.Add(stdctx.Background(), 1, a.turnAttrs(reason).add...)
+		}
+		return
+	}
+	span.SetAttributes(telemetry.AttrTurn.Int(turn), telemetry.AttrOutcome.String(reason))
+	if reason != ReasonError {
+		err = nil
+	}
+	if m := telemetry.M(); m != nil {
+		m.Turns.Add(stdctx.Background(), 1, a.turnAttrs(reason).add...)
+	}
+	telemetry.End(span, err)
+}
+
+// startStep starts a step's dsh.step span under the turn's.
+func (a *ReactLoopAgent) startStep(ctx stdctx.Context, turn, step int) (stdctx.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return ctx, trace.SpanFromContext(stdctx.Background())
+	}
+	if m := telemetry.M(); m != nil {
+		m.Steps.Add(ctx, 1, a.agentAttrs().add...)
+	}
+	ctx, span := telemetry.Start(ctx, "dsh.step")
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrAgent.String(a.id), telemetry.AttrTurn.Int(turn), telemetry.AttrStep.Int(step))
+	}
+	return ctx, span
+}
+
+// agentAttrs is the agent's id as a metric attribute set, made once: a
+// set built per measurement costs allocations on every step.
+func (a *ReactLoopAgent) agentAttrs() metricOpts {
+	return a.metricSet(metricKey{kind: "agent"}, func() attribute.Set { return attribute.NewSet(attribute.String("agent", a.id)) })
+}
+
+// metricKey names a cached attribute set of the agent's metrics.
+type metricKey struct{ kind, a, b string }
+
+// metricOpts are an attribute set as the prepared option slices of Add
+// and Record: passing a prepared slice spares the allocation of the
+// variadic one each measurement would make.
+type metricOpts struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
+
+// metricSet returns the attribute set cached under key, building it the
+// first time. Only the agent's driver goroutine calls it.
+func (a *ReactLoopAgent) metricSet(key metricKey, build func() attribute.Set) metricOpts {
+	if o, ok := a.telAttrs[key]; ok {
+		return o
+	}
+	if a.telAttrs == nil {
+		a.telAttrs = map[metricKey]metricOpts{}
+	}
+	set := metric.WithAttributeSet(build())
+	o := metricOpts{add: []metric.AddOption{set}, rec: []metric.RecordOption{set}}
+	a.telAttrs[key] = o
+	return o
+}
+
+func (a *ReactLoopAgent) endStep(span trace.Span, err error) { telemetry.End(span, err) }
+
+func (a *ReactLoopAgent) turnAttrs(outcome string) metricOpts {
+	return a.metricSet(metricKey{kind: "turn", a: outcome}, func() attribute.Set {
+		return attribute.NewSet(attribute.String("agent", a.id), attribute.String("outcome", outcome))
+	})
+}
+
+// clientKind is the option of the model's span, made once.
+var clientKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+
+// modelSpan is a model request's span: the GenAI semantic conventions'
+// "chat {model}" client span with tokens, finish reason and the time to
+// the first chunk.
+type modelSpan struct {
+	a     *ReactLoopAgent
+	req   llm.Request
+	ctx   stdctx.Context
+	span  trace.Span
+	start time.Time
+	first bool
+}
+
+func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx.Context, *modelSpan) {
+	name := "chat"
+	if req.Model != "" {
+		name += " " + req.Model
+	}
+	ctx, span := telemetry.Start(ctx, name, clientKind...)
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrGenAIOperation.String("chat"), telemetry.AttrGenAIProvider.String(req.Provider),
+			telemetry.AttrGenAIRequestModel.String(req.Model), telemetry.AttrAgent.String(a.id))
+		if req.MaxTokens > 0 {
+			span.SetAttributes(telemetry.AttrGenAIMaxTokens.Int(req.MaxTokens))
+		}
+	}
+	return ctx, &modelSpan{a: a, req: req, ctx: ctx, span: span, start: time.Now()}
+}
+
+// chunk notes a chunk's arrival; the first one's time is the time to
+// first chunk.
+func (m *modelSpan) chunk() {
+	if m.first {
+		return
+	}
+	m.first = true
+	if m.span.IsRecording() {
+		m.span.SetAttributes(telemetry.AttrTimeToFirstChunk.Float64(time.Since(m.start).Seconds()))
+	}
+}
+
+func (m *modelSpan) end(asm *llm.Assembler, err error) {
+	u := asm.Usage()
+	finish, _ := asm.Finish()
+	if m.span.IsRecording() {
+		m.span.SetAttributes(
+			telemetry.AttrGenAIInputTokens.Int(u.InputTokens), telemetry.AttrGenAIOutputTokens.Int(u.OutputTokens),
+			telemetry.AttrGenAICachedTokens.Int(u.CacheHitTokens), telemetry.AttrGenAIResponseModel.String(m.req.Model),
+			telemetry.AttrGenAIFinish.StringSlice([]string{string(finish)}))
+		if telemetry.ContentOn() {
+			if b, err := json.Marshal(asm.Message()); err == nil {
+				m.span.SetAttributes(telemetry.AttrGenAICompletion.String(string(b)))
+			}
+		}
+	}
+	telemetry.End(m.span, err)
+	met := telemetry.M()
+	if met == nil {
+		return
+	}
+	p := m.a.principal()
+	base := []attribute.KeyValue{attribute.String("agent", m.a.id), attribute.String("model", m.req.Model),
+		attribute.String("principal", p.Kind+":"+p.ID), attribute.String("tenant", p.Tenant)}
+	met.ModelDuration.Record(m.ctx, time.Since(m.start).Seconds(), m.a.metricSet(metricKey{"model", m.req.Provider, m.req.Model}, func() attribute.Set {
+		return attribute.NewSet(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", m.req.Model),
+			attribute.String("gen_ai.provider.name", m.req.Provider))
+	}).rec...)
+	for _, t := range []struct {
+		kind string
+		n    int
+	}{{"input", u.InputTokens}, {"output", u.OutputTokens}, {"cached", u.CacheHitTokens}} {
+		if t.n > 0 {
+			met.Tokens.Add(m.ctx, int64(t.n), metric.WithAttributes(append(base, attribute.String("gen_ai.token.type", t.kind))...))
+		}
+	}
+}
+
+// principal is who the turn acts for: its first source's principal.
+func (a *ReactLoopAgent) principal() llm.Principal {
+	if len(a.sources) == 0 {
+		return llm.Principal{}
+	}
+	return a.sources[0].Principal
+}
