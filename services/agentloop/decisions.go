@@ -54,18 +54,16 @@ func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
 }
 
 // recordDecisions appends the decisions handed over so far, then the
-// checkpoints and the events plugins handed over (session/record), as
-// events of the given turn and step. Only the driver calls it.
+// events plugins handed over (session/record: a checkpoint, a plan), in
+// the order they came, as events of the given turn and step. Only the
+// driver calls it.
 func (a *ReactLoopAgent) recordDecisions(turn, step int) {
 	a.mu.Lock()
-	ds, cs, rs := a.decisions, a.checkpoints, a.records
-	a.decisions, a.checkpoints, a.records = nil, nil, nil
+	ds, rs := a.decisions, a.records
+	a.decisions, a.records = nil, nil
 	a.mu.Unlock()
 	for _, d := range ds {
 		a.sess.AppendDecision(stdctx.Background(), turn, step, d)
-	}
-	for _, c := range cs {
-		a.sess.Append(stdctx.Background(), session.Event{Type: session.Checkpointed, Turn: turn, Step: step, Checkpoint: &c})
 	}
 	for _, e := range rs {
 		e.Turn, e.Step = turn, step
@@ -73,27 +71,10 @@ func (a *ReactLoopAgent) recordDecisions(turn, step int) {
 	}
 }
 
-// onCheckpoint hands a checkpoint taken for one of the loop's agents'
-// tool calls to that agent, whose driver records it with the call's
-// result (recordDecisions).
-func (l *Loop) onCheckpoint(_ stdctx.Context, c session.CheckpointTaken) error {
-	ag, ok := l.registry.Get(c.AgentID)
-	if !ok {
-		return nil
-	}
-	a, ok := ag.(*ReactLoopAgent)
-	if !ok {
-		return nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.disposed {
-		a.checkpoints = append(a.checkpoints, c.Checkpoint)
-	}
-	return nil
-}
-
-// onRecord hands an event of session/record to its agent's driver.
+// onRecord hands an event of session/record to its agent's driver. An
+// agent disposed meanwhile (a session closed while a tool call ran and
+// took its checkpoint) has no log left to hold the event: that is no
+// failure, as for a decision.
 func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 	ag, ok := l.registry.Get(r.AgentID)
 	if !ok {
@@ -103,7 +84,10 @@ func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 	if !ok {
 		return nil
 	}
-	return a.RecordEvent(r.Event)
+	if err := a.RecordEvent(r.Event); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
+		return err
+	}
+	return nil
 }
 
 // RecordEvent has the driver append e to the session, like RecordDecision:
