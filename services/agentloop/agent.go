@@ -62,7 +62,7 @@ type ReactLoopAgent struct {
 	cancelBy string
 	drops    []dropped
 	// refusals are outcome events of messages admission turned away,
-	// waiting for the driver to append them (see RecordRefusal).
+	// waiting for the driver to append them (see RecordEvent).
 	refusals []session.Event
 	// decisions are decision records the stages handed over, waiting for
 	// the driver to append them (see RecordDecision).

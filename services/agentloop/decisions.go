@@ -28,7 +28,7 @@ func (l *Loop) onDecision(_ stdctx.Context, d session.Decided) error {
 }
 
 // RecordDecision has the driver append a decision record to the session,
-// for the same reason RecordRefusal does: the driver is the one goroutine
+// for the same reason RecordEvent does: the driver is the one goroutine
 // that appends. An admission that admitted is appended when its message
 // starts or joins a turn (or at the driver's next round, should the
 // insertion fail); any other record wakes an idle driver. A stage hands the record over before it acts on the
@@ -90,16 +90,34 @@ func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 	return nil
 }
 
-// RecordEvent has the driver append e to the session, like RecordDecision:
-// before the next tool result or prompt, or at once when the agent is idle,
-// made durable with them.
+// RecordEvent has the driver append e to the session: the driver is the
+// one goroutine that appends, so a stage or plugin hands its events over
+// rather than appending them itself. Where e lands depends on what it
+// records:
+//
+//   - an outcome of a message that never entered the inbox (a
+//     message/refused or message/expired of the agent controller's, or the
+//     message/dropped of a delivery withdrawn in admission) with the
+//     messages the inbox dropped: at the running turn's end, or at once
+//     when the agent is idle, as events of that turn and step 0;
+//   - any other event (a checkpoint, a plan) like a decision record:
+//     before the next tool result or prompt, as an event of that turn and
+//     step, or at once when the agent is idle.
+//
+// Either way the driver makes it durable with what follows it. A
+// disposed agent records nothing and says so.
 func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.disposed {
 		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more events", a.id))
 	}
-	a.records = append(a.records, e)
+	switch e.Type {
+	case session.MessageRefused, session.MessageExpired, session.MessageDropped:
+		a.refusals = append(a.refusals, e)
+	default:
+		a.records = append(a.records, e)
+	}
 	a.wakeLocked()
 	return nil
 }
