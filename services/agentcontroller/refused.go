@@ -20,10 +20,11 @@ const (
 
 // refusalRecorder is the part of an agent that records a refusal in its
 // session log from the one goroutine that appends to it (the agent loop's
-// driver). An agent without it keeps its refusals in the controller's
-// memory only, for as long as it lives.
+// driver, whose RecordEvent appends an outcome event at the running
+// turn's end, or at once when idle). An agent without it keeps its
+// refusals in the controller's memory only, for as long as it lives.
 type refusalRecorder interface {
-	RecordRefusal(ev session.Event) error
+	RecordEvent(ev session.Event) error
 }
 
 // recordable says whether a refusal is the fate of this message — a check
@@ -66,7 +67,7 @@ func (c *Controller) recordRefusal(agent agents.Agent, msg llm.Message, err erro
 	c.refused[acceptKey{agent.ID(), msg.RequestID}] = ev
 	c.mu.Unlock()
 	if rec, ok := agent.(refusalRecorder); ok {
-		if err := rec.RecordRefusal(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
+		if err := rec.RecordEvent(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
 			agent.Context().Logger().Warn("recording a refused message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
 		}
 	}

@@ -76,7 +76,7 @@ func (c *Controller) drop(agent agents.Agent, msg llm.Message, by string) outcom
 		c.mu.Unlock()
 	}
 	if rec, ok := agent.(refusalRecorder); ok {
-		if err := rec.RecordRefusal(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
+		if err := rec.RecordEvent(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
 			agent.Context().Logger().Warn("recording a withdrawn message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
 		}
 	}

@@ -62,16 +62,14 @@ type ReactLoopAgent struct {
 	cancelBy string
 	drops    []dropped
 	// refusals are outcome events of messages admission turned away,
-	// waiting for the driver to append them (see RecordRefusal).
+	// waiting for the driver to append them (see RecordEvent).
 	refusals []session.Event
 	// decisions are decision records the stages handed over, waiting for
 	// the driver to append them (see RecordDecision).
 	decisions []session.Decision
-	// checkpoints are the checkpoints taken for its tool calls, waiting
-	// for the driver to record them with the call's result.
-	checkpoints []session.Checkpoint
-	// records are events plugins handed over through session/record,
-	// waiting for the driver to append them after the decisions.
+	// records are events plugins handed over through session/record (a
+	// tool call's checkpoint, a plan), waiting for the driver to append
+	// them after the decisions, before the next tool result or prompt.
 	records []session.Event
 	idle    chan struct{} // closed when the driver goes idle
 	torn    bool

@@ -28,7 +28,7 @@ func (l *Loop) onDecision(_ stdctx.Context, d session.Decided) error {
 }
 
 // RecordDecision has the driver append a decision record to the session,
-// for the same reason RecordRefusal does: the driver is the one goroutine
+// for the same reason RecordEvent does: the driver is the one goroutine
 // that appends. An admission that admitted is appended when its message
 // starts or joins a turn (or at the driver's next round, should the
 // insertion fail); any other record wakes an idle driver. A stage hands the record over before it acts on the
@@ -54,18 +54,16 @@ func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
 }
 
 // recordDecisions appends the decisions handed over so far, then the
-// checkpoints and the events plugins handed over (session/record), as
-// events of the given turn and step. Only the driver calls it.
+// events plugins handed over (session/record: a checkpoint, a plan), in
+// the order they came, as events of the given turn and step. Only the
+// driver calls it.
 func (a *ReactLoopAgent) recordDecisions(turn, step int) {
 	a.mu.Lock()
-	ds, cs, rs := a.decisions, a.checkpoints, a.records
-	a.decisions, a.checkpoints, a.records = nil, nil, nil
+	ds, rs := a.decisions, a.records
+	a.decisions, a.records = nil, nil
 	a.mu.Unlock()
 	for _, d := range ds {
 		a.sess.AppendDecision(stdctx.Background(), turn, step, d)
-	}
-	for _, c := range cs {
-		a.sess.Append(stdctx.Background(), session.Event{Type: session.Checkpointed, Turn: turn, Step: step, Checkpoint: &c})
 	}
 	for _, e := range rs {
 		e.Turn, e.Step = turn, step
@@ -73,27 +71,10 @@ func (a *ReactLoopAgent) recordDecisions(turn, step int) {
 	}
 }
 
-// onCheckpoint hands a checkpoint taken for one of the loop's agents'
-// tool calls to that agent, whose driver records it with the call's
-// result (recordDecisions).
-func (l *Loop) onCheckpoint(_ stdctx.Context, c session.CheckpointTaken) error {
-	ag, ok := l.registry.Get(c.AgentID)
-	if !ok {
-		return nil
-	}
-	a, ok := ag.(*ReactLoopAgent)
-	if !ok {
-		return nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.disposed {
-		a.checkpoints = append(a.checkpoints, c.Checkpoint)
-	}
-	return nil
-}
-
-// onRecord hands an event of session/record to its agent's driver.
+// onRecord hands an event of session/record to its agent's driver. An
+// agent disposed meanwhile (a session closed while a tool call ran and
+// took its checkpoint) has no log left to hold the event: that is no
+// failure, as for a decision.
 func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 	ag, ok := l.registry.Get(r.AgentID)
 	if !ok {
@@ -103,19 +84,40 @@ func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 	if !ok {
 		return nil
 	}
-	return a.RecordEvent(r.Event)
+	if err := a.RecordEvent(r.Event); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
+		return err
+	}
+	return nil
 }
 
-// RecordEvent has the driver append e to the session, like RecordDecision:
-// before the next tool result or prompt, or at once when the agent is idle,
-// made durable with them.
+// RecordEvent has the driver append e to the session: the driver is the
+// one goroutine that appends, so a stage or plugin hands its events over
+// rather than appending them itself. Where e lands depends on what it
+// records:
+//
+//   - an outcome of a message that never entered the inbox (a
+//     message/refused or message/expired of the agent controller's, or the
+//     message/dropped of a delivery withdrawn in admission) with the
+//     messages the inbox dropped: at the running turn's end, or at once
+//     when the agent is idle, as events of that turn and step 0;
+//   - any other event (a checkpoint, a plan) like a decision record:
+//     before the next tool result or prompt, as an event of that turn and
+//     step, or at once when the agent is idle.
+//
+// Either way the driver makes it durable with what follows it. A
+// disposed agent records nothing and says so.
 func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.disposed {
 		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more events", a.id))
 	}
-	a.records = append(a.records, e)
+	switch e.Type {
+	case session.MessageRefused, session.MessageExpired, session.MessageDropped:
+		a.refusals = append(a.refusals, e)
+	default:
+		a.records = append(a.records, e)
+	}
 	a.wakeLocked()
 	return nil
 }

@@ -124,3 +124,74 @@ func TestDecisionsAreRecordedBeforeWhatTheyLetThrough(t *testing.T) {
 		t.Fatalf("the live chain: %+v %v", v, err)
 	}
 }
+
+// TestRefusalDuringATurnIsRecordedAtItsEnd: the agent controller hands
+// a refusal to the driver through RecordEvent, like a plugin's event, but
+// an outcome of a message that never entered the inbox is no event of the
+// step it happened in: it lands after the running turn's end, as an event
+// of that turn and step 0, while the refusal's decision record goes in
+// before the next tool result, as every record does.
+func TestRefusalDuringATurnIsRecordedAtItsEnd(t *testing.T) {
+	e := newEnv(t, []scripted.Reply{
+		{ToolCalls: []scripted.Call{{Name: "hold", Arguments: `{}`}}},
+		{Text: "done"},
+	}, agentloop.Config{})
+	ctrl, err := e.root.Plugin(agentcontroller.Plugin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.Await(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := agentcontroller.Key.Get(e.root)
+	running, release := make(chan struct{}), make(chan struct{})
+	e.tool("hold", func(stdctx.Context, tools.Call) (tools.Result, error) {
+		close(running)
+		<-release
+		return tools.Result{Content: "held"}, nil
+	})
+	if _, err := agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		if a.Message.Content == "bad" {
+			return agentcontroller.Reject("test/bad", "not that", false), nil
+		}
+		return next.Call(ctx, a)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := e.create("main")
+	alice := agentcontroller.Source{Kind: agentcontroller.SourceUser, Entry: "cli", Principal: agentcontroller.Principal{Kind: "user", ID: "alice"}}
+	if _, err := c.Deliver(stdctx.Background(), h.Agent, agentcontroller.Request{Mode: agentcontroller.Followup, Source: alice, RequestID: "r1", Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	if _, err := c.Deliver(stdctx.Background(), h.Agent, agentcontroller.Request{Mode: agentcontroller.Steer, Source: alice, RequestID: "r2", Content: "bad"}); err == nil {
+		t.Fatal("bad was admitted")
+	}
+	close(release)
+	idle(t, h.Agent)
+
+	var got []string
+	var refused session.Event
+	for _, ev := range h.Agent.Session().Events(1) {
+		item := string(ev.Type)
+		switch ev.Type {
+		case session.DecisionRecorded:
+			item = fmt.Sprintf("%s %s %s %d.%d", ev.Decision.Stage, ev.Decision.Verdict, ev.Decision.RequestID+ev.Decision.Tool, ev.Turn, ev.Step)
+		case session.MessageRefused:
+			refused = ev
+		}
+		got = append(got, item)
+	}
+	want := []string{
+		"admission admit r1 0.0", "turn/start", "user/message", "step/start", "assistant/message",
+		"tool/call", "approval allow hold 1.1", "admission refuse r2 1.1", "tool/result",
+		"step/end", "step/start", "assistant/message", "step/end", "turn/end",
+		"message/refused",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("log\n got: %s\nwant: %s", strings.Join(got, " | "), strings.Join(want, " | "))
+	}
+	if refused.Turn != 1 || refused.Step != 0 || refused.RequestID != "r2" || refused.Reason != "test/bad" {
+		t.Fatalf("message/refused at %d.%d: %+v", refused.Turn, refused.Step, refused)
+	}
+}

@@ -2,10 +2,7 @@ package agentloop
 
 import (
 	stdctx "context"
-	"fmt"
 
-	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 )
@@ -82,27 +79,10 @@ func (a *ReactLoopAgent) recordDropped() {
 			RequestID: d.msg.RequestID, Reason: d.reason, By: d.by})
 	}
 	for _, ev := range refusals {
-		ev.Turn = turn
+		ev.Turn, ev.Step = turn, 0
 		a.sess.Append(ctx, ev)
 	}
 	a.flush(ctx)
-}
-
-// RecordRefusal has the driver append ev — a message/refused or
-// message/expired event — to the session: the driver is the one goroutine
-// that appends, so the agent controller hands its refusals over rather
-// than appending them itself. An idle agent's driver starts to record it
-// (and goes idle again); a running turn records it at its end. A disposed
-// agent records nothing and says so.
-func (a *ReactLoopAgent) RecordRefusal(ev session.Event) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.disposed {
-		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more outcomes", a.id))
-	}
-	a.refusals = append(a.refusals, ev)
-	a.wakeLocked()
-	return nil
 }
 
 // dropTaken records msgs, taken from the queue for a turn that a cancel or

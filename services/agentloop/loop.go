@@ -104,9 +104,6 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 	if _, err := session.EventDecision.On(ctx, l.onDecision); err != nil {
 		return err
 	}
-	if _, err := session.EventCheckpoint.On(ctx, l.onCheckpoint); err != nil {
-		return err
-	}
 	if _, err := session.EventRecord.On(ctx, l.onRecord); err != nil {
 		return err
 	}

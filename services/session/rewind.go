@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/waterfall"
 )
 
 // Checkpointed records the workspace state a mutating tool call could
@@ -297,17 +296,3 @@ func (s *Session) Redoable() (Event, error) {
 func (s *Session) AppendRedo(ctx stdctx.Context, r Rewind) Event {
 	return s.Append(ctx, Event{Type: Redone, Rewind: &r})
 }
-
-// CheckpointTaken is the payload of session/checkpoint.
-type CheckpointTaken struct {
-	// AgentID is the agent whose session records the checkpoint.
-	AgentID    string
-	Checkpoint Checkpoint
-}
-
-// EventCheckpoint is emitted, in the agent's scope, by what took a
-// checkpoint for a tool call (the session.checkpoints plugin) once the
-// call ended. The agent loop hears it and appends the checkpoint event to
-// the agent's session, from the one goroutine that appends, before the
-// call's result, as the turn's and step's event.
-var EventCheckpoint = waterfall.NewEmit[CheckpointTaken]("session/checkpoint")

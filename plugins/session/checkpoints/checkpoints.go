@@ -271,7 +271,11 @@ func (p *checkpointer) execute(ctx stdctx.Context, x tools.Execution, next tools
 	}
 	cp.Blobs = usedBlobs(before, after)
 	cp.Took = took + time.Since(began)
-	session.EventCheckpoint.Emit(ctx, a.Context(), session.CheckpointTaken{AgentID: agentID, Checkpoint: cp})
+	// The agent's driver appends it (session/record) with the call's
+	// turn and step, before the call's result: the driver waits for the
+	// call to return before it records the result.
+	session.EventRecord.Emit(ctx, a.Context(), session.Record{AgentID: agentID,
+		Event: session.Event{Type: session.Checkpointed, Checkpoint: &cp}})
 	return res, cerr
 }
 

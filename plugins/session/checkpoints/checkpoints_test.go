@@ -48,6 +48,7 @@ func TestFileToolsCheckpointTheirPath(t *testing.T) {
 	if c := cps[1]; c.Step != 2 || c.Checkpoint.Tool != "edit" || strings.Join(c.Checkpoint.Paths, ",") != "keep.txt" || c.Checkpoint.Files != 1 || c.Checkpoint.Bytes != 5 {
 		t.Fatalf("edit's checkpoint: step %d %+v", c.Step, c.Checkpoint)
 	}
+	r.checkpointsPrecedeResults(t)
 
 	res, err := r.rewind(sessions.RewindRequest{To: session.Point{Turn: 1, Step: 2}, Code: true})
 	if err != nil || res.Event.Rewind.Restored != 1 || res.Event.Rewind.Removed != 0 {

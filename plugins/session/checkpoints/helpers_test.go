@@ -162,6 +162,30 @@ func (r *rig) checkpoints(tb testing.TB) []session.Event {
 	return out
 }
 
+// checkpointsPrecedeResults fails unless every checkpoint event of the
+// rig's session comes right before its call's result, in the same turn
+// and step: the driver appends what session/record handed over before the
+// result, so a rewind to the step finds the checkpoint in it.
+func (r *rig) checkpointsPrecedeResults(tb testing.TB) {
+	tb.Helper()
+	evs, err := r.h.Sessions().History(stdctx.Background(), r.id, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, e := range evs {
+		if e.Type != session.Checkpointed {
+			continue
+		}
+		if i+1 == len(evs) {
+			tb.Fatalf("checkpoint of %s (seq %d) is the last event: its call has no result after it", e.Checkpoint.CallID, e.Seq)
+		}
+		n := evs[i+1]
+		if n.Type != session.ToolResult || n.Message == nil || n.Message.ToolCallID != e.Checkpoint.CallID || n.Turn != e.Turn || n.Step != e.Step {
+			tb.Fatalf("checkpoint of %s at %d.%d (seq %d) is followed by %s at %d.%d, not by its call's result", e.Checkpoint.CallID, e.Turn, e.Step, e.Seq, n.Type, n.Turn, n.Step)
+		}
+	}
+}
+
 func read(tb testing.TB, ws, p string) string {
 	tb.Helper()
 	data, err := os.ReadFile(filepath.Join(ws, p))
