@@ -1,0 +1,132 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
+)
+
+// visibleJS is the conversation as a reader sees it: the entries a rewind
+// did not hide.
+const visibleJS = `[...document.querySelectorAll("#log > [data-seq]")].filter(e => !e.hidden).map(e => e.innerText.replace(/\s+/g, " ").trim())`
+
+// TestPageRewindsATurnAndKillsAJob: a turn's bash writes a file; the file
+// is edited by hand, so the page's rewind (code and conversation) is
+// refused naming it, and its Force rewinds: the file is gone, the turn is
+// hidden and one line says what was undone; Redo brings both back. A
+// later turn starts a background job, which the jobs panel lists and
+// kills, and the process is gone.
+func TestPageRewindsATurnAndKillsAJob(t *testing.T) {
+	ws := t.TempDir()
+	made := filepath.Join(ws, "made.txt")
+	write, _ := json.Marshal(map[string]string{"command": "echo hi > made.txt"})
+	e := newEnv(t, envOpts{
+		replies: []scripted.Reply{
+			{Text: "writing", ToolCalls: []scripted.Call{{Name: "bash", Arguments: string(write)}}},
+			{Text: "written"},
+			{ToolCalls: []scripted.Call{{Name: "bash", Arguments: `{"command": "sleep 300", "background": true}`}}},
+			{Text: "started"},
+		},
+		pluginYAML: "  - use: tools.bash\n    config: {jobs: {enabled: true, wake: off}, sandbox: {mode: off}}\n" +
+			"  - use: tools.permission\n    config: {mode: full-access}\n  - use: session.checkpoints\n",
+		agentYAML: "    workspace: " + ws + "\n",
+	})
+	b := newBrowser(t)
+	openPage(t, e, b)
+
+	send(b, "make the file")
+	b.wait("the turn's end", `document.querySelector("#log .turn-sum") && !document.querySelector("#log .streaming")`)
+	if data, err := os.ReadFile(made); err != nil || string(data) != "hi\n" {
+		t.Fatalf("the turn wrote %q, %v", data, err)
+	}
+	before := eval[[]string](b, visibleJS)
+
+	// Changed since the checkpoint: refused, with the path and a force.
+	if err := os.WriteFile(made, []byte("by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do("asking for the rewind",
+		chromedp.Click(chromedp.CSS(`#log article[data-turn="1"] .rewind-control summary`)),
+		chromedp.Click(chromedp.CSS(`#log article[data-turn="1"] [data-rewind=both]`)),
+	)
+	b.wait("the refusal", `document.querySelector("#log .rewind-error .force")`)
+	if msg := eval[string](b, `document.querySelector("#log .rewind-error").innerText`); !strings.Contains(msg, "made.txt") {
+		t.Fatalf("the refusal does not name the changed file: %q", msg)
+	}
+	if _, err := os.Stat(made); err != nil {
+		t.Fatalf("a refused rewind touched the file: %v", err)
+	}
+	b.do("forcing it", chromedp.Click(chromedp.CSS(`#log .rewind-error .force`)))
+	b.wait("the rewind's line", `document.querySelector("#log .rewind-line.rewind")`)
+	if _, err := os.Stat(made); !os.IsNotExist(err) {
+		t.Fatalf("the file is still there after the rewind: %v", err)
+	}
+	after := eval[[]string](b, visibleJS)
+	if len(after) != 1 || !strings.HasPrefix(after[0], "Rewound code and conversation to before turn 1") || !strings.Contains(after[0], "forced") {
+		t.Fatalf("after the rewind the page shows:\n%s", strings.Join(after, "\n"))
+	}
+
+	// Redo: the file and the turn come back, and a line says so.
+	b.do("redoing", chromedp.Click(chromedp.CSS(`#log .rewind-line .redo`)))
+	b.wait("the redo's line", `document.querySelector("#log .rewind-line.redo")`)
+	if data, err := os.ReadFile(made); err != nil || string(data) != "by hand\n" {
+		t.Fatalf("after the redo the file holds %q, %v", data, err)
+	}
+	redone := eval[[]string](b, visibleJS)
+	if len(redone) != len(before)+2 || strings.Join(redone[:len(before)], "\n") != strings.Join(before, "\n") {
+		t.Fatalf("after the redo the page shows:\n%s\nbefore the rewind it showed:\n%s", strings.Join(redone, "\n"), strings.Join(before, "\n"))
+	}
+
+	// A background job: listed while the panel is open, and killed.
+	b.do("opening the jobs", chromedp.Click(chromedp.CSS(`#jobs summary`)))
+	send(b, "start a job")
+	b.wait("the job listed", `document.querySelector("#job-list .job.running .kill")`)
+	id := eval[string](b, `new URLSearchParams(location.hash.slice(1)).get("session")`)
+	pid := jobPid(t, e, id)
+	b.do("killing it", chromedp.Click(chromedp.CSS(`#job-list .job.running .kill`)))
+	b.wait("the job ended", `document.querySelector("#job-list .job.ended") && !document.querySelector("#job-list .job.running")`)
+	if st := eval[string](b, `document.querySelector("#job-list .job.ended").innerText`); !strings.Contains(st, "killed") {
+		t.Fatalf("the ended job says %q", st)
+	}
+	// The kill answers once the group is gone; its watcher reaps it.
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(-pid, 0) != syscall.ESRCH {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's process group %d outlived the page's kill", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if errs := b.pageErrors(); len(errs) > 0 {
+		t.Fatalf("page errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// jobPid returns the pid of the session's running job, read from the API.
+func jobPid(t *testing.T, e *env, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.url+"/v1/sessions/"+id+"/jobs", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var list struct {
+		Jobs []struct {
+			Pid     int  `json:"pid"`
+			Running bool `json:"running"`
+		} `json:"jobs"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&list); err != nil || len(list.Jobs) != 1 || !list.Jobs[0].Running || list.Jobs[0].Pid == 0 {
+		t.Fatalf("the jobs of %s: %+v, %v", id, list, err)
+	}
+	return list.Jobs[0].Pid
+}
