@@ -109,6 +109,45 @@ func TestPageRewindsATurnAndKillsAJob(t *testing.T) {
 	}
 }
 
+// TestPageShowsTheGoal: a goal set through the API shows above the
+// conversation with its objective, state and budget, and follows the
+// goal's events until the model reports it complete.
+func TestPageShowsTheGoal(t *testing.T) {
+	e := newEnv(t, envOpts{
+		extraYAML: "goals:\n  min_backoff: 5ms\n  max_backoff: 20ms\n",
+		replies: []scripted.Reply{
+			{Text: "looking around"},
+			{ToolCalls: []scripted.Call{{Name: "goal_status", Arguments: `{"status":"complete","reason":"all done"}`}}},
+			{Text: "finished"},
+		},
+	})
+	b := newBrowser(t)
+	openPage(t, e, b)
+	if !eval[bool](b, `document.getElementById("goal").hidden`) {
+		t.Fatal("a session without a goal shows one")
+	}
+	id := eval[string](b, `new URLSearchParams(location.hash.slice(1)).get("session")`)
+	body := strings.NewReader(`{"objective": "tidy the repository", "budget": {"turns": 5}}`)
+	req, _ := http.NewRequest("POST", e.url+"/v1/sessions/"+id+"/goal", body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("setting the goal: %s", res.Status)
+	}
+	b.wait("the goal complete", `document.getElementById("goal").dataset.state === "complete"`)
+	got := eval[string](b, `document.getElementById("goal").innerText`)
+	for _, want := range []string{"tidy the repository", "complete (all done)", "of 5 turns"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("the goal line %q lacks %q", got, want)
+		}
+	}
+}
+
 // jobPid returns the pid of the session's running job, read from the API.
 func jobPid(t *testing.T, e *env, id string) int {
 	t.Helper()
