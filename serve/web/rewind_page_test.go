@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/session"
 )
 
 // visibleJS is the conversation as a reader sees it: the entries a rewind
@@ -168,4 +170,66 @@ func jobPid(t *testing.T, e *env, id string) int {
 		t.Fatalf("the jobs of %s: %+v, %v", id, list, err)
 	}
 	return list.Jobs[0].Pid
+}
+
+// TestPageHidesWhatSessionVisibleHides: the page's rule for what a rewind
+// undid (rewind.js) agrees with session.Visible's on logs of rewinds,
+// redos, a rewind of code only and a rewind undoing one before it.
+func TestPageHidesWhatSessionVisibleHides(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	b := newBrowser(t)
+	b.do("opening the page", chromedp.Navigate(e.url+"/#token="+token))
+	b.wait("the page", `!document.getElementById("app").hidden`)
+	rw := func(seq, from, through int64, conv bool) session.Event {
+		r := &session.Rewind{Code: true, Conversation: conv, To: session.Point{Turn: 1}}
+		if conv {
+			r.From, r.Through = from, through
+		}
+		return session.Event{Seq: seq, Type: session.Rewound, Rewind: r}
+	}
+	redo := func(seq, of int64) session.Event {
+		return session.Event{Seq: seq, Type: session.Redone, Rewind: &session.Rewind{Redo: of}}
+	}
+	logs := map[string][]session.Event{
+		"a rewind":                     {rw(5, 2, 4, true)},
+		"a rewind redone":              {rw(5, 2, 4, true), redo(6, 5)},
+		"code only":                    {rw(5, 2, 4, false)},
+		"two, the later one redone":    {rw(5, 3, 4, true), rw(8, 1, 7, true), redo(9, 8)},
+		"a redo of a rewind not there": {rw(5, 3, 4, true), redo(6, 2)},
+		"rewind, redo, rewind":         {rw(5, 2, 4, true), redo(6, 5), rw(9, 6, 8, true)},
+	}
+	for name, marks := range logs {
+		// A log of seqs 1..12 with the rewinds and redos at their seqs.
+		var evs []session.Event
+		for seq := int64(1); seq <= 12; seq++ {
+			ev := session.Event{Seq: seq, Type: session.UserMessage}
+			for _, m := range marks {
+				if m.Seq == seq {
+					ev = m
+				}
+			}
+			evs = append(evs, ev)
+		}
+		var want []string
+		for _, ev := range session.Visible(evs) {
+			want = append(want, strconv.FormatInt(ev.Seq, 10))
+		}
+		js, _ := json.Marshal(evs)
+		got := b.evalAwait(`(async () => {
+			const { Undo } = await import("/assets/rewind.js");
+			const u = new Undo();
+			const log = document.createElement("div");
+			for (const ev of ` + string(js) + `) {
+				if (ev.rewind) u.add(ev);
+				const n = document.createElement("p");
+				n.dataset.seq = ev.seq;
+				log.append(n);
+			}
+			u.hide(log);
+			return [...log.children].filter((n) => !n.hidden).map((n) => n.dataset.seq);
+		})()`)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: the page shows seqs %v, session.Visible %v", name, got, want)
+		}
+	}
 }

@@ -86,9 +86,10 @@ export class Transcript {
     this.parts.log.prepend(...older.parts.log.childNodes);
     this.firstSeq = evs[0].seq;
     this.session.merge(older.session);
-    // A redo here may undo a rewind there: hide by all of them.
+    // A rewind here may have undone turns there, and a redo here may
+    // undo a rewind there: hide by all of them.
     for (const ev of older.undo.events) this.undo.add(ev);
-    if (older.undo.events.length) this.undo.hide(this.parts.log);
+    if (this.undo.events.length) this.undo.hide(this.parts.log);
     this.hooks.changed();
   }
 
