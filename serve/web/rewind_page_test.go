@@ -66,6 +66,7 @@ func TestPageRewindsATurnAndKillsAJob(t *testing.T) {
 	if _, err := os.Stat(made); err != nil {
 		t.Fatalf("a refused rewind touched the file: %v", err)
 	}
+	screenshot(t, b, "rewind-refused.png")
 	b.do("forcing it", chromedp.Click(chromedp.CSS(`#log .rewind-error .force`)))
 	b.wait("the rewind's line", `document.querySelector("#log .rewind-line.rewind")`)
 	if _, err := os.Stat(made); !os.IsNotExist(err) {
@@ -88,11 +89,16 @@ func TestPageRewindsATurnAndKillsAJob(t *testing.T) {
 	}
 
 	// A background job: listed while the panel is open, and killed.
-	b.do("opening the jobs", chromedp.Click(chromedp.CSS(`#jobs summary`)))
+	if !eval[bool](b, `document.getElementById("jobs").hidden`) {
+		t.Fatal("the jobs panel shows before the session has a job")
+	}
 	send(b, "start a job")
+	b.wait("the jobs panel", `!document.getElementById("jobs").hidden`)
+	b.do("unfolding the jobs", chromedp.Click(chromedp.CSS(`#jobs summary`)))
 	b.wait("the job listed", `document.querySelector("#job-list .job.running .kill")`)
 	id := eval[string](b, `new URLSearchParams(location.hash.slice(1)).get("session")`)
 	pid := jobPid(t, e, id)
+	screenshot(t, b, "jobs.png")
 	b.do("killing it", chromedp.Click(chromedp.CSS(`#job-list .job.running .kill`)))
 	b.wait("the job ended", `document.querySelector("#job-list .job.ended") && !document.querySelector("#job-list .job.running")`)
 	if st := eval[string](b, `document.querySelector("#job-list .job.ended").innerText`); !strings.Contains(st, "killed") {

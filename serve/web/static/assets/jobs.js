@@ -1,7 +1,8 @@
 // The session's background jobs and its goal, beside the conversation.
 // Jobs are not session events: the panel reads GET /v1/sessions/{id}/jobs
 // when a turn may have started or ended one, and every few seconds while
-// it is open (a job ends by itself too). The goal is the last goal event
+// it is unfolded (a job ends by itself too). It shows once the session
+// has a job. The goal is the last goal event
 // of the log: each records the goal's whole state.
 
 import { el } from "./dom.js";
@@ -26,7 +27,8 @@ export class Jobs {
     this.active = active;
     this.parts.list.replaceChildren();
     this.parts.count.textContent = "";
-    this.parts.box.hidden = !active;
+    // Shown once the session has a job: most sessions never start one.
+    this.parts.box.hidden = true;
     if (active) this.refresh();
     this.poll();
   }
@@ -58,7 +60,8 @@ export class Jobs {
 
   show(list) {
     const running = list.filter((j) => j.running).length;
-    this.parts.count.textContent = list.length ? `${running} running of ${list.length}` : "none";
+    this.parts.box.hidden = list.length === 0;
+    this.parts.count.textContent = `${running} running of ${list.length}`;
     this.parts.list.replaceChildren(...list.map((j) => this.item(j)));
   }
 
