@@ -118,8 +118,9 @@ func TestPageRewindsATurnAndKillsAJob(t *testing.T) {
 }
 
 // TestPageShowsTheGoal: a goal set through the API shows above the
-// conversation with its objective, state and budget, and follows the
-// goal's events until the model reports it complete.
+// conversation with its objective, state and what it spent of its budget
+// (a Go duration read as one), and follows the goal's events until the
+// model reports it complete.
 func TestPageShowsTheGoal(t *testing.T) {
 	e := newEnv(t, envOpts{
 		extraYAML: "goals:\n  min_backoff: 5ms\n  max_backoff: 20ms\n",
@@ -135,7 +136,7 @@ func TestPageShowsTheGoal(t *testing.T) {
 		t.Fatal("a session without a goal shows one")
 	}
 	id := eval[string](b, `new URLSearchParams(location.hash.slice(1)).get("session")`)
-	body := strings.NewReader(`{"objective": "tidy the repository", "budget": {"turns": 5}}`)
+	body := strings.NewReader(`{"objective": "tidy the repository", "budget": {"turns": 5, "time": "10m"}}`)
 	req, _ := http.NewRequest("POST", e.url+"/v1/sessions/"+id+"/goal", body)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
@@ -149,7 +150,7 @@ func TestPageShowsTheGoal(t *testing.T) {
 	}
 	b.wait("the goal complete", `document.getElementById("goal").dataset.state === "complete"`)
 	got := eval[string](b, `document.getElementById("goal").innerText`)
-	for _, want := range []string{"tidy the repository", "complete (all done)", "of 5 turns"} {
+	for _, want := range []string{"tidy the repository", "complete (all done)", "1 of 5 turns", " of 10 min 0 s"} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("the goal line %q lacks %q", got, want)
 		}

@@ -46,7 +46,7 @@ let goalSeq = 0;
 function goal(ev) {
   if (ev.seq < goalSeq) return;
   goalSeq = ev.seq;
-  showGoal($("goal"), ev.goal);
+  showGoal($("goal"), ev.goal, pricing.currency);
 }
 
 const jobs = new Jobs(

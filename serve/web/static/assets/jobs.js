@@ -5,7 +5,8 @@
 // has a job. The goal is the last goal event
 // of the log: each records the goal's whole state.
 
-import { el } from "./dom.js";
+import { el, duration } from "./dom.js";
+import { tokens, money } from "./usage.js";
 
 const POLL = 3000;
 
@@ -88,23 +89,33 @@ export class Jobs {
   }
 }
 
+// goDuration reads a Go duration ("1h2m3.5s", "173.05ms") as milliseconds,
+// the way the goal's budget and spending are written.
+const units = { h: 3600000, m: 60000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };
+export function goDuration(d) {
+  let ms = 0;
+  for (const [, n, u] of String(d || "").matchAll(/(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)/g)) ms += Number(n) * units[u];
+  return ms;
+}
+
 // showGoal writes a goal event's goal into p: its objective, state, and
-// what it spent of its budget. A cleared goal (or none) hides p.
-export function showGoal(p, g) {
+// what it spent of each part of its budget (cost in currency). A cleared
+// goal (or none) hides p.
+export function showGoal(p, g, currency) {
   p.hidden = !g || g.state === "cleared";
   if (p.hidden) return;
   p.dataset.state = g.state;
   const spent = g.spent || {};
   const budget = g.budget || {};
   const parts = [];
-  const of = (name, s, b) => {
+  const of = (s, b, fmt, unit) => {
     if (!s && !b) return;
-    parts.push(b ? `${s || 0} of ${b} ${name}` : `${s} ${name}`);
+    parts.push(b ? `${fmt(s || 0)} of ${fmt(b)}${unit}` : `${fmt(s)}${unit}`);
   };
-  of("tokens", spent.tokens, budget.tokens);
-  of("turns", spent.turns, budget.turns);
-  if (spent.cost || budget.cost) parts.push(budget.cost ? `${(spent.cost || 0).toFixed(4)} of ${budget.cost} cost` : `${spent.cost.toFixed(4)} cost`);
-  if (spent.time || budget.time) parts.push(budget.time ? `${spent.time || "0s"} of ${budget.time}` : `${spent.time}`);
+  of(spent.tokens, budget.tokens, tokens, " tokens");
+  of(spent.turns, budget.turns, String, " turns");
+  of(spent.cost, budget.cost, (v) => money(v, currency), "");
+  of(goDuration(spent.time), goDuration(budget.time), duration, "");
   p.replaceChildren(el("strong", "", "Goal: "), el("span", "goal-objective", g.objective), el("span", "goal-state", ` · ${g.state}${g.reason ? ` (${g.reason})` : ""}`));
   if (parts.length) p.append(el("span", "goal-spent", ` · spent ${parts.join(", ")}`));
 }
