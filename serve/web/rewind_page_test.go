@@ -25,7 +25,7 @@ const visibleJS = `[...document.querySelectorAll("#log > [data-seq]")].filter(e 
 // refused naming it, and its Force rewinds: the file is gone, the turn is
 // hidden and one line says what was undone; Redo brings both back. A
 // later turn starts a background job, which the jobs panel lists and
-// kills, and the process is gone.
+// kills, and the process is gone. Closed, the session offers no rewind.
 func TestPageRewindsATurnAndKillsAJob(t *testing.T) {
 	ws := t.TempDir()
 	made := filepath.Join(ws, "made.txt")
@@ -78,7 +78,7 @@ func TestPageRewindsATurnAndKillsAJob(t *testing.T) {
 	}
 
 	// Redo: the file and the turn come back, and a line says so.
-	b.do("redoing", chromedp.Click(chromedp.CSS(`#log .rewind-line .redo`)))
+	b.do("redoing", chromedp.Click(chromedp.CSS(`#log .redo-button`)))
 	b.wait("the redo's line", `document.querySelector("#log .rewind-line.redo")`)
 	if data, err := os.ReadFile(made); err != nil || string(data) != "by hand\n" {
 		t.Fatalf("after the redo the file holds %q, %v", data, err)
@@ -111,6 +111,13 @@ func TestPageRewindsATurnAndKillsAJob(t *testing.T) {
 			t.Fatalf("the job's process group %d outlived the page's kill", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A closed session is history: it offers no rewind and no redo.
+	b.do("closing the session", chromedp.Click(chromedp.ID("close")))
+	b.wait("the history", `document.getElementById("composer").hidden && document.querySelectorAll("#log .rewind-control").length === 2`)
+	if shown := eval[int](b, `[...document.querySelectorAll("#log :is(.rewind-control, .redo-button)")].filter((e) => e.offsetParent).length`); shown != 0 {
+		t.Fatalf("a closed session shows %d rewind or redo controls", shown)
 	}
 	if errs := b.pageErrors(); len(errs) > 0 {
 		t.Fatalf("page errors:\n%s", strings.Join(errs, "\n"))

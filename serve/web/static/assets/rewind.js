@@ -81,7 +81,7 @@ export function line(ev, undo, redo) {
   if (r.forced) bits.push(`forced over ${(r.differed || []).length || "some"} changed path${(r.differed || []).length === 1 ? "" : "s"}`);
   if (r.by) bits.push(`by ${r.by}`);
   p.append(el("span", "", bits.join(" · ") + ". "));
-  const b = el("button", "secondary small redo", "Redo");
+  const b = el("button", "secondary small redo-button", "Redo");
   b.type = "button";
   b.addEventListener("click", () => redo(b));
   p.append(b);

@@ -174,7 +174,7 @@ export class Transcript {
         this.undo.add(ev);
         this.add(ev, rewinds.line(ev, this.undo, (b) => this.redo(b)));
         if (ev.type === "redo") {
-          const b = this.parts.log.querySelector(`[data-seq="${ev.rewind.redo}"] .redo`);
+          const b = this.parts.log.querySelector(`[data-seq="${ev.rewind.redo}"] .redo-button`);
           if (b) b.remove();
         }
         this.undo.hide(this.parts.log);
