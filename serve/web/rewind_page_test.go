@@ -247,3 +247,44 @@ func TestPageHidesWhatSessionVisibleHides(t *testing.T) {
 		}
 	}
 }
+
+// TestPageHidesOlderHistoryARewindUndid: a long session shows its tail
+// first and adds the older events later; a rewind in the tail hides the
+// older turns it undid once they arrive, and a redo in the tail of a
+// rewind among them shows them again.
+func TestPageHidesOlderHistoryARewindUndid(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	b := newBrowser(t)
+	b.do("opening the page", chromedp.Navigate(e.url+"/#token="+token))
+	b.wait("the page", `!document.getElementById("app").hidden`)
+	shown := func(tail, older string) []string {
+		return b.evalAwait(`(async () => {
+			const { Transcript } = await import("/assets/transcript.js");
+			const log = document.createElement("div");
+			const tr = new Transcript({ log, approvals: document.createElement("div"), queue: document.createElement("ul") }, {
+				changed() {}, attachment: async () => new Blob(), agent: () => "main",
+				markdown: { show(n, s) { n.textContent = s; }, finish(n, s) { n.textContent = s; }, stream() {} },
+				pricing: () => ({ currency: "EUR", cost: () => 0 }),
+				rewind: async () => {}, redo: async () => {},
+			});
+			const turn = (n, seq) => [
+				{ seq, type: "turn/start", turn: n },
+				{ seq: seq + 1, type: "user/message", turn: n, message: { role: "user", content: "turn " + n } },
+				{ seq: seq + 2, type: "turn/end", turn: n, reason: "completed" },
+			];
+			const tail = ` + tail + `, older = ` + older + `;
+			tr.startAt(tail[0].seq);
+			for (const ev of tail) tr.event(ev);
+			tr.prepend(older);
+			return [...log.children].filter((n) => !n.hidden).map((n) => n.dataset.seq);
+		})()`)
+	}
+	rewind := `{ seq: 7, type: "rewind", rewind: { to: { turn: 1 }, conversation: true, from: 1, through: 6 } }`
+	if got := shown(`[...turn(2, 4), `+rewind+`]`, `turn(1, 1)`); strings.Join(got, ",") != "7" {
+		t.Fatalf("a rewind in the tail of turns 1 and 2: the page shows seqs %v, want only the rewind's line (7)", got)
+	}
+	older := `[...turn(1, 1), { seq: 4, type: "rewind", rewind: { to: { turn: 1 }, conversation: true, from: 1, through: 3 } }]`
+	if got := shown(`[{ seq: 5, type: "redo", rewind: { redo: 4 } }, ...turn(2, 6)]`, older); strings.Join(got, ",") != "2,3,4,5,7,8" {
+		t.Fatalf("a redo in the tail of an older rewind: the page shows seqs %v, want 2,3,4,5,7,8", got)
+	}
+}
