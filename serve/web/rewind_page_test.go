@@ -251,7 +251,8 @@ func TestPageHidesWhatSessionVisibleHides(t *testing.T) {
 // TestPageHidesOlderHistoryARewindUndid: a long session shows its tail
 // first and adds the older events later; a rewind in the tail hides the
 // older turns it undid once they arrive, and a redo in the tail of a
-// rewind among them shows them again.
+// rewind among them shows them again. Redo is offered only while no turn
+// ran after the rewind.
 func TestPageHidesOlderHistoryARewindUndid(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	b := newBrowser(t)
@@ -276,12 +277,16 @@ func TestPageHidesOlderHistoryARewindUndid(t *testing.T) {
 			tr.startAt(tail[0].seq);
 			for (const ev of tail) tr.event(ev);
 			tr.prepend(older);
-			return [...log.children].filter((n) => !n.hidden).map((n) => n.dataset.seq);
+			return [...log.children].filter((n) => !n.hidden).map((n) => n.dataset.seq + (n.querySelector(".redo-button") ? " redo" : ""));
 		})()`)
 	}
 	rewind := `{ seq: 7, type: "rewind", rewind: { to: { turn: 1 }, conversation: true, from: 1, through: 6 } }`
-	if got := shown(`[...turn(2, 4), `+rewind+`]`, `turn(1, 1)`); strings.Join(got, ",") != "7" {
-		t.Fatalf("a rewind in the tail of turns 1 and 2: the page shows seqs %v, want only the rewind's line (7)", got)
+	if got := shown(`[...turn(2, 4), `+rewind+`]`, `turn(1, 1)`); strings.Join(got, ",") != "7 redo" {
+		t.Fatalf("a rewind in the tail of turns 1 and 2: the page shows seqs %v, want only the rewind's line (7) with Redo", got)
+	}
+	// A turn after a rewind makes it final: no Redo.
+	if got := shown(`[...turn(2, 4), `+rewind+`, ...turn(3, 8)]`, `turn(1, 1)`); strings.Join(got, ",") != "7,9,10" {
+		t.Fatalf("a turn after the rewind: the page shows seqs %v, want 7,9,10 without Redo", got)
 	}
 	older := `[...turn(1, 1), { seq: 4, type: "rewind", rewind: { to: { turn: 1 }, conversation: true, from: 1, through: 3 } }]`
 	if got := shown(`[{ seq: 5, type: "redo", rewind: { redo: 4 } }, ...turn(2, 6)]`, older); strings.Join(got, ",") != "2,3,4,5,7,8" {

@@ -83,6 +83,8 @@ export class Transcript {
       { ...this.hooks, changed() {} });
     older.startAt(evs[0].seq);
     for (const ev of evs) older.event(ev);
+    // What is shown starts at a turn, so no rewind before it is redoable.
+    for (const b of older.parts.log.querySelectorAll(".redo-button")) b.remove();
     this.parts.log.prepend(...older.parts.log.childNodes);
     this.firstSeq = evs[0].seq;
     this.session.merge(older.session);
@@ -101,6 +103,8 @@ export class Transcript {
     const m = ev.message;
     switch (ev.type) {
       case "turn/start":
+        // A turn after a rewind makes it final (session.Redoable).
+        for (const b of this.parts.log.querySelectorAll(".redo-button")) b.remove();
         this.running = true;
         this.turn = { n: ev.turn, start: ev.time, totals: new Totals() };
         break;
