@@ -25,6 +25,7 @@ import (
 	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/serve/web"
 	"github.com/dsh-go/dsh/services/attachments"
+	"github.com/dsh-go/dsh/services/jobs"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -114,7 +115,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		t.Fatal(err)
 	}
 	att, _ := attachments.Key.Get(h.Root())
-	srv, err := serve.New(serve.Options{Sessions: h.Sessions(), Config: cfg, Token: token, Version: "test", Attachments: att})
+	srv, err := serve.New(serve.Options{Sessions: h.Sessions(), Config: cfg, Token: token, Version: "test", Attachments: att, Jobs: jobs.Of(h.Root())})
 	if err != nil {
 		h.Close(stdctx.Background())
 		t.Fatal(err)

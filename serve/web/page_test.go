@@ -10,8 +10,13 @@ import (
 )
 
 // transcriptJS describes the conversation as the page shows it: each
-// durable entry's seq and text, in order.
-const transcriptJS = `[...document.querySelectorAll("#log [data-seq]")].map(e => e.dataset.seq + " " + e.className + ": " + e.innerText.replace(/\s+/g, " ").trim())`
+// durable entry's seq and text, in order. The rewind controls are actions
+// only an open session offers, not what was said: their text is left out.
+const transcriptJS = `[...document.querySelectorAll("#log [data-seq]")].map(e => {
+	let text = e.innerText;
+	for (const c of e.querySelectorAll(".rewind-control")) text = text.replace(c.innerText, "");
+	return e.dataset.seq + " " + e.className + ": " + text.replace(/\s+/g, " ").trim();
+})`
 
 // openPage opens the page with the token in its fragment and creates a
 // session of the agent "main".

@@ -7,6 +7,7 @@ import { Pricing, line as usageLine } from "./usage.js";
 import { SessionList } from "./sessions.js";
 import { Follower } from "./follow.js";
 import { words } from "./words.js";
+import { Jobs, showGoal } from "./jobs.js";
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "dsh-token";
@@ -20,7 +21,41 @@ const markdown = new Markdown(async (texts) => (await api.call("POST", "/v1/rend
 
 const transcript = new Transcript(
   { log: $("log"), approvals: $("approvals"), queue: $("queue") },
-  { answer, changed, attachment, markdown, pricing: () => pricing, agent: () => (view ? view.agent : "") },
+  { answer, changed, attachment, markdown, pricing: () => pricing, agent: () => (view ? view.agent : ""), rewind, redo, goal, jobs: () => jobs.soon() },
+);
+
+// sessionCall sends one request about the session shown.
+function sessionCall(method, path, body) {
+  if (!view) return Promise.reject(new Error("no session is shown"));
+  return api.call(method, `/v1/sessions/${encodeURIComponent(view.id)}/${path}`, body);
+}
+
+// rewind and redo answer with the event, which the stream brings too:
+// the transcript shows it from there, once.
+function rewind(turn, opts) {
+  return sessionCall("POST", "rewind", { to: String(turn), ...opts });
+}
+
+function redo() {
+  return sessionCall("POST", "rewind", { redo: true });
+}
+
+// goal shows the latest goal event; older ones, read later for a long
+// session, do not replace it.
+let goalSeq = 0;
+function goal(ev) {
+  if (ev.seq < goalSeq) return;
+  goalSeq = ev.seq;
+  showGoal($("goal"), ev.goal, pricing.currency);
+}
+
+const jobs = new Jobs(
+  { box: $("jobs"), list: $("job-list"), count: $("job-count") },
+  {
+    list: async () => (await sessionCall("GET", "jobs")).jobs,
+    kill: (id) => sessionCall("POST", `jobs/${encodeURIComponent(id)}/kill`, {}),
+    failed: (e, what) => report(e, what),
+  },
 );
 
 const follower = new Follower($("log"), $("jump"));
@@ -231,6 +266,9 @@ async function openSession(id) {
   sessions.mark(id);
   drawer(false);
   transcript.reset();
+  goalSeq = 0;
+  showGoal($("goal"), null);
+  jobs.reset(s.open);
   follower.reset();
   showTurnState();
   const v = view;
@@ -554,6 +592,9 @@ async function remove() {
   }
   view = null;
   transcript.reset();
+  goalSeq = 0;
+  showGoal($("goal"), null);
+  jobs.reset(false);
   const params = new URLSearchParams(location.hash.slice(1));
   params.delete("session");
   setFragment(params);

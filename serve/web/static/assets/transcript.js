@@ -14,11 +14,14 @@
 import { el, clock, duration, fullFormat } from "./dom.js";
 import * as tools from "./tools.js";
 import { Totals, line as usageLine } from "./usage.js";
+import * as rewinds from "./rewind.js";
 
 export class Transcript {
   // parts: {log, approvals, queue}; hooks: {answer(q, choice), changed(),
   // attachment(ref) -> Promise<Blob>, markdown: Markdown, pricing() ->
-  // Pricing, agent() -> the session's agent}.
+  // Pricing, agent() -> the session's agent, rewind(turn, {code,
+  // conversation, force}) and redo() -> Promise, goal(goal event) and
+  // jobs() when a turn may have started or ended a job}.
   constructor(parts, hooks) {
     this.parts = parts;
     this.hooks = hooks;
@@ -45,6 +48,7 @@ export class Transcript {
     this.refusals = new Set(); // request ids whose refusal is shown: its log event and its notice say the same
     this.session = new Totals();
     this.turn = null; // {n, start, totals}
+    this.undo = new rewinds.Undo();
   }
 
   // lastEventId is what the stream resumes after: "<seq>-<notice>".
@@ -79,9 +83,15 @@ export class Transcript {
       { ...this.hooks, changed() {} });
     older.startAt(evs[0].seq);
     for (const ev of evs) older.event(ev);
+    // What is shown starts at a turn, so no rewind before it is redoable.
+    for (const b of older.parts.log.querySelectorAll(".redo-button")) b.remove();
     this.parts.log.prepend(...older.parts.log.childNodes);
     this.firstSeq = evs[0].seq;
     this.session.merge(older.session);
+    // A rewind here may have undone turns there, and a redo here may
+    // undo a rewind there: hide by all of them.
+    for (const ev of older.undo.events) this.undo.add(ev);
+    if (this.undo.events.length) this.undo.hide(this.parts.log);
     this.hooks.changed();
   }
 
@@ -93,13 +103,15 @@ export class Transcript {
     const m = ev.message;
     switch (ev.type) {
       case "turn/start":
+        // A turn after a rewind makes it final (session.Redoable).
+        for (const b of this.parts.log.querySelectorAll(".redo-button")) b.remove();
         this.running = true;
         this.turn = { n: ev.turn, start: ev.time, totals: new Totals() };
         break;
       case "user/message":
       case "steering/message":
         this.dequeue(ev.request_id || (m && m.request_id));
-        this.add(ev, this.userMessage(m, ev.type === "steering/message"));
+        this.add(ev, this.userMessage(m, ev.type === "steering/message", ev.type === "user/message" && (ev.turn || (this.turn && this.turn.n))));
         break;
       case "assistant/message": {
         const streamed = this.takeInflight();
@@ -160,7 +172,22 @@ export class Transcript {
       case "plan/updated":
         if (ev.plan) this.add(ev, this.planUpdate(ev.plan));
         break;
+      case "rewind":
+      case "redo":
+        if (!ev.rewind) break;
+        this.undo.add(ev);
+        this.add(ev, rewinds.line(ev, this.undo, (b) => this.redo(b)));
+        if (ev.type === "redo") {
+          const b = this.parts.log.querySelector(`[data-seq="${ev.rewind.redo}"] .redo-button`);
+          if (b) b.remove();
+        }
+        this.undo.hide(this.parts.log);
+        break;
+      case "goal":
+        if (ev.goal && this.hooks.goal) this.hooks.goal(ev);
+        break;
     }
+    if ((ev.type === "tool/result" || ev.type === "turn/end") && this.hooks.jobs) this.hooks.jobs();
   }
 
   // planUpdate shows a change of the plan state (tools.plan): the todo
@@ -225,11 +252,30 @@ export class Transcript {
     return p;
   }
 
-  userMessage(m, steer) {
+  // userMessage shows a message; one that began turn n has the control
+  // that rewinds to before it.
+  userMessage(m, steer, n) {
     const box = el("article", steer ? "msg user steer" : "msg user");
     box.append(el("h3", "who", steer ? "You (steer)" : "You"), el("div", "content", m ? m.content : ""));
     this.showParts(box, m);
+    if (n && this.hooks.rewind) {
+      box.dataset.turn = n;
+      box.append(rewinds.control(n, this.hooks.rewind));
+    }
     return box;
+  }
+
+  // redo asks for the last rewind to be undone; a refusal shows beside
+  // the button.
+  async redo(b) {
+    b.disabled = true;
+    try {
+      await this.hooks.redo();
+      b.remove();
+    } catch (e) {
+      b.disabled = false;
+      b.textContent = `Redo (not done: ${e.message})`;
+    }
   }
 
   // firstRefusal says whether the refusal of requestId is not shown yet,
