@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -340,4 +341,64 @@ func TestStopEndsTheGuard(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// StartPiped: what is written to the child's stdin comes back on its
+// stdout (cat), its stderr goes where it was told, and closing stdin ends
+// it, which the background reaper reports through Done.
+func TestStartPipedTalksAndReaps(t *testing.T) {
+	p, err := childproc.New(childproc.Spec{Path: "/bin/sh", Args: []string{"-c", "echo ready >&2; cat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	in, out, err := p.StartPiped(&stderr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.WriteString(in, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 6)
+	if _, err := io.ReadFull(out, got); err != nil || string(got) != "hello\n" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	in.Close()
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the child was not reaped after its stdin closed")
+	}
+	if err := p.Err(); err != nil || !strings.Contains(stderr.String(), "ready") {
+		t.Fatalf("exit %v, stderr %q", err, stderr.String())
+	}
+}
+
+// A command that cannot start leaves nothing open and says what failed.
+func TestStartPipedReportsAFailedStart(t *testing.T) {
+	p, err := childproc.New(childproc.Spec{Path: "/nonexistent/server"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.StartPiped(io.Discard, time.Second); err == nil || !strings.Contains(err.Error(), "/nonexistent/server") {
+		t.Fatalf("start of a missing command: %v", err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -59,7 +60,8 @@ type published struct {
 // pipes joins the server's stdout and stdin into the stream jsonrpc2
 // reads and writes; closing it closes both, which ends the read loop.
 type pipes struct {
-	r, w *os.File
+	r io.ReadCloser
+	w io.WriteCloser
 }
 
 func (p pipes) Read(b []byte) (int, error)  { return p.r.Read(b) }
@@ -79,33 +81,12 @@ func start(ctx stdctx.Context, srv Server, path, root string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Plain pipes, not the Cmd's, so Wait may reap a crashed server while
-	// the connection still holds its ends.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		p.Stop(0)
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		p.Stop(0)
-		return nil, err
-	}
 	c := &client{srv: srv, root: root, proc: p, stderr: &tail{max: 4 << 10}, started: time.Now(),
 		docs: map[protocol.DocumentURI]*document{}, diags: map[protocol.DocumentURI]published{}, changed: make(chan struct{})}
-	p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = inR, outW, c.stderr
-	p.Cmd.WaitDelay = stopGrace
-	err = p.Start()
-	inR.Close()
-	outW.Close()
+	inW, outR, err := p.StartPiped(c.stderr, stopGrace)
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		return nil, fmt.Errorf("starting %s: %w", path, err)
+		return nil, err
 	}
-	go func() { _ = p.Wait() }()
 	c.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(pipes{r: outR, w: inW}))
 	c.conn.Go(stdctx.Background(), c.handle)
 	if err := c.initialize(ctx); err != nil {

@@ -73,36 +73,12 @@ func (s *server) startProcess(c *conn) (mcpsdk.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Plain pipes, not the Cmd's: Wait must be free to run as soon as the
-	// process exits (that is how a crash is seen) without closing what
-	// the session still reads.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		p.Stop(0)
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		p.Stop(0)
-		return nil, err
-	}
 	c.tail = &tail{line: func(l string) { s.log.Debug("stderr", "line", l) }}
-	p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = inR, outW, c.tail
-	// Stderr is copied by Wait; a process that escaped the group could
-	// hold it open, so the copy is bounded.
-	p.Cmd.WaitDelay = stopGrace
-	err = p.Start()
-	inR.Close()
-	outW.Close()
+	inW, outR, err := p.StartPiped(c.tail, stopGrace)
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		return nil, fmt.Errorf("starting %s: %w", s.cfg.Command, err)
+		return nil, err
 	}
 	c.proc = p
-	go func() { _ = p.Wait() }()
 	limit := s.cfg.MaxMessageBytes
 	out := newFrameCap(outR, limit, func(n int, answered bool) {
 		s.log.Warn("an MCP server message over max_message_bytes was dropped; the server keeps running", "bytes", n, "limit", limit, "answered_as_error", answered)
