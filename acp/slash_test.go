@@ -35,7 +35,8 @@ func (e *env) command(id acp.SessionId, text string) (string, error) {
 // file and "/redo" puts it back, each answered with an agent message and
 // end_turn; none reaches the model. A file changed by hand stops the
 // rewind with REWIND_WORKSPACE_CHANGED naming it, --force overwrites it,
-// and a bad argument is invalid params.
+// a conversation rewind is answered with a message, and a bad argument is
+// invalid params.
 func TestRewindAndRedoAsCommands(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"command": "echo hi > new.txt"})
 	e := newEnv(t, envOpts{
@@ -90,6 +91,15 @@ func TestRewindAndRedoAsCommands(t *testing.T) {
 	say, err = e.command(id, "/rewind 1 code --force")
 	if err != nil || !strings.Contains(say, "overwrote 1 changed path(s)") || exists() {
 		t.Fatalf("forced rewind: %q %v (exists %v)", say, err, exists())
+	}
+	// A conversation rewind is told as a message: ACP cannot take the
+	// turn back out of the editor's view.
+	say, err = e.command(id, "/rewind 1 conversation")
+	if err != nil || !strings.Contains(say, "rewound the conversation to before turn 1") {
+		t.Fatalf("/rewind 1 conversation: %q %v", say, err)
+	}
+	if say, err := e.command(id, "/rewind"); err != nil || !strings.Contains(say, "nothing to rewind to yet") {
+		t.Fatalf("/rewind after the conversation rewind: %q %v", say, err)
 	}
 	if _, err := e.command(id, "/rewind banana"); rpcCode(err) != -32602 || !strings.Contains(errData(err), `"banana" is none of them`) {
 		t.Fatalf("/rewind banana: %v", err)
