@@ -8,12 +8,13 @@ import (
 // prompt.commands plugin's files) as ACP commands. The editor sends one
 // back as a prompt "/name args", which the agent controller's prepare stage
 // expands like any entry point's; the server adds nothing. A file named
-// steer is left out: "/steer " is the server's own command.
+// after one of the server's own commands (steer, rewind, redo, goal;
+// slash.go) is left out: the server's would shadow it.
 func (st *conv) promptCommands() []acp.AvailableCommand {
 	var out []acp.AvailableCommand
 	list, _ := st.srv.opts.Sessions.Commands(st.ctx, string(st.id))
 	for _, c := range list {
-		if c.Name == "steer" {
+		if isServerCommand(c.Name) {
 			continue
 		}
 		ac := acp.AvailableCommand{Name: c.Name, Description: c.Description}

@@ -13,7 +13,7 @@ import (
 
 // TestPromptCommandsReachTheEditor: with prompt.commands mounted, the
 // session's available_commands_update lists the workspace's command files
-// beside /steer, with their description and argument hint, and a prompt
+// beside the server's own (/steer, /rewind, /redo, /goal), with their description and argument hint, and a prompt
 // "/name args" from the editor reaches the model expanded; an unknown one
 // is refused with the list.
 func TestPromptCommandsReachTheEditor(t *testing.T) {
@@ -25,11 +25,12 @@ func TestPromptCommandsReachTheEditor(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "review-pr.md"), []byte("---\nargument-hint: [pr-number] [priority] [assignee]\ndescription: Review pull request\n---\n\nReview PR #$1 with priority $2 and assign to $3.\nFocus on security, performance, and code style.\n"), 0o644)
 	id := e.newSession()
 	u := e.c.waitFor(t, "commands", func(u acp.SessionUpdate) bool {
-		return u.AvailableCommandsUpdate != nil && len(u.AvailableCommandsUpdate.AvailableCommands) == 2
+		return u.AvailableCommandsUpdate != nil && len(u.AvailableCommandsUpdate.AvailableCommands) == 5
 	})
 	cs := u.AvailableCommandsUpdate.AvailableCommands
-	if cs[0].Name != "steer" || cs[1].Name != "review-pr" || cs[1].Description != "Review pull request" ||
-		cs[1].Input == nil || cs[1].Input.Unstructured == nil || cs[1].Input.Unstructured.Hint != "[pr-number] [priority] [assignee]" {
+	if cs[0].Name != "steer" || cs[1].Name != "rewind" || cs[2].Name != "redo" || cs[3].Name != "goal" ||
+		cs[4].Name != "review-pr" || cs[4].Description != "Review pull request" ||
+		cs[4].Input == nil || cs[4].Input.Unstructured == nil || cs[4].Input.Unstructured.Hint != "[pr-number] [priority] [assignee]" {
 		t.Fatalf("%+v", cs)
 	}
 	// The scripted model echoes what it received.

@@ -249,6 +249,7 @@ type envOpts struct {
 	extra   string // YAML plugin entries
 	store   string // session directory to share between envs
 	agent   string // YAML keys added to the agent
+	top     string // top-level YAML sections after agents
 	mcp     bool   // the binary has the mcp plugin
 	// accepts is what the session's provider takes (Options.Accepts)
 	accepts parts.Capabilities
@@ -268,7 +269,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	replies, _ := json.Marshal(o.replies)
 	yaml := "plugins:\n  - use: llm.scripted\n    config: {replies: " + string(replies) + "}\n" +
 		"  - use: session.jsonl\n    config: {dir: " + store + "}\n  - use: test.gate\n" + o.extra +
-		"agents:\n  - id: main\n    provider: scripted\n" + o.agent
+		"agents:\n  - id: main\n    provider: scripted\n" + o.agent + o.top
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,11 @@ func (s *Server) Prompt(_ stdctx.Context, p acp.PromptRequest) (acp.PromptRespon
 		}
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
+	if pc.Parts == nil {
+		if r, ok, err := st.sessionCommand(pc.Text, rid); ok {
+			return r, err
+		}
+	}
 	// The SDK cancels a prompt's ctx when the next prompt of the session
 	// arrives; a queued prompt must not take the running one down, so the
 	// delivery and the wait heed the session, not the request.
@@ -216,5 +221,5 @@ func (st *conv) announce() {
 		AvailableCommands: append([]acp.AvailableCommand{{
 			Name: "steer", Description: "hand a message to the running turn instead of queueing it",
 			Input: &acp.AvailableCommandInput{Unstructured: &acp.UnstructuredCommandInput{Hint: "what the agent should take into account now"}},
-		}}, st.promptCommands()...)}})
+		}}, append(append([]acp.AvailableCommand(nil), sessionCommands...), st.promptCommands()...)...)}})
 }

@@ -48,7 +48,7 @@ func TestPromptStreamsTheAnswerAndEndsTheTurn(t *testing.T) {
 	e.c.waitFor(t, "thought", func(u acp.SessionUpdate) bool { return u.AgentThoughtChunk != nil })
 	e.c.waitFor(t, "usage", func(u acp.SessionUpdate) bool { return u.UsageUpdate != nil && u.UsageUpdate.Used == 15 })
 	e.c.waitFor(t, "commands", func(u acp.SessionUpdate) bool {
-		return u.AvailableCommandsUpdate != nil && len(u.AvailableCommandsUpdate.AvailableCommands) == 1
+		return u.AvailableCommandsUpdate != nil && len(u.AvailableCommandsUpdate.AvailableCommands) == 4
 	})
 	e.c.waitFor(t, "title", func(u acp.SessionUpdate) bool {
 		return u.SessionInfoUpdate != nil && u.SessionInfoUpdate.Title != nil && *u.SessionInfoUpdate.Title == "hi"

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/slashcmd"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/spf13/cobra"
@@ -134,39 +135,18 @@ func slashRewind(svc sessions.Service, id, line string, out, diag io.Writer) {
 	defer cancel()
 	ctx = sessions.WithActor(ctx, cliSource.Principal.ID)
 	fields := strings.Fields(line)
-	var r sessions.RewindRequest
-	if fields[0] == "/redo" {
-		r.Redo = true
-	} else if len(fields) == 1 {
+	r, list, err := slashcmd.ParseRewind(fields[1:], fields[0] == "/redo")
+	if err != nil {
+		fmt.Fprintln(diag, bareError(err))
+		return
+	}
+	if list {
 		events, err := svc.History(ctx, id, 0)
 		if err != nil {
 			fmt.Fprintf(diag, "/rewind: %v\n", err)
 			return
 		}
 		fmt.Fprint(out, rewindPoints(events))
-		return
-	}
-	for _, f := range fields[1:] {
-		switch f {
-		case "code":
-			r.Code = true
-		case "conversation":
-			r.Conversation = true
-		case "both":
-			r.Code, r.Conversation = true, true
-		case "--force", "force":
-			r.Force = true
-		default:
-			p, err := session.ParsePoint(f)
-			if err != nil || r.Redo {
-				fmt.Fprintf(diag, "usage: /rewind TURN[.STEP] [code|conversation|both] [--force], or /redo (%q is none of them)\n", f)
-				return
-			}
-			r.To = p
-		}
-	}
-	if !r.Redo && r.To.Turn == 0 {
-		fmt.Fprint(diag, "usage: /rewind TURN[.STEP] [code|conversation|both] [--force]; /rewind alone lists them\n")
 		return
 	}
 	res, err := svc.Rewind(ctx, id, r)
@@ -177,51 +157,11 @@ func slashRewind(svc sessions.Service, id, line string, out, diag io.Writer) {
 	fmt.Fprintln(diag, rewound(res.Event))
 }
 
-// rewound says what a rewind or redo event did.
-func rewound(e session.Event) string {
-	r := e.Rewind
-	if r == nil {
-		return "(nothing was done)"
-	}
-	var what []string
-	if r.Code {
-		what = append(what, fmt.Sprintf("the workspace (%d restored, %d removed)", r.Restored, r.Removed))
-	}
-	if r.Conversation {
-		what = append(what, "the conversation")
-	}
-	s := strings.Join(what, " and ")
-	if e.Type == session.Redone {
-		s = fmt.Sprintf("redid the rewind at seq %d: %s", r.Redo, s)
-	} else {
-		s = fmt.Sprintf("rewound %s to before turn %s", s, r.To)
-	}
-	if r.Forced {
-		s += fmt.Sprintf("; overwrote %d changed path(s): %s", len(r.Differed), strings.Join(r.Differed, "; "))
-	}
-	return s + " (/redo undoes it)"
-}
+// rewound says what a rewind or redo event did (slashcmd.Rewound).
+func rewound(e session.Event) string { return slashcmd.Rewound(e) }
 
-// rewindPoints lists the turns the conversation shows and their steps
-// with checkpoints, for /rewind and `dsh sessions rewind` without --to.
+// rewindPoints lists the turns and steps to rewind to, for /rewind and
+// `dsh sessions rewind` without --to.
 func rewindPoints(events []session.Event) string {
-	var b strings.Builder
-	for _, e := range session.Visible(events) {
-		switch {
-		case e.Type == session.UserMessage && e.Message != nil:
-			fmt.Fprintf(&b, "%-6d %s\n", e.Turn, session.Title(e.Message.Content))
-		case e.Type == session.Checkpointed && e.Checkpoint != nil:
-			c := e.Checkpoint
-			what := c.Scope
-			if c.Scope == "paths" {
-				what = strings.Join(c.Paths, ", ")
-			}
-			fmt.Fprintf(&b, "  %-6s %s %s (%d files, %d excluded)\n", session.Point{Turn: e.Turn, Step: e.Step}, c.Tool, what, c.Files, len(c.Excluded)+c.ExcludedMore)
-		}
-	}
-	if b.Len() == 0 {
-		return "nothing to rewind to yet\n"
-	}
-	b.WriteString("rewind with /rewind TURN[.STEP] [code|conversation|both] (dsh sessions rewind ID --to TURN[.STEP])\n")
-	return b.String()
+	return slashcmd.RewindPoints(events, "rewind with /rewind TURN[.STEP] [code|conversation|both] (dsh sessions rewind ID --to TURN[.STEP])")
 }
