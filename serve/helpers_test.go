@@ -456,6 +456,10 @@ type eventStream struct {
 	resp  *http.Response
 	msgs  chan streamMsg
 	done  chan struct{}
+	// stop ends a reader waiting to hand over a message nobody takes (a
+	// test that failed before reading the stream to its end).
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // stream connects to the session's stream with the given headers.
@@ -480,7 +484,7 @@ func (e *env) stream(ctx stdctx.Context, id string, client *http.Client, header 
 		resp.Body.Close()
 		e.t.Fatalf("stream: %d %s", resp.StatusCode, b)
 	}
-	s := &eventStream{resp: resp, msgs: make(chan streamMsg, 1<<16), done: make(chan struct{})}
+	s := &eventStream{resp: resp, msgs: make(chan streamMsg, 1<<16), done: make(chan struct{}), stop: make(chan struct{})}
 	go s.read()
 	return s
 }
@@ -498,7 +502,7 @@ func (e *env) streamPaused(ctx stdctx.Context, id string, client *http.Client) *
 	if resp.StatusCode != http.StatusOK {
 		e.t.Fatalf("stream: %d", resp.StatusCode)
 	}
-	return &eventStream{resp: resp, msgs: make(chan streamMsg, 16), done: make(chan struct{})}
+	return &eventStream{resp: resp, msgs: make(chan streamMsg, 16), done: make(chan struct{}), stop: make(chan struct{})}
 }
 
 // start begins reading a paused stream.
@@ -517,7 +521,11 @@ func (s *eventStream) read() {
 			s.pings.Add(1)
 		case line == "":
 			if m.event != "" {
-				s.msgs <- m
+				select {
+				case s.msgs <- m:
+				case <-s.stop:
+					return
+				}
 			}
 			m = streamMsg{}
 		case strings.HasPrefix(line, "event: "):
@@ -532,6 +540,7 @@ func (s *eventStream) read() {
 
 // close disconnects and waits for the reader.
 func (s *eventStream) close() {
+	s.stopOnce.Do(func() { close(s.stop) })
 	s.resp.Body.Close()
 	<-s.done
 }

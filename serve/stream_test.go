@@ -141,7 +141,7 @@ func TestStreamResumesWithoutGapOrDuplicate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s3 := &eventStream{resp: resp, msgs: make(chan streamMsg, 1024), done: make(chan struct{})}
+		s3 := &eventStream{resp: resp, msgs: make(chan streamMsg, 1024), done: make(chan struct{}), stop: make(chan struct{})}
 		go s3.read()
 		var from streamed
 		m, _ := s3.next(t)
