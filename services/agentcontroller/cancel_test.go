@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 
 	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/session"
 )
 
 // TestCancelledSenderLeavesWhileAStubbornListenerDecides is issue 11 item
@@ -138,5 +139,70 @@ func TestWithdrawDiscardsTheDecisionOfAnUncancellableSender(t *testing.T) {
 	}
 	if n := e.ctl.Withdraw(a, cause); n != 0 {
 		t.Fatalf("an idle chain withdrew %d", n)
+	}
+}
+
+// eventLog is an agent that keeps the events the controller records for it.
+type eventLog struct {
+	*recorder
+	mu     sync.Mutex
+	events []session.Event
+}
+
+func (l *eventLog) RecordEvent(ev session.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+	return nil
+}
+
+func (l *eventLog) recorded() []session.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
+// TestWithdrawReachesADeliveryWaitingOnAHeldStage: a message waiting for a
+// config reload to release the admission stage is the cancel's like any
+// other: its sender learns it was dropped, the log records message/dropped
+// (not a failure of the stage), and a retry of its request id learns the
+// same once the reload is over.
+func TestWithdrawReachesADeliveryWaitingOnAHeldStage(t *testing.T) {
+	e := newEnv(t)
+	a := &eventLog{recorder: e.agent("a")}
+	e.reg.Publish(a) // the controller delivers to the agent the registry holds
+	release, err := e.ctl.Hold(stdctx.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	req := send("during the reload")
+	req.RequestID = "r1"
+	ch := e.deliverAsync(ctx, a, req)
+	waitFor(t, "a delivery waiting for the hold", holdWaiting(e, 1))
+	cause := errs.New("TEST_CANCELLED", "cancelled")
+	cause.Details = map[string]any{"by": "the operator"}
+	if n := e.ctl.Withdraw(a, cause); n != 1 {
+		t.Fatalf("withdrew %d deliveries, want 1", n)
+	}
+	dropped := func(err error) bool {
+		e, ok := errors.AsType[*errs.Error](err)
+		return ok && e.Code == agentcontroller.MessageDropped && e.Details["by"] == "the operator"
+	}
+	if r := wait(t, ch); !dropped(r.err) {
+		t.Fatalf("sender got %v, want %s by the operator", r.err, agentcontroller.MessageDropped)
+	}
+	release()
+	if r := wait(t, e.deliverAsync(stdctx.Background(), a, req)); !dropped(r.err) {
+		t.Fatalf("retry got %v, want %s by the operator", r.err, agentcontroller.MessageDropped)
+	}
+	evs := a.recorded()
+	if len(evs) != 1 || evs[0].Type != session.MessageDropped || evs[0].Reason != session.DroppedCancelled || evs[0].RequestID != "r1" {
+		t.Fatalf("recorded %+v, want one message/dropped (cancelled) for r1", evs)
+	}
+	if got := a.Messages(); len(got) != 0 {
+		t.Fatalf("a withdrawn message reached the inbox: %v", got)
 	}
 }

@@ -346,6 +346,12 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	// command must not reach the model unexpanded, or be refused as
 	// unknown, while its plugin is being swapped).
 	if err := c.enter(signal); err != nil {
+		if by, ok := c.withdrawn(agent.ID(), d); ok {
+			// The withdrawal ended the wait (it cancels the signal of a
+			// sender that can cancel): the message is the cancel's, not a
+			// failure of the stage.
+			return c.drop(agent, msg, by)
+		}
 		c.recordFailure(agent, msg, req, err)
 		c.recordRefusal(agent, msg, err)
 		return outcome{err: err}
