@@ -100,9 +100,15 @@ func withAgentSession(g *globals, cmd *cobra.Command, id string, fn func(stdctx.
 	defer cancel()
 	svc := h.Sessions()
 	err = func() error {
-		list, err := svc.List(ctx)
+		// Only this session's agent is needed: Find asks the store for
+		// the one id instead of listing every stored session.
+		sum, found, err := svc.Find(ctx, id)
 		if err != nil {
 			return err
+		}
+		var list []session.Summary
+		if found {
+			list = append(list, sum)
 		}
 		ac, err := agentOfSession(cfg, list, id, "")
 		if err != nil {
