@@ -52,6 +52,11 @@ type Options struct {
 	// stop of a plugin and the hold of the admission stage during the
 	// plugin swap; 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
+	// ApproverGrace is how long an approval question waits for an
+	// approving client to attach to a session with none (see
+	// live.Options.ApproverGrace); 0, for runs with nobody to wait for,
+	// refuses at once. dsh serve sets serve.approver_grace.
+	ApproverGrace time.Duration
 }
 
 // Host is a running config: the tree, its plugins and the agents opened
@@ -69,7 +74,8 @@ type Host struct {
 	attachments    *attachments.Store
 	attachmentsDir string
 
-	stopTimeout time.Duration
+	stopTimeout   time.Duration
+	approverGrace time.Duration
 	// base is the ordering position after the core services: a root
 	// entry put first on reload goes after them, as at start.
 	base int64
@@ -142,7 +148,7 @@ func Start(cfg *config.Config, opts Options) (*Host, error) {
 		return nil, err
 	}
 	root := dshctx.New(dshctx.WithLogger(logger))
-	h := &Host{telemetry: tel, root: root, log: logger, cfg: cfg, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout}
+	h := &Host{telemetry: tel, root: root, log: logger, cfg: cfg, opened: map[string]*openedAgent{}, reloaded: make(chan struct{}), stopTimeout: opts.StopTimeout, approverGrace: opts.ApproverGrace}
 	if h.stopTimeout <= 0 {
 		h.stopTimeout = DefaultStopTimeout
 	}

@@ -21,7 +21,7 @@ import (
 func (h *Host) Sessions() *sessions.Controller { return h.sessions }
 
 func (h *Host) sessionOptions() sessions.Options {
-	return sessions.Options{Opener: hostOpener{h}, Catalog: storeCatalog{h}, NewHub: sessions.LiveHubs, Attachments: h.attachments,
+	return sessions.Options{Opener: hostOpener{h}, Catalog: storeCatalog{h}, NewHub: sessions.LiveHubsWith(live.Options{ApproverGrace: h.approverGrace}), Attachments: h.attachments,
 		Goals: h.Config().GoalOptions()}
 }
 

@@ -4,11 +4,13 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -212,5 +214,45 @@ func TestAReleasedSessionIsLeftToItsCloser(t *testing.T) {
 	}
 	if _, open := e.h.Sessions().Get(id); !open {
 		t.Fatal("the shutdown closed a session the server had released")
+	}
+}
+
+// TestATakenOverSessionWaitsForItsApprover: a host that takes a session
+// over resumes its turn before the server attaches as its approver; with
+// dsh serve's approver grace the question asked in that gap waits for the
+// server's approver instead of failing closed, and the answer given
+// through the API runs the tool.
+func TestATakenOverSessionWaitsForItsApprover(t *testing.T) {
+	e := newEnv(t, envOpts{approverGrace: time.Minute, replies: []scripted.Reply{
+		{ToolCalls: []scripted.Call{{Name: "ask"}}}, {Text: "done"},
+	}})
+	ctx := stdctx.Background()
+	if _, err := e.h.Sessions().Open(ctx, sessions.OpenOptions{Agent: "main", SessionID: "s1", KeepRunning: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.Sessions().Prompt(ctx, "s1", sessions.PromptRequest{RequestID: "r1", Content: "use the tool"}); err != nil {
+		t.Fatal(err)
+	}
+	// The turn asks with no approver attached; without the grace it
+	// fails closed at once, and no question is left to answer below.
+	st, _ := e.h.Sessions().Get("s1")
+	deadline := time.Now().Add(patience)
+	for !slices.ContainsFunc(st.Log().Events(0), func(ev session.Event) bool { return ev.Type == session.ToolCall }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn never called its tool")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := e.srv.Adopt("s1"); err != nil {
+		t.Fatal(err)
+	}
+	q := e.waitQuestion("s1")
+	if r := e.call("POST", "/v1/sessions/s1/approvals/"+itoa(q), map[string]string{"choice": "allow-once"}); r.status != 200 {
+		t.Fatalf("answering the question asked before the takeover's approver came: %d %s", r.status, r.body)
+	}
+	evs := e.waitEvents("s1", "turn end", turnsEnded(1))
+	if res := toolResult(evs); res != "the asked tool ran" {
+		t.Fatalf("tool result %q, want the asked tool to run", res)
 	}
 }

@@ -153,6 +153,9 @@ type envOpts struct {
 	// service wraps the host's controller in the session service the
 	// server is given; nil gives it the controller.
 	service func(*sessions.Controller) sessions.Service
+	// approverGrace is the host's ApproverGrace (dsh serve's
+	// serve.approver_grace); 0 refuses a question nobody answers at once.
+	approverGrace time.Duration
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -174,7 +177,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+	h, err := host.Start(cfg, host.Options{Logger: hclog.NewNullLogger(), ApproverGrace: o.approverGrace})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 		return &exitCode{code: exitUsage, err: errors.New("dsh serve opens its sessions from configured agents, and the config has none; add one under the agents key")}
 	}
 
-	h, err := host.Start(cfg, host.Options{LogOutput: stderr})
+	h, err := host.Start(cfg, host.Options{LogOutput: stderr, ApproverGrace: cfg.Serve.ApproverGraceOrDefault()})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}

@@ -47,6 +47,12 @@ type ServeConfig struct {
 	// ShutdownTimeout bounds a graceful shutdown: turns still running
 	// when it ends are cancelled; default 10s.
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// ApproverGrace is how long a tool call's approval question waits
+	// for an approving client when none is attached (a page reloading, a
+	// stream reconnecting, the clients of a session this host took over
+	// from another); past it the call is refused. Default
+	// DefaultApproverGrace; a negative value refuses at once.
+	ApproverGrace time.Duration `koanf:"approver_grace"`
 	// Agent is the agent a session created without one runs; default
 	// the first configured. Presets are added to every such session's.
 	Agent   string   `koanf:"agent"`
@@ -171,7 +177,23 @@ const (
 	DefaultListen   = "127.0.0.1:7433"
 	DefaultTokenEnv = "DSH_SERVE_TOKEN"
 	DefaultMaxBody  = 1 << 20
+	// DefaultApproverGrace is serve.approver_grace's default: long
+	// enough for a browser to reload or a client to reconnect to another
+	// host, short enough that a call nobody will answer is refused soon.
+	DefaultApproverGrace = 15 * time.Second
 )
+
+// ApproverGraceOrDefault is serve.approver_grace with its default; 0 means
+// no grace.
+func (s ServeConfig) ApproverGraceOrDefault() time.Duration {
+	switch {
+	case s.ApproverGrace < 0:
+		return 0
+	case s.ApproverGrace == 0:
+		return DefaultApproverGrace
+	}
+	return s.ApproverGrace
+}
 
 // WebhookConfig maps one webhook onto an agent and a prompt.
 type WebhookConfig struct {

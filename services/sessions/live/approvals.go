@@ -3,6 +3,7 @@ package live
 import (
 	stdctx "context"
 	"fmt"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/approval"
@@ -18,28 +19,79 @@ type question struct {
 }
 
 // approve counts one more approving client, attaching the Hub to the
-// approval service for the first; the caller holds mu.
+// approval service for the first (unless a grace kept it attached); the
+// caller holds mu.
 func (h *Hub) approve() error {
 	if h.approvers == 0 {
-		if h.opts.Approvals == nil {
-			return errs.New(errs.InvalidArgument, fmt.Sprintf(
-				"cannot attach to agent %q to answer approvals: no approval service is loaded (mount the core services or pass Options.Approvals)", h.agent.ID()))
+		if h.unapprove == nil {
+			if err := h.attachApprovals(); err != nil {
+				return err
+			}
 		}
-		detach, err := h.opts.Approvals.Attach(h.agent.ID(), h.answer)
-		if err != nil {
-			return err
+		if h.grace != nil {
+			h.grace.Stop()
+			h.grace = nil
 		}
-		h.unapprove = detach
 	}
 	h.approvers++
 	return nil
 }
 
-// unapproveOne counts one approving client less; with none left the Hub
-// detaches, which cancels a question being asked, so it fails closed. The
-// caller holds mu.
+// attachApprovals makes the Hub the agent's approval answerer; the caller
+// holds mu.
+func (h *Hub) attachApprovals() error {
+	if h.opts.Approvals == nil {
+		return errs.New(errs.InvalidArgument, fmt.Sprintf(
+			"cannot attach to agent %q to answer approvals: no approval service is loaded (mount the core services or pass Options.Approvals)", h.agent.ID()))
+	}
+	detach, err := h.opts.Approvals.Attach(h.agent.ID(), h.answer)
+	if err != nil {
+		return err
+	}
+	h.unapprove = detach
+	return nil
+}
+
+// unapproveOne counts one approving client less. With none left the Hub
+// stays attached for Options.ApproverGrace, so a question asked meanwhile
+// waits for a client to come back; without a grace (or once the Hub is
+// closed) it detaches at once, which cancels a question being asked, so
+// it fails closed. The caller holds mu.
 func (h *Hub) unapproveOne() {
-	if h.approvers--; h.approvers == 0 && h.unapprove != nil {
+	if h.approvers--; h.approvers > 0 || h.unapprove == nil {
+		return
+	}
+	if h.opts.ApproverGrace > 0 && h.closed == nil {
+		h.startGraceLocked()
+		return
+	}
+	h.unapprove()
+	h.unapprove = nil
+}
+
+// startGraceLocked starts the wait for an approving client; the caller
+// holds mu.
+func (h *Hub) startGraceLocked() {
+	var t *time.Timer
+	t = time.AfterFunc(h.opts.ApproverGrace, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.grace == t {
+			h.endGraceLocked()
+		}
+	})
+	h.grace = t
+}
+
+// endGraceLocked detaches a Hub that no approving client came back to
+// (a question waiting then fails closed); the caller holds mu.
+func (h *Hub) endGraceLocked() {
+	if h.grace == nil {
+		return
+	}
+	h.grace.Stop()
+	h.grace = nil
+	if h.approvers == 0 && h.unapprove != nil {
 		h.unapprove()
 		h.unapprove = nil
 	}
@@ -49,7 +101,7 @@ func (h *Hub) unapproveOne() {
 // and returns the first answer.
 func (h *Hub) answer(ctx stdctx.Context, req approval.Request) (approval.Answer, error) {
 	h.mu.Lock()
-	if h.closed != nil || h.approvers == 0 {
+	if h.closed != nil || h.approvers == 0 && h.grace == nil {
 		h.mu.Unlock()
 		return approval.Answer{}, errs.New(approval.NoAnswerer, fmt.Sprintf(
 			"no client that answers approvals is attached to agent %q", h.agent.ID()))
@@ -72,10 +124,19 @@ func (h *Hub) answer(ctx stdctx.Context, req approval.Request) (approval.Answer,
 		return q.answer, nil
 	}
 	h.question = nil
-	s := Settled{QuestionID: q.id, Withdrawn: true, Reason: fmt.Sprintf("the call was cancelled: %v", stdctx.Cause(ctx))}
+	err := ctx.Err()
+	reason := fmt.Sprintf("the call was cancelled: %v", stdctx.Cause(ctx))
+	if h.unapprove == nil && h.closed == nil && h.opts.ApproverGrace > 0 {
+		// The grace ran out with no approving client back.
+		err = errs.New(approval.NoAnswerer, fmt.Sprintf(
+			"no client that answers approvals attached to agent %q within %s (the approver grace), so the call is refused (fail closed)",
+			h.agent.ID(), h.opts.ApproverGrace))
+		reason = err.Error()
+	}
+	s := Settled{QuestionID: q.id, Withdrawn: true, Reason: reason}
 	h.settled = s
 	h.broadcast(Update{Kind: KindSettled, Settled: &s}, true)
-	return approval.Answer{}, ctx.Err()
+	return approval.Answer{}, err
 }
 
 // Answer answers question id. The first answer wins; the other approving

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/approval"
@@ -197,5 +198,92 @@ func TestCloseDetachesTheAnswerer(t *testing.T) {
 	}
 	if r := <-ask(stdctx.Background(), svc, "bash"); !errs.HasCode(r.err, approval.NoAnswerer) {
 		t.Fatalf("after Close: %+v", r)
+	}
+}
+
+// TestGraceKeepsTheQuestionForAReturningApprover: with ApproverGrace, the
+// last approver leaving (a page reloading, a stream dropped as too slow)
+// does not fail the question: the next approving client gets it and its
+// answer is the Ask's.
+func TestGraceKeepsTheQuestionForAReturningApprover(t *testing.T) {
+	svc := &approval.Service{}
+	h := newHub(t, newAgent(t), live.Options{Approvals: svc, ApproverGrace: time.Minute})
+	tab := attach(t, h, "tab", true)
+	res := ask(stdctx.Background(), svc, "bash")
+	question(t, tab)
+	tab.Detach()
+	select {
+	case r := <-res:
+		t.Fatalf("the question failed within the grace: %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	back := attach(t, h, "tab-again", true)
+	q := question(t, back)
+	if err := back.Answer(q.ID, approval.Answer{Choice: approval.AllowOnce}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r.err != nil || r.ans.Choice != approval.AllowOnce {
+		t.Fatalf("Ask answered by the returning approver: %+v", r)
+	}
+}
+
+// TestGraceStartsWithTheHub: a session opened by a host that took it over
+// asks before any client reconnected; the first approving client to
+// attach gets the question.
+func TestGraceStartsWithTheHub(t *testing.T) {
+	svc := &approval.Service{}
+	h := newHub(t, newAgent(t), live.Options{Approvals: svc, ApproverGrace: time.Minute})
+	res := ask(stdctx.Background(), svc, "bash")
+	tab := attach(t, h, "reconnected", true)
+	q := question(t, tab)
+	if err := tab.Answer(q.ID, approval.Answer{Choice: approval.Deny}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r.err != nil || r.ans.Choice != approval.Deny {
+		t.Fatalf("Ask: %+v", r)
+	}
+}
+
+// TestGraceRunsOutFailsClosed: nobody comes back within the grace: the
+// question fails closed saying so, and a later question with nobody
+// attached fails at once.
+func TestGraceRunsOutFailsClosed(t *testing.T) {
+	svc := &approval.Service{}
+	grace := 100 * time.Millisecond
+	h := newHub(t, newAgent(t), live.Options{Approvals: svc, ApproverGrace: grace})
+	tab := attach(t, h, "tab", true)
+	tab.Detach()
+	start := time.Now()
+	r := <-ask(stdctx.Background(), svc, "bash")
+	if !errs.HasCode(r.err, approval.NoAnswerer) || r.ans.Allowed() || !strings.Contains(r.err.Error(), "approver grace") {
+		t.Fatalf("Ask past the grace: %+v", r)
+	}
+	if waited := time.Since(start); waited < grace/2 {
+		t.Fatalf("failed after %s, before the grace of %s", waited, grace)
+	}
+	start = time.Now()
+	if r := <-ask(stdctx.Background(), svc, "bash"); !errs.HasCode(r.err, approval.NoAnswerer) {
+		t.Fatalf("after the grace: %+v", r)
+	}
+	if waited := time.Since(start); waited > grace/2 {
+		t.Fatalf("a question after the grace waited %s", waited)
+	}
+}
+
+// TestCloseEndsTheGrace: closing the Hub detaches it at once; nothing
+// waits for a grace.
+func TestCloseEndsTheGrace(t *testing.T) {
+	svc := &approval.Service{}
+	h := newHub(t, newAgent(t), live.Options{Approvals: svc, ApproverGrace: time.Hour})
+	res := ask(stdctx.Background(), svc, "bash")
+	time.Sleep(10 * time.Millisecond)
+	h.Close()
+	select {
+	case r := <-res:
+		if !errs.HasCode(r.err, approval.NoAnswerer) || r.ans.Allowed() {
+			t.Fatalf("Ask after Close: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a closed Hub kept the question for its grace")
 	}
 }

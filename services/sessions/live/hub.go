@@ -35,6 +35,13 @@ type Options struct {
 	// Approvals is the approval service; default: the one in the agent's
 	// scope (approval.Key), if any.
 	Approvals *approval.Service
+	// ApproverGrace is how long a question waits for an approving client
+	// when none is attached: after the last one detaches (a page that
+	// reloads, a stream dropped as too slow) and after the Hub starts (a
+	// session another host took over, whose clients are still
+	// reconnecting). Past it, or with 0 (the default: a headless run has
+	// nobody to wait for), the question fails closed at once.
+	ApproverGrace time.Duration
 }
 
 const (
@@ -68,6 +75,9 @@ type Hub struct {
 	// unapprove detaches the Hub from the approval service.
 	approvers int
 	unapprove func()
+	// grace ends the ApproverGrace the Hub is in: attached to the
+	// approval service with no approving client.
+	grace     *time.Timer
 	question  *question
 	questions int64
 	// settled remembers the last question closed, to say why an Answer to
@@ -149,6 +159,16 @@ func New(agent agents.Agent, opts Options) (*Hub, error) {
 	if d := sess.Durable(); d > h.last {
 		h.catchUp(d)
 	}
+	// A Hub with a grace starts in it: a question the agent asks before
+	// its first approving client attaches waits for that client.
+	if h.opts.ApproverGrace > 0 && h.opts.Approvals != nil {
+		if err := h.attachApprovals(); err != nil {
+			h.mu.Unlock()
+			stop()
+			return nil, err
+		}
+		h.startGraceLocked()
+	}
 	h.mu.Unlock()
 	return h, nil
 }
@@ -188,6 +208,7 @@ func (h *Hub) shutdown(why error) {
 	for c := range h.clients {
 		h.drop(c, why)
 	}
+	h.endGraceLocked()
 	h.flight = nil
 }
 
