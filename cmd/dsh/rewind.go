@@ -3,13 +3,11 @@ package main
 import (
 	stdctx "context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/internal/slashcmd"
@@ -80,26 +78,10 @@ Without --to and --redo it lists the turns and steps to rewind to.`,
 
 // withAgentSession starts the host with the config's agents, opens stored
 // session id with the agent that wrote it, runs fn and closes it again.
-func withAgentSession(g *globals, cmd *cobra.Command, id string, fn func(stdctx.Context, sessions.Service, string) error) (runErr error) {
-	cfg, err := config.Load(g.loadOptions())
-	if err != nil {
-		return &exitCode{code: exitUsage, err: err}
-	}
-	h, err := host.Start(cfg, host.Options{LogOutput: cmd.ErrOrStderr()})
-	if err != nil {
-		return &exitCode{code: exitError, err: err}
-	}
-	defer func() {
-		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.Close(ctx); err != nil && runErr == nil {
-			runErr = &exitCode{code: exitError, err: err}
-		}
-	}()
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), time.Minute)
-	defer cancel()
-	svc := h.Sessions()
-	err = func() error {
+func withAgentSession(g *globals, cmd *cobra.Command, id string, fn func(stdctx.Context, sessions.Service, string) error) error {
+	all := func(cfg *config.Config) *config.Config { return cfg }
+	return withHost(g, cmd, all, func(ctx stdctx.Context, cfg *config.Config, h *host.Host) error {
+		svc := h.Sessions()
 		// Only this session's agent is needed: Find asks the store for
 		// the one id instead of listing every stored session.
 		sum, found, err := svc.Find(ctx, id)
@@ -120,19 +102,7 @@ func withAgentSession(g *globals, cmd *cobra.Command, id string, fn func(stdctx.
 		}
 		defer svc.Close(ctx, id)
 		return fn(ctx, svc, id)
-	}()
-	var ec *exitCode
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ec):
-		return ec
-	case errs.HasCode(err, session.NotFound):
-		return &exitCode{code: exitNotFound, err: err}
-	case errs.HasCode(err, session.RewindBadPoint), errs.HasCode(err, session.NoPersistence):
-		return &exitCode{code: exitUsage, err: err}
-	}
-	return &exitCode{code: exitError, err: err}
+	})
 }
 
 // slashRewind runs /rewind and /redo of the interactive session id.

@@ -103,14 +103,22 @@ Exit codes: 0 done, 1 failed (a session is open elsewhere, or unreadable),
 	return cmd
 }
 
-// withStore starts the host without agents, for its session store, and
-// maps what run returns to an exit code.
-func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Host) error) (runErr error) {
+// withStore starts a host with only the config's session stores (see
+// storeOnly), runs run and closes it again.
+func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Host) error) error {
+	return withHost(g, cmd, storeOnly, func(ctx stdctx.Context, _ *config.Config, h *host.Host) error { return run(ctx, h) })
+}
+
+// withHost loads the config, starts a host with what only keeps of it,
+// runs run within a minute and closes the host again. run's error becomes
+// the command's exit code: its own when it carries one, else by code
+// (not found, a usage mistake, any other failure).
+func withHost(g *globals, cmd *cobra.Command, only func(*config.Config) *config.Config, run func(stdctx.Context, *config.Config, *host.Host) error) (runErr error) {
 	cfg, err := config.Load(g.loadOptions())
 	if err != nil {
 		return &exitCode{code: exitUsage, err: err}
 	}
-	h, err := host.Start(storeOnly(cfg), host.Options{LogOutput: cmd.ErrOrStderr()})
+	h, err := host.Start(only(cfg), host.Options{LogOutput: cmd.ErrOrStderr()})
 	if err != nil {
 		return &exitCode{code: exitError, err: err}
 	}
@@ -123,13 +131,16 @@ func withStore(g *globals, cmd *cobra.Command, run func(stdctx.Context, *host.Ho
 	}()
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), time.Minute)
 	defer cancel()
-	err = run(ctx, h)
+	err = run(ctx, cfg, h)
+	var ec *exitCode
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ec):
+		return ec
 	case errs.HasCode(err, session.NotFound):
 		return &exitCode{code: exitNotFound, err: err}
-	case errs.HasCode(err, session.NoPersistence), errs.HasCode(err, session.Unsupported):
+	case errs.HasCode(err, session.NoPersistence), errs.HasCode(err, session.Unsupported), errs.HasCode(err, session.RewindBadPoint):
 		return &exitCode{code: exitUsage, err: err}
 	}
 	return &exitCode{code: exitError, err: err}
