@@ -289,7 +289,7 @@ func (p *checkpointer) scope(t *taker, x tools.Execution) ([]string, string) {
 		}
 		if json.Unmarshal(x.Call.Arguments, &args) == nil && args.Path != "" {
 			if rel, ok := t.rel(args.Path); ok {
-				return []string{rel}, "paths"
+				return append([]string{rel}, t.missingParents(rel)...), "paths"
 			}
 			// Outside the workspace the tool refuses it; nothing to keep.
 			return nil, "paths"

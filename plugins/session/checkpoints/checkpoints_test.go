@@ -22,12 +22,17 @@ func call(name string, args map[string]string) scripted.Call {
 }
 
 // TestFileToolsCheckpointTheirPath: write and edit record the path they
-// name (its absence for a new file); a rewind to before step 2 undoes the
-// edit and keeps step 1's new file; a redo edits again; a rewind to the
-// turn removes the new file too.
+// name (its absence for a new file, and of the folders the write makes);
+// a rewind to before step 2 undoes the edit, with the file's time, and
+// keeps step 1's new file; a redo edits again; a rewind to the turn
+// removes the new file and its new folder too.
 func TestFileToolsCheckpointTheirPath(t *testing.T) {
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "keep.txt"), []byte("Helo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	then := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(ws, "keep.txt"), then, then); err != nil {
 		t.Fatal(err)
 	}
 	r := newRig(t, ws, true, "",
@@ -42,7 +47,7 @@ func TestFileToolsCheckpointTheirPath(t *testing.T) {
 	if len(cps) != 2 {
 		t.Fatalf("%d checkpoints, want 2: %+v", len(cps), cps)
 	}
-	if c := cps[0]; c.Step != 1 || c.Checkpoint.Tool != "write" || c.Checkpoint.Scope != "paths" || strings.Join(c.Checkpoint.Paths, ",") != "sub/new.txt" || c.Checkpoint.Files != 0 {
+	if c := cps[0]; c.Step != 1 || c.Checkpoint.Tool != "write" || c.Checkpoint.Scope != "paths" || strings.Join(c.Checkpoint.Paths, ",") != "sub/new.txt,sub" || c.Checkpoint.Files != 0 {
 		t.Fatalf("write's checkpoint: step %d %+v", c.Step, c.Checkpoint)
 	}
 	if c := cps[1]; c.Step != 2 || c.Checkpoint.Tool != "edit" || strings.Join(c.Checkpoint.Paths, ",") != "keep.txt" || c.Checkpoint.Files != 1 || c.Checkpoint.Bytes != 5 {
@@ -57,18 +62,18 @@ func TestFileToolsCheckpointTheirPath(t *testing.T) {
 	if read(t, ws, "keep.txt") != "Helo\n" || read(t, ws, "sub/new.txt") != "one\n" {
 		t.Fatalf("after the rewind to 1.2: keep.txt %q, new.txt %q", read(t, ws, "keep.txt"), read(t, ws, "sub/new.txt"))
 	}
-	if fi, _ := os.Stat(filepath.Join(ws, "keep.txt")); fi.Mode().Perm() != 0o600 {
-		t.Fatalf("keep.txt came back with mode %v", fi.Mode())
+	if fi, _ := os.Stat(filepath.Join(ws, "keep.txt")); fi.Mode().Perm() != 0o600 || !fi.ModTime().Equal(then) {
+		t.Fatalf("keep.txt came back with mode %v, modified %v (want %v)", fi.Mode(), fi.ModTime(), then)
 	}
 	if _, err := r.rewind(sessions.RewindRequest{Redo: true}); err != nil || read(t, ws, "keep.txt") != "Hello\n" {
 		t.Fatalf("redo: %v, keep.txt %q", err, read(t, ws, "keep.txt"))
 	}
 	res, err = r.rewind(sessions.RewindRequest{To: session.Point{Turn: 1}})
-	if err != nil || res.Event.Rewind.Removed != 1 || !res.Event.Rewind.Conversation {
+	if err != nil || res.Event.Rewind.Removed != 2 || !res.Event.Rewind.Conversation {
 		t.Fatalf("rewind to 1: %+v %v", res.Event.Rewind, err)
 	}
-	if _, err := os.Stat(filepath.Join(ws, "sub/new.txt")); !os.IsNotExist(err) || read(t, ws, "keep.txt") != "Helo\n" {
-		t.Fatalf("after the rewind to 1: new.txt %v, keep.txt %q", err, read(t, ws, "keep.txt"))
+	if _, err := os.Stat(filepath.Join(ws, "sub")); !os.IsNotExist(err) || read(t, ws, "keep.txt") != "Helo\n" {
+		t.Fatalf("after the rewind to 1: the folder sub %v, keep.txt %q", err, read(t, ws, "keep.txt"))
 	}
 	if _, err := r.rewind(sessions.RewindRequest{To: session.Point{Turn: 1}}); !errs.HasCode(err, session.RewindBadPoint) {
 		t.Fatalf("rewinding to a turn the conversation no longer shows: %v", err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/attachments"
@@ -394,6 +395,10 @@ func writeFile(abs string, store *attachments.Store, e entry) error {
 	}
 	if werr == nil {
 		werr = os.Chmod(tmp.Name(), e.Mode)
+	}
+	if werr == nil && e.MTime != 0 {
+		t := time.Unix(0, e.MTime)
+		werr = os.Chtimes(tmp.Name(), t, t)
 	}
 	if werr == nil {
 		werr = os.Rename(tmp.Name(), abs)

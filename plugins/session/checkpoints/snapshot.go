@@ -45,6 +45,10 @@ type entry struct {
 	Blob string `json:"-"`
 	BI   int    `json:"b,omitempty"`
 	Off  int64  `json:"o,omitempty"`
+	// MTime is a file's modification time (Unix ns), given back by a
+	// rewind: build tools (make, go's test cache) judge a file by it.
+	// It does not make two states differ.
+	MTime int64 `json:"t,omitempty"`
 }
 
 // same reports whether two entries describe the same state (where the
@@ -447,6 +451,21 @@ func (t *taker) why(rel string) string {
 	return "matches an exclude glob"
 }
 
+// missingParents are the directories above rel that do not exist, from
+// the deepest: a write makes them, so a rewind must take them away again.
+func (t *taker) missingParents(rel string) []string {
+	var missing []string
+	for dir := path.Dir(rel); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		var sys unix.Stat_t
+		err := unix.Lstat(filepath.Join(t.ws, filepath.FromSlash(dir)), &sys)
+		if !errors.Is(err, syscall.ENOENT) {
+			break
+		}
+		missing = append(missing, dir)
+	}
+	return missing
+}
+
 // paths takes the state of the given paths alone.
 func (t *taker) paths(p *pack, ex *exclusions, rels []string) (state, error) {
 	var st state
@@ -510,6 +529,7 @@ func (t *taker) fromStat(p *pack, rel, abs string, sys *unix.Stat_t, total *int6
 	*total += e.Size
 	ino := sys.Ino
 	mtime := sys.Mtim.Nano()
+	e.MTime = mtime
 	if old, ok := t.idx[rel]; ok && old.size == e.Size && old.mtime == mtime && old.ino == ino &&
 		mtime < t.when.Add(-2*time.Second).UnixNano() {
 		if _, ok := t.locs[old.hash]; ok {
