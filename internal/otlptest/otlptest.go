@@ -60,8 +60,14 @@ func Start(t testing.TB) *Collector {
 	// process may take one in between: then try again on others.
 	var lastErr error
 	for range 5 {
-		c, err := start(t, bin, dir)
+		c, stop, err := start(bin, dir)
 		if err == nil {
+			t.Cleanup(func() {
+				stop()
+				if t.Failed() && c.stderr.Len() > 0 {
+					t.Logf("the collector's log:\n%s", c.stderr.String())
+				}
+			})
 			return c
 		}
 		lastErr = err
@@ -73,10 +79,12 @@ func Start(t testing.TB) *Collector {
 	return nil
 }
 
-func start(t testing.TB, bin, dir string) (*Collector, error) {
+// start runs the collector with its files in dir and returns it once it
+// listens, with the function that stops it.
+func start(bin, dir string) (*Collector, func(), error) {
 	ports, err := freePorts(2)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := &Collector{
 		grpcAddr: ports[0], httpAddr: ports[1],
@@ -85,13 +93,13 @@ func start(t testing.TB, bin, dir string) (*Collector, error) {
 	}
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, c.grpcAddr, c.httpAddr, c.traces, flushEvery, c.metrics, flushEvery), 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := exec.Command(bin, "--config", cfg)
 	cmd.Stdout = c.stderr
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -116,22 +124,16 @@ func start(t testing.TB, bin, dir string) (*Collector, error) {
 			}
 			select {
 			case err := <-exited:
-				return nil, fmt.Errorf("the collector exited (%v):\n%s", err, c.stderr.String())
+				return nil, nil, fmt.Errorf("the collector exited (%v):\n%s", err, c.stderr.String())
 			case <-time.After(20 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
 				stop()
-				return nil, fmt.Errorf("the collector does not listen on %s after 30s:\n%s", addr, c.stderr.String())
+				return nil, nil, fmt.Errorf("the collector does not listen on %s after 30s:\n%s", addr, c.stderr.String())
 			}
 		}
 	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() && c.stderr.Len() > 0 {
-			t.Logf("the collector's log:\n%s", c.stderr.String())
-		}
-	})
-	return c, nil
+	return c, stop, nil
 }
 
 func freePorts(n int) ([]string, error) {
