@@ -5,12 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -50,29 +49,26 @@ func source() (string, error) {
 	return dir, nil
 }
 
-// key hashes what decides the binary: the module's files and the Go
-// toolchain that builds it.
+// key hashes what decides the binary: the module's go.mod, go.sum and Go
+// files, and the Go toolchain that builds it. Anything else in the
+// directory (a binary someone built there) is left out.
 func key(dir string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintln(h, runtime.Version())
-	var names []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			names = append(names, path)
-		}
-		return err
-	})
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return "", err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		data, err := os.ReadFile(name)
+	for _, e := range entries { // sorted by name
+		name := e.Name()
+		if e.IsDir() || (name != "go.mod" && name != "go.sum" && !strings.HasSuffix(name, ".go")) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return "", err
 		}
-		rel, _ := filepath.Rel(dir, name)
-		fmt.Fprintf(h, "%s %d\n", rel, len(data))
+		fmt.Fprintf(h, "%s %d\n", name, len(data))
 		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
