@@ -103,9 +103,10 @@ func TestConfigFromEnvAndValidate(t *testing.T) {
 	}
 }
 
-// Spans reach a real OTLP receiver over both protocols, carry their
-// parent, and the trace context goes through headers, a map and a
-// child's environment and comes back as the same trace.
+// Spans and metrics reach a real OpenTelemetry Collector over both
+// protocols, the spans carry their parent, the trace context goes through
+// headers, a map and a child's environment and comes back as the same
+// trace, and a counter arrives with the count added.
 func TestExportAndPropagation(t *testing.T) {
 	for _, proto := range []string{telemetry.ProtocolGRPC, telemetry.ProtocolHTTP} {
 		t.Run(proto, func(t *testing.T) {
@@ -140,6 +141,8 @@ func TestExportAndPropagation(t *testing.T) {
 				t.Fatalf("log args %v", args)
 			}
 			telemetry.End(root, errs.New(errs.Internal, "boom"))
+			telemetry.M().Inputs.Add(ctx, 2, metricAttrs("entry_point", "api", "outcome", "admitted"))
+			telemetry.M().Inputs.Add(ctx, 1, metricAttrs("entry_point", "api", "outcome", "refused"))
 			if err := p.ForceFlush(stdctx.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -148,6 +151,8 @@ func TestExportAndPropagation(t *testing.T) {
 			if cs.ParentID != rs.SpanID || rs.Service != "dsh-test" || rs.Attributes["error.type"] != "INTERNAL" || rs.Error == "" {
 				t.Fatalf("root %+v child %+v", rs, cs)
 			}
+			otlptest.AwaitSum(t, r, 10*time.Second, 2, "dsh.inputs", "entry_point", "api", "outcome", "admitted")
+			otlptest.AwaitSum(t, r, 10*time.Second, 3, "dsh.inputs", "entry_point", "api")
 		})
 	}
 }

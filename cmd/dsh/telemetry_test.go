@@ -48,7 +48,8 @@ func (c apiClient) call(method, path, body string, header ...string) (int, strin
 // a person approves over the API, is one trace in the receiver — the
 // client's — with the parent-child structure docs/telemetry.md promises;
 // the plugin binary got the trace context in its gRPC metadata; and
-// /metrics, read with the Prometheus parser, counts the inputs sent.
+// /metrics, read with the Prometheus parser, and the OTLP metrics the
+// collector received count the inputs sent.
 func TestTelemetryOneTraceThroughServe(t *testing.T) {
 	r := otlptest.Start(t)
 	seen := filepath.Join(t.TempDir(), "traceparents")
@@ -73,6 +74,7 @@ telemetry:
   endpoint: %s
   insecure: true
   service_name: dsh-e2e
+  metrics_interval: 200ms
   prometheus: {enabled: true}
 log: {level: warn}
 `, testplugin(t), seen, r.GRPCEndpoint())
@@ -212,6 +214,12 @@ log: {level: warn}
 	if strings.Contains(p.log.String(), token) {
 		t.Fatal("the token is in the log")
 	}
+
+	// The same counts reach the collector over OTLP.
+	otlptest.AwaitSum(t, r, 30*time.Second, 1, "dsh.inputs", "entry_point", "serve", "outcome", "admitted")
+	otlptest.AwaitSum(t, r, 30*time.Second, 1, "dsh.inputs", "entry_point", "serve", "outcome", "refused")
+	otlptest.AwaitSum(t, r, 30*time.Second, 1, "dsh.tool.calls", "tool", "clock", "outcome", "ok")
+	otlptest.AwaitSum(t, r, 30*time.Second, 1, "dsh.approvals", "answerer", "person")
 }
 
 // TestTelemetryOneTraceAcrossHosts: a prompt sent to host b for a session

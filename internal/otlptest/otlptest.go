@@ -1,397 +1,182 @@
-// Package otlptest is an OTLP receiver for tests: it takes traces and
-// metrics over OTLP/gRPC and OTLP/HTTP (protobuf), decoded with the
-// protocol's own generated types (go.opentelemetry.io/proto/otlp), and
-// answers queries about what it received over an HTTP API shaped like
-// Jaeger's (/api/traces/{id}, /api/traces?service=…).
+// Package otlptest runs a real OpenTelemetry Collector for tests: the
+// upstream OTLP receiver (gRPC and HTTP) feeding the contrib file
+// exporter, built from the nested module ./otelcol (a module of its own,
+// as the collector needs newer OpenTelemetry modules than dsh pins). A
+// test starts one with Start, points dsh's OTLP exporter at it, and reads
+// what arrived from the exporter's OTLP JSON files, decoded with the
+// protocol's generated types (go.opentelemetry.io/proto/otlp).
 //
-// It stands in for Jaeger all-in-one, which the telemetry tests were meant
-// to start: Jaeger v1.76.0 as a Go tool adds some 330 modules to go.mod and
-// took 6 CPU-minutes to build here, far over the CI budget. What dsh sends
-// still goes through the real OTLP exporters, gRPC and protobuf encoding;
-// only the storage is this package's.
+// The binary is built once per machine and source (see Binary); .ci/run
+// builds it early, in parallel with the rest of CI's set-up.
 package otlptest
 
 import (
-	stdctx "context"
-	"encoding/hex"
-	"encoding/json"
+	"bytes"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/url"
-	"sort"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
-
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 )
 
-// Span is one received span as the query API returns it.
-type Span struct {
-	TraceID    string         `json:"traceID"`
-	SpanID     string         `json:"spanID"`
-	ParentID   string         `json:"parentSpanID,omitempty"`
-	Name       string         `json:"operationName"`
-	Kind       string         `json:"kind"`
-	Service    string         `json:"serviceName"`
-	Start      time.Time      `json:"startTime"`
-	Duration   time.Duration  `json:"duration"`
-	Attributes map[string]any `json:"tags"`
-	Error      string         `json:"error,omitempty"`
-}
-
-// Receiver is a running receiver.
-type Receiver struct {
+// Collector is a running collector process.
+type Collector struct {
 	grpcAddr string
-	httpURL  string
-	grpc     *grpc.Server
-	http     *http.Server
-
-	mu      sync.Mutex
-	spans   []Span
-	metrics int // metric export requests received
-	changed chan struct{}
+	httpAddr string
+	traces   string // the file exporter's output for traces
+	metrics  string // and for metrics
+	stderr   *lockedBuffer
 }
 
-// Start starts a receiver on loopback ports; it stops when the test ends.
-func Start(t testing.TB) *Receiver {
+// flushEvery is how often the file exporter writes what it holds: a test
+// waits about this long past the export before it can read a span.
+const flushEvery = 50 * time.Millisecond
+
+const config = `receivers:
+  otlp:
+    protocols:
+      grpc: {endpoint: %q}
+      http: {endpoint: %q}
+exporters:
+  file/traces: {path: %q, flush_interval: %s}
+  file/metrics: {path: %q, flush_interval: %s}
+service:
+  pipelines:
+    traces: {receivers: [otlp], exporters: [file/traces]}
+    metrics: {receivers: [otlp], exporters: [file/metrics]}
+`
+
+// Start starts a collector on loopback ports; it stops when the test ends.
+func Start(t testing.TB) *Collector {
 	t.Helper()
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	bin := Binary(t)
+	dir := t.TempDir()
+	// The ports are chosen here and bound by the collector, so another
+	// process may take one in between: then try again on others.
+	var lastErr error
+	for range 5 {
+		c, stop, err := start(bin, dir)
+		if err == nil {
+			t.Cleanup(func() {
+				stop()
+				if t.Failed() && c.stderr.Len() > 0 {
+					t.Logf("the collector's log:\n%s", c.stderr.String())
+				}
+			})
+			return c
+		}
+		lastErr = err
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
 	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Fatalf("starting the collector: %v", lastErr)
+	return nil
+}
+
+// start runs the collector with its files in dir and returns it once it
+// listens, with the function that stops it.
+func start(bin, dir string) (*Collector, func(), error) {
+	ports, err := freePorts(2)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	r := &Receiver{grpcAddr: gl.Addr().String(), httpURL: "http://" + hl.Addr().String(), changed: make(chan struct{})}
-	r.grpc = grpc.NewServer()
-	coltracepb.RegisterTraceServiceServer(r.grpc, traceService{r: r})
-	colmetricpb.RegisterMetricsServiceServer(r.grpc, metricService{r: r})
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/traces", r.postTraces)
-	mux.HandleFunc("POST /v1/metrics", r.postMetrics)
-	mux.HandleFunc("GET /api/traces/{id}", r.getTrace)
-	mux.HandleFunc("GET /api/traces", r.findTraces)
-	r.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = r.grpc.Serve(gl) }()
-	go func() { _ = r.http.Serve(hl) }()
-	t.Cleanup(func() {
-		r.grpc.Stop()
-		_ = r.http.Close()
-	})
-	return r
+	c := &Collector{
+		grpcAddr: ports[0], httpAddr: ports[1],
+		traces: filepath.Join(dir, "traces.jsonl"), metrics: filepath.Join(dir, "metrics.jsonl"),
+		stderr: &lockedBuffer{},
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, c.grpcAddr, c.httpAddr, c.traces, flushEvery, c.metrics, flushEvery), 0o644); err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(bin, "--config", cfg)
+	cmd.Stdout = c.stderr
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	// Ready is when both receivers accept connections; the exporters start
+	// before the receivers, so nothing sent after that is lost.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, addr := range []string{c.grpcAddr, c.httpAddr} {
+		for {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				conn.Close()
+				break
+			}
+			select {
+			case err := <-exited:
+				return nil, nil, fmt.Errorf("the collector exited (%v):\n%s", err, c.stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				stop()
+				return nil, nil, fmt.Errorf("the collector does not listen on %s after 30s:\n%s", addr, c.stderr.String())
+			}
+		}
+	}
+	return c, stop, nil
+}
+
+func freePorts(n int) ([]string, error) {
+	var out []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
 }
 
 // GRPCEndpoint is host:port for OTLP/gRPC.
-func (r *Receiver) GRPCEndpoint() string { return r.grpcAddr }
+func (c *Collector) GRPCEndpoint() string { return c.grpcAddr }
 
 // HTTPEndpoint is the base URL for OTLP/HTTP (the exporter adds /v1/traces).
-func (r *Receiver) HTTPEndpoint() string { return r.httpURL }
+func (c *Collector) HTTPEndpoint() string { return "http://" + c.httpAddr }
 
-// QueryURL is the base URL of the query API.
-func (r *Receiver) QueryURL() string { return r.httpURL }
+// Log is what the collector wrote to stdout and stderr so far.
+func (c *Collector) Log() string { return c.stderr.String() }
 
-// MetricExports is how many metric export requests arrived.
-func (r *Receiver) MetricExports() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.metrics
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-type traceService struct {
-	coltracepb.UnimplementedTraceServiceServer
-	r *Receiver
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
 }
 
-func (s traceService) Export(_ stdctx.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	s.r.add(req)
-	return &coltracepb.ExportTraceServiceResponse{}, nil
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
-type metricService struct {
-	colmetricpb.UnimplementedMetricsServiceServer
-	r *Receiver
-}
-
-func (s metricService) Export(_ stdctx.Context, _ *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
-	s.r.mu.Lock()
-	s.r.metrics++
-	s.r.mu.Unlock()
-	return &colmetricpb.ExportMetricsServiceResponse{}, nil
-}
-
-func (r *Receiver) postTraces(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var in coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(body, &in); err != nil {
-		http.Error(w, "not an ExportTraceServiceRequest: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	r.add(&in)
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-func (r *Receiver) postMetrics(w http.ResponseWriter, req *http.Request) {
-	_, _ = io.Copy(io.Discard, req.Body)
-	r.mu.Lock()
-	r.metrics++
-	r.mu.Unlock()
-	out, _ := proto.Marshal(&colmetricpb.ExportMetricsServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-func (r *Receiver) add(req *coltracepb.ExportTraceServiceRequest) {
-	var got []Span
-	for _, rs := range req.GetResourceSpans() {
-		service := ""
-		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.Key == "service.name" {
-				service = kv.GetValue().GetStringValue()
-			}
-		}
-		for _, ss := range rs.GetScopeSpans() {
-			for _, sp := range ss.GetSpans() {
-				s := Span{
-					TraceID: hex.EncodeToString(sp.TraceId), SpanID: hex.EncodeToString(sp.SpanId),
-					Name: sp.Name, Kind: sp.Kind.String(), Service: service,
-					Start:      time.Unix(0, int64(sp.StartTimeUnixNano)),
-					Duration:   time.Duration(sp.EndTimeUnixNano - sp.StartTimeUnixNano),
-					Attributes: map[string]any{},
-				}
-				if len(sp.ParentSpanId) > 0 {
-					s.ParentID = hex.EncodeToString(sp.ParentSpanId)
-				}
-				for _, kv := range sp.Attributes {
-					s.Attributes[kv.Key] = value(kv.Value)
-				}
-				if sp.Status != nil && sp.Status.Code == 2 {
-					s.Error = sp.Status.Message
-				}
-				got = append(got, s)
-			}
-		}
-	}
-	r.mu.Lock()
-	r.spans = append(r.spans, got...)
-	close(r.changed)
-	r.changed = make(chan struct{})
-	r.mu.Unlock()
-}
-
-func value(v *commonpb.AnyValue) any {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue
-	case *commonpb.AnyValue_IntValue:
-		return x.IntValue
-	case *commonpb.AnyValue_BoolValue:
-		return x.BoolValue
-	case *commonpb.AnyValue_DoubleValue:
-		return x.DoubleValue
-	case *commonpb.AnyValue_ArrayValue:
-		var out []any
-		for _, e := range x.ArrayValue.GetValues() {
-			out = append(out, value(e))
-		}
-		return out
-	}
-	return nil
-}
-
-// Spans returns every span received so far.
-func (r *Receiver) Spans() []Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Span(nil), r.spans...)
-}
-
-func (r *Receiver) trace(id string) []Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []Span
-	for _, s := range r.spans {
-		if s.TraceID == id {
-			out = append(out, s)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
-	return out
-}
-
-// traceResponse is the query API's answer, as Jaeger's: data holds traces.
-type traceResponse struct {
-	Data []traceData `json:"data"`
-}
-
-type traceData struct {
-	TraceID string `json:"traceID"`
-	Spans   []Span `json:"spans"`
-}
-
-func (r *Receiver) getTrace(w http.ResponseWriter, req *http.Request) {
-	id := req.PathValue("id")
-	spans := r.trace(id)
-	if len(spans) == 0 {
-		http.Error(w, `{"errors":[{"msg":"trace not found"}]}`, http.StatusNotFound)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(traceResponse{Data: []traceData{{TraceID: id, Spans: spans}}})
-}
-
-// findTraces answers ?service=…&operation=… with the traces holding a
-// matching span.
-func (r *Receiver) findTraces(w http.ResponseWriter, req *http.Request) {
-	service, op := req.URL.Query().Get("service"), req.URL.Query().Get("operation")
-	seen := map[string]bool{}
-	var ids []string
-	for _, s := range r.Spans() {
-		if (service == "" || s.Service == service) && (op == "" || s.Name == op) && !seen[s.TraceID] {
-			seen[s.TraceID] = true
-			ids = append(ids, s.TraceID)
-		}
-	}
-	var out traceResponse
-	for _, id := range ids {
-		out.Data = append(out.Data, traceData{TraceID: id, Spans: r.trace(id)})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
-}
-
-// Query fetches the traces holding a span named op (any when "") through
-// the query API, as a test would ask Jaeger.
-func Query(t testing.TB, base, op string) []Trace {
-	t.Helper()
-	resp, err := http.Get(base + "/api/traces?operation=" + url.QueryEscape(op))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /api/traces?operation=%s: %s", op, resp.Status)
-	}
-	var out traceResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	traces := make([]Trace, 0, len(out.Data))
-	for _, d := range out.Data {
-		traces = append(traces, Trace{ID: d.TraceID, Spans: d.Spans})
-	}
-	return traces
-}
-
-// Trace is one trace's spans, oldest first.
-type Trace struct {
-	ID    string
-	Spans []Span
-}
-
-// Find returns the first span named name, or nil.
-func (tr Trace) Find(name string) *Span {
-	for i := range tr.Spans {
-		if tr.Spans[i].Name == name {
-			return &tr.Spans[i]
-		}
-	}
-	return nil
-}
-
-// Parent returns s's parent in the trace, or nil.
-func (tr Trace) Parent(s *Span) *Span {
-	for i := range tr.Spans {
-		if tr.Spans[i].SpanID == s.ParentID {
-			return &tr.Spans[i]
-		}
-	}
-	return nil
-}
-
-// Ancestor reports whether a span named name is above s.
-func (tr Trace) Ancestor(s *Span, name string) bool {
-	for p := tr.Parent(s); p != nil; p = tr.Parent(p) {
-		if p.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// Await waits until a trace holding a span named op has spans named each
-// of names, and returns it; it fails the test after patience.
-func Await(t testing.TB, r *Receiver, patience time.Duration, op string, names ...string) Trace {
-	t.Helper()
-	deadline := time.After(patience)
-	for {
-		r.mu.Lock()
-		changed := r.changed
-		r.mu.Unlock()
-		for _, tr := range Query(t, r.QueryURL(), op) {
-			if tr.hasAll(names) {
-				return tr
-			}
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			var got []string
-			for _, s := range r.Spans() {
-				got = append(got, s.Name+" ("+s.TraceID[:8]+")")
-			}
-			t.Fatalf("no trace with %q holds all of %q within %s; received %q", op, names, patience, got)
-			return Trace{}
-		}
-	}
-}
-
-func (tr Trace) hasAll(names []string) bool {
-	for _, n := range names {
-		if tr.Find(n) == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// FindPrefix returns the first span whose name starts with prefix, or nil.
-func (tr Trace) FindPrefix(prefix string) *Span {
-	for i := range tr.Spans {
-		if strings.HasPrefix(tr.Spans[i].Name, prefix) {
-			return &tr.Spans[i]
-		}
-	}
-	return nil
-}
-
-// Names lists the trace's spans as name <- parent name, for failure
-// messages.
-func (tr Trace) Names() string {
-	var b strings.Builder
-	for i := range tr.Spans {
-		s := &tr.Spans[i]
-		parent := "(root)"
-		if p := tr.Parent(s); p != nil {
-			parent = p.Name
-		} else if s.ParentID != "" {
-			parent = "(remote " + s.ParentID + ")"
-		}
-		fmt.Fprintf(&b, "  %s [%s] <- %s\n", s.Name, s.Service, parent)
-	}
-	return b.String()
+func (b *lockedBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
 }
