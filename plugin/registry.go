@@ -2,11 +2,11 @@ package plugin
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"sync"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // Info describes a registered plugin: what `dsh plugins` lists and what the
@@ -35,7 +35,7 @@ type Info struct {
 var (
 	mu       sync.RWMutex
 	registry = map[string]Info{}
-	validID  = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)+$`)
+	validID  = lazyregexp.New(`^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)+$`)
 )
 
 func add(info Info) {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dsh-go/dsh/host"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugins/hooks"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -24,7 +24,7 @@ type approvalFlags struct {
 	yolo  bool
 }
 
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var toolName = lazyregexp.New(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // check refuses an --allow that cannot name a tool.
 func (f approvalFlags) check() error {

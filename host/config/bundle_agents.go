@@ -1,14 +1,14 @@
 package config
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/dsh-go/dsh/internal/bundle"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // notToolName is what a bundle id may hold that a tool name may not.
-var notToolName = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+var notToolName = lazyregexp.New(`[^a-zA-Z0-9_-]`)
 
 // agentConfig is the tools.agent entry of a bundle's agents: one tool,
 // named after the bundle so it cannot clash with the config's own agent

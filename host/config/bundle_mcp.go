@@ -2,10 +2,10 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/dsh-go/dsh/internal/bundle"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugin"
 )
 
@@ -109,8 +109,8 @@ func mcpName(name string) string {
 }
 
 var (
-	mcpNameRule = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
-	mcpNameBad  = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+	mcpNameRule = lazyregexp.New(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+	mcpNameBad  = lazyregexp.New(`[^a-zA-Z0-9_-]+`)
 )
 
 // checkServerNames refuses two MCP servers of one name in one list: their

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // ClusterConfig is the cluster: key: the NATS JetStream engine several
@@ -54,8 +55,8 @@ const (
 func (c ClusterConfig) Enabled() bool { return c.NATS.URL != "" }
 
 var (
-	subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	notInToken   = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+	subjectToken = lazyregexp.New(`^[A-Za-z0-9_-]+$`)
+	notInToken   = lazyregexp.New(`[^A-Za-z0-9_-]+`)
 )
 
 // defaultHostID is the hostname as a subject token.

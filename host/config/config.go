@@ -11,12 +11,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/dsh-go/dsh/telemetry"
 	"maps"
 	"math"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,11 +22,13 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/usage"
+	"github.com/dsh-go/dsh/telemetry"
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/rawbytes"
@@ -593,7 +593,7 @@ func checkExec(e *Entry, where, key string, p *problems) {
 	}
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // PluginConfig returns the decoded config of an entry checked by Load.
 func (c *Config) PluginConfig(e *Entry) any { return c.decoded[e] }

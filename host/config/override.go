@@ -3,11 +3,11 @@ package config
 import (
 	"fmt"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	yamlv3 "go.yaml.in/yaml/v3"
 )
 
@@ -95,7 +95,7 @@ func overrideHook(keep bool) func(from, to reflect.Type, data any) (any, error) 
 }
 
 // plainScalar matches the texts an untyped slot takes as numbers or bools.
-var plainScalar = regexp.MustCompile(`^(true|false|-?[0-9]+(\.[0-9]+)?)$`)
+var plainScalar = lazyregexp.New(`^(true|false|-?[0-9]+(\.[0-9]+)?)$`)
 
 // untyped guesses the value of an override whose target type is unknown
 // (the config of a plugin binary): a plain number or bool, a YAML flow list
@@ -185,6 +185,6 @@ func override(raw map[string]any, path []string, value, source string) (string, 
 
 // mapKey matches a mapstructure map-key segment ("[careful]"), which the
 // line index and overrides write as ".careful".
-var mapKey = regexp.MustCompile(`\[([^0-9\]][^\]]*)\]`)
+var mapKey = lazyregexp.New(`\[([^0-9\]][^\]]*)\]`)
 
 func normalPath(path string) string { return mapKey.ReplaceAllString(path, ".$1") }

@@ -6,12 +6,12 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"text/template"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/robfig/cron/v3"
 )
@@ -125,7 +125,7 @@ type JWTConfig struct {
 func (j JWTConfig) Enabled() bool { return j.Issuer != "" || j.JWKSURL != "" }
 
 // tokenName is what a named token may be called.
-var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+var tokenName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 // jwtAlgorithms are the algorithms serve.jwt.algorithms may name.
 var jwtAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
@@ -260,7 +260,7 @@ const (
 var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // webhookName is what may follow /hooks/ in a URL.
-var webhookName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var webhookName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ServeAgent returns the agent serve opens a session of when the request
 // names agent (or none): the named one, else serve.agent, else the first.

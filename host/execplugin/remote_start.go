@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/internal/childproc"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
@@ -307,7 +307,7 @@ func (t *tail) String() string {
 
 // pluginVersion finds the version a refused plugin announced in
 // go-plugin's "Incompatible API version with plugin. Plugin version: 1, …".
-var pluginVersion = regexp.MustCompile(`Plugin version: (\d+)`)
+var pluginVersion = lazyregexp.New(`Plugin version: (\d+)`)
 
 // startHint says what a start failure most likely means.
 func startHint(err error) string {

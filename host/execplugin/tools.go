@@ -3,12 +3,12 @@ package execplugin
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/dsh-go/dsh/services/tools"
 	"google.golang.org/protobuf/proto"
@@ -16,7 +16,7 @@ import (
 
 // toolName is what providers accept as a tool's name; a plugin's tool is
 // refused at its start rather than by the model's provider mid-turn.
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var toolName = lazyregexp.New(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // approvals are the values ToolDecl.approval may take.
 var approvals = map[string]tools.Decision{"": "", "allow": tools.Allow, "ask": tools.Ask, "deny": tools.Deny}

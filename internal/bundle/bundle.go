@@ -5,8 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // Bundle is a plugin bundle as read from disk: what dsh mounts, and what it
@@ -66,7 +67,7 @@ const (
 
 // pluginName is the format's name rule: lowercase letters and digits in
 // words joined by single '-' (or '.', which the Open Plugins spec allows).
-var pluginName = regexp.MustCompile(`^[a-z0-9]+([.-][a-z0-9]+)*$`)
+var pluginName = lazyregexp.New(`^[a-z0-9]+([.-][a-z0-9]+)*$`)
 
 // Load reads the bundle at dir. lookup resolves ${VAR} in its MCP servers'
 // config. Every defect is reported at once, each naming its file and

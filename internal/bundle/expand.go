@@ -1,9 +1,10 @@
 package bundle
 
 import (
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // PluginRootVar is the placeholder, and the variable hooks and servers see,
@@ -21,7 +22,7 @@ const pluginDataVar = "CLAUDE_PLUGIN_DATA"
 
 // placeholder is Claude Code's grammar: ${NAME} or ${NAME:-default}, the
 // default running to the first '}'.
-var placeholder = regexp.MustCompile(`\$\{([^}]+)\}`)
+var placeholder = lazyregexp.New(`\$\{([^}]+)\}`)
 
 // expander expands placeholders in .mcp.json values and remembers what it
 // read and what it missed.

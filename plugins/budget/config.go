@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/services/usage"
 )
 
@@ -119,7 +119,7 @@ func (c Config) ForReplay() any {
 	return c
 }
 
-var name = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var name = lazyregexp.New(`^[A-Za-z0-9_-]+$`)
 
 // Validate checks the config before anything starts.
 func (c Config) Validate() error {

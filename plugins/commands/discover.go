@@ -7,12 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugins/skills/frontmatter"
 )
 
@@ -72,7 +72,7 @@ type Problem struct {
 
 // validName is what a slash can be followed by: a file name Claude Code
 // would offer, without spaces or a slash.
-var validName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+var validName = lazyregexp.New(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
 // scan reads the *.md files under each of dirs. Within a folder, files
 // nearer the top come first; a name found again in a later folder is

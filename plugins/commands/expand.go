@@ -2,11 +2,11 @@ package commands
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // Invocation is a prompt of the form "/name args".
@@ -36,14 +36,14 @@ func Parse(text string) (Invocation, bool) {
 }
 
 // validInvocation is a name, or a namespaced one ("frontend:component").
-var validInvocation = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)*$`)
+var validInvocation = lazyregexp.New(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)*$`)
 
 var (
 	// placeholder finds $ARGUMENTS, $ARGUMENTS[N] and $N.
-	placeholder = regexp.MustCompile(`\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS|\$(\d+)`)
+	placeholder = lazyregexp.New(`\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS|\$(\d+)`)
 	// bang finds a !`command` line, which Claude Code runs in a shell
 	// before sending the prompt.
-	bang = regexp.MustCompile("!`[^`\n]+`")
+	bang = lazyregexp.New("!`[^`\n]+`")
 )
 
 // Expand renders c's body for args as the model receives it: $ARGUMENTS is

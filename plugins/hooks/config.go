@@ -6,13 +6,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // Config is the plugin's configuration: hooks from files, inline hooks,
@@ -238,4 +238,4 @@ func unwrapPathErr(err error) error {
 }
 
 // simpleMatcher is a matcher made only of names and |: matched exactly.
-var simpleMatcher = regexp.MustCompile(`^[A-Za-z0-9_|-]+$`)
+var simpleMatcher = lazyregexp.New(`^[A-Za-z0-9_|-]+$`)

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -85,7 +85,7 @@ func bashOutput(content string) (stdout, stderr string, interrupted bool) {
 
 // numbered is one line of dsh's read output: the line number, a tab, the
 // line.
-var numbered = regexp.MustCompile(`^ *([0-9]+)\t(.*)$`)
+var numbered = lazyregexp.New(`^ *([0-9]+)\t(.*)$`)
 
 // readLines takes the file's text back out of dsh's read output, which
 // numbers each line and may end with a note on where to continue: the

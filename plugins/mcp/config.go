@@ -2,10 +2,10 @@ package mcp
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -91,7 +91,7 @@ func (Config) Defaults() Config {
 // serverName is what a server's name may be: it starts every tool name,
 // which providers limit to ^[a-zA-Z0-9_-]{1,64}$, and leaves room for the
 // tool's own name.
-var serverName = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+var serverName = lazyregexp.New(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
 
 const maxServerName = 30
 

@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
+
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // A stdio server speaks one JSON-RPC message per line. The SDK's reader
@@ -105,7 +106,7 @@ func tooLarge(id json.RawMessage, n, limit int) []byte {
 }
 
 // idAtEnd finds a top-level id written last: ..., "id": 7}.
-var idAtEnd = regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)\s*}\s*$`)
+var idAtEnd = lazyregexp.New(`"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)\s*}\s*$`)
 
 // frameID finds the id of a response from the ends of its line: among the
 // members before the first large value, or as the last member.

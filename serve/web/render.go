@@ -10,6 +10,7 @@ import (
 	chtml "github.com/alecthomas/chroma/v2/formatters/html"
 	"github.com/alecthomas/chroma/v2/lexers"
 	"github.com/alecthomas/chroma/v2/styles"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -146,7 +147,7 @@ func renderCode(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast
 }
 
 // langClass keeps a fence's language name to the letters a class may hold.
-var notClass = regexp.MustCompile(`[^A-Za-z0-9_+#.-]`)
+var notClass = lazyregexp.New(`[^A-Za-z0-9_+#.-]`)
 
 func langClass(lang string) string {
 	lang = notClass.ReplaceAllString(lang, "")

@@ -3,16 +3,16 @@ package session
 import (
 	stdctx "context"
 	"fmt"
-	"regexp"
 	"sync"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // validID is the shape of a session id that persistence can use as a
 // file name on every system.
-var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var validID = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // MaxIDLen bounds a session id so that it fits every store, checked once
 // when the id is chosen rather than at the first flush: session.jsonl

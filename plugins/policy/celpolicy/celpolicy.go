@@ -27,13 +27,13 @@ package celpolicy
 import (
 	stdctx "context"
 	"fmt"
-	"regexp"
 	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/common/types"
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/tools"
@@ -121,7 +121,7 @@ func (c Config) load() (*ruleSet, error) {
 }
 
 // ruleName is what a rule may be called.
-var ruleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var ruleName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // Policy is one mounted policy.cel.
 type Policy struct {

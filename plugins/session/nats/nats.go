@@ -22,10 +22,10 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/waterfall"
@@ -70,8 +70,8 @@ func (Config) Defaults() Config {
 }
 
 var (
-	token   = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	subject = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+	token   = lazyregexp.New(`^[A-Za-z0-9_-]+$`)
+	subject = lazyregexp.New(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 )
 
 // ValidToken reports whether s may be one token of a NATS subject, a key

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -229,7 +229,7 @@ func KVRemoved(h natsgo.Header) (deleted, expired bool) {
 }
 
 // validKey is a key nats.go accepts.
-var validKey = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]+$`)
+var validKey = lazyregexp.New(`^[-/_=.a-zA-Z0-9]+$`)
 
 type leaderKV struct {
 	jetstream.KeyValue

@@ -7,11 +7,11 @@ package frontmatter
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -227,7 +227,7 @@ func Errorf(file string, line int, format string, args ...any) error {
 	return errs.New(Invalid, fmt.Sprintf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))).WithReason("frontmatter/field")
 }
 
-var lineRef = regexp.MustCompile(`^yaml: line (\d+): `)
+var lineRef = lazyregexp.New(`^yaml: line (\d+): `)
 
 // yamlLine splits the YAML parser's "yaml: line N: what" into N, counted
 // from the front matter's first line, and what; N is 0 when the message

@@ -43,7 +43,6 @@ import (
 	stdctx "context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -51,6 +50,7 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
@@ -164,7 +164,7 @@ func (Config) Defaults() Config {
 	return Config{Name: DefaultName, MaxConcurrent: DefaultMaxConcurrent, MaxDepth: DefaultMaxDepth, Timeout: DefaultTimeout}
 }
 
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var toolName = lazyregexp.New(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // Validate checks the config.
 func (c Config) Validate() error {
@@ -510,7 +510,7 @@ func agentsOptions(a Agent) agents.Options {
 	return agents.Options{Provider: a.Provider, Model: a.Model, SystemPrompt: a.SystemPrompt}
 }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+var unsafeID = lazyregexp.New(`[^A-Za-z0-9._-]`)
 
 // childSessionID derives the child's session id from its parent's session
 // and the call id, so the link survives in the ids of persisted sessions:

@@ -10,9 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // The shipped providers. Each follows its API's documented request and
@@ -137,7 +138,7 @@ func scrub(s, key string) string {
 	return strings.ReplaceAll(s, key, "[key]")
 }
 
-var tags = regexp.MustCompile(`<[^>]*>`)
+var tags = lazyregexp.New(`<[^>]*>`)
 
 // plainSnippet turns a snippet's inline HTML (Brave marks matches with
 // <strong>) and entities into text on one line.
