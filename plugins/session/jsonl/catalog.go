@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -122,13 +123,14 @@ func field(s string) string {
 }
 
 // parseEntry reads the head of a catalog line (without its newline); ok
-// is false for a line that is torn or garbled.
-func parseEntry(line []byte) (e entry, ok bool) {
+// is false for a line that is torn or garbled. The id points into line,
+// which must not change; agents interns the agent ids, which are few.
+func parseEntry(line []byte, agents map[string]string) (e entry, ok bool) {
 	if len(line) < 11 || line[8] != '\t' {
 		return e, false
 	}
-	want, err := strconv.ParseUint(string(line[:8]), 16, 32)
-	if err != nil || uint32(want) != crc32.ChecksumIEEE(line[9:]) {
+	want, ok := parseHex32(line[:8])
+	if !ok || want != crc32.ChecksumIEEE(line[9:]) {
 		return e, false
 	}
 	rest := line[9:]
@@ -140,15 +142,57 @@ func parseEntry(line []byte) (e entry, ok bool) {
 		}
 		f[i], rest = rest[:j], rest[j+1:]
 	}
-	if len(f[0]) != 1 {
+	if len(f[0]) != 1 || len(f[2]) == 0 {
 		return e, false
 	}
 	e.kind = f[0][0]
-	if e.updated, err = strconv.ParseInt(string(f[1]), 10, 64); err != nil {
+	if e.updated, ok = parseInt(f[1]); !ok {
 		return e, false
 	}
-	e.id, e.agent, e.rest, e.raw = string(f[2]), string(f[3]), rest, line
+	agent, known := agents[string(f[3])]
+	if !known {
+		agent = string(f[3])
+		agents[agent] = agent
+	}
+	e.id, e.agent, e.rest, e.raw = unsafe.String(&f[2][0], len(f[2])), agent, rest, line
 	return e, true
+}
+
+func parseHex32(b []byte) (uint32, bool) {
+	var v uint32
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint32(c)
+	}
+	return v, true
+}
+
+func parseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // summary decodes the whole entry.
@@ -171,20 +215,31 @@ func (e entry) summary() (session.Summary, bool) {
 	return s, true
 }
 
-// catalogFile is a catalog as read: the last line of each session.
+// catalogFile is a catalog as read: its lines, and the last line of
+// each session. The entries' ids point into buf.
 type catalogFile struct {
-	last  map[string]entry
-	lines int
-	size  int64 // bytes read; lines after them were appended since
-	ino   uint64
-	found bool
+	buf     []byte
+	entries []entry
+	last    map[string]int32 // id → its last line in entries
+	size    int64            // bytes read; lines after them were appended since
+	ino     uint64
+	found   bool
+}
+
+// at returns the last line of session id.
+func (c *catalogFile) at(id string) (*entry, bool) {
+	i, ok := c.last[id]
+	if !ok {
+		return nil, false
+	}
+	return &c.entries[i], true
 }
 
 // readCatalog reads the catalog at path whole. A missing catalog is empty.
 func readCatalog(path string) (catalogFile, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return catalogFile{last: map[string]entry{}}, nil
+		return catalogFile{last: map[string]int32{}}, nil
 	}
 	if err != nil {
 		return catalogFile{}, err
@@ -204,20 +259,22 @@ func readCatalogFrom(f *os.File) (catalogFile, error) {
 		return catalogFile{}, err
 	}
 	buf = buf[:n]
-	c := catalogFile{last: make(map[string]entry, n/160), size: int64(n), found: true}
+	guess := n/96 + 1
+	c := catalogFile{buf: buf, entries: make([]entry, 0, guess), last: make(map[string]int32, guess), size: int64(n), found: true}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		c.ino = uint64(st.Ino)
 	}
+	agents := map[string]string{}
 	for off := 0; off < len(buf); {
 		end := bytes.IndexByte(buf[off:], '\n')
 		if end < 0 {
 			c.size = int64(off) // a line being appended, or torn
 			break
 		}
-		if e, ok := parseEntry(buf[off : off+end]); ok {
+		if e, ok := parseEntry(buf[off:off+end], agents); ok {
 			e.off = int64(off)
-			c.last[e.id] = e
-			c.lines++
+			c.last[e.id] = int32(len(c.entries))
+			c.entries = append(c.entries, e)
 		}
 		off += end + 1
 	}
@@ -317,7 +374,7 @@ type candidate struct {
 	updated int64
 	id      string
 	agent   string
-	e       entry
+	e       *entry
 	sum     *session.Summary
 }
 
@@ -331,45 +388,40 @@ func (c candidate) summary() session.Summary {
 	return session.Summary{ID: c.id, State: session.StateCorrupt, Error: "its catalog line cannot be read; list again"}
 }
 
-// catalogList gathers every session of the directory: the directory's
-// names, the catalog's closed lines, and the logs of the others, which it
-// then writes into the catalog (compact) so the next listing need not
-// read them.
-func (w *files) catalogList(ctx stdctx.Context) ([]candidate, error) {
-	d, err := os.Open(w.dir)
-	if err != nil {
-		return nil, errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read the session directory %s", w.dir))
-	}
-	// Unsorted and without a stat per file: the names are all it needs.
-	entries, err := d.ReadDir(-1)
-	d.Close()
-	if err != nil {
-		return nil, errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read the session directory %s", w.dir))
-	}
+// catalogList gathers the sessions of the directory that match: the
+// directory says which exist, the catalog's closed lines describe them,
+// and the logs describe the others, which it then writes into the
+// catalog (compact) so the next listing need not read them.
+func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, agent string) bool) ([]candidate, error) {
 	cat, err := readCatalog(filepath.Join(w.dir, catalogName))
 	if err != nil {
 		// Unreadable: every session is read from its log, as before.
 		w.log.Warn("session.jsonl: cannot read the catalog; listing from the logs", "error", err)
-		cat = catalogFile{last: map[string]entry{}}
+		cat = catalogFile{last: map[string]int32{}}
 	}
-	out := make([]candidate, 0, len(cat.last))
+	var out []candidate
+	var unknown []string
+	live := 0
+	err = eachLogName(w.dir, func(id []byte) {
+		if e, ok := cat.at(string(id)); ok && e.kind == kindClosed {
+			live++
+			if match(e.updated, e.id, e.agent) {
+				out = append(out, candidate{updated: e.updated, id: e.id, agent: e.agent, e: e})
+			}
+			return
+		}
+		unknown = append(unknown, string(id))
+	})
+	if err != nil {
+		return nil, errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read the session directory %s", w.dir))
+	}
 	var repairs []session.Summary
-	live := make(map[string]struct{}, len(entries)/2)
-	for _, de := range entries {
-		id, ok := strings.CutSuffix(de.Name(), ".jsonl")
-		if !ok || !de.Type().IsRegular() {
-			continue
-		}
-		if e, ok := cat.last[id]; ok && e.kind == kindClosed {
-			live[id] = struct{}{}
-			out = append(out, candidate{updated: e.updated, id: id, agent: e.agent, e: e})
-			continue
-		}
+	for _, id := range unknown {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if !session.ValidID(id) {
-			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, de.Name()))
+			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, id+".jsonl"))
 			continue
 		}
 		w.logReads.Add(1)
@@ -377,14 +429,16 @@ func (w *files) catalogList(ctx stdctx.Context) ([]candidate, error) {
 		if !ok {
 			continue
 		}
-		live[id] = struct{}{}
-		out = append(out, candidate{updated: unixNano(s.Updated), id: id, agent: s.Agent, sum: &s})
+		live++
+		if match(unixNano(s.Updated), id, s.Agent) {
+			out = append(out, candidate{updated: unixNano(s.Updated), id: id, agent: s.Agent, sum: &s})
+		}
 		if s.State == session.StateIdle || s.State == session.StateInterrupted {
 			repairs = append(repairs, s)
 		}
 	}
-	if len(repairs) > 0 || cat.lines > 2*len(live)+compactSlack {
-		if err := w.compact(cat, live, repairs); err != nil {
+	if len(repairs) > 0 || len(cat.entries) > 2*live+compactSlack {
+		if err := w.compact(cat, repairs); err != nil {
 			w.log.Warn("session.jsonl: cannot compact the catalog; listings read the logs it lacks until it is", "error", err)
 		}
 	}
@@ -397,7 +451,7 @@ func (w *files) catalogList(ctx stdctx.Context) ([]candidate, error) {
 // of its session was appended since the listing read the catalog (cat):
 // its writer may have changed the log after the listing read it. It gives
 // up, leaving things as they were, when another compaction runs.
-func (w *files) compact(cat catalogFile, live map[string]struct{}, repairs []session.Summary) error {
+func (w *files) compact(cat catalogFile, repairs []session.Summary) error {
 	path := filepath.Join(w.dir, catalogName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -417,10 +471,15 @@ func (w *files) compact(cat catalogFile, live map[string]struct{}, repairs []ses
 	if err != nil {
 		return err
 	}
+	// Read under the lock: a log created since has its open line in now.
+	stored := map[string]struct{}{}
+	if err := eachLogName(w.dir, func(id []byte) { stored[string(id)] = struct{}{} }); err != nil {
+		return err
+	}
 	same := cat.found && cat.ino == now.ino
 	apply := map[string]session.Summary{}
 	for _, s := range repairs {
-		e, seen := now.last[s.ID]
+		e, seen := now.at(s.ID)
 		switch {
 		case !seen && (same || !cat.found): // still no line
 		case seen && same && e.off < cat.size && e.kind == kindOpen: // only the dead writer's
@@ -430,12 +489,13 @@ func (w *files) compact(cat catalogFile, live map[string]struct{}, repairs []ses
 		apply[s.ID] = s
 	}
 	var buf bytes.Buffer
-	for id, e := range now.last {
-		_, stored := live[id]
+	for id, i := range now.last {
+		e := &now.entries[i]
+		_, isStored := stored[id]
 		_, repaired := apply[id]
 		// An open line stays even without a log: its writer may be about
 		// to create it.
-		if e.kind == kindGone || (e.kind == kindClosed && !stored) || repaired {
+		if e.kind == kindGone || (e.kind == kindClosed && !isStored) || repaired {
 			continue
 		}
 		buf.Write(e.raw)

@@ -50,24 +50,21 @@ func (w *files) List(ctx stdctx.Context) ([]session.Summary, error) {
 // but only the page's are decoded whole, and only the page is sorted
 // (a heap of opts.Limit).
 func (w *files) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error) {
-	var after func(candidate) bool
-	if opts.Cursor != "" {
+	cursor := opts.Cursor != ""
+	var cu int64
+	var cid string
+	if cursor {
 		t, id, err := session.ParseCursor(opts.Cursor)
 		if err != nil {
 			return session.Page{}, err
 		}
-		cu := unixNano(t)
-		after = func(c candidate) bool { return c.updated < cu || (c.updated == cu && c.id > id) }
+		cu, cid = unixNano(t), id
 	}
-	all, err := w.catalogList(ctx)
+	keep, err := w.catalogList(ctx, func(updated int64, id, agent string) bool {
+		return session.MatchAgent(agent, opts.Agent) && (!cursor || updated < cu || (updated == cu && id > cid))
+	})
 	if err != nil {
 		return session.Page{}, err
-	}
-	keep := all[:0]
-	for _, c := range all {
-		if session.MatchAgent(c.agent, opts.Agent) && (after == nil || after(c)) {
-			keep = append(keep, c)
-		}
 	}
 	more := opts.Limit > 0 && len(keep) > opts.Limit
 	if more {
