@@ -94,6 +94,27 @@ func (c storeCatalog) List(ctx stdctx.Context) ([]session.Summary, error) {
 	return merged(list, more), nil
 }
 
+// ListPage lists one page through the root store, which a backend such
+// as session.jsonl answers from its catalog; with the presets' stores it
+// cuts the merged listing.
+func (c storeCatalog) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error) {
+	if err := c.h.ensurePresetCatalog(); err != nil {
+		return session.Page{}, err
+	}
+	if len(c.h.extraStores()) > 0 {
+		list, err := c.List(ctx)
+		if err != nil {
+			return session.Page{}, err
+		}
+		return session.Paginate(list, opts)
+	}
+	st, err := c.store()
+	if err != nil {
+		return session.Page{}, err
+	}
+	return st.ListPage(ctx, opts)
+}
+
 // Load reads a stored session's log (sessions.LogLoader): the History of
 // a session that is not open.
 func (c storeCatalog) Load(ctx stdctx.Context, id string) ([]session.Event, error) {

@@ -47,6 +47,22 @@ func TestSessionLifecycle(t *testing.T) {
 	if len(list.Sessions) != 1 || !list.Sessions[0].Open || list.Sessions[0].Title != "hello there" || list.Sessions[0].LastSeq != int64(len(evs)) {
 		t.Fatalf("list %+v (%d events)", list, len(evs))
 	}
+	var page struct {
+		Sessions []sessionOut
+		Next     string
+	}
+	e.call("GET", "/v1/sessions?agent=second&limit=1", nil).json(t, &page)
+	if len(page.Sessions) != 1 || !page.Sessions[0].Open || page.Next != "" {
+		t.Fatalf("the page of agent second: %+v", page)
+	}
+	page.Sessions = nil
+	e.call("GET", "/v1/sessions?agent=main", nil).json(t, &page)
+	if len(page.Sessions) != 0 {
+		t.Fatalf("the page of agent main: %+v", page)
+	}
+	if r := e.call("GET", "/v1/sessions?limit=many", nil); r.status != http.StatusBadRequest {
+		t.Fatalf("a bad limit: %d %s", r.status, r.body)
+	}
 
 	if r := e.call("DELETE", "/v1/sessions/s-1", nil); r.status != http.StatusConflict || r.err(t).Code != "SESSION_LOCKED" {
 		t.Fatalf("delete while open: %d %s", r.status, r.body)

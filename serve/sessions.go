@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,7 +172,62 @@ func (s *Server) agents(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// pageLister is a session service that lists one page without
+// describing every stored session (sessions.Controller).
+type pageLister interface {
+	ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error)
+}
+
+// listPage answers GET /v1/sessions?agent=&limit=&cursor=: one page of
+// the stored sessions, most recently updated first, with the cursor of
+// the next in "next".
+func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	opts := session.ListOptions{Agent: q.Get("agent"), Cursor: q.Get("cursor")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, fmt.Sprintf("limit is %q; give a number of sessions, 0 for all", l)))
+			return
+		}
+		opts.Limit = n
+	}
+	var p session.Page
+	var err error
+	if pl, ok := s.o.Sessions.(pageLister); ok {
+		p, err = pl.ListPage(r.Context(), opts)
+	} else {
+		var list []session.Summary
+		if list, err = s.o.Sessions.List(r.Context()); err == nil {
+			p, err = session.Paginate(list, opts)
+		}
+	}
+	if errs.HasCode(err, errs.InvalidArgument) {
+		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, err.Error()))
+		return
+	}
+	if err != nil && !errs.HasCode(err, session.NoPersistence) {
+		s.writeError(w, r, err)
+		return
+	}
+	out := []sessionJSON{}
+	for i := range p.Sessions {
+		if p.Sessions[i].State == session.StateOpen {
+			if in, open := s.info(r.Context(), p.Sessions[i].ID); open {
+				out = append(out, describeOpen(in, &p.Sessions[i]))
+				continue
+			}
+		}
+		out = append(out, fromSummary(p.Sessions[i]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out, "next": p.Next})
+}
+
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	if q := r.URL.Query(); q.Has("agent") || q.Has("limit") || q.Has("cursor") {
+		s.listPage(w, r)
+		return
+	}
 	list, err := s.o.Sessions.List(r.Context())
 	if err != nil && !errs.HasCode(err, session.NoPersistence) {
 		s.writeError(w, r, err)

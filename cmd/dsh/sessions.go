@@ -37,20 +37,35 @@ Exit codes: 0 done, 1 failed (a session is open elsewhere, or unreadable),
 2 bad usage or config (no persistence plugin configured), 5 no such session.`,
 	}
 	cmd.PersistentFlags().BoolVar(&jsonOut, "json", false, "write JSON instead of text")
-	cmd.AddCommand(&cobra.Command{
+	var page session.ListOptions
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "list the persisted sessions, most recently updated first",
-		Args:  cobra.NoArgs,
+		Long: `List lists the persisted sessions, most recently updated first.
+
+With --limit it lists one page and, when more follow, says on stderr the
+--cursor that lists the next.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(g, cmd, func(ctx stdctx.Context, h *host.Host) error {
-				list, err := h.Sessions().List(ctx)
+				p, err := h.Sessions().ListPage(ctx, page)
 				if err != nil {
 					return err
 				}
-				return writeList(cmd.OutOrStdout(), list, jsonOut)
+				if err := writeList(cmd.OutOrStdout(), p.Sessions, jsonOut); err != nil {
+					return err
+				}
+				if p.Next != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "more sessions follow: --cursor %s\n", p.Next)
+				}
+				return nil
 			})
 		},
-	}, &cobra.Command{
+	}
+	list.Flags().StringVar(&page.Agent, "agent", "", "list only the sessions of this agent")
+	list.Flags().IntVar(&page.Limit, "limit", 0, "list at most this many sessions (0: all)")
+	list.Flags().StringVar(&page.Cursor, "cursor", "", "list the page after the one that printed this cursor")
+	cmd.AddCommand(list, &cobra.Command{
 		Use:   "show SESSION",
 		Short: "describe a session: its state, turns and usage (tokens and cost)",
 		Args:  cobra.ExactArgs(1),

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -256,4 +257,137 @@ func commandLine(prompt string) (string, bool) {
 		}
 	}
 	return name, true
+}
+
+// ListOptions narrows a listing to one page: the sessions of one agent,
+// most recently updated first, at most Limit of them, after a cursor.
+type ListOptions struct {
+	// Agent keeps only the sessions this agent wrote: Summary.Agent is
+	// Agent, or Agent followed by "@" (a session the controller opened is
+	// "<agent>@<session>"). Empty keeps all.
+	Agent string
+	// Limit caps the page; 0 or less lists every session.
+	Limit int
+	// Cursor is a previous page's Next: the page starts after it.
+	Cursor string
+}
+
+// Page is one page of a listing.
+type Page struct {
+	Sessions []Summary `json:"sessions"`
+	// Next is the cursor of the following page; empty on the last.
+	Next string `json:"next,omitempty"`
+}
+
+// PageLister is implemented by backends that can list one page without
+// describing every stored session (session.jsonl reads its catalog).
+// Sessions come most recently updated first, ties by id.
+type PageLister interface {
+	ListPage(ctx stdctx.Context, opts ListOptions) (Page, error)
+}
+
+// MatchAgent reports whether a session written by agent belongs to the
+// agent a listing asks for (ListOptions.Agent).
+func MatchAgent(agent, want string) bool {
+	if want == "" || agent == want {
+		return true
+	}
+	rest, ok := strings.CutPrefix(agent, want)
+	return ok && strings.HasPrefix(rest, "@")
+}
+
+// Newer is the order of a listing: most recently updated first, ties by
+// id, so a cursor names one place in it.
+func Newer(a, b Summary) bool { return newer(a.Updated, a.ID, b.Updated, b.ID) }
+
+func newer(at time.Time, aid string, bt time.Time, bid string) bool {
+	if !at.Equal(bt) {
+		return at.After(bt)
+	}
+	return aid < bid
+}
+
+// Cursor is where a page that ends with sum stops: the Next of its Page.
+func Cursor(sum Summary) string {
+	var ns int64
+	if !sum.Updated.IsZero() {
+		ns = sum.Updated.UnixNano()
+	}
+	return strconv.FormatInt(ns, 10) + "/" + sum.ID
+}
+
+// ParseCursor reads a Cursor back: the update time and id a page starts
+// after.
+func ParseCursor(c string) (updated time.Time, id string, err error) {
+	ns, id, ok := strings.Cut(c, "/")
+	n, perr := strconv.ParseInt(ns, 10, 64)
+	if !ok || perr != nil || id == "" {
+		return time.Time{}, "", errs.New(errs.InvalidArgument, fmt.Sprintf("the cursor %q is not one a listing returned; list from the first page", c))
+	}
+	if n == 0 {
+		return time.Time{}, id, nil
+	}
+	return time.Unix(0, n), id, nil
+}
+
+// After reports whether sum comes after the cursor position (updated, id)
+// in a listing's order.
+func After(sum Summary, updated time.Time, id string) bool {
+	return newer(updated, id, sum.Updated, sum.ID)
+}
+
+// Paginate cuts a listing to the page opts asks for; list is sorted in
+// place. It serves backends that describe every session anyway.
+func Paginate(list []Summary, opts ListOptions) (Page, error) {
+	var cu time.Time
+	var cid string
+	if opts.Cursor != "" {
+		var err error
+		if cu, cid, err = ParseCursor(opts.Cursor); err != nil {
+			return Page{}, err
+		}
+	}
+	out := list[:0:0]
+	for _, s := range list {
+		if MatchAgent(s.Agent, opts.Agent) && (opts.Cursor == "" || After(s, cu, cid)) {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return Newer(out[i], out[j]) })
+	var p Page
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+		p.Next = Cursor(out[len(out)-1])
+	}
+	p.Sessions = out
+	return p, nil
+}
+
+// ListPage lists one page of the persisted sessions (see ListOptions): by
+// the backend's own means when it is a PageLister, else cut from List. A
+// session open in this store is reported open, as List does.
+func (st *Store) ListPage(ctx stdctx.Context, opts ListOptions) (Page, error) {
+	b := st.getBackend()
+	pl, ok := b.(PageLister)
+	if !ok {
+		list, err := st.List(ctx)
+		if err != nil {
+			return Page{}, err
+		}
+		return Paginate(list, opts)
+	}
+	p, err := pl.ListPage(ctx, opts)
+	if err != nil {
+		return Page{}, err
+	}
+	st.mu.Lock()
+	for i := range p.Sessions {
+		p.Sessions[i].Parent, _ = ParentOf(p.Sessions[i].ID)
+		if s, ok := st.sessions[p.Sessions[i].ID]; ok {
+			p.Sessions[i].State = StateOpen
+			p.Sessions[i].Holder = fmt.Sprintf("agent %q of this process", s.agentID)
+		}
+	}
+	st.mu.Unlock()
+	return p, nil
 }

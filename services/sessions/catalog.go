@@ -2,6 +2,7 @@ package sessions
 
 import (
 	stdctx "context"
+	"fmt"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -22,6 +23,40 @@ type Catalog interface {
 // id without listing the others; without it Find scans List.
 type Finder interface {
 	Find(ctx stdctx.Context, sessionID string) (sum session.Summary, found bool, err error)
+}
+
+// PageCatalog is what a Catalog implements to list one page without
+// describing every stored session; without it ListPage cuts List.
+type PageCatalog interface {
+	ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error)
+}
+
+// ListPage lists one page of the persisted sessions (session.ListOptions:
+// one agent's, most recently updated first, after a cursor), the ones
+// open in this controller marked open, as List does.
+func (c *Controller) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error) {
+	if c.catalog == nil {
+		return session.Page{}, noCatalog("list the sessions")
+	}
+	pc, ok := c.catalog.(PageCatalog)
+	if !ok {
+		list, err := c.List(ctx)
+		if err != nil {
+			return session.Page{}, err
+		}
+		return session.Paginate(list, opts)
+	}
+	p, err := pc.ListPage(ctx, opts)
+	if err != nil {
+		return session.Page{}, err
+	}
+	for i := range p.Sessions {
+		if s, open := c.Get(p.Sessions[i].ID); open {
+			p.Sessions[i].State = session.StateOpen
+			p.Sessions[i].Holder = fmt.Sprintf("agent %q of this session controller", s.AgentID())
+		}
+	}
+	return p, nil
 }
 
 // Find describes stored session id as List would; found is false when

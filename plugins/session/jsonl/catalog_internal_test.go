@@ -306,7 +306,7 @@ func TestDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
-	want := []string{filepath.Join(dir, "b.jsonl"), filepath.Join(dir, "b.lock")}
+	want := []string{filepath.Join(dir, catalogName), filepath.Join(dir, "b.jsonl"), filepath.Join(dir, "b.lock")}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("after the deletes the directory holds %v; want %v", names, want)
 	}

@@ -36,6 +36,9 @@ func (w *files) Delete(_ stdctx.Context, sessionID string) error {
 		return err
 	}
 	rerr := os.Remove(path)
+	if rerr == nil {
+		w.noteGone(sessionID)
+	}
 	if lerr := os.Remove(lockPath); lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
 		w.log.Warn("deleted a session but not its lock file", "file", lockPath, "error", lerr)
 	}

@@ -12,10 +12,12 @@
 //
 // The directory holds <id>.jsonl (the log; its first line also names the
 // agent that wrote it) and <id>.lock (flocked by the one writer of the
-// session, holding its pid and host while held, emptied on release). The
-// backend also lists sessions (session.Lister) from each log's head and
-// tail only, with no index that a crash could leave stale, and deletes
-// them (session.Deleter) under the session's lock.
+// session, holding its pid and host while held, emptied on release) and
+// .catalog, a summary of each session its writers append when they let it
+// go (catalog.go). The backend lists sessions (session.Lister,
+// session.PageLister) from the catalog, and from a log's head and tail
+// only where the catalog cannot vouch for it, and deletes them
+// (session.Deleter) under the session's lock.
 package jsonl
 
 import (
@@ -28,6 +30,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -124,6 +127,9 @@ type files struct {
 	// writers are the sessions this plugin holds, and those it adopted
 	// (opened without its lease; they lock on first use).
 	writers session.Writers[*writer]
+
+	// logReads counts the logs catalog listings read, for the tests.
+	logReads atomic.Int64
 }
 
 var _ session.Locker = (*files)(nil)
@@ -153,6 +159,12 @@ func (w *files) lock(sessionID string) (*writer, error) {
 	}
 	f, err := flock(filepath.Join(w.dir, sessionID+".lock"), sessionID)
 	if err != nil {
+		return nil, err
+	}
+	// Before the log can change, listings must stop trusting the catalog
+	// about it.
+	if err := w.noteOpen(sessionID); err != nil {
+		unlock(f)
 		return nil, err
 	}
 	wr := &writer{files: w, id: sessionID, path: path, lock: f}

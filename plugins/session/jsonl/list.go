@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,9 +18,8 @@ import (
 	"github.com/dsh-go/dsh/services/session"
 )
 
-// A listing reads each log's head and tail, never its middle, and keeps no
-// index: the file is the only truth, so a crash can never leave a listing
-// out of date. The head (headSize bytes) holds the first events — when the
+// A listing reads the head and tail of the logs the catalog (catalog.go)
+// cannot vouch for, never their middle. The head (headSize bytes) holds the first events — when the
 // session was created, by which agent, and its first prompt; the tail
 // holds the last whole event — when it was last written, the last turn,
 // and whether that turn ended. The tail is read backwards in tailSize
@@ -31,19 +31,115 @@ const (
 )
 
 var (
-	_ session.Lister  = (*files)(nil)
-	_ session.Deleter = (*files)(nil)
+	_ session.Lister     = (*files)(nil)
+	_ session.PageLister = (*files)(nil)
+	_ session.Deleter    = (*files)(nil)
 )
 
-// List describes every session in the directory without loading a log. A
-// file whose head or tail is not a session log is listed with
-// StateCorrupt; files that are not <id>.jsonl are skipped.
+// List describes every session in the directory from the catalog
+// (catalog.go), reading only the logs it cannot vouch for. A file whose
+// head or tail is not a session log is listed with StateCorrupt; files
+// that are not <id>.jsonl are skipped.
 func (w *files) List(ctx stdctx.Context) ([]session.Summary, error) {
-	list, _, err := w.list(ctx)
-	return list, err
+	p, err := w.ListPage(ctx, session.ListOptions{})
+	return p.Sessions, err
 }
 
-// list is List that also counts the bytes it read.
+// ListPage lists one page: the sessions of opts.Agent, most recently
+// updated first, after opts.Cursor. Every session's catalog line is read,
+// but only the page's are decoded whole, and only the page is sorted
+// (a heap of opts.Limit).
+func (w *files) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error) {
+	cursor := opts.Cursor != ""
+	var cu int64
+	var cid string
+	if cursor {
+		t, id, err := session.ParseCursor(opts.Cursor)
+		if err != nil {
+			return session.Page{}, err
+		}
+		cu, cid = unixNano(t), id
+	}
+	keep, err := w.catalogList(ctx, func(updated int64, id, agent string) bool {
+		return session.MatchAgent(agent, opts.Agent) && (!cursor || updated < cu || (updated == cu && id > cid))
+	})
+	if err != nil {
+		return session.Page{}, err
+	}
+	more := opts.Limit > 0 && len(keep) > opts.Limit
+	if more {
+		keep = topNewest(keep, opts.Limit)
+	} else {
+		slices.SortFunc(keep, compareNewest)
+	}
+	p := session.Page{Sessions: make([]session.Summary, len(keep))}
+	for i, c := range keep {
+		p.Sessions[i] = c.summary()
+	}
+	if more {
+		p.Sessions = p.Sessions[:opts.Limit]
+		p.Next = session.Cursor(p.Sessions[len(p.Sessions)-1])
+	}
+	return p, nil
+}
+
+// compareNewest orders a listing: most recently updated first, ties by id.
+func compareNewest(a, b candidate) int {
+	switch {
+	case a.updated > b.updated:
+		return -1
+	case a.updated < b.updated:
+		return 1
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// topNewest returns the n first of cs in listing order, sorted, keeping a
+// heap of n whose root is the last of them: n log n work for the page,
+// one comparison for each session that misses it.
+func topNewest(cs []candidate, n int) []candidate {
+	h := make([]candidate, 0, n)
+	// down restores the heap below i; the root is the one latest in order.
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			if r := l + 1; r < len(h) && compareNewest(h[r], h[l]) > 0 {
+				l = r
+			}
+			if compareNewest(h[l], h[i]) <= 0 {
+				return
+			}
+			h[i], h[l] = h[l], h[i]
+			i = l
+		}
+	}
+	for _, c := range cs {
+		if len(h) < n {
+			h = append(h, c)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if compareNewest(h[i], h[p]) <= 0 {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+			continue
+		}
+		if compareNewest(c, h[0]) < 0 {
+			h[0] = c
+			down(0)
+		}
+	}
+	slices.SortFunc(h, compareNewest)
+	return h
+}
+
+// list describes every session from its log's head and tail, as List
+// did before the catalog, and counts the bytes it read.
 func (w *files) list(ctx stdctx.Context) ([]session.Summary, int64, error) {
 	entries, err := os.ReadDir(w.dir)
 	if err != nil {

@@ -146,6 +146,7 @@ func (wr *writer) Release() error {
 	if wr.lock == nil {
 		return err
 	}
+	wr.files.noteClosed(wr.id, wr.path)
 	err = errors.Join(err, unlock(wr.lock))
 	wr.lock = nil
 	return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -203,24 +204,31 @@ func (s *store) holders(ctx stdctx.Context) (map[string]string, error) {
 }
 
 // scan calls fn with every current entry of kv, delivered by one watch
-// rather than a request per key.
+// rather than a request per key. A bucket of 100,000 entries takes longer
+// to deliver than one request may, so the timeout bounds the silence
+// between entries, not the whole scan.
 func (s *store) scan(ctx stdctx.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry)) error {
-	tctx, cancel := s.timeout(ctx)
+	wctx, cancel := stdctx.WithCancel(ctx)
 	defer cancel()
-	w, err := kv.WatchAll(tctx, jetstream.IgnoreDeletes())
+	w, err := kv.WatchAll(wctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
+	idle := time.NewTimer(s.cfg.ConnectTimeout)
+	defer idle.Stop()
 	for {
 		select {
-		case <-tctx.Done():
-			return tctx.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-idle.C:
+			return stdctx.DeadlineExceeded
 		case e, ok := <-w.Updates():
 			if !ok || e == nil {
 				return nil // the initial values are in
 			}
 			fn(e)
+			idle.Reset(s.cfg.ConnectTimeout)
 		}
 	}
 }

@@ -1,0 +1,526 @@
+package jsonl
+
+import (
+	"bytes"
+	stdctx "context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
+)
+
+// The catalog is one file beside the logs, catalogName, that lets a
+// listing describe 100,000 sessions without opening their logs: one line
+// per change of a session, appended, the last line of a session telling
+// what it is now. The logs stay the truth, and the catalog is trusted only
+// where no writer can have changed a log behind it:
+//
+//   - a writer appends an "open" line, and syncs it, as soon as it holds
+//     the session's lock and before it touches the log (writing, cutting a
+//     torn line); its release appends a "closed" line with the summary of
+//     the log as it left it, read from the log's head and tail;
+//   - a listing trusts a closed line; a session whose last line is open
+//     (held now, or its writer died) or that has no line (a log copied in,
+//     a catalog lost or torn) is described from its log, as before;
+//   - the directory says which sessions exist: a line for a log that is
+//     gone is ignored, so Delete's "gone" line only helps compaction.
+//
+// A line carries a CRC, so a torn or garbled line is skipped; the line
+// before it then decides, and a writer's open line comes before any write
+// to its log, so skipping a closed line can only send the listing to the
+// log. Appends hold a shared flock on the catalog; a compaction, which
+// rewrites it with one line per session and adds the sessions a listing
+// had to read from their logs, holds the exclusive one and renames a new
+// file into place, so no append is lost to it.
+const catalogName = ".catalog"
+
+// Kinds of catalog lines.
+const (
+	kindOpen   = 'o'
+	kindClosed = 'c'
+	kindGone   = 'g'
+)
+
+// compactSlack is how many more lines than sessions the catalog may hold
+// before a listing compacts it; twice the sessions, plus this.
+const compactSlack = 256
+
+// entry is one catalog line, parsed as far as a listing needs for every
+// session: the rest is decoded only for the sessions of the page.
+type entry struct {
+	kind    byte
+	updated int64 // unix ns
+	id      string
+	agent   string
+	rest    []byte // created, turns, size, ended, title
+	raw     []byte // the whole line, without its newline
+	off     int64  // where the line starts in the file
+}
+
+// encodeEntry is the catalog line of sum, of kind.
+func encodeEntry(kind byte, sum session.Summary) []byte {
+	var b []byte
+	b = append(b, "00000000\t"...)
+	b = append(b, kind, '\t')
+	b = strconv.AppendInt(b, unixNano(sum.Updated), 10)
+	b = append(b, '\t')
+	b = append(b, sum.ID...)
+	b = append(b, '\t')
+	b = append(b, field(sum.Agent)...)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, unixNano(sum.Created), 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, int64(sum.Turns), 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, sum.Size, 10)
+	b = append(b, '\t')
+	if sum.State == session.StateInterrupted {
+		b = append(b, '0')
+	} else {
+		b = append(b, '1')
+	}
+	b = append(b, '\t')
+	b = append(b, field(sum.Title)...)
+	crc := crc32.ChecksumIEEE(b[9:])
+	hex := strconv.AppendUint(nil, uint64(crc)|1<<32, 16) // fixed width: "1" + 8 digits
+	copy(b, hex[1:])
+	return append(b, '\n')
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// field keeps a value on its line and in its column: titles have no tabs
+// or newlines (session.Title folds white space), agent ids neither; this
+// only guards against what a hand-edited log may hold.
+func field(s string) string {
+	if !strings.ContainsAny(s, "\t\n") {
+		return s
+	}
+	return strings.NewReplacer("\t", " ", "\n", " ").Replace(s)
+}
+
+// parseEntry reads the head of a catalog line (without its newline); ok
+// is false for a line that is torn or garbled. The id points into line,
+// which must not change; agents interns the agent ids, which are few.
+func parseEntry(line []byte, agents map[string]string) (e entry, ok bool) {
+	if len(line) < 11 || line[8] != '\t' {
+		return e, false
+	}
+	want, ok := parseHex32(line[:8])
+	if !ok || want != crc32.ChecksumIEEE(line[9:]) {
+		return e, false
+	}
+	rest := line[9:]
+	var f [4][]byte
+	for i := range f {
+		j := bytes.IndexByte(rest, '\t')
+		if j < 0 {
+			return e, false
+		}
+		f[i], rest = rest[:j], rest[j+1:]
+	}
+	if len(f[0]) != 1 || len(f[2]) == 0 {
+		return e, false
+	}
+	e.kind = f[0][0]
+	if e.updated, ok = parseInt(f[1]); !ok {
+		return e, false
+	}
+	agent, known := agents[string(f[3])]
+	if !known {
+		agent = string(f[3])
+		agents[agent] = agent
+	}
+	e.id, e.agent, e.rest, e.raw = unsafe.String(&f[2][0], len(f[2])), agent, rest, line
+	return e, true
+}
+
+func parseHex32(b []byte) (uint32, bool) {
+	var v uint32
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint32(c)
+	}
+	return v, true
+}
+
+func parseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// summary decodes the whole entry.
+func (e entry) summary() (session.Summary, bool) {
+	f := strings.SplitN(string(e.rest), "\t", 5)
+	if len(f) != 5 {
+		return session.Summary{}, false
+	}
+	created, err1 := strconv.ParseInt(f[0], 10, 64)
+	turns, err2 := strconv.Atoi(f[1])
+	size, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return session.Summary{}, false
+	}
+	s := session.Summary{ID: e.id, Agent: e.agent, Title: f[4], Created: fromNano(created), Updated: fromNano(e.updated),
+		Turns: turns, Size: size, State: session.StateIdle}
+	if f[3] == "0" {
+		s.State = session.StateInterrupted
+	}
+	return s, true
+}
+
+// catalogFile is a catalog as read: its lines, and the last line of
+// each session. The entries' ids point into buf.
+type catalogFile struct {
+	buf     []byte
+	entries []entry
+	last    map[string]int32 // id → its last line in entries
+	size    int64            // bytes read; lines after them were appended since
+	ino     uint64
+	found   bool
+}
+
+// at returns the last line of session id.
+func (c *catalogFile) at(id string) (*entry, bool) {
+	i, ok := c.last[id]
+	if !ok {
+		return nil, false
+	}
+	return &c.entries[i], true
+}
+
+// readCatalog reads the catalog at path whole. A missing catalog is empty.
+func readCatalog(path string) (catalogFile, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return catalogFile{last: map[string]int32{}}, nil
+	}
+	if err != nil {
+		return catalogFile{}, err
+	}
+	defer f.Close()
+	return readCatalogFrom(f)
+}
+
+func readCatalogFrom(f *os.File) (catalogFile, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return catalogFile{}, err
+	}
+	buf := make([]byte, fi.Size())
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return catalogFile{}, err
+	}
+	buf = buf[:n]
+	guess := n/96 + 1
+	c := catalogFile{buf: buf, entries: make([]entry, 0, guess), last: make(map[string]int32, guess), size: int64(n), found: true}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		c.ino = uint64(st.Ino)
+	}
+	agents := map[string]string{}
+	for off := 0; off < len(buf); {
+		end := bytes.IndexByte(buf[off:], '\n')
+		if end < 0 {
+			c.size = int64(off) // a line being appended, or torn
+			break
+		}
+		if e, ok := parseEntry(buf[off:off+end], agents); ok {
+			e.off = int64(off)
+			c.last[e.id] = int32(len(c.entries))
+			c.entries = append(c.entries, e)
+		}
+		off += end + 1
+	}
+	return c, nil
+}
+
+// note appends one line to the catalog of dir under its shared lock, and
+// syncs it when durable is set: an open line must be on disk before the
+// log it vouches for changes.
+func note(dir string, line []byte, durable bool) error {
+	path := filepath.Join(dir, catalogName)
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := flockWait(f, syscall.LOCK_SH); err != nil {
+			f.Close()
+			return err
+		}
+		// A compaction renamed a new catalog over this one while we
+		// waited: write to the one at path.
+		if !samePath(f, path) {
+			f.Close()
+			if attempt < 100 {
+				continue
+			}
+			return errors.New("the catalog keeps being replaced")
+		}
+		_, err = f.Write(line)
+		if err == nil && durable {
+			err = f.Sync()
+		}
+		return errors.Join(err, f.Close())
+	}
+}
+
+func flockWait(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// noteOpen marks session id open in the catalog: its log may change now.
+func (w *files) noteOpen(id string) error {
+	if err := note(w.dir, encodeEntry(kindOpen, session.Summary{ID: id}), true); err != nil {
+		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
+			"session.jsonl: cannot mark session %q open in the catalog %s; check the directory's permissions and free space",
+			id, filepath.Join(w.dir, catalogName)))
+	}
+	return nil
+}
+
+// noteClosed records what the log of session id is as its writer leaves
+// it; the caller still holds the session's lock. A log that cannot be
+// read keeps its open line, so listings read the log and say why.
+func (w *files) noteClosed(id, path string) {
+	var line []byte
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		line = encodeEntry(kindGone, session.Summary{ID: id})
+	case err != nil:
+		return
+	default:
+		fi, serr := f.Stat()
+		if serr != nil {
+			f.Close()
+			return
+		}
+		s := session.Summary{ID: id, State: session.StateIdle, Size: fi.Size(), Created: fi.ModTime(), Updated: fi.ModTime()}
+		s, _ = summarizeLog(s, f, path)
+		f.Close()
+		if s.State == session.StateCorrupt {
+			return
+		}
+		line = encodeEntry(kindClosed, s)
+	}
+	// Without its closed line the session is read from its log: slower,
+	// never wrong. Only a listing's speed depends on this line.
+	if err := note(w.dir, line, false); err != nil {
+		w.log.Warn("session.jsonl: cannot record a closed session in the catalog; listings read its log until they can", "session", id, "error", err)
+	}
+}
+
+// noteGone records that session id was deleted; the caller holds its lock.
+func (w *files) noteGone(id string) {
+	note(w.dir, encodeEntry(kindGone, session.Summary{ID: id}), false) // the directory says so too
+}
+
+// candidate is a session a listing may show: from its closed catalog line
+// (e), or from its log (sum).
+type candidate struct {
+	updated int64
+	id      string
+	agent   string
+	e       *entry
+	sum     *session.Summary
+}
+
+func (c candidate) summary() session.Summary {
+	if c.sum != nil {
+		return *c.sum
+	}
+	if s, ok := c.e.summary(); ok {
+		return s
+	}
+	return session.Summary{ID: c.id, State: session.StateCorrupt, Error: "its catalog line cannot be read; list again"}
+}
+
+// catalogList gathers the sessions of the directory that match: the
+// directory says which exist, the catalog's closed lines describe them,
+// and the logs describe the others, which it then writes into the
+// catalog (compact) so the next listing need not read them.
+func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, agent string) bool) ([]candidate, error) {
+	cat, err := readCatalog(filepath.Join(w.dir, catalogName))
+	if err != nil {
+		// Unreadable: every session is read from its log, as before.
+		w.log.Warn("session.jsonl: cannot read the catalog; listing from the logs", "error", err)
+		cat = catalogFile{last: map[string]int32{}}
+	}
+	var out []candidate
+	var unknown []string
+	live := 0
+	err = eachLogName(w.dir, func(id []byte) {
+		if e, ok := cat.at(string(id)); ok && e.kind == kindClosed {
+			live++
+			if match(e.updated, e.id, e.agent) {
+				out = append(out, candidate{updated: e.updated, id: e.id, agent: e.agent, e: e})
+			}
+			return
+		}
+		unknown = append(unknown, string(id))
+	})
+	if err != nil {
+		return nil, errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read the session directory %s", w.dir))
+	}
+	var repairs []session.Summary
+	for _, id := range unknown {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !session.ValidID(id) {
+			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, id+".jsonl"))
+			continue
+		}
+		w.logReads.Add(1)
+		s, _, ok := w.summarize(id)
+		if !ok {
+			continue
+		}
+		live++
+		if match(unixNano(s.Updated), id, s.Agent) {
+			out = append(out, candidate{updated: unixNano(s.Updated), id: id, agent: s.Agent, sum: &s})
+		}
+		if s.State == session.StateIdle || s.State == session.StateInterrupted {
+			repairs = append(repairs, s)
+		}
+	}
+	if len(repairs) > 0 || len(cat.entries) > 2*live+compactSlack {
+		if err := w.compact(cat, repairs); err != nil {
+			w.log.Warn("session.jsonl: cannot compact the catalog; listings read the logs it lacks until it is", "error", err)
+		}
+	}
+	return out, nil
+}
+
+// compact rewrites the catalog with the last line of each session still
+// stored, and a closed line for each of repairs: sessions a listing read
+// from their logs, nobody holding them. A repair is dropped if any line
+// of its session was appended since the listing read the catalog (cat):
+// its writer may have changed the log after the listing read it. It gives
+// up, leaving things as they were, when another compaction runs.
+func (w *files) compact(cat catalogFile, repairs []session.Summary) error {
+	path := filepath.Join(w.dir, catalogName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // drops the lock, after the rename
+	if err := lockFd(f, syscall.LOCK_EX); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil // another listing is at it
+		}
+		return err
+	}
+	if !samePath(f, path) {
+		return nil // one just ended
+	}
+	now, err := readCatalogFrom(f)
+	if err != nil {
+		return err
+	}
+	// Read under the lock: a log created since has its open line in now.
+	stored := map[string]struct{}{}
+	if err := eachLogName(w.dir, func(id []byte) { stored[string(id)] = struct{}{} }); err != nil {
+		return err
+	}
+	same := cat.found && cat.ino == now.ino
+	apply := map[string]session.Summary{}
+	for _, s := range repairs {
+		e, seen := now.at(s.ID)
+		switch {
+		case !seen && (same || !cat.found): // still no line
+		case seen && same && e.off < cat.size && e.kind == kindOpen: // only the dead writer's
+		default:
+			continue // a writer came since
+		}
+		apply[s.ID] = s
+	}
+	var buf bytes.Buffer
+	for id, i := range now.last {
+		e := &now.entries[i]
+		_, isStored := stored[id]
+		_, repaired := apply[id]
+		// An open line stays even without a log: its writer may be about
+		// to create it.
+		if e.kind == kindGone || (e.kind == kindClosed && !isStored) || repaired {
+			continue
+		}
+		buf.Write(e.raw)
+		buf.WriteByte('\n')
+	}
+	for _, s := range apply {
+		buf.Write(encodeEntry(kindClosed, s))
+	}
+	tmp, err := os.CreateTemp(w.dir, catalogName+".new-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(buf.Bytes())
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return syncDir(f)
+}

@@ -1,0 +1,105 @@
+package nats
+
+import (
+	stdctx "context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/internal/natstest"
+	"github.com/dsh-go/dsh/internal/testkit"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// genSessions stores n sessions of one message each, of 10 agents, and
+// their index entries, published straight to the stream and to the index
+// bucket's stream (a writer would take four requests a session).
+func genSessions(tb testing.TB, st *store, n int) {
+	tb.Helper()
+	ctx := stdctx.Background()
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i := range n {
+		id := fmt.Sprintf("g%06d", i)
+		subject, _ := st.subject(id)
+		if _, err := st.js.PublishAsync(subject, []byte(`{}`)); err != nil {
+			tb.Fatal(err)
+		}
+		at := t0.Add(time.Duration(i*7919%n) * time.Second)
+		x := indexEntry{Agent: fmt.Sprintf("agent%d", i%10), Title: fmt.Sprintf("task %d: summarize the design", i),
+			Created: at, Updated: at, Turns: 1, Events: 1, Msgs: 1, Ended: true, Size: 2}
+		b, _ := json.Marshal(x)
+		if _, err := st.js.PublishAsync("$KV."+IndexBucket(st.cfg.Stream)+"."+id, b); err != nil {
+			tb.Fatal(err)
+		}
+		if i%1000 == 999 {
+			select {
+			case <-st.js.PublishAsyncComplete():
+			case <-time.After(time.Minute):
+				tb.Fatal("publishing stalled")
+			}
+		}
+	}
+	select {
+	case <-st.js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		tb.Fatal("publishing stalled")
+	}
+	_ = ctx
+}
+
+// BenchmarkNATSList lists 100,000 sessions stored in session.nats (issue
+// 38: a page of one agent's sessions in 100 ms). "floor-subjects" is the
+// one request that names the stored sessions (the stream's subjects with
+// their counts); "list" is List, which reads those, the whole index and
+// the leases. The server runs in this process, so CPU counts its work too.
+//
+//	go test -run '^$' -bench NATSList -benchtime 5x -count 3 ./plugins/session/nats/
+func BenchmarkNATSList(b *testing.B) {
+	const n = 100_000
+	srv := natstest.Single(b)
+	st := testStore(b, srv.ClientURL(), "CATBENCH")
+	genSessions(b, st, n)
+	ctx := stdctx.Background()
+	cpu := func(b *testing.B, start time.Duration) {
+		b.ReportMetric(float64(testkit.CPUTime()-start)/float64(b.N)/1e6, "cpu-ms/op")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "wall-ms/op")
+	}
+	b.Run("floor-subjects", func(b *testing.B) {
+		b.ReportAllocs()
+		start := testkit.CPUTime()
+		for range b.N {
+			info, err := st.stream.Info(ctx, jetstream.WithSubjectFilter(st.cfg.SubjectPrefix+".>"))
+			if err != nil || len(info.State.Subjects) != n {
+				b.Fatalf("%d subjects (%v)", len(info.State.Subjects), err)
+			}
+		}
+		cpu(b, start)
+	})
+	b.Run("list", func(b *testing.B) {
+		b.ReportAllocs()
+		start := testkit.CPUTime()
+		for range b.N {
+			list, err := st.List(ctx)
+			if err != nil || len(list) != n {
+				b.Fatalf("listed %d (%v)", len(list), err)
+			}
+		}
+		cpu(b, start)
+	})
+	b.Run("page-agent-50", func(b *testing.B) {
+		b.ReportAllocs()
+		start := testkit.CPUTime()
+		for range b.N {
+			list, err := st.List(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if p, _ := session.Paginate(list, session.ListOptions{Agent: "agent3", Limit: 50}); len(p.Sessions) != 50 {
+				b.Fatalf("a page of %d", len(p.Sessions))
+			}
+		}
+		cpu(b, start)
+	})
+}
