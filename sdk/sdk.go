@@ -119,7 +119,7 @@ func (s *server) Describe(_ stdctx.Context, req *pluginv1.DescribeRequest) (*plu
 	p := s.p
 	p.hostCaps.Store(slices.Clone(req.GetCapabilities()))
 	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners,
-		Requires: p.requires, Accepts: []string{EmitBatch}, Tools: p.tools, Sdk: sdkName}, nil
+		Requires: p.requires, Accepts: []string{EmitBatch, Mux}, Tools: p.tools, Sdk: sdkName}, nil
 }
 
 // Configure implements the protocol.
@@ -156,12 +156,6 @@ func (s *server) Call(stream pluginv1.Plugin_CallServer) error {
 	if start == nil {
 		return status.Error(codes.InvalidArgument, "a call must begin with CallStart")
 	}
-	fn := p.waterfalls[start.Event]
-	if fn == nil {
-		return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallResult{
-			Error: ErrorToProto(errs.New(errs.InvalidArgument, fmt.Sprintf("plugin %s does not listen to %q", p.name, start.Event))),
-		}}})
-	}
 	used := false
 	next := func(ctx stdctx.Context, payload *pluginv1.Payload) (*pluginv1.Result, error) {
 		if used {
@@ -176,22 +170,33 @@ func (s *server) Call(stream pluginv1.Plugin_CallServer) error {
 		if err != nil {
 			return nil, err
 		}
-		res := in.GetNextResult()
-		if res == nil {
-			return nil, errs.New(errs.Internal, "the host answered next with something other than NextResult")
-		}
-		if res.Error != nil {
-			return nil, ErrorFromProto(res.Error)
-		}
-		return res.Result, nil
+		return nextOutcome(in.GetNextResult())
 	}
-	result, err := safeCall(fn, stream.Context(), Call{Event: start.Event, Payload: start.Payload, Scope: start.ScopeTag}, next)
+	return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: s.run(stream.Context(), start, next)}})
+}
+
+// nextOutcome is what next returns for the host's answer.
+func nextOutcome(res *pluginv1.NextResult) (*pluginv1.Result, error) {
+	if res == nil {
+		return nil, errs.New(errs.Internal, "the host answered next with something other than NextResult")
+	}
+	if res.Error != nil {
+		return nil, ErrorFromProto(res.Error)
+	}
+	return res.Result, nil
+}
+
+// run runs the listener of one waterfall call, whichever way it arrived.
+func (s *server) run(ctx stdctx.Context, start *pluginv1.CallStart, next Next) *pluginv1.CallResult {
+	fn := s.p.waterfalls[start.Event]
+	if fn == nil {
+		return &pluginv1.CallResult{Error: ErrorToProto(errs.New(errs.InvalidArgument, fmt.Sprintf("plugin %s does not listen to %q", s.p.name, start.Event)))}
+	}
+	result, err := safeCall(fn, ctx, Call{Event: start.Event, Payload: start.Payload, Scope: start.ScopeTag}, next)
 	if err != nil {
 		result = nil
 	}
-	return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallResult{
-		Result: result, Error: ErrorToProto(err),
-	}}})
+	return &pluginv1.CallResult{Result: result, Error: ErrorToProto(err)}
 }
 
 // safeCall turns a handler's panic into an error, so one bad call does not

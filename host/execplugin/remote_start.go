@@ -36,6 +36,9 @@ const stopGrace = 2 * time.Second
 type process struct {
 	client *plugin.Client
 	proc   *childproc.Proc
+	// mux is the process's call stream, nil when it takes its calls as
+	// RPCs of their own.
+	mux *muxClient
 }
 
 // stop tears the process down: go-plugin's Kill asks the plugin to exit
@@ -45,6 +48,9 @@ type process struct {
 // stopGrace, so a teardown never takes longer than four of them, and that
 // only when a process escaped the group and holds the plugin's output.
 func (p process) stop(log hclog.Logger) {
+	// Calls in flight on the stream fail now, as on a process that
+	// died, rather than when the process is gone.
+	p.mux.close()
 	done := make(chan struct{})
 	go func() {
 		p.client.Kill()
@@ -214,6 +220,9 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 			fmt.Sprintf("plugin %q (%s) rejected its config", e.ID, e.Exec))
 	}
 	quiet.starting.Store(false)
+	if accepts(desc, CapMux) {
+		p.mux = openMux(rpc)
+	}
 	r.mu.Lock()
 	r.rpc = rpc
 	r.health = health

@@ -144,7 +144,8 @@ func (c counting) EmitBatch(ctx stdctx.Context, req *pluginv1.EmitBatchRequest) 
 }
 
 // oldServer answers like a binary built before capabilities: it ignores
-// what the host offers, requires and accepts nothing, and has no EmitBatch.
+// what the host offers, requires and accepts nothing, and has neither
+// EmitBatch nor Mux.
 type oldServer struct{ pluginv1.PluginServer }
 
 func (o oldServer) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
@@ -153,6 +154,10 @@ func (o oldServer) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (
 		d.Requires, d.Accepts = nil, nil
 	}
 	return d, err
+}
+
+func (oldServer) Mux(pluginv1.Plugin_MuxServer) error {
+	return status.Error(codes.Unimplemented, "method Mux not implemented")
 }
 
 func (oldServer) EmitBatch(stdctx.Context, *pluginv1.EmitBatchRequest) (*pluginv1.EmitBatchResponse, error) {
