@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -99,9 +100,19 @@ func (p *Plugin) Serve() {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: VersionedPlugins(&server{p: p}),
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       GRPCServer,
 		Logger:           p.Logger,
 	})
+}
+
+// GRPCServer is the gRPC server a plugin serves on, for a plugin that calls
+// go-plugin's Serve itself. Its flow-control window is fixed, which turns
+// off gRPC's bandwidth estimator: on the loopback connection to dsh it
+// measures nothing and costs a ping, a write and a wake-up per message
+// exchange.
+func GRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	const window = 1 << 20
+	return grpc.NewServer(append(opts, grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window))...)
 }
 
 // server answers the protocol for a Plugin.

@@ -17,10 +17,15 @@ import (
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
+
+// window is the fixed HTTP/2 flow-control window of a plugin connection,
+// the same as the SDK's (sdk.Serve): larger than any one call needs.
+const window = 1 << 20
 
 // DefaultStartTimeout bounds a plugin's whole start when the entry sets no
 // start_timeout.
@@ -128,6 +133,11 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		// The environment is childproc's, complete: go-plugin must not add
 		// dsh's own to it.
 		SkipHostEnv: true,
+		// A fixed window turns off gRPC's bandwidth estimator, which
+		// answers data with a ping of its own: on a loopback connection
+		// that carries small calls it measures nothing and costs a
+		// write and a wake-up on each side per message exchange.
+		GRPCDialOptions: []grpc.DialOption{grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window)},
 	}
 	p := process{client: plugin.NewClient(cfg), proc: proc}
 	fail := func(err error, what string) (*pluginv1.DescribeResponse, process, error) {

@@ -218,7 +218,7 @@ func main() {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  sdk.Handshake,
 			VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: {sdk.PluginName: &sdk.GRPCPlugin{Impl: hangInDescribe{p.Server()}}}},
-			GRPCServer:       plugin.DefaultGRPCServer,
+			GRPCServer:       sdk.GRPCServer,
 		})
 		return
 	}
@@ -229,7 +229,7 @@ func main() {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  plugin.HandshakeConfig{ProtocolVersion: uint(n), MagicCookieKey: sdk.Handshake.MagicCookieKey, MagicCookieValue: sdk.Handshake.MagicCookieValue},
 			VersionedPlugins: map[int]plugin.PluginSet{n: {sdk.PluginName: &sdk.GRPCPlugin{Impl: p.Server()}}},
-			GRPCServer:       plugin.DefaultGRPCServer,
+			GRPCServer:       sdk.GRPCServer,
 		})
 		return
 	}
@@ -237,7 +237,7 @@ func main() {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  sdk.Handshake,
 			VersionedPlugins: sdk.VersionedPlugins(noMux{p.Server()}),
-			GRPCServer:       plugin.DefaultGRPCServer,
+			GRPCServer:       sdk.GRPCServer,
 		})
 		return
 	}

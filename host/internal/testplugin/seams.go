@@ -79,7 +79,7 @@ func serveSeams() bool {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(srv),
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       sdk.GRPCServer,
 	})
 	return true
 }
