@@ -163,3 +163,18 @@ func waitForFile(t *testing.T, path string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestToolCallsTakeTheStream: a tool call of a Go plugin travels on its
+// stream (one that does not accept mux answers on ExecuteTool:
+// TestAPluginOffTheProtocol).
+func TestToolCallsTakeTheStream(t *testing.T) {
+	h, _ := startExec(t, toolConfig(toolPlugin(t), "{}", "", ""))
+	p, _ := h.ExecPlugin("tools")
+	before, _ := execplugin.MuxCalls(p)
+	if r := callTool(t, h, "main", "echo", `{"text":"hi"}`); r.IsError || !strings.Contains(r.Content, "hi") {
+		t.Fatalf("%+v", r)
+	}
+	if after, serving := execplugin.MuxCalls(p); after != before+1 || !serving {
+		t.Fatalf("the tool call did not take the stream: %d then %d calls (serving %v)", before, after, serving)
+	}
+}
