@@ -13,7 +13,7 @@ import (
 )
 
 // Mux is the feature a plugin accepts (DescribeResponse.accepts) to get its
-// waterfall and tool calls on one stream (the Mux RPC) instead of an RPC
+// waterfall calls, tool calls and batches of notifications on one stream (the Mux RPC) instead of an RPC
 // each; every plugin built with this SDK does. A host without it uses the
 // RPCs of their own.
 const Mux = "mux"
@@ -55,6 +55,17 @@ func (s *server) Mux(stream pluginv1.Plugin_MuxServer) error {
 			m.start(f, func(ctx stdctx.Context, _ *muxCall) *pluginv1.MuxPluginFrame {
 				out, _ := s.ExecuteTool(ctx, inv) // its error is always nil
 				return &pluginv1.MuxPluginFrame{Id: f.Id, Msg: &pluginv1.MuxPluginFrame_Tool{Tool: out}}
+			})
+		case *pluginv1.MuxHostFrame_Emits:
+			req := x.Emits
+			m.start(f, func(ctx stdctx.Context, _ *muxCall) *pluginv1.MuxPluginFrame {
+				out, err := s.EmitBatch(ctx, req)
+				if err != nil {
+					// Only a cancelled batch fails as a whole, and the
+					// host reads nothing more of it then.
+					out = &pluginv1.EmitBatchResponse{}
+				}
+				return &pluginv1.MuxPluginFrame{Id: f.Id, Msg: &pluginv1.MuxPluginFrame_Emitted{Emitted: out}}
 			})
 		case *pluginv1.MuxHostFrame_Cancel:
 			if c := m.get(f.Id); c != nil {

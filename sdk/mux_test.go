@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/sdk"
+	"github.com/dsh-go/dsh/sdk/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 )
 
@@ -198,6 +199,39 @@ func TestMuxEndsCallsWithTheStream(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"hold 1", "hold 2"}) {
 		t.Fatalf("cancelled %v", got)
+	}
+}
+
+// TestMuxDeliversBatches: a batch of notifications on the stream reaches
+// the listeners in order, and its answer names the one that failed.
+func TestMuxDeliversBatches(t *testing.T) {
+	p := sdk.New("emits", "0.1.0")
+	var heard []string
+	p.Emit("agent/status", func(_ stdctx.Context, call sdk.Call) error {
+		heard = append(heard, call.Scope)
+		if call.Scope == "bad" {
+			return errs.New(errs.InvalidArgument, "bad scope")
+		}
+		return nil
+	})
+	stream, err := serve(t, p).Mux(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var emits []*pluginv1.EmitRequest
+	for _, scope := range []string{"a", "bad", "c"} {
+		emits = append(emits, &pluginv1.EmitRequest{Event: "agent/status", ScopeTag: scope})
+	}
+	if err := stream.Send(&pluginv1.MuxHostFrame{Id: 7, Msg: &pluginv1.MuxHostFrame_Emits{Emits: &pluginv1.EmitBatchRequest{Emits: emits}}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fails := f.GetEmitted().GetFailures()
+	if f.Id != 7 || len(fails) != 1 || fails[0].GetIndex() != 1 || !slices.Equal(heard, []string{"a", "bad", "c"}) {
+		t.Fatalf("frame %d, failures %v, heard %v", f.Id, fails, heard)
 	}
 }
 

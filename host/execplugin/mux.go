@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// A plugin that accepts sdk.Mux gets its waterfall and tool calls on one
-// stream per process instead of an RPC each: an RPC's setup (HTTP/2
+// A plugin that accepts sdk.Mux gets its waterfall calls, tool calls and
+// batches of notifications on one stream per process instead of an RPC each: an RPC's setup (HTTP/2
 // stream, headers, the server's goroutine) is most of what a small call
 // costs. Frames carry the call's id; one reader goroutine hands each to
 // its call. A call in flight can still make nested calls back: the
@@ -252,10 +252,23 @@ func (r *remote) runNextMux(ctx stdctx.Context, m *muxClient, c *muxCall, payloa
 	return m.recv(ctx, c)
 }
 
-// executeToolMux is ExecuteTool on the stream. errMuxBroken means the call
+// executeTool is ExecuteTool on the stream. errMuxBroken means the call
 // never reached the plugin.
 func (m *muxClient) executeTool(ctx stdctx.Context, inv *pluginv1.ToolInvocation) (*pluginv1.ToolOutcome, error) {
-	c, err := m.begin(ctx, &pluginv1.MuxHostFrame{Msg: &pluginv1.MuxHostFrame_Tool{Tool: inv}})
+	f, err := m.roundTrip(ctx, &pluginv1.MuxHostFrame{Msg: &pluginv1.MuxHostFrame_Tool{Tool: inv}})
+	return f.GetTool(), err
+}
+
+// emitBatch is EmitBatch on the stream, so a streamed answer's batches of
+// chunks do not pay an RPC each. errMuxBroken means the batch never left.
+func (m *muxClient) emitBatch(ctx stdctx.Context, req *pluginv1.EmitBatchRequest) (*pluginv1.EmitBatchResponse, error) {
+	f, err := m.roundTrip(ctx, &pluginv1.MuxHostFrame{Msg: &pluginv1.MuxHostFrame_Emits{Emits: req}})
+	return f.GetEmitted(), err
+}
+
+// roundTrip sends a call's one frame and waits for the plugin's one answer.
+func (m *muxClient) roundTrip(ctx stdctx.Context, out *pluginv1.MuxHostFrame) (*pluginv1.MuxPluginFrame, error) {
+	c, err := m.begin(ctx, out)
 	if err != nil {
 		return nil, err
 	}
@@ -263,10 +276,10 @@ func (m *muxClient) executeTool(ctx stdctx.Context, inv *pluginv1.ToolInvocation
 	m.finish(c, err == nil)
 	if err != nil {
 		if ctx.Err() != nil {
-			// As gRPC reports an RPC its ctx ended.
+			// As gRPC reports an RPC whose ctx ended.
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 		return nil, err
 	}
-	return f.GetTool(), nil
+	return f, nil
 }

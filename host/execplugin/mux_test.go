@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -176,5 +177,21 @@ func TestToolCallsTakeTheStream(t *testing.T) {
 	}
 	if after, serving := execplugin.MuxCalls(p); after != before+1 || !serving {
 		t.Fatalf("the tool call did not take the stream: %d then %d calls (serving %v)", before, after, serving)
+	}
+}
+
+// TestChunkBatchesTakeTheStream: a streamed answer's batches of chunks
+// reach a Go plugin on its stream, every chunk once and in order.
+func TestChunkBatchesTakeTheStream(t *testing.T) {
+	const n = 300
+	lines := streamTo(t, n, "")
+	_, batches, batched, texts := messagesAndChunks(lines)
+	if !slices.Equal(texts, strings.Fields(streamedAnswer(n))) || batched < n {
+		t.Fatalf("the plugin heard %d text chunks in %d notifications, want %d in order", len(texts), batched, n)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "batch ") && !strings.HasSuffix(l, " on mux") {
+			t.Fatalf("a batch came as an RPC of its own: %q (of %d batches)", l, batches)
+		}
 	}
 }

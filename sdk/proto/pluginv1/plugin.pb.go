@@ -1245,6 +1245,7 @@ type MuxHostFrame struct {
 	//	*MuxHostFrame_Call
 	//	*MuxHostFrame_Tool
 	//	*MuxHostFrame_Cancel
+	//	*MuxHostFrame_Emits
 	Msg isMuxHostFrame_Msg `protobuf_oneof:"msg"`
 	// With a call's first frame: how long the host waits for it, in
 	// microseconds from when the frame was sent (0: no bound) — what a
@@ -1328,6 +1329,15 @@ func (x *MuxHostFrame) GetCancel() *MuxCancel {
 	return nil
 }
 
+func (x *MuxHostFrame) GetEmits() *EmitBatchRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxHostFrame_Emits); ok {
+			return x.Emits
+		}
+	}
+	return nil
+}
+
 func (x *MuxHostFrame) GetTimeoutUs() int64 {
 	if x != nil {
 		return x.TimeoutUs
@@ -1362,11 +1372,19 @@ type MuxHostFrame_Cancel struct {
 	Cancel *MuxCancel `protobuf:"bytes,4,opt,name=cancel,proto3,oneof"`
 }
 
+type MuxHostFrame_Emits struct {
+	// Delivers notifications, as EmitBatch does; the plugin answers with
+	// emitted.
+	Emits *EmitBatchRequest `protobuf:"bytes,7,opt,name=emits,proto3,oneof"`
+}
+
 func (*MuxHostFrame_Call) isMuxHostFrame_Msg() {}
 
 func (*MuxHostFrame_Tool) isMuxHostFrame_Msg() {}
 
 func (*MuxHostFrame_Cancel) isMuxHostFrame_Msg() {}
+
+func (*MuxHostFrame_Emits) isMuxHostFrame_Msg() {}
 
 type MuxCancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1411,6 +1429,7 @@ type MuxPluginFrame struct {
 	//
 	//	*MuxPluginFrame_Call
 	//	*MuxPluginFrame_Tool
+	//	*MuxPluginFrame_Emitted
 	Msg           isMuxPluginFrame_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1478,6 +1497,15 @@ func (x *MuxPluginFrame) GetTool() *ToolOutcome {
 	return nil
 }
 
+func (x *MuxPluginFrame) GetEmitted() *EmitBatchResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxPluginFrame_Emitted); ok {
+			return x.Emitted
+		}
+	}
+	return nil
+}
+
 type isMuxPluginFrame_Msg interface {
 	isMuxPluginFrame_Msg()
 }
@@ -1492,9 +1520,16 @@ type MuxPluginFrame_Tool struct {
 	Tool *ToolOutcome `protobuf:"bytes,3,opt,name=tool,proto3,oneof"`
 }
 
+type MuxPluginFrame_Emitted struct {
+	// The answer to emits.
+	Emitted *EmitBatchResponse `protobuf:"bytes,4,opt,name=emitted,proto3,oneof"`
+}
+
 func (*MuxPluginFrame_Call) isMuxPluginFrame_Msg() {}
 
 func (*MuxPluginFrame_Tool) isMuxPluginFrame_Msg() {}
+
+func (*MuxPluginFrame_Emitted) isMuxPluginFrame_Msg() {}
 
 type EmitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1679,12 +1714,13 @@ const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"CallResult\x12-\n" +
 	"\x06result\x18\x03 \x01(\v2\x15.dsh.plugin.v1.ResultR\x06result\x12*\n" +
-	"\x05error\x18\x02 \x01(\v2\x14.dsh.plugin.v1.ErrorR\x05errorJ\x04\b\x01\x10\x02\"\xe3\x02\n" +
+	"\x05error\x18\x02 \x01(\v2\x14.dsh.plugin.v1.ErrorR\x05errorJ\x04\b\x01\x10\x02\"\x9c\x03\n" +
 	"\fMuxHostFrame\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x04call\x18\x02 \x01(\v2\x1a.dsh.plugin.v1.HostMessageH\x00R\x04call\x123\n" +
 	"\x04tool\x18\x03 \x01(\v2\x1d.dsh.plugin.v1.ToolInvocationH\x00R\x04tool\x122\n" +
-	"\x06cancel\x18\x04 \x01(\v2\x18.dsh.plugin.v1.MuxCancelH\x00R\x06cancel\x12\x1d\n" +
+	"\x06cancel\x18\x04 \x01(\v2\x18.dsh.plugin.v1.MuxCancelH\x00R\x06cancel\x127\n" +
+	"\x05emits\x18\a \x01(\v2\x1f.dsh.plugin.v1.EmitBatchRequestH\x00R\x05emits\x12\x1d\n" +
 	"\n" +
 	"timeout_us\x18\x05 \x01(\x03R\ttimeoutUs\x12E\n" +
 	"\bmetadata\x18\x06 \x03(\v2).dsh.plugin.v1.MuxHostFrame.MetadataEntryR\bmetadata\x1a;\n" +
@@ -1692,11 +1728,12 @@ const file_plugin_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
 	"\x03msg\"\v\n" +
-	"\tMuxCancel\"\x8d\x01\n" +
+	"\tMuxCancel\"\xcb\x01\n" +
 	"\x0eMuxPluginFrame\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x122\n" +
 	"\x04call\x18\x02 \x01(\v2\x1c.dsh.plugin.v1.PluginMessageH\x00R\x04call\x120\n" +
-	"\x04tool\x18\x03 \x01(\v2\x1a.dsh.plugin.v1.ToolOutcomeH\x00R\x04toolB\x05\n" +
+	"\x04tool\x18\x03 \x01(\v2\x1a.dsh.plugin.v1.ToolOutcomeH\x00R\x04tool\x12<\n" +
+	"\aemitted\x18\x04 \x01(\v2 .dsh.plugin.v1.EmitBatchResponseH\x00R\aemittedB\x05\n" +
 	"\x03msg\"x\n" +
 	"\vEmitRequest\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x120\n" +
@@ -1787,30 +1824,32 @@ var file_plugin_proto_depIdxs = []int32{
 	13, // 21: dsh.plugin.v1.MuxHostFrame.call:type_name -> dsh.plugin.v1.HostMessage
 	5,  // 22: dsh.plugin.v1.MuxHostFrame.tool:type_name -> dsh.plugin.v1.ToolInvocation
 	20, // 23: dsh.plugin.v1.MuxHostFrame.cancel:type_name -> dsh.plugin.v1.MuxCancel
-	24, // 24: dsh.plugin.v1.MuxHostFrame.metadata:type_name -> dsh.plugin.v1.MuxHostFrame.MetadataEntry
-	16, // 25: dsh.plugin.v1.MuxPluginFrame.call:type_name -> dsh.plugin.v1.PluginMessage
-	6,  // 26: dsh.plugin.v1.MuxPluginFrame.tool:type_name -> dsh.plugin.v1.ToolOutcome
-	27, // 27: dsh.plugin.v1.EmitRequest.payload:type_name -> dsh.plugin.v1.Payload
-	12, // 28: dsh.plugin.v1.EmitResponse.error:type_name -> dsh.plugin.v1.Error
-	2,  // 29: dsh.plugin.v1.Plugin.Describe:input_type -> dsh.plugin.v1.DescribeRequest
-	10, // 30: dsh.plugin.v1.Plugin.Configure:input_type -> dsh.plugin.v1.ConfigureRequest
-	13, // 31: dsh.plugin.v1.Plugin.Call:input_type -> dsh.plugin.v1.HostMessage
-	22, // 32: dsh.plugin.v1.Plugin.Emit:input_type -> dsh.plugin.v1.EmitRequest
-	7,  // 33: dsh.plugin.v1.Plugin.EmitBatch:input_type -> dsh.plugin.v1.EmitBatchRequest
-	5,  // 34: dsh.plugin.v1.Plugin.ExecuteTool:input_type -> dsh.plugin.v1.ToolInvocation
-	19, // 35: dsh.plugin.v1.Plugin.Mux:input_type -> dsh.plugin.v1.MuxHostFrame
-	3,  // 36: dsh.plugin.v1.Plugin.Describe:output_type -> dsh.plugin.v1.DescribeResponse
-	11, // 37: dsh.plugin.v1.Plugin.Configure:output_type -> dsh.plugin.v1.ConfigureResponse
-	16, // 38: dsh.plugin.v1.Plugin.Call:output_type -> dsh.plugin.v1.PluginMessage
-	23, // 39: dsh.plugin.v1.Plugin.Emit:output_type -> dsh.plugin.v1.EmitResponse
-	8,  // 40: dsh.plugin.v1.Plugin.EmitBatch:output_type -> dsh.plugin.v1.EmitBatchResponse
-	6,  // 41: dsh.plugin.v1.Plugin.ExecuteTool:output_type -> dsh.plugin.v1.ToolOutcome
-	21, // 42: dsh.plugin.v1.Plugin.Mux:output_type -> dsh.plugin.v1.MuxPluginFrame
-	36, // [36:43] is the sub-list for method output_type
-	29, // [29:36] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	7,  // 24: dsh.plugin.v1.MuxHostFrame.emits:type_name -> dsh.plugin.v1.EmitBatchRequest
+	24, // 25: dsh.plugin.v1.MuxHostFrame.metadata:type_name -> dsh.plugin.v1.MuxHostFrame.MetadataEntry
+	16, // 26: dsh.plugin.v1.MuxPluginFrame.call:type_name -> dsh.plugin.v1.PluginMessage
+	6,  // 27: dsh.plugin.v1.MuxPluginFrame.tool:type_name -> dsh.plugin.v1.ToolOutcome
+	8,  // 28: dsh.plugin.v1.MuxPluginFrame.emitted:type_name -> dsh.plugin.v1.EmitBatchResponse
+	27, // 29: dsh.plugin.v1.EmitRequest.payload:type_name -> dsh.plugin.v1.Payload
+	12, // 30: dsh.plugin.v1.EmitResponse.error:type_name -> dsh.plugin.v1.Error
+	2,  // 31: dsh.plugin.v1.Plugin.Describe:input_type -> dsh.plugin.v1.DescribeRequest
+	10, // 32: dsh.plugin.v1.Plugin.Configure:input_type -> dsh.plugin.v1.ConfigureRequest
+	13, // 33: dsh.plugin.v1.Plugin.Call:input_type -> dsh.plugin.v1.HostMessage
+	22, // 34: dsh.plugin.v1.Plugin.Emit:input_type -> dsh.plugin.v1.EmitRequest
+	7,  // 35: dsh.plugin.v1.Plugin.EmitBatch:input_type -> dsh.plugin.v1.EmitBatchRequest
+	5,  // 36: dsh.plugin.v1.Plugin.ExecuteTool:input_type -> dsh.plugin.v1.ToolInvocation
+	19, // 37: dsh.plugin.v1.Plugin.Mux:input_type -> dsh.plugin.v1.MuxHostFrame
+	3,  // 38: dsh.plugin.v1.Plugin.Describe:output_type -> dsh.plugin.v1.DescribeResponse
+	11, // 39: dsh.plugin.v1.Plugin.Configure:output_type -> dsh.plugin.v1.ConfigureResponse
+	16, // 40: dsh.plugin.v1.Plugin.Call:output_type -> dsh.plugin.v1.PluginMessage
+	23, // 41: dsh.plugin.v1.Plugin.Emit:output_type -> dsh.plugin.v1.EmitResponse
+	8,  // 42: dsh.plugin.v1.Plugin.EmitBatch:output_type -> dsh.plugin.v1.EmitBatchResponse
+	6,  // 43: dsh.plugin.v1.Plugin.ExecuteTool:output_type -> dsh.plugin.v1.ToolOutcome
+	21, // 44: dsh.plugin.v1.Plugin.Mux:output_type -> dsh.plugin.v1.MuxPluginFrame
+	38, // [38:45] is the sub-list for method output_type
+	31, // [31:38] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1831,10 +1870,12 @@ func file_plugin_proto_init() {
 		(*MuxHostFrame_Call)(nil),
 		(*MuxHostFrame_Tool)(nil),
 		(*MuxHostFrame_Cancel)(nil),
+		(*MuxHostFrame_Emits)(nil),
 	}
 	file_plugin_proto_msgTypes[20].OneofWrappers = []any{
 		(*MuxPluginFrame_Call)(nil),
 		(*MuxPluginFrame_Tool)(nil),
+		(*MuxPluginFrame_Emitted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

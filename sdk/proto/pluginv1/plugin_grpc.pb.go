@@ -82,12 +82,12 @@ type PluginClient interface {
 	// the approval stage allowed it. Cancelling the RPC is the model's
 	// abort: the plugin should stop the work and return.
 	ExecuteTool(ctx context.Context, in *ToolInvocation, opts ...grpc.CallOption) (*ToolOutcome, error)
-	// Mux carries many Calls and ExecuteTools on one stream, so a hot seam
-	// does not pay an RPC's setup per event. The host opens it once per
-	// process, only to a plugin that accepts "mux" (DescribeResponse.accepts);
-	// any other plugin gets the RPCs above, which stay the protocol's
-	// fallback. Each frame names its call by id, chosen by the host; a
-	// call's frames mean what Call's and ExecuteTool's messages mean, calls
+	// Mux carries many Calls, ExecuteTools and EmitBatches on one stream, so
+	// a hot seam does not pay an RPC's setup per event. The host opens it
+	// once per process, only to a plugin that accepts "mux"
+	// (DescribeResponse.accepts); any other plugin gets the RPCs above, which
+	// stay the protocol's fallback. Each frame names its call by id, chosen
+	// by the host; a call's frames mean what those RPCs' messages mean, calls
 	// run concurrently, and a plugin's NextRequest is answered on the same
 	// stream while other calls go on. MuxCancel ends one call and nothing
 	// else; the stream ending ends every call on it.
@@ -206,12 +206,12 @@ type PluginServer interface {
 	// the approval stage allowed it. Cancelling the RPC is the model's
 	// abort: the plugin should stop the work and return.
 	ExecuteTool(context.Context, *ToolInvocation) (*ToolOutcome, error)
-	// Mux carries many Calls and ExecuteTools on one stream, so a hot seam
-	// does not pay an RPC's setup per event. The host opens it once per
-	// process, only to a plugin that accepts "mux" (DescribeResponse.accepts);
-	// any other plugin gets the RPCs above, which stay the protocol's
-	// fallback. Each frame names its call by id, chosen by the host; a
-	// call's frames mean what Call's and ExecuteTool's messages mean, calls
+	// Mux carries many Calls, ExecuteTools and EmitBatches on one stream, so
+	// a hot seam does not pay an RPC's setup per event. The host opens it
+	// once per process, only to a plugin that accepts "mux"
+	// (DescribeResponse.accepts); any other plugin gets the RPCs above, which
+	// stay the protocol's fallback. Each frame names its call by id, chosen
+	// by the host; a call's frames mean what those RPCs' messages mean, calls
 	// run concurrently, and a plugin's NextRequest is answered on the same
 	// stream while other calls go on. MuxCancel ends one call and nothing
 	// else; the stream ending ends every call on it.
