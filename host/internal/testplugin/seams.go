@@ -77,6 +77,9 @@ func serveSeams() bool {
 	if old {
 		srv = oldServer{srv}
 	}
+	if os.Getenv("TESTPLUGIN_NO_MUX") != "" {
+		srv = noMux{srv}
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(srv),
