@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -99,9 +100,19 @@ func (p *Plugin) Serve() {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: VersionedPlugins(&server{p: p}),
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       GRPCServer,
 		Logger:           p.Logger,
 	})
+}
+
+// GRPCServer is the gRPC server a plugin serves on, for a plugin that calls
+// go-plugin's Serve itself. Its flow-control window is fixed, which turns
+// off gRPC's bandwidth estimator: on the loopback connection to dsh it
+// measures nothing and costs a ping, a write and a wake-up per message
+// exchange.
+func GRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	const window = 1 << 20
+	return grpc.NewServer(append(opts, grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window))...)
 }
 
 // server answers the protocol for a Plugin.
@@ -119,7 +130,7 @@ func (s *server) Describe(_ stdctx.Context, req *pluginv1.DescribeRequest) (*plu
 	p := s.p
 	p.hostCaps.Store(slices.Clone(req.GetCapabilities()))
 	return &pluginv1.DescribeResponse{Name: p.name, Version: p.version, Listeners: p.listeners,
-		Requires: p.requires, Accepts: []string{EmitBatch}, Tools: p.tools, Sdk: sdkName}, nil
+		Requires: p.requires, Accepts: []string{EmitBatch, Mux}, Tools: p.tools, Sdk: sdkName}, nil
 }
 
 // Configure implements the protocol.
@@ -156,12 +167,6 @@ func (s *server) Call(stream pluginv1.Plugin_CallServer) error {
 	if start == nil {
 		return status.Error(codes.InvalidArgument, "a call must begin with CallStart")
 	}
-	fn := p.waterfalls[start.Event]
-	if fn == nil {
-		return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallResult{
-			Error: ErrorToProto(errs.New(errs.InvalidArgument, fmt.Sprintf("plugin %s does not listen to %q", p.name, start.Event))),
-		}}})
-	}
 	used := false
 	next := func(ctx stdctx.Context, payload *pluginv1.Payload) (*pluginv1.Result, error) {
 		if used {
@@ -176,22 +181,33 @@ func (s *server) Call(stream pluginv1.Plugin_CallServer) error {
 		if err != nil {
 			return nil, err
 		}
-		res := in.GetNextResult()
-		if res == nil {
-			return nil, errs.New(errs.Internal, "the host answered next with something other than NextResult")
-		}
-		if res.Error != nil {
-			return nil, ErrorFromProto(res.Error)
-		}
-		return res.Result, nil
+		return nextOutcome(in.GetNextResult())
 	}
-	result, err := safeCall(fn, stream.Context(), Call{Event: start.Event, Payload: start.Payload, Scope: start.ScopeTag}, next)
+	return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: s.run(stream.Context(), start, next)}})
+}
+
+// nextOutcome is what next returns for the host's answer.
+func nextOutcome(res *pluginv1.NextResult) (*pluginv1.Result, error) {
+	if res == nil {
+		return nil, errs.New(errs.Internal, "the host answered next with something other than NextResult")
+	}
+	if res.Error != nil {
+		return nil, ErrorFromProto(res.Error)
+	}
+	return res.Result, nil
+}
+
+// run runs the listener of one waterfall call, whichever way it arrived.
+func (s *server) run(ctx stdctx.Context, start *pluginv1.CallStart, next Next) *pluginv1.CallResult {
+	fn := s.p.waterfalls[start.Event]
+	if fn == nil {
+		return &pluginv1.CallResult{Error: ErrorToProto(errs.New(errs.InvalidArgument, fmt.Sprintf("plugin %s does not listen to %q", s.p.name, start.Event)))}
+	}
+	result, err := safeCall(fn, ctx, Call{Event: start.Event, Payload: start.Payload, Scope: start.ScopeTag}, next)
 	if err != nil {
 		result = nil
 	}
-	return stream.Send(&pluginv1.PluginMessage{Msg: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallResult{
-		Result: result, Error: ErrorToProto(err),
-	}}})
+	return &pluginv1.CallResult{Result: result, Error: ErrorToProto(err)}
 }
 
 // safeCall turns a handler's panic into an error, so one bad call does not

@@ -96,7 +96,7 @@ func TestEmitBatchDeliversInOrderAndReportsFailuresByIndex(t *testing.T) {
 	}
 }
 
-// TestDescribeNegotiates: the plugin accepts emit-batch, says what it
+// TestDescribeNegotiates: the plugin accepts emit-batch and mux, says what it
 // requires, and keeps what the host offers.
 func TestDescribeNegotiates(t *testing.T) {
 	p := sdk.New("picky", "1.0.0")
@@ -106,7 +106,7 @@ func TestDescribeNegotiates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(d.Accepts, []string{sdk.EmitBatch}) || !slices.Equal(d.Requires, []string{"session/outcome"}) {
+	if !slices.Equal(d.Accepts, []string{sdk.EmitBatch, sdk.Mux}) || !slices.Equal(d.Requires, []string{"session/outcome"}) {
 		t.Fatalf("accepts %v, requires %v", d.Accepts, d.Requires)
 	}
 	if got := p.HostCapabilities(); !slices.Equal(got, []string{"tools", "emit-batch"}) {

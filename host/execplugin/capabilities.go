@@ -28,6 +28,9 @@ const (
 	// CapEmitBatch: the host sends notifications with EmitBatch to a
 	// plugin that accepts it.
 	CapEmitBatch = sdk.EmitBatch
+	// CapMux: the host carries waterfall and tool calls on one Mux stream
+	// per process to a plugin that accepts it.
+	CapMux = sdk.Mux
 )
 
 // Capabilities is what this host offers a plugin binary, sorted: every
@@ -35,7 +38,7 @@ const (
 // DescribeRequest.capabilities and checked against
 // DescribeResponse.requires.
 func Capabilities() []string {
-	out := []string{CapTools, CapEmitBatch}
+	out := []string{CapTools, CapEmitBatch, CapMux}
 	for name := range bridges {
 		out = append(out, name)
 	}

@@ -58,3 +58,33 @@ func GivenUp(p *Plugin) bool {
 	defer p.remote.mu.Unlock()
 	return p.remote.givenUp > 0
 }
+
+// MuxCalls returns how many calls p's current process was sent on its Mux
+// stream, and whether it has a stream that still serves.
+func MuxCalls(p *Plugin) (calls uint64, serving bool) {
+	r := p.remote
+	r.mu.Lock()
+	m := r.proc.mux
+	r.mu.Unlock()
+	if m == nil {
+		return 0, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastID, m.err == nil
+}
+
+// CallAdmissionThen is CallAdmission whose rest of the chain runs inside,
+// while the plugin waits for next; the plugin's decision comes back
+// (its reason, "" when it admitted).
+func CallAdmissionThen(p *Plugin, ctx stdctx.Context, text string, inside func(stdctx.Context) error) (string, error) {
+	payload := &pluginv1.Payload{Event: &pluginv1.Payload_Admission{Admission: &pluginv1.Admission{
+		AgentId: "main", Message: &pluginv1.Message{Role: "user", Content: text}, Mode: "followup"}}}
+	res, err := p.remote.call(ctx, "agent-controller/admission", "main", payload, func(c stdctx.Context, passed *pluginv1.Payload) (*pluginv1.Result, error) {
+		if err := inside(c); err != nil {
+			return nil, err
+		}
+		return &pluginv1.Result{Event: &pluginv1.Result_Decision{Decision: &pluginv1.Decision{Kind: "admit", Reason: passed.GetAdmission().GetMessage().GetContent()}}}, nil
+	})
+	return res.GetDecision().GetReason(), err
+}

@@ -221,6 +221,12 @@ func (r *remote) callRPC(ctx stdctx.Context, event, scope string, payload *plugi
 		ctx, cancel = stdctx.WithDeadline(ctx, own)
 		defer cancel()
 	}
+	if m := r.currentMux(); m != nil {
+		res, err := r.callMux(ctx, m, own, event, scope, payload, next)
+		if !errors.Is(err, errMuxBroken) {
+			return res, err
+		}
+	}
 	cctx, cancel := stdctx.WithCancel(ctx)
 	defer cancel()
 	stream, err := rpc.Call(cctx)
@@ -265,6 +271,11 @@ func (r *remote) callRPC(ctx stdctx.Context, event, scope string, payload *plugi
 			return nil, r.protocolError("it asked for next twice in one call of %s", event)
 		}
 	}
+	return r.callResult(ctx, own, event, msg)
+}
+
+// callResult is what the plugin's last message of a call says.
+func (r *remote) callResult(ctx stdctx.Context, own time.Time, event string, msg *pluginv1.PluginMessage) (*pluginv1.Result, error) {
 	res := msg.GetResult()
 	if res == nil {
 		return nil, r.protocolError("it sent an unknown message during %s", event)
@@ -328,8 +339,11 @@ func (r *remote) runNext(cctx stdctx.Context, endCall stdctx.CancelFunc, stream 
 // when the stream has ended — the plugin answered on its own, died, or the
 // call was cancelled — the Recv that follows reports which.
 func answerNext(stream pluginv1.Plugin_CallClient, out *pluginv1.Result, err error) {
-	res := &pluginv1.NextResult{Result: out, Error: sdk.ErrorToProto(err)}
-	_ = stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: res}})
+	_ = stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: nextResult(out, err)}})
+}
+
+func nextResult(out *pluginv1.Result, err error) *pluginv1.NextResult {
+	return &pluginv1.NextResult{Result: out, Error: sdk.ErrorToProto(err)}
 }
 
 // callError explains why a call's stream failed.

@@ -2,6 +2,7 @@ package execplugin
 
 import (
 	stdctx "context"
+	"errors"
 	"sync"
 	"time"
 
@@ -224,7 +225,15 @@ func (r *remote) emitOne(rpc pluginv1.PluginClient, req *pluginv1.EmitRequest) {
 // Emits from then on, this batch included.
 func (r *remote) emitBatch(rpc pluginv1.PluginClient, pending []*pluginv1.EmitRequest) {
 	ctx, cancel := stdctx.WithTimeout(r.stopCtx, r.emitTimeout())
-	res, err := rpc.EmitBatch(ctx, &pluginv1.EmitBatchRequest{Emits: pending})
+	req := &pluginv1.EmitBatchRequest{Emits: pending}
+	var res *pluginv1.EmitBatchResponse
+	err := errMuxBroken
+	if m := r.currentMux(); m != nil {
+		res, err = m.emitBatch(ctx, req)
+	}
+	if errors.Is(err, errMuxBroken) {
+		res, err = rpc.EmitBatch(ctx, req)
+	}
 	cancel()
 	if status.Code(err) == codes.Unimplemented {
 		r.log.Warn("plugin accepts emit-batch but does not implement EmitBatch; sending it single notifications", "error", err)

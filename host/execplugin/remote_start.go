@@ -17,10 +17,15 @@ import (
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
+
+// window is the fixed HTTP/2 flow-control window of a plugin connection,
+// the same as the SDK's (sdk.Serve): larger than any one call needs.
+const window = 1 << 20
 
 // DefaultStartTimeout bounds a plugin's whole start when the entry sets no
 // start_timeout.
@@ -36,6 +41,9 @@ const stopGrace = 2 * time.Second
 type process struct {
 	client *plugin.Client
 	proc   *childproc.Proc
+	// mux is the process's call stream, nil when it takes its calls as
+	// RPCs of their own.
+	mux *muxClient
 }
 
 // stop tears the process down: go-plugin's Kill asks the plugin to exit
@@ -45,6 +53,9 @@ type process struct {
 // stopGrace, so a teardown never takes longer than four of them, and that
 // only when a process escaped the group and holds the plugin's output.
 func (p process) stop(log hclog.Logger) {
+	// Calls in flight on the stream fail now, as on a process that
+	// died, rather than when the process is gone.
+	p.mux.close()
 	done := make(chan struct{})
 	go func() {
 		p.client.Kill()
@@ -122,6 +133,11 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 		// The environment is childproc's, complete: go-plugin must not add
 		// dsh's own to it.
 		SkipHostEnv: true,
+		// A fixed window turns off gRPC's bandwidth estimator, which
+		// answers data with a ping of its own: on a loopback connection
+		// that carries small calls it measures nothing and costs a
+		// write and a wake-up on each side per message exchange.
+		GRPCDialOptions: []grpc.DialOption{grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window)},
 	}
 	p := process{client: plugin.NewClient(cfg), proc: proc}
 	fail := func(err error, what string) (*pluginv1.DescribeResponse, process, error) {
@@ -214,6 +230,9 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 			fmt.Sprintf("plugin %q (%s) rejected its config", e.ID, e.Exec))
 	}
 	quiet.starting.Store(false)
+	if accepts(desc, CapMux) {
+		p.mux = openMux(rpc)
+	}
 	r.mu.Lock()
 	r.rpc = rpc
 	r.health = health

@@ -24,11 +24,13 @@ const streamChunks = 2000
 // BenchmarkStreamChunks streams a 2,000-chunk answer (one chunk a word,
 // 200 µs apart: faster than any model, so the sender is never idle for
 // long) to a plugin that listens to agent/stream-chunk: "batched" as every
-// Go plugin is served, "single" as a binary without emit-batch, and
+// Go plugin is served (batches on its Mux stream), "batched-rpc" as a
+// plugin without mux (an EmitBatch RPC each), "single" as a binary without
+// emit-batch, and
 // "no-plugin" as the floor. It reports the notification messages per
 // answer and the CPU time of the host and the plugin per answer.
 func BenchmarkStreamChunks(b *testing.B) {
-	for _, mode := range []string{"no-plugin", "idle-plugin", "single", "batched"} {
+	for _, mode := range []string{"no-plugin", "idle-plugin", "single", "batched-rpc", "batched"} {
 		b.Run(mode, func(b *testing.B) { benchStream(b, mode) })
 	}
 }
@@ -45,8 +47,11 @@ func benchStream(b *testing.B, mode string) {
 		entry = fmt.Sprintf("  - id: listener\n    exec: %s\n    env: {TESTPLUGIN_POLICY: \"1\"}\n", bin)
 	default:
 		old := ""
-		if mode == "single" {
+		switch mode {
+		case "single":
 			old = `, TESTPLUGIN_OLD: "1"`
+		case "batched-rpc":
+			old = `, TESTPLUGIN_NO_MUX: "1"`
 		}
 		entry = fmt.Sprintf("  - id: listener\n    exec: %s\n    env: {TESTPLUGIN_COUNT: %q%s}\n", bin, file, old)
 	}

@@ -2,6 +2,7 @@ package execplugin
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"github.com/dsh-go/dsh/telemetry"
 	"go.opentelemetry.io/otel/trace"
@@ -46,10 +47,18 @@ func (r *remote) executeToolRPC(ctx stdctx.Context, call tools.Call) (tools.Resu
 		cctx, cancel = stdctx.WithDeadline(ctx, own)
 		defer cancel()
 	}
-	out, err := rpc.ExecuteTool(cctx, &pluginv1.ToolInvocation{
+	inv := &pluginv1.ToolInvocation{
 		AgentId: call.AgentID, Workspace: call.Workspace, Unattended: call.Unattended,
 		Call: &pluginv1.ToolCall{Id: call.ID, Name: call.Name, Arguments: string(call.Arguments)},
-	})
+	}
+	var out *pluginv1.ToolOutcome
+	err := errMuxBroken
+	if m := r.currentMux(); m != nil {
+		out, err = m.executeTool(cctx, inv)
+	}
+	if errors.Is(err, errMuxBroken) {
+		out, err = rpc.ExecuteTool(cctx, inv)
+	}
 	if ctx.Err() != nil {
 		// The model's abort (or the caller's deadline): cancelling the
 		// RPC already ended the plugin's ctx.

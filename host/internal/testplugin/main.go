@@ -1,8 +1,9 @@
 // Command testplugin is the plugin binary the host's tests drive. Its
 // behaviour comes from its config entry; environment variables break its
 // start on purpose (garbage on stdout, a wrong protocol version, a hang in
-// Describe or Configure: TESTPLUGIN_HANG) or turn it into a recorder of
-// everything the host sends (TESTPLUGIN_RECORD).
+// Describe or Configure: TESTPLUGIN_HANG), turn it into a recorder of
+// everything the host sends (TESTPLUGIN_RECORD), or keep it off the Mux
+// stream (TESTPLUGIN_NO_MUX).
 package main
 
 import (
@@ -20,6 +21,8 @@ import (
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -215,7 +218,7 @@ func main() {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  sdk.Handshake,
 			VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: {sdk.PluginName: &sdk.GRPCPlugin{Impl: hangInDescribe{p.Server()}}}},
-			GRPCServer:       plugin.DefaultGRPCServer,
+			GRPCServer:       sdk.GRPCServer,
 		})
 		return
 	}
@@ -226,11 +229,36 @@ func main() {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  plugin.HandshakeConfig{ProtocolVersion: uint(n), MagicCookieKey: sdk.Handshake.MagicCookieKey, MagicCookieValue: sdk.Handshake.MagicCookieValue},
 			VersionedPlugins: map[int]plugin.PluginSet{n: {sdk.PluginName: &sdk.GRPCPlugin{Impl: p.Server()}}},
-			GRPCServer:       plugin.DefaultGRPCServer,
+			GRPCServer:       sdk.GRPCServer,
+		})
+		return
+	}
+	if os.Getenv("TESTPLUGIN_NO_MUX") != "" {
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  sdk.Handshake,
+			VersionedPlugins: sdk.VersionedPlugins(noMux{p.Server()}),
+			GRPCServer:       sdk.GRPCServer,
 		})
 		return
 	}
 	p.Serve()
+}
+
+// noMux serves the protocol without the Mux stream, like a plugin from
+// before it or in a language whose SDK has none: the host must take every
+// call as an RPC of its own.
+type noMux struct{ pluginv1.PluginServer }
+
+func (n noMux) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	d, err := n.PluginServer.Describe(ctx, req)
+	if d != nil {
+		d.Accepts = slices.DeleteFunc(d.Accepts, func(f string) bool { return f == sdk.Mux })
+	}
+	return d, err
+}
+
+func (noMux) Mux(pluginv1.Plugin_MuxServer) error {
+	return status.Error(codes.Unimplemented, "method Mux not implemented")
 }
 
 // hangInDescribe serves the protocol but never answers Describe.

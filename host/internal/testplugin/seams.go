@@ -28,8 +28,9 @@ import (
 //     forged as token:root); anything else is allowed.
 //   - TESTPLUGIN_REQUIRES: comma-separated capabilities it requires.
 //   - TESTPLUGIN_CHUNKS: a file that gets one line per message the host
-//     sends ("emit <event>" or "batch <n>") and one per stream chunk
-//     ("chunk <text>"), in the order they arrive.
+//     sends ("emit <event>", "batch <n>", or "batch <n> on mux" for one on
+//     the Mux stream) and one per stream chunk ("chunk <text>"), in the
+//     order they arrive.
 //   - TESTPLUGIN_COUNT: a file that gets one line per streamed answer when
 //     its finish chunk arrives: "<messages> <chunks>", the notification
 //     messages and the chunks since the last line; for the benchmark, which
@@ -76,10 +77,13 @@ func serveSeams() bool {
 	if old {
 		srv = oldServer{srv}
 	}
+	if os.Getenv("TESTPLUGIN_NO_MUX") != "" {
+		srv = noMux{srv}
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(srv),
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       sdk.GRPCServer,
 	})
 	return true
 }
@@ -143,8 +147,34 @@ func (c counting) EmitBatch(ctx stdctx.Context, req *pluginv1.EmitBatchRequest) 
 	return c.PluginServer.EmitBatch(ctx, req)
 }
 
+// Mux counts the batches that arrive on the stream as EmitBatch does
+// those that arrive as RPCs.
+func (c counting) Mux(stream pluginv1.Plugin_MuxServer) error {
+	return c.PluginServer.Mux(framesSeen{stream, func(f *pluginv1.MuxHostFrame) {
+		if e := f.GetEmits(); e != nil {
+			c.log.line(fmt.Sprintf("batch %d on mux", len(e.GetEmits())))
+		}
+	}})
+}
+
+// framesSeen shows each frame the host sends on the Mux stream to seen
+// before the plugin handles it.
+type framesSeen struct {
+	pluginv1.Plugin_MuxServer
+	seen func(*pluginv1.MuxHostFrame)
+}
+
+func (s framesSeen) Recv() (*pluginv1.MuxHostFrame, error) {
+	f, err := s.Plugin_MuxServer.Recv()
+	if err == nil {
+		s.seen(f)
+	}
+	return f, err
+}
+
 // oldServer answers like a binary built before capabilities: it ignores
-// what the host offers, requires and accepts nothing, and has no EmitBatch.
+// what the host offers, requires and accepts nothing, and has neither
+// EmitBatch nor Mux.
 type oldServer struct{ pluginv1.PluginServer }
 
 func (o oldServer) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
@@ -153,6 +183,10 @@ func (o oldServer) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (
 		d.Requires, d.Accepts = nil, nil
 	}
 	return d, err
+}
+
+func (oldServer) Mux(pluginv1.Plugin_MuxServer) error {
+	return status.Error(codes.Unimplemented, "method Mux not implemented")
 }
 
 func (oldServer) EmitBatch(stdctx.Context, *pluginv1.EmitBatchRequest) (*pluginv1.EmitBatchResponse, error) {
@@ -194,4 +228,12 @@ func (m countingMessages) Emit(ctx stdctx.Context, req *pluginv1.EmitRequest) (*
 func (m countingMessages) EmitBatch(ctx stdctx.Context, req *pluginv1.EmitBatchRequest) (*pluginv1.EmitBatchResponse, error) {
 	m.c.messages.Add(1)
 	return m.PluginServer.EmitBatch(ctx, req)
+}
+
+func (m countingMessages) Mux(stream pluginv1.Plugin_MuxServer) error {
+	return m.PluginServer.Mux(framesSeen{stream, func(f *pluginv1.MuxHostFrame) {
+		if f.GetEmits() != nil {
+			m.c.messages.Add(1)
+		}
+	}})
 }

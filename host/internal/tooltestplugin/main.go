@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -111,6 +112,16 @@ func main() {
 type raw struct {
 	pluginv1.PluginServer
 	mode string
+}
+
+// Describe keeps a raw plugin off the Mux stream, where the SDK's own
+// ExecuteTool would answer instead of the one above.
+func (r raw) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	d, err := r.PluginServer.Describe(ctx, req)
+	if d != nil {
+		d.Accepts = slices.DeleteFunc(d.Accepts, func(f string) bool { return f == sdk.Mux })
+	}
+	return d, err
 }
 
 func (r raw) ExecuteTool(stdctx.Context, *sdk.ToolInvocation) (*pluginv1.ToolOutcome, error) {

@@ -167,6 +167,7 @@ type DescribeRequest struct {
 	//
 	//	"tools"       the plugin may declare tools (DescribeResponse.tools)
 	//	"emit-batch"  the host can send notifications with EmitBatch
+	//	"mux"         the host can carry calls and tool calls on Mux
 	Capabilities  []string `protobuf:"bytes,2,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1234,6 +1235,302 @@ func (x *CallResult) GetError() *Error {
 	return nil
 }
 
+type MuxHostFrame struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call the frame belongs to: new with a start or a tool, known
+	// otherwise. A frame for an id that ended is ignored.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*MuxHostFrame_Call
+	//	*MuxHostFrame_Tool
+	//	*MuxHostFrame_Cancel
+	//	*MuxHostFrame_Emits
+	Msg isMuxHostFrame_Msg `protobuf_oneof:"msg"`
+	// With a call's first frame: how long the host waits for it, in
+	// microseconds from when the frame was sent (0: no bound) — what a
+	// deadline is on an RPC of its own.
+	TimeoutUs int64 `protobuf:"varint,5,opt,name=timeout_us,json=timeoutUs,proto3" json:"timeout_us,omitempty"`
+	// With a call's first frame: the request metadata an RPC of its own
+	// would carry (the W3C traceparent and tracestate).
+	Metadata      map[string]string `protobuf:"bytes,6,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MuxHostFrame) Reset() {
+	*x = MuxHostFrame{}
+	mi := &file_plugin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MuxHostFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MuxHostFrame) ProtoMessage() {}
+
+func (x *MuxHostFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MuxHostFrame.ProtoReflect.Descriptor instead.
+func (*MuxHostFrame) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *MuxHostFrame) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *MuxHostFrame) GetMsg() isMuxHostFrame_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *MuxHostFrame) GetCall() *HostMessage {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxHostFrame_Call); ok {
+			return x.Call
+		}
+	}
+	return nil
+}
+
+func (x *MuxHostFrame) GetTool() *ToolInvocation {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxHostFrame_Tool); ok {
+			return x.Tool
+		}
+	}
+	return nil
+}
+
+func (x *MuxHostFrame) GetCancel() *MuxCancel {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxHostFrame_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return nil
+}
+
+func (x *MuxHostFrame) GetEmits() *EmitBatchRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxHostFrame_Emits); ok {
+			return x.Emits
+		}
+	}
+	return nil
+}
+
+func (x *MuxHostFrame) GetTimeoutUs() int64 {
+	if x != nil {
+		return x.TimeoutUs
+	}
+	return 0
+}
+
+func (x *MuxHostFrame) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+type isMuxHostFrame_Msg interface {
+	isMuxHostFrame_Msg()
+}
+
+type MuxHostFrame_Call struct {
+	// Begins a waterfall call, or answers its NextRequest (next_result).
+	Call *HostMessage `protobuf:"bytes,2,opt,name=call,proto3,oneof"`
+}
+
+type MuxHostFrame_Tool struct {
+	// Begins a tool call.
+	Tool *ToolInvocation `protobuf:"bytes,3,opt,name=tool,proto3,oneof"`
+}
+
+type MuxHostFrame_Cancel struct {
+	// Ends the call: the plugin cancels its handler's context and sends
+	// nothing more for it.
+	Cancel *MuxCancel `protobuf:"bytes,4,opt,name=cancel,proto3,oneof"`
+}
+
+type MuxHostFrame_Emits struct {
+	// Delivers notifications, as EmitBatch does; the plugin answers with
+	// emitted.
+	Emits *EmitBatchRequest `protobuf:"bytes,7,opt,name=emits,proto3,oneof"`
+}
+
+func (*MuxHostFrame_Call) isMuxHostFrame_Msg() {}
+
+func (*MuxHostFrame_Tool) isMuxHostFrame_Msg() {}
+
+func (*MuxHostFrame_Cancel) isMuxHostFrame_Msg() {}
+
+func (*MuxHostFrame_Emits) isMuxHostFrame_Msg() {}
+
+type MuxCancel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MuxCancel) Reset() {
+	*x = MuxCancel{}
+	mi := &file_plugin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MuxCancel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MuxCancel) ProtoMessage() {}
+
+func (x *MuxCancel) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MuxCancel.ProtoReflect.Descriptor instead.
+func (*MuxCancel) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{19}
+}
+
+type MuxPluginFrame struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*MuxPluginFrame_Call
+	//	*MuxPluginFrame_Tool
+	//	*MuxPluginFrame_Emitted
+	Msg           isMuxPluginFrame_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MuxPluginFrame) Reset() {
+	*x = MuxPluginFrame{}
+	mi := &file_plugin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MuxPluginFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MuxPluginFrame) ProtoMessage() {}
+
+func (x *MuxPluginFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MuxPluginFrame.ProtoReflect.Descriptor instead.
+func (*MuxPluginFrame) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *MuxPluginFrame) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *MuxPluginFrame) GetMsg() isMuxPluginFrame_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *MuxPluginFrame) GetCall() *PluginMessage {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxPluginFrame_Call); ok {
+			return x.Call
+		}
+	}
+	return nil
+}
+
+func (x *MuxPluginFrame) GetTool() *ToolOutcome {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxPluginFrame_Tool); ok {
+			return x.Tool
+		}
+	}
+	return nil
+}
+
+func (x *MuxPluginFrame) GetEmitted() *EmitBatchResponse {
+	if x != nil {
+		if x, ok := x.Msg.(*MuxPluginFrame_Emitted); ok {
+			return x.Emitted
+		}
+	}
+	return nil
+}
+
+type isMuxPluginFrame_Msg interface {
+	isMuxPluginFrame_Msg()
+}
+
+type MuxPluginFrame_Call struct {
+	// A waterfall call's NextRequest or CallResult.
+	Call *PluginMessage `protobuf:"bytes,2,opt,name=call,proto3,oneof"`
+}
+
+type MuxPluginFrame_Tool struct {
+	// A tool call's outcome.
+	Tool *ToolOutcome `protobuf:"bytes,3,opt,name=tool,proto3,oneof"`
+}
+
+type MuxPluginFrame_Emitted struct {
+	// The answer to emits.
+	Emitted *EmitBatchResponse `protobuf:"bytes,4,opt,name=emitted,proto3,oneof"`
+}
+
+func (*MuxPluginFrame_Call) isMuxPluginFrame_Msg() {}
+
+func (*MuxPluginFrame_Tool) isMuxPluginFrame_Msg() {}
+
+func (*MuxPluginFrame_Emitted) isMuxPluginFrame_Msg() {}
+
 type EmitRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Event         string                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
@@ -1245,7 +1542,7 @@ type EmitRequest struct {
 
 func (x *EmitRequest) Reset() {
 	*x = EmitRequest{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1554,7 @@ func (x *EmitRequest) String() string {
 func (*EmitRequest) ProtoMessage() {}
 
 func (x *EmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1567,7 @@ func (x *EmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitRequest.ProtoReflect.Descriptor instead.
 func (*EmitRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EmitRequest) GetEvent() string {
@@ -1303,7 +1600,7 @@ type EmitResponse struct {
 
 func (x *EmitResponse) Reset() {
 	*x = EmitResponse{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1612,7 @@ func (x *EmitResponse) String() string {
 func (*EmitResponse) ProtoMessage() {}
 
 func (x *EmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1625,7 @@ func (x *EmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitResponse.ProtoReflect.Descriptor instead.
 func (*EmitResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EmitResponse) GetError() *Error {
@@ -1417,7 +1714,27 @@ const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"CallResult\x12-\n" +
 	"\x06result\x18\x03 \x01(\v2\x15.dsh.plugin.v1.ResultR\x06result\x12*\n" +
-	"\x05error\x18\x02 \x01(\v2\x14.dsh.plugin.v1.ErrorR\x05errorJ\x04\b\x01\x10\x02\"x\n" +
+	"\x05error\x18\x02 \x01(\v2\x14.dsh.plugin.v1.ErrorR\x05errorJ\x04\b\x01\x10\x02\"\x9c\x03\n" +
+	"\fMuxHostFrame\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
+	"\x04call\x18\x02 \x01(\v2\x1a.dsh.plugin.v1.HostMessageH\x00R\x04call\x123\n" +
+	"\x04tool\x18\x03 \x01(\v2\x1d.dsh.plugin.v1.ToolInvocationH\x00R\x04tool\x122\n" +
+	"\x06cancel\x18\x04 \x01(\v2\x18.dsh.plugin.v1.MuxCancelH\x00R\x06cancel\x127\n" +
+	"\x05emits\x18\a \x01(\v2\x1f.dsh.plugin.v1.EmitBatchRequestH\x00R\x05emits\x12\x1d\n" +
+	"\n" +
+	"timeout_us\x18\x05 \x01(\x03R\ttimeoutUs\x12E\n" +
+	"\bmetadata\x18\x06 \x03(\v2).dsh.plugin.v1.MuxHostFrame.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
+	"\x03msg\"\v\n" +
+	"\tMuxCancel\"\xcb\x01\n" +
+	"\x0eMuxPluginFrame\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x122\n" +
+	"\x04call\x18\x02 \x01(\v2\x1c.dsh.plugin.v1.PluginMessageH\x00R\x04call\x120\n" +
+	"\x04tool\x18\x03 \x01(\v2\x1a.dsh.plugin.v1.ToolOutcomeH\x00R\x04tool\x12<\n" +
+	"\aemitted\x18\x04 \x01(\v2 .dsh.plugin.v1.EmitBatchResponseH\x00R\aemittedB\x05\n" +
+	"\x03msg\"x\n" +
 	"\vEmitRequest\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x120\n" +
 	"\apayload\x18\x04 \x01(\v2\x16.dsh.plugin.v1.PayloadR\apayload\x12\x1b\n" +
@@ -1427,14 +1744,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eKIND_WATERFALL\x10\x01\x12\r\n" +
-	"\tKIND_EMIT\x10\x022\xc6\x03\n" +
+	"\tKIND_EMIT\x10\x022\x8d\x04\n" +
 	"\x06Plugin\x12K\n" +
 	"\bDescribe\x12\x1e.dsh.plugin.v1.DescribeRequest\x1a\x1f.dsh.plugin.v1.DescribeResponse\x12N\n" +
 	"\tConfigure\x12\x1f.dsh.plugin.v1.ConfigureRequest\x1a .dsh.plugin.v1.ConfigureResponse\x12D\n" +
 	"\x04Call\x12\x1a.dsh.plugin.v1.HostMessage\x1a\x1c.dsh.plugin.v1.PluginMessage(\x010\x01\x12?\n" +
 	"\x04Emit\x12\x1a.dsh.plugin.v1.EmitRequest\x1a\x1b.dsh.plugin.v1.EmitResponse\x12N\n" +
 	"\tEmitBatch\x12\x1f.dsh.plugin.v1.EmitBatchRequest\x1a .dsh.plugin.v1.EmitBatchResponse\x12H\n" +
-	"\vExecuteTool\x12\x1d.dsh.plugin.v1.ToolInvocation\x1a\x1a.dsh.plugin.v1.ToolOutcomeB3Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1b\x06proto3"
+	"\vExecuteTool\x12\x1d.dsh.plugin.v1.ToolInvocation\x1a\x1a.dsh.plugin.v1.ToolOutcome\x12E\n" +
+	"\x03Mux\x12\x1b.dsh.plugin.v1.MuxHostFrame\x1a\x1d.dsh.plugin.v1.MuxPluginFrame(\x010\x01B3Z1github.com/dsh-go/dsh/sdk/proto/pluginv1;pluginv1b\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -1449,7 +1767,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_plugin_proto_goTypes = []any{
 	(Kind)(0),                 // 0: dsh.plugin.v1.Kind
 	(*Listener)(nil),          // 1: dsh.plugin.v1.Listener
@@ -1470,54 +1788,68 @@ var file_plugin_proto_goTypes = []any{
 	(*PluginMessage)(nil),     // 16: dsh.plugin.v1.PluginMessage
 	(*NextRequest)(nil),       // 17: dsh.plugin.v1.NextRequest
 	(*CallResult)(nil),        // 18: dsh.plugin.v1.CallResult
-	(*EmitRequest)(nil),       // 19: dsh.plugin.v1.EmitRequest
-	(*EmitResponse)(nil),      // 20: dsh.plugin.v1.EmitResponse
-	(*ToolCall)(nil),          // 21: dsh.plugin.v1.ToolCall
-	(*ToolResult)(nil),        // 22: dsh.plugin.v1.ToolResult
-	(*Payload)(nil),           // 23: dsh.plugin.v1.Payload
-	(*Result)(nil),            // 24: dsh.plugin.v1.Result
+	(*MuxHostFrame)(nil),      // 19: dsh.plugin.v1.MuxHostFrame
+	(*MuxCancel)(nil),         // 20: dsh.plugin.v1.MuxCancel
+	(*MuxPluginFrame)(nil),    // 21: dsh.plugin.v1.MuxPluginFrame
+	(*EmitRequest)(nil),       // 22: dsh.plugin.v1.EmitRequest
+	(*EmitResponse)(nil),      // 23: dsh.plugin.v1.EmitResponse
+	nil,                       // 24: dsh.plugin.v1.MuxHostFrame.MetadataEntry
+	(*ToolCall)(nil),          // 25: dsh.plugin.v1.ToolCall
+	(*ToolResult)(nil),        // 26: dsh.plugin.v1.ToolResult
+	(*Payload)(nil),           // 27: dsh.plugin.v1.Payload
+	(*Result)(nil),            // 28: dsh.plugin.v1.Result
 }
 var file_plugin_proto_depIdxs = []int32{
 	0,  // 0: dsh.plugin.v1.Listener.kind:type_name -> dsh.plugin.v1.Kind
 	1,  // 1: dsh.plugin.v1.DescribeResponse.listeners:type_name -> dsh.plugin.v1.Listener
 	4,  // 2: dsh.plugin.v1.DescribeResponse.tools:type_name -> dsh.plugin.v1.ToolDecl
-	21, // 3: dsh.plugin.v1.ToolInvocation.call:type_name -> dsh.plugin.v1.ToolCall
-	22, // 4: dsh.plugin.v1.ToolOutcome.result:type_name -> dsh.plugin.v1.ToolResult
+	25, // 3: dsh.plugin.v1.ToolInvocation.call:type_name -> dsh.plugin.v1.ToolCall
+	26, // 4: dsh.plugin.v1.ToolOutcome.result:type_name -> dsh.plugin.v1.ToolResult
 	12, // 5: dsh.plugin.v1.ToolOutcome.error:type_name -> dsh.plugin.v1.Error
-	19, // 6: dsh.plugin.v1.EmitBatchRequest.emits:type_name -> dsh.plugin.v1.EmitRequest
+	22, // 6: dsh.plugin.v1.EmitBatchRequest.emits:type_name -> dsh.plugin.v1.EmitRequest
 	9,  // 7: dsh.plugin.v1.EmitBatchResponse.failures:type_name -> dsh.plugin.v1.EmitFailure
 	12, // 8: dsh.plugin.v1.EmitFailure.error:type_name -> dsh.plugin.v1.Error
 	12, // 9: dsh.plugin.v1.ConfigureResponse.error:type_name -> dsh.plugin.v1.Error
 	12, // 10: dsh.plugin.v1.Error.cause:type_name -> dsh.plugin.v1.Error
 	14, // 11: dsh.plugin.v1.HostMessage.start:type_name -> dsh.plugin.v1.CallStart
 	15, // 12: dsh.plugin.v1.HostMessage.next_result:type_name -> dsh.plugin.v1.NextResult
-	23, // 13: dsh.plugin.v1.CallStart.payload:type_name -> dsh.plugin.v1.Payload
-	24, // 14: dsh.plugin.v1.NextResult.result:type_name -> dsh.plugin.v1.Result
+	27, // 13: dsh.plugin.v1.CallStart.payload:type_name -> dsh.plugin.v1.Payload
+	28, // 14: dsh.plugin.v1.NextResult.result:type_name -> dsh.plugin.v1.Result
 	12, // 15: dsh.plugin.v1.NextResult.error:type_name -> dsh.plugin.v1.Error
 	17, // 16: dsh.plugin.v1.PluginMessage.next:type_name -> dsh.plugin.v1.NextRequest
 	18, // 17: dsh.plugin.v1.PluginMessage.result:type_name -> dsh.plugin.v1.CallResult
-	23, // 18: dsh.plugin.v1.NextRequest.payload:type_name -> dsh.plugin.v1.Payload
-	24, // 19: dsh.plugin.v1.CallResult.result:type_name -> dsh.plugin.v1.Result
+	27, // 18: dsh.plugin.v1.NextRequest.payload:type_name -> dsh.plugin.v1.Payload
+	28, // 19: dsh.plugin.v1.CallResult.result:type_name -> dsh.plugin.v1.Result
 	12, // 20: dsh.plugin.v1.CallResult.error:type_name -> dsh.plugin.v1.Error
-	23, // 21: dsh.plugin.v1.EmitRequest.payload:type_name -> dsh.plugin.v1.Payload
-	12, // 22: dsh.plugin.v1.EmitResponse.error:type_name -> dsh.plugin.v1.Error
-	2,  // 23: dsh.plugin.v1.Plugin.Describe:input_type -> dsh.plugin.v1.DescribeRequest
-	10, // 24: dsh.plugin.v1.Plugin.Configure:input_type -> dsh.plugin.v1.ConfigureRequest
-	13, // 25: dsh.plugin.v1.Plugin.Call:input_type -> dsh.plugin.v1.HostMessage
-	19, // 26: dsh.plugin.v1.Plugin.Emit:input_type -> dsh.plugin.v1.EmitRequest
-	7,  // 27: dsh.plugin.v1.Plugin.EmitBatch:input_type -> dsh.plugin.v1.EmitBatchRequest
-	5,  // 28: dsh.plugin.v1.Plugin.ExecuteTool:input_type -> dsh.plugin.v1.ToolInvocation
-	3,  // 29: dsh.plugin.v1.Plugin.Describe:output_type -> dsh.plugin.v1.DescribeResponse
-	11, // 30: dsh.plugin.v1.Plugin.Configure:output_type -> dsh.plugin.v1.ConfigureResponse
-	16, // 31: dsh.plugin.v1.Plugin.Call:output_type -> dsh.plugin.v1.PluginMessage
-	20, // 32: dsh.plugin.v1.Plugin.Emit:output_type -> dsh.plugin.v1.EmitResponse
-	8,  // 33: dsh.plugin.v1.Plugin.EmitBatch:output_type -> dsh.plugin.v1.EmitBatchResponse
-	6,  // 34: dsh.plugin.v1.Plugin.ExecuteTool:output_type -> dsh.plugin.v1.ToolOutcome
-	29, // [29:35] is the sub-list for method output_type
-	23, // [23:29] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	13, // 21: dsh.plugin.v1.MuxHostFrame.call:type_name -> dsh.plugin.v1.HostMessage
+	5,  // 22: dsh.plugin.v1.MuxHostFrame.tool:type_name -> dsh.plugin.v1.ToolInvocation
+	20, // 23: dsh.plugin.v1.MuxHostFrame.cancel:type_name -> dsh.plugin.v1.MuxCancel
+	7,  // 24: dsh.plugin.v1.MuxHostFrame.emits:type_name -> dsh.plugin.v1.EmitBatchRequest
+	24, // 25: dsh.plugin.v1.MuxHostFrame.metadata:type_name -> dsh.plugin.v1.MuxHostFrame.MetadataEntry
+	16, // 26: dsh.plugin.v1.MuxPluginFrame.call:type_name -> dsh.plugin.v1.PluginMessage
+	6,  // 27: dsh.plugin.v1.MuxPluginFrame.tool:type_name -> dsh.plugin.v1.ToolOutcome
+	8,  // 28: dsh.plugin.v1.MuxPluginFrame.emitted:type_name -> dsh.plugin.v1.EmitBatchResponse
+	27, // 29: dsh.plugin.v1.EmitRequest.payload:type_name -> dsh.plugin.v1.Payload
+	12, // 30: dsh.plugin.v1.EmitResponse.error:type_name -> dsh.plugin.v1.Error
+	2,  // 31: dsh.plugin.v1.Plugin.Describe:input_type -> dsh.plugin.v1.DescribeRequest
+	10, // 32: dsh.plugin.v1.Plugin.Configure:input_type -> dsh.plugin.v1.ConfigureRequest
+	13, // 33: dsh.plugin.v1.Plugin.Call:input_type -> dsh.plugin.v1.HostMessage
+	22, // 34: dsh.plugin.v1.Plugin.Emit:input_type -> dsh.plugin.v1.EmitRequest
+	7,  // 35: dsh.plugin.v1.Plugin.EmitBatch:input_type -> dsh.plugin.v1.EmitBatchRequest
+	5,  // 36: dsh.plugin.v1.Plugin.ExecuteTool:input_type -> dsh.plugin.v1.ToolInvocation
+	19, // 37: dsh.plugin.v1.Plugin.Mux:input_type -> dsh.plugin.v1.MuxHostFrame
+	3,  // 38: dsh.plugin.v1.Plugin.Describe:output_type -> dsh.plugin.v1.DescribeResponse
+	11, // 39: dsh.plugin.v1.Plugin.Configure:output_type -> dsh.plugin.v1.ConfigureResponse
+	16, // 40: dsh.plugin.v1.Plugin.Call:output_type -> dsh.plugin.v1.PluginMessage
+	23, // 41: dsh.plugin.v1.Plugin.Emit:output_type -> dsh.plugin.v1.EmitResponse
+	8,  // 42: dsh.plugin.v1.Plugin.EmitBatch:output_type -> dsh.plugin.v1.EmitBatchResponse
+	6,  // 43: dsh.plugin.v1.Plugin.ExecuteTool:output_type -> dsh.plugin.v1.ToolOutcome
+	21, // 44: dsh.plugin.v1.Plugin.Mux:output_type -> dsh.plugin.v1.MuxPluginFrame
+	38, // [38:45] is the sub-list for method output_type
+	31, // [31:38] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1534,13 +1866,24 @@ func file_plugin_proto_init() {
 		(*PluginMessage_Next)(nil),
 		(*PluginMessage_Result)(nil),
 	}
+	file_plugin_proto_msgTypes[18].OneofWrappers = []any{
+		(*MuxHostFrame_Call)(nil),
+		(*MuxHostFrame_Tool)(nil),
+		(*MuxHostFrame_Cancel)(nil),
+		(*MuxHostFrame_Emits)(nil),
+	}
+	file_plugin_proto_msgTypes[20].OneofWrappers = []any{
+		(*MuxPluginFrame_Call)(nil),
+		(*MuxPluginFrame_Tool)(nil),
+		(*MuxPluginFrame_Emitted)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -51,6 +51,7 @@ const (
 	Plugin_Emit_FullMethodName        = "/dsh.plugin.v1.Plugin/Emit"
 	Plugin_EmitBatch_FullMethodName   = "/dsh.plugin.v1.Plugin/EmitBatch"
 	Plugin_ExecuteTool_FullMethodName = "/dsh.plugin.v1.Plugin/ExecuteTool"
+	Plugin_Mux_FullMethodName         = "/dsh.plugin.v1.Plugin/Mux"
 )
 
 // PluginClient is the client API for Plugin service.
@@ -81,6 +82,16 @@ type PluginClient interface {
 	// the approval stage allowed it. Cancelling the RPC is the model's
 	// abort: the plugin should stop the work and return.
 	ExecuteTool(ctx context.Context, in *ToolInvocation, opts ...grpc.CallOption) (*ToolOutcome, error)
+	// Mux carries many Calls, ExecuteTools and EmitBatches on one stream, so
+	// a hot seam does not pay an RPC's setup per event. The host opens it
+	// once per process, only to a plugin that accepts "mux"
+	// (DescribeResponse.accepts); any other plugin gets the RPCs above, which
+	// stay the protocol's fallback. Each frame names its call by id, chosen
+	// by the host; a call's frames mean what those RPCs' messages mean, calls
+	// run concurrently, and a plugin's NextRequest is answered on the same
+	// stream while other calls go on. MuxCancel ends one call and nothing
+	// else; the stream ending ends every call on it.
+	Mux(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[MuxHostFrame, MuxPluginFrame], error)
 }
 
 type pluginClient struct {
@@ -154,6 +165,19 @@ func (c *pluginClient) ExecuteTool(ctx context.Context, in *ToolInvocation, opts
 	return out, nil
 }
 
+func (c *pluginClient) Mux(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[MuxHostFrame, MuxPluginFrame], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Plugin_ServiceDesc.Streams[1], Plugin_Mux_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[MuxHostFrame, MuxPluginFrame]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_MuxClient = grpc.BidiStreamingClient[MuxHostFrame, MuxPluginFrame]
+
 // PluginServer is the server API for Plugin service.
 // All implementations must embed UnimplementedPluginServer
 // for forward compatibility.
@@ -182,6 +206,16 @@ type PluginServer interface {
 	// the approval stage allowed it. Cancelling the RPC is the model's
 	// abort: the plugin should stop the work and return.
 	ExecuteTool(context.Context, *ToolInvocation) (*ToolOutcome, error)
+	// Mux carries many Calls, ExecuteTools and EmitBatches on one stream, so
+	// a hot seam does not pay an RPC's setup per event. The host opens it
+	// once per process, only to a plugin that accepts "mux"
+	// (DescribeResponse.accepts); any other plugin gets the RPCs above, which
+	// stay the protocol's fallback. Each frame names its call by id, chosen
+	// by the host; a call's frames mean what those RPCs' messages mean, calls
+	// run concurrently, and a plugin's NextRequest is answered on the same
+	// stream while other calls go on. MuxCancel ends one call and nothing
+	// else; the stream ending ends every call on it.
+	Mux(grpc.BidiStreamingServer[MuxHostFrame, MuxPluginFrame]) error
 	mustEmbedUnimplementedPluginServer()
 }
 
@@ -209,6 +243,9 @@ func (UnimplementedPluginServer) EmitBatch(context.Context, *EmitBatchRequest) (
 }
 func (UnimplementedPluginServer) ExecuteTool(context.Context, *ToolInvocation) (*ToolOutcome, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExecuteTool not implemented")
+}
+func (UnimplementedPluginServer) Mux(grpc.BidiStreamingServer[MuxHostFrame, MuxPluginFrame]) error {
+	return status.Error(codes.Unimplemented, "method Mux not implemented")
 }
 func (UnimplementedPluginServer) mustEmbedUnimplementedPluginServer() {}
 func (UnimplementedPluginServer) testEmbeddedByValue()                {}
@@ -328,6 +365,13 @@ func _Plugin_ExecuteTool_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Plugin_Mux_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PluginServer).Mux(&grpc.GenericServerStream[MuxHostFrame, MuxPluginFrame]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_MuxServer = grpc.BidiStreamingServer[MuxHostFrame, MuxPluginFrame]
+
 // Plugin_ServiceDesc is the grpc.ServiceDesc for Plugin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -360,6 +404,12 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Call",
 			Handler:       _Plugin_Call_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Mux",
+			Handler:       _Plugin_Mux_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -1,0 +1,285 @@
+package execplugin
+
+import (
+	stdctx "context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// A plugin that accepts sdk.Mux gets its waterfall calls, tool calls and
+// batches of notifications on one stream per process instead of an RPC each: an RPC's setup (HTTP/2
+// stream, headers, the server's goroutine) is most of what a small call
+// costs. Frames carry the call's id; one reader goroutine hands each to
+// its call. A call in flight can still make nested calls back: the
+// plugin's NextRequest arrives as a frame, next runs on the caller's
+// goroutine, and calls next makes into the same plugin travel as frames of
+// their own while this one waits.
+
+// muxClient is the host's side of one process's Mux stream.
+type muxClient struct {
+	stream pluginv1.Plugin_MuxClient
+	end    stdctx.CancelFunc // ends the stream
+	sendMu sync.Mutex        // a gRPC stream takes one Send at a time
+	done   chan struct{}     // closed when the reader stopped; err says why
+
+	mu     sync.Mutex
+	calls  map[uint64]*muxCall
+	lastID uint64
+	err    error
+}
+
+// muxCall is one call in flight on the stream.
+type muxCall struct {
+	id uint64
+	// in gets the plugin's frames for the call: a NextRequest, then its
+	// result, at most two that matter; the reader never waits on it.
+	in chan *pluginv1.MuxPluginFrame
+	// interrupt, set while next runs, cancels next: a frame arriving then
+	// means the plugin stopped waiting for it.
+	interrupt stdctx.CancelFunc
+}
+
+// errMuxBroken is a stream that ended before the call was sent: the call
+// takes the RPC of its own instead, which says whether the plugin is down.
+var errMuxBroken = errors.New("the plugin's call stream ended")
+
+// openMux opens the stream of a process that accepts it; nil when it
+// cannot, and calls then take the RPCs of their own.
+func openMux(rpc pluginv1.PluginClient) *muxClient {
+	ctx, end := stdctx.WithCancel(stdctx.Background())
+	stream, err := rpc.Mux(ctx)
+	if err != nil {
+		end()
+		return nil
+	}
+	m := &muxClient{stream: stream, end: end, done: make(chan struct{}), calls: map[uint64]*muxCall{}}
+	go m.read()
+	return m
+}
+
+// close ends the stream and waits for its reader; calls in flight fail as
+// they would on a process that died.
+func (m *muxClient) close() {
+	if m == nil {
+		return
+	}
+	m.end()
+	<-m.done
+}
+
+// read hands each frame to its call until the stream ends.
+func (m *muxClient) read() {
+	defer close(m.done)
+	for {
+		f, err := m.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+				// The plugin ended the stream, or the host did: either
+				// way the transport is gone for these calls.
+				err = status.Error(codes.Unavailable, "the plugin's call stream ended: "+err.Error())
+			}
+			m.mu.Lock()
+			m.err = err
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Lock()
+		if c := m.calls[f.Id]; c != nil {
+			// Under mu, so runNext sees either the frame or interrupt
+			// set, never neither.
+			select {
+			case c.in <- f:
+			default: // more than the protocol allows; the call has what it needs
+			}
+			if c.interrupt != nil {
+				c.interrupt()
+			}
+		}
+		m.mu.Unlock()
+	}
+}
+
+// broken is why the stream ended, or nil while it serves.
+func (m *muxClient) broken() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+// begin registers a call and sends its first frame, bounded by ctx's
+// deadline and carrying its outgoing metadata (the trace context).
+// errMuxBroken means the call never left.
+func (m *muxClient) begin(ctx stdctx.Context, f *pluginv1.MuxHostFrame) (*muxCall, error) {
+	m.mu.Lock()
+	if m.err != nil {
+		m.mu.Unlock()
+		return nil, errMuxBroken
+	}
+	m.lastID++
+	c := &muxCall{id: m.lastID, in: make(chan *pluginv1.MuxPluginFrame, 2)}
+	m.calls[c.id] = c
+	m.mu.Unlock()
+	f.Id = c.id
+	if dl, ok := ctx.Deadline(); ok {
+		f.TimeoutUs = max(time.Until(dl).Microseconds(), 1)
+	}
+	if md, ok := metadata.FromOutgoingContext(ctx); ok {
+		f.Metadata = make(map[string]string, len(md))
+		for k, v := range md {
+			if len(v) > 0 {
+				f.Metadata[k] = v[0]
+			}
+		}
+	}
+	if err := m.send(f); err != nil {
+		m.forget(c)
+		return nil, errMuxBroken
+	}
+	return c, nil
+}
+
+func (m *muxClient) send(f *pluginv1.MuxHostFrame) error {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	return m.stream.Send(f)
+}
+
+func (m *muxClient) forget(c *muxCall) {
+	m.mu.Lock()
+	delete(m.calls, c.id)
+	m.mu.Unlock()
+}
+
+// finish ends a call; one that did not get its result is cancelled on the
+// plugin's side with a cancel frame, and the stream goes on.
+func (m *muxClient) finish(c *muxCall, answered bool) {
+	m.forget(c)
+	if !answered && m.broken() == nil {
+		_ = m.send(&pluginv1.MuxHostFrame{Id: c.id, Msg: &pluginv1.MuxHostFrame_Cancel{Cancel: &pluginv1.MuxCancel{}}})
+	}
+}
+
+// recv waits for the call's next frame, the end of ctx, or the stream's.
+func (m *muxClient) recv(ctx stdctx.Context, c *muxCall) (*pluginv1.MuxPluginFrame, error) {
+	select {
+	case f := <-c.in:
+		return f, nil
+	default:
+	}
+	select {
+	case f := <-c.in:
+		return f, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-m.done:
+		select {
+		case f := <-c.in: // it arrived just before the end
+			return f, nil
+		default:
+		}
+		return nil, m.broken()
+	}
+}
+
+// currentMux returns the live process's stream, or nil while the plugin is
+// down, failed its health check, or takes its calls as RPCs.
+func (r *remote) currentMux() *muxClient {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc.mux == nil || r.proc.client == nil || r.proc.client.Exited() || r.stuck != nil {
+		return nil
+	}
+	return r.proc.mux
+}
+
+// callMux is callRPC on the stream. errMuxBroken means the call never
+// reached the plugin.
+func (r *remote) callMux(ctx stdctx.Context, m *muxClient, own time.Time, event, scope string, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.Result, error) {
+	c, err := m.begin(ctx, &pluginv1.MuxHostFrame{Msg: &pluginv1.MuxHostFrame_Call{Call: &pluginv1.HostMessage{
+		Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, Payload: payload, ScopeTag: scope}}}}})
+	if err != nil {
+		return nil, err
+	}
+	answered := false
+	defer func() { m.finish(c, answered) }()
+	f, err := m.recv(ctx, c)
+	if err != nil {
+		return nil, r.callError(ctx, own, err)
+	}
+	msg := f.GetCall()
+	if req := msg.GetNext(); req != nil {
+		if f, err = r.runNextMux(ctx, m, c, req.Payload, next); err != nil {
+			return nil, r.callError(ctx, own, err)
+		}
+		if msg = f.GetCall(); msg.GetNext() != nil {
+			return nil, r.protocolError("it asked for next twice in one call of %s", event)
+		}
+	}
+	answered = true
+	return r.callResult(ctx, own, event, msg)
+}
+
+// runNextMux runs the rest of the chain for the plugin on this goroutine,
+// answers it, and returns its next frame. A frame that arrives while next
+// runs means the plugin no longer waits: next is cancelled and that frame
+// returned, as runNext does on a stream of its own.
+func (r *remote) runNextMux(ctx stdctx.Context, m *muxClient, c *muxCall, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.MuxPluginFrame, error) {
+	nctx, cancel := stdctx.WithCancel(ctx)
+	defer cancel()
+	m.mu.Lock()
+	if len(c.in) > 0 {
+		cancel()
+	}
+	c.interrupt = cancel
+	m.mu.Unlock()
+	out, err := next(nctx, payload)
+	m.mu.Lock()
+	c.interrupt = nil
+	gaveUp := len(c.in) > 0
+	m.mu.Unlock()
+	if !gaveUp {
+		// A send that fails means the stream ended, which recv reports.
+		_ = m.send(&pluginv1.MuxHostFrame{Id: c.id, Msg: &pluginv1.MuxHostFrame_Call{Call: &pluginv1.HostMessage{
+			Msg: &pluginv1.HostMessage_NextResult{NextResult: nextResult(out, err)}}}})
+	}
+	return m.recv(ctx, c)
+}
+
+// executeTool is ExecuteTool on the stream. errMuxBroken means the call
+// never reached the plugin.
+func (m *muxClient) executeTool(ctx stdctx.Context, inv *pluginv1.ToolInvocation) (*pluginv1.ToolOutcome, error) {
+	f, err := m.roundTrip(ctx, &pluginv1.MuxHostFrame{Msg: &pluginv1.MuxHostFrame_Tool{Tool: inv}})
+	return f.GetTool(), err
+}
+
+// emitBatch is EmitBatch on the stream, so a streamed answer's batches of
+// chunks do not pay an RPC each. errMuxBroken means the batch never left.
+func (m *muxClient) emitBatch(ctx stdctx.Context, req *pluginv1.EmitBatchRequest) (*pluginv1.EmitBatchResponse, error) {
+	f, err := m.roundTrip(ctx, &pluginv1.MuxHostFrame{Msg: &pluginv1.MuxHostFrame_Emits{Emits: req}})
+	return f.GetEmitted(), err
+}
+
+// roundTrip sends a call's one frame and waits for the plugin's one answer.
+func (m *muxClient) roundTrip(ctx stdctx.Context, out *pluginv1.MuxHostFrame) (*pluginv1.MuxPluginFrame, error) {
+	c, err := m.begin(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	f, err := m.recv(ctx, c)
+	m.finish(c, err == nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			// As gRPC reports an RPC whose ctx ended.
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		return nil, err
+	}
+	return f, nil
+}

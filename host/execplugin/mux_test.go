@@ -1,0 +1,197 @@
+package execplugin_test
+
+import (
+	stdctx "context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/host/execplugin"
+)
+
+// TestCallsShareOneStream: a Go plugin's calls travel on its Mux stream,
+// 200 at once included, and a call whose next calls the same plugin again
+// — three deep — gets each answer right: the nested calls are frames of
+// their own on the stream the outer call waits on.
+func TestCallsShareOneStream(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{upper: true}`, ""))
+	p := binary(h, "guard")
+	if got, err := send(h, stdctx.Background(), "main", "hello"); err != nil || got != "HELLO" {
+		t.Fatalf("%q %v", got, err)
+	}
+	before, serving := execplugin.MuxCalls(p)
+	if !serving || before == 0 {
+		t.Fatalf("the admission did not travel on the stream: %d calls, serving %v", before, serving)
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 200)
+	for i := range 200 {
+		wg.Go(func() {
+			text := fmt.Sprintf("call %d", i)
+			got, err := execplugin.CallAdmissionThen(p, stdctx.Background(), text, func(stdctx.Context) error { return nil })
+			if err == nil && got != strings.ToUpper(text) {
+				err = fmt.Errorf("%q got the answer %q", text, got)
+			}
+			errc <- err
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var nest func(depth int) func(stdctx.Context) error
+	nest = func(depth int) func(stdctx.Context) error {
+		return func(ctx stdctx.Context) error {
+			if depth == 3 {
+				return nil
+			}
+			text := fmt.Sprintf("depth %d", depth+1)
+			got, err := execplugin.CallAdmissionThen(p, ctx, text, nest(depth+1))
+			if err == nil && got != strings.ToUpper(text) {
+				err = fmt.Errorf("the nested call %q got %q", text, got)
+			}
+			return err
+		}
+	}
+	if got, err := execplugin.CallAdmissionThen(p, stdctx.Background(), "depth 0", nest(0)); err != nil || got != "DEPTH 0" {
+		t.Fatalf("%q %v", got, err)
+	}
+	after, serving := execplugin.MuxCalls(p)
+	if !serving || after-before != 204 {
+		t.Fatalf("want 204 more calls on the same stream, got %d (serving %v)", after-before, serving)
+	}
+}
+
+// TestCancellingOneCallKeepsTheStream: a call cancelled by its caller, and
+// one cut by the entry's timeout, end in the plugin (its handler's ctx is
+// cancelled) with their own errors, while the stream serves on.
+func TestCancellingOneCallKeepsTheStream(t *testing.T) {
+	bin, _ := binaries(t)
+	marker := filepath.Join(t.TempDir(), "marker")
+	h, _ := startExec(t, execConfig(bin, fmt.Sprintf(`{hold_word: wait, hold_ms: 60000, marker: %q}`, marker), "    timeout: 2s\n"))
+	p := binary(h, "guard")
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	done := make(chan error, 1)
+	go func() { done <- execplugin.CallAdmission(p, ctx, "wait") }()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if err := <-done; err != stdctx.Canceled {
+		t.Fatalf("a cancelled call: %v", err)
+	}
+	waitForFile(t, marker)
+	os.Remove(marker)
+	calls, serving := execplugin.MuxCalls(p)
+	if err := execplugin.CallAdmission(p, stdctx.Background(), "hello"); err != nil || !serving {
+		t.Fatalf("after a cancel: %v (serving %v)", err, serving)
+	}
+	if err := execplugin.CallAdmission(p, stdctx.Background(), "wait"); !errs.HasCode(err, execplugin.PluginTimeout) {
+		t.Fatalf("a call past the entry's timeout: %v", err)
+	}
+	waitForFile(t, marker)
+	if err := execplugin.CallAdmission(p, stdctx.Background(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if after, serving := execplugin.MuxCalls(p); after != calls+3 || !serving {
+		t.Fatalf("the calls after a cancel must take the same stream: %d then %d (serving %v)", calls, after, serving)
+	}
+}
+
+// TestCrashOnTheStream: a plugin that dies with calls in flight on its
+// stream fails them as PLUGIN_CRASHED, is restarted, and the new process
+// serves on a new stream.
+func TestCrashOnTheStream(t *testing.T) {
+	bin, _ := binaries(t)
+	h, logs := startExec(t, execConfig(bin, `{hold_word: wait, hold_ms: 60000, crash_word: boom}`, ""))
+	p := binary(h, "guard")
+	old := execplugin.PID(p)
+	held := make(chan error, 1)
+	go func() { held <- execplugin.CallAdmission(p, stdctx.Background(), "wait") }()
+	time.Sleep(100 * time.Millisecond)
+	if err := execplugin.CallAdmission(p, stdctx.Background(), "boom"); !errs.HasCode(err, execplugin.PluginCrashed) {
+		t.Fatalf("the crashing call: %v", err)
+	}
+	if err := <-held; !errs.HasCode(err, execplugin.PluginCrashed) {
+		t.Fatalf("a call in flight on the stream of a crashed plugin: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for execplugin.CallAdmission(p, stdctx.Background(), "hello") != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("not restarted:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if calls, serving := execplugin.MuxCalls(p); execplugin.PID(p) == old || !serving || calls != 1 {
+		t.Fatalf("the new process must serve on a stream of its own: %d calls, serving %v", calls, serving)
+	}
+}
+
+// TestUnaryFallback: a plugin that does not accept mux gets every call as
+// an RPC of its own, and works the same.
+func TestUnaryFallback(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{upper: true, refuse_word: spam}`, "    env: {TESTPLUGIN_NO_MUX: \"1\"}\n"))
+	if got, err := send(h, stdctx.Background(), "main", "hello"); err != nil || got != "HELLO" {
+		t.Fatalf("%q %v", got, err)
+	}
+	if _, err := send(h, stdctx.Background(), "main", "spam"); err == nil {
+		t.Fatal("a refusal must come back")
+	}
+	if _, serving := execplugin.MuxCalls(binary(h, "guard")); serving {
+		t.Fatal("a plugin without mux must not get a stream")
+	}
+}
+
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared: the plugin's handler was not cancelled", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestToolCallsTakeTheStream: a tool call of a Go plugin travels on its
+// stream (one that does not accept mux answers on ExecuteTool:
+// TestAPluginOffTheProtocol).
+func TestToolCallsTakeTheStream(t *testing.T) {
+	h, _ := startExec(t, toolConfig(toolPlugin(t), "{}", "", ""))
+	p, _ := h.ExecPlugin("tools")
+	before, _ := execplugin.MuxCalls(p)
+	if r := callTool(t, h, "main", "echo", `{"text":"hi"}`); r.IsError || !strings.Contains(r.Content, "hi") {
+		t.Fatalf("%+v", r)
+	}
+	if after, serving := execplugin.MuxCalls(p); after != before+1 || !serving {
+		t.Fatalf("the tool call did not take the stream: %d then %d calls (serving %v)", before, after, serving)
+	}
+}
+
+// TestChunkBatchesTakeTheStream: a streamed answer's batches of chunks
+// reach a Go plugin on its stream, every chunk once and in order.
+func TestChunkBatchesTakeTheStream(t *testing.T) {
+	const n = 300
+	lines := streamTo(t, n, "")
+	_, batches, batched, texts := messagesAndChunks(lines)
+	if !slices.Equal(texts, strings.Fields(streamedAnswer(n))) || batched < n {
+		t.Fatalf("the plugin heard %d text chunks in %d notifications, want %d in order", len(texts), batched, n)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "batch ") && !strings.HasSuffix(l, " on mux") {
+			t.Fatalf("a batch came as an RPC of its own: %q (of %d batches)", l, batches)
+		}
+	}
+}

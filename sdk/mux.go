@@ -1,0 +1,188 @@
+package sdk
+
+import (
+	stdctx "context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dsh-go/dsh/sdk/errs"
+	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"google.golang.org/grpc/metadata"
+)
+
+// Mux is the feature a plugin accepts (DescribeResponse.accepts) to get its
+// waterfall calls, tool calls and batches of notifications on one stream (the Mux RPC) instead of an RPC
+// each; every plugin built with this SDK does. A host without it uses the
+// RPCs of their own.
+const Mux = "mux"
+
+// Mux implements the protocol: every call on the stream runs in a
+// goroutine of its own, as an RPC of its own would, so a call that waits —
+// for next, which may call back into this plugin, or for anything else —
+// holds up no other. It returns once the stream ended and every call on it
+// returned.
+func (s *server) Mux(stream pluginv1.Plugin_MuxServer) error {
+	m := &muxServer{s: s, stream: stream, calls: map[uint64]*muxCall{}}
+	defer m.wg.Wait()
+	defer m.cancelAll()
+	for {
+		f, err := stream.Recv()
+		if err != nil {
+			// The host ended the stream (it stops, or the process is
+			// being replaced): every call on it ends with it.
+			return nil
+		}
+		switch x := f.Msg.(type) {
+		case *pluginv1.MuxHostFrame_Call:
+			if start := x.Call.GetStart(); start != nil {
+				m.start(f, func(ctx stdctx.Context, c *muxCall) *pluginv1.MuxPluginFrame {
+					res := s.run(ctx, start, c.next(m, start.Event))
+					return &pluginv1.MuxPluginFrame{Id: f.Id, Msg: &pluginv1.MuxPluginFrame_Call{Call: &pluginv1.PluginMessage{
+						Msg: &pluginv1.PluginMessage_Result{Result: res}}}}
+				})
+			} else if res := x.Call.GetNextResult(); res != nil {
+				if c := m.get(f.Id); c != nil {
+					select {
+					case c.answer <- res:
+					default: // a second answer to one next: nobody waits for it
+					}
+				}
+			}
+		case *pluginv1.MuxHostFrame_Tool:
+			inv := x.Tool
+			m.start(f, func(ctx stdctx.Context, _ *muxCall) *pluginv1.MuxPluginFrame {
+				out, _ := s.ExecuteTool(ctx, inv) // its error is always nil
+				return &pluginv1.MuxPluginFrame{Id: f.Id, Msg: &pluginv1.MuxPluginFrame_Tool{Tool: out}}
+			})
+		case *pluginv1.MuxHostFrame_Emits:
+			req := x.Emits
+			m.start(f, func(ctx stdctx.Context, _ *muxCall) *pluginv1.MuxPluginFrame {
+				out, err := s.EmitBatch(ctx, req)
+				if err != nil {
+					// Only a cancelled batch fails as a whole, and the
+					// host reads nothing more of it then.
+					out = &pluginv1.EmitBatchResponse{}
+				}
+				return &pluginv1.MuxPluginFrame{Id: f.Id, Msg: &pluginv1.MuxPluginFrame_Emitted{Emitted: out}}
+			})
+		case *pluginv1.MuxHostFrame_Cancel:
+			if c := m.get(f.Id); c != nil {
+				c.dropped.Store(true)
+				c.cancel()
+			}
+		}
+	}
+}
+
+// muxServer is the plugin's side of one Mux stream.
+type muxServer struct {
+	s      *server
+	stream pluginv1.Plugin_MuxServer
+	sendMu sync.Mutex // a gRPC stream takes one Send at a time
+	mu     sync.Mutex
+	calls  map[uint64]*muxCall
+	wg     sync.WaitGroup
+}
+
+// muxCall is one call in flight on the stream.
+type muxCall struct {
+	id     uint64
+	ctx    stdctx.Context
+	cancel stdctx.CancelFunc
+	// dropped: the host cancelled the call and reads nothing more of it.
+	dropped atomic.Bool
+	// answer gets the host's NextResult; one at most is awaited.
+	answer chan *pluginv1.NextResult
+}
+
+// start runs one call in a goroutine of its own, under a context that ends
+// with the stream, a cancel frame or the host's timeout, and carries the
+// frame's metadata where an RPC's would be (Traceparent reads it there).
+func (m *muxServer) start(f *pluginv1.MuxHostFrame, run func(stdctx.Context, *muxCall) *pluginv1.MuxPluginFrame) {
+	ctx, cancel := stdctx.WithCancel(m.stream.Context())
+	if f.TimeoutUs > 0 {
+		ctx, cancel = withTimeout(ctx, cancel, time.Duration(f.TimeoutUs)*time.Microsecond)
+	}
+	if len(f.Metadata) > 0 {
+		ctx = metadata.NewIncomingContext(ctx, metadata.New(f.Metadata))
+	}
+	c := &muxCall{id: f.Id, ctx: ctx, cancel: cancel, answer: make(chan *pluginv1.NextResult, 1)}
+	m.mu.Lock()
+	if old := m.calls[f.Id]; old != nil {
+		// The host never reuses a live id; were it to, the older call
+		// could no longer be told apart, so it ends.
+		old.cancel()
+	}
+	m.calls[f.Id] = c
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		out := run(ctx, c)
+		m.mu.Lock()
+		if m.calls[f.Id] == c {
+			delete(m.calls, f.Id)
+		}
+		m.mu.Unlock()
+		cancel()
+		if !c.dropped.Load() {
+			// After a cancel frame the answer would only cost a message.
+			_ = m.send(out)
+		}
+	}()
+}
+
+// withTimeout bounds ctx, keeping one cancel for both.
+func withTimeout(ctx stdctx.Context, outer stdctx.CancelFunc, d time.Duration) (stdctx.Context, stdctx.CancelFunc) {
+	ctx, inner := stdctx.WithTimeout(ctx, d)
+	return ctx, func() { inner(); outer() }
+}
+
+func (m *muxServer) get(id uint64) *muxCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[id]
+}
+
+func (m *muxServer) cancelAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.calls {
+		c.cancel()
+	}
+}
+
+// send writes one frame; an error means the stream ended, which the loop
+// in Mux notices on its own.
+func (m *muxServer) send(f *pluginv1.MuxPluginFrame) error {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	return m.stream.Send(f)
+}
+
+// next is the Next of a call on the stream: it asks the host and waits for
+// its answer, the call's end, or the stream's.
+func (c *muxCall) next(m *muxServer, event string) Next {
+	used := false
+	return func(ctx stdctx.Context, payload *pluginv1.Payload) (*pluginv1.Result, error) {
+		if used {
+			return nil, errs.New(errs.NextMisuse, fmt.Sprintf("next of %q was called twice by plugin %s", event, m.s.p.name))
+		}
+		used = true
+		err := m.send(&pluginv1.MuxPluginFrame{Id: c.id, Msg: &pluginv1.MuxPluginFrame_Call{Call: &pluginv1.PluginMessage{
+			Msg: &pluginv1.PluginMessage_Next{Next: &pluginv1.NextRequest{Payload: payload}}}}})
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case res := <-c.answer:
+			return nextOutcome(res)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.ctx.Done():
+			return nil, c.ctx.Err()
+		}
+	}
+}
