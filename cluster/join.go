@@ -70,6 +70,8 @@ type Host struct {
 	adoptDone  chan struct{}
 	orphans    orphans
 	adoptWork  sync.WaitGroup // the adopters
+	// leaseView is the lease bucket as the watch saw it (leasecache.go).
+	leaseView leaseCache
 
 	mu     sync.Mutex
 	rev    uint64 // revision of the presence record

@@ -127,8 +127,11 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 		return answer{}, errs.New(sessions.NotFound, fmt.Sprintf("cluster: %q is not a session id (letters, digits, '.', '_' and '-'), so no host has it", req.Session))
 	}
 	var lost error
-	for range claimAttempts {
-		if ss, ok := h.o.Sessions.Get(req.Session); ok && !h.stale(ctx, ss) {
+	for attempt := range claimAttempts {
+		// A request forwarded by a view that lagged finds here a copy
+		// this host's own view says is no longer its own: the lease is
+		// renewed now to tell (leasecache.go).
+		if ss, ok := h.o.Sessions.Get(req.Session); ok && !h.staleBy(ctx, ss, req.Hops > 0 && h.leaseView.disowns(req.Session, h.o.HostID)) {
 			// Served here even once the host left the cluster: its own
 			// sessions still run until the entry points close them.
 			return h.local(ctx, ss, req, "")
@@ -139,9 +142,19 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 		if left {
 			return answer{}, errs.New(NoHost, fmt.Sprintf("cluster: host %q has left the cluster (it is shutting down); send the request to another host", h.o.HostID))
 		}
-		lease, owned, err := h.owner(ctx, req.Session)
-		if err != nil {
-			return answer{}, err
+		// The first hop's first try goes by the lease watch's view
+		// (leasecache.go); every other reads the lease.
+		lease, cached := natsplugin.LeaseRecord{}, false
+		if req.Hops == 0 && attempt == 0 {
+			lease, cached = h.leaseView.get(req.Session)
+			cached = cached && lease.HostID != "" && lease.HostID != h.o.HostID
+		}
+		owned := cached
+		if !cached {
+			var err error
+			if lease, owned, err = h.owner(ctx, req.Session); err != nil {
+				return answer{}, err
+			}
 		}
 		switch {
 		case owned && lease.HostID == "":
@@ -154,7 +167,13 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 					"cluster: session %q moved to host %q while this request was forwarded %d times; retry it (the request id makes that safe)",
 					req.Session, lease.HostID, req.Hops)).WithReason(ReasonMoved)
 			}
-			return h.forward(ctx, lease.HostID, req)
+			a, err := h.forward(ctx, lease.HostID, req)
+			if cached && errs.Has(err, OwnerUnreachable, ReasonNoResponders) {
+				// The view named a host gone: the lease says where to go.
+				h.leaseView.forget(req.Session, lease.HostID)
+				continue
+			}
+			return a, err
 		case !owned:
 			if done, a, err := h.unowned(ctx, req); done {
 				return a, err
