@@ -541,13 +541,8 @@ func (h *Host) forward(ctx stdctx.Context, target string, req request) (a answer
 			req.Session, target, attached, len(data), limit))
 	}
 	subject := RouteSubject(h.o.Stream, target)
-	answers := make(chan *nats.Msg, 16)
-	inbox := h.nc.NewInbox()
-	sub, err := h.nc.ChanSubscribe(inbox, answers)
-	if err != nil {
-		return answer{}, h.connFailed(err, target)
-	}
-	defer sub.Unsubscribe()
+	inbox, answers, done := h.replies.await()
+	defer done()
 	if err := h.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: inbox, Data: data, Header: header}); err != nil {
 		return answer{}, h.connFailed(err, target)
 	}
