@@ -100,3 +100,25 @@ func TestAStaleLeaseViewOfAnOwnerGoneFailsAsUnreachable(t *testing.T) {
 		t.Fatal("host a opened the session host b owns")
 	}
 }
+
+// TestAStaleLeaseViewOfASessionNobodyOwnsClaimsItAtTheSender: the view
+// names host a for a session a closed, which nobody owns now. The prompt
+// resumes the session on the host it was sent to, as without the view —
+// not on a, which the view sent it to.
+func TestAStaleLeaseViewOfASessionNobodyOwnsClaimsItAtTheSender(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := startNode(t, srv, stream, "a", nodeOpts{})
+	b := startNode(t, srv, stream, "b", nodeOpts{})
+	persist(t, a, "s1")
+	b.c.SeeLease("s1", "a")
+	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.prompts(t, "s1"); !slices.Equal(got, []string{"first", "second"}) {
+		t.Fatalf("host b's session holds the prompts %q", got)
+	}
+	if _, open := a.h.Sessions().Get("s1"); open {
+		t.Fatal("host a claimed the session the prompt was sent to b for")
+	}
+}

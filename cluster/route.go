@@ -8,6 +8,7 @@ import (
 	"github.com/dsh-go/dsh/telemetry"
 	"go.opentelemetry.io/otel/trace"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
@@ -49,6 +50,9 @@ type request struct {
 	// Hops counts the forwards so far; the target forwards again only
 	// below maxHops.
 	Hops int `json:"hops"`
+	// Viewed: the sender forwarded by its view of the leases
+	// (leasecache.go), which may lag.
+	Viewed bool `json:"viewed,omitempty"`
 	// Args are the arguments of the ops other than prompt, cancel and
 	// close (ops.go), as JSON.
 	Args json.RawMessage `json:"args,omitempty"`
@@ -167,9 +171,12 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 					"cluster: session %q moved to host %q while this request was forwarded %d times; retry it (the request id makes that safe)",
 					req.Session, lease.HostID, req.Hops)).WithReason(ReasonMoved)
 			}
-			a, err := h.forward(ctx, lease.HostID, req)
-			if cached && errs.Has(err, OwnerUnreachable, ReasonNoResponders) {
-				// The view named a host gone: the lease says where to go.
+			sent := req
+			sent.Viewed = cached
+			a, err := h.forward(ctx, lease.HostID, sent)
+			if cached && (errs.Has(err, OwnerUnreachable, ReasonNoResponders) || errs.Has(err, OwnerUnreachable, ReasonNotOwner)) {
+				// The view named a host gone, or one the session left:
+				// the lease says where to go.
 				h.leaseView.forget(req.Session, lease.HostID)
 				continue
 			}
@@ -177,6 +184,11 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 		case !owned:
 			if done, a, err := h.unowned(ctx, req); done {
 				return a, err
+			}
+			if req.Viewed && req.Hops == 1 {
+				// Claimed where the request was sent, as without the view.
+				return answer{}, errs.New(OwnerUnreachable, fmt.Sprintf(
+					"cluster: host %q no longer owns session %q, and nobody does; the sender reads its lease", h.o.HostID, req.Session)).WithReason(ReasonNotOwner)
 			}
 		case !claimsFor(req.Op):
 			// Leased to this host but not open in its controller (the
@@ -610,34 +622,41 @@ func (h *Host) take(m *nats.Msg) {
 	}()
 }
 
-// serve answers one forwarded request: at once that it works on it, again
-// every third of RequestTimeout, then the outcome.
+// serve answers one forwarded request: every third of RequestTimeout that
+// it still works on it, then the outcome. Most requests are answered well
+// within the first third, with one message; the sender's silence limit is
+// the whole RequestTimeout.
 func (h *Host) serve(m *nats.Msg) {
 	var req request
 	if err := json.Unmarshal(m.Data, &req); err != nil || req.Hops < 1 {
 		h.answer(m, answer{}, errs.New(errs.InvalidArgument, fmt.Sprintf("cluster: host %q got a request on %s it cannot read; do all hosts run the same dsh version?", h.o.HostID, m.Subject)))
 		return
 	}
-	h.respond(m, reply{Working: true})
-	done, quiet := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(quiet)
-		t := time.NewTicker(h.o.RequestTimeout / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				h.respond(m, reply{Working: true})
-			}
+	// A timer rather than a goroutine with a ticker: a request answered
+	// within the first third costs neither. finished, under mu, keeps a
+	// "working" from following the outcome.
+	var (
+		mu       sync.Mutex
+		finished bool
+		beat     *time.Timer
+	)
+	mu.Lock()
+	beat = time.AfterFunc(h.o.RequestTimeout/3, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			h.respond(m, reply{Working: true})
+			beat.Reset(h.o.RequestTimeout / 3)
 		}
-	}()
+	})
+	mu.Unlock()
 	ctx, span := h.startServe(m, req)
 	a, err := h.route(ctx, req)
 	telemetry.End(span, err)
-	close(done)
-	<-quiet
+	mu.Lock()
+	finished = true
+	beat.Stop()
+	mu.Unlock()
 	if err != nil {
 		telemetry.Logger(ctx, h.log).Debug("cluster: a forwarded request failed", "from", req.From, "session", req.Session, "op", req.Op, "error", err)
 	}
