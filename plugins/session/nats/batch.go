@@ -70,6 +70,10 @@ func apiCode(err error) jetstream.ErrorCode {
 // sequence of the last of them. A batch the server will not take as a
 // batch is published one message at a time instead.
 func (wr *writer) publishAtomic(ctx stdctx.Context, out []outgoing, agent string, last uint64) (int, uint64, error) {
+	// connect_timeout bounds the waits for an append in flight, as it
+	// bounds them for one message (publish).
+	busy, cancel := wr.store.timeout(ctx)
+	defer cancel()
 	for {
 		seq, err := wr.commitBatch(ctx, out, agent, last)
 		if err == nil {
@@ -79,7 +83,7 @@ func (wr *writer) publishAtomic(ctx stdctx.Context, out []outgoing, agent string
 		case jetstream.JSErrCodeStreamWrongLastSequenceConstant:
 			// The subject's last append is still in flight (see publish).
 			select {
-			case <-ctx.Done():
+			case <-busy.Done():
 				return 0, last, err
 			case <-time.After(busyRetry):
 				continue
