@@ -175,3 +175,36 @@ func TestABatchWhoseAckWasLostIsNotStoredTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAStreamWithoutAtomicBatchesTakesTheStepOneByOne: another host set
+// the stream up again without allow_atomic (an older dsh). The refused
+// batch is published one message at a time, whole, and the writer stops
+// trying batches.
+func TestAStreamWithoutAtomicBatchesTakesTheStepOneByOne(t *testing.T) {
+	st, wr := batchStore(t, "NOATOMIC")
+	ctx := stdctx.Background()
+	info, err := st.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := info.Config
+	cfg.AllowAtomicPublish = false
+	if _, err := st.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range step(1) {
+		wr.add("agent", e)
+	}
+	if err := wr.write(ctx, 3); err != nil {
+		t.Fatalf("a step on a stream without atomic batches: %v", err)
+	}
+	if st.atomic.Load() {
+		t.Fatal("the store still sends atomic batches to a stream that refuses them")
+	}
+	if got := seqs(t, st); len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Fatalf("the log holds events %v, want 1, 2, 3 once each", got)
+	}
+	if err := wr.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
