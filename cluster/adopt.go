@@ -119,6 +119,8 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 	defer close(h.adoptDone)
 	// held are the leases that exist, from the watch's initial values on.
 	held := map[string]bool{}
+	// Forwards read owners from the view only while the watch runs.
+	defer h.leaseView.setLive(false)
 	for {
 		var e jetstream.KeyValueEntry
 		select {
@@ -133,12 +135,13 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 			e = u
 		}
 		if e == nil {
-			continue // the initial values are in
+			h.leaseView.setLive(true) // the initial values are in
+			continue
 		}
 		switch e.Operation() {
 		case jetstream.KeyValuePut:
 			held[e.Key()] = true
-			if h.leasedElsewhere(e) {
+			if rec, ok := h.leaseView.put(e.Key(), e.Value()); ok && rec.HostID != h.o.HostID {
 				// Adopted by another host: not worth a claim here, which
 				// would look the session up and build its agent to be
 				// refused the lease.
@@ -146,8 +149,10 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 				h.dropStale(e.Key(), nil)
 			}
 		case jetstream.KeyValueDelete:
+			h.leaseView.drop(e.Key())
 			delete(held, e.Key())
 		case jetstream.KeyValuePurge:
+			h.leaseView.drop(e.Key())
 			if held[e.Key()] {
 				delete(held, e.Key())
 				// This host's own lease may be the one that ran out (it

@@ -89,13 +89,12 @@ func BenchmarkPromptLocal(b *testing.B) {
 }
 
 // BenchmarkPromptForwarded: Prompt on host b for sessions owned by host a
-// — the lease read from the key-value bucket, the request over NATS, the
-// owner's Prompt, its "working" and final replies — and the prompt's turn
-// on a. local-accept-ns/op and accept-x-local are the accepts of as many
+// — the owner from b's view of the leases, the request over NATS, the
+// owner's Prompt and its reply — and the prompt's turn on a. local-accept-ns/op and accept-x-local are the accepts of as many
 // local prompts timed in the same run;
-// lease-get-ns/op is one read of a session's lease, the first part of a
-// forward, on its own, from the bucket's leader as a forwarding host reads
-// it; lease-direct-get-ns/op the same by direct get, which a replica may
+// lease-get-ns/op is one read of a session's lease on its own, from the
+// bucket's leader, which a forward made before it went by the lease watch
+// and still makes when the view has no entry; lease-direct-get-ns/op the same by direct get, which a replica may
 // answer stale.
 func BenchmarkPromptForwarded(b *testing.B) {
 	bc := startBenchCluster(b)

@@ -34,6 +34,11 @@ const (
 	// ReasonUnnamed: the session's lease names no host id: a dsh outside
 	// the cluster writes it.
 	ReasonUnnamed = "cluster/owner-unnamed"
+	// ReasonNotOwner: the host the sender's view of the leases named owns
+	// the session no longer, and nobody does. The sender reads the lease
+	// and claims the session as it would have without the view
+	// (leasecache.go); a client does not see it.
+	ReasonNotOwner = "cluster/not-owner"
 )
 
 // FollowerClosed: the Follower was closed; the follows it ran end with

@@ -2,10 +2,6 @@ package cluster
 
 import (
 	stdctx "context"
-	"encoding/json"
-
-	natsplugin "github.com/dsh-go/dsh/plugins/session/nats"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A host that stalled past lease_ttl (SIGSTOP, a long GC pause, a VM
@@ -17,12 +13,6 @@ import (
 // sweep that follows each heartbeat, which asks every open session's
 // lease whether it still holds. Each drop runs on its own, so a host with
 // many stale sessions closes them together.
-
-// leasedElsewhere reports whether e is a lease another host took.
-func (h *Host) leasedElsewhere(e jetstream.KeyValueEntry) bool {
-	var rec natsplugin.LeaseRecord
-	return json.Unmarshal(e.Value(), &rec) == nil && rec.HostID != h.o.HostID
-}
 
 // dropStale closes, in the background, this host's copy of session id if
 // its lease is lost — renewed at once to find out, not trusted for being

@@ -70,6 +70,10 @@ type Host struct {
 	adoptDone  chan struct{}
 	orphans    orphans
 	adoptWork  sync.WaitGroup // the adopters
+	// replies takes the answers to forwarded requests (replies.go).
+	replies replies
+	// leaseView is the lease bucket as the watch saw it (leasecache.go).
+	leaseView leaseCache
 
 	mu     sync.Mutex
 	rev    uint64 // revision of the presence record
@@ -211,7 +215,10 @@ func (h *Host) setUp(ctx stdctx.Context) error {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf("cluster: cannot announce host %q in bucket %q on %s", o.HostID, HostBucket(o.Stream), o.URL))
 	}
 	h.ctx, h.cancel = stdctx.WithCancel(stdctx.Background())
-	h.sub, err = h.nc.Subscribe(RouteSubject(o.Stream, o.HostID), h.take)
+	err = h.replies.open(h.nc)
+	if err == nil {
+		h.sub, err = h.nc.Subscribe(RouteSubject(o.Stream, o.HostID), h.take)
+	}
 	if err == nil {
 		// The subscription is known to the server once Join returns, so a
 		// host that reads the presence record can reach this one.

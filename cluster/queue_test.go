@@ -31,6 +31,12 @@ func TestAPromptQueuedOnALostOwnerRunsOnTheNext(t *testing.T) {
 	if err := kv.Delete(ctxT(t), "s1"); err != nil {
 		t.Fatal(err)
 	}
+	// The delete stands for an expiry; b forwards by its watch's view,
+	// which must have seen it (see stale_test.go).
+	eventually(t, "b to see the lease gone", func() bool {
+		_, ok := b.c.SeesLease("s1")
+		return !ok
+	})
 	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{RequestID: "r3", Content: "after"}); err != nil {
 		t.Fatal(err)
 	}

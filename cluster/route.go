@@ -8,6 +8,7 @@ import (
 	"github.com/dsh-go/dsh/telemetry"
 	"go.opentelemetry.io/otel/trace"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
@@ -49,6 +50,9 @@ type request struct {
 	// Hops counts the forwards so far; the target forwards again only
 	// below maxHops.
 	Hops int `json:"hops"`
+	// Viewed: the sender forwarded by its view of the leases
+	// (leasecache.go), which may lag.
+	Viewed bool `json:"viewed,omitempty"`
 	// Args are the arguments of the ops other than prompt, cancel and
 	// close (ops.go), as JSON.
 	Args json.RawMessage `json:"args,omitempty"`
@@ -127,8 +131,11 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 		return answer{}, errs.New(sessions.NotFound, fmt.Sprintf("cluster: %q is not a session id (letters, digits, '.', '_' and '-'), so no host has it", req.Session))
 	}
 	var lost error
-	for range claimAttempts {
-		if ss, ok := h.o.Sessions.Get(req.Session); ok && !h.stale(ctx, ss) {
+	for attempt := range claimAttempts {
+		// A request forwarded by a view that lagged finds here a copy
+		// this host's own view says is no longer its own: the lease is
+		// renewed now to tell (leasecache.go).
+		if ss, ok := h.o.Sessions.Get(req.Session); ok && !h.staleBy(ctx, ss, req.Hops > 0 && h.leaseView.disowns(req.Session, h.o.HostID)) {
 			// Served here even once the host left the cluster: its own
 			// sessions still run until the entry points close them.
 			return h.local(ctx, ss, req, "")
@@ -139,9 +146,19 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 		if left {
 			return answer{}, errs.New(NoHost, fmt.Sprintf("cluster: host %q has left the cluster (it is shutting down); send the request to another host", h.o.HostID))
 		}
-		lease, owned, err := h.owner(ctx, req.Session)
-		if err != nil {
-			return answer{}, err
+		// The first hop's first try goes by the lease watch's view
+		// (leasecache.go); every other reads the lease.
+		lease, cached := natsplugin.LeaseRecord{}, false
+		if req.Hops == 0 && attempt == 0 {
+			lease, cached = h.leaseView.get(req.Session)
+			cached = cached && lease.HostID != "" && lease.HostID != h.o.HostID
+		}
+		owned := cached
+		if !cached {
+			var err error
+			if lease, owned, err = h.owner(ctx, req.Session); err != nil {
+				return answer{}, err
+			}
 		}
 		switch {
 		case owned && lease.HostID == "":
@@ -154,10 +171,24 @@ func (h *Host) route(ctx stdctx.Context, req request) (answer, error) {
 					"cluster: session %q moved to host %q while this request was forwarded %d times; retry it (the request id makes that safe)",
 					req.Session, lease.HostID, req.Hops)).WithReason(ReasonMoved)
 			}
-			return h.forward(ctx, lease.HostID, req)
+			sent := req
+			sent.Viewed = cached
+			a, err := h.forward(ctx, lease.HostID, sent)
+			if cached && (errs.Has(err, OwnerUnreachable, ReasonNoResponders) || errs.Has(err, OwnerUnreachable, ReasonNotOwner)) {
+				// The view named a host gone, or one the session left:
+				// the lease says where to go.
+				h.leaseView.forget(req.Session, lease.HostID)
+				continue
+			}
+			return a, err
 		case !owned:
 			if done, a, err := h.unowned(ctx, req); done {
 				return a, err
+			}
+			if req.Viewed && req.Hops == 1 {
+				// Claimed where the request was sent, as without the view.
+				return answer{}, errs.New(OwnerUnreachable, fmt.Sprintf(
+					"cluster: host %q no longer owns session %q, and nobody does; the sender reads its lease", h.o.HostID, req.Session)).WithReason(ReasonNotOwner)
 			}
 		case !claimsFor(req.Op):
 			// Leased to this host but not open in its controller (the
@@ -522,13 +553,8 @@ func (h *Host) forward(ctx stdctx.Context, target string, req request) (a answer
 			req.Session, target, attached, len(data), limit))
 	}
 	subject := RouteSubject(h.o.Stream, target)
-	answers := make(chan *nats.Msg, 16)
-	inbox := h.nc.NewInbox()
-	sub, err := h.nc.ChanSubscribe(inbox, answers)
-	if err != nil {
-		return answer{}, h.connFailed(err, target)
-	}
-	defer sub.Unsubscribe()
+	inbox, answers, done := h.replies.await()
+	defer done()
 	if err := h.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: inbox, Data: data, Header: header}); err != nil {
 		return answer{}, h.connFailed(err, target)
 	}
@@ -596,34 +622,41 @@ func (h *Host) take(m *nats.Msg) {
 	}()
 }
 
-// serve answers one forwarded request: at once that it works on it, again
-// every third of RequestTimeout, then the outcome.
+// serve answers one forwarded request: every third of RequestTimeout that
+// it still works on it, then the outcome. Most requests are answered well
+// within the first third, with one message; the sender's silence limit is
+// the whole RequestTimeout.
 func (h *Host) serve(m *nats.Msg) {
 	var req request
 	if err := json.Unmarshal(m.Data, &req); err != nil || req.Hops < 1 {
 		h.answer(m, answer{}, errs.New(errs.InvalidArgument, fmt.Sprintf("cluster: host %q got a request on %s it cannot read; do all hosts run the same dsh version?", h.o.HostID, m.Subject)))
 		return
 	}
-	h.respond(m, reply{Working: true})
-	done, quiet := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(quiet)
-		t := time.NewTicker(h.o.RequestTimeout / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				h.respond(m, reply{Working: true})
-			}
+	// A timer rather than a goroutine with a ticker: a request answered
+	// within the first third costs neither. finished, under mu, keeps a
+	// "working" from following the outcome.
+	var (
+		mu       sync.Mutex
+		finished bool
+		beat     *time.Timer
+	)
+	mu.Lock()
+	beat = time.AfterFunc(h.o.RequestTimeout/3, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			h.respond(m, reply{Working: true})
+			beat.Reset(h.o.RequestTimeout / 3)
 		}
-	}()
+	})
+	mu.Unlock()
 	ctx, span := h.startServe(m, req)
 	a, err := h.route(ctx, req)
 	telemetry.End(span, err)
-	close(done)
-	<-quiet
+	mu.Lock()
+	finished = true
+	beat.Stop()
+	mu.Unlock()
 	if err != nil {
 		telemetry.Logger(ctx, h.log).Debug("cluster: a forwarded request failed", "from", req.From, "session", req.Session, "op", req.Op, "error", err)
 	}

@@ -152,6 +152,13 @@ func TestAHostWhoseLeaseIsTakenStopsItsTurnAtOnce(t *testing.T) {
 	if err := kv.Delete(ctxT(t), "s1"); err != nil {
 		t.Fatal(err)
 	}
+	// The delete stands for an expiry, which comes only after a's own
+	// renewals stopped; b forwards by its watch's view, which must have
+	// seen it, or b would forward to a copy a's lease still vouches for.
+	eventually(t, "b to see the lease gone", func() bool {
+		_, ok := b.c.SeesLease("s1")
+		return !ok
+	})
 	taken := time.Now()
 	if _, err := b.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{Content: "via b"}); err != nil {
 		t.Fatal(err)

@@ -78,7 +78,8 @@ func BindOrCreateStream(ctx stdctx.Context, js jetstream.JetStream, cfg jetstrea
 	st, err := js.Stream(ctx, cfg.Name)
 	if err == nil {
 		have := st.CachedInfo().Config
-		if have.Replicas == max(cfg.Replicas, 1) && slices.Equal(have.Subjects, cfg.Subjects) && have.AllowDirect == cfg.AllowDirect {
+		if have.Replicas == max(cfg.Replicas, 1) && slices.Equal(have.Subjects, cfg.Subjects) && have.AllowDirect == cfg.AllowDirect &&
+			(have.AllowAtomicPublish || !cfg.AllowAtomicPublish) {
 			return st, nil
 		}
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {

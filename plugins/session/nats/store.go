@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
@@ -50,6 +51,11 @@ type store struct {
 	// listing is the List in flight, which concurrent ones join.
 	listing listings
 	holder  string // who this process is, as a lease names it
+
+	// atomic: the stream takes atomic batches (batch.go); batches
+	// numbers them.
+	atomic  atomic.Bool
+	batches atomic.Uint64
 
 	// writers are the sessions this process holds, and those it adopted
 	// (opened without its lease; they lock on first use).
@@ -98,6 +104,12 @@ func (s *store) setUp() error {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"session.nats: cannot create or update the stream %q on %s within %s; is JetStream enabled on the server (nats-server -js), are replicas (%d) at most its cluster's size, and does the stream's config conflict with another one?", s.cfg.Stream, s.cfg.URL, SetUpPatience, s.cfg.Replicas))
 	}
+	// A server before 2.12 drops the setting it does not know. On one
+	// replica the server stages each atomic batch in a file store of its
+	// own, made and synced per batch, which costs more than the round
+	// trips it saves (BENCHMARKS.md); there, events go one at a time.
+	have := s.stream.CachedInfo().Config
+	s.atomic.Store(have.AllowAtomicPublish && have.Replicas > 1)
 	s.leases, err = Ensure(ctx, t, func(ctx stdctx.Context) (jetstream.KeyValue, error) {
 		return BindOrCreateKV(ctx, s.js, s.leaseConfig())
 	})
@@ -126,6 +138,8 @@ func (s *store) streamConfig() jetstream.StreamConfig {
 		// replica; where a log ends is still read from the leader, as a
 		// replica may not have applied the last acked append (reads.go).
 		AllowDirect: true,
+		// A checkpoint's events are one atomic batch (batch.go).
+		AllowAtomicPublish: true,
 	}
 }
 

@@ -92,11 +92,13 @@ func (wr *writer) add(agent string, e session.Event) {
 	wr.pending = append(wr.pending, e)
 }
 
-// write publishes the pending events up to seq, one message each, and
-// waits for each ack: the ack is the durability point. An event stays
-// pending until acked, so a failed publish is retried at the next
-// checkpoint; the message id makes the server drop a retry of a message it
-// stored but whose ack was lost.
+// write publishes the pending events up to seq and waits for the server
+// to acknowledge them: the ack is the durability point. A step's events go
+// as one atomic batch (batch.go) — pipelined, one ack to wait for, stored
+// all or not at all — where the stream allows it, else one message each,
+// each awaited. An event stays pending until acked, so a failed publish is
+// retried at the next checkpoint; the message ids make the server drop a
+// retry of messages it stored but whose ack was lost.
 func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 	wr.io.Lock()
 	defer wr.io.Unlock()
@@ -112,65 +114,112 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 	batch := wr.pending[:n:n]
 	agent, last, token := wr.agent, wr.last, wr.lease.token
 	wr.mu.Unlock()
-	if len(batch) > 0 {
-		// The end lock read is no longer the log's.
-		wr.store.ends.Delete(wr.id)
-		hctx, cancel := wr.store.timeout(ctx)
-		err := wr.lease.hold(hctx)
-		cancel()
-		if err != nil {
-			return wr.unleased(err)
-		}
+	if len(batch) == 0 {
+		return nil
 	}
+	// The end lock read is no longer the log's.
+	wr.store.ends.Delete(wr.id)
+	hctx, cancel := wr.store.timeout(ctx)
+	err := wr.lease.hold(hctx)
+	cancel()
+	if err != nil {
+		return wr.unleased(err)
+	}
+	out := make([]outgoing, len(batch))
 	for i, e := range batch {
 		data, err := json.Marshal(e)
 		if err != nil {
 			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.nats: event %d of session %q cannot be written as JSON", e.Seq, wr.id))
 		}
-		m := natsgo.NewMsg(wr.subject)
-		m.Data = data
-		m.Header.Set(agentHeader, agent)
+		out[i] = outgoing{event: e, data: data, id: token + ":" + strconv.FormatInt(e.Seq, 10)}
+	}
+	for done := 0; done < len(out); {
+		chunk := out[done:min(len(out), done+maxBatch)]
+		var stored int
+		var err error
+		if len(chunk) > 1 && wr.store.atomic.Load() {
+			stored, last, err = wr.publishAtomic(ctx, chunk, agent, last)
+		} else {
+			stored, last, err = wr.publishEach(ctx, chunk, agent, last)
+		}
+		wr.acked(agent, chunk[:stored], last, done+stored == len(out))
+		done += stored
+		if err != nil {
+			return wr.failed(done, err, out[done].event.Seq)
+		}
+	}
+	return nil
+}
+
+// outgoing is a pending event as it is published: its JSON and message id.
+type outgoing struct {
+	event session.Event
+	data  []byte
+	id    string
+}
+
+func (wr *writer) message(o outgoing, agent string) *natsgo.Msg {
+	m := natsgo.NewMsg(wr.subject)
+	m.Data = o.data
+	m.Header.Set(agentHeader, agent)
+	return m
+}
+
+// acked takes the events of stored off the pending ones, the last of them
+// at stream sequence last.
+func (wr *writer) acked(agent string, stored []outgoing, last uint64, end bool) {
+	if len(stored) == 0 {
+		return
+	}
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	wr.last = last
+	if !wr.released {
+		wr.pending = wr.pending[len(stored):]
+	}
+	if wr.known {
+		for _, o := range stored {
+			wr.entry.note(agent, o.event, len(o.data), last)
+		}
+	}
+	if end {
+		wr.reindex()
+	}
+}
+
+// publishEach publishes out one message at a time, each expecting the one
+// before it as its subject's last; it returns how many were stored and the
+// sequence of the last of them.
+func (wr *writer) publishEach(ctx stdctx.Context, out []outgoing, agent string, last uint64) (int, uint64, error) {
+	for i := 0; i < len(out); {
 		// connect_timeout bounds each publish, not the batch: a long
 		// batch is no slower server.
 		pctx, cancel := wr.store.timeout(ctx)
-		msgID := token + ":" + strconv.FormatInt(e.Seq, 10)
-		ack, err := wr.publish(pctx, m, last, msgID)
-		if err != nil && wrongLast(err) {
-			// An earlier try of this very message may have been stored
-			// with its ack lost; the server checks the expected sequence
-			// before the duplicate id, so the retry is refused as if
-			// another writer had appended.
-			lctx, lcancel := wr.store.timeout(ctx)
-			seq, ok, lerr := wr.landed(lctx, msgID)
-			lcancel()
-			if lerr != nil {
-				// Cannot tell whether it landed: retried at the next
-				// checkpoint rather than taken for another writer.
-				err = lerr
-			}
-			if ok {
-				ack, err = &jetstream.PubAck{Sequence: seq}, nil
-			}
-		}
+		ack, err := wr.publish(pctx, wr.message(out[i], agent), last, out[i].id)
 		cancel()
-		if err != nil {
-			return wr.failed(i, err, e.Seq)
+		if err == nil {
+			i, last = i+1, ack.Sequence
+			continue
 		}
-		last = ack.Sequence
-		wr.mu.Lock()
-		wr.last = last
-		if !wr.released {
-			wr.pending = wr.pending[1:]
+		if !wrongLast(err) {
+			return i, last, err
 		}
-		if wr.known {
-			wr.entry.note(agent, e, len(data), last)
+		// An earlier try of this very message may have been stored with
+		// its ack lost; the server checks the expected sequence before
+		// the duplicate id, so the retry is refused as if another writer
+		// had appended.
+		n, seq, lerr := wr.landedOf(ctx, out[i:])
+		if lerr != nil {
+			// Cannot tell whether it landed: retried at the next
+			// checkpoint rather than taken for another writer.
+			return i, last, lerr
 		}
-		if i == len(batch)-1 {
-			wr.reindex()
+		if n == 0 {
+			return i, last, err
 		}
-		wr.mu.Unlock()
+		i, last = i+n, seq
 	}
-	return nil
+	return len(out), last, nil
 }
 
 // busyRetry is the pause before publishing again what a cluster refused
@@ -217,18 +266,26 @@ func wrongLast(err error) bool {
 	return errors.As(err, &je) && je.APIError() != nil && je.APIError().ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
-// landed reports whether the subject's last message is the one published
-// with msgID, and its sequence: then this writer stored it, and nobody
-// appended after it.
-func (wr *writer) landed(ctx stdctx.Context, msgID string) (uint64, bool, error) {
-	m, err := wr.store.leader.Last(ctx, wr.subject)
+// landedOf tells how many of out, from the first, this writer already
+// stored — a try whose ack was lost — and the stream sequence of the last
+// of them: those up to the subject's last message when that message is one
+// of out. Each of out expects the one before it, so if one is the
+// subject's last, those before it are stored too and nobody appended
+// after.
+func (wr *writer) landedOf(ctx stdctx.Context, out []outgoing) (int, uint64, error) {
+	lctx, cancel := wr.store.timeout(ctx)
+	defer cancel()
+	m, err := wr.store.leader.Last(lctx, wr.subject)
 	if err != nil {
-		return 0, false, err
+		return 0, 0, err
 	}
-	if m.Header.Get(jetstream.MsgIDHeader) != msgID {
-		return 0, false, nil
+	id := m.Header.Get(jetstream.MsgIDHeader)
+	for i, o := range out {
+		if o.id == id {
+			return i + 1, m.Sequence, nil
+		}
 	}
-	return m.Sequence, true, nil
+	return 0, 0, nil
 }
 
 // failed turns a refused publish into the writer's error; a message
@@ -237,7 +294,9 @@ func (wr *writer) failed(done int, err error, seq int64) error {
 	var je jetstream.JetStreamError
 	if errors.As(err, &je) && je.APIError() != nil {
 		switch je.APIError().ErrorCode {
-		case jetstream.JSErrCodeStreamWrongLastSequence:
+		case jetstream.JSErrCodeStreamWrongLastSequence, errAtomicDuplicateInIt:
+			// A duplicate that is not the subject's last message: this
+			// writer's message was stored and another appended after it.
 			fenced := errs.New(session.SessionLocked, fmt.Sprintf(
 				"session.nats: another writer appended to session %q (subject %s) after this one last did; this writer stops so the two logs cannot interleave — resume the session where it is now owned",
 				wr.id, wr.subject)).WithReason(session.ReasonFenced)
