@@ -153,6 +153,8 @@ type envOpts struct {
 	// service wraps the host's controller in the session service the
 	// server is given; nil gives it the controller.
 	service func(*sessions.Controller) sessions.Service
+	// streamBuffer is the server's Options.StreamBuffer.
+	streamBuffer int
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -192,6 +194,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	e.srv, err = serve.New(serve.Options{
 		Sessions: svc, Config: cfg, Token: e.token, Tokens: o.tokens, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
 		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Attachments: att, Jobs: jobs.Of(h.Root()),
+		StreamBuffer: o.streamBuffer,
 	})
 	if err != nil {
 		t.Fatal(err)
