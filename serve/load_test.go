@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +39,9 @@ var (
 	loadSessions    = flag.Int("load.sessions", 0, "TestLoad: sessions the subscribers and prompts spread over (0: default)")
 	loadRate        = flag.Float64("load.rate", 0, "TestLoad: prompts per second over all sessions (0: default)")
 	loadDuration    = flag.Duration("load.duration", 0, "TestLoad: how long prompts are sent (0: default)")
+	loadActive      = flag.Int("load.active", 0, "TestLoad: how many of the sessions get the prompts (0: all)")
+	loadSampleEvery = flag.Duration("load.sample", 0, "TestLoad: log RSS, heap and goroutines this often while prompts are sent (a soak run; 0: never)")
+	loadDrop        = flag.Int("load.drop", -1, "TestLoad: every n-th subscriber drops its connection every few messages (0: none; -1: default)")
 )
 
 // loadChunkDelay is the scripted model's pause before each chunk in
@@ -52,6 +57,10 @@ type loadConfig struct {
 	// dropEvery: every dropEvery-th subscriber drops its connection
 	// every few events and reconnects with Last-Event-ID.
 	dropEvery int
+	// active is how many of the sessions get prompts (the first ones);
+	// sample, when set, is how often a soak run logs its memory.
+	active int
+	sample time.Duration
 	// settle bounds the wait, after the last prompt, for every
 	// subscriber to hold every answer.
 	settle time.Duration
@@ -74,6 +83,14 @@ func loadConfigFromFlags() loadConfig {
 	if *loadDuration > 0 {
 		c.duration = *loadDuration
 	}
+	if *loadDrop >= 0 {
+		c.dropEvery = *loadDrop
+	}
+	c.active = c.sessions
+	if *loadActive > 0 && *loadActive < c.sessions {
+		c.active = *loadActive
+	}
+	c.sample = *loadSampleEvery
 	return c
 }
 
@@ -90,6 +107,7 @@ func TestLoad(t *testing.T) {
 	if cfg.subscribers < cfg.sessions {
 		t.Fatalf("-load.subscribers %d < -load.sessions %d: every session needs a subscriber", cfg.subscribers, cfg.sessions)
 	}
+	loadRaiseFiles(t, 3*cfg.subscribers+1024)
 	floor := loadFloorMemory(t, cfg.subscribers)
 	env := startLoadEnvWith(t, loadEnvOptions{delay: loadChunkDelay})
 	res := env.run(t, cfg)
@@ -481,15 +499,63 @@ type loadResult struct {
 	// attached, once they are gone (0 unless a stream leaks).
 	heapHeldPer float64
 	goLeft      int
+	// rssPerSession is the process's RSS, from before the sessions were
+	// made to once every subscriber attached, per session (both ends of
+	// each connection and the sessions themselves). samples are a soak
+	// run's.
+	rssPerSession float64
+	samples       []loadSample
+}
+
+// loadSample is the process's memory at one point of a soak run.
+type loadSample struct {
+	at         time.Duration
+	rss, heap  uint64
+	goroutines int
+}
+
+// sample logs the memory every interval until the returned func is
+// called, which returns the samples; no interval, no samples.
+func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample {
+	if every <= 0 {
+		return func() []loadSample { return nil }
+	}
+	var out []loadSample
+	done, stopped := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(stopped)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+				out = append(out, sm)
+				t.Logf("soak %v: RSS %d MiB, heap %d MiB, %d goroutines", sm.at, sm.rss>>20, sm.heap>>20, sm.goroutines)
+			}
+		}
+	}()
+	return func() []loadSample {
+		close(done)
+		<-stopped
+		return out
+	}
 }
 
 // run makes the sessions, attaches the subscribers, sends the prompts and
 // waits for every subscriber to hold every answer.
 func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
+	rss0 := loadMeasure().rss
 	ids := make([]string, cfg.sessions)
 	for i := range ids {
 		ids[i] = e.newSession(t)
 	}
+	active := ids[:cfg.active]
 	total := int(cfg.rate * cfg.duration.Seconds())
 	res := &loadResult{prompts: total, accepted: make([]bool, total), acceptLat: make([]time.Duration, total)}
 	sentAt := make([]atomic.Int64, total)
@@ -527,7 +593,10 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 			t.Fatalf("subscriber of %s: no ready within 30s; problems %q", s.session, s.problems)
 		}
 	}
-	res.attached = loadMeasure().per(before, cfg.subscribers)
+	attached := loadMeasure()
+	res.attached = attached.per(before, cfg.subscribers)
+	res.rssPerSession = float64(int64(attached.rss)-int64(rss0)) / float64(cfg.sessions)
+	stopSampling := e.sample(t, cfg.sample)
 
 	// The prompts go out at a steady pace, each on its own goroutine, so
 	// a slow answer delays no other prompt.
@@ -545,7 +614,7 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 			id := "load-" + strconv.Itoa(i)
 			t0 := time.Now()
 			sentAt[i].Store(t0.UnixNano())
-			code, err := e.post(pctx, ids[i%len(ids)], id, "load prompt "+strconv.Itoa(i))
+			code, err := e.post(pctx, active[i%len(active)], id, "load prompt "+strconv.Itoa(i))
 			res.acceptLat[i] = time.Since(t0)
 			if err == nil && code == http.StatusAccepted {
 				res.accepted[i] = true
@@ -564,13 +633,14 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	want := make(map[string][]string, len(ids))
 	for i, ok := range res.accepted {
 		if ok {
-			sid := ids[i%len(ids)]
+			sid := active[i%len(active)]
 			want[sid] = append(want[sid], "load-"+strconv.Itoa(i))
 		}
 	}
-	res.settleErr = e.settle(ctx, res.subs, want, ids, cfg.settle)
+	res.settleErr = e.settle(ctx, res.subs, want, active, cfg.settle)
 	res.settle = time.Since(sendEnd)
 	res.wall, res.cpu = time.Since(start), loadCPUTime()-cpu0
+	res.samples = stopSampling()
 
 	// What the subscribers hold after the run: the heap with them, less
 	// the heap once they are gone (the sessions' logs stay in both).
@@ -733,6 +803,19 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.0f B stack, %.2f goroutines (bare SSE stream floor: %.0f B, %.0f B, %.2f; dsh's own: %.0f B heap, %.0f B stack, %.2f goroutines)\n",
 		a.heapPer, a.stackPer, a.goPer, f.heapPer, f.stackPer, f.goPer, a.heapPer-f.heapPer, a.stackPer-f.stackPer, a.goPer-f.goPer)
 	fmt.Fprintf(&b, "per subscriber at the end of the run: %.0f B heap; goroutines left after they went: %d\n", r.heapHeldPer, r.goLeft)
+	fmt.Fprintf(&b, "RSS per open session with its subscriber (both ends, the session included): %.0f B (bare SSE stream floor: %.0f B, %.1fx); CPU per prompt %v (%d sessions prompted of %d)\n",
+		r.rssPerSession, f.rssPer, r.rssPerSession/f.rssPer, (r.cpu / time.Duration(max(1, accepted))).Round(time.Microsecond), cfg.active, cfg.sessions)
+	var lost, doubled int
+	for _, s := range r.subs {
+		s.mu.Lock()
+		lost += s.gaps
+		doubled += s.doubles
+		s.mu.Unlock()
+	}
+	fmt.Fprintf(&b, "lost %d, doubled %d\n", lost, doubled)
+	if n := len(r.samples); n > 0 {
+		fmt.Fprintf(&b, "soak: %d samples; RSS %d → %d MiB, goroutines %d → %d (first → last)\n", n, r.samples[0].rss>>20, r.samples[n-1].rss>>20, r.samples[0].goroutines, r.samples[n-1].goroutines)
+	}
 	t.Log(b.String())
 }
 
@@ -749,16 +832,50 @@ func loadPercentiles(d []time.Duration) (p50, p99, mx time.Duration) {
 // loadSnapshot is the process's heap (after GC) and goroutine count.
 // Goroutine stacks are not heap: stack is what they use.
 type loadSnapshot struct {
-	heap, stack uint64
-	goroutines  int
+	heap, stack, rss uint64
+	goroutines       int
 }
 
 func loadMeasure() loadSnapshot {
 	runtime.GC()
-	runtime.GC()
+	debug.FreeOSMemory()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return loadSnapshot{heap: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
+	return loadSnapshot{heap: m.HeapAlloc, stack: m.StackInuse, rss: loadRSS(), goroutines: runtime.NumGoroutine()}
+}
+
+// loadRSS is the process's resident set, from /proc (0 elsewhere).
+func loadRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
+
+// loadRaiseFiles raises the open-file limit to n, where the process may:
+// each subscriber is two sockets in this process, and its session's log
+// may be a file.
+func loadRaiseFiles(tb testing.TB, n int) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil || l.Cur >= uint64(n) {
+		return
+	}
+	want := l
+	want.Cur = uint64(n)
+	if want.Max < want.Cur {
+		want.Max = want.Cur
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+		want.Cur, want.Max = l.Max, l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want)
+		tb.Logf("open files: %d of the %d wanted (%v); a run this size may run out", want.Cur, n, err)
+	}
 }
 
 // per is the difference from before to after, per n.
@@ -767,6 +884,7 @@ func (after loadSnapshot) per(before loadSnapshot, n int) loadMemory {
 		heapPer:  float64(int64(after.heap)-int64(before.heap)) / float64(n),
 		stackPer: float64(int64(after.stack)-int64(before.stack)) / float64(n),
 		goPer:    float64(after.goroutines-before.goroutines) / float64(n),
+		rssPer:   float64(int64(after.rss)-int64(before.rss)) / float64(n),
 	}
 }
 
@@ -795,7 +913,7 @@ func loadCPUTime() time.Duration {
 
 // loadMemory is the memory one subscriber costs.
 type loadMemory struct {
-	heapPer, stackPer, goPer float64
+	heapPer, stackPer, goPer, rssPer float64
 }
 
 // loadFloorMemory is the floor of a subscriber's memory: n clients on bare
