@@ -108,12 +108,47 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("-load.subscribers %d < -load.sessions %d: every session needs a subscriber", cfg.subscribers, cfg.sessions)
 	}
 	loadRaiseFiles(t, 3*cfg.subscribers+1024)
+	var floor loadMemory
+	var env *loadEnv
+	if *loadDsh != "" {
+		floor.rssPer = loadFloorProcMemory(t, cfg.subscribers)
+		env = startLoadDshEnv(t, *loadDsh, loadEnvOptions{delay: loadChunkDelay})
+	} else {
+		floor = loadFloorMemory(t, cfg.subscribers)
+		env = startLoadEnvWith(t, loadEnvOptions{delay: loadChunkDelay})
+	}
+	res := env.run(t, cfg)
+	res.floor = floor
+	res.log(t, cfg)
+	res.check(t, cfg)
+}
+
+// TestLoadIdleSessions is issue 38's shape at CI size: every session open
+// with one subscriber, a tenth of them prompted (-load.sessions 10000
+// -load.subscribers 10000 -load.active 1000 -load.rate 200 is the issue's
+// size, run through TestLoad). The idle sessions' subscribers hold nothing
+// and the prompted ones every seq once.
+func TestLoadIdleSessions(t *testing.T) {
+	cfg := loadConfig{subscribers: 300, sessions: 300, active: 30, rate: 20, duration: 3 * time.Second, settle: 30 * time.Second}
+	loadRaiseFiles(t, 3*cfg.subscribers+1024)
 	floor := loadFloorMemory(t, cfg.subscribers)
 	env := startLoadEnvWith(t, loadEnvOptions{delay: loadChunkDelay})
 	res := env.run(t, cfg)
 	res.floor = floor
 	res.log(t, cfg)
 	res.check(t, cfg)
+	idle := 0
+	for _, s := range res.subs[cfg.active:] {
+		s.mu.Lock()
+		if s.events > 0 || s.connects != 1 {
+			t.Errorf("a subscriber of an idle session got %d events on %d connections", s.events, s.connects)
+		}
+		idle++
+		s.mu.Unlock()
+	}
+	if idle != cfg.sessions-cfg.active {
+		t.Fatalf("%d idle subscribers, want %d", idle, cfg.sessions-cfg.active)
+	}
 }
 
 // TestLoadStalledSubscriberCatchesUp: a subscriber that stops reading
@@ -297,6 +332,9 @@ type loadEnv struct {
 	// api posts prompts and makes sessions; streams holds the SSE
 	// connections, one each.
 	api, streams *http.Client
+	// proc is the server when it is a process of its own (-load.dsh);
+	// host and srv are nil then.
+	proc *loadProc
 }
 
 // loadYAML: the scripted model without replies echoes each prompt, word
@@ -329,8 +367,22 @@ type loadEnvOptions struct {
 	writeTimeout time.Duration
 }
 
-func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
+// startLoadDshEnv serves the load config with `dsh serve`, the binary bin.
+func startLoadDshEnv(tb testing.TB, bin string, o loadEnvOptions) *loadEnv {
 	tb.Helper()
+	const token = "load-test-token"
+	p := startLoadDsh(tb, bin, loadModelConfig(o), token)
+	e := &loadEnv{
+		base: p.base, token: token, proc: p,
+		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}},
+		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
+	}
+	tb.Cleanup(func() { e.stop(tb) })
+	return e
+}
+
+// loadModelConfig is the scripted model's config for o.
+func loadModelConfig(o loadEnvOptions) []byte {
 	mc := map[string]any{}
 	if o.delay > 0 {
 		mc["delay"] = o.delay.String()
@@ -343,6 +395,12 @@ func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
 		mc["replies"] = rs
 	}
 	model, _ := json.Marshal(mc)
+	return model
+}
+
+func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
+	tb.Helper()
+	model := loadModelConfig(o)
 	cfg, err := config.Parse("load.yaml", fmt.Appendf(nil, loadYAML, model, tb.TempDir()), config.LoadOptions{Environ: []string{}, Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
@@ -396,6 +454,14 @@ func (l loadSmallSendBuffers) Accept() (net.Conn, error) {
 
 // stop shuts the server down (which closes the sessions), then the host.
 func (e *loadEnv) stop(tb testing.TB) {
+	if e.proc != nil {
+		e.api.CloseIdleConnections()
+		e.streams.CloseIdleConnections()
+		if err := e.proc.stop(); err != nil {
+			tb.Errorf("dsh serve: %v", err)
+		}
+		return
+	}
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
 	defer cancel()
 	if err := e.srv.Shutdown(ctx); err != nil {
@@ -505,13 +571,32 @@ type loadResult struct {
 	// run's.
 	rssPerSession float64
 	samples       []loadSample
+	// serverCPU is the server process's CPU over the prompt phase
+	// (-load.dsh; else 0: cpu holds both ends).
+	serverCPU time.Duration
+}
+
+// rss is the server's RSS: its process's, else this one's.
+func (e *loadEnv) rss() uint64 {
+	if e.proc != nil {
+		return e.proc.rss()
+	}
+	return loadMeasure().rss
+}
+
+// serverCPU is the server process's CPU time, 0 in this process.
+func (e *loadEnv) serverCPU() time.Duration {
+	if e.proc != nil {
+		return e.proc.cpu()
+	}
+	return 0
 }
 
 // loadSample is the process's memory at one point of a soak run.
 type loadSample struct {
-	at         time.Duration
-	rss, heap  uint64
-	goroutines int
+	at                  time.Duration
+	rss, heap           uint64
+	goroutines, threads int
 }
 
 // sample logs the memory every interval until the returned func is
@@ -535,8 +620,13 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 				var m runtime.MemStats
 				runtime.ReadMemStats(&m)
 				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+				if e.proc != nil {
+					// The server's RSS and threads; heap and goroutines
+					// stay this process's (the clients').
+					sm.rss, sm.threads = e.proc.rss(), e.proc.threads()
+				}
 				out = append(out, sm)
-				t.Logf("soak %v: RSS %d MiB, heap %d MiB, %d goroutines", sm.at, sm.rss>>20, sm.heap>>20, sm.goroutines)
+				t.Logf("soak %v: RSS %d MiB, heap %d MiB, %d goroutines, %d server threads", sm.at, sm.rss>>20, sm.heap>>20, sm.goroutines, sm.threads)
 			}
 		}
 	}()
@@ -550,7 +640,7 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 // run makes the sessions, attaches the subscribers, sends the prompts and
 // waits for every subscriber to hold every answer.
 func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
-	rss0 := loadMeasure().rss
+	rss0 := e.rss()
 	ids := make([]string, cfg.sessions)
 	for i := range ids {
 		ids[i] = e.newSession(t)
@@ -595,7 +685,7 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	}
 	attached := loadMeasure()
 	res.attached = attached.per(before, cfg.subscribers)
-	res.rssPerSession = float64(int64(attached.rss)-int64(rss0)) / float64(cfg.sessions)
+	res.rssPerSession = float64(int64(e.rss())-int64(rss0)) / float64(cfg.sessions)
 	stopSampling := e.sample(t, cfg.sample)
 
 	// The prompts go out at a steady pace, each on its own goroutine, so
@@ -603,7 +693,7 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	var posts sync.WaitGroup
 	var errMu sync.Mutex
 	interval := time.Duration(float64(time.Second) / cfg.rate)
-	start, cpu0 := time.Now(), loadCPUTime()
+	start, cpu0, srvCPU0 := time.Now(), loadCPUTime(), e.serverCPU()
 	for i := range total {
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			time.Sleep(d)
@@ -640,6 +730,7 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	res.settleErr = e.settle(ctx, res.subs, want, active, cfg.settle)
 	res.settle = time.Since(sendEnd)
 	res.wall, res.cpu = time.Since(start), loadCPUTime()-cpu0
+	res.serverCPU = e.serverCPU() - srvCPU0
 	res.samples = stopSampling()
 
 	// What the subscribers hold after the run: the heap with them, less
@@ -803,8 +894,16 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.0f B stack, %.2f goroutines (bare SSE stream floor: %.0f B, %.0f B, %.2f; dsh's own: %.0f B heap, %.0f B stack, %.2f goroutines)\n",
 		a.heapPer, a.stackPer, a.goPer, f.heapPer, f.stackPer, f.goPer, a.heapPer-f.heapPer, a.stackPer-f.stackPer, a.goPer-f.goPer)
 	fmt.Fprintf(&b, "per subscriber at the end of the run: %.0f B heap; goroutines left after they went: %d\n", r.heapHeldPer, r.goLeft)
-	fmt.Fprintf(&b, "RSS per open session with its subscriber (both ends, the session included): %.0f B (bare SSE stream floor: %.0f B, %.1fx); CPU per prompt %v (%d sessions prompted of %d)\n",
-		r.rssPerSession, f.rssPer, r.rssPerSession/f.rssPer, (r.cpu / time.Duration(max(1, accepted))).Round(time.Microsecond), cfg.active, cfg.sessions)
+	where := "both ends, the session included"
+	cpu := r.cpu
+	if r.serverCPU > 0 {
+		where, cpu = "the dsh serve process alone", r.serverCPU
+	}
+	fmt.Fprintf(&b, "RSS per open session with its subscriber (%s): %.0f B (bare SSE stream floor: %.0f B, %.1fx); CPU per prompt %v (%d sessions prompted of %d)\n",
+		where, r.rssPerSession, f.rssPer, r.rssPerSession/f.rssPer, (cpu / time.Duration(max(1, accepted))).Round(time.Microsecond), cfg.active, cfg.sessions)
+	if r.serverCPU > 0 {
+		fmt.Fprintf(&b, "CPU: dsh serve %v, the clients %v, over %v wall\n", r.serverCPU.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond))
+	}
 	var lost, doubled int
 	for _, s := range r.subs {
 		s.mu.Lock()
@@ -926,26 +1025,33 @@ func loadFloorMemory(tb testing.TB, n int) loadMemory {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	before := loadMeasure()
+	stop := loadAttachFloor(tb, fs.base, client, n)
+	after := loadMeasure()
+	stop()
+	return after.per(before, n)
+}
+
+// loadAttachFloor attaches n subscribers to the floor server at base and
+// waits for their ready; stop lets them go.
+func loadAttachFloor(tb testing.TB, base string, client *http.Client, n int) (stop func()) {
+	tb.Helper()
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	var wg sync.WaitGroup
 	subs := make([]*loadSubscriber, n)
 	for i := range subs {
-		subs[i] = newLoadSubscriber(fs.base, "", "floor", client, 0, func(string) (time.Time, bool) { return time.Time{}, false })
+		subs[i] = newLoadSubscriber(base, "", "floor", client, 0, func(string) (time.Time, bool) { return time.Time{}, false })
 		wg.Go(func() { subs[i].run(ctx) })
 	}
 	for _, s := range subs {
 		select {
 		case <-s.ready:
-		case <-time.After(30 * time.Second):
+		case <-time.After(60 * time.Second):
 			cancel()
 			wg.Wait()
-			tb.Fatalf("floor stream: no ready within 30s; %q", s.problems)
+			tb.Fatalf("floor stream: no ready within 60s; %q", s.problems)
 		}
 	}
-	after := loadMeasure()
-	cancel()
-	wg.Wait()
-	return after.per(before, n)
+	return func() { cancel(); wg.Wait() }
 }
 
 // loadFloorSSE is an http.Server whose every stream sends `ready`, then, on
