@@ -374,7 +374,9 @@ func startLoadDshEnv(tb testing.TB, bin string, o loadEnvOptions) *loadEnv {
 	p := startLoadDsh(tb, bin, loadModelConfig(o), token)
 	e := &loadEnv{
 		base: p.base, token: token, proc: p,
-		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}},
+		// At most 512 prompts in flight: 10,000 subscribers and as many
+		// open sessions take most of the server's 20,000 open files.
+		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512, DisableCompression: true}},
 		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
 	}
 	tb.Cleanup(func() { e.stop(tb) })
@@ -459,6 +461,9 @@ func (e *loadEnv) stop(tb testing.TB) {
 		e.streams.CloseIdleConnections()
 		if err := e.proc.stop(); err != nil {
 			tb.Errorf("dsh serve: %v", err)
+		}
+		if n := e.proc.emfile.Load(); n > 0 {
+			tb.Errorf("dsh serve ran out of open files %d times (one a subscriber's socket, one an open session's lock file): the run is too big for the limit", n)
 		}
 		return
 	}
@@ -675,12 +680,17 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		s.afterQuery = drop > 0 && (i/cfg.dropEvery)%2 == 1
 		res.subs = append(res.subs, s)
 		wg.Go(func() { s.run(ctx) })
-	}
-	for _, s := range res.subs {
-		select {
-		case <-s.ready:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("subscriber of %s: no ready within 30s; problems %q", s.session, s.problems)
+		// A hundred at a time: thousands of connects at once overflow
+		// the listener's backlog, and the kernel's SYN retries then
+		// take seconds.
+		if n := len(res.subs); n%100 == 0 || n == cfg.subscribers {
+			for _, s := range res.subs[(n-1)/100*100:] {
+				select {
+				case <-s.ready:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("subscriber of %s: no ready within 30s; problems %q", s.session, s.problems)
+				}
+			}
 		}
 	}
 	attached := loadMeasure()
@@ -757,6 +767,9 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 // missing when limit ran out, "" when nothing was.
 func (e *loadEnv) settle(ctx stdctx.Context, subs []*loadSubscriber, want map[string][]string, ids []string, limit time.Duration) string {
 	deadline := time.Now().Add(limit)
+	// A server that stopped answering must not hold the test past it.
+	ctx, cancel := stdctx.WithDeadline(ctx, deadline.Add(10*time.Second))
+	defer cancel()
 	poll := func(done func() string) string {
 		for {
 			missing := done()
@@ -1041,14 +1054,18 @@ func loadAttachFloor(tb testing.TB, base string, client *http.Client, n int) (st
 	for i := range subs {
 		subs[i] = newLoadSubscriber(base, "", "floor", client, 0, func(string) (time.Time, bool) { return time.Time{}, false })
 		wg.Go(func() { subs[i].run(ctx) })
-	}
-	for _, s := range subs {
-		select {
-		case <-s.ready:
-		case <-time.After(60 * time.Second):
-			cancel()
-			wg.Wait()
-			tb.Fatalf("floor stream: no ready within 60s; %q", s.problems)
+		// A hundred at a time, as the load test attaches.
+		if i%100 != 99 && i != n-1 {
+			continue
+		}
+		for _, s := range subs[i/100*100 : i+1] {
+			select {
+			case <-s.ready:
+			case <-time.After(60 * time.Second):
+				cancel()
+				wg.Wait()
+				tb.Fatalf("floor stream: no ready within 60s; %q", s.problems)
+			}
 		}
 	}
 	return func() { cancel(); wg.Wait() }

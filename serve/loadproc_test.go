@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +35,9 @@ const loadFloorEnv = "DSH_LOAD_FLOOR_SERVER"
 type loadProc struct {
 	base string
 	cmd  *exec.Cmd
+	// emfile counts the lines of its log that say it ran out of open
+	// files (an accept retried): a run too big for the machine's limit.
+	emfile atomic.Int64
 }
 
 // startLoadProc starts cmd, which prints "listening on http://<addr>" to
@@ -54,14 +57,15 @@ func startLoadProc(tb testing.TB, cmd *exec.Cmd) *loadProc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			if strings.Contains(sc.Text(), "too many open files") {
+				p.emfile.Add(1)
+			}
 			if _, rest, ok := strings.Cut(sc.Text(), "listening on http://"); ok {
 				addr <- strings.Fields(rest)[0]
 			} else if len(lines) < 20 {
 				lines = append(lines, sc.Text())
 			}
 		}
-		// Drain to the end: a full pipe would block the server.
-		io.Copy(io.Discard, stderr)
 	}()
 	select {
 	case a := <-addr:
