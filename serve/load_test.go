@@ -626,6 +626,9 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 			case <-done:
 				return
 			case <-tk.C:
+				// The live heap: what a leak grows, apart from the
+				// garbage a GC cycle has yet to free.
+				runtime.GC()
 				var m runtime.MemStats
 				runtime.ReadMemStats(&m)
 				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
@@ -635,7 +638,7 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 					sm.rss, sm.threads = e.proc.rss(), e.proc.threads()
 				}
 				out = append(out, sm)
-				t.Logf("soak %v: RSS %d MiB, heap %d MiB, %d goroutines, %d server threads", sm.at, sm.rss>>20, sm.heap>>20, sm.goroutines, sm.threads)
+				t.Logf("soak %v: RSS %d MiB, live heap %d MiB, %d goroutines, %d server threads", sm.at, sm.rss>>20, sm.heap>>20, sm.goroutines, sm.threads)
 			}
 		}
 	}()
