@@ -32,7 +32,12 @@
 // store), then the message being streamed, then everything live. A stream
 // that falls behind the hub's buffer re-attaches itself from its last seq
 // (the service's Stream does), so a slow client sees contiguous seqs,
-// never a gap. A cluster's service streams a session open on another host
+// never a gap. A client that leaves more than Options.StreamBuffer unread
+// (its socket's send queue) is sent a drop message naming the last id it
+// was sent and the stream ends; one whose write blocks past
+// Options.StreamWriteTimeout has its connection cut. Either way it holds
+// no goroutine or kernel buffer beyond those bounds, and resumes with
+// Last-Event-ID. A cluster's service streams a session open on another host
 // from the shared log: its durable events only, each once stored, with
 // the ids a local stream gives them.
 //

@@ -37,6 +37,10 @@ const (
 	// PresetRefused: a session was asked for with a preset that
 	// serve.client_presets does not list.
 	PresetRefused errs.Code = "SERVE_PRESET_REFUSED"
+	// StreamBehind: an event stream's client left more than the stream's
+	// buffer (Options.StreamBuffer) unread and was dropped; the code of
+	// the stream's drop message, never of a response.
+	StreamBehind errs.Code = "SERVE_STREAM_BEHIND"
 )
 
 // fail is an error the server decides itself.

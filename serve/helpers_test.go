@@ -156,6 +156,8 @@ type envOpts struct {
 	// approverGrace is the host's ApproverGrace (dsh serve's
 	// serve.approver_grace); 0 refuses a question nobody answers at once.
 	approverGrace time.Duration
+	// streamBuffer is the server's Options.StreamBuffer.
+	streamBuffer int
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -195,6 +197,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	e.srv, err = serve.New(serve.Options{
 		Sessions: svc, Config: cfg, Token: e.token, Tokens: o.tokens, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
 		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Attachments: att, Jobs: jobs.Of(h.Root()),
+		StreamBuffer: o.streamBuffer,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +39,9 @@ var (
 	loadSessions    = flag.Int("load.sessions", 0, "TestLoad: sessions the subscribers and prompts spread over (0: default)")
 	loadRate        = flag.Float64("load.rate", 0, "TestLoad: prompts per second over all sessions (0: default)")
 	loadDuration    = flag.Duration("load.duration", 0, "TestLoad: how long prompts are sent (0: default)")
+	loadActive      = flag.Int("load.active", 0, "TestLoad: how many of the sessions get the prompts (0: all)")
+	loadSampleEvery = flag.Duration("load.sample", 0, "TestLoad: log RSS, heap and goroutines this often while prompts are sent (a soak run; 0: never)")
+	loadDrop        = flag.Int("load.drop", -1, "TestLoad: every n-th subscriber drops its connection every few messages (0: none; -1: default)")
 )
 
 // loadChunkDelay is the scripted model's pause before each chunk in
@@ -52,6 +57,10 @@ type loadConfig struct {
 	// dropEvery: every dropEvery-th subscriber drops its connection
 	// every few events and reconnects with Last-Event-ID.
 	dropEvery int
+	// active is how many of the sessions get prompts (the first ones);
+	// sample, when set, is how often a soak run logs its memory.
+	active int
+	sample time.Duration
 	// settle bounds the wait, after the last prompt, for every
 	// subscriber to hold every answer.
 	settle time.Duration
@@ -74,6 +83,18 @@ func loadConfigFromFlags() loadConfig {
 	if *loadDuration > 0 {
 		c.duration = *loadDuration
 	}
+	if *loadDrop >= 0 {
+		c.dropEvery = *loadDrop
+	}
+	c.active = c.sessions
+	if *loadActive > 0 && *loadActive < c.sessions {
+		c.active = *loadActive
+	}
+	c.sample = *loadSampleEvery
+	if c.sessions >= 1000 {
+		// Checking that every session is idle is a request each.
+		c.settle = max(c.settle, 5*time.Minute)
+	}
 	return c
 }
 
@@ -90,18 +111,55 @@ func TestLoad(t *testing.T) {
 	if cfg.subscribers < cfg.sessions {
 		t.Fatalf("-load.subscribers %d < -load.sessions %d: every session needs a subscriber", cfg.subscribers, cfg.sessions)
 	}
-	floor := loadFloorMemory(t, cfg.subscribers)
-	env := startLoadEnvWith(t, loadEnvOptions{delay: loadChunkDelay})
+	loadRaiseFiles(t, 3*cfg.subscribers+1024)
+	var floor loadMemory
+	var env *loadEnv
+	if *loadDsh != "" {
+		floor.rssPer = loadFloorProcMemory(t, cfg.subscribers)
+		env = startLoadDshEnv(t, *loadDsh, loadEnvOptions{delay: loadChunkDelay})
+	} else {
+		floor = loadFloorMemory(t, cfg.subscribers)
+		env = startLoadEnvWith(t, loadEnvOptions{delay: loadChunkDelay})
+	}
 	res := env.run(t, cfg)
 	res.floor = floor
 	res.log(t, cfg)
 	res.check(t, cfg)
 }
 
+// TestLoadIdleSessions is issue 38's shape at CI size: every session open
+// with one subscriber, a tenth of them prompted (-load.sessions 10000
+// -load.subscribers 10000 -load.active 1000 -load.rate 200 is the issue's
+// size, run through TestLoad). The idle sessions' subscribers hold nothing
+// and the prompted ones every seq once.
+func TestLoadIdleSessions(t *testing.T) {
+	cfg := loadConfig{subscribers: 300, sessions: 300, active: 30, rate: 20, duration: 3 * time.Second, settle: 30 * time.Second}
+	loadRaiseFiles(t, 3*cfg.subscribers+1024)
+	floor := loadFloorMemory(t, cfg.subscribers)
+	env := startLoadEnvWith(t, loadEnvOptions{delay: loadChunkDelay})
+	res := env.run(t, cfg)
+	res.floor = floor
+	res.log(t, cfg)
+	res.check(t, cfg)
+	idle := 0
+	for _, s := range res.subs[cfg.active:] {
+		s.mu.Lock()
+		if s.events > 0 || s.connects != 1 {
+			t.Errorf("a subscriber of an idle session got %d events on %d connections", s.events, s.connects)
+		}
+		idle++
+		s.mu.Unlock()
+	}
+	if idle != cfg.sessions-cfg.active {
+		t.Fatalf("%d idle subscribers, want %d", idle, cfg.sessions-cfg.active)
+	}
+}
+
 // TestLoadStalledSubscriberCatchesUp: a subscriber that stops reading
 // while a long answer streams — more than its socket, the server's and the
 // hub's buffer hold — falls behind; the server must re-attach it to the hub
-// from what it was sent, or end its stream for it to reconnect. When it
+// from what it was sent, or end its stream (with a drop message, once it
+// leaves more than the stream's buffer unread) for it to reconnect. When it
 // reads again it holds every seq once, and what it assembled of the answer
 // is the answer or a prefix of it, never a chunk lost or doubled inside.
 // A subscriber that kept reading meanwhile is held to the same: the model
@@ -186,14 +244,18 @@ func TestLoadStalledSubscriberCatchesUp(t *testing.T) {
 		if s.gaps+s.doubles > 0 || len(s.problems) > 0 {
 			t.Errorf("%s subscriber: %d gaps, %d doubles; %q", name, s.gaps, s.doubles, s.problems)
 		}
-		t.Logf("%s subscriber: %d connects, %d server-ended, %d mid-stream snapshots, answer whole %d, prefix %d",
-			name, s.connects, s.ends, s.resnapshots, s.assembled, s.partial)
+		t.Logf("%s subscriber: %d connects, %d server-ended, %d mid-stream snapshots, answer whole %d, prefix %d, dropped %d",
+			name, s.connects, s.ends, s.resnapshots, s.assembled, s.partial, s.dropped)
 		s.mu.Unlock()
 	}
-	if fast.assembled+fast.partial != 1 || slow.assembled+slow.partial != 1 {
-		t.Errorf("answers checked against their assistant/message: fast %d, slow %d; want 1 each", fast.assembled+fast.partial, slow.assembled+slow.partial)
+	// A subscriber dropped mid-answer gets the rest of it as durable
+	// events: there is no streamed answer to compare.
+	for name, s := range map[string]*loadSubscriber{"slow": slow, "fast": fast} {
+		if s.assembled+s.partial != 1 && s.dropped == 0 {
+			t.Errorf("%s subscriber: %d answers checked against their assistant/message, and no drop; want 1", name, s.assembled+s.partial)
+		}
 	}
-	if slow.resnapshots+slow.ends+slow.partial == 0 {
+	if slow.resnapshots+slow.ends+slow.partial+slow.dropped == 0 {
 		t.Errorf("the slow subscriber got the whole stream in order: it never fell behind the hub, so this test proved nothing; make the answer longer")
 	}
 }
@@ -274,6 +336,9 @@ type loadEnv struct {
 	// api posts prompts and makes sessions; streams holds the SSE
 	// connections, one each.
 	api, streams *http.Client
+	// proc is the server when it is a process of its own (-load.dsh);
+	// host and srv are nil then.
+	proc *loadProc
 }
 
 // loadYAML: the scripted model without replies echoes each prompt, word
@@ -300,10 +365,30 @@ type loadEnvOptions struct {
 	// sndbuf > 0 makes the server's socket send buffers that small, as a
 	// slow network would leave them.
 	sndbuf int
+	// streamBuffer and writeTimeout are the server's
+	// Options.StreamBuffer and StreamWriteTimeout (0: its defaults).
+	streamBuffer int
+	writeTimeout time.Duration
 }
 
-func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
+// startLoadDshEnv serves the load config with `dsh serve`, the binary bin.
+func startLoadDshEnv(tb testing.TB, bin string, o loadEnvOptions) *loadEnv {
 	tb.Helper()
+	const token = "load-test-token"
+	p := startLoadDsh(tb, bin, loadModelConfig(o), token)
+	e := &loadEnv{
+		base: p.base, token: token, proc: p,
+		// At most 512 prompts in flight: 10,000 subscribers and as many
+		// open sessions take most of the server's 20,000 open files.
+		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512, DisableCompression: true}},
+		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
+	}
+	tb.Cleanup(func() { e.stop(tb) })
+	return e
+}
+
+// loadModelConfig is the scripted model's config for o.
+func loadModelConfig(o loadEnvOptions) []byte {
 	mc := map[string]any{}
 	if o.delay > 0 {
 		mc["delay"] = o.delay.String()
@@ -316,6 +401,12 @@ func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
 		mc["replies"] = rs
 	}
 	model, _ := json.Marshal(mc)
+	return model
+}
+
+func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
+	tb.Helper()
+	model := loadModelConfig(o)
 	cfg, err := config.Parse("load.yaml", fmt.Appendf(nil, loadYAML, model, tb.TempDir()), config.LoadOptions{Environ: []string{}, Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
@@ -325,7 +416,8 @@ func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
 		tb.Fatal(err)
 	}
 	const token = "load-test-token"
-	srv, err := serve.New(serve.Options{Sessions: h.Sessions(), Config: h.Config(), Token: token, Log: slog.New(slog.DiscardHandler), Version: "load"})
+	srv, err := serve.New(serve.Options{Sessions: h.Sessions(), Config: h.Config(), Token: token, Log: slog.New(slog.DiscardHandler), Version: "load",
+		StreamBuffer: o.streamBuffer, StreamWriteTimeout: o.writeTimeout})
 	if err != nil {
 		h.Close(stdctx.Background())
 		tb.Fatal(err)
@@ -368,6 +460,17 @@ func (l loadSmallSendBuffers) Accept() (net.Conn, error) {
 
 // stop shuts the server down (which closes the sessions), then the host.
 func (e *loadEnv) stop(tb testing.TB) {
+	if e.proc != nil {
+		e.api.CloseIdleConnections()
+		e.streams.CloseIdleConnections()
+		if err := e.proc.stop(); err != nil {
+			tb.Errorf("dsh serve: %v", err)
+		}
+		if n := e.proc.emfile.Load(); n > 0 {
+			tb.Errorf("dsh serve ran out of open files %d times (one a subscriber's socket, one an open session's lock file): the run is too big for the limit", n)
+		}
+		return
+	}
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
 	defer cancel()
 	if err := e.srv.Shutdown(ctx); err != nil {
@@ -471,15 +574,90 @@ type loadResult struct {
 	// attached, once they are gone (0 unless a stream leaks).
 	heapHeldPer float64
 	goLeft      int
+	// rssPerSession is the process's RSS, from before the sessions were
+	// made to once every subscriber attached, per session (both ends of
+	// each connection and the sessions themselves). samples are a soak
+	// run's.
+	rssPerSession float64
+	samples       []loadSample
+	// serverCPU is the server process's CPU over the prompt phase
+	// (-load.dsh; else 0: cpu holds both ends).
+	serverCPU time.Duration
+}
+
+// rss is the server's RSS: its process's, else this one's.
+func (e *loadEnv) rss() uint64 {
+	if e.proc != nil {
+		return e.proc.rss()
+	}
+	return loadMeasure().rss
+}
+
+// serverCPU is the server process's CPU time, 0 in this process.
+func (e *loadEnv) serverCPU() time.Duration {
+	if e.proc != nil {
+		return e.proc.cpu()
+	}
+	return 0
+}
+
+// loadSample is the process's memory at one point of a soak run.
+type loadSample struct {
+	at                  time.Duration
+	rss, heap           uint64
+	goroutines, threads int
+}
+
+// sample logs the memory every interval until the returned func is
+// called, which returns the samples; no interval, no samples.
+func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample {
+	if every <= 0 {
+		return func() []loadSample { return nil }
+	}
+	var out []loadSample
+	done, stopped := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(stopped)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				// The live heap: what a leak grows, apart from the
+				// garbage a GC cycle has yet to free.
+				runtime.GC()
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+				if e.proc != nil {
+					// The server's RSS and threads; heap and goroutines
+					// stay this process's (the clients').
+					sm.rss, sm.threads = e.proc.rss(), e.proc.threads()
+				}
+				out = append(out, sm)
+				t.Logf("soak %v: RSS %d MiB, live heap %d MiB, %d goroutines, %d server threads", sm.at, sm.rss>>20, sm.heap>>20, sm.goroutines, sm.threads)
+			}
+		}
+	}()
+	return func() []loadSample {
+		close(done)
+		<-stopped
+		return out
+	}
 }
 
 // run makes the sessions, attaches the subscribers, sends the prompts and
 // waits for every subscriber to hold every answer.
 func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
+	rss0 := e.rss()
 	ids := make([]string, cfg.sessions)
 	for i := range ids {
 		ids[i] = e.newSession(t)
 	}
+	active := ids[:cfg.active]
 	total := int(cfg.rate * cfg.duration.Seconds())
 	res := &loadResult{prompts: total, accepted: make([]bool, total), acceptLat: make([]time.Duration, total)}
 	sentAt := make([]atomic.Int64, total)
@@ -509,22 +687,30 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		s.afterQuery = drop > 0 && (i/cfg.dropEvery)%2 == 1
 		res.subs = append(res.subs, s)
 		wg.Go(func() { s.run(ctx) })
-	}
-	for _, s := range res.subs {
-		select {
-		case <-s.ready:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("subscriber of %s: no ready within 30s; problems %q", s.session, s.problems)
+		// A hundred at a time: thousands of connects at once overflow
+		// the listener's backlog, and the kernel's SYN retries then
+		// take seconds.
+		if n := len(res.subs); n%100 == 0 || n == cfg.subscribers {
+			for _, s := range res.subs[(n-1)/100*100:] {
+				select {
+				case <-s.ready:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("subscriber of %s: no ready within 30s; problems %q", s.session, s.problems)
+				}
+			}
 		}
 	}
-	res.attached = loadMeasure().per(before, cfg.subscribers)
+	attached := loadMeasure()
+	res.attached = attached.per(before, cfg.subscribers)
+	res.rssPerSession = float64(int64(e.rss())-int64(rss0)) / float64(cfg.sessions)
+	stopSampling := e.sample(t, cfg.sample)
 
 	// The prompts go out at a steady pace, each on its own goroutine, so
 	// a slow answer delays no other prompt.
 	var posts sync.WaitGroup
 	var errMu sync.Mutex
 	interval := time.Duration(float64(time.Second) / cfg.rate)
-	start, cpu0 := time.Now(), loadCPUTime()
+	start, cpu0, srvCPU0 := time.Now(), loadCPUTime(), e.serverCPU()
 	for i := range total {
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			time.Sleep(d)
@@ -535,7 +721,7 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 			id := "load-" + strconv.Itoa(i)
 			t0 := time.Now()
 			sentAt[i].Store(t0.UnixNano())
-			code, err := e.post(pctx, ids[i%len(ids)], id, "load prompt "+strconv.Itoa(i))
+			code, err := e.post(pctx, active[i%len(active)], id, "load prompt "+strconv.Itoa(i))
 			res.acceptLat[i] = time.Since(t0)
 			if err == nil && code == http.StatusAccepted {
 				res.accepted[i] = true
@@ -554,13 +740,18 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	want := make(map[string][]string, len(ids))
 	for i, ok := range res.accepted {
 		if ok {
-			sid := ids[i%len(ids)]
+			sid := active[i%len(active)]
 			want[sid] = append(want[sid], "load-"+strconv.Itoa(i))
 		}
 	}
-	res.settleErr = e.settle(ctx, res.subs, want, ids, cfg.settle)
-	res.settle = time.Since(sendEnd)
-	res.wall, res.cpu = time.Since(start), loadCPUTime()-cpu0
+	// CPU and wall end once every subscriber holds every answer: the
+	// check that every session is idle after that is a request a session.
+	res.settleErr = e.settle(ctx, res.subs, want, active, cfg.settle, func() {
+		res.settle = time.Since(sendEnd)
+		res.wall, res.cpu = time.Since(start), loadCPUTime()-cpu0
+		res.serverCPU = e.serverCPU() - srvCPU0
+	})
+	res.samples = stopSampling()
 
 	// What the subscribers hold after the run: the heap with them, less
 	// the heap once they are gone (the sessions' logs stay in both).
@@ -582,10 +773,14 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 
 // settle waits until every subscriber holds every prompt of its session
 // and an answer after the last, then until no session runs a turn and
-// every subscriber holds its session's last seq. It returns what was still
-// missing when limit ran out, "" when nothing was.
-func (e *loadEnv) settle(ctx stdctx.Context, subs []*loadSubscriber, want map[string][]string, ids []string, limit time.Duration) string {
+// every subscriber holds its session's last seq; answered is called in
+// between. It returns what was still missing when limit ran out, "" when
+// nothing was.
+func (e *loadEnv) settle(ctx stdctx.Context, subs []*loadSubscriber, want map[string][]string, ids []string, limit time.Duration, answered func()) string {
 	deadline := time.Now().Add(limit)
+	// A server that stopped answering must not hold the test past it.
+	ctx, cancel := stdctx.WithDeadline(ctx, deadline.Add(10*time.Second))
+	defer cancel()
 	poll := func(done func() string) string {
 		for {
 			missing := done()
@@ -607,6 +802,7 @@ func (e *loadEnv) settle(ctx stdctx.Context, subs []*loadSubscriber, want map[st
 		}
 		return ""
 	})
+	answered()
 	if missing != "" {
 		return missing
 	}
@@ -723,6 +919,27 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	fmt.Fprintf(&b, "per subscriber: %.0f B heap, %.0f B stack, %.2f goroutines (bare SSE stream floor: %.0f B, %.0f B, %.2f; dsh's own: %.0f B heap, %.0f B stack, %.2f goroutines)\n",
 		a.heapPer, a.stackPer, a.goPer, f.heapPer, f.stackPer, f.goPer, a.heapPer-f.heapPer, a.stackPer-f.stackPer, a.goPer-f.goPer)
 	fmt.Fprintf(&b, "per subscriber at the end of the run: %.0f B heap; goroutines left after they went: %d\n", r.heapHeldPer, r.goLeft)
+	where := "both ends, the session included"
+	cpu := r.cpu
+	if r.serverCPU > 0 {
+		where, cpu = "the dsh serve process alone", r.serverCPU
+	}
+	fmt.Fprintf(&b, "RSS per open session with its subscriber (%s): %.0f B (bare SSE stream floor: %.0f B, %.1fx); CPU per prompt %v (%d sessions prompted of %d)\n",
+		where, r.rssPerSession, f.rssPer, r.rssPerSession/f.rssPer, (cpu / time.Duration(max(1, accepted))).Round(time.Microsecond), cfg.active, cfg.sessions)
+	if r.serverCPU > 0 {
+		fmt.Fprintf(&b, "CPU: dsh serve %v, the clients %v, over %v wall\n", r.serverCPU.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond))
+	}
+	var lost, doubled int
+	for _, s := range r.subs {
+		s.mu.Lock()
+		lost += s.gaps
+		doubled += s.doubles
+		s.mu.Unlock()
+	}
+	fmt.Fprintf(&b, "lost %d, doubled %d\n", lost, doubled)
+	if n := len(r.samples); n > 0 {
+		fmt.Fprintf(&b, "soak: %d samples; RSS %d → %d MiB, goroutines %d → %d (first → last)\n", n, r.samples[0].rss>>20, r.samples[n-1].rss>>20, r.samples[0].goroutines, r.samples[n-1].goroutines)
+	}
 	t.Log(b.String())
 }
 
@@ -739,16 +956,50 @@ func loadPercentiles(d []time.Duration) (p50, p99, mx time.Duration) {
 // loadSnapshot is the process's heap (after GC) and goroutine count.
 // Goroutine stacks are not heap: stack is what they use.
 type loadSnapshot struct {
-	heap, stack uint64
-	goroutines  int
+	heap, stack, rss uint64
+	goroutines       int
 }
 
 func loadMeasure() loadSnapshot {
 	runtime.GC()
-	runtime.GC()
+	debug.FreeOSMemory()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return loadSnapshot{heap: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
+	return loadSnapshot{heap: m.HeapAlloc, stack: m.StackInuse, rss: loadRSS(), goroutines: runtime.NumGoroutine()}
+}
+
+// loadRSS is the process's resident set, from /proc (0 elsewhere).
+func loadRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
+
+// loadRaiseFiles raises the open-file limit to n, where the process may:
+// each subscriber is two sockets in this process, and its session's log
+// may be a file.
+func loadRaiseFiles(tb testing.TB, n int) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil || l.Cur >= uint64(n) {
+		return
+	}
+	want := l
+	want.Cur = uint64(n)
+	if want.Max < want.Cur {
+		want.Max = want.Cur
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+		want.Cur, want.Max = l.Max, l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want)
+		tb.Logf("open files: %d of the %d wanted (%v); a run this size may run out", want.Cur, n, err)
+	}
 }
 
 // per is the difference from before to after, per n.
@@ -757,6 +1008,7 @@ func (after loadSnapshot) per(before loadSnapshot, n int) loadMemory {
 		heapPer:  float64(int64(after.heap)-int64(before.heap)) / float64(n),
 		stackPer: float64(int64(after.stack)-int64(before.stack)) / float64(n),
 		goPer:    float64(after.goroutines-before.goroutines) / float64(n),
+		rssPer:   float64(int64(after.rss)-int64(before.rss)) / float64(n),
 	}
 }
 
@@ -785,7 +1037,7 @@ func loadCPUTime() time.Duration {
 
 // loadMemory is the memory one subscriber costs.
 type loadMemory struct {
-	heapPer, stackPer, goPer float64
+	heapPer, stackPer, goPer, rssPer float64
 }
 
 // loadFloorMemory is the floor of a subscriber's memory: n clients on bare
@@ -798,26 +1050,37 @@ func loadFloorMemory(tb testing.TB, n int) loadMemory {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	before := loadMeasure()
+	stop := loadAttachFloor(tb, fs.base, client, n)
+	after := loadMeasure()
+	stop()
+	return after.per(before, n)
+}
+
+// loadAttachFloor attaches n subscribers to the floor server at base and
+// waits for their ready; stop lets them go.
+func loadAttachFloor(tb testing.TB, base string, client *http.Client, n int) (stop func()) {
+	tb.Helper()
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	var wg sync.WaitGroup
 	subs := make([]*loadSubscriber, n)
 	for i := range subs {
-		subs[i] = newLoadSubscriber(fs.base, "", "floor", client, 0, func(string) (time.Time, bool) { return time.Time{}, false })
+		subs[i] = newLoadSubscriber(base, "", "floor", client, 0, func(string) (time.Time, bool) { return time.Time{}, false })
 		wg.Go(func() { subs[i].run(ctx) })
-	}
-	for _, s := range subs {
-		select {
-		case <-s.ready:
-		case <-time.After(30 * time.Second):
-			cancel()
-			wg.Wait()
-			tb.Fatalf("floor stream: no ready within 30s; %q", s.problems)
+		// A hundred at a time, as the load test attaches.
+		if i%100 != 99 && i != n-1 {
+			continue
+		}
+		for _, s := range subs[i/100*100 : i+1] {
+			select {
+			case <-s.ready:
+			case <-time.After(60 * time.Second):
+				cancel()
+				wg.Wait()
+				tb.Fatalf("floor stream: no ready within 60s; %q", s.problems)
+			}
 		}
 	}
-	after := loadMeasure()
-	cancel()
-	wg.Wait()
-	return after.per(before, n)
+	return func() { cancel(); wg.Wait() }
 }
 
 // loadFloorSSE is an http.Server whose every stream sends `ready`, then, on

@@ -175,6 +175,9 @@ type loadSubscriber struct {
 	// streams the server ended, failures the connects that failed.
 	connects, drops, ends, failures int
 	events                          int
+	// dropped counts the drop messages: the server dropped this client
+	// for leaving more than its buffer unread.
+	dropped int
 	// streams are the messages being streamed on this connection, by
 	// message id: the text assembled from the snapshot and chunks, and
 	// the index of the next chunk. assembled counts the messages whose
@@ -404,6 +407,19 @@ func (s *loadSubscriber) take(m loadSSEMessage, backlogTo int64, now time.Time) 
 			s.lastNotice = u.Notice.ID
 		}
 		s.lastID = m.ID
+	case "drop":
+		// The server dropped a client that fell behind: the drop names
+		// what the client holds, and the stream ends after it.
+		var d struct {
+			LastID    string `json:"last_id"`
+			LastSeq   int64  `json:"last_seq"`
+			Reconnect bool   `json:"reconnect"`
+			Code      string `json:"code"`
+		}
+		if err := json.Unmarshal(m.Data, &d); err != nil || d.LastID != s.lastID || d.LastSeq != s.lastSeq || !d.Reconnect || d.Code != "SERVE_STREAM_BEHIND" {
+			s.problemLocked("drop %s: want last_id %q, last_seq %d, reconnect and SERVE_STREAM_BEHIND", m.Data, s.lastID, s.lastSeq)
+		}
+		s.dropped++
 	case "snapshot":
 		s.answeredLocked(now)
 		if sn := u.Snapshot; sn != nil {
@@ -485,7 +501,8 @@ func (s *loadSubscriber) settled(want []string) bool {
 			return false
 		}
 	}
-	return s.lastAnswer > s.lastUser
+	// A session nobody prompts has nothing to answer.
+	return len(want) == 0 || s.lastAnswer > s.lastUser
 }
 
 // TestLoadSubscriberCatchesGapsAndDoubles: the checker TestLoad relies on

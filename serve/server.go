@@ -70,6 +70,15 @@ type Options struct {
 	// Jobs lists and kills the background jobs of the sessions this host
 	// runs (jobs.Of(host.Root())); nil lists none.
 	Jobs *jobs.Table
+	// StreamBuffer is how many bytes an event stream may leave unread by
+	// its client: past it the stream sends a drop message and ends, and
+	// the client resumes with Last-Event-ID (0: DefaultStreamBuffer).
+	// Read from the socket's send queue, on Linux, for streams of Serve.
+	StreamBuffer int
+	// StreamWriteTimeout is how long one write of a stream may block (a
+	// client that reads nothing) before its connection is cut (0:
+	// DefaultStreamWriteTimeout).
+	StreamWriteTimeout time.Duration
 }
 
 // Server serves the HTTP API; see the package documentation.
@@ -98,6 +107,8 @@ type Server struct {
 	servers []*http.Server
 	held    map[string]*held // sessions opened here, by id
 	closed  bool
+
+	limits streamLimits
 }
 
 // New checks o and builds the server.
@@ -121,6 +132,13 @@ func New(o Options) (*Server, error) {
 	}
 	if s.cfg.ShutdownTimeout == 0 {
 		s.cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	s.limits = streamLimits{buffer: o.StreamBuffer, timeout: o.StreamWriteTimeout}
+	if s.limits.buffer <= 0 {
+		s.limits.buffer = DefaultStreamBuffer
+	}
+	if s.limits.timeout <= 0 {
+		s.limits.timeout = DefaultStreamWriteTimeout
 	}
 	tokens := o.Tokens
 	if o.Token != "" {
@@ -163,7 +181,10 @@ func (s *Server) Serve(l net.Listener) error {
 		// and ends when its client goes.
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// A stream reads its socket's send queue to bound what its
+		// client leaves unread.
+		ConnContext: func(ctx stdctx.Context, c net.Conn) stdctx.Context { return stdctx.WithValue(ctx, connKey{}, c) },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.mu.Lock()
 	if s.closed {

@@ -3,8 +3,10 @@ package serve
 import (
 	stdctx "context"
 	"encoding/json"
-
+	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -70,7 +72,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	defer subscribed(ctx)()
 	in, _ := s.info(ctx, id)
 
-	out, unblock, ok := s.startStream(w, id, seq, notice, in.LastSeq)
+	out, unblock, ok := s.startStream(w, r, id, seq, notice, in.LastSeq)
 	if !ok {
 		return
 	}
@@ -108,13 +110,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		withID := false
+		seq, notes := out.seq, out.notes
 		switch u.Kind {
 		case live.KindEvent:
-			out.seq, withID = u.Seq, true
+			seq, withID = u.Seq, true
 		case live.KindNotice:
-			out.notes, withID = u.Notice.ID, true
+			notes, withID = u.Notice.ID, true
 		}
-		if out.send(string(u.Kind), data, withID) != nil {
+		if err := out.send(string(u.Kind), data, withID, seq, notes); err != nil {
+			s.streamFailed(out, id, err)
 			return
 		}
 	}
@@ -126,14 +130,33 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 // writes fail at once (not on the handler's own return, which must end
 // the response cleanly); unblock ends that watch. ok is false when ready
 // could not be sent.
-func (s *Server) startStream(w http.ResponseWriter, id string, seq, notice, last int64) (out *sse, unblock func(), ok bool) {
-	out = beginSSE(w, seq, notice)
-	stop := stdctx.AfterFunc(s.streams, func() { _ = out.rc.SetWriteDeadline(time.Now()) })
+func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, seq, notice, last int64) (out *sse, unblock func(), ok bool) {
+	out = beginSSE(w, r, seq, notice, s.limits)
+	stop := stdctx.AfterFunc(s.streams, out.stop)
 	unblock = func() { stop() }
 	ready, _ := json.Marshal(map[string]any{"session": id, "last_seq": max(last, seq)})
-	if out.send("ready", ready, false) != nil {
+	if out.send("ready", ready, false, seq, notice) != nil {
 		unblock()
 		return nil, nil, false
 	}
 	return out, unblock, true
+}
+
+// streamFailed ends a stream whose message could not go out: a client
+// that left more than the buffer unread is told, in a drop message, where
+// to resume from; one whose write blocked past the timeout cannot be
+// told anything more, and its connection is cut.
+func (s *Server) streamFailed(out *sse, id string, err error) {
+	switch {
+	case errors.Is(err, errBehind):
+		last := out.lastID()
+		s.log.Info("a stream's client fell behind; it is dropped and told to resume", "session", id, "last_id", last, "buffer", s.limits.buffer)
+		data, _ := json.Marshal(streamDrop{Kind: "drop", Session: id, LastID: last, LastSeq: out.seq, Reconnect: true, Code: StreamBehind,
+			Message: fmt.Sprintf("this client left more than %d bytes of the stream unread; reconnect with Last-Event-ID %s", s.limits.buffer, last)})
+		_ = out.sendLast("drop", data)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.log.Info("a stream's client read nothing for the write timeout; its connection is cut", "session", id, "timeout", s.limits.timeout)
+	default:
+		s.log.Debug("stream ended", "session", id, "error", err)
+	}
 }
