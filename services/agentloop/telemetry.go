@@ -173,6 +173,16 @@ func (m *modelSpan) end(asm *llm.Assembler, err error) {
 			met.Tokens.Add(int64(t.n), m.a.id, m.req.Model, principal, p.Tenant, t.kind)
 		}
 	}
+	// Priced as the usage service prices the step's session event, so
+	// the metric and /usage agree.
+	cfg := &m.a.loop.cfg
+	model := m.req.Model
+	if model == "" && cfg.DefaultModel != nil {
+		model = cfg.DefaultModel(m.req.Provider)
+	}
+	if price, ok := cfg.Pricing.Lookup(m.req.Provider, model); ok {
+		met.Cost.Add(price.Cost(u), m.a.id, model, principal, p.Tenant, cfg.Pricing.CurrencyName())
+	}
 }
 
 // principalAttr is p as the principal attribute, kind:id, kept while the
