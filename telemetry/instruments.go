@@ -36,20 +36,29 @@ type family[C any] struct {
 	mu               sync.RWMutex
 	cells            map[attrValues]*cell[C]
 	init             func(*C)
+	// last is the cell measured last: an agent's steps, or the inputs
+	// of one entry point, measure the same cell over and over, and
+	// comparing a few strings is cheaper than hashing the map's key.
+	last atomic.Pointer[cell[C]]
 }
 
 type cell[C any] struct {
+	vals  attrValues
 	attrs attribute.Set
 	v     C
 }
 
 func (f *family[C]) cell(vals []string) *C {
+	if c := f.last.Load(); c != nil && c.is(vals, len(f.keys)) {
+		return &c.v
+	}
 	var k attrValues
 	copy(k[:], vals)
 	f.mu.RLock()
 	c := f.cells[k]
 	f.mu.RUnlock()
 	if c != nil {
+		f.last.Store(c)
 		return &c.v
 	}
 	f.mu.Lock()
@@ -61,7 +70,7 @@ func (f *family[C]) cell(vals []string) *C {
 	for i, key := range f.keys {
 		kvs[i] = key.String(k[i])
 	}
-	c = &cell[C]{attrs: attribute.NewSet(kvs...)}
+	c = &cell[C]{vals: k, attrs: attribute.NewSet(kvs...)}
 	if f.init != nil {
 		f.init(&c.v)
 	}
@@ -69,7 +78,24 @@ func (f *family[C]) cell(vals []string) *C {
 		f.cells = map[attrValues]*cell[C]{}
 	}
 	f.cells[k] = c
+	f.last.Store(c)
 	return &c.v
+}
+
+// is reports whether the cell's values are vals: the first n, as many
+// as the instrument has keys; values past them are ignored, missing ones
+// are empty, as the map's key makes them.
+func (c *cell[C]) is(vals []string, n int) bool {
+	for i := range n {
+		v := ""
+		if i < len(vals) {
+			v = vals[i]
+		}
+		if c.vals[i] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // each calls fn with every cell, in no particular order.

@@ -104,15 +104,14 @@ var clientKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient
 // "chat {model}" client span with tokens, finish reason and the time to
 // the first chunk.
 type modelSpan struct {
-	a     *ReactLoopAgent
-	req   llm.Request
-	ctx   stdctx.Context
-	span  trace.Span
-	start time.Time
-	first bool
+	a               *ReactLoopAgent
+	model, provider string
+	span            trace.Span
+	start           time.Time
+	first           bool
 }
 
-func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx.Context, *modelSpan) {
+func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx.Context, modelSpan) {
 	name := "chat"
 	if req.Model != "" && telemetry.Records(ctx) {
 		name += " " + req.Model
@@ -125,7 +124,7 @@ func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx
 			span.SetAttributes(telemetry.AttrGenAIMaxTokens.Int(req.MaxTokens))
 		}
 	}
-	return ctx, &modelSpan{a: a, req: req, ctx: ctx, span: span, start: time.Now()}
+	return ctx, modelSpan{a: a, model: req.Model, provider: req.Provider, span: span, start: time.Now()}
 }
 
 // chunk notes a chunk's arrival; the first one's time is the time to
@@ -146,7 +145,7 @@ func (m *modelSpan) end(asm *llm.Assembler, err error) {
 	if m.span.IsRecording() {
 		m.span.SetAttributes(
 			telemetry.AttrGenAIInputTokens.Int(u.InputTokens), telemetry.AttrGenAIOutputTokens.Int(u.OutputTokens),
-			telemetry.AttrGenAICachedTokens.Int(u.CacheHitTokens), telemetry.AttrGenAIResponseModel.String(m.req.Model),
+			telemetry.AttrGenAICachedTokens.Int(u.CacheHitTokens), telemetry.AttrGenAIResponseModel.String(m.model),
 			telemetry.AttrGenAIFinish.StringSlice([]string{string(finish)}))
 		if telemetry.ContentOn() {
 			if b, err := json.Marshal(asm.Message()); err == nil {
@@ -159,7 +158,7 @@ func (m *modelSpan) end(asm *llm.Assembler, err error) {
 	if met == nil {
 		return
 	}
-	met.ModelDuration.Since(m.start, "chat", m.req.Model, m.req.Provider)
+	met.ModelDuration.Since(m.start, "chat", m.model, m.provider)
 	if u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheHitTokens == 0 {
 		return
 	}
@@ -170,17 +169,17 @@ func (m *modelSpan) end(asm *llm.Assembler, err error) {
 		n    int
 	}{{"input", u.InputTokens}, {"output", u.OutputTokens}, {"cached", u.CacheHitTokens}} {
 		if t.n > 0 {
-			met.Tokens.Add(int64(t.n), m.a.id, m.req.Model, principal, p.Tenant, t.kind)
+			met.Tokens.Add(int64(t.n), m.a.id, m.model, principal, p.Tenant, t.kind)
 		}
 	}
 	// Priced as the usage service prices the step's session event, so
 	// the metric and /usage agree.
 	cfg := &m.a.loop.cfg
-	model := m.req.Model
+	model := m.model
 	if model == "" && cfg.DefaultModel != nil {
-		model = cfg.DefaultModel(m.req.Provider)
+		model = cfg.DefaultModel(m.provider)
 	}
-	if price, ok := cfg.Pricing.Lookup(m.req.Provider, model); ok {
+	if price, ok := cfg.Pricing.Lookup(m.provider, model); ok {
 		met.Cost.Add(price.Cost(u), m.a.id, model, principal, p.Tenant, cfg.Pricing.CurrencyName())
 	}
 }
