@@ -172,11 +172,11 @@ type Histogram struct{ f family[histCell] }
 // secondsBounds are the bucket bounds of every dsh histogram: from a
 // millisecond (a store flush, an admission) to five minutes (a model
 // request, an approval a person answers).
-var secondsBounds = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+var secondsBounds = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
 type histCell struct {
 	mu       sync.Mutex
-	buckets  [18]uint64 // len(secondsBounds)+1
+	buckets  [len(secondsBounds) + 1]uint64
 	count    uint64
 	sum      float64
 	min, max float64
@@ -187,7 +187,7 @@ func (h *Histogram) Record(v float64, vals ...string) {
 	if h == nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return
 	}
-	i := sort.SearchFloat64s(secondsBounds, v)
+	i := sort.SearchFloat64s(secondsBounds[:], v)
 	c := h.f.cell(vals)
 	c.mu.Lock()
 	c.buckets[i]++
@@ -231,7 +231,8 @@ type Reading struct {
 
 // Point is one cell of a Reading. Int is a counter's or up-down
 // counter's value, Float a float counter's; the rest are a histogram's,
-// whose Buckets has one more entry than Bounds.
+// whose Buckets has one more entry than Bounds. Bounds is shared by every
+// point: read it, do not change it.
 type Point struct {
 	Attrs    attribute.Set
 	Int      int64
@@ -263,7 +264,7 @@ func readHist(start time.Time, f *family[histCell]) Reading {
 	r := Reading{Name: f.name, Description: f.desc, Unit: f.unit, Kind: KindHistogram, Start: start}
 	f.each(func(s attribute.Set, c *histCell) {
 		c.mu.Lock()
-		p := Point{Attrs: s, Count: c.count, Sum: c.sum, Min: c.min, Max: c.max, Bounds: secondsBounds,
+		p := Point{Attrs: s, Count: c.count, Sum: c.sum, Min: c.min, Max: c.max, Bounds: secondsBounds[:],
 			Buckets: append([]uint64(nil), c.buckets[:]...)}
 		c.mu.Unlock()
 		r.Points = append(r.Points, p)
