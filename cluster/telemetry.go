@@ -15,10 +15,17 @@ import (
 // target and returns the NATS headers that carry its trace context, so
 // the owner's work on the request continues the same trace.
 func (h *Host) startForward(ctx stdctx.Context, target string, req request) (stdctx.Context, trace.Span, nats.Header) {
-	ctx, span := telemetry.Start(ctx, "dsh.forward "+req.Op, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-		telemetry.AttrHost.String(h.o.HostID), attribute.Key("dsh.forward.to").String(target),
-		telemetry.AttrSession.String(req.Session), telemetry.AttrRequestID.String(req.RequestID),
-		attribute.Key("messaging.system").String("nats")))
+	var span trace.Span
+	if telemetry.Records(ctx) {
+		ctx, span = telemetry.Start(ctx, "dsh.forward "+req.Op, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+			telemetry.AttrHost.String(h.o.HostID), attribute.Key("dsh.forward.to").String(target),
+			telemetry.AttrSession.String(req.Session), telemetry.AttrRequestID.String(req.RequestID),
+			attribute.Key("messaging.system").String("nats")))
+	} else {
+		// Not recorded: no name to build; a sampled-out context is
+		// still passed on below.
+		ctx, span = telemetry.Start(ctx, "")
+	}
 	header := nats.Header{}
 	// nats.Header and http.Header are the same map type; the carrier
 	// canonicalises keys on both ends alike.

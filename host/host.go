@@ -192,8 +192,13 @@ func (h *Host) mountCore() error {
 	if err := core.Mount(h.root); err != nil {
 		return err
 	}
-	for _, p := range []dshctx.Plugin{agentcontroller.Plugin, agentloop.Plugin, attachments.Provided(h.attachments)} {
-		f, err := h.root.Plugin(p, nil)
+	// The loop prices model requests for the dsh.cost metric.
+	loop := agentloop.Config{Pricing: h.Config().Pricing, DefaultModel: h.Config().DefaultModel}
+	for _, p := range []struct {
+		plugin dshctx.Plugin
+		cfg    any
+	}{{agentcontroller.Plugin, nil}, {agentloop.Plugin, loop}, {attachments.Provided(h.attachments), nil}} {
+		f, err := h.root.Plugin(p.plugin, p.cfg)
 		if err != nil {
 			return err
 		}

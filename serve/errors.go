@@ -67,7 +67,7 @@ var statusOf = map[errs.Code]int{
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := apierr.Write(w, err, statusOf, "")
 	if ae.Status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "code", ae.Code, "error", ae.Message)
+		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "code", ae.Code, "error", ae.Message)
 	}
 }
 

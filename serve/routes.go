@@ -93,9 +93,15 @@ func (s *Server) build() http.Handler {
 		s.active.Add(1)
 		defer s.active.Done()
 		sw := &statusWriter{ResponseWriter: w}
+		// The line is written after the request's span ended; the
+		// RequestLog keeps the span's ids for it.
+		ctx, rl := telemetry.WithRequestLog(r)
+		if rl != nil {
+			r = r.WithContext(ctx)
+		}
 		defer func() {
 			// Method, path and status only: headers carry the token.
-			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+			s.log.DebugContext(rl.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
 		}()
 		if s.stopping.Load() {
 			apierr.Write(sw, fail(http.StatusServiceUnavailable, ShuttingDown, "dsh serve is shutting down and takes no new requests; retry against the restarted server"), nil, "")

@@ -13,6 +13,6 @@ func subscribed(ctx stdctx.Context) func() {
 	if m == nil {
 		return func() {}
 	}
-	m.SSESubscribers.Add(ctx, 1)
-	return func() { m.SSESubscribers.Add(stdctx.WithoutCancel(ctx), -1) }
+	m.SSESubscribers.Add(1)
+	return func() { m.SSESubscribers.Add(-1) }
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	stdctx "context"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -14,6 +15,9 @@ const maxHandoffs = 4096
 var handoffs struct {
 	sync.Mutex
 	m map[string]trace.SpanContext
+	// n is len(m), read without the lock: a turn under sampling 0 has
+	// no handoff to take and so takes no lock.
+	n atomic.Int64
 }
 
 // Handoff leaves ctx's span for whoever takes key next: a message queued
@@ -37,18 +41,20 @@ func Handoff(key string, ctx stdctx.Context) {
 		handoffs.m = map[string]trace.SpanContext{}
 	}
 	handoffs.m[key] = sc
+	handoffs.n.Store(int64(len(handoffs.m)))
 	handoffs.Unlock()
 }
 
 // TakeHandoff returns the span context left under key, once.
 func TakeHandoff(key string) (trace.SpanContext, bool) {
-	if !on.Load() {
+	if !on.Load() || handoffs.n.Load() == 0 {
 		return trace.SpanContext{}, false
 	}
 	handoffs.Lock()
 	sc, ok := handoffs.m[key]
 	if ok {
 		delete(handoffs.m, key)
+		handoffs.n.Store(int64(len(handoffs.m)))
 	}
 	handoffs.Unlock()
 	return sc, ok

@@ -1,83 +1,92 @@
 package telemetry
 
-import (
-	stdctx "context"
-	"errors"
-	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-)
+import "time"
 
 // Metrics are dsh's instruments. Reach them through M, which is nil when
-// telemetry is off: callers check Enabled (or M() != nil) first.
+// telemetry is off: callers check it first. Each instrument's attribute
+// keys are fixed; a measurement passes their values in the order the
+// field's comment gives.
 type Metrics struct {
-	// Inputs counts prompts offered to admission, by dsh.entry_point and
-	// dsh.outcome (admitted, refused, expired, failed).
-	Inputs metric.Int64Counter
-	// AdmissionDuration is the time admission took, by verdict.
-	AdmissionDuration metric.Float64Histogram
+	// Inputs counts prompts offered to admission: entry_point, outcome
+	// (admitted, refused, expired, failed).
+	Inputs *Counter
+	// AdmissionDuration is the time admission took: verdict.
+	AdmissionDuration *Histogram
 	// AdmissionHolds counts listeners that held a message (took time
-	// before passing it on), by listener.
-	AdmissionHolds metric.Int64Counter
-	// Turns counts turns ended, by agent and outcome; Steps the steps.
-	Turns metric.Int64Counter
-	Steps metric.Int64Counter
-	// Tokens counts tokens by agent, model, principal, tenant and
+	// before passing it on): event, dsh.listener.
+	AdmissionHolds *Counter
+	// Turns counts turns ended: agent, outcome. Steps the steps: agent.
+	Turns *Counter
+	Steps *Counter
+	// Tokens counts tokens: agent, model, principal, tenant,
 	// gen_ai.token.type (input, output, cached).
-	Tokens metric.Int64Counter
-	// Cost is the priced cost in USD, by agent, model, principal and tenant.
-	Cost metric.Float64Counter
-	// ModelDuration is the model request's duration (gen_ai.client.operation.duration).
-	ModelDuration metric.Float64Histogram
-	// ToolCalls counts tool calls by tool and outcome.
-	ToolCalls metric.Int64Counter
-	// Approvals counts approvals asked, by verdict and answerer;
-	// ApprovalWait is how long they waited.
-	Approvals    metric.Int64Counter
-	ApprovalWait metric.Float64Histogram
-	// PluginRestarts counts restarts of plugin binaries, by plugin.
-	PluginRestarts metric.Int64Counter
-	// SessionStore is the session store's latency, by operation.
-	SessionStore metric.Float64Histogram
+	Tokens *Counter
+	// Cost is the priced cost in the pricing's currency: agent, model,
+	// principal, tenant, currency.
+	Cost *FloatCounter
+	// ModelDuration is the model request's duration
+	// (gen_ai.client.operation.duration): gen_ai.operation.name,
+	// gen_ai.request.model, gen_ai.provider.name.
+	ModelDuration *Histogram
+	// ToolCalls counts tool calls: tool, outcome.
+	ToolCalls *Counter
+	// Approvals counts approvals asked and ApprovalWait is how long they
+	// waited: verdict, answerer.
+	Approvals    *Counter
+	ApprovalWait *Histogram
+	// PluginRestarts counts restarts of plugin binaries: plugin.
+	PluginRestarts *Counter
+	// SessionStore is the session store's latency: operation.
+	SessionStore *Histogram
 	// SSESubscribers is the number of attached event streams.
-	SSESubscribers metric.Int64UpDownCounter
+	SSESubscribers *UpDownCounter
+
+	start time.Time
 }
 
-func newMetrics(m metric.Meter) (*Metrics, error) {
-	var out Metrics
-	var errList []error
-	add := func(err error) { errList = append(errList, err) }
-	var err error
-	out.Inputs, err = m.Int64Counter("dsh.inputs", metric.WithDescription("Prompts offered to admission, by entry point and outcome."), metric.WithUnit("{input}"))
-	add(err)
-	out.AdmissionDuration, err = m.Float64Histogram("dsh.admission.duration", metric.WithDescription("Time admission took to decide, by verdict."), metric.WithUnit("s"))
-	add(err)
-	out.AdmissionHolds, err = m.Int64Counter("dsh.admission.holds", metric.WithDescription("Admission listeners that held a message before passing it on."), metric.WithUnit("{hold}"))
-	add(err)
-	out.Turns, err = m.Int64Counter("dsh.turns", metric.WithDescription("Turns ended, by agent and outcome."), metric.WithUnit("{turn}"))
-	add(err)
-	out.Steps, err = m.Int64Counter("dsh.steps", metric.WithDescription("Steps run, by agent."), metric.WithUnit("{step}"))
-	add(err)
-	out.Tokens, err = m.Int64Counter("dsh.tokens", metric.WithDescription("Model tokens, by agent, model, principal, tenant and type."), metric.WithUnit("{token}"))
-	add(err)
-	out.Cost, err = m.Float64Counter("dsh.cost", metric.WithDescription("Priced model cost, by agent, model, principal and tenant."), metric.WithUnit("USD"))
-	add(err)
-	out.ModelDuration, err = m.Float64Histogram("gen_ai.client.operation.duration", metric.WithDescription("Model request duration."), metric.WithUnit("s"))
-	add(err)
-	out.ToolCalls, err = m.Int64Counter("dsh.tool.calls", metric.WithDescription("Tool calls, by tool and outcome."), metric.WithUnit("{call}"))
-	add(err)
-	out.Approvals, err = m.Int64Counter("dsh.approvals", metric.WithDescription("Approvals asked, by verdict and answerer."), metric.WithUnit("{approval}"))
-	add(err)
-	out.ApprovalWait, err = m.Float64Histogram("dsh.approval.wait", metric.WithDescription("Time an approval waited for its answer."), metric.WithUnit("s"))
-	add(err)
-	out.PluginRestarts, err = m.Int64Counter("dsh.plugin.restarts", metric.WithDescription("Restarts of plugin binaries, by plugin."), metric.WithUnit("{restart}"))
-	add(err)
-	out.SessionStore, err = m.Float64Histogram("dsh.session.store.duration", metric.WithDescription("Session store latency, by operation."), metric.WithUnit("s"))
-	add(err)
-	out.SSESubscribers, err = m.Int64UpDownCounter("dsh.sse.subscribers", metric.WithDescription("Event streams attached over Server-Sent Events."), metric.WithUnit("{subscriber}"))
-	add(err)
-	return &out, errors.Join(errList...)
+func newMetrics() *Metrics {
+	return &Metrics{
+		start:             time.Now(),
+		Inputs:            &Counter{newFamily[atomicInt]("dsh.inputs", "Prompts offered to admission, by entry point and outcome.", "{input}", "entry_point", "outcome")},
+		AdmissionDuration: &Histogram{newFamily[histCell]("dsh.admission.duration", "Time admission took to decide, by verdict.", "s", "verdict")},
+		AdmissionHolds:    &Counter{newFamily[atomicInt]("dsh.admission.holds", "Admission listeners that held a message before passing it on.", "{hold}", "event", "dsh.listener")},
+		Turns:             &Counter{newFamily[atomicInt]("dsh.turns", "Turns ended, by agent and outcome.", "{turn}", "agent", "outcome")},
+		Steps:             &Counter{newFamily[atomicInt]("dsh.steps", "Steps run, by agent.", "{step}", "agent")},
+		Tokens:            &Counter{newFamily[atomicInt]("dsh.tokens", "Model tokens, by agent, model, principal, tenant and type.", "{token}", "agent", "model", "principal", "tenant", "gen_ai.token.type")},
+		Cost:              &FloatCounter{newFamily[atomicFloat]("dsh.cost", "Priced model cost, by agent, model, principal, tenant and currency.", "{currency}", "agent", "model", "principal", "tenant", "currency")},
+		ModelDuration:     &Histogram{newFamily[histCell]("gen_ai.client.operation.duration", "Model request duration.", "s", "gen_ai.operation.name", "gen_ai.request.model", "gen_ai.provider.name")},
+		ToolCalls:         &Counter{newFamily[atomicInt]("dsh.tool.calls", "Tool calls, by tool and outcome.", "{call}", "tool", "outcome")},
+		Approvals:         &Counter{newFamily[atomicInt]("dsh.approvals", "Approvals asked, by verdict and answerer.", "{approval}", "verdict", "answerer")},
+		ApprovalWait:      &Histogram{newFamily[histCell]("dsh.approval.wait", "Time an approval waited for its answer.", "s", "verdict", "answerer")},
+		PluginRestarts:    &Counter{newFamily[atomicInt]("dsh.plugin.restarts", "Restarts of plugin binaries, by plugin.", "{restart}", "plugin")},
+		SessionStore:      &Histogram{newFamily[histCell]("dsh.session.store.duration", "Session store latency, by operation.", "s", "operation")},
+		SSESubscribers:    &UpDownCounter{newFamily[atomicInt]("dsh.sse.subscribers", "Event streams attached over Server-Sent Events.", "{subscriber}")},
+	}
+}
+
+// Read reads every instrument: what a metric reader's producer hands on
+// at each collection. A nil m reads nothing.
+func (m *Metrics) Read() []Reading {
+	if m == nil {
+		return nil
+	}
+	s := m.start
+	return []Reading{
+		readInt(KindCounter, s, &m.Inputs.f),
+		readHist(s, &m.AdmissionDuration.f),
+		readInt(KindCounter, s, &m.AdmissionHolds.f),
+		readInt(KindCounter, s, &m.Turns.f),
+		readInt(KindCounter, s, &m.Steps.f),
+		readInt(KindCounter, s, &m.Tokens.f),
+		readFloat(s, &m.Cost.f),
+		readHist(s, &m.ModelDuration.f),
+		readInt(KindCounter, s, &m.ToolCalls.f),
+		readInt(KindCounter, s, &m.Approvals.f),
+		readHist(s, &m.ApprovalWait.f),
+		readInt(KindCounter, s, &m.PluginRestarts.f),
+		readHist(s, &m.SessionStore.f),
+		readInt(KindUpDownCounter, s, &m.SSESubscribers.f),
+	}
 }
 
 // M returns the instruments, or nil when telemetry is off.
@@ -89,22 +98,4 @@ func M() *Metrics {
 		return p.metrics
 	}
 	return nil
-}
-
-// Count adds 1 to c with attrs when telemetry is on.
-func Count(ctx stdctx.Context, pick func(*Metrics) metric.Int64Counter, attrs ...attribute.KeyValue) {
-	m := M()
-	if m == nil {
-		return
-	}
-	pick(m).Add(ctx, 1, metric.WithAttributes(attrs...))
-}
-
-// Seconds records the time since start on the histogram pick chooses.
-func Seconds(ctx stdctx.Context, pick func(*Metrics) metric.Float64Histogram, start time.Time, attrs ...attribute.KeyValue) {
-	m := M()
-	if m == nil {
-		return
-	}
-	pick(m).Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
 }

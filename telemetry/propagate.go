@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
-
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -87,8 +86,16 @@ func Middleware(name string, next http.Handler) http.Handler {
 			return
 		}
 		ctx := ExtractHeader(r.Context(), r.Header)
-		ctx, span := Start(ctx, name+" "+r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(httpAttrs(r)...))
+		var span trace.Span
+		if Records(ctx) {
+			ctx, span = Start(ctx, name+" "+r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(httpAttrs(r)...))
+		} else {
+			ctx, span = Start(ctx, "")
+		}
+		if l, ok := ctx.Value(requestLogKey{}).(*RequestLog); ok {
+			l.ctx = ctx
+		}
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		// The mux writes the route it matched into the request it is
 		// handed: this copy, not r.
@@ -106,6 +113,35 @@ func Middleware(name string, next http.Handler) http.Handler {
 		}
 		span.End()
 	})
+}
+
+// RequestLog carries a request's span out of Middleware to the handler
+// around it, which writes the request's log line after the span's
+// handler returned: put one in the request's context with WithRequestLog
+// and log with its Context.
+type RequestLog struct{ ctx stdctx.Context }
+
+type requestLogKey struct{}
+
+// WithRequestLog returns r's context with a RequestLog for Middleware to
+// fill; off, it returns r's context and a nil RequestLog, whose Logger is
+// l itself.
+func WithRequestLog(r *http.Request) (stdctx.Context, *RequestLog) {
+	if !on.Load() {
+		return r.Context(), nil
+	}
+	l := &RequestLog{}
+	return stdctx.WithValue(r.Context(), requestLogKey{}, l), l
+}
+
+// Context is the context of the request's span, or Background when there
+// was none, for a log call (slog's DebugContext and the like) through a
+// SlogHandler.
+func (rl *RequestLog) Context() stdctx.Context {
+	if rl == nil || rl.ctx == nil {
+		return stdctx.Background()
+	}
+	return rl.ctx
 }
 
 type statusRecorder struct {

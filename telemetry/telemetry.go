@@ -4,8 +4,10 @@
 // It is off by default and costs next to nothing when off: Enabled is one
 // atomic load, Start hands back the caller's context and a shared no-op
 // span, the propagation helpers return at once, and the metric helpers do
-// nothing. Hot paths check Enabled (or the span's IsRecording) before they
-// build attributes, so a host without telemetry allocates nothing for it.
+// nothing. Metrics are not sampled; their instruments are dsh's own
+// (instruments.go), an atomic add per measurement, so a sampled-out turn
+// stays cheap. Hot paths check Enabled (or the span's IsRecording) before
+// they build attributes, so a host without telemetry allocates nothing for it.
 //
 // Package provider (telemetry/provider) installs one process-wide provider
 // from the telemetry: config block and the standard OTEL_* variables; its
@@ -28,7 +30,6 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -57,13 +58,13 @@ func Enabled() bool { return on.Load() }
 func ContentOn() bool { return on.Load() && content.Load() }
 
 // Installation is what a provider hands the package when it is set up:
-// the tracer and meter every instrumented path uses. Package provider
-// builds it from the OpenTelemetry SDK and its exporters, which stay out
-// of this package so that plugins, which import it through the services,
-// do not link gRPC.
+// the tracer every instrumented path uses. Package provider builds it
+// from the OpenTelemetry SDK and its exporters, which stay out of this
+// package so that plugins, which import it through the services, do not
+// link gRPC; the metrics are this package's own instruments, which the
+// provider's readers collect through ReadMetrics.
 type Installation struct {
 	Tracer trace.Tracer
-	Meter  metric.Meter
 	// Content puts prompts and completions on spans (Config.Content).
 	Content bool
 	// Never says sampling is 0: no root span is made at all.
@@ -84,11 +85,7 @@ func Install(in Installation) (uninstall func(), err error) {
 	if current.Load() != nil {
 		return nil, errs.New(errs.InvalidArgument, "telemetry is already set up in this process; shut the provider down first").WithReason(Reason)
 	}
-	m, err := newMetrics(in.Meter)
-	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, "telemetry: creating the metric instruments failed")
-	}
-	i := &installed{tracer: in.Tracer, metrics: m, never: in.Never}
+	i := &installed{tracer: in.Tracer, metrics: newMetrics(), never: in.Never}
 	content.Store(in.Content)
 	current.Store(i)
 	on.Store(true)
@@ -186,6 +183,25 @@ func Detach(base, ctx stdctx.Context) stdctx.Context {
 		out = stdctx.WithValue(out, handoffKey{}, mark)
 	}
 	return out
+}
+
+// Records reports whether a span Start would make under ctx records: false
+// when telemetry is off, when ctx's trace is sampled out, and for a new
+// trace under sampling 0. A caller that builds a span's name checks it
+// first, so a sampled-out path builds nothing.
+func Records(ctx stdctx.Context) bool {
+	if !on.Load() {
+		return false
+	}
+	p := current.Load()
+	if p == nil {
+		return false
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	if sc.IsValid() {
+		return sc.IsSampled()
+	}
+	return !p.never
 }
 
 // SampledOut reports whether ctx belongs to a trace that is not recorded,

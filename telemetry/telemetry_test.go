@@ -12,8 +12,6 @@ import (
 	"github.com/dsh-go/dsh/internal/otlptest"
 	"github.com/dsh-go/dsh/telemetry"
 	"github.com/dsh-go/dsh/telemetry/provider"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/goleak"
 )
 
@@ -216,11 +214,10 @@ func TestPrometheusHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Shutdown(stdctx.Background())
-	ctx := stdctx.Background()
 	for range 3 {
-		telemetry.M().Inputs.Add(ctx, 1, metricAttrs("entry_point", "api", "outcome", "admitted"))
+		telemetry.M().Inputs.Add(1, "api", "admitted")
 	}
-	telemetry.M().Inputs.Add(ctx, 1, metricAttrs("entry_point", "webhook", "outcome", "refused"))
+	telemetry.M().Inputs.Add(1, "webhook", "refused")
 	srv := httptest.NewServer(p.PrometheusHandler())
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL, nil)
@@ -231,12 +228,4 @@ func TestPrometheusHandler(t *testing.T) {
 	if v := otlptest.Counter(got, "dsh_inputs_total", "entry_point", "webhook"); v != 1 {
 		t.Fatalf("dsh_inputs_total{entry_point=webhook} = %v; want 1", v)
 	}
-}
-
-func metricAttrs(kv ...string) metric.AddOption {
-	var attrs []attribute.KeyValue
-	for i := 0; i+1 < len(kv); i += 2 {
-		attrs = append(attrs, attribute.String(kv[i], kv[i+1]))
-	}
-	return metric.WithAttributes(attrs...)
 }

@@ -7,8 +7,6 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/telemetry"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // hop is what a traced listener's span learns from its next: when the
@@ -25,7 +23,7 @@ type hopKey struct{}
 // next is the time the listener held the payload; a listener that never
 // calls next decided alone (an admission refusal, an answer of its own).
 func traceListener[P, R any](ctx stdctx.Context, event string, fiber *dshctx.Fiber, p P, next Next[P, R], fn Listener[P, R]) (R, error) {
-	if telemetry.SampledOut(ctx) {
+	if !telemetry.Records(ctx) {
 		return fn(ctx, p, next)
 	}
 	name := ""
@@ -50,7 +48,9 @@ func traceListener[P, R any](ctx stdctx.Context, event string, fiber *dshctx.Fib
 		span.SetAttributes(telemetry.AttrEvent.String(event), telemetry.AttrListener.String(name),
 			telemetry.AttrPassed.Bool(passed != 0), telemetry.AttrHeldSeconds.Float64(held.Seconds()))
 		if passed != 0 && held > time.Millisecond {
-			telemetry.Count(ctx, func(m *telemetry.Metrics) metric.Int64Counter { return m.AdmissionHolds }, attribute.String("event", event), telemetry.AttrListener.String(name))
+			if m := telemetry.M(); m != nil {
+				m.AdmissionHolds.Add(1, event, name)
+			}
 		}
 	}
 	telemetry.End(span, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/jobs"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/telemetry"
 	"github.com/spf13/cobra"
 )
 
@@ -86,7 +87,13 @@ func runServe(cmd *cobra.Command, g *globals, listen string) error {
 		defer cancel()
 		return h.Close(ctx)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)}))
+	// log.json: true makes the API's lines JSON too; those logged with a
+	// request's context carry its trace_id and span_id.
+	var lh slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)})
+	if cfg.Log.JSON {
+		lh = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slogLevel(cfg.Log.Level)})
+	}
+	log := slog.New(telemetry.SlogHandler(lh))
 	member, err := newClusterMember(cfg, h.Sessions())
 	if err != nil {
 		return &exitCode{code: exitError, err: errors.Join(err, closeHost())}

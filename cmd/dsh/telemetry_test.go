@@ -76,7 +76,7 @@ telemetry:
   service_name: dsh-e2e
   metrics_interval: 200ms
   prometheus: {enabled: true}
-log: {level: warn}
+log: {level: debug, json: true}
 `, testplugin(t), seen, r.GRPCEndpoint())
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -212,7 +212,30 @@ log: {level: warn}
 		t.Fatalf("dsh_turns_total completed = %v; want 1: %v", got, fams["dsh_turns_total"])
 	}
 	if strings.Contains(p.log.String(), token) {
-		t.Fatal("the token is in the log")
+		t.Fatal("the token is in the log (at debug level)")
+	}
+
+	// The JSON log line of the message's request carries the trace and
+	// span ids of the request's span.
+	var logged bool
+	for _, line := range strings.Split(p.log.String(), "\n") {
+		var l struct {
+			Msg     string `json:"msg"`
+			Method  string `json:"method"`
+			Path    string `json:"path"`
+			TraceID string `json:"trace_id"`
+			SpanID  string `json:"span_id"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "request" || l.Method != "POST" || l.Path != "/v1/sessions/t1/messages" || l.TraceID != clientTrace {
+			continue
+		}
+		if l.SpanID != served.SpanID {
+			t.Fatalf("the request's log line has span_id %s; its span is %s", l.SpanID, served.SpanID)
+		}
+		logged = true
+	}
+	if !logged {
+		t.Fatalf("no JSON log line of the message's request with trace_id %s:\n%s", clientTrace, p.log.String())
 	}
 
 	// The same counts reach the collector over OTLP.

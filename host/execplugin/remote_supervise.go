@@ -1,15 +1,12 @@
 package execplugin
 
 import (
-	stdctx "context"
 	"fmt"
-	"github.com/dsh-go/dsh/telemetry"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"strings"
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/telemetry"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -104,7 +101,9 @@ func (r *remote) supervise() {
 			return
 		}
 		backoff := restartBackoff(crashes)
-		telemetry.Count(stdctx.Background(), func(m *telemetry.Metrics) metric.Int64Counter { return m.PluginRestarts }, attribute.String("plugin", r.entry.ID))
+		if m := telemetry.M(); m != nil {
+			m.PluginRestarts.Add(1, r.entry.ID)
+		}
 		r.log.Warn("plugin exited; restarting", "in", backoff, "crashes", crashes, "within", r.restartWindow(), "max_restarts", r.restartLimit())
 		wait := time.NewTimer(backoff)
 		select {

@@ -4,8 +4,6 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"github.com/dsh-go/dsh/telemetry"
-	"go.opentelemetry.io/otel/trace"
 	"strings"
 	"time"
 
@@ -13,6 +11,8 @@ import (
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/telemetry"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -37,7 +37,7 @@ func (r *remote) executeToolRPC(ctx stdctx.Context, call tools.Call) (tools.Resu
 	if rpc == nil {
 		// Nothing to skip to: a tool has no chain behind it, so
 		// on_unavailable: skip answers like fail.
-		return r.toolFailure(call.Name, r.unavailable()), nil
+		return r.toolFailure(ctx, call.Name, r.unavailable()), nil
 	}
 	cctx := ctx
 	var own time.Time
@@ -65,34 +65,34 @@ func (r *remote) executeToolRPC(ctx stdctx.Context, call tools.Call) (tools.Resu
 		return tools.Result{}, ctx.Err()
 	}
 	if notConnected(err) {
-		return r.toolFailure(call.Name, r.unavailable()), nil
+		return r.toolFailure(ctx, call.Name, r.unavailable()), nil
 	}
 	if err != nil {
 		if stuck := r.stuckReason(); stuck != nil {
 			// In flight when the stuck process was killed: why it died.
-			return r.toolFailure(call.Name, stuck), nil
+			return r.toolFailure(ctx, call.Name, stuck), nil
 		}
 		if status.Code(err) == codes.Unimplemented {
-			return r.toolFailure(call.Name, r.protocolError("it declares the tool %q but does not implement ExecuteTool", call.Name)), nil
+			return r.toolFailure(ctx, call.Name, r.protocolError("it declares the tool %q but does not implement ExecuteTool", call.Name)), nil
 		}
 		if status.Code(err) == codes.Unavailable && cctx.Err() == nil {
 			// The connection broke: the process died or is dying (its
 			// exit may not be seen yet). Said plainly, for the model.
-			return r.toolFailure(call.Name, errs.Wrap(PluginCrashed, err, fmt.Sprintf(
+			return r.toolFailure(ctx, call.Name, errs.Wrap(PluginCrashed, err, fmt.Sprintf(
 				"plugin %q (%s) crashed or lost its connection during the call; dsh restarts it, so the call may be retried shortly", r.entry.ID, r.entry.Exec))), nil
 		}
-		return r.toolFailure(call.Name, r.callError(cctx, own, err)), nil
+		return r.toolFailure(ctx, call.Name, r.callError(cctx, own, err)), nil
 	}
 	if out.GetError() != nil {
 		cause := sdk.ErrorFromProto(out.GetError())
 		if pastDeadline(cctx) {
-			return r.toolFailure(call.Name, r.timeoutError(cctx, own, cause)), nil
+			return r.toolFailure(ctx, call.Name, r.timeoutError(cctx, own, cause)), nil
 		}
-		r.log.Warn("a plugin's tool failed", "tool", call.Name, "agent", call.AgentID, "error", cause)
+		telemetry.Logger(ctx, r.log).Warn("a plugin's tool failed", "tool", call.Name, "agent", call.AgentID, "error", cause)
 		return tools.Result{IsError: true, Content: fmt.Sprintf("The tool %q (plugin %q) failed: %v", call.Name, r.entry.ID, cause)}, nil
 	}
 	if out.GetResult() == nil {
-		return r.toolFailure(call.Name, r.protocolError("it answered a call of its tool %q with neither a result nor an error", call.Name)), nil
+		return r.toolFailure(ctx, call.Name, r.protocolError("it answered a call of its tool %q with neither a result nor an error", call.Name)), nil
 	}
 	return toolResultFrom(call.Name, out.GetResult()), nil
 }
@@ -100,8 +100,8 @@ func (r *remote) executeToolRPC(ctx stdctx.Context, call tools.Call) (tools.Resu
 // toolFailure is the result of a call the plugin could not answer: down,
 // crashed, timed out or off the protocol. It is logged, since the operator
 // has something to fix that the model cannot.
-func (r *remote) toolFailure(tool string, err error) tools.Result {
-	r.log.Warn("a call of a plugin's tool failed", "tool", tool, "error", err)
+func (r *remote) toolFailure(ctx stdctx.Context, tool string, err error) tools.Result {
+	telemetry.Logger(ctx, r.log).Warn("a call of a plugin's tool failed", "tool", tool, "error", err)
 	what := "failed"
 	if errs.Has(err, PluginCrashed, ReasonUnavailable) || errs.Has(err, PluginCrashed, ReasonGivenUp) || errs.Has(err, PluginUnhealthy, ReasonUnhealthy) {
 		what = "is unavailable"

@@ -20,8 +20,13 @@ func runTraced(ctx stdctx.Context, event string, h *compiled, input []byte, dir 
 	}
 	// The span names where the hook is configured, not its command,
 	// which may carry what a trace should not.
-	ctx, span := telemetry.Start(ctx, "dsh.hook "+event, trace.WithAttributes(
-		telemetry.AttrStage.String(event), telemetry.AttrHook.String(h.where)))
+	var span trace.Span
+	if telemetry.Records(ctx) {
+		ctx, span = telemetry.Start(ctx, "dsh.hook "+event, trace.WithAttributes(
+			telemetry.AttrStage.String(event), telemetry.AttrHook.String(h.where)))
+	} else {
+		ctx, span = telemetry.Start(ctx, "")
+	}
 	if tp := telemetry.Environ(ctx); len(tp) > 0 {
 		e.vars = maps.Clone(e.vars)
 		for _, kv := range tp {

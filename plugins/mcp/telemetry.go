@@ -12,8 +12,13 @@ import (
 // context in the request's _meta (traceparent, tracestate), where MCP
 // servers that trace look for it.
 func (s *server) startSpan(ctx stdctx.Context, tool string, params *mcpsdk.CallToolParams) (stdctx.Context, trace.Span) {
-	ctx, span := telemetry.Start(ctx, "tools/call "+tool, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		telemetry.AttrMCPMethod.String("tools/call"), telemetry.AttrMCPServer.String(s.cfg.Name), telemetry.AttrToolName.String(tool)))
+	var span trace.Span
+	if telemetry.Records(ctx) {
+		ctx, span = telemetry.Start(ctx, "tools/call "+tool, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			telemetry.AttrMCPMethod.String("tools/call"), telemetry.AttrMCPServer.String(s.cfg.Name), telemetry.AttrToolName.String(tool)))
+	} else {
+		ctx, span = telemetry.Start(ctx, "")
+	}
 	carrier := telemetry.MapCarrier{}
 	telemetry.Inject(ctx, carrier)
 	if len(carrier) > 0 {

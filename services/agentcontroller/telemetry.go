@@ -2,13 +2,10 @@ package agentcontroller
 
 import (
 	stdctx "context"
-	"sync"
 	"time"
 
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/telemetry"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // deliverTraced is deliver inside a dsh.admission span, counted in the
@@ -47,34 +44,8 @@ func (c *Controller) deliverTraced(ctx stdctx.Context, agent agents.Agent, req R
 	}
 	telemetry.End(span, err)
 	if m := telemetry.M(); m != nil {
-		in, verdict := inputAttrs(entry, outcome)
-		m.Inputs.Add(ctx, 1, in)
-		m.AdmissionDuration.Record(ctx, time.Since(start).Seconds(), verdict)
+		m.Inputs.Add(1, entry, outcome)
+		m.AdmissionDuration.Since(start, outcome)
 	}
 	return id, err
-}
-
-type inputKey struct{ entry, outcome string }
-
-type inputOpts struct {
-	in      metric.AddOption
-	verdict metric.RecordOption
-}
-
-// inputSets keeps the attribute sets of the input metrics by entry point
-// and outcome: a handful of pairs, each built once rather than per prompt.
-var inputSets sync.Map // inputKey → inputOpts
-
-func inputAttrs(entry, outcome string) (metric.AddOption, metric.RecordOption) {
-	k := inputKey{entry, outcome}
-	if o, ok := inputSets.Load(k); ok {
-		v := o.(inputOpts)
-		return v.in, v.verdict
-	}
-	v := inputOpts{
-		in:      metric.WithAttributeSet(attribute.NewSet(attribute.String("entry_point", entry), attribute.String("outcome", outcome))),
-		verdict: metric.WithAttributeSet(attribute.NewSet(attribute.String("verdict", outcome))),
-	}
-	inputSets.Store(k, v)
-	return v.in, v.verdict
 }

@@ -24,9 +24,12 @@ type ReactLoopAgent struct {
 	scope *dshctx.Context
 	sess  *session.Session
 	opts  agents.Options
-	// telAttrs is the agent's metric attributes, made at its first
-	// measurement; only the driver goroutine touches it.
-	telAttrs map[metricKey]metricOpts
+	// telPrincipal is the principal's metric attribute, made once per
+	// principal; only the driver goroutine touches it.
+	telPrincipal struct {
+		p llm.Principal
+		s string
+	}
 	// workspace is opts.Workspace made absolute, or the directory dsh
 	// was started in; every tool call carries it.
 	workspace string

@@ -32,6 +32,7 @@ import (
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/systemprompt"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/services/usage"
 	"github.com/google/uuid"
 )
 
@@ -52,6 +53,13 @@ type Config struct {
 	// running at once, for agents whose options set no cap of their own
 	// (default DefaultMaxParallelTools).
 	MaxParallelTools int `koanf:"max_parallel_tools" json:"max_parallel_tools,omitempty"`
+	// Pricing prices each model request's tokens for the dsh.cost
+	// metric (the host's pricing: block); a model it does not list is
+	// counted in dsh.tokens only.
+	Pricing usage.Pricing `koanf:"-" json:"-"`
+	// DefaultModel (may be nil) names the model a provider answers a
+	// request that names none with, so its cost is priced too.
+	DefaultModel func(provider string) string `koanf:"-" json:"-"`
 }
 
 // AgentConfig is one configured agent.

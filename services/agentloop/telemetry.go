@@ -8,7 +8,6 @@ import (
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/telemetry"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -42,6 +41,12 @@ func (a *ReactLoopAgent) startTurn(msgs []llm.Message) (stdctx.Context, trace.Sp
 	}
 	_, span := telemetry.Start(parent, "dsh.turn", opts...)
 	if !span.IsRecording() {
+		if !span.SpanContext().IsValid() {
+			// Sampling 0 made no span: there is nothing for the
+			// turn's children to continue.
+			return base, span
+		}
+		// The sampled-out span goes on, so the children stay out too.
 		return trace.ContextWithSpan(base, span), span
 	}
 	span.SetAttributes(telemetry.AttrAgent.String(a.id), telemetry.AttrSession.String(a.sess.ID()),
@@ -61,7 +66,7 @@ func (a *ReactLoopAgent) endTurn(span trace.Span, turn int, reason string, err e
 	if !span.IsRecording() {
 		span.End()
 		if m := telemetry.M(); m != nil {
-			m.Turns.Add(stdctx.Background(), 1, a.turnAttrs(reason).add...)
+			m.Turns.Add(1, a.id, reason)
 		}
 		return
 	}
@@ -70,7 +75,7 @@ func (a *ReactLoopAgent) endTurn(span trace.Span, turn int, reason string, err e
 		err = nil
 	}
 	if m := telemetry.M(); m != nil {
-		m.Turns.Add(stdctx.Background(), 1, a.turnAttrs(reason).add...)
+		m.Turns.Add(1, a.id, reason)
 	}
 	telemetry.End(span, err)
 }
@@ -81,7 +86,7 @@ func (a *ReactLoopAgent) startStep(ctx stdctx.Context, turn, step int) (stdctx.C
 		return ctx, trace.SpanFromContext(stdctx.Background())
 	}
 	if m := telemetry.M(); m != nil {
-		m.Steps.Add(ctx, 1, a.agentAttrs().add...)
+		m.Steps.Add(1, a.id)
 	}
 	ctx, span := telemetry.Start(ctx, "dsh.step")
 	if span.IsRecording() {
@@ -90,45 +95,7 @@ func (a *ReactLoopAgent) startStep(ctx stdctx.Context, turn, step int) (stdctx.C
 	return ctx, span
 }
 
-// agentAttrs is the agent's id as a metric attribute set, made once: a
-// set built per measurement costs allocations on every step.
-func (a *ReactLoopAgent) agentAttrs() metricOpts {
-	return a.metricSet(metricKey{kind: "agent"}, func() attribute.Set { return attribute.NewSet(attribute.String("agent", a.id)) })
-}
-
-// metricKey names a cached attribute set of the agent's metrics.
-type metricKey struct{ kind, a, b string }
-
-// metricOpts are an attribute set as the prepared option slices of Add
-// and Record: passing a prepared slice spares the allocation of the
-// variadic one each measurement would make.
-type metricOpts struct {
-	add []metric.AddOption
-	rec []metric.RecordOption
-}
-
-// metricSet returns the attribute set cached under key, building it the
-// first time. Only the agent's driver goroutine calls it.
-func (a *ReactLoopAgent) metricSet(key metricKey, build func() attribute.Set) metricOpts {
-	if o, ok := a.telAttrs[key]; ok {
-		return o
-	}
-	if a.telAttrs == nil {
-		a.telAttrs = map[metricKey]metricOpts{}
-	}
-	set := metric.WithAttributeSet(build())
-	o := metricOpts{add: []metric.AddOption{set}, rec: []metric.RecordOption{set}}
-	a.telAttrs[key] = o
-	return o
-}
-
 func (a *ReactLoopAgent) endStep(span trace.Span, err error) { telemetry.End(span, err) }
-
-func (a *ReactLoopAgent) turnAttrs(outcome string) metricOpts {
-	return a.metricSet(metricKey{kind: "turn", a: outcome}, func() attribute.Set {
-		return attribute.NewSet(attribute.String("agent", a.id), attribute.String("outcome", outcome))
-	})
-}
 
 // clientKind is the option of the model's span, made once.
 var clientKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
@@ -137,17 +104,16 @@ var clientKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient
 // "chat {model}" client span with tokens, finish reason and the time to
 // the first chunk.
 type modelSpan struct {
-	a     *ReactLoopAgent
-	req   llm.Request
-	ctx   stdctx.Context
-	span  trace.Span
-	start time.Time
-	first bool
+	a               *ReactLoopAgent
+	model, provider string
+	span            trace.Span
+	start           time.Time
+	first           bool
 }
 
-func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx.Context, *modelSpan) {
+func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx.Context, modelSpan) {
 	name := "chat"
-	if req.Model != "" {
+	if req.Model != "" && telemetry.Records(ctx) {
 		name += " " + req.Model
 	}
 	ctx, span := telemetry.Start(ctx, name, clientKind...)
@@ -158,7 +124,7 @@ func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx
 			span.SetAttributes(telemetry.AttrGenAIMaxTokens.Int(req.MaxTokens))
 		}
 	}
-	return ctx, &modelSpan{a: a, req: req, ctx: ctx, span: span, start: time.Now()}
+	return ctx, modelSpan{a: a, model: req.Model, provider: req.Provider, span: span, start: time.Now()}
 }
 
 // chunk notes a chunk's arrival; the first one's time is the time to
@@ -179,7 +145,7 @@ func (m *modelSpan) end(asm *llm.Assembler, err error) {
 	if m.span.IsRecording() {
 		m.span.SetAttributes(
 			telemetry.AttrGenAIInputTokens.Int(u.InputTokens), telemetry.AttrGenAIOutputTokens.Int(u.OutputTokens),
-			telemetry.AttrGenAICachedTokens.Int(u.CacheHitTokens), telemetry.AttrGenAIResponseModel.String(m.req.Model),
+			telemetry.AttrGenAICachedTokens.Int(u.CacheHitTokens), telemetry.AttrGenAIResponseModel.String(m.model),
 			telemetry.AttrGenAIFinish.StringSlice([]string{string(finish)}))
 		if telemetry.ContentOn() {
 			if b, err := json.Marshal(asm.Message()); err == nil {
@@ -192,21 +158,39 @@ func (m *modelSpan) end(asm *llm.Assembler, err error) {
 	if met == nil {
 		return
 	}
+	met.ModelDuration.Since(m.start, "chat", m.model, m.provider)
+	if u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheHitTokens == 0 {
+		return
+	}
 	p := m.a.principal()
-	base := []attribute.KeyValue{attribute.String("agent", m.a.id), attribute.String("model", m.req.Model),
-		attribute.String("principal", p.Kind+":"+p.ID), attribute.String("tenant", p.Tenant)}
-	met.ModelDuration.Record(m.ctx, time.Since(m.start).Seconds(), m.a.metricSet(metricKey{"model", m.req.Provider, m.req.Model}, func() attribute.Set {
-		return attribute.NewSet(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", m.req.Model),
-			attribute.String("gen_ai.provider.name", m.req.Provider))
-	}).rec...)
-	for _, t := range []struct {
+	principal := m.a.principalAttr(p)
+	for _, t := range [...]struct {
 		kind string
 		n    int
 	}{{"input", u.InputTokens}, {"output", u.OutputTokens}, {"cached", u.CacheHitTokens}} {
 		if t.n > 0 {
-			met.Tokens.Add(m.ctx, int64(t.n), metric.WithAttributes(append(base, attribute.String("gen_ai.token.type", t.kind))...))
+			met.Tokens.Add(int64(t.n), m.a.id, m.model, principal, p.Tenant, t.kind)
 		}
 	}
+	// Priced as the usage service prices the step's session event, so
+	// the metric and /usage agree.
+	cfg := &m.a.loop.cfg
+	model := m.model
+	if model == "" && cfg.DefaultModel != nil {
+		model = cfg.DefaultModel(m.provider)
+	}
+	if price, ok := cfg.Pricing.Lookup(m.provider, model); ok {
+		met.Cost.Add(price.Cost(u), m.a.id, model, principal, p.Tenant, cfg.Pricing.CurrencyName())
+	}
+}
+
+// principalAttr is p as the principal attribute, kind:id, kept while the
+// principal stays the same so a step does not build the string anew.
+func (a *ReactLoopAgent) principalAttr(p llm.Principal) string {
+	if a.telPrincipal.p != p {
+		a.telPrincipal.p, a.telPrincipal.s = p, p.Kind+":"+p.ID
+	}
+	return a.telPrincipal.s
 }
 
 // principal is who the turn acts for: its first source's principal.

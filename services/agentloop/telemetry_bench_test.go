@@ -10,12 +10,14 @@ import (
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/telemetry"
 	"github.com/dsh-go/dsh/telemetry/provider"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // BenchmarkTurnTelemetry is BenchmarkTurn with telemetry off, on with
 // sampling 0 (spans made, not recorded) and on with sampling 1 (spans
-// recorded and handed to a batch exporter that discards them). It reports
+// recorded and handed to a batch exporter that discards them), metrics
+// counted in either case. It reports
 // the process's CPU time per turn beside wall time: the turn runs on the
 // agent's goroutine. The floor, "without the telemetry code path", is the
 // same benchmark on the tree before telemetry (see BENCHMARKS.md).
@@ -50,7 +52,7 @@ var telemetryModes = []telemetryMode{
 func setupTelemetry(tb testing.TB, ratio float64) func() {
 	on := true
 	p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: &on, Sampling: &ratio},
-		provider.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(discard{})))
+		provider.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(discard{})), provider.WithMetricReader(manualReader))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -59,6 +61,13 @@ func setupTelemetry(tb testing.TB, ratio float64) func() {
 
 // discard is an exporter that drops what it is given, so a sampled run
 // pays for recording and batching but not for a network.
+// manualReader is a metric reader that collects only when asked (never,
+// here), as a Prometheus scrape does between scrapes: the metrics are
+// counted as a deployment counts them.
+func manualReader(p sdkmetric.Producer) sdkmetric.Reader {
+	return sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
+}
+
 type discard struct{}
 
 func (discard) ExportSpans(stdctx.Context, []sdktrace.ReadOnlySpan) error { return nil }

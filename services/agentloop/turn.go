@@ -355,7 +355,9 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 // the assembler still holds what arrived before it (see keepCut).
 func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step int, msgID string) (_ *llm.Assembler, err error) {
 	asm := &llm.Assembler{}
-	var m *modelSpan
+	// A value, not a pointer: the deferred closure keeps it on the
+	// stack, so a sampled-out request allocates nothing for its span.
+	var m modelSpan
 	if telemetry.Enabled() {
 		ctx, m = a.startModel(ctx, req)
 		defer func() { m.end(asm, err) }()
@@ -378,7 +380,7 @@ func (a *ReactLoopAgent) stream(ctx stdctx.Context, req llm.Request, turn, step 
 			return asm, stdctx.Cause(ctx)
 		}
 		asm.Add(c)
-		if m != nil {
+		if m.a != nil {
 			m.chunk()
 		}
 		EventStreamChunk.Emit(ctx, a.scope, StreamChunk{Agent: a, Turn: turn, Step: step, MessageID: msgID, Chunk: c})

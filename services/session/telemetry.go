@@ -6,7 +6,6 @@ import (
 
 	"github.com/dsh-go/dsh/telemetry"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -52,13 +51,6 @@ func (s *Session) flushTraced(ctx stdctx.Context) error {
 
 func (s *Session) storeLatency(ctx stdctx.Context, op string, start time.Time) {
 	if m := telemetry.M(); m != nil {
-		// A prepared slice: the variadic one of each call would be
-		// allocated, eight times a turn.
-		m.SessionStore.Record(ctx, time.Since(start).Seconds(), storeOps[op]...)
+		m.SessionStore.Since(start, op)
 	}
-}
-
-// storeOps are the operation attribute sets, made once.
-var storeOps = map[string][]metric.RecordOption{
-	"flush": {metric.WithAttributeSet(attribute.NewSet(attribute.String("operation", "flush")))},
 }

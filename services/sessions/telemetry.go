@@ -20,6 +20,11 @@ func startInput(ctx stdctx.Context, session string, src agentcontroller.Source, 
 	if entry == "" {
 		entry = "unknown"
 	}
+	if !telemetry.Records(ctx) {
+		// Nothing to name: the span would not record.
+		ctx, span := telemetry.Start(ctx, "")
+		return telemetry.MarkHandoff(ctx), span
+	}
 	ctx, span := telemetry.Start(ctx, "dsh.input "+entry)
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrSession.String(session), telemetry.AttrEntryPoint.String(entry),

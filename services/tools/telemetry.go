@@ -7,8 +7,6 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/telemetry"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -19,10 +17,16 @@ func (s *Service) executeTraced(ctx stdctx.Context, at *dshctx.Context, call Cal
 	if s.parallelSafe(at, call.Name) {
 		group = "parallel"
 	}
-	ctx, span := telemetry.Start(ctx, "execute_tool "+call.Name, trace.WithAttributes(
-		telemetry.AttrGenAIOperation.String("execute_tool"), telemetry.AttrToolName.String(call.Name),
-		telemetry.AttrToolCallID.String(call.ID), telemetry.AttrAgent.String(call.AgentID), telemetry.AttrToolGroup.String(group)))
-	if telemetry.ContentOn() {
+	var span trace.Span
+	if telemetry.Records(ctx) {
+		ctx, span = telemetry.Start(ctx, "execute_tool "+call.Name, trace.WithAttributes(
+			telemetry.AttrGenAIOperation.String("execute_tool"), telemetry.AttrToolName.String(call.Name),
+			telemetry.AttrToolCallID.String(call.ID), telemetry.AttrAgent.String(call.AgentID), telemetry.AttrToolGroup.String(group)))
+	} else {
+		// A span that would not record: no name or attributes to build.
+		ctx, span = telemetry.Start(ctx, "")
+	}
+	if telemetry.ContentOn() && span.IsRecording() {
 		span.SetAttributes(telemetry.AttrGenAIToolArgs.String(string(call.Arguments)))
 	}
 	r, err := s.execute(ctx, at, call)
@@ -41,7 +45,7 @@ func (s *Service) executeTraced(ctx stdctx.Context, at *dshctx.Context, call Cal
 	}
 	telemetry.End(span, err)
 	if m := telemetry.M(); m != nil {
-		m.ToolCalls.Add(ctx, 1, metric.WithAttributes(attribute.String("tool", call.Name), attribute.String("outcome", outcome)))
+		m.ToolCalls.Add(1, call.Name, outcome)
 	}
 	return r, err
 }
@@ -68,9 +72,8 @@ func askTraced(ctx stdctx.Context, svc *approval.Service, req approval.Request) 
 	span.SetAttributes(telemetry.AttrApproval.String(verdict), telemetry.AttrAnswerer.String(answerer), telemetry.AttrWait.Float64(wait))
 	telemetry.End(span, err)
 	if m := telemetry.M(); m != nil {
-		attrs := metric.WithAttributes(attribute.String("verdict", verdict), attribute.String("answerer", answerer))
-		m.Approvals.Add(ctx, 1, attrs)
-		m.ApprovalWait.Record(ctx, wait, attrs)
+		m.Approvals.Add(1, verdict, answerer)
+		m.ApprovalWait.Record(wait, verdict, answerer)
 	}
 	return ans, err
 }

@@ -44,7 +44,7 @@ type Option func(*options)
 
 type options struct {
 	spanProcessors []sdktrace.SpanProcessor
-	readers        []sdkmetric.Reader
+	readers        []func(sdkmetric.Producer) sdkmetric.Reader
 }
 
 // WithSpanProcessor adds a span processor beside the OTLP exporter.
@@ -52,8 +52,10 @@ func WithSpanProcessor(p sdktrace.SpanProcessor) Option {
 	return func(o *options) { o.spanProcessors = append(o.spanProcessors, p) }
 }
 
-// WithMetricReader adds a metric reader beside the OTLP and Prometheus ones.
-func WithMetricReader(r sdkmetric.Reader) Option {
+// WithMetricReader adds a metric reader beside the OTLP and Prometheus
+// ones. Setup makes it with the producer of dsh's instruments, which it
+// must be given (sdkmetric.WithProducer): a reader without it sees none.
+func WithMetricReader(r func(sdkmetric.Producer) sdkmetric.Reader) Option {
 	return func(o *options) { o.readers = append(o.readers, r) }
 }
 
@@ -98,6 +100,7 @@ func Setup(ctx stdctx.Context, cfg telemetry.Config, opts ...Option) (*Provider,
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
 	}
 	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	prod := &producer{}
 	exporting := cfg.Endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 	if exporting {
 		se, me, err := exporters(ctx, cfg)
@@ -109,18 +112,18 @@ func Setup(ctx stdctx.Context, cfg telemetry.Config, opts ...Option) (*Provider,
 		if interval == 0 {
 			interval = time.Minute
 		}
-		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me, sdkmetric.WithInterval(interval))))
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me, sdkmetric.WithInterval(interval), sdkmetric.WithProducer(prod))))
 	}
 	for _, sp := range o.spanProcessors {
 		topts = append(topts, sdktrace.WithSpanProcessor(sp))
 	}
 	for _, r := range o.readers {
-		mopts = append(mopts, sdkmetric.WithReader(r))
+		mopts = append(mopts, sdkmetric.WithReader(r(prod)))
 	}
 	p := &Provider{cfg: cfg}
 	if cfg.Prometheus.Enabled {
 		reg := promclient.NewRegistry()
-		pe, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
+		pe, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithProducer(prod))
 		if err != nil {
 			return nil, errs.Wrap(errs.Internal, err, "telemetry: starting the Prometheus exporter failed")
 		}
@@ -130,14 +133,17 @@ func Setup(ctx stdctx.Context, cfg telemetry.Config, opts ...Option) (*Provider,
 	p.traces = sdktrace.NewTracerProvider(topts...)
 	p.meters = sdkmetric.NewMeterProvider(mopts...)
 	p.uninstall, err = telemetry.Install(telemetry.Installation{
-		Tracer: p.traces.Tracer(telemetry.ScopeName), Meter: p.meters.Meter(telemetry.ScopeName),
-		Content: cfg.Content, Never: ratio == 0,
+		Tracer: p.traces.Tracer(telemetry.ScopeName), Content: cfg.Content, Never: ratio == 0,
 	})
 	if err != nil {
 		_ = p.traces.Shutdown(ctx)
 		_ = p.meters.Shutdown(ctx)
 		return nil, err
 	}
+	// The producer keeps this installation's instruments, not whatever M
+	// returns later: Shutdown turns telemetry off before the readers'
+	// last collection, which must still see them.
+	prod.m.Store(telemetry.M())
 	return p, nil
 }
 
