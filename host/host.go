@@ -30,6 +30,7 @@ import (
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/core"
 	"github.com/dsh-go/dsh/services/llm"
@@ -53,8 +54,9 @@ type Options struct {
 	// plugin swap; 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
 	// ApproverGrace is how long an approval question waits for an
-	// approving client to attach to a session with none (see
-	// live.Options.ApproverGrace); 0, for runs with nobody to wait for,
+	// answerer when none is attached: a first one (approval's
+	// SetAttachGrace) or an approving client coming back
+	// (live.Options.ApproverGrace); 0, for runs with nobody to wait for,
 	// refuses at once. dsh serve sets serve.approver_grace.
 	ApproverGrace time.Duration
 }
@@ -219,6 +221,11 @@ func (h *Host) mountCore() error {
 	h.tools, _ = tools.Key.Get(h.root)
 	h.models, _ = llm.Key.Get(h.root)
 	h.sessions, _ = sessions.Key.Get(h.root)
+	if svc, err := approval.Key.Get(h.root); err == nil {
+		// A question asked before any answerer attached (a session this
+		// host took over, its server not yet attached) waits this long.
+		svc.SetAttachGrace(h.approverGrace)
+	}
 	h.base = waterfall.Position()
 	return nil
 }

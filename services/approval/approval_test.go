@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -359,5 +360,57 @@ func TestPluginEmitsInTheAgentsScopeAndForgetsOnDispose(t *testing.T) {
 	s.Ask(stdctx.Background(), req("bash", ""))
 	if asked != 2 {
 		t.Fatalf("a disposed agent's session answers must be forgotten: asked %d times", asked)
+	}
+}
+
+// With an attach grace, an Ask that finds nobody attached waits for the
+// first answerer (a session taken over by this host, its server not yet
+// attached), and that answerer's answer is the Ask's.
+func TestAttachGraceWaitsForTheFirstAnswerer(t *testing.T) {
+	var s approval.Service
+	s.SetAttachGrace(time.Minute)
+	type result struct {
+		ans approval.Answer
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		ans, err := s.Ask(stdctx.Background(), req("bash", ""))
+		out <- result{ans, err}
+	}()
+	select {
+	case r := <-out:
+		t.Fatalf("the ask did not wait: %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	detach, err := s.Attach("a", always(approval.AllowOnce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detach()
+	if r := <-out; r.err != nil || r.ans.Choice != approval.AllowOnce {
+		t.Fatalf("answered by the answerer that attached: %+v", r)
+	}
+}
+
+// Past the grace the Ask fails closed saying so; a cancelled caller stops
+// waiting at once.
+func TestAttachGraceRunsOut(t *testing.T) {
+	var s approval.Service
+	grace := 100 * time.Millisecond
+	s.SetAttachGrace(grace)
+	start := time.Now()
+	ans, err := s.Ask(stdctx.Background(), req("bash", ""))
+	if !errs.HasCode(err, approval.NoAnswerer) || ans.Allowed() || !strings.Contains(err.Error(), "attach grace") {
+		t.Fatalf("past the grace: %+v %v", ans, err)
+	}
+	if waited := time.Since(start); waited < grace {
+		t.Fatalf("failed after %s, within the grace of %s", waited, grace)
+	}
+	s.SetAttachGrace(time.Hour)
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 50*time.Millisecond)
+	defer cancel()
+	if ans, err := s.Ask(ctx, req("bash", "")); !errors.Is(err, stdctx.DeadlineExceeded) || ans.Allowed() {
+		t.Fatalf("a cancelled ask during the grace: %+v %v", ans, err)
 	}
 }

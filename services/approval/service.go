@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"fmt"
 	"sync"
+	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -21,6 +22,21 @@ type Service struct {
 	answerers map[string]*attachment
 	grants    map[string]map[grant]struct{}
 	turns     map[string]*turn
+	// attachGrace is how long Ask waits for an answerer to attach (see
+	// SetAttachGrace); arrivals wakes the asks waiting for agent's.
+	attachGrace time.Duration
+	arrivals    map[string]chan struct{}
+}
+
+// SetAttachGrace makes an Ask that finds nobody attached wait up to d for
+// an answerer before it fails closed. dsh serve sets it: a session another
+// host took over resumes its turn before the server attaches as its
+// approver. 0, the default, fails closed at once, right for a run that
+// has nobody to wait for. It never delays an answerer already attached.
+func (s *Service) SetAttachGrace(d time.Duration) {
+	s.mu.Lock()
+	s.attachGrace = max(d, 0)
+	s.mu.Unlock()
 }
 
 // attachment is one Attach; gone ends when it is detached, which cancels
@@ -62,6 +78,10 @@ func (s *Service) Attach(agentID string, a Answerer) (detach func(), err error) 
 	gone, cancel := stdctx.WithCancel(stdctx.Background())
 	at := &attachment{answer: a, gone: gone, detach: cancel}
 	s.answerers[agentID] = at
+	if ch := s.arrivals[agentID]; ch != nil {
+		close(ch)
+		delete(s.arrivals, agentID)
+	}
 	return func() {
 		s.mu.Lock()
 		if s.answerers[agentID] == at {
@@ -113,13 +133,19 @@ func (s *Service) Ask(ctx stdctx.Context, req Request) (Answer, error) {
 		release()
 		return s.remembered(req), nil
 	}
-	s.mu.Lock()
-	a := s.answerers[req.AgentID]
-	s.mu.Unlock()
+	a, waited, err := s.answerer(ctx, req.AgentID)
+	if err != nil {
+		release()
+		return s.cancelled(req, err)
+	}
 	if a == nil {
 		release()
 		err := errs.New(NoAnswerer, fmt.Sprintf(
 			"nobody is attached to agent %q to approve a call of %q, so it is refused (fail closed)", req.AgentID, req.Tool))
+		if waited > 0 {
+			err = errs.New(NoAnswerer, fmt.Sprintf(
+				"nobody attached to agent %q within %s (the attach grace) to approve a call of %q, so it is refused (fail closed)", req.AgentID, waited, req.Tool))
+		}
 		s.emitAnswered(Answered{Request: req, Answer: deny(err), Err: err})
 		return refused(err)
 	}
@@ -140,6 +166,42 @@ func (s *Service) Ask(ctx stdctx.Context, req Request) (Answer, error) {
 	case <-ctx.Done():
 		return refused(ctx.Err())
 	}
+}
+
+// answerer returns agentID's answerer, waiting up to the attach grace for
+// one when none is attached; waited is the grace it waited in vain. It
+// fails only when ctx ends.
+func (s *Service) answerer(ctx stdctx.Context, agentID string) (a *attachment, waited time.Duration, err error) {
+	s.mu.Lock()
+	a, grace := s.answerers[agentID], s.attachGrace
+	if a != nil || grace == 0 {
+		s.mu.Unlock()
+		return a, 0, nil
+	}
+	if s.arrivals == nil {
+		s.arrivals = map[string]chan struct{}{}
+	}
+	arrived := s.arrivals[agentID]
+	if arrived == nil {
+		arrived = make(chan struct{})
+		s.arrivals[agentID] = arrived
+	}
+	s.mu.Unlock()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-arrived:
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+	s.mu.Lock()
+	a = s.answerers[agentID]
+	if a == nil && s.arrivals[agentID] == arrived {
+		delete(s.arrivals, agentID)
+	}
+	s.mu.Unlock()
+	return a, grace, nil
 }
 
 type outcome struct {

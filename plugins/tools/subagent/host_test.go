@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
@@ -48,13 +49,21 @@ agents:
 // TestThroughTheHost: the child is opened by the host's opener from a
 // configured template with a built-in preset (read-only: no write tool),
 // and its persisted session is listed under an id linked to the parent's.
+// It holds with dsh serve's approver grace too: the child's own answerer
+// (its questions go to the parent) is not kept out by a waiting hub.
 func TestThroughTheHost(t *testing.T) {
+	for _, grace := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("grace=%s", grace), func(t *testing.T) { throughTheHost(t, grace) })
+	}
+}
+
+func throughTheHost(t *testing.T, grace time.Duration) {
 	dir := t.TempDir()
 	cfg, err := config.Parse("subagent.yaml", []byte(fmt.Sprintf(hostConfig, dir)), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.Start(cfg, host.Options{LogOutput: &strings.Builder{}})
+	h, err := host.Start(cfg, host.Options{LogOutput: &strings.Builder{}, ApproverGrace: grace})
 	if err != nil {
 		t.Fatal(err)
 	}

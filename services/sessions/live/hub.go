@@ -35,12 +35,12 @@ type Options struct {
 	// Approvals is the approval service; default: the one in the agent's
 	// scope (approval.Key), if any.
 	Approvals *approval.Service
-	// ApproverGrace is how long a question waits for an approving client
-	// when none is attached: after the last one detaches (a page that
-	// reloads, a stream dropped as too slow) and after the Hub starts (a
-	// session another host took over, whose clients are still
-	// reconnecting). Past it, or with 0 (the default: a headless run has
-	// nobody to wait for), the question fails closed at once.
+	// ApproverGrace is how long the Hub stays the agent's answerer after
+	// its last approving client detaches (a page that reloads, a stream
+	// dropped as too slow): a question asked meanwhile waits for the next
+	// approving client. Past it, or with 0 (the default: a headless run
+	// has nobody to wait for), the question fails closed. (The wait for a
+	// first answerer is the approval service's: SetAttachGrace.)
 	ApproverGrace time.Duration
 }
 
@@ -158,16 +158,6 @@ func New(agent agents.Agent, opts Options) (*Hub, error) {
 	h.mu.Lock()
 	if d := sess.Durable(); d > h.last {
 		h.catchUp(d)
-	}
-	// A Hub with a grace starts in it: a question the agent asks before
-	// its first approving client attaches waits for that client.
-	if h.opts.ApproverGrace > 0 && h.opts.Approvals != nil {
-		if err := h.attachApprovals(); err != nil {
-			h.mu.Unlock()
-			stop()
-			return nil, err
-		}
-		h.startGraceLocked()
 	}
 	h.mu.Unlock()
 	return h, nil
