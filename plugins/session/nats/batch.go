@@ -140,6 +140,11 @@ func (wr *writer) commitBatch(ctx stdctx.Context, out []outgoing, agent string, 
 	m.Header.Set(batchIDHeader, id)
 	m.Header.Set(batchSeqHeader, strconv.Itoa(len(out)))
 	m.Header.Set(batchCommitHeader, "1")
+	if len(out) == 1 {
+		// A batch of one is its own first message: it carries the
+		// fence, or another writer's append since last goes unnoticed.
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
+	}
 	pctx, cancel := wr.store.timeout(ctx)
 	defer cancel()
 	ack, err := wr.store.js.PublishMsg(pctx, m)

@@ -208,3 +208,29 @@ func TestAStreamWithoutAtomicBatchesTakesTheStepOneByOne(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestABatchOfOneCarriesTheFence: the remainder of a step an earlier try
+// stored in part can be a single message; sent as a batch of one, it
+// must still expect the subject's last sequence, or it lands after
+// another writer's append.
+func TestABatchOfOneCarriesTheFence(t *testing.T) {
+	st, wr := batchStore(t, "ONEBATCH")
+	ctx := stdctx.Background()
+	if _, err := st.js.Publish(ctx, wr.subject, []byte(`{"seq":1,"type":"turn/start"}`)); err != nil {
+		t.Fatal(err)
+	}
+	e := session.Event{Seq: 1, Type: session.TurnStart, Turn: 1}
+	data, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []outgoing{{event: e, data: data, id: wr.lease.token + ":1"}}
+	if _, err := wr.commitBatch(ctx, out, "agent", 0); apiCode(err) != jetstream.JSErrCodeStreamWrongLastSequence {
+		t.Fatalf("a batch of one expecting an empty subject after another writer's append: %v, want wrong last sequence", err)
+	}
+	last, err := st.stream.GetLastMsgForSubject(ctx, wr.subject)
+	if err != nil || string(last.Data) != `{"seq":1,"type":"turn/start"}` {
+		t.Fatalf("the subject's last message: %+v %v, want only the other writer's", last, err)
+	}
+	wr.Release()
+}
