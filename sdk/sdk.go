@@ -112,7 +112,11 @@ func (p *Plugin) Serve() {
 // exchange.
 func GRPCServer(opts []grpc.ServerOption) *grpc.Server {
 	const window = 1 << 20
-	return grpc.NewServer(append(opts, grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window))...)
+	// The host's frames on the Mux stream may be larger than gRPC's
+	// default 4 MB (a large tool input); one refused would end the stream
+	// and every call on it. The host bounds its side alike.
+	const maxFrame = 64 << 20
+	return grpc.NewServer(append(opts, grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window), grpc.MaxRecvMsgSize(maxFrame))...)
 }
 
 // server answers the protocol for a Plugin.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -46,6 +47,9 @@ type muxCall struct {
 	interrupt stdctx.CancelFunc
 }
 
+// MaxMuxFrame bounds one frame of the Mux stream, either way.
+const MaxMuxFrame = 64 << 20
+
 // errMuxBroken is a stream that ended before the call was sent: the call
 // takes the RPC of its own instead, which says whether the plugin is down.
 var errMuxBroken = errors.New("the plugin's call stream ended")
@@ -54,7 +58,10 @@ var errMuxBroken = errors.New("the plugin's call stream ended")
 // cannot, and calls then take the RPCs of their own.
 func openMux(rpc pluginv1.PluginClient) *muxClient {
 	ctx, end := stdctx.WithCancel(stdctx.Background())
-	stream, err := rpc.Mux(ctx)
+	// One frame too large for gRPC's default 4 MB would end the stream
+	// and every call on it, not just its own: the stream takes what a
+	// plugin's answer may reasonably be (the SDK's server does the same).
+	stream, err := rpc.Mux(ctx, grpc.MaxCallRecvMsgSize(MaxMuxFrame))
 	if err != nil {
 		end()
 		return nil
@@ -87,6 +94,13 @@ func (m *muxClient) read() {
 			}
 			m.mu.Lock()
 			m.err = err
+			// The rest of a chain the plugin asked for serves nobody now:
+			// stop it, as a call's own stream ending does.
+			for _, c := range m.calls {
+				if c.interrupt != nil {
+					c.interrupt()
+				}
+			}
 			m.mu.Unlock()
 			return
 		}
@@ -234,7 +248,7 @@ func (r *remote) runNextMux(ctx stdctx.Context, m *muxClient, c *muxCall, payloa
 	nctx, cancel := stdctx.WithCancel(ctx)
 	defer cancel()
 	m.mu.Lock()
-	if len(c.in) > 0 {
+	if len(c.in) > 0 || m.err != nil {
 		cancel()
 	}
 	c.interrupt = cancel

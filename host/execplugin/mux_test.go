@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,5 +194,58 @@ func TestChunkBatchesTakeTheStream(t *testing.T) {
 		if strings.HasPrefix(l, "batch ") && !strings.HasSuffix(l, " on mux") {
 			t.Fatalf("a batch came as an RPC of its own: %q (of %d batches)", l, batches)
 		}
+	}
+}
+
+// TestAStreamThatBreaksStopsTheNextItAwaits: the plugin dies while the
+// rest of the chain it asked for runs in the host; that next is cancelled
+// at once (nobody is left to answer), and the call fails as crashed.
+func TestAStreamThatBreaksStopsTheNextItAwaits(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{upper: true}`, ""))
+	p := binary(h, "guard")
+	if _, err := send(h, stdctx.Background(), "main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := make(chan bool, 1)
+	_, err := execplugin.CallAdmissionThen(p, stdctx.Background(), "hello", func(ctx stdctx.Context) error {
+		if err := syscall.Kill(execplugin.PID(p), syscall.SIGKILL); err != nil {
+			t.Error(err)
+		}
+		select {
+		case <-ctx.Done():
+			cancelled <- true
+		case <-time.After(10 * time.Second):
+			cancelled <- false
+		}
+		return ctx.Err()
+	})
+	if !<-cancelled {
+		t.Fatal("the next of a plugin whose stream broke ran on uncancelled")
+	}
+	if !errs.HasCode(err, execplugin.PluginCrashed) {
+		t.Fatalf("the call of a plugin that died during its next: %v", err)
+	}
+}
+
+// TestAFrameOverGRPCsDefaultLimitTakesTheStream: a call whose input and
+// answer are each over gRPC's default 4 MB message limit goes through on
+// the stream, and the stream serves on (one frame refused would end every
+// call on it).
+func TestAFrameOverGRPCsDefaultLimitTakesTheStream(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{upper: true}`, ""))
+	p := binary(h, "guard")
+	big := strings.Repeat("large ", 1<<20) // 6 MiB
+	got, err := execplugin.CallAdmissionThen(p, stdctx.Background(), big, func(stdctx.Context) error { return nil })
+	if err != nil || got != strings.ToUpper(big) {
+		t.Fatalf("a 6 MiB call: %d bytes back, %v", len(got), err)
+	}
+	before, _ := execplugin.MuxCalls(p)
+	if got, err := execplugin.CallAdmissionThen(p, stdctx.Background(), "after", func(stdctx.Context) error { return nil }); err != nil || got != "AFTER" {
+		t.Fatalf("after the large call: %q %v", got, err)
+	}
+	if after, serving := execplugin.MuxCalls(p); !serving || after != before+1 {
+		t.Fatalf("the stream did not serve on: %d then %d calls (serving %v)", before, after, serving)
 	}
 }
