@@ -304,7 +304,10 @@ func note(dir string, line []byte, durable bool) error {
 			}
 			return errors.New("the catalog keeps being replaced")
 		}
-		_, err = f.Write(line)
+		// A leading newline ends a line a crash tore (an empty line is
+		// skipped): without it this line would join the fragment and be
+		// lost with it.
+		_, err = f.Write(append([]byte{'\n'}, line...))
 		if err == nil && durable {
 			err = f.Sync()
 		}

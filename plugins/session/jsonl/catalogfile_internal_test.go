@@ -332,3 +332,23 @@ func TestListingsRaceWritersAndLoseNothing(t *testing.T) {
 		t.Fatalf("after the race a listing read %d logs", n)
 	}
 }
+
+// TestALineAfterATornTailIsKept: a line torn by a crash (no newline) must
+// not swallow the next append: the open line a writer adds after it is
+// read, so the session its crashed writer changed is read from its log,
+// not trusted from the closed line before.
+func TestALineAfterATornTailIsKept(t *testing.T) {
+	dir := t.TempDir()
+	w := newFiles(dir)
+	seq := appendTurns(t, w, "s", "main", 0, 1, 1, false)
+	f, err := os.OpenFile(filepath.Join(dir, catalogName), os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("1\tc\ttorn")
+	f.Close()
+	appendTurns(t, w, "s", "main", seq, 2, 1, true)
+	if got := sameAsLogs(t, w); got[0].Turns != 2 {
+		t.Fatalf("the session lists %d turns, its log holds 2", got[0].Turns)
+	}
+}
