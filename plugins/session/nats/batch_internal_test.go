@@ -234,3 +234,15 @@ func TestABatchOfOneCarriesTheFence(t *testing.T) {
 	}
 	wr.Release()
 }
+
+// serverAtLeast decides whether the stream asks for atomic batches; an
+// older server would drop the setting and every start would update the
+// stream again.
+func TestServerAtLeast(t *testing.T) {
+	for v, want := range map[string]bool{"2.12.0": true, "2.12.3": true, "2.14.0-beta.1": true, "3.0.0": true,
+		"2.11.9": false, "2.9.25": false, "1.20.0": false, "": false, "dev": false} {
+		if got := serverAtLeast(v, 2, 12); got != want {
+			t.Errorf("serverAtLeast(%q, 2, 12) = %v, want %v", v, got, want)
+		}
+	}
+}

@@ -138,9 +138,21 @@ func (s *store) streamConfig() jetstream.StreamConfig {
 		// replica; where a log ends is still read from the leader, as a
 		// replica may not have applied the last acked append (reads.go).
 		AllowDirect: true,
-		// A checkpoint's events are one atomic batch (batch.go).
-		AllowAtomicPublish: true,
+		// A checkpoint's events are one atomic batch (batch.go). Asked
+		// of a server that has them only: an older one drops the setting,
+		// and asking again would update the stream at every start.
+		AllowAtomicPublish: serverAtLeast(s.nc.ConnectedServerVersion(), 2, 12),
 	}
+}
+
+// serverAtLeast reports whether a nats-server version ("2.12.1",
+// "2.14.0-beta.1") is major.minor or later; an unreadable one is not.
+func serverAtLeast(version string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(version, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 func (s *store) leaseConfig() jetstream.KeyValueConfig {
