@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,7 +32,9 @@ func eachLogName(dir string, fn func(id []byte)) error {
 			return nil
 		}
 		for off := 0; off+19 <= n; {
-			reclen := int(buf[off+16]) | int(buf[off+17])<<8
+			// linux_dirent64: d_ino, d_off (8 bytes each), d_reclen (2,
+			// in the machine's byte order), d_type, d_name.
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
 			if reclen == 0 {
 				break
 			}
