@@ -27,8 +27,12 @@ import (
 type muxClient struct {
 	stream pluginv1.Plugin_MuxClient
 	end    stdctx.CancelFunc // ends the stream
-	sendMu sync.Mutex        // a gRPC stream takes one Send at a time
-	done   chan struct{}     // closed when the reader stopped; err says why
+	// sending is held by the one Send a gRPC stream takes at a time;
+	// waiting for it is bounded by each call's ctx, so a plugin that
+	// stops reading (its window full) holds up one send, not every
+	// caller past its deadline.
+	sending chan struct{}
+	done    chan struct{} // closed when the reader stopped; err says why
 
 	mu     sync.Mutex
 	calls  map[uint64]*muxCall
@@ -66,7 +70,7 @@ func openMux(rpc pluginv1.PluginClient) *muxClient {
 		end()
 		return nil
 	}
-	m := &muxClient{stream: stream, end: end, done: make(chan struct{}), calls: map[uint64]*muxCall{}}
+	m := &muxClient{stream: stream, end: end, sending: make(chan struct{}, 1), done: make(chan struct{}), calls: map[uint64]*muxCall{}}
 	go m.read()
 	return m
 }
@@ -152,18 +156,35 @@ func (m *muxClient) begin(ctx stdctx.Context, f *pluginv1.MuxHostFrame) (*muxCal
 			}
 		}
 	}
-	if err := m.send(f); err != nil {
+	if err := m.send(ctx, f); err != nil {
 		m.forget(c)
+		if ctx.Err() != nil {
+			// Out of time waiting to send: as gRPC reports an RPC whose
+			// ctx ended.
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 		return nil, errMuxBroken
 	}
 	return c, nil
 }
 
-func (m *muxClient) send(f *pluginv1.MuxHostFrame) error {
-	m.sendMu.Lock()
-	defer m.sendMu.Unlock()
+// send sends f once the stream is free, unless ctx or the stream ends
+// first.
+func (m *muxClient) send(ctx stdctx.Context, f *pluginv1.MuxHostFrame) error {
+	select {
+	case m.sending <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-m.done:
+		return errMuxBroken
+	}
+	defer func() { <-m.sending }()
 	return m.stream.Send(f)
 }
+
+// cancelWait bounds the wait to send a cancel frame: a plugin that reads
+// nothing gets none, and its health check ends it.
+const cancelWait = time.Second
 
 func (m *muxClient) forget(c *muxCall) {
 	m.mu.Lock()
@@ -176,7 +197,9 @@ func (m *muxClient) forget(c *muxCall) {
 func (m *muxClient) finish(c *muxCall, answered bool) {
 	m.forget(c)
 	if !answered && m.broken() == nil {
-		_ = m.send(&pluginv1.MuxHostFrame{Id: c.id, Msg: &pluginv1.MuxHostFrame_Cancel{Cancel: &pluginv1.MuxCancel{}}})
+		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), cancelWait)
+		defer cancel()
+		_ = m.send(ctx, &pluginv1.MuxHostFrame{Id: c.id, Msg: &pluginv1.MuxHostFrame_Cancel{Cancel: &pluginv1.MuxCancel{}}})
 	}
 }
 
@@ -218,8 +241,11 @@ func (r *remote) currentMux() *muxClient {
 func (r *remote) callMux(ctx stdctx.Context, m *muxClient, own time.Time, event, scope string, payload *pluginv1.Payload, next func(stdctx.Context, *pluginv1.Payload) (*pluginv1.Result, error)) (*pluginv1.Result, error) {
 	c, err := m.begin(ctx, &pluginv1.MuxHostFrame{Msg: &pluginv1.MuxHostFrame_Call{Call: &pluginv1.HostMessage{
 		Msg: &pluginv1.HostMessage_Start{Start: &pluginv1.CallStart{Event: event, Payload: payload, ScopeTag: scope}}}}})
-	if err != nil {
+	if errors.Is(err, errMuxBroken) {
 		return nil, err
+	}
+	if err != nil {
+		return nil, r.callError(ctx, own, err)
 	}
 	answered := false
 	defer func() { m.finish(c, answered) }()
@@ -260,7 +286,7 @@ func (r *remote) runNextMux(ctx stdctx.Context, m *muxClient, c *muxCall, payloa
 	m.mu.Unlock()
 	if !gaveUp {
 		// A send that fails means the stream ended, which recv reports.
-		_ = m.send(&pluginv1.MuxHostFrame{Id: c.id, Msg: &pluginv1.MuxHostFrame_Call{Call: &pluginv1.HostMessage{
+		_ = m.send(ctx, &pluginv1.MuxHostFrame{Id: c.id, Msg: &pluginv1.MuxHostFrame_Call{Call: &pluginv1.HostMessage{
 			Msg: &pluginv1.HostMessage_NextResult{NextResult: nextResult(out, err)}}}})
 	}
 	return m.recv(ctx, c)

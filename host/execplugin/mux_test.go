@@ -249,3 +249,45 @@ func TestAFrameOverGRPCsDefaultLimitTakesTheStream(t *testing.T) {
 		t.Fatalf("the stream did not serve on: %d then %d calls (serving %v)", before, after, serving)
 	}
 }
+
+// TestAPluginThatStopsReadingHoldsUpOneSend: a stopped plugin reads
+// nothing; once a large call has used up the stream's write quota, the
+// next send blocks in gRPC (that caller waits for the health check, as on
+// a connection of its own). A call waiting behind that send still ends at
+// its own deadline instead of queueing until the plugin is killed.
+func TestAPluginThatStopsReadingHoldsUpOneSend(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{upper: true}`, ""))
+	p := binary(h, "guard")
+	if _, err := send(h, stdctx.Background(), "main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	pid := execplugin.PID(p)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	ended := make(chan error, 2)
+	for _, text := range []string{strings.Repeat("x", 3<<20), "blocked in its send"} {
+		go func() {
+			_, err := execplugin.CallAdmissionThen(p, stdctx.Background(), text, func(stdctx.Context) error { return nil })
+			ended <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+	}
+	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := execplugin.CallAdmissionThen(p, ctx, "behind", func(stdctx.Context) error { return nil })
+	if took := time.Since(start); err == nil || took > 3*time.Second {
+		t.Fatalf("a call behind a blocked send: %v after %s, want its own deadline's error soon after 300ms", err, took)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	for range 2 {
+		select {
+		case <-ended:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a call never ended after the plugin went on")
+		}
+	}
+}
