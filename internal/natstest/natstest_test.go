@@ -62,7 +62,11 @@ func TestAClusterKeepsAReplicatedStreamThroughAStoppedNode(t *testing.T) {
 		t.Fatal("a stopped node still has a server")
 	}
 	other := (leader + 1) % c.Len()
-	if _, err := natstest.JetStream(t, c.URL(other)).Publish(ctx, "s.a", []byte("y")); err != nil {
+	// Until the two left elect a leader the stream answers nobody: a
+	// publish waits for the election (as a client's retries would), but
+	// not past ctx.
+	if _, err := natstest.JetStream(t, c.URL(other)).Publish(ctx, "s.a", []byte("y"),
+		jetstream.WithRetryAttempts(60), jetstream.WithRetryWait(250*time.Millisecond)); err != nil {
 		t.Fatalf("publishing through node %d with the leader %d stopped: %v", other, leader, err)
 	}
 	if now := c.StreamLeader("S"); now == leader {
