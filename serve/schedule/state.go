@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/atomicfile"
 )
 
 // StateFile is the file in the state directory that keeps the schedules'
@@ -84,20 +85,8 @@ func (st *state) record(name string, t time.Time) error {
 	if err != nil {
 		return errs.Wrap(errs.Internal, err, "encoding the schedules' state")
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(st.path), ".schedules-*.json")
-	if err != nil {
-		return errs.Wrap(StateFailed, err, fmt.Sprintf("cannot write the schedules' state next to %s", st.path))
-	}
-	_, werr := tmp.Write(append(raw, '\n'))
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return errs.Wrap(StateFailed, err, fmt.Sprintf("cannot write the schedules' state next to %s", st.path))
-	}
-	if err := os.Rename(tmp.Name(), st.path); err != nil {
-		os.Remove(tmp.Name())
-		return errs.Wrap(StateFailed, err, fmt.Sprintf("cannot replace the schedules' state %s", st.path))
+	if err := atomicfile.Write(st.path, append(raw, '\n'), 0, nil); err != nil {
+		return errs.Wrap(StateFailed, err, fmt.Sprintf("cannot write the schedules' state %s", st.path))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/atomicfile"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -385,27 +386,15 @@ func writeFile(abs string, store *attachments.Store, e entry) error {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return errs.Wrap(errs.Internal, err, "rewind: cannot make the directory of "+e.Path)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(abs), ".dsh-rewind-*")
+	err = atomicfile.Write(abs, data, 0, func(tmp string) error {
+		if err := os.Chmod(tmp, e.Mode); err != nil || e.MTime == 0 {
+			return err
+		}
+		t := time.Unix(0, e.MTime)
+		return os.Chtimes(tmp, t, t)
+	})
 	if err != nil {
 		return errs.Wrap(errs.Internal, err, "rewind: cannot write "+e.Path)
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), e.Mode)
-	}
-	if werr == nil && e.MTime != 0 {
-		t := time.Unix(0, e.MTime)
-		werr = os.Chtimes(tmp.Name(), t, t)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), abs)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return errs.Wrap(errs.Internal, werr, "rewind: cannot write "+e.Path)
 	}
 	return nil
 }

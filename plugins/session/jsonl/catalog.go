@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/internal/atomicfile"
 	"github.com/dsh-go/dsh/services/session"
 )
 
@@ -507,22 +508,7 @@ func (w *files) compact(cat catalogFile, repairs []session.Summary) error {
 	for _, s := range apply {
 		buf.Write(encodeEntry(kindClosed, s))
 	}
-	tmp, err := os.CreateTemp(w.dir, catalogName+".new-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(buf.Bytes())
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.Write(path, buf.Bytes(), 0, nil); err != nil {
 		return err
 	}
 	return syncDir(f)
