@@ -203,10 +203,3 @@ func Records(ctx stdctx.Context) bool {
 	}
 	return !p.never
 }
-
-// SampledOut reports whether ctx belongs to a trace that is not recorded,
-// so a caller can skip building a span's name and attributes.
-func SampledOut(ctx stdctx.Context) bool {
-	sc := trace.SpanContextFromContext(ctx)
-	return sc.IsValid() && !sc.IsSampled()
-}

@@ -172,8 +172,8 @@ func TestSampledOut(t *testing.T) {
 	}
 	in := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
 	ctx = telemetry.ExtractHeader(bg, http.Header{"Traceparent": {in}})
-	if !telemetry.SampledOut(ctx) {
-		t.Fatal("an unsampled traceparent is not sampled out")
+	if telemetry.Records(ctx) {
+		t.Fatal("a span under an unsampled traceparent would record")
 	}
 	ctx, child := telemetry.Start(ctx, "y")
 	child.End()
