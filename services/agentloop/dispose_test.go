@@ -4,10 +4,13 @@ import (
 	stdctx "context"
 	"testing"
 
+	"runtime"
+
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -51,5 +54,45 @@ func TestAStuckAgentDoesNotHangTheLoopsDisposal(t *testing.T) {
 	}
 	if _, held := store.Get("s1"); held {
 		t.Fatal("the session is still held after the turn stopped")
+	}
+}
+
+// TestAnOutcomeHandedOverAsTheAgentClosesIsWritten: a refusal the agent
+// controller hands to a driver that is just going idle, while a close
+// begins, lands in the log before the session is let go. (A webhook's
+// fresh session is closed right after its delivery is refused; the
+// redelivery must find the refusal there.)
+func TestAnOutcomeHandedOverAsTheAgentClosesIsWritten(t *testing.T) {
+	e := newEnv(t, []scripted.Reply{{Text: "done"}}, agentloop.Config{})
+	h := e.create("a")
+	recorder, ok := h.Agent.(interface{ RecordEvent(session.Event) error })
+	if !ok {
+		t.Fatal("the loop's agent records no events")
+	}
+	disposed := make(chan error, 1)
+	once := false
+	agents.EventStatus.On(e.root, func(_ stdctx.Context, c agents.StatusChange) error {
+		if c.To != agents.StatusIdle || once {
+			return nil
+		}
+		once = true
+		// The driver is between going idle and deciding to exit.
+		ev := session.Event{Type: session.MessageRefused, RequestID: "r2", Reason: "test/late",
+			Message: &llm.Message{ID: "m2", Role: llm.RoleUser, Content: "late"}}
+		if err := recorder.RecordEvent(ev); err != nil {
+			t.Error(err)
+		}
+		go func() { disposed <- h.Dispose(stdctx.Background()) }()
+		for h.Agent.Status() != agents.StatusDisposed {
+			runtime.Gosched()
+		}
+		return nil
+	})
+	h.Agent.Followup(user("go"))
+	if err := <-disposed; err != nil {
+		t.Fatal(err)
+	}
+	if ev, ok := h.Agent.Session().Outcome("r2"); !ok || ev.Type != session.MessageRefused || ev.Reason != "test/late" {
+		t.Fatalf("the refusal handed over during the close: %+v %v; log %v", ev, ok, trace(h.Agent.Session()))
 	}
 }

@@ -48,7 +48,11 @@ func (a *ReactLoopAgent) drive() {
 			// returns only after the status says idle.
 			a.setStatus(agents.StatusIdle)
 			a.mu.Lock()
-			if (a.inbox.queued.len()+a.inbox.steering.len() > 0 || len(a.refusals)+len(a.decisions)+len(a.records) > 0) && !a.disposed {
+			// Outcomes and records handed over meanwhile are written
+			// also after a dispose began: the dispose waits for this
+			// driver, and what it leaves behind no one would append.
+			queued := a.inbox.queued.len()+a.inbox.steering.len() > 0 && !a.disposed
+			if queued || len(a.drops)+len(a.refusals)+len(a.decisions)+len(a.records) > 0 {
 				a.mu.Unlock()
 				continue
 			}
