@@ -2,9 +2,9 @@ package cluster
 
 import (
 	stdctx "context"
-	"errors"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
@@ -54,6 +54,27 @@ type orphans struct {
 	mu   sync.Mutex
 	ids  map[string]struct{}
 	more chan struct{} // signalled when ids gets one
+	// tries counts the failed adoptions of a session still unowned; an
+	// adoption that succeeds, or another host's lease, forgets it.
+	tries map[string]int
+}
+
+// failed counts a failed adoption of id and returns how many failed.
+func (o *orphans) failed(id string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.tries == nil {
+		o.tries = map[string]int{}
+	}
+	o.tries[id]++
+	return o.tries[id]
+}
+
+// settled forgets the failures of id.
+func (o *orphans) settled(id string) {
+	o.mu.Lock()
+	delete(o.tries, id)
+	o.mu.Unlock()
 }
 
 func (o *orphans) add(id string) {
@@ -70,6 +91,7 @@ func (o *orphans) add(id string) {
 func (o *orphans) remove(id string) {
 	o.mu.Lock()
 	delete(o.ids, id)
+	delete(o.tries, id)
 	o.mu.Unlock()
 }
 
@@ -163,6 +185,17 @@ func (h *Host) adoptExpired(w jetstream.KeyWatcher) {
 	}
 }
 
+// Adoption retries. An adoption that fails for a passing reason (a
+// timeout on a host starved of CPU, a copy of its own still closing, a
+// hook refusing once) must not leave the session unowned: nothing else
+// retries it until a message arrives, and a prompt its dead host queued
+// would wait for that. While no host holds the lease, the adoption is
+// tried again after a backoff, a bounded number of times.
+const (
+	adoptRetryFirst = 100 * time.Millisecond
+	adoptRetries    = 12
+)
+
 // adopt resumes session id here, unless another host got it first.
 func (h *Host) adopt(id string) {
 	ctx, cancel := stdctx.WithTimeout(h.ctx, h.o.LeaseTTL+h.o.ConnectTimeout)
@@ -170,14 +203,41 @@ func (h *Host) adopt(id string) {
 	_, err := h.claim(ctx, id)
 	switch {
 	case err == nil:
+		h.orphans.settled(id)
 		h.log.Info("cluster: resumed a session whose host's lease ran out", "session", id)
-	case errs.HasCode(err, session.SessionLocked):
-		h.log.Debug("cluster: another host resumed a session whose lease ran out", "session", id)
-	case errs.HasCode(err, session.NotFound), errors.Is(err, stdctx.Canceled):
+		return
+	case errs.HasCode(err, session.NotFound), h.ctx.Err() != nil:
 		// Deleted meanwhile, or this host is leaving.
+		h.orphans.settled(id)
+		return
+	case errs.HasCode(err, session.SessionLocked):
+		// Usually another host resumed it: its lease, seen by the watch,
+		// ends the retries below.
+		h.log.Debug("cluster: a session whose lease ran out is locked; checking again shortly", "session", id, "error", err)
 	default:
-		h.log.Warn("cluster: cannot resume a session whose host's lease ran out; the next message for it will try again", "session", id, "error", err)
+		h.log.Warn("cluster: cannot resume a session whose host's lease ran out; trying again shortly", "session", id, "error", err)
 	}
+	n := h.orphans.failed(id)
+	if n > adoptRetries {
+		h.orphans.settled(id)
+		h.log.Error("cluster: gave up resuming a session whose host's lease ran out; the next message for it will try again", "session", id, "attempts", n, "error", err)
+		return
+	}
+	wait := min(adoptRetryFirst<<(n-1), h.o.LeaseTTL)
+	h.spawn(func() {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, held := h.leaseView.get(id); held {
+			h.orphans.settled(id) // someone holds it now
+			return
+		}
+		h.orphans.add(id)
+	})
 }
 
 // stopAdopting ends the watch and waits for an adoption in progress.
