@@ -130,6 +130,9 @@ type files struct {
 
 	// logReads counts the logs catalog listings read, for the tests.
 	logReads atomic.Int64
+	// dirReads counts the listings of the directory (and its catalog),
+	// for the tests: a Find must make none.
+	dirReads atomic.Int64
 }
 
 var _ session.Locker = (*files)(nil)
