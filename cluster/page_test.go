@@ -1,10 +1,17 @@
 package cluster_test
 
 import (
+	stdctx "context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/dsh-go/dsh/serve"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
@@ -93,6 +100,57 @@ func TestAPageOfAnotherHostsSessionsWalksEachOnce(t *testing.T) {
 	})
 	t.Run("from b to a", func(t *testing.T) {
 		got, sizes := walk(t, b, a)
+		check(t, got, sizes)
+	})
+	// GET /v1/sessions?limit= on host b pages through the same Service:
+	// the sessions open on a are described by a (open, their last seq).
+	t.Run("over b's API", func(t *testing.T) {
+		srv, err := serve.New(serve.Options{Sessions: b.svc, Config: b.cfg, NoAuth: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), patience)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		var got []session.Summary
+		var sizes []int
+		cursor := ""
+		for i := 0; i < 10; i++ {
+			req := httptest.NewRequest(http.MethodGet, "/v1/sessions?agent=main&limit=3&cursor="+url.QueryEscape(cursor), nil)
+			req.Host = "127.0.0.1"
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			var page struct {
+				Sessions []struct {
+					ID      string    `json:"id"`
+					Open    bool      `json:"open"`
+					LastSeq int64     `json:"last_seq"`
+					Updated time.Time `json:"updated"`
+				}
+				Next string
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &page); rec.Code != http.StatusOK || err != nil {
+				t.Fatalf("page %d: %d %s", i, rec.Code, rec.Body)
+			}
+			for _, s := range page.Sessions {
+				if !closed[s.ID] && (!s.Open || s.LastSeq == 0) {
+					t.Fatalf("%s, open on host a, is listed by b's API as %+v", s.ID, s)
+				}
+				st := session.StateIdle
+				if s.Open {
+					st = session.StateOpen
+				}
+				got = append(got, session.Summary{ID: s.ID, Updated: s.Updated, State: st})
+			}
+			sizes = append(sizes, len(page.Sessions))
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
 		check(t, got, sizes)
 	})
 	for _, id := range ids {
