@@ -22,7 +22,8 @@ const probeWait = 5 * time.Second
 func (s *Server) stored(ctx stdctx.Context) (resume, list bool) {
 	ctx, cancel := stdctx.WithTimeout(ctx, probeWait)
 	defer cancel()
-	_, err := s.opts.Sessions.List(ctx)
+	// One session is enough to tell: the store need not describe them all.
+	_, err := s.opts.Sessions.ListPage(ctx, session.ListOptions{Limit: 1})
 	switch {
 	case err == nil:
 		return true, true

@@ -10,7 +10,8 @@
 // once Turn.Wait says what became of it and the pump has sent the updates
 // up to there, steering is Service.Steer, and the session/update stream is
 // the session's Stream, which attaches itself again when a slow editor
-// falls behind, translated update by update. The approval stage's
+// falls behind, translated update by update. session/list is
+// Service.ListPage, its cursor the page's. The approval stage's
 // questions reach the editor as session/request_permission because the
 // stream answers approvals.
 //

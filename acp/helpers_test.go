@@ -257,6 +257,8 @@ type envOpts struct {
 	closeTimeout time.Duration
 	// user is the person the editor acts for (Options.User)
 	user sessions.Principal
+	// listPageSize is a session/list's page (Options.ListPageSize)
+	listPageSize int
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -283,7 +285,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	outR, outW := io.Pipe()
 	e.stdin = inW
 	go func() {
-		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp, CloseTimeout: o.closeTimeout, Accepts: o.accepts, User: o.user})
+		err := dshacp.Serve(stdctx.Background(), inR, outW, dshacp.Options{Sessions: h.Sessions(), Agent: "main", Presets: o.presets, Mode: o.mode, Version: "test", MCP: o.mcp, CloseTimeout: o.closeTimeout, Accepts: o.accepts, User: o.user, ListPageSize: o.listPageSize})
 		outW.Close()
 		e.served <- err
 	}()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
 )
 
 // NewSession opens a session whose agent works in cwd.
@@ -67,16 +68,24 @@ func (s *Server) CloseSession(ctx stdctx.Context, p acp.CloseSessionRequest) (ac
 	return acp.CloseSessionResponse{}, nil
 }
 
-// ListSessions lists the stored sessions, most recent first. dsh keeps no
-// cwd with a session, so cwd filters nothing and each entry's cwd is
-// empty.
+// ListSessions lists one page of the stored sessions, most recent first:
+// Options.ListPageSize of them, and a nextCursor when more follow, which
+// the next request passes back as its cursor. dsh keeps no cwd with a
+// session, so cwd filters nothing and each entry's cwd is empty.
 func (s *Server) ListSessions(ctx stdctx.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
-	list, err := s.opts.Sessions.List(ctx)
+	opts := session.ListOptions{Limit: s.opts.ListPageSize}
+	if p.Cursor != nil {
+		opts.Cursor = *p.Cursor
+	}
+	page, err := s.opts.Sessions.ListPage(ctx, opts)
 	if err != nil {
 		return acp.ListSessionsResponse{}, rpcErr(err)
 	}
 	out := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
-	for _, sum := range list {
+	if page.Next != "" {
+		out.NextCursor = acp.Ptr(page.Next)
+	}
+	for _, sum := range page.Sessions {
 		info := acp.SessionInfo{SessionId: acp.SessionId(sum.ID)}
 		if sum.Title != "" {
 			info.Title = acp.Ptr(sum.Title)

@@ -48,7 +48,15 @@ type Options struct {
 	Log *slog.Logger
 	// CloseTimeout bounds closing each session at the end; default 10s.
 	CloseTimeout time.Duration
+	// ListPageSize is how many sessions a session/list answers at most;
+	// a nextCursor then leads to the rest. Default DefaultListPageSize.
+	ListPageSize int
 }
+
+// DefaultListPageSize is the page of a session/list: ACP lets the agent
+// choose it, and an editor's session picker shows about this many before
+// it scrolls.
+const DefaultListPageSize = 50
 
 // Server is the ACP agent of one connection.
 type Server struct {
@@ -90,6 +98,9 @@ func Serve(ctx stdctx.Context, in io.Reader, out io.Writer, opts Options) error 
 	}
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = 10 * time.Second
+	}
+	if opts.ListPageSize <= 0 {
+		opts.ListPageSize = DefaultListPageSize
 	}
 	log := opts.Log
 	if log == nil {

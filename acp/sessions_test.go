@@ -3,6 +3,8 @@ package acp_test
 import (
 	stdctx "context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -330,5 +332,50 @@ func TestACloseThatTimedOutCanBeRetried(t *testing.T) {
 	}
 	if _, err := e.conn.LoadSession(e.ctx(), acp.LoadSessionRequest{SessionId: id, Cwd: e.dir, McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatalf("load after the close: %v", err)
+	}
+}
+
+// session/list answers pages of Options.ListPageSize, most recently
+// updated first, each with the nextCursor of the next: walking the
+// cursors lists every stored session exactly once, and a cursor the
+// server never gave is refused as invalid params.
+func TestListPagesWithCursors(t *testing.T) {
+	e := newEnv(t, envOpts{listPageSize: 2})
+	var ids []acp.SessionId
+	for i := range 5 {
+		id := e.newSession()
+		if _, err := e.prompt(id, fmt.Sprintf("session %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	var got []acp.SessionId
+	var sizes []int
+	req := acp.ListSessionsRequest{}
+	for range 10 {
+		l, err := e.conn.ListSessions(e.ctx(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(l.Sessions))
+		for _, s := range l.Sessions {
+			got = append(got, s.SessionId)
+		}
+		if l.NextCursor == nil {
+			break
+		}
+		req.Cursor = l.NextCursor
+	}
+	if !slices.Equal(sizes, []int{2, 2, 1}) {
+		t.Fatalf("pages of %v sessions; want 2, 2, 1", sizes)
+	}
+	// Each prompt updated its session after the one before it.
+	slices.Reverse(ids)
+	if !slices.Equal(got, ids) {
+		t.Fatalf("the cursors walked %v; want every session once, newest first: %v", got, ids)
+	}
+	_, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cursor: acp.Ptr("not-a-cursor")})
+	if rpcCode(err) != -32602 {
+		t.Fatalf("a cursor the server never gave: %v", err)
 	}
 }

@@ -234,6 +234,13 @@ func (s *Service) List(ctx stdctx.Context) ([]session.Summary, error) {
 	return s.local.List(ctx)
 }
 
+// ListPage lists one page of the shared store, as List does: every host
+// reads the same index, so the page and its cursor are the same whichever
+// host is asked, and a walk of the cursors may move between hosts.
+func (s *Service) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error) {
+	return s.local.ListPage(ctx, opts)
+}
+
 // Find reads the session's summary from the shared store's index.
 func (s *Service) Find(ctx stdctx.Context, id string) (session.Summary, bool, error) {
 	return s.local.Find(ctx, id)

@@ -124,6 +124,11 @@ func (c *counted) List(ctx stdctx.Context) ([]session.Summary, error) {
 	return c.svc.List(ctx)
 }
 
+func (c *counted) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error) {
+	c.hit("ListPage")
+	return c.svc.ListPage(ctx, opts)
+}
+
 func (c *counted) Close(ctx stdctx.Context, id string) error {
 	c.hit("Close")
 	return c.svc.Close(ctx, id)
@@ -224,6 +229,18 @@ func TestTheServerNeedsOnlyTheSessionService(t *testing.T) {
 			t.Fatalf("list %+v", list)
 		}
 	}, "List")
+	// A page is the service's own operation: the server never lists
+	// every session to cut one page from them.
+	lists := c.count("List")
+	step("GET /v1/sessions?limit=", func() {
+		var page struct{ Sessions []sessionOut }
+		if e.call("GET", "/v1/sessions?limit=1", nil).json(t, &page); len(page.Sessions) != 1 || !page.Sessions[0].Open {
+			t.Fatalf("page %+v", page)
+		}
+	}, "ListPage")
+	if n := c.count("List"); n != lists {
+		t.Fatalf("a page asked the service for the whole listing %d times", n-lists)
+	}
 	step("POST .../close", func() {
 		if r := e.call("POST", "/v1/sessions/"+id+"/close", nil); r.status != http.StatusOK {
 			t.Fatalf("close: %d %s", r.status, r.body)

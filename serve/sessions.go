@@ -172,12 +172,6 @@ func (s *Server) agents(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// pageLister is a session service that lists one page without
-// describing every stored session (sessions.Controller).
-type pageLister interface {
-	ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error)
-}
-
 // listPage answers GET /v1/sessions?agent=&limit=&cursor=: one page of
 // the stored sessions, most recently updated first, with the cursor of
 // the next in "next".
@@ -192,16 +186,7 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
 		}
 		opts.Limit = n
 	}
-	var p session.Page
-	var err error
-	if pl, ok := s.o.Sessions.(pageLister); ok {
-		p, err = pl.ListPage(r.Context(), opts)
-	} else {
-		var list []session.Summary
-		if list, err = s.o.Sessions.List(r.Context()); err == nil {
-			p, err = session.Paginate(list, opts)
-		}
-	}
+	p, err := s.o.Sessions.ListPage(r.Context(), opts)
 	if errs.HasCode(err, errs.InvalidArgument) {
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, err.Error()))
 		return

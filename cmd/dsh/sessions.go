@@ -227,17 +227,17 @@ type sessionShown struct {
 }
 
 func showSession(ctx stdctx.Context, h *host.Host, id string, w io.Writer, jsonOut bool) error {
-	list, err := h.Sessions().List(ctx)
+	// By key: the store describes this session without listing the others.
+	sum, ok, err := h.Sessions().Find(ctx, id)
 	if err != nil {
 		return err
 	}
-	var sum *session.Summary
-	for i := range list {
-		if list[i].ID == id {
-			sum = &list[i]
+	if !ok {
+		// Find says "not stored" when nothing persists at all; a page of
+		// one tells that usage mistake from a missing session.
+		if _, err := h.Sessions().ListPage(ctx, session.ListOptions{Limit: 1}); err != nil {
+			return err
 		}
-	}
-	if sum == nil {
 		return errs.New(session.NotFound, fmt.Sprintf("no session %q is stored; dsh sessions list shows the ones that are", id))
 	}
 	var events []session.Event
@@ -254,7 +254,7 @@ func showSession(ctx stdctx.Context, h *host.Host, id string, w io.Writer, jsonO
 	// The agent that wrote the session prices its steps recorded without
 	// a model; a session opened by the controller is "<agent>@<session>".
 	ac, _ := cfg.Agent(strings.SplitN(sum.Agent, "@", 2)[0])
-	out := sessionShown{Summary: *sum, Usage: usageOf(cfg, ac, events), Turns: turnUsage(cfg, ac, events)}
+	out := sessionShown{Summary: sum, Usage: usageOf(cfg, ac, events), Turns: turnUsage(cfg, ac, events)}
 	if jsonOut {
 		return json.NewEncoder(w).Encode(out)
 	}

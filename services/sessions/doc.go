@@ -6,8 +6,8 @@
 //
 // It opens a session (Controller.Open: which configured agent, presets,
 // workspace, session id, model overrides) or resumes one
-// (Controller.Resume), lists and deletes persisted ones (List, Delete, via
-// the Catalog), and talks to an open one through its record: Prompt, Steer
+// (Controller.Resume), lists, pages, finds and deletes persisted ones
+// (List, ListPage, Find, Delete, via the Catalog), and talks to an open one through its record: Prompt, Steer
 // and Cancel, each prompt with a request id so a retry never delivers
 // twice. Clients Attach to receive the live events (through the Hub) and
 // Detach when they go; the caller of Open owns the session until it calls

@@ -74,6 +74,12 @@ type Service interface {
 	Goal(ctx stdctx.Context, sessionID string, r GoalRequest) (Goal, error)
 	// List returns the stored sessions, the open ones marked open.
 	List(ctx stdctx.Context) ([]session.Summary, error)
+	// ListPage returns one page of the stored sessions (session.ListOptions:
+	// one agent's, most recently updated first, after a cursor), marked
+	// as List marks them; Next is the cursor of the page after it. An
+	// implementation that forwards calls pages where the store is, so an
+	// entry point never lists every session to show a few.
+	ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error)
 	// Find describes one stored session by id without listing the others
 	// (a store's index, not a scan); found is false when nothing is stored
 	// under the id or nothing is persisted at all.

@@ -397,6 +397,7 @@ func (c candidate) summary() session.Summary {
 // and the logs describe the others, which it then writes into the
 // catalog (compact) so the next listing need not read them.
 func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, agent string) bool) ([]candidate, error) {
+	w.dirReads.Add(1)
 	cat, err := readCatalog(filepath.Join(w.dir, catalogName))
 	if err != nil {
 		// Unreadable: every session is read from its log, as before.

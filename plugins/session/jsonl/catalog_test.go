@@ -42,6 +42,15 @@ func TestTheStoreListsAndDeletesThroughThePlugin(t *testing.T) {
 	if c := got["copy"]; c.Agent != "main" || c.Title != "one" || c.Turns != 1 || c.State != session.StateIdle || c.Size != int64(len(raw)) {
 		t.Fatalf("copy: %+v", c)
 	}
+	// Found by id as listed: the store marks the one its agent holds.
+	for id, want := range got {
+		if s, found, err := st.Find(ctx, id); err != nil || !found || s.State != want.State || s.Holder != want.Holder || s.Title != want.Title {
+			t.Fatalf("Find(%s): %+v %v %v; listed %+v", id, s, found, err, want)
+		}
+	}
+	if _, found, err := st.Find(ctx, "nobody"); found || err != nil {
+		t.Fatalf("Find of a session never stored: %v %v", found, err)
+	}
 	if err := st.Delete(ctx, "s1"); !errs.HasCode(err, session.SessionLocked) {
 		t.Fatalf("delete of the running agent's session: %v", err)
 	}
@@ -53,5 +62,8 @@ func TestTheStoreListsAndDeletesThroughThePlugin(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "copy.jsonl")); !os.IsNotExist(err) {
 		t.Fatal("the deleted log is still there")
+	}
+	if _, found, err := st.Find(ctx, "copy"); found || err != nil {
+		t.Fatalf("Find of a deleted session: %v %v", found, err)
 	}
 }

@@ -16,8 +16,9 @@
 // .catalog, a summary of each session its writers append when they let it
 // go (catalog.go). The backend lists sessions (session.Lister,
 // session.PageLister) from the catalog, and from a log's head and tail
-// only where the catalog cannot vouch for it, and deletes them
-// (session.Deleter) under the session's lock.
+// only where the catalog cannot vouch for it, finds one by its id from
+// its own log (session.Finder), and deletes them (session.Deleter) under
+// the session's lock.
 package jsonl
 
 import (
@@ -130,6 +131,9 @@ type files struct {
 
 	// logReads counts the logs catalog listings read, for the tests.
 	logReads atomic.Int64
+	// dirReads counts the listings of the directory (and its catalog),
+	// for the tests: a Find must make none.
+	dirReads atomic.Int64
 }
 
 var _ session.Locker = (*files)(nil)

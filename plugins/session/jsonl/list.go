@@ -33,6 +33,7 @@ const (
 var (
 	_ session.Lister     = (*files)(nil)
 	_ session.PageLister = (*files)(nil)
+	_ session.Finder     = (*files)(nil)
 	_ session.Deleter    = (*files)(nil)
 )
 
@@ -81,6 +82,31 @@ func (w *files) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.
 		p.Next = session.Cursor(p.Sessions[len(p.Sessions)-1])
 	}
 	return p, nil
+}
+
+// Find describes session id from its own log's head and tail and its
+// lock, as a listing describes a session the catalog cannot vouch for: it
+// reads neither the directory nor the catalog, so it costs the same with
+// ten sessions stored or a hundred thousand. The log is the truth the
+// catalog copies, so the two agree. An id that cannot name a file names
+// no stored session.
+func (w *files) Find(_ stdctx.Context, id string) (session.Summary, bool, error) {
+	if !session.ValidID(id) {
+		return session.Summary{}, false, nil
+	}
+	path := filepath.Join(w.dir, id+".jsonl")
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return session.Summary{}, false, nil
+	}
+	if err != nil {
+		return session.Summary{}, false, errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read %s", path))
+	}
+	if !fi.Mode().IsRegular() {
+		return session.Summary{}, false, nil // a listing skips it too
+	}
+	s, _, ok := w.summarize(id)
+	return s, ok, nil
 }
 
 // compareNewest orders a listing: most recently updated first, ties by id.
