@@ -3,13 +3,16 @@ package sdk
 import (
 	stdctx "context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dsh-go/dsh/sdk/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // Mux is the feature a plugin accepts (DescribeResponse.accepts) to get its
@@ -17,6 +20,30 @@ import (
 // each; every plugin built with this SDK does. A host without it uses the
 // RPCs of their own.
 const Mux = "mux"
+
+// WithoutMux returns srv declining the Mux stream: its Describe no longer
+// accepts Mux, so dsh (and sdktest) send it every call as an RPC of its
+// own, and its Mux is unimplemented. A server that wraps Server() to see
+// or change calls — overriding Call, ExecuteTool, Emit or EmitBatch — needs
+// it: calls on the stream go to the SDK's handlers directly, past the
+// wrapper's methods. Each call then costs an RPC of its own (see
+// BENCHMARKS.md); a listener or tool handler of the Plugin sees every call
+// on either path and costs nothing.
+func WithoutMux(srv pluginv1.PluginServer) pluginv1.PluginServer { return withoutMux{srv} }
+
+type withoutMux struct{ pluginv1.PluginServer }
+
+func (w withoutMux) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	d, err := w.PluginServer.Describe(ctx, req)
+	if d != nil {
+		d.Accepts = slices.DeleteFunc(slices.Clone(d.Accepts), func(f string) bool { return f == Mux })
+	}
+	return d, err
+}
+
+func (withoutMux) Mux(pluginv1.Plugin_MuxServer) error {
+	return status.Error(codes.Unimplemented, "this plugin takes its calls as RPCs of their own (sdk.WithoutMux)")
+}
 
 // Mux implements the protocol: every call on the stream runs in a
 // goroutine of its own, as an RPC of its own would, so a call that waits —

@@ -4,12 +4,15 @@ import (
 	stdctx "context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // muxPlugin holds every admission whose message says "hold" until its
@@ -244,5 +247,44 @@ func TestDescribeAcceptsMux(t *testing.T) {
 	}
 	if !slices.Contains(d.GetAccepts(), sdk.Mux) {
 		t.Fatalf("accepts %v", d.GetAccepts())
+	}
+}
+
+// tools counts the tool calls a wrapper of Server() sees.
+type tools struct {
+	pluginv1.PluginServer
+	seen atomic.Int32
+}
+
+func (w *tools) ExecuteTool(ctx stdctx.Context, inv *pluginv1.ToolInvocation) (*pluginv1.ToolOutcome, error) {
+	w.seen.Add(1)
+	return w.PluginServer.ExecuteTool(ctx, inv)
+}
+
+// TestWithoutMux: a wrapper of Server() in WithoutMux declines the stream
+// (a host then sends each call as an RPC, which the wrapper sees) and
+// still accepts the rest.
+func TestWithoutMux(t *testing.T) {
+	p := sdk.New("x", "1")
+	p.Tool(&sdk.ToolDecl{Name: "t"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) { return sdk.Text("ok"), nil })
+	w := &tools{PluginServer: p.Server()}
+	c := serveServer(t, sdk.WithoutMux(w))
+	d, err := c.Describe(stdctx.Background(), &pluginv1.DescribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(d.GetAccepts(), sdk.Mux) || !slices.Contains(d.GetAccepts(), sdk.EmitBatch) {
+		t.Fatalf("accepts %v, want emit-batch without mux", d.GetAccepts())
+	}
+	stream, err := c.Mux(stdctx.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("the Mux stream of a server without it: %v", err)
+	}
+	out, err := c.ExecuteTool(stdctx.Background(), &pluginv1.ToolInvocation{Call: &pluginv1.ToolCall{Name: "t", Arguments: "{}"}})
+	if err != nil || out.GetResult().GetContent() != "ok" || w.seen.Load() != 1 {
+		t.Fatalf("%v %v, the wrapper saw %d calls", out, err, w.seen.Load())
 	}
 }
