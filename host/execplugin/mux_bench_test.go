@@ -25,14 +25,17 @@ import (
 // calls next, so two round trips between host and plugin — against its
 // floor in the same run: "tcp-floor" is two ping-pongs of 64 bytes over a
 // loopback TCP connection, "grpc-unary" a bare unary RPC (Describe) to the
-// plugin, "call-unary" the call on an RPC of its own (a plugin without
+// plugin, "grpc-stream" two round trips of an empty frame on a bare gRPC
+// stream to a plugin process that echoes it from the stream's goroutine
+// (the floor of the call on the stream, which makes two), "call-unary" the call on an RPC of its own (a plugin without
 // mux), "call-mux" the call on the plugin's Mux stream. Each reports its
 // p50, its p50 over the floor's (x-floor), and CPU per call in the host
 // and, where there is one, in the plugin process.
 func BenchmarkCallPaths(b *testing.B) {
 	floor := tcpFloor(b, 5000)
-	unary := callHost(b, true)
-	muxed := callHost(b, false)
+	unary := callHost(b, "TESTPLUGIN_NO_MUX")
+	muxed := callHost(b, "")
+	echo := callHost(b, "TESTPLUGIN_ECHO_MUX")
 	b.Run("tcp-floor", func(b *testing.B) {
 		conn, stop := tcpEcho(b)
 		defer stop()
@@ -44,6 +47,27 @@ func BenchmarkCallPaths(b *testing.B) {
 		measure(b, floor, execplugin.PID(p), func() error {
 			_, err := rpc.Describe(stdctx.Background(), &pluginv1.DescribeRequest{})
 			return err
+		})
+	})
+	b.Run("grpc-stream", func(b *testing.B) {
+		p := binary(echo, "guard")
+		ctx, cancel := stdctx.WithCancel(stdctx.Background())
+		defer cancel()
+		stream, err := execplugin.RPC(p).Mux(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		frame := &pluginv1.MuxHostFrame{Id: 1}
+		measure(b, floor, execplugin.PID(p), func() error {
+			for range 2 {
+				if err := stream.Send(frame); err != nil {
+					return err
+				}
+				if _, err := stream.Recv(); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	})
 	for _, c := range []struct {
@@ -58,12 +82,13 @@ func BenchmarkCallPaths(b *testing.B) {
 	}
 }
 
-// callHost starts a host whose plugin calls next, with or without mux.
-func callHost(b *testing.B, noMux bool) *host.Host {
+// callHost starts a host whose plugin calls next, with the environment
+// variable env set (none when "").
+func callHost(b *testing.B, env string) *host.Host {
 	bin, _ := binaries(&testing.T{})
 	extra := ""
-	if noMux {
-		extra = "    env: {TESTPLUGIN_NO_MUX: \"1\"}\n"
+	if env != "" {
+		extra = "    env: {" + env + ": \"1\"}\n"
 	}
 	cfg, err := config.Parse("bench.yaml", []byte(execConfig(bin, "{}", extra)), config.LoadOptions{Environ: []string{}})
 	if err != nil {
@@ -74,8 +99,8 @@ func callHost(b *testing.B, noMux bool) *host.Host {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { h.Close(stdctx.Background()) })
-	if _, serving := execplugin.MuxCalls(binary(h, "guard")); serving == noMux {
-		b.Fatalf("the plugin's stream serving is %v, want %v", serving, !noMux)
+	if _, serving := execplugin.MuxCalls(binary(h, "guard")); serving != (env != "TESTPLUGIN_NO_MUX") {
+		b.Fatalf("with %s the plugin's stream serving is %v", env, serving)
 	}
 	return h
 }
