@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	stdctx "context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -286,5 +287,50 @@ func TestWithoutMux(t *testing.T) {
 	out, err := c.ExecuteTool(stdctx.Background(), &pluginv1.ToolInvocation{Call: &pluginv1.ToolCall{Name: "t", Arguments: "{}"}})
 	if err != nil || out.GetResult().GetContent() != "ok" || w.seen.Load() != 1 {
 		t.Fatalf("%v %v, the wrapper saw %d calls", out, err, w.seen.Load())
+	}
+}
+
+// TestMuxACallThatWaitsHoldsUpNoOther: calls run on the goroutine reading
+// the stream until they wait; a tool call that blocks until a later call
+// on the same stream releases it still gets that call read and answered,
+// and then returns itself.
+func TestMuxACallThatWaitsHoldsUpNoOther(t *testing.T) {
+	released := make(chan struct{})
+	p := sdk.New("x", "1")
+	p.Tool(&sdk.ToolDecl{Name: "wait"}, func(ctx stdctx.Context, _ *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+		select {
+		case <-released:
+			return sdk.Text("released"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	p.Tool(&sdk.ToolDecl{Name: "release"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+		close(released)
+		return sdk.Text("done"), nil
+	})
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	stream, err := serve(t, p).Mux(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, name := range []string{"wait", "release"} {
+		f := &pluginv1.MuxHostFrame{Id: uint64(id + 1), TimeoutUs: 10_000_000, Msg: &pluginv1.MuxHostFrame_Tool{Tool: &pluginv1.ToolInvocation{Call: &pluginv1.ToolCall{Name: name, Arguments: "{}"}}}}
+		if err := stream.Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for range 2 {
+		f, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d:%s", f.Id, f.GetTool().GetResult().GetContent()))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"1:released", "2:done"}) {
+		t.Fatalf("answers %v, want the release's and the call it released", got)
 	}
 }
