@@ -184,13 +184,13 @@ func (m *muxClient) begin(ctx stdctx.Context, f *pluginv1.MuxHostFrame) (*muxCal
 
 // send sends f once the stream is free, unless ctx or the stream ends
 // first. A Send that gRPC holds up (the plugin reads nothing, so its
-// flow-control window stays full) past ctx cannot be taken back — the
-// frame may be half written — so the stream is torn down, which ends that
-// Send: every call on the stream fails with m.stalled's error, and later
-// calls take RPCs of their own, each bounded by its ctx. A writer
-// goroutine taking over every send would spare the other calls, but costs
-// every call a wake-up, and a plugin that reads nothing serves them no
-// better.
+// flow-control window stays full) past ctx, and stallGrace after, cannot
+// be taken back — the frame may be half written — so the stream is torn
+// down, which ends that Send: every call on the stream fails with
+// m.stalled's error, and later calls take RPCs of their own, each bounded
+// by its ctx. A writer goroutine taking over every send would spare the
+// other calls, but costs every call a wake-up, and a plugin that reads
+// nothing serves them no better.
 func (m *muxClient) send(ctx stdctx.Context, f *pluginv1.MuxHostFrame) error {
 	select {
 	case m.sending <- struct{}{}:
@@ -200,15 +200,24 @@ func (m *muxClient) send(ctx stdctx.Context, f *pluginv1.MuxHostFrame) error {
 		return errMuxBroken
 	}
 	defer func() { <-m.sending }()
+	if err := ctx.Err(); err != nil {
+		// Both were ready and select took the stream: nobody waits for
+		// this frame any more.
+		return err
+	}
 	if ctx.Done() == nil {
 		return m.stream.Send(f)
 	}
 	var inSend atomic.Bool
 	inSend.Store(true)
 	stop := stdctx.AfterFunc(ctx, func() {
-		if inSend.Load() {
-			m.stall()
-		}
+		// A Send that is merely running when ctx ends (microseconds,
+		// unless gRPC holds it) must not cost the stream.
+		time.AfterFunc(stallGrace, func() {
+			if inSend.Load() {
+				m.stall()
+			}
+		})
 	})
 	err := m.stream.Send(f)
 	inSend.Store(false)
@@ -218,6 +227,10 @@ func (m *muxClient) send(ctx stdctx.Context, f *pluginv1.MuxHostFrame) error {
 	}
 	return err
 }
+
+// stallGrace is how long a Send may still run after its caller's ctx
+// ended before the stream is torn down for it.
+const stallGrace = 20 * time.Millisecond
 
 // stall tears the stream down for a send that outlived its caller.
 func (m *muxClient) stall() {

@@ -324,3 +324,28 @@ func TestAPluginThatStopsReadingHoldsUpNoCaller(t *testing.T) {
 		t.Fatal("the plugin was restarted; the test wants the stream's own bounds")
 	}
 }
+
+// TestACallCancelledDuringItsNextKeepsTheStream: a caller that gives up
+// while the rest of its chain runs sends no answer to next, and its ended
+// ctx does not read as a send held up by the plugin: the stream serves on.
+func TestACallCancelledDuringItsNextKeepsTheStream(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{upper: true}`, ""))
+	p := binary(h, "guard")
+	for i := range 20 {
+		ctx, cancel := stdctx.WithCancel(stdctx.Background())
+		_, err := execplugin.CallAdmissionThen(p, ctx, "given up", func(stdctx.Context) error {
+			cancel()
+			return nil
+		})
+		if err == nil {
+			t.Fatalf("call %d: a call cancelled during its next succeeded", i)
+		}
+		if _, serving := execplugin.MuxCalls(p); !serving {
+			t.Fatalf("call %d: a caller's own cancel tore the stream down: %v", i, err)
+		}
+	}
+	if got, err := execplugin.CallAdmissionThen(p, stdctx.Background(), "after", func(stdctx.Context) error { return nil }); err != nil || got != "AFTER" {
+		t.Fatalf("after the cancelled calls: %q %v", got, err)
+	}
+}

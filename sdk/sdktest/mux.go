@@ -14,9 +14,10 @@ import (
 
 // dsh carries every call to a plugin that accepts sdk.Mux on one stream,
 // so that is what a Host does too by default: a plugin's tests then run
-// the path production runs (its own goroutine per call, the frames' ids,
-// the stream's cancel frames), not only the RPC of its own that older or
-// non-Go plugins get. WithRPCs tests that one.
+// the path production runs (calls run on the goroutine reading the stream
+// until they wait, the frames' ids, the stream's cancel frames), not only
+// the RPC of its own that older or non-Go plugins get. WithRPCs tests that
+// one.
 
 // WithRPCs makes the Host send every call as an RPC of its own, as dsh does
 // for a plugin that does not accept sdk.Mux (older SDKs, Python), instead
