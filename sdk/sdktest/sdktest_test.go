@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/errs"
@@ -64,6 +65,13 @@ func guard() *sdk.Plugin {
 			return nil, err
 		}
 		return sdk.Text(strings.ToUpper(args.Text) + " in " + inv.GetWorkspace()), nil
+	})
+	p.Tool(&sdk.ToolDecl{Name: "deadline"}, func(ctx stdctx.Context, _ *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+		dl, ok := ctx.Deadline()
+		if !ok {
+			return sdk.Text("none"), nil
+		}
+		return sdk.Text(time.Until(dl).Round(time.Hour).String()), nil
 	})
 	p.Tool(&sdk.ToolDecl{Name: "forgetful"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) { return nil, nil })
 	p.OnStatus(func(_ stdctx.Context, s *sdk.StatusChange) error {
@@ -162,6 +170,19 @@ func TestTools(t *testing.T) {
 		}
 		if _, err := h.CallTool(t.Context(), "nope", nil); !errs.HasCode(err, errs.InvalidArgument) || !strings.Contains(err.Error(), "forgetful") {
 			t.Fatalf("an undeclared tool: got %v, want INVALID_ARGUMENT naming the declared ones", err)
+		}
+	})
+}
+
+// TestCallDeadline: the caller's deadline reaches the handler, on the
+// stream as in an RPC of its own.
+func TestCallDeadline(t *testing.T) {
+	hosts(t, func(t *testing.T, h *sdktest.Host) {
+		ctx, cancel := stdctx.WithTimeout(t.Context(), 3*time.Hour)
+		defer cancel()
+		res, err := h.CallTool(ctx, "deadline", nil)
+		if err != nil || res.GetContent() != "3h0m0s" {
+			t.Fatalf("the handler saw the deadline %v, %v; want 3h from now", res.GetContent(), err)
 		}
 	})
 }
