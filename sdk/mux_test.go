@@ -2,14 +2,18 @@ package sdk_test
 
 import (
 	stdctx "context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // muxPlugin holds every admission whose message says "hold" until its
@@ -244,5 +248,89 @@ func TestDescribeAcceptsMux(t *testing.T) {
 	}
 	if !slices.Contains(d.GetAccepts(), sdk.Mux) {
 		t.Fatalf("accepts %v", d.GetAccepts())
+	}
+}
+
+// tools counts the tool calls a wrapper of Server() sees.
+type tools struct {
+	pluginv1.PluginServer
+	seen atomic.Int32
+}
+
+func (w *tools) ExecuteTool(ctx stdctx.Context, inv *pluginv1.ToolInvocation) (*pluginv1.ToolOutcome, error) {
+	w.seen.Add(1)
+	return w.PluginServer.ExecuteTool(ctx, inv)
+}
+
+// TestWithoutMux: a wrapper of Server() in WithoutMux declines the stream
+// (a host then sends each call as an RPC, which the wrapper sees) and
+// still accepts the rest.
+func TestWithoutMux(t *testing.T) {
+	p := sdk.New("x", "1")
+	p.Tool(&sdk.ToolDecl{Name: "t"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) { return sdk.Text("ok"), nil })
+	w := &tools{PluginServer: p.Server()}
+	c := serveServer(t, sdk.WithoutMux(w))
+	d, err := c.Describe(stdctx.Background(), &pluginv1.DescribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(d.GetAccepts(), sdk.Mux) || !slices.Contains(d.GetAccepts(), sdk.EmitBatch) {
+		t.Fatalf("accepts %v, want emit-batch without mux", d.GetAccepts())
+	}
+	stream, err := c.Mux(stdctx.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("the Mux stream of a server without it: %v", err)
+	}
+	out, err := c.ExecuteTool(stdctx.Background(), &pluginv1.ToolInvocation{Call: &pluginv1.ToolCall{Name: "t", Arguments: "{}"}})
+	if err != nil || out.GetResult().GetContent() != "ok" || w.seen.Load() != 1 {
+		t.Fatalf("%v %v, the wrapper saw %d calls", out, err, w.seen.Load())
+	}
+}
+
+// TestMuxACallThatWaitsHoldsUpNoOther: calls run on the goroutine reading
+// the stream until they wait; a tool call that blocks until a later call
+// on the same stream releases it still gets that call read and answered,
+// and then returns itself.
+func TestMuxACallThatWaitsHoldsUpNoOther(t *testing.T) {
+	released := make(chan struct{})
+	p := sdk.New("x", "1")
+	p.Tool(&sdk.ToolDecl{Name: "wait"}, func(ctx stdctx.Context, _ *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+		select {
+		case <-released:
+			return sdk.Text("released"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	p.Tool(&sdk.ToolDecl{Name: "release"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+		close(released)
+		return sdk.Text("done"), nil
+	})
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	stream, err := serve(t, p).Mux(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, name := range []string{"wait", "release"} {
+		f := &pluginv1.MuxHostFrame{Id: uint64(id + 1), TimeoutUs: 10_000_000, Msg: &pluginv1.MuxHostFrame_Tool{Tool: &pluginv1.ToolInvocation{Call: &pluginv1.ToolCall{Name: name, Arguments: "{}"}}}}
+		if err := stream.Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for range 2 {
+		f, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d:%s", f.Id, f.GetTool().GetResult().GetContent()))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"1:released", "2:done"}) {
+		t.Fatalf("answers %v, want the release's and the call it released", got)
 	}
 }

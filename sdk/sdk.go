@@ -126,7 +126,10 @@ type server struct {
 }
 
 // Server returns the protocol server of p, for a test that serves it on a
-// gRPC server of its own; sdktest.Start does that and plays the host.
+// gRPC server of its own; sdktest.Start does that and plays the host. A
+// server wrapping it to see or change calls does not see those that arrive
+// on the Mux stream, which dsh uses for every Go plugin: wrap it in
+// WithoutMux too.
 func (p *Plugin) Server() pluginv1.PluginServer { return &server{p: p} }
 
 // Describe implements the protocol.

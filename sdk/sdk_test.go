@@ -23,9 +23,15 @@ import (
 // plays the host.
 func serve(t *testing.T, p *sdk.Plugin) pluginv1.PluginClient {
 	t.Helper()
+	return serveServer(t, p.Server())
+}
+
+// serveServer is serve for a protocol server of any make.
+func serveServer(t *testing.T, s pluginv1.PluginServer) pluginv1.PluginClient {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
-	pluginv1.RegisterPluginServer(srv, p.Server())
+	pluginv1.RegisterPluginServer(srv, s)
 	go srv.Serve(lis)
 	conn, err := grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx stdctx.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),

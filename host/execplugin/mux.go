@@ -3,10 +3,13 @@ package execplugin
 import (
 	stdctx "context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -33,6 +36,12 @@ type muxClient struct {
 	// caller past its deadline.
 	sending chan struct{}
 	done    chan struct{} // closed when the reader stopped; err says why
+	// stalled is the error of the calls in flight when a send outlived
+	// its caller's ctx and the stream was torn down for it.
+	stalled func() error
+	// cancels are the cancel frames still being sent, which close waits
+	// for.
+	cancels sync.WaitGroup
 
 	mu     sync.Mutex
 	calls  map[uint64]*muxCall
@@ -59,8 +68,10 @@ const MaxMuxFrame = 64 << 20
 var errMuxBroken = errors.New("the plugin's call stream ended")
 
 // openMux opens the stream of a process that accepts it; nil when it
-// cannot, and calls then take the RPCs of their own.
-func openMux(rpc pluginv1.PluginClient) *muxClient {
+// cannot, and calls then take the RPCs of their own. stalled says why the
+// calls in flight failed when a blocked send made the host tear the stream
+// down.
+func openMux(rpc pluginv1.PluginClient, stalled func() error) *muxClient {
 	ctx, end := stdctx.WithCancel(stdctx.Background())
 	// One frame too large for gRPC's default 4 MB would end the stream
 	// and every call on it, not just its own: the stream takes what a
@@ -70,7 +81,7 @@ func openMux(rpc pluginv1.PluginClient) *muxClient {
 		end()
 		return nil
 	}
-	m := &muxClient{stream: stream, end: end, sending: make(chan struct{}, 1), done: make(chan struct{}), calls: map[uint64]*muxCall{}}
+	m := &muxClient{stream: stream, end: end, sending: make(chan struct{}, 1), done: make(chan struct{}), calls: map[uint64]*muxCall{}, stalled: stalled}
 	go m.read()
 	return m
 }
@@ -83,6 +94,7 @@ func (m *muxClient) close() {
 	}
 	m.end()
 	<-m.done
+	m.cancels.Wait()
 }
 
 // read hands each frame to its call until the stream ends.
@@ -97,7 +109,9 @@ func (m *muxClient) read() {
 				err = status.Error(codes.Unavailable, "the plugin's call stream ended: "+err.Error())
 			}
 			m.mu.Lock()
-			m.err = err
+			if m.err == nil { // a stall tore it down: that is why
+				m.err = err
+			}
 			// The rest of a chain the plugin asked for serves nobody now:
 			// stop it, as a call's own stream ending does.
 			for _, c := range m.calls {
@@ -169,7 +183,14 @@ func (m *muxClient) begin(ctx stdctx.Context, f *pluginv1.MuxHostFrame) (*muxCal
 }
 
 // send sends f once the stream is free, unless ctx or the stream ends
-// first.
+// first. A Send that gRPC holds up (the plugin reads nothing, so its
+// flow-control window stays full) past ctx, and stallGrace after, cannot
+// be taken back — the frame may be half written — so the stream is torn
+// down, which ends that Send: every call on the stream fails with
+// m.stalled's error, and later calls take RPCs of their own, each bounded
+// by its ctx. A writer goroutine taking over every send would spare the
+// other calls, but costs every call a wake-up, and a plugin that reads
+// nothing serves them no better.
 func (m *muxClient) send(ctx stdctx.Context, f *pluginv1.MuxHostFrame) error {
 	select {
 	case m.sending <- struct{}{}:
@@ -179,7 +200,46 @@ func (m *muxClient) send(ctx stdctx.Context, f *pluginv1.MuxHostFrame) error {
 		return errMuxBroken
 	}
 	defer func() { <-m.sending }()
-	return m.stream.Send(f)
+	if err := ctx.Err(); err != nil {
+		// Both were ready and select took the stream: nobody waits for
+		// this frame any more.
+		return err
+	}
+	if ctx.Done() == nil {
+		return m.stream.Send(f)
+	}
+	var inSend atomic.Bool
+	inSend.Store(true)
+	stop := stdctx.AfterFunc(ctx, func() {
+		// A Send that is merely running when ctx ends (microseconds,
+		// unless gRPC holds it) must not cost the stream.
+		time.AfterFunc(stallGrace, func() {
+			if inSend.Load() {
+				m.stall()
+			}
+		})
+	})
+	err := m.stream.Send(f)
+	inSend.Store(false)
+	stop()
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// stallGrace is how long a Send may still run after its caller's ctx
+// ended before the stream is torn down for it.
+const stallGrace = 20 * time.Millisecond
+
+// stall tears the stream down for a send that outlived its caller.
+func (m *muxClient) stall() {
+	m.mu.Lock()
+	if m.err == nil {
+		m.err = m.stalled()
+	}
+	m.mu.Unlock()
+	m.end()
 }
 
 // cancelWait bounds the wait to send a cancel frame: a plugin that reads
@@ -193,14 +253,28 @@ func (m *muxClient) forget(c *muxCall) {
 }
 
 // finish ends a call; one that did not get its result is cancelled on the
-// plugin's side with a cancel frame, and the stream goes on.
+// plugin's side with a cancel frame, and the stream goes on. The frame
+// is sent from a goroutine of its own, so the caller, already past its
+// ctx, does not wait for a stream that is busy.
 func (m *muxClient) finish(c *muxCall, answered bool) {
 	m.forget(c)
-	if !answered && m.broken() == nil {
+	if answered {
+		return
+	}
+	m.mu.Lock()
+	if m.err != nil { // ended: the plugin's side cancelled everything
+		m.mu.Unlock()
+		return
+	}
+	// Under mu: close waits for these only after the reader set err.
+	m.cancels.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.cancels.Done()
 		ctx, cancel := stdctx.WithTimeout(stdctx.Background(), cancelWait)
 		defer cancel()
 		_ = m.send(ctx, &pluginv1.MuxHostFrame{Id: c.id, Msg: &pluginv1.MuxHostFrame_Cancel{Cancel: &pluginv1.MuxCancel{}}})
-	}
+	}()
 }
 
 // recv waits for the call's next frame, the end of ctx, or the stream's.
@@ -223,6 +297,16 @@ func (m *muxClient) recv(ctx stdctx.Context, c *muxCall) (*pluginv1.MuxPluginFra
 		}
 		return nil, m.broken()
 	}
+}
+
+// stallError is the error of the calls in flight on a stream the host tore
+// down because a send to the plugin outlived its caller; it asks for a
+// health check, which restarts a plugin that is stuck.
+func (r *remote) stallError() error {
+	r.probeSoon()
+	return errs.New(PluginStalled, fmt.Sprintf(
+		"plugin %q (%s) stopped reading its call stream: a send to it waited past its caller's deadline, so dsh closed the stream and the calls on it; later calls take a connection each until the plugin is restarted",
+		r.entry.ID, r.entry.Exec))
 }
 
 // currentMux returns the live process's stream, or nil while the plugin is

@@ -250,14 +250,16 @@ func TestAFrameOverGRPCsDefaultLimitTakesTheStream(t *testing.T) {
 	}
 }
 
-// TestAPluginThatStopsReadingHoldsUpOneSend: a stopped plugin reads
+// TestAPluginThatStopsReadingHoldsUpNoCaller: a stopped plugin reads
 // nothing; once a large call has used up the stream's write quota, the
-// next send blocks in gRPC (that caller waits for the health check, as on
-// a connection of its own). A call waiting behind that send still ends at
-// its own deadline instead of queueing until the plugin is killed.
-func TestAPluginThatStopsReadingHoldsUpOneSend(t *testing.T) {
+// next send blocks in gRPC. That caller still ends at its own deadline, and
+// so does one queued behind its send: the host tears the stream down rather
+// than wait for the health check (which here would take a minute). The
+// large call, in flight on the torn-down stream, fails PLUGIN_STALLED at
+// once; once the plugin goes on, calls are answered again.
+func TestAPluginThatStopsReadingHoldsUpNoCaller(t *testing.T) {
 	bin, _ := binaries(t)
-	h, _ := startExec(t, execConfig(bin, `{upper: true}`, ""))
+	h, _ := startExec(t, execConfig(bin, `{upper: true}`, "    health_timeout: 60s\n"))
 	p := binary(h, "guard")
 	if _, err := send(h, stdctx.Background(), "main", "hello"); err != nil {
 		t.Fatal(err)
@@ -267,27 +269,83 @@ func TestAPluginThatStopsReadingHoldsUpOneSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGCONT)
-	ended := make(chan error, 2)
-	for _, text := range []string{strings.Repeat("x", 3<<20), "blocked in its send"} {
+	large := make(chan error, 1)
+	go func() {
+		_, err := execplugin.CallAdmissionThen(p, stdctx.Background(), strings.Repeat("x", 3<<20), func(stdctx.Context) error { return nil })
+		large <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	type ended struct {
+		err  error
+		took time.Duration
+	}
+	bounded := func(text string) <-chan ended {
+		out := make(chan ended, 1)
 		go func() {
-			_, err := execplugin.CallAdmissionThen(p, stdctx.Background(), text, func(stdctx.Context) error { return nil })
-			ended <- err
+			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := execplugin.CallAdmissionThen(p, ctx, text, func(stdctx.Context) error { return nil })
+			out <- ended{err, time.Since(start)}
 		}()
-		time.Sleep(300 * time.Millisecond)
+		return out
 	}
-	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := execplugin.CallAdmissionThen(p, ctx, "behind", func(stdctx.Context) error { return nil })
-	if took := time.Since(start); err == nil || took > 3*time.Second {
-		t.Fatalf("a call behind a blocked send: %v after %s, want its own deadline's error soon after 300ms", err, took)
-	}
-	syscall.Kill(pid, syscall.SIGCONT)
-	for range 2 {
+	blocked := bounded("blocked in its send")
+	time.Sleep(50 * time.Millisecond)
+	behind := bounded("behind")
+	for _, c := range []struct {
+		name string
+		ch   <-chan ended
+	}{{"the call whose send blocked", blocked}, {"a call behind it", behind}} {
 		select {
-		case <-ended:
-		case <-time.After(30 * time.Second):
-			t.Fatal("a call never ended after the plugin went on")
+		case e := <-c.ch:
+			if !errs.HasCode(e.err, execplugin.PluginTimeout) || e.took > 2*time.Second {
+				t.Fatalf("%s: %v after %s, want PLUGIN_TIMEOUT soon after 300ms", c.name, e.err, e.took)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s waited past its deadline for the plugin", c.name)
 		}
+	}
+	select {
+	case err := <-large:
+		if !errs.HasCode(err, execplugin.PluginStalled) {
+			t.Fatalf("the call in flight on the torn-down stream: %v, want PLUGIN_STALLED", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call in flight on the torn-down stream never ended")
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := execplugin.CallAdmissionThen(p, stdctx.Background(), "after", func(stdctx.Context) error { return nil }); err != nil || got != "AFTER" {
+		t.Fatalf("once the plugin went on: %q %v", got, err)
+	}
+	if execplugin.PID(p) != pid {
+		t.Fatal("the plugin was restarted; the test wants the stream's own bounds")
+	}
+}
+
+// TestACallCancelledDuringItsNextKeepsTheStream: a caller that gives up
+// while the rest of its chain runs sends no answer to next, and its ended
+// ctx does not read as a send held up by the plugin: the stream serves on.
+func TestACallCancelledDuringItsNextKeepsTheStream(t *testing.T) {
+	bin, _ := binaries(t)
+	h, _ := startExec(t, execConfig(bin, `{upper: true}`, ""))
+	p := binary(h, "guard")
+	for i := range 20 {
+		ctx, cancel := stdctx.WithCancel(stdctx.Background())
+		_, err := execplugin.CallAdmissionThen(p, ctx, "given up", func(stdctx.Context) error {
+			cancel()
+			return nil
+		})
+		if err == nil {
+			t.Fatalf("call %d: a call cancelled during its next succeeded", i)
+		}
+		if _, serving := execplugin.MuxCalls(p); !serving {
+			t.Fatalf("call %d: a caller's own cancel tore the stream down: %v", i, err)
+		}
+	}
+	if got, err := execplugin.CallAdmissionThen(p, stdctx.Background(), "after", func(stdctx.Context) error { return nil }); err != nil || got != "AFTER" {
+		t.Fatalf("after the cancelled calls: %q %v", got, err)
 	}
 }

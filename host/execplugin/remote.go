@@ -43,6 +43,11 @@ const (
 	// entry's timeout or the caller's), or a start did not finish within
 	// start_timeout.
 	PluginTimeout errs.Code = "PLUGIN_TIMEOUT"
+	// PluginStalled: the plugin stopped reading the stream its calls
+	// share (a Go plugin's Mux stream), so a send to it outlived its
+	// caller; dsh closed the stream, and this is the error of the other
+	// calls that were on it.
+	PluginStalled errs.Code = "PLUGIN_STALLED"
 )
 
 // Reasons of plugin binaries.
@@ -350,6 +355,9 @@ func nextResult(out *pluginv1.Result, err error) *pluginv1.NextResult {
 func (r *remote) callError(ctx stdctx.Context, own time.Time, err error) error {
 	if status.Code(err) == codes.ResourceExhausted {
 		return r.busyError(err)
+	}
+	if errs.HasCode(err, PluginStalled) {
+		return err
 	}
 	// The deadline travels with the call, so the plugin's side may end the
 	// stream a moment before the host's own timer fires.

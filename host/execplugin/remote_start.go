@@ -231,7 +231,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	}
 	quiet.starting.Store(false)
 	if accepts(desc, CapMux) {
-		p.mux = openMux(rpc)
+		p.mux = openMux(rpc, r.stallError)
 	}
 	r.mu.Lock()
 	r.rpc = rpc

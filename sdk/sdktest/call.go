@@ -28,6 +28,9 @@ type Called struct {
 // the plugin's next by running rest, and returns the plugin's result. An
 // error the plugin returned comes back with its code and reason.
 func (h *Host) Call(ctx stdctx.Context, event, scope string, payload *pluginv1.Payload, rest Rest) (*Called, error) {
+	if h.mux != nil {
+		return h.callMux(ctx, event, scope, payload, rest)
+	}
 	ctx, cancel := stdctx.WithCancel(ctx)
 	defer cancel() // ends the stream, whatever the plugin still waits for
 	stream, err := h.rpc.Call(ctx)
@@ -38,9 +41,19 @@ func (h *Host) Call(ctx stdctx.Context, event, scope string, payload *pluginv1.P
 	if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_Start{Start: start}}); err != nil {
 		return nil, err
 	}
+	return h.answer(ctx, event, payload, rest, stream.Recv, func(res *pluginv1.NextResult) error {
+		return stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: res}})
+	})
+}
+
+// answer plays the host's side of a call once started, on either path:
+// it reads the plugin's messages with recv, answers its next by running
+// rest and sending the outcome with answerNext, and returns its result.
+func (h *Host) answer(ctx stdctx.Context, event string, payload *pluginv1.Payload, rest Rest,
+	recv func() (*pluginv1.PluginMessage, error), answerNext func(*pluginv1.NextResult) error) (*Called, error) {
 	out := &Called{}
 	for {
-		in, err := stream.Recv()
+		in, err := recv()
 		if err != nil {
 			return nil, errs.Wrap(Protocol, err, fmt.Sprintf("the plugin ended its %s call without a result", event))
 		}
@@ -67,7 +80,7 @@ func (h *Host) Call(ctx stdctx.Context, event, scope string, payload *pluginv1.P
 			} else {
 				answer.Result = res
 			}
-			if err := stream.Send(&pluginv1.HostMessage{Msg: &pluginv1.HostMessage_NextResult{NextResult: answer}}); err != nil {
+			if err := answerNext(answer); err != nil {
 				return nil, err
 			}
 		default:
@@ -155,9 +168,5 @@ func (h *Host) ToolExecute(ctx stdctx.Context, x *sdk.ToolExecution, rest func(s
 // Emit hands the plugin one notification, as dsh does, and returns the
 // error its listener returned (dsh would log it).
 func (h *Host) Emit(ctx stdctx.Context, event, scope string, payload *pluginv1.Payload) error {
-	res, err := h.rpc.Emit(ctx, &pluginv1.EmitRequest{Event: event, Payload: payload, ScopeTag: scope})
-	if err != nil {
-		return err
-	}
-	return sdk.ErrorFromProto(res.GetError())
+	return h.emit(ctx, &pluginv1.EmitRequest{Event: event, Payload: payload, ScopeTag: scope})
 }

@@ -9,7 +9,9 @@
 // program, a Python script through its interpreter included) as a child
 // process with go-plugin's handshake and AutoMTLS, as dsh does; Build
 // compiles a Go package for it. Both describe and configure the plugin
-// first, as dsh does, and return a Host.
+// first, as dsh does, and return a Host. A Host sends its calls on the
+// plugin's Mux stream when the plugin accepts it, as dsh does; WithRPCs
+// sends each as an RPC of its own, dsh's path for plugins without it.
 //
 //	func TestWordCount(t *testing.T) {
 //		h := sdktest.Start(t, newPlugin())

@@ -58,7 +58,7 @@ func Exec(t testing.TB, path string, args []string, opts ...Option) *Host {
 		t.Fatalf("sdktest: %v", errs.Wrap(StartFailed, err, path+" does not serve the dsh plugin protocol"))
 	}
 	h := &Host{rpc: raw.(pluginv1.PluginClient), protocol: client.NegotiatedVersion()}
-	if err := h.setUp(t.Context(), o); err != nil {
+	if err := h.setUp(t, o); err != nil {
 		t.Fatalf("sdktest: %s: %v", path, err)
 	}
 	return h

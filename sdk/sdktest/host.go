@@ -1,7 +1,6 @@
 package sdktest
 
 import (
-	stdctx "context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -30,6 +29,7 @@ const (
 // Host is the host's side of one running plugin.
 type Host struct {
 	rpc      pluginv1.PluginClient
+	mux      *muxConn // the plugin's Mux stream; nil: an RPC per call
 	desc     *pluginv1.DescribeResponse
 	protocol int
 }
@@ -42,6 +42,7 @@ type options struct {
 	entryID      string
 	capabilities []string
 	env          []string
+	rpcs         bool
 }
 
 // WithConfig is the entry's config, sent with Configure as JSON (default:
@@ -70,10 +71,10 @@ func collect(opts []Option) options {
 }
 
 // Capabilities is what sdktest offers a plugin in Describe: the events the
-// Go SDK has typed listeners for and the features "tools" and
-// "emit-batch". A dsh host offers at least these.
+// Go SDK has typed listeners for and the features "tools", "emit-batch"
+// and "mux". A dsh host offers at least these.
 func Capabilities() []string {
-	out := []string{"tools", sdk.EmitBatch, sdk.AdmissionEvent, sdk.ApprovalEvent, sdk.ToolEvent,
+	out := []string{"tools", sdk.EmitBatch, sdk.Mux, sdk.AdmissionEvent, sdk.ApprovalEvent, sdk.ToolEvent,
 		sdk.StatusEvent, sdk.StreamChunkEvent, sdk.SessionEventEvent, sdk.SessionOutcomeEvent,
 		sdk.ApprovalRequestedEvent, sdk.ApprovalAnsweredEvent}
 	sort.Strings(out)
@@ -89,7 +90,8 @@ func Start(t testing.TB, p *sdk.Plugin, opts ...Option) *Host {
 	if err != nil {
 		t.Fatalf("sdktest: %v", errs.Wrap(StartFailed, err, "cannot listen on loopback for the plugin's gRPC server"))
 	}
-	srv := grpc.NewServer()
+	// The server sdk.Serve runs on, with its window and frame limits.
+	srv := sdk.GRPCServer(nil)
 	pluginv1.RegisterPluginServer(srv, p.Server())
 	served := make(chan struct{})
 	go func() {
@@ -108,15 +110,17 @@ func Start(t testing.TB, p *sdk.Plugin, opts ...Option) *Host {
 		<-served
 	})
 	h := &Host{rpc: pluginv1.NewPluginClient(conn), protocol: sdk.ProtocolVersion}
-	if err := h.setUp(t.Context(), o); err != nil {
+	if err := h.setUp(t, o); err != nil {
 		t.Fatalf("sdktest: %v", err)
 	}
 	return h
 }
 
 // setUp is what dsh does right after the handshake: Describe, then
-// Configure with the entry's config.
-func (h *Host) setUp(ctx stdctx.Context, o options) error {
+// Configure with the entry's config, then open the Mux stream of a plugin
+// that accepts it (closed when the test ends, before the connection).
+func (h *Host) setUp(t testing.TB, o options) error {
+	ctx := t.Context()
 	desc, err := h.rpc.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: uint32(h.protocol), Capabilities: o.capabilities})
 	if err != nil {
 		return errs.Wrap(StartFailed, err, "Describe failed")
@@ -135,6 +139,13 @@ func (h *Host) setUp(ctx stdctx.Context, o options) error {
 	if res.Error != nil {
 		return errs.Wrap(errs.CodeOf(sdk.ErrorFromProto(res.Error)), sdk.ErrorFromProto(res.Error), "the plugin rejected its config")
 	}
+	if o.rpcs || !slices.Contains(desc.GetAccepts(), sdk.Mux) || !slices.Contains(o.capabilities, sdk.Mux) {
+		return nil
+	}
+	if h.mux, err = openMux(h.rpc); err != nil {
+		return errs.Wrap(StartFailed, err, "the plugin accepts mux but its Mux stream did not open")
+	}
+	t.Cleanup(h.mux.close)
 	return nil
 }
 

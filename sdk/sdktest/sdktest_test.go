@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/sdk"
 	"github.com/dsh-go/dsh/sdk/errs"
@@ -63,6 +66,13 @@ func guard() *sdk.Plugin {
 		}
 		return sdk.Text(strings.ToUpper(args.Text) + " in " + inv.GetWorkspace()), nil
 	})
+	p.Tool(&sdk.ToolDecl{Name: "deadline"}, func(ctx stdctx.Context, _ *sdk.ToolInvocation) (*sdk.ToolResult, error) {
+		dl, ok := ctx.Deadline()
+		if !ok {
+			return sdk.Text("none"), nil
+		}
+		return sdk.Text(time.Until(dl).Round(time.Hour).String()), nil
+	})
 	p.Tool(&sdk.ToolDecl{Name: "forgetful"}, func(stdctx.Context, *sdk.ToolInvocation) (*sdk.ToolResult, error) { return nil, nil })
 	p.OnStatus(func(_ stdctx.Context, s *sdk.StatusChange) error {
 		return errs.New("GUARD_STATUS", "status "+s.GetTo()+" of "+s.GetAgentId())
@@ -74,17 +84,31 @@ func admission(text string) *sdk.Admission {
 	return &sdk.Admission{AgentId: "main", Message: &sdk.Message{Role: "user", Content: text}}
 }
 
-// hosts runs check against guard served both ways: in this process and
-// as a child started like dsh starts it.
+// hosts runs check against guard served both ways — in this process, and
+// as a child started like dsh starts it — and each with its calls on the
+// Mux stream, as dsh sends them to a Go plugin, and as RPCs of their own,
+// as dsh sends them to a plugin without it.
 func hosts(t *testing.T, check func(t *testing.T, h *sdktest.Host), opts ...sdktest.Option) {
-	t.Run("in-process", func(t *testing.T) { check(t, sdktest.Start(t, guard(), opts...)) })
-	t.Run("child", func(t *testing.T) {
-		exe, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
+	for _, path := range []struct {
+		name string
+		opts []sdktest.Option
+	}{{"mux", nil}, {"rpcs", []sdktest.Option{sdktest.WithRPCs()}}} {
+		opts := append(slices.Clone(opts), path.opts...)
+		checked := func(t *testing.T, h *sdktest.Host) {
+			if h.Mux() != (path.name == "mux") {
+				t.Fatalf("the host sends calls on the Mux stream: %v, want it on the %s path", h.Mux(), path.name)
+			}
+			check(t, h)
 		}
-		check(t, sdktest.Exec(t, exe, nil, append(opts, sdktest.WithEnv(helperEnv+"=1"))...))
-	})
+		t.Run(path.name+"/in-process", func(t *testing.T) { checked(t, sdktest.Start(t, guard(), opts...)) })
+		t.Run(path.name+"/child", func(t *testing.T) {
+			exe, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked(t, sdktest.Exec(t, exe, nil, append(opts, sdktest.WithEnv(helperEnv+"=1"))...))
+		})
+	}
 }
 
 func TestDescribe(t *testing.T) {
@@ -150,6 +174,19 @@ func TestTools(t *testing.T) {
 	})
 }
 
+// TestCallDeadline: the caller's deadline reaches the handler, on the
+// stream as in an RPC of its own.
+func TestCallDeadline(t *testing.T) {
+	hosts(t, func(t *testing.T, h *sdktest.Host) {
+		ctx, cancel := stdctx.WithTimeout(t.Context(), 3*time.Hour)
+		defer cancel()
+		res, err := h.CallTool(ctx, "deadline", nil)
+		if err != nil || res.GetContent() != "3h0m0s" {
+			t.Fatalf("the handler saw the deadline %v, %v; want 3h from now", res.GetContent(), err)
+		}
+	})
+}
+
 func TestEmit(t *testing.T) {
 	hosts(t, func(t *testing.T, h *sdktest.Host) {
 		err := h.Emit(t.Context(), sdk.StatusEvent, "main", &pluginv1.Payload{Event: &pluginv1.Payload_Status{Status: &sdk.StatusChange{AgentId: "main", From: "idle", To: "running"}}})
@@ -195,4 +232,35 @@ func TestExecNotAPlugin(t *testing.T) {
 	if !strings.Contains(f.msg, string(sdktest.StartFailed)) || !strings.Contains(f.msg, "did not complete the plugin handshake") {
 		t.Fatalf("got %q, want SDKTEST_START_FAILED about the handshake", f.msg)
 	}
+}
+
+// TestConcurrentCalls: calls in flight at once — on the Mux stream, frames
+// of one stream told apart by their ids — each get their own answer, while
+// the rest of every chain waits until all of them reached it.
+func TestConcurrentCalls(t *testing.T) {
+	hosts(t, func(t *testing.T, h *sdktest.Host) {
+		const n = 20
+		var reached sync.WaitGroup
+		reached.Add(n)
+		errc := make(chan error, n)
+		for i := range n {
+			go func() {
+				text := fmt.Sprintf("Call %d", i)
+				got, err := h.Admission(t.Context(), admission(text), func(_ stdctx.Context, a *sdk.Admission) (*sdk.Decision, error) {
+					reached.Done()
+					reached.Wait()
+					return sdk.Reject("rest/echo", a.GetMessage().GetContent(), false), nil
+				})
+				if err == nil && got.Decision.GetMessage() != strings.ToLower(text) {
+					err = fmt.Errorf("%q got the answer %q", text, got.Decision.GetMessage())
+				}
+				errc <- err
+			}()
+		}
+		for range n {
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

@@ -54,7 +54,7 @@ func (h *Host) CallTool(ctx stdctx.Context, name string, args any, opts ...CallO
 	for _, o := range opts {
 		o(inv)
 	}
-	out, err := h.rpc.ExecuteTool(ctx, inv)
+	out, err := h.executeTool(ctx, inv)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,9 @@
 // behaviour comes from its config entry; environment variables break its
 // start on purpose (garbage on stdout, a wrong protocol version, a hang in
 // Describe or Configure: TESTPLUGIN_HANG), turn it into a recorder of
-// everything the host sends (TESTPLUGIN_RECORD), or keep it off the Mux
-// stream (TESTPLUGIN_NO_MUX).
+// everything the host sends (TESTPLUGIN_RECORD), keep it off the Mux
+// stream (TESTPLUGIN_NO_MUX), or make its Mux stream a bare echo
+// (TESTPLUGIN_ECHO_MUX).
 package main
 
 import (
@@ -233,6 +234,14 @@ func main() {
 		})
 		return
 	}
+	if os.Getenv("TESTPLUGIN_ECHO_MUX") != "" {
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  sdk.Handshake,
+			VersionedPlugins: sdk.VersionedPlugins(echoMux{p.Server()}),
+			GRPCServer:       sdk.GRPCServer,
+		})
+		return
+	}
 	if os.Getenv("TESTPLUGIN_NO_MUX") != "" {
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  sdk.Handshake,
@@ -259,6 +268,24 @@ func (n noMux) Describe(ctx stdctx.Context, req *pluginv1.DescribeRequest) (*plu
 
 func (noMux) Mux(pluginv1.Plugin_MuxServer) error {
 	return status.Error(codes.Unimplemented, "method Mux not implemented")
+}
+
+// echoMux answers every frame on its Mux stream at once, from the stream's
+// own goroutine, with an empty frame of the same id: a bare gRPC stream
+// round trip, the floor BenchmarkCallPaths sets a call on the stream
+// against.
+type echoMux struct{ pluginv1.PluginServer }
+
+func (echoMux) Mux(s pluginv1.Plugin_MuxServer) error {
+	for {
+		f, err := s.Recv()
+		if err != nil {
+			return nil
+		}
+		if err := s.Send(&pluginv1.MuxPluginFrame{Id: f.Id}); err != nil {
+			return err
+		}
+	}
 }
 
 // hangInDescribe serves the protocol but never answers Describe.
