@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/internal/otlptest"
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // Test trace context a client sends: dsh serve continues its trace.
@@ -246,14 +247,17 @@ log: {level: debug, json: true}
 }
 
 // TestTelemetryOneTraceAcrossHosts: a prompt sent to host b for a session
-// host a runs is forwarded over NATS, and the whole of it — b's request,
-// the forward, a's admission and turn — is one trace.
+// host a runs is forwarded over a two-node NATS cluster — a connected to
+// one server, b to the other, so the forward and its answer cross the
+// route between them — and the whole of it — b's request, the forward,
+// a's admission and turn — is one trace.
 func TestTelemetryOneTraceAcrossHosts(t *testing.T) {
-	nc := natstest.Single(t)
+	nc := natstest.Start(t, 2)
 	r := otlptest.Start(t)
 	token := "cluster-telemetry-77aa"
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`plugins:
+	config := func(url string) string {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		os.WriteFile(path, []byte(fmt.Sprintf(`plugins:
   - use: llm.scripted
     config: {replies: [{text: "answered on a"}]}
 agents:
@@ -267,9 +271,20 @@ telemetry:
   endpoint: %s
   insecure: true
 log: {level: warn}
-`, nc.ClientURL(), r.GRPCEndpoint())), 0o644)
-	a := startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=a", "OTEL_SERVICE_NAME=dsh-a")
-	b := startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=b", "OTEL_SERVICE_NAME=dsh-b")
+`, url, r.GRPCEndpoint())), 0o644)
+		return path
+	}
+	a := startServe(t, config(nc.URL(0)), "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=a", "OTEL_SERVICE_NAME=dsh-a")
+	b := startServe(t, config(nc.URL(1)), "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=b", "OTEL_SERVICE_NAME=dsh-b")
+	// Each host is a client of its own server only, so what b forwards
+	// reaches a through the cluster's route.
+	for i, host := range []string{"a", "b"} {
+		for j := range 2 {
+			if got, want := hostConnected(t, nc.Node(j), host), i == j; got != want {
+				t.Fatalf("host %s connected to server %d: %v; want %v", host, j, got, want)
+			}
+		}
+	}
 	ca, cb := apiClient{t: t, base: a.base, token: token}, apiClient{t: t, base: b.base, token: token}
 	if code, out := ca.call("POST", "/v1/sessions", `{"session_id":"s1"}`); code != 201 {
 		t.Fatalf("open on a: %d %s", code, out)
@@ -298,4 +313,20 @@ log: {level: warn}
 			t.Fatalf("%s is not a's work under the forward:\n%s", name, tr.Names())
 		}
 	}
+}
+
+// hostConnected reports whether cluster host id holds a client connection
+// to s (its membership's connection is named "dsh cluster host <id>").
+func hostConnected(t *testing.T, s *server.Server, id string) bool {
+	t.Helper()
+	cz, err := s.Connz(&server.ConnzOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cz.Conns {
+		if c.Name == "dsh cluster host "+id {
+			return true
+		}
+	}
+	return false
 }
