@@ -239,6 +239,39 @@ log: {level: debug, json: true}
 		t.Fatalf("no JSON log line of the message's request with trace_id %s:\n%s", clientTrace, p.log.String())
 	}
 
+	// hclog's JSON lines of the controller and the loop carry the ids of
+	// the span they were logged under: the admission's decision that of
+	// dsh.admission, the turn's start and end that of dsh.turn.
+	turn := must("dsh.turn")
+	hcl := hclogLines(t, p.log.String())
+	wantLine := func(msg, traceID, spanID string, match func(hclogLine) bool) {
+		t.Helper()
+		for _, l := range hcl {
+			if l.Message == msg && match(l) {
+				if l.TraceID != traceID || l.SpanID != spanID {
+					t.Fatalf("%q logged with trace_id %q span_id %q; want %q %q:\n%s", msg, l.TraceID, l.SpanID, traceID, spanID, p.log.String())
+				}
+				return
+			}
+		}
+		t.Fatalf("no %q line:\n%s", msg, p.log.String())
+	}
+	r1 := func(l hclogLine) bool { return l.RequestID == "r1" }
+	turn1 := func(l hclogLine) bool { return l.Turn == 1 }
+	wantLine("admission decided", clientTrace, adm.SpanID, r1)
+	wantLine("turn started", clientTrace, turn.SpanID, turn1)
+	wantLine("turn ended", clientTrace, turn.SpanID, turn1)
+	// The refused message came without a traceparent: its decision is
+	// logged under a trace of its own.
+	for _, l := range hcl {
+		if l.Message == "admission decided" && l.RequestID == "r2" && (len(l.TraceID) != 32 || l.TraceID == clientTrace || l.Verdict != "refuse") {
+			t.Fatalf("the refusal of r2 is logged as %+v; want a verdict refuse under a trace of its own", l)
+		}
+	}
+	if strings.Contains(p.log.String(), "what time is it?") {
+		t.Fatal("the prompt is in the log (at debug level)")
+	}
+
 	// The same counts reach the collector over OTLP.
 	otlptest.AwaitSum(t, r, 30*time.Second, 1, "dsh.inputs", "entry_point", "serve", "outcome", "admitted")
 	otlptest.AwaitSum(t, r, 30*time.Second, 1, "dsh.inputs", "entry_point", "serve", "outcome", "refused")
@@ -329,4 +362,28 @@ func hostConnected(t *testing.T, s *server.Server, id string) bool {
 		}
 	}
 	return false
+}
+
+// hclogLine is what the tests read of one of hclog's JSON lines.
+type hclogLine struct {
+	Message   string `json:"@message"`
+	RequestID string `json:"request_id"`
+	Turn      int    `json:"turn"`
+	Verdict   string `json:"verdict"`
+	TraceID   string `json:"trace_id"`
+	SpanID    string `json:"span_id"`
+}
+
+// hclogLines parses the JSON lines of log that hclog wrote (they have an
+// @message); other lines are skipped.
+func hclogLines(t *testing.T, log string) []hclogLine {
+	t.Helper()
+	var out []hclogLine
+	for _, line := range strings.Split(log, "\n") {
+		var l hclogLine
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
