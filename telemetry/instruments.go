@@ -210,6 +210,27 @@ func (h *Histogram) Since(start time.Time, vals ...string) {
 	h.Record(time.Since(start).Seconds(), vals...)
 }
 
+// SinceMono records the seconds since start, a reading of Now.
+func (h *Histogram) SinceMono(start Mono, vals ...string) {
+	if h == nil {
+		return
+	}
+	h.Record(time.Duration(Now()-start).Seconds(), vals...)
+}
+
+// Mono is a reading of the monotonic clock, for a duration only a
+// histogram needs. time.Now reads the wall clock as well; a duration
+// between two Mono readings reads the monotonic clock alone, one clock
+// read fewer on paths that measure every call, sampled or not (~100 ns
+// each on a busy virtual machine).
+type Mono time.Duration
+
+// monoEpoch is the origin of Mono readings.
+var monoEpoch = time.Now()
+
+// Now reads the monotonic clock.
+func Now() Mono { return Mono(time.Since(monoEpoch)) }
+
 // Kind is what sort of instrument a Reading is of.
 type Kind int
 

@@ -307,7 +307,7 @@ func (c *Controller) advanceLocked(agentID string) {
 // run does the delivery d once it heads its chain. t is set when the
 // sender may leave before it finishes.
 func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t *attempt, d *delivery) outcome {
-	signal := c.signal(ctx, agent.ID(), d)
+	signal := c.signal(ctx, agent.ID(), d, req.spanless)
 	defer c.release(d)
 	if err := c.check(ctx, agent); err != nil {
 		return outcome{err: err}
@@ -435,7 +435,9 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		return c.drop(signal, agent, msg, by)
 	}
 	// The turn that takes the message continues its trace.
-	telemetry.Handoff(msg.ID, signal)
+	if !req.spanless {
+		telemetry.Handoff(msg.ID, signal)
+	}
 	if req.Mode == Steer {
 		err = agent.Steer(msg)
 	} else {
@@ -473,8 +475,11 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 // sender that cannot cancel pays for no context of its own: a listener
 // holding its message finishes deciding, and the withdrawal then
 // discards the decision.) release undoes it once d is decided.
-func (c *Controller) signal(ctx stdctx.Context, agentID string, d *delivery) stdctx.Context {
+func (c *Controller) signal(ctx stdctx.Context, agentID string, d *delivery, spanless bool) stdctx.Context {
 	if ctx.Done() == nil {
+		if spanless {
+			return c.stop
+		}
 		return telemetry.Detach(c.stop, ctx)
 	}
 	sig, cancel := stdctx.WithCancelCause(ctx)
