@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,7 +186,7 @@ func (h *Histogram) Record(v float64, vals ...string) {
 	if h == nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return
 	}
-	i := sort.SearchFloat64s(secondsBounds[:], v)
+	i := bucket(v)
 	c := h.f.cell(vals)
 	c.mu.Lock()
 	c.buckets[i]++
@@ -200,6 +199,19 @@ func (h *Histogram) Record(v float64, vals ...string) {
 	c.count++
 	c.sum += v
 	c.mu.Unlock()
+}
+
+// bucket is the index of v's bucket: the first bound at or above v.
+// Most measurements are shorter than the first bound (an admission, a
+// flush), so the scan starts there: one comparison for them, where a
+// binary search makes five.
+func bucket(v float64) int {
+	for i, b := range secondsBounds {
+		if v <= b {
+			return i
+		}
+	}
+	return len(secondsBounds)
 }
 
 // Since records the seconds since start.
