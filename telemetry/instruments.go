@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,7 +186,7 @@ func (h *Histogram) Record(v float64, vals ...string) {
 	if h == nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return
 	}
-	i := sort.SearchFloat64s(secondsBounds[:], v)
+	i := bucket(v)
 	c := h.f.cell(vals)
 	c.mu.Lock()
 	c.buckets[i]++
@@ -202,6 +201,19 @@ func (h *Histogram) Record(v float64, vals ...string) {
 	c.mu.Unlock()
 }
 
+// bucket is the index of v's bucket: the first bound at or above v.
+// Most measurements are shorter than the first bound (an admission, a
+// flush), so the scan starts there: one comparison for them, where a
+// binary search makes five.
+func bucket(v float64) int {
+	for i, b := range secondsBounds {
+		if v <= b {
+			return i
+		}
+	}
+	return len(secondsBounds)
+}
+
 // Since records the seconds since start.
 func (h *Histogram) Since(start time.Time, vals ...string) {
 	if h == nil {
@@ -209,6 +221,27 @@ func (h *Histogram) Since(start time.Time, vals ...string) {
 	}
 	h.Record(time.Since(start).Seconds(), vals...)
 }
+
+// SinceMono records the seconds since start, a reading of Now.
+func (h *Histogram) SinceMono(start Mono, vals ...string) {
+	if h == nil {
+		return
+	}
+	h.Record(time.Duration(Now()-start).Seconds(), vals...)
+}
+
+// Mono is a reading of the monotonic clock, for a duration only a
+// histogram needs. time.Now reads the wall clock as well; a duration
+// between two Mono readings reads the monotonic clock alone, one clock
+// read fewer on paths that measure every call, sampled or not (~100 ns
+// each on a busy virtual machine).
+type Mono time.Duration
+
+// monoEpoch is the origin of Mono readings.
+var monoEpoch = time.Now()
+
+// Now reads the monotonic clock.
+func Now() Mono { return Mono(time.Since(monoEpoch)) }
 
 // Kind is what sort of instrument a Reading is of.
 type Kind int

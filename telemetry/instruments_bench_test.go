@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	stdctx "context"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/internal/testkit"
 	"github.com/dsh-go/dsh/telemetry"
@@ -11,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
+
+var sinkSeconds float64
 
 // BenchmarkMeasure is one measurement with the attribute values a turn
 // passes, in dsh's instruments and, for the floor, in the SDK's own with
@@ -42,6 +45,10 @@ func BenchmarkMeasure(b *testing.B) {
 		{"counter/sdk", func() { sc.Add(ctx, 1, cset...) }},
 		{"histogram/dsh", func() { m.ModelDuration.Record(0.3, "chat", "some-model", "scripted") }},
 		{"histogram/sdk", func() { sh.Record(ctx, 0.3, hset...) }},
+		// A duration's two clock reads: what a histogram measurement
+		// of a sampled-out path costs beside the record itself.
+		{"duration/time.Now", func() { start := time.Now(); sinkSeconds = time.Since(start).Seconds() }},
+		{"duration/telemetry.Now", func() { start := telemetry.Now(); sinkSeconds = time.Duration(telemetry.Now() - start).Seconds() }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -185,6 +185,21 @@ func Detach(base, ctx stdctx.Context) stdctx.Context {
 	return out
 }
 
+// Spanless reports whether Start under ctx would make no span at all and
+// find none to go on: telemetry is off, or it records no new trace
+// (sampling 0) and ctx carries no span context. A path that only starts
+// and ends a span and passes its context on can then skip all three.
+func Spanless(ctx stdctx.Context) bool {
+	if !on.Load() {
+		return true
+	}
+	p := current.Load()
+	if p == nil {
+		return true
+	}
+	return p.never && !trace.SpanContextFromContext(ctx).IsValid()
+}
+
 // Records reports whether a span Start would make under ctx records: false
 // when telemetry is off, when ctx's trace is sampled out, and for a new
 // trace under sampling 0. A caller that builds a span's name checks it

@@ -170,10 +170,17 @@ func TestSampledOut(t *testing.T) {
 	if ctx != bg || span.IsRecording() || span.SpanContext().IsValid() {
 		t.Fatalf("sampling 0 made a root: recording %v, sc %+v", span.IsRecording(), span.SpanContext())
 	}
+	if !telemetry.Spanless(bg) {
+		t.Fatal("under sampling 0 with no caller's trace, Spanless says a span would be made")
+	}
 	in := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
 	ctx = telemetry.ExtractHeader(bg, http.Header{"Traceparent": {in}})
 	if telemetry.Records(ctx) {
 		t.Fatal("a span under an unsampled traceparent would record")
+	}
+	// The caller's context goes on, unsampled as it is.
+	if telemetry.Spanless(ctx) {
+		t.Fatal("Spanless under a caller's unsampled traceparent")
 	}
 	ctx, child := telemetry.Start(ctx, "y")
 	child.End()

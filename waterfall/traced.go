@@ -22,10 +22,8 @@ type hopKey struct{}
 // traceListener runs fn inside a span of its own. The time until fn calls
 // next is the time the listener held the payload; a listener that never
 // calls next decided alone (an admission refusal, an answer of its own).
+// The dispatch found its span recording (genTraced) before calling it.
 func traceListener[P, R any](ctx stdctx.Context, event string, fiber *dshctx.Fiber, p P, next Next[P, R], fn Listener[P, R]) (R, error) {
-	if !telemetry.Records(ctx) {
-		return fn(ctx, p, next)
-	}
 	name := ""
 	if fiber != nil {
 		name = fiber.Name()

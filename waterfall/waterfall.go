@@ -121,9 +121,14 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 	}
 	gen := uint32(c.state.Load() >> 32)
 	// A context that can never be cancelled needs no check between hops.
-	n := Next[P, R]{c: c, u: u, t: t, gen: uint64(gen) << 1}
+	n := Next[P, R]{c: c, u: u, t: t, gen: uint64(gen) << genShift}
 	if ctx.Done() != nil {
-		n.gen |= 1
+		n.gen |= genCancellable
+	}
+	// Whether the listeners get spans is decided once for the dispatch:
+	// a sampled-out one then pays one context lookup, not one per hop.
+	if w.traced && telemetry.Records(ctx) {
+		n.gen |= genTraced
 	}
 	r, err := n.Call(ctx, p)
 	// A new generation with no step entered: every next of this dispatch,
@@ -188,8 +193,20 @@ type Next[P, R any] struct {
 	c    *call[P, R]
 	u, t *list[Listener[P, R]] // the dispatch's snapshots, immutable
 	pos  uint64                // combined position: u index << 32 | t index
-	gen  uint64                // generation << 1 | 1 if ctx can be cancelled
+	gen  uint64                // generation << genShift | genCancellable | genTraced
 }
+
+// Flags of Next.gen below the generation.
+const (
+	// genCancellable: the dispatch's ctx can be cancelled, so each hop
+	// checks it.
+	genCancellable = 1 << iota
+	// genTraced: the event is Traced and the dispatch's span records,
+	// so each listener runs in a span of its own. A listener that hands
+	// next a context of another trace does not change it.
+	genTraced
+	genShift = iota
+)
 
 // Call runs the rest of the chain with payload p and returns its result.
 // It may run on another goroutine than the listener's, if the listener
@@ -208,7 +225,7 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 		return n.misuse()
 	}
 	i, j := int32(n.pos>>32), int32(uint32(n.pos))
-	k := n.gen>>1<<32 | uint64(uint32(i+j))
+	k := n.gen>>genShift<<32 | uint64(uint32(i+j))
 	// The first listener gets the original as it is; the others what
 	// Keep leaves of the payload passed to them.
 	keep := c.w.keep != nil && i+j != 0
@@ -226,13 +243,13 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 		c.reading.Add(-1)
 		p = c.w.keep(orig, p)
 	}
-	if n.gen&1 != 0 {
+	if n.gen&genCancellable != 0 {
 		if err := ctx.Err(); err != nil {
 			var zero R
 			return zero, err
 		}
 	}
-	if c.w.traced && telemetry.Enabled() {
+	if n.gen&genTraced != 0 {
 		markPassed(ctx, c.w.name)
 	}
 	e, ni, nj, ok := merge(n.u.all(), n.t.all(), i, j)
@@ -247,7 +264,7 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
 	}()
 	next := n
 	next.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
-	if c.w.traced && telemetry.Enabled() {
+	if n.gen&genTraced != 0 {
 		return traceListener(ctx, c.w.name, e.fiber, p, next, e.fn)
 	}
 	return e.fn(ctx, p, next)
@@ -259,7 +276,7 @@ func (n Next[P, R]) misuse() (R, error) {
 		return zero, errs.New(errs.NextMisuse, "next is the zero Next; use the one the listener received")
 	}
 	event := n.c.w.name
-	if n.c.state.Load()>>32 != n.gen>>1 {
+	if n.c.state.Load()>>32 != n.gen>>genShift {
 		return zero, errs.New(errs.NextMisuse, fmt.Sprintf(
 			"next of %q was called after the dispatch finished; call next before the listener returns and wait for its result", event))
 	}

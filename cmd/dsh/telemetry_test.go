@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/internal/otlptest"
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // Test trace context a client sends: dsh serve continues its trace.
@@ -238,6 +239,39 @@ log: {level: debug, json: true}
 		t.Fatalf("no JSON log line of the message's request with trace_id %s:\n%s", clientTrace, p.log.String())
 	}
 
+	// hclog's JSON lines of the controller and the loop carry the ids of
+	// the span they were logged under: the admission's decision that of
+	// dsh.admission, the turn's start and end that of dsh.turn.
+	turn := must("dsh.turn")
+	hcl := hclogLines(t, p.log.String())
+	wantLine := func(msg, traceID, spanID string, match func(hclogLine) bool) {
+		t.Helper()
+		for _, l := range hcl {
+			if l.Message == msg && match(l) {
+				if l.TraceID != traceID || l.SpanID != spanID {
+					t.Fatalf("%q logged with trace_id %q span_id %q; want %q %q:\n%s", msg, l.TraceID, l.SpanID, traceID, spanID, p.log.String())
+				}
+				return
+			}
+		}
+		t.Fatalf("no %q line:\n%s", msg, p.log.String())
+	}
+	r1 := func(l hclogLine) bool { return l.RequestID == "r1" }
+	turn1 := func(l hclogLine) bool { return l.Turn == 1 }
+	wantLine("admission decided", clientTrace, adm.SpanID, r1)
+	wantLine("turn started", clientTrace, turn.SpanID, turn1)
+	wantLine("turn ended", clientTrace, turn.SpanID, turn1)
+	// The refused message came without a traceparent: its decision is
+	// logged under a trace of its own.
+	for _, l := range hcl {
+		if l.Message == "admission decided" && l.RequestID == "r2" && (len(l.TraceID) != 32 || l.TraceID == clientTrace || l.Verdict != "refuse") {
+			t.Fatalf("the refusal of r2 is logged as %+v; want a verdict refuse under a trace of its own", l)
+		}
+	}
+	if strings.Contains(p.log.String(), "what time is it?") {
+		t.Fatal("the prompt is in the log (at debug level)")
+	}
+
 	// The same counts reach the collector over OTLP.
 	otlptest.AwaitSum(t, r, 30*time.Second, 1, "dsh.inputs", "entry_point", "serve", "outcome", "admitted")
 	otlptest.AwaitSum(t, r, 30*time.Second, 1, "dsh.inputs", "entry_point", "serve", "outcome", "refused")
@@ -246,14 +280,17 @@ log: {level: debug, json: true}
 }
 
 // TestTelemetryOneTraceAcrossHosts: a prompt sent to host b for a session
-// host a runs is forwarded over NATS, and the whole of it — b's request,
-// the forward, a's admission and turn — is one trace.
+// host a runs is forwarded over a two-node NATS cluster — a connected to
+// one server, b to the other, so the forward and its answer cross the
+// route between them — and the whole of it — b's request, the forward,
+// a's admission and turn — is one trace.
 func TestTelemetryOneTraceAcrossHosts(t *testing.T) {
-	nc := natstest.Single(t)
+	nc := natstest.Start(t, 2)
 	r := otlptest.Start(t)
 	token := "cluster-telemetry-77aa"
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	os.WriteFile(path, []byte(fmt.Sprintf(`plugins:
+	config := func(url string) string {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		os.WriteFile(path, []byte(fmt.Sprintf(`plugins:
   - use: llm.scripted
     config: {replies: [{text: "answered on a"}]}
 agents:
@@ -267,9 +304,20 @@ telemetry:
   endpoint: %s
   insecure: true
 log: {level: warn}
-`, nc.ClientURL(), r.GRPCEndpoint())), 0o644)
-	a := startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=a", "OTEL_SERVICE_NAME=dsh-a")
-	b := startServe(t, path, "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=b", "OTEL_SERVICE_NAME=dsh-b")
+`, url, r.GRPCEndpoint())), 0o644)
+		return path
+	}
+	a := startServe(t, config(nc.URL(0)), "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=a", "OTEL_SERVICE_NAME=dsh-a")
+	b := startServe(t, config(nc.URL(1)), "DSH_SERVE_TOKEN="+token, "DSH_CLUSTER__HOST_ID=b", "OTEL_SERVICE_NAME=dsh-b")
+	// Each host is a client of its own server only, so what b forwards
+	// reaches a through the cluster's route.
+	for i, host := range []string{"a", "b"} {
+		for j := range 2 {
+			if got, want := hostConnected(t, nc.Node(j), host), i == j; got != want {
+				t.Fatalf("host %s connected to server %d: %v; want %v", host, j, got, want)
+			}
+		}
+	}
 	ca, cb := apiClient{t: t, base: a.base, token: token}, apiClient{t: t, base: b.base, token: token}
 	if code, out := ca.call("POST", "/v1/sessions", `{"session_id":"s1"}`); code != 201 {
 		t.Fatalf("open on a: %d %s", code, out)
@@ -298,4 +346,44 @@ log: {level: warn}
 			t.Fatalf("%s is not a's work under the forward:\n%s", name, tr.Names())
 		}
 	}
+}
+
+// hostConnected reports whether cluster host id holds a client connection
+// to s (its membership's connection is named "dsh cluster host <id>").
+func hostConnected(t *testing.T, s *server.Server, id string) bool {
+	t.Helper()
+	cz, err := s.Connz(&server.ConnzOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cz.Conns {
+		if c.Name == "dsh cluster host "+id {
+			return true
+		}
+	}
+	return false
+}
+
+// hclogLine is what the tests read of one of hclog's JSON lines.
+type hclogLine struct {
+	Message   string `json:"@message"`
+	RequestID string `json:"request_id"`
+	Turn      int    `json:"turn"`
+	Verdict   string `json:"verdict"`
+	TraceID   string `json:"trace_id"`
+	SpanID    string `json:"span_id"`
+}
+
+// hclogLines parses the JSON lines of log that hclog wrote (they have an
+// @message); other lines are skipped.
+func hclogLines(t *testing.T, log string) []hclogLine {
+	t.Helper()
+	var out []hclogLine
+	for _, line := range strings.Split(log, "\n") {
+		var l hclogLine
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }

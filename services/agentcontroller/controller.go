@@ -33,9 +33,10 @@ package agentcontroller
 import (
 	stdctx "context"
 	"fmt"
-	"github.com/dsh-go/dsh/telemetry"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dsh-go/dsh/telemetry"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -306,7 +307,7 @@ func (c *Controller) advanceLocked(agentID string) {
 // run does the delivery d once it heads its chain. t is set when the
 // sender may leave before it finishes.
 func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t *attempt, d *delivery) outcome {
-	signal := c.signal(ctx, agent.ID(), d)
+	signal := c.signal(ctx, agent.ID(), d, req.spanless)
 	defer c.release(d)
 	if err := c.check(ctx, agent); err != nil {
 		return outcome{err: err}
@@ -319,7 +320,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		}
 	}
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
-		return c.drop(agent, llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}, by)
+		return c.drop(signal, agent, llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}, by)
 	}
 
 	prepared := Prepared{Content: req.Content}
@@ -350,21 +351,21 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 			// The withdrawal ended the wait (it cancels the signal of a
 			// sender that can cancel): the message is the cancel's, not a
 			// failure of the stage.
-			return c.drop(agent, msg, by)
+			return c.drop(signal, agent, msg, by)
 		}
-		c.recordFailure(agent, msg, req, err)
-		c.recordRefusal(agent, msg, err)
+		c.recordFailure(signal, agent, msg, req, err)
+		c.recordRefusal(signal, agent, msg, err)
 		return outcome{err: err}
 	}
 	msg, err := c.prepare(signal, agent, req, msg)
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
 		c.leave()
-		return c.drop(agent, msg, by)
+		return c.drop(signal, agent, msg, by)
 	}
 	if err != nil {
 		c.leave()
-		c.recordFailure(agent, msg, req, err)
-		c.recordRefusal(agent, msg, err)
+		c.recordFailure(signal, agent, msg, req, err)
+		c.recordRefusal(signal, agent, msg, err)
 		return outcome{err: err}
 	}
 	decision, err := c.decide(signal, agent, msg, req)
@@ -373,17 +374,17 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		// A cancel came while the stage decided: whatever it decided,
 		// the message is the cancel's. No decision is recorded — none
 		// let anything through or turned anything away.
-		return c.drop(agent, msg, by)
+		return c.drop(signal, agent, msg, by)
 	}
 	switch {
 	case err != nil:
-		c.recordFailure(agent, msg, req, err)
+		c.recordFailure(signal, agent, msg, req, err)
 	case decision.Kind == DecisionAdmit:
-		c.recordDecision(agent, msg, req, VerdictAdmit, decision.Reason, decision.Policy, decision.PolicyVersion)
+		c.recordDecision(signal, agent, msg, req, VerdictAdmit, decision.Reason, decision.Policy, decision.PolicyVersion)
 	case decision.Expired:
-		c.recordDecision(agent, msg, req, VerdictExpire, decision.Reason, decision.Policy, decision.PolicyVersion)
+		c.recordDecision(signal, agent, msg, req, VerdictExpire, decision.Reason, decision.Policy, decision.PolicyVersion)
 	default:
-		c.recordDecision(agent, msg, req, VerdictRefuse, decision.Reason, decision.Policy, decision.PolicyVersion)
+		c.recordDecision(signal, agent, msg, req, VerdictRefuse, decision.Reason, decision.Policy, decision.PolicyVersion)
 	}
 	if err == nil && decision.Kind == DecisionReject {
 		// Recorded also when the sender left meanwhile: its retry learns
@@ -392,7 +393,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		if decision.Expired {
 			rej = expiredRefusal(decision.Reason, decision.Message, decision.Presented)
 		}
-		c.recordRefusal(agent, msg, rej)
+		c.recordRefusal(signal, agent, msg, rej)
 		err = rej
 	}
 	if ctx.Err() != nil {
@@ -431,10 +432,12 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	c.mu.Lock()
 	if by, ok := c.withdrawnLocked(agent.ID(), d); ok {
 		c.mu.Unlock()
-		return c.drop(agent, msg, by)
+		return c.drop(signal, agent, msg, by)
 	}
 	// The turn that takes the message continues its trace.
-	telemetry.Handoff(msg.ID, signal)
+	if !req.spanless {
+		telemetry.Handoff(msg.ID, signal)
+	}
 	if req.Mode == Steer {
 		err = agent.Steer(msg)
 	} else {
@@ -472,8 +475,11 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 // sender that cannot cancel pays for no context of its own: a listener
 // holding its message finishes deciding, and the withdrawal then
 // discards the decision.) release undoes it once d is decided.
-func (c *Controller) signal(ctx stdctx.Context, agentID string, d *delivery) stdctx.Context {
+func (c *Controller) signal(ctx stdctx.Context, agentID string, d *delivery, spanless bool) stdctx.Context {
 	if ctx.Done() == nil {
+		if spanless {
+			return c.stop
+		}
 		return telemetry.Detach(c.stop, ctx)
 	}
 	sig, cancel := stdctx.WithCancelCause(ctx)

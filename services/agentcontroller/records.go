@@ -1,12 +1,14 @@
 package agentcontroller
 
 import (
+	stdctx "context"
 	"encoding/binary"
 	"sync"
 
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/telemetry"
 )
 
 // Verdicts of an admission decision record.
@@ -80,8 +82,15 @@ var inputsBuf = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b
 // recordDecision emits the record of an admission decision about msg in
 // the agent's scope (session/decision), where the agent's loop appends it
 // to the session log. It runs for every decision the stage makes, whoever
-// made it: a plugin records nothing itself.
-func (c *Controller) recordDecision(agent agents.Agent, msg llm.Message, req Request, verdict, reason, policy, version string) {
+// made it: a plugin records nothing itself. At debug level it is also a
+// log line, which carries the admission's trace and span ids (ctx's).
+func (c *Controller) recordDecision(ctx stdctx.Context, agent agents.Agent, msg llm.Message, req Request, verdict, reason, policy, version string) {
+	if l := agent.Context().Logger(); l.IsDebug() {
+		// The message's content stays out: it may hold what a sender
+		// would not have logged.
+		telemetry.Logger(ctx, l).Debug("admission decided", "agent", agent.ID(), "request_id", req.RequestID, "message_id", msg.ID,
+			"verdict", verdict, "reason", reason, "policy", policy)
+	}
 	if !session.EventDecision.Heard(agent.Context()) {
 		return // nobody records this agent's decisions: build nothing
 	}
@@ -95,7 +104,7 @@ func (c *Controller) recordDecision(agent agents.Agent, msg llm.Message, req Req
 // recordFailure records the refusal err carries, when it is a decision
 // about this message (a check refused it, its wait ran out, or a check
 // failed) rather than the sender leaving or the agent or controller going.
-func (c *Controller) recordFailure(agent agents.Agent, msg llm.Message, req Request, err error) {
+func (c *Controller) recordFailure(ctx stdctx.Context, agent agents.Agent, msg llm.Message, req Request, err error) {
 	r, ok := RefusalOf(err)
 	if !ok {
 		return
@@ -104,14 +113,14 @@ func (c *Controller) recordFailure(agent agents.Agent, msg llm.Message, req Requ
 	case ReasonAgentGone, ReasonStopped:
 		return
 	case ReasonAdmissionFailed:
-		c.recordDecision(agent, msg, req, VerdictError, r.Reason, "", "")
+		c.recordDecision(ctx, agent, msg, req, VerdictError, r.Reason, "", "")
 		return
 	}
 	verdict := VerdictRefuse
 	if r.Expired {
 		verdict = VerdictExpire
 	}
-	c.recordDecision(agent, msg, req, verdict, r.Reason, "", "")
+	c.recordDecision(ctx, agent, msg, req, verdict, r.Reason, "", "")
 }
 
 // SenderOf is src as a decision record keeps it.

@@ -1,6 +1,7 @@
 package agentcontroller
 
 import (
+	stdctx "context"
 	"errors"
 	"fmt"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/telemetry"
 )
 
 // Outcome names of a request that did not end in a turn. Delivered and
@@ -46,7 +48,7 @@ func recordable(err error) (Refusal, bool) {
 // recordRefusal keeps the refusal of req's message in memory until the
 // session log holds it, and has the agent append it there. Only requests
 // with an id are recorded: without one, no retry can ask.
-func (c *Controller) recordRefusal(agent agents.Agent, msg llm.Message, err error) {
+func (c *Controller) recordRefusal(ctx stdctx.Context, agent agents.Agent, msg llm.Message, err error) {
 	if msg.RequestID == "" {
 		return
 	}
@@ -68,7 +70,7 @@ func (c *Controller) recordRefusal(agent agents.Agent, msg llm.Message, err erro
 	c.mu.Unlock()
 	if rec, ok := agent.(refusalRecorder); ok {
 		if err := rec.RecordEvent(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
-			agent.Context().Logger().Warn("recording a refused message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
+			telemetry.Logger(ctx, agent.Context().Logger()).Warn("recording a refused message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
 		}
 	}
 }

@@ -105,6 +105,11 @@ type Request struct {
 	// admission; an error keeps the message out and reaches the sender
 	// unchanged.
 	BeforeInsert func(msg llm.Message) error
+
+	// spanless says the sender's context carries no span context: with
+	// telemetry on but nothing sampled, the admission then looks for
+	// none to pass on (signal, Handoff). Set by deliverTraced only.
+	spanless bool
 }
 
 // DecisionKind is admit or reject.

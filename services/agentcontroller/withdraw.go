@@ -1,12 +1,14 @@
 package agentcontroller
 
 import (
+	stdctx "context"
 	"fmt"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/telemetry"
 )
 
 // Withdraw takes back every message on its way to agent's inbox — waiting
@@ -64,7 +66,7 @@ func (c *Controller) withdrawnLocked(agentID string, d *delivery) (by string, ok
 // drop ends a withdrawn delivery of msg: the session log records it as
 // dropped, a retry of its request id learns so, and its sender gets
 // MessageDropped.
-func (c *Controller) drop(agent agents.Agent, msg llm.Message, by string) outcome {
+func (c *Controller) drop(ctx stdctx.Context, agent agents.Agent, msg llm.Message, by string) outcome {
 	// The record keeps the text only: the parts' bytes are released with
 	// the delivery (see Prepared.Release).
 	m := msg
@@ -77,7 +79,7 @@ func (c *Controller) drop(agent agents.Agent, msg llm.Message, by string) outcom
 	}
 	if rec, ok := agent.(refusalRecorder); ok {
 		if err := rec.RecordEvent(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
-			agent.Context().Logger().Warn("recording a withdrawn message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
+			telemetry.Logger(ctx, agent.Context().Logger()).Warn("recording a withdrawn message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
 		}
 	}
 	return outcome{err: withdrawnError(agent.ID(), ev)}

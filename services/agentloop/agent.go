@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/telemetry"
 	"github.com/google/uuid"
 )
 
@@ -59,7 +60,10 @@ type ReactLoopAgent struct {
 	cancelled bool
 	// abortStep cancels the step in flight; aborting records why.
 	abortStep stdctx.CancelFunc
-	aborting  bool
+	// turnCtx carries the running turn's span, for lines logged about
+	// the turn from outside it (a cancel); nil between turns.
+	turnCtx  stdctx.Context
+	aborting bool
 	// cancelBy is who sent the last cancel; drops are the messages taken
 	// from the inbox that the driver has still to record as dropped.
 	cancelBy string
@@ -200,7 +204,7 @@ func (a *ReactLoopAgent) Cancel(cause error) {
 		a.abortStep()
 	}
 	if cause != nil {
-		a.scope.Logger().Debug("turn cancelled", "agent", a.id, "cause", cause)
+		telemetry.Logger(a.turnCtx, a.scope.Logger()).Debug("turn cancelled", "agent", a.id, "cause", cause)
 	}
 }
 

@@ -32,12 +32,19 @@ type env struct {
 // agent loop with cfg.
 func newEnv(t testing.TB, replies []scripted.Reply, cfg agentloop.Config) *env {
 	t.Helper()
-	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
+	return newEnvLogged(t, scripted.Config{Replies: replies}, cfg, hclog.NewNullLogger())
+}
+
+// newEnvLogged is newEnv with the scripted model's whole config and a
+// logger of the test's.
+func newEnvLogged(t testing.TB, model scripted.Config, cfg agentloop.Config, log hclog.Logger) *env {
+	t.Helper()
+	root := dshctx.New(dshctx.WithLogger(log))
 	ctxtest.Cleanup(t, root)
 	if err := core.Mount(root); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := root.Plugin(scripted.Plugin, scripted.Config{Replies: replies})
+	p, _ := root.Plugin(scripted.Plugin, model)
 	if err := p.Await(stdctx.Background()); err != nil {
 		t.Fatal(err)
 	}

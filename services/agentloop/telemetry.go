@@ -107,7 +107,7 @@ type modelSpan struct {
 	a               *ReactLoopAgent
 	model, provider string
 	span            trace.Span
-	start           time.Time
+	start           telemetry.Mono
 	first           bool
 }
 
@@ -124,7 +124,7 @@ func (a *ReactLoopAgent) startModel(ctx stdctx.Context, req llm.Request) (stdctx
 			span.SetAttributes(telemetry.AttrGenAIMaxTokens.Int(req.MaxTokens))
 		}
 	}
-	return ctx, modelSpan{a: a, model: req.Model, provider: req.Provider, span: span, start: time.Now()}
+	return ctx, modelSpan{a: a, model: req.Model, provider: req.Provider, span: span, start: telemetry.Now()}
 }
 
 // chunk notes a chunk's arrival; the first one's time is the time to
@@ -135,7 +135,7 @@ func (m *modelSpan) chunk() {
 	}
 	m.first = true
 	if m.span.IsRecording() {
-		m.span.SetAttributes(telemetry.AttrTimeToFirstChunk.Float64(time.Since(m.start).Seconds()))
+		m.span.SetAttributes(telemetry.AttrTimeToFirstChunk.Float64(time.Duration(telemetry.Now() - m.start).Seconds()))
 	}
 }
 
@@ -158,7 +158,7 @@ func (m *modelSpan) end(asm *llm.Assembler, err error) {
 	if met == nil {
 		return
 	}
-	met.ModelDuration.Since(m.start, "chat", m.model, m.provider)
+	met.ModelDuration.SinceMono(m.start, "chat", m.model, m.provider)
 	if u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheHitTokens == 0 {
 		return
 	}

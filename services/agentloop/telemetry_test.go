@@ -1,15 +1,26 @@
 package agentloop_test
 
 import (
+	"bytes"
+	stdctx "context"
+	"encoding/json"
+	"errors"
 	"math"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/usage"
 	"github.com/dsh-go/dsh/telemetry"
+	"github.com/dsh-go/dsh/telemetry/provider"
+	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // A model request's tokens and its priced cost are counted in dsh.tokens
@@ -58,4 +69,89 @@ func TestTelemetryCountsTokensAndCost(t *testing.T) {
 			t.Fatalf("dsh.cost's %s = %q; want %q", k, v.AsString(), w)
 		}
 	}
+}
+
+// The loop's lines of a turn — its start, a cancel that reaches it from
+// another goroutine, its end — carry the trace and span ids of the
+// turn's dsh.turn span in hclog's JSON output.
+func TestTurnLogLinesCarryTheTurnsSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	on, ratio := true, 1.0
+	p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: &on, Sampling: &ratio}, provider.WithSpanProcessor(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(stdctx.Background())
+	var buf syncBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Debug})
+	// A slow reply keeps the turn running while it is cancelled.
+	e := newEnvLogged(t, scripted.Config{Delay: 50 * time.Millisecond, Replies: []scripted.Reply{{Text: strings.Repeat("slow ", 200)}}},
+		agentloop.Config{}, log)
+	a := e.create("a").Agent
+	if err := a.Followup(user("secret-prompt-9d1e")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(buf.String(), `"turn started"`); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no turn started:\n%s", buf.String())
+		}
+	}
+	a.Cancel(errors.New("stopped by the test"))
+	if err := a.WhenIdle(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	var turn sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "dsh.turn" {
+			turn = s
+		}
+	}
+	if turn == nil {
+		t.Fatal("no dsh.turn span")
+	}
+	want := map[string]bool{"turn started": false, "turn cancelled": false, "turn ended": false}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var l struct {
+			Message string `json:"@message"`
+			TraceID string `json:"trace_id"`
+			SpanID  string `json:"span_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		if _, ok := want[l.Message]; !ok {
+			continue
+		}
+		if l.TraceID != turn.SpanContext().TraceID().String() || l.SpanID != turn.SpanContext().SpanID().String() {
+			t.Fatalf("%q logged with trace_id %q span_id %q; the turn's span is %s", l.Message, l.TraceID, l.SpanID, turn.SpanContext().SpanID())
+		}
+		want[l.Message] = true
+	}
+	for msg, seen := range want {
+		if !seen {
+			t.Fatalf("no %q line:\n%s", msg, buf.String())
+		}
+	}
+	if strings.Contains(buf.String(), "secret-prompt-9d1e") {
+		t.Fatalf("the prompt is in the debug log:\n%s", buf.String())
+	}
+}
+
+// syncBuffer is a log output the test reads while the agent writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

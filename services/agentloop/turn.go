@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dsh-go/dsh/telemetry"
 	"io"
+
+	"github.com/dsh-go/dsh/telemetry"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
@@ -111,10 +112,12 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	a.turn++
 	turn := a.turn
 	a.abortStep = cancel
+	a.turnCtx = base
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
 		a.abortStep = nil
+		a.turnCtx = nil
 		a.mu.Unlock()
 	}()
 
@@ -124,6 +127,9 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	// The admission records of the turn's messages come before it.
 	a.recordDecisions(turn, 0)
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
+	if l := a.scope.Logger(); l.IsDebug() {
+		telemetry.Logger(ctx, l).Debug("turn started", "agent", a.id, "session", a.sess.ID(), "turn", turn, "messages", len(msgs))
+	}
 	a.unattended = false
 	a.stopped = Stop{}
 	a.sources = nil
@@ -151,6 +157,11 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	a.sess.Append(ctx, end)
 	a.recordDropped()
 	a.flush(ctx)
+	if l := a.scope.Logger(); l.IsDebug() {
+		// The error's code, not its text: a provider's message may quote
+		// what the request carried.
+		telemetry.Logger(ctx, l).Debug("turn ended", "agent", a.id, "session", a.sess.ID(), "turn", turn, "reason", reason, "error", errs.CodeOf(err))
+	}
 	a.endTurn(span, turn, reason, err)
 
 	// Steering that came too late for this turn starts the next one, ahead

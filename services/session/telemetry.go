@@ -2,7 +2,6 @@ package session
 
 import (
 	stdctx "context"
-	"time"
 
 	"github.com/dsh-go/dsh/telemetry"
 	"go.opentelemetry.io/otel/attribute"
@@ -38,7 +37,7 @@ func (t appendTrace) end(seq int64) {
 // flushTraced is flush inside a dsh.session.flush span: the checkpoint
 // the stores write at, timed as the session store's latency.
 func (s *Session) flushTraced(ctx stdctx.Context) error {
-	start := time.Now()
+	start := telemetry.Now()
 	ctx, span := telemetry.Start(ctx, "dsh.session.flush")
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrSession.String(s.ID()))
@@ -49,8 +48,8 @@ func (s *Session) flushTraced(ctx stdctx.Context) error {
 	return err
 }
 
-func (s *Session) storeLatency(ctx stdctx.Context, op string, start time.Time) {
+func (s *Session) storeLatency(ctx stdctx.Context, op string, start telemetry.Mono) {
 	if m := telemetry.M(); m != nil {
-		m.SessionStore.Since(start, op)
+		m.SessionStore.SinceMono(start, op)
 	}
 }
