@@ -94,7 +94,10 @@ func genCatalog(tb testing.TB, st *store, n int) {
 // 38: a page of one agent's sessions in 100 ms). "floor-subjects" is the
 // one request that names the stored sessions (the stream's subjects with
 // their counts); "list" is List, which reads those, the whole index and
-// the leases. The server runs in this process, so CPU counts its work too.
+// the leases. "catalog-page-*" are ListPage (pages.go): the first page of
+// one agent, of all agents, the tenth page of one agent, and the first
+// page while 100 sessions are held. "page-agent-50" is the page cut from
+// List. The server runs in this process, so CPU counts its work too.
 //
 //	go test -run '^$' -bench NATSList -benchtime 5x -count 3 ./plugins/session/nats/
 func BenchmarkNATSList(b *testing.B) {
@@ -171,6 +174,34 @@ func BenchmarkNATSList(b *testing.B) {
 			}
 		}
 		cpu(b, start)
+	})
+	b.Run("catalog-page-agent-50-100-held", func(b *testing.B) {
+		// 100 sessions held by writers, so marked open: each is checked
+		// against its log whatever its agent.
+		var held []*writer
+		for i := range 100 {
+			wr, err := st.lock(ctx, fmt.Sprintf("g%06d", i*997%n), false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			held = append(held, wr)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := testkit.CPUTime()
+		for range b.N {
+			p, err := st.ListPage(ctx, session.ListOptions{Agent: "agent3", Limit: 50})
+			if err != nil || len(p.Sessions) != 50 {
+				b.Fatalf("a page of %d (%v)", len(p.Sessions), err)
+			}
+		}
+		cpu(b, start)
+		b.StopTimer()
+		for _, wr := range held {
+			if err := wr.Release(); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 	b.Run("page-agent-50", func(b *testing.B) {
 		b.ReportAllocs()

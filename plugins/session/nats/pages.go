@@ -284,6 +284,9 @@ type pageItem struct {
 	checked bool
 	// marker is the sequence of its open marker, 0 when it has none.
 	marker uint64
+	// out: checked, and not on the page (its log is gone, or it is not
+	// what the page asks for); kept so the tail does not bring it back.
+	out bool
 }
 
 // ListPage lists one page of the stored sessions (session.PageLister)
@@ -321,10 +324,8 @@ func (s *store) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.
 		items[id] = &pageItem{sum: session.Summary{ID: id}, marker: seq}
 	}
 	s.check(ctx, items)
-	for id, it := range items {
-		if it.sum.ID == "" || !keep(it.sum) {
-			delete(items, id)
-		}
+	for _, it := range items {
+		it.out = it.sum.ID == "" || !keep(it.sum)
 	}
 	more, err := s.readTail(ctx, opts.Agent, opts.Limit, keep, items)
 	if err != nil {
@@ -354,10 +355,8 @@ func (s *store) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.
 			return p, nil
 		}
 		s.check(ctx, todo)
-		for id, it := range todo {
-			if it.sum.ID == "" || !keep(it.sum) {
-				delete(items, id)
-			}
+		for _, it := range todo {
+			it.out = it.sum.ID == "" || !keep(it.sum)
 		}
 		if err := ctx.Err(); err != nil {
 			return session.Page{}, s.failed(err, "list a page of the sessions")
@@ -368,7 +367,9 @@ func (s *store) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.
 func sorted(items map[string]*pageItem) []*pageItem {
 	out := make([]*pageItem, 0, len(items))
 	for _, it := range items {
-		out = append(out, it)
+		if !it.out {
+			out = append(out, it)
+		}
 	}
 	slices.SortFunc(out, func(a, b *pageItem) int {
 		switch {
@@ -468,13 +469,13 @@ func (s *store) readTail(ctx stdctx.Context, agent string, limit int, keep func(
 			return false, nil
 		}
 		hi, w = lo-1, 2*w
-		if limit <= 0 || len(items) < limit {
+		if limit <= 0 {
 			continue
 		}
 		// Certain once the limit-th newest is newer than any entry stored
 		// before the windows.
 		page := sorted(items)
-		if !bound.IsZero() && page[limit-1].sum.Updated.After(bound) {
+		if len(page) >= limit && !bound.IsZero() && page[limit-1].sum.Updated.After(bound) {
 			return true, nil
 		}
 	}

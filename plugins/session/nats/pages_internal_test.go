@@ -391,3 +391,40 @@ func TestPageReadsPastItsWindowWhileClocksMayDisagree(t *testing.T) {
 		t.Errorf("second page %v, want [r2]", got)
 	}
 }
+
+// TestCatalogFollowsTheWriter: a session resumed by another agent moves
+// to that agent's pages, its entry under the former one gone; a session
+// resumed and left unchanged leaves no open marker behind.
+func TestCatalogFollowsTheWriter(t *testing.T) {
+	srv := natstest.Single(t)
+	st := testStore(t, srv.ClientURL(), "FOLLOW")
+	ctx := stdctx.Background()
+	writeTurn(t, st, "moved", "main", 1)
+	writeTurn(t, st, "stays", "main", 1)
+	writeTurn(t, st, "moved", "review", 2)
+	for agent, want := range map[string][]string{"main": {"stays"}, "review": {"moved"}} {
+		p, err := st.ListPage(ctx, session.ListOptions{Agent: agent, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(p.Sessions); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: page %v, want %v", agent, got, want)
+		}
+	}
+	if _, err := st.cat.leader.Last(ctx, st.cat.entrySubject("main", "moved")); err != jetstream.ErrMsgNotFound {
+		t.Errorf("the entry under the former agent: %v, want it removed", err)
+	}
+	wr, err := st.lock(ctx, "stays", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := markerCount(t, st); n != 1 {
+		t.Errorf("%d open markers while the session is held; want 1", n)
+	}
+	if err := wr.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if n := markerCount(t, st); n != 0 {
+		t.Errorf("%d open markers after a resume that wrote nothing; want 0", n)
+	}
+}
