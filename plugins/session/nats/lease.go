@@ -149,7 +149,7 @@ func (s *store) lock(ctx stdctx.Context, sessionID string, stored bool) (*writer
 	}
 	wr := &writer{store: s, id: sessionID, subject: subject, lease: l, last: last, born: born}
 	wr.entry, wr.known = x, current
-	wr.cat.marker = marker
+	wr.cat = s.newCatalogMark(sessionID, marker, x, current)
 	if last == born {
 		// Indexed now, so that a listing shows it before its first prompt.
 		wr.mu.Lock()

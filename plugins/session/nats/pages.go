@@ -188,10 +188,21 @@ func (s *store) catalogAcked(ctx stdctx.Context) error {
 // catalogMark is what a writer knows of its session in the catalog.
 type catalogMark struct {
 	marker uint64 // sequence of its open marker; 0: none
-	// subject and seq of the entry it last stored, and the log end (last)
-	// that entry describes.
-	subject   string
-	seq, last uint64
+	// subject of the session's entry (from its index entry, until the
+	// writer stores one), and the log end (last) the entry it stored
+	// describes.
+	subject string
+	last    uint64
+}
+
+// newCatalogMark is what a writer that took session id knows: its open
+// marker, and its index entry x when current.
+func (s *store) newCatalogMark(id string, marker uint64, x indexEntry, current bool) catalogMark {
+	m := catalogMark{marker: marker}
+	if s.cat != nil && current {
+		m.subject = s.cat.entrySubject(x.Agent, id)
+	}
+	return m
 }
 
 // markCatalog stores session id's open marker, before its writer may
@@ -216,17 +227,18 @@ func (wr *writer) catalogPut(ctx stdctx.Context, x indexEntry) {
 	}
 	subject := c.entrySubject(x.Agent, wr.id)
 	b, _ := json.Marshal(catalogEntry{indexEntry: x, Mark: time.Now().Add(catalogSkew)})
-	ack, err := wr.store.js.Publish(ctx, subject, b)
+	_, err := wr.store.js.Publish(ctx, subject, b)
 	if err != nil {
 		// The open marker stays: listings read this session's log.
 		wr.store.log.Warn("session.nats: cannot update the catalog entry of a session", "session", wr.id, "error", err)
 		return
 	}
 	if old := wr.cat.subject; old != "" && old != subject {
-		// The session's agent changed: its entry under the former one goes.
-		c.stream.DeleteMsg(ctx, wr.cat.seq)
+		// The session's agent changed: its entry under the former one
+		// goes. Under the lease, nobody else writes it.
+		c.stream.Purge(ctx, jetstream.WithPurgeSubject(old))
 	}
-	wr.cat.subject, wr.cat.seq, wr.cat.last = subject, ack.Sequence, x.Last
+	wr.cat.subject, wr.cat.last = subject, x.Last
 }
 
 // unmarkCatalog removes the writer's open marker on release, once the

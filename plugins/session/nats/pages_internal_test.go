@@ -245,8 +245,8 @@ func TestPageWhileAWriterHoldsTheSession(t *testing.T) {
 	if n := markerCount(t, b); n != 1 {
 		t.Errorf("%d open markers while a writer holds its session; want 1", n)
 	}
-	// The writer's own state is behind what it published aside: it is
-	// fenced, as it would be, and releases without touching the catalog.
+	// The writer's state is behind what was published aside: it is left
+	// as a dead one, its lease given up, its marker for listings to repair.
 	a.writers.Forget("busy", wr)
 	wr.lease.release()
 }
@@ -402,6 +402,10 @@ func TestCatalogFollowsTheWriter(t *testing.T) {
 	writeTurn(t, st, "moved", "main", 1)
 	writeTurn(t, st, "stays", "main", 1)
 	writeTurn(t, st, "moved", "review", 2)
+	// Gone by the writer's hand, before any listing could repair it.
+	if _, err := st.cat.leader.Last(ctx, st.cat.entrySubject("main", "moved")); err != jetstream.ErrMsgNotFound {
+		t.Errorf("the entry under the former agent: %v, want it removed", err)
+	}
 	for agent, want := range map[string][]string{"main": {"stays"}, "review": {"moved"}} {
 		p, err := st.ListPage(ctx, session.ListOptions{Agent: agent, Limit: 5})
 		if err != nil {
@@ -410,9 +414,6 @@ func TestCatalogFollowsTheWriter(t *testing.T) {
 		if got := ids(p.Sessions); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: page %v, want %v", agent, got, want)
 		}
-	}
-	if _, err := st.cat.leader.Last(ctx, st.cat.entrySubject("main", "moved")); err != jetstream.ErrMsgNotFound {
-		t.Errorf("the entry under the former agent: %v, want it removed", err)
 	}
 	wr, err := st.lock(ctx, "stays", true)
 	if err != nil {
