@@ -429,3 +429,44 @@ func TestCatalogFollowsTheWriter(t *testing.T) {
 		t.Errorf("%d open markers after a resume that wrote nothing; want 0", n)
 	}
 }
+
+// TestPageShowsASessionWhoseWriterDiedBeforeItsFirstEntry: a writer marks
+// a new session open, stores its open record and a first event, and dies
+// before any index or catalog entry: the session has a log and a marker
+// only. A page shows it, from its log, and stores its entry.
+func TestPageShowsASessionWhoseWriterDiedBeforeItsFirstEntry(t *testing.T) {
+	srv := natstest.Single(t)
+	st := testStore(t, srv.ClientURL(), "ORPHAN")
+	writeTurn(t, st, "older", "main", 1)
+	ctx := stdctx.Background()
+	if _, err := st.markCatalog(ctx, "orphan"); err != nil {
+		t.Fatal(err)
+	}
+	subject := Subject(st.cfg.SubjectPrefix, "orphan")
+	born, err := st.markOpen(ctx, subject, "dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := session.Event{Seq: 1, Type: session.UserMessage, Turn: 1, Time: time.Now().UTC(), Message: &llm.Message{Role: llm.RoleUser, Content: "lost?"}}
+	wr := &writer{store: st, id: "orphan", subject: subject}
+	if _, err := st.js.PublishMsg(ctx, wr.message(outgoing{event: e, data: mustJSON(t, e)}, "main"),
+		jetstream.WithExpectLastSequencePerSubject(born)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.ListPage(ctx, session.ListOptions{Agent: "main", Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p.Sessions); !reflect.DeepEqual(got, []string{"orphan", "older"}) {
+		t.Fatalf("page %v, want [orphan older]", got)
+	}
+	if s := p.Sessions[0]; s.Title != "lost?" || s.State != session.StateInterrupted || s.LastSeq != 1 {
+		t.Errorf("orphan listed as %+v; want its log's title, interrupted, event 1", s)
+	}
+	if n := markerCount(t, st); n != 0 {
+		t.Errorf("%d open markers after the repair; want 0", n)
+	}
+	if _, err := st.cat.leader.Last(ctx, st.cat.entrySubject("main", "orphan")); err != nil {
+		t.Errorf("the repaired entry: %v", err)
+	}
+}
