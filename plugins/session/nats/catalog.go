@@ -286,6 +286,7 @@ func (s *store) Delete(ctx stdctx.Context, sessionID string) error {
 		if err := s.index.Purge(tctx, sessionID); err != nil {
 			s.log.Warn("session.nats: cannot remove a deleted session from the index", "session", sessionID, "error", err)
 		}
+		s.forgetCatalog(tctx, sessionID)
 	}
 	rerr := l.release()
 	if perr != nil {

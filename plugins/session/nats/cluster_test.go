@@ -35,6 +35,7 @@ func TestOnAThreeNodeCluster(t *testing.T) {
 			return backendtest.Fixture{Plugin: natsplugin.Plugin, Config: func() any { x := *cfg; return &x }}
 		})
 	})
+	t.Run("PagesThroughEveryNode", func(t *testing.T) { pagesThroughEveryNode(t, c) })
 	t.Run("ARevisionConflictIsToldFromAFailure", func(t *testing.T) { aRevisionConflictIsToldFromAFailure(t, c) })
 	t.Run("WritesGoOnWithANodeStopped", func(t *testing.T) { writesGoOnWithANodeStopped(t, c) })
 }

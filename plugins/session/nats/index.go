@@ -208,6 +208,7 @@ func (wr *writer) indexLoop() {
 		}
 		b, _ := json.Marshal(x)
 		_, err := wr.store.index.Put(ctx, wr.id, b)
+		wr.catalogPut(ctx, x)
 		cancel()
 		if err != nil {
 			// The log is stored; only listings lag until the next put.

@@ -112,6 +112,12 @@ func (s *store) lock(ctx stdctx.Context, sessionID string, stored bool) (*writer
 	if err != nil {
 		return nil, err
 	}
+	// Marked before the log can change, so listings read it (pages.go).
+	marker, err := s.markCatalog(ctx, sessionID)
+	if err != nil {
+		l.release()
+		return nil, err
+	}
 	// Taken after the lease: every write of a previous owner that could
 	// land is in, and one that lands later is refused by the expected
 	// sequence, not mixed into this writer's log.
@@ -143,6 +149,7 @@ func (s *store) lock(ctx stdctx.Context, sessionID string, stored bool) (*writer
 	}
 	wr := &writer{store: s, id: sessionID, subject: subject, lease: l, last: last, born: born}
 	wr.entry, wr.known = x, current
+	wr.cat = s.newCatalogMark(sessionID, marker, x, current)
 	if last == born {
 		// Indexed now, so that a listing shows it before its first prompt.
 		wr.mu.Lock()

@@ -16,6 +16,11 @@
 // each tool call's start, each step's end, the turn's end); the publish
 // acks are the durability point, so a step that ended is stored (and
 // replicated, with replicas > 1) before the next begins.
+//
+// Beside the stream: the lease bucket (<stream>_LEASES), the index bucket
+// (<stream>_INDEX, one entry per session, for List and Find) and the
+// catalog stream (<stream>_CATALOG, the sessions in the order they were
+// last written, with open markers, for ListPage: pages.go).
 package nats
 
 import (

@@ -130,14 +130,20 @@ var errNoDirect = errors.New("the stream does not allow direct gets")
 // capped the answer's bytes.
 func (s *store) directBatch(ctx stdctx.Context, subject string, from uint64, n int, noHeaders bool,
 	fn func(seq uint64, h natsgo.Header, data []byte) error) (uint64, error) {
-	inbox := s.nc.NewInbox()
-	sub, err := s.nc.SubscribeSync(inbox)
+	return directBatchOf(ctx, s.nc, s.cfg.Stream, subject, from, n, noHeaders, fn)
+}
+
+// directBatchOf is directBatch of any stream.
+func directBatchOf(ctx stdctx.Context, nc *natsgo.Conn, stream, subject string, from uint64, n int, noHeaders bool,
+	fn func(seq uint64, h natsgo.Header, data []byte) error) (uint64, error) {
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
 		return 0, err
 	}
 	defer sub.Unsubscribe()
 	body, _ := json.Marshal(msgGetRequest{Seq: from, NextFor: subject, Batch: n, NoHeaders: noHeaders})
-	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+s.cfg.Stream, inbox, body); err != nil {
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, body); err != nil {
 		return 0, err
 	}
 	var end uint64

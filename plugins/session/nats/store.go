@@ -46,6 +46,7 @@ type store struct {
 	leader LeaderReader // reads that must see every acked append
 	leases jetstream.KeyValue
 	index  jetstream.KeyValue // see index.go
+	cat    *catalog           // see pages.go
 	// ends are the log ends read by lock, for the load that follows it.
 	ends sync.Map
 	// listing is the List in flight, which concurrent ones join.
@@ -67,6 +68,7 @@ var (
 	_ session.StoredLocker = (*store)(nil)
 	_ session.Lister       = (*store)(nil)
 	_ session.Deleter      = (*store)(nil)
+	_ session.PageLister   = (*store)(nil)
 )
 
 // connect reaches the server and makes sure the stream and the lease
@@ -123,6 +125,10 @@ func (s *store) setUp() error {
 	if _, err = Ensure(ctx, t, func(ctx stdctx.Context) (struct{}, error) { return struct{}{}, s.openIndex(ctx) }); err != nil {
 		return errs.Wrap(Unreachable, err, fmt.Sprintf(
 			"session.nats: cannot open or build the session index %q on %s", IndexBucket(s.cfg.Stream), s.cfg.URL))
+	}
+	if _, err = Ensure(ctx, t, func(ctx stdctx.Context) (struct{}, error) { return struct{}{}, s.openCatalog(ctx) }); err != nil {
+		return errs.Wrap(Unreachable, err, fmt.Sprintf(
+			"session.nats: cannot open or build the session catalog %q on %s", CatalogStream(s.cfg.Stream), s.cfg.URL))
 	}
 	return nil
 }

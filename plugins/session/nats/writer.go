@@ -47,6 +47,7 @@ type writer struct {
 	entry        indexEntry
 	known, dirty bool
 	index        indexer
+	cat          catalogMark // pages.go
 }
 
 var _ session.Holder = (*writer)(nil)
@@ -361,6 +362,7 @@ func (wr *writer) Release() error {
 	// The entry of the last checkpoint lands before the lease is given
 	// back, so the next owner finds it current.
 	wr.index.done.Wait()
+	wr.unmarkCatalog()
 	wr.store.ends.Delete(wr.id)
 	wr.store.writers.Forget(wr.id, wr)
 	if l == nil {
