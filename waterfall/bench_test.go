@@ -34,28 +34,37 @@ var hopCounts = []int{1, 4, 16}
 // next. ns/hop is ns/op divided by n, which still carries the dispatch's
 // fixed cost; the cost of one hop is the slope of cpu-ns/op between two n,
 // set against BenchmarkHopFloor's slopes in the same run.
+//
+// ctx=cancellable dispatches with a context that can be cancelled, as a
+// request's is, which every hop checks.
 func BenchmarkWaterfall(b *testing.B) {
 	for _, n := range hopCounts {
-		b.Run(fmt.Sprintf("listeners=%d", n), func(b *testing.B) {
-			root := quietRoot(b)
-			w := waterfall.New[int, int]("bench/chain", func(_ stdctx.Context, p int) (int, error) { return p, nil })
-			for range n {
-				if _, err := w.On(root, passOn); err != nil {
-					b.Fatal(err)
-				}
-			}
-			ctx := stdctx.Background()
-			b.ReportAllocs()
-			cpu0 := cpuTime()
-			for b.Loop() {
-				if r, _ := w.Dispatch(ctx, root, 0); r != n {
-					b.Fatalf("got %d", r)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/hop")
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-		})
+		b.Run(fmt.Sprintf("listeners=%d", n), func(b *testing.B) { benchmarkChain(b, n, stdctx.Background()) })
 	}
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	for _, n := range hopCounts {
+		b.Run(fmt.Sprintf("ctx=cancellable/listeners=%d", n), func(b *testing.B) { benchmarkChain(b, n, ctx) })
+	}
+}
+
+func benchmarkChain(b *testing.B, n int, ctx stdctx.Context) {
+	root := quietRoot(b)
+	w := waterfall.New[int, int]("bench/chain", func(_ stdctx.Context, p int) (int, error) { return p, nil })
+	for range n {
+		if _, err := w.On(root, passOn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if r, _ := w.Dispatch(ctx, root, 0); r != n {
+			b.Fatalf("got %d", r)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/hop")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // floorNext is the closure floor's next: the rest of a chain of closures.

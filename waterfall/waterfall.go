@@ -302,12 +302,18 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
 	if !c.state.CompareAndSwap(k, k+1) {
 		return n.misuse()
 	}
-	if n.gen&flagMask != 0 {
+	if n.gen&(flagMask&^cancellable) != 0 {
 		return n.owned(ctx, p)
 	}
 	// The hop of most events, on the dispatching goroutine, with
-	// listeners of one list, an uncancellable ctx and no trace: all of it
-	// is paid once per listener of every dispatch.
+	// listeners of one list and no trace: all of it is paid once per
+	// listener of every dispatch.
+	if n.gen&cancellable != 0 {
+		if err := ctx.Err(); err != nil {
+			var zero R
+			return zero, err
+		}
+	}
 	if int(i) >= len(c.u) {
 		return c.runDefault(ctx, p)
 	}
