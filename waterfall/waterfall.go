@@ -25,6 +25,26 @@
 //
 // Dispatch takes a snapshot of the listener lists and never locks, so many
 // goroutines can dispatch while others register.
+//
+// A next may be called on any goroutine, and is race-free: whatever calls
+// it twice — one call after the other, or two goroutines at once — the rest
+// of the chain runs once and every other call fails with NEXT_MISUSE. Each
+// hop enters its step by one compare-and-swap on the dispatch's state, the
+// one atomic write it cannot do without (see BENCHMARKS.md, issue 38).
+//
+// A listener that panics ends the dispatch with LISTENER_FAILED (reason
+// event/panic) naming the event and the listener's fiber. On the goroutine
+// that dispatched, Dispatch recovers once for every listener, instead of
+// each hop recovering for the listener it runs, which had cost more than
+// the rest of the hop. The trade: the panic unwinds the listeners outside
+// the one that panicked — their deferred calls run, the code after their
+// next does not — so they never see it as their next's error. A listener
+// that must undo something when the rest of the chain fails does it in a
+// defer. A next called on another goroutine recovers there instead, and
+// its caller gets the panic as next's error, so a chain run there never
+// crashes the process. (That is on amd64 and arm64, where a hop can tell
+// the dispatch's goroutine from others; elsewhere every hop recovers, and
+// the listeners outside get the panic as next's error.)
 package waterfall
 
 import (
@@ -76,8 +96,9 @@ func New[P, R any](name string, def func(ctx stdctx.Context, p P) (R, error)) *W
 // before handed to next. It is for what the dispatcher vouches for and no
 // listener may change — who sent a message, whom a tool call acts for —
 // while the rest stays a listener's to rewrite. Call it once where the
-// event is declared, before any dispatch. It costs such an event two
-// atomic adds and the keep call per hop; the others nothing.
+// event is declared, before any dispatch. It costs such an event the keep
+// call per hop (and two atomic adds on a hop run on another goroutine than
+// the dispatch's); the others nothing.
 func (w *Waterfall[P, R]) Keep(keep func(orig, passed P) P) *Waterfall[P, R] {
 	w.keep = keep
 	return w
