@@ -323,33 +323,42 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
 	if !c.state.CompareAndSwap(k, k+1) {
 		return n.misuse()
 	}
-	if n.gen&(flagMask&^cancellable) != 0 {
+	if n.gen&(keeps|traced) != 0 {
 		return n.owned(ctx, p)
 	}
-	// The hop of most events, on the dispatching goroutine, with
-	// listeners of one list and no trace: all of it is paid once per
-	// listener of every dispatch.
+	// The hop of most events, on the dispatching goroutine, with no Keep
+	// and no trace: all of it is paid once per listener of every dispatch.
 	if n.gen&cancellable != 0 {
 		if err := ctx.Err(); err != nil {
 			var zero R
 			return zero, err
 		}
 	}
-	if int(i) >= len(c.u) {
-		return c.runDefault(ctx, p)
+	var fn Listener[P, R]
+	pos := n.pos
+	if n.gen&scoped == 0 {
+		if int(i) >= len(c.u) {
+			return c.runDefault(ctx, p)
+		}
+		fn = c.u[i].fn
+		n.pos += 1 << 32
+	} else {
+		e, ni, nj, ok := merge(c.u, c.t, int32(i), int32(j))
+		if !ok {
+			return c.runDefault(ctx, p)
+		}
+		fn = e.fn
+		n.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
 	}
-	fn := c.u[i].fn
 	outer := c.cur
-	c.cur = n.pos + 1
-	n.pos += 1 << 32
+	c.cur = pos + 1
 	r, err := fn(ctx, p, n)
 	c.cur = outer
 	return r, err
 }
 
 // owned is Call on the owner goroutine, its step entered, for the hops
-// that have more to do: Keep, a cancellable ctx, a scope's listeners to
-// merge with the others, tracing.
+// that have more to do: Keep, tracing.
 func (n Next[P, R]) owned(ctx stdctx.Context, p P) (R, error) {
 	c := n.c
 	if n.gen&keeps != 0 && n.pos != 0 {
