@@ -323,11 +323,17 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
 	if !c.state.CompareAndSwap(k, k+1) {
 		return n.misuse()
 	}
-	if n.gen&(keeps|traced) != 0 {
+	if n.gen&traced != 0 {
 		return n.owned(ctx, p)
 	}
-	// The hop of most events, on the dispatching goroutine, with no Keep
-	// and no trace: all of it is paid once per listener of every dispatch.
+	// The hop of every untraced event on the dispatching goroutine: all of
+	// it is paid once per listener of every dispatch, and the payload is
+	// passed on by value once, whatever its size.
+	if n.gen&keeps != 0 && n.pos != 0 {
+		// The first listener gets the original as it is; the others
+		// what Keep leaves of the payload passed to them.
+		p = c.w.keep(c.orig, p)
+	}
 	if n.gen&cancellable != 0 {
 		if err := ctx.Err(); err != nil {
 			var zero R
@@ -357,13 +363,11 @@ func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
 	return r, err
 }
 
-// owned is Call on the owner goroutine, its step entered, for the hops
-// that have more to do: Keep, tracing.
+// owned is Call on the owner goroutine, its step entered, for a traced
+// event's hop.
 func (n Next[P, R]) owned(ctx stdctx.Context, p P) (R, error) {
 	c := n.c
 	if n.gen&keeps != 0 && n.pos != 0 {
-		// The first listener gets the original as it is; the others
-		// what Keep leaves of the payload passed to them.
 		p = c.w.keep(c.orig, p)
 	}
 	return n.run(ctx, p, c.u, c.t, true)
