@@ -230,8 +230,9 @@ func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 // call is the state of one dispatch. It is pooled, so a dispatch allocates
 // nothing.
 //
-// One word of it changes during a dispatch: state, the dispatch's
-// generation and the number of steps entered. A hop enters step k only by
+// One word of it is shared by the hops of a dispatch, on whatever
+// goroutines: state, the dispatch's generation and the number of steps
+// entered (cur changes too, but only the dispatching goroutine touches it). A hop enters step k only by
 // swapping k for k+1 in it, so a next called twice — one call after the
 // other or two at once, on any goroutines — enters its step once, and a
 // next called after its dispatch fails, the generation being over. (A
@@ -242,9 +243,10 @@ func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 type call[P, R any] struct {
 	w     *Waterfall[P, R] // set once by the pool
 	state atomic.Uint64    // generation << 32 | steps entered
-	// owner is the goroutine running the dispatch (curg). A hop that
-	// swapped in there runs nested in dispatch, whose recover covers it;
-	// any other hop recovers a panic itself.
+	// owner is the goroutine running the dispatch (curg). A hop whose
+	// swap succeeds belongs to a dispatch still running; on that
+	// dispatch's goroutine it can only run nested in dispatch, whose
+	// recover covers it. Any other hop recovers a panic itself.
 	owner atomic.Uintptr
 	// cur says what runs on the owner goroutine now, for finish to name
 	// in a panic: the combined position of the listener plus one,
