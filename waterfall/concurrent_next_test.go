@@ -11,6 +11,8 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/telemetry"
+	"github.com/dsh-go/dsh/telemetry/provider"
 	"github.com/dsh-go/dsh/waterfall"
 	"go.uber.org/goleak"
 )
@@ -226,4 +228,42 @@ func TestDispatchAfterAPanicStartsClean(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A traced event's listeners each run in a span that must end with the
+// listener's error, so with telemetry on every hop recovers for itself,
+// on the dispatching goroutine too: the listener outside a panicking one
+// gets the panic as its next's error, and the dispatch returns it.
+func TestTracedEventPanicIsNextsError(t *testing.T) {
+	on := true
+	p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: &on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(stdctx.Background())
+	root := quietRoot(t)
+	w := waterfall.New[int, int]("test/traced-panic", func(_ stdctx.Context, p int) (int, error) { return p, nil }).Traced()
+	var seen error
+	w.On(root, func(ctx stdctx.Context, p int, next waterfall.Next[int, int]) (int, error) {
+		r, err := next.Call(ctx, p+1)
+		seen = err
+		return r, err
+	})
+	chainOfPlugins(t, root, w, 3, 2, false)
+	ctx, span := telemetry.Start(stdctx.Background(), "test")
+	defer span.End()
+	_, err = w.Dispatch(ctx, root, 0)
+	if !errs.HasCode(err, errs.ListenerFailed) || !strings.Contains(err.Error(), `fiber "l2"`) {
+		t.Fatalf("dispatch: %v", err)
+	}
+	if seen != err {
+		t.Fatalf("the outer listener's next returned %v, the dispatch %v", seen, err)
+	}
+	// And without a panic the traced chain runs through.
+	w2 := waterfall.New[int, int]("test/traced-pass", func(_ stdctx.Context, p int) (int, error) { return p, nil }).Traced()
+	w2.On(root, passOn)
+	w2.On(root, passOn)
+	if r, err := w2.Dispatch(ctx, root, 0); r != 2 || err != nil {
+		t.Fatalf("traced dispatch: %d %v", r, err)
+	}
 }
