@@ -202,8 +202,8 @@ func TestKeptNextCalledFromAnotherGoroutineIsRefused(t *testing.T) {
 
 // A next used twice, once on the listener's goroutine and once on
 // another, one call after the other, is NEXT_MISUSE whichever goroutine
-// called it first: the step count kept on the dispatching goroutine and
-// the one swapped elsewhere each see the other.
+// called it first: hops on either goroutine enter their step by the same
+// swap, so the second finds it entered.
 func TestNextTwiceAcrossGoroutinesIsMisuse(t *testing.T) {
 	for _, elsewhereFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("elsewhere-first=%v", elsewhereFirst), func(t *testing.T) {
