@@ -2,8 +2,10 @@ package waterfall_test
 
 import (
 	stdctx "context"
+	"errors"
 	"fmt"
 	"github.com/dsh-go/dsh/internal/ctxtest"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,26 +25,130 @@ func passOn(ctx stdctx.Context, p int, next waterfall.Next[int, int]) (int, erro
 	return next.Call(ctx, p+1)
 }
 
+// hopCounts are the chain lengths of BenchmarkWaterfall and its floors; the
+// cost of a hop is the slope of cpu-ns/op between two of them, which
+// leaves the fixed cost of a dispatch out.
+var hopCounts = []int{1, 4, 16}
+
 // BenchmarkWaterfall measures a dispatch through n listeners that each call
-// next; ns/op divided by n is the cost of one hop.
+// next. ns/hop is ns/op divided by n, which still carries the dispatch's
+// fixed cost; the cost of one hop is the slope of cpu-ns/op between two n,
+// set against BenchmarkHopFloor's slopes in the same run.
+//
+// ctx=cancellable dispatches with a context that can be cancelled, as a
+// request's is, which every hop checks.
 func BenchmarkWaterfall(b *testing.B) {
-	for _, n := range []int{1, 4, 16} {
-		b.Run(fmt.Sprintf("listeners=%d", n), func(b *testing.B) {
-			root := quietRoot(b)
-			w := waterfall.New[int, int]("bench/chain", func(_ stdctx.Context, p int) (int, error) { return p, nil })
+	for _, n := range hopCounts {
+		b.Run(fmt.Sprintf("listeners=%d", n), func(b *testing.B) { benchmarkChain(b, n, stdctx.Background()) })
+	}
+	ctx, cancel := stdctx.WithCancel(stdctx.Background())
+	defer cancel()
+	for _, n := range hopCounts {
+		b.Run(fmt.Sprintf("ctx=cancellable/listeners=%d", n), func(b *testing.B) { benchmarkChain(b, n, ctx) })
+	}
+}
+
+func benchmarkChain(b *testing.B, n int, ctx stdctx.Context) {
+	root := quietRoot(b)
+	w := waterfall.New[int, int]("bench/chain", func(_ stdctx.Context, p int) (int, error) { return p, nil })
+	for range n {
+		if _, err := w.On(root, passOn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if r, _ := w.Dispatch(ctx, root, 0); r != n {
+			b.Fatalf("got %d", r)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/hop")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// floorNext is the closure floor's next: the rest of a chain of closures.
+type floorNext func(ctx stdctx.Context, p int) (int, error)
+
+// casChain is the CAS floor's dispatch: listeners called through a slice,
+// and the word every hop swaps.
+type casChain struct {
+	state atomic.Uint64
+	fns   []func(ctx stdctx.Context, p int, next casNext) (int, error)
+}
+
+// casNext is the CAS floor's next, three words like waterfall.Next.
+type casNext struct {
+	c   *casChain
+	i   uint64
+	gen uint64
+}
+
+var errCASFloor = errors.New("cas floor: a step entered twice")
+
+func (n casNext) Call(ctx stdctx.Context, p int) (int, error) {
+	c := n.c
+	k := n.gen + n.i
+	if !c.state.CompareAndSwap(k, k+1) {
+		return 0, errCASFloor
+	}
+	if n.i >= uint64(len(c.fns)) {
+		return p, nil
+	}
+	fn := c.fns[n.i]
+	n.i++
+	return fn(ctx, p, n)
+}
+
+// BenchmarkHopFloor is what a hop is set against, in the same run as
+// BenchmarkWaterfall:
+//
+//   - closure: n listeners of the waterfall's shape (ctx, payload, next),
+//     each a closure calling the rest of the chain through a func value,
+//     with no misuse check and no recover — a hop that is not race-free.
+//   - cas: n listeners of that shape called through a slice, each hop
+//     entering its step by one compare-and-swap on a word the chain
+//     shares, the one atomic write a race-free hop cannot do without.
+func BenchmarkHopFloor(b *testing.B) {
+	listener := func(ctx stdctx.Context, p int, next floorNext) (int, error) { return next(ctx, p+1) }
+	for _, n := range hopCounts {
+		b.Run(fmt.Sprintf("closure/listeners=%d", n), func(b *testing.B) {
+			chain := floorNext(func(_ stdctx.Context, p int) (int, error) { return p, nil })
 			for range n {
-				if _, err := w.On(root, passOn); err != nil {
-					b.Fatal(err)
-				}
+				rest := chain
+				chain = func(ctx stdctx.Context, p int) (int, error) { return listener(ctx, p, rest) }
 			}
 			ctx := stdctx.Background()
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			for b.Loop() {
-				if r, _ := w.Dispatch(ctx, root, 0); r != n {
+				if r, _ := chain(ctx, 0); r != n {
 					b.Fatalf("got %d", r)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/hop")
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+	pass := func(ctx stdctx.Context, p int, next casNext) (int, error) { return next.Call(ctx, p+1) }
+	for _, n := range hopCounts {
+		b.Run(fmt.Sprintf("cas/listeners=%d", n), func(b *testing.B) {
+			c := &casChain{}
+			for range n {
+				c.fns = append(c.fns, pass)
+			}
+			ctx := stdctx.Background()
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				// Each dispatch starts where the last left the word, as a
+				// new generation does.
+				if r, err := (casNext{c: c, gen: c.state.Load()}).Call(ctx, 0); r != n || err != nil {
+					b.Fatalf("got %d %v", r, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/hop")
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -70,9 +176,11 @@ func BenchmarkScopedDispatch(b *testing.B) {
 			}
 			ctx := stdctx.Background()
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			for b.Loop() {
 				w.Dispatch(ctx, at, 0)
 			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

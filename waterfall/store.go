@@ -237,3 +237,7 @@ func orBackground(ctx stdctx.Context) stdctx.Context {
 	}
 	return ctx
 }
+
+func dispatchPanic(event string, r any) error {
+	return errs.New(errs.ListenerFailed, fmt.Sprintf("the dispatch of %q panicked before any listener ran: %v", event, r)).WithReason("event/panic")
+}

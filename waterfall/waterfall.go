@@ -25,6 +25,26 @@
 //
 // Dispatch takes a snapshot of the listener lists and never locks, so many
 // goroutines can dispatch while others register.
+//
+// A next may be called on any goroutine, and is race-free: whatever calls
+// it twice — one call after the other, or two goroutines at once — the rest
+// of the chain runs once and every other call fails with NEXT_MISUSE. Each
+// hop enters its step by one compare-and-swap on the dispatch's state, the
+// one atomic write it cannot do without (see BENCHMARKS.md, issue 38).
+//
+// A listener that panics ends the dispatch with LISTENER_FAILED (reason
+// event/panic) naming the event and the listener's fiber. On the goroutine
+// that dispatched, Dispatch recovers once for every listener, instead of
+// each hop recovering for the listener it runs, which had cost more than
+// the rest of the hop. The trade: the panic unwinds the listeners outside
+// the one that panicked — their deferred calls run, the code after their
+// next does not — so they never see it as their next's error. A listener
+// that must undo something when the rest of the chain fails does it in a
+// defer. A next called on another goroutine recovers there instead, and
+// its caller gets the panic as next's error, so a chain run there never
+// crashes the process. (That is on amd64 and arm64, where a hop can tell
+// the dispatch's goroutine from others; elsewhere every hop recovers, and
+// the listeners outside get the panic as next's error.)
 package waterfall
 
 import (
@@ -76,8 +96,9 @@ func New[P, R any](name string, def func(ctx stdctx.Context, p P) (R, error)) *W
 // before handed to next. It is for what the dispatcher vouches for and no
 // listener may change — who sent a message, whom a tool call acts for —
 // while the rest stays a listener's to rewrite. Call it once where the
-// event is declared, before any dispatch. It costs such an event two
-// atomic adds and the keep call per hop; the others nothing.
+// event is declared, before any dispatch. It costs such an event the keep
+// call per hop (and two atomic adds on a hop run on another goroutine than
+// the dispatch's); the others nothing.
 func (w *Waterfall[P, R]) Keep(keep func(orig, passed P) P) *Waterfall[P, R] {
 	w.keep = keep
 	return w
@@ -105,6 +126,12 @@ func (w *Waterfall[P, R]) On(ctx *dshctx.Context, fn Listener[P, R], opts ...Opt
 
 // Dispatch runs the chain for the tag of at. ctx cancels the dispatch: it is
 // checked before each listener and handed to every listener.
+//
+// A listener that panics on the goroutine that dispatched ends the
+// dispatch: the panic unwinds the listeners outside it (their deferred
+// calls run; the code after their next does not) and Dispatch returns
+// LISTENER_FAILED naming the event and the panicking listener's fiber.
+// See Next.Call for a panic on another goroutine.
 func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) (R, error) {
 	if err := checkDispatch(w.name, at); err != nil {
 		var zero R
@@ -115,41 +142,85 @@ func (w *Waterfall[P, R]) Dispatch(ctx stdctx.Context, at *dshctx.Context, p P) 
 	if u == nil && t == nil {
 		return w.runDefault(ctx, p)
 	}
-	c := w.pool.Get().(*call[P, R])
+	return w.pool.Get().(*call[P, R]).dispatch(ctx, u, t, p)
+}
+
+// dispatch runs the chain through the pooled call c. Its deferred finish
+// is the one recover of every hop that runs on this goroutine (see
+// Next.Call) and ends the call's generation however the chain ends: a
+// return, a panic, runtime.Goexit.
+func (c *call[P, R]) dispatch(ctx stdctx.Context, u, t *list[Listener[P, R]], p P) (r R, err error) {
+	w := c.w
+	gen := c.state.Load() // generation << 32; no step entered yet
+	if g := curg(); c.owner.Load() != g {
+		// Most dispatches come back to the call their goroutine used
+		// last (the pool is per P): the atomic store, as dear as the
+		// swap of a hop, is skipped then.
+		c.owner.Store(g)
+	}
+	c.u, c.t = u.all(), t.all()
+	n := Next[P, R]{c: c, gen: gen}
+	if t != nil {
+		n.gen |= scoped
+	}
+	// A context that can never be cancelled needs no check between hops.
+	if ctx.Done() != nil {
+		n.gen |= cancellable
+	}
 	if w.keep != nil {
 		c.orig = p
-	}
-	gen := uint32(c.state.Load() >> 32)
-	// A context that can never be cancelled needs no check between hops.
-	n := Next[P, R]{c: c, u: u, t: t, gen: uint64(gen) << genShift}
-	if ctx.Done() != nil {
-		n.gen |= genCancellable
+		n.gen |= keeps
 	}
 	// Whether the listeners get spans is decided once for the dispatch:
-	// a sampled-out one then pays one context lookup, not one per hop.
+	// a sampled-out one then pays one context lookup, not one per hop. A
+	// listener that hands next a context of another trace does not change
+	// it.
 	if w.traced && telemetry.Records(ctx) {
-		n.gen |= genTraced
+		n.gen |= traced
 	}
-	r, err := n.Call(ctx, p)
+	defer c.finish(gen, &r, &err)
+	return n.Call(ctx, p)
+}
+
+// finish ends a dispatch. A panic that reached it was raised on the
+// dispatching goroutine, where no hop recovers: it is reported here, naming
+// what c.cur says was running.
+func (c *call[P, R]) finish(gen uint64, r *R, err *error) {
+	if x := recover(); x != nil {
+		var zero R
+		*r = zero
+		switch cur := c.cur; cur {
+		case 0:
+			*err = dispatchPanic(c.w.name, x)
+		case inDefault:
+			*err = defaultPanic(c.w.name, x)
+		default:
+			cur--
+			e, _, _, _ := merge(c.u, c.t, int32(cur>>32), int32(uint32(cur)))
+			*err = panicError(c.w.name, e.fiber, x)
+		}
+	}
+	c.cur = 0
 	// A new generation with no step entered: every next of this dispatch,
 	// kept or still running on another goroutine, now fails its swap.
-	c.state.Store(uint64(gen+1) << 32)
-	if w.keep != nil {
-		if c.reading.Load() != 0 {
-			// A next kept past this dispatch swapped in before the new
-			// generation and may still be reading orig: the call is
-			// left to the collector, never rewritten under it.
-			return r, err
-		}
+	c.state.Store(gen + 1<<32)
+	if c.reading.Load() != 0 {
+		// A next on another goroutine swapped in before the new
+		// generation and may still be reading the snapshots or orig:
+		// the call is left to the collector, never rewritten under it.
+		return
+	}
+	c.u, c.t = nil, nil
+	if c.w.keep != nil {
 		var zero P
 		c.orig = zero
 	}
-	w.pool.Put(c)
-	return r, err
+	c.w.pool.Put(c)
 }
 
-// runDefault answers a dispatch that reached the end of the chain, or that
-// nobody listens to, with the same panic guard a listener has.
+// runDefault answers a dispatch that reached the end of the chain off the
+// dispatching goroutine, or that nobody listens to, with the same panic
+// guard a listener has there.
 func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 	defer func() {
 		if x := recover(); x != nil {
@@ -161,110 +232,232 @@ func (w *Waterfall[P, R]) runDefault(ctx stdctx.Context, p P) (r R, err error) {
 }
 
 // call is the state of one dispatch. It is pooled, so a dispatch allocates
-// nothing, and made safe to pool by holding a single word that changes: the
-// dispatch's generation and the number of steps it entered. Everything else
-// a next needs travels in the Next value itself, so a next handed to another
-// goroutine — even one its listener stopped waiting for, while the call
-// already serves another dispatch — reads only that word, atomically, and
-// its swap fails once its generation is over. (A stale next could match
-// again only after 2^32 further dispatches through the same pooled call,
-// at exactly its step.)
+// nothing.
+//
+// One word of it is shared by the hops of a dispatch, on whatever
+// goroutines: state, the dispatch's generation and the number of steps
+// entered (cur changes too, but only the dispatching goroutine touches it). A hop enters step k only by
+// swapping k for k+1 in it, so a next called twice — one call after the
+// other or two at once, on any goroutines — enters its step once, and a
+// next called after its dispatch fails, the generation being over. (A
+// stale next could match again only after 2^32 further dispatches through
+// the same pooled call, at exactly its step.) The other fields are written
+// before the dispatch's first hop and read by hops that swapped in, which
+// orders the reads after the writes.
 type call[P, R any] struct {
 	w     *Waterfall[P, R] // set once by the pool
 	state atomic.Uint64    // generation << 32 | steps entered
-	// orig is the payload of the dispatch, for an event with Keep. It is
-	// read right after a hop's swap; reading counts the hops between
-	// announcing the read (before their swap) and its end, so a dispatch
-	// pools its call (and the next one rewrites orig) only when no next,
-	// however late, can be reading it: a hop that announces itself after
-	// the dispatch's check fails its swap, the generation being over.
-	orig    P
+	// owner is the goroutine running the dispatch (curg). A hop whose
+	// swap succeeds belongs to a dispatch still running; on that
+	// dispatch's goroutine it can only run nested in dispatch, whose
+	// recover covers it. Any other hop recovers a panic itself.
+	owner atomic.Uintptr
+	// cur says what runs on the owner goroutine now, for finish to name
+	// in a panic: the combined position of the listener plus one,
+	// inDefault for the default step, 0 for nothing yet. It is a number,
+	// not a pointer, so that setting it twice a hop costs no write
+	// barrier check. Only the owner reads and writes it.
+	cur uint64
+	// u and t are the dispatch's snapshots: the listeners outside any
+	// scope, and those of the dispatch's scope.
+	u, t []entry[Listener[P, R]]
+	// orig is the payload of the dispatch, for an event with Keep.
+	orig P
+	// reading counts the hops on other goroutines between announcing
+	// themselves (before their swap) and the end of their reads of u, t
+	// and orig, so a dispatch pools its call (and the next one rewrites
+	// them) only when no next, however late, can be reading them: a hop
+	// that announces itself after the dispatch's check fails its swap.
+	// The owner's hops need no such count: they are nested in the
+	// dispatch, which cannot end under them.
 	reading atomic.Int32
 }
+
+// The low half of Next.gen says how the event's hops run, so that a hop
+// reads none of it from the Waterfall.
+const (
+	cancellable = 1 << iota // ctx can be cancelled: check it before each listener
+	keeps                   // the event has Keep
+	traced                  // the event is Traced
+	scoped                  // the dispatch has a scope's listeners to merge with the others
+	flagMask    = 1<<32 - 1
+
+	inDefault = ^uint64(0) // call.cur while the default step runs
+)
 
 // Next continues a waterfall from one listener. It is a small value; pass it
 // around freely, but call it at most once, and only before the listener
 // returns.
 //
-// Its fields are packed into five words so that a listener's arguments
-// (ctx, payload, next) still fit the registers of the Go calling convention
-// for a small payload; spilling them to the stack doubled the cost of a hop.
+// It is three words, so that a listener's arguments (ctx, payload, next)
+// fit the registers of the Go calling convention with room for a payload
+// of a few words: each hop passes them on twice.
 type Next[P, R any] struct {
-	c    *call[P, R]
-	u, t *list[Listener[P, R]] // the dispatch's snapshots, immutable
-	pos  uint64                // combined position: u index << 32 | t index
-	gen  uint64                // generation << genShift | genCancellable | genTraced
+	c   *call[P, R]
+	pos uint64 // combined position: u index << 32 | t index
+	gen uint64 // generation << 32 | flags (cancellable, keeps, traced, scoped)
 }
-
-// Flags of Next.gen below the generation.
-const (
-	// genCancellable: the dispatch's ctx can be cancelled, so each hop
-	// checks it.
-	genCancellable = 1 << iota
-	// genTraced: the event is Traced and the dispatch's span records,
-	// so each listener runs in a span of its own. A listener that hands
-	// next a context of another trace does not change it.
-	genTraced
-	genShift = iota
-)
 
 // Call runs the rest of the chain with payload p and returns its result.
 // It may run on another goroutine than the listener's, if the listener
-// waits for it before returning. A next called twice, or after its
-// listener's dispatch returned, fails with NEXT_MISUSE; a listener that
-// stops waiting for a next already running (gives up on a timeout, say)
-// leaves the rest of the chain running on its own until its next hop, which
-// fails with NEXT_MISUSE, and that result is lost.
+// waits for it before returning. A next called twice — one call after the
+// other, or at once from two goroutines — runs the rest of the chain once:
+// every other call fails with NEXT_MISUSE, as does a next called after its
+// listener's dispatch returned. A listener that stops waiting for a next
+// already running (gives up on a timeout, say) leaves the rest of the chain
+// running on its own until its next hop, which fails with NEXT_MISUSE, and
+// that result is lost.
 //
-// A listener that panics is reported as LISTENER_FAILED to whoever called
-// the next that ran it, on that caller's goroutine: the listeners outside
-// it see an error instead of being unwound.
-func (n Next[P, R]) Call(ctx stdctx.Context, p P) (r R, err error) {
+// A listener that panics is reported as LISTENER_FAILED, naming the event
+// and the listener's fiber. On the goroutine that dispatched, one recover
+// in Dispatch catches it: the panic unwinds the listeners outside it, as a
+// panicking net/http handler unwinds its middleware, so they do not see it
+// as their next's error — the dispatcher does. A recover in every hop
+// instead had cost more than the rest of the hop. A next called on another
+// goroutine reports a panic further down to its caller, on that goroutine,
+// so a chain run there never crashes the process.
+func (n Next[P, R]) Call(ctx stdctx.Context, p P) (R, error) {
 	c := n.c
 	if c == nil {
 		return n.misuse()
 	}
-	i, j := int32(n.pos>>32), int32(uint32(n.pos))
-	k := n.gen>>genShift<<32 | uint64(uint32(i+j))
-	// The first listener gets the original as it is; the others what
-	// Keep leaves of the payload passed to them.
-	keep := c.w.keep != nil && i+j != 0
-	if keep {
-		c.reading.Add(1)
+	if !knowsG || c.owner.Load() != curg() {
+		return n.elsewhere(ctx, p)
 	}
+	i, j := uint32(n.pos>>32), uint32(n.pos)
+	k := n.gen&^flagMask | uint64(i+j)
 	if !c.state.CompareAndSwap(k, k+1) {
-		if keep {
-			c.reading.Add(-1)
-		}
 		return n.misuse()
 	}
-	if keep {
-		orig := c.orig
-		c.reading.Add(-1)
-		p = c.w.keep(orig, p)
+	if n.gen&traced != 0 {
+		return n.owned(ctx, p)
 	}
-	if n.gen&genCancellable != 0 {
+	// The hop of every untraced event on the dispatching goroutine: all of
+	// it is paid once per listener of every dispatch, and the payload is
+	// passed on by value once, whatever its size.
+	if n.gen&keeps != 0 && n.pos != 0 {
+		// The first listener gets the original as it is; the others
+		// what Keep leaves of the payload passed to them.
+		p = c.w.keep(c.orig, p)
+	}
+	if n.gen&cancellable != 0 {
 		if err := ctx.Err(); err != nil {
 			var zero R
 			return zero, err
 		}
 	}
-	if n.gen&genTraced != 0 {
+	var fn Listener[P, R]
+	pos := n.pos
+	if n.gen&scoped == 0 {
+		if int(i) >= len(c.u) {
+			return c.runDefault(ctx, p)
+		}
+		fn = c.u[i].fn
+		n.pos += 1 << 32
+	} else {
+		e, ni, nj, ok := merge(c.u, c.t, int32(i), int32(j))
+		if !ok {
+			return c.runDefault(ctx, p)
+		}
+		fn = e.fn
+		n.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
+	}
+	outer := c.cur
+	c.cur = pos + 1
+	r, err := fn(ctx, p, n)
+	c.cur = outer
+	return r, err
+}
+
+// owned is Call on the owner goroutine, its step entered, for a traced
+// event's hop.
+func (n Next[P, R]) owned(ctx stdctx.Context, p P) (R, error) {
+	c := n.c
+	if n.gen&keeps != 0 && n.pos != 0 {
+		p = c.w.keep(c.orig, p)
+	}
+	return n.run(ctx, p, c.u, c.t, true)
+}
+
+// elsewhere is Call on another goroutine than the dispatch's.
+func (n Next[P, R]) elsewhere(ctx stdctx.Context, p P) (R, error) {
+	c := n.c
+	k := n.gen&^flagMask | uint64(uint32(n.pos>>32)+uint32(n.pos))
+	var orig P
+	var u, t []entry[Listener[P, R]]
+	c.reading.Add(1)
+	ok := c.state.CompareAndSwap(k, k+1)
+	if ok {
+		u, t = c.u, c.t
+		if n.gen&keeps != 0 {
+			orig = c.orig
+		}
+	}
+	c.reading.Add(-1)
+	if !ok {
+		return n.misuse()
+	}
+	if n.gen&keeps != 0 && n.pos != 0 {
+		p = c.w.keep(orig, p)
+	}
+	return n.run(ctx, p, u, t, false)
+}
+
+// run runs the listener after step n.pos, entered, or the default; u and
+// t are the dispatch's snapshots.
+func (n Next[P, R]) run(ctx stdctx.Context, p P, u, t []entry[Listener[P, R]], owner bool) (R, error) {
+	c := n.c
+	if n.gen&cancellable != 0 {
+		if err := ctx.Err(); err != nil {
+			var zero R
+			return zero, err
+		}
+	}
+	trace := n.gen&traced != 0 && telemetry.Enabled()
+	if trace {
 		markPassed(ctx, c.w.name)
 	}
-	e, ni, nj, ok := merge(n.u.all(), n.t.all(), i, j)
+	e, ni, nj, ok := merge(u, t, int32(n.pos>>32), int32(uint32(n.pos)))
 	if !ok {
+		if owner {
+			return c.runDefault(ctx, p)
+		}
 		return c.w.runDefault(ctx, p)
 	}
+	next := n
+	next.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
+	if trace || !owner {
+		return guarded(ctx, c, e, p, next, trace)
+	}
+	outer := c.cur
+	c.cur = n.pos + 1
+	r, err := e.fn(ctx, p, next)
+	c.cur = outer
+	return r, err
+}
+
+// runDefault is the default step on the owner goroutine, under the
+// dispatch's recover.
+func (c *call[P, R]) runDefault(ctx stdctx.Context, p P) (R, error) {
+	outer := c.cur
+	c.cur = inDefault
+	r, err := c.w.def(ctx, p)
+	c.cur = outer
+	return r, err
+}
+
+// guarded runs listener e with a recover of its own: for a hop on another
+// goroutine than the dispatch's, where a panic would otherwise crash the
+// process, and for a traced event, whose listeners' spans report a panic
+// as the hop's error.
+func guarded[P, R any](ctx stdctx.Context, c *call[P, R], e *entry[Listener[P, R]], p P, next Next[P, R], trace bool) (r R, err error) {
 	defer func() {
 		if x := recover(); x != nil {
 			var zero R
 			r, err = zero, panicError(c.w.name, e.fiber, x)
 		}
 	}()
-	next := n
-	next.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
-	if n.gen&genTraced != 0 {
+	if trace {
 		return traceListener(ctx, c.w.name, e.fiber, p, next, e.fn)
 	}
 	return e.fn(ctx, p, next)
@@ -276,7 +469,7 @@ func (n Next[P, R]) misuse() (R, error) {
 		return zero, errs.New(errs.NextMisuse, "next is the zero Next; use the one the listener received")
 	}
 	event := n.c.w.name
-	if n.c.state.Load()>>32 != n.gen>>genShift {
+	if n.c.state.Load()>>32 != n.gen>>32 {
 		return zero, errs.New(errs.NextMisuse, fmt.Sprintf(
 			"next of %q was called after the dispatch finished; call next before the listener returns and wait for its result", event))
 	}

@@ -138,3 +138,30 @@ func TestBadConfigsSayWhatToFix(t *testing.T) {
 	cfg = cfg.WithPricing(usage.Pricing{Models: map[string]usage.Price{"m": {Input: 1}}})
 	e.Apply(budget.Plugin, cfg)
 }
+
+// TestAPanicAfterTheBudgetUncountsThePrompt: a listener after the budget
+// that panics fails the delivery, and unwinds the budget's listener
+// instead of returning an error to it (the waterfall recovers once per
+// dispatch): the prompt it counted is uncounted all the same.
+func TestAPanicAfterTheBudgetUncountsThePrompt(t *testing.T) {
+	e := testkit.New(t)
+	cfg := budget.Config{}.Defaults()
+	cfg.Limits = []budget.Limit{{Name: "one", Per: budget.PerAgent, Window: time.Hour, Prompts: 1}}
+	e.Apply(budget.Plugin, cfg)
+	if _, err := agentcontroller.EventAdmission.On(e.Root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		if a.Message.Content == "boom" {
+			panic("a listener after the budget broke")
+		}
+		return next.Call(ctx, a)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.Agent("main@s1")
+	ctx := stdctx.Background()
+	if _, err := e.Controller.Deliver(ctx, a, testkit.Send("boom")); !errs.HasCode(err, errs.ListenerFailed) {
+		t.Fatalf("want LISTENER_FAILED: %v", err)
+	}
+	if _, err := e.Controller.Deliver(ctx, a, testkit.Send("after")); err != nil {
+		t.Fatalf("the prompt after the panic: %v", err)
+	}
+}

@@ -470,13 +470,19 @@ func (b *Budget) admit(ctx stdctx.Context, a agentcontroller.Admission, next age
 	// Known before the message can reach a turn: the loop may take it as
 	// soon as next returns.
 	st := b.track(a, p)
+	// Deferred, because a panic further down the chain unwinds this
+	// listener instead of returning an error from next.
+	admitted := false
+	defer func() {
+		if !admitted {
+			b.mu.Lock()
+			delete(st.pending, a.Message.ID)
+			b.mu.Unlock()
+			rollback()
+		}
+	}()
 	d, err := next.Call(ctx, a)
-	if err != nil || d.Kind != agentcontroller.DecisionAdmit {
-		b.mu.Lock()
-		delete(st.pending, a.Message.ID)
-		b.mu.Unlock()
-		rollback()
-	}
+	admitted = err == nil && d.Kind == agentcontroller.DecisionAdmit
 	return d, err
 }
 

@@ -1,0 +1,8 @@
+#include "textflag.h"
+
+// func curg() uintptr
+TEXT ·curg(SB), NOSPLIT, $0-8
+	MOVQ TLS, CX
+	MOVQ 0(CX)(TLS*1), AX
+	MOVQ AX, ret+0(FP)
+	RET
