@@ -321,6 +321,10 @@ func writesGoOnWithANodeStopped(t *testing.T, c *natstest.Cluster) {
 	}
 	cfg := at(base, c.URL(w), "")
 	cfg.ConnectTimeout = 2 * time.Second // how long a flush waits for a leader
+	// Longer than an election on a loaded machine (the lease bucket's
+	// leader may be on the stopped node too): this test is about writes
+	// outliving a node, not a lease running out, which others cover.
+	cfg.LeaseTTL = 15 * time.Second
 	root, st := mustMount(t, cfg)
 	s := open(t, root, st, "s1")
 	appendTurn(s, 1, "w")
