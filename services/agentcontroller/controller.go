@@ -353,8 +353,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 			return c.drop(agent, msg, by)
 		}
 		c.recordFailure(agent, msg, req, err)
-		c.recordRefusal(agent, msg, err)
-		return outcome{err: err}
+		return outcome{err: c.recordRefusal(agent, msg, err)}
 	}
 	msg, err := c.prepare(signal, agent, req, msg)
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
@@ -364,8 +363,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	if err != nil {
 		c.leave()
 		c.recordFailure(agent, msg, req, err)
-		c.recordRefusal(agent, msg, err)
-		return outcome{err: err}
+		return outcome{err: c.recordRefusal(agent, msg, err)}
 	}
 	decision, err := c.decide(signal, agent, msg, req)
 	c.leave()
@@ -392,8 +390,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		if decision.Expired {
 			rej = expiredRefusal(decision.Reason, decision.Message, decision.Presented)
 		}
-		c.recordRefusal(agent, msg, rej)
-		err = rej
+		err = c.recordRefusal(agent, msg, rej)
 	}
 	if ctx.Err() != nil {
 		return outcome{err: stdctx.Cause(ctx)} // the sender's cancellation wins over any decision

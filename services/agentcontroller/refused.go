@@ -43,16 +43,18 @@ func recordable(err error) (Refusal, bool) {
 	return r, true
 }
 
-// recordRefusal keeps the refusal of req's message in memory until the
-// session log holds it, and has the agent append it there. Only requests
-// with an id are recorded: without one, no retry can ask.
-func (c *Controller) recordRefusal(agent agents.Agent, msg llm.Message, err error) {
+// recordRefusal keeps the refusal err of req's message in memory until
+// the session log holds it, has the agent append it there, and returns the
+// error its sender gets: err, or agentGone when the agent's log was let go
+// before it could take the record. Only requests with an id are recorded:
+// without one, no retry can ask.
+func (c *Controller) recordRefusal(agent agents.Agent, msg llm.Message, err error) error {
 	if msg.RequestID == "" {
-		return
+		return err
 	}
 	r, ok := recordable(err)
 	if !ok {
-		return
+		return err
 	}
 	typ := session.MessageRefused
 	if r.Expired {
@@ -63,14 +65,45 @@ func (c *Controller) recordRefusal(agent agents.Agent, msg llm.Message, err erro
 	m := msg
 	m.Parts = nil
 	ev := session.Event{Type: typ, Message: &m, RequestID: msg.RequestID, Reason: r.Reason, Error: r.Message}
-	c.mu.Lock()
-	c.refused[acceptKey{agent.ID(), msg.RequestID}] = ev
-	c.mu.Unlock()
-	if rec, ok := agent.(refusalRecorder); ok {
-		if err := rec.RecordEvent(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
-			agent.Context().Logger().Warn("recording a refused message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
-		}
+	if !c.handOver(agent, ev, "recording a refused message failed") {
+		return agentGone(agent.ID())
 	}
+	return err
+}
+
+// handOver keeps ev, the outcome of a message that never entered the
+// inbox, in memory until the session log holds it, and has the agent
+// append it there. It reports false when the agent's log was let go
+// first: no record will hold ev, so ev is not the message's fate — its
+// sender must be told the session closed, as for any delivery the agent
+// left, and a retry is decided anew — rather than an outcome a retry
+// after a resume would not find.
+func (c *Controller) handOver(agent agents.Agent, ev session.Event, failed string) bool {
+	key := acceptKey{agent.ID(), ev.RequestID}
+	if ev.RequestID != "" {
+		c.mu.Lock()
+		c.refused[key] = ev
+		c.mu.Unlock()
+	}
+	rec, ok := agent.(refusalRecorder)
+	if !ok {
+		return true
+	}
+	err := rec.RecordEvent(ev)
+	if err == nil {
+		return true
+	}
+	if !errs.HasCode(err, agents.AgentDisposed) {
+		// Kept in memory: the controller answers a retry while the agent lives.
+		agent.Context().Logger().Warn(failed, "agent", agent.ID(), "request_id", ev.RequestID, "error", err)
+		return true
+	}
+	if ev.RequestID != "" {
+		c.mu.Lock()
+		delete(c.refused, key)
+		c.mu.Unlock()
+	}
+	return false
 }
 
 // recorded answers a retry of a request id from what became of its first

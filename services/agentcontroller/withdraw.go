@@ -70,15 +70,8 @@ func (c *Controller) drop(agent agents.Agent, msg llm.Message, by string) outcom
 	m := msg
 	m.Parts = nil
 	ev := session.Event{Type: session.MessageDropped, Message: &m, RequestID: msg.RequestID, Reason: session.DroppedCancelled, By: by}
-	if msg.RequestID != "" {
-		c.mu.Lock()
-		c.refused[acceptKey{agent.ID(), msg.RequestID}] = ev
-		c.mu.Unlock()
-	}
-	if rec, ok := agent.(refusalRecorder); ok {
-		if err := rec.RecordEvent(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
-			agent.Context().Logger().Warn("recording a withdrawn message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
-		}
+	if !c.handOver(agent, ev, "recording a withdrawn message failed") {
+		return outcome{err: agentGone(agent.ID())}
 	}
 	return outcome{err: withdrawnError(agent.ID(), ev)}
 }

@@ -76,6 +76,9 @@ type ReactLoopAgent struct {
 	records []session.Event
 	idle    chan struct{} // closed when the driver goes idle
 	torn    bool
+	// sealed: finish took what was handed over last and wrote it; what
+	// comes later is refused, as no log will hold it.
+	sealed bool
 	// abandoned: a dispose timed out while the driver ran; the driver
 	// finishes the agent when it stops.
 	abandoned bool
@@ -308,6 +311,7 @@ func (a *ReactLoopAgent) finish(ctx stdctx.Context) error {
 	if a.finished {
 		return nil
 	}
+	a.writeLeftovers()
 	var err error
 	if ferr := a.sess.Flush(ctx); ferr != nil {
 		if !errs.Has(ferr, session.SessionLocked, session.ReasonFenced) {

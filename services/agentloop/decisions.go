@@ -39,10 +39,16 @@ func (l *Loop) onDecision(_ stdctx.Context, d session.Decided) error {
 func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.disposed {
+	if a.sealed {
 		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more decisions", a.id))
 	}
 	a.decisions = append(a.decisions, d)
+	if a.disposed {
+		// The close has begun: the driver, if it still runs, writes the
+		// record before it exits, and finish does otherwise. Waking a
+		// driver now would append beside finish.
+		return nil
+	}
 	if d.Stage == session.StageAdmission && d.Verdict == "admit" {
 		// The message follows into the inbox, which wakes the driver;
 		// waking it now would have it record and checkpoint the record
@@ -104,12 +110,14 @@ func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 //     before the next tool result or prompt, as an event of that turn and
 //     step, or at once when the agent is idle.
 //
-// Either way the driver makes it durable with what follows it. A
-// disposed agent records nothing and says so.
+// Either way the driver makes it durable with what follows it; once a
+// close began, the driver's last round or the close's final write does.
+// An agent whose close has written its last events records nothing and
+// says so (agents.AgentDisposed).
 func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.disposed {
+	if a.sealed {
 		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more events", a.id))
 	}
 	switch e.Type {
@@ -118,6 +126,25 @@ func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	default:
 		a.records = append(a.records, e)
 	}
-	a.wakeLocked()
+	// Once a close began the driver (if it still runs) or finish writes
+	// it; see RecordDecision.
+	if !a.disposed {
+		a.wakeLocked()
+	}
 	return nil
+}
+
+// writeLeftovers appends what was handed over after the driver's last
+// round — an outcome decided while the close began, its decision record —
+// and seals the agent, so whatever comes later is refused rather than
+// left where no one appends it. Only finish calls it: the driver is gone
+// and cannot come back, which leaves finish the one appender.
+func (a *ReactLoopAgent) writeLeftovers() {
+	a.mu.Lock()
+	a.sealed = true
+	drops, refusals, turn := a.drops, a.refusals, a.turn
+	a.drops, a.refusals = nil, nil
+	a.mu.Unlock()
+	a.recordDecisions(turn, 0)
+	a.appendOutcomes(turn, drops, refusals)
 }

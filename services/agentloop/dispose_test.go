@@ -96,3 +96,49 @@ func TestAnOutcomeHandedOverAsTheAgentClosesIsWritten(t *testing.T) {
 		t.Fatalf("the refusal handed over during the close: %+v %v; log %v", ev, ok, trace(h.Agent.Session()))
 	}
 }
+
+// TestWhatIsHandedOverOnceTheCloseBeganIsWrittenOrRefused: an idle agent
+// whose close has begun has no driver left to append; a refusal and its
+// decision record handed over then are written by the close itself, and
+// once the close wrote its last events the agent refuses more, so that
+// the controller never reports an outcome that no log holds.
+func TestWhatIsHandedOverOnceTheCloseBeganIsWrittenOrRefused(t *testing.T) {
+	e := newEnv(t, nil, agentloop.Config{})
+	h := e.create("a")
+	a := h.Agent.(*agentloop.ReactLoopAgent)
+	refusal := func(rid string) session.Event {
+		return session.Event{Type: session.MessageRefused, RequestID: rid, Reason: "test/late",
+			Message: &llm.Message{ID: "m-" + rid, Role: llm.RoleUser, Content: "late"}}
+	}
+	agents.EventStatus.On(e.root, func(_ stdctx.Context, c agents.StatusChange) error {
+		if c.To != agents.StatusDisposed {
+			return nil
+		}
+		if err := a.RecordDecision(session.Decision{Stage: session.StageAdmission, Verdict: "refuse", RequestID: "r1", MessageID: "m-r1"}); err != nil {
+			t.Errorf("a decision handed over as the close began: %v", err)
+		}
+		if err := a.RecordEvent(refusal("r1")); err != nil {
+			t.Errorf("a refusal handed over as the close began: %v", err)
+		}
+		return nil
+	})
+	if err := h.Dispose(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ev, ok := a.Session().Outcome("r1"); !ok || ev.Reason != "test/late" {
+		t.Fatalf("the refusal handed over during the close: %+v %v; log %v", ev, ok, trace(a.Session()))
+	}
+	decided := false
+	for _, ev := range a.Session().Events(1) {
+		decided = decided || (ev.Type == session.DecisionRecorded && ev.Decision.RequestID == "r1")
+	}
+	if !decided {
+		t.Fatal("the decision record handed over during the close is not in the log")
+	}
+	if err := a.RecordEvent(refusal("r2")); !errs.HasCode(err, agents.AgentDisposed) {
+		t.Fatalf("a refusal handed over after the close: %v", err)
+	}
+	if err := a.RecordDecision(session.Decision{Stage: session.StageAdmission, Verdict: "refuse", RequestID: "r2"}); !errs.HasCode(err, agents.AgentDisposed) {
+		t.Fatalf("a decision handed over after the close: %v", err)
+	}
+}

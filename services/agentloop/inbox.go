@@ -72,6 +72,13 @@ func (a *ReactLoopAgent) recordDropped() {
 		}
 		return
 	}
+	a.appendOutcomes(turn, drops, refusals)
+	a.flush(stdctx.Background())
+}
+
+// appendOutcomes appends the outcome events of messages that reached no
+// turn, as events of turn: the inbox's drops, then what was handed over.
+func (a *ReactLoopAgent) appendOutcomes(turn int, drops []dropped, refusals []session.Event) {
 	ctx := stdctx.Background()
 	for i := range drops {
 		d := &drops[i]
@@ -82,7 +89,6 @@ func (a *ReactLoopAgent) recordDropped() {
 		ev.Turn, ev.Step = turn, 0
 		a.sess.Append(ctx, ev)
 	}
-	a.flush(ctx)
 }
 
 // dropTaken records msgs, taken from the queue for a turn that a cancel or

@@ -1,0 +1,127 @@
+package sessions_test
+
+import (
+	stdctx "context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/agentcontroller"
+	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
+)
+
+// outcomeOnDisk returns the outcome event of requestID in the stored log
+// of session id, if it holds one.
+func (e *env) outcomeOnDisk(id, requestID string) (session.Event, bool) {
+	e.t.Helper()
+	if _, err := os.Stat(filepath.Join(e.dir, id+".jsonl")); errors.Is(err, fs.ErrNotExist) {
+		return session.Event{}, false // a session that recorded nothing is not stored
+	}
+	for _, ev := range e.persisted(id) {
+		if ev.RequestID != requestID {
+			continue
+		}
+		switch ev.Type {
+		case session.MessageRefused, session.MessageExpired, session.MessageDropped, session.UserMessage, session.SteeringMessage:
+			return ev, true
+		}
+	}
+	return session.Event{}, false
+}
+
+// refuseWhenReleased is an admission listener that refuses every message,
+// once release is closed; holding says it holds one.
+func refuseWhenReleased(e *env) (holding chan struct{}, release chan struct{}) {
+	holding, release = make(chan struct{}, 1), make(chan struct{})
+	agentcontroller.EventAdmission.On(e.root, func(_ stdctx.Context, _ agentcontroller.Admission, _ agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		holding <- struct{}{}
+		<-release
+		return agentcontroller.Reject("test/no", "not now", false), nil
+	})
+	return holding, release
+}
+
+// TestARefusalDecidedAsTheSessionClosesIsRecorded: admission refuses a
+// message after the session's close began — the agent is disposed and
+// takes no more messages, but its log is not let go yet. The sender is
+// told the message was refused, and so the log must say it too: a retry
+// after the session resumes (a webhook's redelivery) is answered from
+// it, not decided anew.
+func TestARefusalDecidedAsTheSessionClosesIsRecorded(t *testing.T) {
+	e := newEnv(t, setup{dir: t.TempDir()})
+	ctx := stdctx.Background()
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
+		t.Fatal(err)
+	}
+	holding, release := refuseWhenReleased(e)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r1", Content: "hi"})
+		answered <- err
+	}()
+	wait(t, holding)
+	var answer error
+	agents.EventStatus.On(e.root, func(_ stdctx.Context, c agents.StatusChange) error {
+		if c.To == agents.StatusDisposed {
+			// The close has begun and has not let the log go: the
+			// decision comes now.
+			close(release)
+			answer = wait(t, answered)
+		}
+		return nil
+	})
+	if err := e.ctl.Close(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	fate := agentcontroller.OutcomeOf(answer)
+	ev, recorded := e.outcomeOnDisk("w", "r1")
+	if fate != agentcontroller.OutcomeRefused || !recorded || ev.Type != session.MessageRefused || ev.Reason != "test/no" {
+		t.Fatalf("the sender was told %v (outcome %q); the log holds %+v (%v)", answer, fate, ev, recorded)
+	}
+	// The retry after a resume is answered from the log.
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r1", Content: "hi"})
+	if r, ok := sessions.RejectionOf(err); !ok || r.Reason != "test/no" || r.Outcome != sessions.FateRefused {
+		t.Fatalf("the retry after the resume answered %v", err)
+	}
+	if err := e.ctl.Close(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestARefusalDecidedAfterTheSessionClosedIsNotItsFate: admission refuses
+// a message after the session's log was let go. Nothing can record the
+// refusal, so it is not the message's fate: the sender is told the
+// session closed (no outcome), and the request id is decided anew once
+// the session is open again.
+func TestARefusalDecidedAfterTheSessionClosedIsNotItsFate(t *testing.T) {
+	e := newEnv(t, setup{dir: t.TempDir()})
+	ctx := stdctx.Background()
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
+		t.Fatal(err)
+	}
+	holding, release := refuseWhenReleased(e)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r1", Content: "hi"})
+		answered <- err
+	}()
+	wait(t, holding)
+	if err := e.ctl.Close(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	answer := wait(t, answered)
+	fate := agentcontroller.OutcomeOf(answer)
+	ev, recorded := e.outcomeOnDisk("w", "r1")
+	if fate != "" || recorded || !errs.HasCode(answer, sessions.Closed) {
+		t.Fatalf("the sender was told %v (outcome %q); the log holds %+v (%v)", answer, fate, ev, recorded)
+	}
+}
