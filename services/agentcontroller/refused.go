@@ -106,6 +106,20 @@ func (c *Controller) handOver(agent agents.Agent, ev session.Event, failed strin
 	return false
 }
 
+// Unwritten returns the outcome event of the message sent to agentID
+// under requestID that never entered the inbox — refused, expired, or
+// withdrawn by a cancel — while the agent's log does not hold it yet: its
+// sender has its answer, and the agent's driver appends the event at the
+// running turn's end or its next round. Read it before the log: this copy
+// is forgotten only once the log holds the event, so a reader that looks
+// here first and in the log next never misses it.
+func (c *Controller) Unwritten(agentID, requestID string) (session.Event, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ev, ok := c.refused[acceptKey{agentID, requestID}]
+	return ev, ok
+}
+
 // recorded answers a retry of a request id from what became of its first
 // attempt: the message id of one accepted (queued, delivered or merged),
 // or the error of one dropped, refused or expired. ok is false for a

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
@@ -123,5 +124,47 @@ func TestARefusalDecidedAfterTheSessionClosedIsNotItsFate(t *testing.T) {
 	ev, recorded := e.outcomeOnDisk("w", "r1")
 	if fate != "" || recorded || !errs.HasCode(answer, sessions.Closed) {
 		t.Fatalf("the sender was told %v (outcome %q); the log holds %+v (%v)", answer, fate, ev, recorded)
+	}
+}
+
+// TestARefusalIsTheRequestsOutcomeBeforeTheLogHoldsIt: a prompt refused
+// while a turn runs is written to the log at the turn's end, but its
+// sender is told at once; Outcome (what a webhook's redelivery, a
+// cluster's forward or an HTTP retry read) says the same from then on,
+// not "nothing recorded" until the turn ends.
+func TestARefusalIsTheRequestsOutcomeBeforeTheLogHoldsIt(t *testing.T) {
+	e := newEnv(t, setup{replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "block"}}}, {Text: "done"}}})
+	g := e.gateTool("block")
+	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		if a.Message.Content == "no" {
+			return agentcontroller.Reject("test/no", "not now", false), nil
+		}
+		return next.Call(ctx, a)
+	})
+	ctx := stdctx.Background()
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r1", Content: "block"}); err != nil {
+		t.Fatal(err)
+	}
+	g.wait(t)
+	_, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r2", Content: "no"})
+	if r, ok := sessions.RejectionOf(err); !ok || r.Outcome != sessions.FateRefused {
+		t.Fatalf("the refused prompt: %v", err)
+	}
+	o, ok, err := e.ctl.Outcome(ctx, "w", "r2")
+	if err != nil || !ok || o.Outcome != sessions.FateRefused || o.Reason != "test/no" || o.RequestID != "r2" || o.MessageID == "" {
+		t.Fatalf("the outcome of the refused prompt while the turn runs: %+v %v %v", o, ok, err)
+	}
+	if err := e.ctl.Cancel(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	written, ok, err := e.ctl.Outcome(ctx, "w", "r2")
+	if err != nil || !ok || written.Outcome != sessions.FateRefused || written.Seq == 0 || written.MessageID != o.MessageID {
+		t.Fatalf("the outcome once the turn ended: %+v %v %v", written, ok, err)
+	}
+	if err := e.ctl.Close(ctx, "w"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -48,9 +48,22 @@ type RequestOutcome struct {
 
 // RequestOutcome returns the recorded outcome of requestID in the session's
 // log; ok is false while the request is undecided or queued (or was never
-// sent). Every entry point answers a retry with it.
+// sent). Every entry point answers a retry with it. A refusal or a
+// withdrawal its sender was told of is one already while the driver has
+// still to append it (during a running turn it does so at the turn's
+// end): it is read from the agent controller then, as a retry's answer is,
+// with no seq yet.
 func (s *Session) RequestOutcome(requestID string) (RequestOutcome, bool) {
-	return OutcomeInLog(s.handle.Agent.Session(), requestID)
+	log := s.handle.Agent.Session()
+	if requestID == "" || log == nil {
+		return RequestOutcome{}, false
+	}
+	// The controller's copy first: it goes only once the log holds it.
+	pending, handed := s.c.deliver.Unwritten(s.handle.Agent.ID(), requestID)
+	if o, ok := OutcomeInLog(log, requestID); ok || !handed {
+		return o, ok
+	}
+	return outcomeOfEvent(log, requestID, pending), true
 }
 
 // OutcomeInLog reads the outcome of requestID from log.
@@ -62,6 +75,11 @@ func OutcomeInLog(log *session.Session, requestID string) (RequestOutcome, bool)
 	if !ok {
 		return RequestOutcome{}, false
 	}
+	return outcomeOfEvent(log, requestID, ev), true
+}
+
+// outcomeOfEvent describes ev, the event that ended requestID in log.
+func outcomeOfEvent(log *session.Session, requestID string, ev session.Event) RequestOutcome {
 	o := RequestOutcome{Type: ev.Type, Turn: ev.Turn, Seq: ev.Seq, RequestID: requestID, Reason: ev.Reason, By: ev.By}
 	if ev.Message != nil {
 		o.MessageID = ev.Message.ID
@@ -81,7 +99,7 @@ func OutcomeInLog(log *session.Session, requestID string) (RequestOutcome, bool)
 			o.Outcome = FateMerged
 		}
 	}
-	return o, true
+	return o
 }
 
 // startsTurn says whether the user/message at seq is the first of its
