@@ -142,9 +142,7 @@ func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 func (a *ReactLoopAgent) writeLeftovers() {
 	a.mu.Lock()
 	a.sealed = true
-	drops, refusals, turn := a.drops, a.refusals, a.turn
-	a.drops, a.refusals = nil, nil
+	turn := a.turn
 	a.mu.Unlock()
-	a.recordDecisions(turn, 0)
-	a.appendOutcomes(turn, drops, refusals)
+	a.appendHanded(turn)
 }

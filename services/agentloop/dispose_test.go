@@ -142,3 +142,40 @@ func TestWhatIsHandedOverOnceTheCloseBeganIsWrittenOrRefused(t *testing.T) {
 		t.Fatalf("a decision handed over after the close: %v", err)
 	}
 }
+
+// TestAnOutcomeHandedOverBeforeATurnStartsIsWrittenWithItsPrompt: a
+// refusal handed over after the driver took the next turn's messages,
+// before the turn started, goes into the log ahead of the turn and is
+// made durable by its prompt's checkpoint — not at the turn's end, which
+// a crash during the turn would never reach, although the refused sender
+// was answered long before.
+func TestAnOutcomeHandedOverBeforeATurnStartsIsWrittenWithItsPrompt(t *testing.T) {
+	e := newEnv(t, []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "hold"}}}, {Text: "done"}}, agentloop.Config{})
+	running, release := make(chan struct{}), make(chan struct{})
+	e.tool("hold", func(stdctx.Context, tools.Call) (tools.Result, error) {
+		close(running)
+		<-release
+		return tools.Result{Content: "held"}, nil
+	})
+	h := e.create("a")
+	a := h.Agent.(*agentloop.ReactLoopAgent)
+	agents.EventStatus.On(e.root, func(_ stdctx.Context, c agents.StatusChange) error {
+		if c.To == agents.StatusRunning {
+			// The driver took the turn's messages and has not started it.
+			if err := a.RecordEvent(session.Event{Type: session.MessageRefused, RequestID: "r0", Reason: "test/no",
+				Message: &llm.Message{ID: "m0", Role: llm.RoleUser, Content: "no"}}); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	h.Agent.Followup(user("go"))
+	<-running
+	ev, ok := a.Session().Outcome("r0")
+	if durable := a.Session().Durable(); !ok || durable < ev.Seq {
+		close(release)
+		t.Fatalf("while the turn runs, the refusal handed over before it started is %+v (%v), durable up to %d; log %v", ev, ok, durable, trace(a.Session()))
+	}
+	close(release)
+	idle(t, h.Agent)
+}

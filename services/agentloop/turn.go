@@ -121,8 +121,11 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	// Recording and checkpoints outlive an abort: they use their own
 	// context, which carries only the turn's span.
 	ctx := base
-	// The admission records of the turn's messages come before it.
-	a.recordDecisions(turn, 0)
+	// The admission records of the turn's messages come before it, and
+	// so do the outcomes handed over before it started (a refusal, a
+	// withdrawal): its prompt's checkpoint makes them durable, rather
+	// than its end.
+	a.appendHanded(turn)
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
 	a.unattended = false
 	a.stopped = Stop{}
