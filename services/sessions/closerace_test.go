@@ -54,7 +54,9 @@ func refuseWhenReleased(e *env) (holding chan struct{}, release chan struct{}) {
 // after the session resumes (a webhook's redelivery) is answered from
 // it, not decided anew.
 func TestARefusalDecidedAsTheSessionClosesIsRecorded(t *testing.T) {
-	e := newEnv(t, setup{dir: t.TempDir()})
+	cat := &storeCatalogLoader{}
+	e := newEnv(t, setup{dir: t.TempDir(), opts: sessions.Options{Catalog: cat}})
+	cat.st = e.store
 	ctx := stdctx.Background()
 	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
 		t.Fatal(err)
@@ -83,6 +85,10 @@ func TestARefusalDecidedAsTheSessionClosesIsRecorded(t *testing.T) {
 	ev, recorded := e.outcomeOnDisk("w", "r1")
 	if fate != agentcontroller.OutcomeRefused || !recorded || ev.Type != session.MessageRefused || ev.Reason != "test/no" {
 		t.Fatalf("the sender was told %v (outcome %q); the log holds %+v (%v)", answer, fate, ev, recorded)
+	}
+	// Closed, the session still answers from its stored log.
+	if o, ok, err := e.ctl.Outcome(ctx, "w", "r1"); err != nil || !ok || o.Outcome != sessions.FateRefused || o.Seq != ev.Seq {
+		t.Fatalf("the outcome read from the stored log: %+v %v %v", o, ok, err)
 	}
 	// The retry after a resume is answered from the log.
 	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {

@@ -63,7 +63,7 @@ func (s *Session) RequestOutcome(requestID string) (RequestOutcome, bool) {
 	if o, ok := OutcomeInLog(log, requestID); ok || !handed {
 		return o, ok
 	}
-	return outcomeOfEvent(log, requestID, pending), true
+	return outcomeOfEvent(requestID, pending, func() bool { return false }), true
 }
 
 // OutcomeInLog reads the outcome of requestID from log.
@@ -75,11 +75,28 @@ func OutcomeInLog(log *session.Session, requestID string) (RequestOutcome, bool)
 	if !ok {
 		return RequestOutcome{}, false
 	}
-	return outcomeOfEvent(log, requestID, ev), true
+	return outcomeOfEvent(requestID, ev, func() bool { return startsTurn(log, ev.Seq) }), true
 }
 
-// outcomeOfEvent describes ev, the event that ended requestID in log.
-func outcomeOfEvent(log *session.Session, requestID string, ev session.Event) RequestOutcome {
+// outcomeInEvents reads the outcome of requestID from a stored log, as
+// OutcomeInLog does from an open one: the last event that carries the
+// request's message, as the log's index keeps it.
+func outcomeInEvents(evs []session.Event, requestID string) (RequestOutcome, bool) {
+	at := -1
+	for i := range evs {
+		if requestID != "" && evs[i].RequestID == requestID && evs[i].Message != nil {
+			at = i
+		}
+	}
+	if at < 0 {
+		return RequestOutcome{}, false
+	}
+	return outcomeOfEvent(requestID, evs[at], func() bool { return at > 0 && evs[at-1].Type == session.TurnStart }), true
+}
+
+// outcomeOfEvent describes ev, the event that ended requestID; starts
+// says whether a user/message is the first of its turn.
+func outcomeOfEvent(requestID string, ev session.Event, starts func() bool) RequestOutcome {
 	o := RequestOutcome{Type: ev.Type, Turn: ev.Turn, Seq: ev.Seq, RequestID: requestID, Reason: ev.Reason, By: ev.By}
 	if ev.Message != nil {
 		o.MessageID = ev.Message.ID
@@ -95,7 +112,7 @@ func outcomeOfEvent(log *session.Session, requestID string, ev session.Event) Re
 		o.Outcome = FateMerged
 	default:
 		o.Outcome = FateDelivered
-		if !startsTurn(log, ev.Seq) {
+		if !starts() {
 			o.Outcome = FateMerged
 		}
 	}
