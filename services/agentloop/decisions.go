@@ -3,6 +3,7 @@ package agentloop
 import (
 	stdctx "context"
 	"fmt"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
@@ -145,4 +146,66 @@ func (a *ReactLoopAgent) writeLeftovers() {
 	turn := a.turn
 	a.mu.Unlock()
 	a.appendHanded(turn)
+}
+
+// recordWait bounds WaitRecorded: a sender is answered after it even if
+// the checkpoint is still running (a store that hangs), or if the wait
+// would never end (a listener on the driver's own goroutine delivering to
+// its agent while it reports idle).
+const recordWait = 5 * time.Second
+
+// WaitRecorded returns once the outcome event of requestID handed over
+// through RecordEvent is durable, so that its sender — told at once that
+// the message was refused, expired or withdrawn — is never answered with
+// an outcome a crash takes back and a retry after the restart would not
+// find. An idle agent's driver writes and checkpoints such an event at
+// once, so the wait is one checkpoint. It does not wait for an event a
+// running turn writes at its end, nor for one handed to an agent whose
+// close has begun (the close writes it); it gives up when a checkpoint
+// fails, after recordWait, or when ctx ends.
+func (a *ReactLoopAgent) WaitRecorded(ctx stdctx.Context, requestID string) error {
+	if requestID == "" {
+		return nil
+	}
+	bound := time.NewTimer(recordWait)
+	defer bound.Stop()
+	for {
+		a.mu.Lock()
+		status, failed := a.status, a.checkpointFailed
+		if a.checkpointed == nil {
+			a.checkpointed = make(chan struct{})
+		}
+		// Taken before the log is read: a checkpoint ending meanwhile
+		// has closed it, and the loop looks again.
+		next := a.checkpointed
+		a.mu.Unlock()
+		ev, written := a.sess.Outcome(requestID)
+		switch {
+		case written && ev.Seq <= a.sess.Durable():
+			return nil
+		case failed:
+			return nil
+		case !written && status != agents.StatusIdle:
+			return nil
+		}
+		select {
+		case <-next:
+		case <-bound.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// checkpointDone wakes the callers of WaitRecorded after a checkpoint
+// attempt; err is its failure.
+func (a *ReactLoopAgent) checkpointDone(err error) {
+	a.mu.Lock()
+	a.checkpointFailed = err != nil
+	if a.checkpointed != nil {
+		close(a.checkpointed)
+		a.checkpointed = nil
+	}
+	a.mu.Unlock()
 }

@@ -172,7 +172,9 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 // going on would call the model and run tools for a turn the log records
 // as interrupted. The step in flight is aborted instead.
 func (a *ReactLoopAgent) flush(ctx stdctx.Context) {
-	if err := a.sess.Flush(ctx); err != nil {
+	err := a.sess.Flush(ctx)
+	a.checkpointDone(err)
+	if err != nil {
 		if errs.Has(err, session.SessionLocked, session.ReasonFenced) {
 			a.Abort()
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
@@ -14,6 +15,7 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/dsh-go/dsh/waterfall"
 )
 
 // outcomeOnDisk returns the outcome event of requestID in the stored log
@@ -169,6 +171,54 @@ func TestARefusalIsTheRequestsOutcomeBeforeTheLogHoldsIt(t *testing.T) {
 	written, ok, err := e.ctl.Outcome(ctx, "w", "r2")
 	if err != nil || !ok || written.Outcome != sessions.FateRefused || written.Seq == 0 || written.MessageID != o.MessageID {
 		t.Fatalf("the outcome once the turn ended: %+v %v %v", written, ok, err)
+	}
+	if err := e.ctl.Close(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestARefusalIsAnsweredOnceItIsDurable: the sender of a prompt an idle
+// session refuses is answered only once the refusal is stored — a crash
+// right after the answer must not take it back, or a retry after the
+// restart (a webhook's redelivery) would be decided anew.
+func TestARefusalIsAnsweredOnceItIsDurable(t *testing.T) {
+	e := newEnv(t, setup{dir: t.TempDir()})
+	ctx := stdctx.Background()
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
+		t.Fatal(err)
+	}
+	agentcontroller.EventAdmission.On(e.root, func(_ stdctx.Context, _ agentcontroller.Admission, _ agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		return agentcontroller.Reject("test/no", "not now", false), nil
+	})
+	blocked, release := make(chan struct{}), make(chan struct{})
+	once := false
+	session.EventFlush.On(e.root, func(c stdctx.Context, f session.Flush, next waterfall.Next[session.Flush, struct{}]) (struct{}, error) {
+		if _, ok := f.Session.Outcome("r1"); ok && !once {
+			once = true
+			close(blocked)
+			<-release // the store is slow to write the refusal
+		}
+		return next.Call(c, f)
+	})
+	answered := make(chan error, 1)
+	go func() {
+		_, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r1", Content: "hi"})
+		answered <- err
+	}()
+	wait(t, blocked)
+	select {
+	case err := <-answered:
+		close(release)
+		t.Fatalf("the sender was answered %v while its refusal was not stored yet", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	err := wait(t, answered)
+	if r, ok := sessions.RejectionOf(err); !ok || r.Outcome != sessions.FateRefused {
+		t.Fatalf("the answer: %v", err)
+	}
+	if ev, ok := e.outcomeOnDisk("w", "r1"); !ok || ev.Type != session.MessageRefused {
+		t.Fatalf("the refusal on disk once the sender was answered: %+v %v", ev, ok)
 	}
 	if err := e.ctl.Close(ctx, "w"); err != nil {
 		t.Fatal(err)
