@@ -188,6 +188,7 @@ func (c *Controller) deliver(ctx stdctx.Context, agent agents.Agent, req Request
 	if out.emit {
 		c.emitInserted(out.event)
 	}
+	awaitRecord(ctx, agent, req.RequestID, out.err)
 	return out.id, out.err
 }
 
@@ -319,7 +320,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		}
 	}
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
-		return c.drop(ctx, agent, llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}, by)
+		return c.drop(agent, llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}, by)
 	}
 
 	prepared := Prepared{Content: req.Content}
@@ -350,20 +351,20 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 			// The withdrawal ended the wait (it cancels the signal of a
 			// sender that can cancel): the message is the cancel's, not a
 			// failure of the stage.
-			return c.drop(ctx, agent, msg, by)
+			return c.drop(agent, msg, by)
 		}
 		c.recordFailure(agent, msg, req, err)
-		return outcome{err: c.recordRefusal(ctx, agent, msg, err)}
+		return outcome{err: c.recordRefusal(agent, msg, err)}
 	}
 	msg, err := c.prepare(signal, agent, req, msg)
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
 		c.leave()
-		return c.drop(ctx, agent, msg, by)
+		return c.drop(agent, msg, by)
 	}
 	if err != nil {
 		c.leave()
 		c.recordFailure(agent, msg, req, err)
-		return outcome{err: c.recordRefusal(ctx, agent, msg, err)}
+		return outcome{err: c.recordRefusal(agent, msg, err)}
 	}
 	decision, err := c.decide(signal, agent, msg, req)
 	c.leave()
@@ -371,7 +372,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		// A cancel came while the stage decided: whatever it decided,
 		// the message is the cancel's. No decision is recorded — none
 		// let anything through or turned anything away.
-		return c.drop(ctx, agent, msg, by)
+		return c.drop(agent, msg, by)
 	}
 	switch {
 	case err != nil:
@@ -390,7 +391,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		if decision.Expired {
 			rej = expiredRefusal(decision.Reason, decision.Message, decision.Presented)
 		}
-		err = c.recordRefusal(ctx, agent, msg, rej)
+		err = c.recordRefusal(agent, msg, rej)
 	}
 	if ctx.Err() != nil {
 		return outcome{err: stdctx.Cause(ctx)} // the sender's cancellation wins over any decision
@@ -428,7 +429,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	c.mu.Lock()
 	if by, ok := c.withdrawnLocked(agent.ID(), d); ok {
 		c.mu.Unlock()
-		return c.drop(ctx, agent, msg, by)
+		return c.drop(agent, msg, by)
 	}
 	// The turn that takes the message continues its trace.
 	telemetry.Handoff(msg.ID, signal)

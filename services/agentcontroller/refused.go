@@ -34,6 +34,23 @@ type recordWaiter interface {
 	WaitRecorded(ctx stdctx.Context, requestID string) error
 }
 
+// awaitRecord holds the answer to a delivery whose message ended in a
+// recorded outcome (refused, expired, withdrawn) until the agent made it
+// durable: a crash right after the answer must not take it back, or a
+// retry after the restart (a webhook's redelivery) would be decided anew.
+// It runs after the delivery left its agent's chain, so the deliveries
+// behind it go on meanwhile and the refusals of a flood share the
+// agent's checkpoints.
+func awaitRecord(ctx stdctx.Context, agent agents.Agent, requestID string, err error) {
+	if err == nil || requestID == "" || OutcomeOf(err) == "" {
+		return
+	}
+	if w, ok := agent.(recordWaiter); ok {
+		// A sender that leaves meanwhile has its answer anyway.
+		_ = w.WaitRecorded(ctx, requestID)
+	}
+}
+
 // recordable says whether a refusal is the fate of this message — a check
 // turned it down or its wait ran out — rather than of the session (the
 // agent or the controller gone) or of a failing check, which the next
@@ -55,7 +72,7 @@ func recordable(err error) (Refusal, bool) {
 // error its sender gets: err, or agentGone when the agent's log was let go
 // before it could take the record. Only requests with an id are recorded:
 // without one, no retry can ask.
-func (c *Controller) recordRefusal(ctx stdctx.Context, agent agents.Agent, msg llm.Message, err error) error {
+func (c *Controller) recordRefusal(agent agents.Agent, msg llm.Message, err error) error {
 	if msg.RequestID == "" {
 		return err
 	}
@@ -72,7 +89,7 @@ func (c *Controller) recordRefusal(ctx stdctx.Context, agent agents.Agent, msg l
 	m := msg
 	m.Parts = nil
 	ev := session.Event{Type: typ, Message: &m, RequestID: msg.RequestID, Reason: r.Reason, Error: r.Message}
-	if !c.handOver(ctx, agent, ev, "recording a refused message failed") {
+	if !c.handOver(agent, ev, "recording a refused message failed") {
 		return agentGone(agent.ID())
 	}
 	return err
@@ -80,13 +97,13 @@ func (c *Controller) recordRefusal(ctx stdctx.Context, agent agents.Agent, msg l
 
 // handOver keeps ev, the outcome of a message that never entered the
 // inbox, in memory until the session log holds it, and has the agent
-// append it there — and make it durable, when the agent can say so
-// (recordWaiter), before its sender is answered. It reports false when
-// the agent's log was let go first: no record will hold ev, so ev is not
-// the message's fate — its sender must be told the session closed, as
-// for any delivery the agent left, and a retry is decided anew — rather
-// than an outcome a retry after a resume would not find.
-func (c *Controller) handOver(ctx stdctx.Context, agent agents.Agent, ev session.Event, failed string) bool {
+// append it there (Deliver waits until it is durable before it answers;
+// see awaitRecord). It reports false when the agent's log was let go
+// first: no record will hold ev, so ev is not the message's fate — its
+// sender must be told the session closed, as for any delivery the agent
+// left, and a retry is decided anew — rather than an outcome a retry
+// after a resume would not find.
+func (c *Controller) handOver(agent agents.Agent, ev session.Event, failed string) bool {
 	key := acceptKey{agent.ID(), ev.RequestID}
 	if ev.RequestID != "" {
 		c.mu.Lock()
@@ -99,11 +116,6 @@ func (c *Controller) handOver(ctx stdctx.Context, agent agents.Agent, ev session
 	}
 	err := rec.RecordEvent(ev)
 	if err == nil {
-		if w, ok := agent.(recordWaiter); ok {
-			// A sender that leaves meanwhile is answered with its own
-			// cancellation anyway.
-			_ = w.WaitRecorded(ctx, ev.RequestID)
-		}
 		return true
 	}
 	if !errs.HasCode(err, agents.AgentDisposed) {

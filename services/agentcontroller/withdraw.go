@@ -1,7 +1,6 @@
 package agentcontroller
 
 import (
-	stdctx "context"
 	"fmt"
 
 	"github.com/dsh-go/dsh/errs"
@@ -65,13 +64,13 @@ func (c *Controller) withdrawnLocked(agentID string, d *delivery) (by string, ok
 // drop ends a withdrawn delivery of msg: the session log records it as
 // dropped, a retry of its request id learns so, and its sender gets
 // MessageDropped.
-func (c *Controller) drop(ctx stdctx.Context, agent agents.Agent, msg llm.Message, by string) outcome {
+func (c *Controller) drop(agent agents.Agent, msg llm.Message, by string) outcome {
 	// The record keeps the text only: the parts' bytes are released with
 	// the delivery (see Prepared.Release).
 	m := msg
 	m.Parts = nil
 	ev := session.Event{Type: session.MessageDropped, Message: &m, RequestID: msg.RequestID, Reason: session.DroppedCancelled, By: by}
-	if !c.handOver(ctx, agent, ev, "recording a withdrawn message failed") {
+	if !c.handOver(agent, ev, "recording a withdrawn message failed") {
 		return outcome{err: agentGone(agent.ID())}
 	}
 	return outcome{err: withdrawnError(agent.ID(), ev)}
