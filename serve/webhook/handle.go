@@ -52,7 +52,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if f.ok {
-			if err := h.droppedSince(f.resp); err != nil {
+			if err := h.droppedSince(f.resp, hk); err != nil {
 				writeError(w, err, requestID)
 				return
 			}
@@ -65,19 +65,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // droppedSince reports a remembered delivery that a cancel dropped after
-// it was accepted, from the log of its session while that is open here:
-// the memory holds the first answer, the log what became of it.
-func (h *Handler) droppedSince(first accepted) error {
+// it was accepted, from the log of its session, open here or stored: the
+// memory holds the first answer, the log what became of it.
+func (h *Handler) droppedSince(first accepted, hk *hook) error {
 	o, ok, err := h.sessions.Outcome(stdctx.Background(), first.Session, first.RequestID)
 	if err != nil || !ok || o.Outcome != sessions.FateDropped {
-		// Not open here (nothing to read), or not dropped.
+		// Nothing to read (not stored), or not dropped.
 		return nil
 	}
-	in, err := h.sessions.Info(stdctx.Background(), first.Session)
-	if err != nil {
-		return nil
+	// The agent names the drop in the message; a closed session's is
+	// the one the runner opened it with.
+	agentID := hk.target.Agent + "@" + first.Session
+	if in, err := h.sessions.Info(stdctx.Background(), first.Session); err == nil {
+		agentID = in.AgentID
 	}
-	return sessions.DroppedError(in.AgentID, o)
+	return sessions.DroppedError(agentID, o)
 }
 
 // deliver renders and delivers one delivery the caller claimed.

@@ -112,3 +112,34 @@ func TestARedeliveryOfADroppedDeliveryIsToldSo(t *testing.T) {
 		t.Fatalf("%d prompts delivered; want only the first", n)
 	}
 }
+
+// A delivery dropped from its session, which was then closed, is told so
+// on a redelivery too: the handler's memory of the first answer (202) is
+// checked against the session's stored log, not only against a session
+// open here.
+func TestARedeliveryOfADroppedDeliveryIsToldSoAfterItsSessionClosed(t *testing.T) {
+	e := newEnv(t, base(t, `[{tool_calls: [{name: block, arguments: "{}"}]}, {text: done}]`, "")+hooks)
+	first := []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"one"}}`)
+	second := []byte(`{"repository":{"full_name":"a/b"},"pusher":{"name":"two"}}`)
+	expect(t, e.signed("push", first, nil), http.StatusAccepted, "")
+	select {
+	case <-testtools.BlockStarted():
+	case <-time.After(wait):
+		t.Fatal("the tool did not start")
+	}
+	queued := e.signed("push", second, nil)
+	expect(t, queued, http.StatusAccepted, "")
+	s, _ := e.h.Sessions().Get("hooks-push")
+	if err := s.Cancel(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testtools.ReleaseBlock()
+	if err := e.h.Sessions().Close(stdctx.Background(), "hooks-push"); err != nil {
+		t.Fatal(err)
+	}
+	again := e.signed("push", second, nil)
+	expect(t, again, http.StatusConflict, "AGENT_MESSAGE_DROPPED")
+	if out, _ := again.body["outcome"].(map[string]any); out["message_id"] != queued.str("message_id") || out["dropped"] != "cancelled" {
+		t.Fatalf("the redelivery of a dropped delivery was answered %v", again.body)
+	}
+}

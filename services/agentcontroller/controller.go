@@ -189,6 +189,7 @@ func (c *Controller) deliver(ctx stdctx.Context, agent agents.Agent, req Request
 	if out.emit {
 		c.emitInserted(out.event)
 	}
+	awaitRecord(ctx, agent, req.RequestID, out.err)
 	return out.id, out.err
 }
 
@@ -354,8 +355,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 			return c.drop(signal, agent, msg, by)
 		}
 		c.recordFailure(signal, agent, msg, req, err)
-		c.recordRefusal(signal, agent, msg, err)
-		return outcome{err: err}
+		return outcome{err: c.recordRefusal(signal, agent, msg, err)}
 	}
 	msg, err := c.prepare(signal, agent, req, msg)
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
@@ -365,8 +365,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	if err != nil {
 		c.leave()
 		c.recordFailure(signal, agent, msg, req, err)
-		c.recordRefusal(signal, agent, msg, err)
-		return outcome{err: err}
+		return outcome{err: c.recordRefusal(signal, agent, msg, err)}
 	}
 	decision, err := c.decide(signal, agent, msg, req)
 	c.leave()
@@ -393,8 +392,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		if decision.Expired {
 			rej = expiredRefusal(decision.Reason, decision.Message, decision.Presented)
 		}
-		c.recordRefusal(signal, agent, msg, rej)
-		err = rej
+		err = c.recordRefusal(signal, agent, msg, rej)
 	}
 	if ctx.Err() != nil {
 		return outcome{err: stdctx.Cause(ctx)} // the sender's cancellation wins over any decision

@@ -29,6 +29,29 @@ type refusalRecorder interface {
 	RecordEvent(ev session.Event) error
 }
 
+// recordWaiter is the part of an agent that tells when an outcome event
+// handed over is durable (the agent loop's WaitRecorded).
+type recordWaiter interface {
+	WaitRecorded(ctx stdctx.Context, requestID string) error
+}
+
+// awaitRecord holds the answer to a delivery whose message ended in a
+// recorded outcome (refused, expired, withdrawn) until the agent made it
+// durable: a crash right after the answer must not take it back, or a
+// retry after the restart (a webhook's redelivery) would be decided anew.
+// It runs after the delivery left its agent's chain, so the deliveries
+// behind it go on meanwhile and the refusals of a flood share the
+// agent's checkpoints.
+func awaitRecord(ctx stdctx.Context, agent agents.Agent, requestID string, err error) {
+	if err == nil || requestID == "" || OutcomeOf(err) == "" {
+		return
+	}
+	if w, ok := agent.(recordWaiter); ok {
+		// A sender that leaves meanwhile has its answer anyway.
+		_ = w.WaitRecorded(ctx, requestID)
+	}
+}
+
 // recordable says whether a refusal is the fate of this message — a check
 // turned it down or its wait ran out — rather than of the session (the
 // agent or the controller gone) or of a failing check, which the next
@@ -45,16 +68,18 @@ func recordable(err error) (Refusal, bool) {
 	return r, true
 }
 
-// recordRefusal keeps the refusal of req's message in memory until the
-// session log holds it, and has the agent append it there. Only requests
-// with an id are recorded: without one, no retry can ask.
-func (c *Controller) recordRefusal(ctx stdctx.Context, agent agents.Agent, msg llm.Message, err error) {
+// recordRefusal keeps the refusal err of req's message in memory until
+// the session log holds it, has the agent append it there, and returns the
+// error its sender gets: err, or agentGone when the agent's log was let go
+// before it could take the record. Only requests with an id are recorded:
+// without one, no retry can ask.
+func (c *Controller) recordRefusal(ctx stdctx.Context, agent agents.Agent, msg llm.Message, err error) error {
 	if msg.RequestID == "" {
-		return
+		return err
 	}
 	r, ok := recordable(err)
 	if !ok {
-		return
+		return err
 	}
 	typ := session.MessageRefused
 	if r.Expired {
@@ -65,14 +90,60 @@ func (c *Controller) recordRefusal(ctx stdctx.Context, agent agents.Agent, msg l
 	m := msg
 	m.Parts = nil
 	ev := session.Event{Type: typ, Message: &m, RequestID: msg.RequestID, Reason: r.Reason, Error: r.Message}
-	c.mu.Lock()
-	c.refused[acceptKey{agent.ID(), msg.RequestID}] = ev
-	c.mu.Unlock()
-	if rec, ok := agent.(refusalRecorder); ok {
-		if err := rec.RecordEvent(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
-			telemetry.Logger(ctx, agent.Context().Logger()).Warn("recording a refused message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
-		}
+	if !c.handOver(ctx, agent, ev, "recording a refused message failed") {
+		return agentGone(agent.ID())
 	}
+	return err
+}
+
+// handOver keeps ev, the outcome of a message that never entered the
+// inbox, in memory until the session log holds it, and has the agent
+// append it there (Deliver waits until it is durable before it answers;
+// see awaitRecord). It reports false when the agent's log was let go
+// first: no record will hold ev, so ev is not the message's fate — its
+// sender must be told the session closed, as for any delivery the agent
+// left, and a retry is decided anew — rather than an outcome a retry
+// after a resume would not find.
+func (c *Controller) handOver(ctx stdctx.Context, agent agents.Agent, ev session.Event, failed string) bool {
+	key := acceptKey{agent.ID(), ev.RequestID}
+	if ev.RequestID != "" {
+		c.mu.Lock()
+		c.refused[key] = ev
+		c.mu.Unlock()
+	}
+	rec, ok := agent.(refusalRecorder)
+	if !ok {
+		return true
+	}
+	err := rec.RecordEvent(ev)
+	if err == nil {
+		return true
+	}
+	if !errs.HasCode(err, agents.AgentDisposed) {
+		// Kept in memory: the controller answers a retry while the agent lives.
+		telemetry.Logger(ctx, agent.Context().Logger()).Warn(failed, "agent", agent.ID(), "request_id", ev.RequestID, "error", err)
+		return true
+	}
+	if ev.RequestID != "" {
+		c.mu.Lock()
+		delete(c.refused, key)
+		c.mu.Unlock()
+	}
+	return false
+}
+
+// Unwritten returns the outcome event of the message sent to agentID
+// under requestID that never entered the inbox — refused, expired, or
+// withdrawn by a cancel — while the agent's log does not hold it yet: its
+// sender has its answer, and the agent's driver appends the event at the
+// running turn's end or its next round. Read it before the log: this copy
+// is forgotten only once the log holds the event, so a reader that looks
+// here first and in the log next never misses it.
+func (c *Controller) Unwritten(agentID, requestID string) (session.Event, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ev, ok := c.refused[acceptKey{agentID, requestID}]
+	return ev, ok
 }
 
 // recorded answers a retry of a request id from what became of its first

@@ -8,7 +8,6 @@ import (
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
-	"github.com/dsh-go/dsh/telemetry"
 )
 
 // Withdraw takes back every message on its way to agent's inbox — waiting
@@ -72,15 +71,8 @@ func (c *Controller) drop(ctx stdctx.Context, agent agents.Agent, msg llm.Messag
 	m := msg
 	m.Parts = nil
 	ev := session.Event{Type: session.MessageDropped, Message: &m, RequestID: msg.RequestID, Reason: session.DroppedCancelled, By: by}
-	if msg.RequestID != "" {
-		c.mu.Lock()
-		c.refused[acceptKey{agent.ID(), msg.RequestID}] = ev
-		c.mu.Unlock()
-	}
-	if rec, ok := agent.(refusalRecorder); ok {
-		if err := rec.RecordEvent(ev); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
-			telemetry.Logger(ctx, agent.Context().Logger()).Warn("recording a withdrawn message failed", "agent", agent.ID(), "request_id", msg.RequestID, "error", err)
-		}
+	if !c.handOver(ctx, agent, ev, "recording a withdrawn message failed") {
+		return outcome{err: agentGone(agent.ID())}
 	}
 	return outcome{err: withdrawnError(agent.ID(), ev)}
 }

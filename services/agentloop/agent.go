@@ -80,6 +80,13 @@ type ReactLoopAgent struct {
 	records []session.Event
 	idle    chan struct{} // closed when the driver goes idle
 	torn    bool
+	// sealed: finish took what was handed over last and wrote it; what
+	// comes later is refused, as no log will hold it.
+	sealed bool
+	// checkpointed is closed after each checkpoint attempt (see
+	// WaitRecorded); checkpointFailed says the last one failed.
+	checkpointed     chan struct{}
+	checkpointFailed bool
 	// abandoned: a dispose timed out while the driver ran; the driver
 	// finishes the agent when it stops.
 	abandoned bool
@@ -312,8 +319,11 @@ func (a *ReactLoopAgent) finish(ctx stdctx.Context) error {
 	if a.finished {
 		return nil
 	}
+	a.writeLeftovers()
 	var err error
-	if ferr := a.sess.Flush(ctx); ferr != nil {
+	ferr := a.sess.Flush(ctx)
+	a.checkpointDone(ferr)
+	if ferr != nil {
 		if !errs.Has(ferr, session.SessionLocked, session.ReasonFenced) {
 			return errs.Wrap(session.FlushFailed, ferr, fmt.Sprintf(
 				"agent %q: the final write of session %q failed; its events stay in memory and the session stays held — dispose again to retry", a.id, a.sess.ID()))

@@ -3,6 +3,7 @@ package agentloop
 import (
 	stdctx "context"
 	"fmt"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
@@ -39,10 +40,16 @@ func (l *Loop) onDecision(_ stdctx.Context, d session.Decided) error {
 func (a *ReactLoopAgent) RecordDecision(d session.Decision) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.disposed {
+	if a.sealed {
 		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more decisions", a.id))
 	}
 	a.decisions = append(a.decisions, d)
+	if a.disposed {
+		// The close has begun: the driver, if it still runs, writes the
+		// record before it exits, and finish does otherwise. Waking a
+		// driver now would append beside finish.
+		return nil
+	}
 	if d.Stage == session.StageAdmission && d.Verdict == "admit" {
 		// The message follows into the inbox, which wakes the driver;
 		// waking it now would have it record and checkpoint the record
@@ -104,12 +111,14 @@ func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 //     before the next tool result or prompt, as an event of that turn and
 //     step, or at once when the agent is idle.
 //
-// Either way the driver makes it durable with what follows it. A
-// disposed agent records nothing and says so.
+// Either way the driver makes it durable with what follows it; once a
+// close began, the driver's last round or the close's final write does.
+// An agent whose close has written its last events records nothing and
+// says so (agents.AgentDisposed).
 func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.disposed {
+	if a.sealed {
 		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more events", a.id))
 	}
 	switch e.Type {
@@ -118,6 +127,85 @@ func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	default:
 		a.records = append(a.records, e)
 	}
-	a.wakeLocked()
+	// Once a close began the driver (if it still runs) or finish writes
+	// it; see RecordDecision.
+	if !a.disposed {
+		a.wakeLocked()
+	}
 	return nil
+}
+
+// writeLeftovers appends what was handed over after the driver's last
+// round — an outcome decided while the close began, its decision record —
+// and seals the agent, so whatever comes later is refused rather than
+// left where no one appends it. Only finish calls it: the driver is gone
+// and cannot come back, which leaves finish the one appender.
+func (a *ReactLoopAgent) writeLeftovers() {
+	a.mu.Lock()
+	a.sealed = true
+	turn := a.turn
+	a.mu.Unlock()
+	a.appendHanded(turn)
+}
+
+// recordWait bounds WaitRecorded: a sender is answered after it even if
+// the checkpoint is still running (a store that hangs), or if the wait
+// would never end (a listener on the driver's own goroutine delivering to
+// its agent while it reports idle).
+const recordWait = 5 * time.Second
+
+// WaitRecorded returns once the outcome event of requestID handed over
+// through RecordEvent is durable, so that its sender — told at once that
+// the message was refused, expired or withdrawn — is never answered with
+// an outcome a crash takes back and a retry after the restart would not
+// find. An idle agent's driver writes and checkpoints such an event at
+// once, so the wait is one checkpoint. It does not wait for an event a
+// running turn writes at its end, nor for one handed to an agent whose
+// close has begun (the close writes it); it gives up when a checkpoint
+// fails, after recordWait, or when ctx ends.
+func (a *ReactLoopAgent) WaitRecorded(ctx stdctx.Context, requestID string) error {
+	if requestID == "" {
+		return nil
+	}
+	bound := time.NewTimer(recordWait)
+	defer bound.Stop()
+	for {
+		a.mu.Lock()
+		status, failed := a.status, a.checkpointFailed
+		if a.checkpointed == nil {
+			a.checkpointed = make(chan struct{})
+		}
+		// Taken before the log is read: a checkpoint ending meanwhile
+		// has closed it, and the loop looks again.
+		next := a.checkpointed
+		a.mu.Unlock()
+		ev, written := a.sess.Outcome(requestID)
+		switch {
+		case written && ev.Seq <= a.sess.Durable():
+			return nil
+		case failed:
+			return nil
+		case !written && status != agents.StatusIdle:
+			return nil
+		}
+		select {
+		case <-next:
+		case <-bound.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// checkpointDone wakes the callers of WaitRecorded after a checkpoint
+// attempt; err is its failure.
+func (a *ReactLoopAgent) checkpointDone(err error) {
+	a.mu.Lock()
+	a.checkpointFailed = err != nil
+	if a.checkpointed != nil {
+		close(a.checkpointed)
+		a.checkpointed = nil
+	}
+	a.mu.Unlock()
 }

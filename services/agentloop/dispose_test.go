@@ -96,3 +96,86 @@ func TestAnOutcomeHandedOverAsTheAgentClosesIsWritten(t *testing.T) {
 		t.Fatalf("the refusal handed over during the close: %+v %v; log %v", ev, ok, trace(h.Agent.Session()))
 	}
 }
+
+// TestWhatIsHandedOverOnceTheCloseBeganIsWrittenOrRefused: an idle agent
+// whose close has begun has no driver left to append; a refusal and its
+// decision record handed over then are written by the close itself, and
+// once the close wrote its last events the agent refuses more, so that
+// the controller never reports an outcome that no log holds.
+func TestWhatIsHandedOverOnceTheCloseBeganIsWrittenOrRefused(t *testing.T) {
+	e := newEnv(t, nil, agentloop.Config{})
+	h := e.create("a")
+	a := h.Agent.(*agentloop.ReactLoopAgent)
+	refusal := func(rid string) session.Event {
+		return session.Event{Type: session.MessageRefused, RequestID: rid, Reason: "test/late",
+			Message: &llm.Message{ID: "m-" + rid, Role: llm.RoleUser, Content: "late"}}
+	}
+	agents.EventStatus.On(e.root, func(_ stdctx.Context, c agents.StatusChange) error {
+		if c.To != agents.StatusDisposed {
+			return nil
+		}
+		if err := a.RecordDecision(session.Decision{Stage: session.StageAdmission, Verdict: "refuse", RequestID: "r1", MessageID: "m-r1"}); err != nil {
+			t.Errorf("a decision handed over as the close began: %v", err)
+		}
+		if err := a.RecordEvent(refusal("r1")); err != nil {
+			t.Errorf("a refusal handed over as the close began: %v", err)
+		}
+		return nil
+	})
+	if err := h.Dispose(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ev, ok := a.Session().Outcome("r1"); !ok || ev.Reason != "test/late" {
+		t.Fatalf("the refusal handed over during the close: %+v %v; log %v", ev, ok, trace(a.Session()))
+	}
+	decided := false
+	for _, ev := range a.Session().Events(1) {
+		decided = decided || (ev.Type == session.DecisionRecorded && ev.Decision.RequestID == "r1")
+	}
+	if !decided {
+		t.Fatal("the decision record handed over during the close is not in the log")
+	}
+	if err := a.RecordEvent(refusal("r2")); !errs.HasCode(err, agents.AgentDisposed) {
+		t.Fatalf("a refusal handed over after the close: %v", err)
+	}
+	if err := a.RecordDecision(session.Decision{Stage: session.StageAdmission, Verdict: "refuse", RequestID: "r2"}); !errs.HasCode(err, agents.AgentDisposed) {
+		t.Fatalf("a decision handed over after the close: %v", err)
+	}
+}
+
+// TestAnOutcomeHandedOverBeforeATurnStartsIsWrittenWithItsPrompt: a
+// refusal handed over after the driver took the next turn's messages,
+// before the turn started, goes into the log ahead of the turn and is
+// made durable by its prompt's checkpoint — not at the turn's end, which
+// a crash during the turn would never reach, although the refused sender
+// was answered long before.
+func TestAnOutcomeHandedOverBeforeATurnStartsIsWrittenWithItsPrompt(t *testing.T) {
+	e := newEnv(t, []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "hold"}}}, {Text: "done"}}, agentloop.Config{})
+	running, release := make(chan struct{}), make(chan struct{})
+	e.tool("hold", func(stdctx.Context, tools.Call) (tools.Result, error) {
+		close(running)
+		<-release
+		return tools.Result{Content: "held"}, nil
+	})
+	h := e.create("a")
+	a := h.Agent.(*agentloop.ReactLoopAgent)
+	agents.EventStatus.On(e.root, func(_ stdctx.Context, c agents.StatusChange) error {
+		if c.To == agents.StatusRunning {
+			// The driver took the turn's messages and has not started it.
+			if err := a.RecordEvent(session.Event{Type: session.MessageRefused, RequestID: "r0", Reason: "test/no",
+				Message: &llm.Message{ID: "m0", Role: llm.RoleUser, Content: "no"}}); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	h.Agent.Followup(user("go"))
+	<-running
+	ev, ok := a.Session().Outcome("r0")
+	if durable := a.Session().Durable(); !ok || durable < ev.Seq {
+		close(release)
+		t.Fatalf("while the turn runs, the refusal handed over before it started is %+v (%v), durable up to %d; log %v", ev, ok, durable, trace(a.Session()))
+	}
+	close(release)
+	idle(t, h.Agent)
+}

@@ -53,25 +53,43 @@ func (a *ReactLoopAgent) dropAllLocked(reason, by string) {
 }
 
 // recordDropped appends a message/dropped event for every message dropped
-// since the last call, and makes them durable. Only the driver calls it:
-// it is the one goroutine that appends to the session.
+// since the last call, the outcomes handed over, and makes them durable.
+// Only the driver calls it: it is the one goroutine that appends to the
+// session.
 func (a *ReactLoopAgent) recordDropped() {
 	a.mu.Lock()
-	drops, refusals, turn := a.drops, a.refusals, a.turn
-	a.drops, a.refusals = nil, nil
+	turn := a.turn
 	recorded := len(a.decisions)+len(a.records) > 0
 	queued := a.inbox.queued.len()+a.inbox.steering.len() > 0
 	a.mu.Unlock()
-	// A record of a refusal comes before the refusal's outcome event.
-	a.recordDecisions(turn, 0)
-	if len(drops)+len(refusals) == 0 {
-		if recorded && !queued {
-			// Nothing follows to make the records durable: a message
-			// admitted and queued is flushed with its turn's prompt.
-			a.flush(stdctx.Background())
-		}
-		return
+	// Nothing follows records alone to make them durable: a message
+	// admitted and queued is flushed with its turn's prompt.
+	if a.appendHanded(turn) || (recorded && !queued) {
+		a.flush(stdctx.Background())
 	}
+}
+
+// appendHanded appends, as events of turn, what was handed over so far:
+// the decision records and plugins' events, then the inbox's drops and the
+// outcomes of messages that never entered it. It reports whether there
+// were outcomes. Only the driver calls it, or finish once the driver is
+// gone.
+func (a *ReactLoopAgent) appendHanded(turn int) bool {
+	a.mu.Lock()
+	// The outcomes are taken before the records: the controller hands a
+	// decision over before its outcome, so every outcome taken has its
+	// record taken too, and a record comes before its outcome.
+	drops, refusals := a.drops, a.refusals
+	a.drops, a.refusals = nil, nil
+	a.mu.Unlock()
+	a.recordDecisions(turn, 0)
+	a.appendOutcomes(turn, drops, refusals)
+	return len(drops)+len(refusals) > 0
+}
+
+// appendOutcomes appends the outcome events of messages that reached no
+// turn, as events of turn: the inbox's drops, then what was handed over.
+func (a *ReactLoopAgent) appendOutcomes(turn int, drops []dropped, refusals []session.Event) {
 	ctx := stdctx.Background()
 	for i := range drops {
 		d := &drops[i]
@@ -82,7 +100,6 @@ func (a *ReactLoopAgent) recordDropped() {
 		ev.Turn, ev.Step = turn, 0
 		a.sess.Append(ctx, ev)
 	}
-	a.flush(ctx)
 }
 
 // dropTaken records msgs, taken from the queue for a turn that a cancel or

@@ -124,8 +124,11 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 	// Recording and checkpoints outlive an abort: they use their own
 	// context, which carries only the turn's span.
 	ctx := base
-	// The admission records of the turn's messages come before it.
-	a.recordDecisions(turn, 0)
+	// The admission records of the turn's messages come before it, and
+	// so do the outcomes handed over before it started (a refusal, a
+	// withdrawal): its prompt's checkpoint makes them durable, rather
+	// than its end.
+	a.appendHanded(turn)
 	a.sess.Append(ctx, session.Event{Type: session.TurnStart, Turn: turn})
 	if l := a.scope.Logger(); l.IsDebug() {
 		telemetry.Logger(ctx, l).Debug("turn started", "agent", a.id, "session", a.sess.ID(), "turn", turn, "messages", len(msgs))
@@ -180,7 +183,9 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 // going on would call the model and run tools for a turn the log records
 // as interrupted. The step in flight is aborted instead.
 func (a *ReactLoopAgent) flush(ctx stdctx.Context) {
-	if err := a.sess.Flush(ctx); err != nil {
+	err := a.sess.Flush(ctx)
+	a.checkpointDone(err)
+	if err != nil {
 		if errs.Has(err, session.SessionLocked, session.ReasonFenced) {
 			a.Abort()
 		}

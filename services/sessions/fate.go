@@ -48,9 +48,22 @@ type RequestOutcome struct {
 
 // RequestOutcome returns the recorded outcome of requestID in the session's
 // log; ok is false while the request is undecided or queued (or was never
-// sent). Every entry point answers a retry with it.
+// sent). Every entry point answers a retry with it. A refusal or a
+// withdrawal its sender was told of is one already while the driver has
+// still to append it (during a running turn it does so at the turn's
+// end): it is read from the agent controller then, as a retry's answer is,
+// with no seq yet.
 func (s *Session) RequestOutcome(requestID string) (RequestOutcome, bool) {
-	return OutcomeInLog(s.handle.Agent.Session(), requestID)
+	log := s.handle.Agent.Session()
+	if requestID == "" || log == nil {
+		return RequestOutcome{}, false
+	}
+	// The controller's copy first: it goes only once the log holds it.
+	pending, handed := s.c.deliver.Unwritten(s.handle.Agent.ID(), requestID)
+	if o, ok := OutcomeInLog(log, requestID); ok || !handed {
+		return o, ok
+	}
+	return outcomeOfEvent(requestID, pending, func() bool { return false }), true
 }
 
 // OutcomeInLog reads the outcome of requestID from log.
@@ -62,6 +75,28 @@ func OutcomeInLog(log *session.Session, requestID string) (RequestOutcome, bool)
 	if !ok {
 		return RequestOutcome{}, false
 	}
+	return outcomeOfEvent(requestID, ev, func() bool { return startsTurn(log, ev.Seq) }), true
+}
+
+// outcomeInEvents reads the outcome of requestID from a stored log, as
+// OutcomeInLog does from an open one: the last event that carries the
+// request's message, as the log's index keeps it.
+func outcomeInEvents(evs []session.Event, requestID string) (RequestOutcome, bool) {
+	at := -1
+	for i := range evs {
+		if requestID != "" && evs[i].RequestID == requestID && evs[i].Message != nil {
+			at = i
+		}
+	}
+	if at < 0 {
+		return RequestOutcome{}, false
+	}
+	return outcomeOfEvent(requestID, evs[at], func() bool { return at > 0 && evs[at-1].Type == session.TurnStart }), true
+}
+
+// outcomeOfEvent describes ev, the event that ended requestID; starts
+// says whether a user/message is the first of its turn.
+func outcomeOfEvent(requestID string, ev session.Event, starts func() bool) RequestOutcome {
 	o := RequestOutcome{Type: ev.Type, Turn: ev.Turn, Seq: ev.Seq, RequestID: requestID, Reason: ev.Reason, By: ev.By}
 	if ev.Message != nil {
 		o.MessageID = ev.Message.ID
@@ -77,11 +112,11 @@ func OutcomeInLog(log *session.Session, requestID string) (RequestOutcome, bool)
 		o.Outcome = FateMerged
 	default:
 		o.Outcome = FateDelivered
-		if !startsTurn(log, ev.Seq) {
+		if !starts() {
 			o.Outcome = FateMerged
 		}
 	}
-	return o, true
+	return o
 }
 
 // startsTurn says whether the user/message at seq is the first of its

@@ -98,13 +98,25 @@ func (c *Controller) Info(_ stdctx.Context, id string) (Info, error) {
 	return s.Info(), nil
 }
 
-// Outcome returns the recorded outcome of requestID in session id.
-func (c *Controller) Outcome(_ stdctx.Context, id, requestID string) (RequestOutcome, bool, error) {
-	s, err := c.session(id)
+// Outcome returns the recorded outcome of requestID in session id: from
+// the session while it is open here, else from its stored log, when the
+// Catalog can load logs. A retry is answered from the record after the
+// session closed too (a webhook's redelivery that its memory would
+// otherwise answer as accepted).
+func (c *Controller) Outcome(ctx stdctx.Context, id, requestID string) (RequestOutcome, bool, error) {
+	if s, ok := c.Get(id); ok {
+		o, ok := s.RequestOutcome(requestID)
+		return o, ok, nil
+	}
+	l, ok := c.catalog.(LogLoader)
+	if !ok {
+		return RequestOutcome{}, false, notFound(id)
+	}
+	evs, err := l.Load(ctx, id)
 	if err != nil {
 		return RequestOutcome{}, false, err
 	}
-	o, ok := s.RequestOutcome(requestID)
+	o, ok := outcomeInEvents(evs, requestID)
 	return o, ok, nil
 }
 

@@ -57,7 +57,8 @@ type Service interface {
 	// memory while it is open, from the store when it is not.
 	History(ctx stdctx.Context, sessionID string, afterSeq int64) ([]session.Event, error)
 	// Outcome returns the recorded outcome of requestID; ok is false while
-	// it is undecided or queued, or when it was never sent.
+	// it is undecided or queued, or when it was never sent. A session not
+	// open is answered from its stored log.
 	Outcome(ctx stdctx.Context, sessionID, requestID string) (o RequestOutcome, ok bool, err error)
 	// Attachment returns a part the session's log names by ref, with its
 	// bytes: only what the session's own messages reference is readable,

@@ -134,7 +134,7 @@ func waitInAdmission(t *testing.T, e *env, n int) {
 	}
 }
 
-func mustSession(t *testing.T, e *env, id string) *sessions.Session {
+func mustSession(t testing.TB, e *env, id string) *sessions.Session {
 	t.Helper()
 	s, ok := e.ctl.Get(id)
 	if !ok {

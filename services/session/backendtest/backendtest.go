@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"LoadOfMissingSessionIsNotFound", loadMissing},
 		{"ListDescribesSessions", listSessions},
 		{"DeleteRemovesOnlyFreeSessions", deleteSessions},
+		{"OutcomesOfAClosedFreshSessionAreStored", outcomesOfAClosedFreshSession},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
