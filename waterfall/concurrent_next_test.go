@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-go/dsh/telemetry"
 	"github.com/dsh-go/dsh/telemetry/provider"
 	"github.com/dsh-go/dsh/waterfall"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 )
 
@@ -230,11 +231,12 @@ func TestDispatchAfterAPanicStartsClean(t *testing.T) {
 	wg.Wait()
 }
 
-// A traced event's listeners each run in a span that must end with the
-// listener's error, so with telemetry on every hop recovers for itself,
-// on the dispatching goroutine too: the listener outside a panicking one
-// gets the panic as its next's error, and the dispatch returns it.
-func TestTracedEventPanicIsNextsError(t *testing.T) {
+// TestATracedPanicUnwindsWhetherSampledOrNot: a listener of a Traced event
+// panics. Sampled or sampled out, the dispatch fails with LISTENER_FAILED
+// naming it, and the listener outside is unwound the same way: its code
+// after next does not run, its defer does. (A sampled hop used to recover
+// for its span, so cleanup written after next ran only when sampled.)
+func TestATracedPanicUnwindsWhetherSampledOrNot(t *testing.T) {
 	on := true
 	p, err := provider.Setup(stdctx.Background(), telemetry.Config{Enabled: &on})
 	if err != nil {
@@ -243,27 +245,42 @@ func TestTracedEventPanicIsNextsError(t *testing.T) {
 	defer p.Shutdown(stdctx.Background())
 	root := quietRoot(t)
 	w := waterfall.New[int, int]("test/traced-panic", func(_ stdctx.Context, p int) (int, error) { return p, nil }).Traced()
-	var seen error
+	var after, deferred int
 	w.On(root, func(ctx stdctx.Context, p int, next waterfall.Next[int, int]) (int, error) {
+		defer func() { deferred++ }()
 		r, err := next.Call(ctx, p+1)
-		seen = err
+		after++
 		return r, err
 	})
 	chainOfPlugins(t, root, w, 3, 2, false)
-	ctx, span := telemetry.Start(stdctx.Background(), "test")
+	sampled, span := telemetry.Start(stdctx.Background(), "test")
 	defer span.End()
-	_, err = w.Dispatch(ctx, root, 0)
-	if !errs.HasCode(err, errs.ListenerFailed) || !strings.Contains(err.Error(), `fiber "l2"`) {
-		t.Fatalf("dispatch: %v", err)
+	if !telemetry.Records(sampled) {
+		t.Fatal("the sampled context does not record")
 	}
-	if seen != err {
-		t.Fatalf("the outer listener's next returned %v, the dispatch %v", seen, err)
+	notSampled := oteltrace.ContextWithSpanContext(stdctx.Background(), oteltrace.NewSpanContext(oteltrace.SpanContextConfig{
+		TraceID: oteltrace.TraceID{1}, SpanID: oteltrace.SpanID{1}, Remote: true}))
+	if telemetry.Records(notSampled) {
+		t.Fatal("the sampled-out context records")
+	}
+	for _, c := range []struct {
+		name string
+		ctx  stdctx.Context
+	}{{"sampled", sampled}, {"sampled out", notSampled}} {
+		after, deferred = 0, 0
+		_, err := w.Dispatch(c.ctx, root, 0)
+		if !errs.HasCode(err, errs.ListenerFailed) || !strings.Contains(err.Error(), `fiber "l2"`) {
+			t.Fatalf("%s: dispatch: %v", c.name, err)
+		}
+		if after != 0 || deferred != 1 {
+			t.Fatalf("%s: the outer listener ran its code after next %d times and its defer %d; want 0 and 1", c.name, after, deferred)
+		}
 	}
 	// And without a panic the traced chain runs through.
 	w2 := waterfall.New[int, int]("test/traced-pass", func(_ stdctx.Context, p int) (int, error) { return p, nil }).Traced()
 	w2.On(root, passOn)
 	w2.On(root, passOn)
-	if r, err := w2.Dispatch(ctx, root, 0); r != 2 || err != nil {
+	if r, err := w2.Dispatch(sampled, root, 0); r != 2 || err != nil {
 		t.Fatalf("traced dispatch: %d %v", r, err)
 	}
 }

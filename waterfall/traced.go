@@ -36,6 +36,15 @@ func traceListener[P, R any](ctx stdctx.Context, event string, fiber *dshctx.Fib
 	}
 	h := &hop{event: event}
 	ctx = stdctx.WithValue(ctx, hopKey{}, h)
+	defer func() {
+		// A panic ends the span as the hop's failure and goes on
+		// unwinding to whoever recovers it (the dispatch, or the hop's
+		// own guard on another goroutine).
+		if x := recover(); x != nil {
+			telemetry.End(span, panicError(event, fiber, x))
+			panic(x)
+		}
+	}()
 	r, err := fn(ctx, p, next)
 	{
 		passed := h.passedAt.Load()

@@ -426,12 +426,21 @@ func (n Next[P, R]) run(ctx stdctx.Context, p P, u, t []entry[Listener[P, R]], o
 	}
 	next := n
 	next.pos = uint64(uint32(ni))<<32 | uint64(uint32(nj))
-	if trace || !owner {
+	if !owner {
 		return guarded(ctx, c, e, p, next, trace)
 	}
+	// On the dispatch's goroutine a traced hop unwinds on a panic as an
+	// untraced one does (its span records the panic on the way): whether
+	// a listener's code after next runs must not depend on sampling.
 	outer := c.cur
 	c.cur = n.pos + 1
-	r, err := e.fn(ctx, p, next)
+	var r R
+	var err error
+	if trace {
+		r, err = traceListener(ctx, c.w.name, e.fiber, p, next, e.fn)
+	} else {
+		r, err = e.fn(ctx, p, next)
+	}
 	c.cur = outer
 	return r, err
 }
@@ -446,10 +455,9 @@ func (c *call[P, R]) runDefault(ctx stdctx.Context, p P) (R, error) {
 	return r, err
 }
 
-// guarded runs listener e with a recover of its own: for a hop on another
+// guarded runs listener e with a recover of its own, for a hop on another
 // goroutine than the dispatch's, where a panic would otherwise crash the
-// process, and for a traced event, whose listeners' spans report a panic
-// as the hop's error.
+// process.
 func guarded[P, R any](ctx stdctx.Context, c *call[P, R], e *entry[Listener[P, R]], p P, next Next[P, R], trace bool) (r R, err error) {
 	defer func() {
 		if x := recover(); x != nil {
