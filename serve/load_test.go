@@ -583,6 +583,19 @@ type loadResult struct {
 	// serverCPU is the server process's CPU over the prompt phase
 	// (-load.dsh; else 0: cpu holds both ends).
 	serverCPU time.Duration
+	// storeCPU and storeRSSPerSession are the session store's process's
+	// (-load.store nats): its CPU over the prompt phase, its RSS growth
+	// from before the sessions were made, per session.
+	storeCPU           time.Duration
+	storeRSSPerSession float64
+}
+
+// storeProc is the session store's process, nil if it has none.
+func (e *loadEnv) storeProc() *loadProc {
+	if e.proc == nil {
+		return nil
+	}
+	return e.proc.store
 }
 
 // rss is the server's RSS: its process's, else this one's.
@@ -653,6 +666,10 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 // waits for every subscriber to hold every answer.
 func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	rss0 := e.rss()
+	var storeRSS0 uint64
+	if st := e.storeProc(); st != nil {
+		storeRSS0 = st.rss()
+	}
 	ids := make([]string, cfg.sessions)
 	for i := range ids {
 		ids[i] = e.newSession(t)
@@ -703,6 +720,11 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	attached := loadMeasure()
 	res.attached = attached.per(before, cfg.subscribers)
 	res.rssPerSession = float64(int64(e.rss())-int64(rss0)) / float64(cfg.sessions)
+	var storeCPU0 time.Duration
+	if st := e.storeProc(); st != nil {
+		res.storeRSSPerSession = float64(int64(st.rss())-int64(storeRSS0)) / float64(cfg.sessions)
+		storeCPU0 = st.cpu()
+	}
 	stopSampling := e.sample(t, cfg.sample)
 
 	// The prompts go out at a steady pace, each on its own goroutine, so
@@ -750,6 +772,9 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		res.settle = time.Since(sendEnd)
 		res.wall, res.cpu = time.Since(start), loadCPUTime()-cpu0
 		res.serverCPU = e.serverCPU() - srvCPU0
+		if st := e.storeProc(); st != nil {
+			res.storeCPU = st.cpu() - storeCPU0
+		}
 	})
 	res.samples = stopSampling()
 
@@ -928,6 +953,10 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 		where, r.rssPerSession, f.rssPer, r.rssPerSession/f.rssPer, (cpu / time.Duration(max(1, accepted))).Round(time.Microsecond), cfg.active, cfg.sessions)
 	if r.serverCPU > 0 {
 		fmt.Fprintf(&b, "CPU: dsh serve %v, the clients %v, over %v wall\n", r.serverCPU.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond))
+	}
+	if r.storeCPU > 0 {
+		fmt.Fprintf(&b, "session store (nats-server process): CPU %v, %v per prompt; RSS %.0f B per open session\n",
+			r.storeCPU.Round(time.Millisecond), (r.storeCPU / time.Duration(max(1, accepted))).Round(time.Microsecond), r.storeRSSPerSession)
 	}
 	var lost, doubled int
 	for _, s := range r.subs {
