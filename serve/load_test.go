@@ -12,8 +12,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +44,9 @@ var (
 	loadActive      = flag.Int("load.active", 0, "TestLoad: how many of the sessions get the prompts (0: all)")
 	loadSampleEvery = flag.Duration("load.sample", 0, "TestLoad: log RSS, heap and goroutines this often while prompts are sent (a soak run; 0: never)")
 	loadDrop        = flag.Int("load.drop", -1, "TestLoad: every n-th subscriber drops its connection every few messages (0: none; -1: default)")
+	loadRotate      = flag.Int("load.rotate", 0, "TestLoad: close a prompted session after this many turns and open a fresh one in its place (a soak with a bounded working set; 0: never)")
+	loadHeapDir     = flag.String("load.heapprofile", "", "TestLoad: write a heap profile into this directory at each sample (-load.sample), heap-<seconds>.pprof, for a diff (go tool pprof -base)")
+	loadWarmup      = flag.Duration("load.warmup", 0, "TestLoad: the samples before this are warm-up, left out of the slopes (0: a third of -load.duration, at most 5m)")
 )
 
 // loadChunkDelay is the scripted model's pause before each chunk in
@@ -61,6 +66,11 @@ type loadConfig struct {
 	// sample, when set, is how often a soak run logs its memory.
 	active int
 	sample time.Duration
+	// rotate > 0 closes each prompted session after that many turns and
+	// opens a fresh one in its place; warmup is how long a soak's memory
+	// may grow before its slope is taken.
+	rotate int
+	warmup time.Duration
 	// settle bounds the wait, after the last prompt, for every
 	// subscriber to hold every answer.
 	settle time.Duration
@@ -91,6 +101,11 @@ func loadConfigFromFlags() loadConfig {
 		c.active = *loadActive
 	}
 	c.sample = *loadSampleEvery
+	c.rotate = *loadRotate
+	c.warmup = *loadWarmup
+	if c.warmup == 0 {
+		c.warmup = min(c.duration/3, 5*time.Minute)
+	}
 	if c.sessions >= 1000 {
 		// Checking that every session is idle is a request each.
 		c.settle = max(c.settle, 5*time.Minute)
@@ -588,6 +603,8 @@ type loadResult struct {
 	// from before the sessions were made, per session.
 	storeCPU           time.Duration
 	storeRSSPerSession float64
+	// retired are the subscribers of the sessions rotated out.
+	retired loadRetired
 }
 
 // storeProc is the session store's process, nil if it has none.
@@ -617,7 +634,7 @@ func (e *loadEnv) serverCPU() time.Duration {
 // loadSample is the process's memory at one point of a soak run.
 type loadSample struct {
 	at                  time.Duration
-	rss, heap           uint64
+	rss, heap, inuse    uint64
 	goroutines, threads int
 }
 
@@ -644,14 +661,19 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 				runtime.GC()
 				var m runtime.MemStats
 				runtime.ReadMemStats(&m)
-				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, inuse: m.HeapInuse, goroutines: runtime.NumGoroutine()}
 				if e.proc != nil {
 					// The server's RSS and threads; heap and goroutines
 					// stay this process's (the clients').
 					sm.rss, sm.threads = e.proc.rss(), e.proc.threads()
 				}
 				out = append(out, sm)
-				t.Logf("soak %v: RSS %d MiB, live heap %d MiB, %d goroutines, %d server threads", sm.at, sm.rss>>20, sm.heap>>20, sm.goroutines, sm.threads)
+				if *loadHeapDir != "" {
+					if err := loadWriteHeap(filepath.Join(*loadHeapDir, fmt.Sprintf("heap-%04d.pprof", int(sm.at.Seconds())))); err != nil {
+						t.Log(err)
+					}
+				}
+				t.Logf("soak %v: RSS %d MiB, live heap %d MiB, heap in use %d MiB, %d goroutines, %d server threads", sm.at, sm.rss>>20, sm.heap>>20, sm.inuse>>20, sm.goroutines, sm.threads)
 			}
 		}
 	}()
@@ -692,6 +714,28 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
+	startSub := func(s *loadSubscriber) loadRunning {
+		sctx, scancel := stdctx.WithCancel(ctx)
+		r := loadRunning{cancel: scancel, done: make(chan struct{})}
+		wg.Go(func() {
+			defer close(r.done)
+			s.run(sctx)
+		})
+		return r
+	}
+	// postedTo is the session each prompt went to: with rotation, not
+	// always its slot's first.
+	postedTo := make([]string, total)
+	var slots []*loadSlot
+	if cfg.rotate > 0 {
+		res.retired.userLat = make([]time.Duration, 0, total)
+		res.retired.answerLat = make([]time.Duration, 0, total)
+		for _, id := range active {
+			g := &loadGate{done: make(chan struct{}), id: id}
+			close(g.done)
+			slots = append(slots, &loadSlot{gate: g})
+		}
+	}
 	for i := range cfg.subscribers {
 		drop := 0
 		if cfg.dropEvery > 0 && i%cfg.dropEvery == cfg.dropEvery-1 {
@@ -703,7 +747,12 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		// Every other dropping subscriber resumes with ?after=.
 		s.afterQuery = drop > 0 && (i/cfg.dropEvery)%2 == 1
 		res.subs = append(res.subs, s)
-		wg.Go(func() { s.run(ctx) })
+		r := startSub(s)
+		if slots != nil && i%len(ids) < len(active) {
+			sl := slots[i%len(ids)]
+			sl.subs = append(sl.subs, i)
+			sl.running = append(sl.running, r)
+		}
 		// A hundred at a time: thousands of connects at once overflow
 		// the listener's backlog, and the kernel's SYN retries then
 		// take seconds.
@@ -737,13 +786,41 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			time.Sleep(d)
 		}
+		var sl *loadSlot
+		var gate, prev *loadGate
+		wait := 0
+		if slots != nil {
+			sl = slots[i%len(active)]
+			if sl.turns == cfg.rotate {
+				prev, wait = sl.gate, sl.dispatched
+				sl.gate, sl.turns = &loadGate{done: make(chan struct{})}, 0
+			}
+			gate = sl.gate
+			gate.prompts = append(gate.prompts, i)
+			sl.turns++
+			sl.dispatched++
+		}
 		posts.Go(func() {
+			sid := active[i%len(active)]
+			if sl != nil {
+				defer sl.finished.Add(1)
+				if prev != nil {
+					e.rotate(ctx, res, sl, prev, gate, wait, cfg.settle, startSub)
+				}
+				select {
+				case <-gate.done:
+				case <-ctx.Done():
+					return
+				}
+				sid = gate.id
+			}
+			postedTo[i] = sid
 			pctx, pcancel := stdctx.WithTimeout(ctx, 30*time.Second)
 			defer pcancel()
 			id := "load-" + strconv.Itoa(i)
 			t0 := time.Now()
 			sentAt[i].Store(t0.UnixNano())
-			code, err := e.post(pctx, active[i%len(active)], id, "load prompt "+strconv.Itoa(i))
+			code, err := e.post(pctx, sid, id, "load prompt "+strconv.Itoa(i))
 			res.acceptLat[i] = time.Since(t0)
 			if err == nil && code == http.StatusAccepted {
 				res.accepted[i] = true
@@ -759,12 +836,17 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	posts.Wait()
 	sendEnd := time.Now()
 
+	// Of a rotated slot, only the prompts of its last session: the
+	// earlier ones were checked as it rotated.
 	want := make(map[string][]string, len(ids))
 	for i, ok := range res.accepted {
 		if ok {
-			sid := active[i%len(active)]
+			sid := postedTo[i]
 			want[sid] = append(want[sid], "load-"+strconv.Itoa(i))
 		}
+	}
+	for k, sl := range slots {
+		active[k] = sl.gate.id
 	}
 	// CPU and wall end once every subscriber holds every answer: the
 	// check that every session is idle after that is a request a session.
@@ -889,6 +971,20 @@ func (r *loadResult) check(t *testing.T, cfg loadConfig) {
 		}
 		s.mu.Unlock()
 	}
+	rt := &r.retired
+	rt.mu.Lock()
+	drops += rt.drops
+	assembled += rt.assembled
+	if rt.faulty > 0 {
+		t.Errorf("%d subscribers of rotated-out sessions lost, doubled or misread events: %q", rt.faulty, rt.problems)
+	}
+	if len(rt.errs) > 0 {
+		t.Errorf("rotations failed: %q", rt.errs)
+	}
+	if cfg.rotate > 0 && rt.sessions == 0 {
+		t.Errorf("-load.rotate %d: no session was rotated; the run is too short for it", cfg.rotate)
+	}
+	rt.mu.Unlock()
 	if r.goLeft > 0 {
 		t.Errorf("%d goroutines more than before the subscribers attached, 10s after they all went: a stream outlives its client", r.goLeft)
 	}
@@ -918,6 +1014,20 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 		failures += s.failures
 		s.mu.Unlock()
 	}
+	rt := &r.retired
+	rt.mu.Lock()
+	assembled += rt.assembled
+	resnaps += rt.resnapshots
+	snaps += rt.snapshots
+	user = append(user, rt.userLat...)
+	answer = append(answer, rt.answerLat...)
+	events += rt.events
+	connects += rt.connects
+	drops += rt.drops
+	ends += rt.ends
+	failures += rt.failures
+	rotated := rt.sessions
+	rt.mu.Unlock()
 	accepted := 0
 	for _, ok := range r.accepted {
 		if ok {
@@ -965,9 +1075,17 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 		doubled += s.doubles
 		s.mu.Unlock()
 	}
+	rt.mu.Lock()
+	lost += rt.gaps
+	doubled += rt.doubles
+	rt.mu.Unlock()
 	fmt.Fprintf(&b, "lost %d, doubled %d\n", lost, doubled)
+	if cfg.rotate > 0 {
+		fmt.Fprintf(&b, "sessions rotated (closed after %d turns, a fresh one opened and subscribed): %d\n", cfg.rotate, rotated)
+	}
 	if n := len(r.samples); n > 0 {
 		fmt.Fprintf(&b, "soak: %d samples; RSS %d → %d MiB, goroutines %d → %d (first → last)\n", n, r.samples[0].rss>>20, r.samples[n-1].rss>>20, r.samples[0].goroutines, r.samples[n-1].goroutines)
+		b.WriteString(loadSlopes(r.samples, cfg))
 	}
 	t.Log(b.String())
 }
@@ -995,6 +1113,15 @@ func loadMeasure() loadSnapshot {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return loadSnapshot{heap: m.HeapAlloc, stack: m.StackInuse, rss: loadRSS(), goroutines: runtime.NumGoroutine()}
+}
+
+// loadWriteHeap writes the heap profile (of the last GC) to path.
+func loadWriteHeap(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
 }
 
 // loadRSS is the process's resident set, from /proc (0 elsewhere).
