@@ -145,7 +145,8 @@ func TestLoad(t *testing.T) {
 // TestLoadIdleSessions is issue 38's shape at CI size: every session open
 // with one subscriber, a tenth of them prompted (-load.sessions 10000
 // -load.subscribers 10000 -load.active 1000 -load.rate 200 is the issue's
-// size, run through TestLoad). The idle sessions' subscribers hold nothing
+// size, run through TestLoad with -load.dsh and -load.store nats, which
+// fit it in a process's 20,000 descriptors). The idle sessions' subscribers hold nothing
 // and the prompted ones every seq once.
 func TestLoadIdleSessions(t *testing.T) {
 	cfg := loadConfig{subscribers: 300, sessions: 300, active: 30, rate: 20, duration: 3 * time.Second, settle: 30 * time.Second}

@@ -172,14 +172,15 @@ func (e *loadEnv) openSession(ctx stdctx.Context) (string, error) {
 // start runs a subscriber until its stop. On a failure the slot keeps its
 // session and the error is recorded.
 func (e *loadEnv) rotate(ctx stdctx.Context, res *loadResult, sl *loadSlot, old, next *loadGate, wait int, settle time.Duration, start func(*loadSubscriber) loadRunning) {
-	next.id = old.id
 	defer close(next.done)
+	// old.id is the previous rotation's to write until its post ended.
 	for sl.finished.Load() < int64(wait) {
 		if ctx.Err() != nil {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	next.id = old.id
 	var want []string
 	for _, i := range old.prompts {
 		if res.accepted[i] {
