@@ -387,6 +387,13 @@ type loadEnvOptions struct {
 	writeTimeout time.Duration
 }
 
+// loadIdleConn is how long the clients keep an idle connection: less than
+// the server's IdleTimeout (2 minutes), as a client must. A connection the
+// server closes as idle just as a POST goes out on it fails with EOF, and
+// a POST is not retried; the 30-minute soak lost 11 prompts that way after
+// a stall had opened a pool of connections that then sat idle.
+const loadIdleConn = 90 * time.Second
+
 // startLoadDshEnv serves the load config with `dsh serve`, the binary bin.
 func startLoadDshEnv(tb testing.TB, bin string, o loadEnvOptions) *loadEnv {
 	tb.Helper()
@@ -396,8 +403,8 @@ func startLoadDshEnv(tb testing.TB, bin string, o loadEnvOptions) *loadEnv {
 		base: p.base, token: token, proc: p,
 		// At most 512 prompts in flight: 10,000 subscribers and as many
 		// open sessions take most of the server's 20,000 open files.
-		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512, DisableCompression: true}},
-		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
+		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512, IdleConnTimeout: loadIdleConn, DisableCompression: true}},
+		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: loadIdleConn, DisableCompression: true}},
 	}
 	tb.Cleanup(func() { e.stop(tb) })
 	return e
@@ -448,8 +455,8 @@ func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
 	}
 	e := &loadEnv{
 		base: "http://" + l.Addr().String(), token: token, host: h, srv: srv, served: make(chan error, 1),
-		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}},
-		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
+		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: loadIdleConn, DisableCompression: true}},
+		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: loadIdleConn, DisableCompression: true}},
 	}
 	go func() { e.served <- srv.Serve(l) }()
 	tb.Cleanup(func() { e.stop(tb) })
@@ -658,8 +665,10 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 				return
 			case <-tk.C:
 				// The live heap: what a leak grows, apart from the
-				// garbage a GC cycle has yet to free.
-				runtime.GC()
+				// garbage a GC cycle has yet to free; and RSS once the
+				// freed pages went back, or it swings by 200 MB with
+				// the scavenger's pace.
+				debug.FreeOSMemory()
 				var m runtime.MemStats
 				runtime.ReadMemStats(&m)
 				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, inuse: m.HeapInuse, goroutines: runtime.NumGoroutine()}
