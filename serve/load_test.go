@@ -603,6 +603,9 @@ type loadResult struct {
 	// run's.
 	rssPerSession float64
 	samples       []loadSample
+	// serverFiles are the files the server process held open before the
+	// sessions were made and once every subscriber attached (-load.dsh).
+	serverFiles [2]int
 	// serverCPU is the server process's CPU over the prompt phase
 	// (-load.dsh; else 0: cpu holds both ends).
 	serverCPU time.Duration
@@ -698,6 +701,10 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 // waits for every subscriber to hold every answer.
 func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	rss0 := e.rss()
+	var files0 int
+	if e.proc != nil {
+		files0 = e.proc.fds()
+	}
 	var storeRSS0 uint64
 	if st := e.storeProc(); st != nil {
 		storeRSS0 = st.rss()
@@ -779,6 +786,9 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	attached := loadMeasure()
 	res.attached = attached.per(before, cfg.subscribers)
 	res.rssPerSession = float64(int64(e.rss())-int64(rss0)) / float64(cfg.sessions)
+	if e.proc != nil {
+		res.serverFiles = [2]int{files0, e.proc.fds()}
+	}
 	var storeCPU0 time.Duration
 	if st := e.storeProc(); st != nil {
 		res.storeRSSPerSession = float64(int64(st.rss())-int64(storeRSS0)) / float64(cfg.sessions)
@@ -1073,6 +1083,10 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 		where, r.rssPerSession, f.rssPer, r.rssPerSession/f.rssPer, (cpu / time.Duration(max(1, accepted))).Round(time.Microsecond), cfg.active, cfg.sessions)
 	if r.serverCPU > 0 {
 		fmt.Fprintf(&b, "CPU: dsh serve %v, the clients %v, over %v wall\n", r.serverCPU.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond))
+	}
+	if f := r.serverFiles; f[1] > 0 {
+		fmt.Fprintf(&b, "dsh serve's open files: %d before the sessions, %d with them and their subscribers (%.2f a session)\n",
+			f[0], f[1], float64(f[1]-f[0])/float64(cfg.sessions))
 	}
 	if r.storeCPU > 0 {
 		fmt.Fprintf(&b, "session store (nats-server process): CPU %v, %v per prompt; RSS %.0f B per open session\n",

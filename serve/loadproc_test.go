@@ -139,6 +139,15 @@ func (p *loadProc) cpu() time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
+// fds is how many files the process holds open.
+func (p *loadProc) fds() int {
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	return len(es)
+}
+
 // threads is the process's thread count.
 func (p *loadProc) threads() int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
