@@ -855,6 +855,9 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	}
 	posts.Wait()
 	sendEnd := time.Now()
+	// The samples end with the prompts: what the check builds next is
+	// the harness's, not the server's.
+	res.samples = stopSampling()
 
 	// Of a rotated slot, only the prompts of its last session: the
 	// earlier ones were checked as it rotated.
@@ -878,7 +881,6 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 			res.storeCPU = st.cpu() - storeCPU0
 		}
 	})
-	res.samples = stopSampling()
 
 	// What the subscribers hold after the run: the heap with them, less
 	// the heap once they are gone (the sessions' logs stay in both).
