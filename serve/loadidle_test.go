@@ -49,7 +49,7 @@ func TestLoadAnIdleSessionKeepsFewAnswersWorth(t *testing.T) {
 // returns the heap an idle one keeps per turn of history, and what a
 // closed one keeps against an open one with a single turn.
 func loadIdleSessionHeap(t *testing.T, reply string) (perTurn, closedLeft float64) {
-	const sessions, turns = 10, 40
+	const sessions, turns = 6, 30
 	env := startLoadEnvWith(t, loadEnvOptions{replies: []string{reply}})
 	ids := make([]string, sessions)
 	for i := range ids {
