@@ -12,8 +12,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +44,9 @@ var (
 	loadActive      = flag.Int("load.active", 0, "TestLoad: how many of the sessions get the prompts (0: all)")
 	loadSampleEvery = flag.Duration("load.sample", 0, "TestLoad: log RSS, heap and goroutines this often while prompts are sent (a soak run; 0: never)")
 	loadDrop        = flag.Int("load.drop", -1, "TestLoad: every n-th subscriber drops its connection every few messages (0: none; -1: default)")
+	loadRotate      = flag.Int("load.rotate", 0, "TestLoad: close a prompted session after this many turns and open a fresh one in its place (a soak with a bounded working set; 0: never)")
+	loadHeapDir     = flag.String("load.heapprofile", "", "TestLoad: write a heap profile into this directory at each sample (-load.sample), heap-<seconds>.pprof, for a diff (go tool pprof -base)")
+	loadWarmup      = flag.Duration("load.warmup", 0, "TestLoad: the samples before this are warm-up, left out of the slopes (0: a third of -load.duration, at most 5m)")
 )
 
 // loadChunkDelay is the scripted model's pause before each chunk in
@@ -61,6 +66,11 @@ type loadConfig struct {
 	// sample, when set, is how often a soak run logs its memory.
 	active int
 	sample time.Duration
+	// rotate > 0 closes each prompted session after that many turns and
+	// opens a fresh one in its place; warmup is how long a soak's memory
+	// may grow before its slope is taken.
+	rotate int
+	warmup time.Duration
 	// settle bounds the wait, after the last prompt, for every
 	// subscriber to hold every answer.
 	settle time.Duration
@@ -91,6 +101,11 @@ func loadConfigFromFlags() loadConfig {
 		c.active = *loadActive
 	}
 	c.sample = *loadSampleEvery
+	c.rotate = *loadRotate
+	c.warmup = *loadWarmup
+	if c.warmup == 0 {
+		c.warmup = min(c.duration/3, 5*time.Minute)
+	}
 	if c.sessions >= 1000 {
 		// Checking that every session is idle is a request each.
 		c.settle = max(c.settle, 5*time.Minute)
@@ -130,7 +145,8 @@ func TestLoad(t *testing.T) {
 // TestLoadIdleSessions is issue 38's shape at CI size: every session open
 // with one subscriber, a tenth of them prompted (-load.sessions 10000
 // -load.subscribers 10000 -load.active 1000 -load.rate 200 is the issue's
-// size, run through TestLoad). The idle sessions' subscribers hold nothing
+// size, run through TestLoad with -load.dsh and -load.store nats, which
+// fit it in a process's 20,000 descriptors). The idle sessions' subscribers hold nothing
 // and the prompted ones every seq once.
 func TestLoadIdleSessions(t *testing.T) {
 	cfg := loadConfig{subscribers: 300, sessions: 300, active: 30, rate: 20, duration: 3 * time.Second, settle: 30 * time.Second}
@@ -371,6 +387,13 @@ type loadEnvOptions struct {
 	writeTimeout time.Duration
 }
 
+// loadIdleConn is how long the clients keep an idle connection: less than
+// the server's IdleTimeout (2 minutes), as a client must. A connection the
+// server closes as idle just as a POST goes out on it fails with EOF, and
+// a POST is not retried; the 30-minute soak lost 11 prompts that way after
+// a stall had opened a pool of connections that then sat idle.
+const loadIdleConn = 90 * time.Second
+
 // startLoadDshEnv serves the load config with `dsh serve`, the binary bin.
 func startLoadDshEnv(tb testing.TB, bin string, o loadEnvOptions) *loadEnv {
 	tb.Helper()
@@ -380,8 +403,8 @@ func startLoadDshEnv(tb testing.TB, bin string, o loadEnvOptions) *loadEnv {
 		base: p.base, token: token, proc: p,
 		// At most 512 prompts in flight: 10,000 subscribers and as many
 		// open sessions take most of the server's 20,000 open files.
-		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512, DisableCompression: true}},
-		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
+		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512, IdleConnTimeout: loadIdleConn, DisableCompression: true}},
+		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: loadIdleConn, DisableCompression: true}},
 	}
 	tb.Cleanup(func() { e.stop(tb) })
 	return e
@@ -432,8 +455,8 @@ func startLoadEnvWith(tb testing.TB, o loadEnvOptions) *loadEnv {
 	}
 	e := &loadEnv{
 		base: "http://" + l.Addr().String(), token: token, host: h, srv: srv, served: make(chan error, 1),
-		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}},
-		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
+		api:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: loadIdleConn, DisableCompression: true}},
+		streams: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: loadIdleConn, DisableCompression: true}},
 	}
 	go func() { e.served <- srv.Serve(l) }()
 	tb.Cleanup(func() { e.stop(tb) })
@@ -580,9 +603,27 @@ type loadResult struct {
 	// run's.
 	rssPerSession float64
 	samples       []loadSample
+	// serverFiles are the files the server process held open before the
+	// sessions were made and once every subscriber attached (-load.dsh).
+	serverFiles [2]int
 	// serverCPU is the server process's CPU over the prompt phase
 	// (-load.dsh; else 0: cpu holds both ends).
 	serverCPU time.Duration
+	// storeCPU and storeRSSPerSession are the session store's process's
+	// (-load.store nats): its CPU over the prompt phase, its RSS growth
+	// from before the sessions were made, per session.
+	storeCPU           time.Duration
+	storeRSSPerSession float64
+	// retired are the subscribers of the sessions rotated out.
+	retired loadRetired
+}
+
+// storeProc is the session store's process, nil if it has none.
+func (e *loadEnv) storeProc() *loadProc {
+	if e.proc == nil {
+		return nil
+	}
+	return e.proc.store
 }
 
 // rss is the server's RSS: its process's, else this one's.
@@ -604,7 +645,7 @@ func (e *loadEnv) serverCPU() time.Duration {
 // loadSample is the process's memory at one point of a soak run.
 type loadSample struct {
 	at                  time.Duration
-	rss, heap           uint64
+	rss, heap, inuse    uint64
 	goroutines, threads int
 }
 
@@ -627,18 +668,25 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 				return
 			case <-tk.C:
 				// The live heap: what a leak grows, apart from the
-				// garbage a GC cycle has yet to free.
-				runtime.GC()
+				// garbage a GC cycle has yet to free; and RSS once the
+				// freed pages went back, or it swings by 200 MB with
+				// the scavenger's pace.
+				debug.FreeOSMemory()
 				var m runtime.MemStats
 				runtime.ReadMemStats(&m)
-				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+				sm := loadSample{at: time.Since(start).Round(time.Second), rss: loadRSS(), heap: m.HeapAlloc, inuse: m.HeapInuse, goroutines: runtime.NumGoroutine()}
 				if e.proc != nil {
 					// The server's RSS and threads; heap and goroutines
 					// stay this process's (the clients').
 					sm.rss, sm.threads = e.proc.rss(), e.proc.threads()
 				}
 				out = append(out, sm)
-				t.Logf("soak %v: RSS %d MiB, live heap %d MiB, %d goroutines, %d server threads", sm.at, sm.rss>>20, sm.heap>>20, sm.goroutines, sm.threads)
+				if *loadHeapDir != "" {
+					if err := loadWriteHeap(filepath.Join(*loadHeapDir, fmt.Sprintf("heap-%04d.pprof", int(sm.at.Seconds())))); err != nil {
+						t.Log(err)
+					}
+				}
+				t.Logf("soak %v: RSS %d MiB, live heap %d MiB, heap in use %d MiB, %d goroutines, %d server threads", sm.at, sm.rss>>20, sm.heap>>20, sm.inuse>>20, sm.goroutines, sm.threads)
 			}
 		}
 	}()
@@ -653,6 +701,14 @@ func (e *loadEnv) sample(t *testing.T, every time.Duration) func() []loadSample 
 // waits for every subscriber to hold every answer.
 func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	rss0 := e.rss()
+	var files0 int
+	if e.proc != nil {
+		files0 = e.proc.fds()
+	}
+	var storeRSS0 uint64
+	if st := e.storeProc(); st != nil {
+		storeRSS0 = st.rss()
+	}
 	ids := make([]string, cfg.sessions)
 	for i := range ids {
 		ids[i] = e.newSession(t)
@@ -675,6 +731,28 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	ctx, cancel := stdctx.WithCancel(stdctx.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
+	startSub := func(s *loadSubscriber) loadRunning {
+		sctx, scancel := stdctx.WithCancel(ctx)
+		r := loadRunning{cancel: scancel, done: make(chan struct{})}
+		wg.Go(func() {
+			defer close(r.done)
+			s.run(sctx)
+		})
+		return r
+	}
+	// postedTo is the session each prompt went to: with rotation, not
+	// always its slot's first.
+	postedTo := make([]string, total)
+	var slots []*loadSlot
+	if cfg.rotate > 0 {
+		res.retired.userLat = make([]time.Duration, 0, total)
+		res.retired.answerLat = make([]time.Duration, 0, total)
+		for _, id := range active {
+			g := &loadGate{done: make(chan struct{}), id: id}
+			close(g.done)
+			slots = append(slots, &loadSlot{gate: g})
+		}
+	}
 	for i := range cfg.subscribers {
 		drop := 0
 		if cfg.dropEvery > 0 && i%cfg.dropEvery == cfg.dropEvery-1 {
@@ -686,7 +764,12 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		// Every other dropping subscriber resumes with ?after=.
 		s.afterQuery = drop > 0 && (i/cfg.dropEvery)%2 == 1
 		res.subs = append(res.subs, s)
-		wg.Go(func() { s.run(ctx) })
+		r := startSub(s)
+		if slots != nil && i%len(ids) < len(active) {
+			sl := slots[i%len(ids)]
+			sl.subs = append(sl.subs, i)
+			sl.running = append(sl.running, r)
+		}
 		// A hundred at a time: thousands of connects at once overflow
 		// the listener's backlog, and the kernel's SYN retries then
 		// take seconds.
@@ -703,6 +786,14 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	attached := loadMeasure()
 	res.attached = attached.per(before, cfg.subscribers)
 	res.rssPerSession = float64(int64(e.rss())-int64(rss0)) / float64(cfg.sessions)
+	if e.proc != nil {
+		res.serverFiles = [2]int{files0, e.proc.fds()}
+	}
+	var storeCPU0 time.Duration
+	if st := e.storeProc(); st != nil {
+		res.storeRSSPerSession = float64(int64(st.rss())-int64(storeRSS0)) / float64(cfg.sessions)
+		storeCPU0 = st.cpu()
+	}
 	stopSampling := e.sample(t, cfg.sample)
 
 	// The prompts go out at a steady pace, each on its own goroutine, so
@@ -715,13 +806,41 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			time.Sleep(d)
 		}
+		var sl *loadSlot
+		var gate, prev *loadGate
+		wait := 0
+		if slots != nil {
+			sl = slots[i%len(active)]
+			if sl.turns == cfg.rotate {
+				prev, wait = sl.gate, sl.dispatched
+				sl.gate, sl.turns = &loadGate{done: make(chan struct{})}, 0
+			}
+			gate = sl.gate
+			gate.prompts = append(gate.prompts, i)
+			sl.turns++
+			sl.dispatched++
+		}
 		posts.Go(func() {
+			sid := active[i%len(active)]
+			if sl != nil {
+				defer sl.finished.Add(1)
+				if prev != nil {
+					e.rotate(ctx, res, sl, prev, gate, wait, cfg.settle, startSub)
+				}
+				select {
+				case <-gate.done:
+				case <-ctx.Done():
+					return
+				}
+				sid = gate.id
+			}
+			postedTo[i] = sid
 			pctx, pcancel := stdctx.WithTimeout(ctx, 30*time.Second)
 			defer pcancel()
 			id := "load-" + strconv.Itoa(i)
 			t0 := time.Now()
 			sentAt[i].Store(t0.UnixNano())
-			code, err := e.post(pctx, active[i%len(active)], id, "load prompt "+strconv.Itoa(i))
+			code, err := e.post(pctx, sid, id, "load prompt "+strconv.Itoa(i))
 			res.acceptLat[i] = time.Since(t0)
 			if err == nil && code == http.StatusAccepted {
 				res.accepted[i] = true
@@ -736,13 +855,21 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 	}
 	posts.Wait()
 	sendEnd := time.Now()
+	// The samples end with the prompts: what the check builds next is
+	// the harness's, not the server's.
+	res.samples = stopSampling()
 
+	// Of a rotated slot, only the prompts of its last session: the
+	// earlier ones were checked as it rotated.
 	want := make(map[string][]string, len(ids))
 	for i, ok := range res.accepted {
 		if ok {
-			sid := active[i%len(active)]
+			sid := postedTo[i]
 			want[sid] = append(want[sid], "load-"+strconv.Itoa(i))
 		}
+	}
+	for k, sl := range slots {
+		active[k] = sl.gate.id
 	}
 	// CPU and wall end once every subscriber holds every answer: the
 	// check that every session is idle after that is a request a session.
@@ -750,8 +877,10 @@ func (e *loadEnv) run(t *testing.T, cfg loadConfig) *loadResult {
 		res.settle = time.Since(sendEnd)
 		res.wall, res.cpu = time.Since(start), loadCPUTime()-cpu0
 		res.serverCPU = e.serverCPU() - srvCPU0
+		if st := e.storeProc(); st != nil {
+			res.storeCPU = st.cpu() - storeCPU0
+		}
 	})
-	res.samples = stopSampling()
 
 	// What the subscribers hold after the run: the heap with them, less
 	// the heap once they are gone (the sessions' logs stay in both).
@@ -864,6 +993,20 @@ func (r *loadResult) check(t *testing.T, cfg loadConfig) {
 		}
 		s.mu.Unlock()
 	}
+	rt := &r.retired
+	rt.mu.Lock()
+	drops += rt.drops
+	assembled += rt.assembled
+	if rt.faulty > 0 {
+		t.Errorf("%d subscribers of rotated-out sessions lost, doubled or misread events: %q", rt.faulty, rt.problems)
+	}
+	if len(rt.errs) > 0 {
+		t.Errorf("rotations failed: %q", rt.errs)
+	}
+	if cfg.rotate > 0 && rt.sessions == 0 {
+		t.Errorf("-load.rotate %d: no session was rotated; the run is too short for it", cfg.rotate)
+	}
+	rt.mu.Unlock()
 	if r.goLeft > 0 {
 		t.Errorf("%d goroutines more than before the subscribers attached, 10s after they all went: a stream outlives its client", r.goLeft)
 	}
@@ -893,6 +1036,20 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 		failures += s.failures
 		s.mu.Unlock()
 	}
+	rt := &r.retired
+	rt.mu.Lock()
+	assembled += rt.assembled
+	resnaps += rt.resnapshots
+	snaps += rt.snapshots
+	user = append(user, rt.userLat...)
+	answer = append(answer, rt.answerLat...)
+	events += rt.events
+	connects += rt.connects
+	drops += rt.drops
+	ends += rt.ends
+	failures += rt.failures
+	rotated := rt.sessions
+	rt.mu.Unlock()
 	accepted := 0
 	for _, ok := range r.accepted {
 		if ok {
@@ -929,6 +1086,14 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 	if r.serverCPU > 0 {
 		fmt.Fprintf(&b, "CPU: dsh serve %v, the clients %v, over %v wall\n", r.serverCPU.Round(time.Millisecond), r.cpu.Round(time.Millisecond), r.wall.Round(time.Millisecond))
 	}
+	if f := r.serverFiles; f[1] > 0 {
+		fmt.Fprintf(&b, "dsh serve's open files: %d before the sessions, %d with them and their subscribers (%.2f a session)\n",
+			f[0], f[1], float64(f[1]-f[0])/float64(cfg.sessions))
+	}
+	if r.storeCPU > 0 {
+		fmt.Fprintf(&b, "session store (nats-server process): CPU %v, %v per prompt; RSS %.0f B per open session\n",
+			r.storeCPU.Round(time.Millisecond), (r.storeCPU / time.Duration(max(1, accepted))).Round(time.Microsecond), r.storeRSSPerSession)
+	}
 	var lost, doubled int
 	for _, s := range r.subs {
 		s.mu.Lock()
@@ -936,9 +1101,17 @@ func (r *loadResult) log(t *testing.T, cfg loadConfig) {
 		doubled += s.doubles
 		s.mu.Unlock()
 	}
+	rt.mu.Lock()
+	lost += rt.gaps
+	doubled += rt.doubles
+	rt.mu.Unlock()
 	fmt.Fprintf(&b, "lost %d, doubled %d\n", lost, doubled)
+	if cfg.rotate > 0 {
+		fmt.Fprintf(&b, "sessions rotated (closed after %d turns, a fresh one opened and subscribed): %d\n", cfg.rotate, rotated)
+	}
 	if n := len(r.samples); n > 0 {
 		fmt.Fprintf(&b, "soak: %d samples; RSS %d → %d MiB, goroutines %d → %d (first → last)\n", n, r.samples[0].rss>>20, r.samples[n-1].rss>>20, r.samples[0].goroutines, r.samples[n-1].goroutines)
+		b.WriteString(loadSlopes(r.samples, cfg))
 	}
 	t.Log(b.String())
 }
@@ -966,6 +1139,15 @@ func loadMeasure() loadSnapshot {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return loadSnapshot{heap: m.HeapAlloc, stack: m.StackInuse, rss: loadRSS(), goroutines: runtime.NumGoroutine()}
+}
+
+// loadWriteHeap writes the heap profile (of the last GC) to path.
+func loadWriteHeap(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
 }
 
 // loadRSS is the process's resident set, from /proc (0 elsewhere).

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dsh-go/dsh/internal/natstest"
 )
 
 // The load test in two processes. One process holds at most 20,000 open
@@ -28,6 +30,15 @@ import (
 // own (this test binary, started with loadFloorEnv set).
 var loadDsh = flag.String("load.dsh", "", "TestLoad: a dsh binary to run the server as a process of its own (go build -o /tmp/dsh ./cmd/dsh)")
 
+// loadStore is the session store of the -load.dsh server. session.jsonl
+// holds one open file per open session (the flock on its lock file, which
+// lives as long as the descriptor), so with one socket per subscriber an
+// open session costs the server two descriptors; session.nats holds the
+// lease of a session as a key in a bucket, none, so a session with its
+// subscriber costs one. 10,000 of them fit the 20,000 a process may open
+// only that way.
+var loadStore = flag.String("load.store", "jsonl", "TestLoad -load.dsh: the session store, jsonl or nats (a nats-server process of its own)")
+
 // loadFloorEnv, set, makes the test binary a bare SSE server (TestMain).
 const loadFloorEnv = "DSH_LOAD_FLOOR_SERVER"
 
@@ -38,6 +49,9 @@ type loadProc struct {
 	// emfile counts the lines of its log that say it ran out of open
 	// files (an accept retried): a run too big for the machine's limit.
 	emfile atomic.Int64
+	// store is the session store's own process (-load.store nats), nil
+	// when the server keeps its sessions itself.
+	store *loadProc
 }
 
 // startLoadProc starts cmd, which prints "listening on http://<addr>" to
@@ -73,7 +87,7 @@ func startLoadProc(tb testing.TB, cmd *exec.Cmd) *loadProc {
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		cmd.Wait()
-		tb.Fatalf("%s: no listening line within 60s", cmd.Path)
+		tb.Fatalf("%s: no listening line within 60s; it said %q", cmd.Path, lines)
 	}
 	return p
 }
@@ -125,6 +139,15 @@ func (p *loadProc) cpu() time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
+// fds is how many files the process holds open.
+func (p *loadProc) fds() int {
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	return len(es)
+}
+
 // threads is the process's thread count.
 func (p *loadProc) threads() int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
@@ -140,19 +163,84 @@ func (p *loadProc) threads() int {
 	return 0
 }
 
-// startLoadDsh runs `dsh serve` with the load config.
+// startLoadDsh runs `dsh serve` with the load config and the session
+// store -load.store names.
 func startLoadDsh(tb testing.TB, bin string, model []byte, token string) *loadProc {
 	tb.Helper()
 	dir := tb.TempDir()
 	cfg := filepath.Join(dir, "load.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, loadYAML, model, filepath.Join(dir, "sessions")), 0o600); err != nil {
+	var yaml []byte
+	var store *loadProc
+	switch *loadStore {
+	case "jsonl":
+		yaml = fmt.Appendf(nil, loadYAML, model, filepath.Join(dir, "sessions"))
+	case "nats":
+		// A process of its own: the server's descriptors (one socket for
+		// dsh serve, its file store's few) are counted against neither end.
+		store = startLoadNATS(tb)
+		yaml = fmt.Appendf(nil, loadNATSYAML, model, store.base)
+	default:
+		tb.Fatalf("-load.store %q: want jsonl or nats", *loadStore)
+	}
+	if err := os.WriteFile(cfg, yaml, 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "DSH_CONFIG=", "DSH_SERVE_TOKEN="+token)
 	cmd.Dir = dir
-	return startLoadProc(tb, cmd)
+	p := startLoadProc(tb, cmd)
+	p.store = store
+	return p
 }
+
+// startLoadNATS runs a JetStream nats-server, a single server of its own,
+// until the test ends, and returns its URL.
+func startLoadNATS(tb testing.TB) *loadProc {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := tb.TempDir()
+	cmd := exec.Command(natstest.Binary(tb), "-js", "-sd", dir, "-a", "127.0.0.1", "-p", strconv.Itoa(port))
+	logf, err := os.Create(filepath.Join(dir, "nats.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return &loadProc{base: "nats://" + addr, cmd: cmd}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("nats-server accepts no client at %s after 30s: %v", addr, err)
+		}
+	}
+}
+
+// loadNATSYAML is loadYAML with session.nats for the store. Each held
+// session renews its lease every third of lease_ttl; 10 minutes keeps
+// 10,000 sessions' renewals at 50 a second, a background the figures
+// should not be about.
+const loadNATSYAML = `plugins:
+  - use: llm.scripted
+    config: %s
+  - use: session.nats
+    config: {url: %q, stream: DSH_LOAD, lease_ttl: 10m}
+agents:
+  - id: main
+    provider: scripted
+`
 
 // loadFloorProcMemory is the floor of an open session's RSS when the
 // server is a process of its own: n subscribers on a bare SSE server in
