@@ -339,12 +339,27 @@ func (s *store) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.
 	for _, it := range items {
 		it.out = it.sum.ID == "" || !keep(it.sum)
 	}
-	more, err := s.readTail(ctx, opts.Agent, opts.Limit, keep, items)
+	t, err := s.newTail(ctx, opts.Agent, opts.Limit, keep)
 	if err != nil {
 		return session.Page{}, err
 	}
+	if err := t.read(ctx, items); err != nil {
+		return session.Page{}, err
+	}
 	for {
+		// A check below may have left a session out or moved it: the
+		// page is certain again only if its limit-th session is still
+		// newer than anything stored before the windows read, else older
+		// windows are read first. (Without this, a session stored before
+		// the windows and newer than the one that took the place of a
+		// dropped one was skipped, and the cursor walked past it.)
+		if !t.certain(items) && t.hi > 0 {
+			if err := t.read(ctx, items); err != nil {
+				return session.Page{}, err
+			}
+		}
 		page := sorted(items)
+		more := t.hi > 0
 		if opts.Limit > 0 && len(page) > opts.Limit {
 			page, more = page[:opts.Limit], true
 		}
@@ -424,32 +439,60 @@ func (s *store) markers(ctx stdctx.Context) (map[string]uint64, error) {
 	return out, nil
 }
 
-// readTail adds to items the catalog entries of agent that keep accepts,
-// reading backwards from the tail in growing windows until limit of them
-// are newer than anything stored before the windows (limit 0: the whole
-// catalog). more reports entries left unread. Entries of sessions already
-// in items (marked ones, described from their logs) are skipped.
-func (s *store) readTail(ctx stdctx.Context, agent string, limit int, keep func(session.Summary) bool, items map[string]*pageItem) (more bool, err error) {
+// tail reads the catalog entries of one agent backwards from the end, in
+// growing windows, and remembers where it stopped: a page may need more
+// of it once its sessions are checked.
+type tail struct {
+	s       *store
+	filter  string
+	sPrefix string
+	limit   int
+	keep    func(session.Summary) bool
+	// bound is the least Mark read (zero: none yet); hi the last sequence
+	// not read yet (0: the whole catalog is read) and w the next window.
+	bound time.Time
+	hi, w uint64
+}
+
+func (s *store) newTail(ctx stdctx.Context, agent string, limit int, keep func(session.Summary) bool) (*tail, error) {
 	tctx, cancel := s.timeout(ctx)
 	info, err := s.cat.stream.Info(tctx)
 	cancel()
 	if err != nil {
-		return false, s.failed(err, "read the end of the catalog "+s.cat.name)
+		return nil, s.failed(err, "read the end of the catalog "+s.cat.name)
 	}
 	filter := s.cat.prefix + ".s.>"
 	if agent != "" {
 		filter = s.cat.prefix + ".s." + agentToken(agent) + ".>"
 	}
-	sPrefix := s.cat.prefix + ".s."
-	bound := time.Time{} // the least Mark read; zero: none yet
-	hi, w := info.State.LastSeq, uint64(max(256, 4*limit))
-	for hi > 0 {
+	return &tail{s: s, filter: filter, sPrefix: s.cat.prefix + ".s.", limit: limit, keep: keep,
+		hi: info.State.LastSeq, w: uint64(max(256, 4*limit))}, nil
+}
+
+// certain reports whether the limit-th newest of items is newer than any
+// entry stored before the windows read, so nothing unread belongs on the
+// page.
+func (t *tail) certain(items map[string]*pageItem) bool {
+	if t.limit <= 0 {
+		return t.hi == 0
+	}
+	page := sorted(items)
+	return len(page) >= t.limit && !t.bound.IsZero() && page[t.limit-1].sum.Updated.After(t.bound)
+}
+
+// read adds to items the entries that keep accepts, window after window,
+// until the page is certain or the catalog is read (limit 0: the whole
+// catalog). Entries of sessions already in items (marked ones, described
+// from their logs) are skipped.
+func (t *tail) read(ctx stdctx.Context, items map[string]*pageItem) error {
+	s := t.s
+	for t.hi > 0 {
 		lo := uint64(1)
-		if hi > w {
-			lo = hi - w + 1
+		if t.hi > t.w {
+			lo = t.hi - t.w + 1
 		}
-		_, err := s.catalogRange(ctx, lo, hi, filter, int(min(w, 4096)), func(seq uint64, subject string, data []byte) {
-			rest, ok := strings.CutPrefix(subject, sPrefix)
+		_, err := s.catalogRange(ctx, lo, t.hi, t.filter, int(min(t.w, 4096)), func(seq uint64, subject string, data []byte) {
+			rest, ok := strings.CutPrefix(subject, t.sPrefix)
 			if !ok {
 				return
 			}
@@ -461,37 +504,28 @@ func (s *store) readTail(ctx stdctx.Context, agent string, limit int, keep func(
 			if json.Unmarshal(data, &ce) != nil {
 				return // its session is then listed as its marker or log says
 			}
-			if !ce.Mark.IsZero() && (bound.IsZero() || ce.Mark.Before(bound)) {
-				bound = ce.Mark
+			if !ce.Mark.IsZero() && (t.bound.IsZero() || ce.Mark.Before(t.bound)) {
+				t.bound = ce.Mark
 			}
 			id := strings.ReplaceAll(tok, "%2E", ".")
-			if old, ok := items[id]; ok && (old.checked || old.seq > seq) {
+			if old, ok := items[id]; ok && (old.checked || old.out || old.seq > seq) {
 				return
 			}
 			sum := ce.summary(id)
-			if !keep(sum) {
+			if !t.keep(sum) {
 				return
 			}
 			items[id] = &pageItem{sum: sum, x: ce.indexEntry, subject: subject, seq: seq}
 		})
 		if err != nil {
-			return false, s.failed(err, "read the catalog "+s.cat.name)
+			return s.failed(err, "read the catalog "+s.cat.name)
 		}
-		if lo == 1 {
-			return false, nil
-		}
-		hi, w = lo-1, 2*w
-		if limit <= 0 {
-			continue
-		}
-		// Certain once the limit-th newest is newer than any entry stored
-		// before the windows.
-		page := sorted(items)
-		if len(page) >= limit && !bound.IsZero() && page[limit-1].sum.Updated.After(bound) {
-			return true, nil
+		t.hi, t.w = lo-1, 2*t.w
+		if t.limit > 0 && t.certain(items) {
+			return nil
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // catalogRange calls fn with each catalog message on filter from stream

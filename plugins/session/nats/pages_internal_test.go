@@ -470,3 +470,54 @@ func TestPageShowsASessionWhoseWriterDiedBeforeItsFirstEntry(t *testing.T) {
 		t.Errorf("the repaired entry: %v", err)
 	}
 }
+
+// TestAPageReadsFurtherWhenACheckLeavesASessionOut: the newest entry of
+// the agent names a log that is gone (a retention limit took it, or a
+// delete's catalog purge failed). The check leaves it out, and the page's
+// next candidate is not newer than everything stored before the windows
+// read: an older window holds a newer session, which the walk must show
+// first, not skip for good.
+func TestAPageReadsFurtherWhenACheckLeavesASessionOut(t *testing.T) {
+	srv := natstest.Single(t)
+	st := testStore(t, srv.ClientURL(), "GHOST")
+	ctx := stdctx.Background()
+	base := time.Now().Add(-time.Hour).UTC()
+	put := func(id, agent string, stored, updated time.Time, withLog bool) {
+		t.Helper()
+		x := indexEntry{Agent: agent, Created: updated, Updated: updated, Turns: 1, Events: 1, Msgs: 1, Ended: true}
+		if withLog {
+			ack, err := st.js.Publish(ctx, Subject(st.cfg.SubjectPrefix, id), []byte(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			x.Born, x.Last = ack.Sequence, ack.Sequence
+		}
+		b := mustJSON(t, catalogEntry{indexEntry: x, Mark: stored.Add(catalogSkew)})
+		if _, err := st.js.Publish(ctx, st.cat.entrySubject(agent, id), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("old1", "rare", base, base.Add(68*time.Second), true)
+	for k := range 300 {
+		at := base.Add(time.Duration(1+k) * time.Second)
+		put(fmt.Sprintf("f%03d", k), "filler", at, at, true)
+	}
+	put("new2", "rare", base.Add(10*time.Second), base.Add(65*time.Second), true)
+	put("ghost", "rare", base.Add(150*time.Second), base.Add(149*time.Second), false)
+	var walked []string
+	cursor := ""
+	for range 5 {
+		p, err := st.ListPage(ctx, session.ListOptions{Agent: "rare", Limit: 1, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked = append(walked, ids(p.Sessions)...)
+		if p.Next == "" {
+			break
+		}
+		cursor = p.Next
+	}
+	if !reflect.DeepEqual(walked, []string{"old1", "new2"}) {
+		t.Fatalf("the walk of agent rare showed %v, want [old1 new2]", walked)
+	}
+}
