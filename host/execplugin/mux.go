@@ -43,6 +43,10 @@ type muxClient struct {
 	// for.
 	cancels sync.WaitGroup
 
+	// stalledAt is when a stall tore the stream down (unix nanoseconds,
+	// 0: it did not): the host opens another stream after a while.
+	stalledAt atomic.Int64
+
 	mu     sync.Mutex
 	calls  map[uint64]*muxCall
 	lastID uint64
@@ -239,7 +243,23 @@ func (m *muxClient) stall() {
 		m.err = m.stalled()
 	}
 	m.mu.Unlock()
+	m.stalledAt.CompareAndSwap(0, time.Now().UnixNano())
 	m.end()
+}
+
+// A stream a stall tore down is opened again once the plugin may have
+// gone on (a pause, a burst), after a wait that doubles with each stall of
+// the same process; a plugin that is really stuck fails its health check
+// meanwhile and is restarted with a stream of its own.
+const (
+	muxReopenFirst = time.Second
+	muxReopenMax   = time.Minute
+)
+
+// reopenWait is how long after its stalls'th stall a stream waits to be
+// opened again.
+func reopenWait(stalls int) time.Duration {
+	return min(muxReopenFirst<<min(stalls, 6), muxReopenMax)
 }
 
 // cancelWait bounds the wait to send a cancel frame: a plugin that reads
@@ -305,19 +325,39 @@ func (m *muxClient) recv(ctx stdctx.Context, c *muxCall) (*pluginv1.MuxPluginFra
 func (r *remote) stallError() error {
 	r.probeSoon()
 	return errs.New(PluginStalled, fmt.Sprintf(
-		"plugin %q (%s) stopped reading its call stream: a send to it waited past its caller's deadline, so dsh closed the stream and the calls on it; later calls take a connection each until the plugin is restarted",
+		"plugin %q (%s) stopped reading its call stream: a send to it waited past its caller's deadline, so dsh closed the stream and the calls on it; later calls take a connection each until a new stream is opened (after a second, doubling with each stall) or the plugin is restarted",
 		r.entry.ID, r.entry.Exec))
 }
 
 // currentMux returns the live process's stream, or nil while the plugin is
-// down, failed its health check, or takes its calls as RPCs.
+// down, failed its health check, or takes its calls as RPCs. A stream a
+// stall tore down is replaced by a new one once its wait is over.
 func (r *remote) currentMux() *muxClient {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.proc.mux == nil || r.proc.client == nil || r.proc.client.Exited() || r.stuck != nil {
+		r.mu.Unlock()
 		return nil
 	}
-	return r.proc.mux
+	m := r.proc.mux
+	at := m.stalledAt.Load()
+	if at == 0 || r.rpc == nil || time.Since(time.Unix(0, at)) < reopenWait(r.muxStalls) {
+		r.mu.Unlock()
+		return m
+	}
+	fresh := openMux(r.rpc, r.stallError)
+	if fresh == nil {
+		r.mu.Unlock()
+		return m // calls take RPCs of their own until the next try
+	}
+	r.muxStalls++
+	r.proc.mux = fresh
+	stalls := r.muxStalls
+	r.mu.Unlock()
+	// Its stream ended with the stall: the reader and the cancel frames
+	// are gone or going at once.
+	m.close()
+	r.log.Debug("plugin call stream opened again after a stall", "plugin", r.entry.ID, "stalls", stalls)
+	return fresh
 }
 
 // callMux is callRPC on the stream. errMuxBroken means the call never

@@ -323,6 +323,25 @@ func TestAPluginThatStopsReadingHoldsUpNoCaller(t *testing.T) {
 	if execplugin.PID(p) != pid {
 		t.Fatal("the plugin was restarted; the test wants the stream's own bounds")
 	}
+	// The plugin went on: once the wait after the stall is over, its
+	// calls take a stream again rather than a connection each for the
+	// rest of the process's life.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got, err := execplugin.CallAdmissionThen(p, stdctx.Background(), "again", func(stdctx.Context) error { return nil }); err != nil || got != "AGAIN" {
+			t.Fatalf("a call after the stall: %q %v", got, err)
+		}
+		if n, serving := execplugin.MuxCalls(p); serving && n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin's calls never took a stream again after the stall")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if execplugin.PID(p) != pid {
+		t.Fatal("the plugin was restarted to get its stream back")
+	}
 }
 
 // TestACallCancelledDuringItsNextKeepsTheStream: a caller that gives up

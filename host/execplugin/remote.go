@@ -79,6 +79,9 @@ type remote struct {
 	// stuck is why the current process failed its health check; calls are
 	// refused with it until a new process serves.
 	stuck error
+	// muxStalls counts the stalls of the current process's call stream,
+	// which space its reopening out.
+	muxStalls int
 	// probe asks the supervisor for a health check now.
 	probe   chan struct{}
 	batch   bool        // the current process accepts EmitBatch

@@ -236,6 +236,7 @@ func (r *remote) start(ctx stdctx.Context) (*pluginv1.DescribeResponse, process,
 	r.mu.Lock()
 	r.rpc = rpc
 	r.health = health
+	r.muxStalls = 0
 	// A restart may run a newer or older build: what it accepts is asked
 	// anew each time.
 	r.batch = accepts(desc, CapEmitBatch)
