@@ -302,6 +302,12 @@ func TestAStreamAnswersApprovals(t *testing.T) {
 	if _, err := turn.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The turn's outcome is recorded before its last checkpoint reaches
+	// the live hub: until the session is idle, the end a stream attaches
+	// at may still hold the answer being streamed (as a snapshot).
+	if err := e.ctl.Idle(ctx, "ask"); err != nil {
+		t.Fatal(err)
+	}
 	st, err := e.ctl.Attach(ctx, "ask", sessions.AttachOptions{Approvals: true, FromEnd: true, Name: "tester"})
 	if err != nil {
 		t.Fatal(err)
