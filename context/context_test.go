@@ -1,17 +1,18 @@
 package context_test
 
 import (
-	"bytes"
 	stdctx "context"
 	"errors"
 	"fmt"
-	"github.com/dsh-go/dsh/internal/ctxtest"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dsh-go/dsh/internal/ctxtest"
+	"github.com/dsh-go/dsh/internal/syncbuf"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -21,27 +22,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// syncBuffer is a log sink that tests can read while fibers write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func newRoot(t *testing.T) (*dshctx.Context, *syncBuffer) {
+func newRoot(t *testing.T) (*dshctx.Context, *syncbuf.Buffer) {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &syncbuf.Buffer{}
 	root := dshctx.New(dshctx.WithLogger(hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Debug})))
 	ctxtest.Cleanup(t, root)
 	return root, buf

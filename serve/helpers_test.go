@@ -21,6 +21,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/syncbuf"
 	"github.com/dsh-go/dsh/plugin"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
@@ -95,24 +96,6 @@ func init() {
 	}, tools.Key)
 }
 
-// lockedBuffer is the captured log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // env is a host with the scripted model and a session store, the server
 // on a real listener (httptest), and a client that checks every JSON
 // response against the OpenAPI document.
@@ -123,7 +106,7 @@ type env struct {
 	ts     *httptest.Server
 	token  string
 	store  string
-	log    *lockedBuffer
+	log    *syncbuf.Buffer
 	doc    *apiDoc
 	client *http.Client
 	served chan error
@@ -183,7 +166,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, h: h, store: o.store, log: &lockedBuffer{}, doc: loadDoc(t)}
+	e := &env{t: t, h: h, store: o.store, log: &syncbuf.Buffer{}, doc: loadDoc(t)}
 	if !o.noAuth {
 		b := make([]byte, 16)
 		rand.Read(b)

@@ -1,15 +1,16 @@
 package waterfall_test
 
 import (
-	"bytes"
 	stdctx "context"
 	"errors"
 	"fmt"
-	"github.com/dsh-go/dsh/internal/ctxtest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dsh-go/dsh/internal/ctxtest"
+	"github.com/dsh-go/dsh/internal/syncbuf"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -20,25 +21,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func rootWithLog(t *testing.T) (*dshctx.Context, *syncBuffer) {
-	buf := &syncBuffer{}
+func rootWithLog(t *testing.T) (*dshctx.Context, *syncbuf.Buffer) {
+	buf := &syncbuf.Buffer{}
 	root := dshctx.New(dshctx.WithLogger(hclog.New(&hclog.LoggerOptions{Output: buf})))
 	ctxtest.Cleanup(t, root)
 	return root, buf

@@ -13,12 +13,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/internal/childproc"
+	"github.com/dsh-go/dsh/internal/syncbuf"
 	"go.uber.org/goleak"
 )
 
@@ -351,7 +351,7 @@ func TestStartPipedTalksAndReaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	in, out, err := p.StartPiped(&stderr, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -384,21 +384,4 @@ func TestStartPipedReportsAFailedStart(t *testing.T) {
 	if _, _, err := p.StartPiped(io.Discard, time.Second); err == nil || !strings.Contains(err.Error(), "/nonexistent/server") {
 		t.Fatalf("start of a missing command: %v", err)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

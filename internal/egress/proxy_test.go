@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dsh-go/dsh/internal/egress"
+	"github.com/dsh-go/dsh/internal/syncbuf"
 )
 
 // upstream is a plain HTTP server on loopback that echoes the Host it saw.
@@ -299,28 +299,10 @@ func TestProxyUpgradeAndClose(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink safe for the proxy's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Each refusal is one log line naming the agent, the target, the reason
 // and the deciding rule.
 func TestRefusalIsLogged(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	h := startProxy(t, policy(t, []string{"*"}, []string{"*.denied.test"}), newDNS(), egress.Options{Agent: "reviewer", Logger: logger})
 	h.raw(t, "CONNECT x.denied.test:443 HTTP/1.1\r\n\r\n")

@@ -11,17 +11,17 @@
 package otlptest
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dsh-go/dsh/internal/syncbuf"
 )
 
 // Collector is a running collector process.
@@ -30,7 +30,7 @@ type Collector struct {
 	httpAddr string
 	traces   string // the file exporter's output for traces
 	metrics  string // and for metrics
-	stderr   *lockedBuffer
+	stderr   *syncbuf.Buffer
 }
 
 // flushEvery is how often the file exporter writes what it holds: a test
@@ -89,7 +89,7 @@ func start(bin, dir string) (*Collector, func(), error) {
 	c := &Collector{
 		grpcAddr: ports[0], httpAddr: ports[1],
 		traces: filepath.Join(dir, "traces.jsonl"), metrics: filepath.Join(dir, "metrics.jsonl"),
-		stderr: &lockedBuffer{},
+		stderr: &syncbuf.Buffer{},
 	}
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, c.grpcAddr, c.httpAddr, c.traces, flushEvery, c.metrics, flushEvery), 0o644); err != nil {
@@ -157,26 +157,3 @@ func (c *Collector) HTTPEndpoint() string { return "http://" + c.httpAddr }
 
 // Log is what the collector wrote to stdout and stderr so far.
 func (c *Collector) Log() string { return c.stderr.String() }
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *lockedBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}

@@ -1,16 +1,15 @@
 package agentloop_test
 
 import (
-	"bytes"
 	stdctx "context"
 	"encoding/json"
 	"errors"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/internal/syncbuf"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/llm"
@@ -82,7 +81,7 @@ func TestTurnLogLinesCarryTheTurnsSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Shutdown(stdctx.Background())
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Debug})
 	// A slow reply keeps the turn running while it is cancelled.
 	e := newEnvLogged(t, scripted.Config{Delay: 50 * time.Millisecond, Replies: []scripted.Reply{{Text: strings.Repeat("slow ", 200)}}},
@@ -136,22 +135,4 @@ func TestTurnLogLinesCarryTheTurnsSpan(t *testing.T) {
 	if strings.Contains(buf.String(), "secret-prompt-9d1e") {
 		t.Fatalf("the prompt is in the debug log:\n%s", buf.String())
 	}
-}
-
-// syncBuffer is a log output the test reads while the agent writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -5,34 +5,16 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/internal/syncbuf"
 	"github.com/dsh-go/dsh/plugins/llm/internal/httpx"
 	"github.com/dsh-go/dsh/plugins/llm/openai"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/hashicorp/go-hclog"
 )
-
-// lockedBuffer collects log output written from the stream's goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Through the plugin, as dsh loads it: the retry lines reach the tree's
 // logger at info.
@@ -43,7 +25,7 @@ func TestRetriesLogAtInfoWithStatusAndWait(t *testing.T) {
 		answer{Stall: true},
 		answer{File: "text.sse"})
 	t.Setenv("DEEPSEEK_API_KEY", "sk-ds")
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	root := dshctx.New(dshctx.WithLogger(hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})))
 	defer root.Dispose(stdctx.Background())
 	if _, err := root.Plugin(llm.Plugin, nil); err != nil {
