@@ -149,7 +149,13 @@ func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	}
 	switch e.Type {
 	case session.MessageRefused, session.MessageExpired, session.MessageDropped:
-		a.refusals = append(a.refusals, handedOutcome{ev: e, decision: a.takeDecisionLocked(e.RequestID)})
+		h := handedOutcome{ev: e}
+		if e.Type != session.MessageDropped {
+			// A withdrawal has no decision record: none let anything
+			// through or turned anything away.
+			h.decision = a.takeDecisionLocked(e.RequestID)
+		}
+		a.refusals = append(a.refusals, h)
 		if !a.disposed && a.driving && a.status == agents.StatusRunning {
 			// The driver may be deep in a step; its sender waits for
 			// the record (WaitRecorded).

@@ -202,7 +202,8 @@ func TestRefusalDuringATurnIsDurableBeforeItsSenderHears(t *testing.T) {
 }
 
 // TestRefusalWhileTheModelAnswersIsDurableBeforeItsSenderHears: a
-// refusal handed over while the driver waits on the model's stream is
+// refusal or an expiry handed over while the driver waits on the model's
+// stream is
 // written and checkpointed then, between the step's start and its
 // answer, not after the step: its sender does not wait for the model.
 func TestRefusalWhileTheModelAnswersIsDurableBeforeItsSenderHears(t *testing.T) {
@@ -225,8 +226,11 @@ func TestRefusalWhileTheModelAnswersIsDurableBeforeItsSenderHears(t *testing.T) 
 		return &sliceStream{chunks: []llm.Chunk{{Kind: llm.ChunkText, Text: "ok"}, {Kind: llm.ChunkFinish, Finish: llm.FinishStop}}}, nil
 	}))
 	if _, err := agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
-		if a.Message.Content == "bad" {
+		switch a.Message.Content {
+		case "bad":
 			return agentcontroller.Reject("test/bad", "not that", false), nil
+		case "late":
+			return agentcontroller.Expire("test/late", "waited too long", false), nil
 		}
 		return next.Call(ctx, a)
 	}); err != nil {
@@ -241,10 +245,13 @@ func TestRefusalWhileTheModelAnswersIsDurableBeforeItsSenderHears(t *testing.T) 
 		t.Fatal(err)
 	}
 	<-streaming
-	for _, mode := range []agentcontroller.Mode{agentcontroller.Steer, agentcontroller.Followup} {
-		rid := "r-" + string(mode)
-		if _, err := c.Deliver(stdctx.Background(), h.Agent, agentcontroller.Request{Mode: mode, RequestID: rid, Content: "bad"}); agentcontroller.OutcomeOf(err) != agentcontroller.OutcomeRefused {
-			t.Fatalf("bad as %s: %v", mode, err)
+	for _, d := range []struct {
+		mode          agentcontroller.Mode
+		content, fate string
+	}{{agentcontroller.Steer, "bad", agentcontroller.OutcomeRefused}, {agentcontroller.Followup, "bad", agentcontroller.OutcomeRefused}, {agentcontroller.Followup, "late", agentcontroller.OutcomeExpired}} {
+		rid := "r-" + string(d.mode) + "-" + d.content
+		if _, err := c.Deliver(stdctx.Background(), h.Agent, agentcontroller.Request{Mode: d.mode, RequestID: rid, Content: d.content}); agentcontroller.OutcomeOf(err) != d.fate {
+			t.Fatalf("%s as %s: %v", d.content, d.mode, err)
 		}
 		log := h.Agent.Session()
 		if ev, ok := log.Outcome(rid); !ok || ev.Seq > log.Durable() || ev.Turn != 1 || ev.Step != 0 {
@@ -263,7 +270,8 @@ func TestRefusalWhileTheModelAnswersIsDurableBeforeItsSenderHears(t *testing.T) 
 	}
 	want := []string{
 		"admission admit r1", "turn/start", "user/message", "step/start",
-		"admission refuse r-steer", "message/refused", "admission refuse r-followup", "message/refused",
+		"admission refuse r-steer-bad", "message/refused", "admission refuse r-followup-bad", "message/refused",
+		"admission expire r-followup-late", "message/expired",
 		"assistant/message", "step/end", "turn/end",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
