@@ -124,7 +124,9 @@ func init() {
 		mode = agentcontroller.Steer
 	}
 	_, err = h.Controller().Deliver(ctx, a, agentcontroller.Request{Mode: mode, RequestID: "r2", Content: "no"})
-	os.WriteFile(filepath.Join(work, "answered"), []byte(agentcontroller.OutcomeOf(err)), 0o600)
+	// Renamed into place: the test must not read a file half written.
+	os.WriteFile(filepath.Join(work, "answered.tmp"), []byte(agentcontroller.OutcomeOf(err)), 0o600)
+	os.Rename(filepath.Join(work, "answered.tmp"), filepath.Join(work, "answered"))
 	for {
 		time.Sleep(time.Hour) // not select{}: the runtime would end a process whose goroutines all block
 	}
