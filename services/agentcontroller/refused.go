@@ -21,10 +21,10 @@ const (
 )
 
 // refusalRecorder is the part of an agent that records a refusal in its
-// session log from the one goroutine that appends to it (the agent loop's
-// driver, whose RecordEvent appends an outcome event at the running
-// turn's end, or at once when idle). An agent without it keeps its
-// refusals in the controller's memory only, for as long as it lives.
+// session log through whoever appends to it (the agent loop's RecordEvent:
+// its idle driver, or during a turn its outcome writer, appends the
+// outcome event at once). An agent without it keeps its refusals in the
+// controller's memory only, for as long as it lives.
 type refusalRecorder interface {
 	RecordEvent(ev session.Event) error
 }

@@ -120,9 +120,9 @@ func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 	return nil
 }
 
-// RecordEvent has the driver append e to the session: the driver is the
-// one goroutine that appends, so a stage or plugin hands its events over
-// rather than appending them itself. Where e lands depends on what it
+// RecordEvent has the agent append e to the session: appends go one at a
+// time, by whoever holds the pen (the driver, its outcome writer), so a
+// stage or plugin hands its events over rather than appending them itself. Where e lands depends on what it
 // records:
 //
 //   - an outcome of a message that never entered the inbox (a

@@ -54,8 +54,7 @@ func (a *ReactLoopAgent) dropAllLocked(reason, by string) {
 
 // recordDropped appends a message/dropped event for every message dropped
 // since the last call, the outcomes handed over, and makes them durable.
-// Only the driver calls it: it is the one goroutine that appends to the
-// session.
+// Only the driver calls it, holding the pen (see ReactLoopAgent.pen).
 func (a *ReactLoopAgent) recordDropped() {
 	a.mu.Lock()
 	turn := a.turn
