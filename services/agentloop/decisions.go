@@ -277,9 +277,11 @@ const recordWait = 5 * time.Second
 // the message was refused, expired or withdrawn — is never answered with
 // an outcome a crash takes back and a retry after the restart would not
 // find. Such an event is written and checkpointed at once — by an idle
-// agent's driver, by the outcome writer during a turn (see
-// writeOutcomes), by the close of an agent whose close has begun — so the
-// wait is one checkpoint. It gives up when a checkpoint fails, after
+// agent's driver, or by the outcome writer during a turn (see
+// writeOutcomes) — so the wait is one checkpoint. It does not wait for an
+// event handed to an agent whose close has begun: the close writes it
+// with its last events, and what holds the close up may be waiting for
+// this very answer. It gives up when a checkpoint fails, after
 // recordWait, or when ctx ends.
 func (a *ReactLoopAgent) WaitRecorded(ctx stdctx.Context, requestID string) error {
 	if requestID == "" {
@@ -289,7 +291,7 @@ func (a *ReactLoopAgent) WaitRecorded(ctx stdctx.Context, requestID string) erro
 	defer bound.Stop()
 	for {
 		a.mu.Lock()
-		failed := a.checkpointFailed
+		failed, closing := a.checkpointFailed, a.disposed
 		if a.checkpointed == nil {
 			a.checkpointed = make(chan struct{})
 		}
@@ -302,6 +304,8 @@ func (a *ReactLoopAgent) WaitRecorded(ctx stdctx.Context, requestID string) erro
 		case written && ev.Seq <= a.sess.Durable():
 			return nil
 		case failed:
+			return nil
+		case !written && closing:
 			return nil
 		}
 		select {
