@@ -134,9 +134,9 @@ func (c *Controller) handOver(ctx stdctx.Context, agent agents.Agent, ev session
 
 // Unwritten returns the outcome event of the message sent to agentID
 // under requestID that never entered the inbox — refused, expired, or
-// withdrawn by a cancel — while the agent's log does not hold it yet: its
-// sender has its answer, and the agent's driver appends the event at the
-// running turn's end or its next round. Read it before the log: this copy
+// withdrawn by a cancel — while the agent's log does not hold it yet: the
+// agent appends it at once (its sender waits for that, unless the session
+// is closing, whose close appends it). Read it before the log: this copy
 // is forgotten only once the log holds the event, so a reader that looks
 // here first and in the log next never misses it.
 func (c *Controller) Unwritten(agentID, requestID string) (session.Event, bool) {
