@@ -220,3 +220,72 @@ agents:`, 1))
 		t.Fatalf("replay with a budget on an unreachable bucket: %+v", rep)
 	}
 }
+
+// TestARefusalRecordedMidTurnReplays: a prompt the rate limit refused
+// while a turn waited for its Ask is recorded in the middle of that turn
+// (the refusal is durable before its sender hears). Replayed under the
+// recording's config nothing changes; without the limit the refusal
+// becomes an admission, the one change.
+func TestARefusalRecordedMidTurnReplays(t *testing.T) {
+	ctx := stdctx.Background()
+	limited := strings.Replace(askYAML("ask"), "plugins:\n", "plugins:\n  - use: admission.rate-limit\n    config: {per_minute: 1}\n", 1)
+	h := start(t, parse(t, limited))
+	svc := h.Sessions()
+	if _, err := svc.Ensure(ctx, sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{Agent: "main", SessionID: "mid", KeepRunning: true}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := svc.Attach(ctx, "mid", sessions.AttachOptions{Approvals: true, Name: "person"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	turn, err := svc.Prompt(ctx, "mid", sessions.PromptRequest{RequestID: "q1", Content: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		u, err := st.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Question == nil {
+			continue
+		}
+		// The turn waits for this answer: the second prompt comes now.
+		if _, err := svc.Prompt(ctx, "mid", sessions.PromptRequest{RequestID: "q2", Content: "two"}); err == nil {
+			t.Fatal("the rate limit let the second prompt through")
+		}
+		if err := st.Answer(u.Question.ID, approval.Answer{Choice: approval.AllowOnce, Reason: "person says"}); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	if _, err := turn.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events, err := svc.History(ctx, "mid", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []string
+	for _, e := range events {
+		if e.Type == session.TurnStart || e.Type == session.TurnEnd || e.Type == session.MessageRefused {
+			at = append(at, string(e.Type))
+		}
+	}
+	if strings.Join(at, " ") != "turn/start message/refused turn/end" {
+		t.Fatalf("the refusal is not inside the turn: %v", at)
+	}
+	rec := replay.Recording{Session: "mid", Agent: "main", Events: events}
+	if rep := replayUnder(t, parse(t, limited), rec); rep.Changed() {
+		t.Fatalf("replay under the recorded config: %+v", rep)
+	}
+	rep := replayUnder(t, askConfig(t, "ask"), rec)
+	var got []string
+	for _, c := range rep.Changes {
+		got = append(got, fmt.Sprintf("%s %s %s %s->%s", c.Kind, c.Stage, c.RequestID, c.Before.Verdict, c.After.Verdict))
+	}
+	if want := "relaxed admission q2 refuse->admit"; strings.Join(got, "\n") != want {
+		t.Fatalf("without the limit\n got %s\nwant %s", strings.Join(got, "\n"), want)
+	}
+}

@@ -239,6 +239,46 @@ func TestPageShowsARefusedPrompt(t *testing.T) {
 	}
 }
 
+// A steering message refused while the turn waits for an approval is
+// recorded in the middle of the turn, before its sender hears: the turn
+// goes on, and a reload shows the refusal once, between the turn's prompt
+// and its answer, as the log holds it.
+func TestPageShowsARefusalDuringATurn(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	b := newBrowser(t)
+	openPage(t, e, b)
+	send(b, "say hello web, loudly")
+	b.wait("the question", `document.querySelector("#approvals .question button[data-choice=allow-once]")`)
+	b.do("steering a forbidden message",
+		chromedp.SetValue(chromedp.ID("prompt"), "something forbidden"),
+		chromedp.Click(chromedp.ID("steer")),
+	)
+	b.wait("the refusal", `!document.getElementById("refusal").hidden`)
+	b.do("allowing the call", chromedp.Click(chromedp.CSS(`#approvals button[data-choice=allow-once]`)))
+	b.wait("the end of the turn", `[...document.querySelectorAll("#log .msg.assistant .content")].some(c => c.textContent === "All done: the tool shouted it.") &&
+		document.getElementById("cancel").disabled`)
+	b.do("reloading", chromedp.Reload())
+	b.wait("the history", `[...document.querySelectorAll("#log .msg.assistant .content")].some(c => c.textContent === "All done: the tool shouted it.")`)
+	entries := eval[[]string](b, transcriptJS)
+	checkNoDuplicates(t, entries)
+	order := []string{"say hello web", "something forbidden", "All done"}
+	at, refusals := 0, 0
+	for _, en := range entries {
+		if strings.Contains(en, "something forbidden") {
+			refusals++
+		}
+		if at < len(order) && strings.Contains(en, order[at]) {
+			at++
+		}
+	}
+	if at != len(order) || refusals != 1 {
+		t.Fatalf("the reloaded conversation is not %q in order, the refusal once:\n%s", order, strings.Join(entries, "\n"))
+	}
+	if errs := b.pageErrors(); len(errs) > 0 {
+		t.Fatalf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
 // cancelTurn cancels the running turn, which waits for an approval: the
 // question is withdrawn and the turn ends aborted.
 func cancelTurn(t *testing.T, b *browser) {

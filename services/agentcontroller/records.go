@@ -98,7 +98,23 @@ func (c *Controller) recordDecision(ctx stdctx.Context, agent agents.Agent, msg 
 		Stage: session.StageAdmission, Verdict: verdict, Reason: reason, Policy: policy, PolicyVersion: version,
 		Inputs:    AdmissionInputs(agent.ID(), req.Mode, msg, req.Source),
 		RequestID: req.RequestID, MessageID: msg.ID, Mode: string(req.Mode), Source: SenderOf(req.Source),
-	}})
+	}, WithOutcome: outcomeFollows(req, verdict, reason)})
+}
+
+// outcomeFollows says whether recordRefusal hands an outcome event over
+// right after the decision record of this verdict: it records a refusal
+// or an expiry of a request with an id, unless its reason is one that is
+// not the message's fate (see recordable). The agent then writes the
+// record with its outcome, or neither if its log is let go in between.
+func outcomeFollows(req Request, verdict, reason string) bool {
+	if req.RequestID == "" || (verdict != VerdictRefuse && verdict != VerdictExpire) {
+		return false
+	}
+	switch reason {
+	case ReasonAdmissionFailed, ReasonAgentGone, ReasonStopped:
+		return false
+	}
+	return true
 }
 
 // recordFailure records the refusal err carries, when it is a decision

@@ -21,10 +21,10 @@ const (
 )
 
 // refusalRecorder is the part of an agent that records a refusal in its
-// session log from the one goroutine that appends to it (the agent loop's
-// driver, whose RecordEvent appends an outcome event at the running
-// turn's end, or at once when idle). An agent without it keeps its
-// refusals in the controller's memory only, for as long as it lives.
+// session log through whoever appends to it (the agent loop's RecordEvent:
+// its idle driver, or during a turn its outcome writer, appends the
+// outcome event at once). An agent without it keeps its refusals in the
+// controller's memory only, for as long as it lives.
 type refusalRecorder interface {
 	RecordEvent(ev session.Event) error
 }
@@ -134,9 +134,9 @@ func (c *Controller) handOver(ctx stdctx.Context, agent agents.Agent, ev session
 
 // Unwritten returns the outcome event of the message sent to agentID
 // under requestID that never entered the inbox — refused, expired, or
-// withdrawn by a cancel — while the agent's log does not hold it yet: its
-// sender has its answer, and the agent's driver appends the event at the
-// running turn's end or its next round. Read it before the log: this copy
+// withdrawn by a cancel — while the agent's log does not hold it yet: the
+// agent appends it at once (its sender waits for that, unless the session
+// is closing, whose close appends it). Read it before the log: this copy
 // is forgotten only once the log holds the event, so a reader that looks
 // here first and in the log next never misses it.
 func (c *Controller) Unwritten(agentID, requestID string) (session.Event, bool) {

@@ -68,9 +68,13 @@ type ReactLoopAgent struct {
 	// from the inbox that the driver has still to record as dropped.
 	cancelBy string
 	drops    []dropped
-	// refusals are outcome events of messages admission turned away,
-	// waiting for the driver to append them (see RecordEvent).
-	refusals []session.Event
+	// refusals are outcome events of messages that never entered the
+	// inbox (refused, expired, withdrawn), each with the decision record
+	// that led to it, waiting to be appended (see RecordEvent).
+	refusals []handedOutcome
+	// parked are the decision records whose outcome event is still to
+	// come (session.Decided.WithOutcome), by request id.
+	parked map[string]session.Decision
 	// decisions are decision records the stages handed over, waiting for
 	// the driver to append them (see RecordDecision).
 	decisions []session.Decision
@@ -78,11 +82,22 @@ type ReactLoopAgent struct {
 	// tool call's checkpoint, a plan), waiting for the driver to append
 	// them after the decisions, before the next tool result or prompt.
 	records []session.Event
-	idle    chan struct{} // closed when the driver goes idle
+	idle    chan struct{} // closed when the driver and the outcome writer are gone
 	torn    bool
 	// sealed: finish took what was handed over last and wrote it; what
 	// comes later is refused, as no log will hold it.
 	sealed bool
+	// pen is held by whoever appends to the session while the agent
+	// lives: the driver, which puts it down while it waits on the model's
+	// stream or on tool calls, or in those gaps the outcome writer (see
+	// writeOutcomes), or finish. Session.Append wants its callers in
+	// line; a one-slot channel rather than a mutex, so finish can wait
+	// for it bounded by its ctx.
+	pen chan struct{}
+	// writing: an outcome writer runs; writers counts them, so finish
+	// leaves none behind.
+	writing bool
+	writers sync.WaitGroup
 	// checkpointed is closed after each checkpoint attempt (see
 	// WaitRecorded); checkpointFailed says the last one failed.
 	checkpointed     chan struct{}
@@ -219,7 +234,7 @@ func (a *ReactLoopAgent) Cancel(cause error) {
 func (a *ReactLoopAgent) WhenIdle(ctx stdctx.Context) error {
 	for {
 		a.mu.Lock()
-		if !a.driving {
+		if !a.driving && !a.writing {
 			a.mu.Unlock()
 			return nil
 		}
@@ -269,7 +284,7 @@ func (a *ReactLoopAgent) teardown(ctx stdctx.Context) error {
 		}
 	}
 	var wait chan struct{}
-	if a.driving {
+	if a.driving || a.writing {
 		if a.idle == nil {
 			a.idle = make(chan struct{})
 		}
@@ -319,9 +334,19 @@ func (a *ReactLoopAgent) finish(ctx stdctx.Context) error {
 	if a.finished {
 		return nil
 	}
+	// An outcome writer may be checkpointing; what it has not taken yet
+	// is written here.
+	select {
+	case a.pen <- struct{}{}:
+	case <-ctx.Done():
+		return errs.Wrap(agents.DisposeTimeout, ctx.Err(), fmt.Sprintf("agent %q: the dispose deadline passed while its session %q was being written", a.id, a.sess.ID()))
+	}
 	a.writeLeftovers()
 	var err error
 	ferr := a.sess.Flush(ctx)
+	<-a.pen
+	// A writer that waited for the pen finds the agent sealed and stops.
+	a.writers.Wait()
 	a.checkpointDone(ferr)
 	if ferr != nil {
 		if !errs.Has(ferr, session.SessionLocked, session.ReasonFenced) {

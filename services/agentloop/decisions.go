@@ -22,9 +22,32 @@ func (l *Loop) onDecision(_ stdctx.Context, d session.Decided) error {
 	if !ok {
 		return nil
 	}
-	if err := a.RecordDecision(d.Decision); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
+	record := a.RecordDecision
+	if d.WithOutcome && d.Decision.RequestID != "" {
+		record = a.parkDecision
+	}
+	if err := record(d.Decision); err != nil && !errs.HasCode(err, agents.AgentDisposed) {
 		return err
 	}
+	return nil
+}
+
+// parkDecision keeps d until the outcome event of its request comes
+// through RecordEvent, which hands the two over together: a close that
+// comes in between lets go of d with the agent (writeLeftovers), and the
+// outcome is then refused, so the log holds both or neither. A record
+// written alone would leave a retry to be decided — and recorded — anew
+// beside it.
+func (a *ReactLoopAgent) parkDecision(d session.Decision) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sealed {
+		return errs.New(agents.AgentDisposed, fmt.Sprintf("agent %q is disposed and records no more decisions", a.id))
+	}
+	if a.parked == nil {
+		a.parked = map[string]session.Decision{}
+	}
+	a.parked[d.RequestID] = d
 	return nil
 }
 
@@ -97,16 +120,19 @@ func (l *Loop) onRecord(_ stdctx.Context, r session.Record) error {
 	return nil
 }
 
-// RecordEvent has the driver append e to the session: the driver is the
-// one goroutine that appends, so a stage or plugin hands its events over
-// rather than appending them itself. Where e lands depends on what it
+// RecordEvent has the agent append e to the session: appends go one at a
+// time, by whoever holds the pen (the driver, its outcome writer), so a
+// stage or plugin hands its events over rather than appending them itself. Where e lands depends on what it
 // records:
 //
 //   - an outcome of a message that never entered the inbox (a
 //     message/refused or message/expired of the agent controller's, or the
-//     message/dropped of a delivery withdrawn in admission) with the
-//     messages the inbox dropped: at the running turn's end, or at once
-//     when the agent is idle, as events of that turn and step 0;
+//     message/dropped of a delivery withdrawn in admission), after the
+//     decision record parked for it (see parkDecision): at once, as an
+//     event of the running (or last) turn and step 0 — by the driver when
+//     the agent is idle, or during a turn by the outcome writer as soon as
+//     the driver waits on the model or a tool, or by the driver at its
+//     next checkpoint, whichever comes first (see writeOutcomes);
 //   - any other event (a checkpoint, a plan) like a decision record:
 //     before the next tool result or prompt, as an event of that turn and
 //     step, or at once when the agent is idle.
@@ -123,7 +149,19 @@ func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	}
 	switch e.Type {
 	case session.MessageRefused, session.MessageExpired, session.MessageDropped:
-		a.refusals = append(a.refusals, e)
+		h := handedOutcome{ev: e}
+		if e.Type != session.MessageDropped {
+			// A withdrawal has no decision record: none let anything
+			// through or turned anything away.
+			h.decision = a.takeDecisionLocked(e.RequestID)
+		}
+		a.refusals = append(a.refusals, h)
+		if !a.disposed && a.driving && a.status == agents.StatusRunning {
+			// The driver may be deep in a step; its sender waits for
+			// the record (WaitRecorded).
+			a.startWriterLocked()
+			return nil
+		}
 	default:
 		a.records = append(a.records, e)
 	}
@@ -135,6 +173,83 @@ func (a *ReactLoopAgent) RecordEvent(e session.Event) error {
 	return nil
 }
 
+// handedOutcome is an outcome event handed over through RecordEvent with
+// the decision record that led to it, if one did (a withdrawal has none).
+type handedOutcome struct {
+	ev       session.Event
+	decision *session.Decision
+}
+
+// takeDecisionLocked returns the decision record of requestID's outcome:
+// the one parked for it or, from a stage that hands its records over
+// unparked (RecordDecision), an admission record still waiting among the
+// decisions; nil when there is none. Either way it is written right before
+// its outcome. The caller holds a.mu.
+func (a *ReactLoopAgent) takeDecisionLocked(requestID string) *session.Decision {
+	if requestID == "" {
+		return nil
+	}
+	if d, ok := a.parked[requestID]; ok {
+		delete(a.parked, requestID)
+		return &d
+	}
+	for i := range a.decisions {
+		d := a.decisions[i]
+		if d.Stage == session.StageAdmission && d.RequestID == requestID && (d.Verdict == "refuse" || d.Verdict == "expire") {
+			a.decisions = append(a.decisions[:i:i], a.decisions[i+1:]...)
+			return &d
+		}
+	}
+	return nil
+}
+
+// startWriterLocked starts the outcome writer unless one runs. The
+// caller holds a.mu.
+func (a *ReactLoopAgent) startWriterLocked() {
+	if a.writing {
+		return
+	}
+	a.writing = true
+	a.writers.Add(1)
+	go a.writeOutcomes()
+}
+
+// writeOutcomes is the outcome writer: it appends the outcomes handed over
+// during a turn, each after its decision record, and checkpoints them as
+// soon as it holds the pen — while the driver waits on the model's stream
+// or on tool calls — unless the driver's next checkpoint took them first.
+// Their senders wait for that checkpoint (WaitRecorded), so the wait is
+// one checkpoint, not the rest of a step: a crash mid-turn takes back no
+// refusal its sender heard. The events are of the running turn, step 0,
+// wherever they fall among the turn's events; they are not part of the
+// history the model sees.
+func (a *ReactLoopAgent) writeOutcomes() {
+	defer a.writers.Done()
+	a.pen <- struct{}{}
+	for {
+		a.mu.Lock()
+		if len(a.refusals) == 0 || a.sealed {
+			a.writing = false
+			a.idleLocked()
+			a.mu.Unlock()
+			<-a.pen
+			return
+		}
+		a.mu.Unlock()
+		a.flush(stdctx.Background())
+	}
+}
+
+// idleLocked wakes WhenIdle and a dispose once neither the driver nor the
+// outcome writer runs. The caller holds a.mu.
+func (a *ReactLoopAgent) idleLocked() {
+	if a.driving || a.writing || a.idle == nil {
+		return
+	}
+	close(a.idle)
+	a.idle = nil
+}
+
 // writeLeftovers appends what was handed over after the driver's last
 // round — an outcome decided while the close began, its decision record —
 // and seals the agent, so whatever comes later is refused rather than
@@ -144,6 +259,9 @@ func (a *ReactLoopAgent) writeLeftovers() {
 	a.mu.Lock()
 	a.sealed = true
 	turn := a.turn
+	// A record whose outcome never came: the outcome, handed over from
+	// now on, is refused, so the record goes too (see parkDecision).
+	a.parked = nil
 	a.mu.Unlock()
 	a.appendHanded(turn)
 }
@@ -158,11 +276,13 @@ const recordWait = 5 * time.Second
 // through RecordEvent is durable, so that its sender — told at once that
 // the message was refused, expired or withdrawn — is never answered with
 // an outcome a crash takes back and a retry after the restart would not
-// find. An idle agent's driver writes and checkpoints such an event at
-// once, so the wait is one checkpoint. It does not wait for an event a
-// running turn writes at its end, nor for one handed to an agent whose
-// close has begun (the close writes it); it gives up when a checkpoint
-// fails, after recordWait, or when ctx ends.
+// find. Such an event is written and checkpointed at once — by an idle
+// agent's driver, or by the outcome writer during a turn (see
+// writeOutcomes) — so the wait is one checkpoint. It does not wait for an
+// event handed to an agent whose close has begun: the close writes it
+// with its last events, and what holds the close up may be waiting for
+// this very answer. It gives up when a checkpoint fails, after
+// recordWait, or when ctx ends.
 func (a *ReactLoopAgent) WaitRecorded(ctx stdctx.Context, requestID string) error {
 	if requestID == "" {
 		return nil
@@ -171,7 +291,7 @@ func (a *ReactLoopAgent) WaitRecorded(ctx stdctx.Context, requestID string) erro
 	defer bound.Stop()
 	for {
 		a.mu.Lock()
-		status, failed := a.status, a.checkpointFailed
+		failed, closing := a.checkpointFailed, a.disposed
 		if a.checkpointed == nil {
 			a.checkpointed = make(chan struct{})
 		}
@@ -185,7 +305,7 @@ func (a *ReactLoopAgent) WaitRecorded(ctx stdctx.Context, requestID string) erro
 			return nil
 		case failed:
 			return nil
-		case !written && status != agents.StatusIdle:
+		case !written && closing:
 			return nil
 		}
 		select {

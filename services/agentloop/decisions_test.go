@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
+	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/tools"
@@ -125,13 +126,14 @@ func TestDecisionsAreRecordedBeforeWhatTheyLetThrough(t *testing.T) {
 	}
 }
 
-// TestRefusalDuringATurnIsRecordedAtItsEnd: the agent controller hands
-// a refusal to the driver through RecordEvent, like a plugin's event, but
-// an outcome of a message that never entered the inbox is no event of the
-// step it happened in: it lands after the running turn's end, as an event
-// of that turn and step 0, while the refusal's decision record goes in
-// before the next tool result, as every record does.
-func TestRefusalDuringATurnIsRecordedAtItsEnd(t *testing.T) {
+// TestRefusalDuringATurnIsDurableBeforeItsSenderHears: the agent
+// controller hands a refusal to the agent through RecordEvent while a
+// turn runs; the outcome writer appends it, after its decision record, as
+// events of that turn and step 0 while the driver waits on the tool, and
+// checkpoints it before the sender is answered — a crash during the rest
+// of the turn does not take the answer back. The approval record of the
+// held call still goes in before its result.
+func TestRefusalDuringATurnIsDurableBeforeItsSenderHears(t *testing.T) {
 	e := newEnv(t, []scripted.Reply{
 		{ToolCalls: []scripted.Call{{Name: "hold", Arguments: `{}`}}},
 		{Text: "done"},
@@ -167,6 +169,10 @@ func TestRefusalDuringATurnIsRecordedAtItsEnd(t *testing.T) {
 	if _, err := c.Deliver(stdctx.Background(), h.Agent, agentcontroller.Request{Mode: agentcontroller.Steer, Source: alice, RequestID: "r2", Content: "bad"}); err == nil {
 		t.Fatal("bad was admitted")
 	}
+	// Answered while the tool still holds the turn: the refusal is stored.
+	if ev, ok := h.Agent.Session().Outcome("r2"); !ok || ev.Type != session.MessageRefused || ev.Seq > h.Agent.Session().Durable() {
+		t.Fatalf("the refusal when its sender was answered: %+v %v, durable up to %d", ev, ok, h.Agent.Session().Durable())
+	}
 	close(release)
 	idle(t, h.Agent)
 
@@ -184,14 +190,91 @@ func TestRefusalDuringATurnIsRecordedAtItsEnd(t *testing.T) {
 	}
 	want := []string{
 		"admission admit r1 0.0", "turn/start", "user/message", "step/start", "assistant/message",
-		"tool/call", "approval allow hold 1.1", "admission refuse r2 1.1", "tool/result",
+		"tool/call", "admission refuse r2 1.0", "message/refused", "approval allow hold 1.1", "tool/result",
 		"step/end", "step/start", "assistant/message", "step/end", "turn/end",
-		"message/refused",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("log\n got: %s\nwant: %s", strings.Join(got, " | "), strings.Join(want, " | "))
 	}
 	if refused.Turn != 1 || refused.Step != 0 || refused.RequestID != "r2" || refused.Reason != "test/bad" {
 		t.Fatalf("message/refused at %d.%d: %+v", refused.Turn, refused.Step, refused)
+	}
+}
+
+// TestRefusalWhileTheModelAnswersIsDurableBeforeItsSenderHears: a
+// refusal or an expiry handed over while the driver waits on the model's
+// stream is
+// written and checkpointed then, between the step's start and its
+// answer, not after the step: its sender does not wait for the model.
+func TestRefusalWhileTheModelAnswersIsDurableBeforeItsSenderHears(t *testing.T) {
+	e := newEnv(t, nil, agentloop.Config{})
+	ctrl, err := e.root.Plugin(agentcontroller.Plugin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.Await(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := agentcontroller.Key.Get(e.root)
+	streaming, release := make(chan struct{}), make(chan struct{})
+	e.registerProvider("slow", providerFunc(func(ctx stdctx.Context, _ llm.Request) (llm.Stream, error) {
+		close(streaming)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &sliceStream{chunks: []llm.Chunk{{Kind: llm.ChunkText, Text: "ok"}, {Kind: llm.ChunkFinish, Finish: llm.FinishStop}}}, nil
+	}))
+	if _, err := agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		switch a.Message.Content {
+		case "bad":
+			return agentcontroller.Reject("test/bad", "not that", false), nil
+		case "late":
+			return agentcontroller.Expire("test/late", "waited too long", false), nil
+		}
+		return next.Call(ctx, a)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: "main", Options: agents.Options{Provider: "slow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Dispose(stdctx.Background())
+	if _, err := c.Deliver(stdctx.Background(), h.Agent, agentcontroller.Request{Mode: agentcontroller.Followup, RequestID: "r1", Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	<-streaming
+	for _, d := range []struct {
+		mode          agentcontroller.Mode
+		content, fate string
+	}{{agentcontroller.Steer, "bad", agentcontroller.OutcomeRefused}, {agentcontroller.Followup, "bad", agentcontroller.OutcomeRefused}, {agentcontroller.Followup, "late", agentcontroller.OutcomeExpired}} {
+		rid := "r-" + string(d.mode) + "-" + d.content
+		if _, err := c.Deliver(stdctx.Background(), h.Agent, agentcontroller.Request{Mode: d.mode, RequestID: rid, Content: d.content}); agentcontroller.OutcomeOf(err) != d.fate {
+			t.Fatalf("%s as %s: %v", d.content, d.mode, err)
+		}
+		log := h.Agent.Session()
+		if ev, ok := log.Outcome(rid); !ok || ev.Seq > log.Durable() || ev.Turn != 1 || ev.Step != 0 {
+			t.Fatalf("the refusal of %s when its sender was answered: %+v %v, durable up to %d", rid, ev, ok, log.Durable())
+		}
+	}
+	close(release)
+	idle(t, h.Agent)
+	var got []string
+	for _, ev := range h.Agent.Session().Events(1) {
+		item := string(ev.Type)
+		if ev.Type == session.DecisionRecorded {
+			item = fmt.Sprintf("%s %s %s", ev.Decision.Stage, ev.Decision.Verdict, ev.Decision.RequestID)
+		}
+		got = append(got, item)
+	}
+	want := []string{
+		"admission admit r1", "turn/start", "user/message", "step/start",
+		"admission refuse r-steer-bad", "message/refused", "admission refuse r-followup-bad", "message/refused",
+		"admission expire r-followup-late", "message/expired",
+		"assistant/message", "step/end", "turn/end",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("log\n got: %s\nwant: %s", strings.Join(got, " | "), strings.Join(want, " | "))
 	}
 }

@@ -2,9 +2,10 @@ package agentloop_test
 
 import (
 	stdctx "context"
-	"testing"
-
 	"runtime"
+	"strings"
+	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugins/llm/scripted"
@@ -13,6 +14,7 @@ import (
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/tools"
+	"github.com/dsh-go/dsh/waterfall"
 )
 
 // TestAStuckAgentDoesNotHangTheLoopsDisposal: after a dispose timed out,
@@ -178,4 +180,79 @@ func TestAnOutcomeHandedOverBeforeATurnStartsIsWrittenWithItsPrompt(t *testing.T
 	}
 	close(release)
 	idle(t, h.Agent)
+}
+
+// TestADisposeWaitsForTheOutcomeWriter: a dispose that comes while the
+// outcome writer checkpoints a refusal (a slow store) waits for it — the
+// driver's step aborts, its last appends wait for the pen — and then
+// writes and lets go: the refusal is in the log once, after its decision,
+// the turn ends disposed, and no writer is left behind (goleak).
+func TestADisposeWaitsForTheOutcomeWriter(t *testing.T) {
+	e := newEnv(t, []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "hold"}}}, {Text: "done"}}, agentloop.Config{})
+	e.tool("hold", func(ctx stdctx.Context, _ tools.Call) (tools.Result, error) {
+		<-ctx.Done()
+		return tools.Result{}, ctx.Err()
+	})
+	h, err := e.registry.Create(stdctx.Background(), agents.CreateOptions{AgentID: "a", Options: agents.Options{Provider: "scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := h.Agent.(*agentloop.ReactLoopAgent)
+	calling := make(chan struct{})
+	flushing, release := make(chan struct{}), make(chan struct{})
+	held := false
+	session.EventFlush.On(e.root, func(ctx stdctx.Context, f session.Flush, next waterfall.Next[session.Flush, struct{}]) (struct{}, error) {
+		if ev, ok := f.Session.Outcome("r1"); ok && ev.Seq <= f.Seq && !held {
+			held = true
+			close(flushing)
+			<-release // the store is slow to write the refusal
+		}
+		if !held {
+			for _, ev := range f.Session.Events(1) {
+				if ev.Type == session.ToolCall {
+					select {
+					case <-calling:
+					default:
+						close(calling)
+					}
+				}
+			}
+		}
+		return next.Call(ctx, f)
+	})
+	h.Agent.Followup(user("go"))
+	<-calling
+	session.EventDecision.Emit(stdctx.Background(), a.Context(), session.Decided{AgentID: "a", WithOutcome: true, Decision: session.Decision{
+		Stage: session.StageAdmission, Verdict: "refuse", Reason: "test/no", RequestID: "r1", MessageID: "m1"}})
+	if err := a.RecordEvent(session.Event{Type: session.MessageRefused, RequestID: "r1", Reason: "test/no",
+		Message: &llm.Message{ID: "m1", Role: llm.RoleUser, Content: "no"}}); err != nil {
+		t.Fatal(err)
+	}
+	<-flushing
+	disposed := make(chan error, 1)
+	go func() { disposed <- h.Dispose(stdctx.Background()) }()
+	select {
+	case err := <-disposed:
+		close(release)
+		t.Fatalf("the dispose returned %v while the writer still checkpointed", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-disposed; err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range a.Session().Events(1) {
+		switch {
+		case ev.Type == session.DecisionRecorded && ev.Decision.RequestID == "r1":
+			got = append(got, "decision r1")
+		case ev.RequestID == "r1":
+			got = append(got, string(ev.Type))
+		case ev.Type == session.TurnEnd:
+			got = append(got, "turn/end "+ev.Reason)
+		}
+	}
+	if want := "decision r1 | message/refused | turn/end disposed"; strings.Join(got, " | ") != want {
+		t.Fatalf("the log: %s; want %s", strings.Join(got, " | "), want)
+	}
 }

@@ -54,8 +54,7 @@ func (a *ReactLoopAgent) dropAllLocked(reason, by string) {
 
 // recordDropped appends a message/dropped event for every message dropped
 // since the last call, the outcomes handed over, and makes them durable.
-// Only the driver calls it: it is the one goroutine that appends to the
-// session.
+// Only the driver calls it, holding the pen (see ReactLoopAgent.pen).
 func (a *ReactLoopAgent) recordDropped() {
 	a.mu.Lock()
 	turn := a.turn
@@ -88,18 +87,39 @@ func (a *ReactLoopAgent) appendHanded(turn int) bool {
 }
 
 // appendOutcomes appends the outcome events of messages that reached no
-// turn, as events of turn: the inbox's drops, then what was handed over.
-func (a *ReactLoopAgent) appendOutcomes(turn int, drops []dropped, refusals []session.Event) {
+// turn, as events of turn: the inbox's drops, then what was handed over,
+// each after its decision record.
+func (a *ReactLoopAgent) appendOutcomes(turn int, drops []dropped, refusals []handedOutcome) {
 	ctx := stdctx.Background()
 	for i := range drops {
 		d := &drops[i]
 		a.sess.Append(ctx, session.Event{Type: session.MessageDropped, Turn: turn, Message: &d.msg,
 			RequestID: d.msg.RequestID, Reason: d.reason, By: d.by})
 	}
-	for _, ev := range refusals {
+	for _, h := range refusals {
+		if h.decision != nil {
+			a.sess.AppendDecision(ctx, turn, 0, *h.decision)
+		}
+		ev := h.ev
 		ev.Turn, ev.Step = turn, 0
 		a.sess.Append(ctx, ev)
 	}
+}
+
+// appendRefusals appends the outcomes handed over through RecordEvent so
+// far, each after its decision record, as events of the running (or last)
+// turn: whoever checkpoints next makes them durable. The caller holds the
+// pen.
+func (a *ReactLoopAgent) appendRefusals() {
+	a.mu.Lock()
+	if len(a.refusals) == 0 {
+		a.mu.Unlock()
+		return
+	}
+	refusals, turn := a.refusals, a.turn
+	a.refusals = nil
+	a.mu.Unlock()
+	a.appendOutcomes(turn, nil, refusals)
 }
 
 // dropTaken records msgs, taken from the queue for a turn that a cancel or

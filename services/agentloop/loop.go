@@ -196,7 +196,7 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 		return nil, err
 	}
 	a := &ReactLoopAgent{loop: l, id: id, scope: scope, sess: sess, opts: opts, status: agents.StatusIdle,
-		finishing: make(chan struct{}, 1)}
+		finishing: make(chan struct{}, 1), pen: make(chan struct{}, 1)}
 	if a.workspace, err = workspace(id, opts.Workspace); err != nil {
 		return nil, err
 	}

@@ -67,9 +67,16 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 	if limit <= 0 {
 		limit = a.loop.cfg.MaxParallelTools
 	}
+	// The pen is put down while the calls run, and taken up to write
+	// each call's start and result, so the outcome writer may append
+	// while a tool works (see writeOutcomes).
+	<-a.pen
+	defer func() { a.pen <- struct{}{} }()
 	err = a.loop.tools.Run(ctx, a.scope, batch, tools.Schedule{
 		MaxParallel: limit,
 		Start: func(j int) bool {
+			a.pen <- struct{}{}
+			defer func() { <-a.pen }()
 			// Aborted while a tool or the provider finished anyway: no
 			// further call starts; each is still answered.
 			if a.checkStop() != "" {
@@ -87,6 +94,8 @@ func (a *ReactLoopAgent) runTools(ctx stdctx.Context, turn, step int, calls []ll
 			return a.checkStop() == ""
 		},
 		Done: func(j int, o tools.Outcome) {
+			a.pen <- struct{}{}
+			defer func() { <-a.pen }()
 			i := run[j]
 			answer(i)
 			answered = i + 1

@@ -27,7 +27,11 @@ const (
 )
 
 // drive runs turns while messages are queued, then goes idle and exits.
+// It holds the pen throughout, but for its waits on the model and on tool
+// calls.
 func (a *ReactLoopAgent) drive() {
+	a.pen <- struct{}{}
+	defer func() { <-a.pen }()
 	for {
 		a.recordDropped()
 		a.mu.Lock()
@@ -58,10 +62,7 @@ func (a *ReactLoopAgent) drive() {
 				continue
 			}
 			a.driving = false
-			if a.idle != nil {
-				close(a.idle)
-				a.idle = nil
-			}
+			a.idleLocked()
 			a.mu.Unlock()
 			return
 		}
@@ -182,7 +183,11 @@ func (a *ReactLoopAgent) runTurn(msgs []llm.Message) {
 // store's lease ran out), no checkpoint of this copy can ever succeed, and
 // going on would call the model and run tools for a turn the log records
 // as interrupted. The step in flight is aborted instead.
+//
+// The outcomes handed over since the last checkpoint go into this one
+// (see appendRefusals). The caller holds the pen.
 func (a *ReactLoopAgent) flush(ctx stdctx.Context) {
+	a.appendRefusals()
 	err := a.sess.Flush(ctx)
 	a.checkpointDone(err)
 	if err != nil {
@@ -297,7 +302,11 @@ func (a *ReactLoopAgent) step(ctx stdctx.Context, turn, step int) (cont, maxed b
 	}
 
 	msgID := uuid.NewString()
+	// The outcome writer may append while the model answers: its
+	// outcomes are not the step's, and a sender waits for them.
+	<-a.pen
 	asm, err := a.stream(ctx, req, turn, step, msgID)
+	a.pen <- struct{}{}
 	if err != nil {
 		a.keepCut(asm, turn, step, msgID, req)
 		return false, false, err

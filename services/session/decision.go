@@ -106,6 +106,13 @@ type Decided struct {
 	// AgentID is the agent whose session records the decision.
 	AgentID  string
 	Decision Decision
+	// WithOutcome: the stage hands the outcome the decision led to over
+	// next, as an event under the decision's request id (a refusal's
+	// message/refused, an expiry's message/expired). A recorder keeps the
+	// record until that event comes and writes the two together, or
+	// neither when its log is let go in between: a record without its
+	// outcome would have a retry decided, and recorded, a second time.
+	WithOutcome bool
 }
 
 // EventDecision is emitted, in the agent's scope, by the stage that made a

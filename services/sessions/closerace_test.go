@@ -135,12 +135,12 @@ func TestARefusalDecidedAfterTheSessionClosedIsNotItsFate(t *testing.T) {
 	}
 }
 
-// TestARefusalIsTheRequestsOutcomeBeforeTheLogHoldsIt: a prompt refused
-// while a turn runs is written to the log at the turn's end, but its
-// sender is told at once; Outcome (what a webhook's redelivery, a
-// cluster's forward or an HTTP retry read) says the same from then on,
-// not "nothing recorded" until the turn ends.
-func TestARefusalIsTheRequestsOutcomeBeforeTheLogHoldsIt(t *testing.T) {
+// TestARefusalDuringATurnIsTheRequestsOutcomeAtOnce: a prompt refused
+// while a turn runs (blocked in a tool) is written to the log before its
+// sender is told, not at the turn's end; Outcome (what a webhook's
+// redelivery, a cluster's forward or an HTTP retry read) says so, with
+// the seq, while the turn still runs, and the same once it ended.
+func TestARefusalDuringATurnIsTheRequestsOutcomeAtOnce(t *testing.T) {
 	e := newEnv(t, setup{replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "block"}}}, {Text: "done"}}})
 	g := e.gateTool("block")
 	agentcontroller.EventAdmission.On(e.root, func(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
@@ -162,14 +162,14 @@ func TestARefusalIsTheRequestsOutcomeBeforeTheLogHoldsIt(t *testing.T) {
 		t.Fatalf("the refused prompt: %v", err)
 	}
 	o, ok, err := e.ctl.Outcome(ctx, "w", "r2")
-	if err != nil || !ok || o.Outcome != sessions.FateRefused || o.Reason != "test/no" || o.RequestID != "r2" || o.MessageID == "" {
+	if err != nil || !ok || o.Outcome != sessions.FateRefused || o.Reason != "test/no" || o.RequestID != "r2" || o.MessageID == "" || o.Seq == 0 {
 		t.Fatalf("the outcome of the refused prompt while the turn runs: %+v %v %v", o, ok, err)
 	}
 	if err := e.ctl.Cancel(ctx, "w"); err != nil {
 		t.Fatal(err)
 	}
 	written, ok, err := e.ctl.Outcome(ctx, "w", "r2")
-	if err != nil || !ok || written.Outcome != sessions.FateRefused || written.Seq == 0 || written.MessageID != o.MessageID {
+	if err != nil || !ok || written.Outcome != sessions.FateRefused || written.Seq != o.Seq || written.MessageID != o.MessageID {
 		t.Fatalf("the outcome once the turn ended: %+v %v %v", written, ok, err)
 	}
 	if err := e.ctl.Close(ctx, "w"); err != nil {
@@ -222,5 +222,79 @@ func TestARefusalIsAnsweredOnceItIsDurable(t *testing.T) {
 	}
 	if err := e.ctl.Close(ctx, "w"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestARefusalThatRacesACloseRecordsBothOrNeither: the session closes
+// between admission's refusal and the hand-over of its outcome — the
+// decision record is handed to the agent, the close lets the log go, and
+// the outcome then finds no log. The sender is told the session closed,
+// so the refusal is not the request's fate, and the log must not keep its
+// decision either: the retry after the resume is decided anew, and the
+// log holds one decision for the request id, beside its one outcome.
+func TestARefusalThatRacesACloseRecordsBothOrNeither(t *testing.T) {
+	e := newEnv(t, setup{dir: t.TempDir()})
+	ctx := stdctx.Background()
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
+		t.Fatal(err)
+	}
+	// A turn first, so the session is stored before the race.
+	turn, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r0", Content: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turn.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	agentcontroller.EventAdmission.On(e.root, func(c stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+		if a.Message.Content == "no" {
+			return agentcontroller.Reject("test/no", "not now", false), nil
+		}
+		return next.Call(c, a)
+	})
+	raced := false
+	session.EventDecision.On(e.root, func(_ stdctx.Context, d session.Decided) error {
+		// Heard after the agent loop took the record: the close runs
+		// to its end before the controller hands the outcome over.
+		if d.Decision.RequestID == "r1" && !raced {
+			raced = true
+			closed := make(chan error, 1)
+			go func() { closed <- e.ctl.Close(ctx, "w") }()
+			if err := wait(t, closed); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	_, err = e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r1", Content: "no"})
+	if !raced || !errs.HasCode(err, sessions.Closed) || agentcontroller.OutcomeOf(err) != "" {
+		t.Fatalf("the sender of the prompt the close raced was told %v (raced: %v)", err, raced)
+	}
+	count := func(evs []session.Event) (decisions, outcomes int) {
+		for _, ev := range evs {
+			switch {
+			case ev.Type == session.DecisionRecorded && ev.Decision.RequestID == "r1":
+				decisions++
+			case ev.RequestID == "r1":
+				outcomes++
+			}
+		}
+		return decisions, outcomes
+	}
+	if d, o := count(e.persisted("w")); d != 0 || o != 0 {
+		t.Fatalf("the stored log holds %d decisions and %d outcomes of the request its sender was told the session closed on", d, o)
+	}
+	if _, err := e.ctl.Ensure(ctx, ensureOpts("w")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: "r1", Content: "no"})
+	if r, ok := sessions.RejectionOf(err); !ok || r.Reason != "test/no" || r.Outcome != sessions.FateRefused {
+		t.Fatalf("the retry after the resume answered %v", err)
+	}
+	if err := e.ctl.Close(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if d, o := count(e.persisted("w")); d != 1 || o != 1 {
+		t.Fatalf("after the retry the log holds %d decisions and %d outcomes of the request", d, o)
 	}
 }

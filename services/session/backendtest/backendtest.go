@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"ListDescribesSessions", listSessions},
 		{"DeleteRemovesOnlyFreeSessions", deleteSessions},
 		{"OutcomesOfAClosedFreshSessionAreStored", outcomesOfAClosedFreshSession},
+		{"OutcomesMidTurnAreStored", outcomesMidTurnAreStored},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
