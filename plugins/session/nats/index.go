@@ -208,7 +208,14 @@ func (wr *writer) indexLoop() {
 		}
 		b, _ := json.Marshal(x)
 		_, err := wr.store.index.Put(ctx, wr.id, b)
-		wr.catalogPut(ctx, x)
+		if wr.cat.marker == 0 {
+			// While its open marker stands, listings describe the session
+			// from this entry or its log, never from its catalog entry
+			// (pages.go), so the catalog is written once, on release
+			// (unmarkCatalog), not once more per checkpoint: a step's
+			// second replicated write saved.
+			wr.catalogPut(ctx, x)
+		}
 		cancel()
 		if err != nil {
 			// The log is stored; only listings lag until the next put.
