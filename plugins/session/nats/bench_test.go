@@ -50,6 +50,28 @@ func BenchmarkTurnFlush(b *testing.B) {
 	})
 }
 
+// BenchmarkSpacedTurnFlush is BenchmarkTurnFlush's R3 case with the turns
+// spacedBy apart, as an agent's steps are (a model call between two):
+// back to back, a session's index puts are coalesced (index.go) and a
+// turn costs little more than its batch; spaced, each turn pays its
+// index put. The floor's turns are spaced alike, and wall time is mostly
+// the spacing. cpu-ns/op and floor-cpu-ns/op count the idle servers' CPU
+// during the spacing, which idle-cpu-ns/op measures alone in the same run
+// (as long a sleep); net-cpu-x-floor is the ratio with it taken off both.
+//
+//	go test -run '^$' -bench SpacedTurnFlush -benchtime 100x -count 3 ./plugins/session/nats/
+func BenchmarkSpacedTurnFlush(b *testing.B) {
+	cfg := clusterConfig(natstest.Start(b, 3).URL(0))
+	benchSpaced(b, natsplugin.Plugin, cfg, cfg, spacedBy)
+}
+
+// spacedBy is more than the index's indexEvery (50 ms).
+const spacedBy = 60 * time.Millisecond
+
+func benchTurns(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin.Config) {
+	benchSpaced(b, plugin, cfg, floorOf, 0)
+}
+
 // turnEvents are the events of turn n as the benchmark appends them.
 func turnEvents(n int) []session.Event {
 	answer := strings.Repeat("All work and no play makes Jack a dull boy. ", 1024/44+1)[:1024]
@@ -61,10 +83,10 @@ func turnEvents(n int) []session.Event {
 	}
 }
 
-func benchTurns(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin.Config) {
+func benchSpaced(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin.Config, spacing time.Duration) {
 	var fl *floor
 	if floorOf != nil {
-		fl = startFloor(b, floorOf)
+		fl = startFloor(b, floorOf, spacing)
 		defer fl.close()
 	}
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
@@ -81,15 +103,25 @@ func benchTurns(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin
 		b.Fatal(err)
 	}
 	s := open(b, root, st, "bench")
-	var floorWall, floorCPU, wall, cpu time.Duration
+	var floorWall, floorCPU, idleCPU, wall, cpu time.Duration
+	size := benchFloorChunk
+	if spacing > 0 {
+		size = 20
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := 1; n <= b.N; {
-		chunk := min(b.N-n+1, benchFloorChunk)
+		chunk := min(b.N-n+1, size)
 		if fl != nil {
 			b.StopTimer()
 			w, c := fl.turns(b, chunk)
 			floorWall, floorCPU = floorWall+w, floorCPU+c
+			if spacing > 0 {
+				// What the process spends doing nothing as long.
+				cpu0 := testkit.CPUTime()
+				time.Sleep(time.Duration(chunk) * spacing)
+				idleCPU += testkit.CPUTime() - cpu0
+			}
 			b.StartTimer()
 		}
 		start, cpu0 := time.Now(), testkit.CPUTime()
@@ -99,6 +131,9 @@ func benchTurns(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin
 			}
 			if err := s.Flush(bg); err != nil {
 				b.Fatal(err)
+			}
+			if spacing > 0 {
+				time.Sleep(spacing)
 			}
 		}
 		wall, cpu = wall+time.Since(start), cpu+testkit.CPUTime()-cpu0
@@ -111,6 +146,10 @@ func benchTurns(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin
 		b.ReportMetric(per(floorCPU), "floor-cpu-ns/op")
 		b.ReportMetric(per(wall)/per(floorWall), "x-floor")
 		b.ReportMetric(per(cpu)/per(floorCPU), "cpu-x-floor")
+		if spacing > 0 {
+			b.ReportMetric(per(idleCPU), "idle-cpu-ns/op")
+			b.ReportMetric((per(cpu)-per(idleCPU))/(per(floorCPU)-per(idleCPU)), "net-cpu-x-floor")
+		}
 	}
 	if err := st.Close(s); err != nil {
 		b.Fatal(err)
@@ -129,9 +168,11 @@ type floor struct {
 	js   jetstream.JetStream
 	name string
 	n    int
+	// spacing is the pause after each turn.
+	spacing time.Duration
 }
 
-func startFloor(b *testing.B, cfg *natsplugin.Config) *floor {
+func startFloor(b *testing.B, cfg *natsplugin.Config, spacing time.Duration) *floor {
 	b.Helper()
 	nc, err := natsgo.Connect(cfg.URL)
 	if err != nil {
@@ -148,7 +189,7 @@ func startFloor(b *testing.B, cfg *natsplugin.Config) *floor {
 		nc.Close()
 		b.Fatal(err)
 	}
-	f := &floor{nc: nc, js: js, name: name}
+	f := &floor{nc: nc, js: js, name: name, spacing: spacing}
 	f.turns(b, 1) // the ack subscription
 	return f
 }
@@ -171,6 +212,9 @@ func (f *floor) turns(b *testing.B, n int) (wall, cpu time.Duration) {
 		case <-f.js.PublishAsyncComplete():
 		case <-time.After(10 * time.Second):
 			b.Fatal("the floor's publishes were not acked within 10s")
+		}
+		if f.spacing > 0 {
+			time.Sleep(f.spacing)
 		}
 	}
 	return time.Since(start), testkit.CPUTime() - cpu0
