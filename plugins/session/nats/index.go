@@ -163,9 +163,9 @@ func (s *store) entry(ctx stdctx.Context, id string) (indexEntry, bool, error) {
 // right after the call, a session driven back to back — costs one put
 // every indexEvery and one at its end, not a second replicated write per
 // step. The entry then lags its log a little longer; nothing depends on
-// it being current (index.go's readers check it against the log's end,
-// and an open marker keeps a listing from trusting it), and release puts
-// the last one at once.
+// it being current (List, Find and a page's checks compare it with the
+// log's end and read the log when it lags; an open marker keeps a page
+// from trusting the catalog), and release puts the last one at once.
 type indexer struct {
 	busy bool // under the writer's mu
 	done sync.WaitGroup
@@ -195,17 +195,21 @@ func (wr *writer) reindex() {
 	go wr.indexLoop(wr.index.hurry)
 }
 
-// indexNow ends the wait of a put that is coming, and of any after it:
-// release waits for the last one.
+// indexNow has the coming put, and any after it, go without waiting out
+// indexEvery: release waits for the last one.
 func (wr *writer) indexNow() {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
-	if wr.index.hurry != nil && !wr.index.hurried {
-		close(wr.index.hurry)
-	} else if wr.index.hurry == nil {
-		wr.index.hurry = closedChan
+	if wr.index.hurried {
+		return
 	}
 	wr.index.hurried = true
+	if wr.index.hurry == nil {
+		// Never indexed: a loop that starts now does not wait either.
+		wr.index.hurry = closedChan
+		return
+	}
+	close(wr.index.hurry)
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
