@@ -178,6 +178,15 @@ const benchQueue = 4096
 // competes with the forwarded reply — on the owner (local) and on another
 // host (forwarded). The turn is cancelled every benchQueue prompts,
 // untimed, dropping the queue, and held again.
+//
+// A forwarded prompt is a local one plus a request/reply between hosts,
+// so its floor is that sum: forwarded runs, untimed and interleaved with
+// its own chunks of benchQueuedChunk prompts (so both see the same load),
+// as many local queued prompts on the owner and bare NATS round trips
+// (local-queued-ns/op, local-queued-cpu-ns/op, floor-ns/op,
+// floor-cpu-ns/op); x-local-floor and cpu-x-local-floor are the forwarded
+// prompt over local-queued + floor. x-floor and x-floor-cpu stay the ratio
+// to the bare round trip alone.
 func BenchmarkPromptQueued(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -196,8 +205,10 @@ func BenchmarkPromptQueued(b *testing.B) {
 				}
 				return in.Running
 			}
-			hold := func(k int) {
-				if _, err := ss.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "hold-" + strconv.Itoa(k), Content: "hold the turn"}); err != nil {
+			holds := 0
+			hold := func() {
+				holds++
+				if _, err := ss.Prompt(stdctx.Background(), sessions.PromptRequest{RequestID: "hold-" + strconv.Itoa(holds), Content: "hold the turn"}); err != nil {
 					b.Fatal(err)
 				}
 				deadline := time.Now().Add(time.Minute)
@@ -208,42 +219,93 @@ func BenchmarkPromptQueued(b *testing.B) {
 					time.Sleep(time.Millisecond)
 				}
 			}
-			hold(0)
-			floorWall, floorCPU := natsFloor(b, bc.srv, benchFloorOps)
-			b.ReportAllocs()
-			b.ResetTimer()
-			var cpu time.Duration
-			for i := 0; i < b.N; {
-				c0 := cpuTime()
-				// At most benchQueue wait in the inbox: the queue of a
-				// default -benchtime run would otherwise take gigabytes.
-				for end := min(b.N, i+benchQueue); i < end; i++ {
-					rid := "queued-" + strconv.Itoa(i)
-					if _, err := bc.nodes[c.via].c.Prompt(stdctx.Background(), bc.ids[0], agentcontroller.Followup,
+			// At most benchQueue wait in the inbox: the queue of a default
+			// -benchtime run would otherwise take gigabytes. Cancel drops
+			// the queue and ends the turn; the caller stops the timer.
+			queued := 0
+			drain := func() {
+				if err := ss.Cancel(stdctx.Background()); err != nil {
+					b.Fatal(err)
+				}
+				queued = 0
+				hold()
+			}
+			queue := func(via int, tag string, n int) (wall, cpu time.Duration) {
+				start, c0 := time.Now(), cpuTime()
+				for i := range n {
+					rid := tag + "-" + strconv.Itoa(i)
+					if _, err := bc.nodes[via].c.Prompt(stdctx.Background(), bc.ids[0], agentcontroller.Followup,
 						sessions.PromptRequest{RequestID: rid, Content: "queued " + rid}); err != nil {
 						b.Fatalf("prompt %s: %v", rid, err)
 					}
 				}
-				cpu += cpuTime() - c0
-				b.StopTimer()
-				// Cancel drops the queue and ends the turn.
-				if err := ss.Cancel(stdctx.Background()); err != nil {
-					b.Fatal(err)
+				queued += n
+				return time.Since(start), cpuTime() - c0
+			}
+			hold()
+			f := startFloor(b, bc.srv)
+			defer f.close()
+			f.roundTrip(b) // the requester's response subscription
+			floorOf := func(n int) (wall, cpu time.Duration) {
+				start, c0 := time.Now(), cpuTime()
+				for range n {
+					f.roundTrip(b)
 				}
-				if i < b.N {
-					hold(i)
+				return time.Since(start), cpuTime() - c0
+			}
+			interleave := c.via != 0
+			var floorWall, floorCPU, localWall, localCPU time.Duration
+			var floorN int
+			if !interleave {
+				floorWall, floorCPU = floorOf(benchFloorOps)
+				floorN = benchFloorOps
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wall, cpu time.Duration
+			for i := 0; i < b.N; {
+				n := min(b.N-i, benchQueuedChunk)
+				if interleave {
+					b.StopTimer()
+					if queued+n > benchQueue {
+						drain()
+					}
+					w, c := queue(0, "local-"+strconv.Itoa(i), n)
+					localWall, localCPU = localWall+w, localCPU+c
+					w, c = floorOf(n)
+					floorWall, floorCPU, floorN = floorWall+w, floorCPU+c, floorN+n
+					b.StartTimer()
 				}
-				b.StartTimer()
+				if queued+n > benchQueue {
+					b.StopTimer()
+					drain()
+					b.StartTimer()
+				}
+				w, c := queue(c.via, "queued-"+strconv.Itoa(i), n)
+				wall, cpu = wall+w, cpu+c
+				i += n
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-			b.ReportMetric(float64(floorWall), "floor-ns/op")
-			b.ReportMetric(float64(floorCPU), "floor-cpu-ns/op")
-			b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(floorWall), "x-floor")
-			b.ReportMetric(float64(cpu)/float64(b.N)/float64(floorCPU), "x-floor-cpu")
+			per := func(d time.Duration, n int) float64 { return float64(d) / float64(n) }
+			b.ReportMetric(per(wall, b.N), "wall-ns/op")
+			b.ReportMetric(per(cpu, b.N), "cpu-ns/op")
+			b.ReportMetric(per(floorWall, floorN), "floor-ns/op")
+			b.ReportMetric(per(floorCPU, floorN), "floor-cpu-ns/op")
+			b.ReportMetric(per(wall, b.N)/per(floorWall, floorN), "x-floor")
+			b.ReportMetric(per(cpu, b.N)/per(floorCPU, floorN), "x-floor-cpu")
+			if interleave {
+				b.ReportMetric(per(localWall, floorN), "local-queued-ns/op")
+				b.ReportMetric(per(localCPU, floorN), "local-queued-cpu-ns/op")
+				b.ReportMetric(per(wall, b.N)/(per(localWall, floorN)+per(floorWall, floorN)), "x-local-floor")
+				b.ReportMetric(per(cpu, b.N)/(per(localCPU, floorN)+per(floorCPU, floorN)), "cpu-x-local-floor")
+			}
 		})
 	}
 }
+
+// benchQueuedChunk is how many forwarded prompts BenchmarkPromptQueued
+// times between two chunks of its floor.
+const benchQueuedChunk = 100
 
 // BenchmarkNATSRequestFloor: the floor on its own — a bare NATS
 // request/reply round trip between two connections to one embedded server,

@@ -55,10 +55,23 @@ type queued struct {
 }
 
 // queueKeys are the entries this host stored for its open sessions and has
-// not yet seen durable: session id → request id → key.
+// not yet seen durable: session id → its pending entries.
 type queueKeys struct {
 	mu sync.Mutex
-	m  map[string]map[string]string
+	m  map[string]*pendingKeys
+}
+
+// pendingKeys are one session's entries not yet seen durable.
+type pendingKeys struct {
+	keys map[string]string // request id → key
+	// durable is the log's durable sequence at the last look; added are
+	// the request ids noted since. Only a log made durable further can
+	// turn the others' outcomes durable: an outcome recorded later has a
+	// later sequence. So a look while the log's durable end stays put (a
+	// turn that runs while prompts queue behind it) checks only added,
+	// not every prompt queued so far.
+	durable int64
+	added   []string
 }
 
 func hashToken(s string) string {
@@ -133,12 +146,15 @@ func (q *queueKeys) add(id, rid, key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.m == nil {
-		q.m = map[string]map[string]string{}
+		q.m = map[string]*pendingKeys{}
 	}
-	if q.m[id] == nil {
-		q.m[id] = map[string]string{}
+	p := q.m[id]
+	if p == nil {
+		p = &pendingKeys{keys: map[string]string{}}
+		q.m[id] = p
 	}
-	q.m[id][rid] = key
+	p.keys[rid] = key
+	p.added = append(p.added, rid)
 }
 
 // recorded takes out the entries of ss whose outcome is durable in its log.
@@ -147,13 +163,31 @@ func (q *queueKeys) recorded(ss *sessions.Session) []string {
 	durable := s.Durable()
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	p := q.m[ss.ID()]
+	if p == nil {
+		return nil
+	}
 	var done []string
-	for rid, key := range q.m[ss.ID()] {
+	check := func(rid string) {
+		key, ok := p.keys[rid]
+		if !ok {
+			return
+		}
 		if ev, ok := s.Outcome(rid); ok && ev.Seq <= durable {
 			done = append(done, key)
-			delete(q.m[ss.ID()], rid)
+			delete(p.keys, rid)
 		}
 	}
+	if durable != p.durable {
+		for rid := range p.keys {
+			check(rid)
+		}
+	} else {
+		for _, rid := range p.added {
+			check(rid)
+		}
+	}
+	p.durable, p.added = durable, p.added[:0]
 	return done
 }
 

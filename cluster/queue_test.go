@@ -1,13 +1,17 @@
 package cluster_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/cluster"
+	"github.com/dsh-go/dsh/internal/natstest"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/sessions"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestAPromptQueuedOnALostOwnerRunsOnTheNext: host a accepts a prompt
@@ -55,4 +59,58 @@ func TestAPromptQueuedOnALostOwnerRunsOnTheNext(t *testing.T) {
 	if n := len(b.events(t, "s1")); n != len(first) {
 		t.Fatalf("a retry of the queued prompt's request id added %d events", n-len(first))
 	}
+}
+
+// TestQueuedPromptsLeaveTheBucketOnceDurable: prompts queued behind a
+// running turn are stored in the queue bucket; once their outcomes are
+// durable in the log, the next prompt removes them, and so does the one
+// after a retry answered from the log — the bucket keeps only what a new
+// owner might still have to run.
+func TestQueuedPromptsLeaveTheBucketOnceDurable(t *testing.T) {
+	srv := startServer(t, 0)
+	stream := streamName()
+	a := startNode(t, srv, stream, "a", nodeOpts{delay: 200 * time.Millisecond})
+	a.open(t, "s1")
+	queue, err := natstest.JetStream(t, srv.ClientURL()).KeyValue(ctxT(t), cluster.QueueBucket(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := func() int {
+		t.Helper()
+		keys, err := queue.Keys(ctxT(t))
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(keys)
+	}
+	prompt := func(rid string) {
+		t.Helper()
+		if _, err := a.c.Prompt(ctxT(t), "s1", agentcontroller.Followup, sessions.PromptRequest{RequestID: rid, Content: "prompt " + rid}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rid := range []string{"r1", "r2", "r3", "r4"} {
+		prompt(rid)
+	}
+	if n := entries(); n == 0 {
+		t.Fatal("no entry in the queue bucket with three prompts queued behind a turn")
+	}
+	if err := a.h.Sessions().Idle(ctxT(t), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	prompt("r5")
+	eventually(t, "the queue bucket to hold only the last prompt's entry", func() bool { return entries() == 1 })
+	if err := a.h.Sessions().Idle(ctxT(t), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	// Retries are answered from the log, and stored all the same. The
+	// second finds the log's durable end where the first did; the first's
+	// entry goes then all the same.
+	prompt("r1")
+	eventually(t, "the queue bucket to hold only the retry's entry", func() bool { return entries() == 1 })
+	prompt("r2")
+	eventually(t, "the queue bucket to hold only the second retry's entry", func() bool { return entries() == 1 })
 }

@@ -31,7 +31,9 @@ import (
 // the same servers, the least JetStream can do with a turn's bytes: the
 // same four messages published asynchronously to a stream of the same
 // replicas, with one wait for all four acks; x-floor and cpu-x-floor are
-// the flush beside it.
+// the flush beside it. The floor runs untimed between chunks of
+// benchFloorChunk turns, as many turns as the benchmark, so a load that
+// comes and goes on a shared machine weighs on both alike.
 //
 //	go test -run '^$' -bench TurnFlush -benchtime 2s -count 3 ./plugins/session/nats/
 func BenchmarkTurnFlush(b *testing.B) {
@@ -48,6 +50,28 @@ func BenchmarkTurnFlush(b *testing.B) {
 	})
 }
 
+// BenchmarkSpacedTurnFlush is BenchmarkTurnFlush's R3 case with the turns
+// spacedBy apart, as an agent's steps are (a model call between two):
+// back to back, a session's index puts are coalesced (index.go) and a
+// turn costs little more than its batch; spaced, each turn pays its
+// index put. The floor's turns are spaced alike, and wall time is mostly
+// the spacing. cpu-ns/op and floor-cpu-ns/op count the idle servers' CPU
+// during the spacing, which idle-cpu-ns/op measures alone in the same run
+// (as long a sleep); net-cpu-x-floor is the ratio with it taken off both.
+//
+//	go test -run '^$' -bench SpacedTurnFlush -benchtime 100x -count 3 ./plugins/session/nats/
+func BenchmarkSpacedTurnFlush(b *testing.B) {
+	cfg := clusterConfig(natstest.Start(b, 3).URL(0))
+	benchSpaced(b, natsplugin.Plugin, cfg, cfg, spacedBy)
+}
+
+// spacedBy is more than the index's indexEvery (50 ms).
+const spacedBy = 60 * time.Millisecond
+
+func benchTurns(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin.Config) {
+	benchSpaced(b, plugin, cfg, floorOf, 0)
+}
+
 // turnEvents are the events of turn n as the benchmark appends them.
 func turnEvents(n int) []session.Event {
 	answer := strings.Repeat("All work and no play makes Jack a dull boy. ", 1024/44+1)[:1024]
@@ -59,10 +83,11 @@ func turnEvents(n int) []session.Event {
 	}
 }
 
-func benchTurns(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin.Config) {
-	var floorWall, floorCPU time.Duration
+func benchSpaced(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin.Config, spacing time.Duration) {
+	var fl *floor
 	if floorOf != nil {
-		floorWall, floorCPU = publishFloor(b, floorOf, max(200, min(b.N, 2000)))
+		fl = startFloor(b, floorOf, spacing)
+		defer fl.close()
 	}
 	root := dshctx.New(dshctx.WithLogger(hclog.NewNullLogger()))
 	ctxtest.Cleanup(b, root)
@@ -78,71 +103,124 @@ func benchTurns(b *testing.B, plugin dshctx.Plugin, cfg any, floorOf *natsplugin
 		b.Fatal(err)
 	}
 	s := open(b, root, st, "bench")
+	var floorWall, floorCPU, idleCPU, wall, cpu time.Duration
+	size := benchFloorChunk
+	if spacing > 0 {
+		size = 20
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu0 := time.Now(), testkit.CPUTime()
-	for n := 1; n <= b.N; n++ {
-		for _, e := range turnEvents(n) {
-			s.Append(bg, e)
+	for n := 1; n <= b.N; {
+		chunk := min(b.N-n+1, size)
+		if fl != nil {
+			b.StopTimer()
+			w, c := fl.turns(b, chunk)
+			floorWall, floorCPU = floorWall+w, floorCPU+c
+			if spacing > 0 {
+				// What the process spends doing nothing as long.
+				cpu0 := testkit.CPUTime()
+				time.Sleep(time.Duration(chunk) * spacing)
+				idleCPU += testkit.CPUTime() - cpu0
+			}
+			b.StartTimer()
 		}
-		if err := s.Flush(bg); err != nil {
-			b.Fatal(err)
+		start, cpu0 := time.Now(), testkit.CPUTime()
+		for end := n + chunk; n < end; n++ {
+			for _, e := range turnEvents(n) {
+				s.Append(bg, e)
+			}
+			if err := s.Flush(bg); err != nil {
+				b.Fatal(err)
+			}
+			if spacing > 0 {
+				time.Sleep(spacing)
+			}
 		}
+		wall, cpu = wall+time.Since(start), cpu+testkit.CPUTime()-cpu0
 	}
-	wall, cpu := time.Since(start)/time.Duration(b.N), (testkit.CPUTime()-cpu0)/time.Duration(b.N)
 	b.StopTimer()
-	b.ReportMetric(float64(cpu), "cpu-ns/op")
-	if floorOf != nil {
-		b.ReportMetric(float64(floorWall), "floor-ns/op")
-		b.ReportMetric(float64(floorCPU), "floor-cpu-ns/op")
-		b.ReportMetric(float64(wall)/float64(floorWall), "x-floor")
-		b.ReportMetric(float64(cpu)/float64(floorCPU), "cpu-x-floor")
+	per := func(d time.Duration) float64 { return float64(d) / float64(b.N) }
+	b.ReportMetric(per(cpu), "cpu-ns/op")
+	if fl != nil {
+		b.ReportMetric(per(floorWall), "floor-ns/op")
+		b.ReportMetric(per(floorCPU), "floor-cpu-ns/op")
+		b.ReportMetric(per(wall)/per(floorWall), "x-floor")
+		b.ReportMetric(per(cpu)/per(floorCPU), "cpu-x-floor")
+		if spacing > 0 {
+			b.ReportMetric(per(idleCPU), "idle-cpu-ns/op")
+			b.ReportMetric((per(cpu)-per(idleCPU))/(per(floorCPU)-per(idleCPU)), "net-cpu-x-floor")
+		}
 	}
 	if err := st.Close(s); err != nil {
 		b.Fatal(err)
 	}
 }
 
-// publishFloor times n turns' worth of bare JetStream publishes through
-// cfg's server: a stream of its own with cfg's replicas, the four events
+// benchFloorChunk is how many turns BenchmarkTurnFlush times between two
+// chunks of its floor.
+const benchFloorChunk = 200
+
+// floor publishes turns' worth of bare JetStream messages through a
+// config's server: a stream of its own with its replicas, the four events
 // of a turn as JSON published asynchronously, one wait for their acks.
-func publishFloor(b *testing.B, cfg *natsplugin.Config, n int) (wall, cpu time.Duration) {
+type floor struct {
+	nc   *natsgo.Conn
+	js   jetstream.JetStream
+	name string
+	n    int
+	// spacing is the pause after each turn.
+	spacing time.Duration
+}
+
+func startFloor(b *testing.B, cfg *natsplugin.Config, spacing time.Duration) *floor {
 	b.Helper()
 	nc, err := natsgo.Connect(cfg.URL)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
+		nc.Close()
 		b.Fatal(err)
 	}
 	name := cfg.Stream + "_FLOOR"
 	if _, err := js.CreateStream(bg, jetstream.StreamConfig{Name: name, Subjects: []string{"floor." + name},
 		Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1)}); err != nil {
+		nc.Close()
 		b.Fatal(err)
 	}
-	defer js.DeleteStream(bg, name)
-	turn := func(i int) {
-		for _, e := range turnEvents(i) {
+	f := &floor{nc: nc, js: js, name: name, spacing: spacing}
+	f.turns(b, 1) // the ack subscription
+	return f
+}
+
+// turns publishes n turns; it returns their wall and CPU time.
+func (f *floor) turns(b *testing.B, n int) (wall, cpu time.Duration) {
+	start, cpu0 := time.Now(), testkit.CPUTime()
+	for range n {
+		f.n++
+		for _, e := range turnEvents(f.n) {
 			data, err := json.Marshal(e)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := js.PublishAsync("floor."+name, data); err != nil {
+			if _, err := f.js.PublishAsync("floor."+f.name, data); err != nil {
 				b.Fatal(err)
 			}
 		}
 		select {
-		case <-js.PublishAsyncComplete():
+		case <-f.js.PublishAsyncComplete():
 		case <-time.After(10 * time.Second):
 			b.Fatal("the floor's publishes were not acked within 10s")
 		}
+		if f.spacing > 0 {
+			time.Sleep(f.spacing)
+		}
 	}
-	turn(0)
-	start, cpu0 := time.Now(), testkit.CPUTime()
-	for i := range n {
-		turn(i + 1)
-	}
-	return time.Since(start) / time.Duration(n), (testkit.CPUTime() - cpu0) / time.Duration(n)
+	return time.Since(start), testkit.CPUTime() - cpu0
+}
+
+func (f *floor) close() {
+	f.js.DeleteStream(bg, f.name)
+	f.nc.Close()
 }

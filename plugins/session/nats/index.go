@@ -158,11 +158,28 @@ func (s *store) entry(ctx stdctx.Context, id string) (indexEntry, bool, error) {
 
 // indexer writes a writer's entry after its checkpoints, off their path:
 // a checkpoint waits for its events' acks, never for the index. Puts are
-// coalesced, so a burst of checkpoints costs one put at its end.
+// coalesced, and at least indexEvery apart: the first checkpoint after a
+// quiet spell is indexed at once, and a burst of them — a tool's result
+// right after the call, a session driven back to back — costs one put
+// every indexEvery and one at its end, not a second replicated write per
+// step. The entry then lags its log a little longer; nothing depends on
+// it being current (List, Find and a page's checks compare it with the
+// log's end and read the log when it lags; an open marker keeps a page
+// from trusting the catalog), and release puts the last one at once.
 type indexer struct {
 	busy bool // under the writer's mu
 	done sync.WaitGroup
+	// last is when the last put began; only the loop that runs uses it.
+	last time.Time
+	// hurry, made by the first loop and closed by release, ends the wait
+	// for indexEvery.
+	hurry   chan struct{}
+	hurried bool
 }
+
+// indexEvery is the least time between two puts of one session's entry;
+// a variable so that a test can stretch it.
+var indexEvery = 50 * time.Millisecond
 
 // reindex writes the writer's entry soon; the caller holds wr.mu.
 func (wr *writer) reindex() {
@@ -171,13 +188,43 @@ func (wr *writer) reindex() {
 		return
 	}
 	wr.index.busy = true
+	if wr.index.hurry == nil {
+		wr.index.hurry = make(chan struct{})
+	}
 	wr.index.done.Add(1)
-	go wr.indexLoop()
+	go wr.indexLoop(wr.index.hurry)
 }
 
-func (wr *writer) indexLoop() {
+// indexNow has the coming put, and any after it, go without waiting out
+// indexEvery: release waits for the last one.
+func (wr *writer) indexNow() {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	if wr.index.hurried {
+		return
+	}
+	wr.index.hurried = true
+	if wr.index.hurry == nil {
+		// Never indexed: a loop that starts now does not wait either.
+		wr.index.hurry = closedChan
+		return
+	}
+	close(wr.index.hurry)
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (wr *writer) indexLoop(hurry <-chan struct{}) {
 	defer wr.index.done.Done()
 	for {
+		if wait := indexEvery - time.Since(wr.index.last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-hurry:
+				t.Stop()
+			}
+		}
 		wr.mu.Lock()
 		if !wr.dirty {
 			wr.index.busy = false
@@ -207,8 +254,16 @@ func (wr *writer) indexLoop() {
 			wr.mu.Unlock()
 		}
 		b, _ := json.Marshal(x)
+		wr.index.last = time.Now()
 		_, err := wr.store.index.Put(ctx, wr.id, b)
-		wr.catalogPut(ctx, x)
+		if wr.cat.marker == 0 {
+			// While its open marker stands, listings describe the session
+			// from this entry or its log, never from its catalog entry
+			// (pages.go), so the catalog is written once, on release
+			// (unmarkCatalog), not once more per checkpoint: a step's
+			// second replicated write saved.
+			wr.catalogPut(ctx, x)
+		}
 		cancel()
 		if err != nil {
 			// The log is stored; only listings lag until the next put.

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // storeSessions writes n sessions of one turn of events events each
@@ -187,5 +188,60 @@ func TestHostsStartedTogetherAllSetUp(t *testing.T) {
 		if err != nil {
 			t.Errorf("host %d: %v", i, err)
 		}
+	}
+}
+
+// TestABurstOfStepsIsIndexedOncePerInterval: a session stepped back to
+// back puts its index entry at most once every indexEvery (and once at
+// the end of the burst), not once per step; the entry names the log's
+// end when the burst's last put is in, and after a release, which does
+// not wait out indexEvery.
+func TestABurstOfStepsIsIndexedOncePerInterval(t *testing.T) {
+	srv := natstest.Single(t)
+	st := testStore(t, srv.ClientURL(), "BURST")
+	ctx := stdctx.Background()
+	wr, err := st.lock(ctx, "burst", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr.index.done.Wait() // the new session's first entry
+	indexEnd := func() uint64 {
+		t.Helper()
+		s, err := st.index.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.(interface{ StreamInfo() *jetstream.StreamInfo }).StreamInfo().State.LastSeq
+	}
+	before := indexEnd()
+	const steps = 20
+	start := time.Now()
+	for n := 1; n <= steps; n++ {
+		appendTurn(t, wr, "main", n)
+	}
+	took := time.Since(start)
+	wr.index.done.Wait()
+	puts := indexEnd() - before
+	if most := 2 + uint64(took/indexEvery); puts > most || puts == 0 {
+		t.Errorf("%d steps in %s put the entry %d times; want 1 to %d", steps, took, puts, most)
+	}
+	end, _ := st.lastSeq(ctx, wr.subject)
+	if x, ok, err := st.entry(ctx, "burst"); err != nil || !ok || x.Last != end || x.Turns != steps {
+		t.Errorf("entry after the burst %+v (%v, %v); want the log's end %d, turn %d", x, ok, err, end, steps)
+	}
+	// A put due a minute from now goes at once when the session is let go.
+	defer func(d time.Duration) { indexEvery = d }(indexEvery)
+	indexEvery = time.Minute
+	appendTurn(t, wr, "main", steps+1)
+	released := time.Now()
+	if err := wr.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(released); took > 20*time.Second {
+		t.Errorf("the release took %s: it waited for the put due indexEvery (%s) after the last", took, indexEvery)
+	}
+	end, _ = st.lastSeq(ctx, wr.subject)
+	if x, ok, err := st.entry(ctx, "burst"); err != nil || !ok || x.Last != end || x.Turns != steps+1 {
+		t.Errorf("entry after the release %+v (%v, %v); want the log's end %d, turn %d", x, ok, err, end, steps+1)
 	}
 }

@@ -25,9 +25,11 @@ import (
 // per subject (MaxMsgsPerSubject 1), on three kinds of subject under
 // <Stream>_CATALOG:
 //
-//   - s.<agent>.<id>: the session's index entry as its writer last put it,
-//     with Mark, an upper bound on the update time of every entry stored
-//     before it (the writer's clock plus catalogSkew). A session updated
+//   - s.<agent>.<id>: the session's index entry as its writer left it on
+//     release (while a writer holds the session its open marker stands in
+//     for the entry, so a step writes none), with Mark, an upper bound on
+//     the update time of every entry stored before it (the writer's clock
+//     plus catalogSkew). A session updated
 //     later is stored later, so its newest entries sit at the stream's
 //     tail: a page is read backwards from there, in windows, until the
 //     page's last session is newer than the Mark of every entry read —
@@ -219,7 +221,8 @@ func (s *store) markCatalog(ctx stdctx.Context, id string) (uint64, error) {
 }
 
 // catalogPut stores x, the writer's entry as of x.Last, in the catalog;
-// the index loop calls it after each put of the index entry.
+// release calls it once the last index entry is in (the index loop calls
+// it only for a writer without an open marker).
 func (wr *writer) catalogPut(ctx stdctx.Context, x indexEntry) {
 	c := wr.store.cat
 	if c == nil {

@@ -521,3 +521,67 @@ func TestAPageReadsFurtherWhenACheckLeavesASessionOut(t *testing.T) {
 		t.Fatalf("the walk of agent rare showed %v, want [old1 new2]", walked)
 	}
 }
+
+// TestStepsOfAHeldSessionWriteNoCatalogEntry: while a writer holds its
+// session, its steps write the log and the index, not the catalog — its
+// open marker stands in for the entry — yet a page shows the session as
+// its last step left it, first and open. Its release stores the entry,
+// at the catalog's tail, so a page without the marker still finds it.
+func TestStepsOfAHeldSessionWriteNoCatalogEntry(t *testing.T) {
+	srv := natstest.Single(t)
+	st := testStore(t, srv.ClientURL(), "HELDSTEPS")
+	ctx := stdctx.Background()
+	writeTurn(t, st, "busy", "main", 1)
+	writeTurn(t, st, "quiet", "main", 1)
+	wr, err := st.lock(ctx, "busy", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catEnd := func() uint64 {
+		t.Helper()
+		info, err := st.cat.stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	before := catEnd() // the open marker is in
+	for n := 2; n <= 4; n++ {
+		appendTurn(t, wr, "main", n)
+	}
+	wr.index.done.Wait()
+	if got := catEnd(); got != before {
+		t.Errorf("the catalog went from sequence %d to %d over three steps of a held session; want no write", before, got)
+	}
+	p, err := st.ListPage(ctx, session.ListOptions{Agent: "main", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Sessions[0]; s.ID != "busy" || s.Turns != 4 || s.LastSeq != 12 || s.State != session.StateOpen {
+		t.Errorf("first %+v, want busy open at turn 4, event 12", s)
+	}
+	if err := wr.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if n := markerCount(t, st); n != 0 {
+		t.Errorf("%d open markers after the release; want 0", n)
+	}
+	m, err := st.cat.leader.Last(ctx, st.cat.entrySubject("main", "busy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce catalogEntry
+	if err := json.Unmarshal(m.Data, &ce); err != nil || ce.Turns != 4 || ce.Events != 12 {
+		t.Errorf("the catalog entry after the release: %+v (%v); want turn 4, event 12", ce.indexEntry, err)
+	}
+	if m.Sequence <= before {
+		t.Errorf("the entry stored at %d, not after the steps (catalog end before them %d)", m.Sequence, before)
+	}
+	p, err = st.ListPage(ctx, session.ListOptions{Agent: "main", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Sessions[0]; s.ID != "busy" || s.Turns != 4 || s.State == session.StateOpen {
+		t.Errorf("first after the release %+v, want busy at turn 4, not open", s)
+	}
+}

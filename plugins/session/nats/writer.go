@@ -360,7 +360,9 @@ func (wr *writer) Release() error {
 	l := wr.lease
 	wr.mu.Unlock()
 	// The entry of the last checkpoint lands before the lease is given
-	// back, so the next owner finds it current.
+	// back, so the next owner finds it current; now, not indexEvery
+	// after the put before it.
+	wr.indexNow()
 	wr.index.done.Wait()
 	wr.unmarkCatalog()
 	wr.store.ends.Delete(wr.id)
