@@ -196,6 +196,19 @@ func parseInt(b []byte) (int64, bool) {
 	return v, true
 }
 
+// title is the last column: a closed line's title, an open line's holder.
+func (e entry) title() string {
+	rest := e.rest
+	for range 4 {
+		i := bytes.IndexByte(rest, '\t')
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i+1:]
+	}
+	return string(rest)
+}
+
 // summary decodes the whole entry.
 func (e entry) summary() (session.Summary, bool) {
 	f := strings.SplitN(string(e.rest), "\t", 5)
@@ -327,7 +340,7 @@ func flockWait(f *os.File, how int) error {
 
 // noteOpen marks session id open in the catalog: its log may change now.
 func (w *files) noteOpen(id string) error {
-	if err := note(w.dir, encodeEntry(kindOpen, session.Summary{ID: id}), true); err != nil {
+	if err := note(w.dir, encodeEntry(kindOpen, session.Summary{ID: id, Title: me().encode()}), true); err != nil {
 		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
 			"session.jsonl: cannot mark session %q open in the catalog %s; check the directory's permissions and free space",
 			id, filepath.Join(w.dir, catalogName)))
@@ -430,7 +443,8 @@ func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, ag
 			continue
 		}
 		w.logReads.Add(1)
-		s, _, ok := w.summarize(id)
+		e, _ := cat.at(id)
+		s, _, ok := w.summarize(id, e)
 		if !ok {
 			continue
 		}

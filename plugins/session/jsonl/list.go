@@ -105,7 +105,7 @@ func (w *files) Find(_ stdctx.Context, id string) (session.Summary, bool, error)
 	if !fi.Mode().IsRegular() {
 		return session.Summary{}, false, nil // a listing skips it too
 	}
-	s, _, ok := w.summarize(id)
+	s, _, ok := w.summarize(id, nil)
 	return s, ok, nil
 }
 
@@ -185,7 +185,7 @@ func (w *files) list(ctx stdctx.Context) ([]session.Summary, int64, error) {
 			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, e.Name()))
 			continue
 		}
-		s, n, ok := w.summarize(id)
+		s, n, ok := w.summarize(id, nil)
 		read += n
 		if ok {
 			list = append(list, s)
@@ -196,12 +196,12 @@ func (w *files) list(ctx stdctx.Context) ([]session.Summary, int64, error) {
 
 // summarize describes one session from its log's head and tail and its
 // lock; n is how many bytes it read. ok is false for a log deleted since
-// the directory was read.
-func (w *files) summarize(id string) (s session.Summary, n int64, ok bool) {
+// the directory was read. A held session's holder is read from open, the
+// last catalog line of the session when the caller has it, or from the
+// catalog.
+func (w *files) summarize(id string, open *entry) (s session.Summary, n int64, ok bool) {
 	s = session.Summary{ID: id, State: session.StateIdle}
 	path := filepath.Join(w.dir, id+".jsonl")
-	held, who, nl, perr := probe(filepath.Join(w.dir, id+".lock"))
-	n += int64(nl)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, n, false
@@ -210,6 +210,7 @@ func (w *files) summarize(id string) (s session.Summary, n int64, ok bool) {
 		return corrupt(s, fmt.Sprintf("cannot read %s: %v", path, err)), n, true
 	}
 	defer f.Close()
+	isHeld, perr := held(f)
 	fi, err := f.Stat()
 	if err != nil {
 		return corrupt(s, fmt.Sprintf("cannot read %s: %v", path, err)), n, true
@@ -221,7 +222,13 @@ func (w *files) summarize(id string) (s session.Summary, n int64, ok bool) {
 	switch {
 	case perr != nil:
 		w.log.Warn("cannot tell whether a session is open", "session", id, "error", perr)
-	case held:
+	case isHeld:
+		who := holder{}
+		if open != nil && open.kind == kindOpen {
+			who = decodeHolder(open.title())
+		} else {
+			who = w.holderOf(id)
+		}
 		s.State, s.Holder = session.StateOpen, who.String()
 	}
 	return s, n, true
