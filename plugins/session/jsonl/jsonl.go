@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -131,9 +132,11 @@ type files struct {
 
 	// logReads counts the logs catalog listings read, for the tests.
 	logReads atomic.Int64
-	// dirReads counts the listings of the directory (and its catalog),
-	// for the tests: a Find must make none.
+	// dirReads counts the reads of the directory's names, for the tests:
+	// a Find, and a listing the census spares (table.go), make none.
 	dirReads atomic.Int64
+	// censusMargin, when set, replaces the constant, for the tests.
+	censusMargin time.Duration
 }
 
 var _ session.StoredLocker = (*files)(nil)
