@@ -512,7 +512,8 @@ func (w *files) reconcile(ctx stdctx.Context, t *catalogTable, match func(update
 				}
 				return
 			case kindOpen:
-				reads = append(reads, toRead{string(id), &e})
+				open := e // only these escape
+				reads = append(reads, toRead{string(id), &open})
 				return
 			}
 		}
