@@ -381,11 +381,6 @@ func (w *files) noteClosed(id, path string) {
 	}
 }
 
-// noteGone records that session id was deleted; the caller holds its lock.
-func (w *files) noteGone(id string) {
-	note(w.dir, encodeEntry(kindGone, session.Summary{ID: id}), false) // the directory says so too
-}
-
 // candidate is a session a listing may show: from its closed catalog line
 // (e), or from its log (sum). Its id and e point into the catalog read,
 // valid until the listing releases it.
@@ -595,7 +590,7 @@ func (w *files) writeCensus(t *catalogTable, now, mtime int64, ino uint64) {
 	if m, i, err := statDir(w.dir); err != nil || m != mtime || i != ino {
 		return
 	}
-	c := census{mtime: mtime, ino: ino, lines: t.lines, crcs: t.crcs}
+	c := census{mtime: mtime, ino: ino, lines: t.seg, crcs: t.crcs}
 	if now < mtime+int64(w.margin()) {
 		c.deadline = mtime + int64(w.margin())
 	}

@@ -209,3 +209,67 @@ func rewrite(t *testing.T, path string, data []byte) {
 		t.Fatal("rewriting the catalog changed the directory")
 	}
 }
+
+// TestWritersCarryTheCensus: a session created, written and released, a
+// session deleted, and a session opened and let go unwritten change the
+// directory's names, and the listing after each still needs no directory
+// read, and lists what the logs say.
+func TestWritersCarryTheCensus(t *testing.T) {
+	dir := t.TempDir()
+	genStore(t, dir, 20, 2)
+	w := newFiles(dir)
+	slow(t, w)
+	settle(t, w)
+	writeLog(t, w, "new", "main", turn(1, "fresh", true))
+	if got := byID(fast(t, w)); len(got) != 21 || got["new"].Title != "fresh" {
+		t.Fatalf("after a create: %d sessions, new is %+v", len(got), got["new"])
+	}
+	if err := w.Delete(stdctx.Background(), "g000002"); err != nil {
+		t.Fatal(err)
+	}
+	if got := byID(fast(t, w)); len(got) != 20 || got["g000002"].ID != "" {
+		t.Fatalf("after a delete: %d sessions", len(got))
+	}
+	l, err := w.Lock(stdctx.Background(), "unwritten")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Held, it is read from its log; the directory is not read.
+	dirs := w.dirReads.Load()
+	if list, err := w.List(stdctx.Background()); err != nil || byID(list)["unwritten"].State != session.StateOpen || w.dirReads.Load() != dirs {
+		t.Fatalf("a held session lists as %+v (%v), %d directory reads", byID(list)["unwritten"], err, w.dirReads.Load()-dirs)
+	}
+	l.Release()
+	if got := byID(fast(t, w)); len(got) != 20 || got["unwritten"].ID != "" {
+		t.Fatalf("after an unwritten session: %d sessions", len(got))
+	}
+	want, _, _ := w.list(stdctx.Background())
+	if len(want) != 20 {
+		t.Fatalf("the logs hold %d sessions", len(want))
+	}
+}
+
+// TestAWriterCarriedCensusExpires: the census a writer carries over its
+// change has the margin's deadline: a name changed by hand behind the
+// writer's change (here: a log copied in, the directory's mtime put back
+// as the writer left it) shows once the margin has passed.
+func TestAWriterCarriedCensusExpires(t *testing.T) {
+	dir := t.TempDir()
+	genStore(t, dir, 10, 2)
+	w := newFiles(dir)
+	w.censusMargin = 300 * time.Millisecond
+	slow(t, w)
+	settle(t, w)
+	writeLog(t, w, "new", "main", turn(1, "fresh", true))
+	fi, _ := os.Stat(dir)
+	raw, _ := os.ReadFile(filepath.Join(dir, "g000001.jsonl"))
+	os.WriteFile(filepath.Join(dir, "hidden.jsonl"), raw, 0o600)
+	os.Chtimes(dir, fi.ModTime(), fi.ModTime())
+	if got := fast(t, w); len(got) != 11 {
+		t.Fatalf("inside the margin: %d sessions", len(got))
+	}
+	time.Sleep(time.Until(fi.ModTime().Add(w.censusMargin)))
+	if got := byID(slow(t, w)); len(got) != 12 || got["hidden"].ID == "" {
+		t.Fatalf("after the margin: %d sessions", len(got))
+	}
+}

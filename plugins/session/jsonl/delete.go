@@ -37,13 +37,24 @@ func (w *files) Delete(_ stdctx.Context, sessionID string) error {
 		return err
 	}
 	defer f.Close()
-	if err := os.Remove(path); err != nil {
+	if err := w.remove(sessionID, path); err != nil {
 		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: cannot delete %s; check the directory's permissions", path))
 	}
-	w.noteGone(sessionID)
 	return nil
 }
 
 func (w *files) notFound(sessionID string) error {
 	return errs.New(session.NotFound, fmt.Sprintf("session.jsonl: no session %q in %s; `dsh sessions list` shows the stored ones", sessionID, w.dir))
+}
+
+// remove unlinks the log of session id, which the caller holds locked,
+// and says so in the catalog, carrying the census over (withCensus).
+func (w *files) remove(id, path string) error {
+	return w.withCensus(func(put func([]byte, bool) error) error {
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+		put(encodeEntry(kindGone, session.Summary{ID: id}), false) // the directory says so too
+		return nil
+	})
 }

@@ -183,13 +183,12 @@ func (w *files) lock(sessionID string, create bool) (*writer, error) {
 		return nil, err
 	}
 	// Before the log can change, listings must stop trusting the catalog
-	// about it.
-	if err := w.noteOpen(sessionID); err != nil {
-		if created {
-			os.Remove(path)
+	// about it (a log just created has its open line).
+	if !created {
+		if err := w.noteOpen(sessionID); err != nil {
+			f.Close()
+			return nil, err
 		}
-		f.Close()
-		return nil, err
 	}
 	wr := &writer{files: w, id: sessionID, path: path, lock: f, file: f, fresh: created, created: created}
 	w.writers.Hold(sessionID, wr)

@@ -68,7 +68,8 @@ const lockRetries = 3
 var errNoLog = errors.New("no log")
 
 // lockLog takes the exclusive lock on the log of session id, creating the
-// log when create is set (created says it did), or says who holds it. The
+// log when create is set (created says it did, and that its open line is
+// written), or says who holds it. The
 // lock belongs to the open file: it is released when the file is closed
 // or the process dies, however it dies, so a killed holder never leaves a
 // stale lock. Two opens in one process exclude each other too.
@@ -78,11 +79,18 @@ func (w *files) lockLog(id string, create bool) (f *os.File, created bool, err e
 		created = false
 		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 		if errors.Is(err, fs.ErrNotExist) && create {
-			f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
-			if errors.Is(err, fs.ErrExist) && attempt < 100 {
-				continue // another locker created it first
+			f, err = w.createLog(id, path)
+			if (errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EWOULDBLOCK)) && attempt < 100 {
+				continue // another locker came first: refused next round, or it let go
 			}
-			created = err == nil
+			if err == nil {
+				if err := w.legacyLock(id); err != nil {
+					os.Remove(path)
+					f.Close()
+					return nil, false, err
+				}
+				return f, true, nil
+			}
 		}
 		if errors.Is(err, fs.ErrNotExist) && !create {
 			return nil, false, errNoLog
@@ -122,6 +130,38 @@ func (w *files) lockLog(id string, create bool) (f *os.File, created bool, err e
 		}
 		return f, created, nil
 	}
+}
+
+// createLog creates the log of session id, locked, and writes its open
+// line, carrying the census over the new name (withCensus).
+func (w *files) createLog(id, path string) (*os.File, error) {
+	var f *os.File
+	err := w.withCensus(func(put func([]byte, bool) error) error {
+		nf, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		// Someone who opened it between its creation and now may hold it:
+		// then it is theirs.
+		if err := lockFd(nf, syscall.LOCK_EX); err != nil {
+			nf.Close()
+			return err
+		}
+		if err := put(encodeEntry(kindOpen, session.Summary{ID: id, Title: me().encode()}), true); err != nil {
+			os.Remove(path)
+			nf.Close()
+			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
+				"session.jsonl: cannot mark session %q open in the catalog %s; check the directory's permissions and free space",
+				id, filepath.Join(w.dir, catalogName)))
+		}
+		f = nf
+		return nil
+	})
+	if err != nil && f != nil {
+		f.Close()
+		f = nil
+	}
+	return f, err
 }
 
 func (w *files) locked(id, path string, h holder) error {

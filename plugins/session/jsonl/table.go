@@ -31,11 +31,22 @@ import (
 // listing, except one made in the very tick of a change a listing had
 // just reconciled, which shows up at most censusMargin later.
 //
-// A census also covers the catalog's lines before it: their number and
-// the sum of their CRCs. A line removed or changed in place by hand (which
-// leaves the directory's mtime alone) makes the census count for nothing,
-// as does any torn or garbled line anywhere: the listing then reads the
-// directory, and compacts the catalog.
+// A census also covers the catalog's lines before it, back to the census
+// before it: their number and the sum of their CRCs. A line removed or
+// changed in place by hand (which leaves the directory's mtime alone)
+// breaks that chain and the census counts for nothing, as does any torn or
+// garbled line anywhere: the listing then reads the directory, and
+// compacts the catalog.
+//
+// dsh's own writers change names too: Lock creates a log, Delete and the
+// release of a log never written remove one. They hold the catalog's
+// exclusive lock around the change and the line that says it (withCensus),
+// and when the census was trusted just before, append one for the
+// directory after it. A name changed by hand in that window would hide
+// behind the writer's change, so that census gets the deadline of a racy
+// one (mtime + censusMargin), or keeps the earlier deadline of the one it
+// follows: chains of writers never push a possible hidden change past the
+// margin.
 const censusMargin = 2 * time.Second
 
 // kindCensus is the kind of a census line; its id column is ".", no
@@ -48,7 +59,7 @@ type census struct {
 	mtime    int64  // the directory's, unix ns
 	ino      uint64 // the directory's
 	deadline int64  // unix ns; 0 for none
-	lines    int64  // intact lines before it
+	lines    int64  // intact lines between the census before it and it
 	crcs     uint64 // the sum of their CRCs
 }
 
@@ -118,10 +129,11 @@ type catalogTable struct {
 	seed  maphash.Seed
 
 	lines   int64  // intact lines
+	seg     int64  // intact lines since the last census line
 	crcs    uint64 // the sum of their CRCs
 	garbled int    // whole lines that are torn or garbled
 	census  census
-	counted bool // census is the last census line, and it covers the lines before it
+	counted bool // census is the last census line, and it and every one before it covers its lines
 	agents  map[string]string
 }
 
@@ -139,6 +151,7 @@ func (t *catalogTable) scan() {
 	t.agents = map[string]string{}
 	t.slots = make([]uint64, tableSize(len(t.data)/96+16)) // lines are ~100 bytes
 	var crcs uint64
+	chain := true
 	data := t.data
 	for off := 0; off < len(data); {
 		end := bytes.IndexByte(data[off:], '\n')
@@ -160,12 +173,16 @@ func (t *catalogTable) scan() {
 		if line[9] == kindCensus {
 			e, ok := parseFields(line, t.agents)
 			c, cok := decodeCensus(e)
-			t.counted = ok && cok && c.lines == t.lines && c.crcs == crcs
-			t.census = c
+			chain = chain && ok && cok && c.lines == t.seg && c.crcs == crcs
+			t.counted, t.census = chain, c
+			t.lines++
+			t.seg, crcs = 0, 0
+			continue
 		} else if id := lineID(line); len(id) > 0 {
 			t.put(id, start)
 		}
 		t.lines++
+		t.seg++
 		crcs += uint64(crc)
 	}
 	t.crcs = crcs

@@ -146,9 +146,7 @@ func (wr *writer) Release() error {
 	}
 	if fi, err := wr.lock.Stat(); err == nil && wr.created && fi.Size() == 0 && samePath(wr.lock, wr.path) {
 		// Removed while still locked, as Delete does.
-		if os.Remove(wr.path) == nil {
-			wr.files.noteGone(wr.id)
-		}
+		wr.files.remove(wr.id, wr.path)
 	} else {
 		wr.files.noteClosed(wr.id, wr.path)
 	}
