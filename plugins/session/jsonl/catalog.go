@@ -440,25 +440,23 @@ func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, ag
 func (w *files) fromCatalog(ctx stdctx.Context, t *catalogTable, match func(updated int64, id, agent string) bool, add func(candidate)) error {
 	var repairs []session.Summary
 	live := 0
-	for _, s := range t.slots {
-		if s == 0 {
-			continue
-		}
-		e := t.entryAt(s)
-		switch e.kind {
-		case kindClosed:
+	var err error
+	t.each(func(e entry) {
+		switch {
+		case err != nil:
+		case e.kind == kindClosed:
 			live++
 			if match(e.updated, e.id, e.agent) {
 				add(candidate{updated: e.updated, id: e.id, agent: e.agent, e: e})
 			}
-		case kindOpen:
+		case e.kind == kindOpen:
 			// Held now, or its writer died: the log says.
-			if err := ctx.Err(); err != nil {
-				return err
+			if err = ctx.Err(); err != nil {
+				return
 			}
 			sum, ok := w.readLog(strings.Clone(e.id), &e)
 			if !ok {
-				continue
+				return
 			}
 			live++
 			if match(unixNano(sum.Updated), sum.ID, sum.Agent) {
@@ -468,6 +466,9 @@ func (w *files) fromCatalog(ctx stdctx.Context, t *catalogTable, match func(upda
 				repairs = append(repairs, sum)
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	if len(repairs) > 0 || t.lines > int64(2*live+compactSlack) {
 		w.compactAfter(t, repairs)

@@ -236,6 +236,34 @@ func (t *catalogTable) grow() {
 	}
 }
 
+// each calls fn with the last line of each session, in the file's order:
+// the lines are read in sequence, not in the table's (hash) order, which
+// would jump across the whole file for every session.
+func (t *catalogTable) each(fn func(e entry)) {
+	data := t.data[:t.size]
+	for off := 0; off < len(data); {
+		end := bytes.IndexByte(data[off:], '\n')
+		line := data[off : off+end]
+		start := off
+		off += end + 1
+		if len(line) < 11 || line[9] == kindCensus {
+			continue
+		}
+		id := lineID(line)
+		if len(id) == 0 {
+			continue
+		}
+		// Only a checked line is in the table: a garbled one is skipped.
+		if i := t.find(id); i < 0 || int(t.slots[i]&(1<<32-1))-1 != start {
+			continue
+		}
+		if e, ok := parseFields(line, t.agents); ok {
+			e.off = int64(start)
+			fn(e)
+		}
+	}
+}
+
 // find returns the slot of id, or -1.
 func (t *catalogTable) find(id []byte) int {
 	h := maphash.Bytes(t.seed, id)
