@@ -513,8 +513,14 @@ func (w *files) reconcile(ctx stdctx.Context, t *catalogTable, match func(update
 				return
 			}
 		}
-		unknown++
-		reads = append(reads, toRead{id: string(id)})
+		// A misnamed file is never listed, so it needs no line: it must
+		// not keep the census away.
+		if s := string(id); session.ValidID(s) {
+			unknown++
+			reads = append(reads, toRead{id: s})
+		} else {
+			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, s+".jsonl"))
+		}
 	})
 	if err != nil {
 		return errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read the session directory %s", w.dir))
@@ -523,10 +529,6 @@ func (w *files) reconcile(ctx stdctx.Context, t *catalogTable, match func(update
 	for _, r := range reads {
 		if err := ctx.Err(); err != nil {
 			return err
-		}
-		if !session.ValidID(r.id) {
-			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, r.id+".jsonl"))
-			continue
 		}
 		s, ok := w.readLog(r.id, r.last)
 		if !ok {
