@@ -554,7 +554,7 @@ func (w *files) reconcile(ctx stdctx.Context, t *catalogTable, match func(update
 			stale++
 		}
 	}
-	if len(repairs) > 0 || stale > 0 || t.garbled > 0 || t.lines > int64(2*live+compactSlack) {
+	if len(repairs) > 0 || stale > 0 || t.garbled > 0 || t.broken || t.lines > int64(2*live+compactSlack) {
 		w.compactAfter(t, repairs)
 		return nil
 	}

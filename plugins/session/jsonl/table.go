@@ -134,6 +134,7 @@ type catalogTable struct {
 	garbled int    // whole lines that are torn or garbled
 	census  census
 	counted bool // census is the last census line, and it and every one before it covers its lines
+	broken  bool // a census line does not cover its lines: only a compaction can mend the chain
 	agents  map[string]string
 }
 
@@ -174,7 +175,7 @@ func (t *catalogTable) scan() {
 			e, ok := parseFields(line, t.agents)
 			c, cok := decodeCensus(e)
 			chain = chain && ok && cok && c.lines == t.seg && c.crcs == crcs
-			t.counted, t.census = chain, c
+			t.counted, t.census, t.broken = chain, c, !chain
 			t.lines++
 			t.seg, crcs = 0, 0
 			continue
