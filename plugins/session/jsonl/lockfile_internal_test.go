@@ -131,3 +131,43 @@ func TestALegacyLockFile(t *testing.T) {
 		t.Fatal("a free legacy lock file was left behind")
 	}
 }
+
+// TestLastLineOfReadsBackwardsAcrossSteps: the holder lookup reads the
+// catalog backwards in 64 KiB steps; for every session of a catalog of
+// several steps it finds the same last line as reading the whole file,
+// lines cut by a step's edge included.
+func TestLastLineOfReadsBackwardsAcrossSteps(t *testing.T) {
+	dir := t.TempDir()
+	var ids []string
+	var buf []byte
+	for i := range 6000 {
+		id := fmt.Sprintf("s%04d", i%1000)
+		if i < 1000 {
+			ids = append(ids, id)
+		}
+		kind := byte(kindClosed)
+		if i%3 == 1 {
+			kind = kindOpen
+		}
+		buf = append(append(buf, '\n'), encodeEntry(kind, session.Summary{ID: id, Agent: "main", Title: holder{PID: i, Host: "h"}.encode()})...)
+	}
+	path := filepath.Join(dir, catalogName)
+	os.WriteFile(path, buf, 0o600)
+	if fi, _ := os.Stat(path); fi.Size() < 3*64<<10 {
+		t.Fatalf("the catalog is only %d bytes", fi.Size())
+	}
+	whole, err := readCatalog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		want, _ := whole.at(id)
+		got, ok := lastLineOf(path, id)
+		if !ok || string(got.raw) != string(want.raw) {
+			t.Fatalf("%s: got %q, want %q", id, got.raw, want.raw)
+		}
+	}
+	if _, ok := lastLineOf(path, "missing"); ok {
+		t.Fatal("found a line of a session the catalog does not name")
+	}
+}
