@@ -69,14 +69,13 @@ var errNoLog = errors.New("no log")
 
 // lockLog takes the exclusive lock on the log of session id, creating the
 // log when create is set (created says it did, and that its open line is
-// written), or says who holds it. The
-// lock belongs to the open file: it is released when the file is closed
-// or the process dies, however it dies, so a killed holder never leaves a
-// stale lock. Two opens in one process exclude each other too.
+// written), or says who holds it. The lock belongs to the open file: it
+// is released when the file is closed or the process dies, however it
+// dies, so a killed holder never leaves a stale lock. Two opens in one
+// process exclude each other too.
 func (w *files) lockLog(id string, create bool) (f *os.File, created bool, err error) {
 	path := filepath.Join(w.dir, id+".jsonl")
 	for attempt := 0; ; attempt++ {
-		created = false
 		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 		if errors.Is(err, fs.ErrNotExist) && create {
 			f, err = w.createLog(id, path)
@@ -122,13 +121,10 @@ func (w *files) lockLog(id string, create bool) (f *os.File, created bool, err e
 			return nil, false, errs.New(session.FlushFailed, fmt.Sprintf("session.jsonl: the log %s of session %q keeps being replaced; is something deleting the session in a loop?", path, id))
 		}
 		if err := w.legacyLock(id); err != nil {
-			if created {
-				os.Remove(path)
-			}
 			f.Close()
 			return nil, false, err
 		}
-		return f, created, nil
+		return f, false, nil
 	}
 }
 
