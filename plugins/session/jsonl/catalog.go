@@ -403,6 +403,9 @@ func (c candidate) summary() session.Summary {
 	return session.Summary{ID: strings.Clone(c.id), State: session.StateCorrupt, Error: "its catalog line cannot be read; list again"}
 }
 
+// afterMap, set by a test, runs once a listing has mapped the catalog.
+var afterMap func()
+
 // catalogList gives add the sessions of the directory that match. With a
 // census the directory still agrees with (table.go), the catalog says
 // which sessions exist; otherwise the directory does (reconcile). Closed
@@ -423,6 +426,9 @@ func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, ag
 		w.log.Warn("session.jsonl: cannot read the catalog; listing from the logs", "error", err)
 		t = &catalogTable{}
 		t.scan()
+	}
+	if afterMap != nil {
+		afterMap()
 	}
 	if t.counted && t.garbled == 0 && t.census.trusted(mtime, ino, now) {
 		err = w.fromCatalog(ctx, t, match, add)

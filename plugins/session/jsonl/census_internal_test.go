@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
 )
 
@@ -296,5 +298,26 @@ func TestAWriterCarriedCensusExpires(t *testing.T) {
 	time.Sleep(time.Until(fi.ModTime().Add(w.censusMargin)))
 	if got := byID(slow(t, w)); len(got) != 12 || got["hidden"].ID == "" {
 		t.Fatalf("after the margin: %d sessions", len(got))
+	}
+}
+
+// TestACatalogCutUnderAListingFailsIt: a catalog cut short by hand while
+// a listing reads it in place fails that listing, not the process; the
+// next lists every session.
+func TestACatalogCutUnderAListingFailsIt(t *testing.T) {
+	dir := t.TempDir()
+	genStore(t, dir, 50, 2)
+	w := newFiles(dir)
+	slow(t, w)
+	settle(t, w)
+	path := filepath.Join(dir, catalogName)
+	afterMap = func() { os.Truncate(path, 0) }
+	_, err := w.List(stdctx.Background())
+	afterMap = nil
+	if !errs.HasCode(err, session.BadLog) || !strings.Contains(err.Error(), "cut while a listing read it") {
+		t.Fatalf("a listing of a catalog cut under it: %v", err)
+	}
+	if got := slow(t, w); len(got) != 50 {
+		t.Fatalf("listed %d sessions after", len(got))
 	}
 }
