@@ -691,6 +691,16 @@ func (w *files) compact(cat catalogFile, repairs []session.Summary) error {
 		apply[s.ID] = s
 	}
 	var buf bytes.Buffer
+	var lines int64
+	var crcs uint64
+	named := make(map[string]struct{}, len(now.last))
+	write := func(id string, line []byte) {
+		sum, _ := checkLine(bytes.TrimSuffix(line, []byte{'\n'}))
+		buf.Write(line)
+		lines++
+		crcs += uint64(sum)
+		named[id] = struct{}{}
+	}
 	for id, i := range now.last {
 		e := &now.entries[i]
 		_, isStored := stored[id]
@@ -700,18 +710,52 @@ func (w *files) compact(cat catalogFile, repairs []session.Summary) error {
 		if e.kind == kindGone || e.kind == kindCensus || (e.kind == kindClosed && !isStored) || repaired {
 			continue
 		}
-		buf.Write(e.raw)
-		buf.WriteByte('\n')
+		write(id, append(e.raw[:len(e.raw):len(e.raw)], '\n'))
 	}
 	for _, s := range apply {
 		if s.State == session.StateCorrupt {
-			buf.Write(encodeEntry(kindOpen, session.Summary{ID: s.ID})) // read from its log
+			write(s.ID, encodeEntry(kindOpen, session.Summary{ID: s.ID})) // read from its log
 			continue
 		}
-		buf.Write(encodeEntry(kindClosed, s))
+		write(s.ID, encodeEntry(kindClosed, s))
 	}
 	if err := atomicfile.Write(path, buf.Bytes(), 0, nil); err != nil {
 		return err
 	}
-	return syncDir(f)
+	if err := syncDir(f); err != nil {
+		return err
+	}
+	// The new catalog names every log the directory held: a census for
+	// the directory as the rename left it, with the margin's deadline, as
+	// a writer's (withCensus) — a name changed by hand between the
+	// reading of the names and the rename hides behind it.
+	for id := range stored {
+		if _, ok := named[id]; !ok && session.ValidID(id) {
+			return nil
+		}
+	}
+	w.censusAfterCompaction(path, int64(buf.Len()), lines, crcs)
+	return nil
+}
+
+// censusAfterCompaction appends a census to the catalog a compaction just
+// wrote, of size bytes and lines whose CRCs sum to crcs, if nothing was
+// appended to it since.
+func (w *files) censusAfterCompaction(path string, size, lines int64, crcs uint64) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if lockFd(f, syscall.LOCK_EX) != nil || !samePath(f, path) {
+		return
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != size {
+		return
+	}
+	mtime, ino, err := statDir(w.dir)
+	if err != nil {
+		return
+	}
+	f.Write(append([]byte{'\n'}, encodeCensus(census{mtime: mtime, ino: ino, deadline: mtime + int64(w.margin()), lines: lines, crcs: crcs})...))
 }

@@ -224,8 +224,14 @@ func TestDeletedSessionsLeaveTheCatalog(t *testing.T) {
 	cat, _ := readCatalog(filepath.Join(dir, catalogName))
 	w.compact(cat, nil)
 	cat, _ = readCatalog(filepath.Join(dir, catalogName))
-	if _, ok := cat.last["s1"]; ok || len(cat.entries) != 2 {
-		t.Fatalf("after compaction the catalog holds %d lines: %v", len(cat.entries), cat.last)
+	sessions := 0
+	for _, e := range cat.entries {
+		if e.kind != kindCensus {
+			sessions++
+		}
+	}
+	if _, ok := cat.last["s1"]; ok || sessions != 2 {
+		t.Fatalf("after compaction the catalog holds %d session lines: %v", sessions, cat.last)
 	}
 }
 

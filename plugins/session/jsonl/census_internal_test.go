@@ -321,3 +321,22 @@ func TestACatalogCutUnderAListingFailsIt(t *testing.T) {
 		t.Fatalf("listed %d sessions after", len(got))
 	}
 }
+
+// TestACompactionCarriesTheCensus: a compaction that leaves a line for
+// every log writes a census for the directory its rename changed, with
+// the margin's deadline: the listing after it reads no directory, the
+// first one after the margin does.
+func TestACompactionCarriesTheCensus(t *testing.T) {
+	dir := t.TempDir()
+	genStore(t, dir, 30, 2)
+	w := newFiles(dir)
+	w.censusMargin = 300 * time.Millisecond
+	slow(t, w) // every log read, then a compaction
+	fi, _ := os.Stat(dir)
+	if got := fast(t, w); len(got) != 30 {
+		t.Fatalf("listed %d sessions", len(got))
+	}
+	time.Sleep(time.Until(fi.ModTime().Add(w.censusMargin)))
+	slow(t, w)
+	fast(t, w)
+}

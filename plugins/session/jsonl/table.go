@@ -46,7 +46,8 @@ import (
 // behind the writer's change, so that census gets the deadline of a racy
 // one (mtime + censusMargin), or keeps the earlier deadline of the one it
 // follows: chains of writers never push a possible hidden change past the
-// margin.
+// margin. A compaction, which reads the names itself, appends a census
+// with that deadline after its rename when its catalog names every log.
 const censusMargin = 2 * time.Second
 
 // kindCensus is the kind of a census line; its id column is ".", no
