@@ -94,8 +94,9 @@ func (w *files) ListPage(ctx stdctx.Context, opts session.ListOptions) (_ sessio
 
 // Find describes session id from its own log's head and tail and its
 // lock, as a listing describes a session the catalog cannot vouch for: it
-// reads neither the directory nor the catalog, so it costs the same with
-// ten sessions stored or a hundred thousand. The log is the truth the
+// reads neither the directory nor the catalog (but the catalog's tail for
+// the holder of a session held), so it costs the same with ten sessions
+// stored or a hundred thousand. The log is the truth the
 // catalog copies, so the two agree. An id that cannot name a file names
 // no stored session.
 func (w *files) Find(_ stdctx.Context, id string) (session.Summary, bool, error) {
