@@ -127,13 +127,14 @@ func field(s string) string {
 // is false for a line that is torn or garbled. The id points into line,
 // which must not change; agents interns the agent ids, which are few.
 func parseEntry(line []byte, agents map[string]string) (e entry, ok bool) {
-	if len(line) < 11 || line[8] != '\t' {
+	if _, ok := checkLine(line); !ok {
 		return e, false
 	}
-	want, ok := parseHex32(line[:8])
-	if !ok || want != crc32.ChecksumIEEE(line[9:]) {
-		return e, false
-	}
+	return parseFields(line, agents)
+}
+
+// parseFields reads the head of a line whose CRC was checked.
+func parseFields(line []byte, agents map[string]string) (e entry, ok bool) {
 	rest := line[9:]
 	var f [4][]byte
 	for i := range f {
@@ -194,6 +195,19 @@ func parseInt(b []byte) (int64, bool) {
 		v = -v
 	}
 	return v, true
+}
+
+// title is the last column: a closed line's title, an open line's holder.
+func (e entry) title() string {
+	rest := e.rest
+	for range 4 {
+		i := bytes.IndexByte(rest, '\t')
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i+1:]
+	}
+	return string(rest)
 }
 
 // summary decodes the whole entry.
@@ -327,7 +341,7 @@ func flockWait(f *os.File, how int) error {
 
 // noteOpen marks session id open in the catalog: its log may change now.
 func (w *files) noteOpen(id string) error {
-	if err := note(w.dir, encodeEntry(kindOpen, session.Summary{ID: id}), true); err != nil {
+	if err := note(w.dir, encodeEntry(kindOpen, session.Summary{ID: id, Title: me().encode()}), true); err != nil {
 		return errs.Wrap(session.FlushFailed, err, fmt.Sprintf(
 			"session.jsonl: cannot mark session %q open in the catalog %s; check the directory's permissions and free space",
 			id, filepath.Join(w.dir, catalogName)))
@@ -367,18 +381,14 @@ func (w *files) noteClosed(id, path string) {
 	}
 }
 
-// noteGone records that session id was deleted; the caller holds its lock.
-func (w *files) noteGone(id string) {
-	note(w.dir, encodeEntry(kindGone, session.Summary{ID: id}), false) // the directory says so too
-}
-
 // candidate is a session a listing may show: from its closed catalog line
-// (e), or from its log (sum).
+// (e), or from its log (sum). Its id and e point into the catalog read,
+// valid until the listing releases it.
 type candidate struct {
 	updated int64
 	id      string
 	agent   string
-	e       *entry
+	e       entry
 	sum     *session.Summary
 }
 
@@ -387,67 +397,253 @@ func (c candidate) summary() session.Summary {
 		return *c.sum
 	}
 	if s, ok := c.e.summary(); ok {
+		s.ID = strings.Clone(s.ID)
 		return s
 	}
-	return session.Summary{ID: c.id, State: session.StateCorrupt, Error: "its catalog line cannot be read; list again"}
+	return session.Summary{ID: strings.Clone(c.id), State: session.StateCorrupt, Error: "its catalog line cannot be read; list again"}
 }
 
-// catalogList gathers the sessions of the directory that match: the
-// directory says which exist, the catalog's closed lines describe them,
-// and the logs describe the others, which it then writes into the
-// catalog (compact) so the next listing need not read them.
-func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, agent string) bool) ([]candidate, error) {
-	w.dirReads.Add(1)
-	cat, err := readCatalog(filepath.Join(w.dir, catalogName))
-	if err != nil {
-		// Unreadable: every session is read from its log, as before.
-		w.log.Warn("session.jsonl: cannot read the catalog; listing from the logs", "error", err)
-		cat = catalogFile{last: map[string]int32{}}
-	}
-	var out []candidate
-	var unknown []string
-	live := 0
-	err = eachLogName(w.dir, func(id []byte) {
-		if e, ok := cat.at(string(id)); ok && e.kind == kindClosed {
-			live++
-			if match(e.updated, e.id, e.agent) {
-				out = append(out, candidate{updated: e.updated, id: e.id, agent: e.agent, e: e})
-			}
-			return
-		}
-		unknown = append(unknown, string(id))
-	})
+// afterMap, set by a test, runs once a listing has mapped the catalog.
+var afterMap func()
+
+// catalogList gives add the sessions of the directory that match. With a
+// census the directory still agrees with (table.go), the catalog says
+// which sessions exist; otherwise the directory does (reconcile). Closed
+// lines describe their sessions; the logs describe the others, which it
+// then writes into the catalog (compact) so the next listing need not
+// read them. The candidates point into the catalog read until release.
+func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, agent string) bool, add func(candidate)) (release func(), err error) {
+	// The clock, then the directory, then the catalog: a census written
+	// from them holds for what the directory held at that mtime.
+	now := time.Now().UnixNano()
+	mtime, ino, err := statDir(w.dir)
 	if err != nil {
 		return nil, errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read the session directory %s", w.dir))
 	}
+	t, err := openTable(filepath.Join(w.dir, catalogName))
+	if err != nil {
+		// Unreadable: every session is read from its log, as before.
+		w.log.Warn("session.jsonl: cannot read the catalog; listing from the logs", "error", err)
+		t = &catalogTable{}
+		t.scan()
+	}
+	if afterMap != nil {
+		afterMap()
+	}
+	if t.counted && t.garbled == 0 && t.census.trusted(mtime, ino, now) {
+		err = w.fromCatalog(ctx, t, match, add)
+	} else {
+		err = w.reconcile(ctx, t, match, add, now, mtime, ino)
+	}
+	if err != nil {
+		t.close()
+		return nil, err
+	}
+	return t.close, nil
+}
+
+// fromCatalog lists the sessions the catalog names, trusting its census.
+func (w *files) fromCatalog(ctx stdctx.Context, t *catalogTable, match func(updated int64, id, agent string) bool, add func(candidate)) error {
 	var repairs []session.Summary
-	for _, id := range unknown {
+	live := 0
+	var err error
+	t.each(func(e entry) {
+		switch {
+		case err != nil:
+		case e.kind == kindClosed:
+			live++
+			if match(e.updated, e.id, e.agent) {
+				add(candidate{updated: e.updated, id: e.id, agent: e.agent, e: e})
+			}
+		case e.kind == kindOpen:
+			// Held now, or its writer died: the log says.
+			if err = ctx.Err(); err != nil {
+				return
+			}
+			sum, ok := w.readLog(strings.Clone(e.id), &e)
+			if !ok {
+				return
+			}
+			live++
+			if match(unixNano(sum.Updated), sum.ID, sum.Agent) {
+				add(candidate{updated: unixNano(sum.Updated), id: sum.ID, agent: sum.Agent, sum: &sum})
+			}
+			if sum.State == session.StateIdle || sum.State == session.StateInterrupted {
+				repairs = append(repairs, sum)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if len(repairs) > 0 || t.lines > int64(2*live+compactSlack) {
+		w.compactAfter(t, repairs)
+	}
+	return nil
+}
+
+// readLog describes a session from its log, counting the read.
+func (w *files) readLog(id string, last *entry) (session.Summary, bool) {
+	w.logReads.Add(1)
+	s, _, ok := w.summarize(id, last)
+	return s, ok
+}
+
+// reconcile lists the sessions the directory holds, and writes a census
+// when the catalog names exactly those (with no line to repair, torn or
+// garbled); otherwise it compacts the catalog, which the next listing
+// then finds whole.
+func (w *files) reconcile(ctx stdctx.Context, t *catalogTable, match func(updated int64, id, agent string) bool, add func(candidate),
+	now, mtime int64, ino uint64) error {
+	w.dirReads.Add(1)
+	seen := make([]uint64, len(t.slots)/64+1)
+	type toRead struct {
+		id   string
+		last *entry // its open line; nil for a log the catalog does not name
+	}
+	var reads []toRead
+	unknown, live := 0, 0
+	err := eachLogName(w.dir, func(id []byte) {
+		if i := t.find(id); i >= 0 {
+			seen[i/64] |= 1 << (i % 64)
+			switch e := t.entryAt(t.slots[i]); e.kind {
+			case kindClosed:
+				live++
+				if match(e.updated, e.id, e.agent) {
+					add(candidate{updated: e.updated, id: e.id, agent: e.agent, e: e})
+				}
+				return
+			case kindOpen:
+				open := e // only these escape
+				reads = append(reads, toRead{string(id), &open})
+				return
+			}
+		}
+		// A misnamed file is never listed, so it needs no line: it must
+		// not keep the census away.
+		if s := string(id); session.ValidID(s) {
+			unknown++
+			reads = append(reads, toRead{id: s})
+		} else {
+			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, s+".jsonl"))
+		}
+	})
+	if err != nil {
+		return errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read the session directory %s", w.dir))
+	}
+	var repairs []session.Summary
+	for _, r := range reads {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		if !session.ValidID(id) {
-			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, id+".jsonl"))
-			continue
-		}
-		w.logReads.Add(1)
-		s, _, ok := w.summarize(id)
+		s, ok := w.readLog(r.id, r.last)
 		if !ok {
 			continue
 		}
 		live++
-		if match(unixNano(s.Updated), id, s.Agent) {
-			out = append(out, candidate{updated: unixNano(s.Updated), id: id, agent: s.Agent, sum: &s})
+		if match(unixNano(s.Updated), r.id, s.Agent) {
+			add(candidate{updated: unixNano(s.Updated), id: r.id, agent: s.Agent, sum: &s})
 		}
-		if s.State == session.StateIdle || s.State == session.StateInterrupted {
+		switch {
+		case s.State == session.StateIdle || s.State == session.StateInterrupted:
+			repairs = append(repairs, s)
+		case s.State == session.StateCorrupt && r.last == nil:
+			// An open line, so a census can name it: listings read it.
 			repairs = append(repairs, s)
 		}
 	}
-	if len(repairs) > 0 || len(cat.entries) > 2*live+compactSlack {
-		if err := w.compact(cat, repairs); err != nil {
-			w.log.Warn("session.jsonl: cannot compact the catalog; listings read the logs it lacks until it is", "error", err)
+	// A closed line whose log is gone: removed by hand, or a delete whose
+	// gone line did not make it.
+	stale := 0
+	for i, s := range t.slots {
+		if s != 0 && seen[i/64]&(1<<(i%64)) == 0 && t.entryAt(s).kind == kindClosed {
+			stale++
 		}
 	}
-	return out, nil
+	if len(repairs) > 0 || stale > 0 || t.garbled > 0 || t.broken || t.lines > int64(2*live+compactSlack) {
+		w.compactAfter(t, repairs)
+		return nil
+	}
+	if unknown == 0 {
+		w.writeCensus(t, now, mtime, ino)
+	}
+	return nil
+}
+
+func (w *files) compactAfter(t *catalogTable, repairs []session.Summary) {
+	if err := w.compact(catalogFile{found: t.found, ino: t.ino, size: t.size}, repairs); err != nil {
+		w.log.Warn("session.jsonl: cannot compact the catalog; listings read the logs it lacks until it is", "error", err)
+	}
+}
+
+// writeCensus appends a census for the directory as it was at mtime, read
+// at now, to the catalog t read — if it is still that file, with no line
+// appended since, and the directory still has that mtime.
+func (w *files) writeCensus(t *catalogTable, now, mtime int64, ino uint64) {
+	if !t.found {
+		return // creating the catalog would change the directory
+	}
+	path := filepath.Join(w.dir, catalogName)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if lockFd(f, syscall.LOCK_EX) != nil || !samePath(f, path) {
+		return // appends or a compaction under way: a later listing writes it
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != t.size || fileIno(fi) != t.ino {
+		return
+	}
+	if m, i, err := statDir(w.dir); err != nil || m != mtime || i != ino {
+		return
+	}
+	c := census{mtime: mtime, ino: ino, lines: t.seg, crcs: t.crcs}
+	if now < mtime+int64(w.margin()) {
+		c.deadline = mtime + int64(w.margin())
+	}
+	f.Write(append([]byte{'\n'}, encodeCensus(c)...))
+}
+
+// margin is censusMargin, or what a test set.
+func (w *files) margin() time.Duration {
+	if w.censusMargin > 0 {
+		return w.censusMargin
+	}
+	return censusMargin
+}
+
+func fileIno(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}
+
+// openTable reads the catalog at path into a table; a missing catalog is
+// empty.
+func openTable(path string) (*catalogTable, error) {
+	t := &catalogTable{}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.scan()
+		return t, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // a mapping outlives its descriptor
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	t.found, t.ino = true, fileIno(fi)
+	if t.data, t.release, err = mapFile(f, int(fi.Size())); err != nil {
+		return nil, err
+	}
+	t.scan()
+	return t, nil
 }
 
 // compact rewrites the catalog with the last line of each session still
@@ -477,6 +673,7 @@ func (w *files) compact(cat catalogFile, repairs []session.Summary) error {
 		return err
 	}
 	// Read under the lock: a log created since has its open line in now.
+	w.dirReads.Add(1)
 	stored := map[string]struct{}{}
 	if err := eachLogName(w.dir, func(id []byte) { stored[string(id)] = struct{}{} }); err != nil {
 		return err
@@ -494,23 +691,71 @@ func (w *files) compact(cat catalogFile, repairs []session.Summary) error {
 		apply[s.ID] = s
 	}
 	var buf bytes.Buffer
+	var lines int64
+	var crcs uint64
+	named := make(map[string]struct{}, len(now.last))
+	write := func(id string, line []byte) {
+		sum, _ := checkLine(bytes.TrimSuffix(line, []byte{'\n'}))
+		buf.Write(line)
+		lines++
+		crcs += uint64(sum)
+		named[id] = struct{}{}
+	}
 	for id, i := range now.last {
 		e := &now.entries[i]
 		_, isStored := stored[id]
 		_, repaired := apply[id]
 		// An open line stays even without a log: its writer may be about
 		// to create it.
-		if e.kind == kindGone || (e.kind == kindClosed && !isStored) || repaired {
+		if e.kind == kindGone || e.kind == kindCensus || (e.kind == kindClosed && !isStored) || repaired {
 			continue
 		}
-		buf.Write(e.raw)
-		buf.WriteByte('\n')
+		write(id, append(e.raw[:len(e.raw):len(e.raw)], '\n'))
 	}
 	for _, s := range apply {
-		buf.Write(encodeEntry(kindClosed, s))
+		if s.State == session.StateCorrupt {
+			write(s.ID, encodeEntry(kindOpen, session.Summary{ID: s.ID})) // read from its log
+			continue
+		}
+		write(s.ID, encodeEntry(kindClosed, s))
 	}
 	if err := atomicfile.Write(path, buf.Bytes(), 0, nil); err != nil {
 		return err
 	}
-	return syncDir(f)
+	if err := syncDir(f); err != nil {
+		return err
+	}
+	// The new catalog names every log the directory held: a census for
+	// the directory as the rename left it, with the margin's deadline, as
+	// a writer's (withCensus) — a name changed by hand between the
+	// reading of the names and the rename hides behind it.
+	for id := range stored {
+		if _, ok := named[id]; !ok && session.ValidID(id) {
+			return nil
+		}
+	}
+	w.censusAfterCompaction(path, int64(buf.Len()), lines, crcs)
+	return nil
+}
+
+// censusAfterCompaction appends a census to the catalog a compaction just
+// wrote, of size bytes and lines whose CRCs sum to crcs, if nothing was
+// appended to it since.
+func (w *files) censusAfterCompaction(path string, size, lines int64, crcs uint64) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if lockFd(f, syscall.LOCK_EX) != nil || !samePath(f, path) {
+		return
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != size {
+		return
+	}
+	mtime, ino, err := statDir(w.dir)
+	if err != nil {
+		return
+	}
+	f.Write(append([]byte{'\n'}, encodeCensus(census{mtime: mtime, ino: ino, deadline: mtime + int64(w.margin()), lines: lines, crcs: crcs})...))
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// flockEnv makes the test binary a second process that takes the lock file
-// named by the variable with flock, says "ready" and holds it until stdin
-// closes.
+// flockEnv makes the test binary a second process that takes the lock of
+// a session, named by the variable as dir/id, says "ready" and holds it
+// until stdin closes.
 const flockEnv = "DSH_JSONL_TEST_FLOCK"
 
 func init() {
@@ -27,14 +27,14 @@ func init() {
 	if path == "" {
 		return
 	}
-	f, err := flock(path, "held")
+	wr, err := newFiles(filepath.Dir(path)).lock(filepath.Base(path), true)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 	fmt.Println("ready")
 	bufio.NewReader(os.Stdin).ReadString('\n')
-	unlock(f)
+	wr.Release()
 	os.Exit(0)
 }
 
@@ -43,7 +43,7 @@ func init() {
 func holdElsewhere(t *testing.T, dir, id string) (pid int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), flockEnv+"="+filepath.Join(dir, id+".lock"))
+	cmd.Env = append(os.Environ(), flockEnv+"="+filepath.Join(dir, id))
 	stdin, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -86,7 +86,7 @@ func turn(n int, prompt string, ended bool) []session.Event {
 // writer, numbering them and timing them a second apart.
 func writeLog(t testing.TB, w *files, id, agent string, events ...[]session.Event) {
 	t.Helper()
-	wr, err := w.lock(id)
+	wr, err := w.lock(id, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,13 +131,15 @@ func TestListDescribesEverySessionWithoutItsLog(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("foreign"), 0o600)
 	os.WriteFile(filepath.Join(dir, "bad id.jsonl"), []byte("{}\n"), 0o600)
 	// A writer killed mid-write leaves half a line; a holder that died
-	// leaves its record in a lock file nobody locks.
+	// leaves its open line, naming it, in the catalog.
 	f, _ = os.OpenFile(filepath.Join(dir, "partial.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"seq":7,"type":"turn/st`)
 	f.Close()
-	os.WriteFile(filepath.Join(dir, "crashed.lock"), []byte(`{"pid":999999,"host":"gone"}`+"\n"), 0o600)
+	if err := note(dir, encodeEntry(kindOpen, session.Summary{ID: "crashed", Title: holder{PID: 999999, Host: "gone"}.encode()}), true); err != nil {
+		t.Fatal(err)
+	}
 	pid := holdElsewhere(t, dir, "elsewhere")
-	wr, err := w.lock("here")
+	wr, err := w.lock("here", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestListDescribesEverySessionWithoutItsLog(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "corrupt.lock")); err == nil {
 		t.Fatal("listing created a lock file")
 	}
-	again, err := w.lock("crashed")
+	again, err := w.lock("crashed", true)
 	if err != nil {
 		t.Fatalf("after the listing the session cannot be taken: %v", err)
 	}
@@ -294,7 +296,7 @@ func TestDelete(t *testing.T) {
 		t.Fatal("a refused delete changed the log")
 	}
 
-	wr, err := w.lock("c")
+	wr, err := w.lock("c", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,22 +308,23 @@ func TestDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
-	want := []string{filepath.Join(dir, catalogName), filepath.Join(dir, "b.jsonl"), filepath.Join(dir, "b.lock")}
+	want := []string{filepath.Join(dir, catalogName), filepath.Join(dir, "b.jsonl")}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("after the deletes the directory holds %v; want %v", names, want)
 	}
-	// The id is free again, with a fresh lock file.
+	// The id is free again, with a fresh log.
 	writeLog(t, w, "a", "main", turn(1, "new", true))
 	if list, _, _ := w.list(ctx); len(byID(list)["a"].Title) == 0 || byID(list)["a"].Title != "new" {
 		t.Fatalf("the recreated session lists as %+v", byID(list)["a"])
 	}
 }
 
-// TestALockFileDeletedUnderAWriterIsNotTrusted: a writer that opened the
-// lock file before a delete removed it must not think it holds the session.
-func TestALockFileDeletedUnderAWriterIsNotTrusted(t *testing.T) {
+// TestALogDeletedUnderALockerIsNotTrusted: a locker that opened the log
+// before a delete removed it must not think it holds the session.
+func TestALogDeletedUnderALockerIsNotTrusted(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "s.lock")
+	w := newFiles(dir)
+	path := filepath.Join(dir, "s.jsonl")
 	old, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -329,14 +332,14 @@ func TestALockFileDeletedUnderAWriterIsNotTrusted(t *testing.T) {
 	defer old.Close()
 	os.Remove(path)
 	if samePath(old, path) {
-		t.Fatal("a removed lock file passes as the one at its path")
+		t.Fatal("a removed log passes as the one at its path")
 	}
-	f, err := flock(path, "s")
+	f, created, err := w.lockLog("s", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock(f)
-	if !samePath(f, path) {
-		t.Fatal("flock holds a file that is not at its path")
+	defer f.Close()
+	if !created || !samePath(f, path) {
+		t.Fatal("lockLog holds a file that is not at its path")
 	}
 }

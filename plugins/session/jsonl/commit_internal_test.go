@@ -1,7 +1,9 @@
 package jsonl
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,4 +77,15 @@ func TestConfigRefusesAnUnknownSync(t *testing.T) {
 			t.Fatalf("sync: %q: %v", ok, err)
 		}
 	}
+}
+
+// openLog opens path for appending, creating it if missing; fresh says it
+// was created.
+func openLog(path string) (f *os.File, fresh bool, err error) {
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		fresh = true
+	}
+	return f, fresh, err
 }

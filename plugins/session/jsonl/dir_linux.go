@@ -60,3 +60,26 @@ func eachLogName(dir string, fn func(id []byte)) error {
 		}
 	}
 }
+
+// mapFile maps the first size bytes of f read-only: a listing reads the
+// catalog where the page cache holds it, without copying it into the
+// heap. release unmaps it.
+func mapFile(f *os.File, size int) ([]byte, func(), error) {
+	if size == 0 {
+		return nil, func() {}, nil
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() { syscall.Munmap(b) }, nil
+}
+
+// statDir returns the mtime (unix ns) and inode of dir.
+func statDir(dir string) (int64, uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return 0, 0, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	return st.Mtim.Nano(), uint64(st.Ino), nil
+}

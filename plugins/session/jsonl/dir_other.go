@@ -3,6 +3,8 @@
 package jsonl
 
 import (
+	"errors"
+	"io"
 	"os"
 	"strings"
 )
@@ -25,4 +27,23 @@ func eachLogName(dir string, fn func(id []byte)) error {
 		}
 	}
 	return nil
+}
+
+// mapFile reads the first size bytes of f.
+func mapFile(f *os.File, size int) ([]byte, func(), error) {
+	b := make([]byte, size)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, nil, err
+	}
+	return b[:n], func() {}, nil
+}
+
+// statDir returns the mtime (unix ns) of dir; no inode here.
+func statDir(dir string) (int64, uint64, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	return fi.ModTime().UnixNano(), 0, nil
 }

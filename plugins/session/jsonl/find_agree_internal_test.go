@@ -22,7 +22,7 @@ func TestFindAgreesWithTheListing(t *testing.T) {
 	writeLog(t, w, "here", "main", turn(1, "held by a writer", true))
 	os.WriteFile(filepath.Join(dir, "corrupt.jsonl"), []byte("this is not json\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "empty.jsonl"), nil, 0o600)
-	wr, err := w.lock("here")
+	wr, err := w.lock("here", true)
 	if err != nil {
 		t.Fatal(err)
 	}

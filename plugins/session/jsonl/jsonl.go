@@ -11,13 +11,13 @@
 // configured with a session id resume from their file.
 //
 // The directory holds <id>.jsonl (the log; its first line also names the
-// agent that wrote it) and <id>.lock (flocked by the one writer of the
-// session, holding its pid and host while held, emptied on release) and
-// .catalog, a summary of each session its writers append when they let it
-// go (catalog.go). The backend lists sessions (session.Lister,
-// session.PageLister) from the catalog, and from a log's head and tail
-// only where the catalog cannot vouch for it, finds one by its id from
-// its own log (session.Finder), and deletes them (session.Deleter) under
+// agent that wrote it, and its flock is the session's lock, taken by its
+// one writer) and .catalog, a summary of each session its writers append
+// when they take it (naming the holder) and let it go (catalog.go). The
+// backend lists sessions (session.Lister, session.PageLister) from the
+// catalog, and from a log's head and tail only where the catalog cannot
+// vouch for it, finds one by its id from its own log (session.Finder),
+// and deletes them (session.Deleter) under
 // the session's lock.
 package jsonl
 
@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
@@ -131,12 +132,14 @@ type files struct {
 
 	// logReads counts the logs catalog listings read, for the tests.
 	logReads atomic.Int64
-	// dirReads counts the listings of the directory (and its catalog),
-	// for the tests: a Find must make none.
+	// dirReads counts the reads of the directory's names, for the tests:
+	// a Find, and a listing the census spares (table.go), make none.
 	dirReads atomic.Int64
+	// censusMargin, when set, replaces the constant, for the tests.
+	censusMargin time.Duration
 }
 
-var _ session.Locker = (*files)(nil)
+var _ session.StoredLocker = (*files)(nil)
 
 func (w *files) path(sessionID string) (string, error) {
 	if !session.ValidID(sessionID) {
@@ -146,32 +149,48 @@ func (w *files) path(sessionID string) (string, error) {
 	return filepath.Join(w.dir, sessionID+".jsonl"), nil
 }
 
-// Lock takes session id for this process: the flock on <id>.lock, which
-// names this process and host for whoever is refused.
+// Lock takes session id for this process: the flock on its log, created
+// if missing; its open line in the catalog names this process and host
+// for whoever is refused.
 func (w *files) Lock(_ stdctx.Context, sessionID string) (session.Lease, error) {
-	wr, err := w.lock(sessionID)
+	wr, err := w.lock(sessionID, true)
 	if err != nil {
 		return nil, err
 	}
 	return wr, nil
 }
 
-func (w *files) lock(sessionID string) (*writer, error) {
+// LockStored takes a stored session for a resume: it creates no log, so
+// resuming an id never stored is NotFound, not an empty session.
+func (w *files) LockStored(_ stdctx.Context, sessionID string) (session.Lease, error) {
+	wr, err := w.lock(sessionID, false)
+	if err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+func (w *files) lock(sessionID string, create bool) (*writer, error) {
 	path, err := w.path(sessionID)
 	if err != nil {
 		return nil, err
 	}
-	f, err := flock(filepath.Join(w.dir, sessionID+".lock"), sessionID)
+	f, created, err := w.lockLog(sessionID, create)
+	if errors.Is(err, errNoLog) {
+		return nil, w.notFound(sessionID)
+	}
 	if err != nil {
 		return nil, err
 	}
 	// Before the log can change, listings must stop trusting the catalog
-	// about it.
-	if err := w.noteOpen(sessionID); err != nil {
-		unlock(f)
-		return nil, err
+	// about it (a log just created has its open line).
+	if !created {
+		if err := w.noteOpen(sessionID); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
-	wr := &writer{files: w, id: sessionID, path: path, lock: f}
+	wr := &writer{files: w, id: sessionID, path: path, lock: f, file: f, fresh: created, created: created}
 	w.writers.Hold(sessionID, wr)
 	return wr, nil
 }
@@ -182,7 +201,7 @@ func (w *files) writerFor(s *session.Session) *writer {
 		return wr
 	}
 	return w.writers.Adopt(s, func() *writer {
-		wr, err := w.lock(s.ID())
+		wr, err := w.lock(s.ID(), true)
 		if err != nil {
 			w.log.Error("cannot write this session", "session", s.ID(), "error", err)
 			wr = &writer{files: w, id: s.ID(), broken: err}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -47,10 +48,10 @@ func (w *files) List(ctx stdctx.Context) ([]session.Summary, error) {
 }
 
 // ListPage lists one page: the sessions of opts.Agent, most recently
-// updated first, after opts.Cursor. Every session's catalog line is read,
-// but only the page's are decoded whole, and only the page is sorted
-// (a heap of opts.Limit).
-func (w *files) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.Page, error) {
+// updated first, after opts.Cursor. Every session's catalog line is read
+// in place, but only the page's are decoded whole, and only the page is
+// sorted (a heap of opts.Limit).
+func (w *files) ListPage(ctx stdctx.Context, opts session.ListOptions) (_ session.Page, err error) {
 	cursor := opts.Cursor != ""
 	var cu int64
 	var cid string
@@ -61,24 +62,31 @@ func (w *files) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.
 		}
 		cu, cid = unixNano(t), id
 	}
-	keep, err := w.catalogList(ctx, func(updated int64, id, agent string) bool {
+	// The catalog is mapped: a catalog cut short by hand under the
+	// listing faults, which fails this listing instead of the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			err = errs.New(session.BadLog, fmt.Sprintf("session.jsonl: the catalog %s was cut while a listing read it; list again", filepath.Join(w.dir, catalogName)))
+		}
+	}()
+	pg := pager{limit: opts.Limit}
+	release, err := w.catalogList(ctx, func(updated int64, id, agent string) bool {
 		return session.MatchAgent(agent, opts.Agent) && (!cursor || updated < cu || (updated == cu && id > cid))
-	})
+	}, pg.add)
 	if err != nil {
 		return session.Page{}, err
 	}
-	more := opts.Limit > 0 && len(keep) > opts.Limit
-	if more {
-		keep = topNewest(keep, opts.Limit)
-	} else {
-		slices.SortFunc(keep, compareNewest)
-	}
+	defer release()
+	keep := pg.sorted()
 	p := session.Page{Sessions: make([]session.Summary, len(keep))}
 	for i, c := range keep {
 		p.Sessions[i] = c.summary()
 	}
-	if more {
-		p.Sessions = p.Sessions[:opts.Limit]
+	if opts.Limit > 0 && pg.count > opts.Limit {
 		p.Next = session.Cursor(p.Sessions[len(p.Sessions)-1])
 	}
 	return p, nil
@@ -86,8 +94,9 @@ func (w *files) ListPage(ctx stdctx.Context, opts session.ListOptions) (session.
 
 // Find describes session id from its own log's head and tail and its
 // lock, as a listing describes a session the catalog cannot vouch for: it
-// reads neither the directory nor the catalog, so it costs the same with
-// ten sessions stored or a hundred thousand. The log is the truth the
+// reads neither the directory nor the catalog (but the catalog's tail for
+// the holder of a session held), so it costs the same with ten sessions
+// stored or a hundred thousand. The log is the truth the
 // catalog copies, so the two agree. An id that cannot name a file names
 // no stored session.
 func (w *files) Find(_ stdctx.Context, id string) (session.Summary, bool, error) {
@@ -105,7 +114,7 @@ func (w *files) Find(_ stdctx.Context, id string) (session.Summary, bool, error)
 	if !fi.Mode().IsRegular() {
 		return session.Summary{}, false, nil // a listing skips it too
 	}
-	s, _, ok := w.summarize(id)
+	s, _, ok := w.summarize(id, nil)
 	return s, ok, nil
 }
 
@@ -120,48 +129,60 @@ func compareNewest(a, b candidate) int {
 	return strings.Compare(a.id, b.id)
 }
 
-// topNewest returns the n first of cs in listing order, sorted, keeping a
-// heap of n whose root is the last of them: n log n work for the page,
-// one comparison for each session that misses it.
-func topNewest(cs []candidate, n int) []candidate {
-	h := make([]candidate, 0, n)
-	// down restores the heap below i; the root is the one latest in order.
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= len(h) {
-				return
-			}
-			if r := l + 1; r < len(h) && compareNewest(h[r], h[l]) > 0 {
-				l = r
-			}
-			if compareNewest(h[l], h[i]) <= 0 {
-				return
-			}
-			h[i], h[l] = h[l], h[i]
-			i = l
-		}
+// pager keeps the first limit candidates in listing order (all of them
+// without a limit) in a heap whose root is the last of them: log limit
+// work for a candidate that makes the page, one comparison for one that
+// does not. count is every candidate it was given.
+type pager struct {
+	limit int
+	count int
+	h     []candidate
+}
+
+func (p *pager) add(c candidate) {
+	p.count++
+	if p.limit <= 0 {
+		p.h = append(p.h, c)
+		return
 	}
-	for _, c := range cs {
-		if len(h) < n {
-			h = append(h, c)
-			for i := len(h) - 1; i > 0; {
-				p := (i - 1) / 2
-				if compareNewest(h[i], h[p]) <= 0 {
-					break
-				}
-				h[i], h[p] = h[p], h[i]
-				i = p
+	h := p.h
+	if len(h) < p.limit {
+		h = append(h, c)
+		for i := len(h) - 1; i > 0; {
+			up := (i - 1) / 2
+			if compareNewest(h[i], h[up]) <= 0 {
+				break
 			}
-			continue
+			h[i], h[up] = h[up], h[i]
+			i = up
 		}
-		if compareNewest(c, h[0]) < 0 {
-			h[0] = c
-			down(0)
-		}
+		p.h = h
+		return
 	}
-	slices.SortFunc(h, compareNewest)
-	return h
+	if compareNewest(c, h[0]) >= 0 {
+		return
+	}
+	h[0] = c
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		if r := l + 1; r < len(h) && compareNewest(h[r], h[l]) > 0 {
+			l = r
+		}
+		if compareNewest(h[l], h[i]) <= 0 {
+			return
+		}
+		h[i], h[l] = h[l], h[i]
+		i = l
+	}
+}
+
+// sorted returns the candidates kept, in listing order.
+func (p *pager) sorted() []candidate {
+	slices.SortFunc(p.h, compareNewest)
+	return p.h
 }
 
 // list describes every session from its log's head and tail, as List
@@ -185,7 +206,7 @@ func (w *files) list(ctx stdctx.Context) ([]session.Summary, int64, error) {
 			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, e.Name()))
 			continue
 		}
-		s, n, ok := w.summarize(id)
+		s, n, ok := w.summarize(id, nil)
 		read += n
 		if ok {
 			list = append(list, s)
@@ -196,12 +217,12 @@ func (w *files) list(ctx stdctx.Context) ([]session.Summary, int64, error) {
 
 // summarize describes one session from its log's head and tail and its
 // lock; n is how many bytes it read. ok is false for a log deleted since
-// the directory was read.
-func (w *files) summarize(id string) (s session.Summary, n int64, ok bool) {
+// the directory was read. A held session's holder is read from open, the
+// last catalog line of the session when the caller has it, or from the
+// catalog.
+func (w *files) summarize(id string, open *entry) (s session.Summary, n int64, ok bool) {
 	s = session.Summary{ID: id, State: session.StateIdle}
 	path := filepath.Join(w.dir, id+".jsonl")
-	held, who, nl, perr := probe(filepath.Join(w.dir, id+".lock"))
-	n += int64(nl)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, n, false
@@ -210,6 +231,7 @@ func (w *files) summarize(id string) (s session.Summary, n int64, ok bool) {
 		return corrupt(s, fmt.Sprintf("cannot read %s: %v", path, err)), n, true
 	}
 	defer f.Close()
+	isHeld, perr := held(f)
 	fi, err := f.Stat()
 	if err != nil {
 		return corrupt(s, fmt.Sprintf("cannot read %s: %v", path, err)), n, true
@@ -221,7 +243,13 @@ func (w *files) summarize(id string) (s session.Summary, n int64, ok bool) {
 	switch {
 	case perr != nil:
 		w.log.Warn("cannot tell whether a session is open", "session", id, "error", perr)
-	case held:
+	case isHeld:
+		who := holder{}
+		if open != nil && open.kind == kindOpen {
+			who = decodeHolder(open.title())
+		} else {
+			who = w.holderOf(id)
+		}
 		s.State, s.Holder = session.StateOpen, who.String()
 	}
 	return s, n, true

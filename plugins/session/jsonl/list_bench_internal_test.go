@@ -42,10 +42,6 @@ func benchSessions(b *testing.B, n int) string {
 			if err := os.WriteFile(filepath.Join(benchDir, fmt.Sprintf("s%04d.jsonl", i)), buf.Bytes(), 0o600); err != nil {
 				b.Fatal(err)
 			}
-			// Every session closed by this version leaves an empty lock file.
-			if err := os.WriteFile(filepath.Join(benchDir, fmt.Sprintf("s%04d.lock", i)), nil, 0o600); err != nil {
-				b.Fatal(err)
-			}
 		}
 	}
 	return benchDir

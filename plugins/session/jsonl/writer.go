@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"sync"
 
@@ -26,15 +25,19 @@ type writer struct {
 	// io serializes the writes to the file; never held with mu.
 	io sync.Mutex
 
-	// file is the log, open for appending from the first write until
-	// Release; fresh says it was created and not yet synced. Both are
-	// used with io held.
+	// file is the log, locked and open for appending until Release (the
+	// same file as lock); fresh says it was created and not yet synced.
+	// Both are used with io held.
 	file  *os.File
 	fresh bool
+	// created says Lock created the log: if nothing was written by
+	// Release, the empty log goes again, as if the session was never
+	// opened.
+	created bool
 
 	mu       sync.Mutex
 	agent    string   // the id of the agent writing; recorded with event 1
-	lock     *os.File // nil once released
+	lock     *os.File // the locked log; nil once released
 	pending  []session.Event
 	released bool
 	// broken is why this writer could not take the lock; its writes fail
@@ -138,17 +141,17 @@ func (wr *writer) Release() error {
 	}
 	wr.pending = nil
 	wr.files.writers.Forget(wr.id, wr)
-	var err error
-	if wr.file != nil {
-		err = wr.file.Close()
-		wr.file = nil
-	}
 	if wr.lock == nil {
-		return err
+		return nil
 	}
-	wr.files.noteClosed(wr.id, wr.path)
-	err = errors.Join(err, unlock(wr.lock))
-	wr.lock = nil
+	if fi, err := wr.lock.Stat(); err == nil && wr.created && fi.Size() == 0 && samePath(wr.lock, wr.path) {
+		// Removed while still locked, as Delete does.
+		wr.files.remove(wr.id, wr.path)
+	} else {
+		wr.files.noteClosed(wr.id, wr.path)
+	}
+	err := wr.lock.Close()
+	wr.lock, wr.file = nil, nil
 	return err
 }
 
@@ -158,18 +161,19 @@ func (wr *writer) Release() error {
 // retried onto a whole file: a partial line or a repeated event in the
 // middle would make the session impossible to resume. The caller holds io.
 func (wr *writer) append(data []byte) error {
-	if wr.file != nil && !wr.current() {
-		// The file was moved or removed behind dsh's back: appending to
-		// the old inode would write where nobody reads.
-		wr.file.Close()
-		wr.file = nil
-	}
-	if wr.file == nil {
-		f, fresh, err := openLog(wr.path)
+	if !wr.current() {
+		// The log was moved or removed behind dsh's back: appending to the
+		// old inode would write where nobody reads. The file at the path
+		// (a new one if none) is locked before it is written; until then
+		// the old one stays locked.
+		f, created, err := wr.files.lockLog(wr.id, true)
 		if err != nil {
 			return err
 		}
-		wr.file, wr.fresh = f, fresh
+		wr.mu.Lock()
+		wr.lock.Close()
+		wr.lock, wr.file, wr.fresh = f, f, created
+		wr.mu.Unlock()
 	}
 	return appendTo(wr.file, data, func(f *os.File) error {
 		err := wr.files.commit.sync(f, wr.fresh)
@@ -189,17 +193,6 @@ func (wr *writer) current() bool {
 	}
 	open, err := wr.file.Stat()
 	return err == nil && os.SameFile(at, open)
-}
-
-// openLog opens path for appending, creating it if missing; fresh says it
-// was created.
-func openLog(path string) (f *os.File, fresh bool, err error) {
-	f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		fresh = true
-	}
-	return f, fresh, err
 }
 
 // appendTo appends data to f and makes it durable with sync; on failure
