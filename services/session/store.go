@@ -16,9 +16,9 @@ var validID = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // MaxIDLen bounds a session id so that it fits every store, checked once
 // when the id is chosen rather than at the first flush: session.jsonl
-// names files <id>.jsonl and <id>.lock (255 bytes a name on common file
-// systems, 143 under eCryptfs, as in encrypted home directories),
-// session.nats spells each '.' as three characters in a subject and a
+// names files <id>.jsonl, and honours an older dsh's <id>.lock (255
+// bytes a name on common file systems, 143 under eCryptfs, as in
+// encrypted home directories), session.nats spells each '.' as three characters in a subject and a
 // lease key; 128 fits all of them.
 const MaxIDLen = 128
 
