@@ -165,8 +165,8 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 			out = append(out, restrictive(p.judgeNested(code, l, true))...)
 		}
 	}
-	if e.wrapper && !inTail {
-		out = append(out, p.wrapped(c, e, l)...)
+	if e.wrapper {
+		out = append(out, p.wrapped(c, e, l, inTail)...)
 	} else if !inTail {
 		out = append(out, p.namedTails(c, name, l)...)
 	}
@@ -179,7 +179,17 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 // starts with a word known only at run time where the wrapper's syntax
 // puts its command. Only what a rule denies or asks about counts: a tail
 // may be a wrong guess, and a guess never allows.
-func (p *policy) wrapped(c shell.Command, e effect, l line) []part {
+//
+// A wrapper that is itself a tail (sudo env "$X", xargs nice, find -exec
+// env {}) is judged by its own syntax too (inner): its command may start
+// at a word known only at run time that the outer wrapper took for an
+// argument, or at an item xargs appends. Its tails that start with a
+// literal word are the outer wrapper's own, tried there; so an inner
+// wrapper tries only the others, which are opaque at once, and nesting
+// costs no recursion. For those literal tails to carry what an xargs or
+// find among them fills in, the outer wrapper's words from such a tail on
+// are taken as that tail substitutes them.
+func (p *policy) wrapped(c shell.Command, e effect, l line, inner bool) []part {
 	ws := e.args
 	var starts []bool // nil: a word known only at run time may start the command anywhere
 	if name := path.Base(c.Program().Value); name == "find" {
@@ -197,12 +207,23 @@ func (p *policy) wrapped(c shell.Command, e effect, l line) []part {
 		if !w.Literal && starts != nil && !starts[i] {
 			continue // an argument of the command, or an option's value
 		}
+		if inner && w.Literal {
+			continue // the outer wrapper tries this tail
+		}
 		if n++; n > maxTails {
 			why := fmt.Sprintf("it has more than %d words that may be the command it runs", maxTails)
 			pt := part{subject: fmt.Sprintf("the command %q", c.Text), program: c.Text}
 			return append(out, p.opaque(pt, why, p.unreadable(pt, why)))
 		}
 		tail := shell.Command{Words: ws[i:], Text: joinWords(ws[i:]), Stdin: c.Stdin}
+		if name := path.Base(w.Value); w.Literal && (name == "xargs" || name == "find" && isFindExec(tail)) {
+			sub := substituted(ws[i:], name)
+			if len(sub) > len(ws)-i && len(ws) > e.starts {
+				sub = sub[:len(ws)-i] // items are appended once: one such word may be any number
+			}
+			ws = append(ws[:i:i], sub...)
+			tail.Words = ws[i:]
+		}
 		for _, pt := range restrictive(p.judgeCommand(tail, l, true)) {
 			pt.subject += fmt.Sprintf(" (run by %q)", c.Text)
 			out = append(out, pt)

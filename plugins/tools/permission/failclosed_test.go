@@ -127,6 +127,26 @@ var runTimeRm = []string{
 	`ssh -o "$X" host`,
 	"ssh -o 'ProxyCommand=rm f' host",
 	`su -c "$X"`,
+	// A wrapper that is a wrapper's command, judged by its own syntax:
+	// its command may be a word the outer one takes for an argument, or
+	// an item xargs appends.
+	`sudo env "$X" f`,
+	`timeout 5 nice "$X" f`,
+	"sudo -u bob nice -n 5 $X f",
+	"echo rm f | xargs env",
+	"echo rm f | xargs -L1 env",
+	"echo rm f | xargs timeout 5",
+	"echo rm f | sudo xargs env",
+	`find . -exec env {} \;`,
+	"sudo find . -exec nice {} +",
+	"sudo xargs -I{} env {} f",
+	// An option's value attached to its letter, after other letters.
+	`env -S"rm f"`,
+	"env -vS'rm f'",
+	"env -iS'rm -f f'",
+	"script -qc'rm f' /dev/null",
+	"su -c'rm f'",
+	"env -" + strings.Repeat("v", 20) + "S'rm f'",
 	"coproc rm f",
 	"sudo " + strings.Repeat("word ", 70) + "&& true",
 	// Everywhere in a line.

@@ -125,6 +125,13 @@ func wrapperEffect(c shell.Command, name string) effect {
 		}
 		if looksLikeCode(w.Value) {
 			e.guesses = append(e.guesses, w.Value)
+			// An option's value may be attached to its letter, after
+			// other letters: env -vS'rm f', script -qc'rm f'.
+			vals, ok := attachedValues(w.Value)
+			if !ok {
+				e.opaque = "it has an option cluster too long to tell which letter takes a command line"
+			}
+			e.guesses = append(e.guesses, vals...)
 		}
 		// An option's value may be a command line too (--command=...,
 		// ssh -o ProxyCommand=...).
@@ -133,6 +140,34 @@ func wrapperEffect(c shell.Command, name string) effect {
 		}
 	}
 	return e
+}
+
+// maxCluster bounds the letters of a short option cluster read for an
+// attached value; getopt takes a letter repeated (-vvvS'cmd'), so a
+// longer cluster is opaque rather than cut.
+const maxCluster = 16
+
+// attachedValues returns what may be an attached option value in the
+// short option cluster v: the rest of v after each of its leading
+// letters. It reports false when the letters run past maxCluster.
+func attachedValues(v string) ([]string, bool) {
+	if len(v) < 3 || v[0] != '-' || v[1] == '-' {
+		return nil, true
+	}
+	var out []string
+	for k := 1; k < len(v)-1 && isOptionLetter(v[k]); k++ {
+		if k > maxCluster {
+			return out, false
+		}
+		if rest := v[k+1:]; looksLikeCode(rest) {
+			out = append(out, rest)
+		}
+	}
+	return out, true
+}
+
+func isOptionLetter(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // substituted returns the words of xargs or find with the parts each
