@@ -70,6 +70,7 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 		why := fmt.Sprintf("%s makes a shell started later run code the line does not show", name)
 		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
 	}
+	parts = append(parts, p.judgeCommandVars(script, l)...)
 	for _, w := range script.Writes {
 		if pt, ok := p.judgeWrite(w, l.workspace); ok {
 			parts = append(parts, pt)
@@ -127,6 +128,12 @@ func restrictive(parts []part) []part {
 // judgeCommand judges one simple command and what it runs. inTail says c
 // is a guess at what a wrapper runs, whose own tails are already guessed.
 func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
+	return p.judgeCommandIn(c, l, inTail, false)
+}
+
+// judgeCommandIn is judgeCommand for a tail of a wrapper (guessed) whose
+// own words were guessed at already: the tail's are a suffix of them.
+func (p *policy) judgeCommandIn(c shell.Command, l line, inTail, guessed bool) []part {
 	prog := c.Program()
 	pt := part{subject: fmt.Sprintf("the command %q", c.Text), program: prog.Value}
 	// A command judged unreadable names itself, not its program, for
@@ -147,7 +154,7 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 		return []part{p.opaque(whole, why, p.unreadable(whole, why))}
 	}
 	name := path.Base(prog.Value)
-	e := effectOf(c, name, l)
+	e := effectOf(c, name, l, guessed)
 	var out []part
 	fb := fallback{}
 	if e.runs {
@@ -217,14 +224,14 @@ func (p *policy) wrapped(c shell.Command, e effect, l line, inner bool) []part {
 		}
 		tail := shell.Command{Words: ws[i:], Text: joinWords(ws[i:]), Stdin: c.Stdin}
 		if name := path.Base(w.Value); w.Literal && (name == "xargs" || name == "find" && isFindExec(tail)) {
-			sub := substituted(ws[i:], name)
-			if len(sub) > len(ws)-i && len(ws) > e.starts {
-				sub = sub[:len(ws)-i] // items are appended once: one such word may be any number
+			// substituted returns the words themselves when it changes
+			// none: nested xargs then cost no copy each.
+			if sub := substituted(ws[i:], name); len(sub) != len(ws)-i || &sub[0] != &ws[i] {
+				ws = append(ws[:i:i], sub...)
+				tail.Words = ws[i:]
 			}
-			ws = append(ws[:i:i], sub...)
-			tail.Words = ws[i:]
 		}
-		for _, pt := range restrictive(p.judgeCommand(tail, l, true)) {
+		for _, pt := range restrictive(p.judgeCommandIn(tail, l, true, true)) {
 			pt.subject += fmt.Sprintf(" (run by %q)", c.Text)
 			out = append(out, pt)
 		}
@@ -296,4 +303,61 @@ func setsShellCode(s shell.Script) (string, bool) {
 
 func shellCodeVar(name string) bool {
 	return name == "BASH_ENV" || strings.HasPrefix(name, "BASH_FUNC_")
+}
+
+// commandVars name variables whose value a program the line may start
+// runs as a command line (git's editor, pager and ssh through sh -c; man,
+// less, sudo): GIT_EDITOR='rm f' git commit runs rm as surely as
+// git -c core.editor='rm f' commit does.
+var commandVars = []string{"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND",
+	"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
+	"SYSTEMD_PAGER", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND"}
+
+// gitConfigVar reports whether name gives git settings the line does not
+// show (GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='rm f'), or the
+// directory git runs its own commands from: the environment's forms of
+// git -c and --config-env.
+func gitConfigVar(name string) bool {
+	switch name {
+	case "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH":
+		return true
+	}
+	return strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_")
+}
+
+// judgeCommandVars judges the values of the command variables the line
+// sets — before a command, alone, through export or declare, or as a
+// NAME=value word (env) — as the code they are; a value known only at run
+// time, and git settings from the environment, are opaque.
+func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
+	vals := script.Values
+	for _, c := range script.Commands {
+		for _, w := range c.Words[1:] {
+			if n, v, ok := strings.Cut(w.Value, "="); ok && w.Literal && (slices.Contains(commandVars, n) || gitConfigVar(n)) {
+				vals = append(vals, shell.Assignment{Name: n, Value: shell.Word{Value: v, Literal: true}})
+			}
+		}
+	}
+	var out []part
+	for _, a := range vals {
+		v := a.Value
+		switch {
+		case gitConfigVar(a.Name):
+			if v.Literal && v.Value == "/dev/null" {
+				continue
+			}
+			pt := part{subject: fmt.Sprintf("the assignment of %s", a.Name), program: l.text}
+			why := fmt.Sprintf("%s gives git settings, which may name commands, that the line does not show", a.Name)
+			out = append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+		case !slices.Contains(commandVars, a.Name):
+		case !v.Literal:
+			pt := part{subject: fmt.Sprintf("the assignment of %s", a.Name), program: l.text}
+			why := fmt.Sprintf("%s is a command a program runs, and its value is known only at run time", a.Name)
+			out = append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+		case strings.TrimSpace(v.Value) != "":
+			// less reads LESSOPEN='|cmd %s' and '||cmd %s' as a pipe.
+			out = append(out, p.judgeNested(strings.TrimLeft(v.Value, "|-"), l, false)...)
+		}
+	}
+	return out
 }

@@ -140,6 +140,14 @@ var runTimeRm = []string{
 	`find . -exec env {} \;`,
 	"sudo find . -exec nice {} +",
 	"sudo xargs -I{} env {} f",
+	// A variable whose value a program runs as a command line.
+	"GIT_EDITOR='rm f' git commit",
+	"export GIT_SSH_COMMAND='rm f'; git fetch",
+	"env GIT_PAGER='rm f' git log",
+	`GIT_EXTERNAL_DIFF="$X" git diff`,
+	"declare -x EDITOR='rm f'; crontab -e",
+	"LESSOPEN='|rm f %s' less x",
+	"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.sshCommand GIT_CONFIG_VALUE_0='rm f' git fetch",
 	// An option's value attached to its letter, after other letters.
 	`env -S"rm f"`,
 	"env -vS'rm f'",

@@ -25,7 +25,7 @@ func pathological() map[string]string {
 		// substitutes words the outer ones did not.
 		"nested xargs":    strings.Repeat("xargs ", n/6) + "env",
 		"nested wrappers": strings.Repeat("sudo env nice ", n/14) + "$X",
-		"a long cluster":  "env -" + strings.Repeat("v", n) + "S'x y'",
+		"a long cluster":  "env -" + strings.Repeat("v", n/8) + "S'x y'",
 	}
 }
 

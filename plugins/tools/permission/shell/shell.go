@@ -105,12 +105,22 @@ type Script struct {
 	// Assigned are the names of the variables the line assigns, before a
 	// command (X=1 cmd), alone (X=1) or through export, declare, local.
 	Assigned []string
+	// Values are the assignments of Assigned whose name is a plain one
+	// (not an array element), with the value assigned: a value known
+	// only at run time is a Word that is not literal.
+	Values []Assignment
 	// Subscripts are literal strings with an array subscript holding a
 	// substitution ('a[$(cmd)]') where bash evaluates them: operands of
 	// declare, printf -v, read, unset, test -v and the like, and
 	// arithmetic ($(( )), (( )), let, [[ -eq ]]). Bash runs what the
 	// subscript holds, so they are code.
 	Subscripts []string
+}
+
+// Assignment is one variable a line assigns and its value.
+type Assignment struct {
+	Name  string
+	Value Word
 }
 
 // subscriptBuiltins evaluate an operand's array subscript: a variable
@@ -149,6 +159,13 @@ func Parse(src string) (Script, error) {
 				}
 				if a.Value != nil {
 					s.code(word(a.Value, ""))
+				}
+				if a.Name != nil && a.Index == nil && a.Array == nil {
+					v := Word{Literal: true}
+					if a.Value != nil {
+						v = word(a.Value, text(a.Value))
+					}
+					s.Values = append(s.Values, Assignment{Name: a.Name.Value, Value: v})
 				}
 			}
 			// Assignments alone (X=1) run no program; their substitutions
@@ -222,6 +239,13 @@ func Parse(src string) (Script, error) {
 				w := assign(a, text(a))
 				s.code(w)
 				s.subscript(w)
+				if a.Name != nil && a.Index == nil && a.Array == nil && a.Value != nil {
+					v := Word{Value: text(a.Value)}
+					if _, val, ok := strings.Cut(w.Value, "="); ok && w.Literal {
+						v = Word{Value: val, Literal: true}
+					}
+					s.Values = append(s.Values, Assignment{Name: a.Name.Value, Value: v})
+				}
 				ws = append(ws, w)
 			}
 			s.Commands = append(s.Commands, Command{Words: ws, Text: text(n)})
