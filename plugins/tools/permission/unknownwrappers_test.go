@@ -50,6 +50,8 @@ func TestProgramTextsWithoutCommandsStayPrecise(t *testing.T) {
 		"man rm", "which rm", "command -v rm", "type rm", "printf '%s\\n' rm", "gdb -batch -ex bt ./a.out core",
 		"expect -v", "ls rm", "perf stat ls", `sed -e 's/a/b/' "$F"`, `sed -i.bak 's/a/b/' "$F"`, "sed -n -f script.sed x",
 		"PAGER=cat git log", "GIT_EDITOR='vim -n' git commit", "GIT_CONFIG_GLOBAL=/dev/null git status", "EDITOR= git commit",
+		"git grep -i x", "git grep -O x", "git push -u origin main", "git add -u", "git clone https://x/r d", "git config user.name x",
+		"git config --global core.pager cat", "git config alias.st status", "git difftool -y HEAD", "git --exec-path",
 	} {
 		if v := bash(root, t, command); v.Decision != tools.Allow {
 			t.Errorf("%q: got %+v, want allow", command, v)
