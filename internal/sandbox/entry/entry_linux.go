@@ -72,6 +72,9 @@ func commandEnv(env []string) []string {
 
 // enter does everything short of the execve.
 func enter(s *Spec) error {
+	if err := dropTerminal(); err != nil {
+		return err
+	}
 	if s.Namespaces {
 		if err := isolate(s); err != nil {
 			return err
