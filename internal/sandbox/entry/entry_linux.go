@@ -94,6 +94,11 @@ func enter(s *Spec) error {
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
+	if s.NoUnix {
+		if err := refuseUnixSockets(); err != nil {
+			return err
+		}
+	}
 	// ABI 0: namespaces without Landlock, which the parent accepted.
 	if s.ABI != 0 || !s.Namespaces {
 		if err := restrict(s); err != nil {
