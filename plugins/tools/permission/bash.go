@@ -15,6 +15,14 @@ import (
 // deeper is opaque.
 const maxDepth = 4
 
+// isDescriptor reports whether t is /dev/fd/N, which bash reads as a
+// descriptor. Anything longer is a path through /proc/self/fd:
+// /dev/fd/../../../etc/hosts writes /etc/hosts.
+func isDescriptor(t string) bool {
+	n, ok := strings.CutPrefix(t, "/dev/fd/")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
+}
+
 // harmless are write targets that are not files.
 var harmless = []string{"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
 
@@ -260,7 +268,7 @@ func joinWords(ws []shell.Word) string {
 // workspace-write asks before writing outside the workspace (or to a file
 // named only at run time). Other modes and no mode leave it be.
 func (p *policy) judgeWrite(w shell.Write, workspace string) (part, bool) {
-	if w.Literal && (slices.Contains(harmless, w.Target) || strings.HasPrefix(w.Target, "/dev/fd/")) {
+	if w.Literal && (slices.Contains(harmless, w.Target) || isDescriptor(w.Target)) {
 		return part{}, false
 	}
 	// A redirection that asks names itself for "allow for this session";
