@@ -78,6 +78,11 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 		why := fmt.Sprintf("%s makes a shell started later run code the line does not show", name)
 		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
 	}
+	if script.Prompts > 0 {
+		pt := part{subject: "the prompt expansion ${…@P}", program: l.text}
+		why := "${…@P} expands a variable as a prompt string, which runs the command substitutions it holds, as eval would"
+		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
+	}
 	parts = append(parts, p.judgeCommandVars(script, l)...)
 	for _, w := range script.Writes {
 		if pt, ok := p.judgeWrite(w, l.workspace); ok {

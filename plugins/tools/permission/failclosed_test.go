@@ -162,6 +162,9 @@ var runTimeRm = []string{
 	"git config alias.st '!rm f'",
 	"git config --global core.pager 'rm f'",
 	`git config core.editor "$X"`,
+	// A prompt expansion runs the substitutions its variable holds.
+	"read -r x < f; echo ${x@P}",
+	`y="${x@P}"`,
 	// An option's value attached to its letter, after other letters.
 	`env -S"rm f"`,
 	"env -vS'rm f'",

@@ -109,6 +109,10 @@ type Script struct {
 	// (not an array element), with the value assigned: a value known
 	// only at run time is a Word that is not literal.
 	Values []Assignment
+	// Prompts counts the ${x@P} expansions: bash expands the value of x
+	// as a prompt string, running the command substitutions it holds,
+	// as eval would.
+	Prompts int
 	// Subscripts are literal strings with an array subscript holding a
 	// substitution ('a[$(cmd)]') where bash evaluates them: operands of
 	// declare, printf -v, read, unset, test -v and the like, and
@@ -206,6 +210,9 @@ func Parse(src string) (Script, error) {
 		case *syntax.ParamExp:
 			if n.Index != nil {
 				s.arithm(n.Index)
+			}
+			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && n.Exp.Word.Lit() == "P" {
+				s.Prompts++
 			}
 		case *syntax.Assign:
 			if n.Index != nil {
