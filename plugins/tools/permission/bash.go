@@ -78,6 +78,11 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 		why := fmt.Sprintf("%s makes a shell started later run code the line does not show", name)
 		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
 	}
+	if len(script.Names) > 0 {
+		pt := part{subject: fmt.Sprintf("the name %q", script.Names[0]), program: l.text}
+		why := fmt.Sprintf("bash evaluates %s as a variable name, and a value known only at run time such as a[$(cmd)] runs cmd, as eval would", script.Names[0])
+		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
+	}
 	if script.Prompts > 0 {
 		pt := part{subject: "the prompt expansion ${…@P}", program: l.text}
 		why := "${…@P} expands a variable as a prompt string, which runs the command substitutions it holds, as eval would"

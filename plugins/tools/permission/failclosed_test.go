@@ -165,6 +165,14 @@ var runTimeRm = []string{
 	// A prompt expansion runs the substitutions its variable holds.
 	"read -r x < f; echo ${x@P}",
 	`y="${x@P}"`,
+	// A name known only at run time that bash evaluates: a[$(rm f)].
+	"read -r x < f; echo ${!x}",
+	`read -r x < f; declare "$x"=1`,
+	`read -r x < f; unset "$x"`,
+	`read -r x < f; printf -v "$x" 1`,
+	`read -r x < f; test -v "$x"`,
+	"read -r x < f; [[ -v $x ]]",
+	`read -r x < f; let "$x"`,
 	// An option's value attached to its letter, after other letters.
 	`env -S"rm f"`,
 	"env -vS'rm f'",

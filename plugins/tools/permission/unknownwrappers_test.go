@@ -51,6 +51,7 @@ func TestProgramTextsWithoutCommandsStayPrecise(t *testing.T) {
 		"expect -v", "ls rm", "perf stat ls", `sed -e 's/a/b/' "$F"`, `sed -i.bak 's/a/b/' "$F"`, "sed -n -f script.sed x",
 		"PAGER=cat git log", "GIT_EDITOR='vim -n' git commit", "GIT_CONFIG_GLOBAL=/dev/null git status", "EDITOR= git commit",
 		"git grep -i x", "git grep -O x", "git push -u origin main", "git add -u", "git clone https://x/r d", "git config user.name x",
+		`read -r -p "$prompt" x`, `read -t "$t" -r x`, "echo ${!a[@]}", "echo ${!pre*}", `declare x="$y"`, `export PATH="$PATH:/x"`, "unset x", "mapfile -t lines < f",
 		"git config --global core.pager cat", "git config alias.st status", "git difftool -y HEAD", "git --exec-path",
 	} {
 		if v := bash(root, t, command); v.Decision != tools.Allow {
