@@ -22,7 +22,11 @@ func dropTerminal() error {
 	if !hasTerminal() {
 		return nil
 	}
-	if fd, err := syscall.Open("/dev/tty", syscall.O_RDONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+	fd, err := syscall.Open("/dev/tty", syscall.O_RDONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	switch {
+	case err == syscall.ENXIO:
+		return nil // the kernel's own answer: no controlling terminal
+	case err == nil:
 		err := tiocnotty(fd)
 		syscall.Close(fd)
 		if err == nil {
