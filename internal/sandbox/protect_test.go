@@ -246,3 +246,35 @@ func TestPlaceholdersStayInTheirWritableDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestTheSweepFollowsNoSymlink: the journal of a dsh that died names its
+// placeholders, not the writable directories they were made in; a
+// command may since have put a symlink on the way (sub/.git -> outside),
+// and the next dsh's sweep must not remove what lies there.
+func TestTheSweepFollowsNoSymlink(t *testing.T) {
+	st := namespaced(t)
+	ws, outside, journal := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(outside, "hooks"), filepath.Join(ws, "real", ".git", "hooks"), filepath.Join(ws, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "sub", ".git")); err != nil {
+		t.Fatal(err)
+	}
+	// A dsh that is gone: no process has this id.
+	list := filepath.Join(ws, "real", ".git", "hooks") + "\n" + filepath.Join(ws, "sub", ".git", "hooks") + "\n"
+	if err := os.WriteFile(filepath.Join(journal, "4194000-1"), []byte(list), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer sandbox.SetJournalDir(journal)()
+	if _, _, err := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}}, "true"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "real", ".git", "hooks")); err == nil {
+		t.Error("the dead dsh's placeholder in the workspace was not swept")
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "hooks")); err != nil {
+		t.Errorf("the sweep removed a directory outside the workspace through sub/.git: %v", err)
+	}
+}
