@@ -128,6 +128,12 @@ func sweepStale() {
 // removeIfPlaceholder removes p when it is an empty directory or a
 // commondir placeholder file.
 func removeIfPlaceholder(p string) {
+	// The journal does not say which writable directory a placeholder
+	// was made in; a way through a symlink (one a command left after
+	// dsh died) may lead anywhere, so such a path is left.
+	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err != nil || d != filepath.Dir(p) {
+		return
+	}
 	st, err := os.Lstat(p)
 	if err != nil {
 		return

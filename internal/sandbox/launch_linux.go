@@ -85,6 +85,10 @@ func attach(cmd *exec.Cmd, r Rules, st Status, weak Weaken) (*Entry, error) {
 		ABI: st.ABI, Writable: writable, Network: netMode(r, weak), ProxyPort: r.proxyPort(),
 		Path: path, Args: cmd.Args,
 	}
+	// Landlock before ABI 9 cannot tell a unix socket made outside from
+	// one the command makes: with the network closed, the command gets
+	// none (see entry.Spec.NoUnix).
+	spec.NoUnix = spec.Network != entry.NetOn && st.ABI < abiUnix && entry.UnixFilter
 	e := &Entry{ctl: -1, proxied: spec.Network == entry.NetProxied}
 	if weak&NoNamespaces == 0 {
 		if err := e.namespaces(cmd, r, weak, &spec); err != nil {

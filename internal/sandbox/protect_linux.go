@@ -40,19 +40,32 @@ func placeholder(p string, writable []string) []string {
 	if root == "" {
 		return nil
 	}
+	// Everything is made and looked at through the writable directory,
+	// dsh's own uid (root's, often) included: a command may have left a
+	// symlink on the way (sub/.git -> /etc/sudoers.d), and a commondir
+	// made through it would land outside, as root. os.Root refuses a way
+	// that leaves the directory.
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	rel := func(d string) string { return d[len(root)+1:] }
 	// The way down, outermost last: each missing or held by another
 	// run's placeholder; it stops at the first directory of the tree's
 	// own.
 	var way []string
 	for d := p; len(d) > len(root); d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil && held.n[d] == 0 {
+		if _, err := r.Lstat(rel(d)); err == nil && held.n[d] == 0 {
 			if d == p {
 				return nil
 			}
-			if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			if st, err := r.Stat(rel(d)); err != nil || !st.IsDir() {
 				return nil
 			}
 			break
+		} else if err != nil && !os.IsNotExist(err) && held.n[d] == 0 {
+			return nil // out of the directory, or not to be looked at
 		}
 		way = append(way, d)
 	}
@@ -66,14 +79,15 @@ func placeholder(p string, writable []string) []string {
 				mode = placeholderMode
 			}
 			if d == p && filepath.Base(p) == "commondir" {
-				if makeCommondir(p) != nil {
+				if makeCommondir(r, rel(p)) != nil {
 					return made
 				}
-			} else if os.Mkdir(d, mode) != nil {
+			} else if r.Mkdir(rel(d), mode) != nil {
 				return made
 			}
 		}
 		held.n[d]++
+		held.root[d] = root
 		made = append(made, d)
 	}
 	return made
@@ -83,8 +97,8 @@ func placeholder(p string, writable []string) []string {
 // an empty directory, which git fails to read (`fatal: failed to read
 // .git/commondir`) even in a repository that never had one, but the file
 // naming the repository itself, which git reads as no redirect at all.
-func makeCommondir(p string) error {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+func makeCommondir(r *os.Root, p string) error {
+	f, err := r.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if err != nil {
 		return err
 	}
@@ -93,7 +107,7 @@ func makeCommondir(p string) error {
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(p)
+		_ = r.Remove(p)
 	}
 	return err
 }
@@ -105,7 +119,10 @@ func makeCommondir(p string) error {
 var held = struct {
 	sync.Mutex
 	n map[string]int
-}{n: map[string]int{}}
+	// root is the writable directory each was made in, through which
+	// it is removed.
+	root map[string]string
+}{n: map[string]int{}, root: map[string]string{}}
 
 // removePlaceholders lets go of what placeholder made for this entry and
 // removes, the deepest first, what no other run holds; os.Remove leaves a
@@ -120,9 +137,20 @@ func (e *Entry) removePlaceholders() {
 			continue
 		}
 		delete(held.n, p)
-		if st, err := os.Lstat(p); err == nil && (st.IsDir() || st.Mode().IsRegular()) {
-			_ = os.Remove(p)
+		root := held.root[p]
+		delete(held.root, p)
+		// Through the writable directory: a way swapped for a symlink
+		// since (by a command running beside this one) must not turn
+		// this into a removal elsewhere.
+		r, err := os.OpenRoot(root)
+		if err != nil {
+			continue
 		}
+		rel := p[len(root)+1:]
+		if st, err := r.Lstat(rel); err == nil && (st.IsDir() || st.Mode().IsRegular()) {
+			_ = r.Remove(rel)
+		}
+		r.Close()
 	}
 	e.placeholders = nil
 	writeJournal()

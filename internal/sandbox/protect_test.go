@@ -161,3 +161,120 @@ func holdPlaceholders(t *testing.T, ws string) {
 	}
 	_ = cmd.Wait()
 }
+
+// TestPlaceholdersStayInTheirWritableDirectory: dsh makes and removes
+// placeholders itself, as root often, so a symlink a command left on the
+// way must not lead them elsewhere. A nested repository whose .git is a
+// symlink to a directory outside gets no placeholder made there (a
+// commondir file in /etc/sudoers.d would stop sudo); and a way swapped
+// for such a symlink while the run holds its placeholders (by a command
+// running beside it) does not turn their removal into the removal of
+// files of those names outside.
+func TestPlaceholdersStayInTheirWritableDirectory(t *testing.T) {
+	st := namespaced(t)
+	ws, outside := t.TempDir(), t.TempDir()
+	git := []string{"commondir", "hooks", "config"}
+	protected := func(repo string) []string {
+		var out []string
+		for _, n := range git {
+			out = append(out, filepath.Join(ws, repo, ".git", n))
+		}
+		return out
+	}
+	runOnce := func(r sandbox.Rules, during func()) {
+		t.Helper()
+		cmd := exec.Command("/bin/true")
+		e, err := sandbox.Attach(cmd, r, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if during != nil {
+			during()
+		}
+		startErr := cmd.Start()
+		e.Started()
+		if startErr != nil {
+			t.Fatal(startErr)
+		}
+		_ = cmd.Wait()
+		if err := e.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Made: sub/.git -> outside.
+	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "sub", ".git")); err != nil {
+		t.Fatal(err)
+	}
+	runOnce(sandbox.Rules{Writable: []string{ws}, ReadOnly: protected("sub")}, func() {
+		if names, _ := os.ReadDir(outside); len(names) != 0 {
+			t.Errorf("placeholders were made outside the workspace, through sub/.git: %v", names)
+		}
+	})
+	// Removed: other/.git is made for the run, then swapped for a
+	// symlink to a directory holding files of the placeholders' names.
+	for _, n := range git {
+		f := filepath.Join(outside, n)
+		if n == "hooks" {
+			if err := os.Mkdir(f, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(f, []byte(".\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(ws, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runOnce(sandbox.Rules{Writable: []string{ws}, ReadOnly: protected("other")}, func() {
+		dotgit := filepath.Join(ws, "other", ".git")
+		if _, err := os.Stat(filepath.Join(dotgit, "hooks")); err != nil {
+			t.Fatalf("no placeholder to swap: %v", err)
+		}
+		if err := os.Rename(dotgit, dotgit+".old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, dotgit); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, n := range git {
+		if _, err := os.Lstat(filepath.Join(outside, n)); err != nil {
+			t.Errorf("%s outside the workspace was removed through the swapped other/.git: %v", n, err)
+		}
+	}
+}
+
+// TestTheSweepFollowsNoSymlink: the journal of a dsh that died names its
+// placeholders, not the writable directories they were made in; a
+// command may since have put a symlink on the way (sub/.git -> outside),
+// and the next dsh's sweep must not remove what lies there.
+func TestTheSweepFollowsNoSymlink(t *testing.T) {
+	st := namespaced(t)
+	ws, outside, journal := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(outside, "hooks"), filepath.Join(ws, "real", ".git", "hooks"), filepath.Join(ws, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "sub", ".git")); err != nil {
+		t.Fatal(err)
+	}
+	// A dsh that is gone: no process has this id.
+	list := filepath.Join(ws, "real", ".git", "hooks") + "\n" + filepath.Join(ws, "sub", ".git", "hooks") + "\n"
+	if err := os.WriteFile(filepath.Join(journal, "4194000-1"), []byte(list), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer sandbox.SetJournalDir(journal)()
+	if _, _, err := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}}, "true"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "real", ".git", "hooks")); err == nil {
+		t.Error("the dead dsh's placeholder in the workspace was not swept")
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "hooks")); err != nil {
+		t.Errorf("the sweep removed a directory outside the workspace through sub/.git: %v", err)
+	}
+}

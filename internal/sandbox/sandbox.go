@@ -306,8 +306,11 @@ func (s Status) Describe(r Rules) string {
 }
 
 func (s Status) unixSockets() string {
-	if s.ABI >= abiUnix {
+	switch {
+	case s.ABI >= abiUnix:
 		return "refused"
+	case entry.UnixFilter:
+		return fmt.Sprintf("refused (the command may make no unix socket at all: Landlock needs ABI %d to tell them apart)", abiUnix)
 	}
 	return fmt.Sprintf("NOT refused (needs Landlock ABI %d)", abiUnix)
 }
@@ -327,7 +330,7 @@ func (s Status) closedNetwork() string {
 	} else {
 		open = append(open, fmt.Sprintf("abstract unix sockets (needs ABI %d)", abiScoped))
 	}
-	if s.ABI >= abiUnix {
+	if s.ABI >= abiUnix || entry.UnixFilter {
 		refused = append(refused, "unix sockets made outside")
 	} else {
 		open = append(open, fmt.Sprintf("unix sockets made outside (needs ABI %d)", abiUnix))

@@ -72,6 +72,9 @@ func commandEnv(env []string) []string {
 
 // enter does everything short of the execve.
 func enter(s *Spec) error {
+	if err := dropTerminal(); err != nil {
+		return err
+	}
 	if s.Namespaces {
 		if err := isolate(s); err != nil {
 			return err
@@ -90,6 +93,11 @@ func enter(s *Spec) error {
 	}
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if s.NoUnix {
+		if err := refuseUnixSockets(); err != nil {
+			return err
+		}
 	}
 	// ABI 0: namespaces without Landlock, which the parent accepted.
 	if s.ABI != 0 || !s.Namespaces {

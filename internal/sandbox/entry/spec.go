@@ -88,6 +88,12 @@ type Spec struct {
 	// Dir is the command's working directory, entered once the mounts are
 	// in place.
 	Dir string `json:"dir,omitempty"`
+	// NoUnix refuses the command unix sockets of its own (socket with
+	// AF_UNIX), by a seccomp filter: with the network off on a Landlock
+	// older than ABI 9, the one way to keep it from connecting to a unix
+	// socket made outside (a user's D-Bus or systemd, tmux, an ssh
+	// master, docker), which would act for it outside the sandbox.
+	NoUnix bool `json:"no_unix,omitempty"`
 	// Path and Args are the program to run once inside (Args[0] is its
 	// name, as in exec.Cmd); an empty Path makes the child exit 0 once it
 	// is inside (dsh's probe).

@@ -100,6 +100,10 @@ func (c Config) edit(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 
 // loadText reads a whole text file for edit, or returns the error result.
 func (c Config) loadText(ctx stdctx.Context, p *place, rel, arg string) (string, tools.Result, bool) {
+	if e, ok := c.secret(p, rel, nil); ok {
+		r, _ := fail(secretErr(arg, e))
+		return "", r, false
+	}
 	if err := p.special(rel, arg); err != nil {
 		r, _ := fail(err)
 		return "", r, false
@@ -121,6 +125,10 @@ func (c Config) loadText(ctx stdctx.Context, p *place, rel, arg string) (string,
 		return "", r, false
 	}
 	defer f.Close()
+	if e, ok := c.secret(p, rel, f); ok {
+		r, _ := fail(secretErr(arg, e))
+		return "", r, false
+	}
 	st, err := f.Stat()
 	switch {
 	case err != nil:

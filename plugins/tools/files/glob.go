@@ -58,7 +58,7 @@ func (c Config) glob(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	if fixed, _ := doublestar.SplitPattern(pattern); fixed != "." {
 		start = path.Join(base, fixed)
 	}
-	w := &walker{ctx: ctx, fsys: p.root.FS(), max: c.WalkMaxEntries}
+	w := &walker{ctx: ctx, fsys: p.root.FS(), max: c.WalkMaxEntries, skip: c.secretByName(p)}
 	var found []string
 	err = w.walk(start, func(rel string, _ fs.DirEntry) error {
 		sub := rel

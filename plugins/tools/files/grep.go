@@ -94,7 +94,7 @@ func (c Config) grep(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 		return fail(p.explain(err, args.Path))
 	}
 	g := &grepRun{c: c, re: re}
-	w := &walker{ctx: ctx, fsys: p.root.FS(), max: c.WalkMaxEntries}
+	w := &walker{ctx: ctx, fsys: p.root.FS(), max: c.WalkMaxEntries, skip: c.secretByName(p)}
 	if !st.IsDir() {
 		if !st.Mode().IsRegular() {
 			return failf("%q is not a regular file (%v): grep searches regular files and folders", args.Path, st.Mode().Type())
@@ -144,6 +144,9 @@ func (g *grepRun) file(ctx stdctx.Context, p *place, rel string) string {
 		return fmt.Sprintf("cannot be opened: %v", p.explain(err, rel))
 	}
 	defer f.Close()
+	if e, ok := g.c.secret(p, rel, f); ok {
+		return "is " + e.What + ", which dsh keeps from the model"
+	}
 	st, err := f.Stat()
 	switch {
 	case err != nil || !st.Mode().IsRegular():

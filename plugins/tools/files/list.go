@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"os"
+	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,6 +52,9 @@ func (c Config) list(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 		return fail(p.explain(err, args.Path))
 	}
 	defer f.Close()
+	if e, ok := c.secret(p, rel, f); ok {
+		return fail(secretErr(args.Path, e))
+	}
 	if st, err := f.Stat(); err != nil {
 		return fail(p.explain(err, args.Path))
 	} else if !st.IsDir() {
@@ -58,6 +64,8 @@ func (c Config) list(_ stdctx.Context, call tools.Call) (tools.Result, error) {
 	if err != nil {
 		return fail(p.explain(err, args.Path))
 	}
+	skip := c.secretByName(p)
+	entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { return skip(path.Join(rel, e.Name())) })
 	if len(entries) == 0 {
 		return tools.Result{Content: fmt.Sprintf("(%s is empty)", rel+"/")}, nil
 	}

@@ -30,6 +30,9 @@ import (
 const (
 	// ProtectedPath: a write to a protected path was not approved.
 	ProtectedPath errs.Code = "PATH_PROTECTED"
+	// SecretPath: a read of a path the protected list marks secret
+	// (serve's token, a session store).
+	SecretPath errs.Code = "PATH_SECRET"
 )
 
 // Values of Config.ProtectedWrites.
@@ -67,6 +70,53 @@ func (c Config) protectedEntry(p *place, rel string) (e protect.Entry, shown str
 		return e, rel + " (which leads to " + workspace.Cut(real) + ")", true
 	}
 	return protect.Entry{}, "", false
+}
+
+// secret reports the secret entry rel is: by the name given, by the file
+// it leads to once symlinks are followed, and, when f is open on it, by
+// the file f is (a symlink swapped in after the first look). The bash
+// sandbox shows a secret empty to a command; the file tools would
+// otherwise read it to the model all the same (serve's token, the
+// sessions of everyone using the store).
+func (c Config) secret(p *place, rel string, f *os.File) (protect.Entry, bool) {
+	list := c.guard.list
+	if list == nil {
+		list = defaultList
+	}
+	if e, ok := list.Match(p.dir, p.abs(rel)); ok && e.Secret {
+		return e, true
+	}
+	var real string
+	ok := false
+	if f != nil {
+		r, err := fdPath(f)
+		real, ok = r, err == nil
+	} else {
+		real, ok = p.realPath(rel)
+	}
+	if ok {
+		if e, hit := list.Match(p.realDir(), real); hit && e.Secret {
+			return e, true
+		}
+	}
+	return protect.Entry{}, false
+}
+
+// secretByName is secret for a walk: by name only, cheap per entry. A
+// walk enters no symlink, and what it opens (grep) is checked again.
+func (c Config) secretByName(p *place) func(rel string) bool {
+	list := c.guard.list
+	if list == nil {
+		list = defaultList
+	}
+	return func(rel string) bool {
+		e, ok := list.Match(p.dir, p.abs(rel))
+		return ok && e.Secret
+	}
+}
+
+func secretErr(arg string, e protect.Entry) error {
+	return errs.New(SecretPath, fmt.Sprintf("%s is %s, which dsh keeps from the model: the file tools do not read it and a bash command sees it empty", workspace.Quote(arg), e.What))
 }
 
 // defaultList serves a config built without the plugin (tests, embedders

@@ -224,3 +224,67 @@ func TestProtectedWriteFromAnUnattendedTurnIsRefused(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
+
+// TestSecretPathsAreNotRead: serve's token and a session store in the
+// workspace, marked secret, are hidden from a bash command; the file
+// tools must not hand them to the model either: read, edit and grep
+// refuse them by name and through a symlink, grep's and glob's walks and
+// list leave them out, and the rest of the workspace still shows.
+func TestSecretPathsAreNotRead(t *testing.T) {
+	root, svc := mount(t, nil)
+	ws := protectedWorkspace(t)
+	const secret = "tok-5e3c7e7-not-a-real-token"
+	if err := os.MkdirAll(filepath.Join(ws, ".dsh/serve"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{".dsh/serve/token", "sessions.db"} {
+		if err := os.WriteFile(filepath.Join(ws, f), []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("sessions.db", filepath.Join(ws, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "src/plain.txt"), []byte("tok-5e3c7e7 in plain sight\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := protect.Register(root,
+		protect.Entry{Path: filepath.Join(ws, ".dsh/serve"), What: "serve's state", Secret: true},
+		protect.Entry{Path: filepath.Join(ws, "sessions.db"), What: "a session store", Secret: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tool string
+		args m
+	}{
+		{"read", m{"path": ".dsh/serve/token"}},
+		{"read", m{"path": "sessions.db"}},
+		{"read", m{"path": "notes.txt"}},
+		{"edit", m{"path": "sessions.db", "old": secret, "new": "x"}},
+		{"grep", m{"pattern": "tok-", "path": "sessions.db"}},
+		{"list", m{"path": ".dsh/serve"}},
+	} {
+		r := execAs(t, root, svc, ws, c.tool, c.args)
+		if !r.IsError || strings.Contains(r.Content, secret) || !strings.Contains(r.Content, "keeps from the model") {
+			t.Errorf("%s %v: want a refusal that shows nothing of the secret: %+v", c.tool, c.args, r)
+		}
+	}
+	for _, c := range []struct {
+		tool string
+		args m
+		want string
+	}{
+		{"grep", m{"pattern": "tok-"}, "src/plain.txt"},
+		{"glob", m{"pattern": "**/*"}, "src/main.go"},
+		{"list", m{"path": "."}, "src/"},
+		{"list", m{"path": ".dsh"}, "empty"},
+	} {
+		r := execAs(t, root, svc, ws, c.tool, c.args)
+		if r.IsError || strings.Contains(r.Content, secret) || strings.Contains(r.Content, "sessions.db") || strings.Contains(r.Content, "token") || !strings.Contains(r.Content, c.want) {
+			t.Errorf("%s %v: want %q shown and no secret: %+v", c.tool, c.args, c.want, r)
+		}
+	}
+	if readFile(t, filepath.Join(ws, "sessions.db")) != secret+"\n" {
+		t.Fatal("the session store changed")
+	}
+}

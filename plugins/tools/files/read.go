@@ -56,6 +56,9 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 	if err != nil {
 		return fail(err)
 	}
+	if e, ok := c.secret(p, rel, nil); ok {
+		return fail(secretErr(args.Path, e))
+	}
 	if err := p.special(rel, args.Path); err != nil {
 		return fail(err)
 	}
@@ -71,6 +74,9 @@ func (c Config) read(ctx stdctx.Context, call tools.Call) (tools.Result, error) 
 			return fail(p.explain(err, args.Path))
 		}
 		defer f.Close()
+		if e, ok := c.secret(p, rel, f); ok {
+			return fail(secretErr(args.Path, e))
+		}
 		st, err := f.Stat()
 		if err != nil {
 			return fail(p.explain(err, args.Path))

@@ -24,6 +24,9 @@ type walker struct {
 	// seen counts the entries visited; full is set when max stopped the walk.
 	seen int
 	full bool
+	// skip leaves out an entry and, for a folder, all beneath it: the
+	// paths dsh keeps secret.
+	skip func(rel string) bool
 }
 
 // walk calls fn for every non-folder entry under start (workspace-relative,
@@ -78,7 +81,7 @@ func (w *walker) dir(dir string, stack []*ignoreFile, fn func(string, fs.DirEntr
 			continue
 		}
 		rel := path.Join(dir, e.Name())
-		if ignored(stack, rel, e.IsDir()) {
+		if ignored(stack, rel, e.IsDir()) || w.skip != nil && w.skip(rel) {
 			continue
 		}
 		if e.IsDir() {

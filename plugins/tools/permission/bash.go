@@ -15,6 +15,14 @@ import (
 // deeper is opaque.
 const maxDepth = 4
 
+// isDescriptor reports whether t is /dev/fd/N, which bash reads as a
+// descriptor. Anything longer is a path through /proc/self/fd:
+// /dev/fd/../../../etc/hosts writes /etc/hosts.
+func isDescriptor(t string) bool {
+	n, ok := strings.CutPrefix(t, "/dev/fd/")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
+}
+
 // harmless are write targets that are not files.
 var harmless = []string{"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
 
@@ -70,6 +78,17 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 		why := fmt.Sprintf("%s makes a shell started later run code the line does not show", name)
 		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
 	}
+	if len(script.Names) > 0 {
+		pt := part{subject: fmt.Sprintf("the name %q", script.Names[0]), program: l.text}
+		why := fmt.Sprintf("bash evaluates %s as a variable name, and a value known only at run time such as a[$(cmd)] runs cmd, as eval would", script.Names[0])
+		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
+	}
+	if script.Prompts > 0 {
+		pt := part{subject: "the prompt expansion ${…@P}", program: l.text}
+		why := "${…@P} expands a variable as a prompt string, which runs the command substitutions it holds, as eval would"
+		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
+	}
+	parts = append(parts, p.judgeCommandVars(script, l)...)
 	for _, w := range script.Writes {
 		if pt, ok := p.judgeWrite(w, l.workspace); ok {
 			parts = append(parts, pt)
@@ -127,6 +146,12 @@ func restrictive(parts []part) []part {
 // judgeCommand judges one simple command and what it runs. inTail says c
 // is a guess at what a wrapper runs, whose own tails are already guessed.
 func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
+	return p.judgeCommandIn(c, l, inTail, false)
+}
+
+// judgeCommandIn is judgeCommand for a tail of a wrapper (guessed) whose
+// own words were guessed at already: the tail's are a suffix of them.
+func (p *policy) judgeCommandIn(c shell.Command, l line, inTail, guessed bool) []part {
 	prog := c.Program()
 	pt := part{subject: fmt.Sprintf("the command %q", c.Text), program: prog.Value}
 	// A command judged unreadable names itself, not its program, for
@@ -147,7 +172,7 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 		return []part{p.opaque(whole, why, p.unreadable(whole, why))}
 	}
 	name := path.Base(prog.Value)
-	e := effectOf(c, name, l)
+	e := effectOf(c, name, l, guessed)
 	var out []part
 	fb := fallback{}
 	if e.runs {
@@ -165,8 +190,8 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 			out = append(out, restrictive(p.judgeNested(code, l, true))...)
 		}
 	}
-	if e.wrapper && !inTail {
-		out = append(out, p.wrapped(c, e, l)...)
+	if e.wrapper {
+		out = append(out, p.wrapped(c, e, l, inTail)...)
 	} else if !inTail {
 		out = append(out, p.namedTails(c, name, l)...)
 	}
@@ -179,7 +204,17 @@ func (p *policy) judgeCommand(c shell.Command, l line, inTail bool) []part {
 // starts with a word known only at run time where the wrapper's syntax
 // puts its command. Only what a rule denies or asks about counts: a tail
 // may be a wrong guess, and a guess never allows.
-func (p *policy) wrapped(c shell.Command, e effect, l line) []part {
+//
+// A wrapper that is itself a tail (sudo env "$X", xargs nice, find -exec
+// env {}) is judged by its own syntax too (inner): its command may start
+// at a word known only at run time that the outer wrapper took for an
+// argument, or at an item xargs appends. Its tails that start with a
+// literal word are the outer wrapper's own, tried there; so an inner
+// wrapper tries only the others, which are opaque at once, and nesting
+// costs no recursion. For those literal tails to carry what an xargs or
+// find among them fills in, the outer wrapper's words from such a tail on
+// are taken as that tail substitutes them.
+func (p *policy) wrapped(c shell.Command, e effect, l line, inner bool) []part {
 	ws := e.args
 	var starts []bool // nil: a word known only at run time may start the command anywhere
 	if name := path.Base(c.Program().Value); name == "find" {
@@ -197,13 +232,24 @@ func (p *policy) wrapped(c shell.Command, e effect, l line) []part {
 		if !w.Literal && starts != nil && !starts[i] {
 			continue // an argument of the command, or an option's value
 		}
+		if inner && w.Literal {
+			continue // the outer wrapper tries this tail
+		}
 		if n++; n > maxTails {
 			why := fmt.Sprintf("it has more than %d words that may be the command it runs", maxTails)
 			pt := part{subject: fmt.Sprintf("the command %q", c.Text), program: c.Text}
 			return append(out, p.opaque(pt, why, p.unreadable(pt, why)))
 		}
 		tail := shell.Command{Words: ws[i:], Text: joinWords(ws[i:]), Stdin: c.Stdin}
-		for _, pt := range restrictive(p.judgeCommand(tail, l, true)) {
+		if name := path.Base(w.Value); w.Literal && (name == "xargs" || name == "find" && isFindExec(tail)) {
+			// substituted returns the words themselves when it changes
+			// none: nested xargs then cost no copy each.
+			if sub := substituted(ws[i:], name); len(sub) != len(ws)-i || &sub[0] != &ws[i] {
+				ws = append(ws[:i:i], sub...)
+				tail.Words = ws[i:]
+			}
+		}
+		for _, pt := range restrictive(p.judgeCommandIn(tail, l, true, true)) {
 			pt.subject += fmt.Sprintf(" (run by %q)", c.Text)
 			out = append(out, pt)
 		}
@@ -232,7 +278,7 @@ func joinWords(ws []shell.Word) string {
 // workspace-write asks before writing outside the workspace (or to a file
 // named only at run time). Other modes and no mode leave it be.
 func (p *policy) judgeWrite(w shell.Write, workspace string) (part, bool) {
-	if w.Literal && (slices.Contains(harmless, w.Target) || strings.HasPrefix(w.Target, "/dev/fd/")) {
+	if w.Literal && (slices.Contains(harmless, w.Target) || isDescriptor(w.Target)) {
 		return part{}, false
 	}
 	// A redirection that asks names itself for "allow for this session";
@@ -275,4 +321,61 @@ func setsShellCode(s shell.Script) (string, bool) {
 
 func shellCodeVar(name string) bool {
 	return name == "BASH_ENV" || strings.HasPrefix(name, "BASH_FUNC_")
+}
+
+// commandVars name variables whose value a program the line may start
+// runs as a command line (git's editor, pager and ssh through sh -c; man,
+// less, sudo): GIT_EDITOR='rm f' git commit runs rm as surely as
+// git -c core.editor='rm f' commit does.
+var commandVars = []string{"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND",
+	"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
+	"SYSTEMD_PAGER", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND"}
+
+// gitConfigVar reports whether name gives git settings the line does not
+// show (GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='rm f'), or the
+// directory git runs its own commands from: the environment's forms of
+// git -c and --config-env.
+func gitConfigVar(name string) bool {
+	switch name {
+	case "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH":
+		return true
+	}
+	return strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_")
+}
+
+// judgeCommandVars judges the values of the command variables the line
+// sets — before a command, alone, through export or declare, or as a
+// NAME=value word (env) — as the code they are; a value known only at run
+// time, and git settings from the environment, are opaque.
+func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
+	vals := script.Values
+	for _, c := range script.Commands {
+		for _, w := range c.Words[1:] {
+			if n, v, ok := strings.Cut(w.Value, "="); ok && w.Literal && (slices.Contains(commandVars, n) || gitConfigVar(n)) {
+				vals = append(vals, shell.Assignment{Name: n, Value: shell.Word{Value: v, Literal: true}})
+			}
+		}
+	}
+	var out []part
+	for _, a := range vals {
+		v := a.Value
+		switch {
+		case gitConfigVar(a.Name):
+			if v.Literal && v.Value == "/dev/null" {
+				continue
+			}
+			pt := part{subject: fmt.Sprintf("the assignment of %s", a.Name), program: l.text}
+			why := fmt.Sprintf("%s gives git settings, which may name commands, that the line does not show", a.Name)
+			out = append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+		case !slices.Contains(commandVars, a.Name):
+		case !v.Literal:
+			pt := part{subject: fmt.Sprintf("the assignment of %s", a.Name), program: l.text}
+			why := fmt.Sprintf("%s is a command a program runs, and its value is known only at run time", a.Name)
+			out = append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+		case strings.TrimSpace(v.Value) != "":
+			// less reads LESSOPEN='|cmd %s' and '||cmd %s' as a pipe.
+			out = append(out, p.judgeNested(strings.TrimLeft(v.Value, "|-"), l, false)...)
+		}
+	}
+	return out
 }

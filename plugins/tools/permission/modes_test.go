@@ -90,6 +90,12 @@ func TestRedirectionsFollowTheModesWriteRules(t *testing.T) {
 		{`echo hi > "$TARGET"`, tools.Ask, tools.Deny, tools.Allow},
 		{"echo hi > /dev/null 2>&1", tools.Allow, tools.Allow, tools.Allow},
 		{"echo hi >&2", tools.Allow, tools.Allow, tools.Allow},
+		{"echo hi > /dev/fd/2", tools.Allow, tools.Allow, tools.Allow},
+		// Only /dev/fd/N is a descriptor: past it the path is a file
+		// (/dev/fd/../../../etc/hosts is /etc/hosts).
+		{"echo hi > /dev/fd/../../../etc/hosts", tools.Ask, tools.Deny, tools.Allow},
+		{"echo hi > /dev/fd/1/../../../../etc/hosts", tools.Ask, tools.Deny, tools.Allow},
+		{"echo hi > /dev/fd/", tools.Ask, tools.Deny, tools.Allow},
 	}
 	for _, c := range cases {
 		if v := bash(ww, t, c.command); v.Decision != c.ww {

@@ -21,6 +21,11 @@ func pathological() map[string]string {
 		"rm in nested braces":      strings.Repeat("{", n/2) + "rm,f" + strings.Repeat("}", n/2),
 		"a long word with a brace": "echo {a,b}" + strings.Repeat("x", 2*n),
 		"many brace words":         "echo" + strings.Repeat(" {a,b}", n/6),
+		// Each xargs is a wrapper whose command is another, and
+		// substitutes words the outer ones did not.
+		"nested xargs":    strings.Repeat("xargs ", n/6) + "env",
+		"nested wrappers": strings.Repeat("sudo env nice ", n/14) + "$X",
+		"a long cluster":  "env -" + strings.Repeat("v", n/8) + "S'x y'",
 	}
 }
 

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/dsh-go/dsh/plugins/tools/permission/shell"
@@ -102,6 +103,53 @@ func gitConfigCode(e *effect, ws []shell.Word) {
 	}
 }
 
+// gitLongCode are git options, of any subcommand, whose value is a
+// command git runs through the shell: the program at the other end of a
+// local transport (git ls-remote --upload-pack='cmd' .), difftool's
+// command. push, archive, send-pack and fetch-pack also take --exec.
+var gitLongCode = []string{"--upload-pack", "--receive-pack", "--extcmd"}
+
+// gitShortCode are the short options of a subcommand whose value is such
+// a command: difftool -x, clone -u, grep -O (its value attached only).
+var gitShortCode = map[string]byte{"difftool": 'x', "clone": 'u', "grep": 'O'}
+
+// gitConfigSet judges the value git config stores under a key whose value
+// git runs later (git config alias.st '!cmd', core.pager 'cmd'): a later
+// git command would run it as surely as git -c does now. Its value is
+// taken as the word after the key, in both the old form and `git config
+// set`.
+func gitConfigSet(e *effect, ws []shell.Word) {
+	for i := 0; i+1 < len(ws); i++ {
+		w := ws[i]
+		if !w.Literal || strings.HasPrefix(w.Value, "-") || w.Value == "set" {
+			continue
+		}
+		key := strings.ToLower(w.Value)
+		isCode := strings.HasPrefix(key, "alias.") || key == "core.hookspath"
+		for _, suffix := range gitCommandKeys {
+			isCode = isCode || strings.HasSuffix(key, suffix)
+		}
+		if !isCode {
+			return
+		}
+		v := ws[i+1]
+		e.runs = true
+		switch {
+		case !v.Literal:
+			e.opaque = "git config stores a command known only at run time that git runs later"
+		case key == "core.hookspath":
+			e.opaque = "git config core.hooksPath makes git run the hook scripts of a directory the policy does not read"
+		case strings.HasPrefix(key, "alias."):
+			if c, ok := strings.CutPrefix(strings.TrimSpace(v.Value), "!"); ok {
+				e.code = append(e.code, c)
+			}
+		default:
+			e.code = append(e.code, v.Value)
+		}
+		return
+	}
+}
+
 // gitCommandKeys end the names of git settings whose value is a command
 // git runs with sh -c.
 var gitCommandKeys = []string{"command", "pager", "editor", "helper", "external", "fsmonitor", "askpass",
@@ -169,25 +217,51 @@ func gitEffect(ws []shell.Word) effect {
 		e.code = append(e.code, w.Value)
 	}
 	sub := gitSubcommand(ws)
+	for _, w := range ws[1:max(sub, 1)] {
+		if w.Literal && strings.HasPrefix(w.Value, "--exec-path=") {
+			e.runs, e.opaque = true, "git --exec-path= runs git's own commands from a directory the policy does not read"
+			return e
+		}
+	}
 	if sub < 0 {
 		return e
 	}
 	cmd := ws[sub].Value
+	if cmd == "config" {
+		gitConfigSet(&e, ws[sub+1:])
+	}
 	for i := sub + 1; i < len(ws); i++ {
 		w := ws[i]
 		if !w.Literal {
 			continue
 		}
 		opt, val, hasVal := strings.Cut(w.Value, "=")
+		if letter, ok := gitShortCode[cmd]; ok && len(w.Value) > 1 && w.Value[0] == '-' && w.Value[1] != '-' {
+			// difftool -yx 'cmd', clone -u'cmd', grep -O'cmd': the letter
+			// may close a cluster (its value the next word) or carry it.
+			if k := strings.IndexByte(w.Value, letter); k > 0 {
+				switch {
+				case k+1 < len(w.Value):
+					add(shell.Word{Value: w.Value[k+1:], Literal: true})
+				case letter != 'O' && i+1 < len(ws):
+					i++
+					add(ws[i])
+				}
+				continue
+			}
+		}
 		switch {
 		case cmd == "rebase" && (opt == "-x" || opt == "--exec"),
-			cmd == "filter-branch" && strings.HasPrefix(opt, "--") && strings.HasSuffix(opt, "-filter"):
+			cmd == "filter-branch" && strings.HasPrefix(opt, "--") && strings.HasSuffix(opt, "-filter"),
+			slices.Contains(gitLongCode, opt), opt == "--exec" && cmd != "rebase":
 			if hasVal {
 				add(shell.Word{Value: val, Literal: true})
 			} else if i+1 < len(ws) {
 				i++
 				add(ws[i])
 			}
+		case opt == "--open-files-in-pager" && hasVal:
+			add(shell.Word{Value: val, Literal: true})
 		case cmd == "submodule" && w.Value == "foreach":
 			rest := ws[i+1:]
 			for len(rest) > 0 && rest[0].Literal && strings.HasPrefix(rest[0].Value, "-") {

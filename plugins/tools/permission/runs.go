@@ -43,15 +43,15 @@ type effect struct {
 }
 
 // effectOf reads what c, whose program's base name is name, runs.
-func effectOf(c shell.Command, name string, l line) effect {
-	e := effectByName(c, name, l)
+func effectOf(c shell.Command, name string, l line, guessed bool) effect {
+	e := effectByName(c, name, l, guessed)
 	if why := programTextRuns(c.Words, name); why != "" {
 		e.runs, e.opaque = true, why
 	}
 	return e
 }
 
-func effectByName(c shell.Command, name string, l line) effect {
+func effectByName(c shell.Command, name string, l line, guessed bool) effect {
 	ws := c.Words
 	switch {
 	case slices.Contains(shells, name):
@@ -96,12 +96,14 @@ func effectByName(c shell.Command, name string, l line) effect {
 	case name == "command" && (leadingFlag(ws, 'v', "") || leadingFlag(ws, 'V', "")):
 		return effect{} // it only says what a name is
 	case slices.Contains(wrappers, name):
-		return wrapperEffect(c, name)
+		return wrapperEffect(c, name, guessed)
 	}
 	return effect{}
 }
 
-func wrapperEffect(c shell.Command, name string) effect {
+// wrapperEffect reads the wrapper c; guessed says its words were guessed
+// at as code already (it is a tail of another wrapper's).
+func wrapperEffect(c shell.Command, name string, guessed bool) effect {
 	e := effect{runs: true, wrapper: true, args: c.Words, starts: len(c.Words)}
 	switch name {
 	case "sudo", "doas":
@@ -120,11 +122,21 @@ func wrapperEffect(c shell.Command, name string) effect {
 		e.opaque = "it runs an option's value known only at run time as a command line"
 	}
 	for _, w := range e.args[1:] {
+		if guessed {
+			break
+		}
 		if !w.Literal {
 			continue
 		}
 		if looksLikeCode(w.Value) {
 			e.guesses = append(e.guesses, w.Value)
+			// An option's value may be attached to its letter, after
+			// other letters: env -vS'rm f', script -qc'rm f'.
+			vals, ok := attachedValues(w.Value)
+			if !ok {
+				e.opaque = "it has an option cluster too long to tell which letter takes a command line"
+			}
+			e.guesses = append(e.guesses, vals...)
 		}
 		// An option's value may be a command line too (--command=...,
 		// ssh -o ProxyCommand=...).
@@ -133,6 +145,34 @@ func wrapperEffect(c shell.Command, name string) effect {
 		}
 	}
 	return e
+}
+
+// maxCluster bounds the letters of a short option cluster read for an
+// attached value; getopt takes a letter repeated (-vvvS'cmd'), so a
+// longer cluster is opaque rather than cut.
+const maxCluster = 16
+
+// attachedValues returns what may be an attached option value in the
+// short option cluster v: the rest of v after each of its leading
+// letters. It reports false when the letters run past maxCluster.
+func attachedValues(v string) ([]string, bool) {
+	if len(v) < 3 || v[0] != '-' || v[1] == '-' {
+		return nil, true
+	}
+	var out []string
+	for k := 1; k < len(v)-1 && isOptionLetter(v[k]); k++ {
+		if k > maxCluster {
+			return out, false
+		}
+		if rest := v[k+1:]; looksLikeCode(rest) {
+			out = append(out, rest)
+		}
+	}
+	return out, true
+}
+
+func isOptionLetter(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // substituted returns the words of xargs or find with the parts each
@@ -157,20 +197,33 @@ func substituted(ws []shell.Word, name string) []shell.Word {
 			}
 		}
 	}
-	out := make([]shell.Word, 0, len(ws)+1)
+	// A wrapper's tail that starts at xargs or find is substituted already
+	// (wrapped): it is returned as it is, not copied again, once per tail.
+	var out []shell.Word
 	for i, w := range ws {
 		option := strings.HasPrefix(w.Value, "-I") || strings.HasPrefix(w.Value, "-i") || strings.HasPrefix(w.Value, "--replace") ||
 			i > 0 && ws[i-1].Literal && ws[i-1].Value == "-I"
 		if i > 0 && !option && repl != "" && w.Literal && strings.Contains(w.Value, repl) {
+			if out == nil {
+				out = append(make([]shell.Word, 0, len(ws)+1), ws[:i]...)
+			}
 			w = shell.Word{Value: w.Value}
 		}
-		out = append(out, w)
+		if out != nil {
+			out = append(out, w)
+		}
 	}
-	if appends {
-		out = append(out, shell.Word{Value: "<items read by xargs>", Split: true})
+	if out == nil {
+		out = ws
+	}
+	if appends && !(len(ws) > 0 && ws[len(ws)-1] == xargsItems) {
+		out = append(out[:len(out):len(out)], xargsItems)
 	}
 	return out
 }
+
+// xargsItems stands for the words xargs appends to its command.
+var xargsItems = shell.Word{Value: "<items read by xargs>", Split: true}
 
 // shellEffect reads a shell's options: -c runs its first operand, a first
 // operand without -c is a script file, and no operand reads standard

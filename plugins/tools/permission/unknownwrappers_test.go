@@ -49,6 +49,10 @@ func TestProgramTextsWithoutCommandsStayPrecise(t *testing.T) {
 		"git -c user.name=x commit -m m", "git -c color.ui=always log", "git rm -f x", "git -c core.pager=cat log", "git -c core.editor='vim -n' commit", "git rebase -x 'make test' main", "git submodule foreach git pull", "git cherry-pick -x abc", "git clean -x -f", "git -C sub rm x", "git -c user.name=x rm x", "echo rm", "grep rm x",
 		"man rm", "which rm", "command -v rm", "type rm", "printf '%s\\n' rm", "gdb -batch -ex bt ./a.out core",
 		"expect -v", "ls rm", "perf stat ls", `sed -e 's/a/b/' "$F"`, `sed -i.bak 's/a/b/' "$F"`, "sed -n -f script.sed x",
+		"PAGER=cat git log", "GIT_EDITOR='vim -n' git commit", "GIT_CONFIG_GLOBAL=/dev/null git status", "EDITOR= git commit",
+		"git grep -i x", "git grep -O x", "git push -u origin main", "git add -u", "git clone https://x/r d", "git config user.name x",
+		`read -r -p "$prompt" x`, `read -t "$t" -r x`, "echo ${!a[@]}", "echo ${!pre*}", `declare x="$y"`, `export PATH="$PATH:/x"`, "unset x", "mapfile -t lines < f",
+		"git config --global core.pager cat", "git config alias.st status", "git difftool -y HEAD", "git --exec-path",
 	} {
 		if v := bash(root, t, command); v.Decision != tools.Allow {
 			t.Errorf("%q: got %+v, want allow", command, v)

@@ -55,14 +55,22 @@ var wrapperSyntax = map[string]syntax{
 func commandStarts(ws []shell.Word, sx syntax) []bool {
 	starts := make([]bool, len(ws)+1)
 	type state struct{ i, left int }
-	seen := make(map[state]bool)
+	// seen holds one bit per operand count still to pass: operands is
+	// small (a duration, a host), and a map of states cost more than the
+	// rest of a long wrapper's reading.
+	seen := make([]uint64, len(ws))
 	var todo []state
 	push := func(i, left int) {
-		s := state{i, left}
-		if i < len(ws) && !seen[s] {
-			seen[s] = true
-			todo = append(todo, s)
+		if i >= len(ws) {
+			return
 		}
+		if left < 64 && seen[i]&(1<<left) != 0 {
+			return
+		}
+		if left < 64 {
+			seen[i] |= 1 << left
+		}
+		todo = append(todo, state{i, left})
 	}
 	// Through push, so that a wrapper alone (env, nice) has no start.
 	push(1, sx.operands)

@@ -105,12 +105,31 @@ type Script struct {
 	// Assigned are the names of the variables the line assigns, before a
 	// command (X=1 cmd), alone (X=1) or through export, declare, local.
 	Assigned []string
+	// Values are the assignments of Assigned whose name is a plain one
+	// (not an array element), with the value assigned: a value known
+	// only at run time is a Word that is not literal.
+	Values []Assignment
+	// Names are the words known only at run time that bash evaluates as
+	// a variable name (${!x}, declare "$x", unset "$x", read "$x",
+	// printf -v "$x", test -v "$x", [[ -v $x ]], let "$x"): a value like
+	// a[$(cmd)] runs cmd, as eval would.
+	Names []string
+	// Prompts counts the ${x@P} expansions: bash expands the value of x
+	// as a prompt string, running the command substitutions it holds,
+	// as eval would.
+	Prompts int
 	// Subscripts are literal strings with an array subscript holding a
 	// substitution ('a[$(cmd)]') where bash evaluates them: operands of
 	// declare, printf -v, read, unset, test -v and the like, and
 	// arithmetic ($(( )), (( )), let, [[ -eq ]]). Bash runs what the
 	// subscript holds, so they are code.
 	Subscripts []string
+}
+
+// Assignment is one variable a line assigns and its value.
+type Assignment struct {
+	Name  string
+	Value Word
 }
 
 // subscriptBuiltins evaluate an operand's array subscript: a variable
@@ -150,6 +169,13 @@ func Parse(src string) (Script, error) {
 				if a.Value != nil {
 					s.code(word(a.Value, ""))
 				}
+				if a.Name != nil && a.Index == nil && a.Array == nil {
+					v := Word{Literal: true}
+					if a.Value != nil {
+						v = word(a.Value, text(a.Value))
+					}
+					s.Values = append(s.Values, Assignment{Name: a.Name.Value, Value: v})
+				}
 			}
 			// Assignments alone (X=1) run no program; their substitutions
 			// are still walked.
@@ -165,6 +191,7 @@ func Parse(src string) (Script, error) {
 					for _, w := range ws[1:] {
 						s.subscript(w)
 					}
+					s.names(ws)
 				}
 				if len(ws) > 0 {
 					s.Commands = append(s.Commands, Command{Words: ws, Text: text(call), Stdin: input(n.Redirs)})
@@ -175,6 +202,9 @@ func Parse(src string) (Script, error) {
 			for _, e := range n.Exprs {
 				if w, ok := e.(*syntax.Word); ok {
 					s.code(word(w, ""))
+					if ww := word(w, text(w)); !ww.Literal {
+						s.Names = append(s.Names, ww.Value)
+					}
 				}
 				s.arithm(e)
 			}
@@ -189,6 +219,12 @@ func Parse(src string) (Script, error) {
 		case *syntax.ParamExp:
 			if n.Index != nil {
 				s.arithm(n.Index)
+			}
+			if n.Excl && n.Names == 0 && n.Index == nil {
+				s.Names = append(s.Names, text(n)) // ${!x}: the value of x is a name
+			}
+			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && n.Exp.Word.Lit() == "P" {
+				s.Prompts++
 			}
 		case *syntax.Assign:
 			if n.Index != nil {
@@ -209,6 +245,9 @@ func Parse(src string) (Script, error) {
 			if n.Op == syntax.TsVarSet {
 				if w, ok := n.X.(*syntax.Word); ok {
 					s.subscript(word(w, ""))
+					if ww := word(w, text(w)); !ww.Literal {
+						s.Names = append(s.Names, ww.Value)
+					}
 				}
 			}
 		case *syntax.DeclClause:
@@ -222,6 +261,16 @@ func Parse(src string) (Script, error) {
 				w := assign(a, text(a))
 				s.code(w)
 				s.subscript(w)
+				if a.Name == nil && !w.Literal {
+					s.Names = append(s.Names, w.Value) // declare "$x"
+				}
+				if a.Name != nil && a.Index == nil && a.Array == nil && a.Value != nil {
+					v := Word{Value: text(a.Value)}
+					if _, val, ok := strings.Cut(w.Value, "="); ok && w.Literal {
+						v = Word{Value: val, Literal: true}
+					}
+					s.Values = append(s.Values, Assignment{Name: a.Name.Value, Value: v})
+				}
 				ws = append(ws, w)
 			}
 			s.Commands = append(s.Commands, Command{Words: ws, Text: text(n)})
@@ -258,6 +307,40 @@ func (s *Script) arithm(x syntax.ArithmExpr) {
 		}
 		return true
 	})
+}
+
+// nameValues are, per builtin, its options whose value is the next word
+// (or the rest of the cluster), for names to skip them.
+var nameValues = map[string]string{"read": "adinNptu", "mapfile": "dnOsuCc", "readarray": "dnOsuCc"}
+
+// names notes the operands of the builtin ws (as takesSubscripts found
+// it) that bash takes for a variable name and that are known only at
+// run time.
+func (s *Script) names(ws []Word) {
+	b := 0
+	if ws[0].Value == "builtin" || ws[0].Value == "command" {
+		b = 1
+	}
+	name, ops := ws[b].Value, ws[b+1:]
+	switch name {
+	case "unset", "read", "mapfile", "readarray":
+		values := nameValues[name]
+		for i := 0; i < len(ops); i++ {
+			w := ops[i]
+			switch {
+			case !w.Literal:
+				s.Names = append(s.Names, w.Value)
+			case len(w.Value) > 1 && w.Value[0] == '-' && strings.IndexByte(values, w.Value[len(w.Value)-1]) >= 0:
+				i++ // the option's value, data
+			}
+		}
+	case "printf", "test", "[":
+		for i := 0; i+1 < len(ops); i++ {
+			if ops[i].Literal && ops[i].Value == "-v" && !ops[i+1].Literal {
+				s.Names = append(s.Names, ops[i+1].Value)
+			}
+		}
+	}
 }
 
 // takesSubscripts reports whether the command ws is a builtin that
