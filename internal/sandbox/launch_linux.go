@@ -88,7 +88,7 @@ func attach(cmd *exec.Cmd, r Rules, st Status, weak Weaken) (*Entry, error) {
 	// Landlock before ABI 9 cannot tell a unix socket made outside from
 	// one the command makes: with the network closed, the command gets
 	// none (see entry.Spec.NoUnix).
-	spec.NoUnix = spec.Network != entry.NetOn && st.ABI < abiUnix && entry.UnixFilter
+	spec.NoUnix = spec.Network != entry.NetOn && st.ABI < abiUnix && entry.UnixFilter && !r.UnixSockets
 	e := &Entry{ctl: -1, proxied: spec.Network == entry.NetProxied}
 	if weak&NoNamespaces == 0 {
 		if err := e.namespaces(cmd, r, weak, &spec); err != nil {

@@ -102,6 +102,13 @@ type Rules struct {
 	Hidden []string
 	// Network is off (the zero value), on or proxied.
 	Network Network
+	// UnixSockets lets the command make unix sockets while the network
+	// is not on, where Landlock (before ABI 9) cannot tell a socket made
+	// inside from one made outside: it then reaches sockets outside by
+	// their paths too (a user's D-Bus, tmux, ssh-agent, docker). Without
+	// it, on such kernels, socket(AF_UNIX) fails; socket pairs and pipes
+	// work either way.
+	UnixSockets bool
 	// ProxyPort is the proxy's port for NetworkProxied; 0 means
 	// DefaultProxyPort.
 	ProxyPort int
@@ -293,9 +300,9 @@ func (s Status) Describe(r Rules) string {
 	case w&OpenNetwork != 0:
 		fmt.Fprintf(&b, "; network NOT restricted (no network namespace, and Landlock needs ABI %d)", abiNetwork)
 	case r.Network == NetworkProxied && w&NoNamespaces == 0:
-		fmt.Fprintf(&b, "; network only through dsh's egress proxy (127.0.0.1:%d); unix sockets made outside %s", r.proxyPort(), s.unixSockets())
+		fmt.Fprintf(&b, "; network only through dsh's egress proxy (127.0.0.1:%d); unix sockets made outside %s", r.proxyPort(), s.unixSockets(r))
 	case w&NoNamespaces == 0:
-		b.WriteString("; network off (a network namespace with nothing up); unix sockets made outside " + s.unixSockets())
+		b.WriteString("; network off (a network namespace with nothing up); unix sockets made outside " + s.unixSockets(r))
 	default:
 		b.WriteString("; network off: " + s.closedNetwork())
 	}
@@ -305,10 +312,12 @@ func (s Status) Describe(r Rules) string {
 	return b.String()
 }
 
-func (s Status) unixSockets() string {
+func (s Status) unixSockets(r Rules) string {
 	switch {
 	case s.ABI >= abiUnix:
 		return "refused"
+	case r.UnixSockets:
+		return fmt.Sprintf("NOT refused (sandbox.unix_sockets is on; Landlock needs ABI %d to refuse only those)", abiUnix)
 	case entry.UnixFilter:
 		return fmt.Sprintf("refused (the command may make no unix socket at all: Landlock needs ABI %d to tell them apart)", abiUnix)
 	}

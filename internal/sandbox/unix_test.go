@@ -77,5 +77,24 @@ func TestNetworkOffRefusesAUnixSocketMadeOutside(t *testing.T) {
 		if reached != (n == sandbox.NetworkOn) || !strings.Contains(out, "PAIR") {
 			t.Errorf("network %q: reached the socket outside: %v, want %v; a socket pair must work:\n%s", n, reached, n == sandbox.NetworkOn, out)
 		}
+		// The opt-out gives unix sockets back, those outside included,
+		// and the sandbox's description says so.
+		r.UnixSockets = true
+		out, waitErr, entryErr = run(t, st, r, unixClient+sock)
+		if entryErr != nil || waitErr != nil {
+			t.Fatalf("network %q, unix sockets on: entry %v, exit %v: %s", n, entryErr, waitErr, out)
+		}
+		// From Landlock ABI 9 the sockets outside stay refused: only
+		// kernels before it need, and get, the opt-out's trade.
+		const landlockScopesUnix = 9
+		if st.ABI >= landlockScopesUnix {
+			continue
+		}
+		if !strings.Contains(out, "REACHED-OUTSIDE") {
+			t.Errorf("network %q with UnixSockets: the command made no unix socket:\n%s", n, out)
+		}
+		if d := st.Describe(r); n != sandbox.NetworkOn && st.Namespaces && !strings.Contains(d, "NOT refused") {
+			t.Errorf("network %q with UnixSockets: the description does not say unix sockets are open: %s", n, d)
+		}
 	}
 }

@@ -202,7 +202,7 @@ func (r *runner) rules(writable, readOnly, hidden []string) sandbox.Rules {
 	return sandbox.Rules{
 		Writable: writable, ReadOnly: ro, Hidden: hidden, Network: r.policy.Mode,
 		UID: r.cfg.Sandbox.UID, GID: r.cfg.Sandbox.UID, Accept: r.accept,
-		HomeFiles: r.cfg.Sandbox.HomeFiles,
+		HomeFiles: r.cfg.Sandbox.HomeFiles, UnixSockets: r.cfg.Sandbox.UnixSockets,
 	}
 }
 

@@ -73,6 +73,14 @@ type SandboxConfig struct {
 	// UID is the kernel uid (and gid) commands run under when dsh runs as
 	// root; default 65534 (nobody). Root itself is refused.
 	UID int `koanf:"uid" json:"uid,omitempty"`
+	// UnixSockets lets commands make unix sockets while the network is
+	// not on. On kernels whose Landlock predates ABI 9 (Linux 6.18) the
+	// sandbox cannot tell a socket made inside from one made outside, so
+	// by default commands there make none; on, they can also reach the
+	// sockets outside that their uid may open (a user's D-Bus, tmux,
+	// ssh-agent, docker). For test suites and tools that serve on a unix
+	// socket (Python multiprocessing managers, gpg-agent).
+	UnixSockets bool `koanf:"unix_sockets" json:"unix_sockets,omitempty"`
 }
 
 // DefaultReadOnly are the paths commands may not change by default: git's
