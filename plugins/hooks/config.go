@@ -47,8 +47,9 @@ type Config struct {
 // Group is a matcher and the hooks that run when it matches.
 type Group struct {
 	// Matcher selects tools by name for PreToolUse and PostToolUse (see
-	// the package doc); "", "*" or none matches every tool. Other events
-	// ignore it.
+	// the package doc), and the source (startup, resume, compact) for
+	// SessionStart, as in Claude Code; "", "*" or none matches all.
+	// UserPromptSubmit and Stop ignore it.
 	Matcher string `koanf:"matcher" json:"matcher,omitempty"`
 	Hooks   []Hook `koanf:"hooks" json:"hooks"`
 }

@@ -179,8 +179,9 @@ func whereOf(a agents.Agent) where {
 	return w
 }
 
-// fire runs the hooks of event that match tool ("" for events without a
-// tool) in parallel and returns their replies in config order. The same
+// fire runs the hooks of event whose matcher matches tool (the tool's
+// name; SessionStart's source, which its matchers select in Claude Code;
+// "" for events whose matchers are ignored) in parallel and returns their replies in config order. The same
 // command listed twice runs once.
 func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) []reply {
 	var todo []*compiled

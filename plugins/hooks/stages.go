@@ -311,7 +311,7 @@ func (p *hooks) created(ctx stdctx.Context, a agents.Agent) error {
 			}
 		}
 	}
-	rs := p.fire(ctx, SessionStart, "", input{Source: source}, whereOf(a))
+	rs := p.fire(ctx, SessionStart, source, input{Source: source}, whereOf(a))
 	for _, r := range rs {
 		if r.block {
 			p.log.Warn(fmt.Sprintf("SessionStart hook %q blocked, which a session start cannot be: %s", r.hook.command, r.reason), "agent", a.ID())
@@ -331,7 +331,7 @@ func (p *hooks) compacted(ctx stdctx.Context, d compact.Done) error {
 	if d.Err != nil || d.Agent == nil {
 		return nil
 	}
-	rs := p.fire(ctx, SessionStart, "", input{Source: "compact"}, whereOf(d.Agent))
+	rs := p.fire(ctx, SessionStart, "compact", input{Source: "compact"}, whereOf(d.Agent))
 	p.mu.Lock()
 	fresh := false
 	for _, r := range rs {

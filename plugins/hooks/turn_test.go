@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -279,5 +280,47 @@ echo "the session began by $src"`)
 	last := all[len(all)-1]
 	if !strings.Contains(last, "the session began by compact") || strings.Contains(last, "the session began by startup") {
 		t.Fatalf("the system prompt after the compaction:\n%s", last)
+	}
+}
+
+// TestSessionStartMatchersSelectTheSource: as in Claude Code, a
+// SessionStart group's matcher selects by source (startup, resume, clear,
+// compact), so a hook written for "compact" does not run when the agent
+// starts, and one for "startup" not after a compaction.
+func TestSessionStartMatchersSelectTheSource(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "ran")
+	each := func(name string) string {
+		return r.script(name+".sh", `echo "`+name+`:$(jq -r .source)" >> `+seen)
+	}
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"context_window": 100000}},
+			map[string]any{"use": "session.compact", "config": map[string]any{"window": 100000}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionStart": []any{
+				hook("startup|resume", each("fresh"), 0),
+				hook("compact", each("compacted"), 0),
+				hook("clear", each("cleared"), 0),
+				hook("*", each("all"), 0),
+			}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "one"); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := compact.Key.Get(r.h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Request("main")
+	if err := r.prompt("main", "two"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	got := strings.Fields(string(data))
+	slices.Sort(got)
+	if want := "all:compact all:startup compacted:compact fresh:startup"; strings.Join(got, " ") != want {
+		t.Fatalf("SessionStart hooks ran as %q; want %q", got, want)
 	}
 }
