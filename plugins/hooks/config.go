@@ -174,15 +174,37 @@ func (c Config) load() (loaded, error) {
 			}
 		}
 	}
+	type file struct {
+		name string
+		doc  settings
+		data []byte
+	}
+	var files []file
+	off := ""
 	for _, f := range c.Files {
-		doc, err := readFile(f)
+		doc, data, err := readFile(f)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		add(f+": ", doc.Hooks)
-		maps.Copy(env, doc.vars())
+		files = append(files, file{f, doc, data})
+		if off == "" && disabled(data) {
+			off = f
+		}
 	}
+	for _, f := range files {
+		if off != "" {
+			// Claude Code runs no hooks at all then; the config's own
+			// (inline) hooks are dsh's, not a settings file's, and run.
+			warnings = append(warnings, fmt.Sprintf("%s: its hooks do not run: %s sets \"disableAllHooks\": true, with which Claude Code runs none", f.name, off))
+			maps.Copy(env, f.doc.vars())
+			continue
+		}
+		add(f.name+": ", f.doc.Hooks)
+		warnings = append(warnings, keyWarnings(f.name+": ", f.data)...)
+		maps.Copy(env, f.doc.vars())
+	}
+	warnings = append(warnings, unlisted(c.Files)...)
 	add("", c.Hooks)
 	if len(problems) > 0 {
 		sort.Strings(problems)
@@ -215,20 +237,20 @@ func (s settings) vars() map[string]string {
 
 // readFile reads the "hooks" and "env" keys of a Claude Code settings
 // file.
-func readFile(name string) (settings, error) {
+func readFile(name string) (settings, []byte, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		abs, _ := filepath.Abs(name)
-		return settings{}, fmt.Errorf("files: cannot read %s (%s): %v; relative paths start from the directory dsh was started in", name, abs, unwrapPathErr(err))
+		return settings{}, nil, fmt.Errorf("files: cannot read %s (%s): %v; relative paths start from the directory dsh was started in", name, abs, unwrapPathErr(err))
 	}
 	var doc settings
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return settings{}, fmt.Errorf("%s: not a hooks file: %v; expected {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}}", name, err)
+		return settings{}, nil, fmt.Errorf("%s: not a hooks file: %v; expected {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}}", name, err)
 	}
-	if doc.Hooks == nil {
-		return settings{}, fmt.Errorf("%s: has no \"hooks\" key; expected {\"hooks\": {\"PreToolUse\": [...], ...}}", name)
+	if doc.Hooks == nil && !disabled(data) {
+		return settings{}, nil, fmt.Errorf("%s: has no \"hooks\" key; expected {\"hooks\": {\"PreToolUse\": [...], ...}}", name)
 	}
-	return doc, nil
+	return doc, data, nil
 }
 
 func unwrapPathErr(err error) error {

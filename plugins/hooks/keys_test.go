@@ -1,0 +1,125 @@
+package hooks_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-go/dsh/services/tools"
+)
+
+// writeJSON writes v as JSON to name, making its folder.
+func writeJSON(t *testing.T, name string, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// startWithFiles runs a host whose hooks.command entry reads files.
+func (r *rig) startWithFiles(files ...string) {
+	list := []any{}
+	for _, f := range files {
+		list = append(list, f)
+	}
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"}, map[string]any{"use": "hooks.command", "config": map[string]any{"files": list}}},
+		"agents":  []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("bash")
+}
+
+// TestKeysDshDoesNotReadAreWarnedAbout: a hook entry's async,
+// statusMessage and once, and keys dsh has never heard of, would be
+// dropped by the decoder without a word; each is named at load with what
+// dsh does instead, and the hook still runs.
+func TestKeysDshDoesNotReadAreWarnedAbout(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	r := newRig(t)
+	deny := r.script("deny.sh", `echo "no" >&2; exit 2`)
+	file := writeJSON(t, filepath.Join(r.dir, "settings.json"), map[string]any{"hooks": map[string]any{
+		"PreToolUse": []any{map[string]any{"matcher": "Bash", "priority": 1, "hooks": []any{
+			map[string]any{"type": "command", "command": deny, "async": true, "statusMessage": "checking", "once": true, "shell": "zsh"},
+			map[string]any{"type": "command", "command": "true", "async": false},
+		}}},
+	}})
+	r.startWithFiles(file)
+	if v := r.approve("main", "bash", `{"command":"ls"}`); v.Decision != tools.Deny {
+		t.Fatalf("the hook did not run: %+v", v)
+	}
+	log := r.logs.String()
+	contains(t, "log", log, file+": hooks.PreToolUse[0].priority: dsh does not read this key of a matcher group; ignored")
+	contains(t, "log", log, file+": hooks.PreToolUse[0].hooks[0].async: dsh runs the hook synchronously")
+	contains(t, "log", log, file+": hooks.PreToolUse[0].hooks[0].statusMessage: dsh shows no status")
+	contains(t, "log", log, file+": hooks.PreToolUse[0].hooks[0].once: dsh runs the hook every time")
+	contains(t, "log", log, file+": hooks.PreToolUse[0].hooks[0].shell: dsh does not read this key of a hook; ignored")
+	notContains(t, "log", log, "hooks[1].async")
+}
+
+// TestDisableAllHooksRunsNone: "disableAllHooks": true in any of the
+// settings files turns off every hook of the files, as it does in Claude
+// Code; a file holding only that key loads. The config's own hooks run.
+func TestDisableAllHooksRunsNone(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	r := newRig(t)
+	deny := r.script("deny.sh", `echo "from the file" >&2; exit 2`)
+	claude := filepath.Join(r.ws, ".claude")
+	shared := writeJSON(t, filepath.Join(claude, "settings.json"), map[string]any{"hooks": map[string]any{"PreToolUse": []any{hook("Bash", deny, 0)}}})
+	local := writeJSON(t, filepath.Join(claude, "settings.local.json"), map[string]any{"disableAllHooks": true})
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"}, map[string]any{"use": "hooks.command", "config": map[string]any{
+			"files": []any{shared, local},
+			"hooks": map[string]any{"PreToolUse": []any{hook("Write", deny, 0)}},
+		}}},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("bash", "write")
+	if v := r.approve("main", "bash", `{"command":"ls"}`); v.Decision == tools.Deny {
+		t.Fatalf("a hook of a file ran despite disableAllHooks: %+v", v)
+	}
+	if v := r.approve("main", "write", `{"path":"a","content":""}`); v.Decision != tools.Deny {
+		t.Fatalf("the config's own hook did not run: %+v", v)
+	}
+	contains(t, "log", r.logs.String(), shared+`: its hooks do not run: `+local+` sets "disableAllHooks": true`)
+}
+
+// TestSettingsClaudeCodeMergesButAreNotListedAreNamed: Claude Code runs
+// the hooks of the project's settings.local.json and the user's
+// ~/.claude/settings.json beside .claude/settings.json; dsh runs the
+// files it is given, and names each one it leaves out that has hooks.
+func TestSettingsClaudeCodeMergesButAreNotListedAreNamed(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	r := newRig(t)
+	claude := filepath.Join(r.ws, ".claude")
+	shared := writeJSON(t, filepath.Join(claude, "settings.json"), map[string]any{"hooks": map[string]any{"Stop": []any{hook("", "true", 0)}}})
+	local := writeJSON(t, filepath.Join(claude, "settings.local.json"), map[string]any{"hooks": map[string]any{"Stop": []any{hook("", "false", 0)}}})
+	user := writeJSON(t, filepath.Join(home, ".claude", "settings.json"), map[string]any{"hooks": map[string]any{"PreToolUse": []any{hook("", "false", 0)}}})
+	r.startWithFiles(shared)
+	log := r.logs.String()
+	contains(t, "log", log, local+" has hooks, which Claude Code runs beside those of "+shared+", and it is not in files")
+	contains(t, "log", log, user+" has hooks, which Claude Code runs beside")
+	notContains(t, "log", log, shared+" has hooks")
+
+	// Listed, they are not named.
+	r2 := newRig(t)
+	r2.startWithFiles(shared, local, user)
+	notContains(t, "log", r2.logs.String(), "which Claude Code runs beside")
+}
+
+func notContains(t *testing.T, what, got, unwanted string) {
+	t.Helper()
+	if strings.Contains(got, unwanted) {
+		t.Fatalf("%s: %q contains %q", what, got, unwanted)
+	}
+}
