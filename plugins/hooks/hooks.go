@@ -112,6 +112,9 @@ type agentState struct {
 	// stopRequested: a hook answered "continue": false; the turn ends
 	// after the step in flight.
 	stopRequested string
+	// preContext is PreToolUse's additionalContext by call id, appended
+	// to the call's result when it runs.
+	preContext map[string][]string
 }
 
 func (p *hooks) agent(id string) *agentState {
@@ -224,6 +227,9 @@ func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) 
 	for _, r := range replies {
 		if r.failed != "" && ctx.Err() == nil {
 			log.Warn(fmt.Sprintf("%s hook %q (%s) %s", event, r.hook.command, r.hook.where, r.failed), "agent", w.agentID)
+		}
+		if len(r.ignored) > 0 {
+			log.Warn(fmt.Sprintf("%s hook %q (%s) answered %s, which dsh does not act on; ignored", event, r.hook.command, r.hook.where, strings.Join(r.ignored, ", ")), "agent", w.agentID)
 		}
 		if r.systemMessage != "" {
 			log.Info(fmt.Sprintf("%s hook %q: %s", event, r.hook.command, r.systemMessage), "agent", w.agentID)

@@ -123,3 +123,48 @@ func notContains(t *testing.T, what, got, unwanted string) {
 		t.Fatalf("%s: %q contains %q", what, got, unwanted)
 	}
 }
+
+// TestPreToolUseContextReachesTheModel: Claude Code adds a PreToolUse
+// hook's additionalContext to the model's context; dsh appends it to the
+// call's result (the next thing the model reads), or to the reason of a
+// denied call. It used to be dropped without a word.
+func TestPreToolUseContextReachesTheModel(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"}, map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+			"PreToolUse": []any{
+				hook("echo", r.script("allow.sh", `echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","additionalContext":"the tree is frozen"}}'`), 0),
+				hook("write", r.script("deny.sh", `echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"read only","additionalContext":"ask the owner"}}'`), 0),
+			},
+		}}}},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("echo", "write")
+	if got := r.execute("main", "echo", `{}`); got.IsError || got.Content != "ran {}\n\nPreToolUse hook context: the tree is frozen" {
+		t.Fatalf("allowed call: %+v", got)
+	}
+	got := r.execute("main", "write", `{}`)
+	contains(t, "denied call", got.Content, "read only\n\nPreToolUse hook context: ask the owner")
+	// A call that runs later carries no context of an earlier one.
+	if got := r.execute("main", "write", `{}`); strings.Count(got.Content, "ask the owner") != 1 {
+		t.Fatalf("second denied call: %+v", got)
+	}
+}
+
+// TestAnswerFieldsDshDoesNotActOnAreLogged: a field of a hook's JSON
+// answer dsh does not read (updatedMCPToolOutput, a misspelt key) is
+// named in a warning; the fields it reads still count.
+func TestAnswerFieldsDshDoesNotActOnAreLogged(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"}, map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+			"PostToolUse": []any{hook("", r.script("post.sh", `echo '{"decison":"block","hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"seen","updatedMCPToolOutput":"x"}}'`), 0)},
+		}}}},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("echo")
+	if got := r.execute("main", "echo", `{}`); got.Content != "ran {}\n\nPostToolUse hook context: seen" {
+		t.Fatalf("result: %+v", got)
+	}
+	contains(t, "log", r.logs.String(), "answered decison, hookSpecificOutput.updatedMCPToolOutput, which dsh does not act on; ignored")
+}

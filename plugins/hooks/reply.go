@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dsh-go/dsh/services/tools"
@@ -48,6 +49,41 @@ type reply struct {
 	failed string
 	// systemMessage is logged for the operator.
 	systemMessage string
+	// ignored names the fields of the hook's JSON dsh does not act on.
+	ignored []string
+}
+
+// The fields of a hook's JSON answer dsh reads (see output).
+var (
+	outputKeys   = []string{"continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason", "hookSpecificOutput"}
+	specificKeys = []string{"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"}
+)
+
+// unread names the fields of a hook's JSON answer that dsh does not act
+// on (Claude Code's updatedMCPToolOutput, a PermissionRequest's decision,
+// a misspelt key), so they are logged rather than dropped without a word.
+func unread(text string) []string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal([]byte(text), &top) != nil {
+		return nil
+	}
+	var out []string
+	for k, v := range top {
+		if !slices.Contains(outputKeys, k) {
+			out = append(out, k)
+			continue
+		}
+		var inner map[string]json.RawMessage
+		if k == "hookSpecificOutput" && json.Unmarshal(v, &inner) == nil {
+			for ik := range inner {
+				if !slices.Contains(specificKeys, ik) {
+					out = append(out, k+"."+ik)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // interpret reads how a hook ended, following Claude Code: exit 2 blocks
@@ -92,6 +128,7 @@ func interpret(h *compiled, r ran) reply {
 		out.failed = fmt.Sprintf("printed output that starts like JSON but is not valid JSON (%v); its decisions were ignored: %s", err, clip(text, 200))
 		return out
 	}
+	out.ignored = unread(text)
 	out.systemMessage = o.SystemMessage
 	if o.Continue != nil && !*o.Continue {
 		out.stop = true

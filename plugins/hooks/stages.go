@@ -22,6 +22,10 @@ import (
 // the oldest entries go first.
 const maxContext = 16 << 10
 
+// maxPending bounds the PreToolUse context one agent keeps for calls
+// that have not run yet.
+const maxPending = 256
+
 // mount registers a listener for each stage that has hooks.
 func (p *hooks) mount(ctx *dshctx.Context) error {
 	has := func(e string) bool { return len(p.byEvent[e]) > 0 }
@@ -43,7 +47,7 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 	if has(PreToolUse) {
 		on(func() (func(), error) { return tools.EventApprove.On(ctx, p.approve, opts...) })
 	}
-	if has(PostToolUse) {
+	if has(PreToolUse) || has(PostToolUse) {
 		on(func() (func(), error) { return tools.EventExecute.On(ctx, p.execute) })
 	}
 	if has(Stop) || has(PreToolUse) || has(PostToolUse) {
@@ -115,6 +119,12 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 		}
 	}
 	source := p.source + ":" + PreToolUse
+	var notes []string
+	for _, r := range rs {
+		if c := strings.TrimSpace(r.context); c != "" {
+			notes = append(notes, "PreToolUse hook context: "+c)
+		}
+	}
 	if decision == tools.Deny {
 		why := reasons(rs, func(r reply) bool { return r.decision == tools.Deny })
 		for _, r := range rs {
@@ -122,7 +132,23 @@ func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.Approve
 				why = strings.TrimPrefix(why+"; "+r.stopReason, "; ")
 			}
 		}
+		if len(notes) > 0 {
+			why += "\n\n" + strings.Join(notes, "\n")
+		}
 		return tools.Verdict{Decision: tools.Deny, Reason: why, Source: source}, nil
+	}
+	if len(notes) > 0 {
+		// Claude Code adds it to the model's context before the tool
+		// runs; the result is what the model reads next, so execute
+		// appends it there.
+		p.mu.Lock()
+		st := p.agent(a.Call.AgentID)
+		if st.preContext == nil || len(st.preContext) >= maxPending {
+			// A call a later policy refused never reaches execute.
+			st.preContext = map[string][]string{}
+		}
+		st.preContext[a.Call.ID] = notes
+		p.mu.Unlock()
 	}
 	var rewrite []byte
 	for _, r := range rs {
@@ -187,13 +213,27 @@ func rank(d tools.Decision) int {
 // execute runs PostToolUse after the tool: a block's reason and context
 // from the hooks are appended to the result as feedback for the model.
 func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.ExecuteNext) (tools.Result, error) {
+	p.mu.Lock()
+	var notes []string
+	if st := p.state[x.Call.AgentID]; st != nil {
+		notes = st.preContext[x.Call.ID]
+		delete(st.preContext, x.Call.ID)
+	}
+	p.mu.Unlock()
 	if !p.any(PostToolUse, x.Call.Name) {
-		return next.Call(ctx, x)
+		res, err := next.Call(ctx, x)
+		if err == nil {
+			res = appendNotes(res, notes)
+		}
+		return res, err
 	}
 	w := p.locate(x.Call.AgentID, x.Call.Workspace)
 	existed := exists(x.Call.Name, x.Call.Arguments, w.workspace)
 	res, err := next.Call(ctx, x)
 	if err != nil || x.Tool == nil || ctx.Err() != nil {
+		if err == nil {
+			res = appendNotes(res, notes)
+		}
 		return res, err
 	}
 	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: forHook(x.Call.Name, x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID,
@@ -203,7 +243,6 @@ func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.Execut
 		return res, stdctx.Cause(ctx)
 	}
 	p.noteStops(x.Call.AgentID, rs)
-	var notes []string
 	for _, r := range rs {
 		if r.block {
 			notes = append(notes, fmt.Sprintf("PostToolUse hook feedback: %s", r.reason))
@@ -215,13 +254,19 @@ func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.Execut
 			notes = append(notes, fmt.Sprintf("A PostToolUse hook ended the turn: %s", r.stopReason))
 		}
 	}
+	return appendNotes(res, notes), nil
+}
+
+// appendNotes appends the hooks' notes to a result's text, after a blank
+// line.
+func appendNotes(res tools.Result, notes []string) tools.Result {
 	if len(notes) > 0 {
 		if res.Content != "" && !strings.HasSuffix(res.Content, "\n") {
 			res.Content += "\n"
 		}
 		res.Content += "\n" + strings.Join(notes, "\n")
 	}
-	return res, nil
+	return res
 }
 
 // noteStops remembers a "continue": false, which ends the turn at the
