@@ -180,6 +180,9 @@ func (p *plug) prepare(ctx stdctx.Context, in agentcontroller.Preparation, next 
 	if c.Model != "" {
 		p.log.Warn("commands: the command's model is not applied; the turn uses the agent's model", "agent", in.Agent.ID(), "command", c.Qualified(), "model", c.Model, "file", c.File)
 	}
+	for _, w := range Unapplied(c) {
+		p.log.Warn("commands: "+w, "agent", in.Agent.ID(), "command", c.Qualified())
+	}
 	if len(c.AllowedTools) > 0 {
 		p.log.Warn("commands: the command's allowed-tools are not applied; its tool calls go through approval as any other", "agent", in.Agent.ID(), "command", c.Qualified(), "allowed_tools", c.AllowedTools, "file", c.File)
 	}
