@@ -30,6 +30,10 @@ const (
 	Duplicate errs.Code = "SKILL_DUPLICATE"
 	// Unknown: the model asked for a skill that is not there.
 	Unknown errs.Code = "SKILL_UNKNOWN"
+	// ModelDisabled: the skill says disable-model-invocation: true, so
+	// in Claude Code only a person runs it, as /name, which dsh does not
+	// offer; it is not offered to the model either.
+	ModelDisabled errs.Code = "SKILL_MODEL_DISABLED"
 )
 
 // MaxFileBytes bounds one SKILL.md: its body goes to the model whole.
@@ -50,6 +54,19 @@ type Skill struct {
 	// Ignored names front matter keys the spec does not define, which
 	// dsh reads past (Claude Code adds some of its own).
 	Ignored []string
+	// modelDisabled is disable-model-invocation: true, with its line.
+	modelDisabled int
+}
+
+// changing are the front matter keys of Claude Code's skills that change
+// what a skill does there and that dsh does not apply: a skill that has
+// one runs differently, so they are logged as a warning, not a note.
+var changing = map[string]string{
+	"model":   "the turn keeps the agent's model",
+	"context": "the skill runs in the agent's own turn, not in a forked subagent",
+	"agent":   "the skill runs in the agent's own turn, not in a subagent",
+	"hooks":   "its hooks do not run; put them in a hooks.command file",
+	"effort":  "the turn keeps the agent's settings",
 }
 
 // Problem is a skill left out, and why.
@@ -140,6 +157,13 @@ func (c *cache) scan(dirs []string) ([]Skill, []Problem) {
 				continue
 			}
 			seen[s.Name] = file
+			if s.modelDisabled > 0 {
+				// Still shadows a later skill of its name, as in Claude Code.
+				problems = append(problems, Problem{File: file, Err: errs.New(ModelDisabled, fmt.Sprintf(
+					"%s:%d: disable-model-invocation: true keeps the skill from the model, as in Claude Code, where only a person runs it as /%s; dsh does not run skills as /name, so it is not offered at all. Remove the field to offer it to the model, or make it a command file (.claude/commands/%s.md) to run it by name",
+					file, s.modelDisabled, s.Name, s.Name)).WithReason("skills/model-disabled")})
+				continue
+			}
 			out = append(out, s)
 		}
 	}
@@ -212,6 +236,9 @@ func load(file string) (Skill, error) {
 		if !specFields[k.Name] {
 			s.Ignored = append(s.Ignored, k.Name)
 		}
+	}
+	if v, ok := d.Field("disable-model-invocation"); ok && v.Value == "true" {
+		s.modelDisabled = d.Line(v)
 	}
 	return s, nil
 }
