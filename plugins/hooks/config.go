@@ -65,10 +65,15 @@ type Hook struct {
 	Timeout float64 `koanf:"timeout" json:"timeout,omitempty"`
 }
 
-// Defaults: 60 seconds per hook, five forced continuations per turn, 64 KiB
-// of each output stream.
+// DefaultTimeout is Claude Code's for a command hook that sets none (600
+// seconds; it was 60 before), so a slow hook written for it (a Stop hook
+// that runs the tests) is not cut short here.
+const DefaultTimeout = 10 * time.Minute
+
+// Defaults: Claude Code's timeout per hook, five forced continuations per
+// turn, 64 KiB of each output stream.
 func (Config) Defaults() Config {
-	return Config{Timeout: 60 * time.Second, MaxStopContinuations: 5, MaxOutputBytes: 64 << 10}
+	return Config{Timeout: DefaultTimeout, MaxStopContinuations: 5, MaxOutputBytes: 64 << 10}
 }
 
 // Validate reads the files and checks every hook, so config check reports

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
@@ -110,5 +111,15 @@ func TestTheExampleBlocksRecursiveRm(t *testing.T) {
 	}
 	if v := r.approve("main", "bash", `{"command":"rm notes.txt"}`); v.Decision != tools.Ask {
 		t.Fatalf("a plain rm: %+v", v)
+	}
+}
+
+// TestTheDefaultTimeoutIsClaudeCodes: a hooks file that gives no timeout
+// was written for Claude Code's default, 600 seconds for a command hook;
+// dsh's used to be 60, which killed a Stop hook running the tests that
+// Claude Code waited for.
+func TestTheDefaultTimeoutIsClaudeCodes(t *testing.T) {
+	if got := (hooks.Config{}).Defaults().Timeout; got != 600*time.Second {
+		t.Fatalf("default timeout %s; Claude Code's is 600s", got)
 	}
 }
