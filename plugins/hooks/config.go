@@ -170,6 +170,9 @@ func (c Config) load() (loaded, error) {
 						problems = append(problems, fmt.Sprintf("%s.timeout: %v seconds is more than the most a hook may run (%v); give at most %.0f", hat, h.Timeout, maxHookTimeout, maxHookTimeout.Seconds()))
 						continue
 					}
+					if strings.Contains(h.Command, "CLAUDE_ENV_FILE") {
+						warnings = append(warnings, fmt.Sprintf("%s.command: uses CLAUDE_ENV_FILE, which dsh does not set: variables a hook writes there do not reach the agent's bash commands, as they do in Claude Code; set them in the config's env or the agent's", hat))
+					}
 					timeout := c.Timeout
 					if h.Timeout > 0 {
 						timeout = time.Duration(h.Timeout * float64(time.Second))
