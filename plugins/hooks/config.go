@@ -46,7 +46,8 @@ type Config struct {
 
 // Group is a matcher and the hooks that run when it matches.
 type Group struct {
-	// Matcher selects tools by name for PreToolUse and PostToolUse (see
+	// Matcher selects tools by name for PreToolUse, PostToolUse and
+	// PostToolUseFailure (see
 	// the package doc), and the source (startup, resume, compact) for
 	// SessionStart, as in Claude Code; "", "*" or none matches all.
 	// UserPromptSubmit and Stop ignore it.
@@ -88,19 +89,22 @@ func (c Config) Validate() error {
 
 // The events dsh runs, and the Claude Code events it reads and skips.
 const (
-	PreToolUse       = "PreToolUse"
-	PostToolUse      = "PostToolUse"
-	UserPromptSubmit = "UserPromptSubmit"
-	Stop             = "Stop"
-	SessionStart     = "SessionStart"
+	PreToolUse  = "PreToolUse"
+	PostToolUse = "PostToolUse"
+	// PostToolUseFailure runs, as in Claude Code, after a call whose
+	// result is an error; PostToolUse after the others.
+	PostToolUseFailure = "PostToolUseFailure"
+	UserPromptSubmit   = "UserPromptSubmit"
+	Stop               = "Stop"
+	SessionStart       = "SessionStart"
 )
 
-var supported = []string{PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart}
+var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart}
 
 // skipped are Claude Code events dsh has no stage for (yet): a file that
 // has them still loads, and each is reported once as a warning.
 var skipped = []string{"Notification", "SubagentStop", "PreCompact", "SessionEnd", "PermissionRequest",
-	"PostToolUseFailure", "PermissionDenied", "SubagentStart", "Setup"}
+	"PermissionDenied", "SubagentStart", "Setup"}
 
 // compiled is one runnable hook with where it came from.
 type compiled struct {

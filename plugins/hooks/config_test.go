@@ -52,7 +52,7 @@ func TestConfigProblemsAreReportedAtCheck(t *testing.T) {
 		cfg  hooks.Config
 		want string
 	}{
-		{hooks.Config{Hooks: map[string][]hooks.Group{"PreToolUze": nil}}, "hooks.PreToolUze: unknown event; expected one of PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart"},
+		{hooks.Config{Hooks: map[string][]hooks.Group{"PreToolUze": nil}}, "hooks.PreToolUze: unknown event; expected one of PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart"},
 		{hooks.Config{Hooks: map[string][]hooks.Group{"PreToolUse": {{Matcher: "Bash(", Hooks: []hooks.Hook{{Command: "x"}}}}}}, `hooks.PreToolUse[0].matcher: "Bash(" is not a regular expression`},
 		{hooks.Config{Hooks: map[string][]hooks.Group{"Stop": {{Hooks: []hooks.Hook{{Command: " "}}}}}}, "hooks.Stop[0].hooks[0].command: empty"},
 		{hooks.Config{Hooks: map[string][]hooks.Group{"Stop": {{Hooks: []hooks.Hook{{Command: "x", Timeout: -1}}}}}}, "hooks.Stop[0].hooks[0].timeout: -1"},

@@ -7,8 +7,10 @@
 //   - PreToolUse runs in tools/approve: allow, deny or ask, and
 //     updatedInput, which replaces the call's arguments (the pipeline
 //     validates them again).
-//   - PostToolUse wraps tools/execute: after the tool ran, a block's reason
-//     and additional context are appended to the result the model reads.
+//   - PostToolUse wraps tools/execute: after the tool ran and succeeded, a
+//     block's reason and additional context are appended to the result the
+//     model reads. PostToolUseFailure does the same after a call whose
+//     result is an error, as in Claude Code.
 //   - Stop runs in agent/turn-continuation when the turn would end: a block
 //     keeps the turn going with the reason handed to the model, at most
 //     max_stop_continuations times per turn.
@@ -139,6 +141,8 @@ type input struct {
 	ToolInput      json.RawMessage `json:"tool_input,omitempty"`
 	ToolUseID      string          `json:"tool_use_id,omitempty"`
 	ToolResponse   map[string]any  `json:"tool_response,omitempty"`
+	Error          *string         `json:"error,omitempty"`
+	IsInterrupt    *bool           `json:"is_interrupt,omitempty"`
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
 	Source         string          `json:"source,omitempty"`

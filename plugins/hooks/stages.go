@@ -47,10 +47,10 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 	if has(PreToolUse) {
 		on(func() (func(), error) { return tools.EventApprove.On(ctx, p.approve, opts...) })
 	}
-	if has(PreToolUse) || has(PostToolUse) {
+	if has(PreToolUse) || has(PostToolUse) || has(PostToolUseFailure) {
 		on(func() (func(), error) { return tools.EventExecute.On(ctx, p.execute) })
 	}
-	if has(Stop) || has(PreToolUse) || has(PostToolUse) {
+	if has(Stop) || has(PreToolUse) || has(PostToolUse) || has(PostToolUseFailure) {
 		on(func() (func(), error) { return agentloop.EventContinuation.On(ctx, p.continuation) })
 	}
 	if has(SessionStart) {
@@ -220,7 +220,7 @@ func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.Execut
 		delete(st.preContext, x.Call.ID)
 	}
 	p.mu.Unlock()
-	if !p.any(PostToolUse, x.Call.Name) {
+	if !p.any(PostToolUse, x.Call.Name) && !p.any(PostToolUseFailure, x.Call.Name) {
 		res, err := next.Call(ctx, x)
 		if err == nil {
 			res = appendNotes(res, notes)
@@ -236,22 +236,33 @@ func (p *hooks) execute(ctx stdctx.Context, x tools.Execution, next tools.Execut
 		}
 		return res, err
 	}
-	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: forHook(x.Call.Name, x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID,
-		ToolResponse: response(x.Call.Name, x.Call.Arguments, w.workspace, res, existed)}
-	rs := p.fire(ctx, PostToolUse, x.Call.Name, in, w)
+	// As in Claude Code: PostToolUse after a call that succeeded,
+	// PostToolUseFailure, with the error, after one that failed.
+	event := PostToolUse
+	in := input{ToolName: claudeName(x.Call.Name), DshToolName: x.Call.Name, ToolInput: forHook(x.Call.Name, x.Call.Arguments, w.workspace), ToolUseID: x.Call.ID}
+	if res.IsError {
+		event = PostToolUseFailure
+		// is_interrupt is a person's interruption: a bash command
+		// cancelled, not one that timed out.
+		interrupted := x.Call.Name == "bash" && strings.Contains(res.Content, "\ncancelled: ")
+		in.Error, in.IsInterrupt = &res.Content, &interrupted
+	} else {
+		in.ToolResponse = response(x.Call.Name, x.Call.Arguments, w.workspace, res, existed)
+	}
+	rs := p.fire(ctx, event, x.Call.Name, in, w)
 	if ctx.Err() != nil {
 		return res, stdctx.Cause(ctx)
 	}
 	p.noteStops(x.Call.AgentID, rs)
 	for _, r := range rs {
 		if r.block {
-			notes = append(notes, fmt.Sprintf("PostToolUse hook feedback: %s", r.reason))
+			notes = append(notes, fmt.Sprintf("%s hook feedback: %s", event, r.reason))
 		}
 		if r.context != "" {
-			notes = append(notes, fmt.Sprintf("PostToolUse hook context: %s", r.context))
+			notes = append(notes, fmt.Sprintf("%s hook context: %s", event, r.context))
 		}
 		if r.stop {
-			notes = append(notes, fmt.Sprintf("A PostToolUse hook ended the turn: %s", r.stopReason))
+			notes = append(notes, fmt.Sprintf("A %s hook ended the turn: %s", event, r.stopReason))
 		}
 	}
 	return appendNotes(res, notes), nil
