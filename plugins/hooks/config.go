@@ -200,6 +200,9 @@ func (c Config) load() (loaded, error) {
 			continue
 		}
 		files = append(files, file{f, doc, data})
+		if w := permissionWarning(f, data); w != "" {
+			warnings = append(warnings, w)
+		}
 		if off == "" && disabled(data) {
 			off = f
 		}

@@ -42,6 +42,10 @@ func TestASettingsFileLoadsAsItIs(t *testing.T) {
 	}
 	contains(t, "log", r.logs.String(), "hooks.Notification: dsh has no Notification event; these hooks do not run")
 	contains(t, "log", r.logs.String(), `type "prompt" is not supported (only command hooks run); skipped`)
+	// Claude Code applies the file's permission rules to every call; the
+	// hooks plugin does not, and says so rather than let a rule look
+	// applied.
+	contains(t, "log", r.logs.String(), file+": permissions: 1 allow (Bash(ls:*)) rules are not applied")
 }
 
 func TestConfigProblemsAreReportedAtCheck(t *testing.T) {

@@ -77,6 +77,37 @@ func keyWarnings(origin string, data []byte) []string {
 	return out
 }
 
+// permissionWarning names a settings file's permission rules, which
+// Claude Code applies to every tool call and the hooks plugin does not
+// read: a deny rule there would otherwise be taken for one that holds.
+func permissionWarning(name string, data []byte) string {
+	var doc struct {
+		Permissions struct {
+			Allow []string `json:"allow"`
+			Deny  []string `json:"deny"`
+			Ask   []string `json:"ask"`
+		} `json:"permissions"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return ""
+	}
+	p := doc.Permissions
+	var parts []string
+	for _, r := range []struct {
+		kind  string
+		rules []string
+	}{{"deny", p.Deny}, {"ask", p.Ask}, {"allow", p.Allow}} {
+		if len(r.rules) > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s (%s)", len(r.rules), r.kind, strings.Join(r.rules, ", ")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: permissions: %s rules are not applied: hooks.command reads a settings file's hooks and env only; write them as tools.permission rules to have dsh apply them",
+		name, strings.Join(parts, ", "))
+}
+
 // disabled reports a settings file's "disableAllHooks": true, with which
 // Claude Code runs no hooks at all.
 func disabled(data []byte) bool {
