@@ -97,13 +97,16 @@ const (
 	UserPromptSubmit   = "UserPromptSubmit"
 	Stop               = "Stop"
 	SessionStart       = "SessionStart"
+	// PreCompact runs before a compaction summarizes the history, with
+	// trigger manual or auto (which its matchers select).
+	PreCompact = "PreCompact"
 )
 
-var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart}
+var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact}
 
 // skipped are Claude Code events dsh has no stage for (yet): a file that
 // has them still loads, and each is reported once as a warning.
-var skipped = []string{"Notification", "SubagentStop", "PreCompact", "SessionEnd", "PermissionRequest",
+var skipped = []string{"Notification", "SubagentStop", "SessionEnd", "PermissionRequest",
 	"PermissionDenied", "SubagentStart", "Setup"}
 
 // compiled is one runnable hook with where it came from.

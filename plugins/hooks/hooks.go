@@ -146,6 +146,9 @@ type input struct {
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
 	Source         string          `json:"source,omitempty"`
+	// Trigger and CustomInstructions are PreCompact's.
+	Trigger            string  `json:"trigger,omitempty"`
+	CustomInstructions *string `json:"custom_instructions,omitempty"`
 }
 
 // where says where an event happens: the agent, its session and

@@ -57,6 +57,9 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 		on(func() (func(), error) { return agents.EventCreated.On(ctx, p.created) })
 		on(func() (func(), error) { return compact.EventDone.On(ctx, p.compacted) })
 	}
+	if has(PreCompact) {
+		on(func() (func(), error) { return compact.EventStarted.On(ctx, p.precompact) })
+	}
 	if has(UserPromptSubmit) || has(SessionStart) {
 		on(func() (func(), error) { return systemprompt.EventAssemble.On(ctx, p.assemble) })
 	}
@@ -398,6 +401,29 @@ func (p *hooks) compacted(ctx stdctx.Context, d compact.Done) error {
 	}
 	p.mu.Unlock()
 	p.addContext(d.Agent.ID(), rs, true)
+	return nil
+}
+
+// precompact runs PreCompact before a compaction's summary request, as
+// Claude Code runs it before it compacts: trigger is manual (a /compact,
+// session.compact's Request) or auto, and the matchers select it. dsh's
+// compaction takes no instructions, so custom_instructions is empty. A
+// hook cannot stop the compaction; a block is logged.
+func (p *hooks) precompact(ctx stdctx.Context, s compact.Started) error {
+	if s.Agent == nil {
+		return nil
+	}
+	trigger := "auto"
+	if s.Manual {
+		trigger = "manual"
+	}
+	none := ""
+	rs := p.fire(ctx, PreCompact, trigger, input{Trigger: trigger, CustomInstructions: &none}, whereOf(s.Agent))
+	for _, r := range rs {
+		if r.block || r.stop {
+			p.log.Warn(fmt.Sprintf("PreCompact hook %q blocked, which a compaction in dsh cannot be; it goes on: %s", r.hook.command, r.reason+r.stopReason), "agent", s.Agent.ID())
+		}
+	}
 	return nil
 }
 

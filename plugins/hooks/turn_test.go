@@ -324,3 +324,41 @@ func TestSessionStartMatchersSelectTheSource(t *testing.T) {
 		t.Fatalf("SessionStart hooks ran as %q; want %q", got, want)
 	}
 }
+
+// TestPreCompactRunsBeforeACompaction: as in Claude Code, PreCompact runs
+// before the history is summarized, with trigger manual for a requested
+// compaction, which its matchers select; a hook for "auto" does not run.
+// dsh used to skip PreCompact hooks.
+func TestPreCompactRunsBeforeACompaction(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"context_window": 100000}},
+			map[string]any{"use": "session.compact", "config": map[string]any{"window": 100000}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"PreCompact": []any{
+				hook("manual", r.script("manual.sh", `jq -c '{e: .hook_event_name, trigger, custom_instructions}' >> `+seen), 0),
+				hook("auto", r.script("auto.sh", `echo auto >> `+seen), 0),
+			}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "one"); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := compact.Key.Get(r.h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Request("main")
+	if err := r.prompt("main", "two"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.events("main", session.Compacted)); n != 1 {
+		t.Fatalf("%d compactions", n)
+	}
+	data, _ := os.ReadFile(seen)
+	if got := strings.TrimSpace(string(data)); got != `{"e":"PreCompact","trigger":"manual","custom_instructions":""}` {
+		t.Fatalf("PreCompact hooks wrote %q", got)
+	}
+}
