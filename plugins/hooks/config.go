@@ -100,13 +100,15 @@ const (
 	// PreCompact runs before a compaction summarizes the history, with
 	// trigger manual or auto (which its matchers select).
 	PreCompact = "PreCompact"
+	// SessionEnd runs when the agent is disposed, reason "other".
+	SessionEnd = "SessionEnd"
 )
 
-var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact}
+var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd}
 
 // skipped are Claude Code events dsh has no stage for (yet): a file that
 // has them still loads, and each is reported once as a warning.
-var skipped = []string{"Notification", "SubagentStop", "SessionEnd", "PermissionRequest",
+var skipped = []string{"Notification", "SubagentStop", "PermissionRequest",
 	"PermissionDenied", "SubagentStart", "Setup"}
 
 // compiled is one runnable hook with where it came from.

@@ -146,6 +146,8 @@ type input struct {
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
 	Source         string          `json:"source,omitempty"`
+	// Reason is SessionEnd's.
+	Reason string `json:"reason,omitempty"`
 	// Trigger and CustomInstructions are PreCompact's.
 	Trigger            string  `json:"trigger,omitempty"`
 	CustomInstructions *string `json:"custom_instructions,omitempty"`

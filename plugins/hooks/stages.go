@@ -64,7 +64,10 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 		on(func() (func(), error) { return systemprompt.EventAssemble.On(ctx, p.assemble) })
 	}
 	on(func() (func(), error) {
-		return agents.EventDisposed.On(ctx, func(_ stdctx.Context, a agents.Agent) error {
+		return agents.EventDisposed.On(ctx, func(ectx stdctx.Context, a agents.Agent) error {
+			if has(SessionEnd) {
+				p.sessionEnd(ectx, a)
+			}
 			p.mu.Lock()
 			delete(p.state, a.ID())
 			p.mu.Unlock()
@@ -78,6 +81,9 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 // the message; context is kept for the system prompt once the message is
 // admitted.
 func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next agentcontroller.AdmissionNext) (agentcontroller.Decision, error) {
+	if subagent(a.Agent) {
+		return next.Call(ctx, a)
+	}
 	prompt := a.Message.Content
 	rs := p.fire(ctx, UserPromptSubmit, "", input{Prompt: &prompt}, whereOf(a.Agent))
 	if ctx.Err() != nil {
@@ -322,7 +328,7 @@ func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next 
 		p.log.Info("a hook ended the turn (continue: false): "+stopped, "agent", id, "turn", c.Turn)
 		return false, nil
 	}
-	if cont || len(p.byEvent[Stop]) == 0 {
+	if cont || len(p.byEvent[Stop]) == 0 || subagent(c.Agent) {
 		return cont, nil
 	}
 	rs := p.fire(ctx, Stop, "", input{StopHookActive: &active}, whereOf(c.Agent))
@@ -361,6 +367,9 @@ func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next 
 // created runs SessionStart for a new agent: its context goes into the
 // system prompt; a block has nothing to stop and is logged.
 func (p *hooks) created(ctx stdctx.Context, a agents.Agent) error {
+	if subagent(a) {
+		return nil
+	}
 	source := "startup"
 	if s := a.Session(); s != nil {
 		for _, e := range s.Events(1) {
@@ -402,6 +411,43 @@ func (p *hooks) compacted(ctx stdctx.Context, d compact.Done) error {
 	p.mu.Unlock()
 	p.addContext(d.Agent.ID(), rs, true)
 	return nil
+}
+
+// sessionEnd runs SessionEnd once the agent is disposed and its session
+// written, as Claude Code runs it when a session ends. dsh does not know
+// why an agent went (a person quitting, a host stopping, a close over
+// ACP), so reason is always "other", which the matchers select. A hook
+// cannot stop the end; a block is logged.
+func (p *hooks) sessionEnd(ctx stdctx.Context, a agents.Agent) {
+	if subagent(a) {
+		return
+	}
+	rs := p.fire(ctx, SessionEnd, "other", input{Reason: "other"}, whereOf(a))
+	for _, r := range rs {
+		if r.block || r.stop {
+			p.log.Warn(fmt.Sprintf("SessionEnd hook %q blocked, which the end of a session cannot be: %s", r.hook.command, r.reason+r.stopReason), "agent", a.ID())
+		}
+	}
+}
+
+// subagent reports whether a is a subagent (tools.agent's child, whose
+// session is made for its parent's). Claude Code runs SessionStart,
+// UserPromptSubmit, Stop and SessionEnd for a person's session only; its
+// subagents have SubagentStart and SubagentStop instead, which dsh does
+// not run. So a Stop hook that keeps a turn going until the tests pass
+// does not keep a subagent's going, and a UserPromptSubmit guard does
+// not refuse the task a model gave. Tool hooks run for subagents' calls,
+// as in Claude Code.
+func subagent(a agents.Agent) bool {
+	if a == nil {
+		return false
+	}
+	s := a.Session()
+	if s == nil {
+		return false
+	}
+	_, child := session.ParentOf(s.ID())
+	return child
 }
 
 // precompact runs PreCompact before a compaction's summary request, as

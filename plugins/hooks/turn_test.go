@@ -362,3 +362,71 @@ func TestPreCompactRunsBeforeACompaction(t *testing.T) {
 		t.Fatalf("PreCompact hooks wrote %q", got)
 	}
 }
+
+// TestSessionEndRunsWhenTheAgentGoes: Claude Code runs SessionEnd when a
+// session ends; dsh runs it when the agent is disposed (here: the host
+// stops), after its session was written, with reason "other". dsh used
+// to skip SessionEnd hooks.
+func TestSessionEndRunsWhenTheAgentGoes(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionEnd": []any{
+				hook("other", r.script("end.sh", `jq -c '{e: .hook_event_name, reason, a: .dsh_agent_id}' >> `+seen), 0),
+				hook("logout", r.script("logout.sh", `echo logout >> `+seen), 0),
+			}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	if got := strings.TrimSpace(string(data)); got != `{"e":"SessionEnd","reason":"other","a":"main"}` {
+		t.Fatalf("SessionEnd hooks wrote %q", got)
+	}
+}
+
+// TestASubagentIsNoSession: Claude Code runs SessionStart,
+// UserPromptSubmit, Stop and SessionEnd for the session a person has, not
+// for the subagents its model starts (those have SubagentStart and
+// SubagentStop). A subagent of dsh's (tools.agent) is an agent of its
+// own, and used to run all four: a Stop hook kept the subagent going, a
+// prompt guard judged the model's task.
+func TestASubagentIsNoSession(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	log := r.script("log.sh", `jq -r '.hook_event_name + " " + .dsh_agent_id' >> `+seen)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"replies": []any{
+				map[string]any{"text": "asking", "tool_calls": []any{map[string]any{"name": "agent", "arguments": `{"agent": "helper", "description": "help", "prompt": "help me"}`}}},
+				map[string]any{"text": "helped"},
+				map[string]any{"text": "done"},
+			}}},
+			map[string]any{"use": "tools.agent", "config": map[string]any{"agents": []any{map[string]any{"name": "helper", "description": "helps"}}}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"SessionStart":     []any{hook("", log, 0)},
+				"SessionEnd":       []any{hook("", log, 0)},
+				"UserPromptSubmit": []any{hook("", log, 0)},
+				"Stop":             []any{hook("", log, 0)},
+			}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	if got := strings.Fields(strings.ReplaceAll(string(data), " ", "_")); strings.Join(got, " ") != "SessionStart_main UserPromptSubmit_main Stop_main SessionEnd_main" {
+		t.Fatalf("hooks ran as %q", got)
+	}
+}
