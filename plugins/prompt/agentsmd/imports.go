@@ -4,18 +4,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 )
 
 // importRef finds an @path at the start of a word: Claude Code's import
 // syntax in CLAUDE.md, which puts the named file's text in the context
 // with the file's.
-var importRef = regexp.MustCompile(`(?:^|\s)@([^\s@]+)`)
+var importRef = lazyregexp.New(`(?:^|\s)@([^\s@]+)`)
 
 // inlineCode finds `code` spans, where Claude Code does not import.
-var inlineCode = regexp.MustCompile("`[^`]*`")
+var inlineCode = lazyregexp.New("`[^`]*`")
 
 // imports names the Claude Code imports (@path naming a file that exists)
 // in f, outside code blocks and spans: dsh does not follow them, so the
@@ -32,7 +33,7 @@ func (l *layout) imports(f file, home string) []string {
 		if fenced {
 			continue
 		}
-		for _, m := range importRef.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
+		for _, m := range importRef.Regexp().FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
 			p := strings.TrimRight(m[1], ".,;:)")
 			switch {
 			case strings.HasPrefix(p, "~/") && home != "":
