@@ -102,14 +102,18 @@ const (
 	PreCompact = "PreCompact"
 	// SessionEnd runs when the agent is disposed, reason "other".
 	SessionEnd = "SessionEnd"
+	// SubagentStart and SubagentStop run for tools.agent's children:
+	// when one starts, and when its turn would end (Stop's part for a
+	// subagent). Their matchers select the subagent's name.
+	SubagentStart = "SubagentStart"
+	SubagentStop  = "SubagentStop"
 )
 
-var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd}
+var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd, SubagentStart, SubagentStop}
 
 // skipped are Claude Code events dsh has no stage for (yet): a file that
 // has them still loads, and each is reported once as a warning.
-var skipped = []string{"Notification", "SubagentStop", "PermissionRequest",
-	"PermissionDenied", "SubagentStart", "Setup"}
+var skipped = []string{"Notification", "PermissionRequest", "PermissionDenied", "Setup"}
 
 // compiled is one runnable hook with where it came from.
 type compiled struct {

@@ -117,6 +117,9 @@ type agentState struct {
 	// preContext is PreToolUse's additionalContext by call id, appended
 	// to the call's result when it runs.
 	preContext map[string][]string
+	// subagentName is the configured name of a subagent (tools.agent's
+	// child), which SubagentStart and SubagentStop matchers select.
+	subagentName string
 }
 
 func (p *hooks) agent(id string) *agentState {
@@ -146,6 +149,10 @@ type input struct {
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
 	Source         string          `json:"source,omitempty"`
+	// SubagentID and AgentType are SubagentStart's and SubagentStop's:
+	// the subagent's agent id and its configured name.
+	SubagentID string `json:"agent_id,omitempty"`
+	AgentType  string `json:"agent_type,omitempty"`
 	// Reason is SessionEnd's.
 	Reason string `json:"reason,omitempty"`
 	// Trigger and CustomInstructions are PreCompact's.

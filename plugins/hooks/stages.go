@@ -8,6 +8,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/plugins/session/compact"
 	"github.com/dsh-go/dsh/plugins/tools/permission"
+	subagentpkg "github.com/dsh-go/dsh/plugins/tools/subagent"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
@@ -50,7 +51,7 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 	if has(PreToolUse) || has(PostToolUse) || has(PostToolUseFailure) {
 		on(func() (func(), error) { return tools.EventExecute.On(ctx, p.execute) })
 	}
-	if has(Stop) || has(PreToolUse) || has(PostToolUse) || has(PostToolUseFailure) {
+	if has(Stop) || has(SubagentStop) || has(PreToolUse) || has(PostToolUse) || has(PostToolUseFailure) {
 		on(func() (func(), error) { return agentloop.EventContinuation.On(ctx, p.continuation) })
 	}
 	if has(SessionStart) {
@@ -60,7 +61,10 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 	if has(PreCompact) {
 		on(func() (func(), error) { return compact.EventStarted.On(ctx, p.precompact) })
 	}
-	if has(UserPromptSubmit) || has(SessionStart) {
+	if has(SubagentStart) || has(SubagentStop) {
+		on(func() (func(), error) { return subagentpkg.EventStarted.On(ctx, p.subagentStarted) })
+	}
+	if has(UserPromptSubmit) || has(SessionStart) || has(SubagentStart) {
 		on(func() (func(), error) { return systemprompt.EventAssemble.On(ctx, p.assemble) })
 	}
 	on(func() (func(), error) {
@@ -328,10 +332,20 @@ func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next 
 		p.log.Info("a hook ended the turn (continue: false): "+stopped, "agent", id, "turn", c.Turn)
 		return false, nil
 	}
-	if cont || len(p.byEvent[Stop]) == 0 || subagent(c.Agent) {
+	// A subagent's turn end is SubagentStop's, as in Claude Code, not
+	// Stop's; its matchers select the subagent's name.
+	event, tool, in := Stop, "", input{StopHookActive: &active}
+	if subagent(c.Agent) {
+		p.mu.Lock()
+		name := st.subagentName
+		p.mu.Unlock()
+		event, tool = SubagentStop, name
+		in.SubagentID, in.AgentType = id, name
+	}
+	if cont || len(p.byEvent[event]) == 0 {
 		return cont, nil
 	}
-	rs := p.fire(ctx, Stop, "", input{StopHookActive: &active}, whereOf(c.Agent))
+	rs := p.fire(ctx, event, tool, in, whereOf(c.Agent))
 	if ctx.Err() != nil {
 		return false, stdctx.Cause(ctx)
 	}
@@ -352,13 +366,13 @@ func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next 
 	}
 	p.mu.Unlock()
 	if over {
-		p.log.Warn(fmt.Sprintf("Stop hooks blocked the end of the turn %d times already (max_stop_continuations); the turn ends: %s",
-			p.cfg.MaxStopContinuations, why), "agent", id, "turn", c.Turn)
+		p.log.Warn(fmt.Sprintf("%s hooks blocked the end of the turn %d times already (max_stop_continuations); the turn ends: %s",
+			event, p.cfg.MaxStopContinuations, why), "agent", id, "turn", c.Turn)
 		return false, nil
 	}
-	msg := llm.Message{Role: llm.RoleUser, Content: "Stop hook feedback: " + why}
+	msg := llm.Message{Role: llm.RoleUser, Content: event + " hook feedback: " + why}
 	if err := c.Agent.Steer(msg); err != nil {
-		p.log.Warn("could not hand a Stop hook's feedback to the agent; the turn ends", "agent", id, "error", err)
+		p.log.Warn(fmt.Sprintf("could not hand a %s hook's feedback to the agent; the turn ends", event), "agent", id, "error", err)
 		return false, nil
 	}
 	return true, nil
@@ -428,6 +442,28 @@ func (p *hooks) sessionEnd(ctx stdctx.Context, a agents.Agent) {
 			p.log.Warn(fmt.Sprintf("SessionEnd hook %q blocked, which the end of a session cannot be: %s", r.hook.command, r.reason+r.stopReason), "agent", a.ID())
 		}
 	}
+}
+
+// subagentStarted notes a subagent's name for SubagentStop, and runs
+// SubagentStart, as Claude Code does when it starts a subagent: its
+// matchers select the subagent's name, and the context its hooks give
+// goes into the subagent's system prompt. It cannot stop the subagent; a
+// block is logged.
+func (p *hooks) subagentStarted(ctx stdctx.Context, s subagentpkg.Started) error {
+	p.mu.Lock()
+	p.agent(s.AgentID).subagentName = s.Name
+	p.mu.Unlock()
+	if len(p.byEvent[SubagentStart]) == 0 {
+		return nil
+	}
+	rs := p.fire(ctx, SubagentStart, s.Name, input{SubagentID: s.AgentID, AgentType: s.Name}, p.locate(s.AgentID, ""))
+	for _, r := range rs {
+		if r.block || r.stop {
+			p.log.Warn(fmt.Sprintf("SubagentStart hook %q blocked, which the start of a subagent cannot be: %s", r.hook.command, r.reason+r.stopReason), "agent", s.AgentID)
+		}
+	}
+	p.addContext(s.AgentID, rs, true)
+	return nil
 }
 
 // subagent reports whether a is a subagent (tools.agent's child, whose

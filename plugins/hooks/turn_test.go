@@ -430,3 +430,56 @@ func TestASubagentIsNoSession(t *testing.T) {
 		t.Fatalf("hooks ran as %q", got)
 	}
 }
+
+// TestSubagentStartAndStop: as in Claude Code, SubagentStart runs when a
+// subagent starts, its matcher selecting the subagent's name and its
+// context reaching the subagent's system prompt; SubagentStop runs when
+// the subagent's turn would end and, blocking, keeps it going once, with
+// stop_hook_active telling the hook so. Stop runs for the parent only.
+// dsh used to skip both events.
+func TestSubagentStartAndStop(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"replies": []any{
+				map[string]any{"text": "asking", "tool_calls": []any{map[string]any{"name": "agent", "arguments": `{"agent": "helper", "description": "help", "prompt": "help me"}`}}},
+				map[string]any{"text": "helped"},
+				map[string]any{"text": "checked"},
+			}}},
+			map[string]any{"use": "tools.agent", "config": map[string]any{"agents": []any{map[string]any{"name": "helper", "description": "helps"}}}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"SubagentStart": []any{
+					hook("helper", r.script("start.sh", `jq -r '.hook_event_name + " " + .agent_type' >> `+seen+`
+echo '{"hookSpecificOutput":{"hookEventName":"SubagentStart","additionalContext":"use tabs"}}'`), 0),
+					hook("other", r.script("other.sh", `echo other >> `+seen), 0),
+				},
+				"SubagentStop": []any{hook("helper", r.script("stop.sh", `in=$(cat)
+echo "$in" | jq -r '.hook_event_name + " " + .agent_type + " " + (.stop_hook_active|tostring)' >> `+seen+`
+echo "$in" | grep -q '"stop_hook_active":true' && exit 0
+echo "check your work" >&2; exit 2`), 0)},
+				"Stop": []any{hook("", r.script("pstop.sh", `jq -r '.hook_event_name + " " + .dsh_agent_id' >> `+seen), 0)},
+			}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	systems := r.systems()
+	if err := r.prompt("main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	want := "SubagentStart helper\nSubagentStop helper false\nSubagentStop helper true\nStop main\n"
+	if string(data) != want {
+		t.Fatalf("hooks ran as\n%s\nwant\n%s", data, want)
+	}
+	withContext := 0
+	for _, s := range systems() {
+		if strings.Contains(s, "Context from hooks:\nuse tabs") {
+			withContext++
+		}
+	}
+	// The subagent's three requests carry it; the parent's do not.
+	if withContext != 3 {
+		t.Fatalf("%d requests carry the SubagentStart context; want the subagent's 3:\n%q", withContext, systems())
+	}
+}
