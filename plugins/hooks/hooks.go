@@ -16,7 +16,13 @@
 //     max_stop_continuations times per turn.
 //   - SessionStart runs when the agent is created (agent/created), and
 //     again with source "compact" after a compaction (compact/done); its
-//     context goes into the system prompt.
+//     context goes into the system prompt. Its matchers select the source.
+//   - PreCompact runs before a compaction (compact/started), SessionEnd
+//     when the agent is disposed (agent/disposed); both for side effects.
+//   - SubagentStart and SubagentStop run for tools.agent's children
+//     (subagent/started; the child's turn continuation), which do not run
+//     SessionStart, UserPromptSubmit, Stop or SessionEnd, as in Claude
+//     Code.
 //
 // A hook gets the event as JSON on stdin and runs through
 // internal/childproc, in the agent's workspace, in its own process group,
@@ -62,7 +68,7 @@ const ID = "hooks.command"
 const ReasonBlocked = "hooks/blocked"
 
 // Plugin is hooks.
-var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.json) at admission, approval, tool execution, turn end and agent creation",
+var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.json) at admission, approval, tool execution, turn end, compaction and agent creation and disposal",
 	func(ctx *dshctx.Context, cfg Config) error {
 		l, err := cfg.load()
 		if err != nil {
