@@ -54,6 +54,9 @@ type Skill struct {
 	// Ignored names front matter keys the spec does not define, which
 	// dsh reads past (Claude Code adds some of its own).
 	Ignored []string
+	// Derived names the required fields the file leaves out and dsh
+	// filled in as Claude Code does (name, description).
+	Derived []string
 	// modelDisabled is disable-model-invocation: true, with its line.
 	modelDisabled int
 }
@@ -193,26 +196,45 @@ func load(file string) (Skill, error) {
 	}
 	s := Skill{Dir: filepath.Dir(file), File: file, Body: strings.TrimSpace(d.Body)}
 	var present bool
+	// The specification requires name and description; Claude Code,
+	// whose .claude/skills dsh reads, takes the folder's name and the
+	// body's first paragraph for a missing one, so such a skill loads
+	// here too (noted in the log).
 	if s.Name, present, err = d.String("name"); err != nil {
 		return Skill{}, invalid(err)
 	} else if !present {
-		return Skill{}, invalid(frontmatter.Errorf(file, 1, "the required field name is missing; add \"name: %s\" (the folder's name)", filepath.Base(s.Dir)))
+		s.Name = filepath.Base(s.Dir)
+		if err := checkName(s.Name, s.Name); err != nil {
+			return Skill{}, invalid(frontmatter.Errorf(file, 1, "name is missing and the folder's name cannot stand for it: %v; add \"name: ...\" and rename the folder to match", err))
+		}
+		s.Derived = append(s.Derived, "name from its folder")
+	} else {
+		nameNode, _ := d.Field("name")
+		if err := checkName(s.Name, filepath.Base(s.Dir)); err != nil {
+			return Skill{}, invalid(frontmatter.Errorf(file, d.Line(nameNode), "%v", err))
+		}
 	}
-	nameNode, _ := d.Field("name")
-	if err := checkName(s.Name, filepath.Base(s.Dir)); err != nil {
-		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(nameNode), "%v", err))
-	}
+	descLine := 1
 	if s.Description, present, err = d.String("description"); err != nil {
 		return Skill{}, invalid(err)
 	} else if !present {
-		return Skill{}, invalid(frontmatter.Errorf(file, 1, "the required field description is missing; say what the skill does and when to use it, in at most 1024 characters"))
+		s.Description = firstParagraph(s.Body)
+		if s.Description == "" {
+			return Skill{}, invalid(frontmatter.Errorf(file, 1, "the required field description is missing and the body has no paragraph to take it from; say what the skill does and when to use it, in at most 1024 characters"))
+		}
+		if r := []rune(s.Description); len(r) > 1024 {
+			s.Description = string(r[:1023]) + "…"
+		}
+		s.Derived = append(s.Derived, "description from the body's first paragraph")
+	} else {
+		descNode, _ := d.Field("description")
+		descLine = d.Line(descNode)
 	}
-	descNode, _ := d.Field("description")
 	switch n := utf8.RuneCountInString(s.Description); {
 	case strings.TrimSpace(s.Description) == "":
-		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(descNode), "description is empty; say what the skill does and when to use it"))
+		return Skill{}, invalid(frontmatter.Errorf(file, descLine, "description is empty; say what the skill does and when to use it"))
 	case n > 1024:
-		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(descNode), "description is %d characters; the limit is 1024", n))
+		return Skill{}, invalid(frontmatter.Errorf(file, descLine, "description is %d characters; the limit is 1024", n))
 	}
 	if s.License, _, err = d.String("license"); err != nil {
 		return Skill{}, invalid(err)
@@ -241,6 +263,29 @@ func load(file string) (Skill, error) {
 		s.modelDisabled = d.Line(v)
 	}
 	return s, nil
+}
+
+// firstParagraph is the body's first paragraph on one line, headings
+// passed over: what Claude Code takes for a missing description.
+func firstParagraph(body string) string {
+	var words []string
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") {
+			if len(words) > 0 {
+				break
+			}
+			continue
+		}
+		if line == "" {
+			if len(words) > 0 {
+				break
+			}
+			continue
+		}
+		words = append(words, line)
+	}
+	return strings.Join(words, " ")
 }
 
 // invalid recodes a front matter error as the skill's, keeping its

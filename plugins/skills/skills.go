@@ -331,10 +331,10 @@ func (sh *shared) report(list []Skill, problems []Problem) {
 				ignored = append(ignored, k)
 			}
 		}
-		if len(differ)+len(ignored) == 0 {
+		if len(differ)+len(ignored)+len(s.Derived) == 0 {
 			continue
 		}
-		msg := strings.Join(differ, "; ") + " ignored " + strings.Join(ignored, " ")
+		msg := strings.Join(differ, "; ") + " ignored " + strings.Join(ignored, " ") + " derived " + strings.Join(s.Derived, " ")
 		now[s.File] = msg
 		if sh.warned[s.File] == msg {
 			continue
@@ -344,6 +344,10 @@ func (sh *shared) report(list []Skill, problems []Problem) {
 		}
 		if len(ignored) > 0 {
 			sh.log.Info("skills: front matter fields dsh does not apply are ignored", "agent", sh.agent.ID(), "file", s.File, "fields", ignored)
+		}
+		if len(s.Derived) > 0 {
+			sh.log.Info("skills: "+s.File+": the front matter lacks fields the Agent Skills specification requires; taken as Claude Code takes them: "+
+				strings.Join(s.Derived, "; "), "agent", sh.agent.ID())
 		}
 	}
 	sh.warned = now
