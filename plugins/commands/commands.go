@@ -35,6 +35,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/plugins/skills"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
@@ -170,6 +171,10 @@ func (p *plug) prepare(ctx stdctx.Context, in agentcontroller.Preparation, next 
 		all := List(ctx, in.Agent)
 		if _, known := lookup(all, inv.Name); known {
 			return next.Call(ctx, in) // another entry expands it
+		}
+		if skills.Has(in.Agent, inv.Name) {
+			return in, agentcontroller.RefusePreparation(ReasonUnknown, fmt.Sprintf(
+				"/%s is a skill, not a command: Claude Code also runs skills as /name, dsh does not. The model loads a skill by itself when a task matches its description; ask for it in words (\"use the %s skill to …\")", inv.Name, inv.Name))
 		}
 		return in, agentcontroller.RefusePreparation(ReasonUnknown, unknown(inv.Name, all))
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dsh-go/dsh/plugins/commands"
+	"github.com/dsh-go/dsh/plugins/skills"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 )
 
@@ -61,5 +62,28 @@ Mail me@example.com with questions.
 	}
 	if strings.Contains(e.logged(), plain) {
 		t.Errorf("a command dsh runs as Claude Code does was warned about:\n%s", e.logged())
+	}
+}
+
+// TestASkillTypedAsACommandSaysItIsASkill: Claude Code runs a skill as
+// /name; dsh offers skills to the model only. A "/name" naming one of the
+// agent's skills used to be refused as an unknown command, leaving the
+// person to think the skill was missing; the refusal now says it is a
+// skill and how to use it.
+func TestASkillTypedAsACommandSaysItIsASkill(t *testing.T) {
+	ws := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
+	writeFile(t, filepath.Join(ws, ".claude", "skills", "pdf", "SKILL.md"), "---\nname: pdf\ndescription: Work with PDF files\n---\n\nUse pdftotext.\n")
+	writeFile(t, filepath.Join(ws, ".claude", "commands", "review.md"), "Review the change.\n")
+	e := newEnv(t)
+	e.apply(e.root, skills.Plugin, skills.Config{}.Defaults())
+	e.apply(e.root, commands.Plugin, commands.Config{}.Defaults())
+	a := e.create("main", ws)
+	_, err := e.prompt(a, "/pdf report.pdf", agentcontroller.SourceUser)
+	if err == nil || !strings.Contains(err.Error(), "/pdf is a skill, not a command") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := e.prompt(a, "/deploy", agentcontroller.SourceUser); err == nil || !strings.Contains(err.Error(), "/deploy is not a command; the commands are /review") {
+		t.Fatalf("an unknown name: %v", err)
 	}
 }

@@ -371,3 +371,21 @@ var toolHolder = dshctx.Define(ID+"/tool", func(ctx *dshctx.Context, sh *shared)
 	}
 	return svc.Register(ctx, sh.tool())
 }, tools.Key)
+
+// Has reports whether the agent has a skill named name that it is offered
+// (valid, not shadowed, not model-disabled). The commands plugin asks, so
+// that a "/name" typed for a skill, which Claude Code runs as a command,
+// is refused saying it is a skill rather than as an unknown command.
+func Has(a agents.Agent, name string) bool {
+	sh, err := sharedKey.Get(a.Context())
+	if err != nil {
+		return false
+	}
+	list, _ := sh.files.scan(sh.dirs())
+	for _, s := range list {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
