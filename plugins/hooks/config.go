@@ -107,13 +107,16 @@ const (
 	// subagent). Their matchers select the subagent's name.
 	SubagentStart = "SubagentStart"
 	SubagentStop  = "SubagentStop"
+	// Notification runs when a person is asked to approve a call
+	// (notification_type permission_prompt, which its matchers select).
+	Notification = "Notification"
 )
 
-var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd, SubagentStart, SubagentStop}
+var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd, SubagentStart, SubagentStop, Notification}
 
 // skipped are Claude Code events dsh has no stage for (yet): a file that
 // has them still loads, and each is reported once as a warning.
-var skipped = []string{"Notification", "PermissionRequest", "PermissionDenied", "Setup"}
+var skipped = []string{"PermissionRequest", "PermissionDenied", "Setup"}
 
 // compiled is one runnable hook with where it came from.
 type compiled struct {

@@ -159,6 +159,9 @@ type input struct {
 	// the subagent's agent id and its configured name.
 	SubagentID string `json:"agent_id,omitempty"`
 	AgentType  string `json:"agent_type,omitempty"`
+	// Message and NotificationType are Notification's.
+	Message          string `json:"message,omitempty"`
+	NotificationType string `json:"notification_type,omitempty"`
 	// Reason is SessionEnd's.
 	Reason string `json:"reason,omitempty"`
 	// Trigger and CustomInstructions are PreCompact's.

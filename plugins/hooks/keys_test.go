@@ -1,12 +1,14 @@
 package hooks_test
 
 import (
+	stdctx "context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -169,4 +171,44 @@ func TestAnswerFieldsDshDoesNotActOnAreLogged(t *testing.T) {
 		t.Fatalf("result: %+v", got)
 	}
 	contains(t, "log", r.logs.String(), "answered decison, hookSpecificOutput.updatedMCPToolOutput, which dsh does not act on; ignored")
+}
+
+// TestNotificationRunsWhenAPersonIsAsked: as in Claude Code, Notification
+// runs when a permission prompt is shown (notification_type
+// permission_prompt, which its matchers select), before the person sees
+// the question; a hook for idle_prompt, which dsh never sends, does not
+// run. dsh used to skip Notification hooks.
+func TestNotificationRunsWhenAPersonIsAsked(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"}, map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+			"Notification": []any{
+				hook("permission_prompt", r.script("notify.sh", `jq -c '{e: .hook_event_name, notification_type, message}' >> `+seen), 0),
+				hook("idle_prompt", r.script("idle.sh", `echo idle >> `+seen), 0),
+			},
+		}}}},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("bash")
+	answers, err := approval.Key.Get(r.h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before string
+	detach, err := answers.Attach("main", func(stdctx.Context, approval.Request) (approval.Answer, error) {
+		data, _ := os.ReadFile(seen)
+		before = string(data)
+		return approval.Answer{Choice: approval.AllowOnce}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detach()
+	if got := r.execute("main", "bash", `{"command":"ls"}`); got.IsError {
+		t.Fatalf("the call: %+v", got)
+	}
+	if want := `{"e":"Notification","notification_type":"permission_prompt","message":"dsh needs your permission to use Bash"}` + "\n"; before != want {
+		t.Fatalf("when the person was asked, the hooks had written %q; want %q", before, want)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
 	"github.com/dsh-go/dsh/services/agents"
+	"github.com/dsh-go/dsh/services/approval"
 	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/systemprompt"
@@ -57,6 +58,9 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 	if has(SessionStart) {
 		on(func() (func(), error) { return agents.EventCreated.On(ctx, p.created) })
 		on(func() (func(), error) { return compact.EventDone.On(ctx, p.compacted) })
+	}
+	if has(Notification) {
+		on(func() (func(), error) { return approval.EventRequested.On(ctx, p.notify) })
 	}
 	if has(PreCompact) {
 		on(func() (func(), error) { return compact.EventStarted.On(ctx, p.precompact) })
@@ -484,6 +488,22 @@ func subagent(a agents.Agent) bool {
 	}
 	_, child := session.ParentOf(s.ID())
 	return child
+}
+
+// notify runs Notification when a person is asked whether a call may run,
+// as Claude Code does when it shows a permission prompt: notification_type
+// permission_prompt, which the matchers select, and a message naming the
+// tool. It runs before the question reaches the person (keep it fast: a
+// desktop notification). dsh sends no other notification types.
+func (p *hooks) notify(ctx stdctx.Context, req approval.Request) error {
+	msg := fmt.Sprintf("dsh needs your permission to use %s", claudeName(req.Tool))
+	rs := p.fire(ctx, Notification, "permission_prompt", input{Message: msg, NotificationType: "permission_prompt"}, p.locate(req.AgentID, ""))
+	for _, r := range rs {
+		if r.block || r.stop {
+			p.log.Warn(fmt.Sprintf("Notification hook %q blocked, which a notification cannot be: %s", r.hook.command, r.reason+r.stopReason), "agent", req.AgentID)
+		}
+	}
+	return nil
 }
 
 // precompact runs PreCompact before a compaction's summary request, as
