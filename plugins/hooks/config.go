@@ -110,13 +110,16 @@ const (
 	// Notification runs when a person is asked to approve a call
 	// (notification_type permission_prompt, which its matchers select).
 	Notification = "Notification"
+	// PermissionRequest runs when a call would ask a person, and may
+	// answer for them (allow or deny).
+	PermissionRequest = "PermissionRequest"
 )
 
-var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd, SubagentStart, SubagentStop, Notification}
+var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd, SubagentStart, SubagentStop, Notification, PermissionRequest}
 
 // skipped are Claude Code events dsh has no stage for (yet): a file that
 // has them still loads, and each is reported once as a warning.
-var skipped = []string{"PermissionRequest", "PermissionDenied", "Setup"}
+var skipped = []string{"PermissionDenied", "Setup"}
 
 // compiled is one runnable hook with where it came from.
 type compiled struct {

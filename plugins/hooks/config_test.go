@@ -22,9 +22,9 @@ func TestASettingsFileLoadsAsItIs(t *testing.T) {
 	settings := map[string]any{
 		"permissions": map[string]any{"allow": []any{"Bash(ls:*)"}},
 		"hooks": map[string]any{
-			"PreToolUse":        []any{hook("Bash", deny, 5)},
-			"PermissionRequest": []any{hook("", "notify-send hi", 0)},
-			"PostToolUse":       []any{map[string]any{"matcher": "Write", "hooks": []any{map[string]any{"type": "prompt", "prompt": "check it"}}}},
+			"PreToolUse":       []any{hook("Bash", deny, 5)},
+			"PermissionDenied": []any{hook("", "notify-send hi", 0)},
+			"PostToolUse":      []any{map[string]any{"matcher": "Write", "hooks": []any{map[string]any{"type": "prompt", "prompt": "check it"}}}},
 		},
 	}
 	data, _ := json.Marshal(settings)
@@ -40,7 +40,7 @@ func TestASettingsFileLoadsAsItIs(t *testing.T) {
 	if v := r.approve("main", "bash", `{"command":"ls"}`); v.Decision != tools.Deny || v.Reason != "from the file" {
 		t.Fatalf("got %+v", v)
 	}
-	contains(t, "log", r.logs.String(), "hooks.PermissionRequest: dsh has no PermissionRequest event; these hooks do not run")
+	contains(t, "log", r.logs.String(), "hooks.PermissionDenied: dsh has no PermissionDenied event; these hooks do not run")
 	contains(t, "log", r.logs.String(), `type "prompt" is not supported (only command hooks run); skipped`)
 	// Claude Code applies the file's permission rules to every call; the
 	// hooks plugin does not, and says so rather than let a rule look

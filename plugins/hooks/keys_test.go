@@ -212,3 +212,42 @@ func TestNotificationRunsWhenAPersonIsAsked(t *testing.T) {
 		t.Fatalf("when the person was asked, the hooks had written %q; want %q", before, want)
 	}
 }
+
+// TestPermissionRequestAnswersForThePerson: as in Claude Code, a call
+// that would ask a person runs PermissionRequest first, whose
+// decision.behavior allow or deny answers instead (updatedInput rewrites
+// the call); a hook with no decision leaves the question to the person.
+// A call that asks nobody does not run it. dsh used to skip the event.
+func TestPermissionRequestAnswersForThePerson(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"}, map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+			"PermissionRequest": []any{hook("Bash|Write", r.script("perm.sh", `in=$(cat)
+echo "$in" | jq -r '.hook_event_name + " " + .tool_name' >> `+seen+`
+case "$(echo "$in" | jq -r .tool_input.command)" in
+  ls) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"command":"ls -a"}}}}' ;;
+  rm*) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"no removing"}}}' ;;
+esac`), 0)},
+		}}}},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("bash", "write")
+	if v := r.approve("main", "bash", `{"command":"ls"}`); v.Decision != tools.Allow || v.Source != "hooks.command:PermissionRequest" || string(v.Arguments) != `{"command":"ls -a"}` {
+		t.Fatalf("allow: %+v", v)
+	}
+	if v := r.approve("main", "bash", `{"command":"rm -r x"}`); v.Decision != tools.Deny || v.Reason != "no removing" {
+		t.Fatalf("deny: %+v", v)
+	}
+	if v := r.approve("main", "bash", `{"command":"make"}`); v.Decision != tools.Ask {
+		t.Fatalf("no decision: %+v", v)
+	}
+	// write asks nobody: no prompt, no hook.
+	if v := r.approve("main", "write", `{"path":"a","content":""}`); v.Decision == tools.Ask {
+		t.Fatalf("write: %+v", v)
+	}
+	data, _ := os.ReadFile(seen)
+	if got := string(data); got != "PermissionRequest Bash\nPermissionRequest Bash\nPermissionRequest Bash\n" {
+		t.Fatalf("the hook ran as %q", got)
+	}
+}

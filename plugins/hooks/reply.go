@@ -27,6 +27,13 @@ type specificOutput struct {
 	PermissionDecisionReason string          `json:"permissionDecisionReason"`
 	UpdatedInput             json.RawMessage `json:"updatedInput"`
 	AdditionalContext        string          `json:"additionalContext"`
+	// Decision is PermissionRequest's answer to the prompt.
+	Decision *struct {
+		Behavior     string          `json:"behavior"`
+		Message      string          `json:"message"`
+		UpdatedInput json.RawMessage `json:"updatedInput"`
+		Interrupt    bool            `json:"interrupt"`
+	} `json:"decision"`
 }
 
 // reply is what one hook answered, in dsh's terms.
@@ -56,7 +63,7 @@ type reply struct {
 // The fields of a hook's JSON answer dsh reads (see output).
 var (
 	outputKeys   = []string{"continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason", "hookSpecificOutput"}
-	specificKeys = []string{"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"}
+	specificKeys = []string{"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext", "decision"}
 )
 
 // unread names the fields of a hook's JSON answer that dsh does not act
@@ -107,7 +114,7 @@ func interpret(h *compiled, r ran) reply {
 		if out.reason == "" {
 			out.reason = fmt.Sprintf("the %s hook %q exited with code 2 and wrote no reason on stderr", h.event, h.command)
 		}
-		if h.event == PreToolUse {
+		if h.event == PreToolUse || h.event == PermissionRequest {
 			out.decision = tools.Deny
 		}
 		return out
@@ -172,7 +179,23 @@ func interpret(h *compiled, r ran) reply {
 			}
 		}
 	}
-	if h.event == PreToolUse && out.block {
+	if s := o.HookSpecificOutput; s != nil && s.Decision != nil && h.event == PermissionRequest {
+		switch d := s.Decision; d.Behavior {
+		case "allow":
+			out.decision = tools.Allow
+			if u := bytes.TrimSpace(d.UpdatedInput); len(u) > 0 && u[0] == '{' {
+				out.updatedInput = u
+			}
+		case "deny":
+			out.decision, out.reason = tools.Deny, d.Message
+			if d.Interrupt {
+				out.stop, out.stopReason = true, d.Message
+			}
+		default:
+			out.failed = fmt.Sprintf(`printed "decision": {"behavior": %q}, which is not allow or deny; ignored`, d.Behavior)
+		}
+	}
+	if (h.event == PreToolUse || h.event == PermissionRequest) && out.block {
 		out.decision = tools.Deny
 	}
 	if out.block && out.reason == "" {

@@ -46,8 +46,8 @@ func (p *hooks) mount(ctx *dshctx.Context) error {
 	if has(UserPromptSubmit) {
 		on(func() (func(), error) { return agentcontroller.EventAdmission.On(ctx, p.admission) })
 	}
-	if has(PreToolUse) {
-		on(func() (func(), error) { return tools.EventApprove.On(ctx, p.approve, opts...) })
+	if has(PreToolUse) || has(PermissionRequest) {
+		on(func() (func(), error) { return tools.EventApprove.On(ctx, p.approveAll, opts...) })
 	}
 	if has(PreToolUse) || has(PostToolUse) || has(PostToolUseFailure) {
 		on(func() (func(), error) { return tools.EventExecute.On(ctx, p.execute) })
@@ -112,6 +112,56 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 	return d, err
 }
 
+// approveAll runs PreToolUse, then PermissionRequest when the call would
+// ask a person.
+func (p *hooks) approveAll(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
+	v, err := p.approve(ctx, a, next)
+	if err != nil || v.Decision != tools.Ask || len(p.byEvent[PermissionRequest]) == 0 {
+		return v, err
+	}
+	return p.permissionRequest(ctx, a, v)
+}
+
+// permissionRequest runs PermissionRequest for a call whose verdict asks
+// a person, as Claude Code runs it when it is about to show a permission
+// prompt: a hook's allow (with updatedInput, validated again) or deny
+// answers instead of the person; none asks as before. Deny wins over
+// allow. interrupt: true also ends the turn.
+func (p *hooks) permissionRequest(ctx stdctx.Context, a tools.Approval, ask tools.Verdict) (tools.Verdict, error) {
+	w := p.locate(a.Call.AgentID, a.Call.Workspace)
+	args := a.Call.Arguments
+	if len(ask.Arguments) > 0 {
+		args = ask.Arguments
+	}
+	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: forHook(a.Call.Name, args, w.workspace), ToolUseID: a.Call.ID}
+	rs := p.fire(ctx, PermissionRequest, a.Call.Name, in, w)
+	if ctx.Err() != nil {
+		return tools.Verdict{}, stdctx.Cause(ctx)
+	}
+	p.noteStops(a.Call.AgentID, rs)
+	decision := tools.Decision("")
+	for _, r := range rs {
+		if rank(r.decision) > rank(decision) && r.decision != tools.Ask {
+			decision = r.decision
+		}
+	}
+	source := p.source + ":" + PermissionRequest
+	switch decision {
+	case tools.Deny:
+		return tools.Verdict{Decision: tools.Deny, Reason: reasons(rs, func(r reply) bool { return r.decision == tools.Deny }), Source: source}, nil
+	case tools.Allow:
+		v := tools.Verdict{Decision: tools.Allow, Source: source, Arguments: ask.Arguments}
+		for _, r := range rs {
+			if r.decision == tools.Allow && r.updatedInput != nil {
+				v.Arguments = fromHook(a.Call.Name, args, in.ToolInput, r.updatedInput)
+				break
+			}
+		}
+		return v, nil
+	}
+	return ask, nil
+}
+
 // approve runs PreToolUse. Deny (exit 2, a deny or a block) answers at
 // once; otherwise the call, rewritten when a hook gave updatedInput, goes
 // on to the policies after this one: a hook's allow skips the tool's own
@@ -119,6 +169,9 @@ func (p *hooks) admission(ctx stdctx.Context, a agentcontroller.Admission, next 
 // policy's deny or its ask rule, and a hook's ask asks unless something
 // after it denies.
 func (p *hooks) approve(ctx stdctx.Context, a tools.Approval, next tools.ApproveNext) (tools.Verdict, error) {
+	if len(p.byEvent[PreToolUse]) == 0 {
+		return next.Call(ctx, a)
+	}
 	w := p.locate(a.Call.AgentID, a.Call.Workspace)
 	in := input{ToolName: claudeName(a.Call.Name), DshToolName: a.Call.Name, ToolInput: forHook(a.Call.Name, a.Call.Arguments, w.workspace), ToolUseID: a.Call.ID}
 	rs := p.fire(ctx, PreToolUse, a.Call.Name, in, w)
