@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"fmt"
 	"strings"
+	"time"
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/plugins/session/compact"
@@ -23,6 +24,10 @@ import (
 // maxContext bounds the hook context one agent's system prompt carries;
 // the oldest entries go first.
 const maxContext = 16 << 10
+
+// maxSessionEnd bounds how long an agent's disposal waits for its
+// SessionEnd hooks (a variable for the tests).
+var maxSessionEnd = 30 * time.Second
 
 // maxPending bounds the PreToolUse context one agent keeps for calls
 // that have not run yet.
@@ -493,7 +498,15 @@ func (p *hooks) sessionEnd(ctx stdctx.Context, a agents.Agent) {
 	if subagent(a) {
 		return
 	}
+	// The agent's disposal waits for them, and a host that stops waits
+	// for its agents: a hook that hangs must not hold the shutdown for
+	// its whole timeout.
+	ctx, cancel := stdctx.WithTimeout(ctx, maxSessionEnd)
+	defer cancel()
 	rs := p.fire(ctx, SessionEnd, "other", input{Reason: "other"}, whereOf(a))
+	if ctx.Err() != nil {
+		p.log.Warn(fmt.Sprintf("SessionEnd hooks were stopped after %s, the most the end of an agent waits for them", maxSessionEnd), "agent", a.ID())
+	}
 	for _, r := range rs {
 		if r.block || r.stop {
 			p.log.Warn(fmt.Sprintf("SessionEnd hook %q blocked, which the end of a session cannot be: %s", r.hook.command, r.reason+r.stopReason), "agent", a.ID())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/plugins/hooks"
 	"github.com/dsh-go/dsh/plugins/session/compact"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
@@ -482,4 +483,28 @@ echo "check your work" >&2; exit 2`), 0)},
 	if withContext != 3 {
 		t.Fatalf("%d requests carry the SubagentStart context; want the subagent's 3:\n%q", withContext, systems())
 	}
+}
+
+// TestAHangingSessionEndHookDoesNotHoldTheShutdown: a host that stops
+// waits for its agents' disposal, which waits for SessionEnd hooks; one
+// that hangs is stopped at the bound (30 s; shortened here), with a
+// warning, and its process group goes with it.
+func TestAHangingSessionEndHookDoesNotHoldTheShutdown(t *testing.T) {
+	defer hooks.SetMaxSessionEnd(300 * time.Millisecond)()
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionEnd": []any{hook("", "sleep 60", 0)}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	start := time.Now()
+	if err := r.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the shutdown took %s", took)
+	}
+	contains(t, "log", r.logs.String(), "SessionEnd hooks were stopped after 300ms")
 }
