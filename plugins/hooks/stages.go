@@ -26,7 +26,8 @@ import (
 const maxContext = 16 << 10
 
 // maxSessionEnd bounds how long an agent's disposal waits for its
-// SessionEnd hooks (a variable for the tests).
+// SessionEnd hooks, and a person's question for Notification hooks (a
+// variable for the tests).
 var maxSessionEnd = 30 * time.Second
 
 // maxPending bounds the PreToolUse context one agent keeps for calls
@@ -563,7 +564,14 @@ func subagent(a agents.Agent) bool {
 // desktop notification). dsh sends no other notification types.
 func (p *hooks) notify(ctx stdctx.Context, req approval.Request) error {
 	msg := fmt.Sprintf("dsh needs your permission to use %s", claudeName(req.Tool))
+	// The question waits for them: a hook that hangs must not keep it
+	// from the person for its whole timeout.
+	ctx, cancel := stdctx.WithTimeout(ctx, maxSessionEnd)
+	defer cancel()
 	rs := p.fire(ctx, Notification, "permission_prompt", input{Message: msg, NotificationType: "permission_prompt"}, p.locate(req.AgentID, ""))
+	if ctx.Err() != nil {
+		p.log.Warn(fmt.Sprintf("Notification hooks were stopped after %s, the most a question waits for them", maxSessionEnd), "agent", req.AgentID)
+	}
 	for _, r := range rs {
 		if r.block || r.stop {
 			p.log.Warn(fmt.Sprintf("Notification hook %q blocked, which a notification cannot be: %s", r.hook.command, r.reason+r.stopReason), "agent", req.AgentID)
