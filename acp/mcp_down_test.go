@@ -123,3 +123,26 @@ func first(l []any) any {
 	}
 	return l[0]
 }
+
+// Additional workspace roots, which initialize does not offer, used to be
+// dropped without a word: an editor that sent them regardless believed the
+// agent could reach them. The session opens, confined to its cwd, and the
+// editor is told.
+func TestAdditionalDirectoriesAreReportedAsUnused(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	init, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if init.AgentCapabilities.SessionCapabilities.AdditionalDirectories != nil {
+		t.Fatal("initialize offers additionalDirectories")
+	}
+	other := t.TempDir()
+	if _, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: e.dir, McpServers: []acp.McpServer{}, AdditionalDirectories: []string{other}}); err != nil {
+		t.Fatal(err)
+	}
+	e.c.waitFor(t, "the report", func(u acp.SessionUpdate) bool {
+		return u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil &&
+			strings.Contains(u.AgentMessageChunk.Content.Text.Text, "the additional directories "+other+" are not part of it")
+	})
+}
