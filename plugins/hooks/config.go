@@ -235,6 +235,18 @@ func (c Config) load() (loaded, error) {
 		maps.Copy(env, f.doc.vars())
 	}
 	warnings = append(warnings, unlisted(c.Files)...)
+	// A plugin's hooks read CLAUDE_PLUGIN_ROOT, which Claude Code sets for
+	// them (and a bundle: entry sets in env); copied into a settings file
+	// or the config, the command finds it empty.
+	if _, set := env["CLAUDE_PLUGIN_ROOT"]; !set && c.Env["CLAUDE_PLUGIN_ROOT"] == "" {
+		for _, event := range slices.Sorted(maps.Keys(out)) {
+			for _, h := range out[event] {
+				if strings.Contains(h.command, "CLAUDE_PLUGIN_ROOT") {
+					warnings = append(warnings, fmt.Sprintf("%s.command: uses CLAUDE_PLUGIN_ROOT, which is set only for a plugin's hooks (mount the plugin with a bundle: entry) and is empty here", h.where))
+				}
+			}
+		}
+	}
 	add("", c.Hooks)
 	if len(problems) > 0 {
 		sort.Strings(problems)

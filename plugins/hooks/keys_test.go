@@ -54,7 +54,7 @@ func TestKeysDshDoesNotReadAreWarnedAbout(t *testing.T) {
 			map[string]any{"type": "command", "command": deny, "async": true, "statusMessage": "checking", "once": true, "shell": "zsh"},
 			map[string]any{"type": "command", "command": "true", "async": false},
 		}}},
-		"SessionStart": []any{hook("", `echo "export NODE_ENV=dev" >> "$CLAUDE_ENV_FILE"`, 0)},
+		"SessionStart": []any{hook("", `echo "export NODE_ENV=dev" >> "$CLAUDE_ENV_FILE"`, 0), hook("", `"${CLAUDE_PLUGIN_ROOT}/hooks/start.sh"`, 0)},
 	}})
 	r.startWithFiles(file)
 	if v := r.approve("main", "bash", `{"command":"ls"}`); v.Decision != tools.Deny {
@@ -68,6 +68,7 @@ func TestKeysDshDoesNotReadAreWarnedAbout(t *testing.T) {
 	contains(t, "log", log, file+": hooks.PreToolUse[0].hooks[0].shell: dsh does not read this key of a hook; ignored")
 	notContains(t, "log", log, "hooks[1].async")
 	contains(t, "log", log, file+": hooks.SessionStart[0].hooks[0].command: uses CLAUDE_ENV_FILE, which dsh does not set")
+	contains(t, "log", log, file+": hooks.SessionStart[1].hooks[0].command: uses CLAUDE_PLUGIN_ROOT, which is set only for a plugin's hooks")
 }
 
 // TestDisableAllHooksRunsNone: "disableAllHooks": true in any of the
