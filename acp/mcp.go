@@ -22,18 +22,22 @@ type mcpServer struct {
 }
 
 // mcpEntries maps the client's MCP servers onto entries of the mcp plugin
-// (one per server) mounted in the session's agent only. Without the
-// plugin they are ignored with a warning: the session still works, with
-// dsh's own tools.
-func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) []mcpServer {
+// (one per server) mounted in the session's agent only. The servers it
+// cannot mount (all of them in a binary without the plugin; an SSE one,
+// a transport dsh does not speak and initialize did not offer) come back
+// as skipped, so the editor is told of them as of a server that did not
+// start: the session still works, with the tools it has.
+func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) (out []mcpServer, skipped []unavailable) {
 	if len(servers) == 0 {
-		return nil
+		return nil, nil
 	}
 	if !s.opts.MCP {
 		s.log.Warn("the client's MCP servers are ignored: this dsh binary has no mcp plugin", "servers", len(servers))
-		return nil
+		for _, srv := range servers {
+			skipped = append(skipped, unavailable{Label: labelOf(srv), Why: "this dsh binary has no MCP client (the tools.mcp plugin is not compiled in)"})
+		}
+		return nil, skipped
 	}
-	var out []mcpServer
 	taken := map[string]bool{}
 	for _, srv := range servers {
 		switch {
@@ -58,10 +62,25 @@ func (s *Server) mcpEntries(servers []acp.McpServer, cwd string) []mcpServer {
 			out = append(out, mcpServer{Label: srv.Http.Name, Name: name, Entry: sessions.Entry{Use: mcpPlugin, Config: map[string]any{
 				"name": name, "url": srv.Http.Url, "headers": headers}}})
 		default:
-			s.log.Warn("an MCP server of a transport dsh does not take (sse, acp) is ignored")
+			s.log.Warn("an MCP server of a transport dsh does not take (sse, acp) is ignored", "server", labelOf(srv))
+			skipped = append(skipped, unavailable{Label: labelOf(srv), Why: "dsh's MCP client speaks stdio and streamable HTTP, not SSE " +
+				"(initialize offered no mcpCapabilities.sse); if the server also serves streamable HTTP, configure it as an http server"})
 		}
 	}
-	return out
+	return out, skipped
+}
+
+// labelOf is the editor's name for a server.
+func labelOf(srv acp.McpServer) string {
+	switch {
+	case srv.Stdio != nil:
+		return srv.Stdio.Name
+	case srv.Http != nil:
+		return srv.Http.Name
+	case srv.Sse != nil:
+		return srv.Sse.Name
+	}
+	return "(unnamed)"
 }
 
 // entriesOf is the plugin entries of servers.

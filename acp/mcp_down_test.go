@@ -88,3 +88,61 @@ func TestLoadWithABrokenEditorMCPServer(t *testing.T) {
 		t.Fatal(p, err)
 	}
 }
+
+// An SSE server, a transport dsh does not speak (initialize offers no
+// mcpCapabilities.sse), used to be dropped with a line on dsh's stderr
+// only: the editor believed the session had its tools. It is reported as
+// a server the session opened without, in the updates and in _meta.
+func TestAnSSEServerIsReportedToTheEditor(t *testing.T) {
+	e := newEnv(t, envOpts{mcp: true})
+	init, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if init.AgentCapabilities.McpCapabilities.Sse {
+		t.Fatal("initialize offers SSE")
+	}
+	r, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: e.dir, McpServers: []acp.McpServer{
+		{Sse: &acp.McpServerSseInline{Type: "sse", Name: "Legacy", Url: closedURL(t), Headers: []acp.HttpHeader{}}},
+	}})
+	if err != nil {
+		t.Fatalf("an SSE server failed the session: %v", err)
+	}
+	down, _ := r.Meta[dshacp.MetaMCPUnavailable].([]any)
+	if d, _ := first(down).(map[string]any); len(down) != 1 || d["name"] != "Legacy" || !strings.Contains(d["error"].(string), "not SSE") {
+		t.Fatalf("_meta: %v", r.Meta)
+	}
+	e.c.waitFor(t, "the report", func(u acp.SessionUpdate) bool {
+		return u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil && strings.Contains(u.AgentMessageChunk.Content.Text.Text, `"Legacy"`)
+	})
+}
+
+func first(l []any) any {
+	if len(l) == 0 {
+		return nil
+	}
+	return l[0]
+}
+
+// Additional workspace roots, which initialize does not offer, used to be
+// dropped without a word: an editor that sent them regardless believed the
+// agent could reach them. The session opens, confined to its cwd, and the
+// editor is told.
+func TestAdditionalDirectoriesAreReportedAsUnused(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	init, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if init.AgentCapabilities.SessionCapabilities.AdditionalDirectories != nil {
+		t.Fatal("initialize offers additionalDirectories")
+	}
+	other := t.TempDir()
+	if _, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: e.dir, McpServers: []acp.McpServer{}, AdditionalDirectories: []string{other}}); err != nil {
+		t.Fatal(err)
+	}
+	e.c.waitFor(t, "the report", func(u acp.SessionUpdate) bool {
+		return u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil &&
+			strings.Contains(u.AgentMessageChunk.Content.Text.Text, "the additional directories "+other+" are not part of it")
+	})
+}

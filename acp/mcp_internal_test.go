@@ -16,11 +16,12 @@ import (
 // merged.)
 func TestMCPServersBecomeEntries(t *testing.T) {
 	s := &Server{opts: Options{MCP: true}, log: slog.New(slog.DiscardHandler)}
-	got := entriesOf(s.mcpEntries([]acp.McpServer{
+	servers, skipped := s.mcpEntries([]acp.McpServer{
 		{Stdio: &acp.McpServerStdio{Name: "fs", Command: "/bin/mcp-fs", Args: []string{"--root", "."}, Env: []acp.EnvVariable{{Name: "TOKEN", Value: "t"}}}},
 		{Http: &acp.McpServerHttpInline{Type: "http", Name: "web", Url: "https://example.test/mcp", Headers: []acp.HttpHeader{{Name: "Authorization", Value: "Bearer x"}}}},
-		{Sse: &acp.McpServerSseInline{}},
-	}, "/work/project"))
+		{Sse: &acp.McpServerSseInline{Type: "sse", Name: "old"}},
+	}, "/work/project")
+	got := entriesOf(servers)
 	want := []sessions.Entry{
 		{Use: mcpPlugin, Config: map[string]any{"name": "fs", "command": "/bin/mcp-fs", "args": []any{"--root", "."}, "env": map[string]any{"TOKEN": "t"}, "cwd": "/work/project"}},
 		{Use: mcpPlugin, Config: map[string]any{"name": "web", "url": "https://example.test/mcp", "headers": map[string]any{"Authorization": "Bearer x"}}},
@@ -28,9 +29,12 @@ func TestMCPServersBecomeEntries(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v", got)
 	}
+	if len(skipped) != 1 || skipped[0].Label != "old" || !strings.Contains(skipped[0].Why, "not SSE") {
+		t.Fatalf("the SSE server is not reported: %+v", skipped)
+	}
 	s.opts.MCP = false
-	if got := s.mcpEntries([]acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "fs", Command: "x"}}}, "/"); got != nil {
-		t.Fatalf("without the mcp plugin: %v", got)
+	if got, skipped := s.mcpEntries([]acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "fs", Command: "x"}}}, "/"); got != nil || len(skipped) != 1 || skipped[0].Label != "fs" {
+		t.Fatalf("without the mcp plugin: %v, %v", got, skipped)
 	}
 }
 

@@ -2,6 +2,8 @@ package acp
 
 import (
 	stdctx "context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/coder/acp-go-sdk"
@@ -17,6 +19,7 @@ func (s *Server) NewSession(ctx stdctx.Context, p acp.NewSessionRequest) (acp.Ne
 	}
 	st.announce()
 	st.reportDown()
+	s.reportRoots(st, p.AdditionalDirectories)
 	st.planModeAtOpen(ctx)
 	return acp.NewSessionResponse{SessionId: st.id, Modes: st.modes(), Meta: st.downMeta()}, nil
 }
@@ -31,6 +34,7 @@ func (s *Server) LoadSession(ctx stdctx.Context, p acp.LoadSessionRequest) (acp.
 	st.waitForwarded(st.replayTo)
 	st.announce()
 	st.reportDown()
+	s.reportRoots(st, p.AdditionalDirectories)
 	st.planModeAtOpen(ctx)
 	return acp.LoadSessionResponse{Modes: st.modes(), Meta: st.downMeta()}, nil
 }
@@ -43,6 +47,7 @@ func (s *Server) ResumeSession(ctx stdctx.Context, p acp.ResumeSessionRequest) (
 	}
 	st.announce()
 	st.reportDown()
+	s.reportRoots(st, p.AdditionalDirectories)
 	st.planModeAtOpen(ctx)
 	return acp.ResumeSessionResponse{Modes: st.modes(), Meta: st.downMeta()}, nil
 }
@@ -114,3 +119,17 @@ func (s *Server) Cancel(_ stdctx.Context, p acp.CancelNotification) error {
 }
 
 var _ = errs.Internal
+
+// reportRoots tells the editor that the additional workspace roots it sent
+// are not used: initialize does not advertise additionalDirectories, and
+// the session's tools stay confined to its cwd. The session opens all the
+// same; a client that sent them regardless of the capability would
+// otherwise believe the agent can reach them.
+func (s *Server) reportRoots(st *conv, roots []string) {
+	if len(roots) == 0 {
+		return
+	}
+	s.log.Warn("the client's additional directories are not used: the session is confined to its cwd", "session", st.id, "directories", roots)
+	st.sendText(kindMessage, fmt.Sprintf("dsh: this session works in %s only; the additional directories %s are not part of it (dsh does not take additionalDirectories, and initialize did not offer them). Open a session in a folder that holds them all to work on them together.\n",
+		st.cwd, strings.Join(roots, ", ")))
+}

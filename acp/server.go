@@ -3,6 +3,7 @@ package acp
 import (
 	stdctx "context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -198,9 +199,13 @@ func (s *Server) Initialize(ctx stdctx.Context, p acp.InitializeRequest) (acp.In
 	}, nil
 }
 
-// Authenticate is never needed: dsh's providers hold their own keys.
-func (s *Server) Authenticate(stdctx.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
-	return acp.AuthenticateResponse{}, nil
+// Authenticate is never needed: dsh's providers hold their own keys, and
+// initialize advertises no auth method. A request naming one is refused
+// rather than answered as if it had authenticated: the method must be one
+// the agent advertised.
+func (s *Server) Authenticate(_ stdctx.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, rpcErr(errs.New(BadParams, fmt.Sprintf(
+		"authentication method %q was not advertised: dsh advertises none (its model providers hold their own keys), so there is nothing to authenticate", p.MethodId)))
 }
 
 // Logout has nothing to undo.

@@ -158,3 +158,23 @@ func TestImagePromptWhereTheProviderTakesImages(t *testing.T) {
 		t.Fatalf("the model did not hear of the image: %q", got)
 	}
 }
+
+// TestAuthenticateWithAMethodNeverAdvertisedIsRefused: initialize
+// advertises no auth method, and the protocol has authenticate name one
+// that was; a request naming another used to be answered as if it had
+// authenticated.
+func TestAuthenticateWithAMethodNeverAdvertisedIsRefused(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	r, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.AuthMethods) != 0 {
+		t.Fatalf("auth methods %v", r.AuthMethods)
+	}
+	_, err = e.conn.Authenticate(e.ctx(), acp.AuthenticateRequest{MethodId: "oauth"})
+	var re *acp.RequestError
+	if !errors.As(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, `"oauth" was not advertised`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -84,7 +84,7 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 	if !filepath.IsAbs(cwd) {
 		return nil, errs.New(BadParams, fmt.Sprintf("cwd %q is not an absolute path; send the absolute path of the project directory", cwd))
 	}
-	mcp := s.mcpEntries(servers, cwd)
+	mcp, skipped := s.mcpEntries(servers, cwd)
 	o := sessions.EnsureOptions{OpenOptions: sessions.OpenOptions{
 		Agent: s.opts.Agent, Presets: s.opts.Presets, Workspace: filepath.Clean(cwd),
 		SessionID: string(id), Source: s.agentSourceOf(""),
@@ -104,7 +104,7 @@ func (s *Server) open(ctx stdctx.Context, kind openKind, id acp.SessionId, cwd s
 	// session, and the advice the mcp plugin gives (on_unavailable: skip)
 	// is no setting an editor user has: the session opens without it, and
 	// the editor is told which server and why (report).
-	var down []unavailable
+	down := skipped
 	for {
 		o.Entries = append(entriesOf(mcp), entry)
 		info, err := s.opts.Sessions.Ensure(ctx, o)

@@ -214,7 +214,7 @@ func TestUnsupportedPartsAreNotesNotErrors(t *testing.T) {
 		".lsp.json":                  `{}`,
 		"bin/tool":                   "",
 		".mcp.json":                  `{"mcpServers": {"legacy": {"type": "sse", "url": "https://x/sse"}, "auth": {"type": "http", "url": "https://x", "oauth": {}}}}`,
-		"hooks/hooks.json":           `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x", "async": true}]}]}}`,
+		"hooks/hooks.json":           `{"hooks": {"PreToolUse": [{"matcher": "Bash", "priority": 1, "hooks": [{"type": "command", "command": "x", "async": true}, {"type": "command", "command": "y", "async": false}]}]}}`,
 	})
 	b, err := Load(dir, env())
 	if err != nil {
@@ -231,7 +231,11 @@ func TestUnsupportedPartsAreNotesNotErrors(t *testing.T) {
 		"mcpServers.legacy: not mounted: dsh's MCP client speaks stdio and streamable HTTP",
 		"mcpServers.auth: not mounted: it sets oauth",
 		"hooks.PreToolUse[0].hooks[0].async: ignored: the hook runs before the event goes on",
+		"hooks.PreToolUse[0].priority: not a key of a matcher group dsh reads; ignored",
 	)
+	if slices.ContainsFunc(b.Notes, func(n string) bool { return strings.Contains(n, "hooks[1].async") }) {
+		t.Fatalf("async: false, Claude Code's default, has a note: %q", b.Notes)
+	}
 }
 
 func TestABundleWithoutManifestTakesItsFolderName(t *testing.T) {

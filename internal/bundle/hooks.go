@@ -81,6 +81,11 @@ func (l *loader) hookEvents(file, field string, events map[string]any) {
 				continue
 			}
 			out := map[string]any{}
+			for _, k := range slices.Sorted(maps.Keys(obj)) {
+				if k != "matcher" && k != "hooks" {
+					l.note("%s: %s.%s: not a key of a matcher group dsh reads; ignored", file, gat, k)
+				}
+			}
 			if mv, has := obj["matcher"]; has {
 				s, ok := mv.(string)
 				if !ok {
@@ -144,6 +149,8 @@ func (l *loader) hook(file, at string, h any) (map[string]any, bool) {
 				return nil, false
 			}
 			out[k] = f
+		case (k == "async" || k == "once") && v == false:
+			// Claude Code's default: nothing differs.
 		case ignoredHookKeys[k] != "":
 			l.note("%s: %s.%s: ignored: %s", file, at, k, ignoredHookKeys[k])
 		default:

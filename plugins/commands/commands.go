@@ -35,6 +35,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/plugins/skills"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/llm"
@@ -171,6 +172,10 @@ func (p *plug) prepare(ctx stdctx.Context, in agentcontroller.Preparation, next 
 		if _, known := lookup(all, inv.Name); known {
 			return next.Call(ctx, in) // another entry expands it
 		}
+		if skills.Has(in.Agent, inv.Name) {
+			return in, agentcontroller.RefusePreparation(ReasonUnknown, fmt.Sprintf(
+				"/%s is a skill, not a command: Claude Code also runs skills as /name, dsh does not. The model loads a skill by itself when a task matches its description; ask for it in words (\"use the %s skill to …\")", inv.Name, inv.Name))
+		}
 		return in, agentcontroller.RefusePreparation(ReasonUnknown, unknown(inv.Name, all))
 	}
 	expanded, err := Expand(c, inv.Args)
@@ -179,6 +184,9 @@ func (p *plug) prepare(ctx stdctx.Context, in agentcontroller.Preparation, next 
 	}
 	if c.Model != "" {
 		p.log.Warn("commands: the command's model is not applied; the turn uses the agent's model", "agent", in.Agent.ID(), "command", c.Qualified(), "model", c.Model, "file", c.File)
+	}
+	for _, w := range Unapplied(c) {
+		p.log.Warn("commands: "+w, "agent", in.Agent.ID(), "command", c.Qualified())
 	}
 	if len(c.AllowedTools) > 0 {
 		p.log.Warn("commands: the command's allowed-tools are not applied; its tool calls go through approval as any other", "agent", in.Agent.ID(), "command", c.Qualified(), "allowed_tools", c.AllowedTools, "file", c.File)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -54,7 +55,13 @@ type Command struct {
 	Body string `json:"-"`
 	// bodyLine is the file line Body starts on.
 	bodyLine int
+	// unread are the front matter keys dsh does not read, each with its
+	// line ("context (line 3)").
+	unread []string
 }
+
+// readKeys are the front matter keys of a command file dsh reads.
+var readKeys = []string{"description", "argument-hint", "model", "allowed-tools", "disable-model-invocation"}
 
 // Qualified is the namespaced name, "ns:name", or Name at the top.
 func (c Command) Qualified() string {
@@ -169,6 +176,11 @@ func load(file, rel string) (Command, error) {
 	}
 	if c.AllowedTools, err = d.Strings("allowed-tools"); err != nil {
 		return Command{}, invalid(err)
+	}
+	for _, k := range d.Keys() {
+		if !slices.Contains(readKeys, k.Name) {
+			c.unread = append(c.unread, fmt.Sprintf("%s (line %d)", k.Name, k.Line))
+		}
 	}
 	if v, ok := d.Field("disable-model-invocation"); ok {
 		c.DisableModelInvocation = v.Value == "true"

@@ -46,6 +46,40 @@ var (
 	bang = lazyregexp.New("!`[^`\n]+`")
 )
 
+var (
+	// fileRef finds an @path reference, which Claude Code replaces with
+	// the file's contents: an @ at the start of a word, then a path.
+	fileRef = lazyregexp.New(`(?:^|[\s(])@([A-Za-z0-9_.~/][^\s)]*)`)
+	// zero finds $0, which command files do not use as a placeholder.
+	zero = lazyregexp.New(`\$0\b`)
+	// sessionVar finds ${CLAUDE_SESSION_ID}.
+	sessionVar = lazyregexp.New(`\$\{CLAUDE_SESSION_ID\}`)
+)
+
+// Unapplied lists what of c dsh reads but does not do as Claude Code
+// does, each naming the file and what dsh does instead, so an invocation
+// that differs says so rather than differing in silence. The model and
+// allowed-tools are logged apart (see prepare).
+func Unapplied(c Command) []string {
+	var out []string
+	if len(c.unread) > 0 {
+		out = append(out, fmt.Sprintf("%s: front matter %s: dsh does not read these keys (it reads %s); the command runs as a prompt in the agent's own turn without them",
+			c.File, strings.Join(c.unread, ", "), strings.Join(readKeys, ", ")))
+	}
+	at := func(i int) int { return c.bodyLine + strings.Count(c.Body[:i], "\n") }
+	if m := fileRef.Regexp().FindStringSubmatchIndex(c.Body); m != nil {
+		out = append(out, fmt.Sprintf("%s:%d: @%s is left as written, not replaced by the file's contents as Claude Code does; the model reads the file with its tools if it needs it",
+			c.File, at(m[2]), c.Body[m[2]:m[3]]))
+	}
+	if m := zero.FindStringIndex(c.Body); m != nil {
+		out = append(out, fmt.Sprintf("%s:%d: $0 is left as written: in a command file the first argument is $1 (use $ARGUMENTS[0] for a file meant for both)", c.File, at(m[0])))
+	}
+	if m := sessionVar.FindStringIndex(c.Body); m != nil {
+		out = append(out, fmt.Sprintf("%s:%d: ${CLAUDE_SESSION_ID} is left as written; dsh does not fill it in", c.File, at(m[0])))
+	}
+	return out
+}
+
 // Expand renders c's body for args as the model receives it: $ARGUMENTS is
 // the whole argument text, $1…$N the arguments split as a shell splits
 // words (quotes keep spaces), counting from 1 as Claude Code's command

@@ -41,16 +41,18 @@ func TestFileToolsShowFilePathAsClaudeCodeDoes(t *testing.T) {
 	}
 }
 
-// TestPostToolUseContextAndErrorResults: additionalContext is appended,
-// and the hook sees an error result as one.
+// TestPostToolUseContextAndErrorResults: additionalContext is appended;
+// as in Claude Code, PostToolUse runs after a call that succeeded and
+// PostToolUseFailure, with the error, after one that failed.
 func TestPostToolUseContextAndErrorResults(t *testing.T) {
 	r := newRig(t)
 	r.start(map[string]any{
 		"plugins": []any{
 			map[string]any{"use": "llm.scripted"},
 			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
-				"PostToolUse": []any{hook("", r.script("ctx.sh", `grep -q '"is_error":true' && ctx="it failed" || ctx="it worked"
-echo "{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"additionalContext\":\"$ctx\"}}"`), 0)},
+				"PostToolUse": []any{hook("", r.script("ctx.sh", `echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"it worked"}}'`), 0)},
+				"PostToolUseFailure": []any{hook("", r.script("fail.sh", `err=$(jq -r .error)
+echo "{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUseFailure\",\"additionalContext\":\"it failed: $err\"}}"`), 0)},
 			}}},
 		},
 		"agents": []any{scriptedAgent("main", nil)},
@@ -64,7 +66,7 @@ echo "{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"additionalCon
 	a := r.agent("main")
 	for name, want := range map[string]tools.Result{
 		"ok":  {Content: "fine\n\nPostToolUse hook context: it worked"},
-		"bad": {Content: "broken\n\nPostToolUse hook context: it failed", IsError: true},
+		"bad": {Content: "broken\n\nPostToolUseFailure hook context: it failed: broken", IsError: true},
 	} {
 		got, err := svc.Execute(stdctx.Background(), a.Context(), tools.Call{AgentID: "main", Name: name, Workspace: r.ws})
 		if err != nil || !reflect.DeepEqual(got, want) {

@@ -46,9 +46,11 @@ type Config struct {
 
 // Group is a matcher and the hooks that run when it matches.
 type Group struct {
-	// Matcher selects tools by name for PreToolUse and PostToolUse (see
-	// the package doc); "", "*" or none matches every tool. Other events
-	// ignore it.
+	// Matcher selects tools by name for PreToolUse, PostToolUse and
+	// PostToolUseFailure (see
+	// the package doc), and the source (startup, resume, compact) for
+	// SessionStart, as in Claude Code; "", "*" or none matches all.
+	// UserPromptSubmit and Stop ignore it.
 	Matcher string `koanf:"matcher" json:"matcher,omitempty"`
 	Hooks   []Hook `koanf:"hooks" json:"hooks"`
 }
@@ -64,10 +66,15 @@ type Hook struct {
 	Timeout float64 `koanf:"timeout" json:"timeout,omitempty"`
 }
 
-// Defaults: 60 seconds per hook, five forced continuations per turn, 64 KiB
-// of each output stream.
+// DefaultTimeout is Claude Code's for a command hook that sets none (600
+// seconds; it was 60 before), so a slow hook written for it (a Stop hook
+// that runs the tests) is not cut short here.
+const DefaultTimeout = 10 * time.Minute
+
+// Defaults: Claude Code's timeout per hook, five forced continuations per
+// turn, 64 KiB of each output stream.
 func (Config) Defaults() Config {
-	return Config{Timeout: 60 * time.Second, MaxStopContinuations: 5, MaxOutputBytes: 64 << 10}
+	return Config{Timeout: DefaultTimeout, MaxStopContinuations: 5, MaxOutputBytes: 64 << 10}
 }
 
 // Validate reads the files and checks every hook, so config check reports
@@ -82,19 +89,37 @@ func (c Config) Validate() error {
 
 // The events dsh runs, and the Claude Code events it reads and skips.
 const (
-	PreToolUse       = "PreToolUse"
-	PostToolUse      = "PostToolUse"
-	UserPromptSubmit = "UserPromptSubmit"
-	Stop             = "Stop"
-	SessionStart     = "SessionStart"
+	PreToolUse  = "PreToolUse"
+	PostToolUse = "PostToolUse"
+	// PostToolUseFailure runs, as in Claude Code, after a call whose
+	// result is an error; PostToolUse after the others.
+	PostToolUseFailure = "PostToolUseFailure"
+	UserPromptSubmit   = "UserPromptSubmit"
+	Stop               = "Stop"
+	SessionStart       = "SessionStart"
+	// PreCompact runs before a compaction summarizes the history, with
+	// trigger manual or auto (which its matchers select).
+	PreCompact = "PreCompact"
+	// SessionEnd runs when the agent is disposed, reason "other".
+	SessionEnd = "SessionEnd"
+	// SubagentStart and SubagentStop run for tools.agent's children:
+	// when one starts, and when its turn would end (Stop's part for a
+	// subagent). Their matchers select the subagent's name.
+	SubagentStart = "SubagentStart"
+	SubagentStop  = "SubagentStop"
+	// Notification runs when a person is asked to approve a call
+	// (notification_type permission_prompt, which its matchers select).
+	Notification = "Notification"
+	// PermissionRequest runs when a call would ask a person, and may
+	// answer for them (allow or deny).
+	PermissionRequest = "PermissionRequest"
 )
 
-var supported = []string{PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart}
+var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd, SubagentStart, SubagentStop, Notification, PermissionRequest}
 
 // skipped are Claude Code events dsh has no stage for (yet): a file that
 // has them still loads, and each is reported once as a warning.
-var skipped = []string{"Notification", "SubagentStop", "PreCompact", "SessionEnd", "PermissionRequest",
-	"PostToolUseFailure", "PermissionDenied", "SubagentStart", "Setup"}
+var skipped = []string{"PermissionDenied", "Setup"}
 
 // compiled is one runnable hook with where it came from.
 type compiled struct {
@@ -164,6 +189,9 @@ func (c Config) load() (loaded, error) {
 						problems = append(problems, fmt.Sprintf("%s.timeout: %v seconds is more than the most a hook may run (%v); give at most %.0f", hat, h.Timeout, maxHookTimeout, maxHookTimeout.Seconds()))
 						continue
 					}
+					if strings.Contains(h.Command, "CLAUDE_ENV_FILE") {
+						warnings = append(warnings, fmt.Sprintf("%s.command: uses CLAUDE_ENV_FILE, which dsh does not set: variables a hook writes there do not reach the agent's bash commands, as they do in Claude Code; set them in the config's env or the agent's", hat))
+					}
 					timeout := c.Timeout
 					if h.Timeout > 0 {
 						timeout = time.Duration(h.Timeout * float64(time.Second))
@@ -173,14 +201,51 @@ func (c Config) load() (loaded, error) {
 			}
 		}
 	}
+	type file struct {
+		name string
+		doc  settings
+		data []byte
+	}
+	var files []file
+	off := ""
 	for _, f := range c.Files {
-		doc, err := readFile(f)
+		doc, data, err := readFile(f)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		add(f+": ", doc.Hooks)
-		maps.Copy(env, doc.vars())
+		files = append(files, file{f, doc, data})
+		if w := permissionWarning(f, data); w != "" {
+			warnings = append(warnings, w)
+		}
+		if off == "" && disabled(data) {
+			off = f
+		}
+	}
+	for _, f := range files {
+		if off != "" {
+			// Claude Code runs no hooks at all then; the config's own
+			// (inline) hooks are dsh's, not a settings file's, and run.
+			warnings = append(warnings, fmt.Sprintf("%s: its hooks do not run: %s sets \"disableAllHooks\": true, with which Claude Code runs none", f.name, off))
+			maps.Copy(env, f.doc.vars())
+			continue
+		}
+		add(f.name+": ", f.doc.Hooks)
+		warnings = append(warnings, keyWarnings(f.name+": ", f.data)...)
+		maps.Copy(env, f.doc.vars())
+	}
+	warnings = append(warnings, unlisted(c.Files)...)
+	// A plugin's hooks read CLAUDE_PLUGIN_ROOT, which Claude Code sets for
+	// them (and a bundle: entry sets in env); copied into a settings file
+	// or the config, the command finds it empty.
+	if _, set := env["CLAUDE_PLUGIN_ROOT"]; !set && c.Env["CLAUDE_PLUGIN_ROOT"] == "" {
+		for _, event := range slices.Sorted(maps.Keys(out)) {
+			for _, h := range out[event] {
+				if strings.Contains(h.command, "CLAUDE_PLUGIN_ROOT") {
+					warnings = append(warnings, fmt.Sprintf("%s.command: uses CLAUDE_PLUGIN_ROOT, which is set only for a plugin's hooks (mount the plugin with a bundle: entry) and is empty here", h.where))
+				}
+			}
+		}
 	}
 	add("", c.Hooks)
 	if len(problems) > 0 {
@@ -214,20 +279,20 @@ func (s settings) vars() map[string]string {
 
 // readFile reads the "hooks" and "env" keys of a Claude Code settings
 // file.
-func readFile(name string) (settings, error) {
+func readFile(name string) (settings, []byte, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		abs, _ := filepath.Abs(name)
-		return settings{}, fmt.Errorf("files: cannot read %s (%s): %v; relative paths start from the directory dsh was started in", name, abs, unwrapPathErr(err))
+		return settings{}, nil, fmt.Errorf("files: cannot read %s (%s): %v; relative paths start from the directory dsh was started in", name, abs, unwrapPathErr(err))
 	}
 	var doc settings
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return settings{}, fmt.Errorf("%s: not a hooks file: %v; expected {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}}", name, err)
+		return settings{}, nil, fmt.Errorf("%s: not a hooks file: %v; expected {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}}", name, err)
 	}
-	if doc.Hooks == nil {
-		return settings{}, fmt.Errorf("%s: has no \"hooks\" key; expected {\"hooks\": {\"PreToolUse\": [...], ...}}", name)
+	if doc.Hooks == nil && !disabled(data) {
+		return settings{}, nil, fmt.Errorf("%s: has no \"hooks\" key; expected {\"hooks\": {\"PreToolUse\": [...], ...}}", name)
 	}
-	return doc, nil
+	return doc, data, nil
 }
 
 func unwrapPathErr(err error) error {

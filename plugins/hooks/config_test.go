@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
@@ -21,9 +22,9 @@ func TestASettingsFileLoadsAsItIs(t *testing.T) {
 	settings := map[string]any{
 		"permissions": map[string]any{"allow": []any{"Bash(ls:*)"}},
 		"hooks": map[string]any{
-			"PreToolUse":   []any{hook("Bash", deny, 5)},
-			"Notification": []any{hook("", "notify-send hi", 0)},
-			"PostToolUse":  []any{map[string]any{"matcher": "Write", "hooks": []any{map[string]any{"type": "prompt", "prompt": "check it"}}}},
+			"PreToolUse":       []any{hook("Bash", deny, 5)},
+			"PermissionDenied": []any{hook("", "notify-send hi", 0)},
+			"PostToolUse":      []any{map[string]any{"matcher": "Write", "hooks": []any{map[string]any{"type": "prompt", "prompt": "check it"}}}},
 		},
 	}
 	data, _ := json.Marshal(settings)
@@ -39,8 +40,12 @@ func TestASettingsFileLoadsAsItIs(t *testing.T) {
 	if v := r.approve("main", "bash", `{"command":"ls"}`); v.Decision != tools.Deny || v.Reason != "from the file" {
 		t.Fatalf("got %+v", v)
 	}
-	contains(t, "log", r.logs.String(), "hooks.Notification: dsh has no Notification event; these hooks do not run")
+	contains(t, "log", r.logs.String(), "hooks.PermissionDenied: dsh has no PermissionDenied event; these hooks do not run")
 	contains(t, "log", r.logs.String(), `type "prompt" is not supported (only command hooks run); skipped`)
+	// Claude Code applies the file's permission rules to every call; the
+	// hooks plugin does not, and says so rather than let a rule look
+	// applied.
+	contains(t, "log", r.logs.String(), file+": permissions: 1 allow (Bash(ls:*)) rules are not applied")
 }
 
 func TestConfigProblemsAreReportedAtCheck(t *testing.T) {
@@ -51,7 +56,7 @@ func TestConfigProblemsAreReportedAtCheck(t *testing.T) {
 		cfg  hooks.Config
 		want string
 	}{
-		{hooks.Config{Hooks: map[string][]hooks.Group{"PreToolUze": nil}}, "hooks.PreToolUze: unknown event; expected one of PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart"},
+		{hooks.Config{Hooks: map[string][]hooks.Group{"PreToolUze": nil}}, "hooks.PreToolUze: unknown event; expected one of PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart"},
 		{hooks.Config{Hooks: map[string][]hooks.Group{"PreToolUse": {{Matcher: "Bash(", Hooks: []hooks.Hook{{Command: "x"}}}}}}, `hooks.PreToolUse[0].matcher: "Bash(" is not a regular expression`},
 		{hooks.Config{Hooks: map[string][]hooks.Group{"Stop": {{Hooks: []hooks.Hook{{Command: " "}}}}}}, "hooks.Stop[0].hooks[0].command: empty"},
 		{hooks.Config{Hooks: map[string][]hooks.Group{"Stop": {{Hooks: []hooks.Hook{{Command: "x", Timeout: -1}}}}}}, "hooks.Stop[0].hooks[0].timeout: -1"},
@@ -110,5 +115,15 @@ func TestTheExampleBlocksRecursiveRm(t *testing.T) {
 	}
 	if v := r.approve("main", "bash", `{"command":"rm notes.txt"}`); v.Decision != tools.Ask {
 		t.Fatalf("a plain rm: %+v", v)
+	}
+}
+
+// TestTheDefaultTimeoutIsClaudeCodes: a hooks file that gives no timeout
+// was written for Claude Code's default, 600 seconds for a command hook;
+// dsh's used to be 60, which killed a Stop hook running the tests that
+// Claude Code waited for.
+func TestTheDefaultTimeoutIsClaudeCodes(t *testing.T) {
+	if got := (hooks.Config{}).Defaults().Timeout; got != 600*time.Second {
+		t.Fatalf("default timeout %s; Claude Code's is 600s", got)
 	}
 }

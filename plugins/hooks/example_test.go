@@ -16,5 +16,5 @@ func ExampleConfig_Validate() {
 	}
 	fmt.Println(cfg.Validate())
 	// Output:
-	// INVALID_ARGUMENT: hooks: hooks.Stopp: unknown event; expected one of PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart
+	// INVALID_ARGUMENT: hooks: hooks.Stopp: unknown event; expected one of PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd, SubagentStart, SubagentStop, Notification, PermissionRequest
 }

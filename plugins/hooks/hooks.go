@@ -7,14 +7,22 @@
 //   - PreToolUse runs in tools/approve: allow, deny or ask, and
 //     updatedInput, which replaces the call's arguments (the pipeline
 //     validates them again).
-//   - PostToolUse wraps tools/execute: after the tool ran, a block's reason
-//     and additional context are appended to the result the model reads.
+//   - PostToolUse wraps tools/execute: after the tool ran and succeeded, a
+//     block's reason and additional context are appended to the result the
+//     model reads. PostToolUseFailure does the same after a call whose
+//     result is an error, as in Claude Code.
 //   - Stop runs in agent/turn-continuation when the turn would end: a block
 //     keeps the turn going with the reason handed to the model, at most
 //     max_stop_continuations times per turn.
 //   - SessionStart runs when the agent is created (agent/created), and
 //     again with source "compact" after a compaction (compact/done); its
-//     context goes into the system prompt.
+//     context goes into the system prompt. Its matchers select the source.
+//   - PreCompact runs before a compaction (compact/started), SessionEnd
+//     when the agent is disposed (agent/disposed); both for side effects.
+//   - SubagentStart and SubagentStop run for tools.agent's children
+//     (subagent/started; the child's turn continuation), which do not run
+//     SessionStart, UserPromptSubmit, Stop or SessionEnd, as in Claude
+//     Code.
 //
 // A hook gets the event as JSON on stdin and runs through
 // internal/childproc, in the agent's workspace, in its own process group,
@@ -60,7 +68,7 @@ const ID = "hooks.command"
 const ReasonBlocked = "hooks/blocked"
 
 // Plugin is hooks.
-var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.json) at admission, approval, tool execution, turn end and agent creation",
+var Plugin = plugin.Register(ID, "runs Claude Code style command hooks (hooks.json) at admission, approval, tool execution, turn end, compaction and agent creation and disposal",
 	func(ctx *dshctx.Context, cfg Config) error {
 		l, err := cfg.load()
 		if err != nil {
@@ -112,6 +120,12 @@ type agentState struct {
 	// stopRequested: a hook answered "continue": false; the turn ends
 	// after the step in flight.
 	stopRequested string
+	// preContext is PreToolUse's additionalContext by call id, appended
+	// to the call's result when it runs.
+	preContext map[string][]string
+	// subagentName is the configured name of a subagent (tools.agent's
+	// child), which SubagentStart and SubagentStop matchers select.
+	subagentName string
 }
 
 func (p *hooks) agent(id string) *agentState {
@@ -136,9 +150,23 @@ type input struct {
 	ToolInput      json.RawMessage `json:"tool_input,omitempty"`
 	ToolUseID      string          `json:"tool_use_id,omitempty"`
 	ToolResponse   map[string]any  `json:"tool_response,omitempty"`
+	Error          *string         `json:"error,omitempty"`
+	IsInterrupt    *bool           `json:"is_interrupt,omitempty"`
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
 	Source         string          `json:"source,omitempty"`
+	// SubagentID and AgentType are SubagentStart's and SubagentStop's:
+	// the subagent's agent id and its configured name.
+	SubagentID string `json:"agent_id,omitempty"`
+	AgentType  string `json:"agent_type,omitempty"`
+	// Message and NotificationType are Notification's.
+	Message          string `json:"message,omitempty"`
+	NotificationType string `json:"notification_type,omitempty"`
+	// Reason is SessionEnd's.
+	Reason string `json:"reason,omitempty"`
+	// Trigger and CustomInstructions are PreCompact's.
+	Trigger            string  `json:"trigger,omitempty"`
+	CustomInstructions *string `json:"custom_instructions,omitempty"`
 }
 
 // where says where an event happens: the agent, its session and
@@ -179,8 +207,9 @@ func whereOf(a agents.Agent) where {
 	return w
 }
 
-// fire runs the hooks of event that match tool ("" for events without a
-// tool) in parallel and returns their replies in config order. The same
+// fire runs the hooks of event whose matcher matches tool (the tool's
+// name; SessionStart's source, which its matchers select in Claude Code;
+// "" for events whose matchers are ignored) in parallel and returns their replies in config order. The same
 // command listed twice runs once.
 func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) []reply {
 	var todo []*compiled
@@ -223,6 +252,9 @@ func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) 
 	for _, r := range replies {
 		if r.failed != "" && ctx.Err() == nil {
 			log.Warn(fmt.Sprintf("%s hook %q (%s) %s", event, r.hook.command, r.hook.where, r.failed), "agent", w.agentID)
+		}
+		if len(r.ignored) > 0 {
+			log.Warn(fmt.Sprintf("%s hook %q (%s) answered %s, which dsh does not act on; ignored", event, r.hook.command, r.hook.where, strings.Join(r.ignored, ", ")), "agent", w.agentID)
 		}
 		if r.systemMessage != "" {
 			log.Info(fmt.Sprintf("%s hook %q: %s", event, r.hook.command, r.systemMessage), "agent", w.agentID)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dsh-go/dsh/services/tools"
@@ -26,6 +27,13 @@ type specificOutput struct {
 	PermissionDecisionReason string          `json:"permissionDecisionReason"`
 	UpdatedInput             json.RawMessage `json:"updatedInput"`
 	AdditionalContext        string          `json:"additionalContext"`
+	// Decision is PermissionRequest's answer to the prompt.
+	Decision *struct {
+		Behavior     string          `json:"behavior"`
+		Message      string          `json:"message"`
+		UpdatedInput json.RawMessage `json:"updatedInput"`
+		Interrupt    bool            `json:"interrupt"`
+	} `json:"decision"`
 }
 
 // reply is what one hook answered, in dsh's terms.
@@ -48,6 +56,41 @@ type reply struct {
 	failed string
 	// systemMessage is logged for the operator.
 	systemMessage string
+	// ignored names the fields of the hook's JSON dsh does not act on.
+	ignored []string
+}
+
+// The fields of a hook's JSON answer dsh reads (see output).
+var (
+	outputKeys   = []string{"continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason", "hookSpecificOutput"}
+	specificKeys = []string{"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext", "decision"}
+)
+
+// unread names the fields of a hook's JSON answer that dsh does not act
+// on (Claude Code's updatedMCPToolOutput, a PermissionRequest's decision,
+// a misspelt key), so they are logged rather than dropped without a word.
+func unread(text string) []string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal([]byte(text), &top) != nil {
+		return nil
+	}
+	var out []string
+	for k, v := range top {
+		if !slices.Contains(outputKeys, k) {
+			out = append(out, k)
+			continue
+		}
+		var inner map[string]json.RawMessage
+		if k == "hookSpecificOutput" && json.Unmarshal(v, &inner) == nil {
+			for ik := range inner {
+				if !slices.Contains(specificKeys, ik) {
+					out = append(out, k+"."+ik)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // interpret reads how a hook ended, following Claude Code: exit 2 blocks
@@ -71,7 +114,7 @@ func interpret(h *compiled, r ran) reply {
 		if out.reason == "" {
 			out.reason = fmt.Sprintf("the %s hook %q exited with code 2 and wrote no reason on stderr", h.event, h.command)
 		}
-		if h.event == PreToolUse {
+		if h.event == PreToolUse || h.event == PermissionRequest {
 			out.decision = tools.Deny
 		}
 		return out
@@ -92,6 +135,7 @@ func interpret(h *compiled, r ran) reply {
 		out.failed = fmt.Sprintf("printed output that starts like JSON but is not valid JSON (%v); its decisions were ignored: %s", err, clip(text, 200))
 		return out
 	}
+	out.ignored = unread(text)
 	out.systemMessage = o.SystemMessage
 	if o.Continue != nil && !*o.Continue {
 		out.stop = true
@@ -135,7 +179,23 @@ func interpret(h *compiled, r ran) reply {
 			}
 		}
 	}
-	if h.event == PreToolUse && out.block {
+	if s := o.HookSpecificOutput; s != nil && s.Decision != nil && h.event == PermissionRequest {
+		switch d := s.Decision; d.Behavior {
+		case "allow":
+			out.decision = tools.Allow
+			if u := bytes.TrimSpace(d.UpdatedInput); len(u) > 0 && u[0] == '{' {
+				out.updatedInput = u
+			}
+		case "deny":
+			out.decision, out.reason = tools.Deny, d.Message
+			if d.Interrupt {
+				out.stop, out.stopReason = true, d.Message
+			}
+		default:
+			out.failed = fmt.Sprintf(`printed "decision": {"behavior": %q}, which is not allow or deny; ignored`, d.Behavior)
+		}
+	}
+	if (h.event == PreToolUse || h.event == PermissionRequest) && out.block {
 		out.decision = tools.Deny
 	}
 	if out.block && out.reason == "" {

@@ -45,30 +45,42 @@ func lines(t *testing.T, name string) []map[string]any {
 // TestBashReadsAsClaudeCodesBash: tool_input.timeout is milliseconds, as
 // in Claude Code (dsh's bash takes seconds); tool_response has stdout,
 // stderr, interrupted and isImage; a hook that lowers the timeout in
-// milliseconds lowers it in seconds for dsh's bash.
+// milliseconds lowers it in seconds for dsh's bash. A command that fails
+// (exit 3, a timeout) runs PostToolUseFailure with the error instead, as
+// in Claude Code, not PostToolUse.
 func TestBashReadsAsClaudeCodesBash(t *testing.T) {
 	r := newRig(t)
 	seen := filepath.Join(r.dir, "seen")
+	failed := filepath.Join(r.dir, "failed")
 	r.start(realTools(map[string]any{
 		"PreToolUse": []any{hook("Bash", `jq '{hookSpecificOutput: {hookEventName: "PreToolUse",
 			updatedInput: (.tool_input + {timeout: ([.tool_input.timeout // 600000, 1000] | min)})}}'`, 0)},
-		"PostToolUse": []any{hook("Bash", `jq -c '{timeout: .tool_input.timeout, r: .tool_response}' >> `+seen, 0)},
+		"PostToolUse":        []any{hook("Bash", `jq -c '{timeout: .tool_input.timeout, r: .tool_response}' >> `+seen, 0)},
+		"PostToolUseFailure": []any{hook("Bash", `jq -c '{event: .hook_event_name, timeout: .tool_input.timeout, error, is_interrupt, r: .tool_response}' >> `+failed, 0)},
 	}))
 	if v := r.approve("main", "bash", `{"command":"sleep 1","timeout":30}`); string(v.Arguments) != `{"command":"sleep 1","timeout":1}` {
 		t.Fatalf("30000 ms capped at 1000 ms must be a timeout of 1 s: %s", v.Arguments)
 	}
+	r.execute("main", "bash", `{"command":"echo out; echo err >&2","timeout":5}`)
 	r.execute("main", "bash", `{"command":"echo out; echo err >&2; exit 3","timeout":5}`)
 	r.execute("main", "bash", `{"command":"sleep 5","timeout":5}`)
 	got := lines(t, seen)
-	if len(got) != 2 {
+	if len(got) != 1 {
 		t.Fatalf("PostToolUse ran %d times: %v", len(got), got)
 	}
 	first := got[0]["r"].(map[string]any)
 	if got[0]["timeout"] != 1000.0 || first["stdout"] != "out\nerr\n" || first["stderr"] != "" || first["interrupted"] != false || first["isImage"] != false {
-		t.Errorf("exit 3: %v", got[0])
+		t.Errorf("exit 0: %v", got[0])
 	}
-	if second := got[1]["r"].(map[string]any); second["interrupted"] != true || got[1]["timeout"] != 1000.0 {
-		t.Errorf("a command that timed out must be interrupted: %v", got[1])
+	fails := lines(t, failed)
+	if len(fails) != 2 {
+		t.Fatalf("PostToolUseFailure ran %d times: %v", len(fails), fails)
+	}
+	for i, want := range []string{"exit code: 3", "timed out after"} {
+		f := fails[i]
+		if f["event"] != "PostToolUseFailure" || f["timeout"] != 1000.0 || !strings.Contains(f["error"].(string), want) || f["is_interrupt"] != false || f["r"] != nil {
+			t.Errorf("failure %d: %v", i, f)
+		}
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	stdctx "context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dsh-go/dsh/plugins/hooks"
 	"github.com/dsh-go/dsh/plugins/session/compact"
 	"github.com/dsh-go/dsh/services/agentcontroller"
 	"github.com/dsh-go/dsh/services/agentloop"
@@ -280,4 +282,229 @@ echo "the session began by $src"`)
 	if !strings.Contains(last, "the session began by compact") || strings.Contains(last, "the session began by startup") {
 		t.Fatalf("the system prompt after the compaction:\n%s", last)
 	}
+}
+
+// TestSessionStartMatchersSelectTheSource: as in Claude Code, a
+// SessionStart group's matcher selects by source (startup, resume, clear,
+// compact), so a hook written for "compact" does not run when the agent
+// starts, and one for "startup" not after a compaction.
+func TestSessionStartMatchersSelectTheSource(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "ran")
+	each := func(name string) string {
+		return r.script(name+".sh", `echo "`+name+`:$(jq -r .source)" >> `+seen)
+	}
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"context_window": 100000}},
+			map[string]any{"use": "session.compact", "config": map[string]any{"window": 100000}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionStart": []any{
+				hook("startup|resume", each("fresh"), 0),
+				hook("compact", each("compacted"), 0),
+				hook("clear", each("cleared"), 0),
+				hook("*", each("all"), 0),
+			}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "one"); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := compact.Key.Get(r.h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Request("main")
+	if err := r.prompt("main", "two"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	got := strings.Fields(string(data))
+	slices.Sort(got)
+	if want := "all:compact all:startup compacted:compact fresh:startup"; strings.Join(got, " ") != want {
+		t.Fatalf("SessionStart hooks ran as %q; want %q", got, want)
+	}
+}
+
+// TestPreCompactRunsBeforeACompaction: as in Claude Code, PreCompact runs
+// before the history is summarized, with trigger manual for a requested
+// compaction, which its matchers select; a hook for "auto" does not run.
+// dsh used to skip PreCompact hooks.
+func TestPreCompactRunsBeforeACompaction(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"context_window": 100000}},
+			map[string]any{"use": "session.compact", "config": map[string]any{"window": 100000}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"PreCompact": []any{
+				hook("manual", r.script("manual.sh", `jq -c '{e: .hook_event_name, trigger, custom_instructions}' >> `+seen), 0),
+				hook("auto", r.script("auto.sh", `echo auto >> `+seen), 0),
+			}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "one"); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := compact.Key.Get(r.h.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Request("main")
+	if err := r.prompt("main", "two"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.events("main", session.Compacted)); n != 1 {
+		t.Fatalf("%d compactions", n)
+	}
+	data, _ := os.ReadFile(seen)
+	if got := strings.TrimSpace(string(data)); got != `{"e":"PreCompact","trigger":"manual","custom_instructions":""}` {
+		t.Fatalf("PreCompact hooks wrote %q", got)
+	}
+}
+
+// TestSessionEndRunsWhenTheAgentGoes: Claude Code runs SessionEnd when a
+// session ends; dsh runs it when the agent is disposed (here: the host
+// stops), after its session was written, with reason "other". dsh used
+// to skip SessionEnd hooks.
+func TestSessionEndRunsWhenTheAgentGoes(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionEnd": []any{
+				hook("other", r.script("end.sh", `jq -c '{e: .hook_event_name, reason, a: .dsh_agent_id}' >> `+seen), 0),
+				hook("logout", r.script("logout.sh", `echo logout >> `+seen), 0),
+			}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	if got := strings.TrimSpace(string(data)); got != `{"e":"SessionEnd","reason":"other","a":"main"}` {
+		t.Fatalf("SessionEnd hooks wrote %q", got)
+	}
+}
+
+// TestASubagentIsNoSession: Claude Code runs SessionStart,
+// UserPromptSubmit, Stop and SessionEnd for the session a person has, not
+// for the subagents its model starts (those have SubagentStart and
+// SubagentStop). A subagent of dsh's (tools.agent) is an agent of its
+// own, and used to run all four: a Stop hook kept the subagent going, a
+// prompt guard judged the model's task.
+func TestASubagentIsNoSession(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	log := r.script("log.sh", `jq -r '.hook_event_name + " " + .dsh_agent_id' >> `+seen)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"replies": []any{
+				map[string]any{"text": "asking", "tool_calls": []any{map[string]any{"name": "agent", "arguments": `{"agent": "helper", "description": "help", "prompt": "help me"}`}}},
+				map[string]any{"text": "helped"},
+				map[string]any{"text": "done"},
+			}}},
+			map[string]any{"use": "tools.agent", "config": map[string]any{"agents": []any{map[string]any{"name": "helper", "description": "helps"}}}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"SessionStart":     []any{hook("", log, 0)},
+				"SessionEnd":       []any{hook("", log, 0)},
+				"UserPromptSubmit": []any{hook("", log, 0)},
+				"Stop":             []any{hook("", log, 0)},
+			}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	if err := r.prompt("main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	if got := strings.Fields(strings.ReplaceAll(string(data), " ", "_")); strings.Join(got, " ") != "SessionStart_main UserPromptSubmit_main Stop_main SessionEnd_main" {
+		t.Fatalf("hooks ran as %q", got)
+	}
+}
+
+// TestSubagentStartAndStop: as in Claude Code, SubagentStart runs when a
+// subagent starts, its matcher selecting the subagent's name and its
+// context reaching the subagent's system prompt; SubagentStop runs when
+// the subagent's turn would end and, blocking, keeps it going once, with
+// stop_hook_active telling the hook so. Stop runs for the parent only.
+// dsh used to skip both events.
+func TestSubagentStartAndStop(t *testing.T) {
+	r := newRig(t)
+	seen := filepath.Join(r.dir, "seen")
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted", "config": map[string]any{"replies": []any{
+				map[string]any{"text": "asking", "tool_calls": []any{map[string]any{"name": "agent", "arguments": `{"agent": "helper", "description": "help", "prompt": "help me"}`}}},
+				map[string]any{"text": "helped"},
+				map[string]any{"text": "checked"},
+			}}},
+			map[string]any{"use": "tools.agent", "config": map[string]any{"agents": []any{map[string]any{"name": "helper", "description": "helps"}}}},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+				"SubagentStart": []any{
+					hook("helper", r.script("start.sh", `jq -r '.hook_event_name + " " + .agent_type' >> `+seen+`
+echo '{"hookSpecificOutput":{"hookEventName":"SubagentStart","additionalContext":"use tabs"}}'`), 0),
+					hook("other", r.script("other.sh", `echo other >> `+seen), 0),
+				},
+				"SubagentStop": []any{hook("helper", r.script("stop.sh", `in=$(cat)
+echo "$in" | jq -r '.hook_event_name + " " + .agent_type + " " + (.stop_hook_active|tostring)' >> `+seen+`
+echo "$in" | grep -q '"stop_hook_active":true' && exit 0
+echo "check your work" >&2; exit 2`), 0)},
+				"Stop": []any{hook("", r.script("pstop.sh", `jq -r '.hook_event_name + " " + .dsh_agent_id' >> `+seen), 0)},
+			}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	systems := r.systems()
+	if err := r.prompt("main", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(seen)
+	want := "SubagentStart helper\nSubagentStop helper false\nSubagentStop helper true\nStop main\n"
+	if string(data) != want {
+		t.Fatalf("hooks ran as\n%s\nwant\n%s", data, want)
+	}
+	withContext := 0
+	for _, s := range systems() {
+		if strings.Contains(s, "Context from hooks:\nuse tabs") {
+			withContext++
+		}
+	}
+	// The subagent's three requests carry it; the parent's do not.
+	if withContext != 3 {
+		t.Fatalf("%d requests carry the SubagentStart context; want the subagent's 3:\n%q", withContext, systems())
+	}
+}
+
+// TestAHangingSessionEndHookDoesNotHoldTheShutdown: a host that stops
+// waits for its agents' disposal, which waits for SessionEnd hooks; one
+// that hangs is stopped at the bound (30 s; shortened here), with a
+// warning, and its process group goes with it.
+func TestAHangingSessionEndHookDoesNotHoldTheShutdown(t *testing.T) {
+	defer hooks.SetMaxSessionEnd(300 * time.Millisecond)()
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{
+			map[string]any{"use": "llm.scripted"},
+			map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{"SessionEnd": []any{hook("", "sleep 60", 0)}}}},
+		},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	start := time.Now()
+	if err := r.h.Close(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the shutdown took %s", took)
+	}
+	contains(t, "log", r.logs.String(), "SessionEnd hooks were stopped after 300ms")
 }

@@ -34,6 +34,9 @@ type server struct {
 	mu   sync.Mutex
 	cur  *conn  // nil while the server is down
 	down string // why it is down, for the results of calls meanwhile
+	// noted is what noteFeatures last said, so a restart or a sync does
+	// not say it again.
+	noted string
 
 	// syncMu serializes the syncs of the registry: the supervisor's (on
 	// start and on a notification) and the one after each call.
@@ -191,11 +194,19 @@ func (s *server) sync(ctx stdctx.Context, c *conn) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	var list []*mcpsdk.Tool
-	for t, err := range c.sess.Tools(ctx, nil) {
-		if err != nil {
-			return err
+	caps := capsOf(c)
+	s.noteFeatures(caps)
+	// A server that declares no tools is not asked for them: the spec has
+	// a client use only what the server declared, and servers built with
+	// the TypeScript SDK answer tools/list of such a server "method not
+	// found", which would keep it from starting.
+	if caps.Tools != nil {
+		for t, err := range c.sess.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			list = append(list, t)
 		}
-		list = append(list, t)
 	}
 	seen := map[string]bool{}
 	for _, t := range list {
@@ -223,6 +234,46 @@ func (s *server) sync(ctx stdctx.Context, c *conn) error {
 		}
 	}
 	return nil
+}
+
+// capsOf is what the server declared at the handshake; none when it
+// declared nothing.
+func capsOf(c *conn) *mcpsdk.ServerCapabilities {
+	if r := c.sess.InitializeResult(); r != nil && r.Capabilities != nil {
+		return r.Capabilities
+	}
+	return &mcpsdk.ServerCapabilities{}
+}
+
+// noteFeatures says, once per server, what it offers that dsh does not
+// use: dsh takes an MCP server's tools only, so resources and prompts
+// (which Claude Code offers as @-mentions and /commands) reach neither the
+// person nor the model, and a server without tools adds nothing.
+func (s *server) noteFeatures(caps *mcpsdk.ServerCapabilities) {
+	var unused []string
+	if caps.Resources != nil {
+		unused = append(unused, "resources")
+	}
+	if caps.Prompts != nil {
+		unused = append(unused, "prompts")
+	}
+	note := strings.Join(unused, ", ")
+	if caps.Tools == nil {
+		note += " no tools"
+	}
+	s.mu.Lock()
+	same := s.noted == note
+	s.noted = note
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	if len(unused) > 0 {
+		s.log.Warn(fmt.Sprintf("the MCP server offers %s, which dsh does not use: only MCP tools reach the model (no @-mentions of resources, no prompts as commands)", strings.Join(unused, " and ")))
+	}
+	if caps.Tools == nil {
+		s.log.Warn("the MCP server declares no tools, and dsh uses only an MCP server's tools: it adds nothing to the agent")
+	}
 }
 
 func (s *server) unregisterAll() {

@@ -30,6 +30,10 @@ const (
 	Duplicate errs.Code = "SKILL_DUPLICATE"
 	// Unknown: the model asked for a skill that is not there.
 	Unknown errs.Code = "SKILL_UNKNOWN"
+	// ModelDisabled: the skill says disable-model-invocation: true, so
+	// in Claude Code only a person runs it, as /name, which dsh does not
+	// offer; it is not offered to the model either.
+	ModelDisabled errs.Code = "SKILL_MODEL_DISABLED"
 )
 
 // MaxFileBytes bounds one SKILL.md: its body goes to the model whole.
@@ -50,6 +54,22 @@ type Skill struct {
 	// Ignored names front matter keys the spec does not define, which
 	// dsh reads past (Claude Code adds some of its own).
 	Ignored []string
+	// Derived names the required fields the file leaves out and dsh
+	// filled in as Claude Code does (name, description).
+	Derived []string
+	// modelDisabled is disable-model-invocation: true, with its line.
+	modelDisabled int
+}
+
+// changing are the front matter keys of Claude Code's skills that change
+// what a skill does there and that dsh does not apply: a skill that has
+// one runs differently, so they are logged as a warning, not a note.
+var changing = map[string]string{
+	"model":   "the turn keeps the agent's model",
+	"context": "the skill runs in the agent's own turn, not in a forked subagent",
+	"agent":   "the skill runs in the agent's own turn, not in a subagent",
+	"hooks":   "its hooks do not run; put them in a hooks.command file",
+	"effort":  "the turn keeps the agent's settings",
 }
 
 // Problem is a skill left out, and why.
@@ -140,6 +160,13 @@ func (c *cache) scan(dirs []string) ([]Skill, []Problem) {
 				continue
 			}
 			seen[s.Name] = file
+			if s.modelDisabled > 0 {
+				// Still shadows a later skill of its name, as in Claude Code.
+				problems = append(problems, Problem{File: file, Err: errs.New(ModelDisabled, fmt.Sprintf(
+					"%s:%d: disable-model-invocation: true keeps the skill from the model, as in Claude Code, where only a person runs it as /%s; dsh does not run skills as /name, so it is not offered at all. Remove the field to offer it to the model, or make it a command file (.claude/commands/%s.md) to run it by name",
+					file, s.modelDisabled, s.Name, s.Name)).WithReason("skills/model-disabled")})
+				continue
+			}
 			out = append(out, s)
 		}
 	}
@@ -169,26 +196,45 @@ func load(file string) (Skill, error) {
 	}
 	s := Skill{Dir: filepath.Dir(file), File: file, Body: strings.TrimSpace(d.Body)}
 	var present bool
+	// The specification requires name and description; Claude Code,
+	// whose .claude/skills dsh reads, takes the folder's name and the
+	// body's first paragraph for a missing one, so such a skill loads
+	// here too (noted in the log).
 	if s.Name, present, err = d.String("name"); err != nil {
 		return Skill{}, invalid(err)
 	} else if !present {
-		return Skill{}, invalid(frontmatter.Errorf(file, 1, "the required field name is missing; add \"name: %s\" (the folder's name)", filepath.Base(s.Dir)))
+		s.Name = filepath.Base(s.Dir)
+		if err := checkName(s.Name, s.Name); err != nil {
+			return Skill{}, invalid(frontmatter.Errorf(file, 1, "name is missing and the folder's name cannot stand for it: %v; add \"name: ...\" and rename the folder to match", err))
+		}
+		s.Derived = append(s.Derived, "name from its folder")
+	} else {
+		nameNode, _ := d.Field("name")
+		if err := checkName(s.Name, filepath.Base(s.Dir)); err != nil {
+			return Skill{}, invalid(frontmatter.Errorf(file, d.Line(nameNode), "%v", err))
+		}
 	}
-	nameNode, _ := d.Field("name")
-	if err := checkName(s.Name, filepath.Base(s.Dir)); err != nil {
-		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(nameNode), "%v", err))
-	}
+	descLine := 1
 	if s.Description, present, err = d.String("description"); err != nil {
 		return Skill{}, invalid(err)
 	} else if !present {
-		return Skill{}, invalid(frontmatter.Errorf(file, 1, "the required field description is missing; say what the skill does and when to use it, in at most 1024 characters"))
+		s.Description = firstParagraph(s.Body)
+		if s.Description == "" {
+			return Skill{}, invalid(frontmatter.Errorf(file, 1, "the required field description is missing and the body has no paragraph to take it from; say what the skill does and when to use it, in at most 1024 characters"))
+		}
+		if r := []rune(s.Description); len(r) > 1024 {
+			s.Description = string(r[:1023]) + "…"
+		}
+		s.Derived = append(s.Derived, "description from the body's first paragraph")
+	} else {
+		descNode, _ := d.Field("description")
+		descLine = d.Line(descNode)
 	}
-	descNode, _ := d.Field("description")
 	switch n := utf8.RuneCountInString(s.Description); {
 	case strings.TrimSpace(s.Description) == "":
-		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(descNode), "description is empty; say what the skill does and when to use it"))
+		return Skill{}, invalid(frontmatter.Errorf(file, descLine, "description is empty; say what the skill does and when to use it"))
 	case n > 1024:
-		return Skill{}, invalid(frontmatter.Errorf(file, d.Line(descNode), "description is %d characters; the limit is 1024", n))
+		return Skill{}, invalid(frontmatter.Errorf(file, descLine, "description is %d characters; the limit is 1024", n))
 	}
 	if s.License, _, err = d.String("license"); err != nil {
 		return Skill{}, invalid(err)
@@ -213,7 +259,33 @@ func load(file string) (Skill, error) {
 			s.Ignored = append(s.Ignored, k.Name)
 		}
 	}
+	if v, ok := d.Field("disable-model-invocation"); ok && v.Value == "true" {
+		s.modelDisabled = d.Line(v)
+	}
 	return s, nil
+}
+
+// firstParagraph is the body's first paragraph on one line, headings
+// passed over: what Claude Code takes for a missing description.
+func firstParagraph(body string) string {
+	var words []string
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") {
+			if len(words) > 0 {
+				break
+			}
+			continue
+		}
+		if line == "" {
+			if len(words) > 0 {
+				break
+			}
+			continue
+		}
+		words = append(words, line)
+	}
+	return strings.Join(words, " ")
 }
 
 // invalid recodes a front matter error as the skill's, keeping its

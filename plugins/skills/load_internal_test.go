@@ -18,8 +18,7 @@ func TestLoadAppliesTheSpecification(t *testing.T) {
 		{"-pdf", "name: -pdf\ndescription: d", ":2: name \"-pdf\" starts or ends with a hyphen"},
 		{"pdf--x", "name: pdf--x\ndescription: d", ":2: name \"pdf--x\" has two hyphens in a row"},
 		{"pdf", "name: other\ndescription: d", "does not match its folder \"pdf\""},
-		{"pdf", "description: d", ":1: the required field name is missing; add \"name: pdf\""},
-		{"pdf", "name: pdf", "the required field description is missing"},
+		{"PDF Tools", "description: d", ":1: name is missing and the folder's name cannot stand for it: name \"PDF Tools\" has 'P'"},
 		{"pdf", "name: pdf\ndescription: \"  \"", ":3: description is empty"},
 		{"pdf", "name: pdf\ndescription: " + long, ":3: description is 1025 characters; the limit is 1024"},
 		{"pdf", "name: pdf\ndescription: d\ncompatibility: \"\"", ":4: compatibility is 0 characters"},
@@ -58,5 +57,31 @@ func TestLoadReadsTheOptionalFields(t *testing.T) {
 	if s.License != "Apache-2.0" || s.Metadata["version"] != "1.0" || s.Metadata["author"] != "example-org" ||
 		strings.Join(s.AllowedTools, "|") != "Bash(git:*)|Bash(jq:*)|Read" || s.Body != "# Body" || strings.Join(s.Ignored, ",") != "user-invocable" {
 		t.Fatalf("%+v", s)
+	}
+}
+
+// TestMissingNameAndDescriptionAreTakenAsClaudeCodeTakesThem: the
+// specification requires both, Claude Code does not: it takes the
+// folder's name and the body's first paragraph. A skill written for it
+// loads here too, saying which it derived; a body with no paragraph
+// still leaves the skill out.
+func TestMissingNameAndDescriptionAreTakenAsClaudeCodeTakesThem(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "release-notes", "SKILL.md")
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	os.WriteFile(file, []byte("---\nallowed-tools: Read\n---\n\n# Release notes\n\nWrite the release notes\nfrom the merged changes.\n\nThen stop.\n"), 0o644)
+	s, err := load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "release-notes" || s.Description != "Write the release notes from the merged changes." || len(s.Derived) != 2 {
+		t.Fatalf("%+v", s)
+	}
+	os.WriteFile(file, []byte("---\nname: release-notes\n---\n\nWrite the release notes\nfrom the merged changes.\n\nThen stop.\n"), 0o644)
+	if s, err = load(file); err != nil || s.Description != "Write the release notes from the merged changes." {
+		t.Fatalf("%+v, %v", s, err)
+	}
+	os.WriteFile(file, []byte("---\nname: release-notes\n---\n"), 0o644)
+	if _, err := load(file); err == nil || !strings.Contains(err.Error(), "the body has no paragraph to take it from") {
+		t.Fatalf("no body: %v", err)
 	}
 }

@@ -317,18 +317,37 @@ func (sh *shared) report(list []Skill, problems []Problem) {
 		}
 	}
 	for _, s := range list {
-		ignored := s.Ignored
+		// Keys that change what the skill does in Claude Code are
+		// warnings, each with what dsh does instead; the rest a note.
+		var differ, ignored []string
 		if len(s.AllowedTools) > 0 {
 			// Read and valid, but it grants nothing in dsh.
-			ignored = append([]string{"allowed-tools"}, ignored...)
+			differ = append(differ, "allowed-tools: grants nothing; the skill's calls go through approval as any other")
 		}
-		if len(ignored) == 0 {
+		for _, k := range s.Ignored {
+			if instead, ok := changing[k]; ok {
+				differ = append(differ, k+": "+instead)
+			} else {
+				ignored = append(ignored, k)
+			}
+		}
+		if len(differ)+len(ignored)+len(s.Derived) == 0 {
 			continue
 		}
-		msg := "ignored " + strings.Join(ignored, " ")
+		msg := strings.Join(differ, "; ") + " ignored " + strings.Join(ignored, " ") + " derived " + strings.Join(s.Derived, " ")
 		now[s.File] = msg
-		if sh.warned[s.File] != msg {
-			sh.log.Info("skills: front matter fields dsh does not apply are ignored (allowed-tools grants nothing: calls go through approval)", "agent", sh.agent.ID(), "file", s.File, "fields", ignored)
+		if sh.warned[s.File] == msg {
+			continue
+		}
+		if len(differ) > 0 {
+			sh.log.Warn("skills: "+s.File+": front matter dsh does not apply: "+strings.Join(differ, "; "), "agent", sh.agent.ID())
+		}
+		if len(ignored) > 0 {
+			sh.log.Info("skills: front matter fields dsh does not apply are ignored", "agent", sh.agent.ID(), "file", s.File, "fields", ignored)
+		}
+		if len(s.Derived) > 0 {
+			sh.log.Info("skills: "+s.File+": the front matter lacks fields the Agent Skills specification requires; taken as Claude Code takes them: "+
+				strings.Join(s.Derived, "; "), "agent", sh.agent.ID())
 		}
 	}
 	sh.warned = now
@@ -352,3 +371,21 @@ var toolHolder = dshctx.Define(ID+"/tool", func(ctx *dshctx.Context, sh *shared)
 	}
 	return svc.Register(ctx, sh.tool())
 }, tools.Key)
+
+// Has reports whether the agent has a skill named name that it is offered
+// (valid, not shadowed, not model-disabled). The commands plugin asks, so
+// that a "/name" typed for a skill, which Claude Code runs as a command,
+// is refused saying it is a skill rather than as an unknown command.
+func Has(a agents.Agent, name string) bool {
+	sh, err := sharedKey.Get(a.Context())
+	if err != nil {
+		return false
+	}
+	list, _ := sh.files.scan(sh.dirs())
+	for _, s := range list {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -227,6 +227,17 @@ func (p *plug) refresh(st *agentState) {
 	files := st.lay.read(p.cfg.MaxFileBytes, p.cfg.MaxBytes, func(path string, err error) {
 		p.log.Warn("agents-md: file skipped", "agent", st.agent.ID(), "file", path, "code", errs.CodeOf(err), "error", err)
 	})
+	// What Claude Code would have read and dsh does not, said at each
+	// reread (a change), not at every turn.
+	for _, f := range files {
+		if refs := st.lay.imports(f, p.home); len(refs) > 0 {
+			p.log.Warn(fmt.Sprintf("agents-md: %s has Claude Code imports, which dsh does not follow: %s; the model reads them as written, not the files they name (put what they hold in the file itself)",
+				f.label, strings.Join(refs, ", ")), "agent", st.agent.ID())
+		}
+	}
+	for _, f := range st.lay.claudeFiles(p.cfg.Names) {
+		p.log.Warn(fmt.Sprintf("agents-md: %s is read by Claude Code beside CLAUDE.md, and not by dsh, which reads one file per directory (the first of names that is there)", f), "agent", st.agent.ID())
+	}
 	text := render(&st.lay, files)
 	if text == st.text && (text == "") == (st.holder == nil) {
 		return
