@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// crashServeConfig is a dsh serve config whose scripted model answers
+// slowly (a turn runs for seconds), persisting sessions in store and the
+// serve state in state, with webhooks and schedules added by extra.
+func crashServeConfig(t *testing.T, store, state, extra string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	cfg := "plugins:\n  - use: llm.scripted\n    config:\n      delay: 30ms\n      replies:\n        - text: \"" + strings.Repeat("slow ", 300) + "\"\n" +
+		"  - use: session.jsonl\n    config: {dir: " + store + "}\n" +
+		"agents:\n  - id: main\n    provider: scripted\nlog:\n  level: info\n" +
+		"serve:\n  no_auth: true\n  state_dir: " + state + "\n" + extra
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// postHook sends body to webhook name signed with secret the GitHub way
+// and returns the status and the answer.
+func postHook(t *testing.T, base, name, secret, body string) (int, string) {
+	t.Helper()
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(body))
+	req, _ := http.NewRequest("POST", base+"/hooks/"+name, strings.NewReader(body))
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// crashLine is the part of a session log line these tests read.
+type crashLine struct {
+	Type      string `json:"type"`
+	Turn      int    `json:"turn"`
+	Reason    string `json:"reason"`
+	RequestID string `json:"request_id"`
+	Message   *struct {
+		Content string `json:"content"`
+	} `json:"message"`
+}
+
+// crashLog reads a session log; a missing file is an empty log.
+func crashLog(t *testing.T, path string) []crashLine {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []crashLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l crashLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// prompts counts the user messages of a log by their text.
+func crashPrompts(lines []crashLine) map[string]int {
+	n := map[string]int{}
+	for _, l := range lines {
+		if l.Type == "user/message" && l.Message != nil {
+			n[l.Message.Content]++
+		}
+	}
+	return n
+}
+
+// crashWait polls path until ok holds of its lines.
+func crashWait(t *testing.T, path, what string, ok func([]crashLine) bool, p *serveProcess) []crashLine {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		lines := crashLog(t, path)
+		if ok(lines) {
+			return lines
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(path)
+			t.Fatalf("%s never happened; log %s:\n%s\nstderr:\n%s", what, path, b, p.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill ends a dsh serve with SIGKILL, as a crash would.
+func (p *serveProcess) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.copied
+	p.cmd.Wait()
+}
+
+// TestAWebhookDeliveryAcceptedBeforeAKillRunsAfterTheRestart: a delivery
+// answered 202 while the webhook's session runs another delivery's turn
+// waits in the agent's inbox, not yet in the log, when dsh serve is
+// SIGKILLed. The sender was told it was accepted and will not redeliver;
+// after the restart it must still run, once, and the delivery whose turn
+// the kill interrupted must not run again. A redelivery of either after
+// the restart runs nothing more.
+func TestAWebhookDeliveryAcceptedBeforeAKillRunsAfterTheRestart(t *testing.T) {
+	store, state := t.TempDir(), t.TempDir()
+	cfg := crashServeConfig(t, store, state, `  shutdown_timeout: 300ms
+  webhooks:
+    ci:
+      secret_env: CI_HOOK_SECRET
+      session: from-ci
+      prompt: "build {{.Body.build}}"
+`)
+	env := "CI_HOOK_SECRET=s3cret"
+	logPath := filepath.Join(store, "from-ci.jsonl")
+	p := startServe(t, cfg, env)
+	if code, out := postHook(t, p.base, "ci", "s3cret", `{"build":1}`); code != http.StatusAccepted {
+		t.Fatalf("the first delivery: %d %s", code, out)
+	}
+	crashWait(t, logPath, "the first delivery's turn", func(l []crashLine) bool { return crashPrompts(l)["build 1"] == 1 }, p)
+	if code, out := postHook(t, p.base, "ci", "s3cret", `{"build":2}`); code != http.StatusAccepted {
+		t.Fatalf("the second delivery: %d %s", code, out)
+	}
+	p.kill()
+	if n := crashPrompts(crashLog(t, logPath))["build 2"]; n != 0 {
+		t.Fatalf("the queued delivery reached the log before the kill (%d); the test needs it queued", n)
+	}
+
+	p = startServe(t, cfg, env)
+	crashWait(t, logPath, "the accepted delivery's turn after the restart", func(l []crashLine) bool { return crashPrompts(l)["build 2"] >= 1 }, p)
+	for _, body := range []string{`{"build":1}`, `{"build":2}`} {
+		if code, out := postHook(t, p.base, "ci", "s3cret", body); code != http.StatusAccepted {
+			t.Fatalf("the redelivery of %s after the restart: %d %s", body, code, out)
+		}
+	}
+	// Whatever a redelivery would start is in the log by the time its 202
+	// is answered, or never.
+	lines := crashLog(t, logPath)
+	n := crashPrompts(lines)
+	if n["build 1"] != 1 || n["build 2"] != 1 {
+		t.Fatalf("want each delivery once in the log, got %v", n)
+	}
+	var ends []string
+	for _, l := range lines {
+		if l.Type == "turn/end" {
+			ends = append(ends, fmt.Sprint(l.Turn, ":", l.Reason))
+		}
+	}
+	if len(ends) == 0 || ends[0] != "1:interrupted" {
+		t.Fatalf("the killed turn is not closed as interrupted: %v", ends)
+	}
+	// A clean stop records every outcome; nothing stays in the spool.
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.copied
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("dsh serve exited with %v:\n%s", err, p.log.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(state, "webhooks", "*.json")); len(left) != 0 {
+		t.Fatalf("deliveries with an outcome stayed in the spool: %v\n%s", left, p.log.String())
+	}
+}
