@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAScheduledRunDueWhileDownRunsOnceAcrossKills holds docs/schedules.md
+// across SIGKILLs of dsh serve: with catch_up, the latest run that came due
+// while dsh was down runs once at start; dsh is killed in that run's turn,
+// and the next start runs it no second time (it was recorded before it was
+// delivered: at most once per scheduled time). Without catch_up, a run
+// due while down is reported and not run.
+func TestAScheduledRunDueWhileDownRunsOnceAcrossKills(t *testing.T) {
+	for _, catchUp := range []bool{true, false} {
+		t.Run(fmt.Sprint("catch_up=", catchUp), func(t *testing.T) {
+			store, state := t.TempDir(), t.TempDir()
+			// Two runs came due while "down": the last one handled was two
+			// hours ago.
+			due := time.Now().UTC().Truncate(time.Hour)
+			doc := fmt.Sprintf(`{"version":1,"schedules":{"hourly":{"last":%q}}}`, due.Add(-2*time.Hour).Format(time.RFC3339))
+			if err := os.WriteFile(filepath.Join(state, "schedules.json"), []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := crashServeConfig(t, store, state, fmt.Sprintf(`  schedules:
+    - name: hourly
+      cron: "CRON_TZ=UTC 0 * * * *"
+      session: ticks
+      catch_up: %v
+      prompt: "tick {{.Time.Format \"2006-01-02T15:04\"}}"
+`, catchUp))
+			tick := "tick " + due.Format("2006-01-02T15:04")
+			logPath := filepath.Join(store, "ticks.jsonl")
+			p := startServe(t, cfg)
+			if !catchUp {
+				crashWaitStderr(t, p, "schedule runs were due while dsh was down; not replayed")
+				time.Sleep(500 * time.Millisecond)
+				if n := crashPrompts(crashLog(t, logPath)); len(n) != 0 {
+					t.Fatalf("without catch_up a missed run ran: %v", n)
+				}
+				p.kill()
+				return
+			}
+			crashWait(t, logPath, "the catch-up run's turn", func(l []crashLine) bool { return crashPrompts(l)[tick] == 1 }, p)
+			p.kill()
+
+			p = startServe(t, cfg)
+			// The scheduler has looked at its state by the time the server
+			// listens; give a wrongly repeated run the time to reach the log.
+			time.Sleep(1500 * time.Millisecond)
+			if n := crashPrompts(crashLog(t, logPath)); n[tick] != 1 || len(n) != 1 {
+				t.Fatalf("after a kill in the catch-up run's turn and a restart: %v; want %q once", n, tick)
+			}
+			if strings.Contains(p.log.String(), "catching up") {
+				t.Fatalf("the restart caught up again:\n%s", p.log.String())
+			}
+			p.kill()
+		})
+	}
+}
+
+// crashWaitStderr waits until the process's stderr holds want.
+func crashWaitStderr(t *testing.T, p *serveProcess, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(p.log.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr never said %q:\n%s", want, p.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
