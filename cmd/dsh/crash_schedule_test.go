@@ -74,3 +74,52 @@ func crashWaitStderr(t *testing.T, p *serveProcess, want string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestAQueuedScheduledRunCutByAKillRunsOnceWithCatchUp: with overlap:
+// queue, a run that came due while the previous run's turn still ran
+// waits in the scheduler, recorded as handled but in no log, when dsh
+// serve is SIGKILLed. With catch_up the next start runs it, once; the run
+// whose turn the kill interrupted is not run again.
+func TestAQueuedScheduledRunCutByAKillRunsOnceWithCatchUp(t *testing.T) {
+	store, state := t.TempDir(), t.TempDir()
+	cfg := crashServeConfig(t, store, state, `  schedules:
+    - name: often
+      cron: "@every 2s"
+      session: ticks
+      overlap: queue
+      catch_up: true
+      prompt: "tick {{.Time.Format \"15:04:05\"}}"
+`)
+	logPath := filepath.Join(store, "ticks.jsonl")
+	p := startServe(t, cfg)
+	lines := crashWait(t, logPath, "the first run's turn", func(l []crashLine) bool { return len(crashPrompts(l)) == 1 }, p)
+	crashWaitStderr(t, p, "schedule run queued")
+	var queued string
+	for _, l := range strings.Split(p.log.String(), "\n") {
+		if strings.Contains(l, "schedule run queued") {
+			queued = l
+		}
+	}
+	p.kill()
+	if n := crashPrompts(crashLog(t, logPath)); len(n) != 1 {
+		t.Fatalf("the queued run reached the log before the kill: %v", n)
+	}
+	var first string
+	for k := range crashPrompts(lines) {
+		first = k
+	}
+
+	// The queued run's time, as the prompt renders it.
+	_, at, _ := strings.Cut(queued, "time=")
+	when, err := time.Parse(time.RFC3339Nano, strings.Fields(at)[0])
+	if err != nil {
+		t.Fatalf("no time in %q: %v", queued, err)
+	}
+	want := "tick " + when.Format("15:04:05")
+	p = startServe(t, cfg)
+	got := crashWait(t, logPath, "the queued run after the restart", func(l []crashLine) bool { return crashPrompts(l)[want] >= 1 }, p)
+	if n := crashPrompts(got); n[first] != 1 || n[want] != 1 {
+		t.Fatalf("after the restart: %v; want %q and %q once each", n, first, want)
+	}
+	p.kill()
+}
