@@ -1,11 +1,15 @@
 package main
 
 import (
+	"encoding/base64"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // apiCall sends an unauthenticated API request (serve.no_auth) and
@@ -71,6 +75,71 @@ func TestAPIMessagesAcrossAKill(t *testing.T) {
 	}
 	if n := crashPrompts(crashLog(t, logPath)); n["second"] != 1 {
 		t.Fatalf("m2 ran %d times", n["second"])
+	}
+	p.kill()
+}
+
+// blobCount counts the attachment blobs stored beside the sessions.
+func blobCount(t *testing.T, store string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(filepath.Join(store, "attachments", "blobs"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// TestAnAttachmentQueuedAtAKillIsCollectedThenSentAgain: a message with a
+// file, queued behind a running turn, has its bytes stored but no log
+// event when dsh serve is SIGKILLed. The restart collects the blob no log
+// names (docs/attachments.md); the message's retry after the session's
+// resume stores it again and records it once, by reference.
+func TestAnAttachmentQueuedAtAKillIsCollectedThenSentAgain(t *testing.T) {
+	store, state := t.TempDir(), t.TempDir()
+	cfg := crashServeConfig(t, store, state, "")
+	logPath := filepath.Join(store, "a1.jsonl")
+	p := startServe(t, cfg)
+	if code, out := apiCall(t, p.base, "POST", "/v1/sessions", `{"session_id":"a1"}`); code != http.StatusCreated {
+		t.Fatalf("open: %d %s", code, out)
+	}
+	if code, out := apiCall(t, p.base, "POST", "/v1/sessions/a1/messages", `{"request_id":"m1","content":"first"}`); code != http.StatusAccepted {
+		t.Fatalf("m1: %d %s", code, out)
+	}
+	crashWait(t, logPath, "m1's turn", func(l []crashLine) bool { return crashPrompts(l)["first"] == 1 }, p)
+	data := base64.StdEncoding.EncodeToString([]byte("the notes of a crash test\n"))
+	m2 := `{"request_id":"m2","content":"see the notes","parts":[{"type":"file","name":"notes.txt","data":"` + data + `"}]}`
+	if code, out := apiCall(t, p.base, "POST", "/v1/sessions/a1/messages", m2); code != http.StatusAccepted {
+		t.Fatalf("m2: %d %s", code, out)
+	}
+	if n := blobCount(t, store); n != 1 {
+		t.Fatalf("the queued message's file is stored %d times before the kill; want once", n)
+	}
+	p.kill()
+
+	p = startServe(t, cfg)
+	deadline := time.Now().Add(20 * time.Second)
+	for blobCount(t, store) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the blob no log names was not collected at the restart:\n%s", p.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, out := apiCall(t, p.base, "POST", "/v1/sessions/a1/resume", ``); code != http.StatusOK {
+		t.Fatalf("resume: %d %s", code, out)
+	}
+	if code, out := apiCall(t, p.base, "POST", "/v1/sessions/a1/messages", m2); code != http.StatusAccepted {
+		t.Fatalf("m2 retried: %d %s", code, out)
+	}
+	lines := crashWait(t, logPath, "m2's turn", func(l []crashLine) bool { return crashPrompts(l)["see the notes"] >= 1 }, p)
+	if n := crashPrompts(lines); n["see the notes"] != 1 || n["first"] != 1 {
+		t.Fatalf("want each message once, got %v", n)
+	}
+	raw, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(raw), `"ref":"sha256:`) || blobCount(t, store) != 1 {
+		t.Fatalf("the retried message's file is not stored and referenced once (%d blobs):\n%s", blobCount(t, store), raw)
 	}
 	p.kill()
 }
