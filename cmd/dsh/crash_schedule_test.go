@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-go/dsh/internal/natstest"
 )
 
 // TestAScheduledRunDueWhileDownRunsOnceAcrossKills holds docs/schedules.md
@@ -81,8 +83,24 @@ func crashWaitStderr(t *testing.T, p *serveProcess, want string) {
 // serve is SIGKILLed. With catch_up the next start runs it, once; the run
 // whose turn the kill interrupted is not run again.
 func TestAQueuedScheduledRunCutByAKillRunsOnceWithCatchUp(t *testing.T) {
-	store, state := t.TempDir(), t.TempDir()
-	cfg := crashServeConfig(t, store, state, `  schedules:
+	t.Run("session.jsonl", func(t *testing.T) {
+		store := t.TempDir()
+		logPath := filepath.Join(store, "ticks.jsonl")
+		queuedRunKill(t, "  - use: session.jsonl\n    config: {dir: "+store+"}\n",
+			func(*serveProcess) []crashLine { return crashLog(t, logPath) })
+	})
+	t.Run("session.nats", func(t *testing.T) {
+		srv := natstest.Single(t)
+		// The killed process's lease on the session outlives it by up to
+		// lease_ttl: the restart's delivery waits it out.
+		queuedRunKill(t, fmt.Sprintf("  - use: session.nats\n    config: {url: %q, stream: CRASH, lease_ttl: 2s}\n", srv.ClientURL()),
+			func(p *serveProcess) []crashLine { return apiLog(t, p, "ticks") })
+	})
+}
+
+func queuedRunKill(t *testing.T, storeYAML string, read func(*serveProcess) []crashLine) {
+	state := t.TempDir()
+	cfg := crashServeConfigWith(t, storeYAML, state, `  schedules:
     - name: often
       cron: "@every 2s"
       session: ticks
@@ -90,9 +108,8 @@ func TestAQueuedScheduledRunCutByAKillRunsOnceWithCatchUp(t *testing.T) {
       catch_up: true
       prompt: "tick {{.Time.Format \"15:04:05\"}}"
 `)
-	logPath := filepath.Join(store, "ticks.jsonl")
 	p := startServe(t, cfg)
-	lines := crashWait(t, logPath, "the first run's turn", func(l []crashLine) bool { return len(crashPrompts(l)) == 1 }, p)
+	lines := crashWaitFor(t, "the first run's turn", func() []crashLine { return read(p) }, func(l []crashLine) bool { return len(crashPrompts(l)) == 1 }, p)
 	crashWaitStderr(t, p, "schedule run queued")
 	var queued string
 	for _, l := range strings.Split(p.log.String(), "\n") {
@@ -100,10 +117,10 @@ func TestAQueuedScheduledRunCutByAKillRunsOnceWithCatchUp(t *testing.T) {
 			queued = l
 		}
 	}
-	p.kill()
-	if n := crashPrompts(crashLog(t, logPath)); len(n) != 1 {
+	if n := crashPrompts(read(p)); len(n) != 1 {
 		t.Fatalf("the queued run reached the log before the kill: %v", n)
 	}
+	p.kill()
 	var first string
 	for k := range crashPrompts(lines) {
 		first = k
@@ -117,7 +134,7 @@ func TestAQueuedScheduledRunCutByAKillRunsOnceWithCatchUp(t *testing.T) {
 	}
 	want := "tick " + when.Format("15:04:05")
 	p = startServe(t, cfg)
-	got := crashWait(t, logPath, "the queued run after the restart", func(l []crashLine) bool { return crashPrompts(l)[want] >= 1 }, p)
+	got := crashWaitFor(t, "the queued run after the restart", func() []crashLine { return read(p) }, func(l []crashLine) bool { return crashPrompts(l)[want] >= 1 }, p)
 	if n := crashPrompts(got); n[first] != 1 || n[want] != 1 {
 		t.Fatalf("after the restart: %v; want %q and %q once each", n, first, want)
 	}

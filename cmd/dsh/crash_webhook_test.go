@@ -15,16 +15,24 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dsh-go/dsh/internal/natstest"
 )
 
 // crashServeConfig is a dsh serve config whose scripted model answers
-// slowly (a turn runs for seconds), persisting sessions in store and the
-// serve state in state, with webhooks and schedules added by extra.
+// slowly (a turn runs for seconds), persisting sessions in store (a
+// directory for session.jsonl) and the serve state in state, with
+// webhooks and schedules added by extra.
 func crashServeConfig(t *testing.T, store, state, extra string) string {
+	return crashServeConfigWith(t, "  - use: session.jsonl\n    config: {dir: "+store+"}\n", state, extra)
+}
+
+// crashServeConfigWith is crashServeConfig with the store's plugin entry.
+func crashServeConfigWith(t *testing.T, storeYAML, state, extra string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := "plugins:\n  - use: llm.scripted\n    config:\n      delay: 30ms\n      replies:\n        - text: \"" + strings.Repeat("slow ", 300) + "\"\n" +
-		"  - use: session.jsonl\n    config: {dir: " + store + "}\n" +
+		storeYAML +
 		"agents:\n  - id: main\n    provider: scripted\nlog:\n  level: info\n" +
 		"serve:\n  no_auth: true\n  state_dir: " + state + "\n" + extra
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
@@ -96,21 +104,43 @@ func crashPrompts(lines []crashLine) map[string]int {
 	return n
 }
 
-// crashWait polls path until ok holds of its lines.
+// crashWait polls the log at path until ok holds of its lines.
 func crashWait(t *testing.T, path, what string, ok func([]crashLine) bool, p *serveProcess) []crashLine {
+	t.Helper()
+	return crashWaitFor(t, what, func() []crashLine { return crashLog(t, path) }, ok, p)
+}
+
+// crashWaitFor polls read until ok holds of the lines it returns.
+func crashWaitFor(t *testing.T, what string, read func() []crashLine, ok func([]crashLine) bool, p *serveProcess) []crashLine {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		lines := crashLog(t, path)
+		lines := read()
 		if ok(lines) {
 			return lines
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(path)
-			t.Fatalf("%s never happened; log %s:\n%s\nstderr:\n%s", what, path, b, p.log.String())
+			t.Fatalf("%s never happened; log:\n%v\nstderr:\n%s", what, lines, p.log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// apiLog reads session id's durable events through the API of p, open or
+// stored.
+func apiLog(t *testing.T, p *serveProcess, id string) []crashLine {
+	t.Helper()
+	code, out := apiCall(t, p.base, "GET", "/v1/sessions/"+id+"/events?after=0&limit=1000", "")
+	if code != http.StatusOK {
+		return nil
+	}
+	var page struct {
+		Events []crashLine `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(out), &page); err != nil {
+		t.Fatalf("events of %s: %v\n%s", id, err, out)
+	}
+	return page.Events
 }
 
 // kill ends a dsh serve with SIGKILL, as a crash would.
@@ -128,8 +158,24 @@ func (p *serveProcess) kill() {
 // the kill interrupted must not run again. A redelivery of either after
 // the restart runs nothing more.
 func TestAWebhookDeliveryAcceptedBeforeAKillRunsAfterTheRestart(t *testing.T) {
-	store, state := t.TempDir(), t.TempDir()
-	cfg := crashServeConfig(t, store, state, `  shutdown_timeout: 300ms
+	t.Run("session.jsonl", func(t *testing.T) {
+		store := t.TempDir()
+		logPath := filepath.Join(store, "from-ci.jsonl")
+		webhookKill(t, "  - use: session.jsonl\n    config: {dir: "+store+"}\n",
+			func(*serveProcess) []crashLine { return crashLog(t, logPath) })
+	})
+	t.Run("session.nats", func(t *testing.T) {
+		srv := natstest.Single(t)
+		// The killed process's lease on the session outlives it by up to
+		// lease_ttl: the restart's redelivery waits it out.
+		webhookKill(t, fmt.Sprintf("  - use: session.nats\n    config: {url: %q, stream: CRASH, lease_ttl: 2s}\n", srv.ClientURL()),
+			func(p *serveProcess) []crashLine { return apiLog(t, p, "from-ci") })
+	})
+}
+
+func webhookKill(t *testing.T, storeYAML string, read func(*serveProcess) []crashLine) {
+	state := t.TempDir()
+	cfg := crashServeConfigWith(t, storeYAML, state, `  shutdown_timeout: 300ms
   webhooks:
     ci:
       secret_env: CI_HOOK_SECRET
@@ -137,22 +183,21 @@ func TestAWebhookDeliveryAcceptedBeforeAKillRunsAfterTheRestart(t *testing.T) {
       prompt: "build {{.Body.build}}"
 `)
 	env := "CI_HOOK_SECRET=s3cret"
-	logPath := filepath.Join(store, "from-ci.jsonl")
 	p := startServe(t, cfg, env)
 	if code, out := postHook(t, p.base, "ci", "s3cret", `{"build":1}`); code != http.StatusAccepted {
 		t.Fatalf("the first delivery: %d %s", code, out)
 	}
-	crashWait(t, logPath, "the first delivery's turn", func(l []crashLine) bool { return crashPrompts(l)["build 1"] == 1 }, p)
+	crashWaitFor(t, "the first delivery's turn", func() []crashLine { return read(p) }, func(l []crashLine) bool { return crashPrompts(l)["build 1"] == 1 }, p)
 	if code, out := postHook(t, p.base, "ci", "s3cret", `{"build":2}`); code != http.StatusAccepted {
 		t.Fatalf("the second delivery: %d %s", code, out)
 	}
-	p.kill()
-	if n := crashPrompts(crashLog(t, logPath))["build 2"]; n != 0 {
+	if n := crashPrompts(read(p))["build 2"]; n != 0 {
 		t.Fatalf("the queued delivery reached the log before the kill (%d); the test needs it queued", n)
 	}
+	p.kill()
 
 	p = startServe(t, cfg, env)
-	crashWait(t, logPath, "the accepted delivery's turn after the restart", func(l []crashLine) bool { return crashPrompts(l)["build 2"] >= 1 }, p)
+	crashWaitFor(t, "the accepted delivery's turn after the restart", func() []crashLine { return read(p) }, func(l []crashLine) bool { return crashPrompts(l)["build 2"] >= 1 }, p)
 	for _, body := range []string{`{"build":1}`, `{"build":2}`} {
 		if code, out := postHook(t, p.base, "ci", "s3cret", body); code != http.StatusAccepted {
 			t.Fatalf("the redelivery of %s after the restart: %d %s", body, code, out)
@@ -160,7 +205,7 @@ func TestAWebhookDeliveryAcceptedBeforeAKillRunsAfterTheRestart(t *testing.T) {
 	}
 	// Whatever a redelivery would start is in the log by the time its 202
 	// is answered, or never.
-	lines := crashLog(t, logPath)
+	lines := read(p)
 	n := crashPrompts(lines)
 	if n["build 1"] != 1 || n["build 2"] != 1 {
 		t.Fatalf("want each delivery once in the log, got %v", n)

@@ -218,7 +218,7 @@ func (s *Scheduler) resume(e *entry, now time.Time) {
 		s.log.Info("a schedule run was cut by a crash before its turn ended; delivering it again (its session answers from its log if it took it)",
 			"schedule", e.name, "time", cut, "request_id", RequestID(e.name, cut))
 		s.settle(e, cut.Add(-time.Nanosecond))
-		s.start(e, cut)
+		s.startAgain(e, cut)
 		return
 	}
 	if missed == 0 {
@@ -356,6 +356,20 @@ func (s *Scheduler) fire(e *entry, t time.Time) {
 	s.start(e, t)
 }
 
+// startAgain starts a run a crash cut, at start: no other run is going
+// on yet. Its session may still be held by the process that died
+// (session.nats keeps its lease until lease_ttl runs out), so its delivery
+// is tried again while the failure names no outcome.
+func (s *Scheduler) startAgain(e *entry, t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !s.spawn() {
+		return
+	}
+	e.running = true
+	go s.run(e, t, true)
+}
+
 // start runs, queues or skips e's run due at t. A run that runs or waits
 // is marked pending first, until its turn ends.
 func (s *Scheduler) start(e *entry, t time.Time) {
@@ -380,7 +394,7 @@ func (s *Scheduler) start(e *entry, t time.Time) {
 	}
 	s.mark(e, t)
 	e.running = true
-	go s.run(e, t)
+	go s.run(e, t, false)
 }
 
 // spawn counts a run goroutine in, unless Stop began.
@@ -396,10 +410,21 @@ func (s *Scheduler) spawn() bool {
 
 // run delivers the run due at t, waits for its turn and then runs the one
 // queued meanwhile, if any.
-func (s *Scheduler) run(e *entry, t time.Time) {
+func (s *Scheduler) run(e *entry, t time.Time, again bool) {
 	defer s.runs.Done()
 	for {
-		s.deliver(e, t)
+		retry := s.deliver(e, t)
+		for wait := retryBackoff; retry && again; wait = min(2*wait, maxRetryBackoff) {
+			select {
+			case <-s.stop:
+				// Stopped before the session took it: it stays pending
+				// for the next start.
+				return
+			case <-time.After(wait):
+			}
+			retry = s.deliver(e, t)
+		}
+		again = false
 		// Its turn ended, or it was refused, or it failed: it had its
 		// one delivery. Only a crash leaves a run pending.
 		s.settle(e, t)
@@ -444,7 +469,17 @@ type Run struct {
 	Time time.Time
 }
 
-func (s *Scheduler) deliver(e *entry, t time.Time) {
+// retryBackoff and maxRetryBackoff space the tries of a run a crash cut
+// whose session cannot take it yet.
+const (
+	retryBackoff    = 250 * time.Millisecond
+	maxRetryBackoff = 10 * time.Second
+)
+
+// deliver delivers the run due at t and waits for its turn to end. It
+// reports whether the delivery failed without an outcome and may be
+// tried again (the session was held elsewhere, say).
+func (s *Scheduler) deliver(e *entry, t time.Time) (retry bool) {
 	id := RequestID(e.name, t)
 	var prompt strings.Builder
 	if err := e.prompt.Execute(&prompt, Run{Name: e.name, Time: t}); err != nil || strings.TrimSpace(prompt.String()) == "" {
@@ -467,10 +502,11 @@ func (s *Scheduler) deliver(e *entry, t time.Time) {
 		// the outcome says refused, expired or dropped, and nothing ran.
 		s.log.Warn("the schedule's run was not delivered", "schedule", e.name, "request_id", id,
 			"outcome", sessions.FateOf(err), "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
-		return
+		return sessions.FateOf(err) == "" && !errs.HasCode(err, unattended.Closed)
 	}
 	s.log.Info("schedule run delivered", "schedule", e.name, "request_id", id, "session", d.Session, "message_id", d.MessageID)
 	<-d.Done
+	return false
 }
 
 // Stop ends the loop, then waits for the runs' turns; when ctx ends first

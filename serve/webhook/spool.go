@@ -180,24 +180,42 @@ func (h *Handler) Replay() {
 	go func() {
 		defer h.settling.Done()
 		for _, d := range ds {
-			h.replay(d)
+			// A session the crashed process held may stay held a while
+			// (session.nats keeps its lease until lease_ttl runs out):
+			// try again until it is free or the handler closes.
+			for wait := replayBackoff; h.replay(d); wait = min(2*wait, maxReplayBackoff) {
+				select {
+				case <-h.closing:
+					return
+				case <-time.After(wait):
+				}
+			}
 		}
 	}()
 }
 
-func (h *Handler) replay(sp spooled) {
+// replayBackoff and maxReplayBackoff space the tries of a spooled delivery
+// whose session cannot take it yet.
+const (
+	replayBackoff    = 250 * time.Millisecond
+	maxReplayBackoff = 10 * time.Second
+)
+
+// replay delivers sp again; it reports whether to try again later (the
+// failure named no outcome: the session is held elsewhere, say).
+func (h *Handler) replay(sp spooled) (again bool) {
 	hk, ok := h.hooks[sp.Hook]
 	if !ok {
 		h.log.Error("a delivery accepted before a crash names a webhook no longer configured; it stays in the spool",
 			"webhook", sp.Hook, "request_id", sp.RequestID, "file", h.spool.path(sp.RequestID))
-		return
+		return false
 	}
 	// A redelivery of the same request arriving meanwhile waits for this
 	// one, or this one for it.
 	f, owner := h.seen.claim(sp.RequestID)
 	if !owner {
 		<-f.done
-		return
+		return false
 	}
 	resp, accepted := accepted{}, false
 	defer func() { h.seen.finish(sp.RequestID, f, resp, accepted) }()
@@ -212,13 +230,14 @@ func (h *Handler) replay(sp spooled) {
 			h.log.Warn("a delivery accepted before a crash was not delivered again", "webhook", sp.Hook, "request_id", sp.RequestID,
 				"outcome", sessions.FateOf(err), "code", errs.CodeOf(err), "error", err)
 			h.unspool(sp.RequestID)
-			return
+			return false
 		}
-		h.log.Error("a delivery accepted before a crash could not be delivered again; it stays in the spool for the next start",
+		h.log.Warn("a delivery accepted before a crash could not be delivered again yet; trying again (it stays in the spool)",
 			"webhook", sp.Hook, "request_id", sp.RequestID, "code", errs.CodeOf(err), "error", err)
-		return
+		return true
 	}
 	resp, accepted = newAccepted(d, sp.RequestID), true
 	h.log.Info("a delivery accepted before a crash was delivered again", "webhook", sp.Hook, "request_id", sp.RequestID, "session", d.Session, "message_id", d.MessageID)
 	h.settle(d, sp.RequestID)
+	return false
 }

@@ -68,6 +68,10 @@ type Handler struct {
 	now      func() time.Time
 	sessions sessions.Service
 	spool    *spool
+	// closing closes when Close begins: a replay waiting to try again
+	// gives up (its delivery stays in the spool).
+	closing   chan struct{}
+	closeOnce sync.Once
 	// settling counts the goroutines that wait for a spooled delivery's
 	// outcome, and the replay.
 	settling sync.WaitGroup
@@ -94,7 +98,7 @@ func New(o Options) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	serve := o.Config.Serve
-	h := &Handler{hooks: map[string]*hook{}, log: log, seen: newDedupe(maxRemembered), now: o.Now, sessions: o.Sessions}
+	h := &Handler{hooks: map[string]*hook{}, log: log, seen: newDedupe(maxRemembered), now: o.Now, sessions: o.Sessions, closing: make(chan struct{})}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -165,6 +169,7 @@ func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv fun
 // when ctx ends first, those turns are cancelled (their sessions are still
 // closed, flushed, before Close returns).
 func (h *Handler) Close(ctx stdctx.Context) error {
+	h.closeOnce.Do(func() { close(h.closing) })
 	err := h.runner.Close(ctx)
 	h.settling.Wait()
 	return err
