@@ -148,9 +148,9 @@ func (h *Handler) settle(d unattended.Delivery, requestID string) {
 	go func() {
 		defer h.settling.Done()
 		<-d.Done
-		if _, ok, err := h.sessions.Outcome(stdctx.Background(), d.Session, requestID); err != nil || !ok {
+		if !d.Recorded() {
 			h.log.Warn("an accepted delivery has no outcome in its session's log yet; it stays in the webhooks' spool and the next start delivers it again",
-				"session", d.Session, "request_id", requestID, "error", err)
+				"session", d.Session, "request_id", requestID)
 			return
 		}
 		h.unspool(requestID)
