@@ -229,3 +229,56 @@ func webhookKill(t *testing.T, storeYAML string, read func(*serveProcess) []cras
 		t.Fatalf("deliveries with an outcome stayed in the spool: %v\n%s", left, p.log.String())
 	}
 }
+
+// TestWebhookDeliveriesKilledRightAfterTheir202RunOnce: deliveries to a
+// webhook without session: (each its own session), each followed at once
+// — 0 to 20 ms after its 202 — by a SIGKILL of dsh serve and a restart.
+// Wherever the kill fell (before the prompt's checkpoint, in the turn,
+// after it), every delivery ends up in its own session's log exactly
+// once, and the spool is empty once every turn ended.
+func TestWebhookDeliveriesKilledRightAfterTheir202RunOnce(t *testing.T) {
+	store, state := t.TempDir(), t.TempDir()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(path, []byte("plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: "+store+"}\n"+
+		"agents:\n  - id: main\n    provider: scripted\nlog:\n  level: info\n"+
+		"serve:\n  no_auth: true\n  state_dir: "+state+"\n  webhooks:\n    fresh:\n      secret_env: HOOK_SECRET\n      prompt: \"fresh {{.Raw}}\"\n"), 0o644)
+	env := "HOOK_SECRET=s3cret"
+	const tries = 6
+	p := startServe(t, path, env)
+	for i := range tries {
+		if code, out := postHook(t, p.base, "fresh", "s3cret", fmt.Sprintf("delivery %d", i)); code != http.StatusAccepted {
+			t.Fatalf("delivery %d: %d %s", i, code, out)
+		}
+		time.Sleep(time.Duration(i*4) * time.Millisecond)
+		p.kill()
+		p = startServe(t, path, env)
+	}
+	for i := range tries {
+		body := fmt.Sprintf("delivery %d", i)
+		sum := sha256.Sum256([]byte(body))
+		logPath := filepath.Join(store, "webhook-fresh-"+hex.EncodeToString(sum[:16])+".jsonl")
+		crashWait(t, logPath, "delivery "+fmt.Sprint(i), func(l []crashLine) bool {
+			for _, e := range l {
+				if e.Type == "turn/end" {
+					return true
+				}
+			}
+			return false
+		}, p)
+		if n := crashPrompts(crashLog(t, logPath))["fresh "+body]; n != 1 {
+			t.Fatalf("delivery %d is in its session's log %d times", i, n)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		left, _ := filepath.Glob(filepath.Join(state, "webhooks", "*.json"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries whose turns ended stayed in the spool: %v\n%s", left, p.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.kill()
+}
