@@ -140,3 +140,61 @@ func queuedRunKill(t *testing.T, storeYAML string, read func(*serveProcess) []cr
 	}
 	p.kill()
 }
+
+// TestScheduledRunsKilledRightAfterDeliveryRunOnce: a schedule every
+// three seconds without session: (each run its own session), catch_up on;
+// dsh serve is SIGKILLed 0 to 15 ms after a run is delivered, four times,
+// and restarted (within the interval: a run missed later would replace
+// the cut one). No run is in a log twice, and the run each kill cut is
+// delivered again at the next start, so it ends in its session's log.
+func TestScheduledRunsKilledRightAfterDeliveryRunOnce(t *testing.T) {
+	store, state := t.TempDir(), t.TempDir()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(path, []byte("plugins:\n  - use: llm.scripted\n  - use: session.jsonl\n    config: {dir: "+store+"}\n"+
+		"agents:\n  - id: main\n    provider: scripted\nlog:\n  level: info\n"+
+		"serve:\n  no_auth: true\n  state_dir: "+state+"\n  schedules:\n"+
+		"    - {name: tick, cron: \"@every 3s\", catch_up: true, prompt: \"tick {{.Time.Format \\\"15:04:05\\\"}}\"}\n"), 0o644)
+	var cut []string
+	for i := range 4 {
+		p := startServe(t, path)
+		crashWaitStderr(t, p, "schedule run delivered")
+		time.Sleep(time.Duration(i*5) * time.Millisecond)
+		p.kill()
+		for _, l := range strings.Split(p.log.String(), "\n") {
+			if _, rest, ok := strings.Cut(l, "request_id=schedule:tick:"); ok {
+				cut = append(cut, strings.Fields(rest)[0])
+			}
+		}
+	}
+	p := startServe(t, path)
+	// Every run delivered before a kill has its prompt in its own session.
+	for _, id := range cut {
+		when, err := time.Parse(time.RFC3339, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logPath := filepath.Join(store, "schedule-tick-"+when.UTC().Format("20060102T150405Z")+".jsonl")
+		want := "tick " + when.Local().Format("15:04:05")
+		crashWait(t, logPath, "the run of "+id, func(l []crashLine) bool { return crashPrompts(l)[want] >= 1 }, p)
+	}
+	p.kill()
+	// Across every session of the store: a run delivered again after a
+	// kill finds the session that took it, rather than running in another.
+	files, _ := filepath.Glob(filepath.Join(store, "*.jsonl"))
+	if len(files) == 0 {
+		t.Fatal("no run reached a log")
+	}
+	all := map[string][]string{}
+	for _, f := range files {
+		for prompt, n := range crashPrompts(crashLog(t, f)) {
+			for range n {
+				all[prompt] = append(all[prompt], filepath.Base(f))
+			}
+		}
+	}
+	for prompt, in := range all {
+		if len(in) != 1 {
+			t.Fatalf("the run %q ran %d times: %v", prompt, len(in), in)
+		}
+	}
+}
