@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -201,9 +202,13 @@ func startUnattended(svc sessions.Service, cfg *config.Config, log *slog.Logger)
 	var hooks *webhook.Handler
 	if len(cfg.Serve.Webhooks) > 0 {
 		var err error
-		if hooks, err = webhook.New(webhook.Options{Sessions: svc, Config: cfg, Getenv: os.Getenv, Log: log}); err != nil {
+		// The spool keeps each delivery answered 202 until its outcome is
+		// in a log; what a crash left there is delivered again now.
+		spool := filepath.Join(cfg.ServeStateDir(), "webhooks")
+		if hooks, err = webhook.New(webhook.Options{Sessions: svc, Config: cfg, Getenv: os.Getenv, Log: log, Spool: spool}); err != nil {
 			return none, err
 		}
+		hooks.Replay()
 	}
 	var sched *schedule.Scheduler
 	stopClaim := func() error { return nil }

@@ -12,6 +12,8 @@ package schedule
 
 import (
 	stdctx "context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +25,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/serve/unattended"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/robfig/cron/v3"
 )
@@ -185,6 +188,13 @@ func (s *Scheduler) Start() {
 // resume handles what a schedule missed before now: a first start has
 // nothing to miss; otherwise the runs due since its last handled time are
 // logged, and with catch_up the latest of them runs once.
+//
+// A run that was pending — recorded to be delivered, its turn not ended —
+// when dsh stopped was cut by a crash: it may have waited in memory (in
+// the overlap queue, or in the agent's inbox before its turn's first
+// checkpoint) and be in no log. With catch_up the latest pending run is
+// delivered again under its request id, unless a run missed later is due:
+// the session answers from its log when it took the run, so it runs once.
 func (s *Scheduler) resume(e *entry, now time.Time) {
 	last, ok := s.state.last(e.name)
 	if !ok {
@@ -192,6 +202,25 @@ func (s *Scheduler) resume(e *entry, now time.Time) {
 		return
 	}
 	due, missed := latestDue(e.sched, e.sched.Next(last), now)
+	var cut time.Time
+	if pending := s.state.pending(e.name); len(pending) > 0 {
+		cut = pending[len(pending)-1]
+		if !e.catchUp || missed > 0 {
+			if !e.catchUp {
+				s.log.Warn("schedule runs were cut by a crash before their turns ended; not delivered again (set catch_up: true to deliver the latest once at start)",
+					"schedule", e.name, "cut", len(pending), "latest", cut)
+			}
+			s.settle(e, time.Time{})
+			cut = time.Time{}
+		}
+	}
+	if !cut.IsZero() {
+		s.log.Info("a schedule run was cut by a crash before its turn ended; delivering it again (its session answers from its log if it took it)",
+			"schedule", e.name, "time", cut, "request_id", RequestID(e.name, cut))
+		s.settle(e, cut.Add(-time.Nanosecond))
+		s.startAgain(e, cut)
+		return
+	}
 	if missed == 0 {
 		return
 	}
@@ -300,17 +329,55 @@ func (s *Scheduler) record(e *entry, t time.Time) {
 	}
 }
 
-// fire handles a run due at t: it is recorded first (a run is delivered
-// at most once, even across a crash), then started, queued or skipped.
+// settle forgets e's pending runs at or before t (all for zero t); a
+// failure is logged: the next start may deliver such a run again, and
+// its session answers from its log.
+func (s *Scheduler) settle(e *entry, t time.Time) {
+	if err := s.state.settle(e.name, t); err != nil {
+		s.log.Error("the schedule's pending runs could not be saved; a restart may deliver one again", "schedule", e.name, "error", err)
+	}
+}
+
+// mark records t as a pending run of e; a failure is logged, and the run
+// still runs (a crash before its turn's first checkpoint would lose it).
+func (s *Scheduler) mark(e *entry, t time.Time) {
+	if err := s.state.mark(e.name, t); err != nil {
+		s.log.Error("the schedule's run could not be saved as pending; a crash before its turn is recorded loses it", "schedule", e.name, "time", t, "error", err)
+	}
+}
+
+// fire handles a run due at t: it is recorded first (a run is claimed and
+// decided once, even across a crash), then started, queued or skipped.
 func (s *Scheduler) fire(e *entry, t time.Time) {
 	s.record(e, t)
 	if !s.claimed(e, t) {
 		return
 	}
+	s.start(e, t)
+}
+
+// startAgain starts a run a crash cut, at start: no other run is going
+// on yet. Its session may still be held by the process that died
+// (session.nats keeps its lease until lease_ttl runs out), so its delivery
+// is tried again while the failure names no outcome.
+func (s *Scheduler) startAgain(e *entry, t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !s.spawn() {
+		return
+	}
+	e.running = true
+	go s.run(e, t, true)
+}
+
+// start runs, queues or skips e's run due at t. A run that runs or waits
+// is marked pending first, until its turn ends.
+func (s *Scheduler) start(e *entry, t time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.running {
 		if e.overlap == config.OverlapQueue && e.queued == nil {
+			s.mark(e, t)
 			e.queued = &t
 			s.log.Info("schedule run queued: the previous run's turn still runs", "schedule", e.name, "time", t)
 			return
@@ -325,8 +392,9 @@ func (s *Scheduler) fire(e *entry, t time.Time) {
 	if !s.spawn() {
 		return
 	}
+	s.mark(e, t)
 	e.running = true
-	go s.run(e, t)
+	go s.run(e, t, false)
 }
 
 // spawn counts a run goroutine in, unless Stop began.
@@ -342,10 +410,24 @@ func (s *Scheduler) spawn() bool {
 
 // run delivers the run due at t, waits for its turn and then runs the one
 // queued meanwhile, if any.
-func (s *Scheduler) run(e *entry, t time.Time) {
+func (s *Scheduler) run(e *entry, t time.Time, again bool) {
 	defer s.runs.Done()
 	for {
-		s.deliver(e, t)
+		retry := s.deliver(e, t)
+		for wait := retryBackoff; retry && again; wait = min(2*wait, maxRetryBackoff) {
+			select {
+			case <-s.stop:
+				// Stopped before the session took it: it stays pending
+				// for the next start.
+				return
+			case <-time.After(wait):
+			}
+			retry = s.deliver(e, t)
+		}
+		again = false
+		// Its turn ended, or it was refused, or it failed: it had its
+		// one delivery. Only a crash leaves a run pending.
+		s.settle(e, t)
 		e.mu.Lock()
 		queued := e.queued
 		e.queued = nil
@@ -367,6 +449,18 @@ func RequestID(name string, t time.Time) string {
 	return "schedule:" + name + ":" + t.UTC().Format(time.RFC3339)
 }
 
+// OwnSessionID is the session of the run of schedule name due at t when
+// the schedule names no session: schedule-<name>-<time, UTC>, or, for a
+// name a session id cannot hold, schedule-<digest of the request id>.
+func OwnSessionID(name string, t time.Time) string {
+	id := "schedule-" + name + "-" + t.UTC().Format("20060102T150405Z")
+	if session.ValidID(id) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(RequestID(name, t)))
+	return "schedule-" + hex.EncodeToString(sum[:16])
+}
+
 // Run is what a schedule's prompt template sees.
 type Run struct {
 	Name string
@@ -375,7 +469,17 @@ type Run struct {
 	Time time.Time
 }
 
-func (s *Scheduler) deliver(e *entry, t time.Time) {
+// retryBackoff and maxRetryBackoff space the tries of a run a crash cut
+// whose session cannot take it yet.
+const (
+	retryBackoff    = 250 * time.Millisecond
+	maxRetryBackoff = 10 * time.Second
+)
+
+// deliver delivers the run due at t and waits for its turn to end. It
+// reports whether the delivery failed without an outcome and may be
+// tried again (the session was held elsewhere, say).
+func (s *Scheduler) deliver(e *entry, t time.Time) (retry bool) {
 	id := RequestID(e.name, t)
 	var prompt strings.Builder
 	if err := e.prompt.Execute(&prompt, Run{Name: e.name, Time: t}); err != nil || strings.TrimSpace(prompt.String()) == "" {
@@ -385,16 +489,24 @@ func (s *Scheduler) deliver(e *entry, t time.Time) {
 		s.log.Error("the schedule's prompt template failed; the run is not delivered", "schedule", e.name, "request_id", id, "error", err)
 		return
 	}
-	d, err := s.runner.Deliver(stdctx.Background(), e.target, sessions.PromptRequest{RequestID: id, Content: prompt.String()})
+	target := e.target
+	if target.Session == "" {
+		// The run's own session is named by the run, so a run delivered
+		// again after a crash finds the session that took it, and its
+		// request id there, and runs nothing twice.
+		target.Own = OwnSessionID(e.name, t)
+	}
+	d, err := s.runner.Deliver(stdctx.Background(), target, sessions.PromptRequest{RequestID: id, Content: prompt.String()})
 	if err != nil {
 		// A catch-up of a run already decided is answered from its record:
 		// the outcome says refused, expired or dropped, and nothing ran.
 		s.log.Warn("the schedule's run was not delivered", "schedule", e.name, "request_id", id,
 			"outcome", sessions.FateOf(err), "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
-		return
+		return sessions.FateOf(err) == "" && !errs.HasCode(err, unattended.Closed)
 	}
 	s.log.Info("schedule run delivered", "schedule", e.name, "request_id", id, "session", d.Session, "message_id", d.MessageID)
 	<-d.Done
+	return false
 }
 
 // Stop ends the loop, then waits for the runs' turns; when ctx ends first

@@ -135,7 +135,8 @@ func TestARunWithoutSessionGetsItsOwnClosedAfterwards(t *testing.T) {
 	e.waitLog("schedule run ended", "schedule=own")
 	var id string
 	for _, s := range mustList(t, e) {
-		if strings.HasPrefix(s.ID, "main-session-") {
+		// Named by the run, so a run delivered again after a crash finds it.
+		if s.ID == schedule.OwnSessionID("own", at("10:00")) {
 			id = s.ID
 			if s.Turns != 1 || s.State == session.StateOpen {
 				t.Fatalf("the run's session: %+v; want one turn, closed", s)

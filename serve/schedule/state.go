@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,13 @@ type stateDoc struct {
 
 type lastState struct {
 	Last time.Time `json:"last"`
+	// Pending are the runs recorded to be delivered whose turn has not
+	// ended yet: the one running and the one queued behind it. A run
+	// waits in memory (queued, or in the agent's inbox) until its turn's
+	// first checkpoint puts it in a log, so a crash leaves it here, and
+	// the next start with catch_up delivers the latest again under its
+	// request id (its session answers from its log if it took it).
+	Pending []time.Time `json:"pending,omitempty"`
 }
 
 // state is the state file, kept in memory and written whole on change.
@@ -80,13 +88,70 @@ func (st *state) last(name string) (time.Time, bool) {
 func (st *state) record(name string, t time.Time) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.doc.Schedules[name] = lastState{Last: t}
+	l := st.doc.Schedules[name]
+	l.Last = t
+	st.doc.Schedules[name] = l
+	return st.write()
+}
+
+// pending returns name's runs recorded to be delivered whose turn has not
+// ended, oldest first.
+func (st *state) pending(name string) []time.Time {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return slices.Clone(st.doc.Schedules[name].Pending)
+}
+
+// mark adds t to name's pending runs and writes the file: before the run
+// can reach an inbox or wait in the queue.
+func (st *state) mark(name string, t time.Time) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	l := st.doc.Schedules[name]
+	if slices.ContainsFunc(l.Pending, t.Equal) {
+		return nil
+	}
+	l.Pending = append(l.Pending, t)
+	slices.SortFunc(l.Pending, time.Time.Compare)
+	st.doc.Schedules[name] = l
+	return st.write()
+}
+
+// settle removes the pending runs at or before t (all when t is zero):
+// their turns ended, or they will not be delivered again.
+func (st *state) settle(name string, t time.Time) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	l := st.doc.Schedules[name]
+	n := len(l.Pending)
+	l.Pending = slices.DeleteFunc(l.Pending, func(p time.Time) bool { return t.IsZero() || !p.After(t) })
+	if len(l.Pending) == n {
+		return nil
+	}
+	if len(l.Pending) == 0 {
+		l.Pending = nil
+	}
+	st.doc.Schedules[name] = l
+	return st.write()
+}
+
+// write replaces the file with the state; st.mu is held.
+func (st *state) write() error {
 	raw, err := json.MarshalIndent(st.doc, "", "  ")
 	if err != nil {
 		return errs.Wrap(errs.Internal, err, "encoding the schedules' state")
 	}
 	if err := atomicfile.Write(st.path, append(raw, '\n'), 0, nil); err != nil {
 		return errs.Wrap(StateFailed, err, fmt.Sprintf("cannot write the schedules' state %s", st.path))
+	}
+	// The rename is durable once the directory is: a run is marked
+	// pending before it is delivered, and the mark must outlive a crash.
+	dir, err := os.Open(filepath.Dir(st.path))
+	if err == nil {
+		err = errors.Join(dir.Sync(), dir.Close())
+	}
+	if err != nil {
+		return errs.Wrap(StateFailed, err, fmt.Sprintf("cannot sync the directory of the schedules' state %s", st.path))
 	}
 	return nil
 }

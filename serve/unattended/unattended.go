@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/sessions"
@@ -50,7 +51,15 @@ type Delivery struct {
 	// cancel dropped it, or the session closed. A fresh session is closed
 	// by then.
 	Done <-chan struct{}
+	// recorded is set before Done closes: the log held the request's
+	// outcome when its turn was followed to its end.
+	recorded *atomic.Bool
 }
+
+// Recorded reports, once Done is closed, whether the session's log holds
+// the outcome of the delivery's request (the caller may forget the
+// delivery: a restart finds it there).
+func (d Delivery) Recorded() bool { return d.recorded != nil && d.recorded.Load() }
 
 // Runner delivers prompts and owns the goroutines that follow their turns.
 type Runner struct {
@@ -136,10 +145,10 @@ func (r *Runner) deliverFresh(ctx stdctx.Context, t Target, req sessions.PromptR
 	if err != nil {
 		return Delivery{}, errors.Join(err, r.sessions.Close(stdctx.WithoutCancel(ctx), in.ID))
 	}
-	done := make(chan struct{})
+	done, rec := make(chan struct{}), new(atomic.Bool)
 	*started = true
-	go r.follow(turn, done, true)
-	return Delivery{Session: in.ID, MessageID: turn.MessageID, Done: done}, nil
+	go r.follow(turn, done, rec, true)
+	return Delivery{Session: in.ID, MessageID: turn.MessageID, Done: done, recorded: rec}, nil
 }
 
 // deliverFixed prompts the target's own session: joined when open here,
@@ -161,17 +170,17 @@ func (r *Runner) deliverFixed(ctx stdctx.Context, t Target, req sessions.PromptR
 		if err != nil {
 			return Delivery{}, err
 		}
-		done := make(chan struct{})
+		done, rec := make(chan struct{}), new(atomic.Bool)
 		*started = true
-		go r.follow(turn, done, false)
-		return Delivery{Session: in.ID, MessageID: turn.MessageID, Done: done}, nil
+		go r.follow(turn, done, rec, false)
+		return Delivery{Session: in.ID, MessageID: turn.MessageID, Done: done, recorded: rec}, nil
 	}
 }
 
 // follow waits for the recorded outcome of the turn, logs how it ended,
 // waits until the session is idle and closes a fresh session. Close's
 // cancel ends the wait by cancelling the turn.
-func (r *Runner) follow(turn sessions.Turn, done chan struct{}, fresh bool) {
+func (r *Runner) follow(turn sessions.Turn, done chan struct{}, recorded *atomic.Bool, fresh bool) {
 	defer r.turns.Done()
 	defer close(done)
 	res, err := turn.Wait(r.ctx)
@@ -186,6 +195,8 @@ func (r *Runner) follow(turn sessions.Turn, done chan struct{}, fresh bool) {
 		}
 		res, err = turn.Wait(stdctx.Background())
 	}
+	// Wait returns the outcome once the log holds it.
+	recorded.Store(err == nil)
 	reason, why := "not-run", ""
 	switch {
 	case err != nil:

@@ -1,6 +1,10 @@
 package webhook
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/dsh-go/dsh/serve/unattended"
+)
 
 // maxRemembered bounds the deliveries remembered for redelivery: senders
 // redeliver within hours, not after thousands of others.
@@ -11,6 +15,10 @@ type accepted struct {
 	Session   string `json:"session"`
 	MessageID string `json:"message_id"`
 	RequestID string `json:"request_id"`
+}
+
+func newAccepted(d unattended.Delivery, requestID string) accepted {
+	return accepted{Session: d.Session, MessageID: d.MessageID, RequestID: requestID}
 }
 
 // flight is one delivery by request id: in progress until done closes,

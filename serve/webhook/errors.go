@@ -39,6 +39,7 @@ var statuses = map[errs.Code]int{
 	BadSignature:     http.StatusUnauthorized,
 	NotFound:         http.StatusNotFound,
 	MethodNotAllowed: http.StatusMethodNotAllowed,
+	SpoolFailed:      http.StatusServiceUnavailable,
 }
 
 // writeError answers err with its status and the server's JSON error body.

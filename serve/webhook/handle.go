@@ -99,13 +99,27 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, hk *hook, body
 		// id there and runs nothing.
 		target.Own = ownSessionID(hk.name, digest)
 	}
+	if h.spool != nil {
+		// Recorded before the delivery can enter an inbox: from the 202
+		// on, the sender counts it as taken.
+		err := h.spool.put(spooled{Hook: hk.name, RequestID: requestID, Own: target.Own, Prompt: prompt, Accepted: h.now()})
+		if err != nil {
+			h.log.Error("webhook delivery not accepted: the spool cannot record it", "webhook", hk.name, "request_id", requestID, "error", err)
+			writeError(w, err, requestID)
+			return
+		}
+	}
 	d, err := h.runner.Deliver(r.Context(), target, sessions.PromptRequest{RequestID: requestID, Content: prompt})
 	if err != nil {
+		// Not accepted: the sender is told so and redelivers, or its
+		// refusal is the delivery's recorded outcome.
+		h.unspool(requestID)
 		h.log.Warn("webhook delivery not delivered", "webhook", hk.name, "request_id", requestID, "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
 		writeError(w, err, requestID)
 		return
 	}
-	resp, ok = accepted{Session: d.Session, MessageID: d.MessageID, RequestID: requestID}, true
+	resp, ok = newAccepted(d, requestID), true
+	h.settle(d, requestID)
 	h.log.Info("webhook delivered", "webhook", hk.name, "request_id", requestID, "session", d.Session, "message_id", d.MessageID)
 	writeJSON(w, http.StatusAccepted, resp)
 }

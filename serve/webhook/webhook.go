@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -38,6 +39,12 @@ type Options struct {
 	// Now is the clock the replay window is checked against; nil is
 	// time.Now.
 	Now func() time.Time
+	// Spool, when set, is the directory that keeps each accepted delivery
+	// until its request has an outcome in its session's log, so a crash
+	// loses none that was answered 202 (see spool.go). dsh serve passes
+	// <serve.state_dir>/webhooks. Empty keeps none: a crash may then lose
+	// a delivery that waited in the agent's inbox.
+	Spool string
 }
 
 // hook is one configured webhook, ready to serve.
@@ -60,6 +67,14 @@ type Handler struct {
 	seen     *dedupe
 	now      func() time.Time
 	sessions sessions.Service
+	spool    *spool
+	// closing closes when Close begins: a replay waiting to try again
+	// gives up (its delivery stays in the spool).
+	closing   chan struct{}
+	closeOnce sync.Once
+	// settling counts the goroutines that wait for a spooled delivery's
+	// outcome, and the replay.
+	settling sync.WaitGroup
 }
 
 // DefaultSignatureHeader carries the signature unless a webhook names
@@ -83,10 +98,15 @@ func New(o Options) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	serve := o.Config.Serve
-	h := &Handler{hooks: map[string]*hook{}, log: log, seen: newDedupe(maxRemembered), now: o.Now, sessions: o.Sessions}
+	h := &Handler{hooks: map[string]*hook{}, log: log, seen: newDedupe(maxRemembered), now: o.Now, sessions: o.Sessions, closing: make(chan struct{})}
 	if h.now == nil {
 		h.now = time.Now
 	}
+	sp, err := openSpool(o.Spool)
+	if err != nil {
+		return nil, err
+	}
+	h.spool = sp
 	for _, name := range slices.Sorted(maps.Keys(serve.Webhooks)) {
 		hk, err := prepare(o.Config, name, serve.Webhooks[name], getenv)
 		if err != nil {
@@ -149,5 +169,8 @@ func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv fun
 // when ctx ends first, those turns are cancelled (their sessions are still
 // closed, flushed, before Close returns).
 func (h *Handler) Close(ctx stdctx.Context) error {
-	return h.runner.Close(ctx)
+	h.closeOnce.Do(func() { close(h.closing) })
+	err := h.runner.Close(ctx)
+	h.settling.Wait()
+	return err
 }
