@@ -427,6 +427,14 @@ func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, ag
 		t = &catalogTable{}
 		t.scan()
 	}
+	// A catalog cut under the listing faults (ListPage recovers): the
+	// mapping goes with the failed listing, not with the process.
+	kept := false
+	defer func() {
+		if !kept {
+			t.close()
+		}
+	}()
 	if afterMap != nil {
 		afterMap()
 	}
@@ -436,9 +444,9 @@ func (w *files) catalogList(ctx stdctx.Context, match func(updated int64, id, ag
 		err = w.reconcile(ctx, t, match, add, now, mtime, ino)
 	}
 	if err != nil {
-		t.close()
 		return nil, err
 	}
+	kept = true
 	return t.close, nil
 }
 
@@ -642,7 +650,14 @@ func openTable(path string) (*catalogTable, error) {
 	if t.data, t.release, err = mapFile(f, int(fi.Size())); err != nil {
 		return nil, err
 	}
+	scanned := false
+	defer func() {
+		if !scanned {
+			t.close() // cut while scanned: the fault fails the listing
+		}
+	}()
 	t.scan()
+	scanned = true
 	return t, nil
 }
 

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	stdctx "context"
 	"os"
 	"path/filepath"
@@ -339,4 +340,29 @@ func TestACompactionCarriesTheCensus(t *testing.T) {
 	time.Sleep(time.Until(fi.ModTime().Add(w.censusMargin)))
 	slow(t, w)
 	fast(t, w)
+}
+
+// TestACatalogCutUnderAListingIsUnmapped: the listing a cut catalog
+// failed lets go of its mapping too; a process that lists often would
+// otherwise keep one stale mapping of the catalog per cut.
+func TestACatalogCutUnderAListingIsUnmapped(t *testing.T) {
+	dir := t.TempDir()
+	genStore(t, dir, 50, 2)
+	w := newFiles(dir)
+	slow(t, w)
+	settle(t, w)
+	path := filepath.Join(dir, catalogName)
+	afterMap = func() { os.Truncate(path, 0) }
+	_, err := w.List(stdctx.Background())
+	afterMap = nil
+	if !errs.HasCode(err, session.BadLog) {
+		t.Fatalf("a listing of a catalog cut under it: %v", err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip("no /proc/self/maps: the kernel does not say what is mapped")
+	}
+	if bytes.Contains(maps, []byte(path)) {
+		t.Fatalf("the catalog is still mapped after the failed listing:\n%s", maps)
+	}
 }

@@ -190,7 +190,7 @@ func (w *files) lock(sessionID string, create bool) (*writer, error) {
 			return nil, err
 		}
 	}
-	wr := &writer{files: w, id: sessionID, path: path, lock: f, file: f, fresh: created, created: created}
+	wr := &writer{files: w, id: sessionID, path: path, lock: f, file: f, fresh: unsynced(f, created), created: created}
 	w.writers.Hold(sessionID, wr)
 	return wr, nil
 }

@@ -171,3 +171,32 @@ func TestLastLineOfReadsBackwardsAcrossSteps(t *testing.T) {
 		t.Fatal("found a line of a session the catalog does not name")
 	}
 }
+
+// TestAnEmptyLogFoundHasItsNameSynced: a log left empty — by a holder
+// that created it and died before its first write, so before anything
+// synced the directory's entry for it — is found, not created, by the
+// next holder. Its first write must still sync that entry (fresh), or a
+// power cut takes the file, with events its caller was told are durable.
+func TestAnEmptyLogFoundHasItsNameSynced(t *testing.T) {
+	dir := t.TempDir()
+	w := newFiles(dir)
+	if err := os.WriteFile(filepath.Join(dir, "left.jsonl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, create := range []bool{true, false} {
+		wr, err := w.lock("left", create)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wr.created {
+			t.Fatal("a log found was taken as created")
+		}
+		if !wr.fresh {
+			t.Errorf("lock(create=%v) of a log found empty: its first write would not sync the directory", create)
+		}
+		// Not created here: released empty, it stays.
+		if err := wr.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -172,7 +172,7 @@ func (wr *writer) append(data []byte) error {
 		}
 		wr.mu.Lock()
 		wr.lock.Close()
-		wr.lock, wr.file, wr.fresh = f, f, created
+		wr.lock, wr.file, wr.fresh = f, f, unsynced(f, created)
 		wr.mu.Unlock()
 	}
 	return appendTo(wr.file, data, func(f *os.File) error {
@@ -182,6 +182,18 @@ func (wr *writer) append(data []byte) error {
 		}
 		return err
 	})
+}
+
+// unsynced says whether the directory entry of the log f, just locked,
+// may not be durable yet: a log created now, or found empty — left by a
+// holder that created it and died before its first write synced the
+// entry. Its first write syncs the directory too.
+func unsynced(f *os.File, created bool) bool {
+	if created {
+		return true
+	}
+	fi, err := f.Stat()
+	return err != nil || fi.Size() == 0
 }
 
 // current reports whether the open file is still the one at the log's
