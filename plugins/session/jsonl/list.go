@@ -243,6 +243,10 @@ func (w *files) summarize(id string, open *entry) (s session.Summary, n int64, o
 	switch {
 	case perr != nil:
 		w.log.Warn("cannot tell whether a session is open", "session", id, "error", perr)
+	case isHeld && s.Size == 0:
+		// Held and not yet written: the lock made the log, nothing is
+		// stored yet, as before the lock moved onto the log.
+		return s, n, false
 	case isHeld:
 		who := holder{}
 		if open != nil && open.kind == kindOpen {
