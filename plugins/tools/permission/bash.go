@@ -329,7 +329,13 @@ func shellCodeVar(name string) bool {
 // git -c core.editor='rm f' commit does.
 var commandVars = []string{"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND",
 	"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
-	"SYSTEMD_PAGER", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND"}
+	"SYSTEMD_PAGER", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND",
+	// sudoedit's and sudo -e's editor, systemctl edit's, kubectl edit's,
+	// gh's; rsync's remote shell (run here) and connect program; fc's
+	// editor; bash -x expands PS4 (a $(cmd) in it runs) before each
+	// command it traces.
+	"SUDO_EDITOR", "SYSTEMD_EDITOR", "KUBE_EDITOR", "GH_EDITOR", "GH_PAGER", "GH_BROWSER", "BROWSER",
+	"RSYNC_RSH", "RSYNC_CONNECT_PROG", "FCEDIT", "PS4"}
 
 // gitConfigVar reports whether name gives git settings the line does not
 // show (GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='rm f'), or the
@@ -372,6 +378,10 @@ func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
 			pt := part{subject: fmt.Sprintf("the assignment of %s", a.Name), program: l.text}
 			why := fmt.Sprintf("%s is a command a program runs, and its value is known only at run time", a.Name)
 			out = append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+		case a.Name == "PS4":
+			// A prompt string: expanded as a double-quoted word is, so
+			// only the substitutions in it run.
+			out = append(out, p.judgeNested(`: "`+strings.ReplaceAll(v.Value, `"`, `\"`)+`"`, l, false)...)
 		case strings.TrimSpace(v.Value) != "":
 			// less reads LESSOPEN='|cmd %s' and '||cmd %s' as a pipe.
 			out = append(out, p.judgeNested(strings.TrimLeft(v.Value, "|-"), l, false)...)
