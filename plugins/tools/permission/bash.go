@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugins/tools/permission/shell"
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -354,6 +355,12 @@ func gitConfigVar(name string) bool {
 // NAME=value word (env) — as the code they are; a value known only at run
 // time, and git settings from the environment, are opaque.
 func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
+	var out []part
+	if n := commandVarSetOtherwise(script, l.text); n != "" {
+		pt := part{subject: fmt.Sprintf("the setting of %s", n), program: l.text}
+		why := fmt.Sprintf("%s is a command a program runs, and the line sets it from a value the policy does not read (read, printf -v, mapfile, a for loop, ${%s:=…}, a nameref)", n, n)
+		out = append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+	}
 	vals := script.Values
 	for _, c := range script.Commands {
 		for _, w := range c.Words[1:] {
@@ -362,7 +369,6 @@ func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
 			}
 		}
 	}
-	var out []part
 	for _, a := range vals {
 		v := a.Value
 		switch {
@@ -389,3 +395,53 @@ func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
 	}
 	return out
 }
+
+// isCommandVar reports whether name is a command variable or gives git
+// settings.
+func isCommandVar(name string) bool { return slices.Contains(commandVars, name) || gitConfigVar(name) }
+
+// varSetters are the builtins that set the variables their operands name
+// to values of their own: read -r EDITOR <<< 'rm f', printf -v EDITOR,
+// mapfile, getopts.
+var varSetters = []string{"read", "printf", "mapfile", "readarray", "getopts"}
+
+// commandVarSetOtherwise names a command variable the line sets other
+// than by an assignment (which judgeCommandVars reads): as an operand of
+// a builtin that stores into it, through a nameref (declare -n r=EDITOR),
+// as a for or select loop's variable, or by ${NAME:=value}. "" when none.
+func commandVarSetOtherwise(script shell.Script, text string) string {
+	for _, c := range script.Commands {
+		if len(c.Words) == 0 {
+			continue
+		}
+		name := path.Base(c.Words[0].Value)
+		nameref := (name == "declare" || name == "typeset" || name == "local") &&
+			slices.ContainsFunc(c.Words[1:], func(w shell.Word) bool {
+				return strings.HasPrefix(w.Value, "-") && strings.Contains(w.Value, "n")
+			})
+		if !nameref && !slices.Contains(varSetters, name) {
+			continue
+		}
+		for _, w := range c.Words[1:] {
+			v := w.Value
+			if nameref {
+				_, v, _ = strings.Cut(v, "=")
+			}
+			if isCommandVar(v) {
+				return v
+			}
+		}
+	}
+	for _, m := range loopOrDefault.Regexp().FindAllStringSubmatch(text, -1) {
+		for _, n := range m[1:] {
+			if n != "" && isCommandVar(n) {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// loopOrDefault finds a variable a for or select loop sets, or one that
+// ${NAME=value} or ${NAME:=value} sets.
+var loopOrDefault = lazyregexp.New(`\b(?:for|select)\s+([A-Za-z_][A-Za-z0-9_]*)\b|\$\{([A-Za-z_][A-Za-z0-9_]*):?=`)

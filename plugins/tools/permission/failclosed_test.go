@@ -164,6 +164,15 @@ var runTimeRm = []string{
 	"tar cIf 'rm f' x .",
 	"rsync -e 'rm f' a h:b",
 	"rsync --rsh='rm f' a h:b",
+	"zip -T -TT 'rm f' x.zip a",
+	"zip -T --unzip-command='rm f' x.zip a",
+	// A command variable set other than by an assignment.
+	"printf -v GIT_EDITOR 'rm f'; export GIT_EDITOR; git commit",
+	"read -r GIT_EDITOR <<< 'rm f'; export GIT_EDITOR; git commit",
+	"mapfile -t GIT_EDITOR <<< 'rm f'; export GIT_EDITOR; git commit",
+	"for EDITOR in 'rm f'; do export EDITOR; crontab -e; done",
+	": ${EDITOR:='rm f'}; export EDITOR; crontab -e",
+	"declare -n r=EDITOR; r='rm f'; export EDITOR; crontab -e",
 	"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.sshCommand GIT_CONFIG_VALUE_0='rm f' git fetch",
 	// git options whose value git runs through the shell.
 	"git ls-remote --upload-pack 'rm f' .",

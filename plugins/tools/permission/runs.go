@@ -93,6 +93,15 @@ func effectByName(c shell.Command, name string, l line, guessed bool) effect {
 		return optionCode(ws, "IF", tarCode, tarOldStyle(ws))
 	case name == "rsync":
 		return optionCode(ws, "e", rsyncCode, false)
+	case name == "zip":
+		// zip -T's test command: -TT cmd, read as its long form.
+		ws = slices.Clone(ws)
+		for i, w := range ws {
+			if w.Literal && (w.Value == "-TT" || strings.HasPrefix(w.Value, "-TT=")) {
+				ws[i].Value = "--unzip-command" + strings.TrimPrefix(w.Value, "-TT")
+			}
+		}
+		return optionCode(ws, "", []string{"--unzip-command"}, false)
 	case name == "parallel":
 		return effect{runs: true, opaque: "it runs commands built from its input"}
 	case name == "find" && !isFindExec(c):
