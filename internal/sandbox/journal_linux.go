@@ -53,10 +53,14 @@ func processID(pid int) string {
 var selfID = sync.OnceValue(func() string { return processID(os.Getpid()) })
 
 // writeJournal records the placeholders held now and those about to be
-// made (written first, so a dsh killed right after a mkdir is covered);
-// called with held locked. A journal that cannot be written costs only
-// the sweep after a crash.
-func writeJournal(coming ...string) {
+// made in the writable directory root (written first, so a dsh killed
+// right after a mkdir is covered); called with held locked. A journal
+// that cannot be written costs only the sweep after a crash.
+//
+// Each line is the writable directory a placeholder was made in and the
+// placeholder, both quoted (a path may hold a space or a newline): the
+// sweep removes it through that directory, as removePlaceholders does.
+func writeJournal(root string, coming ...string) {
 	id := selfID()
 	if id == "" {
 		return
@@ -66,18 +70,50 @@ func writeJournal(coming ...string) {
 		_ = os.Remove(p)
 		return
 	}
-	paths := append([]string(nil), coming...)
-	for k := range held.n {
-		paths = append(paths, k)
+	lines := make([]string, 0, len(held.n)+len(coming))
+	for _, k := range coming {
+		lines = append(lines, strconv.Quote(root)+" "+strconv.Quote(k))
 	}
-	sort.Strings(paths)
+	for k := range held.n {
+		lines = append(lines, strconv.Quote(held.root[k])+" "+strconv.Quote(k))
+	}
+	sort.Strings(lines)
 	if err := os.MkdirAll(journalDir, 0o700); err != nil {
 		return
 	}
 	tmp := p + ".tmp"
-	if os.WriteFile(tmp, []byte(strings.Join(paths, "\n")+"\n"), 0o600) == nil {
+	if os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o600) == nil {
 		_ = os.Rename(tmp, p)
 	}
+}
+
+// journaled is one placeholder a journal lists; root is "" in a journal
+// of a dsh from before roots were written, which listed bare paths.
+type journaled struct{ root, path string }
+
+// readJournal parses a journal's lines; a line it cannot read is left
+// out.
+func readJournal(b []byte) []journaled {
+	var out []journaled
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, `"`) {
+			if line != "" {
+				out = append(out, journaled{path: line})
+			}
+			continue
+		}
+		q, err := strconv.QuotedPrefix(line)
+		if err != nil || len(line) <= len(q)+1 {
+			continue
+		}
+		root, err1 := strconv.Unquote(q)
+		p, err2 := strconv.Unquote(line[len(q)+1:])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, journaled{root: root, path: p})
+	}
+	return out
 }
 
 var sweepOnce sync.Once
@@ -112,38 +148,48 @@ func sweepStale() {
 		if err != nil {
 			continue
 		}
-		paths := strings.Fields(string(b))
+		js := readJournal(b)
 		// The deepest first: a parent goes once its placeholder has.
-		sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
-		for _, p := range paths {
-			if !filepath.IsAbs(p) || held.n[p] > 0 {
+		sort.Slice(js, func(i, j int) bool { return len(js[i].path) > len(js[j].path) })
+		for _, j := range js {
+			if !filepath.IsAbs(j.path) || held.n[j.path] > 0 {
 				continue
 			}
-			removeIfPlaceholder(p)
+			removeIfPlaceholder(j.root, j.path)
 		}
 		_ = os.Remove(filepath.Join(journalDir, name))
 	}
 }
 
 // removeIfPlaceholder removes p when it is an empty directory or a
-// commondir placeholder file.
-func removeIfPlaceholder(p string) {
-	// The journal does not say which writable directory a placeholder
-	// was made in; a way through a symlink (one a command left after
-	// dsh died) may lead anywhere, so such a path is left.
-	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err != nil || d != filepath.Dir(p) {
+// commondir placeholder file, through root, the writable directory it was
+// made in: a way through a symlink (one a command left after dsh died)
+// stays inside it. A journal that names no root leaves p unless the way
+// to it has no symlink at all.
+func removeIfPlaceholder(root, p string) {
+	if root == "" || !strings.HasPrefix(p, root+"/") {
+		if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err != nil || d != filepath.Dir(p) {
+			return
+		}
+		root, p = filepath.Dir(p), filepath.Base(p)
+	} else {
+		p = p[len(root)+1:]
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
 		return
 	}
-	st, err := os.Lstat(p)
+	defer r.Close()
+	st, err := r.Lstat(p)
 	if err != nil {
 		return
 	}
 	switch {
 	case st.IsDir():
-		_ = os.Remove(p) // fails unless empty
+		_ = r.Remove(p) // fails unless empty
 	case st.Mode().IsRegular() && filepath.Base(p) == "commondir" && st.Size() == 2:
-		if b, _ := os.ReadFile(p); string(b) == ".\n" {
-			_ = os.Remove(p)
+		if b, _ := r.ReadFile(p); string(b) == ".\n" {
+			_ = r.Remove(p)
 		}
 	}
 }

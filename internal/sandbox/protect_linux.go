@@ -30,7 +30,6 @@ const placeholderMode = 0o555
 func placeholder(p string, writable []string) []string {
 	held.Lock()
 	defer held.Unlock()
-	defer writeJournal()
 	root := ""
 	for _, w := range writable {
 		if len(p) > len(w)+1 && p[:len(w)+1] == w+"/" && len(w) > len(root) {
@@ -40,6 +39,7 @@ func placeholder(p string, writable []string) []string {
 	if root == "" {
 		return nil
 	}
+	defer writeJournal(root)
 	// Everything is made and looked at through the writable directory,
 	// dsh's own uid (root's, often) included: a command may have left a
 	// symlink on the way (sub/.git -> /etc/sudoers.d), and a commondir
@@ -69,7 +69,7 @@ func placeholder(p string, writable []string) []string {
 		}
 		way = append(way, d)
 	}
-	writeJournal(way...)
+	writeJournal(root, way...)
 	var made []string
 	for i := len(way) - 1; i >= 0; i-- {
 		d := way[i]
@@ -153,5 +153,5 @@ func (e *Entry) removePlaceholders() {
 		r.Close()
 	}
 	e.placeholders = nil
-	writeJournal()
+	writeJournal("")
 }

@@ -278,3 +278,53 @@ func TestTheSweepFollowsNoSymlink(t *testing.T) {
 		t.Errorf("the sweep removed a directory outside the workspace through sub/.git: %v", err)
 	}
 }
+
+// TestPlaceholdersAreSweptInAWorkspaceReachedThroughASymlink: a workspace
+// named by a path through a symlink (a home under /home -> /data/home, a
+// TMPDIR that is a link) is an ordinary one: a killed dsh's placeholders
+// there are swept as anywhere else, through the writable directory they
+// were made in. A path holding a space or a newline is one path.
+func TestPlaceholdersAreSweptInAWorkspaceReachedThroughASymlink(t *testing.T) {
+	st := namespaced(t)
+	real, journal := t.TempDir(), t.TempDir()
+	parent := t.TempDir()
+	link := filepath.Join(parent, "my ws")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	// An empty directory named by the path's first word: no placeholder.
+	if err := os.Mkdir(filepath.Join(parent, "my"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The killed dsh: it held placeholders, then died.
+	helper := exec.Command(os.Args[0], "-test.run=^TestPlaceholdersOfAKilledDshAreSwept$", "-test.count=1")
+	helper.Env = append(os.Environ(), "DSH_TEST_PLACEHOLDER_WS="+link, "DSH_TEST_JOURNAL="+journal)
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	_ = helper.Process.Kill()
+	_ = helper.Wait()
+	if line != "READY\n" {
+		t.Fatalf("the helper did not start its command: %q", line)
+	}
+	if fi, err := os.Lstat(filepath.Join(real, ".git/config")); err != nil || !fi.IsDir() {
+		t.Fatalf("want the killed dsh's placeholder left on disk: %v", err)
+	}
+	defer sandbox.SetJournalDir(journal)()
+	if _, _, err := run(t, st, sandbox.Rules{Writable: []string{t.TempDir()}}, "true"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".git", "AGENTS.md"} {
+		if _, err := os.Lstat(filepath.Join(real, p)); err == nil {
+			t.Errorf("%s is left in the workspace reached through a symlink after the next start", p)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(parent, "my")); err != nil {
+		t.Errorf("the sweep removed %s, which was no placeholder: %v", filepath.Join(parent, "my"), err)
+	}
+}

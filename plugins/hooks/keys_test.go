@@ -252,3 +252,37 @@ esac`), 0)},
 		t.Fatalf("the hook ran as %q", got)
 	}
 }
+
+// TestAMalformedPermissionRequestAllowDoesNotAllow: an allow whose
+// updatedInput is no object (a string holding the JSON, an array) names a
+// call the hook did not write; running the original instead would allow
+// what the hook never saw fit to allow. So would an allow beside
+// "continue": false, which Claude Code puts before any decision (as
+// PreToolUse does here). Both leave the question to the person.
+func TestAMalformedPermissionRequestAllowDoesNotAllow(t *testing.T) {
+	r := newRig(t)
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"}, map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+			"PermissionRequest": []any{hook("Bash", r.script("perm.sh", `case "$(jq -r .tool_input.command)" in
+  string) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":"{\"command\":\"ls\"}"}}}' ;;
+  array) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":[{"command":"ls"}]}}}' ;;
+  stop) echo '{"continue":false,"stopReason":"enough","hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}' ;;
+  null) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":null}}}' ;;
+esac`), 0)},
+		}}}},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	r.registerFake("bash")
+	for _, cmd := range []string{"string", "array"} {
+		if v := r.approve("main", "bash", `{"command":"`+cmd+`"}`); v.Decision == tools.Allow {
+			t.Errorf("an allow with updatedInput as %s allowed the call: %+v", cmd, v)
+		}
+	}
+	if v := r.approve("main", "bash", `{"command":"stop"}`); v.Decision != tools.Deny || !strings.Contains(v.Reason, "enough") {
+		t.Errorf("an allow with continue: false: %+v, want a deny saying why", v)
+	}
+	// null is no rewrite: the call is allowed as it is.
+	if v := r.approve("main", "bash", `{"command":"null"}`); v.Decision != tools.Allow || len(v.Arguments) != 0 {
+		t.Errorf("an allow with updatedInput null: %+v", v)
+	}
+}

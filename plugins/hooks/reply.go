@@ -182,9 +182,15 @@ func interpret(h *compiled, r ran) reply {
 	if s := o.HookSpecificOutput; s != nil && s.Decision != nil && h.event == PermissionRequest {
 		switch d := s.Decision; d.Behavior {
 		case "allow":
-			out.decision = tools.Allow
-			if u := bytes.TrimSpace(d.UpdatedInput); len(u) > 0 && u[0] == '{' {
-				out.updatedInput = u
+			// An updatedInput that is no object names a call the hook did
+			// not write: allowing the original instead would fail open.
+			switch u := bytes.TrimSpace(d.UpdatedInput); {
+			case len(u) == 0 || bytes.Equal(u, []byte("null")):
+				out.decision = tools.Allow
+			case u[0] == '{':
+				out.decision, out.updatedInput = tools.Allow, u
+			default:
+				out.failed = `printed "decision": {"behavior": "allow"} with an updatedInput that is not a JSON object; not allowed`
 			}
 		case "deny":
 			out.decision, out.reason = tools.Deny, d.Message

@@ -147,6 +147,11 @@ func (p *hooks) permissionRequest(ctx stdctx.Context, a tools.Approval, ask tool
 	p.noteStops(a.Call.AgentID, rs)
 	decision := tools.Decision("")
 	for _, r := range rs {
+		// "continue": false comes before any decision, as in approve: an
+		// allow beside it must not run the call.
+		if r.stop {
+			r.decision = tools.Deny
+		}
 		if rank(r.decision) > rank(decision) && r.decision != tools.Ask {
 			decision = r.decision
 		}
@@ -154,7 +159,13 @@ func (p *hooks) permissionRequest(ctx stdctx.Context, a tools.Approval, ask tool
 	source := p.source + ":" + PermissionRequest
 	switch decision {
 	case tools.Deny:
-		return tools.Verdict{Decision: tools.Deny, Reason: reasons(rs, func(r reply) bool { return r.decision == tools.Deny }), Source: source}, nil
+		why := reasons(rs, func(r reply) bool { return r.decision == tools.Deny })
+		for _, r := range rs {
+			if r.stop && r.decision != tools.Deny {
+				why = strings.TrimPrefix(why+"; "+r.stopReason, "; ")
+			}
+		}
+		return tools.Verdict{Decision: tools.Deny, Reason: why, Source: source}, nil
 	case tools.Allow:
 		v := tools.Verdict{Decision: tools.Allow, Source: source, Arguments: ask.Arguments}
 		for _, r := range rs {

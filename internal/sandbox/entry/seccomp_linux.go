@@ -39,24 +39,31 @@ type sockFprog struct {
 // this architecture fails with EACCES, as Landlock refuses; so do the
 // socket calls of the 32-bit compatibility architecture (which may pass
 // the domain behind a pointer, socketcall) and every call of x32, whose
-// numbers are the native ones with a high bit set. Everything else is
-// allowed: it is Landlock and the namespaces that confine the rest.
+// numbers are the native ones with a high bit set. io_uring_setup fails
+// with ENOSYS, as where io_uring is disabled (programs fall back to
+// system calls): an io_uring's socket and connect operations (Linux 5.19)
+// are no system calls, so this filter would never see the unix socket they
+// make. Everything else is allowed: it is Landlock and the namespaces that
+// confine the rest.
 func unixFilter() []sockFilter {
-	deny, allow := uint8(11), uint8(10)
+	deny, allow, noURing := uint8(13), uint8(12), uint8(14)
 	at := func(i uint8, to uint8) uint8 { return to - i - 1 }
 	return []sockFilter{
 		/* 0 */ {bpfLdWAbs, 0, 0, offArch},
-		/* 1 */ {bpfJeqK, 0, at(1, 7), nativeArch},
+		/* 1 */ {bpfJeqK, 0, at(1, 8), nativeArch},
 		/* 2 */ {bpfLdWAbs, 0, 0, offNr},
 		/* 3 */ {bpfJsetK, at(3, deny), 0, x32Bit},
-		/* 4 */ {bpfJeqK, 0, at(4, allow), nativeSocket},
-		/* 5 */ {bpfLdWAbs, 0, 0, offArg0},
-		/* 6 */ {bpfJeqK, at(6, deny), at(6, allow), afUnix},
-		/* 7 */ {bpfLdWAbs, 0, 0, offNr},
-		/* 8 */ {bpfJeqK, at(8, deny), 0, compatSocketcall},
-		/* 9 */ {bpfJeqK, at(9, deny), 0, compatSocket},
-		/* 10 */ {bpfRetK, 0, 0, retAllow},
-		/* 11 */ {bpfRetK, 0, 0, retErrno | uint32(syscall.EACCES)},
+		/* 4 */ {bpfJeqK, at(4, noURing), 0, ioURingSetup},
+		/* 5 */ {bpfJeqK, 0, at(5, allow), nativeSocket},
+		/* 6 */ {bpfLdWAbs, 0, 0, offArg0},
+		/* 7 */ {bpfJeqK, at(7, deny), at(7, allow), afUnix},
+		/* 8 */ {bpfLdWAbs, 0, 0, offNr},
+		/* 9 */ {bpfJeqK, at(9, deny), 0, compatSocketcall},
+		/* 10 */ {bpfJeqK, at(10, deny), 0, compatSocket},
+		/* 11 */ {bpfJeqK, at(11, noURing), 0, compatIOURingSetup},
+		/* 12 */ {bpfRetK, 0, 0, retAllow},
+		/* 13 */ {bpfRetK, 0, 0, retErrno | uint32(syscall.EACCES)},
+		/* 14 */ {bpfRetK, 0, 0, retErrno | uint32(syscall.ENOSYS)},
 	}
 }
 

@@ -9,4 +9,5 @@ const UnixFilter = false
 
 const (
 	nativeArch, nativeSocket, x32Bit, compatSocketcall, compatSocket = 0, 0, 0, 0, 0
+	ioURingSetup, compatIOURingSetup                                 = 0, 0
 )

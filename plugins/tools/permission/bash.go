@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dsh-go/dsh/internal/lazyregexp"
 	"github.com/dsh-go/dsh/plugins/tools/permission/shell"
 	"github.com/dsh-go/dsh/services/tools"
 )
@@ -329,7 +330,13 @@ func shellCodeVar(name string) bool {
 // git -c core.editor='rm f' commit does.
 var commandVars = []string{"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND",
 	"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "MANPAGER",
-	"SYSTEMD_PAGER", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND"}
+	"SYSTEMD_PAGER", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND",
+	// sudoedit's and sudo -e's editor, systemctl edit's, kubectl edit's,
+	// gh's; rsync's remote shell (run here) and connect program; fc's
+	// editor; bash -x expands PS4 (a $(cmd) in it runs) before each
+	// command it traces.
+	"SUDO_EDITOR", "SYSTEMD_EDITOR", "KUBE_EDITOR", "GH_EDITOR", "GH_PAGER", "GH_BROWSER", "BROWSER",
+	"RSYNC_RSH", "RSYNC_CONNECT_PROG", "FCEDIT", "PS4"}
 
 // gitConfigVar reports whether name gives git settings the line does not
 // show (GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='rm f'), or the
@@ -348,6 +355,12 @@ func gitConfigVar(name string) bool {
 // NAME=value word (env) — as the code they are; a value known only at run
 // time, and git settings from the environment, are opaque.
 func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
+	var out []part
+	if n := commandVarSetOtherwise(script, l.text); n != "" {
+		pt := part{subject: fmt.Sprintf("the setting of %s", n), program: l.text}
+		why := fmt.Sprintf("%s is a command a program runs, and the line sets it from a value the policy does not read (read, printf -v, mapfile, a for loop, ${%s:=…}, a nameref)", n, n)
+		out = append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+	}
 	vals := script.Values
 	for _, c := range script.Commands {
 		for _, w := range c.Words[1:] {
@@ -356,7 +369,6 @@ func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
 			}
 		}
 	}
-	var out []part
 	for _, a := range vals {
 		v := a.Value
 		switch {
@@ -372,6 +384,10 @@ func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
 			pt := part{subject: fmt.Sprintf("the assignment of %s", a.Name), program: l.text}
 			why := fmt.Sprintf("%s is a command a program runs, and its value is known only at run time", a.Name)
 			out = append(out, p.opaque(pt, why, p.unreadable(pt, why)))
+		case a.Name == "PS4":
+			// A prompt string: expanded as a double-quoted word is, so
+			// only the substitutions in it run.
+			out = append(out, p.judgeNested(`: "`+strings.ReplaceAll(v.Value, `"`, `\"`)+`"`, l, false)...)
 		case strings.TrimSpace(v.Value) != "":
 			// less reads LESSOPEN='|cmd %s' and '||cmd %s' as a pipe.
 			out = append(out, p.judgeNested(strings.TrimLeft(v.Value, "|-"), l, false)...)
@@ -379,3 +395,53 @@ func (p *policy) judgeCommandVars(script shell.Script, l line) []part {
 	}
 	return out
 }
+
+// isCommandVar reports whether name is a command variable or gives git
+// settings.
+func isCommandVar(name string) bool { return slices.Contains(commandVars, name) || gitConfigVar(name) }
+
+// varSetters are the builtins that set the variables their operands name
+// to values of their own: read -r EDITOR <<< 'rm f', printf -v EDITOR,
+// mapfile, getopts.
+var varSetters = []string{"read", "printf", "mapfile", "readarray", "getopts"}
+
+// commandVarSetOtherwise names a command variable the line sets other
+// than by an assignment (which judgeCommandVars reads): as an operand of
+// a builtin that stores into it, through a nameref (declare -n r=EDITOR),
+// as a for or select loop's variable, or by ${NAME:=value}. "" when none.
+func commandVarSetOtherwise(script shell.Script, text string) string {
+	for _, c := range script.Commands {
+		if len(c.Words) == 0 {
+			continue
+		}
+		name := path.Base(c.Words[0].Value)
+		nameref := (name == "declare" || name == "typeset" || name == "local") &&
+			slices.ContainsFunc(c.Words[1:], func(w shell.Word) bool {
+				return strings.HasPrefix(w.Value, "-") && strings.Contains(w.Value, "n")
+			})
+		if !nameref && !slices.Contains(varSetters, name) {
+			continue
+		}
+		for _, w := range c.Words[1:] {
+			v := w.Value
+			if nameref {
+				_, v, _ = strings.Cut(v, "=")
+			}
+			if isCommandVar(v) {
+				return v
+			}
+		}
+	}
+	for _, m := range loopOrDefault.Regexp().FindAllStringSubmatch(text, -1) {
+		for _, n := range m[1:] {
+			if n != "" && isCommandVar(n) {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// loopOrDefault finds a variable a for or select loop sets, or one that
+// ${NAME=value} or ${NAME:=value} sets.
+var loopOrDefault = lazyregexp.New(`\b(?:for|select)\s+([A-Za-z_][A-Za-z0-9_]*)\b|\$\{([A-Za-z_][A-Za-z0-9_]*):?=`)

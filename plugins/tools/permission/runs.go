@@ -89,6 +89,19 @@ func effectByName(c shell.Command, name string, l line, guessed bool) effect {
 		return sgEffect(ws)
 	case name == "git":
 		return gitEffect(ws)
+	case name == "tar" || name == "gtar" || name == "bsdtar":
+		return optionCode(ws, "IF", tarCode, tarOldStyle(ws))
+	case name == "rsync":
+		return optionCode(ws, "e", rsyncCode, false)
+	case name == "zip":
+		// zip -T's test command: -TT cmd, read as its long form.
+		ws = slices.Clone(ws)
+		for i, w := range ws {
+			if w.Literal && (w.Value == "-TT" || strings.HasPrefix(w.Value, "-TT=")) {
+				ws[i].Value = "--unzip-command" + strings.TrimPrefix(w.Value, "-TT")
+			}
+		}
+		return optionCode(ws, "", []string{"--unzip-command"}, false)
 	case name == "parallel":
 		return effect{runs: true, opaque: "it runs commands built from its input"}
 	case name == "find" && !isFindExec(c):
@@ -467,4 +480,95 @@ func globMayRunCode(prog shell.Word) bool {
 // wrapper may run it as a command line.
 func looksLikeCode(s string) bool {
 	return strings.ContainsAny(s, " \t\n;&|<>()$`'\"\\")
+}
+
+// tarCode and rsyncCode are the long options whose value the program
+// runs as a command line (tar through sh -c, rsync as its remote shell,
+// which runs locally): tar -I 'rm f' -cf x . runs rm. tar's
+// --checkpoint-action takes exec=CMD among other actions.
+var (
+	tarCode   = []string{"--use-compress-program", "--to-command", "--info-script", "--new-volume-script", "--rsh-command", "--checkpoint-action"}
+	rsyncCode = []string{"--rsh"}
+)
+
+// tarOldStyle reports tar's first word as an old-style cluster (tar cIf
+// prog x .) with a letter whose value, a later word, is a command line:
+// which word is not told here, so it is opaque.
+func tarOldStyle(ws []shell.Word) bool {
+	return len(ws) > 1 && ws[1].Literal && !strings.HasPrefix(ws[1].Value, "-") && strings.ContainsAny(ws[1].Value, "IF")
+}
+
+// optionCode reads the options of ws whose value is a command line: the
+// short letters (attached, -cI'cmd', or the next word) and the long names
+// (--name=cmd or --name cmd, or a prefix of the name, which getopt_long
+// takes). A value known only at run time, or an old-style cluster, is
+// opaque. A letter taken for one that needs a value when it is another's
+// value costs only a wrong guess judged as code, never an allow.
+func optionCode(ws []shell.Word, short string, long []string, oldStyle bool) effect {
+	var e effect
+	if oldStyle {
+		return effect{runs: true, opaque: "an old-style option cluster takes a command line from a later word"}
+	}
+	value := func(i int) (string, bool) {
+		if i >= len(ws) || !ws[i].Literal {
+			return "", false
+		}
+		return ws[i].Value, true
+	}
+	add := func(v string, ok bool, long string) {
+		if !ok {
+			e.runs, e.opaque = true, "an option that takes a command line has a value known only at run time"
+			return
+		}
+		if long == "--checkpoint-action" {
+			var exec bool
+			if v, exec = strings.CutPrefix(v, "exec="); !exec {
+				return
+			}
+		}
+		e.runs, e.code = true, append(e.code, v)
+	}
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		if !w.Literal {
+			continue
+		}
+		if w.Value == "--" {
+			break
+		}
+		if n, ok := strings.CutPrefix(w.Value, "--"); ok && len(n) >= 2 {
+			n, v, attached := strings.Cut(n, "=")
+			for _, l := range long {
+				if !strings.HasPrefix(l, "--"+n) {
+					continue
+				}
+				if attached {
+					add(v, true, l)
+				} else {
+					i++
+					v, ok := value(i)
+					add(v, ok, l)
+				}
+				break
+			}
+			continue
+		}
+		if !strings.HasPrefix(w.Value, "-") || strings.HasPrefix(w.Value, "--") {
+			continue
+		}
+		for k := 1; k < len(w.Value); k++ {
+			if !strings.ContainsRune(short, rune(w.Value[k])) {
+				continue
+			}
+			if rest := w.Value[k+1:]; rest != "" {
+				add(rest, true, "")
+			} else {
+				i++
+				v, ok := value(i)
+				add(v, ok, "")
+			}
+			break
+		}
+	}
+	return e
 }

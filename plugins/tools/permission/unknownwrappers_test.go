@@ -53,6 +53,11 @@ func TestProgramTextsWithoutCommandsStayPrecise(t *testing.T) {
 		"git grep -i x", "git grep -O x", "git push -u origin main", "git add -u", "git clone https://x/r d", "git config user.name x",
 		`read -r -p "$prompt" x`, `read -t "$t" -r x`, "echo ${!a[@]}", "echo ${!pre*}", `declare x="$y"`, `export PATH="$PATH:/x"`, "unset x", "mapfile -t lines < f",
 		"git config --global core.pager cat", "git config alias.st status", "git difftool -y HEAD", "git --exec-path",
+		"tar -xzf a.tgz", "tar -cf x.tar -C dir .", "tar --zstd -cf x .", "tar -I zstd -cf x .", "tar xf a.tar", "tar --checkpoint=10 --checkpoint-action=dot -cf x .",
+		"rsync -av a/ b/", "rsync -e ssh a h:b", "rsync --rsh='ssh -p 22' a h:b",
+		`PS4='+${BASH_SOURCE}:${LINENO}: ' bash -x -c true`, "SUDO_EDITOR=vim sudoedit x",
+		"zip -r x.zip a", "zip -T x.zip a", "read -r line < f", `printf -v out '%s' x`, "for f in *.go; do gofmt -l $f; done", `echo "${EDITOR:-vi}"`,
+		"GIT_EDITOR='vim -n'; export GIT_EDITOR; git commit",
 	} {
 		if v := bash(root, t, command); v.Decision != tools.Allow {
 			t.Errorf("%q: got %+v, want allow", command, v)
