@@ -8,29 +8,12 @@ import (
 
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/internal/ctxtest"
+	"github.com/dsh-go/dsh/internal/syncbuf"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// logBuf is a logger output a test reads while the plugin writes.
-type logBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // serveOver is a config that connects to srv over the SDK's in-memory
 // transport.
@@ -50,9 +33,9 @@ func serveOver(t testing.TB, srv *mcpsdk.Server) Config {
 }
 
 // mountLogged is mount with the root's log kept.
-func mountLogged(t testing.TB, cfg Config) (*dshctx.Context, *tools.Service, *logBuf, error) {
+func mountLogged(t testing.TB, cfg Config) (*dshctx.Context, *tools.Service, *syncbuf.Buffer, error) {
 	t.Helper()
-	logs := &logBuf{}
+	logs := &syncbuf.Buffer{}
 	root := dshctx.New(dshctx.WithLogger(hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})))
 	ctxtest.Cleanup(t, root)
 	f, err := root.Plugin(tools.Plugin, nil)
