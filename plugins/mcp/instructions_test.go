@@ -19,7 +19,6 @@ func instructed(guide string) *mcpsdk.Server {
 	return srv
 }
 
-
 // TestServerInstructionsReachTheSystemPrompt: Claude Code puts the
 // instructions an MCP server gives in its initialize answer into the
 // system prompt. dsh used to drop them without a word, so the model used
