@@ -171,6 +171,9 @@ func (c Config) load() (loaded, error) {
 					problems = append(problems, fmt.Sprintf("%s.matcher: %v", at, err))
 					continue
 				}
+				if why := neverRuns(event, g.Matcher, m); why != "" {
+					warnings = append(warnings, fmt.Sprintf("%s.matcher: %q %s", at, g.Matcher, why))
+				}
 				for hi, h := range g.Hooks {
 					hat := fmt.Sprintf("%s.hooks[%d]", at, hi)
 					switch {
