@@ -154,6 +154,9 @@ type input struct {
 	IsInterrupt    *bool           `json:"is_interrupt,omitempty"`
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
+	// LastAssistantMessage is Stop's and SubagentStop's: the text of the
+	// answer the turn would end with.
+	LastAssistantMessage *string `json:"last_assistant_message,omitempty"`
 	Source         string          `json:"source,omitempty"`
 	// SubagentID and AgentType are SubagentStart's and SubagentStop's:
 	// the subagent's agent id and its configured name.
