@@ -157,7 +157,7 @@ type input struct {
 	// LastAssistantMessage is Stop's and SubagentStop's: the text of the
 	// answer the turn would end with.
 	LastAssistantMessage *string `json:"last_assistant_message,omitempty"`
-	Source         string          `json:"source,omitempty"`
+	Source               string  `json:"source,omitempty"`
 	// SubagentID and AgentType are SubagentStart's and SubagentStop's:
 	// the subagent's agent id and its configured name.
 	SubagentID string `json:"agent_id,omitempty"`
