@@ -8,6 +8,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/llm"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/google/uuid"
 )
@@ -129,6 +130,10 @@ func stopOf(res sessions.TurnResult) (acp.PromptResponse, error) {
 	default:
 		if strings.Contains(end.Error, string(sessions.TooManySteps)) {
 			return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests}, nil
+		}
+		// The model declined: ACP's refusal, not a failure of the agent.
+		if strings.Contains(end.Error, string(llm.Refused)) {
+			return acp.PromptResponse{StopReason: acp.StopReasonRefusal}, nil
 		}
 		return acp.PromptResponse{}, &acp.RequestError{Code: CodeTurnFailed, Message: "the turn failed: " + end.Error,
 			Data: map[string]any{"code": "AGENT_TURN_FAILED", "reason": end.Reason, "message": end.Error}}

@@ -93,6 +93,9 @@ func TestStopReasons(t *testing.T) {
 		{"max steps", envOpts{agent: "    max_steps: 1\n", mode: "full-access", extra: "  - use: tools.clock\n",
 			replies: []scripted.Reply{{ToolCalls: []scripted.Call{{Name: "clock"}}}}}, acp.StopReasonMaxTurnRequests, 0},
 		{"failed", envOpts{replies: []scripted.Reply{{Finish: "error", Error: "the provider broke"}}}, "", -32013},
+		// The model declining (the Anthropic adapter's words) is ACP's
+		// refusal; it used to be the error -32013, a failed turn.
+		{"refused", envOpts{replies: []scripted.Reply{{Finish: "error", Error: "LLM_REFUSED: the model refused to answer (stop_reason refusal)"}}}, acp.StopReasonRefusal, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -118,8 +118,14 @@ const (
 var supported = []string{PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, Stop, SessionStart, PreCompact, SessionEnd, SubagentStart, SubagentStop, Notification, PermissionRequest}
 
 // skipped are Claude Code events dsh has no stage for (yet): a file that
-// has them still loads, and each is reported once as a warning.
-var skipped = []string{"PermissionDenied", "Setup"}
+// has them still loads, and each is reported once as a warning. Only a
+// name Claude Code does not know fails the load: a settings file written
+// for a newer Claude Code must not be refused whole for one event.
+var skipped = []string{
+	"PermissionDenied", "Setup", "InstructionsLoaded", "TaskCreated", "TaskCompleted",
+	"StopFailure", "TeammateIdle", "PostCompact", "Elicitation", "ElicitationResult",
+	"WorktreeCreate", "WorktreeRemove", "ConfigChange", "CwdChanged", "FileChanged",
+}
 
 // compiled is one runnable hook with where it came from.
 type compiled struct {
@@ -170,6 +176,9 @@ func (c Config) load() (loaded, error) {
 				if err != nil {
 					problems = append(problems, fmt.Sprintf("%s.matcher: %v", at, err))
 					continue
+				}
+				if why := neverRuns(event, g.Matcher, m); why != "" {
+					warnings = append(warnings, fmt.Sprintf("%s.matcher: %q %s", at, g.Matcher, why))
 				}
 				for hi, h := range g.Hooks {
 					hat := fmt.Sprintf("%s.hooks[%d]", at, hi)

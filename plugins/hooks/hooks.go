@@ -55,6 +55,7 @@ import (
 	"github.com/dsh-go/dsh/plugin"
 	"github.com/dsh-go/dsh/services/agents"
 	"github.com/dsh-go/dsh/services/protect"
+	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
 )
@@ -154,7 +155,10 @@ type input struct {
 	IsInterrupt    *bool           `json:"is_interrupt,omitempty"`
 	Prompt         *string         `json:"prompt,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
-	Source         string          `json:"source,omitempty"`
+	// LastAssistantMessage is Stop's and SubagentStop's: the text of the
+	// answer the turn would end with.
+	LastAssistantMessage *string `json:"last_assistant_message,omitempty"`
+	Source               string  `json:"source,omitempty"`
 	// SubagentID and AgentType are SubagentStart's and SubagentStop's:
 	// the subagent's agent id and its configured name.
 	SubagentID string `json:"agent_id,omitempty"`
@@ -225,7 +229,7 @@ func (p *hooks) fire(ctx stdctx.Context, event, tool string, in input, w where) 
 	if len(todo) == 0 {
 		return nil
 	}
-	in.HookEventName, in.AgentID, in.SessionID, in.Cwd, in.PermissionMode = event, w.agentID, w.sessionID, w.workspace, "default"
+	in.HookEventName, in.AgentID, in.SessionID, in.Cwd, in.PermissionMode = event, w.agentID, w.sessionID, w.workspace, p.permissionMode(ctx, w.agentID)
 	in.ToolInput = plain(in.ToolInput)
 	data, err := encode(in)
 	if err != nil {
@@ -272,4 +276,23 @@ func reasons(rs []reply, keep func(reply) bool) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// permissionMode is Claude Code's permission_mode for the agent: "plan"
+// while tools.plan holds it in plan mode (a hook that refuses writes
+// while planning reads it), else "default": dsh has policies, not
+// Claude Code's other modes.
+func (p *hooks) permissionMode(ctx stdctx.Context, agentID string) string {
+	if p.registry == nil {
+		return "default"
+	}
+	a, ok := p.registry.Get(agentID)
+	if !ok {
+		return "default"
+	}
+	st, err := sessions.EventPlan.Dispatch(ctx, a.Context(), sessions.PlanQuery{Agent: a, Request: sessions.PlanRequest{Op: sessions.PlanGet, By: ID}})
+	if err == nil && st.Planning {
+		return "plan"
+	}
+	return "default"
 }

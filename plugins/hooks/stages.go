@@ -419,6 +419,7 @@ func (p *hooks) continuation(ctx stdctx.Context, c agentloop.Continuation, next 
 	if cont || len(p.byEvent[event]) == 0 {
 		return cont, nil
 	}
+	in.LastAssistantMessage = lastAnswer(c.Agent)
 	rs := p.fire(ctx, event, tool, in, whereOf(c.Agent))
 	if ctx.Err() != nil {
 		return false, stdctx.Cause(ctx)
@@ -663,4 +664,27 @@ func (p *hooks) assemble(ctx stdctx.Context, a systemprompt.Assembly, next water
 		return block, nil
 	}
 	return text + "\n\n" + block, nil
+}
+
+// lastWindow is how far back from the log's end lastAnswer looks: the
+// answer a turn ends with is among the last few events.
+const lastWindow = 64
+
+// lastAnswer is the text of the agent's last assistant message, which
+// Claude Code gives Stop hooks as last_assistant_message (a hook that
+// checks the answer for "TODO" or a claim of passing tests reads it); nil
+// when the log has none near its end.
+func lastAnswer(a agents.Agent) *string {
+	s := a.Session()
+	if s == nil {
+		return nil
+	}
+	evs := s.Events(int64(s.Len()) - lastWindow + 1)
+	for i := len(evs) - 1; i >= 0; i-- {
+		if e := evs[i]; e.Type == session.AssistantMessage && e.Message != nil {
+			text := e.Message.Content
+			return &text
+		}
+	}
+	return nil
 }

@@ -11,6 +11,8 @@ import (
 // than dsh's: a hook reads both, and writes back either.
 var renamed = map[string][]struct{ claude, dsh string }{
 	"edit": {{"old_string", "old"}, {"new_string", "new"}},
+	// Claude Code's subagent tool names the subagent subagent_type.
+	"agent": {{"subagent_type", "agent"}},
 }
 
 // forHook is tool_input as a hook reads it: the call's arguments ("{}" for

@@ -7,6 +7,7 @@ import (
 	dshctx "github.com/dsh-go/dsh/context"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/plugin"
+	"github.com/dsh-go/dsh/services/systemprompt"
 	"github.com/dsh-go/dsh/services/tools"
 )
 
@@ -28,6 +29,9 @@ func apply(ctx *dshctx.Context, cfg Config) error {
 		return err
 	}
 	s := newServer(ctx, svc, cfg)
+	if _, err := systemprompt.EventAssemble.On(ctx, s.assemble); err != nil {
+		return err
+	}
 	loop, stop := stdctx.WithCancel(stdctx.Background())
 	first := make(chan error, 1)
 	done := make(chan struct{})

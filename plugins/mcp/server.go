@@ -37,6 +37,9 @@ type server struct {
 	// noted is what noteFeatures last said, so a restart or a sync does
 	// not say it again.
 	noted string
+	// instructions are the server's, from its last handshake, for the
+	// system prompt.
+	instructions string
 
 	// syncMu serializes the syncs of the registry: the supervisor's (on
 	// start and on a notification) and the one after each call.
@@ -132,6 +135,7 @@ func (s *server) start(ctx stdctx.Context) (*conn, error) {
 	s.mu.Lock()
 	s.cur, s.down = c, ""
 	s.mu.Unlock()
+	s.noteInstructions(c)
 	lctx, cancel := stdctx.WithTimeout(ctx, s.cfg.StartTimeout)
 	defer cancel()
 	if err := s.sync(lctx, c); err != nil {

@@ -22,6 +22,11 @@ const (
 	// ProviderPanic: a provider panicked while starting, reading or closing
 	// a stream; its reason is PanicReason.
 	ProviderPanic errs.Code = "LLM_PROVIDER_PANIC"
+	// Refused starts the error text of a finish where the model declined
+	// to answer (Anthropic's stop_reason refusal, OpenAI's finish_reason
+	// content_filter), so an entry point can tell a refusal from a
+	// failure: ACP answers it with stopReason refusal.
+	Refused errs.Code = "LLM_REFUSED"
 )
 
 // PanicReason is the reason of a ProviderPanic error.

@@ -80,6 +80,11 @@ func TestStopReasons(t *testing.T) {
 		if file == "stop_pause_turn.sse" && !strings.Contains(text, "pause_turn") {
 			t.Fatalf("raw stop reason lost: %q", text)
 		}
+		// A refusal is named by its code, which ACP answers as refusal;
+		// another error is not.
+		if refused := strings.HasPrefix(text, string(llm.Refused)); refused != (file == "stop_refusal.sse") {
+			t.Fatalf("%s: %q", file, text)
+		}
 	}
 }
 

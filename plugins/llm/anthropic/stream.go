@@ -178,7 +178,7 @@ func finishOf(raw string) llm.Chunk {
 	case "tool_use":
 		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishToolCalls}
 	case "refusal":
-		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishError, Error: "the model refused to answer (stop_reason refusal)"}
+		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishError, Error: string(llm.Refused) + ": the model refused to answer (stop_reason refusal)"}
 	}
 	return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishError, Error: fmt.Sprintf("unknown stop_reason %q", raw)}
 }

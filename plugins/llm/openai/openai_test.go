@@ -139,6 +139,9 @@ func TestFinishReasons(t *testing.T) {
 		if file == "filtered.sse" && !strings.Contains(text, "content_filter") {
 			t.Fatalf("filtered: %q", text)
 		}
+		if refused := strings.HasPrefix(text, string(llm.Refused)); refused != (file == "filtered.sse") {
+			t.Fatalf("%s: a refusal is named by its code, nothing else is: %q", file, text)
+		}
 	}
 }
 

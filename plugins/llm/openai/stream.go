@@ -171,7 +171,7 @@ func finishOf(raw string) llm.Chunk {
 	case "tool_calls", "function_call":
 		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishToolCalls}
 	case "content_filter":
-		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishError, Error: "the provider's content filter stopped the answer (finish_reason content_filter)"}
+		return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishError, Error: string(llm.Refused) + ": the provider's content filter stopped the answer (finish_reason content_filter)"}
 	}
 	return llm.Chunk{Kind: llm.ChunkFinish, Finish: llm.FinishError, Error: fmt.Sprintf("unknown finish_reason %q", raw)}
 }
