@@ -132,6 +132,19 @@ func (s *Server) notOpen(ctx stdctx.Context, id string, err error) error {
 	return errs.New(sessions.Closed, fmt.Sprintf("session %q is not open; POST /v1/sessions/%s/resume opens it", id, id))
 }
 
+// exists is nil when session id is open or persisted, else its
+// SESSION_NOT_FOUND (or the store's error).
+func (s *Server) exists(ctx stdctx.Context, id string) error {
+	if _, open := s.info(ctx, id); open {
+		return nil
+	}
+	_, found, err := s.persisted(ctx, id)
+	if err == nil && !found {
+		err = notFound(id)
+	}
+	return err
+}
+
 func notFound(id string) error {
 	return errs.New(sessions.NotFound, fmt.Sprintf("no session %q, open or persisted; GET /v1/sessions lists them", id))
 }
@@ -506,6 +519,11 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		}
 		s.writeError(w, r, err)
 		return
+	}
+	// The session is gone: its title goes too, or the next session given
+	// its id would inherit it. The delete stands if this fails.
+	if err := s.titleStore().set(id, ""); err != nil {
+		s.log.Warn("a deleted session's title stays in the titles file", "session", id, "error", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
