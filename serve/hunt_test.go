@@ -1,11 +1,14 @@
 package serve_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-go/dsh/serve"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // A title can be given only to a session that exists, and goes with it:
@@ -68,6 +71,85 @@ func TestARequestIDReusedForAnotherMessageIsRefused(t *testing.T) {
 		a := r.err(t)
 		if a.Code != "AGENT_REQUEST_ID_REUSED" || !strings.Contains(a.Message, "request_id") || strings.Contains(string(r.body), "hello") {
 			t.Fatalf("%s: %+v", c.who, a)
+		}
+	}
+}
+
+// A JWT is let in only signed by the issuer's key with an accepted
+// algorithm and within its time claims: alg "none", an HMAC keyed with
+// what the key set publishes (the classic algorithm confusion), a token
+// not valid yet, one without exp and one without the audience are
+// refused, each with a 401 that says why and never the key.
+func TestJWTAttacksAreRefused(t *testing.T) {
+	is := newIssuer(t)
+	e := newEnv(t, envOpts{serve: "  jwt:\n    issuer: https://id.example\n    jwks_url: " + is.url + "\n    audience: dsh\n"})
+	get := func(token string) response {
+		return e.raw("GET", "/v1/sessions", nil, http.Header{"Authorization": {"Bearer " + token}})
+	}
+	if r := get(is.sign(t, jwt.MapClaims{"sub": "carol"})); r.status != http.StatusOK {
+		t.Fatalf("a valid token: %d %s", r.status, r.body)
+	}
+	claims := func(extra jwt.MapClaims) jwt.MapClaims {
+		c := jwt.MapClaims{"sub": "mallory", "iss": "https://id.example", "aud": "dsh", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}
+		for k, v := range extra {
+			if v == nil {
+				delete(c, k)
+			} else {
+				c[k] = v
+			}
+		}
+		return c
+	}
+	signed := func(c jwt.MapClaims) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+		is.mu.Lock()
+		tok.Header["kid"] = is.kid
+		key := is.key
+		is.mu.Unlock()
+		s, err := tok.SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	unsigned := func(c jwt.MapClaims) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodNone, c)
+		tok.Header["kid"] = "k1"
+		s, err := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	hmacWithPublicKey := func() string {
+		is.mu.Lock()
+		pub, _ := json.Marshal(is.keys[0])
+		is.mu.Unlock()
+		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims(nil))
+		tok.Header["kid"] = "k1"
+		s, err := tok.SignedString(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for name, c := range map[string]struct{ token, why string }{
+		"alg none":       {unsigned(claims(nil)), "signature"},
+		"hmac confusion": {hmacWithPublicKey(), "signature"},
+		"not yet valid":  {is.sign(t, jwt.MapClaims{"sub": "mallory", "nbf": time.Now().Add(time.Hour).Unix()}), "not valid yet"},
+		"issued ahead":   {is.sign(t, jwt.MapClaims{"sub": "mallory", "iat": time.Now().Add(time.Hour).Unix()}), "not valid yet"},
+		"no exp":         {signed(claims(jwt.MapClaims{"exp": nil})), "required claim (exp)"},
+		"no audience":    {signed(claims(jwt.MapClaims{"aud": nil})), "required claim (aud)"},
+		"no issuer":      {signed(claims(jwt.MapClaims{"iss": nil})), "required claim (iss)"},
+		"two audiences":  {is.sign(t, jwt.MapClaims{"sub": "mallory", "aud": []string{"other", "another"}}), "not meant for this server"},
+	} {
+		r := get(c.token)
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+			continue
+		}
+		if a := r.err(t); a.Code != string(serve.Unauthorized) || !strings.Contains(a.Message, c.why) || strings.Contains(a.Message, "\"x\"") {
+			t.Errorf("%s: %+v, want it to say %q", name, a, c.why)
 		}
 	}
 }

@@ -108,6 +108,18 @@ func (v *jwtVerifier) verify(ctx stdctx.Context, tok string) (sessions.Principal
 	return p, nil
 }
 
+// missingClaim names the claim whose absence failed a token: exp always,
+// iss always, aud when serve.jwt.audience is set. The library says which
+// only in its message.
+func missingClaim(err error) string {
+	for _, c := range []string{"aud", "iss", "exp"} {
+		if strings.Contains(err.Error(), c+" claim is required") {
+			return c
+		}
+	}
+	return "exp, iss or aud"
+}
+
 // jwtReason words a verification failure for the caller: what is wrong
 // with the token, never the key material.
 func jwtReason(err error) string {
@@ -121,7 +133,7 @@ func jwtReason(err error) string {
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):
 		return "it is not meant for this server (serve.jwt.audience)"
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return "it lacks a required claim (exp)"
+		return "it lacks a required claim (" + missingClaim(err) + ")"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, keyfunc.ErrKeyfunc):
 		return "its signature is not by a key of the issuer's key set"
 	case errors.Is(err, jwt.ErrTokenUnverifiable):
