@@ -60,18 +60,28 @@ func TestARequestIDReusedForAnotherMessageIsRefused(t *testing.T) {
 	if again := as("alice-secret-0123456789", "hello"); again.status != http.StatusAccepted {
 		t.Fatalf("the same caller's retry: %d %s", again.status, again.body)
 	}
-	for _, c := range []struct{ who, token, content string }{
-		{"another body", "alice-secret-0123456789", "goodbye"},
-		{"another caller", "bob-secret-0123456789", "hello"},
-	} {
-		r := as(c.token, c.content)
-		if r.status != http.StatusConflict {
-			t.Fatalf("%s: %d %s", c.who, r.status, r.body)
+	reused := func(when string) {
+		t.Helper()
+		for _, c := range []struct{ who, token, content string }{
+			{"another body", "alice-secret-0123456789", "goodbye"},
+			{"another caller", "bob-secret-0123456789", "hello"},
+		} {
+			r := as(c.token, c.content)
+			if r.status != http.StatusConflict {
+				t.Fatalf("%s, %s: %d %s", c.who, when, r.status, r.body)
+			}
+			a := r.err(t)
+			if a.Code != "AGENT_REQUEST_ID_REUSED" || !strings.Contains(a.Message, "request_id") || strings.Contains(string(r.body), "hello") {
+				t.Fatalf("%s, %s: %+v", c.who, when, a)
+			}
 		}
-		a := r.err(t)
-		if a.Code != "AGENT_REQUEST_ID_REUSED" || !strings.Contains(a.Message, "request_id") || strings.Contains(string(r.body), "hello") {
-			t.Fatalf("%s: %+v", c.who, a)
-		}
+	}
+	reused("while the message is fresh")
+	// Once the log holds the message, the check reads it from there.
+	e.waitEvents(id, "the turn's end", turnsEnded(1))
+	reused("once the log holds it")
+	if again := as("alice-secret-0123456789", "hello"); again.status != http.StatusAccepted {
+		t.Fatalf("the same caller's retry once the log holds it: %d %s", again.status, again.body)
 	}
 }
 
