@@ -163,3 +163,63 @@ func TestJWTAttacksAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// Every operation the API document lists as wanting the bearer token
+// answers 401 without it, with a wrong one and with another scheme, and
+// does nothing: a route added to the table without authorize fails here.
+func TestEveryRouteWantsACaller(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	id := e.open(map[string]any{})
+	e.send(id, "r-1", "hello")
+	e.waitEvents(id, "the turn's end", turnsEnded(1))
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Security *[]any `json:"security"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(serve.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	fill := strings.NewReplacer("{id}", id, "{qid}", "1", "{job}", "j-1", "{ref}", "sha256:"+strings.Repeat("0", 64), "{name}", "ci", "{path}", "app.js")
+	checked := 0
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			method = strings.ToUpper(method)
+			if method != "GET" && method != "POST" && method != "DELETE" {
+				continue
+			}
+			if op.Security != nil && len(*op.Security) == 0 {
+				continue // public: the page, the document, health, webhooks
+			}
+			checked++
+			for _, hdr := range []http.Header{
+				{},
+				{"Authorization": {"Bearer " + e.token + "x"}},
+				{"Authorization": {"Basic " + e.token}},
+				{"Authorization": {"Bearer"}},
+			} {
+				hdr.Set("Content-Type", "application/json")
+				r := e.raw(method, fill.Replace(path), `{"content":"sneaky","title":"sneaky","objective":"sneaky"}`, hdr)
+				if r.status != http.StatusUnauthorized || r.err(t).Code != string(serve.Unauthorized) {
+					t.Errorf("%s %s with %v: %d %s", method, path, hdr, r.status, r.body)
+				}
+			}
+		}
+	}
+	if checked < 25 {
+		t.Fatalf("only %d operations checked; the document lists more", checked)
+	}
+	if r := e.call("GET", "/v1/sessions/"+id, nil); r.status != http.StatusOK || strings.Contains(string(r.body), "sneaky") {
+		t.Fatalf("the session after the refused calls: %d %s", r.status, r.body)
+	}
+	for _, ev := range e.events(id) {
+		if ev.Message != nil && strings.Contains(ev.Message.Content, "sneaky") {
+			t.Fatal("a refused call reached the session")
+		}
+	}
+	var out struct{ Titles map[string]string }
+	e.call("GET", "/v1/titles", nil).json(t, &out)
+	if len(out.Titles) != 0 {
+		t.Fatalf("a refused call titled a session: %v", out.Titles)
+	}
+}
