@@ -223,3 +223,21 @@ func TestEveryRouteWantsACaller(t *testing.T) {
 		t.Fatalf("a refused call titled a session: %v", out.Titles)
 	}
 }
+
+// Without serve.jwt.audience a token the issuer made for another
+// application is let in; the server says so when it starts.
+func TestAJWTIssuerWithoutAudienceIsWarnedOf(t *testing.T) {
+	is := newIssuer(t)
+	e := newEnv(t, envOpts{serve: "  jwt:\n    issuer: https://id.example\n    jwks_url: " + is.url + "\n"})
+	if log := e.log.String(); !strings.Contains(log, "serve.jwt.audience is not set") {
+		t.Fatalf("no warning in the log:\n%s", log)
+	}
+	r := e.raw("GET", "/v1/sessions", nil, http.Header{"Authorization": {"Bearer " + is.sign(t, jwt.MapClaims{"sub": "carol", "aud": "another-app"})}})
+	if r.status != http.StatusOK {
+		t.Fatalf("a token for another application: %d %s", r.status, r.body)
+	}
+	with := newEnv(t, envOpts{serve: "  jwt:\n    issuer: https://id.example\n    jwks_url: " + is.url + "\n    audience: dsh\n"})
+	if strings.Contains(with.log.String(), "audience is not set") {
+		t.Fatal("warned although audience is set")
+	}
+}

@@ -81,6 +81,10 @@ func newJWTVerifier(ctx stdctx.Context, c config.JWTConfig, client *http.Client,
 	}
 	if c.Audience != "" {
 		opts = append(opts, jwt.WithAudience(c.Audience))
+	} else {
+		// Allowed, for issuers that mint no aud; but then a token the
+		// issuer made for any other application is let in too.
+		log.Warn("serve.jwt.audience is not set: any token of the issuer is let in, whatever application it was made for; set audience to the aud your identity provider gives dsh's tokens", "issuer", c.Issuer)
 	}
 	return &jwtVerifier{cfg: c, keys: keys, parser: jwt.NewParser(opts...)}, nil
 }
