@@ -2,6 +2,9 @@ package serve_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -239,5 +242,49 @@ func TestAJWTIssuerWithoutAudienceIsWarnedOf(t *testing.T) {
 	with := newEnv(t, envOpts{serve: "  jwt:\n    issuer: https://id.example\n    jwks_url: " + is.url + "\n    audience: dsh\n"})
 	if strings.Contains(with.log.String(), "audience is not set") {
 		t.Fatal("warned although audience is set")
+	}
+}
+
+// A client that trickles a POST body is cut off at the read timeout: it
+// cannot hold a connection and a handler open for as long as it likes,
+// and what it sent is not delivered.
+func TestASlowBodyIsCutAtTheReadTimeout(t *testing.T) {
+	t.Cleanup(serve.SetTimings(300*time.Millisecond, time.Minute))
+	e := newEnv(t, envOpts{})
+	id := e.open(map[string]any{})
+	conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"request_id":"slow","content":"` + strings.Repeat("x", 200) + `"}`
+	fmt.Fprintf(conn, "POST /v1/sessions/%s/messages HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		id, e.ts.Listener.Addr(), e.token, len(body))
+	start := time.Now()
+	cut := make(chan time.Duration, 1)
+	go func() {
+		for i := 0; i < len(body); i++ {
+			if _, err := conn.Write([]byte{body[i]}); err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cut <- time.Since(start)
+	}()
+	conn.SetReadDeadline(time.Now().Add(patience))
+	resp, _ := io.ReadAll(conn) // whatever the server answers before it closes
+	took := time.Since(start)
+	if took > 5*time.Second {
+		t.Fatalf("the connection stayed open %v for a body trickled at 20 bytes a second", took)
+	}
+	if strings.HasPrefix(string(resp), "HTTP/1.1 202") {
+		t.Fatalf("the trickled message was accepted: %s", resp)
+	}
+	conn.Close()
+	<-cut
+	for _, ev := range e.events(id) {
+		if ev.Message != nil && strings.Contains(ev.Message.Content, "xxxx") {
+			t.Fatal("the trickled message was delivered")
+		}
 	}
 }
