@@ -513,6 +513,12 @@ func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if !session.ValidID(id) {
+		// As for every route: an id that cannot name a session names
+		// none, whatever the store would say of its form.
+		s.writeError(w, r, notFound(id))
+		return
+	}
 	if err := s.o.Sessions.Delete(r.Context(), id); err != nil {
 		if errs.HasCode(err, session.NotFound) {
 			err = notFound(id)
