@@ -43,14 +43,9 @@ func (s *Server) attachment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "%q is not an attachment reference; it is \"sha256:\" and 64 lowercase hex digits, as a part's ref in the session's events", ref))
 		return
 	}
-	if _, open := s.info(r.Context(), id); !open {
-		if _, found, err := s.persisted(r.Context(), id); err != nil || !found {
-			if err == nil {
-				err = notFound(id)
-			}
-			s.writeError(w, r, err)
-			return
-		}
+	if err := s.exists(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	// The session service reads only what the session's log names.
 	p, data, err := s.o.Sessions.Attachment(r.Context(), id, ref)

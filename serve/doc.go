@@ -47,5 +47,8 @@
 // time); the page, its assets, /openapi.json and /hooks/ (which check
 // their own HMAC) do not. Bodies are bounded, CORS is off unless
 // serve.cors_origins lists the origin, and neither the token nor any
-// header is ever written to a response or the log.
+// header is ever written to a response or the log. Callers are told apart
+// (their principal and tenant reach the log, policies and budgets) but
+// not kept apart: every caller reaches every session. A request id names
+// one message; reused by another caller or for other text it is refused.
 package serve

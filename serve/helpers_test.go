@@ -154,10 +154,12 @@ func newEnv(t *testing.T, o envOpts) *env {
 	yaml := "plugins:\n  - use: llm.scripted\n    config: " + string(replies) + "\n" +
 		persistence(o) + "  - use: servetest.gate\n  - use: servetest.ask\n" + o.extra +
 		"agents:\n  - id: main\n    provider: scripted\n  - id: second\n    provider: scripted\n    model: m2\n"
-	if o.serve != "" {
-		yaml += "serve:\n" + o.serve
+	if !strings.Contains(o.serve, "state_dir:") {
+		// Else the server's state (titles.json) lands in the source tree,
+		// shared by every test and run.
+		o.serve = "  state_dir: " + t.TempDir() + "\n" + o.serve
 	}
-	yaml += o.top
+	yaml += "serve:\n" + o.serve + o.top
 	cfg, err := config.Parse("test.yaml", []byte(yaml), config.LoadOptions{Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)

@@ -81,6 +81,10 @@ func newJWTVerifier(ctx stdctx.Context, c config.JWTConfig, client *http.Client,
 	}
 	if c.Audience != "" {
 		opts = append(opts, jwt.WithAudience(c.Audience))
+	} else {
+		// Allowed, for issuers that mint no aud; but then a token the
+		// issuer made for any other application is let in too.
+		log.Warn("serve.jwt.audience is not set: any token of the issuer is let in, whatever application it was made for; set audience to the aud your identity provider gives dsh's tokens", "issuer", c.Issuer)
 	}
 	return &jwtVerifier{cfg: c, keys: keys, parser: jwt.NewParser(opts...)}, nil
 }
@@ -108,6 +112,18 @@ func (v *jwtVerifier) verify(ctx stdctx.Context, tok string) (sessions.Principal
 	return p, nil
 }
 
+// missingClaim names the claim whose absence failed a token: exp always,
+// iss always, aud when serve.jwt.audience is set. The library says which
+// only in its message.
+func missingClaim(err error) string {
+	for _, c := range []string{"aud", "iss", "exp"} {
+		if strings.Contains(err.Error(), c+" claim is required") {
+			return c
+		}
+	}
+	return "exp, iss or aud"
+}
+
 // jwtReason words a verification failure for the caller: what is wrong
 // with the token, never the key material.
 func jwtReason(err error) string {
@@ -121,7 +137,7 @@ func jwtReason(err error) string {
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):
 		return "it is not meant for this server (serve.jwt.audience)"
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return "it lacks a required claim (exp)"
+		return "it lacks a required claim (" + missingClaim(err) + ")"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, keyfunc.ErrKeyfunc):
 		return "its signature is not by a key of the issuer's key set"
 	case errors.Is(err, jwt.ErrTokenUnverifiable):

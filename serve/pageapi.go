@@ -181,6 +181,12 @@ func (s *Server) setTitle(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, "a session title holds at most %d characters and this one has %d; shorten it", session.TitleMax, n))
 		return
 	}
+	// Only a session that exists takes a title: made-up ids would grow
+	// the file, rewritten whole on each change, without bound.
+	if err := s.exists(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := s.titleStore().set(id, title); err != nil {
 		s.writeError(w, r, err)
 		return

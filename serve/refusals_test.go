@@ -189,11 +189,12 @@ func TestARetrySaysDeliveredOrMerged(t *testing.T) {
 	openGate()
 	e.waitEvents(id, "two turns", turnsEnded(2))
 	want := map[string]struct {
-		outcome string
-		turn    int
-	}{"m1": {"delivered", 1}, "m2": {"merged", 1}, "m3": {"delivered", 2}, "m4": {"merged", 2}}
+		content, outcome string
+		turn             int
+	}{"m1": {"run the gate", "delivered", 1}, "m2": {"steer in", "merged", 1}, "m3": {"next one", "delivered", 2}, "m4": {"and this too", "merged", 2}}
 	for rid, w := range want {
-		r := e.call("POST", "/v1/sessions/"+id+"/messages", map[string]string{"request_id": rid, "content": "again"})
+		// A retry is the same message: the same text under the same id.
+		r := e.call("POST", "/v1/sessions/"+id+"/messages", map[string]string{"request_id": rid, "content": w.content})
 		var a acceptedOut
 		r.json(t, &a)
 		if r.status != http.StatusAccepted || a.Delivered == nil || a.Delivered.Outcome != w.outcome || a.Delivered.Turn != w.turn {

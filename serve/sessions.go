@@ -132,6 +132,19 @@ func (s *Server) notOpen(ctx stdctx.Context, id string, err error) error {
 	return errs.New(sessions.Closed, fmt.Sprintf("session %q is not open; POST /v1/sessions/%s/resume opens it", id, id))
 }
 
+// exists is nil when session id is open or persisted, else its
+// SESSION_NOT_FOUND (or the store's error).
+func (s *Server) exists(ctx stdctx.Context, id string) error {
+	if _, open := s.info(ctx, id); open {
+		return nil
+	}
+	_, found, err := s.persisted(ctx, id)
+	if err == nil && !found {
+		err = notFound(id)
+	}
+	return err
+}
+
 func notFound(id string) error {
 	return errs.New(sessions.NotFound, fmt.Sprintf("no session %q, open or persisted; GET /v1/sessions lists them", id))
 }
@@ -500,12 +513,23 @@ func (s *Server) closeHeld(ctx stdctx.Context, id string) error {
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if !session.ValidID(id) {
+		// As for every route: an id that cannot name a session names
+		// none, whatever the store would say of its form.
+		s.writeError(w, r, notFound(id))
+		return
+	}
 	if err := s.o.Sessions.Delete(r.Context(), id); err != nil {
 		if errs.HasCode(err, session.NotFound) {
 			err = notFound(id)
 		}
 		s.writeError(w, r, err)
 		return
+	}
+	// The session is gone: its title goes too, or the next session given
+	// its id would inherit it. The delete stands if this fails.
+	if err := s.titleStore().set(id, ""); err != nil {
+		s.log.Warn("a deleted session's title stays in the titles file", "session", id, "error", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -115,6 +115,8 @@ var statuses = map[errs.Code]int{
 	sessions.PromptRejected: http.StatusUnprocessableEntity,
 	// A retry of a message that was dropped: the request id is spent.
 	sessions.MessageDropped: http.StatusConflict,
+	// A request id spent on another message: retrying cannot help.
+	sessions.RequestIDReused: http.StatusConflict,
 	// Rewinds (docs/rewind.md).
 	session.RewindBadPoint:    http.StatusBadRequest,
 	session.NothingToRedo:     http.StatusConflict,

@@ -106,3 +106,36 @@ func TestARunCutByACrashIsDeliveredAgainOnlyWithCatchUp(t *testing.T) {
 		t.Fatalf("the own run of 11:00 ran %d turns", n)
 	}
 }
+
+// A run cut by a crash whose prompt was edited before the catch-up
+// delivers other text under the run's request id: its session refuses it
+// as a reused request id, and the scheduler gives the run up rather than
+// trying it again and again.
+func TestACutRunWhosePromptChangedIsGivenUp(t *testing.T) {
+	e := newEnv(t, "", cut)
+	first := e.start()
+	e.clock.set(at("10:00"))
+	e.waitLog("schedule run ended", "schedule=eager")
+	if err := first.Stop(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range e.cfg.Serve.Schedules {
+		if e.cfg.Serve.Schedules[i].Name == "eager" {
+			e.cfg.Serve.Schedules[i].Prompt = "edited {{.Name}}"
+		}
+	}
+	crashState(t, e.state, at("10:00"), at("10:00"))
+	second := e.start()
+	e.waitLog("not delivered", "schedule=eager", "AGENT_REQUEST_ID_REUSED")
+	// Long enough for a few of the retries' backoffs.
+	time.Sleep(time.Second)
+	if err := second.Stop(stdctx.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.logs.count("not delivered", "schedule=eager"); n != 1 {
+		t.Fatalf("the run was tried %d times; want once:\n%s", n, e.logs.all())
+	}
+	if got := e.prompts("sched-eager"); len(got) != 1 || got[0] != "eager 10:00" {
+		t.Fatalf("the session's prompts: %q", got)
+	}
+}

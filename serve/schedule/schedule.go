@@ -502,7 +502,9 @@ func (s *Scheduler) deliver(e *entry, t time.Time) (retry bool) {
 		// the outcome says refused, expired or dropped, and nothing ran.
 		s.log.Warn("the schedule's run was not delivered", "schedule", e.name, "request_id", id,
 			"outcome", sessions.FateOf(err), "code", errs.CodeOf(err), "reason", errs.ReasonOf(err), "error", err)
-		return sessions.FateOf(err) == "" && !errs.HasCode(err, unattended.Closed)
+		// A run whose request id the session holds for other text (the
+		// prompt was edited before a catch-up) never will take it.
+		return sessions.FateOf(err) == "" && !errs.HasCode(err, unattended.Closed) && !errs.HasCode(err, sessions.RequestIDReused)
 	}
 	s.log.Info("schedule run delivered", "schedule", e.name, "request_id", id, "session", d.Session, "message_id", d.MessageID)
 	<-d.Done

@@ -47,6 +47,9 @@ func TestPageRoutes(t *testing.T) {
 	if st != 200 || out["currency"] != "EUR" || models["scripted-1"] == nil {
 		t.Fatalf("pricing: %d %v", st, out)
 	}
+	if st, out := apiCall(t, e, "POST", "/v1/sessions", `{"session_id":"s-1"}`); st != 201 {
+		t.Fatalf("open: %d %v", st, out)
+	}
 	if st, out := apiCall(t, e, "POST", "/v1/sessions/s-1/title", `{"title":"  fix   the build "}`); st != 200 || out["title"] != "fix the build" {
 		t.Fatalf("title: %d %v", st, out)
 	}

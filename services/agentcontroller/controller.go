@@ -62,7 +62,7 @@ var Plugin = dshctx.Define("agentController", func(ctx *dshctx.Context, _ dshctx
 	if err != nil {
 		return err
 	}
-	c := &Controller{registry: reg, chains: map[string]*chain{}, emitting: map[string]emitQueue{}, accepted: map[acceptKey]string{}, refused: map[acceptKey]session.Event{}}
+	c := &Controller{registry: reg, chains: map[string]*chain{}, emitting: map[string]emitQueue{}, accepted: map[acceptKey]llm.Message{}, refused: map[acceptKey]session.Event{}}
 	c.stop, c.cancel = stdctx.WithCancel(stdctx.Background())
 	// Registered first, so it runs last: by then the listeners below are
 	// gone and every pending delivery has settled.
@@ -94,10 +94,11 @@ type Controller struct {
 	// emitting holds the insertions of an agent whose inserted events are
 	// not all emitted yet; an agent with none has no entry.
 	emitting map[string]emitQueue
-	// accepted maps request ids admitted into an inbox to their message
-	// ids until the session records them; from then on the session's
-	// own index answers.
-	accepted map[acceptKey]string
+	// accepted maps request ids admitted into an inbox to their messages
+	// until the session records them; from then on the session's own
+	// index answers. The message, not its id alone: a retry is checked
+	// against who sent it and what it said.
+	accepted map[acceptKey]llm.Message
 	// refused maps request ids whose messages never entered the inbox
 	// to their message/refused, message/expired or (withdrawn by a
 	// cancel) message/dropped event until the session records it, as
@@ -316,7 +317,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	if req.RequestID != "" {
 		// A retry learns the recorded outcome: a message that was
 		// dropped, refused or expired is not decided a second time.
-		if out, ok := c.recorded(agent, req.RequestID); ok {
+		if out, ok := c.recorded(agent, req); ok {
 			return out
 		}
 	}
@@ -452,7 +453,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	in := Inserted{Agent: agent, Message: msg, Mode: req.Mode, Source: req.Source}
 	out := outcome{id: msg.ID}
 	if req.RequestID != "" {
-		c.accepted[acceptKey{agent.ID(), req.RequestID}] = msg.ID
+		c.accepted[acceptKey{agent.ID(), req.RequestID}] = msg
 	}
 	// Decided while the delivery still heads the chain, so the events keep
 	// the order of the insertions: the first emits, later ones queue.

@@ -87,6 +87,18 @@ func stopped() *errs.Error {
 // "by".
 const MessageDropped errs.Code = "AGENT_MESSAGE_DROPPED"
 
+// RequestIDReused refuses a request id that an agent already took for
+// another message: sent by another principal, or with other text. Its
+// message names neither the other sender nor what they sent.
+const RequestIDReused errs.Code = "AGENT_REQUEST_ID_REUSED"
+
+func requestIDReused(agentID, requestID string) *errs.Error {
+	e := errs.New(RequestIDReused, fmt.Sprintf(
+		"request_id %q was already used for another message to agent %q (by another caller, or with other text); a request_id names one message: send a retry with the same text, and a new message under a new request_id", requestID, agentID))
+	e.Details = map[string]any{"request_id": requestID}
+	return e
+}
+
 // ReasonDropped goes with MessageDropped.
 const ReasonDropped = "agent-controller/dropped"
 

@@ -4,6 +4,7 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/agents"
@@ -149,12 +150,16 @@ func (c *Controller) Unwritten(agentID, requestID string) (session.Event, bool) 
 // recorded answers a retry of a request id from what became of its first
 // attempt: the message id of one accepted (queued, delivered or merged),
 // or the error of one dropped, refused or expired. ok is false for a
-// request id never seen.
-func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bool) {
+// request id never seen. A request id reused by another sender, or for
+// other text, is refused (RequestIDReused): answering it with the first
+// message's fate would lose the second message and tell its sender of a
+// message that is not theirs.
+func (c *Controller) recorded(agent agents.Agent, req Request) (outcome, bool) {
+	requestID := req.RequestID
 	key := acceptKey{agent.ID(), requestID}
 	c.mu.Lock()
 	refused, isRefused := c.refused[key]
-	id, isAccepted := c.accepted[key]
+	msg, isAccepted := c.accepted[key]
 	c.mu.Unlock()
 	s := agent.Session()
 	if isRefused {
@@ -165,6 +170,9 @@ func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bo
 				refused = ev
 			}
 		}
+		if !sameRequest(req, refused.Message) {
+			return outcome{err: requestIDReused(agent.ID(), requestID)}, true
+		}
 		if refused.Type == session.MessageDropped {
 			// Withdrawn on its way in by a cancel (see Withdraw).
 			return outcome{err: DroppedError(agent.ID(), refused)}, true
@@ -172,7 +180,10 @@ func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bo
 		return outcome{err: RecordedRefusal(agent.ID(), refused)}, true
 	}
 	if isAccepted {
-		return outcome{id: id}, true
+		if !sameRequest(req, &msg) {
+			return outcome{err: requestIDReused(agent.ID(), requestID)}, true
+		}
+		return outcome{id: msg.ID}, true
 	}
 	if s == nil {
 		return outcome{}, false
@@ -181,6 +192,9 @@ func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bo
 	if !ok {
 		return outcome{}, false
 	}
+	if !sameRequest(req, ev.Message) {
+		return outcome{err: requestIDReused(agent.ID(), requestID)}, true
+	}
 	switch ev.Type {
 	case session.MessageDropped:
 		return outcome{err: DroppedError(agent.ID(), ev)}, true
@@ -188,6 +202,25 @@ func (c *Controller) recorded(agent agents.Agent, requestID string) (outcome, bo
 		return outcome{err: RecordedRefusal(agent.ID(), ev)}, true
 	}
 	return outcome{id: ev.Message.ID}, true
+}
+
+// sameRequest reports whether req retries the request that became m:
+// the same principal, and the same text. A message made of attachments
+// keeps the text of its text parts after req's, so only its start is
+// compared; the attachments themselves are not. A record without its
+// message (none is kept) cannot be told apart and passes.
+func sameRequest(req Request, m *llm.Message) bool {
+	if m == nil {
+		return true
+	}
+	var from Principal
+	if m.From != nil {
+		from = m.From.Principal
+	}
+	if from != req.Source.Principal {
+		return false
+	}
+	return m.Content == req.Content || (len(m.Parts) > 0 && strings.HasPrefix(m.Content, req.Content))
 }
 
 // RecordedRefusal is the answer to a retry of a request whose message was

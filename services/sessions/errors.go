@@ -163,6 +163,9 @@ const (
 	// MessageDropped: a retry of a request whose message a cancel or a
 	// close dropped (see DroppedError).
 	MessageDropped = agentcontroller.MessageDropped
+	// RequestIDReused: a request id already taken for another message
+	// (another sender, or other text).
+	RequestIDReused = agentcontroller.RequestIDReused
 	// AgentExists: an agent id is taken by a live agent.
 	AgentExists = agents.AgentExists
 )

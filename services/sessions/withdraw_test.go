@@ -79,13 +79,14 @@ func TestCancelWithdrawsWhatIsStillInAdmission(t *testing.T) {
 	if end, err := running.Wait(ctx); err != nil || end.End.Reason != "aborted" {
 		t.Fatalf("the running turn: %+v %v", end, err)
 	}
-	for _, rid := range []string{"r2", "r3", "r4"} {
+	for rid, content := range map[string]string{"r2": "hold me", "r3": "behind the held one", "r4": "steer behind it"} {
 		o, ok, err := e.ctl.Outcome(ctx, "w", rid)
 		if err != nil || !ok || o.Outcome != sessions.FateDropped || o.By != "the test" || o.Reason != session.DroppedCancelled {
 			t.Fatalf("outcome of %s: %+v %v %v", rid, o, ok, err)
 		}
-		// A retry is answered from the record, not decided again.
-		if _, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: rid, Content: "hold me"}); !errs.HasCode(err, sessions.MessageDropped) {
+		// A retry (the same text) is answered from the record, not
+		// decided again.
+		if _, err := e.ctl.Prompt(ctx, "w", sessions.PromptRequest{RequestID: rid, Content: content}); !errs.HasCode(err, sessions.MessageDropped) {
 			t.Fatalf("retry of %s: %v, want %s", rid, err, sessions.MessageDropped)
 		}
 	}
