@@ -18,6 +18,13 @@ const probeParent = `{
     if : < /proc/$PPID/$f 2>/dev/null; then echo "open=$f"; fi
   done
   if ls /proc/$PPID/fd >/dev/null 2>&1; then echo "open=fd"; fi
+  for d in /proc/[0-9]*; do
+    if [ "$(cat $d/comm 2>/dev/null)" = dsh-guard ]; then
+      echo "plugin=found"
+      if : < $d/environ 2>/dev/null; then echo "open=plugin-environ"; fi
+      if : < $d/mem 2>/dev/null; then echo "open=plugin-mem"; fi
+    fi
+  done
   tr '\0' '\n' < /proc/$PPID/environ 2>/dev/null | grep TEST_PROVIDER_KEY
   echo "sandboxed=$(cat sandboxed 2>&1)"
 } > report.txt
@@ -91,7 +98,15 @@ func probeDsh(t *testing.T, preset string, flags ...string) string {
 	}
 	cfgDir := openDir(t)
 	cfg := filepath.Join(cfgDir, "config.yaml")
-	text := "plugins:\n  - use: llm.scripted\n    config:\n      replies:\n" +
+	plugin := filepath.Join(openDir(t), "dsh-guard")
+	data, err := os.ReadFile(admissionPlugin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plugin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := "plugins:\n  - id: no-secrets\n    exec: " + plugin + "\n    config: {word: password}\n  - use: llm.scripted\n    config:\n      replies:\n" +
 		"        - tool_calls: [{name: bash, arguments: '{\"command\": \". ./probe.sh\"}'}]\n" +
 		"        - text: done\n" +
 		"agents:\n  - id: coder\n    provider: scripted\n    preset: " + preset + "\n    workspace: " + ws + "\nlog:\n  level: warn\n"
@@ -110,12 +125,13 @@ func probeDsh(t *testing.T, preset string, flags ...string) string {
 // the sandbox (bash with sandbox.mode: off, as full-access runs it; a
 // hook, an MCP server, a plugin binary) runs as dsh's own user. It gets a
 // minimal environment; it must not read dsh's whole one, nor dsh's memory
-// or descriptors, through /proc either. dsh marks itself non-dumpable,
-// which gives those entries to root.
+// or descriptors, through /proc either, nor a Go plugin's (its mTLS
+// certificate, its config). dsh and the SDK mark their processes
+// non-dumpable, which gives those entries to root.
 func TestUnsandboxedChildCannotReadDshsSecrets(t *testing.T) {
 	report := probeDsh(t, "full-access")
-	if !strings.Contains(report, "comm=dsh\n") {
-		t.Fatalf("the probe's parent was not dsh, so it proves nothing:\n%s", report)
+	if !strings.Contains(report, "comm=dsh\n") || !strings.Contains(report, "plugin=found\n") {
+		t.Fatalf("the probe's parent was not dsh, or it found no plugin, so it proves nothing:\n%s", report)
 	}
 	if strings.Contains(report, "open=") || strings.Contains(report, "sk-live-0123") {
 		t.Fatalf("a child outside the sandbox reached dsh's secrets:\n%s", report)
@@ -134,3 +150,20 @@ func TestSandboxStillStartsForANonDumpableDsh(t *testing.T) {
 		t.Fatalf("the sandboxed command did not run, or reached dsh:\n%s", report)
 	}
 }
+
+// admissionPlugin builds examples/plugin-admission once per test binary,
+// beside dshBin (which TestMain removes).
+var admissionPlugin = func() func(t *testing.T) string {
+	var bin string
+	return func(t *testing.T) string {
+		t.Helper()
+		if bin == "" {
+			out := filepath.Join(filepath.Dir(dshBin), "plugin-admission")
+			if b, err := exec.Command("go", "build", "-o", out, "../../examples/plugin-admission").CombinedOutput(); err != nil {
+				t.Fatalf("go build examples/plugin-admission: %v\n%s", err, b)
+			}
+			bin = out
+		}
+		return bin
+	}
+}()
