@@ -151,8 +151,6 @@ func gitConfigSet(e *effect, ws []shell.Word) {
 		case isAlias:
 			if c, ok := strings.CutPrefix(strings.TrimSpace(v.Value), "!"); ok {
 				e.code = append(e.code, c)
-			} else {
-				e.runs = false
 			}
 		case kind == gitKeyOpaque:
 			e.opaque = "git config stores a setting git acts on later: " + why
