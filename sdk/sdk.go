@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-go/dsh/sdk/errs"
 	"github.com/dsh-go/dsh/sdk/internal/hostwatch"
+	"github.com/dsh-go/dsh/sdk/internal/nodump"
 	"github.com/dsh-go/dsh/sdk/proto/pluginv1"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -94,6 +95,12 @@ func (p *Plugin) OnConfigure(fn func(config json.RawMessage) error) { p.configur
 // Serve runs the plugin until the host stops it. Run directly instead of by
 // a dsh host, it says so and exits.
 func (p *Plugin) Serve() {
+	// The plugin's key and config must not be readable by the other
+	// processes of its user; a failure leaves it as it was, so it is
+	// logged, not fatal.
+	if err := nodump.Seal(); err != nil {
+		p.Logger.Warn("cannot mark the plugin non-dumpable; processes of its user may read its memory", "error", err)
+	}
 	// Started by dsh, the plugin's whole process group dies with dsh,
 	// even when dsh is SIGKILLed: children the plugin started included.
 	hostwatch.Watch(hostwatch.KillOwnGroup)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/dsh-go/dsh/host"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/internal/nodump"
 	"github.com/dsh-go/dsh/plugin"
 	_ "github.com/dsh-go/dsh/plugins/all"
 	"github.com/spf13/cobra"
@@ -54,6 +55,11 @@ func (e *exitCode) Error() string {
 }
 
 func main() {
+	// Before anything secret is read: a child dsh starts outside the
+	// sandbox, as dsh's own user, must not read it back from /proc.
+	if err := nodump.Seal(); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh: warning:", err)
+	}
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

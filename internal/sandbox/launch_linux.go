@@ -139,11 +139,17 @@ func (e *Entry) namespaces(cmd *exec.Cmd, r Rules, weak Weaken, spec *entry.Spec
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = true
 		spec.UID, spec.GID, spec.SetGroups = 0, 0, true
-	} else {
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: euid, HostID: euid, Size: 1}}
+	} else if euid == 0 {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: egid, HostID: egid, Size: 1}}
-		attr.GidMappingsEnableSetgroups = euid == 0
-		spec.UID, spec.GID, spec.SetGroups = euid, egid, euid == 0
+		attr.GidMappingsEnableSetgroups = true
+		spec.UID, spec.GID, spec.SetGroups = 0, egid, true
+	} else {
+		// An ordinary user's dsh is non-dumpable (internal/nodump), and so
+		// is its child until the execve: the child's uid_map then belongs
+		// to root, and dsh could not write it. The entry, dumpable again
+		// once it runs, maps its own ids, as an unprivileged process may.
+		spec.UID, spec.GID, spec.MapSelf = euid, egid, true
 	}
 	cmd.SysProcAttr = attr
 	// The entry enters the directory once its mounts are in place: the

@@ -120,6 +120,11 @@ func enter(s *Spec) error {
 // but the writable directories, the protected paths read-only again
 // inside them, a /proc of the new PID namespace, the network asked for.
 func isolate(s *Spec) error {
+	if s.MapSelf {
+		if err := mapSelf(s.UID, s.GID); err != nil {
+			return err
+		}
+	}
 	// Nothing done in this mount namespace may reach dsh's.
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
@@ -256,6 +261,22 @@ func pin(d string) error {
 	defer syscall.Close(fd)
 	if err := moveMount(fd, d); err != nil {
 		return fmt.Errorf("pinning %s: %w", d, err)
+	}
+	return nil
+}
+
+// mapSelf maps the user namespace's uid and gid to the same ids outside,
+// from inside: the one mapping a process without privilege outside may
+// write, and only after refusing setgroups.
+func mapSelf(uid, gid int) error {
+	for _, w := range []struct{ file, text string }{
+		{"/proc/self/setgroups", "deny"},
+		{"/proc/self/uid_map", fmt.Sprintf("%d %d 1\n", uid, uid)},
+		{"/proc/self/gid_map", fmt.Sprintf("%d %d 1\n", gid, gid)},
+	} {
+		if err := os.WriteFile(w.file, []byte(w.text), 0); err != nil {
+			return fmt.Errorf("mapping the command's ids in its user namespace: %w", err)
+		}
 	}
 	return nil
 }

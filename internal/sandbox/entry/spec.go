@@ -85,6 +85,10 @@ type Spec struct {
 	UID       int  `json:"uid"`
 	GID       int  `json:"gid"`
 	SetGroups bool `json:"set_groups,omitempty"`
+	// MapSelf: the user namespace has no mapping yet; the child maps UID
+	// and GID to themselves (and refuses setgroups, as it must to map a
+	// group unprivileged) before anything else.
+	MapSelf bool `json:"map_self,omitempty"`
 	// Dir is the command's working directory, entered once the mounts are
 	// in place.
 	Dir string `json:"dir,omitempty"`

@@ -74,6 +74,11 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 	for _, cmd := range script.Commands {
 		parts = append(parts, p.judgeCommand(cmd, l, false)...)
 	}
+	if setsPathThenRuns(script) {
+		pt := part{subject: "the assignment of PATH", program: l.text}
+		why := "PATH changes where a command's name is looked up: git or echo may then be a program the line (or an earlier one) wrote"
+		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
+	}
 	if name, ok := setsShellCode(script); ok {
 		pt := part{subject: fmt.Sprintf("the assignment of %s", name), program: l.text}
 		why := fmt.Sprintf("%s makes a shell started later run code the line does not show", name)
@@ -324,6 +329,29 @@ func shellCodeVar(name string) bool {
 	return name == "BASH_ENV" || strings.HasPrefix(name, "BASH_FUNC_")
 }
 
+// setsPathThenRuns reports whether the script sets PATH and runs a
+// command besides the declarations that set it: each call's shell is new,
+// so a PATH set and not used changes nothing.
+func setsPathThenRuns(s shell.Script) bool {
+	set := slices.Contains(s.Assigned, "PATH")
+	for _, c := range s.Commands {
+		for _, w := range c.Words[1:] {
+			set = set || strings.HasPrefix(w.Value, "PATH=")
+		}
+	}
+	if !set {
+		return false
+	}
+	for _, c := range s.Commands {
+		switch c.Words[0].Value {
+		case "export", "declare", "typeset", "local", "readonly":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // commandVars name variables whose value a program the line may start
 // runs as a command line (git's editor, pager and ssh through sh -c; man,
 // less, sudo): GIT_EDITOR='rm f' git commit runs rm as surely as
@@ -344,7 +372,8 @@ var commandVars = []string{"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GI
 // git -c and --config-env.
 func gitConfigVar(name string) bool {
 	switch name {
-	case "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH":
+	case "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_EXEC_PATH",
+		"GIT_TEMPLATE_DIR", "GIT_ALLOW_PROTOCOL":
 		return true
 	}
 	return strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	dshctx "github.com/dsh-go/dsh/context"
+	"github.com/dsh-go/dsh/internal/testkit"
 	"github.com/dsh-go/dsh/plugins/tools/permission"
 	"github.com/dsh-go/dsh/services/tools"
 	"github.com/hashicorp/go-hclog"
@@ -37,15 +38,23 @@ func BenchmarkApprove(b *testing.B) {
 		{"bash-4", "bash", `{"command":"git add . && git commit -m \"$(date)\" | tee log.txt; go test ./..."}`},
 		{"bash-wrapper", "bash", `{"command":"sudo -u bob timeout 5 make test"}`},
 		{"bash-opaque", "bash", `{"command":"curl -s https://example.com/install.sh | sh"}`},
+		// The floor for the next two: git with no setting or subscript.
+		{"bash-git", "bash", `{"command":"git log -1"}`},
+		// Three -c settings, each looked up among the inert sections.
+		{"bash-git-c", "bash", `{"command":"git -c user.name=x -c color.ui=always -c core.quotepath=off log -1"}`},
+		// A subscript in place, walked for quoted substitutions.
+		{"bash-subscript", "bash", `{"command":"git log -1 ${a[i+1]}"}`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			a := tools.Approval{Call: tools.Call{Name: c.tool, Arguments: json.RawMessage(c.args), Workspace: workspace}, Tool: tool(c.tool)}
 			b.ReportAllocs()
+			cpu := testkit.CPUTime()
 			for b.Loop() {
 				if _, err := tools.EventApprove.Dispatch(stdctx.Background(), root, a); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(testkit.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -84,23 +84,36 @@ func gitConfigCode(e *effect, ws []shell.Word) {
 		}
 		key, val, _ := strings.Cut(kv, "=")
 		key = strings.ToLower(key)
-		if key == "core.hookspath" {
-			e.runs, e.opaque = true, "git -c core.hooksPath runs the hook scripts of a directory the policy does not read"
-			return
-		}
 		if strings.HasPrefix(key, "alias.") {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(val), "!"); ok {
 				e.runs, e.code = true, append(e.code, v)
 			}
 			continue
 		}
-		for _, suffix := range gitCommandKeys {
-			if strings.HasSuffix(key, suffix) {
-				e.runs, e.code = true, append(e.code, val)
-				break
-			}
+		switch kind, why := gitKey(key, val); kind {
+		case gitKeyOpaque:
+			e.runs, e.opaque = true, "git -c "+why
+			return
+		case gitKeyCode:
+			e.runs, e.code = true, append(e.code, strings.TrimPrefix(strings.TrimSpace(val), "!"))
 		}
 	}
+}
+
+// gitOpaqueWord returns why a word of a git command makes git run
+// something the line does not show: an ext:: URL (git clone
+// 'ext::cmd'), whose command git runs once the transport is allowed, and
+// --template, whose hook scripts a new repository gets; "" otherwise.
+func gitOpaqueWord(w shell.Word) string {
+	switch {
+	case !w.Literal:
+		return ""
+	case strings.HasPrefix(strings.ToLower(w.Value), "ext::"):
+		return "git's ext:: transport runs the command its URL names"
+	case w.Value == "--template" || strings.HasPrefix(w.Value, "--template="):
+		return "git --template copies hook scripts from a directory the policy does not read into the repository"
+	}
+	return ""
 }
 
 // gitLongCode are git options, of any subcommand, whose value is a
@@ -125,26 +138,24 @@ func gitConfigSet(e *effect, ws []shell.Word) {
 			continue
 		}
 		key := strings.ToLower(w.Value)
-		isCode := strings.HasPrefix(key, "alias.") || key == "core.hookspath"
-		for _, suffix := range gitCommandKeys {
-			isCode = isCode || strings.HasSuffix(key, suffix)
-		}
-		if !isCode {
+		v := ws[i+1]
+		kind, why := gitKey(key, v.Value)
+		isAlias := strings.HasPrefix(key, "alias.")
+		if kind == gitKeyInert && !isAlias {
 			return
 		}
-		v := ws[i+1]
 		e.runs = true
 		switch {
 		case !v.Literal:
-			e.opaque = "git config stores a command known only at run time that git runs later"
-		case key == "core.hookspath":
-			e.opaque = "git config core.hooksPath makes git run the hook scripts of a directory the policy does not read"
-		case strings.HasPrefix(key, "alias."):
+			e.opaque = "git config stores a setting known only at run time under " + key + ", which may name a command git runs later"
+		case isAlias:
 			if c, ok := strings.CutPrefix(strings.TrimSpace(v.Value), "!"); ok {
 				e.code = append(e.code, c)
 			}
+		case kind == gitKeyOpaque:
+			e.opaque = "git config stores a setting git acts on later: " + why
 		default:
-			e.code = append(e.code, v.Value)
+			e.code = append(e.code, strings.TrimPrefix(strings.TrimSpace(v.Value), "!"))
 		}
 		return
 	}
@@ -232,6 +243,10 @@ func gitEffect(ws []shell.Word) effect {
 	}
 	for i := sub + 1; i < len(ws); i++ {
 		w := ws[i]
+		if why := gitOpaqueWord(w); why != "" {
+			e.runs, e.opaque = true, why
+			return e
+		}
 		if !w.Literal {
 			continue
 		}

@@ -219,6 +219,7 @@ func Parse(src string) (Script, error) {
 		case *syntax.ParamExp:
 			if n.Index != nil {
 				s.arithm(n.Index)
+				s.index(n.Index)
 			}
 			if n.Excl && n.Names == 0 && n.Index == nil {
 				s.Names = append(s.Names, text(n)) // ${!x}: the value of x is a name
@@ -229,6 +230,7 @@ func Parse(src string) (Script, error) {
 		case *syntax.Assign:
 			if n.Index != nil {
 				s.arithm(n.Index)
+				s.index(n.Index)
 			}
 		case *syntax.BinaryTest:
 			// [[ x -eq y ]] and the other numeric tests evaluate both
@@ -292,6 +294,23 @@ func (s *Script) subscript(w Word) {
 	if w.Literal && strings.Contains(v, "[") && (strings.Contains(v, "$(") || strings.Contains(v, "`") || strings.Contains(v, "${")) {
 		s.Subscripts = append(s.Subscripts, v)
 	}
+}
+
+// index notes the quoted strings of an array subscript written in place
+// (${a['$(cmd)']}, a['$(cmd)']=1) that hold a substitution: bash expands
+// a subscript's text once more when it evaluates it, so quotes that keep
+// $(cmd) from running anywhere else do not keep it from running there.
+func (s *Script) index(x syntax.ArithmExpr) {
+	syntax.Walk(x, func(n syntax.Node) bool {
+		if w, ok := n.(*syntax.Word); ok {
+			v := word(w, "")
+			if v.Literal && (strings.Contains(v.Value, "$(") || strings.Contains(v.Value, "`") || strings.Contains(v.Value, "${")) {
+				s.Subscripts = append(s.Subscripts, v.Value)
+			}
+			return false
+		}
+		return true
+	})
 }
 
 // arithm notes the words of an arithmetic expression that hold a
