@@ -225,6 +225,7 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 	}
 	l.registry.Publish(a)
 	agents.EventCreated.Emit(stdctx.Background(), scope, a)
+	a.requeue()
 	return agents.NewHandle(a, func(ctx stdctx.Context) error {
 		if err := a.teardown(ctx); err != nil {
 			return err

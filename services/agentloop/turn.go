@@ -46,6 +46,7 @@ func (a *ReactLoopAgent) drive() {
 		// Everything queued by now goes into this turn together; what is
 		// queued after it started waits for the next.
 		msgs := a.inbox.queued.drain()
+		a.busy = len(msgs) > 0 && !a.disposed
 		if len(msgs) == 0 || a.disposed {
 			a.mu.Unlock()
 			// Report idle while still counted as driving, so a message
