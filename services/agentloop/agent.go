@@ -49,14 +49,14 @@ type ReactLoopAgent struct {
 	// session never looks. Set by the driver, read by the driver.
 	parts atomic.Bool
 
-	mu       sync.Mutex
-	inbox    Inbox
-	status   agents.Status
-	driving  bool
+	mu      sync.Mutex
+	inbox   Inbox
+	status  agents.Status
+	driving bool
 	// busy: the driver has taken messages for a turn and not come back
 	// for more, so a message queued now waits for that turn to end and
 	// is recorded as queued meanwhile (see enqueue).
-	busy bool
+	busy     bool
 	turn     int
 	disposed bool
 	// cancelled marks the current or next turn as cancelled; the driver
