@@ -142,12 +142,12 @@ func (a *ReactLoopAgent) dropTaken(msgs []llm.Message) {
 // sender told so, and the process that held it in memory stopped before
 // a turn took it or a cancel or a close dropped it. Each runs once, in a
 // turn of its own (or with the others requeued), its retry answered with
-// its message id (the log's record of its request id). A fresh session
-// has none.
-func (a *ReactLoopAgent) requeue() {
+// its message id (the log's record of its request id). queued are the
+// log's message/queued events, in order; a fresh session has none.
+func (a *ReactLoopAgent) requeue(queued []session.Event) {
 	var msgs []llm.Message
-	for _, e := range a.sess.Events(1) {
-		if e.Type != session.MessageQueued || e.Message == nil || e.RequestID == "" {
+	for _, e := range queued {
+		if e.Message == nil || e.RequestID == "" {
 			continue
 		}
 		if last, ok := a.sess.Outcome(e.RequestID); ok && last.Seq == e.Seq {
