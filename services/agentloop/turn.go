@@ -448,6 +448,10 @@ func (a *ReactLoopAgent) recordSteering(turn, step int) int {
 	a.mu.Unlock()
 	if len(msgs) > 0 {
 		a.recordDecisions(turn, step)
+		// A steer accepted during the turn has its message/queued
+		// handed over; it goes first, so the steering/message is the
+		// request's last event, its outcome.
+		a.appendRefusals()
 	}
 	for i := range msgs {
 		a.unattended = a.unattended || msgs[i].Unattended
