@@ -43,8 +43,15 @@ type recordWaiter interface {
 // It runs after the delivery left its agent's chain, so the deliveries
 // behind it go on meanwhile and the refusals of a flood share the
 // agent's checkpoints.
+//
+// A message accepted with a request id waits the same way, until the log
+// holds a record of it: the user/message of the turn it started, or the
+// message/queued the agent writes while a turn runs. A sender told
+// "accepted" must not lose its message to a crash that follows the
+// answer; a retry after the restart finds the record and the resumed
+// session runs the message once.
 func awaitRecord(ctx stdctx.Context, agent agents.Agent, requestID string, err error) {
-	if err == nil || requestID == "" || OutcomeOf(err) == "" {
+	if requestID == "" || (err != nil && OutcomeOf(err) == "") {
 		return
 	}
 	if w, ok := agent.(recordWaiter); ok {

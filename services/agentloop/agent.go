@@ -49,10 +49,14 @@ type ReactLoopAgent struct {
 	// session never looks. Set by the driver, read by the driver.
 	parts atomic.Bool
 
-	mu       sync.Mutex
-	inbox    Inbox
-	status   agents.Status
-	driving  bool
+	mu      sync.Mutex
+	inbox   Inbox
+	status  agents.Status
+	driving bool
+	// busy: the driver has taken messages for a turn and not come back
+	// for more, so a message queued now waits for that turn to end and
+	// is recorded as queued meanwhile (see enqueue).
+	busy     bool
 	turn     int
 	disposed bool
 	// cancelled marks the current or next turn as cancelled; the driver
@@ -165,8 +169,36 @@ func (a *ReactLoopAgent) enqueue(msg llm.Message, steer bool) error {
 	} else {
 		a.inbox.queued.push(msg)
 	}
+	if a.busy && msg.RequestID != "" {
+		a.recordQueuedLocked(msg)
+		return nil
+	}
 	a.wakeLocked()
 	return nil
+}
+
+// recordQueuedLocked hands over the message/queued event of msg, which
+// waits behind the running turn: its sender is told it was accepted once
+// the event is durable (the agent controller waits, WaitRecorded), so a
+// crash before the turn that takes it does not lose it — a resume queues
+// it again (requeue). The outcome writer checkpoints it as soon as the
+// driver waits on the model or a tool, or the driver's next checkpoint
+// does; with the admission record that let it in, which would otherwise
+// wait in memory for the turn. An idle agent's message needs none: the
+// turn it starts records it at its first checkpoint. The caller holds
+// a.mu; the driver runs.
+func (a *ReactLoopAgent) recordQueuedLocked(msg llm.Message) {
+	h := handedOutcome{ev: session.Event{Type: session.MessageQueued, Message: &msg, RequestID: msg.RequestID}}
+	for i := range a.decisions {
+		d := a.decisions[i]
+		if d.Stage == session.StageAdmission && d.RequestID == msg.RequestID && d.Verdict == "admit" {
+			a.decisions = append(a.decisions[:i:i], a.decisions[i+1:]...)
+			h.decision = &d
+			break
+		}
+	}
+	a.refusals = append(a.refusals, h)
+	a.startWriterLocked()
 }
 
 // wakeLocked starts the driver if it is not running.

@@ -136,3 +136,34 @@ func (a *ReactLoopAgent) dropTaken(msgs []llm.Message) {
 	a.mu.Unlock()
 	a.recordDropped()
 }
+
+// requeue queues again the messages a resumed log holds as queued with
+// nothing after them (session.MessageQueued): each was accepted and its
+// sender told so, and the process that held it in memory stopped before
+// a turn took it or a cancel or a close dropped it. Each runs once, in a
+// turn of its own (or with the others requeued), its retry answered with
+// its message id (the log's record of its request id). queued are the
+// log's message/queued events, in order; a fresh session has none.
+func (a *ReactLoopAgent) requeue(queued []session.Event) {
+	var msgs []llm.Message
+	for _, e := range queued {
+		if e.Message == nil || e.RequestID == "" {
+			continue
+		}
+		if last, ok := a.sess.Outcome(e.RequestID); ok && last.Seq == e.Seq {
+			msgs = append(msgs, *e.Message)
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.disposed {
+		return
+	}
+	for _, m := range msgs {
+		a.inbox.queued.push(m)
+	}
+	a.wakeLocked()
+}

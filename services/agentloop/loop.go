@@ -200,9 +200,13 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 	if a.workspace, err = workspace(id, opts.Workspace); err != nil {
 		return nil, err
 	}
+	var queued []session.Event
 	for _, e := range sess.Events(1) {
 		if e.Type == session.TurnStart {
 			a.turn = e.Turn
+		}
+		if e.Type == session.MessageQueued {
+			queued = append(queued, e)
 		}
 		if e.Message != nil {
 			a.noteParts(*e.Message)
@@ -225,6 +229,7 @@ func (l *Loop) build(id string, opts agents.Options, setup func(*dshctx.Context)
 	}
 	l.registry.Publish(a)
 	agents.EventCreated.Emit(stdctx.Background(), scope, a)
+	a.requeue(queued)
 	return agents.NewHandle(a, func(ctx stdctx.Context) error {
 		if err := a.teardown(ctx); err != nil {
 			return err

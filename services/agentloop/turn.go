@@ -46,6 +46,7 @@ func (a *ReactLoopAgent) drive() {
 		// Everything queued by now goes into this turn together; what is
 		// queued after it started waits for the next.
 		msgs := a.inbox.queued.drain()
+		a.busy = len(msgs) > 0 && !a.disposed
 		if len(msgs) == 0 || a.disposed {
 			a.mu.Unlock()
 			// Report idle while still counted as driving, so a message
@@ -447,6 +448,10 @@ func (a *ReactLoopAgent) recordSteering(turn, step int) int {
 	a.mu.Unlock()
 	if len(msgs) > 0 {
 		a.recordDecisions(turn, step)
+		// A steer accepted during the turn has its message/queued
+		// handed over; it goes first, so the steering/message is the
+		// request's last event, its outcome.
+		a.appendRefusals()
 	}
 	for i := range msgs {
 		a.unattended = a.unattended || msgs[i].Unattended

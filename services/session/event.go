@@ -74,6 +74,16 @@ const (
 	// limit) rather than one a check turned down.
 	MessageExpired Type = "message/expired"
 
+	// MessageQueued records a message with a request id that was accepted
+	// into the inbox while a turn ran, before its sender is told so: the
+	// inbox is memory, and a sender answered "accepted" must not lose its
+	// message to a crash. Message is the message, RequestID its sender's
+	// id. It is no outcome — the user/message, steering/message or
+	// message/dropped that follows for the same request id is — and not
+	// part of the history. A log resumed with a message/queued that nothing
+	// followed queues its message again, so it runs once.
+	MessageQueued Type = "message/queued"
+
 	// AssistantChunk is a stream chunk, which logs written before chunks
 	// became agent/stream-chunk notifications hold. Nothing records it any
 	// more; a log that has it still loads, and replay ignores it.
@@ -87,7 +97,7 @@ func (t Type) Known() bool {
 	switch t {
 	case TurnStart, UserMessage, StepStart, AssistantChunk, AssistantMessage,
 		ToolCall, ToolResult, SteeringMessage, StepEnd, TurnEnd, Compacted, MessageDropped,
-		MessageRefused, MessageExpired, DecisionRecorded, Checkpointed, Rewound, Redone, PlanUpdated, GoalRecorded:
+		MessageRefused, MessageExpired, MessageQueued, DecisionRecorded, Checkpointed, Rewound, Redone, PlanUpdated, GoalRecorded:
 		return true
 	}
 	return false

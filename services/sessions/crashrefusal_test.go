@@ -119,13 +119,21 @@ func init() {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	mode := agentcontroller.Followup
-	if os.Getenv(refusalCrashHow) == "steer" {
+	mode, content := agentcontroller.Followup, "no"
+	how := os.Getenv(refusalCrashHow)
+	if strings.HasSuffix(how, "steer") {
 		mode = agentcontroller.Steer
 	}
-	_, err = h.Controller().Deliver(ctx, a, agentcontroller.Request{Mode: mode, RequestID: "r2", Content: "no"})
+	if strings.HasPrefix(how, "queue-") {
+		content = "later" // admitted: it waits behind the held turn
+	}
+	id, err := h.Controller().Deliver(ctx, a, agentcontroller.Request{Mode: mode, RequestID: "r2", Content: content})
+	answer := agentcontroller.OutcomeOf(err)
+	if err == nil {
+		answer = "accepted " + id
+	}
 	// Renamed into place: the test must not read a file half written.
-	os.WriteFile(filepath.Join(work, "answered.tmp"), []byte(agentcontroller.OutcomeOf(err)), 0o600)
+	os.WriteFile(filepath.Join(work, "answered.tmp"), []byte(answer), 0o600)
 	os.Rename(filepath.Join(work, "answered.tmp"), filepath.Join(work, "answered"))
 	for {
 		time.Sleep(time.Hour) // not select{}: the runtime would end a process whose goroutines all block
@@ -191,6 +199,94 @@ func TestARefusalAnsweredMidTurnSurvivesACrash(t *testing.T) {
 			}
 			if decisions != 1 {
 				t.Fatalf("request r2 has %d decision records", decisions)
+			}
+		})
+	}
+}
+
+// TestAMessageQueuedMidTurnSurvivesACrash: a prompt accepted while a turn
+// runs (held in a tool), its sender answered with its message id, then
+// dsh killed before the turn ends. The log held it as queued before the
+// answer; the restarted host resumes the session and runs it once, in a
+// turn of its own, and a retry of its request id is answered with the
+// same message id without a second delivery.
+func TestAMessageQueuedMidTurnSurvivesACrash(t *testing.T) {
+	for _, how := range []string{"queue-followup", "queue-steer"} {
+		t.Run(how, func(t *testing.T) {
+			work := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), refusalCrashEnv+"="+work, refusalCrashHow+"="+how)
+			out := &strings.Builder{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			var answered []byte
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+				var err error
+				if answered, err = os.ReadFile(filepath.Join(work, "answered")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the first process never answered the queued prompt; it said %q", out.String())
+				}
+			}
+			msgID, ok := strings.CutPrefix(string(answered), "accepted ")
+			if !ok {
+				t.Fatalf("the queued prompt's sender was told %q", answered)
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+
+			cfg, err := config.Parse("crash.yaml", []byte(refusalCrashConfig(work, false)), config.LoadOptions{Environ: []string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := hosttest.Start(cfg, host.Options{Logger: hclog.NewNullLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close(stdctx.Background())
+			a, _ := h.Agent("main")
+			ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 30*time.Second)
+			defer cancel()
+			// The resume queued it again: its turn runs with no retry.
+			for {
+				if ev, ok := a.Session().Outcome("r2"); ok && ev.Type == session.UserMessage {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("r2 never ran after the restart: %+v", a.Session().Events(1))
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			id, err := h.Controller().Deliver(ctx, a, agentcontroller.Request{Mode: agentcontroller.Followup, RequestID: "r2", Content: "later"})
+			if err != nil || id != msgID {
+				t.Fatalf("the retry after the restart was answered %q, %v; want the first answer's %q", id, err, msgID)
+			}
+			if err := a.WhenIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var queued, delivered int
+			for _, ev := range a.Session().Events(1) {
+				if ev.RequestID != "r2" {
+					continue
+				}
+				switch ev.Type {
+				case session.MessageQueued:
+					queued++
+				case session.UserMessage:
+					delivered++
+					if ev.Turn != 2 || ev.Message.ID != msgID {
+						t.Fatalf("r2 ran in turn %d as message %q; want turn 2 as %q", ev.Turn, ev.Message.ID, msgID)
+					}
+				default:
+					t.Fatalf("r2 has a %s event", ev.Type)
+				}
+			}
+			if queued != 1 || delivered != 1 {
+				t.Fatalf("r2 is queued %d and delivered %d times; want once each", queued, delivered)
 			}
 		})
 	}

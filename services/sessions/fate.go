@@ -72,7 +72,8 @@ func OutcomeInLog(log *session.Session, requestID string) (RequestOutcome, bool)
 		return RequestOutcome{}, false
 	}
 	ev, ok := log.Outcome(requestID)
-	if !ok {
+	if !ok || ev.Type == session.MessageQueued {
+		// Queued is the record of its acceptance: it waits for a turn.
 		return RequestOutcome{}, false
 	}
 	return outcomeOfEvent(requestID, ev, func() bool { return startsTurn(log, ev.Seq) }), true
@@ -88,7 +89,7 @@ func outcomeInEvents(evs []session.Event, requestID string) (RequestOutcome, boo
 			at = i
 		}
 	}
-	if at < 0 {
+	if at < 0 || evs[at].Type == session.MessageQueued {
 		return RequestOutcome{}, false
 	}
 	return outcomeOfEvent(requestID, evs[at], func() bool { return at > 0 && evs[at-1].Type == session.TurnStart }), true
