@@ -514,15 +514,17 @@ func (w *files) reconcile(ctx stdctx.Context, t *catalogTable, match func(update
 	err := eachLogName(w.dir, func(id []byte) {
 		if i := t.find(id); i >= 0 {
 			seen[i/64] |= 1 << (i % 64)
-			switch e := t.entryAt(t.slots[i]); e.kind {
-			case kindClosed:
+			// The filter first, from the head of the line: most lines
+			// are not on the page and need nothing more.
+			switch kind, updated, lid, agent, ok := t.headAt(t.slots[i]); {
+			case ok && kind == kindClosed:
 				live++
-				if match(e.updated, e.id, e.agent) {
-					add(candidate{updated: e.updated, id: e.id, agent: e.agent, e: e})
+				if match(updated, lid, agent) {
+					add(candidate{updated: updated, id: lid, agent: agent, e: t.entryAt(t.slots[i])})
 				}
 				return
-			case kindOpen:
-				open := e // only these escape
+			case ok && kind == kindOpen:
+				open := t.entryAt(t.slots[i]) // only these escape
 				reads = append(reads, toRead{string(id), &open})
 				return
 			}
