@@ -191,7 +191,10 @@ func TestCollectListsTheSessionsOnlyForAVerifiedMarker(t *testing.T) {
 
 func testCollectListsOnlyWhenNeeded(t *testing.T, b backend) {
 	calls := 0
-	known := func(stdctx.Context) (map[string]bool, error) { calls++; return map[string]bool{"a": true, "b": true}, nil }
+	known := func(stdctx.Context) (map[string]bool, error) {
+		calls++
+		return map[string]bool{"a": true, "b": true}, nil
+	}
 	l := &logs{refs: map[string]map[string]bool{}, reads: map[string]int{}}
 	if _, err := b.open(t, attachments.Limits{}).Collect(t.Context(), l.verify, known); err != nil {
 		t.Fatal(err)
