@@ -311,6 +311,34 @@ func (t *catalogTable) grow() {
 // would jump across the whole file for every session.
 func (t *catalogTable) each(fn func(e entry)) {
 	data := t.data[:t.size]
+	// In batches, their slots loaded together first (prefetch): the lines
+	// are read in order, but the table is not.
+	const batch = 64
+	var (
+		hs     [batch]uint64
+		starts [batch]int
+		ats    [batch]int
+		slots  [batch]uint64
+		n      int
+	)
+	flush := func() {
+		t.prefetch(hs[:n], slots[:])
+		for j := range n {
+			start, at := starts[j], ats[j]
+			end := bytes.IndexByte(data[start:], '\n')
+			line := data[start : start+end]
+			l := bytes.IndexByte(line[at:], '\t')
+			// Only a checked line is in the table: a garbled one is skipped.
+			if i := t.findHashed(hs[j], line[at:at+l]); i < 0 || int(t.slots[i]&offMask)-1 != start+at {
+				continue
+			}
+			if e, ok := parseFields(line, t.agents); ok {
+				e.off = int64(start)
+				fn(e)
+			}
+		}
+		n = 0
+	}
 	for off := 0; off < len(data); {
 		end := bytes.IndexByte(data[off:], '\n')
 		line := data[off : off+end]
@@ -319,19 +347,16 @@ func (t *catalogTable) each(fn func(e entry)) {
 		if len(line) < 11 || line[9] == kindCensus {
 			continue
 		}
-		at, n := lineIDAt(line)
-		if n == 0 {
+		at, l := lineIDAt(line)
+		if l == 0 {
 			continue
 		}
-		// Only a checked line is in the table: a garbled one is skipped.
-		if i := t.find(line[at : at+n]); i < 0 || int(t.slots[i]&offMask)-1 != start+at {
-			continue
-		}
-		if e, ok := parseFields(line, t.agents); ok {
-			e.off = int64(start)
-			fn(e)
+		hs[n], starts[n], ats[n] = t.hash(line[at:at+l]), start, at
+		if n++; n == batch {
+			flush()
 		}
 	}
+	flush()
 }
 
 // find returns the slot of id, or -1.
