@@ -42,7 +42,8 @@ type Collected struct {
 // the rest was collected.
 //
 // known, when not nil, lists the sessions that exist: a verified marker of
-// a session it does not list is dropped too.
+// a session it does not list is dropped too. It is called only when a
+// verified marker is found, at most once.
 func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Collected, error) {
 	var done Collected
 	s.mu.Lock()
@@ -69,12 +70,22 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 	}
 	logs := map[string]*seen{}
 	var failed []error
+	// The sessions that exist are listed on the first verified marker
+	// that needs them, not before: every host start collects, and on a
+	// store of 100,000 sessions the listing is most of a start that has
+	// no marker to check (dsh sessions list, for one).
 	var exists map[string]bool
-	if known != nil {
-		if exists, err = known(ctx); err != nil {
-			failed = append(failed, err)
-			exists = nil // unknown: keep every verified marker
+	listed := known == nil
+	existing := func() map[string]bool {
+		if !listed {
+			listed = true
+			var err error
+			if exists, err = known(ctx); err != nil {
+				failed = append(failed, err)
+				exists = nil // unknown: keep every verified marker
+			}
 		}
+		return exists
 	}
 	for _, h := range all {
 		if ctx.Err() != nil {
@@ -90,7 +101,7 @@ func (s *Store) Collect(ctx stdctx.Context, verify Verifier, known Catalog) (Col
 				continue
 			}
 			if verified {
-				if exists != nil && !exists[sess] {
+				if exists := existing(); exists != nil && !exists[sess] {
 					if err := s.b.RemoveRef(h, sess); err != nil {
 						failed = append(failed, err)
 						continue

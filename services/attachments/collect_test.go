@@ -182,6 +182,45 @@ func testCollectDropsVerified(t *testing.T, b backend) {
 	}
 }
 
+// The sessions are listed only when a verified marker needs them, once:
+// a host start on a store with no attachment (dsh sessions list on
+// 100,000 sessions) must not list them all.
+func TestCollectListsTheSessionsOnlyForAVerifiedMarker(t *testing.T) {
+	eachBackend(t, testCollectListsOnlyWhenNeeded)
+}
+
+func testCollectListsOnlyWhenNeeded(t *testing.T, b backend) {
+	calls := 0
+	known := func(stdctx.Context) (map[string]bool, error) {
+		calls++
+		return map[string]bool{"a": true, "b": true}, nil
+	}
+	l := &logs{refs: map[string]map[string]bool{}, reads: map[string]int{}}
+	if _, err := b.open(t, attachments.Limits{}).Collect(t.Context(), l.verify, known); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 {
+		t.Fatalf("an empty store listed the sessions %d times", calls)
+	}
+	s := b.open(t, attachments.Limits{})
+	refA, _, _ := s.Put("a", pngBytes(t, 8, 8, 40))
+	refB, _, _ := s.Put("b", pngBytes(t, 8, 8, 41))
+	l.refs = map[string]map[string]bool{"a": {refA: true}, "b": {refB: true}}
+	if _, err := b.open(t, attachments.Limits{}).Collect(t.Context(), l.verify, known); err != nil { // verifies both
+		t.Fatal(err)
+	}
+	if calls != 0 {
+		t.Fatalf("unverified markers listed the sessions %d times", calls)
+	}
+	reopened := b.open(t, attachments.Limits{})
+	if _, err := reopened.Collect(t.Context(), l.verify, known); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || !reopened.Has(refA) || !reopened.Has(refB) {
+		t.Fatalf("two verified markers: listed %d times (want 1), blobs kept %v %v", calls, reopened.Has(refA), reopened.Has(refB))
+	}
+}
+
 // Once a closed session's holds are forgotten, what its log does not
 // back is collected like anything a crash left.
 func TestForgetLetsCollectTakeWhatTheLogDoesNotBack(t *testing.T) {

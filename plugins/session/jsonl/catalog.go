@@ -511,18 +511,20 @@ func (w *files) reconcile(ctx stdctx.Context, t *catalogTable, match func(update
 	}
 	var reads []toRead
 	unknown, live := 0, 0
-	err := eachLogName(w.dir, func(id []byte) {
-		if i := t.find(id); i >= 0 {
+	each := func(id []byte, h uint64) {
+		if i := t.findHashed(h, id); i >= 0 {
 			seen[i/64] |= 1 << (i % 64)
-			switch e := t.entryAt(t.slots[i]); e.kind {
-			case kindClosed:
+			// The filter first, from the head of the line: most lines
+			// are not on the page and need nothing more.
+			switch kind, updated, lid, agent, ok := t.headAt(t.slots[i]); {
+			case ok && kind == kindClosed:
 				live++
-				if match(e.updated, e.id, e.agent) {
-					add(candidate{updated: e.updated, id: e.id, agent: e.agent, e: e})
+				if match(updated, lid, agent) {
+					add(candidate{updated: updated, id: lid, agent: agent, e: t.entryAt(t.slots[i])})
 				}
 				return
-			case kindOpen:
-				open := e // only these escape
+			case ok && kind == kindOpen:
+				open := t.entryAt(t.slots[i]) // only these escape
 				reads = append(reads, toRead{string(id), &open})
 				return
 			}
@@ -535,7 +537,47 @@ func (w *files) reconcile(ctx stdctx.Context, t *catalogTable, match func(update
 		} else {
 			w.log.Warn("skipped a file that cannot be a session log: its name is not a session id", "file", filepath.Join(w.dir, s+".jsonl"))
 		}
+	}
+	// The names go through the table in batches, their lookups' memory
+	// loaded together first (prefetch): a name is valid only during its
+	// call, so a batch copies them.
+	const batch = 64
+	var (
+		arena [batch * 48]byte
+		ends  [batch]int
+		hs    [batch]uint64
+		slots [batch]uint64
+		n     int
+	)
+	flush := func() {
+		t.prefetch(hs[:n], slots[:])
+		start := 0
+		for j := range n {
+			each(arena[start:ends[j]], hs[j])
+			start = ends[j]
+		}
+		n = 0
+	}
+	err := eachLogName(w.dir, func(id []byte) {
+		start := 0
+		if n > 0 {
+			start = ends[n-1]
+		}
+		if start+len(id) > len(arena) {
+			flush()
+			start = 0
+		}
+		if len(id) > len(arena) {
+			each(id, t.hash(id)) // longer than any session id: not one
+			return
+		}
+		ends[n] = start + copy(arena[start:], id)
+		hs[n] = t.hash(id)
+		if n++; n == batch {
+			flush()
+		}
 	})
+	flush()
 	if err != nil {
 		return errs.Wrap(session.BadLog, err, fmt.Sprintf("session.jsonl: cannot read the session directory %s", w.dir))
 	}

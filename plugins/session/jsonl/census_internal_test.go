@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bytes"
 	stdctx "context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -365,5 +366,98 @@ func TestACatalogCutUnderAListingIsUnmapped(t *testing.T) {
 	}
 	if bytes.Contains(maps, []byte(path)) {
 		t.Fatalf("the catalog is still mapped after the failed listing:\n%s", maps)
+	}
+}
+
+// TestAStaleCensusPageIsCheap: a page after a change of names reads the
+// directory once and no log, gives the page the logs give, and allocates
+// less than the catalog's size (the lookup table and the directory's
+// buffer are reused, not made per listing).
+func TestAStaleCensusPageIsCheap(t *testing.T) {
+	const n = 2000
+	dir := t.TempDir()
+	genStore(t, dir, n, 10)
+	w := newFiles(dir)
+	all := slow(t, w)
+	settle(t, w)
+	want, _ := session.Paginate(slices.Clone(all), session.ListOptions{Agent: "agent3", Limit: 50})
+	fi, _ := os.Stat(filepath.Join(dir, catalogName))
+	dirs, logs := w.dirReads.Load(), w.logReads.Load()
+	var before, after runtime.MemStats
+	const pages = 10
+	for i := range pages {
+		past := time.Now().Add(-time.Hour - time.Duration(i+1)*time.Second)
+		if err := os.Chtimes(dir, past, past); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			runtime.ReadMemStats(&before) // the first listing fills the pool
+		}
+		p, err := w.ListPage(stdctx.Background(), session.ListOptions{Agent: "agent3", Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Sessions) != 50 || p.Next != want.Next || p.Sessions[0].ID != want.Sessions[0].ID || p.Sessions[49].ID != want.Sessions[49].ID {
+			t.Fatalf("a stale page of %d, next %q; want 50, next %q", len(p.Sessions), p.Next, want.Next)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if d, l := w.dirReads.Load()-dirs, w.logReads.Load()-logs; d != pages || l != 0 {
+		t.Fatalf("%d stale pages read the directory %d times and %d logs", pages, d, l)
+	}
+	// Made per listing, the table and the getdents buffer alone would be
+	// 1.4 times the catalog here; the bound leaves room for the race
+	// detector, under which a sync.Pool drops a quarter of what it is given.
+	if per := int64(after.TotalAlloc-before.TotalAlloc) / (pages - 1); per > fi.Size() {
+		t.Fatalf("a stale page allocated %d bytes; the catalog is %d", per, fi.Size())
+	}
+}
+
+// TestLongIDsInTheTable: ids of the longest length a session may have go
+// through the directory's batches (which copy names) and the table, and a
+// hand-written catalog line with an id too long for a slot's length field
+// is still found.
+func TestLongIDsInTheTable(t *testing.T) {
+	const n = 150
+	dir := t.TempDir()
+	genStore(t, dir, n, 3)
+	for i := range n {
+		id := fmt.Sprintf("g%06d", i)
+		long := id + strings.Repeat("x", session.MaxIDLen-len(id)-i%3)
+		if err := os.Rename(filepath.Join(dir, id+".jsonl"), filepath.Join(dir, long+".jsonl")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := newFiles(dir)
+	if got := slow(t, w); len(got) != n {
+		t.Fatalf("listed %d of %d", len(got), n)
+	}
+	settle(t, w)
+	past := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(dir, past, past)
+	if got := slow(t, w); len(got) != n {
+		t.Fatalf("listed %d of %d with a stale census", len(got), n)
+	}
+
+	tab := &catalogTable{}
+	var data []byte
+	ids := []string{"a", strings.Repeat("b", idLenUnknown-1), strings.Repeat("c", idLenUnknown), strings.Repeat("d", 300)}
+	for _, id := range ids {
+		data = append(data, encodeEntry(kindClosed, session.Summary{ID: id, Agent: "ag", Updated: t0})...)
+	}
+	tab.data = data
+	tab.scan()
+	for _, id := range ids {
+		i := tab.find([]byte(id))
+		if i < 0 {
+			t.Fatalf("an id of %d bytes is not found", len(id))
+		}
+		kind, updated, got, agent, ok := tab.headAt(tab.slots[i])
+		if !ok || kind != kindClosed || updated != t0.UnixNano() || got != id || agent != "ag" {
+			t.Fatalf("the head of an id of %d bytes: %c %d %d bytes %q %v", len(id), kind, updated, len(got), agent, ok)
+		}
+	}
+	if tab.find([]byte(strings.Repeat("c", idLenUnknown+1))) >= 0 || tab.find([]byte(strings.Repeat("d", 299))) >= 0 {
+		t.Fatal("a prefix or an extension of an id is found")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
 
@@ -19,7 +20,9 @@ func eachLogName(dir string, fn func(id []byte)) error {
 		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer syscall.Close(fd)
-	buf := make([]byte, 256<<10)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
 	for {
 		n, err := syscall.Getdents(fd, buf)
 		if err == syscall.EINTR {
@@ -60,6 +63,10 @@ func eachLogName(dir string, fn func(id []byte)) error {
 		}
 	}
 }
+
+// direntBufs keeps getdents buffers between listings: 256 KB each, which
+// a listing of a changed directory would otherwise hand to the collector.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // mapFile maps the first size bytes of f read-only: a listing reads the
 // catalog where the page cache holds it, without copying it into the
