@@ -180,6 +180,9 @@ func (c Config) load() (loaded, error) {
 				if why := neverRuns(event, g.Matcher, m); why != "" {
 					warnings = append(warnings, fmt.Sprintf("%s.matcher: %q %s", at, g.Matcher, why))
 				}
+				if why := differs(event, g.Matcher); why != "" {
+					warnings = append(warnings, fmt.Sprintf("%s.matcher: %q %s", at, g.Matcher, why))
+				}
 				for hi, h := range g.Hooks {
 					hat := fmt.Sprintf("%s.hooks[%d]", at, hi)
 					switch {

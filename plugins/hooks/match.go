@@ -153,3 +153,34 @@ var (
 		PreCompact:   "",
 	}
 )
+
+// inputDiffers are Claude Code tools dsh maps to one of its own whose
+// tool_input has other fields, and what differs: the hook runs, but reads
+// nothing where it looks.
+var inputDiffers = map[string]string{
+	"TodoWrite": "dsh's todo gives tool_input.todos as {id, text, status}, not Claude Code's {content, status, activeForm}: .todos[].content and .activeForm read nothing",
+}
+
+// differs says how the tool_input of the Claude Code tools a plain-name
+// matcher of a tool event names differs from Claude Code's, or "".
+func differs(event, m string) string {
+	switch event {
+	case PreToolUse, PostToolUse, PostToolUseFailure, PermissionRequest:
+	default:
+		return ""
+	}
+	m = strings.TrimSpace(m)
+	if !simpleMatcher.MatchString(m) {
+		return ""
+	}
+	var why []string
+	for _, n := range strings.Split(m, "|") {
+		if w, ok := inputDiffers[n]; ok {
+			why = append(why, n+": "+w)
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "runs for a tool whose input differs from Claude Code's (" + strings.Join(why, "; ") + ")"
+}

@@ -101,3 +101,25 @@ func TestMatchersThatNeverRunAreNamedAtLoad(t *testing.T) {
 		t.Fatalf("%d warnings of hooks that never run, want 5:\n%s", n, l)
 	}
 }
+
+// TestATodoWriteHookIsToldItsInputDiffers: TodoWrite now matches dsh's
+// todo, whose todos are {id, text, status}: a hook reading Claude Code's
+// .todos[].content would read nothing, silently. Load names the
+// difference for a matcher naming TodoWrite, and only for it.
+func TestATodoWriteHookIsToldItsInputDiffers(t *testing.T) {
+	r := newRig(t)
+	cmd := r.script("noop.sh", `true`)
+	r.start(map[string]any{
+		"plugins": []any{map[string]any{"use": "llm.scripted"}, map[string]any{"use": "hooks.command", "config": map[string]any{"hooks": map[string]any{
+			"PreToolUse":  []any{hook("TodoWrite", cmd, 0), hook("Edit|Write", cmd, 0)},
+			"PostToolUse": []any{hook("Bash|TodoWrite", cmd, 0)},
+		}}}},
+		"agents": []any{scriptedAgent("main", nil)},
+	})
+	l := r.logs.String()
+	contains(t, "log", l, `hooks.PreToolUse[0].matcher: "TodoWrite" runs for a tool whose input differs from Claude Code's (TodoWrite: dsh's todo gives tool_input.todos as {id, text, status}`)
+	contains(t, "log", l, `hooks.PostToolUse[0].matcher: "Bash|TodoWrite" runs for a tool whose input differs`)
+	if n := strings.Count(l, "input differs"); n != 2 {
+		t.Fatalf("%d warnings of a differing input, want 2:\n%s", n, l)
+	}
+}

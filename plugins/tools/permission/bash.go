@@ -74,7 +74,7 @@ func (p *policy) judgeScript(script shell.Script, l line) []part {
 	for _, cmd := range script.Commands {
 		parts = append(parts, p.judgeCommand(cmd, l, false)...)
 	}
-	if setsPathThenRuns(script) {
+	if setsPathThenRuns(script, l.text) {
 		pt := part{subject: "the assignment of PATH", program: l.text}
 		why := "PATH changes where a command's name is looked up: git or echo may then be a program the line (or an earlier one) wrote"
 		parts = append(parts, p.opaque(pt, why, p.unreadable(pt, why)))
@@ -331,9 +331,14 @@ func shellCodeVar(name string) bool {
 
 // setsPathThenRuns reports whether the script sets PATH and runs a
 // command besides the declarations that set it: each call's shell is new,
-// so a PATH set and not used changes nothing.
-func setsPathThenRuns(s shell.Script) bool {
-	set := slices.Contains(s.Assigned, "PATH")
+// so a PATH set and not used changes nothing. PATH is set by an
+// assignment, by a builtin or loop that stores into it (read, printf -v,
+// for, ${PATH:=…}, a nameref), and by arithmetic: ((PATH=1)), let,
+// $[…], a subscript or a [[ -eq ]] operand make PATH the relative
+// directory 1, where a file the model wrote may be named git.
+func setsPathThenRuns(s shell.Script, text string) bool {
+	set := slices.Contains(s.Assigned, "PATH") || arithPath.Regexp().MatchString(text) ||
+		varSetOtherwise(s, text, func(n string) bool { return n == "PATH" }) != ""
 	for _, c := range s.Commands {
 		for _, w := range c.Words[1:] {
 			set = set || strings.HasPrefix(w.Value, "PATH=")
@@ -439,6 +444,11 @@ var varSetters = []string{"read", "printf", "mapfile", "readarray", "getopts"}
 // a builtin that stores into it, through a nameref (declare -n r=EDITOR),
 // as a for or select loop's variable, or by ${NAME:=value}. "" when none.
 func commandVarSetOtherwise(script shell.Script, text string) string {
+	return varSetOtherwise(script, text, isCommandVar)
+}
+
+// varSetOtherwise is commandVarSetOtherwise for the variables want names.
+func varSetOtherwise(script shell.Script, text string, want func(string) bool) string {
 	for _, c := range script.Commands {
 		if len(c.Words) == 0 {
 			continue
@@ -456,20 +466,25 @@ func commandVarSetOtherwise(script shell.Script, text string) string {
 			if nameref {
 				_, v, _ = strings.Cut(v, "=")
 			}
-			if isCommandVar(v) {
+			if want(v) {
 				return v
 			}
 		}
 	}
 	for _, m := range loopOrDefault.Regexp().FindAllStringSubmatch(text, -1) {
 		for _, n := range m[1:] {
-			if n != "" && isCommandVar(n) {
+			if n != "" && want(n) {
 				return n
 			}
 		}
 	}
 	return ""
 }
+
+// arithPath finds PATH assigned in arithmetic (PATH=1, PATH+=1, PATH++),
+// parsed or in a string bash evaluates as arithmetic later (let 'PATH=1',
+// [[ PATH=1 -eq 1 ]], x='PATH=1'; ((x))): not a comparison (==).
+var arithPath = lazyregexp.New(`\bPATH\s*(?:[-+*/%&|^]|<<|>>)?=(?:[^=]|$)|(?:\+\+|--)\s*PATH\b|\bPATH\s*(?:\+\+|--)`)
 
 // loopOrDefault finds a variable a for or select loop sets, or one that
 // ${NAME=value} or ${NAME:=value} sets.

@@ -52,7 +52,12 @@ func gitKey(key, val string) (gitKeyKind, string) {
 		}
 		return gitKeyInert, ""
 	case key == "core.gitproxy", key == "uploadpack.packobjectshook", key == "interactive.difffilter",
-		key == "imap.tunnel", key == "sendemail.smtpserver", last == "uploadpack", last == "receivepack":
+		key == "imap.tunnel", last == "uploadpack", last == "receivepack":
+		return gitKeyCode, ""
+	// sendemail.<identity>.smtpServer stands for sendemail.smtpServer once
+	// the identity is chosen (sendemail.identity, --identity): a path
+	// there is a program send-email runs.
+	case section == "sendemail" && last == "smtpserver":
 		return gitKeyCode, ""
 	case section != key && last == "path" && (section == "man" || section == "browser" || section == "mergetool" || section == "difftool"):
 		return gitKeyCode, ""

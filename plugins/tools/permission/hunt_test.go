@@ -52,6 +52,22 @@ var reachesACommand = []struct {
 	{"a stored include", `git config include.path /tmp/cfg`, false},
 	{"a changed PATH", `PATH=.:$PATH git status`, false},
 	{"an exported PATH", `export PATH=/tmp/x; git status`, false},
+	// An identity's smtpServer is sendemail.smtpServer once chosen.
+	{"an identity's smtp server", `git -c sendemail.x.smtpServer=/tmp/x -c sendemail.identity=x send-email --to=a@b p.patch`, false},
+	{"an identity's smtp server stored", `git config sendemail.x.smtpServer /tmp/x`, false},
+	// An alias without ! is git with the alias's words, options included.
+	{"an alias to a git command that runs one", `git init -q && git -c alias.l="ls-remote --upload-pack='CMD; git-upload-pack' ." l`, true},
+	{"an alias to difftool -x", `git -c alias.d="difftool -y -x 'CMD'" d`, false},
+	{"an alias to clone --template", `git -c alias.c="clone --template=/tmp/t https://example.com/r" c`, false},
+	{"an alias stored", `git config alias.l "ls-remote --upload-pack='CMD' ."`, false},
+	// PATH set other than by an assignment: a loop, a builtin, arithmetic
+	// (PATH=1 is the relative directory 1).
+	{"PATH as a loop's variable", `for PATH in /tmp/x; do git status; done`, false},
+	{"PATH in arithmetic", `((PATH=1)); git status`, false},
+	{"PATH by let", `let PATH=1; git status`, false},
+	{"PATH in a subscript", `echo ${a[PATH=1]}; git status`, false},
+	{"PATH in a [[ -eq ]] operand", `[[ PATH=1 -eq 1 ]]; git status`, false},
+	{"PATH in a value evaluated as arithmetic", `x=PATH=1; echo $((x)); git status`, false},
 }
 
 func TestLinesOfAllowedProgramsDoNotReachADeniedOne(t *testing.T) {
@@ -101,6 +117,11 @@ func TestCommonGitSettingsAndSubscriptsKeepTheirVerdict(t *testing.T) {
 		`git config --get remote.origin.url`,
 		`git clone https://example.com/r`,
 		`echo ${a[0]} ${a[i+1]} "${a[@]}"`,
+		`git -c alias.st=status st`,
+		`git config alias.lg "log --graph --oneline"`,
+		`git -c sendemail.x.from=a@b status`,
+		`echo $PATH; git status`,
+		`[[ $PATH == *go* ]] && git status`,
 	} {
 		if v := bash(root, t, line); v.Decision != tools.Allow {
 			t.Errorf("%q: got %+v, want allow", line, v)

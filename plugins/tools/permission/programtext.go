@@ -85,9 +85,7 @@ func gitConfigCode(e *effect, ws []shell.Word) {
 		key, val, _ := strings.Cut(kv, "=")
 		key = strings.ToLower(key)
 		if strings.HasPrefix(key, "alias.") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(val), "!"); ok {
-				e.runs, e.code = true, append(e.code, v)
-			}
+			e.runs, e.code = true, append(e.code, aliasCode(val))
 			continue
 		}
 		switch kind, why := gitKey(key, val); kind {
@@ -98,6 +96,18 @@ func gitConfigCode(e *effect, ws []shell.Word) {
 			e.runs, e.code = true, append(e.code, strings.TrimPrefix(strings.TrimSpace(val), "!"))
 		}
 	}
+}
+
+// aliasCode is the command line a git alias runs: after a !, a shell
+// command; otherwise git itself with the alias's words, whose options may
+// name a command as surely as on the line (alias.l='ls-remote
+// --upload-pack=cmd .', alias.d='difftool -x cmd'), so it is judged as
+// that git command.
+func aliasCode(val string) string {
+	if c, ok := strings.CutPrefix(strings.TrimSpace(val), "!"); ok {
+		return c
+	}
+	return "git " + val
 }
 
 // gitOpaqueWord returns why a word of a git command makes git run
@@ -149,9 +159,7 @@ func gitConfigSet(e *effect, ws []shell.Word) {
 		case !v.Literal:
 			e.opaque = "git config stores a setting known only at run time under " + key + ", which may name a command git runs later"
 		case isAlias:
-			if c, ok := strings.CutPrefix(strings.TrimSpace(v.Value), "!"); ok {
-				e.code = append(e.code, c)
-			}
+			e.code = append(e.code, aliasCode(v.Value))
 		case kind == gitKeyOpaque:
 			e.opaque = "git config stores a setting git acts on later: " + why
 		default:
