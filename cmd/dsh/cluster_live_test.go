@@ -143,7 +143,9 @@ log: {level: warn}
 		var queuedIn []int
 		var msgID string
 		for _, e := range readLiveLog(t, js, id) {
-			if e.RequestID == id+"-queued" {
+			// The prompt's message/queued record (turn 1, on the killed
+			// host) is not a run of it; its user/message is.
+			if e.RequestID == id+"-queued" && (e.Type == session.UserMessage || e.Type == session.SteeringMessage) {
 				queuedIn = append(queuedIn, e.Turn)
 				if e.Message != nil {
 					msgID = e.Message.ID
@@ -153,8 +155,9 @@ log: {level: warn}
 		if len(queuedIn) != 1 || queuedIn[0] != 2 {
 			t.Fatalf("the prompt queued on the killed host is in turns %v of %s, want [2]", queuedIn, id)
 		}
-		// Its retry answers with what the log records.
-		code, out := liveCall(t, hosts["b"].base, "POST", "/v1/sessions/"+id+"/messages", `{"request_id":"`+id+`-queued","content":"again"}`)
+		// Its retry (the same text: another under its id is refused)
+		// answers with what the log records.
+		code, out := liveCall(t, hosts["b"].base, "POST", "/v1/sessions/"+id+"/messages", `{"request_id":"`+id+`-queued","content":"`+id+`-queued"}`)
 		if code != 202 || msgID == "" || !strings.Contains(out, msgID) {
 			t.Fatalf("the retry of the queued prompt: %d %s, the log's message id %q", code, out, msgID)
 		}
