@@ -322,7 +322,13 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		}
 	}
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
-		return c.drop(signal, agent, llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}, by)
+		m := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID, InputDigest: inputDigest(req)}
+		// The record names its sender, as every other does: a retry is
+		// told from another caller's message by it.
+		if p := req.Source.Provenance(); !p.IsZero() {
+			m.From = &p
+		}
+		return c.drop(signal, agent, m, by)
 	}
 
 	prepared := Prepared{Content: req.Content}
@@ -340,7 +346,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	}()
 
 	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, Parts: prepared.Parts,
-		RequestID: req.RequestID, Unattended: req.Source.IsUnattended()}
+		RequestID: req.RequestID, Unattended: req.Source.IsUnattended(), InputDigest: inputDigest(req)}
 	if p := req.Source.Provenance(); !p.IsZero() {
 		msg.From = &p
 	}

@@ -2,6 +2,8 @@ package agentcontroller
 
 import (
 	stdctx "context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -212,10 +214,10 @@ func (c *Controller) recorded(agent agents.Agent, req Request) (outcome, bool) {
 }
 
 // sameRequest reports whether req retries the request that became m:
-// the same principal, and the same text. A message made of attachments
-// keeps the text of its text parts after req's, so only its start is
-// compared; the attachments themselves are not. A record without its
-// message (none is kept) cannot be told apart and passes.
+// the same principal, and the same text as sent (its digest: the kept
+// content may be a command's expansion); the attachments are not
+// compared. A record without its message (none is kept) cannot be told
+// apart and passes.
 func sameRequest(req Request, m *llm.Message) bool {
 	if m == nil {
 		return true
@@ -227,7 +229,22 @@ func sameRequest(req Request, m *llm.Message) bool {
 	if from != req.Source.Principal {
 		return false
 	}
+	if m.InputDigest != "" {
+		return m.InputDigest == inputDigest(req)
+	}
+	// A record from before digests were kept: its content, unless
+	// rewritten, is the input.
 	return m.Content == req.Content || (len(m.Parts) > 0 && strings.HasPrefix(m.Content, req.Content))
+}
+
+// inputDigest fingerprints the text of a request with a request id; ""
+// without one, so messages that cannot be retried carry nothing extra.
+func inputDigest(req Request) string {
+	if req.RequestID == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(req.Content))
+	return hex.EncodeToString(sum[:16])
 }
 
 // RecordedRefusal is the answer to a retry of a request whose message was

@@ -58,6 +58,12 @@ type Message struct {
 	// stage with every call of the turn, and the log keeps it so an audit
 	// or a replay knows who asked. Providers do not send it.
 	From *Provenance `json:"from,omitempty"`
+	// InputDigest fingerprints the text its sender sent, for a message
+	// delivered with a RequestID: a retry is checked against what was
+	// sent, which the prepare stage or a listener may have rewritten
+	// (a command expanded) before Content was kept. Providers do not
+	// send it.
+	InputDigest string `json:"input_digest,omitempty"`
 }
 
 // Provenance says who is behind an input: the principal that sent it,
