@@ -358,7 +358,9 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		c.recordFailure(signal, agent, msg, req, err)
 		return outcome{err: c.recordRefusal(signal, agent, msg, err)}
 	}
+	typed := msg.Content
 	msg, err := c.prepare(signal, agent, req, msg)
+	noteRewrite(&msg, req, typed)
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
 		c.leave()
 		return c.drop(signal, agent, msg, by)
@@ -405,6 +407,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		// Listeners may rewrite the content; the identity stays the
 		// controller's.
 		msg.Content, msg.Parts = m.Content, m.Parts
+		noteRewrite(&msg, req, typed)
 	}
 
 	if err := c.check(ctx, agent); err != nil {

@@ -214,7 +214,9 @@ func (c *Controller) recorded(agent agents.Agent, req Request) (outcome, bool) {
 // sameRequest reports whether req retries the request that became m:
 // the same principal, and the same text. A message made of attachments
 // keeps the text of its text parts after req's, so only its start is
-// compared; the attachments themselves are not. A record without its
+// compared; the attachments themselves are not. A message a listener
+// rewrote (Message.Sent) is compared by the digest of what was sent. A
+// record without its
 // message (none is kept) cannot be told apart and passes.
 func sameRequest(req Request, m *llm.Message) bool {
 	if m == nil {
@@ -226,6 +228,9 @@ func sameRequest(req Request, m *llm.Message) bool {
 	}
 	if from != req.Source.Principal {
 		return false
+	}
+	if m.Sent != "" {
+		return m.Sent == llm.SentDigest(req.Content)
 	}
 	return m.Content == req.Content || (len(m.Parts) > 0 && strings.HasPrefix(m.Content, req.Content))
 }
@@ -282,4 +287,16 @@ func OutcomeOf(err error) string {
 		return OutcomeExpired
 	}
 	return OutcomeRefused
+}
+
+// noteRewrite keeps in msg the digest of the text its sender sent when a
+// listener rewrote the content from typed, what preparation started
+// from: the record then holds the rewritten text, and a retry, which
+// sends the original, must still be known as the same request. Only
+// messages with a request id are retried.
+func noteRewrite(msg *llm.Message, req Request, typed string) {
+	if req.RequestID == "" || msg.Sent != "" || msg.Content == typed {
+		return
+	}
+	msg.Sent = llm.SentDigest(req.Content)
 }
