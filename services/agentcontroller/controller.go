@@ -344,6 +344,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	if p := req.Source.Provenance(); !p.IsZero() {
 		msg.From = &p
 	}
+	noteRewrite(&msg, req)
 	// A reload replacing plugins holds the stages: preparation and the
 	// decision wait until the configured listeners are all in place (a
 	// command must not reach the model unexpanded, or be refused as
@@ -358,9 +359,8 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		c.recordFailure(signal, agent, msg, req, err)
 		return outcome{err: c.recordRefusal(signal, agent, msg, err)}
 	}
-	typed := msg.Content
 	msg, err := c.prepare(signal, agent, req, msg)
-	noteRewrite(&msg, req, typed)
+	noteRewrite(&msg, req)
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
 		c.leave()
 		return c.drop(signal, agent, msg, by)
@@ -407,7 +407,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		// Listeners may rewrite the content; the identity stays the
 		// controller's.
 		msg.Content, msg.Parts = m.Content, m.Parts
-		noteRewrite(&msg, req, typed)
+		noteRewrite(&msg, req)
 	}
 
 	if err := c.check(ctx, agent); err != nil {

@@ -289,13 +289,14 @@ func OutcomeOf(err error) string {
 	return OutcomeRefused
 }
 
-// noteRewrite keeps in msg the digest of the text its sender sent when a
-// listener rewrote the content from typed, what preparation started
-// from: the record then holds the rewritten text, and a retry, which
-// sends the original, must still be known as the same request. Only
-// messages with a request id are retried.
-func noteRewrite(msg *llm.Message, req Request, typed string) {
-	if req.RequestID == "" || msg.Sent != "" || msg.Content == typed {
+// noteRewrite keeps in msg the digest of the text its sender sent once
+// the content is no longer that text — a listener rewrote it (a
+// command's expansion), or attachments added the text of their parts:
+// the record then holds other text (a refusal's record without its
+// parts), and a retry, which sends the original, must still be known as
+// the same request. Only messages with a request id are retried.
+func noteRewrite(msg *llm.Message, req Request) {
+	if req.RequestID == "" || msg.Sent != "" || msg.Content == req.Content {
 		return
 	}
 	msg.Sent = llm.SentDigest(req.Content)
