@@ -322,7 +322,13 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		}
 	}
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
-		return c.drop(signal, agent, llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}, by)
+		// The record names its sender, as every other one does: a retry
+		// is checked against it (sameRequest).
+		m := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}
+		if p := req.Source.Provenance(); !p.IsZero() {
+			m.From = &p
+		}
+		return c.drop(signal, agent, m, by)
 	}
 
 	prepared := Prepared{Content: req.Content}
