@@ -322,9 +322,9 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		}
 	}
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
-		m := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID, InputDigest: inputDigest(req)}
-		// The record names its sender, as every other does: a retry is
-		// told from another caller's message by it.
+		// The record names its sender, as every other one does: a retry
+		// is checked against it (sameRequest).
+		m := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: req.Content, RequestID: req.RequestID}
 		if p := req.Source.Provenance(); !p.IsZero() {
 			m.From = &p
 		}
@@ -346,10 +346,11 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 	}()
 
 	msg := llm.Message{ID: uuid.NewString(), Role: llm.RoleUser, Content: prepared.Content, Parts: prepared.Parts,
-		RequestID: req.RequestID, Unattended: req.Source.IsUnattended(), InputDigest: inputDigest(req)}
+		RequestID: req.RequestID, Unattended: req.Source.IsUnattended()}
 	if p := req.Source.Provenance(); !p.IsZero() {
 		msg.From = &p
 	}
+	noteRewrite(&msg, req)
 	// A reload replacing plugins holds the stages: preparation and the
 	// decision wait until the configured listeners are all in place (a
 	// command must not reach the model unexpanded, or be refused as
@@ -365,6 +366,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		return outcome{err: c.recordRefusal(signal, agent, msg, err)}
 	}
 	msg, err := c.prepare(signal, agent, req, msg)
+	noteRewrite(&msg, req)
 	if by, ok := c.withdrawn(agent.ID(), d); ok {
 		c.leave()
 		return c.drop(signal, agent, msg, by)
@@ -411,6 +413,7 @@ func (c *Controller) run(ctx stdctx.Context, agent agents.Agent, req Request, t 
 		// Listeners may rewrite the content; the identity stays the
 		// controller's.
 		msg.Content, msg.Parts = m.Content, m.Parts
+		noteRewrite(&msg, req)
 	}
 
 	if err := c.check(ctx, agent); err != nil {

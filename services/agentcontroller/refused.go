@@ -2,8 +2,6 @@ package agentcontroller
 
 import (
 	stdctx "context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -214,10 +212,12 @@ func (c *Controller) recorded(agent agents.Agent, req Request) (outcome, bool) {
 }
 
 // sameRequest reports whether req retries the request that became m:
-// the same principal, and the same text as sent (its digest: the kept
-// content may be a command's expansion); the attachments are not
-// compared. A record without its message (none is kept) cannot be told
-// apart and passes.
+// the same principal, and the same text. A message made of attachments
+// keeps the text of its text parts after req's, so only its start is
+// compared; the attachments themselves are not. A message a listener
+// rewrote (Message.Sent) is compared by the digest of what was sent. A
+// record without its
+// message (none is kept) cannot be told apart and passes.
 func sameRequest(req Request, m *llm.Message) bool {
 	if m == nil {
 		return true
@@ -229,22 +229,10 @@ func sameRequest(req Request, m *llm.Message) bool {
 	if from != req.Source.Principal {
 		return false
 	}
-	if m.InputDigest != "" {
-		return m.InputDigest == inputDigest(req)
+	if m.Sent != "" {
+		return m.Sent == llm.SentDigest(req.Content)
 	}
-	// A record from before digests were kept: its content, unless
-	// rewritten, is the input.
 	return m.Content == req.Content || (len(m.Parts) > 0 && strings.HasPrefix(m.Content, req.Content))
-}
-
-// inputDigest fingerprints the text of a request with a request id; ""
-// without one, so messages that cannot be retried carry nothing extra.
-func inputDigest(req Request) string {
-	if req.RequestID == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(req.Content))
-	return hex.EncodeToString(sum[:16])
 }
 
 // RecordedRefusal is the answer to a retry of a request whose message was
@@ -299,4 +287,17 @@ func OutcomeOf(err error) string {
 		return OutcomeExpired
 	}
 	return OutcomeRefused
+}
+
+// noteRewrite keeps in msg the digest of the text its sender sent once
+// the content is no longer that text — a listener rewrote it (a
+// command's expansion), or attachments added the text of their parts:
+// the record then holds other text (a refusal's record without its
+// parts), and a retry, which sends the original, must still be known as
+// the same request. Only messages with a request id are retried.
+func noteRewrite(msg *llm.Message, req Request) {
+	if req.RequestID == "" || msg.Sent != "" || msg.Content == req.Content {
+		return
+	}
+	msg.Sent = llm.SentDigest(req.Content)
 }

@@ -69,8 +69,8 @@ func (a *ReactLoopAgent) recordDropped() {
 }
 
 // appendHanded appends, as events of turn, what was handed over so far:
-// the decision records and plugins' events, then the inbox's drops and the
-// outcomes of messages that never entered it. It reports whether there
+// the decision records and plugins' events, then the outcomes handed over
+// (see appendOutcomes) and the inbox's drops. It reports whether there
 // were outcomes. Only the driver calls it, or finish once the driver is
 // gone.
 func (a *ReactLoopAgent) appendHanded(turn int) bool {
@@ -86,16 +86,14 @@ func (a *ReactLoopAgent) appendHanded(turn int) bool {
 	return len(drops)+len(refusals) > 0
 }
 
-// appendOutcomes appends the outcome events of messages that reached no
-// turn, as events of turn: the inbox's drops, then what was handed over,
-// each after its decision record.
+// appendOutcomes appends, as events of turn, what was handed over, each
+// after its decision record, then the inbox's drops. In that order: what
+// was handed over holds the message/queued of a message a cancel or a
+// close may have dropped since, and a request's last event is its
+// outcome — a drop written before its queued record would leave the
+// request queued, and a resume would run what its sender heard dropped.
 func (a *ReactLoopAgent) appendOutcomes(turn int, drops []dropped, refusals []handedOutcome) {
 	ctx := stdctx.Background()
-	for i := range drops {
-		d := &drops[i]
-		a.sess.Append(ctx, session.Event{Type: session.MessageDropped, Turn: turn, Message: &d.msg,
-			RequestID: d.msg.RequestID, Reason: d.reason, By: d.by})
-	}
 	for _, h := range refusals {
 		if h.decision != nil {
 			a.sess.AppendDecision(ctx, turn, 0, *h.decision)
@@ -103,6 +101,11 @@ func (a *ReactLoopAgent) appendOutcomes(turn int, drops []dropped, refusals []ha
 		ev := h.ev
 		ev.Turn, ev.Step = turn, 0
 		a.sess.Append(ctx, ev)
+	}
+	for i := range drops {
+		d := &drops[i]
+		a.sess.Append(ctx, session.Event{Type: session.MessageDropped, Turn: turn, Message: &d.msg,
+			RequestID: d.msg.RequestID, Reason: d.reason, By: d.by})
 	}
 }
 

@@ -9,6 +9,8 @@
 package llm
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -58,12 +60,19 @@ type Message struct {
 	// stage with every call of the turn, and the log keeps it so an audit
 	// or a replay knows who asked. Providers do not send it.
 	From *Provenance `json:"from,omitempty"`
-	// InputDigest fingerprints the text its sender sent, for a message
-	// delivered with a RequestID: a retry is checked against what was
-	// sent, which the prepare stage or a listener may have rewritten
-	// (a command expanded) before Content was kept. Providers do not
-	// send it.
-	InputDigest string `json:"input_digest,omitempty"`
+	// Sent is a digest of the text its sender sent (SentDigest), kept
+	// when a listener rewrote it (a command's expansion): a retry under
+	// RequestID sends that text again, not the rewritten one, and is
+	// told apart from other text by it. Empty when the content is the
+	// sender's. Providers do not send it.
+	Sent string `json:"sent,omitempty"`
+}
+
+// SentDigest is the digest Message.Sent keeps of a sender's text: enough
+// to tell a retry from other text, without keeping the text twice.
+func SentDigest(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:16])
 }
 
 // Provenance says who is behind an input: the principal that sent it,
