@@ -337,7 +337,10 @@ func shellCodeVar(name string) bool {
 // $[…], a subscript or a [[ -eq ]] operand make PATH the relative
 // directory 1, where a file the model wrote may be named git.
 func setsPathThenRuns(s shell.Script, text string) bool {
-	set := slices.Contains(s.Assigned, "PATH") || arithPath.Regexp().MatchString(text) ||
+	// Every regular expression below matches PATH literally: a line
+	// without it is spared them (a nested line is judged once a level).
+	literal := strings.Contains(text, "PATH")
+	set := slices.Contains(s.Assigned, "PATH") || (literal && arithPath.Regexp().MatchString(text)) ||
 		varSetOtherwise(s, text, func(n string) bool { return n == "PATH" }) != ""
 	for _, c := range s.Commands {
 		for _, w := range c.Words[1:] {
@@ -470,6 +473,11 @@ func varSetOtherwise(script shell.Script, text string, want func(string) bool) s
 				return v
 			}
 		}
+	}
+	// loopOrDefault needs a loop's keyword or "${" in the text; most
+	// lines have neither and are spared the expression.
+	if !strings.Contains(text, "for") && !strings.Contains(text, "select") && !strings.Contains(text, "${") {
+		return ""
 	}
 	for _, m := range loopOrDefault.Regexp().FindAllStringSubmatch(text, -1) {
 		for _, n := range m[1:] {
