@@ -62,6 +62,9 @@ type Summary struct {
 	// Parent is the session a subagent's session was made for (see
 	// ChildID); empty for every other session.
 	Parent string `json:"parent,omitempty"`
+	// Tenant is the tenant the session belongs to, as its log records it;
+	// empty for a session only operators see.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // childMark separates a parent's session id from the rest of a child's.
