@@ -148,7 +148,15 @@ func New(o Options) (*Server, error) {
 		if t.Name == "" || t.Secret == "" {
 			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("serve.New: a token has no name or no secret (name %q); every token names its principal and holds a secret", t.Name))
 		}
+		if t.Tenant != "" {
+			if err := checkTenant(t.Tenant); err != nil {
+				return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("serve.New: the tenant of token %q cannot be used: %v; name it with at most %d printable characters", t.Name, err, MaxTenantLen))
+			}
+		}
 		s.tokens = append(s.tokens, tokenHash{name: t.Name, tenant: t.Tenant, sum: sha256.Sum256([]byte(t.Secret))})
+	}
+	if !o.NoAuth {
+		s.statePrincipals(tokens)
 	}
 	s.streams, s.stopStream = stdctx.WithCancel(stdctx.Background())
 	if j := o.Config.Serve.JWT; j.Enabled() && !o.NoAuth {
