@@ -141,6 +141,8 @@ type envOpts struct {
 	approverGrace time.Duration
 	// streamBuffer is the server's Options.StreamBuffer.
 	streamBuffer int
+	// metrics is served at /metrics (Options.Metrics).
+	metrics http.Handler
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -182,7 +184,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	e.srv, err = serve.New(serve.Options{
 		Sessions: svc, Config: cfg, Token: e.token, Tokens: o.tokens, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
 		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Attachments: att, Jobs: jobs.Of(h.Root()),
-		StreamBuffer: o.streamBuffer,
+		StreamBuffer: o.streamBuffer, Metrics: o.metrics,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,10 @@ type sessionJSON struct {
 	Turns   int           `json:"turns"`
 	State   session.State `json:"state"`
 	Parent  string        `json:"parent,omitempty"`
-	Size    int64         `json:"size"`
+	// Tenant is the tenant the session belongs to; empty for one only
+	// operators see.
+	Tenant string `json:"tenant,omitempty"`
+	Size   int64  `json:"size"`
 	// Open: the session is open (here, or where a cluster runs it);
 	// Running: a turn runs.
 	Open    bool  `json:"open"`
@@ -58,7 +61,7 @@ func configuredAgent(agentID string) string {
 
 func fromSummary(sum session.Summary) sessionJSON {
 	return sessionJSON{ID: sum.ID, Agent: configuredAgent(sum.Agent), Title: sum.Title, Created: sum.Created, Updated: sum.Updated,
-		Turns: sum.Turns, State: sum.State, Parent: sum.Parent, Size: sum.Size, LastSeq: sum.LastSeq}
+		Turns: sum.Turns, State: sum.State, Parent: sum.Parent, Tenant: sum.Tenant, Size: sum.Size, LastSeq: sum.LastSeq}
 }
 
 // describeOpen is an open session, as the session service describes it;
@@ -71,6 +74,9 @@ func describeOpen(in sessions.Info, sum *session.Summary) sessionJSON {
 	}
 	out.Running = in.Running
 	out.LastSeq = in.LastSeq
+	if in.Tenant != "" {
+		out.Tenant = in.Tenant
+	}
 	if !in.Created.IsZero() {
 		out.Created, out.Updated, out.Turns, out.Title = in.Created, in.Updated, in.Turns, in.Title
 	}
