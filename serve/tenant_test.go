@@ -150,7 +150,10 @@ func TestEveryRouteKeepsTenantsApart(t *testing.T) {
 func TestListsAndPagesAreFilteredByTenant(t *testing.T) {
 	e := newEnv(t, envOpts{tokens: tenantTokens})
 	mine := map[string][]string{}
-	for i, token := range []string{aliceToken, bobToken, aliceToken, "", bobToken, aliceToken} {
+	// Newest first the list is bob, alice, bob, alice, alice, operator:
+	// two a page, bob's second page ends on alice's session with more to
+	// come, where the store's cursor would name hers.
+	for i, token := range []string{"", aliceToken, aliceToken, bobToken, aliceToken, bobToken} {
 		var id string
 		if token == "" {
 			id = e.open(map[string]any{})
@@ -168,24 +171,27 @@ func TestListsAndPagesAreFilteredByTenant(t *testing.T) {
 		if ids, _ := e.listAs(token, "/v1/sessions"); !slices.Equal(ids, mine[token]) {
 			t.Errorf("listed %v, want %v", ids, mine[token])
 		}
-		// Page by page, one at a time.
-		var paged []string
-		cursor := ""
-		for range 10 {
-			ids, next := e.listAs(token, "/v1/sessions?limit=1&cursor="+cursor)
-			paged = append(paged, ids...)
-			if next == "" {
-				break
+		// Page by page: with two a page, the store's pages end on
+		// another tenant's session now and then.
+		for _, limit := range []string{"1", "2"} {
+			var paged []string
+			cursor := ""
+			for range 10 {
+				ids, next := e.listAs(token, "/v1/sessions?limit="+limit+"&cursor="+cursor)
+				paged = append(paged, ids...)
+				if next == "" {
+					break
+				}
+				_, cid, err := session.ParseCursor(next)
+				if err != nil || !slices.Contains(mine[token], cid) {
+					t.Fatalf("a page's cursor names %q (%v), not one of %v", cid, err, mine[token])
+				}
+				cursor = next
 			}
-			_, cid, err := session.ParseCursor(next)
-			if err != nil || !slices.Contains(mine[token], cid) {
-				t.Fatalf("a page's cursor names %q (%v), not one of %v", cid, err, mine[token])
+			slices.Sort(paged)
+			if !slices.Equal(paged, mine[token]) {
+				t.Errorf("paged %s at a time: %v, want %v", limit, paged, mine[token])
 			}
-			cursor = next
-		}
-		slices.Sort(paged)
-		if !slices.Equal(paged, mine[token]) {
-			t.Errorf("paged %v, want %v", paged, mine[token])
 		}
 	}
 	if ids, _ := e.listAs(e.token, "/v1/sessions"); len(ids) != 6 {
