@@ -12,6 +12,7 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
@@ -108,7 +109,7 @@ func (v *jwtVerifier) verify(ctx stdctx.Context, tok string) (sessions.Principal
 		t, _ := claims[v.cfg.TenantClaim].(string)
 		switch {
 		case t != "":
-			if err := checkTenant(t); err != nil {
+			if err := session.CheckTenant(t); err != nil {
 				return sessions.Principal{}, fmt.Errorf("its %q claim cannot name a tenant: %v", v.cfg.TenantClaim, err)
 			}
 			p.Tenant = t

@@ -2,35 +2,13 @@ package serve
 
 import (
 	stdctx "context"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
 )
-
-// MaxTenantLen bounds a tenant's name: it is written into every stored
-// log's metadata and, on session.nats, into every message's headers.
-const MaxTenantLen = 128
-
-// checkTenant says what is wrong with a tenant's name, or nil: 1 to
-// MaxTenantLen bytes of printable UTF-8, so it can be shown in a log line
-// and stored as metadata without escaping surprises.
-func checkTenant(t string) error {
-	switch {
-	case len(t) > MaxTenantLen:
-		return fmt.Errorf("it is %d bytes long, over %d", len(t), MaxTenantLen)
-	case !utf8.ValidString(t):
-		return fmt.Errorf("it is not UTF-8")
-	case strings.IndexFunc(t, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
-		return fmt.Errorf("it holds a control or other non-printable character")
-	}
-	return nil
-}
 
 // tenantOf is the tenant of the caller of r: empty for an operator, who
 // sees every session (a principal with no tenant, or a server without
