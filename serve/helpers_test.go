@@ -100,7 +100,7 @@ func init() {
 // on a real listener (httptest), and a client that checks every JSON
 // response against the OpenAPI document.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	h      *host.Host
 	srv    *serve.Server
 	ts     *httptest.Server
@@ -145,7 +145,7 @@ type envOpts struct {
 	metrics http.Handler
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	resetGate()
 	if o.store == "" {
@@ -241,7 +241,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("status %d, body %q: %v", r.status, r.body, err)
@@ -257,7 +257,7 @@ type apiErr struct {
 	RequestID string `json:"request_id"`
 }
 
-func (r response) err(t *testing.T) apiErr {
+func (r response) err(t testing.TB) apiErr {
 	t.Helper()
 	var a apiErr
 	r.json(t, &a)
