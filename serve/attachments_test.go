@@ -38,7 +38,7 @@ type upload struct {
 }
 
 // form builds a multipart message: its text fields, then its files.
-func form(t *testing.T, fields map[string]string, files ...upload) (body, contentType string) {
+func form(t testing.TB, fields map[string]string, files ...upload) (body, contentType string) {
 	t.Helper()
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)

@@ -48,7 +48,11 @@
 // their own HMAC) do not. Bodies are bounded, CORS is off unless
 // serve.cors_origins lists the origin, and neither the token nor any
 // header is ever written to a response or the log. Callers are told apart
-// (their principal and tenant reach the log, policies and budgets) but
-// not kept apart: every caller reaches every session. A request id names
+// (their principal and tenant reach the log, policies and budgets) and
+// tenants are kept apart: a session belongs to its creator's tenant,
+// recorded with its log, and a caller with a tenant reaches its tenant's
+// sessions only — every route with a session id goes through one check
+// (scoped) that answers any other session as a missing one — while a
+// caller without a tenant is an operator and reaches all. A request id names
 // one message; reused by another caller or for other text it is refused.
 package serve

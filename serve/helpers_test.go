@@ -100,7 +100,7 @@ func init() {
 // on a real listener (httptest), and a client that checks every JSON
 // response against the OpenAPI document.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	h      *host.Host
 	srv    *serve.Server
 	ts     *httptest.Server
@@ -141,9 +141,11 @@ type envOpts struct {
 	approverGrace time.Duration
 	// streamBuffer is the server's Options.StreamBuffer.
 	streamBuffer int
+	// metrics is served at /metrics (Options.Metrics).
+	metrics http.Handler
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	resetGate()
 	if o.store == "" {
@@ -182,7 +184,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	e.srv, err = serve.New(serve.Options{
 		Sessions: svc, Config: cfg, Token: e.token, Tokens: o.tokens, NoAuth: o.noAuth, Hooks: o.hooks, Version: "test",
 		Log: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Attachments: att, Jobs: jobs.Of(h.Root()),
-		StreamBuffer: o.streamBuffer,
+		StreamBuffer: o.streamBuffer, Metrics: o.metrics,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +241,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("status %d, body %q: %v", r.status, r.body, err)
@@ -255,7 +257,7 @@ type apiErr struct {
 	RequestID string `json:"request_id"`
 }
 
-func (r response) err(t *testing.T) apiErr {
+func (r response) err(t testing.TB) apiErr {
 	t.Helper()
 	var a apiErr
 	r.json(t, &a)

@@ -12,6 +12,7 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
@@ -105,8 +106,17 @@ func (v *jwtVerifier) verify(ctx stdctx.Context, tok string) (sessions.Principal
 	}
 	p := sessions.Principal{Kind: "jwt", ID: sub, Tenant: v.cfg.Tenant}
 	if v.cfg.TenantClaim != "" {
-		if t, ok := claims[v.cfg.TenantClaim].(string); ok && t != "" {
+		t, _ := claims[v.cfg.TenantClaim].(string)
+		switch {
+		case t != "":
+			if err := session.CheckTenant(t); err != nil {
+				return sessions.Principal{}, fmt.Errorf("its %q claim cannot name a tenant: %v", v.cfg.TenantClaim, err)
+			}
 			p.Tenant = t
+		case v.cfg.Tenant == "":
+			// Letting it in without a tenant would make it an operator,
+			// who sees every tenant's sessions.
+			return sessions.Principal{}, fmt.Errorf("it has no %q claim (a string) to name its tenant (serve.jwt.tenant_claim), and serve.jwt.tenant gives none", v.cfg.TenantClaim)
 		}
 	}
 	return p, nil

@@ -156,6 +156,14 @@ func (s *Server) listTitles(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if tenantOf(r) != "" {
+		// A tenant sees the titles of its own sessions only.
+		for id := range m {
+			if owner, exists, err := s.ownerOf(r.Context(), id); err != nil || !exists || !visible(r, owner) {
+				delete(m, id)
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"titles": m})
 }
 

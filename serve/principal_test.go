@@ -66,13 +66,21 @@ func TestNamedTokensNamePrincipals(t *testing.T) {
 			http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}})
 		return r.status
 	}
+	// Alice has a tenant: she drives her tenant's session, not the
+	// operator's.
+	if st := as("alice-secret-0123456789", "r-alice-foreign"); st != http.StatusNotFound {
+		t.Fatalf("alice, on the operator's session: %d", st)
+	}
+	var made struct{ ID string }
+	e.call("POST", "/v1/sessions", map[string]any{}, "Authorization", "Bearer alice-secret-0123456789").json(t, &made)
+	id, operators := made.ID, id
 	if st := as("alice-secret-0123456789", "r-alice"); st != http.StatusAccepted {
 		t.Fatalf("alice: %d", st)
 	}
 	if st := as("bob-secret-0123456789", "r-bob"); st != http.StatusAccepted {
 		t.Fatalf("bob: %d", st)
 	}
-	e.send(id, "r-default", "hi")
+	e.send(operators, "r-default", "hi")
 	if st := as("mallory", "r-mallory"); st != http.StatusUnauthorized {
 		t.Fatalf("an unknown token got %d", st)
 	}
@@ -162,7 +170,9 @@ func TestJWTMapsClaimsToPrincipal(t *testing.T) {
 	is := newIssuer(t)
 	e := newEnv(t, envOpts{extra: "  - use: servetest.who\n",
 		serve: "  jwt:\n    issuer: https://id.example\n    jwks_url: " + is.url + "\n    audience: dsh\n    tenant_claim: org\n"})
-	id := e.open(map[string]any{})
+	var made struct{ ID string }
+	e.call("POST", "/v1/sessions", map[string]any{}, "Authorization", "Bearer "+is.sign(t, jwt.MapClaims{"sub": "carol", "org": "acme"})).json(t, &made)
+	id := made.ID
 	post := func(token, rid string) response {
 		return e.raw("POST", "/v1/sessions/"+id+"/messages", map[string]string{"request_id": rid, "content": "hi"},
 			http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}})
@@ -185,6 +195,8 @@ func TestJWTMapsClaimsToPrincipal(t *testing.T) {
 		"audience":    {is.sign(t, jwt.MapClaims{"sub": "carol", "aud": "other"}), "not meant for this server"},
 		"stranger":    {stranger.sign(t, jwt.MapClaims{"sub": "carol"}), "signature"},
 		"no subject":  {is.sign(t, jwt.MapClaims{}), `"sub" claim`},
+		"no tenant":   {is.sign(t, jwt.MapClaims{"sub": "carol"}), `"org" claim`},
+		"bad tenant":  {is.sign(t, jwt.MapClaims{"sub": "carol", "org": "acme\r\nx"}), "non-printable"},
 		"not a token": {"a.b.c", "malformed"},
 	} {
 		r := post(c.token, "r-"+name)
@@ -200,10 +212,10 @@ func TestJWTMapsClaimsToPrincipal(t *testing.T) {
 	// The issuer rotates its key: a token signed with the new one is
 	// accepted once the key set is fetched again for its unknown kid.
 	is.rotate(t, "k2")
-	if r := post(is.sign(t, jwt.MapClaims{"sub": "dave"}), "r-dave"); r.status != http.StatusAccepted {
+	if r := post(is.sign(t, jwt.MapClaims{"sub": "dave", "org": "acme"}), "r-dave"); r.status != http.StatusAccepted {
 		t.Fatalf("a token of the rotated key: %d %s", r.status, r.body)
 	}
-	if s := sourceSeen(t, "r-dave"); s.Principal != (sessions.Principal{Kind: "jwt", ID: "dave"}) {
+	if s := sourceSeen(t, "r-dave"); s.Principal != (sessions.Principal{Kind: "jwt", ID: "dave", Tenant: "acme"}) {
 		t.Fatalf("source %+v", s)
 	}
 }

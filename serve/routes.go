@@ -76,6 +76,10 @@ func (s *Server) build() http.Handler {
 	s.routes = s.table()
 	for _, rt := range s.routes {
 		h := http.Handler(rt.handle)
+		if strings.Contains(rt.path, "{id}") {
+			// The tenant check of every route that names a session.
+			h = s.scoped(h)
+		}
 		if !rt.public {
 			h = s.authorize(h)
 		}
@@ -83,7 +87,7 @@ func (s *Server) build() http.Handler {
 	}
 	if s.o.Metrics != nil {
 		// An operator's endpoint, not part of the API document.
-		mux.Handle("GET /metrics", s.authorize(s.o.Metrics))
+		mux.Handle("GET /metrics", s.authorize(s.operatorOnly(s.o.Metrics)))
 	}
 	// A span per request, continuing the trace of an incoming traceparent
 	// (a webhook's sender, a client that traces); nothing when off.

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/services/attachments"
 	"github.com/dsh-go/dsh/services/jobs"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -148,7 +149,15 @@ func New(o Options) (*Server, error) {
 		if t.Name == "" || t.Secret == "" {
 			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("serve.New: a token has no name or no secret (name %q); every token names its principal and holds a secret", t.Name))
 		}
+		if t.Tenant != "" {
+			if err := session.CheckTenant(t.Tenant); err != nil {
+				return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("serve.New: the tenant of token %q cannot be used: %v; name it with at most %d printable characters", t.Name, err, session.MaxTenantLen))
+			}
+		}
 		s.tokens = append(s.tokens, tokenHash{name: t.Name, tenant: t.Tenant, sum: sha256.Sum256([]byte(t.Secret))})
+	}
+	if !o.NoAuth {
+		s.statePrincipals(tokens)
 	}
 	s.streams, s.stopStream = stdctx.WithCancel(stdctx.Background())
 	if j := o.Config.Serve.JWT; j.Enabled() && !o.NoAuth {

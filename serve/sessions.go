@@ -33,7 +33,10 @@ type sessionJSON struct {
 	Turns   int           `json:"turns"`
 	State   session.State `json:"state"`
 	Parent  string        `json:"parent,omitempty"`
-	Size    int64         `json:"size"`
+	// Tenant is the tenant the session belongs to; empty for one only
+	// operators see.
+	Tenant string `json:"tenant,omitempty"`
+	Size   int64  `json:"size"`
 	// Open: the session is open (here, or where a cluster runs it);
 	// Running: a turn runs.
 	Open    bool  `json:"open"`
@@ -58,7 +61,7 @@ func configuredAgent(agentID string) string {
 
 func fromSummary(sum session.Summary) sessionJSON {
 	return sessionJSON{ID: sum.ID, Agent: configuredAgent(sum.Agent), Title: sum.Title, Created: sum.Created, Updated: sum.Updated,
-		Turns: sum.Turns, State: sum.State, Parent: sum.Parent, Size: sum.Size, LastSeq: sum.LastSeq}
+		Turns: sum.Turns, State: sum.State, Parent: sum.Parent, Tenant: sum.Tenant, Size: sum.Size, LastSeq: sum.LastSeq}
 }
 
 // describeOpen is an open session, as the session service describes it;
@@ -71,6 +74,9 @@ func describeOpen(in sessions.Info, sum *session.Summary) sessionJSON {
 	}
 	out.Running = in.Running
 	out.LastSeq = in.LastSeq
+	if in.Tenant != "" {
+		out.Tenant = in.Tenant
+	}
 	if !in.Created.IsZero() {
 		out.Created, out.Updated, out.Turns, out.Title = in.Created, in.Updated, in.Turns, in.Title
 	}
@@ -199,7 +205,7 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
 		}
 		opts.Limit = n
 	}
-	p, err := s.o.Sessions.ListPage(r.Context(), opts)
+	p, err := s.tenantPage(r, opts)
 	if errs.HasCode(err, errs.InvalidArgument) {
 		s.writeError(w, r, fail(http.StatusBadRequest, BadRequest, err.Error()))
 		return
@@ -235,6 +241,9 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	seen := map[string]bool{}
 	for i := range list {
 		seen[list[i].ID] = true
+		if !s.listed(r, list[i]) {
+			continue
+		}
 		// Only a session the service marks open has more to say; asking
 		// for the others would cost a cluster a request each.
 		if list[i].State == session.StateOpen {
@@ -250,7 +259,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		if seen[id] {
 			continue
 		}
-		if in, open := s.info(r.Context(), id); open {
+		if in, open := s.info(r.Context(), id); open && visible(r, in.Tenant) {
 			out = append(out, describeOpen(in, nil))
 		}
 	}
@@ -317,6 +326,19 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	o.Tenant = tenantOf(r)
+	if o.Tenant != "" && o.SessionID != "" {
+		// A tenant is told the id is taken, whoever has it: the answer
+		// is the same for its own session and another tenant's, and
+		// says nothing of the other.
+		if _, exists, err := s.ownerOf(r.Context(), o.SessionID); err != nil || exists {
+			if err == nil {
+				err = errs.New(session.SessionExists, fmt.Sprintf("session id %q is taken; pick another, or leave session_id out for a fresh one", o.SessionID))
+			}
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	in, err := s.o.Sessions.Ensure(r.Context(), sessions.EnsureOptions{OpenOptions: o, Mode: sessions.EnsureCreate})
 	if err != nil {
@@ -439,7 +461,9 @@ func (s *Server) resumeSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	o.SessionID = id
+	// The session stays its tenant's, whoever resumes it (an operator
+	// may).
+	o.SessionID, o.Tenant = id, sum.Tenant
 	in, err := s.o.Sessions.Ensure(r.Context(), sessions.EnsureOptions{OpenOptions: o, Mode: sessions.EnsureExisting})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -540,9 +564,11 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 // else the default agent, and serve.presets.
 func (s *Server) ClaimOptions(id string) sessions.OpenOptions {
 	var req openRequest
+	var tenant string
 	ctx, cancel := stdctx.WithTimeout(stdctx.Background(), 10*time.Second)
 	defer cancel()
 	if sum, found, err := s.persisted(ctx, id); err == nil && found {
+		tenant = sum.Tenant
 		if name := configuredAgent(sum.Agent); name != "" {
 			if _, ok := s.o.Config.Agent(name); ok {
 				req.Agent = name
@@ -555,6 +581,6 @@ func (s *Server) ClaimOptions(id string) sessions.OpenOptions {
 		// clear error for an empty agent.
 		s.log.Warn("cannot claim a session", "session", id, "error", err)
 	}
-	o.SessionID = id
+	o.SessionID, o.Tenant = id, tenant
 	return o
 }

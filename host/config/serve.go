@@ -222,6 +222,9 @@ type WebhookConfig struct {
 	Session string `koanf:"session"`
 	// MaxBodyBytes bounds a delivery's body; default serve's.
 	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+	// Tenant is the tenant of the sessions the deliveries open, and of
+	// the webhook's principal; empty leaves them to operators.
+	Tenant string `koanf:"tenant"`
 }
 
 // ScheduleConfig prompts an agent at the times of a cron expression.
@@ -247,6 +250,9 @@ type ScheduleConfig struct {
 	// CatchUp runs once at start when a run was due while dsh was down;
 	// by default missed runs are not replayed.
 	CatchUp bool `koanf:"catch_up"`
+	// Tenant is the tenant of the sessions the runs open, and of the
+	// schedule's principal; empty leaves them to operators.
+	Tenant string `koanf:"tenant"`
 }
 
 // Overlap policies of a schedule.

@@ -137,6 +137,11 @@ func prepare(cfg *config.Config, i int, sc config.ScheduleConfig) (*entry, error
 	if sc.Name == "" {
 		return nil, errs.New(errs.InvalidArgument, at+": the schedule has no name")
 	}
+	if sc.Tenant != "" {
+		if err := session.CheckTenant(sc.Tenant); err != nil {
+			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("schedule %q (%s): tenant %q cannot be used: %v; name it with at most %d printable characters", sc.Name, at, sc.Tenant, err, session.MaxTenantLen))
+		}
+	}
 	sched, err := config.CronParser.Parse(sc.Cron)
 	if err != nil {
 		return nil, errs.Wrap(errs.InvalidArgument, err, fmt.Sprintf("schedule %q (%s): cron %q does not parse", sc.Name, at, sc.Cron))
@@ -158,7 +163,7 @@ func prepare(cfg *config.Config, i int, sc config.ScheduleConfig) (*entry, error
 		name: sc.Name, sched: sched, prompt: tmpl, overlap: overlap, catchUp: sc.CatchUp,
 		target: unattended.Target{Agent: agent, Presets: sc.Presets, Session: sc.Session,
 			Source: sessions.Source{Kind: sessions.SourceSchedule, RPCID: "schedule:" + sc.Name, Entry: "schedule",
-				Principal: sessions.Principal{Kind: "schedule", ID: sc.Name}}},
+				Principal: sessions.Principal{Kind: "schedule", ID: sc.Name, Tenant: sc.Tenant}}},
 	}, nil
 }
 

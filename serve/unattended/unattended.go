@@ -129,7 +129,9 @@ func (r *Runner) bound(ctx stdctx.Context) (stdctx.Context, func()) {
 }
 
 func (r *Runner) openOptions(t Target) sessions.OpenOptions {
-	return sessions.OpenOptions{Agent: t.Agent, Presets: t.Presets, Source: t.Source}
+	// A session it opens is its principal's tenant's; one it resumes
+	// keeps the tenant its log has.
+	return sessions.OpenOptions{Agent: t.Agent, Presets: t.Presets, Source: t.Source, Tenant: t.Source.Principal.Tenant}
 }
 
 // deliverFresh opens a session for this one prompt — under t.Own, resumed

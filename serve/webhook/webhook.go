@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/host/config"
 	"github.com/dsh-go/dsh/serve/unattended"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -120,6 +121,11 @@ func New(o Options) (*Handler, error) {
 
 func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv func(string) string) (*hook, error) {
 	at := "serve.webhooks." + name
+	if w.Tenant != "" {
+		if err := session.CheckTenant(w.Tenant); err != nil {
+			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("webhook %q (%s): tenant %q cannot be used: %v; name it with at most %d printable characters", name, at, w.Tenant, err, session.MaxTenantLen))
+		}
+	}
 	if w.SecretEnv == "" {
 		return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("webhook %q (%s) has no secret_env; name the variable holding its HMAC-SHA256 secret", name, at))
 	}
@@ -161,7 +167,7 @@ func prepare(cfg *config.Config, name string, w config.WebhookConfig, getenv fun
 		name: name, secret: key, header: header, standard: standard, maxBody: maxBody, prompt: tmpl,
 		target: unattended.Target{Agent: agent, Presets: w.Presets, Session: w.Session,
 			Source: sessions.Source{Kind: sessions.SourceWebhook, RPCID: "webhook:" + name, Entry: "webhook",
-				Principal: sessions.Principal{Kind: "webhook", ID: name}}},
+				Principal: sessions.Principal{Kind: "webhook", ID: name, Tenant: w.Tenant}}},
 	}, nil
 }
 

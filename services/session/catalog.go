@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/dsh-go/dsh/errs"
 )
@@ -62,6 +63,9 @@ type Summary struct {
 	// Parent is the session a subagent's session was made for (see
 	// ChildID); empty for every other session.
 	Parent string `json:"parent,omitempty"`
+	// Tenant is the tenant the session belongs to, as its log records it;
+	// empty for a session only operators see.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // childMark separates a parent's session id from the rest of a child's.
@@ -390,4 +394,25 @@ func (st *Store) ListPage(ctx stdctx.Context, opts ListOptions) (Page, error) {
 	}
 	st.mu.Unlock()
 	return p, nil
+}
+
+// MaxTenantLen bounds a tenant's name: it is written into every stored
+// log's metadata and, on session.nats, into every message's headers.
+const MaxTenantLen = 128
+
+// CheckTenant says what is wrong with a tenant's name, or nil: 1 to
+// MaxTenantLen bytes of printable UTF-8, so that it can be shown in a log
+// line and stored as metadata (a catalog column, a header) as it is.
+func CheckTenant(t string) error {
+	switch {
+	case t == "":
+		return fmt.Errorf("it is empty")
+	case len(t) > MaxTenantLen:
+		return fmt.Errorf("it is %d bytes long, over %d", len(t), MaxTenantLen)
+	case !utf8.ValidString(t):
+		return fmt.Errorf("it is not UTF-8")
+	case strings.IndexFunc(t, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		return fmt.Errorf("it holds a control or other non-printable character")
+	}
+	return nil
 }

@@ -63,6 +63,9 @@ type Session struct {
 	id      string
 	agentID string
 	at      *dshctx.Context
+	// tenant is the tenant the session belongs to (SetTenant); persistence
+	// writes it beside the agent, so every store and host can tell.
+	tenant string
 
 	mu sync.Mutex
 	// events is the log in fixed-size pages: appending never copies earlier
@@ -189,6 +192,28 @@ func (s *Session) ID() string { return s.id }
 
 // AgentID returns the id of the agent the session belongs to.
 func (s *Session) AgentID() string { return s.agentID }
+
+// SetTenant records the tenant the session belongs to, before its first
+// event, so persistence stores it with the log's first record (and, in
+// stores that keep metadata per record, with every one). An empty tenant
+// changes nothing: a tenant once given is never taken away by an opener
+// that does not know it.
+func (s *Session) SetTenant(tenant string) {
+	if tenant == "" {
+		return
+	}
+	s.mu.Lock()
+	s.tenant = tenant
+	s.mu.Unlock()
+}
+
+// Tenant is the tenant SetTenant recorded; empty for an operator's
+// session.
+func (s *Session) Tenant() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tenant
+}
 
 // Append records e with the next sequence number and the current time,
 // updates the derived history and emits session/event. It returns the event

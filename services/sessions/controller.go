@@ -127,6 +127,10 @@ type OpenOptions struct {
 	// as a server session does; it then ends by Close or when the
 	// controller is disposed.
 	KeepRunning bool
+	// Tenant is the tenant the session belongs to, recorded with its log
+	// (session.Session.SetTenant). Empty leaves a resumed session's tenant
+	// as its log has it, and makes a new session an operator's.
+	Tenant string
 }
 
 // Open opens a new session: it creates the agent through the Opener and
@@ -179,6 +183,10 @@ func (c *Controller) open(ctx stdctx.Context, o OpenOptions, resume bool) (_ *Se
 			return nil, errors.Join(gone, err)
 		}
 		return nil, err
+	}
+	if log := h.Agent.Session(); log != nil {
+		// Before the session is published, so before its first event.
+		log.SetTenant(o.Tenant)
 	}
 	s := newSession(c, spec, o, h)
 	if err := c.ownerGone(ctx); err != nil {

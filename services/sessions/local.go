@@ -166,6 +166,7 @@ func (s *Session) info(how How) Info {
 	if log == nil {
 		return in
 	}
+	in.Tenant = log.Tenant()
 	in.LastSeq = int64(log.Len())
 	in.Messages = log.History().Len()
 	if it, ok := log.Interrupted(); ok {

@@ -159,6 +159,10 @@ type Info struct {
 	// Tools are the names of the tools the session's agent offers its
 	// model, sorted: what an approval rule or an --allow can name.
 	Tools []string `json:"tools,omitempty"`
+	// Tenant is the tenant the session belongs to, as this copy knows it
+	// (OpenOptions.Tenant, or none when its opener gave none: the stored
+	// summary then says).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // TurnResult is what became of a prompt: its recorded outcome and, when

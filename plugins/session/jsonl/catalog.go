@@ -64,7 +64,7 @@ type entry struct {
 	updated int64 // unix ns
 	id      string
 	agent   string
-	rest    []byte // created, turns, size, ended, title
+	rest    []byte // created, turns, size, ended, title[, tenant]
 	raw     []byte // the whole line, without its newline
 	off     int64  // where the line starts in the file
 }
@@ -93,6 +93,12 @@ func encodeEntry(kind byte, sum session.Summary) []byte {
 	}
 	b = append(b, '\t')
 	b = append(b, field(sum.Title)...)
+	if sum.Tenant != "" {
+		// A column of its own after the title, written only when there
+		// is a tenant: the lines of tenantless sessions stay as they were.
+		b = append(b, '\t')
+		b = append(b, field(sum.Tenant)...)
+	}
 	crc := crc32.ChecksumIEEE(b[9:])
 	hex := strconv.AppendUint(nil, uint64(crc)|1<<32, 16) // fixed width: "1" + 8 digits
 	copy(b, hex[1:])
@@ -207,13 +213,16 @@ func (e entry) title() string {
 		}
 		rest = rest[i+1:]
 	}
+	if i := bytes.IndexByte(rest, '\t'); i >= 0 {
+		rest = rest[:i] // the tenant's column follows
+	}
 	return string(rest)
 }
 
 // summary decodes the whole entry.
 func (e entry) summary() (session.Summary, bool) {
-	f := strings.SplitN(string(e.rest), "\t", 5)
-	if len(f) != 5 {
+	f := strings.SplitN(string(e.rest), "\t", 6)
+	if len(f) != 5 && len(f) != 6 {
 		return session.Summary{}, false
 	}
 	created, err1 := strconv.ParseInt(f[0], 10, 64)
@@ -224,6 +233,9 @@ func (e entry) summary() (session.Summary, bool) {
 	}
 	s := session.Summary{ID: e.id, Agent: e.agent, Title: f[4], Created: fromNano(created), Updated: fromNano(e.updated),
 		Turns: turns, Size: size, State: session.StateIdle}
+	if len(f) == 6 {
+		s.Tenant = f[5]
+	}
 	if f[3] == "0" {
 		s.State = session.StateInterrupted
 	}

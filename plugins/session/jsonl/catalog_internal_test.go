@@ -96,7 +96,7 @@ func writeLog(t testing.TB, w *files, id, agent string, events ...[]session.Even
 		for _, e := range group {
 			seq++
 			e.Seq, e.Time = seq, t0.Add(time.Duration(seq)*time.Second)
-			wr.add(agent, e)
+			wr.add(agent, "", e)
 		}
 	}
 	if err := wr.write(seq); err != nil {

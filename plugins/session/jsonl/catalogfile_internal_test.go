@@ -28,7 +28,7 @@ func genStore(tb testing.TB, dir string, n, agents int) {
 			e.Seq, e.Time = int64(j+1), base.Add(time.Duration(j)*time.Millisecond)
 			var v any = e
 			if j == 0 {
-				v = first{e, fmt.Sprintf("agent%d", i%agents)}
+				v = first{Event: e, Agent: fmt.Sprintf("agent%d", i%agents)}
 			}
 			enc.Encode(v)
 		}
@@ -53,7 +53,7 @@ func appendTurns(t *testing.T, w *files, id, agent string, seq int64, from, turn
 		for _, e := range turn(n, fmt.Sprintf("prompt %d", n), true) {
 			seq++
 			e.Seq, e.Time = seq, t0.Add(time.Duration(seq)*time.Second)
-			wr.add(agent, e)
+			wr.add(agent, "", e)
 		}
 	}
 	if err := wr.write(seq); err != nil {
@@ -164,7 +164,7 @@ func TestAnOpenSessionIsReadFromItsLog(t *testing.T) {
 	for _, e := range turn(2, "more", true) {
 		seq++
 		e.Seq, e.Time = seq, t0.Add(time.Duration(seq)*time.Second)
-		wr.add("main", e)
+		wr.add("main", "", e)
 	}
 	if err := wr.write(seq); err != nil {
 		t.Fatal(err)

@@ -100,7 +100,7 @@ var Plugin = plugin.Register("session.jsonl", "keeps session logs as JSON lines 
 		}
 	}
 	if _, err := session.EventAppended.On(ctx, func(_ stdctx.Context, a session.Appended) error {
-		w.writerFor(a.Session).add(a.Session.AgentID(), a.Event)
+		w.writerFor(a.Session).add(a.Session.AgentID(), a.Session.Tenant(), a.Event)
 		return nil
 	}); err != nil {
 		return err

@@ -266,11 +266,12 @@ func corrupt(s session.Summary, why string) session.Summary {
 
 // header is what a listing decodes of an event.
 type header struct {
-	Seq   int64        `json:"seq"`
-	Type  session.Type `json:"type"`
-	Time  time.Time    `json:"time"`
-	Turn  int          `json:"turn"`
-	Agent string       `json:"agent"`
+	Seq    int64        `json:"seq"`
+	Type   session.Type `json:"type"`
+	Time   time.Time    `json:"time"`
+	Turn   int          `json:"turn"`
+	Agent  string       `json:"agent"`
+	Tenant string       `json:"tenant"`
 }
 
 func (h *header) decode(line []byte) error {
@@ -315,7 +316,7 @@ func summarizeLog(s session.Summary, r io.ReaderAt, path string) (session.Summar
 	if first.Seq != 1 {
 		return corrupt(s, fmt.Sprintf("%s:1: the log starts at event %d, not 1", path, first.Seq)), read
 	}
-	s.Agent, s.Created, s.Updated, s.Turns = first.Agent, first.Time, first.Time, first.Turn
+	s.Agent, s.Tenant, s.Created, s.Updated, s.Turns = first.Agent, first.Tenant, first.Time, first.Time, first.Turn
 	for _, line := range lines[1:] {
 		if typeOf(line) == session.UserMessage {
 			s.Title = session.Title(contentPrefix(line))

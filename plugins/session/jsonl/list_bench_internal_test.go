@@ -33,7 +33,7 @@ func benchSessions(b *testing.B, n int) string {
 				}
 				var v any = e
 				if seq == 1 {
-					v = first{e, "main"}
+					v = first{Event: e, Agent: "main"}
 				}
 				enc.Encode(v)
 			}

@@ -39,7 +39,7 @@ func TestAnOpenSessionHoldsOneDescriptor(t *testing.T) {
 		held = append(held, wr)
 		for j, e := range turn(1, "p", true) {
 			e.Seq = int64(j + 1)
-			wr.add("main", e)
+			wr.add("main", "", e)
 		}
 		if err := wr.write(1 << 62); err != nil {
 			t.Fatal(err)

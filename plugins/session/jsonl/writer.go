@@ -37,6 +37,7 @@ type writer struct {
 
 	mu       sync.Mutex
 	agent    string   // the id of the agent writing; recorded with event 1
+	tenant   string   // the session's tenant; recorded with event 1 too
 	lock     *os.File // the locked log; nil once released
 	pending  []session.Event
 	released bool
@@ -47,10 +48,10 @@ type writer struct {
 
 var _ session.Lease = (*writer)(nil)
 
-func (wr *writer) add(agent string, e session.Event) {
+func (wr *writer) add(agent, tenant string, e session.Event) {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
-	wr.agent = agent
+	wr.agent, wr.tenant = agent, tenant
 	if wr.released {
 		wr.files.log.Error("dropped a session event appended after the session was closed",
 			"session", wr.id, "seq", e.Seq, "type", e.Type)
@@ -77,7 +78,7 @@ func (wr *writer) write(seq int64) error {
 		n++
 	}
 	batch := wr.pending[:n:n]
-	agent := wr.agent
+	agent, tenant := wr.agent, wr.tenant
 	wr.mu.Unlock()
 	if n == 0 {
 		return nil
@@ -87,7 +88,7 @@ func (wr *writer) write(seq int64) error {
 	for _, e := range batch {
 		var v any = e
 		if e.Seq == 1 {
-			v = first{e, agent}
+			v = first{e, agent, tenant}
 		}
 		if err := enc.Encode(v); err != nil {
 			return errs.Wrap(session.FlushFailed, err, fmt.Sprintf("session.jsonl: event %d of session %q cannot be written as JSON", e.Seq, wr.id))
@@ -111,6 +112,9 @@ func (wr *writer) write(seq int64) error {
 type first struct {
 	session.Event
 	Agent string `json:"agent,omitempty"`
+	// Tenant is the tenant the session belongs to: written once, with
+	// the log's first event, as the agent is.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // unusable says why the writer may not write; the caller holds mu.

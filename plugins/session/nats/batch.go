@@ -69,13 +69,13 @@ func apiCode(err error) jetstream.ErrorCode {
 // are stored — all or, when an earlier try was, those it stored — and the
 // sequence of the last of them. A batch the server will not take as a
 // batch is published one message at a time instead.
-func (wr *writer) publishAtomic(ctx stdctx.Context, out []outgoing, agent string, last uint64) (int, uint64, error) {
+func (wr *writer) publishAtomic(ctx stdctx.Context, out []outgoing, who author, last uint64) (int, uint64, error) {
 	// connect_timeout bounds the waits for an append in flight, as it
 	// bounds them for one message (publish).
 	busy, cancel := wr.store.timeout(ctx)
 	defer cancel()
 	for {
-		seq, err := wr.commitBatch(ctx, out, agent, last)
+		seq, err := wr.commitBatch(ctx, out, who, last)
 		if err == nil {
 			return len(out), seq, nil
 		}
@@ -100,7 +100,7 @@ func (wr *writer) publishAtomic(ctx stdctx.Context, out []outgoing, agent string
 			case n == len(out):
 				return n, seq, nil
 			}
-			m, seq, err := wr.publishAtomic(ctx, out[n:], agent, seq)
+			m, seq, err := wr.publishAtomic(ctx, out[n:], who, seq)
 			return n + m, seq, err
 		case errAtomicDisabled, errAtomicMissingSeq, errAtomicHeader,
 			errAtomicBatchID, errAtomicTooLarge, errAtomicCommit, errAtomicTooMany:
@@ -110,7 +110,7 @@ func (wr *writer) publishAtomic(ctx stdctx.Context, out []outgoing, agent string
 			}
 			wr.store.log.Debug("session.nats: an atomic batch was refused; publishing its messages one at a time",
 				"session", wr.id, "messages", len(out), "error", err)
-			return wr.publishEach(ctx, out, agent, last)
+			return wr.publishEach(ctx, out, who, last)
 		default:
 			return 0, last, err
 		}
@@ -119,12 +119,12 @@ func (wr *writer) publishAtomic(ctx stdctx.Context, out []outgoing, agent string
 
 // commitBatch sends out as one atomic batch and waits for its commit's
 // ack, bounded by connect_timeout.
-func (wr *writer) commitBatch(ctx stdctx.Context, out []outgoing, agent string, last uint64) (uint64, error) {
+func (wr *writer) commitBatch(ctx stdctx.Context, out []outgoing, who author, last uint64) (uint64, error) {
 	// A fresh id each try: a batch the server abandoned must not collect
 	// the messages of the next.
 	id := wr.lease.token + "." + strconv.FormatUint(wr.store.batches.Add(1), 36)
 	for i, o := range out[:len(out)-1] {
-		m := wr.message(o, agent)
+		m := wr.message(o, who)
 		m.Header.Set(jetstream.MsgIDHeader, o.id)
 		m.Header.Set(batchIDHeader, id)
 		m.Header.Set(batchSeqHeader, strconv.Itoa(i+1))
@@ -135,7 +135,7 @@ func (wr *writer) commitBatch(ctx stdctx.Context, out []outgoing, agent string, 
 			return 0, err
 		}
 	}
-	m := wr.message(out[len(out)-1], agent)
+	m := wr.message(out[len(out)-1], who)
 	m.Header.Set(jetstream.MsgIDHeader, out[len(out)-1].id)
 	m.Header.Set(batchIDHeader, id)
 	m.Header.Set(batchSeqHeader, strconv.Itoa(len(out)))

@@ -79,7 +79,7 @@ func TestAMessageRefusedMidBatchStoresNoneOfTheStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range step(1) {
-		wr.add("agent", e)
+		wr.add("agent", "", e)
 	}
 	err = wr.write(ctx, 3)
 	if !errs.HasCode(err, session.FlushFailed) {
@@ -114,7 +114,7 @@ func TestAStepAfterAnotherWritersAppendIsRefusedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range step(1) {
-		wr.add("agent", e)
+		wr.add("agent", "", e)
 	}
 	err := wr.write(ctx, 3)
 	if !errs.Has(err, session.SessionLocked, session.ReasonFenced) {
@@ -147,13 +147,13 @@ func TestABatchWhoseAckWasLostIsNotStoredTwice(t *testing.T) {
 		last = ack.Sequence
 	}
 	for _, e := range events {
-		wr.add("agent", e)
+		wr.add("agent", "", e)
 	}
 	if err := wr.write(ctx, 3); err != nil {
 		t.Fatalf("the retry of a partly stored step: %v", err)
 	}
 	for _, e := range step(4) {
-		wr.add("agent", e)
+		wr.add("agent", "", e)
 	}
 	if err := wr.write(ctx, 6); err != nil {
 		t.Fatalf("the next step: %v", err)
@@ -193,7 +193,7 @@ func TestAStreamWithoutAtomicBatchesTakesTheStepOneByOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range step(1) {
-		wr.add("agent", e)
+		wr.add("agent", "", e)
 	}
 	if err := wr.write(ctx, 3); err != nil {
 		t.Fatalf("a step on a stream without atomic batches: %v", err)
@@ -225,7 +225,7 @@ func TestABatchOfOneCarriesTheFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := []outgoing{{event: e, data: data, id: wr.lease.token + ":1"}}
-	if _, err := wr.commitBatch(ctx, out, "agent", 0); apiCode(err) != jetstream.JSErrCodeStreamWrongLastSequence {
+	if _, err := wr.commitBatch(ctx, out, author{agent: "agent"}, 0); apiCode(err) != jetstream.JSErrCodeStreamWrongLastSequence {
 		t.Fatalf("a batch of one expecting an empty subject after another writer's append: %v, want wrong last sequence", err)
 	}
 	last, err := st.stream.GetLastMsgForSubject(ctx, wr.subject)

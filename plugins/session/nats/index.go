@@ -28,6 +28,7 @@ func IndexBucket(stream string) string { return stream + "_INDEX" }
 // indexEntry is one session's entry in the index.
 type indexEntry struct {
 	Agent   string    `json:"agent,omitempty"`
+	Tenant  string    `json:"tenant,omitempty"`
 	Title   string    `json:"title,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
@@ -47,12 +48,15 @@ type indexEntry struct {
 }
 
 // note adds event e, stored as data at stream sequence seq.
-func (x *indexEntry) note(agent string, e session.Event, size int, seq uint64) {
+func (x *indexEntry) note(who author, e session.Event, size int, seq uint64) {
 	if x.Events == 0 {
 		x.Created = e.Time
 	}
-	if agent != "" {
-		x.Agent = agent
+	if who.agent != "" {
+		x.Agent = who.agent
+	}
+	if who.tenant != "" && x.Tenant == "" {
+		x.Tenant = who.tenant
 	}
 	if x.Title == "" && e.Type == session.UserMessage && e.Message != nil {
 		x.Title = session.Title(e.Message.Content)
@@ -65,7 +69,7 @@ func (x *indexEntry) note(agent string, e session.Event, size int, seq uint64) {
 
 // summary is the entry as a listing shows it, before the lease is asked.
 func (x indexEntry) summary(id string) session.Summary {
-	sum := session.Summary{ID: id, Agent: x.Agent, Title: x.Title, Created: x.Created, Updated: x.Updated,
+	sum := session.Summary{ID: id, Agent: x.Agent, Tenant: x.Tenant, Title: x.Title, Created: x.Created, Updated: x.Updated,
 		Turns: x.Turns, Size: x.Size, LastSeq: x.Events, State: session.StateIdle}
 	if x.Events > 0 && !x.Ended {
 		sum.State = session.StateInterrupted
@@ -123,7 +127,7 @@ func (s *store) describe(ctx stdctx.Context, id string) (indexEntry, bool) {
 	x := indexEntry{Born: l.born}
 	for _, e := range l.events {
 		raw, _ := json.Marshal(e)
-		x.note(l.agent, e, len(raw), l.last)
+		x.note(author{l.agent, l.tenant}, e, len(raw), l.last)
 	}
 	x.Last, x.Msgs = l.last, l.msgs
 	return x, true

@@ -26,13 +26,13 @@ func storeSessions(t testing.TB, st *store, from, n, events int) {
 			t.Fatal(err)
 		}
 		now := time.Now().UTC()
-		wr.add("main", session.Event{Seq: 1, Type: session.TurnStart, Turn: 1, Time: now})
-		wr.add("main", session.Event{Seq: 2, Type: session.UserMessage, Turn: 1, Time: now,
+		wr.add("main", "", session.Event{Seq: 1, Type: session.TurnStart, Turn: 1, Time: now})
+		wr.add("main", "", session.Event{Seq: 2, Type: session.UserMessage, Turn: 1, Time: now,
 			Message: &llm.Message{Role: llm.RoleUser, Content: "hello " + id}})
 		for seq := 3; seq < events; seq++ {
-			wr.add("main", session.Event{Seq: int64(seq), Type: session.StepStart, Turn: 1, Time: now})
+			wr.add("main", "", session.Event{Seq: int64(seq), Type: session.StepStart, Turn: 1, Time: now})
 		}
-		wr.add("main", session.Event{Seq: int64(events), Type: session.TurnEnd, Turn: 1, Time: now})
+		wr.add("main", "", session.Event{Seq: int64(events), Type: session.TurnEnd, Turn: 1, Time: now})
 		if err := wr.write(ctx, int64(events)); err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestFindReadsOneSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wr.Release()
-	wr.add("main", session.Event{Seq: 21, Type: session.TurnStart, Turn: 2, Time: time.Now()})
+	wr.add("main", "", session.Event{Seq: 21, Type: session.TurnStart, Turn: 2, Time: time.Now()})
 	if err := wr.write(ctx, 21); err != nil {
 		t.Fatal(err)
 	}

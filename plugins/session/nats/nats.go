@@ -128,7 +128,7 @@ var Plugin = plugin.Register("session.nats", "keeps session logs in a NATS JetSt
 		}
 	}
 	if _, err := session.EventAppended.On(ctx, func(_ stdctx.Context, a session.Appended) error {
-		b.writerFor(a.Session).add(a.Session.AgentID(), a.Event)
+		b.writerFor(a.Session).add(a.Session.AgentID(), a.Session.Tenant(), a.Event)
 		return nil
 	}); err != nil {
 		return err

@@ -49,7 +49,7 @@ func TestAnOpenedSessionIsStoredBeforeItsFirstEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next.add("agent", session.Event{Seq: 1, Type: session.TurnStart, Turn: 1})
+	next.add("agent", "", session.Event{Seq: 1, Type: session.TurnStart, Turn: 1})
 	if err := next.write(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,10 @@ func appendTurn(t *testing.T, wr *writer, agent string, n int) {
 	t.Helper()
 	now := time.Now().UTC()
 	seq := int64(3 * (n - 1))
-	wr.add(agent, session.Event{Seq: seq + 1, Type: session.TurnStart, Turn: n, Time: now})
-	wr.add(agent, session.Event{Seq: seq + 2, Type: session.UserMessage, Turn: n, Time: now,
+	wr.add(agent, "", session.Event{Seq: seq + 1, Type: session.TurnStart, Turn: n, Time: now})
+	wr.add(agent, "", session.Event{Seq: seq + 2, Type: session.UserMessage, Turn: n, Time: now,
 		Message: &llm.Message{Role: llm.RoleUser, Content: "hello " + wr.id}})
-	wr.add(agent, session.Event{Seq: seq + 3, Type: session.TurnEnd, Turn: n, Time: now})
+	wr.add(agent, "", session.Event{Seq: seq + 3, Type: session.TurnEnd, Turn: n, Time: now})
 	if err := wr.write(stdctx.Background(), seq+3); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestPageReadsTheLogOfAWriterThatDiedBetweenLogAndCatalog(t *testing.T) {
 		{Seq: 4, Type: session.TurnStart, Turn: 2, Time: time.Now().UTC()},
 		{Seq: 5, Type: session.UserMessage, Turn: 2, Time: time.Now().UTC(), Message: &llm.Message{Role: llm.RoleUser, Content: "again"}},
 	} {
-		if _, err := a.js.PublishMsg(ctx, wr.message(outgoing{event: e, data: mustJSON(t, e)}, "main"),
+		if _, err := a.js.PublishMsg(ctx, wr.message(outgoing{event: e, data: mustJSON(t, e)}, author{agent: "main"}),
 			jetstream.WithExpectLastSequencePerSubject(appended)); err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
@@ -230,7 +230,7 @@ func TestPageWhileAWriterHoldsTheSession(t *testing.T) {
 	// The entries lag the log, as between a checkpoint and its index put.
 	last, _ := a.lastSeq(ctx, wr.subject)
 	e := session.Event{Seq: 7, Type: session.TurnStart, Turn: 3, Time: time.Now().UTC()}
-	if _, err := a.js.PublishMsg(ctx, wr.message(outgoing{event: e, data: mustJSON(t, e)}, "main"),
+	if _, err := a.js.PublishMsg(ctx, wr.message(outgoing{event: e, data: mustJSON(t, e)}, author{agent: "main"}),
 		jetstream.WithExpectLastSequencePerSubject(last)); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +449,7 @@ func TestPageShowsASessionWhoseWriterDiedBeforeItsFirstEntry(t *testing.T) {
 	}
 	e := session.Event{Seq: 1, Type: session.UserMessage, Turn: 1, Time: time.Now().UTC(), Message: &llm.Message{Role: llm.RoleUser, Content: "lost?"}}
 	wr := &writer{store: st, id: "orphan", subject: subject}
-	if _, err := st.js.PublishMsg(ctx, wr.message(outgoing{event: e, data: mustJSON(t, e)}, "main"),
+	if _, err := st.js.PublishMsg(ctx, wr.message(outgoing{event: e, data: mustJSON(t, e)}, author{agent: "main"}),
 		jetstream.WithExpectLastSequencePerSubject(born)); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,15 @@ const Unreachable errs.Code = "SESSION_NATS_UNREACHABLE"
 // agentHeader names, on every message, the agent that wrote it: a listing
 // reads it from the first message of a log.
 const agentHeader = "Dsh-Agent"
+
+// tenantHeader names, on every message of a tenant's session, the tenant
+// it belongs to, so any host that reads the log or rebuilds the index
+// knows it.
+const tenantHeader = "Dsh-Tenant"
+
+// author is who a log's messages are written for: the agent, and the
+// session's tenant (empty for an operator's session).
+type author struct{ agent, tenant string }
 
 // OpenHeader marks the first message of a session's log, its open record:
 // it holds no event, and makes the session exist in the stream from its
@@ -223,6 +233,7 @@ func (s *store) Load(ctx stdctx.Context, sessionID string) ([]session.Event, err
 type storedLog struct {
 	events []session.Event
 	agent  string // named by the first event's message
+	tenant string // named by the first message that names one
 	// born and last are the stream sequences of its first and last
 	// messages; msgs counts them, the open record included.
 	born, last, msgs uint64
@@ -411,6 +422,11 @@ func (l *storedLog) take(h natsgo.Header, data []byte, what, subject, id string)
 	}
 	if len(l.events) == 0 {
 		l.agent = h.Get(agentHeader)
+	}
+	if l.tenant == "" {
+		if t, err := url.QueryUnescape(h.Get(tenantHeader)); err == nil {
+			l.tenant = t
+		}
 	}
 	l.events = append(l.events, e)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ type writer struct {
 
 	mu      sync.Mutex
 	agent   string
+	tenant  string
 	lease   *lease // nil for a writer that never got one (broken)
 	born    uint64 // see Born
 	pending []session.Event
@@ -81,10 +83,10 @@ func (wr *writer) check(ctx stdctx.Context, ask func(stdctx.Context) error) erro
 	return nil
 }
 
-func (wr *writer) add(agent string, e session.Event) {
+func (wr *writer) add(agent, tenant string, e session.Event) {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
-	wr.agent = agent
+	wr.agent, wr.tenant = agent, tenant
 	if wr.released {
 		wr.store.log.Error("dropped a session event appended after the session was closed",
 			"session", wr.id, "seq", e.Seq, "type", e.Type)
@@ -113,7 +115,7 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 		n++
 	}
 	batch := wr.pending[:n:n]
-	agent, last, token := wr.agent, wr.last, wr.lease.token
+	who, last, token := author{wr.agent, wr.tenant}, wr.last, wr.lease.token
 	wr.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
@@ -139,11 +141,11 @@ func (wr *writer) write(ctx stdctx.Context, seq int64) error {
 		var stored int
 		var err error
 		if len(chunk) > 1 && wr.store.atomic.Load() {
-			stored, last, err = wr.publishAtomic(ctx, chunk, agent, last)
+			stored, last, err = wr.publishAtomic(ctx, chunk, who, last)
 		} else {
-			stored, last, err = wr.publishEach(ctx, chunk, agent, last)
+			stored, last, err = wr.publishEach(ctx, chunk, who, last)
 		}
-		wr.acked(agent, chunk[:stored], last, done+stored == len(out))
+		wr.acked(who, chunk[:stored], last, done+stored == len(out))
 		done += stored
 		if err != nil {
 			return wr.failed(done, err, out[done].event.Seq)
@@ -159,16 +161,21 @@ type outgoing struct {
 	id    string
 }
 
-func (wr *writer) message(o outgoing, agent string) *natsgo.Msg {
+func (wr *writer) message(o outgoing, who author) *natsgo.Msg {
 	m := natsgo.NewMsg(wr.subject)
 	m.Data = o.data
-	m.Header.Set(agentHeader, agent)
+	m.Header.Set(agentHeader, who.agent)
+	if who.tenant != "" {
+		// Escaped: a tenant comes from a token's claim, and a raw CR or
+		// LF in a header value would end the header there.
+		m.Header.Set(tenantHeader, url.QueryEscape(who.tenant))
+	}
 	return m
 }
 
 // acked takes the events of stored off the pending ones, the last of them
 // at stream sequence last.
-func (wr *writer) acked(agent string, stored []outgoing, last uint64, end bool) {
+func (wr *writer) acked(who author, stored []outgoing, last uint64, end bool) {
 	if len(stored) == 0 {
 		return
 	}
@@ -180,7 +187,7 @@ func (wr *writer) acked(agent string, stored []outgoing, last uint64, end bool) 
 	}
 	if wr.known {
 		for _, o := range stored {
-			wr.entry.note(agent, o.event, len(o.data), last)
+			wr.entry.note(who, o.event, len(o.data), last)
 		}
 	}
 	if end {
@@ -191,12 +198,12 @@ func (wr *writer) acked(agent string, stored []outgoing, last uint64, end bool) 
 // publishEach publishes out one message at a time, each expecting the one
 // before it as its subject's last; it returns how many were stored and the
 // sequence of the last of them.
-func (wr *writer) publishEach(ctx stdctx.Context, out []outgoing, agent string, last uint64) (int, uint64, error) {
+func (wr *writer) publishEach(ctx stdctx.Context, out []outgoing, who author, last uint64) (int, uint64, error) {
 	for i := 0; i < len(out); {
 		// connect_timeout bounds each publish, not the batch: a long
 		// batch is no slower server.
 		pctx, cancel := wr.store.timeout(ctx)
-		ack, err := wr.publish(pctx, wr.message(out[i], agent), last, out[i].id)
+		ack, err := wr.publish(pctx, wr.message(out[i], who), last, out[i].id)
 		cancel()
 		if err == nil {
 			i, last = i+1, ack.Sequence

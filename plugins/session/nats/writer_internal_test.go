@@ -33,7 +33,7 @@ func TestAPublishWhoseAckWasLostIsNotAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := session.Event{Seq: 1, Type: session.TurnStart, Turn: 1}
-	wr.add("agent", first)
+	wr.add("agent", "", first)
 	// The lost try: the same message, id and expected sequence as the
 	// writer's (after the session's open record), stored behind its back.
 	data, _ := json.Marshal(first)
@@ -46,7 +46,7 @@ func TestAPublishWhoseAckWasLostIsNotAnotherWriter(t *testing.T) {
 	if err := wr.write(ctx, 1); err != nil {
 		t.Fatalf("the retry of a stored message: %v", err)
 	}
-	wr.add("agent", session.Event{Seq: 2, Type: session.TurnEnd, Turn: 1})
+	wr.add("agent", "", session.Event{Seq: 2, Type: session.TurnEnd, Turn: 1})
 	if err := wr.write(ctx, 2); err != nil {
 		t.Fatalf("the next write: %v", err)
 	}

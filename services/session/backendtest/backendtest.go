@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"ReleasedWriterIsFenced", releasedWriterFenced},
 		{"LoadOfMissingSessionIsNotFound", loadMissing},
 		{"ListDescribesSessions", listSessions},
+		{"TenantIsStoredWithTheLog", tenantStored},
 		{"DeleteRemovesOnlyFreeSessions", deleteSessions},
 		{"OutcomesOfAClosedFreshSessionAreStored", outcomesOfAClosedFreshSession},
 		{"OutcomesMidTurnAreStored", outcomesMidTurnAreStored},
