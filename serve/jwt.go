@@ -41,6 +41,13 @@ func newJWTVerifier(ctx stdctx.Context, c config.JWTConfig, client *http.Client,
 	if c.Issuer == "" || c.JWKSURL == "" {
 		return nil, errs.New(errs.InvalidArgument, "serve.jwt: set both issuer (the iss claim tokens carry) and jwks_url (where the issuer publishes its keys)")
 	}
+	if c.Tenant != "" {
+		// Checked as a token's tenant is: it is stored with every session
+		// its callers open, and a tab or newline would not read back.
+		if err := session.CheckTenant(c.Tenant); err != nil {
+			return nil, errs.New(errs.InvalidArgument, fmt.Sprintf("serve.jwt.tenant %q cannot be used: %v; name it with at most %d printable characters", c.Tenant, err, session.MaxTenantLen))
+		}
+	}
 	if c.SubjectClaim == "" {
 		c.SubjectClaim = "sub"
 	}

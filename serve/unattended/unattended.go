@@ -15,15 +15,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/dsh-go/dsh/errs"
+	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // Closed is the code of a delivery attempted after Close began.
 const Closed errs.Code = "UNATTENDED_CLOSED"
+
+// ForeignSession is the code of a delivery whose session exists and
+// belongs to another tenant than the source's (a tenant opened a session
+// under the source's id first, or the config names another's session).
+const ForeignSession errs.Code = "UNATTENDED_FOREIGN_SESSION"
 
 // Target is where a source's prompts go.
 type Target struct {
@@ -139,6 +146,9 @@ func (r *Runner) openOptions(t Target) sessions.OpenOptions {
 func (r *Runner) deliverFresh(ctx stdctx.Context, t Target, req sessions.PromptRequest, started *bool) (Delivery, error) {
 	o := r.openOptions(t)
 	o.SessionID = t.Own
+	if err := r.mine(ctx, o.SessionID, o.Tenant); err != nil {
+		return Delivery{}, err
+	}
 	in, err := r.sessions.Ensure(ctx, sessions.EnsureOptions{OpenOptions: o})
 	if err != nil {
 		return Delivery{}, err
@@ -161,6 +171,9 @@ func (r *Runner) deliverFixed(ctx stdctx.Context, t Target, req sessions.PromptR
 	o := r.openOptions(t)
 	o.SessionID, o.KeepRunning = t.Session, true
 	for attempt := 0; ; attempt++ {
+		if err := r.mine(ctx, o.SessionID, o.Tenant); err != nil {
+			return Delivery{}, err
+		}
 		in, err := r.sessions.Ensure(ctx, sessions.EnsureOptions{OpenOptions: o})
 		if err != nil {
 			return Delivery{}, err
@@ -177,6 +190,39 @@ func (r *Runner) deliverFixed(ctx stdctx.Context, t Target, req sessions.PromptR
 		go r.follow(turn, done, rec, false)
 		return Delivery{Session: in.ID, MessageID: turn.MessageID, Done: done, recorded: rec}, nil
 	}
+}
+
+// mine refuses session id unless it is missing or tenant's: any tenant
+// may open a session under a free id, a source's fixed session's among
+// them, and a delivery into it would hand the source's payloads to that
+// tenant (and, for a source with a tenant, the squatter's history to the
+// source's tenant). The copy that is open says first, then the stored log,
+// as for the API's callers.
+func (r *Runner) mine(ctx stdctx.Context, id, tenant string) error {
+	if id == "" {
+		return nil
+	}
+	owner, exists := "", false
+	if in, err := r.sessions.Info(ctx, id); err == nil {
+		owner, exists = in.Tenant, true
+	}
+	if owner == "" {
+		sum, found, err := r.sessions.Find(ctx, id)
+		if err != nil && !errs.HasCode(err, session.NoPersistence) {
+			return err
+		}
+		if found {
+			owner, exists = sum.Tenant, true
+		}
+	}
+	if exists && owner != tenant {
+		who := "an operator's"
+		if tenant != "" {
+			who = "tenant " + strconv.Quote(tenant) + "'s"
+		}
+		return errs.New(ForeignSession, fmt.Sprintf("session %q is not %s, whose source delivers into it; delete that session or give the source another session id", id, who))
+	}
+	return nil
 }
 
 // follow waits for the recorded outcome of the turn, logs how it ended,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/serve/apierr"
+	"github.com/dsh-go/dsh/serve/unattended"
 )
 
 // Codes of the webhooks. They are stable strings; the ones shared with the
@@ -40,6 +41,9 @@ var statuses = map[errs.Code]int{
 	NotFound:         http.StatusNotFound,
 	MethodNotAllowed: http.StatusMethodNotAllowed,
 	SpoolFailed:      http.StatusServiceUnavailable,
+	// The fixed session is another tenant's: the config or that session
+	// must change, so a redelivery fares no better.
+	unattended.ForeignSession: http.StatusConflict,
 }
 
 // writeError answers err with its status and the server's JSON error body.

@@ -94,7 +94,7 @@ func sameAsLogs(t *testing.T, w *files) []session.Summary {
 	for i := range want {
 		g, l := got[i], want[i]
 		if g.ID != l.ID || g.Agent != l.Agent || g.Title != l.Title || !g.Created.Equal(l.Created) ||
-			!g.Updated.Equal(l.Updated) || g.Turns != l.Turns || g.State != l.State || g.Size != l.Size {
+			!g.Updated.Equal(l.Updated) || g.Turns != l.Turns || g.State != l.State || g.Size != l.Size || g.Tenant != l.Tenant {
 			t.Fatalf("listing %d:\n catalog %+v\n logs    %+v", i, g, l)
 		}
 	}
