@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dsh-go/dsh/errs"
 	"github.com/dsh-go/dsh/services/session"
+	"github.com/dsh-go/dsh/services/sessions"
 )
 
 // tenantOf is the tenant of the caller of r: empty for an operator, who
@@ -15,24 +15,10 @@ import (
 // auth).
 func tenantOf(r *http.Request) string { return principalOf(r).Tenant }
 
-// ownerOf is the tenant session id belongs to, and whether the session
-// exists (open, or stored). The copy that is open says first; a copy
-// opened without its tenant (a resume by a client that did not know it)
-// leaves the stored log to say. Both are always asked, so a missing and a
-// foreign session take the same path.
+// ownerOf is the tenant session id belongs to, and whether it exists
+// (sessions.Owner).
 func (s *Server) ownerOf(ctx stdctx.Context, id string) (string, bool, error) {
-	in, open := s.info(ctx, id)
-	sum, found, err := s.persisted(ctx, id)
-	if err != nil && !errs.HasCode(err, session.NoPersistence) {
-		return "", false, err
-	}
-	switch {
-	case open && in.Tenant != "":
-		return in.Tenant, true, nil
-	case found:
-		return sum.Tenant, true, nil
-	}
-	return "", open, nil
+	return sessions.Owner(ctx, s.o.Sessions, id)
 }
 
 // scoped lets a tenant's request for session {id} through only when the

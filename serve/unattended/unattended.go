@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 
 	"github.com/dsh-go/dsh/errs"
-	"github.com/dsh-go/dsh/services/session"
 	"github.com/dsh-go/dsh/services/sessions"
 )
 
@@ -202,18 +201,9 @@ func (r *Runner) mine(ctx stdctx.Context, id, tenant string) error {
 	if id == "" {
 		return nil
 	}
-	owner, exists := "", false
-	if in, err := r.sessions.Info(ctx, id); err == nil {
-		owner, exists = in.Tenant, true
-	}
-	if owner == "" {
-		sum, found, err := r.sessions.Find(ctx, id)
-		if err != nil && !errs.HasCode(err, session.NoPersistence) {
-			return err
-		}
-		if found {
-			owner, exists = sum.Tenant, true
-		}
+	owner, exists, err := sessions.Owner(ctx, r.sessions, id)
+	if err != nil {
+		return err
 	}
 	if exists && owner != tenant {
 		who := "an operator's"
